@@ -427,12 +427,18 @@ typedef pthread_t       gf__thread;
 #  define gf__atomic_add(p, v)      ((uint64_t)InterlockedExchangeAdd64((volatile long long *)(p), (long long)(v)))
 #  define gf__atomic_load_int(p)    (*(volatile long *)(p))
 #  define gf__atomic_store_int(p,v) InterlockedExchange((volatile long *)(p), (long)(v))
+#  define gf__atomic_add_int(p, v)  ((int)InterlockedExchangeAdd((volatile long *)(p), (long)(v)))
+#  define gf__atomic_cas_int(p, expected, desired) \
+    (InterlockedCompareExchange((volatile long *)(p), (long)(desired), (long)*(expected)) == (long)*(expected))
 #else
 #  define gf__atomic_load(p)        __atomic_load_n((p), __ATOMIC_ACQUIRE)
 #  define gf__atomic_store(p, v)    __atomic_store_n((p), (v), __ATOMIC_RELEASE)
 #  define gf__atomic_add(p, v)      __atomic_fetch_add((p), (v), __ATOMIC_ACQ_REL)
 #  define gf__atomic_load_int(p)    __atomic_load_n((p), __ATOMIC_ACQUIRE)
 #  define gf__atomic_store_int(p,v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
+#  define gf__atomic_add_int(p, v)  __atomic_fetch_add((p), (v), __ATOMIC_ACQ_REL)
+#  define gf__atomic_cas_int(p, expected, desired) \
+    __atomic_compare_exchange_n((p), (expected), (desired), 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)
 #endif
 
 #if defined(_WIN32)
@@ -469,9 +475,6 @@ static uint64_t gf__now_ns(void) {
     return (uint64_t)((double)c.QuadPart * 1e9 / (double)f.QuadPart);
 }
 static void gf__sleep_us(unsigned us) { Sleep((us + 999) / 1000); }
-static void *gf__dlopen(const char *name)            { return (void *)LoadLibraryA(name); }
-static void *gf__dlsym(void *lib, const char *name)  { return (void *)GetProcAddress((HMODULE)lib, name); }
-static const char *gf__dlerror(void)                 { return "LoadLibrary failed"; }
 #else
 static void gf__mutex_init(gf__mutex *m)    { pthread_mutex_init(m, NULL); }
 static void gf__mutex_destroy(gf__mutex *m) { pthread_mutex_destroy(m); }
@@ -527,27 +530,6 @@ static void gf__sleep_us(unsigned us) {
     ts.tv_nsec = (long)(us % 1000000u) * 1000L;
     while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
 }
-static void *gf__dlopen(const char *name)           { return dlopen(name, RTLD_NOW | RTLD_LOCAL); }
-static void *gf__dlsym(void *lib, const char *name) { return dlsym(lib, name); }
-static const char *gf__dlerror(void)                { const char *e = dlerror(); return e ? e : "unknown dlopen error"; }
-#endif
-
-/* Lazy driver loading: each backend loads its library once, under one process-wide lock,
-   and keeps the outcome (and why it failed) for every later caller. */
-typedef struct gf__driver {
-    int tried;
-    gf_result result;
-    char why[512];
-    void *lib;
-} gf__driver;
-#if defined(_WIN32)
-static SRWLOCK gf__driver_lock = SRWLOCK_INIT;
-static void gf__driver_lock_acquire(void) { AcquireSRWLockExclusive(&gf__driver_lock); }
-static void gf__driver_lock_release(void) { ReleaseSRWLockExclusive(&gf__driver_lock); }
-#else
-static pthread_mutex_t gf__driver_lock = PTHREAD_MUTEX_INITIALIZER;
-static void gf__driver_lock_acquire(void) { pthread_mutex_lock(&gf__driver_lock); }
-static void gf__driver_lock_release(void) { pthread_mutex_unlock(&gf__driver_lock); }
 #endif
 
 /* ---- errors: a per-thread detail for the last failure ----------------------------------- */
@@ -565,18 +547,6 @@ static gf_result gf__fail(gf_result code, const char *fmt, ...) {
     vsnprintf(gf__error_text, sizeof gf__error_text, fmt, ap);
     va_end(ap);
     return code;
-}
-
-/* Loads a driver once: load_fn fills d (lib, result, why) the first time; every call returns
-   the stored outcome with its reason as this thread's error detail. */
-static gf_result gf__driver_load(gf__driver *d, void (*load_fn)(gf__driver *d)) {
-    gf_result r;
-    gf__driver_lock_acquire();
-    if (!d->tried) { load_fn(d); d->tried = 1; }
-    r = d->result;
-    gf__driver_lock_release();
-    if (r != GF_OK) return gf__fail(r, "%s", d->why);
-    return GF_OK;
 }
 
 static void *gf__alloc(size_t bytes) {   /* zeroed */
@@ -603,11 +573,51 @@ static int gf__grow(void **items, int *cap, int need, size_t elem) {
     return 1;
 }
 
+/* ---- driver loading (only vendor backends need it) --------------------------------------- */
+#if defined(GPUFLOW_CUDA) || defined(GPUFLOW_HIP) || defined(GPUFLOW_OPENCL)
+/* Lazy driver loading: each backend loads its library once, under one process-wide lock,
+   and keeps the outcome (and why it failed) for every later caller. */
+typedef struct gf__driver {
+    int tried;
+    gf_result result;
+    char why[512];
+    void *lib;
+} gf__driver;
+#if defined(_WIN32)
+static void *gf__dlopen(const char *name)            { return (void *)LoadLibraryA(name); }
+static void *gf__dlsym(void *lib, const char *name)  { return (void *)GetProcAddress((HMODULE)lib, name); }
+static const char *gf__dlerror(void)                 { return "LoadLibrary failed"; }
+static SRWLOCK gf__driver_lock = SRWLOCK_INIT;
+static void gf__driver_lock_acquire(void) { AcquireSRWLockExclusive(&gf__driver_lock); }
+static void gf__driver_lock_release(void) { ReleaseSRWLockExclusive(&gf__driver_lock); }
+#else
+static void *gf__dlopen(const char *name)           { return dlopen(name, RTLD_NOW | RTLD_LOCAL); }
+static void *gf__dlsym(void *lib, const char *name) { return dlsym(lib, name); }
+static const char *gf__dlerror(void)                { const char *e = dlerror(); return e ? e : "unknown dlopen error"; }
+static pthread_mutex_t gf__driver_lock = PTHREAD_MUTEX_INITIALIZER;
+static void gf__driver_lock_acquire(void) { pthread_mutex_lock(&gf__driver_lock); }
+static void gf__driver_lock_release(void) { pthread_mutex_unlock(&gf__driver_lock); }
+#endif
+
+/* Loads a driver once: load_fn fills d (lib, result, why) the first time; every call returns
+   the stored outcome with its reason as this thread's error detail. */
+static gf_result gf__driver_load(gf__driver *d, void (*load_fn)(gf__driver *d)) {
+    gf_result r;
+    gf__driver_lock_acquire();
+    if (!d->tried) { load_fn(d); d->tried = 1; }
+    r = d->result;
+    gf__driver_lock_release();
+    if (r != GF_OK) return gf__fail(r, "%s", d->why);
+    return GF_OK;
+}
+
+#endif
+
 /* ---- objects ---------------------------------------------------------------------------- */
 /* Every object starts with a type tag, so a handle of the wrong type (or a destroyed one,
    whose tag is cleared before it is freed) is refused instead of misused. */
 typedef enum gf__type {
-    GF__T_DEAD = 0, GF__T_DEVICE = 0x67660001, GF__T_BUFFER, GF__T_STREAM, GF__T_EVENT,
+    GF__T_DEAD = 0, GF__T_PENDING = 1 /* a graph still being captured */, GF__T_DEVICE = 0x67660001, GF__T_BUFFER, GF__T_STREAM, GF__T_EVENT,
     GF__T_EVENT_POOL, GF__T_STREAM_POOL, GF__T_STREAM_SET, GF__T_FLOW, GF__T_GRAPH,
     GF__T_MODULE, GF__T_KERNEL
 } gf__type;
@@ -630,8 +640,9 @@ struct gf_device {
     gf_stream *sync_stream;         /* carries the synchronous copies */
     gf_event_pool *events;          /* the device's own events: barriers, flows, profiler */
     uint64_t next_id;
-    int active_captures;
-    gf__profiler *profiler;
+    gf__capture *captures;          /* in progress */
+    gf__profiler *profiler;         /* made by the first gf_profiler_enable, kept until close */
+    int profiling;                  /* atomic: operations are being timed */
     gf__waiter *waiter;
     gf__alloc_cache *cache;         /* stream-ordered allocator where the driver has none */
 };
@@ -640,6 +651,7 @@ struct gf_buffer {
     uint32_t type;
     gf_device *dev;
     size_t size;
+    size_t capacity;                /* bytes allocated (stream-ordered reuse may hand out less) */
     int managed;
     void *ptr;                      /* native pointer-like handle: cl_mem, host memory, ... */
     uint64_t addr;                  /* native address-like handle: CUdeviceptr */
@@ -666,14 +678,15 @@ struct gf_stream {
     gf_priority priority;
     void *native;                   /* CUstream, cl_command_queue, stub queue, ... */
     gf__mutex lock;                 /* enqueue order, capture state, profiler records */
-    gf_result status;               /* sticky asynchronous error, passed to callbacks */
+    int status;                     /* gf_result: sticky asynchronous error, given to callbacks */
     uint64_t ops, copies, bytes_copied, launches, callbacks;   /* atomics */
     uint64_t submitted, retired;    /* pending = submitted - retired, refreshed by query */
-    uint64_t busy_ns;
     gf__capture *capture;           /* capture this stream takes part in, or NULL */
     int capture_ops, capture_joined;/* ops since joining; ops covered by a join back */
     gf_stream_pool *pool; int pool_index; int leases;
-    int internal;                   /* owned by the core (pool, set, sync stream) */
+    uint64_t lease_t0; gf_workload lease_workload;  /* pool completion timing */
+    int internal;                   /* owned by the core (pool, set, flow, sync stream) */
+    uint64_t last_trace_id;         /* profiler: the last op, a flow arrow's source */
 };
 
 struct gf_event {
@@ -684,7 +697,7 @@ struct gf_event {
     int recorded;
     gf_stream *stream;              /* where it was last recorded */
     gf_event_pool *pool; int in_pool;
-    gf__capture *capture;           /* recorded inside this capture */
+    uint64_t capture_id;            /* recorded inside this capture (0: none) */
     int capture_pos;                /* recording stream's capture_ops at the record */
     uint64_t trace_id;              /* profiler: the op it marks, for flow arrows */
 };
@@ -716,7 +729,7 @@ typedef struct gf__cmd {
     gf__cmd_kind kind;
     gf__copy copy;                                  /* COPY */
     gf_buffer *buf; size_t offset, bytes; unsigned char value; int to_device;  /* FILL, PREFETCH */
-    gf_kernel *kernel; gf_launch_dims dims; int arg_first, arg_count;          /* LAUNCH */
+    gf_kernel *kernel; gf_launch_dims dims; const gf_arg *args; int arg_count; /* LAUNCH */
     gf_callback fn; void *user;                     /* CALLBACK */
     gf_graph *child;                                /* GRAPH: a graph launched inside a capture */
 } gf__cmd;
@@ -726,13 +739,13 @@ struct gf_graph {
     gf_device *dev;
     gf_capture_mode mode;
     int native;                     /* a driver graph (else a recording) */
+    int launched;                   /* ever launched: releasing it waits for the device */
     void *native_exec;              /* CUgraphExec / hipGraphExec_t / command buffer */
     void *native_graph;             /* CUgraph / hipGraph_t, kept for update */
     int nodes;
-    gf__cmd *cmds; int cmd_count, cmd_cap;          /* recording */
-    gf_arg *args; int arg_count, arg_cap;           /* launch arguments of the recording */
-    unsigned char *arg_bytes; int arg_bytes_used, arg_bytes_cap;
+    gf__cmd *cmds; int cmd_count, cmd_cap;          /* recording; a launch's args are its own block */
     gf_buffer **owned; int owned_count, owned_cap;  /* allocated inside the capture */
+    void **blocks; int block_count, block_cap;      /* callback contexts a native graph refers to */
 };
 
 /* ---- the backend vtable ----------------------------------------------------------------- */
@@ -800,7 +813,2981 @@ static const gf__backend *gf__hip_backend(void);      /* gpuflow_hip.h */
 static const gf__backend *gf__opencl_backend(void);   /* gpuflow_opencl.h */
 #endif
 
-/*@@CORE@@*/
+/* ---- names ------------------------------------------------------------------------------ */
+GPUFLOW_IMPL const char *gf_result_name(gf_result r) {
+    switch (r) {
+    case GF_OK: return "GF_OK";
+    case GF_NOT_READY: return "GF_NOT_READY";
+    case GF_TIMEOUT: return "GF_TIMEOUT";
+    case GF_ERROR_INVALID_ARGUMENT: return "GF_ERROR_INVALID_ARGUMENT";
+    case GF_ERROR_INVALID_HANDLE: return "GF_ERROR_INVALID_HANDLE";
+    case GF_ERROR_OUT_OF_RANGE: return "GF_ERROR_OUT_OF_RANGE";
+    case GF_ERROR_OUT_OF_MEMORY: return "GF_ERROR_OUT_OF_MEMORY";
+    case GF_ERROR_BACKEND_UNAVAILABLE: return "GF_ERROR_BACKEND_UNAVAILABLE";
+    case GF_ERROR_NO_DEVICE: return "GF_ERROR_NO_DEVICE";
+    case GF_ERROR_NOT_SUPPORTED: return "GF_ERROR_NOT_SUPPORTED";
+    case GF_ERROR_WRONG_DEVICE: return "GF_ERROR_WRONG_DEVICE";
+    case GF_ERROR_CAPTURE: return "GF_ERROR_CAPTURE";
+    case GF_ERROR_CYCLE: return "GF_ERROR_CYCLE";
+    case GF_ERROR_INVALID_STATE: return "GF_ERROR_INVALID_STATE";
+    case GF_ERROR_NOT_FOUND: return "GF_ERROR_NOT_FOUND";
+    case GF_ERROR_BUILD: return "GF_ERROR_BUILD";
+    case GF_ERROR_DRIVER: return "GF_ERROR_DRIVER";
+    }
+    return "GF_(unknown result)";
+}
+
+GPUFLOW_IMPL const char *gf_last_error(void) { return gf__error_text; }
+
+GPUFLOW_IMPL const char *gf_backend_name(gf_backend b) {
+    switch (b) {
+    case GF_BACKEND_AUTO: return "auto";
+    case GF_BACKEND_CUDA: return "cuda";
+    case GF_BACKEND_HIP: return "hip";
+    case GF_BACKEND_OPENCL: return "opencl";
+    case GF_BACKEND_STUB: return "stub";
+    }
+    return "unknown";
+}
+
+/* ---- validation ------------------------------------------------------------------------- */
+static int gf__is(const void *obj, gf__type type) {
+    return obj != NULL && *(const uint32_t *)obj == (uint32_t)type;
+}
+static const char *gf__type_name(gf__type t) {
+    switch (t) {
+    case GF__T_DEVICE: return "gf_device"; case GF__T_BUFFER: return "gf_buffer";
+    case GF__T_STREAM: return "gf_stream"; case GF__T_EVENT: return "gf_event";
+    case GF__T_EVENT_POOL: return "gf_event_pool"; case GF__T_STREAM_POOL: return "gf_stream_pool";
+    case GF__T_STREAM_SET: return "gf_stream_set"; case GF__T_FLOW: return "gf_flow";
+    case GF__T_GRAPH: return "gf_graph"; case GF__T_MODULE: return "gf_module";
+    case GF__T_KERNEL: return "gf_kernel"; case GF__T_DEAD: case GF__T_PENDING: break;
+    }
+    return "object";
+}
+static gf_result gf__bad_handle(const char *fn, const char *param, const void *obj, gf__type want) {
+    if (!obj) return gf__fail(GF_ERROR_INVALID_HANDLE, "%s: %s is NULL", fn, param);
+    return gf__fail(GF_ERROR_INVALID_HANDLE, "%s: %s is not a live %s (wrong type or destroyed)",
+                    fn, param, gf__type_name(want));
+}
+/* Returns from the calling function when obj is not a live object of the given type. */
+#define GF__CHECK(obj, T) \
+    do { if (!gf__is((obj), (T))) return gf__bad_handle(__func__, #obj, (obj), (T)); } while (0)
+#define GF__CHECK_OUT(out) \
+    do { if (!(out)) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "%s: %s is NULL", __func__, #out); } while (0)
+#define GF__SAME_DEVICE(a, b) \
+    do { if ((a) != (b)) return gf__fail(GF_ERROR_WRONG_DEVICE, \
+         "%s: objects of two different devices used together", __func__); } while (0)
+
+/* offset + bytes <= size, without overflow; bytes must be non-zero. */
+static gf_result gf__check_range(const char *fn, const gf_buffer *buf, size_t offset, size_t bytes) {
+    if (bytes == 0) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "%s: size is 0", fn);
+    if (bytes > buf->size || offset > buf->size - bytes)
+        return gf__fail(GF_ERROR_OUT_OF_RANGE, "%s: range [%zu, +%zu) is past the buffer's %zu bytes",
+                        fn, offset, bytes, buf->size);
+    return GF_OK;
+}
+
+/* ---- backends --------------------------------------------------------------------------- */
+static const gf__backend *gf__backend_of(gf_backend b) {
+    switch (b) {
+#ifdef GPUFLOW_CUDA
+    case GF_BACKEND_CUDA: return gf__cuda_backend();
+#endif
+#ifdef GPUFLOW_HIP
+    case GF_BACKEND_HIP: return gf__hip_backend();
+#endif
+#ifdef GPUFLOW_OPENCL
+    case GF_BACKEND_OPENCL: return gf__opencl_backend();
+#endif
+    case GF_BACKEND_STUB: return gf__stub_backend();
+    default: return NULL;
+    }
+}
+
+/* Loads b's driver; GF_OK, or why not (compiled out, library missing, ...). */
+static gf_result gf__backend_load(gf_backend b, const gf__backend **out) {
+    const gf__backend *be = gf__backend_of(b);
+    if (b <= GF_BACKEND_AUTO || b > GF_BACKEND_STUB)
+        return gf__fail(GF_ERROR_INVALID_ARGUMENT, "backend %d is not a gf_backend", (int)b);
+    if (!be)
+        return gf__fail(GF_ERROR_BACKEND_UNAVAILABLE,
+                        "%s backend is not compiled in (define GPUFLOW_%s and include gpuflow_%s.h)",
+                        gf_backend_name(b), b == GF_BACKEND_CUDA ? "CUDA" : b == GF_BACKEND_HIP ? "HIP" : "OPENCL",
+                        gf_backend_name(b));
+    *out = be;
+    return be->load();
+}
+
+GPUFLOW_IMPL int gf_backend_available(gf_backend b) {
+    const gf__backend *be;
+    return gf__backend_load(b, &be) == GF_OK;
+}
+
+GPUFLOW_IMPL int gf_device_count(gf_backend b) {
+    const gf__backend *be;
+    int n = 0;
+    if (b == GF_BACKEND_AUTO) {
+        int total = 0;
+        gf_backend k;
+        for (k = GF_BACKEND_CUDA; k <= GF_BACKEND_STUB; k = (gf_backend)(k + 1)) total += gf_device_count(k);
+        return total;
+    }
+    if (gf__backend_load(b, &be) != GF_OK) return 0;
+    if (be->device_count(&n) != GF_OK) return 0;
+    return n;
+}
+
+/* ---- devices ---------------------------------------------------------------------------- */
+static gf_result gf__stream_new(gf_device *dev, const char *label, gf_priority prio, int internal, gf_stream **out);
+static void gf__stream_free(gf_stream *s);
+static gf_result gf__stream_sync(gf_stream *s);
+static void gf__waiter_stop(gf_device *dev);
+static void gf__cache_trim(gf_device *dev);
+static void gf__profiler_free(gf_device *dev);
+
+static void gf__graph_release(gf_graph *g);
+
+static void gf__device_free(gf_device *dev) {
+    int i;
+    for (i = 0; i < dev->graph_count; i++) {   /* graphs are shells the device recycles */
+        if (dev->graphs[i]->type == GF__T_GRAPH) gf__graph_release(dev->graphs[i]);
+        GPUFLOW_FREE(dev->graphs[i]);
+    }
+    if (dev->sync_stream) gf__stream_free(dev->sync_stream);
+    if (dev->events) gf_event_pool_destroy(dev->events);
+    if (dev->native) dev->be->device_close(dev);
+    gf__mutex_destroy(&dev->lock);
+    GPUFLOW_FREE(dev->streams);
+    GPUFLOW_FREE(dev->graphs);
+    dev->type = GF__T_DEAD;
+    GPUFLOW_FREE(dev);
+}
+
+static gf_result gf__device_open_on(gf_backend b, int index, gf_device **out) {
+    const gf__backend *be = NULL;
+    gf_device *dev;
+    gf_result r;
+    int count = 0;
+    if ((r = gf__backend_load(b, &be)) != GF_OK) return r;
+    if ((r = be->device_count(&count)) != GF_OK) return r;
+    if (count == 0) return gf__fail(GF_ERROR_NO_DEVICE, "%s: the driver loaded but reports no device", gf_backend_name(b));
+    if (index < 0 || index >= count)
+        return gf__fail(GF_ERROR_NO_DEVICE, "%s: device index %d is out of range (%d device%s)",
+                        gf_backend_name(b), index, count, count == 1 ? "" : "s");
+    if (!(dev = (gf_device *)gf__alloc(sizeof *dev))) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_device_open: out of host memory");
+    dev->type = GF__T_DEVICE;
+    dev->be = be;
+    dev->index = index;
+    gf__mutex_init(&dev->lock);
+    if ((r = be->device_open(dev, index)) != GF_OK) { dev->native = NULL; gf__device_free(dev); return r; }
+    dev->info.backend = b;
+    if ((r = gf_event_pool_create(dev, NULL, &dev->events)) != GF_OK ||
+        (r = gf__stream_new(dev, "gpuflow/sync", GF_PRIORITY_NORMAL, 1, &dev->sync_stream)) != GF_OK) {
+        gf__device_free(dev);
+        return r;
+    }
+    *out = dev;
+    return GF_OK;
+}
+
+static gf_backend gf__backend_from_env(const char *v) {
+    if (!strcmp(v, "cuda")) return GF_BACKEND_CUDA;
+    if (!strcmp(v, "hip")) return GF_BACKEND_HIP;
+    if (!strcmp(v, "opencl")) return GF_BACKEND_OPENCL;
+    if (!strcmp(v, "stub")) return GF_BACKEND_STUB;
+    return GF_BACKEND_AUTO;
+}
+
+GPUFLOW_IMPL gf_result gf_device_open(gf_backend b, int index, gf_device **out) {
+    static const gf_backend order[] = { GF_BACKEND_CUDA, GF_BACKEND_HIP, GF_BACKEND_OPENCL, GF_BACKEND_STUB };
+    const char *env;
+    char note[256] = "";
+    size_t used = 0;
+    int i;
+    GF__CHECK_OUT(out);
+    *out = NULL;
+    if (b < GF_BACKEND_AUTO || b > GF_BACKEND_STUB)
+        return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_device_open: backend %d is not a gf_backend", (int)b);
+    if (b != GF_BACKEND_AUTO) return gf__device_open_on(b, index, out);
+    env = getenv("GPUFLOW_BACKEND");
+    if (env && *env) {
+        gf_backend forced = gf__backend_from_env(env);
+        if (forced == GF_BACKEND_AUTO)
+            return gf__fail(GF_ERROR_INVALID_ARGUMENT, "GPUFLOW_BACKEND=%s: expected cuda, hip, opencl or stub", env);
+        return gf__device_open_on(forced, index, out);
+    }
+    /* AUTO: the first compiled-in backend that opens, remembering why the others did not. */
+    for (i = 0; i < 4; i++) {
+        gf_result r;
+        if (!gf__backend_of(order[i])) continue;
+        if ((r = gf__device_open_on(order[i], index, out)) == GF_OK) {
+            if (used) {
+                gf__copy_str((*out)->info.note, sizeof (*out)->info.note, note);
+                gf__fail(GF_OK, "gf_device_open: chose %s; passed over %s", gf_backend_name(order[i]), note);
+            }
+            return GF_OK;
+        }
+        if (used < sizeof note - 1)
+            used += (size_t)snprintf(note + used, sizeof note - used, "%s%s: %s", used ? "; " : "",
+                                     gf_backend_name(order[i]), gf_last_error());
+        if (used >= sizeof note) used = sizeof note - 1;
+    }
+    return gf__fail(GF_ERROR_NO_DEVICE, "gf_device_open: no backend has device %d (%s)", index, note);
+}
+
+GPUFLOW_IMPL void gf_device_close(gf_device *dev) {
+    if (!gf__is(dev, GF__T_DEVICE)) { gf__bad_handle(__func__, "dev", dev, GF__T_DEVICE); return; }
+    gf_device_synchronize(dev);
+    gf__waiter_stop(dev);
+    gf__profiler_free(dev);
+    gf__cache_trim(dev);
+    gf__device_free(dev);
+}
+
+GPUFLOW_IMPL gf_backend gf_device_backend(const gf_device *dev) {
+    return gf__is(dev, GF__T_DEVICE) ? dev->info.backend : GF_BACKEND_AUTO;
+}
+GPUFLOW_IMPL const char *gf_device_name(const gf_device *dev) {
+    return gf__is(dev, GF__T_DEVICE) ? dev->info.name : "";
+}
+GPUFLOW_IMPL gf_result gf_device_get_info(gf_device *dev, gf_device_info *out) {
+    GF__CHECK(dev, GF__T_DEVICE);
+    GF__CHECK_OUT(out);
+    *out = dev->info;
+    return GF_OK;
+}
+GPUFLOW_IMPL gf_result gf_device_memory_info(gf_device *dev, size_t *free_bytes, size_t *total_bytes) {
+    size_t f = 0, t = 0;
+    gf_result r;
+    GF__CHECK(dev, GF__T_DEVICE);
+    if (!free_bytes && !total_bytes)
+        return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_device_memory_info: both outputs are NULL");
+    if ((r = dev->be->memory_info(dev, &f, &t)) != GF_OK) return r;
+    if (free_bytes) *free_bytes = f;
+    if (total_bytes) *total_bytes = t;
+    return GF_OK;
+}
+
+/* Snapshot of the device's streams, so syncing does not hold the device lock. */
+static gf_stream **gf__device_streams(gf_device *dev, int *count) {
+    gf_stream **list;
+    gf__lock(&dev->lock);
+    *count = dev->stream_count;
+    list = (gf_stream **)GPUFLOW_MALLOC(sizeof *list * (size_t)(dev->stream_count ? dev->stream_count : 1));
+    if (list && dev->stream_count) memcpy(list, dev->streams, sizeof *list * (size_t)dev->stream_count);
+    gf__unlock(&dev->lock);
+    return list;
+}
+
+GPUFLOW_IMPL gf_result gf_device_synchronize(gf_device *dev) {
+    gf_stream **list;
+    gf_result r = GF_OK;
+    int n, i;
+    GF__CHECK(dev, GF__T_DEVICE);
+    if (!(list = gf__device_streams(dev, &n))) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_device_synchronize: out of host memory");
+    for (i = 0; i < n; i++) {
+        int capturing;
+        gf_result ri;
+        gf__lock(&list[i]->lock);
+        capturing = list[i]->capture != NULL;   /* a capturing stream has nothing to run yet */
+        gf__unlock(&list[i]->lock);
+        if (!capturing && (ri = gf__stream_sync(list[i])) != GF_OK && r == GF_OK) r = ri;
+    }
+    GPUFLOW_FREE(list);
+    return r;
+}
+
+/* ---- captures in progress ----------------------------------------------------------------- */
+struct gf__capture {
+    uint64_t id;
+    gf_stream *origin;              /* began it; must end it */
+    gf_capture_mode mode;
+    int native;                     /* the driver captures; else the core records */
+    gf_graph *graph;                /* what the capture becomes */
+    gf_stream **members; int member_count, member_cap;   /* origin and forked streams */
+    gf_buffer **buffers; int buffer_count, buffer_cap;   /* used: sync copies into them refused */
+    gf__capture *next;
+};
+
+static gf__capture *gf__capture_find(gf_device *dev, uint64_t id) {  /* dev->lock held */
+    gf__capture *c;
+    for (c = dev->captures; c; c = c->next) if (c->id == id) return c;
+    return NULL;
+}
+static int gf__event_in_capture(gf_event *ev) {
+    int live;
+    if (!ev->capture_id) return 0;
+    gf__lock(&ev->dev->lock);
+    live = gf__capture_find(ev->dev, ev->capture_id) != NULL;
+    gf__unlock(&ev->dev->lock);
+    return live;
+}
+static void gf__capture_use(gf__capture *c, gf_buffer *buf) {       /* dev->lock held */
+    int i;
+    if (!buf) return;
+    for (i = 0; i < c->buffer_count; i++) if (c->buffers[i] == buf) return;
+    if (!gf__grow((void **)&c->buffers, &c->buffer_cap, c->buffer_count + 1, sizeof *c->buffers)) return;
+    c->buffers[c->buffer_count++] = buf;
+    gf__atomic_add_int(&buf->capture_uses, 1);
+}
+
+static void gf__capture_forget(gf__capture *c, gf_buffer *buf) {   /* the buffer is freed inside c */
+    int i;
+    gf__lock(&buf->dev->lock);
+    for (i = 0; i < c->buffer_count; i++)
+        if (c->buffers[i] == buf) {
+            c->buffers[i] = c->buffers[--c->buffer_count];
+            gf__atomic_add_int(&buf->capture_uses, -1);
+            break;
+        }
+    gf__unlock(&buf->dev->lock);
+}
+
+/* ---- commands: every operation on a stream is one gf__cmd ----------------------------------- */
+typedef struct gf__callback_ctx { gf_callback fn; void *user; gf_stream *s; int kept; } gf__callback_ctx;
+
+static void gf__callback_run(void *p) {
+    gf__callback_ctx *c = (gf__callback_ctx *)p;
+    gf_result status = c->s ? (gf_result)gf__atomic_load_int(&c->s->status) : GF_OK;
+    c->fn(c->user, status);
+    if (!c->kept) GPUFLOW_FREE(c);
+}
+
+static gf_result gf__graph_replay(gf_graph *g, gf_stream *s);
+static int gf__keep_block(gf_graph *g, void *block);
+
+/* Runs one command on s through the backend. owner: a native graph being captured, which
+   then keeps what the driver will refer to at every replay. */
+static gf_result gf__exec(gf_stream *s, const gf__cmd *c, gf_graph *owner) {
+    const gf__backend *be = s->dev->be;
+    switch (c->kind) {
+    case GF__CMD_COPY: return be->copy(s, &c->copy);
+    case GF__CMD_FILL: return be->fill(s, c->buf, c->offset, c->value, c->bytes);
+    case GF__CMD_PREFETCH: return be->prefetch(s, c->buf, c->to_device);
+    case GF__CMD_LAUNCH: return be->launch(s, c->kernel, &c->dims, c->args, c->arg_count);
+    case GF__CMD_GRAPH: return gf__graph_replay(c->child, s);
+    case GF__CMD_CALLBACK: {
+        gf_result r;
+        gf__callback_ctx *ctx = (gf__callback_ctx *)gf__alloc(sizeof *ctx);
+        if (!ctx) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_stream_add_callback: out of host memory");
+        ctx->fn = c->fn; ctx->user = c->user; ctx->s = owner ? NULL : s; ctx->kept = owner != NULL;
+        if (owner && !gf__keep_block(owner, ctx)) {
+            GPUFLOW_FREE(ctx);
+            return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_stream_add_callback: out of host memory");
+        }
+        r = be->host_callback(s, gf__callback_run, ctx);
+        if (r != GF_OK && !owner) GPUFLOW_FREE(ctx);
+        return r;
+    }
+    }
+    return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gpuflow: unknown command");
+}
+
+static gf_op_kind gf__cmd_op(const gf__cmd *c) {
+    switch (c->kind) {
+    case GF__CMD_COPY: return GF_OP_COPY;
+    case GF__CMD_FILL: case GF__CMD_PREFETCH: return GF_OP_FILL;
+    case GF__CMD_LAUNCH: return GF_OP_LAUNCH;
+    case GF__CMD_CALLBACK: return GF_OP_CALLBACK;
+    case GF__CMD_GRAPH: return GF_OP_GRAPH;
+    }
+    return GF_OP_COPY;
+}
+
+/* The profiler wraps each operation in two timing events (gf__prof_* below); begin returns
+   the record's index, or -1 when profiling is off. */
+static int gf__prof_begin(gf_stream *s, gf_op_kind kind, const char *name, uint64_t bytes, uint64_t flow_from);
+static void gf__prof_end(gf_stream *s, int rec, gf_result r);
+
+static gf_result gf__exec_counted(gf_stream *s, const gf__cmd *c) {   /* s->lock held */
+    gf_result r;
+    int rec = gf__prof_begin(s, gf__cmd_op(c), c->kind == GF__CMD_LAUNCH ? c->kernel->name : NULL,
+                             c->kind == GF__CMD_COPY ? c->copy.bytes : c->kind == GF__CMD_FILL ? c->bytes : 0, 0);
+    r = gf__exec(s, c, NULL);
+    gf__prof_end(s, rec, r);
+    if (r != GF_OK) return r;
+    gf__atomic_add(&s->ops, 1);
+    gf__atomic_add(&s->submitted, 1);
+    if (c->kind == GF__CMD_COPY) { gf__atomic_add(&s->copies, 1); gf__atomic_add(&s->bytes_copied, c->copy.bytes); }
+    if (c->kind == GF__CMD_LAUNCH) gf__atomic_add(&s->launches, 1);
+    if (c->kind == GF__CMD_CALLBACK) gf__atomic_add(&s->callbacks, 1);
+    return GF_OK;
+}
+
+static gf_result gf__capture_add(gf_stream *s, const gf__cmd *c);
+
+/* The one path by which work reaches a stream: recorded when it captures, else run. */
+static gf_result gf__submit(gf_stream *s, const gf__cmd *c) {
+    gf_result r;
+    gf__lock(&s->lock);
+    r = s->capture ? gf__capture_add(s, c) : gf__exec_counted(s, c);
+    gf__unlock(&s->lock);
+    return r;
+}
+
+/* ---- streams ------------------------------------------------------------------------------ */
+static gf_result gf__stream_new(gf_device *dev, const char *label, gf_priority prio, int internal, gf_stream **out) {
+    gf_stream *s = (gf_stream *)gf__alloc(sizeof *s);
+    gf_result r;
+    if (!s) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_stream_create: out of host memory");
+    s->type = GF__T_STREAM;
+    s->dev = dev;
+    s->id = gf__atomic_add(&dev->next_id, 1) + 1;
+    if (label && *label) gf__copy_str(s->label, sizeof s->label, label);
+    else snprintf(s->label, sizeof s->label, "stream %llu", (unsigned long long)s->id);
+    s->priority = prio;
+    s->internal = internal;
+    gf__mutex_init(&s->lock);
+    gf__lock(&dev->lock);
+    if (!gf__grow((void **)&dev->streams, &dev->stream_cap, dev->stream_count + 1, sizeof *dev->streams)) {
+        gf__unlock(&dev->lock);
+        gf__mutex_destroy(&s->lock);
+        GPUFLOW_FREE(s);
+        return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_stream_create: out of host memory");
+    }
+    gf__unlock(&dev->lock);
+    if ((r = dev->be->stream_create(s)) != GF_OK) {
+        gf__mutex_destroy(&s->lock);
+        GPUFLOW_FREE(s);
+        return r;
+    }
+    gf__lock(&dev->lock);
+    dev->streams[dev->stream_count++] = s;
+    gf__unlock(&dev->lock);
+    *out = s;
+    return GF_OK;
+}
+
+static gf_result gf__stream_settle(gf_stream *s, gf_result r, uint64_t seen) {
+    if (r == GF_OK) gf__atomic_store(&s->retired, seen);
+    else if (r != GF_NOT_READY) gf__atomic_store_int(&s->status, (int)r);
+    return r;
+}
+static gf_result gf__stream_sync(gf_stream *s) {
+    uint64_t seen = gf__atomic_load(&s->submitted);
+    return gf__stream_settle(s, s->dev->be->stream_synchronize(s), seen);
+}
+
+static void gf__capture_discard(gf__capture *c);
+
+static void gf__stream_free(gf_stream *s) {
+    gf_device *dev = s->dev;
+    int i;
+    gf__lock(&s->lock);
+    if (s->capture) gf__capture_discard(s->capture);
+    gf__unlock(&s->lock);
+    gf__stream_sync(s);
+    dev->be->stream_destroy(s);
+    gf__lock(&dev->lock);
+    for (i = 0; i < dev->stream_count; i++)
+        if (dev->streams[i] == s) { dev->streams[i] = dev->streams[--dev->stream_count]; break; }
+    gf__unlock(&dev->lock);
+    gf__mutex_destroy(&s->lock);
+    s->type = GF__T_DEAD;
+    GPUFLOW_FREE(s);
+}
+
+GPUFLOW_IMPL gf_result gf_stream_create(gf_device *dev, const gf_stream_desc *desc, gf_stream **out) {
+    gf_priority prio = desc ? desc->priority : GF_PRIORITY_NORMAL;
+    GF__CHECK(dev, GF__T_DEVICE);
+    GF__CHECK_OUT(out);
+    if (prio < GF_PRIORITY_NORMAL || prio > GF_PRIORITY_LOW)
+        return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_stream_create: priority %d is not a gf_priority", (int)prio);
+    return gf__stream_new(dev, desc ? desc->label : NULL, prio, 0, out);
+}
+
+GPUFLOW_IMPL void gf_stream_destroy(gf_stream *s) {
+    if (!gf__is(s, GF__T_STREAM)) { gf__bad_handle(__func__, "s", s, GF__T_STREAM); return; }
+    if (s->internal) {
+        gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_stream_destroy: stream '%s' belongs to a %s; destroy that instead",
+                 s->label, s->pool ? "stream pool" : "stream set, flow or device");
+        return;
+    }
+    gf__stream_free(s);
+}
+
+/* A capturing stream cannot be waited on: the capture is discarded and the misuse reported. */
+static gf_result gf__refuse_in_capture(gf_stream *s, const char *fn) {
+    gf__lock(&s->lock);
+    if (!s->capture) { gf__unlock(&s->lock); return GF_OK; }
+    gf__capture_discard(s->capture);
+    gf__unlock(&s->lock);
+    return gf__fail(GF_ERROR_CAPTURE, "%s: stream '%s' is capturing; the capture was ended and discarded", fn, s->label);
+}
+
+GPUFLOW_IMPL gf_result gf_stream_synchronize(gf_stream *s) {
+    gf_result r;
+    GF__CHECK(s, GF__T_STREAM);
+    if ((r = gf__refuse_in_capture(s, __func__)) != GF_OK) return r;
+    return gf__stream_sync(s);
+}
+
+GPUFLOW_IMPL gf_result gf_stream_query(gf_stream *s) {
+    gf_result r;
+    uint64_t seen;
+    GF__CHECK(s, GF__T_STREAM);
+    if ((r = gf__refuse_in_capture(s, __func__)) != GF_OK) return r;
+    seen = gf__atomic_load(&s->submitted);
+    return gf__stream_settle(s, s->dev->be->stream_query(s), seen);
+}
+
+GPUFLOW_IMPL gf_result gf_stream_add_callback(gf_stream *s, gf_callback fn, void *user) {
+    gf__cmd c;
+    GF__CHECK(s, GF__T_STREAM);
+    if (!fn) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_stream_add_callback: fn is NULL");
+    memset(&c, 0, sizeof c);
+    c.kind = GF__CMD_CALLBACK; c.fn = fn; c.user = user;
+    return gf__submit(s, &c);
+}
+
+GPUFLOW_IMPL gf_result gf_stream_get_stats(gf_stream *s, gf_stream_stats *out);
+GPUFLOW_IMPL const char *gf_stream_label(const gf_stream *s) { return gf__is(s, GF__T_STREAM) ? s->label : ""; }
+GPUFLOW_IMPL uint64_t gf_stream_id(const gf_stream *s) { return gf__is(s, GF__T_STREAM) ? s->id : 0; }
+GPUFLOW_IMPL gf_device *gf_stream_device(const gf_stream *s) { return gf__is(s, GF__T_STREAM) ? s->dev : NULL; }
+
+/* ---- memory ------------------------------------------------------------------------------- */
+static gf_result gf__buffer_new(gf_device *dev, size_t bytes, int managed, gf_buffer **out) {
+    gf_buffer *buf;
+    gf_result r;
+    if (!(buf = (gf_buffer *)gf__alloc(sizeof *buf))) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_buffer_create: out of host memory");
+    buf->type = GF__T_BUFFER;
+    buf->dev = dev;
+    buf->size = bytes;
+    buf->managed = managed;
+    if ((r = dev->be->buffer_alloc(buf)) != GF_OK) { GPUFLOW_FREE(buf); return r; }
+    buf->capacity = bytes;
+    *out = buf;
+    return GF_OK;
+}
+
+GPUFLOW_IMPL gf_result gf_buffer_create_desc(gf_device *dev, const gf_buffer_desc *desc, gf_buffer **out) {
+    GF__CHECK(dev, GF__T_DEVICE);
+    GF__CHECK_OUT(out);
+    GF__CHECK_OUT(desc);
+    *out = NULL;
+    if (desc->size == 0) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_buffer_create: size is 0");
+    if (desc->managed && !dev->info.managed_memory)
+        return gf__fail(GF_ERROR_NOT_SUPPORTED, "gf_buffer_create: %s device '%s' has no managed memory",
+                        gf_backend_name(dev->info.backend), dev->info.name);
+    return gf__buffer_new(dev, desc->size, desc->managed != 0, out);
+}
+
+GPUFLOW_IMPL gf_result gf_buffer_create(gf_device *dev, size_t bytes, gf_buffer **out) {
+    gf_buffer_desc d;
+    memset(&d, 0, sizeof d);
+    d.size = bytes;
+    return gf_buffer_create_desc(dev, &d, out);
+}
+
+static void gf__buffer_free(gf_buffer *buf) {
+    buf->size = buf->capacity;   /* the backend frees what it allocated */
+    buf->dev->be->buffer_free(buf);
+    buf->type = GF__T_DEAD;
+    GPUFLOW_FREE(buf);
+}
+
+/* Like cuMemFree, destroying a buffer waits for the device, so no queued work still uses it. */
+GPUFLOW_IMPL void gf_buffer_destroy(gf_buffer *buf) {
+    if (!gf__is(buf, GF__T_BUFFER)) { gf__bad_handle(__func__, "buf", buf, GF__T_BUFFER); return; }
+    if (buf->graph_owner) {
+        gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_buffer_destroy: the buffer was allocated inside a capture; its graph owns it");
+        return;
+    }
+    if (gf__atomic_load_int(&buf->capture_uses)) {
+        gf__fail(GF_ERROR_CAPTURE, "gf_buffer_destroy: a capture in progress uses the buffer");
+        return;
+    }
+    gf_device_synchronize(buf->dev);
+    gf__buffer_free(buf);
+}
+
+GPUFLOW_IMPL size_t gf_buffer_size(const gf_buffer *buf) { return gf__is(buf, GF__T_BUFFER) ? buf->size : 0; }
+
+GPUFLOW_IMPL gf_result gf_host_alloc(gf_device *dev, size_t bytes, void **out) {
+    GF__CHECK(dev, GF__T_DEVICE);
+    GF__CHECK_OUT(out);
+    *out = NULL;
+    if (bytes == 0) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_host_alloc: size is 0");
+    return dev->be->host_alloc(dev, bytes, out);
+}
+GPUFLOW_IMPL void gf_host_free(gf_device *dev, void *ptr) {
+    if (!gf__is(dev, GF__T_DEVICE)) { gf__bad_handle(__func__, "dev", dev, GF__T_DEVICE); return; }
+    if (ptr) dev->be->host_free(dev, ptr);
+}
+
+static gf_result gf__check_copy(const char *fn, gf_stream *s, const gf__copy *c) {
+    gf_result r;
+    if (c->dst && !gf__is(c->dst, GF__T_BUFFER)) return gf__bad_handle(fn, "dst", c->dst, GF__T_BUFFER);
+    if (c->src && !gf__is(c->src, GF__T_BUFFER)) return gf__bad_handle(fn, "src", c->src, GF__T_BUFFER);
+    if (c->kind != GF__COPY_D2D && !c->host) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "%s: host pointer is NULL", fn);
+    if (c->dst) { if (c->dst->dev != s->dev) return gf__fail(GF_ERROR_WRONG_DEVICE, "%s: dst belongs to another device", fn);
+                  if ((r = gf__check_range(fn, c->dst, c->dst_offset, c->bytes)) != GF_OK) return r; }
+    if (c->src) { if (c->src->dev != s->dev) return gf__fail(GF_ERROR_WRONG_DEVICE, "%s: src belongs to another device", fn);
+                  if ((r = gf__check_range(fn, c->src, c->src_offset, c->bytes)) != GF_OK) return r; }
+    return GF_OK;
+}
+
+static gf_result gf__copy_async(const char *fn, gf_stream *s, const gf__copy *copy) {
+    gf_result r;
+    gf__cmd c;
+    GF__CHECK(s, GF__T_STREAM);
+    if ((r = gf__check_copy(fn, s, copy)) != GF_OK) return r;
+    memset(&c, 0, sizeof c);
+    c.kind = GF__CMD_COPY;
+    c.copy = *copy;
+    return gf__submit(s, &c);
+}
+
+/* Synchronous copies run on the device's own stream; they do not wait for other streams. */
+static gf_result gf__copy_sync(const char *fn, gf_buffer *buf, const gf__copy *copy) {
+    gf_result r;
+    GF__CHECK(buf, GF__T_BUFFER);
+    if (gf__atomic_load_int(&buf->capture_uses))
+        return gf__fail(GF_ERROR_CAPTURE, "%s: a capture in progress uses this buffer; a synchronous copy would race it", fn);
+    if ((r = gf__copy_async(fn, buf->dev->sync_stream, copy)) != GF_OK) return r;
+    return gf__stream_sync(buf->dev->sync_stream);
+}
+
+static gf__copy gf__copy_desc(gf__copy_kind kind, gf_buffer *dst, size_t dst_off, gf_buffer *src, size_t src_off,
+                              void *host, size_t bytes) {
+    gf__copy c;
+    c.kind = kind; c.dst = dst; c.dst_offset = dst_off; c.src = src; c.src_offset = src_off;
+    c.host = host; c.bytes = bytes;
+    return c;
+}
+
+GPUFLOW_IMPL gf_result gf_copy_to_device(gf_buffer *dst, size_t dst_offset, const void *src, size_t bytes) {
+    gf__copy c = gf__copy_desc(GF__COPY_H2D, dst, dst_offset, NULL, 0, (void *)src, bytes);
+    return gf__copy_sync(__func__, dst, &c);
+}
+GPUFLOW_IMPL gf_result gf_copy_to_host(void *dst, gf_buffer *src, size_t src_offset, size_t bytes) {
+    gf__copy c = gf__copy_desc(GF__COPY_D2H, NULL, 0, src, src_offset, dst, bytes);
+    return gf__copy_sync(__func__, src, &c);
+}
+GPUFLOW_IMPL gf_result gf_copy_to_device_async(gf_stream *s, gf_buffer *dst, size_t dst_offset, const void *src, size_t bytes) {
+    gf__copy c = gf__copy_desc(GF__COPY_H2D, dst, dst_offset, NULL, 0, (void *)src, bytes);
+    if (!dst) return gf__bad_handle(__func__, "dst", dst, GF__T_BUFFER);
+    return gf__copy_async(__func__, s, &c);
+}
+GPUFLOW_IMPL gf_result gf_copy_to_host_async(gf_stream *s, void *dst, gf_buffer *src, size_t src_offset, size_t bytes) {
+    gf__copy c = gf__copy_desc(GF__COPY_D2H, NULL, 0, src, src_offset, dst, bytes);
+    if (!src) return gf__bad_handle(__func__, "src", src, GF__T_BUFFER);
+    return gf__copy_async(__func__, s, &c);
+}
+GPUFLOW_IMPL gf_result gf_copy_buffer_async(gf_stream *s, gf_buffer *dst, size_t dst_offset, gf_buffer *src, size_t src_offset, size_t bytes) {
+    gf__copy c = gf__copy_desc(GF__COPY_D2D, dst, dst_offset, src, src_offset, NULL, bytes);
+    if (!dst) return gf__bad_handle(__func__, "dst", dst, GF__T_BUFFER);
+    if (!src) return gf__bad_handle(__func__, "src", src, GF__T_BUFFER);
+    if (dst == src && (dst_offset < src_offset ? src_offset - dst_offset : dst_offset - src_offset) < bytes)
+        return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_copy_buffer_async: source and destination ranges overlap");
+    return gf__copy_async(__func__, s, &c);
+}
+
+GPUFLOW_IMPL gf_result gf_fill_async(gf_stream *s, gf_buffer *buf, size_t offset, unsigned char value, size_t bytes) {
+    gf_result r;
+    gf__cmd c;
+    GF__CHECK(s, GF__T_STREAM);
+    GF__CHECK(buf, GF__T_BUFFER);
+    GF__SAME_DEVICE(s->dev, buf->dev);
+    if ((r = gf__check_range(__func__, buf, offset, bytes)) != GF_OK) return r;
+    memset(&c, 0, sizeof c);
+    c.kind = GF__CMD_FILL; c.buf = buf; c.offset = offset; c.value = value; c.bytes = bytes;
+    return gf__submit(s, &c);
+}
+
+GPUFLOW_IMPL gf_result gf_prefetch_async(gf_stream *s, gf_buffer *buf, int to_device) {
+    gf__cmd c;
+    GF__CHECK(s, GF__T_STREAM);
+    GF__CHECK(buf, GF__T_BUFFER);
+    GF__SAME_DEVICE(s->dev, buf->dev);
+    if (!buf->managed) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_prefetch_async: the buffer is not managed");
+    if (!s->dev->be->prefetch)
+        return gf__fail(GF_ERROR_NOT_SUPPORTED, "gf_prefetch_async: the %s backend cannot prefetch", s->dev->be->name);
+    memset(&c, 0, sizeof c);
+    c.kind = GF__CMD_PREFETCH; c.buf = buf; c.to_device = to_device != 0;
+    return gf__submit(s, &c);
+}
+
+/* ---- events ------------------------------------------------------------------------------- */
+static gf_result gf__event_new(gf_device *dev, unsigned flags, gf_event **out) {
+    gf_event *ev = (gf_event *)gf__alloc(sizeof *ev);
+    gf_result r;
+    if (!ev) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_event_create: out of host memory");
+    ev->type = GF__T_EVENT;
+    ev->dev = dev;
+    ev->flags = flags;
+    if ((r = dev->be->event_create(ev)) != GF_OK) { GPUFLOW_FREE(ev); return r; }
+    *out = ev;
+    return GF_OK;
+}
+static void gf__event_free(gf_event *ev) {
+    ev->dev->be->event_destroy(ev);
+    ev->type = GF__T_DEAD;
+    GPUFLOW_FREE(ev);
+}
+
+GPUFLOW_IMPL gf_result gf_event_create(gf_device *dev, unsigned flags, gf_event **out) {
+    GF__CHECK(dev, GF__T_DEVICE);
+    GF__CHECK_OUT(out);
+    *out = NULL;
+    if (flags & ~GF_EVENT_TIMING) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_event_create: unknown flags 0x%x", flags);
+    return gf__event_new(dev, flags, out);
+}
+
+GPUFLOW_IMPL void gf_event_destroy(gf_event *ev) {
+    if (!gf__is(ev, GF__T_EVENT)) { gf__bad_handle(__func__, "ev", ev, GF__T_EVENT); return; }
+    if (ev->pool) { gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_event_destroy: the event belongs to an event pool; release it there"); return; }
+    gf__event_free(ev);
+}
+
+/* Records ev on s (s->lock held): the core's bookkeeping, then the driver's record. */
+static gf_result gf__event_record_locked(gf_event *ev, gf_stream *s) {
+    gf_result r = GF_OK;
+    if (s->capture) {
+        gf__capture *c = s->capture;
+        if (c->native && (r = s->dev->be->event_record(ev, s)) != GF_OK) return r;
+        gf__lock(&s->dev->lock);
+        ev->capture_id = c->id;
+        ev->capture_pos = s->capture_ops;
+        gf__unlock(&s->dev->lock);
+    } else {
+        if ((r = s->dev->be->event_record(ev, s)) != GF_OK) return r;
+        ev->capture_id = 0;
+        ev->trace_id = s->last_trace_id;
+    }
+    ev->recorded = 1;
+    ev->stream = s;
+    return GF_OK;
+}
+
+GPUFLOW_IMPL gf_result gf_event_record(gf_event *ev, gf_stream *s) {
+    gf_result r;
+    GF__CHECK(ev, GF__T_EVENT);
+    GF__CHECK(s, GF__T_STREAM);
+    GF__SAME_DEVICE(ev->dev, s->dev);
+    if (ev->in_pool) return gf__fail(GF_ERROR_INVALID_STATE, "gf_event_record: the event was released to its pool");
+    gf__lock(&s->lock);
+    r = gf__event_record_locked(ev, s);
+    gf__unlock(&s->lock);
+    return r;
+}
+
+/* s waits for ev (s->lock held). Inside a capture this is how streams fork and join. */
+static gf_result gf__wait_locked(gf_stream *s, gf_event *ev) {
+    gf_device *dev = s->dev;
+    gf__capture *c;
+    gf_result r = GF_OK;
+    if (!ev->recorded) return GF_OK;   /* as in CUDA: a never-recorded event is complete */
+    gf__lock(&dev->lock);
+    c = ev->capture_id ? gf__capture_find(dev, ev->capture_id) : NULL;
+    if (!c && s->capture) {
+        gf__unlock(&dev->lock);
+        return gf__fail(GF_ERROR_CAPTURE, "gf_stream_wait_event: stream '%s' is capturing and the event was not recorded in its capture", s->label);
+    }
+    if (c && s->capture && s->capture != c) {
+        gf__unlock(&dev->lock);
+        return gf__fail(GF_ERROR_CAPTURE, "gf_stream_wait_event: the event belongs to another capture");
+    }
+    if (c) {
+        if (!s->capture) {   /* fork: s joins the capture */
+            if (!gf__grow((void **)&c->members, &c->member_cap, c->member_count + 1, sizeof *c->members)) {
+                gf__unlock(&dev->lock);
+                return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_stream_wait_event: out of host memory");
+            }
+            c->members[c->member_count++] = s;
+            s->capture = c;
+            s->capture_ops = 0;
+            s->capture_joined = 0;
+        } else if (ev->stream != s && ev->stream->capture_joined < ev->capture_pos) {
+            ev->stream->capture_joined = ev->capture_pos;   /* join: ev->stream's work so far is covered */
+        }
+        s->capture_ops++;
+        gf__unlock(&dev->lock);
+        return c->native ? dev->be->stream_wait_event(s, ev) : GF_OK;
+    }
+    gf__unlock(&dev->lock);
+    {
+        int rec = ev->stream != s ? gf__prof_begin(s, GF_OP_WAIT, NULL, 0, ev->trace_id) : -1;
+        r = dev->be->stream_wait_event(s, ev);
+        gf__prof_end(s, rec, r);
+    }
+    return r;
+}
+
+GPUFLOW_IMPL gf_result gf_stream_wait_event(gf_stream *s, gf_event *ev) {
+    gf_result r;
+    GF__CHECK(s, GF__T_STREAM);
+    GF__CHECK(ev, GF__T_EVENT);
+    GF__SAME_DEVICE(s->dev, ev->dev);
+    gf__lock(&s->lock);
+    r = gf__wait_locked(s, ev);
+    gf__unlock(&s->lock);
+    return r;
+}
+
+static gf_result gf__event_pool_take(gf_event_pool *pool, unsigned flags, gf_event **out);
+static void gf__event_pool_give(gf_event_pool *pool, gf_event *ev);
+
+GPUFLOW_IMPL gf_result gf_stream_wait_stream(gf_stream *waiter, gf_stream *other) {
+    gf_event *ev;
+    gf_result r;
+    GF__CHECK(waiter, GF__T_STREAM);
+    GF__CHECK(other, GF__T_STREAM);
+    GF__SAME_DEVICE(waiter->dev, other->dev);
+    if (waiter == other) return GF_OK;
+    if ((r = gf__event_pool_take(waiter->dev->events, 0, &ev)) != GF_OK) return r;
+    gf__lock(&other->lock);
+    r = gf__event_record_locked(ev, other);
+    gf__unlock(&other->lock);
+    if (r == GF_OK) {
+        gf__lock(&waiter->lock);
+        r = gf__wait_locked(waiter, ev);
+        gf__unlock(&waiter->lock);
+    }
+    gf__event_pool_give(waiter->dev->events, ev);   /* the wait already holds what it needs */
+    return r;
+}
+
+static gf_result gf__event_check_wait(const char *fn, gf_event *ev) {
+    if (gf__event_in_capture(ev))
+        return gf__fail(GF_ERROR_CAPTURE, "%s: the event was recorded inside a capture in progress; it completes only when the graph runs", fn);
+    return GF_OK;
+}
+
+GPUFLOW_IMPL gf_result gf_event_synchronize(gf_event *ev) {
+    gf_result r;
+    GF__CHECK(ev, GF__T_EVENT);
+    if ((r = gf__event_check_wait(__func__, ev)) != GF_OK) return r;
+    if (!ev->recorded) return GF_OK;
+    return ev->dev->be->event_synchronize(ev);
+}
+
+GPUFLOW_IMPL gf_result gf_event_query(gf_event *ev) {
+    gf_result r;
+    GF__CHECK(ev, GF__T_EVENT);
+    if ((r = gf__event_check_wait(__func__, ev)) != GF_OK) return r;
+    if (!ev->recorded) return GF_OK;
+    return ev->dev->be->event_query(ev);
+}
+
+GPUFLOW_IMPL gf_result gf_event_elapsed_ms(gf_event *start, gf_event *end, float *ms) {
+    gf_result r;
+    GF__CHECK(start, GF__T_EVENT);
+    GF__CHECK(end, GF__T_EVENT);
+    GF__CHECK_OUT(ms);
+    GF__SAME_DEVICE(start->dev, end->dev);
+    if (!(start->flags & GF_EVENT_TIMING) || !(end->flags & GF_EVENT_TIMING))
+        return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_event_elapsed_ms: %s event was created without GF_EVENT_TIMING",
+                        !(start->flags & GF_EVENT_TIMING) ? "the start" : "the end");
+    if (!start->recorded || !end->recorded)
+        return gf__fail(GF_ERROR_INVALID_STATE, "gf_event_elapsed_ms: %s event has never been recorded",
+                        !start->recorded ? "the start" : "the end");
+    if ((r = gf__event_check_wait(__func__, start)) != GF_OK || (r = gf__event_check_wait(__func__, end)) != GF_OK) return r;
+    if ((r = start->dev->be->event_query(start)) != GF_OK || (r = end->dev->be->event_query(end)) != GF_OK) {
+        if (r == GF_NOT_READY) gf__fail(GF_NOT_READY, "gf_event_elapsed_ms: the events have not completed yet");
+        return r;
+    }
+    return start->dev->be->event_elapsed_ms(start, end, ms);
+}
+
+/* ---- event pools -------------------------------------------------------------------------- */
+/* Two free lists (plain and timing), growing on demand: acquiring and releasing an event costs
+   a lock and a pointer move instead of a driver create and destroy. */
+struct gf_event_pool {
+    uint32_t type;
+    gf_device *dev;
+    gf__mutex lock;
+    gf_event **free_list[2]; int free_count[2], free_cap[2];   /* [0] plain, [1] timing */
+    int created[2];                /* per kind: a free list can hold them all */
+    gf_event **all; int all_count, all_cap;
+    int in_use;
+};
+
+static gf_result gf__event_pool_grow(gf_event_pool *pool, int timing, int n) {   /* pool->lock held */
+    int k = timing ? 1 : 0;
+    while (n-- > 0) {
+        gf_event *ev;
+        gf_result r;
+        if (!gf__grow((void **)&pool->all, &pool->all_cap, pool->all_count + 1, sizeof *pool->all) ||
+            !gf__grow((void **)&pool->free_list[k], &pool->free_cap[k], pool->created[k] + 1, sizeof(gf_event *)))
+            return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_event_pool: out of host memory");
+        if ((r = gf__event_new(pool->dev, timing ? GF_EVENT_TIMING : 0, &ev)) != GF_OK) return r;
+        ev->pool = pool;
+        ev->in_pool = 1;
+        pool->all[pool->all_count++] = ev;
+        pool->created[k]++;
+        pool->free_list[k][pool->free_count[k]++] = ev;
+    }
+    return GF_OK;
+}
+
+GPUFLOW_IMPL gf_result gf_event_pool_create(gf_device *dev, const gf_event_pool_desc *desc, gf_event_pool **out) {
+    gf_event_pool *pool;
+    gf_result r;
+    int plain = desc ? desc->capacity : 0, timing = desc ? desc->timing_capacity : 0;
+    GF__CHECK(dev, GF__T_DEVICE);
+    GF__CHECK_OUT(out);
+    *out = NULL;
+    if (plain < 0 || timing < 0) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_event_pool_create: capacities must be >= 0");
+    if (!(pool = (gf_event_pool *)gf__alloc(sizeof *pool))) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_event_pool_create: out of host memory");
+    pool->type = GF__T_EVENT_POOL;
+    pool->dev = dev;
+    gf__mutex_init(&pool->lock);
+    if ((r = gf__event_pool_grow(pool, 0, desc ? plain : 16)) != GF_OK ||
+        (r = gf__event_pool_grow(pool, 1, desc ? timing : 16)) != GF_OK) {
+        gf_event_pool_destroy(pool);
+        return r;
+    }
+    *out = pool;
+    return GF_OK;
+}
+
+static gf_result gf__event_pool_take(gf_event_pool *pool, unsigned flags, gf_event **out) {
+    int k = (flags & GF_EVENT_TIMING) ? 1 : 0;
+    gf_event *ev;
+    gf_result r;
+    gf__lock(&pool->lock);
+    if (pool->free_count[k] == 0 && (r = gf__event_pool_grow(pool, k, 1)) != GF_OK) { gf__unlock(&pool->lock); return r; }
+    ev = pool->free_list[k][--pool->free_count[k]];
+    ev->in_pool = 0;
+    ev->recorded = 0;
+    ev->capture_id = 0;
+    pool->in_use++;
+    gf__unlock(&pool->lock);
+    *out = ev;
+    return GF_OK;
+}
+static void gf__event_pool_give(gf_event_pool *pool, gf_event *ev) {
+    int k = (ev->flags & GF_EVENT_TIMING) ? 1 : 0;
+    gf__lock(&pool->lock);
+    ev->in_pool = 1;
+    pool->free_list[k][pool->free_count[k]++] = ev;   /* capacity: every event has a slot */
+    pool->in_use--;
+    gf__unlock(&pool->lock);
+}
+
+GPUFLOW_IMPL gf_result gf_event_pool_acquire(gf_event_pool *pool, unsigned flags, gf_event **out) {
+    GF__CHECK(pool, GF__T_EVENT_POOL);
+    GF__CHECK_OUT(out);
+    *out = NULL;
+    if (flags & ~GF_EVENT_TIMING) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_event_pool_acquire: unknown flags 0x%x", flags);
+    return gf__event_pool_take(pool, flags, out);
+}
+
+GPUFLOW_IMPL gf_result gf_event_pool_release(gf_event_pool *pool, gf_event *ev) {
+    GF__CHECK(pool, GF__T_EVENT_POOL);
+    GF__CHECK(ev, GF__T_EVENT);
+    if (ev->pool != pool) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_event_pool_release: the event does not come from this pool");
+    gf__lock(&pool->lock);
+    if (ev->in_pool) { gf__unlock(&pool->lock); return gf__fail(GF_ERROR_INVALID_STATE, "gf_event_pool_release: the event was already released"); }
+    gf__unlock(&pool->lock);
+    gf__event_pool_give(pool, ev);
+    return GF_OK;
+}
+
+GPUFLOW_IMPL gf_result gf_event_pool_get_stats(gf_event_pool *pool, gf_event_pool_stats *out) {
+    GF__CHECK(pool, GF__T_EVENT_POOL);
+    GF__CHECK_OUT(out);
+    gf__lock(&pool->lock);
+    out->available = pool->free_count[0] + pool->free_count[1];
+    out->in_use = pool->in_use;
+    out->created = pool->all_count;
+    gf__unlock(&pool->lock);
+    return GF_OK;
+}
+
+/* Destroys every event the pool made, including those still acquired. */
+GPUFLOW_IMPL void gf_event_pool_destroy(gf_event_pool *pool) {
+    int i;
+    if (!gf__is(pool, GF__T_EVENT_POOL)) { gf__bad_handle(__func__, "pool", pool, GF__T_EVENT_POOL); return; }
+    for (i = 0; i < pool->all_count; i++) gf__event_free(pool->all[i]);
+    GPUFLOW_FREE(pool->all);
+    GPUFLOW_FREE(pool->free_list[0]);
+    GPUFLOW_FREE(pool->free_list[1]);
+    gf__mutex_destroy(&pool->lock);
+    pool->type = GF__T_DEAD;
+    GPUFLOW_FREE(pool);
+}
+
+/* ---- stream pools ------------------------------------------------------------------------- */
+/* A fixed set of streams made once; acquiring picks one by strategy and costs no driver call
+   (LEAST_PENDING queries the busy ones). Streams are shared, not exclusive: a lease counts
+   users so that acquire_ready can find a stream nobody holds and nothing runs on. */
+struct gf_stream_pool {
+    uint32_t type;
+    gf_device *dev;
+    gf_pool_strategy strategy;
+    int count;
+    int measure;
+    gf_stream *streams[GF_POOL_MAX_STREAMS];
+    uint64_t acquisitions[GF_POOL_MAX_STREAMS];   /* atomics */
+    uint64_t next;                                /* atomic round-robin cursor */
+    gf__mutex lock;                               /* completion statistics */
+    uint64_t completions[GF_WORKLOAD_COUNT];
+    double completion_ms[GF_WORKLOAD_COUNT];
+    int measuring;                                /* completion waits in flight (atomic) */
+};
+
+static const gf_priority gf__pool_priorities[3] = { GF_PRIORITY_HIGH, GF_PRIORITY_NORMAL, GF_PRIORITY_LOW };
+
+GPUFLOW_IMPL gf_result gf_stream_pool_create(gf_device *dev, const gf_stream_pool_desc *desc, gf_stream_pool **out) {
+    gf_stream_pool *pool;
+    int count = desc && desc->count ? desc->count : 4, i;
+    gf_pool_strategy strategy = desc ? desc->strategy : GF_POOL_ROUND_ROBIN;
+    const char *label = desc && desc->label ? desc->label : "pool";
+    GF__CHECK(dev, GF__T_DEVICE);
+    GF__CHECK_OUT(out);
+    *out = NULL;
+    if (count < 1 || count > GF_POOL_MAX_STREAMS)
+        return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_stream_pool_create: count %d is outside 1..%d", count, GF_POOL_MAX_STREAMS);
+    if (strategy < GF_POOL_ROUND_ROBIN || strategy > GF_POOL_WORKLOAD)
+        return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_stream_pool_create: strategy %d is not a gf_pool_strategy", (int)strategy);
+    if (!(pool = (gf_stream_pool *)gf__alloc(sizeof *pool))) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_stream_pool_create: out of host memory");
+    pool->type = GF__T_STREAM_POOL;
+    pool->dev = dev;
+    pool->strategy = strategy;
+    pool->measure = desc ? desc->measure_completion : 0;
+    gf__mutex_init(&pool->lock);
+    for (i = 0; i < count; i++) {
+        char name[64];
+        gf_result r;
+        gf_priority prio = strategy == GF_POOL_PRIORITY ? gf__pool_priorities[i % 3] : GF_PRIORITY_NORMAL;
+        snprintf(name, sizeof name, "%s/%d", label, i);
+        if ((r = gf__stream_new(dev, name, prio, 1, &pool->streams[i])) != GF_OK) {
+            pool->count = i;
+            gf_stream_pool_destroy(pool);
+            return r;
+        }
+        pool->streams[i]->pool = pool;
+        pool->streams[i]->pool_index = i;
+        pool->count = i + 1;
+    }
+    *out = pool;
+    return GF_OK;
+}
+
+static uint64_t gf__pending(gf_stream *s) {
+    uint64_t sub = gf__atomic_load(&s->submitted), ret = gf__atomic_load(&s->retired);
+    if (sub != ret) {   /* refresh: the driver may have finished since we last looked */
+        if (gf__stream_settle(s, s->dev->be->stream_query(s), sub) == GF_OK) return 0;
+        ret = gf__atomic_load(&s->retired);
+    }
+    return sub - ret;
+}
+
+/* Among the streams i with i % classes == cls (all when cls < 0), the least pending one. */
+static int gf__pool_least_pending(gf_stream_pool *pool, int cls, int classes) {
+    int best = -1, i;
+    uint64_t best_pending = 0;
+    int start = (int)(gf__atomic_add(&pool->next, 1) % (uint64_t)pool->count);
+    for (i = 0; i < pool->count; i++) {
+        int k = (start + i) % pool->count;
+        uint64_t p;
+        if (cls >= 0 && k % classes != cls) continue;
+        p = gf__pending(pool->streams[k]);
+        if (best < 0 || p < best_pending) { best = k; best_pending = p; }
+        if (p == 0) break;   /* an idle stream beats any busy one */
+    }
+    return best;
+}
+
+static int gf__pool_pick(gf_stream_pool *pool, const gf_acquire_hint *hint) {
+    int classes = pool->count < 3 ? pool->count : 3;
+    switch (pool->strategy) {
+    case GF_POOL_LEAST_PENDING:
+        return gf__pool_least_pending(pool, -1, 1);
+    case GF_POOL_PRIORITY: {
+        /* stream i has priority gf__pool_priorities[i % 3]; pick in turn among the matching */
+        gf_priority want = hint ? hint->priority : GF_PRIORITY_NORMAL;
+        int cls = want == GF_PRIORITY_HIGH ? 0 : want == GF_PRIORITY_NORMAL ? 1 : 2;
+        int members = (pool->count - cls + 2) / 3, turn;
+        if (cls >= pool->count) cls = pool->count - 1, members = 1;
+        turn = (int)(gf__atomic_add(&pool->next, 1) % (uint64_t)members);
+        return cls + 3 * turn;
+    }
+    case GF_POOL_WORKLOAD: {
+        /* compute, memory and coordination each keep to their own streams, so copies overlap kernels */
+        gf_workload w = hint ? hint->workload : GF_WORKLOAD_ANY;
+        int cls = w == GF_WORKLOAD_COMPUTE ? 0 : w == GF_WORKLOAD_MEMORY ? 1 : w == GF_WORKLOAD_COORDINATION ? 2 : -1;
+        if (cls < 0) return gf__pool_least_pending(pool, -1, 1);
+        return gf__pool_least_pending(pool, cls % classes, classes);
+    }
+    case GF_POOL_ROUND_ROBIN:
+    default:
+        return (int)(gf__atomic_add(&pool->next, 1) % (uint64_t)pool->count);
+    }
+}
+
+static void gf__pool_lease(gf_stream_pool *pool, int i, const gf_acquire_hint *hint) {
+    gf_stream *s = pool->streams[i];
+    gf__atomic_add(&pool->acquisitions[i], 1);
+    if (pool->measure) {
+        gf__lock(&s->lock);
+        s->lease_t0 = gf__now_ns();
+        s->lease_workload = hint ? hint->workload : GF_WORKLOAD_ANY;
+        gf__unlock(&s->lock);
+    }
+    gf__atomic_add_int(&s->leases, 1);
+}
+
+static gf_result gf__check_hint(const gf_acquire_hint *hint) {
+    if (hint && (hint->priority < GF_PRIORITY_NORMAL || hint->priority > GF_PRIORITY_LOW ||
+                 hint->workload < GF_WORKLOAD_ANY || hint->workload > GF_WORKLOAD_COORDINATION))
+        return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_stream_pool_acquire: the hint's priority or workload is out of range");
+    return GF_OK;
+}
+
+GPUFLOW_IMPL gf_result gf_stream_pool_acquire(gf_stream_pool *pool, const gf_acquire_hint *hint, gf_stream **out) {
+    int i;
+    gf_result r;
+    GF__CHECK(pool, GF__T_STREAM_POOL);
+    GF__CHECK_OUT(out);
+    *out = NULL;
+    if ((r = gf__check_hint(hint)) != GF_OK) return r;
+    i = gf__pool_pick(pool, hint);
+    gf__pool_lease(pool, i, hint);
+    *out = pool->streams[i];
+    return GF_OK;
+}
+
+GPUFLOW_IMPL gf_result gf_stream_pool_acquire_ready(gf_stream_pool *pool, unsigned timeout_ms, gf_stream **out) {
+    uint64_t deadline;
+    unsigned nap = 20;
+    GF__CHECK(pool, GF__T_STREAM_POOL);
+    GF__CHECK_OUT(out);
+    *out = NULL;
+    deadline = gf__now_ns() + (uint64_t)timeout_ms * 1000000u;
+    for (;;) {
+        int i;
+        for (i = 0; i < pool->count; i++) {
+            gf_stream *s = pool->streams[i];
+            if (gf__atomic_load_int(&s->leases) == 0 && gf__pending(s) == 0) {
+                gf__pool_lease(pool, i, NULL);
+                *out = s;
+                return GF_OK;
+            }
+        }
+        if (gf__now_ns() >= deadline)
+            return gf__fail(GF_TIMEOUT, "gf_stream_pool_acquire_ready: no stream became idle within %u ms", timeout_ms);
+        gf__sleep_us(nap);
+        if (nap < 1000) nap *= 2;
+    }
+}
+
+typedef struct gf__completion { gf_stream_pool *pool; gf_workload workload; uint64_t t0; gf_event *ev; } gf__completion;
+
+static void gf__pool_completed(void *user, gf_result status) {
+    gf__completion *c = (gf__completion *)user;
+    gf_stream_pool *pool = c->pool;
+    (void)status;
+    gf__lock(&pool->lock);
+    pool->completions[c->workload]++;
+    pool->completion_ms[c->workload] += (double)(gf__now_ns() - c->t0) / 1e6;
+    gf__unlock(&pool->lock);
+    gf__event_pool_give(pool->dev->events, c->ev);
+    GPUFLOW_FREE(c);
+    gf__atomic_add_int(&pool->measuring, -1);
+}
+
+static gf_result gf__waiter_add(gf_event *ev, gf_callback fn, void *user, uint64_t *wait_id);
+
+GPUFLOW_IMPL gf_result gf_stream_pool_release(gf_stream_pool *pool, gf_stream *s) {
+    int leases;
+    GF__CHECK(pool, GF__T_STREAM_POOL);
+    GF__CHECK(s, GF__T_STREAM);
+    if (s->pool != pool) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_stream_pool_release: stream '%s' does not come from this pool", s->label);
+    do {
+        leases = gf__atomic_load_int(&s->leases);
+        if (leases == 0) return gf__fail(GF_ERROR_INVALID_STATE, "gf_stream_pool_release: stream '%s' is not acquired", s->label);
+    } while (!gf__atomic_cas_int(&s->leases, &leases, leases - 1));
+    if (pool->measure) {   /* time until the work given under this lease completes */
+        gf__completion *c = (gf__completion *)gf__alloc(sizeof *c);
+        if (c && gf__event_pool_take(pool->dev->events, 0, &c->ev) == GF_OK) {
+            c->pool = pool;
+            gf__lock(&s->lock);
+            c->t0 = s->lease_t0;
+            c->workload = s->lease_workload;
+            gf__unlock(&s->lock);
+            gf__atomic_add_int(&pool->measuring, 1);
+            if (gf_event_record(c->ev, s) != GF_OK || gf__waiter_add(c->ev, gf__pool_completed, c, NULL) != GF_OK) {
+                gf__atomic_add_int(&pool->measuring, -1);
+                gf__event_pool_give(pool->dev->events, c->ev);
+                GPUFLOW_FREE(c);
+            }
+        } else {
+            GPUFLOW_FREE(c);
+        }
+    }
+    return GF_OK;
+}
+
+GPUFLOW_IMPL gf_result gf_stream_pool_synchronize(gf_stream_pool *pool) {
+    int i;
+    GF__CHECK(pool, GF__T_STREAM_POOL);
+    for (i = 0; i < pool->count; i++) {
+        gf_result r = gf_stream_synchronize(pool->streams[i]);
+        if (r != GF_OK) return r;
+    }
+    return GF_OK;
+}
+
+GPUFLOW_IMPL gf_result gf_stream_pool_get_stats(gf_stream_pool *pool, gf_stream_pool_stats *out) {
+    int i;
+    GF__CHECK(pool, GF__T_STREAM_POOL);
+    GF__CHECK_OUT(out);
+    memset(out, 0, sizeof *out);
+    out->count = pool->count;
+    for (i = 0; i < pool->count; i++) out->acquisitions[i] = gf__atomic_load(&pool->acquisitions[i]);
+    gf__lock(&pool->lock);
+    for (i = 0; i < GF_WORKLOAD_COUNT; i++) {
+        out->completions[i] = pool->completions[i];
+        out->avg_completion_ms[i] = pool->completions[i] ? pool->completion_ms[i] / (double)pool->completions[i] : 0.0;
+    }
+    gf__unlock(&pool->lock);
+    return GF_OK;
+}
+
+GPUFLOW_IMPL void gf_stream_pool_destroy(gf_stream_pool *pool) {
+    int i;
+    if (!gf__is(pool, GF__T_STREAM_POOL)) { gf__bad_handle(__func__, "pool", pool, GF__T_STREAM_POOL); return; }
+    for (i = 0; i < pool->count; i++) gf__stream_sync(pool->streams[i]);
+    while (gf__atomic_load_int(&pool->measuring) > 0) gf__sleep_us(100);   /* waiters still refer to the pool */
+    for (i = 0; i < pool->count; i++) gf__stream_free(pool->streams[i]);
+    gf__mutex_destroy(&pool->lock);
+    pool->type = GF__T_DEAD;
+    GPUFLOW_FREE(pool);
+}
+
+/* ---- stream sets: a ring of streams for pipelines ------------------------------------------ */
+struct gf_stream_set {
+    uint32_t type;
+    gf_device *dev;
+    int depth;
+    gf__mutex lock;
+    int last;                      /* slot handed out by the latest next(), or -1 */
+    gf_stream **streams;
+    gf_event **round_done;         /* recorded when a slot's round ends */
+};
+
+GPUFLOW_IMPL gf_result gf_stream_set_create(gf_device *dev, int depth, const char *label, gf_stream_set **out) {
+    gf_stream_set *set;
+    int i;
+    GF__CHECK(dev, GF__T_DEVICE);
+    GF__CHECK_OUT(out);
+    *out = NULL;
+    if (depth < 1 || depth > GF_POOL_MAX_STREAMS)
+        return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_stream_set_create: depth %d is outside 1..%d", depth, GF_POOL_MAX_STREAMS);
+    if (!(set = (gf_stream_set *)gf__alloc(sizeof *set)) ||
+        !(set->streams = (gf_stream **)gf__alloc(sizeof *set->streams * (size_t)depth)) ||
+        !(set->round_done = (gf_event **)gf__alloc(sizeof *set->round_done * (size_t)depth))) {
+        if (set) { GPUFLOW_FREE(set->streams); GPUFLOW_FREE(set); }
+        return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_stream_set_create: out of host memory");
+    }
+    set->type = GF__T_STREAM_SET;
+    set->dev = dev;
+    set->last = -1;
+    gf__mutex_init(&set->lock);
+    for (i = 0; i < depth; i++) {
+        char name[64];
+        gf_result r;
+        snprintf(name, sizeof name, "%s/%d", label && *label ? label : "set", i);
+        if ((r = gf__stream_new(dev, name, GF_PRIORITY_NORMAL, 1, &set->streams[i])) != GF_OK ||
+            (r = gf__event_new(dev, 0, &set->round_done[i])) != GF_OK) {
+            set->depth = i + 1;
+            gf_stream_set_destroy(set);
+            return r;
+        }
+        set->depth = i + 1;
+    }
+    *out = set;
+    return GF_OK;
+}
+
+GPUFLOW_IMPL gf_stream *gf_stream_set_get(gf_stream_set *set, size_t i) {
+    if (!gf__is(set, GF__T_STREAM_SET)) { gf__bad_handle(__func__, "set", set, GF__T_STREAM_SET); return NULL; }
+    return set->streams[i % (size_t)set->depth];
+}
+
+GPUFLOW_IMPL gf_result gf_stream_set_next(gf_stream_set *set, size_t i, gf_stream **out) {
+    int slot;
+    gf_result r = GF_OK;
+    GF__CHECK(set, GF__T_STREAM_SET);
+    GF__CHECK_OUT(out);
+    slot = (int)(i % (size_t)set->depth);
+    gf__lock(&set->lock);
+    if (set->last >= 0)   /* the previous slot's round ends here */
+        r = gf_event_record(set->round_done[set->last], set->streams[set->last]);
+    if (r == GF_OK) r = gf_event_synchronize(set->round_done[slot]);   /* this slot's last round */
+    if (r == GF_OK) set->last = slot;
+    gf__unlock(&set->lock);
+    *out = r == GF_OK ? set->streams[slot] : NULL;
+    return r;
+}
+
+GPUFLOW_IMPL gf_result gf_stream_set_synchronize(gf_stream_set *set) {
+    int i;
+    GF__CHECK(set, GF__T_STREAM_SET);
+    for (i = 0; i < set->depth; i++) {
+        gf_result r = gf_stream_synchronize(set->streams[i]);
+        if (r != GF_OK) return r;
+    }
+    return GF_OK;
+}
+
+GPUFLOW_IMPL void gf_stream_set_destroy(gf_stream_set *set) {
+    int i;
+    if (!gf__is(set, GF__T_STREAM_SET)) { gf__bad_handle(__func__, "set", set, GF__T_STREAM_SET); return; }
+    for (i = 0; i < set->depth; i++) {
+        if (set->streams[i]) gf__stream_free(set->streams[i]);
+        if (set->round_done[i]) gf__event_free(set->round_done[i]);
+    }
+    GPUFLOW_FREE(set->streams);
+    GPUFLOW_FREE(set->round_done);
+    gf__mutex_destroy(&set->lock);
+    set->type = GF__T_DEAD;
+    GPUFLOW_FREE(set);
+}
+
+/* ---- barriers ----------------------------------------------------------------------------- */
+static gf_result gf__check_stream_list(const char *fn, gf_stream *const *streams, int count) {
+    int i;
+    if (!streams) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "%s: streams is NULL", fn);
+    if (count < 1) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "%s: count %d must be >= 1", fn, count);
+    for (i = 0; i < count; i++) {
+        if (!gf__is(streams[i], GF__T_STREAM)) return gf__bad_handle(fn, "streams[i]", streams[i], GF__T_STREAM);
+        if (streams[i]->dev != streams[0]->dev) return gf__fail(GF_ERROR_WRONG_DEVICE, "%s: streams[%d] belongs to another device", fn, i);
+    }
+    return GF_OK;
+}
+
+/* Each stream waits, on the device, for what every other had enqueued when the call was made. */
+GPUFLOW_IMPL gf_result gf_barrier(gf_stream *const *streams, int count) {
+    gf_event *marks[GF_POOL_MAX_STREAMS];
+    gf_result r;
+    int i, j, taken = 0;
+    if ((r = gf__check_stream_list(__func__, streams, count)) != GF_OK) return r;
+    if (count > GF_POOL_MAX_STREAMS) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_barrier: count %d exceeds %d", count, GF_POOL_MAX_STREAMS);
+    for (i = 0; i < count && r == GF_OK; i++) {
+        if ((r = gf__event_pool_take(streams[0]->dev->events, 0, &marks[i])) != GF_OK) break;
+        taken++;
+        r = gf_event_record(marks[i], streams[i]);
+    }
+    for (j = 0; j < count && r == GF_OK; j++)
+        for (i = 0; i < count && r == GF_OK; i++)
+            if (streams[i] != streams[j]) r = gf_stream_wait_event(streams[j], marks[i]);
+    for (i = 0; i < taken; i++) gf__event_pool_give(streams[0]->dev->events, marks[i]);
+    return r;
+}
+
+GPUFLOW_IMPL gf_result gf_synchronize_all(gf_stream *const *streams, int count, double *elapsed_ms) {
+    uint64_t t0 = gf__now_ns();
+    gf_result r;
+    int i;
+    if ((r = gf__check_stream_list(__func__, streams, count)) != GF_OK) return r;
+    for (i = 0; i < count; i++)
+        if ((r = gf_stream_synchronize(streams[i])) != GF_OK) return r;
+    if (elapsed_ms) *elapsed_ms = (double)(gf__now_ns() - t0) / 1e6;
+    return GF_OK;
+}
+
+/* ---- async waiters: callbacks when events complete ----------------------------------------- */
+/* One thread per device (started on first use) polls the pending events with a backoff from
+   20 us to 1 ms, so it never spins at full speed, and calls each callback once. */
+typedef struct gf__wait { uint64_t id; gf_event *ev; gf_callback fn; void *user; } gf__wait;
+struct gf__waiter {
+    gf__mutex lock;
+    gf__cond cond;
+    gf__thread thread;
+    int stop;
+    gf__wait *waits; int count, cap;
+    uint64_t next_id;
+    uint64_t firing;               /* id of the callback running now, or 0 */
+};
+static GF__THREAD_LOCAL int gf__on_waiter_thread;
+
+/* Fires one completed wait (w->lock held, released around the callback); 0 if none is done. */
+static int gf__waiter_fire_one(gf__waiter *w) {
+    int i;
+    for (i = 0; i < w->count; i++) {
+        gf_event *ev = w->waits[i].ev;
+        gf_result r = ev->recorded ? ev->dev->be->event_query(ev) : GF_OK;
+        if (r != GF_NOT_READY) {
+            gf__wait fire = w->waits[i];
+            w->waits[i] = w->waits[--w->count];
+            w->firing = fire.id;
+            gf__unlock(&w->lock);
+            fire.fn(fire.user, r);
+            gf__lock(&w->lock);
+            w->firing = 0;
+            gf__cond_broadcast(&w->cond);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static void gf__waiter_main(void *arg) {
+    gf__waiter *w = (gf__waiter *)arg;
+    uint64_t nap = 20;
+    gf__on_waiter_thread = 1;
+    gf__lock(&w->lock);
+    while (!w->stop) {
+        if (w->count == 0) { gf__cond_wait(&w->cond, &w->lock); nap = 20; continue; }
+        if (gf__waiter_fire_one(w)) { nap = 20; continue; }
+        gf__cond_timedwait_us(&w->cond, &w->lock, nap);
+        if (nap < 1000) nap *= 2;
+    }
+    while (gf__waiter_fire_one(w)) {}   /* the device was synchronized: deliver what completed */
+    gf__unlock(&w->lock);
+}
+
+static gf_result gf__waiter_add(gf_event *ev, gf_callback fn, void *user, uint64_t *wait_id) {
+    gf_device *dev = ev->dev;
+    gf__waiter *w;
+    gf__lock(&dev->lock);
+    if (!dev->waiter) {
+        if (!(w = (gf__waiter *)gf__alloc(sizeof *w))) { gf__unlock(&dev->lock); return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_event_on_complete: out of host memory"); }
+        gf__mutex_init(&w->lock);
+        gf__cond_init(&w->cond);
+        if (!gf__thread_create(&w->thread, gf__waiter_main, w)) {
+            gf__cond_destroy(&w->cond); gf__mutex_destroy(&w->lock); GPUFLOW_FREE(w);
+            gf__unlock(&dev->lock);
+            return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_event_on_complete: cannot start the waiter thread");
+        }
+        dev->waiter = w;
+    }
+    w = dev->waiter;
+    gf__unlock(&dev->lock);
+    gf__lock(&w->lock);
+    if (!gf__grow((void **)&w->waits, &w->cap, w->count + 1, sizeof *w->waits)) {
+        gf__unlock(&w->lock);
+        return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_event_on_complete: out of host memory");
+    }
+    w->waits[w->count].id = ++w->next_id;
+    w->waits[w->count].ev = ev;
+    w->waits[w->count].fn = fn;
+    w->waits[w->count].user = user;
+    if (wait_id) *wait_id = w->next_id;
+    w->count++;
+    gf__cond_broadcast(&w->cond);
+    gf__unlock(&w->lock);
+    return GF_OK;
+}
+
+GPUFLOW_IMPL gf_result gf_event_on_complete(gf_event *ev, gf_callback fn, void *user, uint64_t *wait_id) {
+    gf_result r;
+    GF__CHECK(ev, GF__T_EVENT);
+    if (!fn) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_event_on_complete: fn is NULL");
+    if ((r = gf__event_check_wait(__func__, ev)) != GF_OK) return r;
+    return gf__waiter_add(ev, fn, user, wait_id);
+}
+
+GPUFLOW_IMPL gf_result gf_event_cancel_wait(gf_device *dev, uint64_t wait_id) {
+    gf__waiter *w;
+    int i;
+    GF__CHECK(dev, GF__T_DEVICE);
+    gf__lock(&dev->lock);
+    w = dev->waiter;
+    gf__unlock(&dev->lock);
+    if (w) {
+        gf__lock(&w->lock);
+        for (i = 0; i < w->count; i++)
+            if (w->waits[i].id == wait_id) {
+                w->waits[i] = w->waits[--w->count];
+                gf__unlock(&w->lock);
+                return GF_OK;
+            }
+        /* Running right now: let it finish, so after we return it is not running. */
+        while (w->firing == wait_id && wait_id && !gf__on_waiter_thread) gf__cond_wait(&w->cond, &w->lock);
+        gf__unlock(&w->lock);
+    }
+    return gf__fail(GF_ERROR_NOT_FOUND, "gf_event_cancel_wait: no pending wait %llu (already fired, cancelled or never made)",
+                    (unsigned long long)wait_id);
+}
+
+static void gf__waiter_stop(gf_device *dev) {
+    gf__waiter *w = dev->waiter;
+    if (!w) return;
+    gf__lock(&w->lock);
+    w->stop = 1;
+    gf__cond_broadcast(&w->cond);
+    gf__unlock(&w->lock);
+    gf__thread_join(w->thread);
+    gf__cond_destroy(&w->cond);
+    gf__mutex_destroy(&w->lock);
+    GPUFLOW_FREE(w->waits);
+    GPUFLOW_FREE(w);
+    dev->waiter = NULL;
+}
+
+/* ---- stream-ordered allocation -------------------------------------------------------------- */
+/* Where the driver has no stream-ordered allocator, the core caches freed buffers. A freed
+   block carries an event recorded on the freeing stream: the same stream may reuse it at once
+   (its later work is ordered after the free); another stream only once that event completed. */
+typedef struct gf__block { gf_buffer *buf; gf_event *freed; uint64_t stream_id; } gf__block;
+struct gf__alloc_cache {
+    gf__mutex lock;
+    gf__block *blocks; int count, cap;
+};
+
+static gf_buffer *gf__cache_take(gf_stream *s, size_t bytes) {
+    gf__alloc_cache *cache = s->dev->cache;
+    gf_buffer *buf = NULL;
+    int i, best = -1;
+    if (!cache) return NULL;
+    gf__lock(&cache->lock);
+    for (i = 0; i < cache->count; i++) {
+        gf__block *b = &cache->blocks[i];
+        if (b->buf->capacity < bytes || b->buf->capacity / 2 > bytes) continue;   /* too small, or wasteful */
+        if (best >= 0 && b->buf->capacity >= cache->blocks[best].buf->capacity) continue;
+        if (b->stream_id != s->id && s->dev->be->event_query(b->freed) != GF_OK) continue;
+        best = i;
+    }
+    if (best >= 0) {
+        buf = cache->blocks[best].buf;
+        gf__event_pool_give(s->dev->events, cache->blocks[best].freed);
+        cache->blocks[best] = cache->blocks[--cache->count];
+    }
+    gf__unlock(&cache->lock);
+    if (buf) { buf->type = GF__T_BUFFER; buf->size = bytes; }
+    return buf;
+}
+
+static gf_result gf__cache_put(gf_stream *s, gf_buffer *buf) {
+    gf_device *dev = s->dev;
+    gf__alloc_cache *cache;
+    gf_event *ev;
+    gf_result r;
+    gf__lock(&dev->lock);
+    if (!dev->cache && (dev->cache = (gf__alloc_cache *)gf__alloc(sizeof *dev->cache)) != NULL)
+        gf__mutex_init(&dev->cache->lock);
+    cache = dev->cache;
+    gf__unlock(&dev->lock);
+    if (!cache) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_buffer_destroy_async: out of host memory");
+    if ((r = gf__event_pool_take(dev->events, 0, &ev)) != GF_OK) return r;
+    if ((r = gf__event_record_locked(ev, s)) != GF_OK) { gf__event_pool_give(dev->events, ev); return r; }
+    gf__lock(&cache->lock);
+    if (!gf__grow((void **)&cache->blocks, &cache->cap, cache->count + 1, sizeof *cache->blocks)) {
+        gf__unlock(&cache->lock);
+        gf__event_pool_give(dev->events, ev);
+        return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_buffer_destroy_async: out of host memory");
+    }
+    cache->blocks[cache->count].buf = buf;
+    cache->blocks[cache->count].freed = ev;
+    cache->blocks[cache->count].stream_id = s->id;
+    cache->count++;
+    buf->type = GF__T_DEAD;   /* the handle is gone; the memory waits for reuse */
+    gf__unlock(&cache->lock);
+    return GF_OK;
+}
+
+static void gf__cache_trim(gf_device *dev) {   /* device idle */
+    gf__alloc_cache *cache = dev->cache;
+    int i;
+    if (!cache) return;
+    for (i = 0; i < cache->count; i++) {
+        gf__event_pool_give(dev->events, cache->blocks[i].freed);
+        gf__buffer_free(cache->blocks[i].buf);
+    }
+    GPUFLOW_FREE(cache->blocks);
+    gf__mutex_destroy(&cache->lock);
+    GPUFLOW_FREE(cache);
+    dev->cache = NULL;
+}
+
+static int gf__graph_own(gf_graph *g, gf_buffer *buf);
+
+GPUFLOW_IMPL gf_result gf_buffer_create_async(gf_stream *s, size_t bytes, gf_buffer **out) {
+    const gf__backend *be;
+    gf_buffer *buf = NULL;
+    gf_result r = GF_OK;
+    GF__CHECK(s, GF__T_STREAM);
+    GF__CHECK_OUT(out);
+    *out = NULL;
+    if (bytes == 0) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_buffer_create_async: size is 0");
+    be = s->dev->be;
+    gf__lock(&s->lock);
+    if (s->capture && !s->capture->native) {
+        /* recorded graphs keep their memory for their whole life: allocate once, now */
+        if ((r = gf__buffer_new(s->dev, bytes, 0, &buf)) == GF_OK && !gf__graph_own(s->capture->graph, buf)) {
+            gf__buffer_free(buf);
+            r = gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_buffer_create_async: out of host memory");
+        }
+    } else if (be->buffer_alloc_async) {
+        if (!(buf = (gf_buffer *)gf__alloc(sizeof *buf))) r = gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_buffer_create_async: out of host memory");
+        else {
+            buf->type = GF__T_BUFFER; buf->dev = s->dev; buf->size = buf->capacity = bytes;
+            if ((r = be->buffer_alloc_async(s, buf)) != GF_OK) { GPUFLOW_FREE(buf); buf = NULL; }
+        }
+    } else if (!(buf = gf__cache_take(s, bytes))) {
+        r = gf__buffer_new(s->dev, bytes, 0, &buf);
+    }
+    gf__unlock(&s->lock);
+    if (r != GF_OK) return r;
+    buf->async_state = 1;
+    *out = buf;
+    return GF_OK;
+}
+
+GPUFLOW_IMPL gf_result gf_buffer_destroy_async(gf_stream *s, gf_buffer *buf) {
+    gf_result r = GF_OK;
+    GF__CHECK(s, GF__T_STREAM);
+    GF__CHECK(buf, GF__T_BUFFER);
+    GF__SAME_DEVICE(s->dev, buf->dev);
+    if (buf->async_state != 1)
+        return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_buffer_destroy_async: the buffer was not made by gf_buffer_create_async");
+    if (gf__atomic_load_int(&buf->capture_uses) && !(s->capture && s->capture->native))
+        return gf__fail(GF_ERROR_CAPTURE, "gf_buffer_destroy_async: a capture in progress uses the buffer");
+    if (buf->graph_owner) return GF_OK;   /* freed with its graph */
+    gf__lock(&s->lock);
+    if (s->dev->be->buffer_free_async) {
+        if ((r = s->dev->be->buffer_free_async(s, buf)) == GF_OK) {
+            if (s->capture) gf__capture_forget(s->capture, buf);
+            buf->type = GF__T_DEAD;
+            GPUFLOW_FREE(buf);
+        }
+    } else {
+        r = gf__cache_put(s, buf);
+    }
+    gf__unlock(&s->lock);
+    return r;
+}
+
+/* ---- flows: a DAG of tasks over streams ------------------------------------------------------ */
+/* A task id carries its flow's id in the high 16 bits, so an id of another flow is refused. */
+typedef struct gf__task {
+    char name[64];
+    gf_task_fn fn;
+    void *user;
+    int *succ; int succ_count, succ_cap;
+} gf__task;
+
+struct gf_flow {
+    uint32_t type;
+    gf_device *dev;
+    uint32_t id;
+    char label[64];
+    gf_workload workload;
+    gf__mutex lock;
+    gf__task *tasks; int count, cap;
+    gf_stream **forks; int fork_count;    /* capture: extra streams for parallel branches */
+};
+
+static uint64_t gf__flow_ids;   /* process-wide, atomic: only to tell flows' task ids apart */
+
+GPUFLOW_IMPL gf_result gf_flow_create(gf_device *dev, const gf_flow_desc *desc, gf_flow **out) {
+    gf_flow *flow;
+    GF__CHECK(dev, GF__T_DEVICE);
+    GF__CHECK_OUT(out);
+    *out = NULL;
+    if (desc && (desc->workload < GF_WORKLOAD_ANY || desc->workload > GF_WORKLOAD_COORDINATION))
+        return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_flow_create: workload %d is not a gf_workload", (int)desc->workload);
+    if (!(flow = (gf_flow *)gf__alloc(sizeof *flow))) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_flow_create: out of host memory");
+    flow->type = GF__T_FLOW;
+    flow->dev = dev;
+    flow->id = (uint32_t)(gf__atomic_add(&gf__flow_ids, 1) & 0xffffu) | 1u;
+    gf__copy_str(flow->label, sizeof flow->label, desc && desc->label ? desc->label : "flow");
+    flow->workload = desc ? desc->workload : GF_WORKLOAD_ANY;
+    gf__mutex_init(&flow->lock);
+    *out = flow;
+    return GF_OK;
+}
+
+GPUFLOW_IMPL gf_result gf_flow_add(gf_flow *flow, const char *name, gf_task_fn fn, void *user, gf_task *out) {
+    gf__task *t;
+    GF__CHECK(flow, GF__T_FLOW);
+    GF__CHECK_OUT(out);
+    if (!fn) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_flow_add: fn is NULL");
+    gf__lock(&flow->lock);
+    if (flow->count >= 0xffff || !gf__grow((void **)&flow->tasks, &flow->cap, flow->count + 1, sizeof *flow->tasks)) {
+        gf__unlock(&flow->lock);
+        return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_flow_add: flow '%s' cannot hold more tasks", flow->label);
+    }
+    t = &flow->tasks[flow->count];
+    memset(t, 0, sizeof *t);
+    if (name && *name) gf__copy_str(t->name, sizeof t->name, name);
+    else snprintf(t->name, sizeof t->name, "task %d", flow->count);
+    t->fn = fn;
+    t->user = user;
+    *out = (gf_task)(flow->id << 16 | (uint32_t)flow->count);
+    flow->count++;
+    gf__unlock(&flow->lock);
+    return GF_OK;
+}
+
+static int gf__task_index(const gf_flow *flow, gf_task t) {   /* flow->lock held; -1 if not ours */
+    int i = (int)(t & 0xffffu);
+    return (t >> 16) == flow->id && i < flow->count ? i : -1;
+}
+
+/* Depth-first search for a path from -> to; on success path[] holds it and *len its length. */
+static int gf__flow_path(const gf_flow *flow, int from, int to, int *path, int *len, unsigned char *seen) {
+    int k;
+    path[(*len)++] = from;
+    if (from == to) return 1;
+    seen[from] = 1;
+    for (k = 0; k < flow->tasks[from].succ_count; k++) {
+        int n = flow->tasks[from].succ[k];
+        if (!seen[n] && gf__flow_path(flow, n, to, path, len, seen)) return 1;
+    }
+    (*len)--;
+    return 0;
+}
+
+GPUFLOW_IMPL gf_result gf_flow_depend(gf_flow *flow, gf_task before, gf_task after) {
+    gf__task *b;
+    int bi, ai, k, len = 0;
+    int *path;
+    unsigned char *seen;
+    GF__CHECK(flow, GF__T_FLOW);
+    gf__lock(&flow->lock);
+    bi = gf__task_index(flow, before);
+    ai = gf__task_index(flow, after);
+    if (bi < 0 || ai < 0) {
+        gf__unlock(&flow->lock);
+        return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_flow_depend: task %s (0x%x) is not a task of flow '%s'",
+                        bi < 0 ? "before" : "after", (unsigned)(bi < 0 ? before : after), flow->label);
+    }
+    if (bi == ai) {
+        gf__unlock(&flow->lock);
+        return gf__fail(GF_ERROR_CYCLE, "gf_flow_depend: flow '%s': task '%s' cannot depend on itself", flow->label, flow->tasks[ai].name);
+    }
+    b = &flow->tasks[bi];
+    for (k = 0; k < b->succ_count; k++) if (b->succ[k] == ai) { gf__unlock(&flow->lock); return GF_OK; }
+    path = (int *)GPUFLOW_MALLOC(sizeof *path * (size_t)flow->count);
+    seen = (unsigned char *)gf__alloc((size_t)flow->count);
+    if (!path || !seen) {
+        GPUFLOW_FREE(path); GPUFLOW_FREE(seen);
+        gf__unlock(&flow->lock);
+        return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_flow_depend: out of host memory");
+    }
+    if (gf__flow_path(flow, ai, bi, path, &len, seen)) {   /* after already reaches before */
+        char names[512];
+        size_t used = 0;
+        int i;
+        for (i = 0; i < len && used < sizeof names; i++)
+            used += (size_t)snprintf(names + used, sizeof names - used, "'%s' -> ", flow->tasks[path[i]].name);
+        if (used < sizeof names) snprintf(names + used, sizeof names - used, "'%s'", flow->tasks[ai].name);
+        GPUFLOW_FREE(path); GPUFLOW_FREE(seen);
+        gf__unlock(&flow->lock);
+        return gf__fail(GF_ERROR_CYCLE, "gf_flow_depend: flow '%s': the edge would close the cycle %s", flow->label, names);
+    }
+    GPUFLOW_FREE(path); GPUFLOW_FREE(seen);
+    if (!gf__grow((void **)&b->succ, &b->succ_cap, b->succ_count + 1, sizeof *b->succ)) {
+        gf__unlock(&flow->lock);
+        return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_flow_depend: out of host memory");
+    }
+    b->succ[b->succ_count++] = ai;
+    gf__unlock(&flow->lock);
+    return GF_OK;
+}
+
+/* A plan: tasks in dependency order, each on a lane. A task continues a predecessor's lane when
+   that predecessor is still the lane's last task; otherwise it opens a new lane. Only edges
+   between lanes need events. */
+typedef struct gf__flow_plan {
+    int *order, *lane, *preds, *pred_first, *pred_count;
+    unsigned char *signals;        /* task has a successor on another lane */
+    int lanes;
+} gf__flow_plan;
+
+static void gf__plan_free(gf__flow_plan *p) {
+    GPUFLOW_FREE(p->order); GPUFLOW_FREE(p->lane); GPUFLOW_FREE(p->preds);
+    GPUFLOW_FREE(p->pred_first); GPUFLOW_FREE(p->pred_count); GPUFLOW_FREE(p->signals);
+}
+
+static gf_result gf__flow_plan_make(const gf_flow *flow, gf__flow_plan *p) {   /* flow->lock held */
+    int n = flow->count, edges = 0, i, k, head = 0, tail = 0;
+    int *indeg, *lane_tail, *fill;
+    memset(p, 0, sizeof *p);
+    for (i = 0; i < n; i++) edges += flow->tasks[i].succ_count;
+    p->order = (int *)GPUFLOW_MALLOC(sizeof(int) * (size_t)(n + 1));
+    p->lane = (int *)GPUFLOW_MALLOC(sizeof(int) * (size_t)(n + 1));
+    p->preds = (int *)GPUFLOW_MALLOC(sizeof(int) * (size_t)(edges + 1));
+    p->pred_first = (int *)gf__alloc(sizeof(int) * (size_t)(n + 1));
+    p->pred_count = (int *)gf__alloc(sizeof(int) * (size_t)(n + 1));
+    p->signals = (unsigned char *)gf__alloc((size_t)(n + 1));
+    indeg = (int *)gf__alloc(sizeof(int) * (size_t)(n + 1));
+    lane_tail = (int *)GPUFLOW_MALLOC(sizeof(int) * (size_t)(n + 1));
+    fill = (int *)gf__alloc(sizeof(int) * (size_t)(n + 1));
+    if (!p->order || !p->lane || !p->preds || !p->pred_first || !p->pred_count || !p->signals || !indeg || !lane_tail || !fill) {
+        gf__plan_free(p); GPUFLOW_FREE(indeg); GPUFLOW_FREE(lane_tail); GPUFLOW_FREE(fill);
+        return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_flow: out of host memory");
+    }
+    for (i = 0; i < n; i++) for (k = 0; k < flow->tasks[i].succ_count; k++) p->pred_count[flow->tasks[i].succ[k]]++;
+    for (i = 1; i < n; i++) p->pred_first[i] = p->pred_first[i - 1] + p->pred_count[i - 1];
+    for (i = 0; i < n; i++)
+        for (k = 0; k < flow->tasks[i].succ_count; k++) {
+            int t = flow->tasks[i].succ[k];
+            p->preds[p->pred_first[t] + fill[t]++] = i;
+        }
+    for (i = 0; i < n; i++) if ((indeg[i] = p->pred_count[i]) == 0) p->order[tail++] = i;
+    while (head < tail) {   /* Kahn's order; gf_flow_depend keeps the graph acyclic */
+        int t = p->order[head++];
+        for (k = 0; k < flow->tasks[t].succ_count; k++)
+            if (--indeg[flow->tasks[t].succ[k]] == 0) p->order[tail++] = flow->tasks[t].succ[k];
+    }
+    for (i = 0; i < n; i++) {
+        int t = p->order[i], chosen = -1;
+        for (k = 0; k < p->pred_count[t] && chosen < 0; k++) {
+            int pr = p->preds[p->pred_first[t] + k];
+            if (lane_tail[p->lane[pr]] == pr) chosen = p->lane[pr];
+        }
+        if (chosen < 0) chosen = p->lanes++;
+        p->lane[t] = chosen;
+        lane_tail[chosen] = t;
+        for (k = 0; k < p->pred_count[t]; k++) {
+            int pr = p->preds[p->pred_first[t] + k];
+            if (p->lane[pr] != chosen) p->signals[pr] = 1;
+        }
+    }
+    GPUFLOW_FREE(indeg); GPUFLOW_FREE(lane_tail); GPUFLOW_FREE(fill);
+    return GF_OK;
+}
+
+/* Enqueues the plan's tasks on the lanes' streams, with an event wait for each edge that
+   crosses streams. The host never blocks. */
+static void gf__capture_abandon(gf_stream *s);
+
+static gf_result gf__flow_enqueue(gf_flow *flow, const gf__flow_plan *p, gf_stream **lanes) {
+    gf_event **done = (gf_event **)gf__alloc(sizeof *done * (size_t)(flow->count + 1));
+    gf_result r = GF_OK;
+    int i, k;
+    if (!done) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_flow: out of host memory");
+    for (i = 0; i < flow->count && r == GF_OK; i++) {
+        int t = p->order[i];
+        gf_stream *s = lanes[p->lane[t]];
+        for (k = 0; k < p->pred_count[t] && r == GF_OK; k++) {
+            int pr = p->preds[p->pred_first[t] + k];
+            if (lanes[p->lane[pr]] != s) r = gf_stream_wait_event(s, done[pr]);
+        }
+        if (r == GF_OK && (r = flow->tasks[t].fn(s, flow->tasks[t].user)) != GF_OK)
+            r = gf__fail(r, "gf_flow: task '%s' of flow '%s' failed: %s", flow->tasks[t].name, flow->label, gf_last_error());
+        if (r == GF_OK && p->signals[t] && (r = gf__event_pool_take(flow->dev->events, 0, &done[t])) == GF_OK)
+            r = gf_event_record(done[t], s);
+    }
+    for (i = 0; i < flow->count; i++) if (done[i]) gf__event_pool_give(flow->dev->events, done[i]);
+    GPUFLOW_FREE(done);
+    return r;
+}
+
+GPUFLOW_IMPL gf_result gf_flow_run(gf_flow *flow, gf_stream_pool *pool) {
+    gf__flow_plan plan;
+    gf_stream **lanes;
+    gf_acquire_hint hint;
+    gf_result r;
+    int i;
+    GF__CHECK(flow, GF__T_FLOW);
+    GF__CHECK(pool, GF__T_STREAM_POOL);
+    GF__SAME_DEVICE(flow->dev, pool->dev);
+    gf__lock(&flow->lock);
+    if ((r = gf__flow_plan_make(flow, &plan)) != GF_OK) { gf__unlock(&flow->lock); return r; }
+    if (!(lanes = (gf_stream **)gf__alloc(sizeof *lanes * (size_t)(plan.lanes + 1)))) {
+        gf__plan_free(&plan);
+        gf__unlock(&flow->lock);
+        return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_flow_run: out of host memory");
+    }
+    hint.priority = GF_PRIORITY_NORMAL;
+    hint.workload = flow->workload;
+    for (i = 0; i < plan.lanes && r == GF_OK; i++) r = gf_stream_pool_acquire(pool, &hint, &lanes[i]);
+    if (r == GF_OK) r = gf__flow_enqueue(flow, &plan, lanes);
+    for (i = 0; i < plan.lanes; i++) if (lanes[i]) gf_stream_pool_release(pool, lanes[i]);
+    GPUFLOW_FREE(lanes);
+    gf__plan_free(&plan);
+    gf__unlock(&flow->lock);
+    return r;
+}
+
+/* Capture forks a stream per extra lane off s and joins them all back, so a driver with native
+   graphs sees the flow's parallelism. */
+GPUFLOW_IMPL gf_result gf_flow_capture(gf_flow *flow, gf_stream *s, gf_graph **out) {
+    gf__flow_plan plan;
+    gf_stream **lanes = NULL;
+    gf_event *fork = NULL, *join = NULL;
+    gf_result r;
+    int i;
+    GF__CHECK(flow, GF__T_FLOW);
+    GF__CHECK(s, GF__T_STREAM);
+    GF__CHECK_OUT(out);
+    GF__SAME_DEVICE(flow->dev, s->dev);
+    *out = NULL;
+    gf__lock(&flow->lock);
+    if ((r = gf__flow_plan_make(flow, &plan)) != GF_OK) { gf__unlock(&flow->lock); return r; }
+    if (!(lanes = (gf_stream **)gf__alloc(sizeof *lanes * (size_t)(plan.lanes + 1))))
+        r = gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_flow_capture: out of host memory");
+    if (r == GF_OK && plan.lanes - 1 > flow->fork_count) {   /* the flow keeps its fork streams */
+        gf_stream **forks = (gf_stream **)GPUFLOW_REALLOC(flow->forks, sizeof *forks * (size_t)(plan.lanes - 1));
+        if (!forks) r = gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_flow_capture: out of host memory");
+        else flow->forks = forks;
+        for (i = flow->fork_count; r == GF_OK && i < plan.lanes - 1; i++) {
+            char name[80];
+            snprintf(name, sizeof name, "%s/fork%d", flow->label, i);
+            if ((r = gf__stream_new(flow->dev, name, GF_PRIORITY_NORMAL, 1, &forks[i])) == GF_OK) flow->fork_count = i + 1;
+        }
+    }
+    if (r == GF_OK) r = gf_stream_begin_capture(s, GF_CAPTURE_GLOBAL);
+    if (r == GF_OK) {
+        lanes[0] = s;
+        if (plan.lanes > 1 && (r = gf__event_pool_take(flow->dev->events, 0, &fork)) == GF_OK &&
+            (r = gf_event_record(fork, s)) == GF_OK)
+            for (i = 1; i < plan.lanes && r == GF_OK; i++) {
+                lanes[i] = flow->forks[i - 1];
+                r = gf_stream_wait_event(lanes[i], fork);
+            }
+        if (r == GF_OK) r = gf__flow_enqueue(flow, &plan, lanes);
+        if (r == GF_OK && plan.lanes > 1 && (r = gf__event_pool_take(flow->dev->events, 0, &join)) == GF_OK)
+            for (i = 1; i < plan.lanes && r == GF_OK; i++)
+                if ((r = gf_event_record(join, lanes[i])) == GF_OK) r = gf_stream_wait_event(s, join);
+        if (r == GF_OK) r = gf_stream_end_capture(s, out);
+        else gf__capture_abandon(s);
+    }
+    if (fork) gf__event_pool_give(flow->dev->events, fork);
+    if (join) gf__event_pool_give(flow->dev->events, join);
+    GPUFLOW_FREE(lanes);
+    gf__plan_free(&plan);
+    gf__unlock(&flow->lock);
+    return r;
+}
+
+GPUFLOW_IMPL void gf_flow_destroy(gf_flow *flow) {
+    int i;
+    if (!gf__is(flow, GF__T_FLOW)) { gf__bad_handle(__func__, "flow", flow, GF__T_FLOW); return; }
+    for (i = 0; i < flow->count; i++) GPUFLOW_FREE(flow->tasks[i].succ);
+    for (i = 0; i < flow->fork_count; i++) gf__stream_free(flow->forks[i]);
+    GPUFLOW_FREE(flow->forks);
+    GPUFLOW_FREE(flow->tasks);
+    gf__mutex_destroy(&flow->lock);
+    flow->type = GF__T_DEAD;
+    GPUFLOW_FREE(flow);
+}
+
+/* ---- graphs ------------------------------------------------------------------------------- */
+/* Where the driver has native capture the graph is the driver's; elsewhere the capture records
+   the stream's commands and a launch re-issues them, without the per-call validation. Graph
+   objects are recycled by their device rather than freed, so a destroyed graph's handle stays
+   readable and is refused by its type tag instead of being read after free. */
+static int gf__keep_block(gf_graph *g, void *block) {
+    if (!gf__grow((void **)&g->blocks, &g->block_cap, g->block_count + 1, sizeof *g->blocks)) return 0;
+    g->blocks[g->block_count++] = block;
+    return 1;
+}
+static int gf__graph_own(gf_graph *g, gf_buffer *buf) {
+    if (!gf__grow((void **)&g->owned, &g->owned_cap, g->owned_count + 1, sizeof *g->owned)) return 0;
+    g->owned[g->owned_count++] = buf;
+    buf->graph_owner = g;
+    return 1;
+}
+
+static gf_graph *gf__graph_new(gf_device *dev, gf_capture_mode mode) {   /* a pending graph */
+    gf_graph *g = NULL;
+    int i;
+    gf__lock(&dev->lock);
+    for (i = 0; i < dev->graph_count && !g; i++) if (dev->graphs[i]->type == GF__T_DEAD) g = dev->graphs[i];
+    if (!g && gf__grow((void **)&dev->graphs, &dev->graph_cap, dev->graph_count + 1, sizeof *dev->graphs) &&
+        (g = (gf_graph *)GPUFLOW_MALLOC(sizeof *g)) != NULL)
+        dev->graphs[dev->graph_count++] = g;
+    if (g) {
+        memset(g, 0, sizeof *g);
+        g->type = GF__T_PENDING;
+        g->dev = dev;
+        g->mode = mode;
+    }
+    gf__unlock(&dev->lock);
+    return g;
+}
+
+static void gf__cmds_free(gf__cmd *cmds, int count) {
+    int i;
+    for (i = 0; i < count; i++) if (cmds[i].kind == GF__CMD_LAUNCH) GPUFLOW_FREE((void *)cmds[i].args);
+    GPUFLOW_FREE(cmds);
+}
+
+static void gf__graph_release(gf_graph *g) {   /* back to a shell of its device */
+    int i;
+    if (g->launched && (g->owned_count || g->block_count)) gf_device_synchronize(g->dev);   /* replays may use them */
+    if (g->native && g->dev->be->graph_destroy) g->dev->be->graph_destroy(g);
+    gf__cmds_free(g->cmds, g->cmd_count);
+    for (i = 0; i < g->owned_count; i++) { g->owned[i]->graph_owner = NULL; gf__buffer_free(g->owned[i]); }
+    for (i = 0; i < g->block_count; i++) GPUFLOW_FREE(g->blocks[i]);
+    GPUFLOW_FREE(g->owned);
+    GPUFLOW_FREE(g->blocks);
+    gf__lock(&g->dev->lock);
+    g->type = GF__T_DEAD;
+    gf__unlock(&g->dev->lock);
+}
+
+/* Copies a launch's arguments into one block the recording owns: gf_arg array, then values. */
+static gf_arg *gf__args_copy(const gf_arg *args, int count) {
+    size_t bytes = sizeof(gf_arg) * (size_t)count, at;
+    gf_arg *copy;
+    unsigned char *values;
+    int i;
+    for (i = 0; i < count; i++) if (!args[i].buffer) bytes += (args[i].size + 15) & ~(size_t)15;
+    if (!(copy = (gf_arg *)GPUFLOW_MALLOC(bytes ? bytes : 1))) return NULL;
+    values = (unsigned char *)(copy + count);
+    for (i = 0, at = 0; i < count; i++) {
+        copy[i] = args[i];
+        if (!args[i].buffer) {
+            memcpy(values + at, args[i].value, args[i].size);
+            copy[i].value = values + at;
+            at += (args[i].size + 15) & ~(size_t)15;
+        }
+    }
+    return copy;
+}
+
+static gf_result gf__capture_add(gf_stream *s, const gf__cmd *c) {   /* s->lock held */
+    gf__capture *cap = s->capture;
+    gf_graph *g = cap->graph;
+    int i;
+    gf__lock(&s->dev->lock);
+    gf__capture_use(cap, c->kind == GF__CMD_COPY ? c->copy.dst : c->buf);
+    if (c->kind == GF__CMD_COPY) gf__capture_use(cap, c->copy.src);
+    if (c->kind == GF__CMD_LAUNCH) for (i = 0; i < c->arg_count; i++) gf__capture_use(cap, c->args[i].buffer);
+    s->capture_ops++;
+    gf__unlock(&s->dev->lock);
+    if (cap->native) return gf__exec(s, c, g);
+    if (!gf__grow((void **)&g->cmds, &g->cmd_cap, g->cmd_count + 1, sizeof *g->cmds))
+        return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gpuflow: capture: out of host memory");
+    g->cmds[g->cmd_count] = *c;
+    if (c->kind == GF__CMD_LAUNCH && !(g->cmds[g->cmd_count].args = gf__args_copy(c->args, c->arg_count)))
+        return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gpuflow: capture: out of host memory");
+    g->cmd_count++;
+    return GF_OK;
+}
+
+/* Ends c without a graph: members leave it, buffers are released, the driver's capture (if
+   any) is ended and thrown away. Keeps this thread's error text. */
+static void gf__capture_detach(gf__capture *c) {
+    gf_device *dev = c->origin->dev;
+    gf__capture **link;
+    int i;
+    gf__lock(&dev->lock);
+    for (i = 0; i < c->member_count; i++) c->members[i]->capture = NULL;
+    for (i = 0; i < c->buffer_count; i++) gf__atomic_add_int(&c->buffers[i]->capture_uses, -1);
+    for (link = &dev->captures; *link; link = &(*link)->next) if (*link == c) { *link = c->next; break; }
+    gf__unlock(&dev->lock);
+    GPUFLOW_FREE(c->members);
+    GPUFLOW_FREE(c->buffers);
+    GPUFLOW_FREE(c);
+}
+
+static void gf__capture_discard(gf__capture *c) {
+    char why[sizeof gf__error_text];
+    gf_graph *g = c->graph;
+    memcpy(why, gf__error_text, sizeof why);
+    if (c->native && c->origin->dev->be->capture_end(c->origin, g) == GF_OK) g->native = 1;
+    gf__capture_detach(c);
+    gf__graph_release(g);
+    memcpy(gf__error_text, why, sizeof why);
+}
+
+static void gf__capture_abandon(gf_stream *s) {
+    gf__lock(&s->lock);
+    if (s->capture) gf__capture_discard(s->capture);
+    gf__unlock(&s->lock);
+}
+
+GPUFLOW_IMPL gf_result gf_stream_begin_capture(gf_stream *s, gf_capture_mode mode) {
+    gf__capture *c;
+    gf_result r = GF_OK;
+    GF__CHECK(s, GF__T_STREAM);
+    if (mode < GF_CAPTURE_GLOBAL || mode > GF_CAPTURE_RELAXED)
+        return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_stream_begin_capture: mode %d is not a gf_capture_mode", (int)mode);
+    if (s == s->dev->sync_stream) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_stream_begin_capture: the device's own stream cannot capture");
+    if (!(c = (gf__capture *)gf__alloc(sizeof *c)) || !(c->graph = gf__graph_new(s->dev, mode))) {
+        GPUFLOW_FREE(c);
+        return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_stream_begin_capture: out of host memory");
+    }
+    c->origin = s;
+    c->mode = mode;
+    c->native = s->dev->be->capture_begin != NULL;
+    gf__lock(&s->lock);
+    if (s->capture)
+        r = gf__fail(GF_ERROR_CAPTURE, "gf_stream_begin_capture: stream '%s' is already %s", s->label,
+                     s->capture->origin == s ? "capturing (captures do not nest)" : "part of another stream's capture");
+    else if (!gf__grow((void **)&c->members, &c->member_cap, 1, sizeof *c->members))
+        r = gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_stream_begin_capture: out of host memory");
+    else if (c->native)
+        r = s->dev->be->capture_begin(s, mode);
+    if (r != GF_OK) {
+        gf__unlock(&s->lock);
+        GPUFLOW_FREE(c->members);
+        gf__graph_release(c->graph);
+        GPUFLOW_FREE(c);
+        return r;
+    }
+    c->members[c->member_count++] = s;
+    gf__lock(&s->dev->lock);
+    c->id = ++s->dev->next_id;
+    c->next = s->dev->captures;
+    s->dev->captures = c;
+    s->capture = c;
+    s->capture_ops = s->capture_joined = 0;
+    gf__unlock(&s->dev->lock);
+    gf__unlock(&s->lock);
+    return GF_OK;
+}
+
+GPUFLOW_IMPL gf_result gf_stream_end_capture(gf_stream *s, gf_graph **out) {
+    gf__capture *c;
+    gf_graph *g;
+    gf_result r = GF_OK;
+    int i;
+    GF__CHECK(s, GF__T_STREAM);
+    GF__CHECK_OUT(out);
+    *out = NULL;
+    gf__lock(&s->lock);
+    if (!(c = s->capture)) { gf__unlock(&s->lock); return gf__fail(GF_ERROR_CAPTURE, "gf_stream_end_capture: stream '%s' is not capturing", s->label); }
+    if (c->origin != s) {
+        gf__unlock(&s->lock);
+        return gf__fail(GF_ERROR_CAPTURE, "gf_stream_end_capture: stream '%s' joined a capture; end it on the stream that began it", s->label);
+    }
+    gf__lock(&s->dev->lock);
+    for (i = 1; i < c->member_count && r == GF_OK; i++)
+        if (c->members[i]->capture_ops != c->members[i]->capture_joined)
+            r = gf__fail(GF_ERROR_CAPTURE, "gf_stream_end_capture: stream '%s' forked into the capture and was not joined back; the capture was discarded",
+                         c->members[i]->label);
+    gf__unlock(&s->dev->lock);
+    if (r != GF_OK) { gf__capture_discard(c); gf__unlock(&s->lock); return r; }
+    g = c->graph;
+    if (c->native) r = s->dev->be->capture_end(s, g);
+    else g->nodes = g->cmd_count;
+    g->native = c->native && r == GF_OK;
+    gf__capture_detach(c);
+    gf__unlock(&s->lock);
+    if (r != GF_OK) { gf__graph_release(g); return r; }
+    gf__lock(&s->dev->lock);
+    g->type = GF__T_GRAPH;
+    gf__unlock(&s->dev->lock);
+    *out = g;
+    return GF_OK;
+}
+
+static gf_result gf__graph_replay(gf_graph *g, gf_stream *s) {
+    int i;
+    if (g->native) return s->dev->be->graph_launch(g, s);
+    for (i = 0; i < g->cmd_count; i++) {
+        gf_result r = gf__exec(s, &g->cmds[i], NULL);
+        if (r != GF_OK) return r;
+    }
+    return GF_OK;
+}
+
+GPUFLOW_IMPL gf_result gf_graph_launch(gf_graph *g, gf_stream *s) {
+    gf__cmd c;
+    GF__CHECK(g, GF__T_GRAPH);
+    GF__CHECK(s, GF__T_STREAM);
+    GF__SAME_DEVICE(g->dev, s->dev);
+    memset(&c, 0, sizeof c);
+    c.kind = GF__CMD_GRAPH;
+    c.child = g;
+    gf__atomic_store_int(&g->launched, 1);
+    return gf__submit(s, &c);
+}
+
+static int gf__same_shape(const gf_graph *a, const gf_graph *b) {
+    int i;
+    if (a->cmd_count != b->cmd_count) return 0;
+    for (i = 0; i < a->cmd_count; i++) {
+        const gf__cmd *x = &a->cmds[i], *y = &b->cmds[i];
+        if (x->kind != y->kind) return 0;
+        if (x->kind == GF__CMD_COPY && x->copy.kind != y->copy.kind) return 0;
+        if (x->kind == GF__CMD_LAUNCH && (x->kernel != y->kernel || x->arg_count != y->arg_count)) return 0;
+    }
+    return 1;
+}
+
+GPUFLOW_IMPL gf_result gf_graph_update(gf_graph *target, gf_graph *from) {
+    gf__cmd *cmds;
+    int i;
+    GF__CHECK(target, GF__T_GRAPH);
+    GF__CHECK(from, GF__T_GRAPH);
+    GF__SAME_DEVICE(target->dev, from->dev);
+    if (target == from) return GF_OK;
+    if (target->native) return target->dev->be->graph_update(target, from);
+    if (!gf__same_shape(target, from))
+        return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_graph_update: the graphs differ in shape (%d and %d nodes, or other kinds); target unchanged",
+                        target->cmd_count, from->cmd_count);
+    if (!(cmds = (gf__cmd *)GPUFLOW_MALLOC(sizeof *cmds * (size_t)(from->cmd_count + 1))))
+        return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_graph_update: out of host memory");
+    for (i = 0; i < from->cmd_count; i++) {
+        cmds[i] = from->cmds[i];
+        if (cmds[i].kind == GF__CMD_LAUNCH && !(cmds[i].args = gf__args_copy(from->cmds[i].args, from->cmds[i].arg_count))) {
+            gf__cmds_free(cmds, i);
+            return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_graph_update: out of host memory");
+        }
+    }
+    gf__cmds_free(target->cmds, target->cmd_count);
+    target->cmds = cmds;
+    target->cmd_cap = from->cmd_count + 1;
+    return GF_OK;
+}
+
+GPUFLOW_IMPL gf_result gf_graph_capture(gf_stream *s, int warmup_runs, gf_capture_fn fn, void *user, gf_graph **out) {
+    gf_result r;
+    int i;
+    GF__CHECK(s, GF__T_STREAM);
+    GF__CHECK_OUT(out);
+    *out = NULL;
+    if (!fn) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_graph_capture: fn is NULL");
+    if (warmup_runs < 0) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_graph_capture: warmup_runs %d is negative", warmup_runs);
+    for (i = 0; i < warmup_runs; i++) if ((r = fn(s, user)) != GF_OK) return r;
+    if (warmup_runs && (r = gf_stream_synchronize(s)) != GF_OK) return r;
+    if ((r = gf_stream_begin_capture(s, GF_CAPTURE_GLOBAL)) != GF_OK) return r;
+    if ((r = fn(s, user)) != GF_OK) { gf__capture_abandon(s); return r; }
+    return gf_stream_end_capture(s, out);
+}
+
+GPUFLOW_IMPL gf_result gf_graph_get_info(gf_graph *g, gf_graph_info *out) {
+    GF__CHECK(g, GF__T_GRAPH);
+    GF__CHECK_OUT(out);
+    out->nodes = g->nodes;
+    out->native = g->native;
+    out->mode = g->mode;
+    return GF_OK;
+}
+
+GPUFLOW_IMPL void gf_graph_destroy(gf_graph *g) {
+    if (!gf__is(g, GF__T_GRAPH)) { gf__bad_handle(__func__, "g", g, GF__T_GRAPH); return; }
+    gf__graph_release(g);
+}
+
+/* ---- kernels ------------------------------------------------------------------------------ */
+GPUFLOW_IMPL gf_result gf_module_load(gf_device *dev, const gf_module_desc *desc, gf_module **out) {
+    gf_module *mod;
+    gf_result r;
+    GF__CHECK(dev, GF__T_DEVICE);
+    GF__CHECK_OUT(out);
+    GF__CHECK_OUT(desc);
+    *out = NULL;
+    if (desc->stub_kernel_count < 0 || (desc->stub_kernel_count > 0 && !desc->stub_kernels))
+        return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_module_load: stub_kernels and stub_kernel_count disagree");
+    if (!(mod = (gf_module *)gf__alloc(sizeof *mod))) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_module_load: out of host memory");
+    mod->type = GF__T_MODULE;
+    mod->dev = dev;
+    gf__mutex_init(&mod->lock);
+    if ((r = dev->be->module_load(mod, desc)) != GF_OK) {
+        gf__mutex_destroy(&mod->lock);
+        GPUFLOW_FREE(mod);
+        return r;
+    }
+    *out = mod;
+    return GF_OK;
+}
+
+GPUFLOW_IMPL gf_result gf_kernel_get(gf_module *mod, const char *name, gf_kernel **out) {
+    gf_kernel *k;
+    gf_result r;
+    GF__CHECK(mod, GF__T_MODULE);
+    GF__CHECK_OUT(out);
+    *out = NULL;
+    if (!name || !*name) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_kernel_get: name is empty");
+    if (strlen(name) >= sizeof k->name) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_kernel_get: name is too long");
+    gf__lock(&mod->lock);
+    for (k = mod->kernels; k; k = k->next)
+        if (!strcmp(k->name, name)) { gf__unlock(&mod->lock); *out = k; return GF_OK; }
+    if (!(k = (gf_kernel *)gf__alloc(sizeof *k))) { gf__unlock(&mod->lock); return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_kernel_get: out of host memory"); }
+    k->type = GF__T_KERNEL;
+    k->mod = mod;
+    gf__copy_str(k->name, sizeof k->name, name);
+    gf__mutex_init(&k->lock);
+    if ((r = mod->dev->be->kernel_get(k)) != GF_OK) {
+        gf__unlock(&mod->lock);
+        gf__mutex_destroy(&k->lock);
+        GPUFLOW_FREE(k);
+        return r;
+    }
+    k->next = mod->kernels;
+    mod->kernels = k;
+    gf__unlock(&mod->lock);
+    *out = k;
+    return GF_OK;
+}
+
+/* Waits for the device first: queued launches may still use the module's code. */
+GPUFLOW_IMPL void gf_module_destroy(gf_module *mod) {
+    gf_kernel *k, *next;
+    if (!gf__is(mod, GF__T_MODULE)) { gf__bad_handle(__func__, "mod", mod, GF__T_MODULE); return; }
+    gf_device_synchronize(mod->dev);
+    for (k = mod->kernels; k; k = next) {
+        next = k->next;
+        gf__mutex_destroy(&k->lock);
+        k->type = GF__T_DEAD;
+        GPUFLOW_FREE(k);
+    }
+    mod->dev->be->module_unload(mod);
+    gf__mutex_destroy(&mod->lock);
+    mod->type = GF__T_DEAD;
+    GPUFLOW_FREE(mod);
+}
+
+GPUFLOW_IMPL gf_result gf_launch(gf_stream *s, gf_kernel *k, gf_launch_dims dims, const gf_arg *args, int count) {
+    gf__cmd c;
+    int i;
+    GF__CHECK(s, GF__T_STREAM);
+    GF__CHECK(k, GF__T_KERNEL);
+    GF__SAME_DEVICE(s->dev, k->mod->dev);
+    for (i = 0; i < 3; i++)
+        if (dims.grid[i] == 0 || dims.block[i] == 0)
+            return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_launch: grid and block sizes must be >= 1 in every dimension (use 1 for unused ones)");
+    if (count < 0 || (count > 0 && !args)) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_launch: %d arguments but args is %s", count, args ? "set" : "NULL");
+    for (i = 0; i < count; i++) {
+        if (args[i].buffer) {
+            if (!gf__is(args[i].buffer, GF__T_BUFFER))
+                return gf__fail(GF_ERROR_INVALID_HANDLE, "gf_launch: args[%d].buffer is not a live gf_buffer", i);
+            if (args[i].buffer->dev != s->dev) return gf__fail(GF_ERROR_WRONG_DEVICE, "gf_launch: args[%d].buffer belongs to another device", i);
+        } else if (!args[i].value || args[i].size == 0) {
+            return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_launch: args[%d] has neither a buffer nor a value", i);
+        }
+    }
+    memset(&c, 0, sizeof c);
+    c.kind = GF__CMD_LAUNCH; c.kernel = k; c.dims = dims; c.args = args; c.arg_count = count;
+    return gf__submit(s, &c);
+}
+
+/* ---- profiler ----------------------------------------------------------------------------- */
+/* Every operation is bracketed by two timing events from the device's event pool; they are
+   read, and given back, when a report or trace resolves them. Times are relative to a base
+   event recorded before the first timed operation. */
+#define GF__PROFILE_MAX_RECORDS (1 << 20)
+typedef struct gf__prof_rec {
+    uint64_t id, stream_id, flow_from;
+    char label[64], name[48];
+    gf_op_kind kind;
+    uint64_t bytes;
+    gf_event *start, *end;
+    int state;                       /* 0 in flight, 1 resolved, 2 failed */
+    double start_ms, dur_ms;
+} gf__prof_rec;
+struct gf__profiler {
+    gf__mutex lock;
+    gf__prof_rec *recs; int count, cap;
+    uint64_t dropped;
+    gf_event *base; int base_recorded;
+};
+
+static const char *gf__op_name(gf_op_kind k) {
+    static const char *names[GF_OP_KIND_COUNT] = { "copy", "fill", "launch", "callback", "graph", "wait" };
+    return k < GF_OP_KIND_COUNT ? names[k] : "op";
+}
+
+static int gf__prof_begin(gf_stream *s, gf_op_kind kind, const char *name, uint64_t bytes, uint64_t flow_from) {
+    gf_device *dev = s->dev;
+    gf__profiler *p;
+    gf__prof_rec *rec;
+    gf_event *start, *end;
+    int idx;
+    if (!gf__atomic_load_int(&dev->profiling)) return -1;
+    p = dev->profiler;
+    gf__lock(&p->lock);
+    if (p->count >= GF__PROFILE_MAX_RECORDS ||
+        !gf__grow((void **)&p->recs, &p->cap, p->count + 1, sizeof *p->recs) ||
+        gf__event_pool_take(dev->events, GF_EVENT_TIMING, &start) != GF_OK) {
+        p->dropped++;
+        gf__unlock(&p->lock);
+        return -1;
+    }
+    if (gf__event_pool_take(dev->events, GF_EVENT_TIMING, &end) != GF_OK) {
+        gf__event_pool_give(dev->events, start);
+        p->dropped++;
+        gf__unlock(&p->lock);
+        return -1;
+    }
+    if (!p->base_recorded && dev->be->event_record(p->base, s) == GF_OK) p->base_recorded = 1;
+    dev->be->event_record(start, s);
+    idx = p->count++;
+    rec = &p->recs[idx];
+    memset(rec, 0, sizeof *rec);
+    rec->id = (uint64_t)idx + 1;
+    rec->stream_id = s->id;
+    rec->flow_from = flow_from;
+    gf__copy_str(rec->label, sizeof rec->label, s->label);
+    gf__copy_str(rec->name, sizeof rec->name, name ? name : gf__op_name(kind));
+    rec->kind = kind;
+    rec->bytes = bytes;
+    rec->start = start;
+    rec->end = end;
+    s->last_trace_id = rec->id;
+    gf__unlock(&p->lock);
+    return idx;
+}
+
+static void gf__prof_end(gf_stream *s, int idx, gf_result r) {
+    gf__profiler *p = s->dev->profiler;
+    gf__prof_rec *rec;
+    if (idx < 0) return;
+    gf__lock(&p->lock);
+    rec = &p->recs[idx];
+    if (r != GF_OK || s->dev->be->event_record(rec->end, s) != GF_OK) {
+        rec->state = 2;
+        gf__event_pool_give(s->dev->events, rec->start);
+        gf__event_pool_give(s->dev->events, rec->end);
+    }
+    gf__unlock(&p->lock);
+}
+
+/* Reads the times of finished records (blocking: waits for all) and returns their events. */
+static void gf__prof_resolve(gf_device *dev, int blocking) {
+    gf__profiler *p = dev->profiler;
+    const gf__backend *be = dev->be;
+    int i;
+    if (!p) return;
+    gf__lock(&p->lock);
+    for (i = 0; i < p->count; i++) {
+        gf__prof_rec *rec = &p->recs[i];
+        float a = 0, b = 0;
+        if (rec->state != 0) continue;
+        if (blocking ? be->event_synchronize(rec->end) != GF_OK : be->event_query(rec->end) != GF_OK) continue;
+        if (be->event_elapsed_ms(p->base, rec->start, &a) != GF_OK || be->event_elapsed_ms(rec->start, rec->end, &b) != GF_OK) {
+            rec->state = 2;
+        } else {
+            rec->state = 1;
+            rec->start_ms = a;
+            rec->dur_ms = b > 0 ? b : 0;
+        }
+        gf__event_pool_give(dev->events, rec->start);
+        gf__event_pool_give(dev->events, rec->end);
+    }
+    gf__unlock(&p->lock);
+}
+
+static void gf__profiler_free(gf_device *dev) {
+    gf__profiler *p = dev->profiler;
+    if (!p) return;
+    gf__atomic_store_int(&dev->profiling, 0);
+    gf__prof_resolve(dev, 1);
+    gf__event_pool_give(dev->events, p->base);
+    GPUFLOW_FREE(p->recs);
+    gf__mutex_destroy(&p->lock);
+    GPUFLOW_FREE(p);
+    dev->profiler = NULL;
+}
+
+GPUFLOW_IMPL gf_result gf_profiler_enable(gf_device *dev, unsigned flags) {
+    gf_result r = GF_OK;
+    GF__CHECK(dev, GF__T_DEVICE);
+    if (flags & ~GF_PROFILE_ON) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_profiler_enable: unknown flags 0x%x", flags);
+    gf__lock(&dev->lock);
+    if (flags && !dev->profiler) {
+        gf__profiler *p = (gf__profiler *)gf__alloc(sizeof *p);
+        if (!p) r = gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_profiler_enable: out of host memory");
+        else if ((r = gf__event_pool_take(dev->events, GF_EVENT_TIMING, &p->base)) != GF_OK) GPUFLOW_FREE(p);
+        else { gf__mutex_init(&p->lock); dev->profiler = p; }
+    }
+    if (r == GF_OK) gf__atomic_store_int(&dev->profiling, flags ? 1 : 0);
+    gf__unlock(&dev->lock);
+    return r;
+}
+
+GPUFLOW_IMPL gf_result gf_stream_get_stats(gf_stream *s, gf_stream_stats *out) {
+    gf__profiler *p;
+    uint64_t sub;
+    GF__CHECK(s, GF__T_STREAM);
+    GF__CHECK_OUT(out);
+    memset(out, 0, sizeof *out);
+    out->ops = gf__atomic_load(&s->ops);
+    out->copies = gf__atomic_load(&s->copies);
+    out->bytes_copied = gf__atomic_load(&s->bytes_copied);
+    out->launches = gf__atomic_load(&s->launches);
+    out->callbacks = gf__atomic_load(&s->callbacks);
+    sub = gf__atomic_load(&s->submitted);
+    out->pending = sub - gf__atomic_load(&s->retired);
+    gf__lock(&s->dev->lock);
+    p = s->dev->profiler;
+    gf__unlock(&s->dev->lock);
+    if (p) {
+        int i;
+        gf__prof_resolve(s->dev, 0);
+        gf__lock(&p->lock);
+        for (i = 0; i < p->count; i++)
+            if (p->recs[i].state == 1 && p->recs[i].stream_id == s->id) out->busy_ms += p->recs[i].dur_ms;
+        gf__unlock(&p->lock);
+    }
+    return GF_OK;
+}
+
+static gf__profiler *gf__profiler_ready(gf_device *dev, const char *fn) {
+    gf__profiler *p;
+    gf__lock(&dev->lock);
+    p = dev->profiler;
+    gf__unlock(&dev->lock);
+    if (!p) gf__fail(GF_ERROR_INVALID_STATE, "%s: the profiler was never enabled on this device", fn);
+    else gf__prof_resolve(dev, 1);
+    return p;
+}
+
+GPUFLOW_IMPL gf_result gf_profiler_report(gf_device *dev, gf_profile_report *out) {
+    gf__profiler *p;
+    double first = 0, last = 0;
+    int i, any = 0;
+    GF__CHECK(dev, GF__T_DEVICE);
+    GF__CHECK_OUT(out);
+    if (!(p = gf__profiler_ready(dev, __func__))) return GF_ERROR_INVALID_STATE;
+    memset(out, 0, sizeof *out);
+    gf__lock(&p->lock);
+    out->dropped_ops = p->dropped;
+    for (i = 0; i < p->count; i++) {
+        const gf__prof_rec *rec = &p->recs[i];
+        gf_profile_stream *ps = NULL;
+        int k, j;
+        if (rec->state != 1) continue;
+        for (k = 0; k < out->stream_count; k++) if (out->streams[k].id == rec->stream_id) { ps = &out->streams[k]; break; }
+        if (!ps) {
+            if (out->stream_count == GF_PROFILE_MAX_STREAMS) { out->dropped_ops++; continue; }
+            ps = &out->streams[out->stream_count++];
+            ps->id = rec->stream_id;
+            gf__copy_str(ps->label, sizeof ps->label, rec->label);
+        }
+        ps->ops[rec->kind]++;
+        ps->bytes += rec->bytes;
+        ps->busy_ms += rec->dur_ms;
+        out->total_ops++;
+        for (k = 0; k < GF_PROFILE_LONGEST; k++)   /* keep the longest, longest first */
+            if (ps->longest[k].duration_ms < rec->dur_ms || (!ps->longest[k].name[0])) break;
+        if (k < GF_PROFILE_LONGEST) {
+            for (j = GF_PROFILE_LONGEST - 1; j > k; j--) ps->longest[j] = ps->longest[j - 1];
+            ps->longest[k].kind = rec->kind;
+            gf__copy_str(ps->longest[k].name, sizeof ps->longest[k].name, rec->name);
+            ps->longest[k].bytes = rec->bytes;
+            ps->longest[k].start_ms = rec->start_ms;
+            ps->longest[k].duration_ms = rec->dur_ms;
+        }
+        if (!any || rec->start_ms < first) first = rec->start_ms;
+        if (!any || rec->start_ms + rec->dur_ms > last) last = rec->start_ms + rec->dur_ms;
+        any = 1;
+    }
+    gf__unlock(&p->lock);
+    out->span_ms = last - first;
+    return GF_OK;
+}
+
+/* JSON string contents: quotes, backslashes and control bytes escaped; bytes >= 0x80 as \u00XX,
+   so the file is valid JSON whatever a label holds. */
+static void gf__json_string(FILE *f, const char *s) {
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\') { fputc('\\', f); fputc(ch, f); }
+        else if (ch < 0x20 || ch >= 0x80) fprintf(f, "\\u%04x", ch);
+        else fputc(ch, f);
+    }
+    fputc('"', f);
+}
+
+GPUFLOW_IMPL gf_result gf_profiler_write_trace(gf_device *dev, const char *path) {
+    gf__profiler *p;
+    FILE *f;
+    double t0 = 0;
+    int i, k, any = 0;
+    GF__CHECK(dev, GF__T_DEVICE);
+    if (!path || !*path) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_profiler_write_trace: path is empty");
+    if (!(p = gf__profiler_ready(dev, __func__))) return GF_ERROR_INVALID_STATE;
+    if (!(f = fopen(path, "w"))) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_profiler_write_trace: cannot open '%s' for writing", path);
+    gf__lock(&p->lock);
+    for (i = 0; i < p->count; i++)
+        if (p->recs[i].state == 1 && (!any || p->recs[i].start_ms < t0)) { t0 = p->recs[i].start_ms; any = 1; }
+    fputs("{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n", f);
+    fputs("{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":1,\"tid\":0,\"args\":{\"name\":", f);
+    gf__json_string(f, dev->info.name);
+    fputs("}}", f);
+    for (i = 0; i < p->count; i++) {   /* one track per stream, named by its label */
+        const gf__prof_rec *rec = &p->recs[i];
+        for (k = 0; k < i; k++) if (p->recs[k].stream_id == rec->stream_id) break;
+        if (k < i) continue;
+        fprintf(f, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":%llu,\"args\":{\"name\":", (unsigned long long)rec->stream_id);
+        gf__json_string(f, rec->label);
+        fputs("}}", f);
+    }
+    for (i = 0; i < p->count; i++) {
+        const gf__prof_rec *rec = &p->recs[i];
+        if (rec->state != 1) continue;
+        fputs(",\n{\"name\":", f);
+        gf__json_string(f, rec->name);
+        fprintf(f, ",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":1,\"tid\":%llu,\"ts\":%.3f,\"dur\":%.3f,\"args\":{\"bytes\":%llu}}",
+                gf__op_name(rec->kind), (unsigned long long)rec->stream_id, (rec->start_ms - t0) * 1000.0,
+                rec->dur_ms * 1000.0, (unsigned long long)rec->bytes);
+        if (rec->kind == GF_OP_WAIT && rec->flow_from && rec->flow_from <= (uint64_t)p->count) {
+            const gf__prof_rec *src = &p->recs[rec->flow_from - 1];   /* the op the waited event followed */
+            if (src->state == 1) {
+                fprintf(f, ",\n{\"name\":\"wait\",\"cat\":\"dependency\",\"ph\":\"s\",\"id\":%llu,\"pid\":1,\"tid\":%llu,\"ts\":%.3f}",
+                        (unsigned long long)rec->id, (unsigned long long)src->stream_id, (src->start_ms - t0) * 1000.0);
+                fprintf(f, ",\n{\"name\":\"wait\",\"cat\":\"dependency\",\"ph\":\"f\",\"bp\":\"e\",\"id\":%llu,\"pid\":1,\"tid\":%llu,\"ts\":%.3f}",
+                        (unsigned long long)rec->id, (unsigned long long)rec->stream_id, (rec->start_ms - t0) * 1000.0);
+            }
+        }
+    }
+    gf__unlock(&p->lock);
+    fputs("\n]}\n", f);
+    if (fclose(f) != 0) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_profiler_write_trace: writing '%s' failed", path);
+    return GF_OK;
+}
+
+/* ======================================================================================== */
+/*  Stub backend: a CPU emulation of a GPU                                                   */
+/* ======================================================================================== */
+/* Each stream is a FIFO run by its own worker thread, so asynchronous calls return before
+   their work runs, exactly as on a GPU. Events carry generations: a record enqueues "complete
+   generation g", a wait enqueues "block until generation g" with the g current at the call.
+   Device memory is host memory, counted against a nominal capacity so that out-of-memory is
+   reachable. GPUFLOW_STUB_INLINE runs each command in the calling thread instead. */
+#ifndef GPUFLOW_STUB_MEMORY
+#  define GPUFLOW_STUB_MEMORY ((uint64_t)8 << 30)
+#endif
+
+typedef struct gf__stub_event {
+    gf__mutex lock;
+    gf__cond cond;
+    uint64_t recorded, completed;   /* generations */
+    uint64_t when_ns;               /* time the latest generation completed */
+} gf__stub_event;
+
+typedef enum gf__stub_kind {
+    GF__STUB_COPY, GF__STUB_FILL, GF__STUB_LAUNCH, GF__STUB_CALLBACK, GF__STUB_RECORD, GF__STUB_WAIT, GF__STUB_NOP
+} gf__stub_kind;
+
+typedef struct gf__stub_item {
+    struct gf__stub_item *next;
+    gf__stub_kind kind;
+    unsigned char *dst; const unsigned char *src; size_t bytes; unsigned char value;
+    void (*fn)(void *); void *user;
+    gf__stub_event *ev; uint64_t gen;
+    void (*kernel)(const gf_kernel_ctx *, void *const *); gf_launch_dims dims; void **argv;
+} gf__stub_item;
+
+typedef struct gf__stub_stream {
+    gf__mutex lock;
+    gf__cond cond;
+    gf__stub_item *head, *tail;
+    uint64_t enqueued, done;
+    int stop;
+    gf__thread thread;
+} gf__stub_stream;
+
+typedef struct gf__stub_device { uint64_t allocated; } gf__stub_device;
+
+static gf_result gf__stub_load(void) { return GF_OK; }
+static gf_result gf__stub_device_count(int *count) { *count = 1; return GF_OK; }
+
+static gf_result gf__stub_device_open(gf_device *dev, int index) {
+    (void)index;
+    if (!(dev->native = gf__alloc(sizeof(gf__stub_device)))) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "stub: out of host memory");
+    gf__copy_str(dev->info.name, sizeof dev->info.name, "gpuflow CPU stub");
+    dev->info.total_memory = (size_t)GPUFLOW_STUB_MEMORY;
+    dev->info.compute_units = 1;
+    dev->info.managed_memory = 1;
+    return GF_OK;
+}
+static void gf__stub_device_close(gf_device *dev) { GPUFLOW_FREE(dev->native); }
+
+static gf_result gf__stub_memory_info(gf_device *dev, size_t *free_bytes, size_t *total_bytes) {
+    uint64_t used = gf__atomic_load(&((gf__stub_device *)dev->native)->allocated);
+    *total_bytes = (size_t)GPUFLOW_STUB_MEMORY;
+    *free_bytes = (size_t)(GPUFLOW_STUB_MEMORY - used);
+    return GF_OK;
+}
+
+static gf_result gf__stub_buffer_alloc(gf_buffer *buf) {
+    gf__stub_device *sd = (gf__stub_device *)buf->dev->native;
+    uint64_t before = gf__atomic_add(&sd->allocated, (uint64_t)buf->size);
+    if (before + buf->size > GPUFLOW_STUB_MEMORY || !(buf->host = GPUFLOW_MALLOC(buf->size))) {
+        gf__atomic_add(&sd->allocated, (uint64_t)0 - (uint64_t)buf->size);
+        return gf__fail(GF_ERROR_OUT_OF_MEMORY, "stub: cannot allocate %zu bytes (%llu of %llu in use)", buf->size,
+                        (unsigned long long)before, (unsigned long long)GPUFLOW_STUB_MEMORY);
+    }
+    buf->ptr = buf->host;
+    return GF_OK;
+}
+static void gf__stub_buffer_free(gf_buffer *buf) {
+    gf__atomic_add(&((gf__stub_device *)buf->dev->native)->allocated, (uint64_t)0 - (uint64_t)buf->size);
+    GPUFLOW_FREE(buf->host);
+}
+static gf_result gf__stub_host_alloc(gf_device *dev, size_t bytes, void **out) {
+    (void)dev;
+    if (!(*out = GPUFLOW_MALLOC(bytes))) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "stub: cannot allocate %zu bytes of host memory", bytes);
+    return GF_OK;
+}
+static void gf__stub_host_free(gf_device *dev, void *ptr) { (void)dev; GPUFLOW_FREE(ptr); }
+
+static void gf__stub_run(gf__stub_item *it) {
+    switch (it->kind) {
+    case GF__STUB_COPY: memmove(it->dst, it->src, it->bytes); break;
+    case GF__STUB_FILL: memset(it->dst, it->value, it->bytes); break;
+    case GF__STUB_CALLBACK: it->fn(it->user); break;
+    case GF__STUB_RECORD:
+        gf__lock(&it->ev->lock);
+        if (it->gen > it->ev->completed) { it->ev->completed = it->gen; it->ev->when_ns = gf__now_ns(); }
+        gf__cond_broadcast(&it->ev->cond);
+        gf__unlock(&it->ev->lock);
+        break;
+    case GF__STUB_WAIT:
+        gf__lock(&it->ev->lock);
+        while (it->ev->completed < it->gen) gf__cond_wait(&it->ev->cond, &it->ev->lock);
+        gf__unlock(&it->ev->lock);
+        break;
+    case GF__STUB_LAUNCH: {   /* every thread of every block, in order */
+        gf_kernel_ctx ctx;
+        unsigned bx, by, bz, tx, ty, tz;
+        memcpy(ctx.grid, it->dims.grid, sizeof ctx.grid);
+        memcpy(ctx.block, it->dims.block, sizeof ctx.block);
+        for (bz = 0; bz < ctx.grid[2]; bz++) for (by = 0; by < ctx.grid[1]; by++) for (bx = 0; bx < ctx.grid[0]; bx++)
+        for (tz = 0; tz < ctx.block[2]; tz++) for (ty = 0; ty < ctx.block[1]; ty++) for (tx = 0; tx < ctx.block[0]; tx++) {
+            ctx.block_idx[0] = bx; ctx.block_idx[1] = by; ctx.block_idx[2] = bz;
+            ctx.thread_idx[0] = tx; ctx.thread_idx[1] = ty; ctx.thread_idx[2] = tz;
+            it->kernel(&ctx, it->argv);
+        }
+        break;
+    }
+    case GF__STUB_NOP: break;
+    }
+}
+
+static void gf__stub_worker(void *arg) {
+    gf__stub_stream *q = (gf__stub_stream *)arg;
+    gf__lock(&q->lock);
+    for (;;) {
+        gf__stub_item *it;
+        while (!q->head && !q->stop) gf__cond_wait(&q->cond, &q->lock);
+        if (!q->head) break;
+        it = q->head;
+        gf__unlock(&q->lock);
+        gf__stub_run(it);   /* stays at the head until done: FIFO, one at a time */
+        gf__lock(&q->lock);
+        q->head = it->next;
+        if (!q->head) q->tail = NULL;
+        q->done++;
+        gf__cond_broadcast(&q->cond);
+        GPUFLOW_FREE(it);
+    }
+    gf__unlock(&q->lock);
+}
+
+static gf__stub_item *gf__stub_item_new(gf__stub_kind kind, size_t extra) {
+    gf__stub_item *it = (gf__stub_item *)GPUFLOW_MALLOC(sizeof *it + extra);
+    if (it) { memset(it, 0, sizeof *it); it->kind = kind; }
+    return it;
+}
+
+/* Queues it on s (or runs it now under GPUFLOW_STUB_INLINE); takes ownership. */
+static gf_result gf__stub_push(gf_stream *s, gf__stub_item *it) {
+    gf__stub_stream *q = (gf__stub_stream *)s->native;
+    if (!it) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "stub: out of host memory");
+#ifdef GPUFLOW_STUB_INLINE
+    (void)q;
+    gf__stub_run(it);
+    GPUFLOW_FREE(it);
+#else
+    gf__lock(&q->lock);
+    if (q->tail) q->tail->next = it; else q->head = it;
+    q->tail = it;
+    q->enqueued++;
+    gf__cond_broadcast(&q->cond);
+    gf__unlock(&q->lock);
+#endif
+    return GF_OK;
+}
+
+static gf_result gf__stub_stream_create(gf_stream *s) {
+    gf__stub_stream *q = (gf__stub_stream *)gf__alloc(sizeof *q);
+    if (!q) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "stub: out of host memory");
+    gf__mutex_init(&q->lock);
+    gf__cond_init(&q->cond);
+#ifndef GPUFLOW_STUB_INLINE
+    if (!gf__thread_create(&q->thread, gf__stub_worker, q)) {
+        gf__cond_destroy(&q->cond); gf__mutex_destroy(&q->lock); GPUFLOW_FREE(q);
+        return gf__fail(GF_ERROR_OUT_OF_MEMORY, "stub: cannot start a stream's worker thread");
+    }
+#endif
+    s->native = q;
+    return GF_OK;
+}
+static void gf__stub_stream_destroy(gf_stream *s) {
+    gf__stub_stream *q = (gf__stub_stream *)s->native;
+    gf__lock(&q->lock);
+    q->stop = 1;
+    gf__cond_broadcast(&q->cond);
+    gf__unlock(&q->lock);
+#ifndef GPUFLOW_STUB_INLINE
+    gf__thread_join(q->thread);
+#endif
+    gf__cond_destroy(&q->cond);
+    gf__mutex_destroy(&q->lock);
+    GPUFLOW_FREE(q);
+}
+static gf_result gf__stub_stream_synchronize(gf_stream *s) {
+    gf__stub_stream *q = (gf__stub_stream *)s->native;
+    uint64_t target;
+    gf__lock(&q->lock);
+    target = q->enqueued;
+    while (q->done < target) gf__cond_wait(&q->cond, &q->lock);
+    gf__unlock(&q->lock);
+    return GF_OK;
+}
+static gf_result gf__stub_stream_query(gf_stream *s) {
+    gf__stub_stream *q = (gf__stub_stream *)s->native;
+    int idle;
+    gf__lock(&q->lock);
+    idle = q->done == q->enqueued;
+    gf__unlock(&q->lock);
+    return idle ? GF_OK : GF_NOT_READY;
+}
+
+static gf_result gf__stub_copy(gf_stream *s, const gf__copy *c) {
+    gf__stub_item *it = gf__stub_item_new(GF__STUB_COPY, 0);
+    if (it) {
+        it->dst = c->kind == GF__COPY_D2H ? (unsigned char *)c->host : (unsigned char *)c->dst->host + c->dst_offset;
+        it->src = c->kind == GF__COPY_H2D ? (const unsigned char *)c->host : (const unsigned char *)c->src->host + c->src_offset;
+        it->bytes = c->bytes;
+    }
+    return gf__stub_push(s, it);
+}
+static gf_result gf__stub_fill(gf_stream *s, gf_buffer *buf, size_t offset, unsigned char value, size_t bytes) {
+    gf__stub_item *it = gf__stub_item_new(GF__STUB_FILL, 0);
+    if (it) { it->dst = (unsigned char *)buf->host + offset; it->value = value; it->bytes = bytes; }
+    return gf__stub_push(s, it);
+}
+static gf_result gf__stub_prefetch(gf_stream *s, gf_buffer *buf, int to_device) {
+    (void)buf; (void)to_device;   /* host memory is already everywhere */
+    return gf__stub_push(s, gf__stub_item_new(GF__STUB_NOP, 0));
+}
+static gf_result gf__stub_host_callback(gf_stream *s, void (*fn)(void *), void *user) {
+    gf__stub_item *it = gf__stub_item_new(GF__STUB_CALLBACK, 0);
+    if (it) { it->fn = fn; it->user = user; }
+    return gf__stub_push(s, it);
+}
+
+static gf_result gf__stub_event_create(gf_event *ev) {
+    gf__stub_event *e = (gf__stub_event *)gf__alloc(sizeof *e);
+    if (!e) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "stub: out of host memory");
+    gf__mutex_init(&e->lock);
+    gf__cond_init(&e->cond);
+    ev->native = e;
+    return GF_OK;
+}
+static void gf__stub_event_destroy(gf_event *ev) {
+    gf__stub_event *e = (gf__stub_event *)ev->native;
+    gf__cond_destroy(&e->cond);
+    gf__mutex_destroy(&e->lock);
+    GPUFLOW_FREE(e);
+}
+static gf_result gf__stub_event_record(gf_event *ev, gf_stream *s) {
+    gf__stub_event *e = (gf__stub_event *)ev->native;
+    gf__stub_item *it = gf__stub_item_new(GF__STUB_RECORD, 0);
+    if (!it) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "stub: out of host memory");
+    gf__lock(&e->lock);
+    it->gen = ++e->recorded;
+    gf__unlock(&e->lock);
+    it->ev = e;
+    return gf__stub_push(s, it);
+}
+static gf_result gf__stub_stream_wait_event(gf_stream *s, gf_event *ev) {
+    gf__stub_event *e = (gf__stub_event *)ev->native;
+    gf__stub_item *it = gf__stub_item_new(GF__STUB_WAIT, 0);
+    if (!it) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "stub: out of host memory");
+    gf__lock(&e->lock);
+    it->gen = e->recorded;
+    gf__unlock(&e->lock);
+    it->ev = e;
+    return gf__stub_push(s, it);
+}
+static gf_result gf__stub_event_synchronize(gf_event *ev) {
+    gf__stub_event *e = (gf__stub_event *)ev->native;
+    gf__lock(&e->lock);
+    { uint64_t target = e->recorded; while (e->completed < target) gf__cond_wait(&e->cond, &e->lock); }
+    gf__unlock(&e->lock);
+    return GF_OK;
+}
+static gf_result gf__stub_event_query(gf_event *ev) {
+    gf__stub_event *e = (gf__stub_event *)ev->native;
+    int done;
+    gf__lock(&e->lock);
+    done = e->completed >= e->recorded;
+    gf__unlock(&e->lock);
+    return done ? GF_OK : GF_NOT_READY;
+}
+static gf_result gf__stub_event_elapsed_ms(gf_event *start, gf_event *end, float *ms) {
+    gf__stub_event *a = (gf__stub_event *)start->native, *b = (gf__stub_event *)end->native;
+    uint64_t ta, tb;
+    gf__lock(&a->lock); ta = a->when_ns; gf__unlock(&a->lock);
+    gf__lock(&b->lock); tb = b->when_ns; gf__unlock(&b->lock);
+    *ms = (float)((double)(int64_t)(tb - ta) / 1e6);
+    return GF_OK;
+}
+
+static gf_result gf__stub_module_load(gf_module *mod, const gf_module_desc *desc) {
+    if (desc->stub_kernel_count == 0)
+        return gf__fail(GF_ERROR_NOT_SUPPORTED, "stub: the module has no stub kernels (gf_module_desc.stub_kernels)");
+    if (!(mod->stub_kernels = (gf_stub_kernel *)GPUFLOW_MALLOC(sizeof *mod->stub_kernels * (size_t)desc->stub_kernel_count)))
+        return gf__fail(GF_ERROR_OUT_OF_MEMORY, "stub: out of host memory");
+    memcpy(mod->stub_kernels, desc->stub_kernels, sizeof *mod->stub_kernels * (size_t)desc->stub_kernel_count);
+    mod->stub_kernel_count = desc->stub_kernel_count;
+    return GF_OK;
+}
+static void gf__stub_module_unload(gf_module *mod) { GPUFLOW_FREE(mod->stub_kernels); }
+static gf_result gf__stub_kernel_get(gf_kernel *k) {
+    int i;
+    for (i = 0; i < k->mod->stub_kernel_count; i++)
+        if (k->mod->stub_kernels[i].name && !strcmp(k->mod->stub_kernels[i].name, k->name) && k->mod->stub_kernels[i].fn) {
+            k->stub_fn = k->mod->stub_kernels[i].fn;
+            return GF_OK;
+        }
+    return gf__fail(GF_ERROR_NOT_FOUND, "stub: the module has no kernel named '%s'", k->name);
+}
+
+/* The item carries argv (one pointer per argument) and the values the pointers point at. */
+static gf_result gf__stub_launch(gf_stream *s, gf_kernel *k, const gf_launch_dims *dims, const gf_arg *args, int count) {
+    size_t extra = sizeof(void *) * (size_t)count, at;
+    gf__stub_item *it;
+    unsigned char *values;
+    int i;
+    for (i = 0; i < count; i++) extra += ((args[i].buffer ? sizeof(void *) : args[i].size) + 15) & ~(size_t)15;
+    if (!(it = gf__stub_item_new(GF__STUB_LAUNCH, extra + 16))) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "stub: out of host memory");
+    it->kernel = k->stub_fn;
+    it->dims = *dims;
+    it->argv = (void **)(it + 1);
+    values = (unsigned char *)(it->argv + count);
+    values += (16 - ((uintptr_t)values & 15)) & 15;
+    for (i = 0, at = 0; i < count; i++) {
+        it->argv[i] = values + at;
+        if (args[i].buffer) { memcpy(values + at, &args[i].buffer->host, sizeof(void *)); at += (sizeof(void *) + 15) & ~(size_t)15; }
+        else { memcpy(values + at, args[i].value, args[i].size); at += (args[i].size + 15) & ~(size_t)15; }
+    }
+    return gf__stub_push(s, it);
+}
+
+static const gf__backend gf__stub_table = {
+    GF_BACKEND_STUB, "stub",
+    gf__stub_load, gf__stub_device_count, gf__stub_device_open, gf__stub_device_close, gf__stub_memory_info,
+    gf__stub_buffer_alloc, gf__stub_buffer_free, NULL, NULL, gf__stub_host_alloc, gf__stub_host_free,
+    gf__stub_stream_create, gf__stub_stream_destroy, gf__stub_stream_synchronize, gf__stub_stream_query,
+    gf__stub_copy, gf__stub_fill, gf__stub_prefetch, gf__stub_host_callback,
+    gf__stub_event_create, gf__stub_event_destroy, gf__stub_event_record, gf__stub_stream_wait_event,
+    gf__stub_event_synchronize, gf__stub_event_query, gf__stub_event_elapsed_ms,
+    gf__stub_module_load, gf__stub_module_unload, gf__stub_kernel_get, gf__stub_launch,
+    NULL, NULL, NULL, NULL, NULL
+};
+static const gf__backend *gf__stub_backend(void) { return &gf__stub_table; }
 
 #endif /* GPUFLOW_IMPLEMENTATION */
 
+
+/*
+    zlib/libpng license
+
+    Copyright (c) 2026 the gpuflow authors
+
+    This software is provided 'as-is', without any express or implied warranty. In no event
+    will the authors be held liable for any damages arising from the use of this software.
+
+    Permission is granted to anyone to use this software for any purpose, including
+    commercial applications, and to alter it and redistribute it freely, subject to the
+    following restrictions:
+
+    1. The origin of this software must not be misrepresented; you must not claim that you
+       wrote the original software. If you use this software in a product, an acknowledgment
+       in the product documentation would be appreciated but is not required.
+    2. Altered source versions must be plainly marked as such, and must not be
+       misrepresented as being the original software.
+    3. This notice may not be removed or altered from any source distribution.
+*/
