@@ -3462,6 +3462,8 @@ typedef struct gf__stub_stream {
     gf__stub_item *head, *tail;
     uint64_t enqueued, done;
     int stop;
+    int idle;                       /* the worker sleeps on cond: a push must wake it */
+    int waiters;                    /* threads in synchronize: a finished item must wake them */
     gf__thread thread;
 } gf__stub_stream;
 
@@ -3548,7 +3550,7 @@ static void gf__stub_worker(void *arg) {
     gf__lock(&q->lock);
     for (;;) {
         gf__stub_item *it;
-        while (!q->head && !q->stop) gf__cond_wait(&q->cond, &q->lock);
+        while (!q->head && !q->stop) { q->idle = 1; gf__cond_wait(&q->cond, &q->lock); q->idle = 0; }
         if (!q->head) break;
         it = q->head;
         gf__unlock(&q->lock);
@@ -3557,7 +3559,7 @@ static void gf__stub_worker(void *arg) {
         q->head = it->next;
         if (!q->head) q->tail = NULL;
         q->done++;
-        gf__cond_broadcast(&q->cond);
+        if (q->waiters) gf__cond_broadcast(&q->cond);
         GPUFLOW_FREE(it);
     }
     gf__unlock(&q->lock);
@@ -3582,7 +3584,7 @@ static gf_result gf__stub_push(gf_stream *s, gf__stub_item *it) {
     if (q->tail) q->tail->next = it; else q->head = it;
     q->tail = it;
     q->enqueued++;
-    gf__cond_broadcast(&q->cond);
+    if (q->idle) gf__cond_broadcast(&q->cond);
     gf__unlock(&q->lock);
 #endif
     return GF_OK;
@@ -3620,7 +3622,9 @@ static gf_result gf__stub_stream_synchronize(gf_stream *s) {
     uint64_t target;
     gf__lock(&q->lock);
     target = q->enqueued;
+    q->waiters++;
     while (q->done < target) gf__cond_wait(&q->cond, &q->lock);
+    q->waiters--;
     gf__unlock(&q->lock);
     return GF_OK;
 }
