@@ -925,7 +925,7 @@ GPUFLOW_IMPL int gf_backend_available(gf_backend b) {
 }
 
 GPUFLOW_IMPL int gf_device_count(gf_backend b) {
-    const gf__backend *be;
+    const gf__backend *be = NULL;
     int n = 0;
     if (b == GF_BACKEND_AUTO) {
         int total = 0;
@@ -1707,7 +1707,7 @@ struct gf_event_pool {
 static gf_result gf__event_pool_grow(gf_event_pool *pool, int timing, int n) {   /* pool->lock held */
     int k = timing ? 1 : 0;
     while (n-- > 0) {
-        gf_event *ev;
+        gf_event *ev = NULL;
         gf_result r;
         if (!gf__grow((void **)&pool->all, &pool->all_cap, pool->all_count + 1, sizeof *pool->all) ||
             !gf__grow((void **)&pool->free_list[k], &pool->free_cap[k], pool->created[k] + 1, sizeof(gf_event *)))
@@ -2437,9 +2437,9 @@ GPUFLOW_IMPL gf_result gf_buffer_destroy_async(gf_stream *s, gf_buffer *buf) {
     GF__SAME_DEVICE(s->dev, buf->dev);
     if (buf->async_state != 1)
         return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_buffer_destroy_async: the buffer was not made by gf_buffer_create_async");
+    if (buf->graph_owner) return GF_OK;   /* freed with its graph */
     if (gf__atomic_load_int(&buf->capture_uses) && !(s->capture && s->capture->native))
         return gf__fail(GF_ERROR_CAPTURE, "gf_buffer_destroy_async: a capture in progress uses the buffer");
-    if (buf->graph_owner) return GF_OK;   /* freed with its graph */
     gf__lock(&s->lock);
     if (s->dev->be->buffer_free_async) {
         if ((r = s->dev->be->buffer_free_async(s, buf)) == GF_OK) {
@@ -2486,7 +2486,7 @@ GPUFLOW_IMPL gf_result gf_flow_create(gf_device *dev, const gf_flow_desc *desc, 
     if (!(flow = (gf_flow *)gf__alloc(sizeof *flow))) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_flow_create: out of host memory");
     flow->type = GF__T_FLOW;
     flow->dev = dev;
-    flow->id = (uint32_t)(gf__atomic_add(&gf__flow_ids, 1) & 0xffffu) | 1u;
+    flow->id = (uint32_t)(gf__atomic_add(&gf__flow_ids, 1) % 0xffffu) + 1u;   /* 1..0xffff */
     gf__copy_str(flow->label, sizeof flow->label, desc && desc->label ? desc->label : "flow");
     flow->workload = desc ? desc->workload : GF_WORKLOAD_ANY;
     gf__mutex_init(&flow->lock);
@@ -3111,13 +3111,13 @@ GPUFLOW_IMPL void gf_module_destroy(gf_module *mod) {
     gf_kernel *k, *next;
     if (!gf__is(mod, GF__T_MODULE)) { gf__bad_handle(__func__, "mod", mod, GF__T_MODULE); return; }
     gf_device_synchronize(mod->dev);
+    mod->dev->be->module_unload(mod);   /* may still read the kernels' native handles */
     for (k = mod->kernels; k; k = next) {
         next = k->next;
         gf__mutex_destroy(&k->lock);
         k->type = GF__T_DEAD;
         GPUFLOW_FREE(k);
     }
-    mod->dev->be->module_unload(mod);
     gf__mutex_destroy(&mod->lock);
     mod->type = GF__T_DEAD;
     GPUFLOW_FREE(mod);
@@ -3152,13 +3152,14 @@ GPUFLOW_IMPL gf_result gf_launch(gf_stream *s, gf_kernel *k, gf_launch_dims dims
    read, and given back, when a report or trace resolves them. Times are relative to a base
    event recorded before the first timed operation. */
 #define GF__PROFILE_MAX_RECORDS (1 << 20)
+enum { GF__REC_OPEN, GF__REC_IN_FLIGHT, GF__REC_RESOLVED, GF__REC_FAILED };   /* open: end not yet recorded */
 typedef struct gf__prof_rec {
     uint64_t id, stream_id, flow_from;
     char label[64], name[48];
     gf_op_kind kind;
     uint64_t bytes;
     gf_event *start, *end;
-    int state;                       /* 0 in flight, 1 resolved, 2 failed */
+    int state;                       /* GF__REC_OPEN, _IN_FLIGHT, _RESOLVED, _FAILED */
     double start_ms, dur_ms;
 } gf__prof_rec;
 struct gf__profiler {
@@ -3220,8 +3221,10 @@ static void gf__prof_end(gf_stream *s, int idx, gf_result r) {
     if (idx < 0) return;
     gf__lock(&p->lock);
     rec = &p->recs[idx];
-    if (r != GF_OK || s->dev->be->event_record(rec->end, s) != GF_OK) {
-        rec->state = 2;
+    if (r == GF_OK && s->dev->be->event_record(rec->end, s) == GF_OK) {
+        rec->state = GF__REC_IN_FLIGHT;
+    } else {
+        rec->state = GF__REC_FAILED;
         gf__event_pool_give(s->dev->events, rec->start);
         gf__event_pool_give(s->dev->events, rec->end);
     }
@@ -3238,12 +3241,12 @@ static void gf__prof_resolve(gf_device *dev, int blocking) {
     for (i = 0; i < p->count; i++) {
         gf__prof_rec *rec = &p->recs[i];
         float a = 0, b = 0;
-        if (rec->state != 0) continue;
+        if (rec->state != GF__REC_IN_FLIGHT) continue;
         if (blocking ? be->event_synchronize(rec->end) != GF_OK : be->event_query(rec->end) != GF_OK) continue;
         if (be->event_elapsed_ms(p->base, rec->start, &a) != GF_OK || be->event_elapsed_ms(rec->start, rec->end, &b) != GF_OK) {
-            rec->state = 2;
+            rec->state = GF__REC_FAILED;
         } else {
-            rec->state = 1;
+            rec->state = GF__REC_RESOLVED;
             rec->start_ms = a;
             rec->dur_ms = b > 0 ? b : 0;
         }
@@ -3302,7 +3305,7 @@ GPUFLOW_IMPL gf_result gf_stream_get_stats(gf_stream *s, gf_stream_stats *out) {
         gf__prof_resolve(s->dev, 0);
         gf__lock(&p->lock);
         for (i = 0; i < p->count; i++)
-            if (p->recs[i].state == 1 && p->recs[i].stream_id == s->id) out->busy_ms += p->recs[i].dur_ms;
+            if (p->recs[i].state == GF__REC_RESOLVED && p->recs[i].stream_id == s->id) out->busy_ms += p->recs[i].dur_ms;
         gf__unlock(&p->lock);
     }
     return GF_OK;
@@ -3332,7 +3335,7 @@ GPUFLOW_IMPL gf_result gf_profiler_report(gf_device *dev, gf_profile_report *out
         const gf__prof_rec *rec = &p->recs[i];
         gf_profile_stream *ps = NULL;
         int k, j;
-        if (rec->state != 1) continue;
+        if (rec->state != GF__REC_RESOLVED) continue;
         for (k = 0; k < out->stream_count; k++) if (out->streams[k].id == rec->stream_id) { ps = &out->streams[k]; break; }
         if (!ps) {
             if (out->stream_count == GF_PROFILE_MAX_STREAMS) { out->dropped_ops++; continue; }
@@ -3387,7 +3390,7 @@ GPUFLOW_IMPL gf_result gf_profiler_write_trace(gf_device *dev, const char *path)
     if (!(f = fopen(path, "w"))) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_profiler_write_trace: cannot open '%s' for writing", path);
     gf__lock(&p->lock);
     for (i = 0; i < p->count; i++)
-        if (p->recs[i].state == 1 && (!any || p->recs[i].start_ms < t0)) { t0 = p->recs[i].start_ms; any = 1; }
+        if (p->recs[i].state == GF__REC_RESOLVED && (!any || p->recs[i].start_ms < t0)) { t0 = p->recs[i].start_ms; any = 1; }
     fputs("{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n", f);
     fputs("{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":1,\"tid\":0,\"args\":{\"name\":", f);
     gf__json_string(f, dev->info.name);
@@ -3402,7 +3405,7 @@ GPUFLOW_IMPL gf_result gf_profiler_write_trace(gf_device *dev, const char *path)
     }
     for (i = 0; i < p->count; i++) {
         const gf__prof_rec *rec = &p->recs[i];
-        if (rec->state != 1) continue;
+        if (rec->state != GF__REC_RESOLVED) continue;
         fputs(",\n{\"name\":", f);
         gf__json_string(f, rec->name);
         fprintf(f, ",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":1,\"tid\":%llu,\"ts\":%.3f,\"dur\":%.3f,\"args\":{\"bytes\":%llu}}",
@@ -3410,7 +3413,7 @@ GPUFLOW_IMPL gf_result gf_profiler_write_trace(gf_device *dev, const char *path)
                 rec->dur_ms * 1000.0, (unsigned long long)rec->bytes);
         if (rec->kind == GF_OP_WAIT && rec->flow_from && rec->flow_from <= (uint64_t)p->count) {
             const gf__prof_rec *src = &p->recs[rec->flow_from - 1];   /* the op the waited event followed */
-            if (src->state == 1) {
+            if (src->state == GF__REC_RESOLVED) {
                 fprintf(f, ",\n{\"name\":\"wait\",\"cat\":\"dependency\",\"ph\":\"s\",\"id\":%llu,\"pid\":1,\"tid\":%llu,\"ts\":%.3f}",
                         (unsigned long long)rec->id, (unsigned long long)src->stream_id, (src->start_ms - t0) * 1000.0);
                 fprintf(f, ",\n{\"name\":\"wait\",\"cat\":\"dependency\",\"ph\":\"f\",\"bp\":\"e\",\"id\":%llu,\"pid\":1,\"tid\":%llu,\"ts\":%.3f}",
@@ -3428,19 +3431,27 @@ GPUFLOW_IMPL gf_result gf_profiler_write_trace(gf_device *dev, const char *path)
 /*  Stub backend: a CPU emulation of a GPU                                                   */
 /* ======================================================================================== */
 /* Each stream is a FIFO run by its own worker thread, so asynchronous calls return before
-   their work runs, exactly as on a GPU. Events carry generations: a record enqueues "complete
-   generation g", a wait enqueues "block until generation g" with the g current at the call.
+   their work runs, exactly as on a GPU. Each record of an event is a mark: the record item
+   completes it, a wait item blocks on the mark that was current when the wait was enqueued.
    Device memory is host memory, counted against a nominal capacity so that out-of-memory is
    reachable. GPUFLOW_STUB_INLINE runs each command in the calling thread instead. */
 #ifndef GPUFLOW_STUB_MEMORY
 #  define GPUFLOW_STUB_MEMORY ((uint64_t)8 << 30)
 #endif
 
-typedef struct gf__stub_event {
+/* One record of an event. A wait holds the record that was current when it was enqueued, so
+   recording the event again elsewhere does not release it (CUDA's meaning). */
+typedef struct gf__stub_mark {
     gf__mutex lock;
     gf__cond cond;
-    uint64_t recorded, completed;   /* generations */
-    uint64_t when_ns;               /* time the latest generation completed */
+    int refs;                       /* the event (while latest), record and wait items */
+    int done;
+    uint64_t when_ns;               /* when it completed */
+} gf__stub_mark;
+
+typedef struct gf__stub_event {
+    gf__mutex lock;
+    gf__stub_mark *latest;          /* NULL until first recorded */
 } gf__stub_event;
 
 typedef enum gf__stub_kind {
@@ -3452,7 +3463,7 @@ typedef struct gf__stub_item {
     gf__stub_kind kind;
     unsigned char *dst; const unsigned char *src; size_t bytes; unsigned char value;
     void (*fn)(void *); void *user;
-    gf__stub_event *ev; uint64_t gen;
+    gf__stub_mark *mark;
     void (*kernel)(const gf_kernel_ctx *, void *const *); gf_launch_dims dims; void **argv;
 } gf__stub_item;
 
@@ -3468,6 +3479,41 @@ typedef struct gf__stub_stream {
 } gf__stub_stream;
 
 typedef struct gf__stub_device { uint64_t allocated; } gf__stub_device;
+
+static gf__stub_mark *gf__stub_mark_new(void) {
+    gf__stub_mark *m = (gf__stub_mark *)gf__alloc(sizeof *m);
+    if (!m) return NULL;
+    gf__mutex_init(&m->lock);
+    gf__cond_init(&m->cond);
+    m->refs = 1;
+    return m;
+}
+static gf__stub_mark *gf__stub_mark_ref(gf__stub_mark *m) {
+    if (m) { gf__lock(&m->lock); m->refs++; gf__unlock(&m->lock); }
+    return m;
+}
+static void gf__stub_mark_unref(gf__stub_mark *m) {
+    int last;
+    if (!m) return;
+    gf__lock(&m->lock);
+    last = --m->refs == 0;
+    gf__unlock(&m->lock);
+    if (last) { gf__cond_destroy(&m->cond); gf__mutex_destroy(&m->lock); GPUFLOW_FREE(m); }
+}
+static void gf__stub_mark_wait(gf__stub_mark *m) {
+    gf__lock(&m->lock);
+    while (!m->done) gf__cond_wait(&m->cond, &m->lock);
+    gf__unlock(&m->lock);
+}
+/* The event's latest mark, with a reference the caller releases (NULL: never recorded). */
+static gf__stub_mark *gf__stub_latest(gf_event *ev) {
+    gf__stub_event *e = (gf__stub_event *)ev->native;
+    gf__stub_mark *m;
+    gf__lock(&e->lock);
+    m = gf__stub_mark_ref(e->latest);
+    gf__unlock(&e->lock);
+    return m;
+}
 
 static gf_result gf__stub_load(void) { return GF_OK; }
 static gf_result gf__stub_device_count(int *count) { *count = 1; return GF_OK; }
@@ -3518,15 +3564,16 @@ static void gf__stub_run(gf__stub_item *it) {
     case GF__STUB_FILL: memset(it->dst, it->value, it->bytes); break;
     case GF__STUB_CALLBACK: it->fn(it->user); break;
     case GF__STUB_RECORD:
-        gf__lock(&it->ev->lock);
-        if (it->gen > it->ev->completed) { it->ev->completed = it->gen; it->ev->when_ns = gf__now_ns(); }
-        gf__cond_broadcast(&it->ev->cond);
-        gf__unlock(&it->ev->lock);
+        gf__lock(&it->mark->lock);
+        it->mark->done = 1;
+        it->mark->when_ns = gf__now_ns();
+        gf__cond_broadcast(&it->mark->cond);
+        gf__unlock(&it->mark->lock);
+        gf__stub_mark_unref(it->mark);
         break;
     case GF__STUB_WAIT:
-        gf__lock(&it->ev->lock);
-        while (it->ev->completed < it->gen) gf__cond_wait(&it->ev->cond, &it->ev->lock);
-        gf__unlock(&it->ev->lock);
+        gf__stub_mark_wait(it->mark);
+        gf__stub_mark_unref(it->mark);
         break;
     case GF__STUB_LAUNCH: {   /* every thread of every block, in order */
         gf_kernel_ctx ctx;
@@ -3665,57 +3712,55 @@ static gf_result gf__stub_event_create(gf_event *ev) {
     gf__stub_event *e = (gf__stub_event *)gf__alloc(sizeof *e);
     if (!e) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "stub: out of host memory");
     gf__mutex_init(&e->lock);
-    gf__cond_init(&e->cond);
     ev->native = e;
     return GF_OK;
 }
 static void gf__stub_event_destroy(gf_event *ev) {
     gf__stub_event *e = (gf__stub_event *)ev->native;
-    gf__cond_destroy(&e->cond);
+    gf__stub_mark_unref(e->latest);
     gf__mutex_destroy(&e->lock);
     GPUFLOW_FREE(e);
 }
 static gf_result gf__stub_event_record(gf_event *ev, gf_stream *s) {
     gf__stub_event *e = (gf__stub_event *)ev->native;
     gf__stub_item *it = gf__stub_item_new(GF__STUB_RECORD, 0);
-    if (!it) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "stub: out of host memory");
+    gf__stub_mark *m = gf__stub_mark_new(), *old;
+    if (!it || !m) { GPUFLOW_FREE(it); gf__stub_mark_unref(m); return gf__fail(GF_ERROR_OUT_OF_MEMORY, "stub: out of host memory"); }
+    it->mark = gf__stub_mark_ref(m);   /* one reference for the event, one for the item */
     gf__lock(&e->lock);
-    it->gen = ++e->recorded;
+    old = e->latest;
+    e->latest = m;
     gf__unlock(&e->lock);
-    it->ev = e;
+    gf__stub_mark_unref(old);
     return gf__stub_push(s, it);
 }
 static gf_result gf__stub_stream_wait_event(gf_stream *s, gf_event *ev) {
-    gf__stub_event *e = (gf__stub_event *)ev->native;
-    gf__stub_item *it = gf__stub_item_new(GF__STUB_WAIT, 0);
-    if (!it) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "stub: out of host memory");
-    gf__lock(&e->lock);
-    it->gen = e->recorded;
-    gf__unlock(&e->lock);
-    it->ev = e;
+    gf__stub_mark *m = gf__stub_latest(ev);
+    gf__stub_item *it;
+    if (!m) return GF_OK;
+    if (!(it = gf__stub_item_new(GF__STUB_WAIT, 0))) { gf__stub_mark_unref(m); return gf__fail(GF_ERROR_OUT_OF_MEMORY, "stub: out of host memory"); }
+    it->mark = m;
     return gf__stub_push(s, it);
 }
 static gf_result gf__stub_event_synchronize(gf_event *ev) {
-    gf__stub_event *e = (gf__stub_event *)ev->native;
-    gf__lock(&e->lock);
-    { uint64_t target = e->recorded; while (e->completed < target) gf__cond_wait(&e->cond, &e->lock); }
-    gf__unlock(&e->lock);
+    gf__stub_mark *m = gf__stub_latest(ev);
+    if (m) { gf__stub_mark_wait(m); gf__stub_mark_unref(m); }
     return GF_OK;
 }
 static gf_result gf__stub_event_query(gf_event *ev) {
-    gf__stub_event *e = (gf__stub_event *)ev->native;
-    int done;
-    gf__lock(&e->lock);
-    done = e->completed >= e->recorded;
-    gf__unlock(&e->lock);
+    gf__stub_mark *m = gf__stub_latest(ev);
+    int done = 1;
+    if (m) { gf__lock(&m->lock); done = m->done; gf__unlock(&m->lock); gf__stub_mark_unref(m); }
     return done ? GF_OK : GF_NOT_READY;
 }
+static uint64_t gf__stub_when(gf_event *ev) {
+    gf__stub_mark *m = gf__stub_latest(ev);
+    uint64_t t = 0;
+    if (m) { gf__lock(&m->lock); t = m->when_ns; gf__unlock(&m->lock); gf__stub_mark_unref(m); }
+    return t;
+}
 static gf_result gf__stub_event_elapsed_ms(gf_event *start, gf_event *end, float *ms) {
-    gf__stub_event *a = (gf__stub_event *)start->native, *b = (gf__stub_event *)end->native;
-    uint64_t ta, tb;
-    gf__lock(&a->lock); ta = a->when_ns; gf__unlock(&a->lock);
-    gf__lock(&b->lock); tb = b->when_ns; gf__unlock(&b->lock);
-    *ms = (float)((double)(int64_t)(tb - ta) / 1e6);
+    *ms = (float)((double)(int64_t)(gf__stub_when(end) - gf__stub_when(start)) / 1e6);
     return GF_OK;
 }
 
