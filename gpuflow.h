@@ -635,6 +635,7 @@ struct gf_device {
     gf_device_info info;
     void *native;                   /* the backend's device state */
     gf__mutex lock;                 /* streams[], graphs[], captures */
+    gf__cond released;              /* a stream's sync_refs fell to 0 */
     gf_stream **streams; int stream_count, stream_cap;
     gf_graph **graphs; int graph_count, graph_cap;   /* live graphs, to refuse destroyed ones */
     gf_stream *sync_stream;         /* carries the synchronous copies */
@@ -683,6 +684,7 @@ struct gf_stream {
     uint64_t submitted, retired;    /* pending = submitted - retired, refreshed by query */
     gf__capture *capture;           /* capture this stream takes part in, or NULL */
     int capture_ops, capture_joined;/* ops since joining; ops covered by a join back */
+    int sync_refs;                  /* device-wide synchronizes holding it (dev->lock); destroy waits */
     gf_stream_pool *pool; int pool_index; int leases;
     uint64_t lease_t0; gf_workload lease_workload;  /* pool completion timing */
     int internal;                   /* owned by the core (pool, set, flow, sync stream) */
@@ -694,7 +696,7 @@ struct gf_event {
     gf_device *dev;
     unsigned flags;
     void *native;
-    int recorded;
+    int recorded;                   /* atomic */
     gf_stream *stream;              /* where it was last recorded */
     gf_event_pool *pool; int in_pool;
     uint64_t capture_id;            /* recorded inside this capture (0: none) */
@@ -957,6 +959,7 @@ static void gf__device_free(gf_device *dev) {
     if (dev->sync_stream) gf__stream_free(dev->sync_stream);
     if (dev->events) gf_event_pool_destroy(dev->events);
     if (dev->native) dev->be->device_close(dev);
+    gf__cond_destroy(&dev->released);
     gf__mutex_destroy(&dev->lock);
     GPUFLOW_FREE(dev->streams);
     GPUFLOW_FREE(dev->graphs);
@@ -980,6 +983,7 @@ static gf_result gf__device_open_on(gf_backend b, int index, gf_device **out) {
     dev->be = be;
     dev->index = index;
     gf__mutex_init(&dev->lock);
+    gf__cond_init(&dev->released);
     if ((r = be->device_open(dev, index)) != GF_OK) { dev->native = NULL; gf__device_free(dev); return r; }
     dev->info.backend = b;
     if ((r = gf_event_pool_create(dev, NULL, &dev->events)) != GF_OK ||
@@ -1069,15 +1073,25 @@ GPUFLOW_IMPL gf_result gf_device_memory_info(gf_device *dev, size_t *free_bytes,
     return GF_OK;
 }
 
-/* Snapshot of the device's streams, so syncing does not hold the device lock. */
+/* Snapshot of the device's streams, so syncing does not hold the device lock; each holds a
+   reference that keeps a concurrent gf_stream_destroy waiting until it is dropped. */
 static gf_stream **gf__device_streams(gf_device *dev, int *count) {
     gf_stream **list;
+    int i;
     gf__lock(&dev->lock);
     *count = dev->stream_count;
     list = (gf_stream **)GPUFLOW_MALLOC(sizeof *list * (size_t)(dev->stream_count ? dev->stream_count : 1));
-    if (list && dev->stream_count) memcpy(list, dev->streams, sizeof *list * (size_t)dev->stream_count);
+    if (list) for (i = 0; i < dev->stream_count; i++) { list[i] = dev->streams[i]; list[i]->sync_refs++; }
     gf__unlock(&dev->lock);
     return list;
+}
+static void gf__device_streams_drop(gf_device *dev, gf_stream **list, int count) {
+    int i;
+    gf__lock(&dev->lock);
+    for (i = 0; i < count; i++) list[i]->sync_refs--;
+    gf__cond_broadcast(&dev->released);
+    gf__unlock(&dev->lock);
+    GPUFLOW_FREE(list);
 }
 
 GPUFLOW_IMPL gf_result gf_device_synchronize(gf_device *dev) {
@@ -1094,7 +1108,7 @@ GPUFLOW_IMPL gf_result gf_device_synchronize(gf_device *dev) {
         gf__unlock(&list[i]->lock);
         if (!capturing && (ri = gf__stream_sync(list[i])) != GF_OK && r == GF_OK) r = ri;
     }
-    GPUFLOW_FREE(list);
+    gf__device_streams_drop(dev, list, n);
     return r;
 }
 
@@ -1239,20 +1253,19 @@ static gf_result gf__stream_new(gf_device *dev, const char *label, gf_priority p
     s->priority = prio;
     s->internal = internal;
     gf__mutex_init(&s->lock);
-    gf__lock(&dev->lock);
-    if (!gf__grow((void **)&dev->streams, &dev->stream_cap, dev->stream_count + 1, sizeof *dev->streams)) {
-        gf__unlock(&dev->lock);
-        gf__mutex_destroy(&s->lock);
-        GPUFLOW_FREE(s);
-        return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_stream_create: out of host memory");
-    }
-    gf__unlock(&dev->lock);
     if ((r = dev->be->stream_create(s)) != GF_OK) {
         gf__mutex_destroy(&s->lock);
         GPUFLOW_FREE(s);
         return r;
     }
     gf__lock(&dev->lock);
+    if (!gf__grow((void **)&dev->streams, &dev->stream_cap, dev->stream_count + 1, sizeof *dev->streams)) {
+        gf__unlock(&dev->lock);
+        dev->be->stream_destroy(s);
+        gf__mutex_destroy(&s->lock);
+        GPUFLOW_FREE(s);
+        return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_stream_create: out of host memory");
+    }
     dev->streams[dev->stream_count++] = s;
     gf__unlock(&dev->lock);
     *out = s;
@@ -1277,12 +1290,13 @@ static void gf__stream_free(gf_stream *s) {
     gf__lock(&s->lock);
     if (s->capture) gf__capture_discard(s->capture);
     gf__unlock(&s->lock);
-    gf__stream_sync(s);
-    dev->be->stream_destroy(s);
     gf__lock(&dev->lock);
     for (i = 0; i < dev->stream_count; i++)
         if (dev->streams[i] == s) { dev->streams[i] = dev->streams[--dev->stream_count]; break; }
+    while (s->sync_refs) gf__cond_wait(&dev->released, &dev->lock);   /* a device sync still holds it */
     gf__unlock(&dev->lock);
+    gf__stream_sync(s);
+    dev->be->stream_destroy(s);
     gf__mutex_destroy(&s->lock);
     s->type = GF__T_DEAD;
     GPUFLOW_FREE(s);
@@ -1556,7 +1570,7 @@ static gf_result gf__event_record_locked(gf_event *ev, gf_stream *s) {
         ev->capture_id = 0;
         ev->trace_id = s->last_trace_id;
     }
-    ev->recorded = 1;
+    gf__atomic_store_int(&ev->recorded, 1);
     ev->stream = s;
     return GF_OK;
 }
@@ -1578,7 +1592,7 @@ static gf_result gf__wait_locked(gf_stream *s, gf_event *ev) {
     gf_device *dev = s->dev;
     gf__capture *c;
     gf_result r = GF_OK;
-    if (!ev->recorded) return GF_OK;   /* as in CUDA: a never-recorded event is complete */
+    if (!gf__atomic_load_int(&ev->recorded)) return GF_OK;   /* as in CUDA: a never-recorded event is complete */
     gf__lock(&dev->lock);
     c = ev->capture_id ? gf__capture_find(dev, ev->capture_id) : NULL;
     if (!c && s->capture) {
@@ -1659,7 +1673,7 @@ GPUFLOW_IMPL gf_result gf_event_synchronize(gf_event *ev) {
     gf_result r;
     GF__CHECK(ev, GF__T_EVENT);
     if ((r = gf__event_check_wait(__func__, ev)) != GF_OK) return r;
-    if (!ev->recorded) return GF_OK;
+    if (!gf__atomic_load_int(&ev->recorded)) return GF_OK;
     return ev->dev->be->event_synchronize(ev);
 }
 
@@ -1667,7 +1681,7 @@ GPUFLOW_IMPL gf_result gf_event_query(gf_event *ev) {
     gf_result r;
     GF__CHECK(ev, GF__T_EVENT);
     if ((r = gf__event_check_wait(__func__, ev)) != GF_OK) return r;
-    if (!ev->recorded) return GF_OK;
+    if (!gf__atomic_load_int(&ev->recorded)) return GF_OK;
     return ev->dev->be->event_query(ev);
 }
 
@@ -1680,9 +1694,9 @@ GPUFLOW_IMPL gf_result gf_event_elapsed_ms(gf_event *start, gf_event *end, float
     if (!(start->flags & GF_EVENT_TIMING) || !(end->flags & GF_EVENT_TIMING))
         return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_event_elapsed_ms: %s event was created without GF_EVENT_TIMING",
                         !(start->flags & GF_EVENT_TIMING) ? "the start" : "the end");
-    if (!start->recorded || !end->recorded)
+    if (!gf__atomic_load_int(&start->recorded) || !gf__atomic_load_int(&end->recorded))
         return gf__fail(GF_ERROR_INVALID_STATE, "gf_event_elapsed_ms: %s event has never been recorded",
-                        !start->recorded ? "the start" : "the end");
+                        !gf__atomic_load_int(&start->recorded) ? "the start" : "the end");
     if ((r = gf__event_check_wait(__func__, start)) != GF_OK || (r = gf__event_check_wait(__func__, end)) != GF_OK) return r;
     if ((r = start->dev->be->event_query(start)) != GF_OK || (r = end->dev->be->event_query(end)) != GF_OK) {
         if (r == GF_NOT_READY) gf__fail(GF_NOT_READY, "gf_event_elapsed_ms: the events have not completed yet");
@@ -1751,7 +1765,7 @@ static gf_result gf__event_pool_take(gf_event_pool *pool, unsigned flags, gf_eve
     if (pool->free_count[k] == 0 && (r = gf__event_pool_grow(pool, k, 1)) != GF_OK) { gf__unlock(&pool->lock); return r; }
     ev = pool->free_list[k][--pool->free_count[k]];
     ev->in_pool = 0;
-    ev->recorded = 0;
+    gf__atomic_store_int(&ev->recorded, 0);
     ev->capture_id = 0;
     pool->in_use++;
     gf__unlock(&pool->lock);
@@ -2211,7 +2225,7 @@ static int gf__waiter_fire_one(gf__waiter *w) {
     int i;
     for (i = 0; i < w->count; i++) {
         gf_event *ev = w->waits[i].ev;
-        gf_result r = ev->recorded ? ev->dev->be->event_query(ev) : GF_OK;
+        gf_result r = gf__atomic_load_int(&ev->recorded) ? ev->dev->be->event_query(ev) : GF_OK;
         if (r != GF_NOT_READY) {
             gf__wait fire = w->waits[i];
             w->waits[i] = w->waits[--w->count];
@@ -2920,7 +2934,7 @@ GPUFLOW_IMPL gf_result gf_stream_begin_capture(gf_stream *s, gf_capture_mode mod
     }
     c->members[c->member_count++] = s;
     gf__lock(&s->dev->lock);
-    c->id = ++s->dev->next_id;
+    c->id = gf__atomic_add(&s->dev->next_id, 1) + 1;
     c->next = s->dev->captures;
     s->dev->captures = c;
     s->capture = c;
