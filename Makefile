@@ -1,0 +1,158 @@
+# gpuflow -- tests, sanitizers, examples, benchmarks, install.
+#
+#   make test                  build and run every test; the last line is `N passed, N failed`
+#   make test-gpu              on the GPU machine: the conformance suite on CUDA (+ memcheck)
+#   make sanitize              the tests under ASan+UBSan, then under TSan
+#   make examples | bench      build (and run) examples/*.c; build bench/*.c
+#   make install PREFIX=dir    copy the headers to dir/include
+#   make ptx                   regenerate the test kernels' PTX (needs nvcc)
+#   make clean
+#
+# A vendor backend is compiled into the tests only when its headers are here AND its
+# gpuflow_<b>.h exists; a backend without a driver or device skips itself at run time.
+
+CC           ?= cc
+GXX          ?= g++
+CLANG        ?= clang
+CLANGXX      ?= clang++
+NVCC         ?= nvcc
+CUDA_INCLUDE ?= /usr/local/cuda/include
+HIP_INCLUDE  ?= $(firstword $(wildcard /opt/rocm/include) /usr/include)
+PREFIX       ?= /usr/local
+BUILD        ?= build
+
+CSTD   = -std=c99
+WARN   = -Wall -Wextra -Wpedantic -Werror
+OPT    = -g -O1
+LDLIBS = -pthread -ldl
+
+# ---- which backends to compile in ------------------------------------------------------------
+HAVE_CUDA   := $(shell test -f gpuflow_cuda.h && test -f $(CUDA_INCLUDE)/cuda.h && echo 1)
+HAVE_OPENCL := $(shell test -f gpuflow_opencl.h && printf '\043include <CL/cl.h>\n' | $(CC) -E -x c - >/dev/null 2>&1 && echo 1)
+HAVE_HIP    := $(shell test -f gpuflow_hip.h && test -f $(HIP_INCLUDE)/hip/hip_runtime_api.h && echo 1)
+HAVE_CLANG  := $(shell command -v $(CLANG) >/dev/null 2>&1 && echo 1)
+HAVE_CLANGXX:= $(shell command -v $(CLANGXX) >/dev/null 2>&1 && echo 1)
+
+# /usr/include is already a system directory; naming it again would reorder C++'s include_next
+isys = $(if $(filter /usr/include,$(1)),,-isystem $(1))
+BACKENDS = $(if $(HAVE_CUDA),-DGPUFLOW_CUDA $(call isys,$(CUDA_INCLUDE))) \
+           $(if $(HAVE_OPENCL),-DGPUFLOW_OPENCL) \
+           $(if $(HAVE_HIP),-DGPUFLOW_HIP $(call isys,$(HIP_INCLUDE)))
+
+HDRS = gpuflow.h $(wildcard gpuflow_*.h) tests/harness.h tests/backends.h tests/test_kernels.h $(BUILD)/flags
+
+# ---- make test ---------------------------------------------------------------------------------
+TEST_BINS = $(BUILD)/conformance $(BUILD)/bad_input $(BUILD)/threads $(BUILD)/no_driver \
+            $(BUILD)/cpp_gxx $(if $(HAVE_CLANGXX),$(BUILD)/cpp_clangxx) \
+            $(if $(HAVE_CLANG),$(BUILD)/conformance_clang)
+TEST_RUNS = "$(BUILD)/conformance stub" "$(BUILD)/conformance opencl" \
+            "$(BUILD)/conformance cuda" "$(BUILD)/conformance hip" \
+            "$(BUILD)/bad_input" "$(BUILD)/threads stub" "$(BUILD)/threads opencl" \
+            "$(BUILD)/no_driver" "$(BUILD)/cpp_gxx" \
+            $(if $(HAVE_CLANGXX),"$(BUILD)/cpp_clangxx") \
+            $(if $(HAVE_CLANG),"$(BUILD)/conformance_clang stub")
+
+.PHONY: test test-gpu sanitize examples bench install clean ptx FORCE
+.DELETE_ON_ERROR:
+
+test: $(TEST_BINS)
+	@echo "backends compiled in:$(if $(HAVE_CUDA), cuda)$(if $(HAVE_OPENCL), opencl)$(if $(HAVE_HIP), hip) stub"
+	@sh tests/run.sh $(TEST_RUNS)
+
+$(BUILD) $(BUILD)/asan $(BUILD)/tsan $(BUILD)/examples $(BUILD)/bench:
+	@mkdir -p $@
+
+# Rebuild everything when the compilers, flags or compiled-in backends change.
+FLAGS_NOW = $(CC) $(GXX) $(CLANG) $(CLANGXX) $(OPT) $(BACKENDS)
+$(BUILD)/flags: FORCE | $(BUILD)
+	@echo '$(FLAGS_NOW)' | cmp -s - $@ || echo '$(FLAGS_NOW)' > $@
+FORCE:
+
+$(BUILD)/%: tests/%.c $(HDRS) | $(BUILD)
+	$(CC) $(CSTD) $(WARN) $(OPT) $(BACKENDS) $< -o $@ $(LDLIBS)
+
+$(BUILD)/conformance_clang: tests/conformance.c $(HDRS) | $(BUILD)
+	$(CLANG) $(CSTD) $(WARN) $(OPT) $(BACKENDS) $< -o $@ $(LDLIBS)
+
+$(BUILD)/cpp_gxx: tests/cpp_compile.cpp $(HDRS) | $(BUILD)
+	$(GXX) -std=c++11 $(WARN) $(OPT) $(BACKENDS) $< -o $@ $(LDLIBS)
+
+$(BUILD)/cpp_clangxx: tests/cpp_compile.cpp $(HDRS) | $(BUILD)
+	$(CLANGXX) -std=c++11 $(WARN) $(OPT) $(BACKENDS) $< -o $@ $(LDLIBS)
+
+# ---- make test-gpu (the GPU machine) ---------------------------------------------------------------
+# CUDA, then OpenCL through NVIDIA's ICD (registered here through OCL_ICD_VENDORS when its
+# library is present), then memcheck. memcheck does not report the API errors that the suite
+# provokes on purpose (unknown kernel, bad PTX, refused graph update, unjoined capture).
+NV_OPENCL ?= /usr/local/nvidia/lib64/libnvidia-opencl.so.1
+test-gpu: $(BUILD)/conformance $(BUILD)/threads
+	@test -n "$(HAVE_CUDA)" || { echo "test-gpu: needs $(CUDA_INCLUDE)/cuda.h and gpuflow_cuda.h"; exit 1; }
+	@if [ -f "$(NV_OPENCL)" ]; then mkdir -p $(BUILD)/icd && echo "$(NV_OPENCL)" > $(BUILD)/icd/nvidia.icd; fi
+	@status=0; \
+	OCL_ICD_VENDORS=$(abspath $(BUILD)/icd) sh tests/run.sh "$(BUILD)/conformance cuda" "$(BUILD)/threads cuda" \
+	    "$(BUILD)/conformance opencl" "$(BUILD)/threads opencl" || status=1; \
+	if command -v compute-sanitizer >/dev/null 2>&1; then \
+	    echo "== compute-sanitizer --tool memcheck --report-api-errors no $(BUILD)/conformance cuda"; \
+	    compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 1 $(BUILD)/conformance cuda || status=1; \
+	else echo "notice: compute-sanitizer not found; memcheck skipped"; fi; \
+	exit $$status
+
+# ---- make sanitize ---------------------------------------------------------------------------------
+ASAN = -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+TSAN = -fsanitize=thread
+SAN_ENV = ASAN_OPTIONS=halt_on_error=1:detect_leaks=1:abort_on_error=0 \
+          UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+          TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
+
+# The sanitizer builds hold the core and the stub only: that is what they run, and vendor
+# runtimes (PoCL, drivers) are not built with the sanitizers.
+$(BUILD)/asan/%: tests/%.c $(HDRS) | $(BUILD)/asan
+	$(CC) $(CSTD) $(WARN) -g -O1 $(ASAN) $< -o $@ $(LDLIBS)
+
+$(BUILD)/tsan/%: tests/%.c $(HDRS) | $(BUILD)/tsan
+	$(CC) $(CSTD) $(WARN) -g -O1 $(TSAN) $< -o $@ $(LDLIBS)
+
+sanitize: $(BUILD)/asan/conformance $(BUILD)/asan/bad_input $(BUILD)/asan/threads \
+          $(BUILD)/tsan/conformance $(BUILD)/tsan/threads
+	@$(SAN_ENV) sh tests/run.sh "$(BUILD)/asan/conformance stub" "$(BUILD)/asan/bad_input" \
+	    "$(BUILD)/asan/threads stub" "$(BUILD)/tsan/conformance stub" "$(BUILD)/tsan/threads stub"
+
+# ---- make examples / bench ---------------------------------------------------------------------------
+# Each example builds with its own one cc line (stub backend) and runs in build/examples.
+examples: | $(BUILD)/examples
+	@set -e; for f in examples/*.c; do \
+	    [ -e "$$f" ] || { echo "no examples"; break; }; \
+	    n=$$(basename "$$f" .c); \
+	    echo "$(CC) $(CSTD) $(WARN) -I. $$f -o $(BUILD)/examples/$$n $(LDLIBS)"; \
+	    $(CC) $(CSTD) $(WARN) -I. "$$f" -o "$(BUILD)/examples/$$n" $(LDLIBS); \
+	    echo "== $$n"; (cd $(BUILD)/examples && ./$$n); \
+	done
+
+# A benchmark that compiles in a vendor backend is skipped when that backend's headers are absent.
+bench: | $(BUILD)/bench
+	@set -e; for f in bench/*.c; do \
+	    [ -e "$$f" ] || { echo "no benchmarks"; break; }; \
+	    n=$$(basename "$$f" .c); \
+	    if grep -q '^#define GPUFLOW_CUDA' "$$f" && [ -z "$(HAVE_CUDA)" ]; then echo "skip $$f: no CUDA headers"; continue; fi; \
+	    if grep -q '^#define GPUFLOW_OPENCL' "$$f" && [ -z "$(HAVE_OPENCL)" ]; then echo "skip $$f: no OpenCL headers"; continue; fi; \
+	    if grep -q '^#define GPUFLOW_HIP' "$$f" && [ -z "$(HAVE_HIP)" ]; then echo "skip $$f: no HIP headers"; continue; fi; \
+	    echo "$(CC) $(CSTD) -O2 -I. $(if $(HAVE_CUDA),$(call isys,$(CUDA_INCLUDE))) $$f -o $(BUILD)/bench/$$n $(LDLIBS)"; \
+	    $(CC) $(CSTD) -O2 -I. $(if $(HAVE_CUDA),$(call isys,$(CUDA_INCLUDE))) "$$f" -o "$(BUILD)/bench/$$n" $(LDLIBS); \
+	done; echo "benchmarks are in $(BUILD)/bench/"
+
+# ---- make install / ptx / clean ---------------------------------------------------------------------
+install:
+	install -d "$(DESTDIR)$(PREFIX)/include"
+	install -m 644 gpuflow*.h "$(DESTDIR)$(PREFIX)/include/"
+
+# The PTX text in tests/test_kernels.h, between its ptx:begin and ptx:end markers.
+ptx: | $(BUILD)
+	$(NVCC) -ptx -arch=compute_75 tests/kernels.cu -o $(BUILD)/kernels.ptx
+	awk 'FNR == NR { gsub(/\\/, "\\\\"); gsub(/"/, "\\\""); gsub(/\t/, "\\t"); ptx = ptx "    \"" $$0 "\\n\"\n"; next } \
+	     /ptx:begin/ { print; printf "%s", ptx; skip = 1; next } \
+	     /ptx:end/ { skip = 0 } \
+	     !skip { print }' $(BUILD)/kernels.ptx tests/test_kernels.h > $(BUILD)/test_kernels.h
+	mv $(BUILD)/test_kernels.h tests/test_kernels.h
+
+clean:
+	rm -rf $(BUILD)

@@ -1,0 +1,308 @@
+/* Several threads on one device: shared streams, a shared kernel, shared pools and event
+   pools, concurrent stream creation, captures, waiters, and per-thread error text. Every
+   result is checked; the whole program must be clean under ThreadSanitizer.
+
+       ./threads [stub|opencl|cuda|hip]     (default stub) */
+#define GPUFLOW_IMPLEMENTATION
+#include "backends.h"
+#include <stdlib.h>
+#include "harness.h"
+#include "test_kernels.h"
+
+enum { NT = 4, ITER = 60, REGION = 256 };
+
+static gf_device *dev;
+static gf_kernel *k_add;                 /* NULL when the backend has no test kernels */
+
+typedef struct {
+    int index;
+    int errors;
+    gf_stream *shared;                   /* one stream all threads enqueue on */
+    gf_buffer *buf;                      /* NT regions of REGION bytes */
+    unsigned char src[ITER][REGION];     /* stays valid until the shared stream is synchronized */
+    unsigned char out[REGION];
+    gf_buffer *own;                      /* this thread's kernel buffer */
+    uint32_t own_host[REGION];
+    gf_stream_pool *pool;
+    gf_event_pool *events;
+    th_flag callbacks;
+    char error_text[1024];
+} worker;
+
+static worker W[NT];
+
+static void run_threads(void *(*fn)(void *))
+{
+    pthread_t t[NT];
+    int i, started = 0;
+    for (i = 0; i < NT; i++)
+        if (pthread_create(&t[i], NULL, fn, &W[i]) == 0) started++;
+    CHECK(started == NT, "threads started");
+    for (i = 0; i < started; i++) pthread_join(t[i], NULL);
+}
+
+static int total_errors(void)
+{
+    int i, e = 0;
+    for (i = 0; i < NT; i++) { e += W[i].errors; W[i].errors = 0; }
+    return e;
+}
+
+/* Each thread writes its own region of one buffer through the one shared stream. */
+static void *shared_stream_main(void *p)
+{
+    worker *w = (worker *)p;
+    size_t off = (size_t)w->index * REGION;
+    int i;
+    for (i = 0; i < ITER; i++) {
+        memset(w->src[i], (unsigned char)(w->index * 64 + i), REGION);
+        if (i % 10 == 9 && gf_fill_async(w->shared, w->buf, off, 0xee, REGION / 2) != GF_OK) w->errors++;
+        if (gf_copy_to_device_async(w->shared, w->buf, off, w->src[i], REGION) != GF_OK) w->errors++;
+        if (i % 15 == 0 && gf_device_synchronize(dev) != GF_OK) w->errors++;
+    }
+    if (gf_copy_to_host_async(w->shared, w->out, w->buf, off, REGION) != GF_OK) w->errors++;
+    if (gf_stream_synchronize(w->shared) != GF_OK) w->errors++;
+    return NULL;
+}
+
+/* Each thread launches the one shared kernel object on its own stream. */
+static void *kernel_main(void *p)
+{
+    worker *w = (worker *)p;
+    gf_stream *s = NULL;
+    gf_launch_dims d;
+    uint32_t n = REGION, one = 1;
+    gf_arg args[3];
+    int i;
+    memset(&d, 0, sizeof d);
+    d.grid[0] = REGION / 64; d.grid[1] = d.grid[2] = 1;
+    d.block[0] = 64; d.block[1] = d.block[2] = 1;
+    args[0].value = 0; args[0].size = 0; args[0].buffer = w->own;
+    args[1].value = &n; args[1].size = sizeof n; args[1].buffer = 0;
+    args[2].value = &one; args[2].size = sizeof one; args[2].buffer = 0;
+    if (gf_stream_create(dev, NULL, &s) != GF_OK) { w->errors++; return NULL; }
+    if (gf_fill_async(s, w->own, 0, 0, REGION * sizeof(uint32_t)) != GF_OK) w->errors++;
+    for (i = 0; i < ITER; i++) {
+        one = 1;
+        if (gf_launch(s, k_add, d, args, 3) != GF_OK) w->errors++;
+    }
+    if (gf_copy_to_host_async(s, w->own_host, w->own, 0, sizeof w->own_host) != GF_OK) w->errors++;
+    if (gf_stream_synchronize(s) != GF_OK) w->errors++;
+    gf_stream_destroy(s);
+    return NULL;
+}
+
+/* Pool streams and pooled events, with cross-stream waits between two acquisitions. */
+static void *pool_main(void *p)
+{
+    worker *w = (worker *)p;
+    int i;
+    for (i = 0; i < ITER; i++) {
+        gf_stream *a = NULL, *b = NULL;
+        gf_event *e = NULL;
+        if (gf_stream_pool_acquire(w->pool, NULL, &a) != GF_OK) { w->errors++; continue; }
+        if (gf_stream_pool_acquire(w->pool, NULL, &b) != GF_OK) { w->errors++; gf_stream_pool_release(w->pool, a); continue; }
+        if (gf_event_pool_acquire(w->events, 0, &e) != GF_OK) w->errors++;
+        else {
+            if (gf_stream_add_callback(a, th_flag_cb, &w->callbacks) != GF_OK) w->errors++;
+            if (gf_event_record(e, a) != GF_OK) w->errors++;
+            if (gf_stream_wait_event(b, e) != GF_OK) w->errors++;
+            if (gf_stream_add_callback(b, th_flag_cb, &w->callbacks) != GF_OK) w->errors++;
+            if (gf_event_pool_release(w->events, e) != GF_OK) w->errors++;
+        }
+        if (gf_stream_pool_release(w->pool, a) != GF_OK) w->errors++;
+        if (gf_stream_pool_release(w->pool, b) != GF_OK) w->errors++;
+    }
+    return NULL;
+}
+
+/* Streams, events and buffers created and destroyed concurrently on one device. */
+static void *churn_main(void *p)
+{
+    worker *w = (worker *)p;
+    int i;
+    for (i = 0; i < 20; i++) {
+        gf_stream *s = NULL;
+        gf_event *e = NULL;
+        gf_buffer *b = NULL;
+        unsigned char h[32];
+        if (gf_stream_create(dev, NULL, &s) != GF_OK) { w->errors++; continue; }
+        if (gf_event_create(dev, GF_EVENT_TIMING, &e) != GF_OK) w->errors++;
+        if (gf_buffer_create_async(s, 32, &b) != GF_OK) w->errors++;
+        else {
+            memset(h, 0, sizeof h);
+            if (gf_fill_async(s, b, 0, (unsigned char)(i + 1), 32) != GF_OK) w->errors++;
+            if (gf_copy_to_host_async(s, h, b, 0, 32) != GF_OK) w->errors++;
+            if (gf_buffer_destroy_async(s, b) != GF_OK) w->errors++;
+            if (e && gf_event_record(e, s) != GF_OK) w->errors++;
+            if (gf_stream_synchronize(s) != GF_OK || h[0] != (unsigned char)(i + 1) || h[31] != (unsigned char)(i + 1))
+                w->errors++;
+        }
+        gf_event_destroy(e);
+        gf_stream_destroy(s);
+    }
+    return NULL;
+}
+
+/* Captures on different streams in different threads, each replayed by its own thread. */
+static void *capture_main(void *p)
+{
+    worker *w = (worker *)p;
+    gf_stream *s = NULL;
+    gf_graph *g = NULL;
+    gf_buffer *b = NULL;
+    unsigned char h[64];
+    int i;
+    if (gf_stream_create(dev, NULL, &s) != GF_OK || gf_buffer_create(dev, sizeof h, &b) != GF_OK) {
+        w->errors++;
+        return NULL;
+    }
+    memset(h, 0, sizeof h);
+    if (gf_stream_begin_capture(s, GF_CAPTURE_THREAD_LOCAL) != GF_OK) w->errors++;
+    if (gf_fill_async(s, b, 0, (unsigned char)(0x30 + w->index), sizeof h) != GF_OK) w->errors++;
+    if (gf_copy_to_host_async(s, h, b, 0, sizeof h) != GF_OK) w->errors++;
+    if (gf_stream_end_capture(s, &g) != GF_OK) w->errors++;
+    for (i = 0; g && i < 5; i++)
+        if (gf_graph_launch(g, s) != GF_OK) w->errors++;
+    if (gf_stream_synchronize(s) != GF_OK || h[0] != 0x30 + w->index || h[63] != 0x30 + w->index) w->errors++;
+    gf_graph_destroy(g);
+    gf_buffer_destroy(b);
+    gf_stream_destroy(s);
+    return NULL;
+}
+
+/* Async waiters registered from several threads, and gf_last_error kept per thread. */
+static void *waiter_main(void *p)
+{
+    worker *w = (worker *)p;
+    gf_stream *s = NULL;
+    gf_event *e = NULL;
+    gf_buffer *b = NULL;
+    uint64_t id;
+    int i;
+    if (gf_stream_create(dev, NULL, &s) != GF_OK || gf_event_create(dev, 0, &e) != GF_OK) { w->errors++; return NULL; }
+    for (i = 0; i < 10; i++) {
+        if (gf_event_record(e, s) != GF_OK) w->errors++;
+        if (gf_event_on_complete(e, th_flag_cb, &w->callbacks, &id) != GF_OK) w->errors++;
+    }
+    /* failures of this thread's own, while the others make theirs: each thread keeps its text */
+    for (i = 0; i < 200; i++) {
+        gf_result r;
+        switch (w->index % 4) {
+        case 0: r = gf_buffer_create(dev, 0, &b); break;
+        case 1: r = gf_stream_query(NULL); break;
+        case 2: r = gf_event_query((gf_event *)s); break;
+        default: r = gf_fill_async(s, NULL, 0, 0, 1); break;
+        }
+        if (r == GF_OK) w->errors++;
+        if (i == 0) snprintf(w->error_text, sizeof w->error_text, "%s", gf_last_error());
+        else if (strcmp(w->error_text, gf_last_error()) != 0) w->errors++;
+    }
+    if (gf_stream_synchronize(s) != GF_OK) w->errors++;
+    if (!th_flag_wait(&w->callbacks, 10, TH_WAIT_MS)) w->errors++;
+    if (!w->error_text[0]) w->errors++;
+    gf_event_destroy(e);
+    gf_stream_destroy(s);
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    static const struct { const char *name; gf_backend b; } known[] = {
+        { "stub", GF_BACKEND_STUB }, { "cuda", GF_BACKEND_CUDA },
+        { "hip", GF_BACKEND_HIP }, { "opencl", GF_BACKEND_OPENCL }
+    };
+    gf_backend backend = GF_BACKEND_STUB;
+    gf_module *mod = NULL;
+    gf_stream *shared = NULL;
+    gf_buffer *buf = NULL;
+    gf_stream_pool_desc pd;
+    gf_stream_pool *pool = NULL;
+    gf_event_pool *events = NULL;
+    gf_event_pool_stats es;
+    gf_result r;
+    int i, j, ok;
+
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    for (i = 0; argc == 2 && i < 4; i++)
+        if (strcmp(argv[1], known[i].name) == 0) backend = known[i].b;
+    r = gf_device_open(backend, 0, &dev);
+    if (r == GF_ERROR_BACKEND_UNAVAILABLE || r == GF_ERROR_NO_DEVICE) {
+        printf("notice: threads on %s skipped: %s\n", gf_backend_name(backend), gf_last_error());
+        SKIP("backend not available here");
+        return th_finish();
+    }
+    if (!CHECK_EQ_RESULT(r, GF_OK)) return th_finish();
+
+    /* shared stream */
+    CHECK_EQ_RESULT(gf_stream_create(dev, NULL, &shared), GF_OK);
+    CHECK_EQ_RESULT(gf_buffer_create(dev, NT * REGION, &buf), GF_OK);
+    if (!shared || !buf) return th_finish();
+    for (i = 0; i < NT; i++) {
+        W[i].index = i;
+        W[i].shared = shared;
+        W[i].buf = buf;
+        th_flag_init(&W[i].callbacks);
+    }
+    run_threads(shared_stream_main);
+    CHECK(total_errors() == 0, "shared stream: every enqueue and synchronize succeeded");
+    ok = 1;
+    for (i = 0; i < NT; i++)
+        for (j = 0; j < REGION; j++)
+            if (W[i].out[j] != (unsigned char)(i * 64 + ITER - 1)) ok = 0;
+    CHECK(ok, "shared stream: each thread's region holds its last upload (per-thread order kept)");
+
+    /* shared kernel */
+    r = gf_module_load(dev, &tk_module, &mod);
+    if (r == GF_OK && gf_kernel_get(mod, "add_u32", &k_add) == GF_OK) {
+        for (i = 0; i < NT; i++) CHECK_EQ_RESULT(gf_buffer_create(dev, REGION * sizeof(uint32_t), &W[i].own), GF_OK);
+        run_threads(kernel_main);
+        CHECK(total_errors() == 0, "shared kernel: every launch succeeded");
+        ok = 1;
+        for (i = 0; i < NT; i++)
+            for (j = 0; j < REGION; j++)
+                if (W[i].own_host[j] != ITER) ok = 0;
+        CHECK(ok, "shared kernel: 60 add_u32 launches per thread, each thread's own arguments");
+        for (i = 0; i < NT; i++) gf_buffer_destroy(W[i].own);
+    } else {
+        CHECK(r == GF_ERROR_NOT_SUPPORTED, "no kernel form for this backend");
+    }
+
+    /* shared pools */
+    memset(&pd, 0, sizeof pd);
+    pd.count = 3;
+    pd.strategy = GF_POOL_LEAST_PENDING;
+    pd.label = "threads";
+    CHECK_EQ_RESULT(gf_stream_pool_create(dev, &pd, &pool), GF_OK);
+    CHECK_EQ_RESULT(gf_event_pool_create(dev, NULL, &events), GF_OK);
+    if (pool && events) {
+        for (i = 0; i < NT; i++) { W[i].pool = pool; W[i].events = events; }
+        run_threads(pool_main);
+        CHECK_EQ_RESULT(gf_stream_pool_synchronize(pool), GF_OK);
+        CHECK(total_errors() == 0, "shared pools: every acquire, wait and release succeeded");
+        ok = 1;
+        for (i = 0; i < NT; i++)
+            if (th_flag_get(&W[i].callbacks) != 2 * ITER) ok = 0;
+        CHECK(ok, "shared pools: every callback ran");
+        CHECK(gf_event_pool_stats(events, &es) == GF_OK && es.in_use == 0 && es.available == es.created,
+              "shared event pool: all events back");
+    }
+
+    run_threads(churn_main);
+    CHECK(total_errors() == 0, "concurrent create / use / destroy of streams, events, async buffers");
+    run_threads(capture_main);
+    CHECK(total_errors() == 0, "concurrent captures on different streams replay their own work");
+    for (i = 0; i < NT; i++) { th_flag_destroy(&W[i].callbacks); th_flag_init(&W[i].callbacks); }
+    run_threads(waiter_main);
+    CHECK(total_errors() == 0, "waiters from several threads each fire; gf_last_error is per thread");
+    CHECK_EQ_RESULT(gf_device_synchronize(dev), GF_OK);
+
+    for (i = 0; i < NT; i++) th_flag_destroy(&W[i].callbacks);
+    gf_stream_pool_destroy(pool);
+    gf_event_pool_destroy(events);
+    if (mod) gf_module_destroy(mod);
+    gf_buffer_destroy(buf);
+    gf_stream_destroy(shared);
+    gf_device_close(dev);
+    return th_finish();
+}
