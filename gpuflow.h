@@ -1772,12 +1772,15 @@ static gf_result gf__event_pool_take(gf_event_pool *pool, unsigned flags, gf_eve
     *out = ev;
     return GF_OK;
 }
-static void gf__event_pool_give(gf_event_pool *pool, gf_event *ev) {
+static void gf__event_pool_put(gf_event_pool *pool, gf_event *ev) {   /* pool->lock held */
     int k = (ev->flags & GF_EVENT_TIMING) ? 1 : 0;
-    gf__lock(&pool->lock);
     ev->in_pool = 1;
     pool->free_list[k][pool->free_count[k]++] = ev;   /* capacity: every event has a slot */
     pool->in_use--;
+}
+static void gf__event_pool_give(gf_event_pool *pool, gf_event *ev) {
+    gf__lock(&pool->lock);
+    gf__event_pool_put(pool, ev);
     gf__unlock(&pool->lock);
 }
 
@@ -1795,8 +1798,8 @@ GPUFLOW_IMPL gf_result gf_event_pool_release(gf_event_pool *pool, gf_event *ev) 
     if (ev->pool != pool) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_event_pool_release: the event does not come from this pool");
     gf__lock(&pool->lock);
     if (ev->in_pool) { gf__unlock(&pool->lock); return gf__fail(GF_ERROR_INVALID_STATE, "gf_event_pool_release: the event was already released"); }
+    gf__event_pool_put(pool, ev);
     gf__unlock(&pool->lock);
-    gf__event_pool_give(pool, ev);
     return GF_OK;
 }
 
