@@ -2039,14 +2039,19 @@ GPUFLOW_IMPL gf_result gf_stream_pool_release(gf_stream_pool *pool, gf_stream *s
     return GF_OK;
 }
 
-GPUFLOW_IMPL gf_result gf_stream_pool_synchronize(gf_stream_pool *pool) {
+/* Waits for each stream in turn; the first failure ends the wait. */
+static gf_result gf__sync_streams(gf_stream *const *streams, int count) {
     int i;
-    GF__CHECK(pool, GF__T_STREAM_POOL);
-    for (i = 0; i < pool->count; i++) {
-        gf_result r = gf_stream_synchronize(pool->streams[i]);
+    for (i = 0; i < count; i++) {
+        gf_result r = gf_stream_synchronize(streams[i]);
         if (r != GF_OK) return r;
     }
     return GF_OK;
+}
+
+GPUFLOW_IMPL gf_result gf_stream_pool_synchronize(gf_stream_pool *pool) {
+    GF__CHECK(pool, GF__T_STREAM_POOL);
+    return gf__sync_streams(pool->streams, pool->count);
 }
 
 GPUFLOW_IMPL gf_result gf_stream_pool_get_stats(gf_stream_pool *pool, gf_stream_pool_stats *out) {
@@ -2143,13 +2148,8 @@ GPUFLOW_IMPL gf_result gf_stream_set_next(gf_stream_set *set, size_t i, gf_strea
 }
 
 GPUFLOW_IMPL gf_result gf_stream_set_synchronize(gf_stream_set *set) {
-    int i;
     GF__CHECK(set, GF__T_STREAM_SET);
-    for (i = 0; i < set->depth; i++) {
-        gf_result r = gf_stream_synchronize(set->streams[i]);
-        if (r != GF_OK) return r;
-    }
-    return GF_OK;
+    return gf__sync_streams(set->streams, set->depth);
 }
 
 GPUFLOW_IMPL void gf_stream_set_destroy(gf_stream_set *set) {
@@ -2200,10 +2200,8 @@ GPUFLOW_IMPL gf_result gf_barrier(gf_stream *const *streams, int count) {
 GPUFLOW_IMPL gf_result gf_synchronize_all(gf_stream *const *streams, int count, double *elapsed_ms) {
     uint64_t t0 = gf__now_ns();
     gf_result r;
-    int i;
     if ((r = gf__check_stream_list(__func__, streams, count)) != GF_OK) return r;
-    for (i = 0; i < count; i++)
-        if ((r = gf_stream_synchronize(streams[i])) != GF_OK) return r;
+    if ((r = gf__sync_streams(streams, count)) != GF_OK) return r;
     if (elapsed_ms) *elapsed_ms = (double)(gf__now_ns() - t0) / 1e6;
     return GF_OK;
 }

@@ -666,13 +666,18 @@ static gf_result gf__cuda_stream_synchronize(gf_stream *s) {
     return GF_OK;
 }
 
+/* A query's answer: done, not yet, or a failure to report. */
+static gf_result gf__cuda_ready(CUresult r, const char *call) {
+    if (r == CUDA_SUCCESS) return GF_OK;
+    if (r == CUDA_ERROR_NOT_READY) return GF_NOT_READY;
+    return gf__cuda_fail(r, call);
+}
+
 static gf_result gf__cuda_stream_query(gf_stream *s) {
     CUresult r;
     GF__CUDA_ENTER(s->dev);
     GF__CUDA_RELAXED(r, gf__cu.StreamQuery(GF__CUSTREAM(s)));
-    if (r == CUDA_SUCCESS) return GF_OK;
-    if (r == CUDA_ERROR_NOT_READY) return GF_NOT_READY;
-    return gf__cuda_fail(r, "cuStreamQuery");
+    return gf__cuda_ready(r, "cuStreamQuery");
 }
 
 static gf_result gf__cuda_copy(gf_stream *s, const gf__copy *c) {
@@ -766,9 +771,7 @@ static gf_result gf__cuda_event_query(gf_event *ev) {
     CUresult r;
     GF__CUDA_ENTER(ev->dev);
     GF__CUDA_RELAXED(r, gf__cu.EventQuery(GF__CUEVENT(ev)));
-    if (r == CUDA_SUCCESS) return GF_OK;
-    if (r == CUDA_ERROR_NOT_READY) return GF_NOT_READY;
-    return gf__cuda_fail(r, "cuEventQuery");
+    return gf__cuda_ready(r, "cuEventQuery");
 }
 
 static gf_result gf__cuda_event_elapsed_ms(gf_event *start, gf_event *end, float *ms) {

@@ -13,19 +13,7 @@
    Build and run:
        cc -std=c99 -Wall -Wextra -Wpedantic -Werror -I. examples/flow.c -o flow -pthread -ldl && ./flow
 */
-#define GPUFLOW_IMPLEMENTATION
-#include "gpuflow.h"
-#ifdef GPUFLOW_CUDA
-#include "gpuflow_cuda.h"
-#endif
-#ifdef GPUFLOW_OPENCL
-#include "gpuflow_opencl.h"
-#endif
-#include "example_kernels.h"
-#include <stdio.h>
-
-#define CHECK(call) do { gf_result r_ = (call); if (r_ != GF_OK) { \
-    fprintf(stderr, "%s failed: %s (%s)\n", #call, gf_result_name(r_), gf_last_error()); return 1; } } while (0)
+#include "example.h"
 
 enum { N = 1000 };
 

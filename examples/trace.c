@@ -10,20 +10,7 @@
    Build and run:
        cc -std=c99 -Wall -Wextra -Wpedantic -Werror -I. examples/trace.c -o trace -pthread -ldl && ./trace
 */
-#define GPUFLOW_IMPLEMENTATION
-#include "gpuflow.h"
-#ifdef GPUFLOW_CUDA
-#include "gpuflow_cuda.h"
-#endif
-#ifdef GPUFLOW_OPENCL
-#include "gpuflow_opencl.h"
-#endif
-#include "example_kernels.h"
-#include <stdio.h>
-#include <stdlib.h>
-
-#define CHECK(call) do { gf_result r_ = (call); if (r_ != GF_OK) { \
-    fprintf(stderr, "%s failed: %s (%s)\n", #call, gf_result_name(r_), gf_last_error()); return 1; } } while (0)
+#include "example.h"
 
 enum { DEPTH = 3, CHUNKS = 9, CHUNK = 1 << 16 };
 

@@ -1,14 +1,28 @@
-/* example_kernels.h -- the examples' one kernel, in every backend's form.
+/* example.h -- what the examples past hello.c share: the implementation, the backends named
+   on the cc line, a CHECK that reports a failure and leaves main, and one kernel in every
+   backend's form.
 
-   scale(x, n, a, b): x[i] = x[i] * a + b for i < n.
+   Each example is still one cc line; add -DGPUFLOW_OPENCL, or -DGPUFLOW_CUDA with
+   -I/usr/local/cuda/include, to compile in those backends beside the stub.
 
-   A gf_module_desc carries each form of the same kernel; the backend picks its own: the C
-   function for the stub, OpenCL C for OpenCL, PTX for CUDA (made with
-   `nvcc -ptx -arch=compute_75` from the CUDA C in the comment below). */
-#ifndef EXAMPLE_KERNELS_H
-#define EXAMPLE_KERNELS_H
-#include <string.h>
+   scale(x, n, a, b): x[i] = x[i] * a + b for i < n. A gf_module_desc carries each form of the
+   same kernel and the backend picks its own: the C function for the stub, OpenCL C for
+   OpenCL, PTX for CUDA (made with `nvcc -ptx -arch=compute_75` from the CUDA C below). */
+#ifndef EXAMPLE_H
+#define EXAMPLE_H
+#define GPUFLOW_IMPLEMENTATION
 #include "gpuflow.h"
+#ifdef GPUFLOW_CUDA
+#include "gpuflow_cuda.h"
+#endif
+#ifdef GPUFLOW_OPENCL
+#include "gpuflow_opencl.h"
+#endif
+#include <stdio.h>
+#include <string.h>
+
+#define CHECK(call) do { gf_result r_ = (call); if (r_ != GF_OK) { \
+    fprintf(stderr, "%s failed: %s (%s)\n", #call, gf_result_name(r_), gf_last_error()); return 1; } } while (0)
 
 /* The stub runs this once per thread; args[i] points at argument i. */
 static void example_scale(const gf_kernel_ctx *ctx, void *const *args) {
