@@ -1,6 +1,6 @@
 # gpuflow -- tests, sanitizers, examples, benchmarks, install.
 #
-#   make test                  build and run every test; the last line is `N passed, N failed`
+#   make test                  build and run every test and example; the last line is `N passed, N failed`
 #   make test-gpu              on the GPU machine: the conformance suite on CUDA (+ memcheck)
 #   make sanitize              the tests under ASan+UBSan, then under TSan
 #   make examples | bench      build (and run) examples/*.c; build bench/*.c
@@ -50,7 +50,9 @@ TEST_RUNS = "$(BUILD)/conformance stub" "$(BUILD)/conformance opencl" \
             "$(BUILD)/bad_input" "$(BUILD)/threads stub" "$(BUILD)/threads opencl" \
             "$(BUILD)/no_driver" "$(BUILD)/cpp_gxx" \
             $(if $(HAVE_CLANGXX),"$(BUILD)/cpp_clangxx") \
-            $(if $(HAVE_CLANG),"$(BUILD)/conformance_clang stub")
+            $(if $(HAVE_CLANG),"$(BUILD)/conformance_clang stub") \
+            "sh tests/examples.sh $(BUILD)/examples-test '$(CC) $(CSTD) $(WARN) $(BACKENDS)' stub $(if $(HAVE_OPENCL),opencl)" \
+            "sh tests/windows_compile.sh $(BUILD)"
 
 .PHONY: test test-gpu sanitize examples bench install clean ptx FORCE
 .DELETE_ON_ERROR:

@@ -405,7 +405,6 @@ GPUFLOW_API gf_result gf_profiler_write_trace(gf_device *dev, const char *path);
 typedef CRITICAL_SECTION   gf__mutex;
 typedef CONDITION_VARIABLE gf__cond;
 typedef HANDLE             gf__thread;
-#  define GF__THREAD_LOCAL __declspec(thread)
 #else
 #  include <pthread.h>
 #  include <time.h>
@@ -417,6 +416,10 @@ typedef HANDLE             gf__thread;
 typedef pthread_mutex_t gf__mutex;
 typedef pthread_cond_t  gf__cond;
 typedef pthread_t       gf__thread;
+#endif
+#if defined(_MSC_VER) && !defined(__clang__)
+#  define GF__THREAD_LOCAL __declspec(thread)
+#else
 #  define GF__THREAD_LOCAL __thread
 #endif
 
@@ -585,7 +588,12 @@ typedef struct gf__driver {
 } gf__driver;
 #if defined(_WIN32)
 static void *gf__dlopen(const char *name)            { return (void *)LoadLibraryA(name); }
-static void *gf__dlsym(void *lib, const char *name)  { return (void *)GetProcAddress((HMODULE)lib, name); }
+static void *gf__dlsym(void *lib, const char *name) {   /* a function pointer, carried as an object pointer */
+    FARPROC f = GetProcAddress((HMODULE)lib, name);
+    void *p;
+    memcpy(&p, &f, sizeof p);
+    return p;
+}
 static const char *gf__dlerror(void)                 { return "LoadLibrary failed"; }
 static SRWLOCK gf__driver_lock = SRWLOCK_INIT;
 static void gf__driver_lock_acquire(void) { AcquireSRWLockExclusive(&gf__driver_lock); }
@@ -885,8 +893,8 @@ static gf_result gf__bad_handle(const char *fn, const char *param, const void *o
 static gf_result gf__check_range(const char *fn, const gf_buffer *buf, size_t offset, size_t bytes) {
     if (bytes == 0) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "%s: size is 0", fn);
     if (bytes > buf->size || offset > buf->size - bytes)
-        return gf__fail(GF_ERROR_OUT_OF_RANGE, "%s: range [%zu, +%zu) is past the buffer's %zu bytes",
-                        fn, offset, bytes, buf->size);
+        return gf__fail(GF_ERROR_OUT_OF_RANGE, "%s: range [%llu, +%llu) is past the buffer's %llu bytes",
+                        fn, (unsigned long long)offset, (unsigned long long)bytes, (unsigned long long)buf->size);
     return GF_OK;
 }
 
@@ -3556,7 +3564,7 @@ static gf_result gf__stub_buffer_alloc(gf_buffer *buf) {
     uint64_t before = gf__atomic_add(&sd->allocated, (uint64_t)buf->size);
     if (before + buf->size > GPUFLOW_STUB_MEMORY || !(buf->host = GPUFLOW_MALLOC(buf->size))) {
         gf__atomic_add(&sd->allocated, (uint64_t)0 - (uint64_t)buf->size);
-        return gf__fail(GF_ERROR_OUT_OF_MEMORY, "stub: cannot allocate %zu bytes (%llu of %llu in use)", buf->size,
+        return gf__fail(GF_ERROR_OUT_OF_MEMORY, "stub: cannot allocate %llu bytes (%llu of %llu in use)", (unsigned long long)buf->size,
                         (unsigned long long)before, (unsigned long long)GPUFLOW_STUB_MEMORY);
     }
     buf->ptr = buf->host;
@@ -3568,7 +3576,7 @@ static void gf__stub_buffer_free(gf_buffer *buf) {
 }
 static gf_result gf__stub_host_alloc(gf_device *dev, size_t bytes, void **out) {
     (void)dev;
-    if (!(*out = GPUFLOW_MALLOC(bytes))) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "stub: cannot allocate %zu bytes of host memory", bytes);
+    if (!(*out = GPUFLOW_MALLOC(bytes))) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "stub: cannot allocate %llu bytes of host memory", (unsigned long long)bytes);
     return GF_OK;
 }
 static void gf__stub_host_free(gf_device *dev, void *ptr) { (void)dev; GPUFLOW_FREE(ptr); }
