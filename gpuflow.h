@@ -431,8 +431,6 @@ typedef pthread_t       gf__thread;
 #  define gf__atomic_load_int(p)    (*(volatile long *)(p))
 #  define gf__atomic_store_int(p,v) InterlockedExchange((volatile long *)(p), (long)(v))
 #  define gf__atomic_add_int(p, v)  ((int)InterlockedExchangeAdd((volatile long *)(p), (long)(v)))
-#  define gf__atomic_cas_int(p, expected, desired) \
-    (InterlockedCompareExchange((volatile long *)(p), (long)(desired), (long)*(expected)) == (long)*(expected))
 #else
 #  define gf__atomic_load(p)        __atomic_load_n((p), __ATOMIC_ACQUIRE)
 #  define gf__atomic_store(p, v)    __atomic_store_n((p), (v), __ATOMIC_RELEASE)
@@ -440,8 +438,6 @@ typedef pthread_t       gf__thread;
 #  define gf__atomic_load_int(p)    __atomic_load_n((p), __ATOMIC_ACQUIRE)
 #  define gf__atomic_store_int(p,v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
 #  define gf__atomic_add_int(p, v)  __atomic_fetch_add((p), (v), __ATOMIC_ACQ_REL)
-#  define gf__atomic_cas_int(p, expected, desired) \
-    __atomic_compare_exchange_n((p), (expected), (desired), 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)
 #endif
 
 #if defined(_WIN32)
@@ -2022,10 +2018,10 @@ GPUFLOW_IMPL gf_result gf_stream_pool_release(gf_stream_pool *pool, gf_stream *s
     GF__CHECK(pool, GF__T_STREAM_POOL);
     GF__CHECK(s, GF__T_STREAM);
     if (s->pool != pool) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_stream_pool_release: stream '%s' does not come from this pool", s->label);
-    do {
-        leases = gf__atomic_load_int(&s->leases);
-        if (leases == 0) return gf__fail(GF_ERROR_INVALID_STATE, "gf_stream_pool_release: stream '%s' is not acquired", s->label);
-    } while (!gf__atomic_cas_int(&s->leases, &leases, leases - 1));
+    if ((leases = gf__atomic_add_int(&s->leases, -1)) <= 0) {   /* one atomic on the good path */
+        gf__atomic_add_int(&s->leases, 1);
+        return gf__fail(GF_ERROR_INVALID_STATE, "gf_stream_pool_release: stream '%s' is not acquired", s->label);
+    }
     if (pool->measure) {   /* time until the work given under this lease completes */
         gf__completion *c = (gf__completion *)gf__alloc(sizeof *c);
         if (c && gf__event_pool_take(pool->dev->events, 0, &c->ev) == GF_OK) {
