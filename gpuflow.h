@@ -879,6 +879,9 @@ static gf_result gf__bad_handle(const char *fn, const char *param, const void *o
 /* Returns from the calling function when obj is not a live object of the given type. */
 #define GF__CHECK(obj, T) \
     do { if (!gf__is((obj), (T))) return gf__bad_handle(__func__, #obj, (obj), (T)); } while (0)
+/* The same for functions that return nothing (destroy, close): they only set the error text. */
+#define GF__CHECK_VOID(obj, T) \
+    do { if (!gf__is((obj), (T))) { gf__bad_handle(__func__, #obj, (obj), (T)); return; } } while (0)
 #define GF__CHECK_OUT(out) \
     do { if (!(out)) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "%s: %s is NULL", __func__, #out); } while (0)
 #define GF__SAME_DEVICE(a, b) \
@@ -1045,7 +1048,7 @@ GPUFLOW_IMPL gf_result gf_device_open(gf_backend b, int index, gf_device **out) 
 }
 
 GPUFLOW_IMPL void gf_device_close(gf_device *dev) {
-    if (!gf__is(dev, GF__T_DEVICE)) { gf__bad_handle(__func__, "dev", dev, GF__T_DEVICE); return; }
+    GF__CHECK_VOID(dev, GF__T_DEVICE);
     gf_device_synchronize(dev);
     gf__waiter_stop(dev);
     gf__profiler_free(dev);
@@ -1316,7 +1319,7 @@ GPUFLOW_IMPL gf_result gf_stream_create(gf_device *dev, const gf_stream_desc *de
 }
 
 GPUFLOW_IMPL void gf_stream_destroy(gf_stream *s) {
-    if (!gf__is(s, GF__T_STREAM)) { gf__bad_handle(__func__, "s", s, GF__T_STREAM); return; }
+    GF__CHECK_VOID(s, GF__T_STREAM);
     if (s->internal) {
         gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_stream_destroy: stream '%s' belongs to a %s; destroy that instead",
                  s->label, s->pool ? "stream pool" : "stream set, flow or device");
@@ -1407,7 +1410,7 @@ static void gf__buffer_free(gf_buffer *buf) {
 
 /* Like cuMemFree, destroying a buffer waits for the device, so no queued work still uses it. */
 GPUFLOW_IMPL void gf_buffer_destroy(gf_buffer *buf) {
-    if (!gf__is(buf, GF__T_BUFFER)) { gf__bad_handle(__func__, "buf", buf, GF__T_BUFFER); return; }
+    GF__CHECK_VOID(buf, GF__T_BUFFER);
     if (buf->graph_owner) {
         gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_buffer_destroy: the buffer was allocated inside a capture; its graph owns it");
         return;
@@ -1430,7 +1433,7 @@ GPUFLOW_IMPL gf_result gf_host_alloc(gf_device *dev, size_t bytes, void **out) {
     return dev->be->host_alloc(dev, bytes, out);
 }
 GPUFLOW_IMPL void gf_host_free(gf_device *dev, void *ptr) {
-    if (!gf__is(dev, GF__T_DEVICE)) { gf__bad_handle(__func__, "dev", dev, GF__T_DEVICE); return; }
+    GF__CHECK_VOID(dev, GF__T_DEVICE);
     if (ptr) dev->be->host_free(dev, ptr);
 }
 
@@ -1554,7 +1557,7 @@ GPUFLOW_IMPL gf_result gf_event_create(gf_device *dev, unsigned flags, gf_event 
 }
 
 GPUFLOW_IMPL void gf_event_destroy(gf_event *ev) {
-    if (!gf__is(ev, GF__T_EVENT)) { gf__bad_handle(__func__, "ev", ev, GF__T_EVENT); return; }
+    GF__CHECK_VOID(ev, GF__T_EVENT);
     if (ev->pool) { gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_event_destroy: the event belongs to an event pool; release it there"); return; }
     gf__event_free(ev);
 }
@@ -1821,7 +1824,7 @@ GPUFLOW_IMPL gf_result gf_event_pool_get_stats(gf_event_pool *pool, gf_event_poo
 /* Destroys every event the pool made, including those still acquired. */
 GPUFLOW_IMPL void gf_event_pool_destroy(gf_event_pool *pool) {
     int i;
-    if (!gf__is(pool, GF__T_EVENT_POOL)) { gf__bad_handle(__func__, "pool", pool, GF__T_EVENT_POOL); return; }
+    GF__CHECK_VOID(pool, GF__T_EVENT_POOL);
     for (i = 0; i < pool->all_count; i++) gf__event_free(pool->all[i]);
     GPUFLOW_FREE(pool->all);
     GPUFLOW_FREE(pool->free_list[0]);
@@ -2076,7 +2079,7 @@ GPUFLOW_IMPL gf_result gf_stream_pool_get_stats(gf_stream_pool *pool, gf_stream_
 
 GPUFLOW_IMPL void gf_stream_pool_destroy(gf_stream_pool *pool) {
     int i;
-    if (!gf__is(pool, GF__T_STREAM_POOL)) { gf__bad_handle(__func__, "pool", pool, GF__T_STREAM_POOL); return; }
+    GF__CHECK_VOID(pool, GF__T_STREAM_POOL);
     for (i = 0; i < pool->count; i++) gf__stream_sync(pool->streams[i]);
     while (gf__atomic_load_int(&pool->measuring) > 0) gf__sleep_us(100);   /* waiters still refer to the pool */
     for (i = 0; i < pool->count; i++) gf__stream_free(pool->streams[i]);
@@ -2158,7 +2161,7 @@ GPUFLOW_IMPL gf_result gf_stream_set_synchronize(gf_stream_set *set) {
 
 GPUFLOW_IMPL void gf_stream_set_destroy(gf_stream_set *set) {
     int i;
-    if (!gf__is(set, GF__T_STREAM_SET)) { gf__bad_handle(__func__, "set", set, GF__T_STREAM_SET); return; }
+    GF__CHECK_VOID(set, GF__T_STREAM_SET);
     for (i = 0; i < set->depth; i++) {
         if (set->streams[i]) gf__stream_free(set->streams[i]);
         if (set->round_done[i]) gf__event_free(set->round_done[i]);
@@ -2771,7 +2774,7 @@ GPUFLOW_IMPL gf_result gf_flow_capture(gf_flow *flow, gf_stream *s, gf_graph **o
 
 GPUFLOW_IMPL void gf_flow_destroy(gf_flow *flow) {
     int i;
-    if (!gf__is(flow, GF__T_FLOW)) { gf__bad_handle(__func__, "flow", flow, GF__T_FLOW); return; }
+    GF__CHECK_VOID(flow, GF__T_FLOW);
     for (i = 0; i < flow->count; i++) GPUFLOW_FREE(flow->tasks[i].succ);
     for (i = 0; i < flow->fork_count; i++) gf__stream_free(flow->forks[i]);
     GPUFLOW_FREE(flow->forks);
@@ -3069,7 +3072,7 @@ GPUFLOW_IMPL gf_result gf_graph_get_info(gf_graph *g, gf_graph_info *out) {
 }
 
 GPUFLOW_IMPL void gf_graph_destroy(gf_graph *g) {
-    if (!gf__is(g, GF__T_GRAPH)) { gf__bad_handle(__func__, "g", g, GF__T_GRAPH); return; }
+    GF__CHECK_VOID(g, GF__T_GRAPH);
     gf__graph_release(g);
 }
 
@@ -3128,7 +3131,7 @@ GPUFLOW_IMPL gf_result gf_kernel_get(gf_module *mod, const char *name, gf_kernel
 /* Waits for the device first: queued launches may still use the module's code. */
 GPUFLOW_IMPL void gf_module_destroy(gf_module *mod) {
     gf_kernel *k, *next;
-    if (!gf__is(mod, GF__T_MODULE)) { gf__bad_handle(__func__, "mod", mod, GF__T_MODULE); return; }
+    GF__CHECK_VOID(mod, GF__T_MODULE);
     gf_device_synchronize(mod->dev);
     mod->dev->be->module_unload(mod);   /* may still read the kernels' native handles */
     for (k = mod->kernels; k; k = next) {
