@@ -689,7 +689,7 @@ struct gf_stream {
     gf__capture *capture;           /* capture this stream takes part in, or NULL */
     int capture_ops, capture_joined;/* ops since joining; ops covered by a join back */
     int sync_refs;                  /* device-wide synchronizes holding it (dev->lock); destroy waits */
-    gf_stream_pool *pool; int pool_index; int leases;
+    gf_stream_pool *pool; int pool_index;
     uint64_t lease_t0; gf_workload lease_workload;  /* pool completion timing */
     int internal;                   /* owned by the core (pool, set, flow, sync stream) */
     uint64_t last_trace_id;         /* profiler: the last op, a flow arrow's source */
@@ -1845,7 +1845,8 @@ struct gf_stream_pool {
     int count;
     int measure;
     gf_stream *streams[GF_POOL_MAX_STREAMS];
-    uint64_t acquisitions[GF_POOL_MAX_STREAMS];   /* atomics */
+    uint64_t acquisitions[GF_POOL_MAX_STREAMS];   /* atomics; held now = acquisitions - releases */
+    uint64_t releases[GF_POOL_MAX_STREAMS];
     uint64_t next;                                /* atomic round-robin cursor */
     gf__mutex lock;                               /* completion statistics */
     uint64_t completions[GF_WORKLOAD_COUNT];
@@ -1952,7 +1953,6 @@ static void gf__pool_lease(gf_stream_pool *pool, int i, const gf_acquire_hint *h
         s->lease_workload = hint ? hint->workload : GF_WORKLOAD_ANY;
         gf__unlock(&s->lock);
     }
-    gf__atomic_add_int(&s->leases, 1);
 }
 
 static gf_result gf__check_hint(const gf_acquire_hint *hint) {
@@ -1986,7 +1986,7 @@ GPUFLOW_IMPL gf_result gf_stream_pool_acquire_ready(gf_stream_pool *pool, unsign
         int i;
         for (i = 0; i < pool->count; i++) {
             gf_stream *s = pool->streams[i];
-            if (gf__atomic_load_int(&s->leases) == 0 && gf__pending(s) == 0) {
+            if (gf__atomic_load(&pool->releases[i]) == gf__atomic_load(&pool->acquisitions[i]) && gf__pending(s) == 0) {
                 gf__pool_lease(pool, i, NULL);
                 *out = s;
                 return GF_OK;
@@ -2017,12 +2017,13 @@ static void gf__pool_completed(void *user, gf_result status) {
 static gf_result gf__waiter_add(gf_event *ev, gf_callback fn, void *user, uint64_t *wait_id);
 
 GPUFLOW_IMPL gf_result gf_stream_pool_release(gf_stream_pool *pool, gf_stream *s) {
-    int leases;
+    int i;
     GF__CHECK(pool, GF__T_STREAM_POOL);
     GF__CHECK(s, GF__T_STREAM);
     if (s->pool != pool) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_stream_pool_release: stream '%s' does not come from this pool", s->label);
-    if ((leases = gf__atomic_add_int(&s->leases, -1)) <= 0) {   /* one atomic on the good path */
-        gf__atomic_add_int(&s->leases, 1);
+    i = s->pool_index;
+    if (gf__atomic_add(&pool->releases[i], 1) >= gf__atomic_load(&pool->acquisitions[i])) {   /* more releases than acquires */
+        gf__atomic_add(&pool->releases[i], UINT64_MAX);   /* undo: adding 2^64 - 1 subtracts 1 */
         return gf__fail(GF_ERROR_INVALID_STATE, "gf_stream_pool_release: stream '%s' is not acquired", s->label);
     }
     if (pool->measure) {   /* time until the work given under this lease completes */
