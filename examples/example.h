@@ -18,6 +18,9 @@
 #ifdef GPUFLOW_OPENCL
 #include "gpuflow_opencl.h"
 #endif
+#ifdef GPUFLOW_HIP
+#include "gpuflow_hip.h"
+#endif
 #include <stdio.h>
 #include <string.h>
 

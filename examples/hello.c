@@ -16,6 +16,9 @@
 #ifdef GPUFLOW_OPENCL
 #include "gpuflow_opencl.h"
 #endif
+#ifdef GPUFLOW_HIP
+#include "gpuflow_hip.h"
+#endif
 #include <stdio.h>
 
 #define CHECK(call) do { gf_result r_ = (call); if (r_ != GF_OK) { \
