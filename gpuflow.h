@@ -97,7 +97,7 @@ typedef enum gf_result {
     GF_NOT_READY                  = 1,   /* work still pending (query) */
     GF_TIMEOUT                    = 2,   /* a bounded wait ran out */
     GF_ERROR_INVALID_ARGUMENT     = -1,
-    GF_ERROR_INVALID_HANDLE       = -2,  /* NULL, destroyed or of the wrong type */
+    GF_ERROR_INVALID_HANDLE       = -2,  /* NULL, of the wrong type, or a destroyed graph */
     GF_ERROR_OUT_OF_RANGE         = -3,  /* offset or size past a buffer's end */
     GF_ERROR_OUT_OF_MEMORY        = -4,
     GF_ERROR_BACKEND_UNAVAILABLE  = -5,  /* not compiled in, or its driver failed to load */
@@ -431,6 +431,8 @@ typedef pthread_t       gf__thread;
 #  define gf__atomic_load_int(p)    (*(volatile long *)(p))
 #  define gf__atomic_store_int(p,v) InterlockedExchange((volatile long *)(p), (long)(v))
 #  define gf__atomic_add_int(p, v)  ((int)InterlockedExchangeAdd((volatile long *)(p), (long)(v)))
+#  define gf__atomic_cas(p, expected, desired) \
+    (InterlockedCompareExchange64((volatile long long *)(p), (long long)(desired), (long long)(expected)) == (long long)(expected))
 #else
 #  define gf__atomic_load(p)        __atomic_load_n((p), __ATOMIC_ACQUIRE)
 #  define gf__atomic_store(p, v)    __atomic_store_n((p), (v), __ATOMIC_RELEASE)
@@ -438,6 +440,10 @@ typedef pthread_t       gf__thread;
 #  define gf__atomic_load_int(p)    __atomic_load_n((p), __ATOMIC_ACQUIRE)
 #  define gf__atomic_store_int(p,v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
 #  define gf__atomic_add_int(p, v)  __atomic_fetch_add((p), (v), __ATOMIC_ACQ_REL)
+#  define gf__atomic_cas(p, expected, desired) gf__cas_u64((p), (expected), (desired))
+static int gf__cas_u64(uint64_t *p, uint64_t expected, uint64_t desired) {   /* 1: *p was expected, now desired */
+    return __atomic_compare_exchange_n(p, &expected, desired, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+}
 #endif
 
 #if defined(_WIN32)
@@ -618,8 +624,10 @@ static gf_result gf__driver_load(gf__driver *d, void (*load_fn)(gf__driver *d)) 
 #endif
 
 /* ---- objects ---------------------------------------------------------------------------- */
-/* Every object starts with a type tag, so a handle of the wrong type (or a destroyed one,
-   whose tag is cleared before it is freed) is refused instead of misused. */
+/* Every object starts with a type tag, so a handle of the wrong type is refused instead of
+   misused. A destroyed object's tag is cleared before it is freed, which catches some stale
+   handles, but reading freed memory is no check: only graphs, whose memory the device keeps
+   and recycles, are refused reliably once destroyed (until a new graph reuses the shell). */
 typedef enum gf__type {
     GF__T_DEAD = 0, GF__T_PENDING = 1 /* a graph still being captured */, GF__T_DEVICE = 0x67660001, GF__T_BUFFER, GF__T_STREAM, GF__T_EVENT,
     GF__T_EVENT_POOL, GF__T_STREAM_POOL, GF__T_STREAM_SET, GF__T_FLOW, GF__T_GRAPH,
@@ -746,12 +754,24 @@ struct gf_graph {
     gf_capture_mode mode;
     int native;                     /* a driver graph (else a recording) */
     int launched;                   /* ever launched: releasing it waits for the device */
+    gf__mutex lock;                 /* a replay's enqueue against an update's swap */
     void *native_exec;              /* CUgraphExec / hipGraphExec_t / command buffer */
     void *native_graph;             /* CUgraph / hipGraph_t, kept for update */
     int nodes;
     gf__cmd *cmds; int cmd_count, cmd_cap;          /* recording; a launch's args are its own block */
     gf_buffer **owned; int owned_count, owned_cap;  /* allocated inside the capture */
     void **blocks; int block_count, block_cap;      /* callback contexts a native graph refers to */
+};
+
+/* A capture in progress: the streams in it, the buffers it uses, the graph it becomes. */
+struct gf__capture {
+    uint64_t id;
+    gf_stream *origin;              /* began it; must end it */
+    int native;                     /* the driver captures; else the core records */
+    gf_graph *graph;                /* what the capture becomes */
+    gf_stream **members; int member_count, member_cap;   /* origin and forked streams */
+    gf_buffer **buffers; int buffer_count, buffer_cap;   /* used: sync copies into them refused */
+    gf__capture *next;
 };
 
 /* ---- the backend vtable ----------------------------------------------------------------- */
@@ -1108,29 +1128,20 @@ GPUFLOW_IMPL gf_result gf_device_synchronize(gf_device *dev) {
     GF__CHECK(dev, GF__T_DEVICE);
     if (!(list = gf__device_streams(dev, &n))) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_device_synchronize: out of host memory");
     for (i = 0; i < n; i++) {
-        int capturing;
+        int native_capture;
         gf_result ri;
-        gf__lock(&list[i]->lock);
-        capturing = list[i]->capture != NULL;   /* a capturing stream has nothing to run yet */
-        gf__unlock(&list[i]->lock);
-        if (!capturing && (ri = gf__stream_sync(list[i])) != GF_OK && r == GF_OK) r = ri;
+        /* A driver that is capturing a stream refuses to wait for it; a recording leaves the
+           stream itself running what came before the capture, so that is waited for. */
+        gf__lock(&dev->lock);
+        native_capture = list[i]->capture != NULL && list[i]->capture->native;
+        gf__unlock(&dev->lock);
+        if (!native_capture && (ri = gf__stream_sync(list[i])) != GF_OK && r == GF_OK) r = ri;
     }
     gf__device_streams_drop(dev, list, n);
     return r;
 }
 
 /* ---- captures in progress ----------------------------------------------------------------- */
-struct gf__capture {
-    uint64_t id;
-    gf_stream *origin;              /* began it; must end it */
-    gf_capture_mode mode;
-    int native;                     /* the driver captures; else the core records */
-    gf_graph *graph;                /* what the capture becomes */
-    gf_stream **members; int member_count, member_cap;   /* origin and forked streams */
-    gf_buffer **buffers; int buffer_count, buffer_cap;   /* used: sync copies into them refused */
-    gf__capture *next;
-};
-
 static gf__capture *gf__capture_find(gf_device *dev, uint64_t id) {  /* dev->lock held */
     gf__capture *c;
     for (c = dev->captures; c; c = c->next) if (c->id == id) return c;
@@ -1153,16 +1164,17 @@ static void gf__capture_use(gf__capture *c, gf_buffer *buf) {       /* dev->lock
     gf__atomic_add_int(&buf->capture_uses, 1);
 }
 
-static void gf__capture_forget(gf__capture *c, gf_buffer *buf) {   /* the buffer is freed inside c */
+static void gf__capture_forget(gf_stream *s, gf_buffer *buf) {   /* the buffer is freed inside s's capture */
+    gf__capture *c;
     int i;
-    gf__lock(&buf->dev->lock);
-    for (i = 0; i < c->buffer_count; i++)
+    gf__lock(&s->dev->lock);
+    for (i = 0, c = s->capture; c && i < c->buffer_count; i++)
         if (c->buffers[i] == buf) {
             c->buffers[i] = c->buffers[--c->buffer_count];
             gf__atomic_add_int(&buf->capture_uses, -1);
             break;
         }
-    gf__unlock(&buf->dev->lock);
+    gf__unlock(&s->dev->lock);
 }
 
 /* ---- commands: every operation on a stream is one gf__cmd ----------------------------------- */
@@ -1556,9 +1568,12 @@ GPUFLOW_IMPL gf_result gf_event_create(gf_device *dev, unsigned flags, gf_event 
     return gf__event_new(dev, flags, out);
 }
 
+static int gf__waiter_watches(const gf_event *ev);
+
 GPUFLOW_IMPL void gf_event_destroy(gf_event *ev) {
     GF__CHECK_VOID(ev, GF__T_EVENT);
     if (ev->pool) { gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_event_destroy: the event belongs to an event pool; release it there"); return; }
+    if (gf__waiter_watches(ev)) { gf__fail(GF_ERROR_INVALID_STATE, "gf_event_destroy: a gf_event_on_complete wait is pending on the event; cancel it first"); return; }
     gf__event_free(ev);
 }
 
@@ -1755,8 +1770,8 @@ GPUFLOW_IMPL gf_result gf_event_pool_create(gf_device *dev, const gf_event_pool_
     pool->type = GF__T_EVENT_POOL;
     pool->dev = dev;
     gf__mutex_init(&pool->lock);
-    if ((r = gf__event_pool_grow(pool, 0, desc ? plain : 16)) != GF_OK ||
-        (r = gf__event_pool_grow(pool, 1, desc ? timing : 16)) != GF_OK) {
+    if ((r = gf__event_pool_grow(pool, 0, plain ? plain : 16)) != GF_OK ||
+        (r = gf__event_pool_grow(pool, 1, timing ? timing : 16)) != GF_OK) {
         gf_event_pool_destroy(pool);
         return r;
     }
@@ -1803,6 +1818,8 @@ GPUFLOW_IMPL gf_result gf_event_pool_release(gf_event_pool *pool, gf_event *ev) 
     GF__CHECK(pool, GF__T_EVENT_POOL);
     GF__CHECK(ev, GF__T_EVENT);
     if (ev->pool != pool) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_event_pool_release: the event does not come from this pool");
+    if (gf__waiter_watches(ev))
+        return gf__fail(GF_ERROR_INVALID_STATE, "gf_event_pool_release: a gf_event_on_complete wait is pending on the event; cancel it first");
     gf__lock(&pool->lock);
     if (ev->in_pool) { gf__unlock(&pool->lock); return gf__fail(GF_ERROR_INVALID_STATE, "gf_event_pool_release: the event was already released"); }
     gf__event_pool_put(pool, ev);
@@ -1944,9 +1961,9 @@ static int gf__pool_pick(gf_stream_pool *pool, const gf_acquire_hint *hint) {
     }
 }
 
-static void gf__pool_lease(gf_stream_pool *pool, int i, const gf_acquire_hint *hint) {
+/* Completion timing starts at the acquire (measure_completion pools only). */
+static void gf__pool_note_lease(gf_stream_pool *pool, int i, const gf_acquire_hint *hint) {
     gf_stream *s = pool->streams[i];
-    gf__atomic_add(&pool->acquisitions[i], 1);
     if (pool->measure) {
         gf__lock(&s->lock);
         s->lease_t0 = gf__now_ns();
@@ -1970,7 +1987,8 @@ GPUFLOW_IMPL gf_result gf_stream_pool_acquire(gf_stream_pool *pool, const gf_acq
     *out = NULL;
     if ((r = gf__check_hint(hint)) != GF_OK) return r;
     i = gf__pool_pick(pool, hint);
-    gf__pool_lease(pool, i, hint);
+    gf__atomic_add(&pool->acquisitions[i], 1);
+    gf__pool_note_lease(pool, i, hint);
     *out = pool->streams[i];
     return GF_OK;
 }
@@ -1986,8 +2004,11 @@ GPUFLOW_IMPL gf_result gf_stream_pool_acquire_ready(gf_stream_pool *pool, unsign
         int i;
         for (i = 0; i < pool->count; i++) {
             gf_stream *s = pool->streams[i];
-            if (gf__atomic_load(&pool->releases[i]) == gf__atomic_load(&pool->acquisitions[i]) && gf__pending(s) == 0) {
-                gf__pool_lease(pool, i, NULL);
+            uint64_t held = gf__atomic_load(&pool->acquisitions[i]);
+            /* nobody holds it, nothing runs on it, and no other thread took it meanwhile */
+            if (gf__atomic_load(&pool->releases[i]) == held && gf__pending(s) == 0 &&
+                gf__atomic_cas(&pool->acquisitions[i], held, held + 1)) {
+                gf__pool_note_lease(pool, i, NULL);
                 *out = s;
                 return GF_OK;
             }
@@ -2026,7 +2047,7 @@ GPUFLOW_IMPL gf_result gf_stream_pool_release(gf_stream_pool *pool, gf_stream *s
         gf__atomic_add(&pool->releases[i], UINT64_MAX);   /* undo: adding 2^64 - 1 subtracts 1 */
         return gf__fail(GF_ERROR_INVALID_STATE, "gf_stream_pool_release: stream '%s' is not acquired", s->label);
     }
-    if (pool->measure) {   /* time until the work given under this lease completes */
+    if (pool->measure && !s->capture) {   /* time until the work given under this lease completes */
         gf__completion *c = (gf__completion *)gf__alloc(sizeof *c);
         if (c && gf__event_pool_take(pool->dev->events, 0, &c->ev) == GF_OK) {
             c->pool = pool;
@@ -2078,10 +2099,14 @@ GPUFLOW_IMPL gf_result gf_stream_pool_get_stats(gf_stream_pool *pool, gf_stream_
     return GF_OK;
 }
 
+static GF__THREAD_LOCAL int gf__on_waiter_thread;
+static void gf__waiter_drop_pool(gf_stream_pool *pool);
+
 GPUFLOW_IMPL void gf_stream_pool_destroy(gf_stream_pool *pool) {
     int i;
     GF__CHECK_VOID(pool, GF__T_STREAM_POOL);
     for (i = 0; i < pool->count; i++) gf__stream_sync(pool->streams[i]);
+    if (gf__on_waiter_thread) gf__waiter_drop_pool(pool);
     while (gf__atomic_load_int(&pool->measuring) > 0) gf__sleep_us(100);   /* waiters still refer to the pool */
     for (i = 0; i < pool->count; i++) gf__stream_free(pool->streams[i]);
     gf__mutex_destroy(&pool->lock);
@@ -2227,7 +2252,6 @@ struct gf__waiter {
     uint64_t next_id;
     uint64_t firing;               /* id of the callback running now, or 0 */
 };
-static GF__THREAD_LOCAL int gf__on_waiter_thread;
 
 /* Fires one completed wait (w->lock held, released around the callback); 0 if none is done. */
 static int gf__waiter_fire_one(gf__waiter *w) {
@@ -2327,6 +2351,37 @@ GPUFLOW_IMPL gf_result gf_event_cancel_wait(gf_device *dev, uint64_t wait_id) {
     }
     return gf__fail(GF_ERROR_NOT_FOUND, "gf_event_cancel_wait: no pending wait %llu (already fired, cancelled or never made)",
                     (unsigned long long)wait_id);
+}
+
+static int gf__waiter_watches(const gf_event *ev) {
+    gf__waiter *w;
+    int i, found = 0;
+    gf__lock(&ev->dev->lock);
+    w = ev->dev->waiter;
+    gf__unlock(&ev->dev->lock);
+    if (!w) return 0;
+    gf__lock(&w->lock);
+    for (i = 0; i < w->count && !found; i++) found = w->waits[i].ev == ev;
+    gf__unlock(&w->lock);
+    return found;
+}
+
+/* A pool destroyed from the waiter thread cannot wait for its completion callbacks, which
+   that same thread would run: it takes them off the list and settles them itself. */
+static void gf__waiter_drop_pool(gf_stream_pool *pool) {
+    gf__waiter *w = pool->dev->waiter;
+    int i;
+    if (!w) return;
+    gf__lock(&w->lock);
+    for (i = 0; i < w->count; ) {
+        gf__completion *c = (gf__completion *)w->waits[i].user;
+        if (w->waits[i].fn != gf__pool_completed || c->pool != pool) { i++; continue; }
+        w->waits[i] = w->waits[--w->count];
+        gf__event_pool_give(pool->dev->events, c->ev);
+        GPUFLOW_FREE(c);
+        gf__atomic_add_int(&pool->measuring, -1);
+    }
+    gf__unlock(&w->lock);
 }
 
 static void gf__waiter_stop(gf_device *dev) {
@@ -2454,19 +2509,26 @@ GPUFLOW_IMPL gf_result gf_buffer_create_async(gf_stream *s, size_t bytes, gf_buf
 }
 
 GPUFLOW_IMPL gf_result gf_buffer_destroy_async(gf_stream *s, gf_buffer *buf) {
-    gf_result r = GF_OK;
+    gf_result r;
+    int capturing, native;
     GF__CHECK(s, GF__T_STREAM);
     GF__CHECK(buf, GF__T_BUFFER);
     GF__SAME_DEVICE(s->dev, buf->dev);
     if (buf->async_state != 1)
         return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_buffer_destroy_async: the buffer was not made by gf_buffer_create_async");
     if (buf->graph_owner) return GF_OK;   /* freed with its graph */
-    if (gf__atomic_load_int(&buf->capture_uses) && !(s->capture && s->capture->native))
-        return gf__fail(GF_ERROR_CAPTURE, "gf_buffer_destroy_async: a capture in progress uses the buffer");
     gf__lock(&s->lock);
-    if (s->dev->be->buffer_free_async) {
+    gf__lock(&s->dev->lock);
+    capturing = s->capture != NULL;
+    native = capturing && s->capture->native;
+    gf__unlock(&s->dev->lock);
+    if (capturing && !native)
+        r = gf__fail(GF_ERROR_NOT_SUPPORTED, "gf_buffer_destroy_async: a recorded capture cannot free a buffer made outside it (its replays would use freed memory)");
+    else if (!native && gf__atomic_load_int(&buf->capture_uses))
+        r = gf__fail(GF_ERROR_CAPTURE, "gf_buffer_destroy_async: a capture in progress uses the buffer");
+    else if (s->dev->be->buffer_free_async) {
         if ((r = s->dev->be->buffer_free_async(s, buf)) == GF_OK) {
-            if (s->capture) gf__capture_forget(s->capture, buf);
+            if (native) gf__capture_forget(s, buf);
             buf->type = GF__T_DEAD;
             GPUFLOW_FREE(buf);
         }
@@ -2812,6 +2874,7 @@ static gf_graph *gf__graph_new(gf_device *dev, gf_capture_mode mode) {   /* a pe
         dev->graphs[dev->graph_count++] = g;
     if (g) {
         memset(g, 0, sizeof *g);
+        gf__mutex_init(&g->lock);
         g->type = GF__T_PENDING;
         g->dev = dev;
         g->mode = mode;
@@ -2835,6 +2898,7 @@ static void gf__graph_release(gf_graph *g) {   /* back to a shell of its device 
     for (i = 0; i < g->block_count; i++) GPUFLOW_FREE(g->blocks[i]);
     GPUFLOW_FREE(g->owned);
     GPUFLOW_FREE(g->blocks);
+    gf__mutex_destroy(&g->lock);
     gf__lock(&g->dev->lock);
     g->type = GF__T_DEAD;
     gf__unlock(&g->dev->lock);
@@ -2860,24 +2924,53 @@ static gf_arg *gf__args_copy(const gf_arg *args, int count) {
     return copy;
 }
 
-static gf_result gf__capture_add(gf_stream *s, const gf__cmd *c) {   /* s->lock held */
-    gf__capture *cap = s->capture;
-    gf_graph *g = cap->graph;
+/* The buffers a command touches are in use by the capture (sync copies into them refused). */
+static void gf__capture_use_cmd(gf__capture *cap, const gf__cmd *c) {   /* dev->lock held */
     int i;
-    gf__lock(&s->dev->lock);
     gf__capture_use(cap, c->kind == GF__CMD_COPY ? c->copy.dst : c->buf);
     if (c->kind == GF__CMD_COPY) gf__capture_use(cap, c->copy.src);
     if (c->kind == GF__CMD_LAUNCH) for (i = 0; i < c->arg_count; i++) gf__capture_use(cap, c->args[i].buffer);
-    s->capture_ops++;
-    gf__unlock(&s->dev->lock);
-    if (cap->native) return gf__exec(s, c, g);
+}
+
+/* Appends one command to a recording, with copies of its launch arguments. */
+static gf_result gf__record(gf__capture *cap, const gf__cmd *c) {   /* dev->lock held */
+    gf_graph *g = cap->graph;
     if (!gf__grow((void **)&g->cmds, &g->cmd_cap, g->cmd_count + 1, sizeof *g->cmds))
         return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gpuflow: capture: out of host memory");
     g->cmds[g->cmd_count] = *c;
     if (c->kind == GF__CMD_LAUNCH && !(g->cmds[g->cmd_count].args = gf__args_copy(c->args, c->arg_count)))
         return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gpuflow: capture: out of host memory");
     g->cmd_count++;
+    gf__capture_use_cmd(cap, c);
     return GF_OK;
+}
+
+/* Work enqueued on a capturing stream (s->lock held). The device lock is held throughout, so a
+   discard on another thread (a sync of a forked member, say) cannot free the capture under us.
+   A recorded graph launched inside a recorded capture is copied in, command by command: the
+   parent then owns all it replays, and no graph can come to contain itself. */
+static gf_result gf__capture_add(gf_stream *s, const gf__cmd *c) {
+    gf__capture *cap;
+    gf_result r = GF_OK;
+    int i;
+    gf__lock(&s->dev->lock);
+    if (!(cap = s->capture)) {
+        gf__unlock(&s->dev->lock);
+        return gf__fail(GF_ERROR_CAPTURE, "gpuflow: the capture of stream '%s' was discarded by another call", s->label);
+    }
+    if (cap->native) {
+        gf__capture_use_cmd(cap, c);
+        r = gf__exec(s, c, cap->graph);
+    } else if (c->kind == GF__CMD_GRAPH) {
+        if (c->child->owned_count)
+            r = gf__fail(GF_ERROR_NOT_SUPPORTED, "gf_graph_launch: a graph that allocated memory in its own capture cannot be launched inside another capture");
+        for (i = 0; r == GF_OK && i < c->child->cmd_count; i++) r = gf__record(cap, &c->child->cmds[i]);
+    } else {
+        r = gf__record(cap, c);
+    }
+    if (r == GF_OK) s->capture_ops++;
+    gf__unlock(&s->dev->lock);
+    return r;
 }
 
 /* Ends c without a graph: members leave it, buffers are released, the driver's capture (if
@@ -2924,7 +3017,6 @@ GPUFLOW_IMPL gf_result gf_stream_begin_capture(gf_stream *s, gf_capture_mode mod
         return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_stream_begin_capture: out of host memory");
     }
     c->origin = s;
-    c->mode = mode;
     c->native = s->dev->be->capture_begin != NULL;
     gf__lock(&s->lock);
     if (s->capture)
@@ -2989,13 +3081,13 @@ GPUFLOW_IMPL gf_result gf_stream_end_capture(gf_stream *s, gf_graph **out) {
 }
 
 static gf_result gf__graph_replay(gf_graph *g, gf_stream *s) {
+    gf_result r = GF_OK;
     int i;
-    if (g->native) return s->dev->be->graph_launch(g, s);
-    for (i = 0; i < g->cmd_count; i++) {
-        gf_result r = gf__exec(s, &g->cmds[i], NULL);
-        if (r != GF_OK) return r;
-    }
-    return GF_OK;
+    gf__lock(&g->lock);
+    if (g->native) r = s->dev->be->graph_launch(g, s);
+    for (i = 0; !g->native && r == GF_OK && i < g->cmd_count; i++) r = gf__exec(s, &g->cmds[i], NULL);
+    gf__unlock(&g->lock);
+    return r;
 }
 
 GPUFLOW_IMPL gf_result gf_graph_launch(gf_graph *g, gf_stream *s) {
@@ -3022,29 +3114,45 @@ static int gf__same_shape(const gf_graph *a, const gf_graph *b) {
     return 1;
 }
 
-GPUFLOW_IMPL gf_result gf_graph_update(gf_graph *target, gf_graph *from) {
-    gf__cmd *cmds;
+/* Copies of from's commands, or NULL (out of memory). */
+static gf__cmd *gf__cmds_copy(const gf_graph *from) {
+    gf__cmd *cmds = (gf__cmd *)GPUFLOW_MALLOC(sizeof *cmds * (size_t)(from->cmd_count + 1));
     int i;
-    GF__CHECK(target, GF__T_GRAPH);
-    GF__CHECK(from, GF__T_GRAPH);
-    GF__SAME_DEVICE(target->dev, from->dev);
-    if (target == from) return GF_OK;
-    if (target->native) return target->dev->be->graph_update(target, from);
-    if (!gf__same_shape(target, from))
-        return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_graph_update: the graphs differ in shape (%d and %d nodes, or other kinds); target unchanged",
-                        target->cmd_count, from->cmd_count);
-    if (!(cmds = (gf__cmd *)GPUFLOW_MALLOC(sizeof *cmds * (size_t)(from->cmd_count + 1))))
-        return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_graph_update: out of host memory");
+    if (!cmds) return NULL;
     for (i = 0; i < from->cmd_count; i++) {
         cmds[i] = from->cmds[i];
         if (cmds[i].kind == GF__CMD_LAUNCH && !(cmds[i].args = gf__args_copy(from->cmds[i].args, from->cmds[i].arg_count))) {
             gf__cmds_free(cmds, i);
-            return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_graph_update: out of host memory");
+            return NULL;
         }
     }
+    return cmds;
+}
+
+GPUFLOW_IMPL gf_result gf_graph_update(gf_graph *target, gf_graph *from) {
+    gf__cmd *cmds;
+    gf_result r;
+    GF__CHECK(target, GF__T_GRAPH);
+    GF__CHECK(from, GF__T_GRAPH);
+    GF__SAME_DEVICE(target->dev, from->dev);
+    if (target == from) return GF_OK;
+    if (target->owned_count || from->owned_count)   /* as in CUDA: memory nodes do not update */
+        return gf__fail(GF_ERROR_NOT_SUPPORTED, "gf_graph_update: a graph that allocated memory in its capture cannot be updated; target unchanged");
+    if (target->native) {
+        gf__lock(&target->lock);
+        r = target->dev->be->graph_update(target, from);
+        gf__unlock(&target->lock);
+        return r;
+    }
+    if (!gf__same_shape(target, from))
+        return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_graph_update: the graphs differ in shape (%d and %d nodes, or other kinds); target unchanged",
+                        target->cmd_count, from->cmd_count);
+    if (!(cmds = gf__cmds_copy(from))) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_graph_update: out of host memory");
+    gf__lock(&target->lock);
     gf__cmds_free(target->cmds, target->cmd_count);
     target->cmds = cmds;
     target->cmd_cap = from->cmd_count + 1;
+    gf__unlock(&target->lock);
     return GF_OK;
 }
 
@@ -3261,6 +3369,11 @@ static void gf__prof_resolve(gf_device *dev, int blocking) {
     int i;
     if (!p) return;
     gf__lock(&p->lock);
+    /* every time is read against the base: it must have completed first */
+    if (p->base_recorded && (blocking ? be->event_synchronize(p->base) : be->event_query(p->base)) != GF_OK) {
+        gf__unlock(&p->lock);
+        return;
+    }
     for (i = 0; i < p->count; i++) {
         gf__prof_rec *rec = &p->recs[i];
         float a = 0, b = 0;

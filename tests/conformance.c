@@ -1202,6 +1202,7 @@ static void test_waiters(void)
     CHECK_EQ_RESULT(gf_event_record(ev2, s), GF_OK);
     CHECK_EQ_RESULT(gf_event_on_complete(ev2, th_flag_cb, &f2, &id2), GF_OK);
     CHECK(id != id2, "wait ids are distinct");
+    CHECK_SETS_ERROR(gf_event_destroy(ev));   /* refused while a wait is pending: ev stays usable */
     th_sleep_ms(30);
     CHECK(th_flag_get(&f) == 0, "the waiter has not fired before its event completes");
     CHECK_EQ_RESULT(gf_event_cancel_wait(C.dev, id2), GF_OK);
@@ -1764,8 +1765,11 @@ static void test_graph_nested_and_alloc(void)
         memset(h, 0, N);
         CHECK(outer && gf_graph_launch(outer, s) == GF_OK && gf_stream_synchronize(s) == GF_OK &&
               all_bytes(h, N, 0x44), "a graph launched inside a capture replays within the outer graph");
-        gf_graph_destroy(outer);
         gf_graph_destroy(inner);
+        memset(h, 0, N);
+        CHECK(outer && gf_graph_launch(outer, s) == GF_OK && gf_stream_synchronize(s) == GF_OK &&
+              all_bytes(h, N, 0x44), "the outer graph still replays after the inner one is destroyed");
+        gf_graph_destroy(outer);
     }
 
     /* stream-ordered allocation inside a capture */
@@ -1778,6 +1782,9 @@ static void test_graph_nested_and_alloc(void)
     }
     CHECK_EQ_RESULT(gf_stream_end_capture(s, &ga), GF_OK);
     if (ga) {
+        gf_graph *other = capture_fill(s, b, 0x45, h, N, 1);
+        CHECK_FAIL(gf_graph_update(ga, other), GF_ERROR_NOT_SUPPORTED);   /* memory nodes do not update */
+        if (other) gf_graph_destroy(other);
         memset(h2, 0, N);
         CHECK(gf_graph_launch(ga, s) == GF_OK && gf_stream_synchronize(s) == GF_OK && all_bytes(h2, N, 0x66),
               "a captured allocate / fill / read / free replays");
