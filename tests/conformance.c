@@ -1783,7 +1783,8 @@ static void test_graph_nested_and_alloc(void)
     CHECK_EQ_RESULT(gf_stream_end_capture(s, &ga), GF_OK);
     if (ga) {
         gf_graph *other = capture_fill(s, b, 0x45, h, N, 1);
-        CHECK_FAIL(gf_graph_update(ga, other), GF_ERROR_NOT_SUPPORTED);   /* memory nodes do not update */
+        gf_result ru = gf_graph_update(ga, other);   /* memory nodes do not update (CUDA: the shapes differ) */
+        CHECK(ru == GF_ERROR_NOT_SUPPORTED || ru == GF_ERROR_INVALID_ARGUMENT, "updating a graph that allocates memory is refused");
         if (other) gf_graph_destroy(other);
         memset(h2, 0, N);
         CHECK(gf_graph_launch(ga, s) == GF_OK && gf_stream_synchronize(s) == GF_OK && all_bytes(h2, N, 0x66),
