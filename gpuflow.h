@@ -714,6 +714,7 @@ struct gf_event {
     uint64_t capture_id;            /* recorded inside this capture (0: none) */
     int capture_pos;                /* recording stream's capture_ops at the record */
     uint64_t trace_id;              /* profiler: the op it marks, for flow arrows */
+    int waits;                      /* atomic: pending gf_event_on_complete waits on it */
 };
 
 struct gf_kernel {
@@ -1568,12 +1569,10 @@ GPUFLOW_IMPL gf_result gf_event_create(gf_device *dev, unsigned flags, gf_event 
     return gf__event_new(dev, flags, out);
 }
 
-static int gf__waiter_watches(const gf_event *ev);
-
 GPUFLOW_IMPL void gf_event_destroy(gf_event *ev) {
     GF__CHECK_VOID(ev, GF__T_EVENT);
     if (ev->pool) { gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_event_destroy: the event belongs to an event pool; release it there"); return; }
-    if (gf__waiter_watches(ev)) { gf__fail(GF_ERROR_INVALID_STATE, "gf_event_destroy: a gf_event_on_complete wait is pending on the event; cancel it first"); return; }
+    if (gf__atomic_load_int(&ev->waits)) { gf__fail(GF_ERROR_INVALID_STATE, "gf_event_destroy: a gf_event_on_complete wait is pending on the event; cancel it first"); return; }
     gf__event_free(ev);
 }
 
@@ -1818,7 +1817,7 @@ GPUFLOW_IMPL gf_result gf_event_pool_release(gf_event_pool *pool, gf_event *ev) 
     GF__CHECK(pool, GF__T_EVENT_POOL);
     GF__CHECK(ev, GF__T_EVENT);
     if (ev->pool != pool) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_event_pool_release: the event does not come from this pool");
-    if (gf__waiter_watches(ev))
+    if (gf__atomic_load_int(&ev->waits))
         return gf__fail(GF_ERROR_INVALID_STATE, "gf_event_pool_release: a gf_event_on_complete wait is pending on the event; cancel it first");
     gf__lock(&pool->lock);
     if (ev->in_pool) { gf__unlock(&pool->lock); return gf__fail(GF_ERROR_INVALID_STATE, "gf_event_pool_release: the event was already released"); }
@@ -2253,6 +2252,14 @@ struct gf__waiter {
     uint64_t firing;               /* id of the callback running now, or 0 */
 };
 
+/* Takes wait i off the list (w->lock held); its event no longer counts it. */
+static gf__wait gf__waiter_remove(gf__waiter *w, int i) {
+    gf__wait taken = w->waits[i];
+    w->waits[i] = w->waits[--w->count];
+    gf__atomic_add_int(&taken.ev->waits, -1);
+    return taken;
+}
+
 /* Fires one completed wait (w->lock held, released around the callback); 0 if none is done. */
 static int gf__waiter_fire_one(gf__waiter *w) {
     int i;
@@ -2260,8 +2267,7 @@ static int gf__waiter_fire_one(gf__waiter *w) {
         gf_event *ev = w->waits[i].ev;
         gf_result r = gf__atomic_load_int(&ev->recorded) ? ev->dev->be->event_query(ev) : GF_OK;
         if (r != GF_NOT_READY) {
-            gf__wait fire = w->waits[i];
-            w->waits[i] = w->waits[--w->count];
+            gf__wait fire = gf__waiter_remove(w, i);   /* before the call: fn may destroy the event */
             w->firing = fire.id;
             gf__unlock(&w->lock);
             fire.fn(fire.user, r);
@@ -2313,6 +2319,7 @@ static gf_result gf__waiter_add(gf_event *ev, gf_callback fn, void *user, uint64
     }
     w->waits[w->count].id = ++w->next_id;
     w->waits[w->count].ev = ev;
+    gf__atomic_add_int(&ev->waits, 1);
     w->waits[w->count].fn = fn;
     w->waits[w->count].user = user;
     if (wait_id) *wait_id = w->next_id;
@@ -2341,7 +2348,7 @@ GPUFLOW_IMPL gf_result gf_event_cancel_wait(gf_device *dev, uint64_t wait_id) {
         gf__lock(&w->lock);
         for (i = 0; i < w->count; i++)
             if (w->waits[i].id == wait_id) {
-                w->waits[i] = w->waits[--w->count];
+                gf__waiter_remove(w, i);
                 gf__unlock(&w->lock);
                 return GF_OK;
             }
@@ -2351,19 +2358,6 @@ GPUFLOW_IMPL gf_result gf_event_cancel_wait(gf_device *dev, uint64_t wait_id) {
     }
     return gf__fail(GF_ERROR_NOT_FOUND, "gf_event_cancel_wait: no pending wait %llu (already fired, cancelled or never made)",
                     (unsigned long long)wait_id);
-}
-
-static int gf__waiter_watches(const gf_event *ev) {
-    gf__waiter *w;
-    int i, found = 0;
-    gf__lock(&ev->dev->lock);
-    w = ev->dev->waiter;
-    gf__unlock(&ev->dev->lock);
-    if (!w) return 0;
-    gf__lock(&w->lock);
-    for (i = 0; i < w->count && !found; i++) found = w->waits[i].ev == ev;
-    gf__unlock(&w->lock);
-    return found;
 }
 
 /* A pool destroyed from the waiter thread cannot wait for its completion callbacks, which
@@ -2376,7 +2370,7 @@ static void gf__waiter_drop_pool(gf_stream_pool *pool) {
     for (i = 0; i < w->count; ) {
         gf__completion *c = (gf__completion *)w->waits[i].user;
         if (w->waits[i].fn != gf__pool_completed || c->pool != pool) { i++; continue; }
-        w->waits[i] = w->waits[--w->count];
+        gf__waiter_remove(w, i);
         gf__event_pool_give(pool->dev->events, c->ev);
         GPUFLOW_FREE(c);
         gf__atomic_add_int(&pool->measuring, -1);
