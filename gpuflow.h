@@ -407,6 +407,7 @@ typedef CONDITION_VARIABLE gf__cond;
 typedef HANDLE             gf__thread;
 #else
 #  include <pthread.h>
+#  include <sched.h>
 #  include <time.h>
 #  include <errno.h>
 #  include <dlfcn.h>
@@ -431,6 +432,7 @@ typedef pthread_t       gf__thread;
 #  define gf__atomic_load_int(p)    (*(volatile long *)(p))
 #  define gf__atomic_store_int(p,v) InterlockedExchange((volatile long *)(p), (long)(v))
 #  define gf__atomic_add_int(p, v)  ((int)InterlockedExchangeAdd((volatile long *)(p), (long)(v)))
+#  define gf__atomic_xchg_int(p, v) ((int)InterlockedExchange((volatile long *)(p), (long)(v)))
 #  define gf__atomic_cas(p, expected, desired) \
     (InterlockedCompareExchange64((volatile long long *)(p), (long long)(desired), (long long)(expected)) == (long long)(expected))
 #else
@@ -440,6 +442,7 @@ typedef pthread_t       gf__thread;
 #  define gf__atomic_load_int(p)    __atomic_load_n((p), __ATOMIC_ACQUIRE)
 #  define gf__atomic_store_int(p,v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
 #  define gf__atomic_add_int(p, v)  __atomic_fetch_add((p), (v), __ATOMIC_ACQ_REL)
+#  define gf__atomic_xchg_int(p, v) __atomic_exchange_n((p), (v), __ATOMIC_ACQ_REL)
 #  define gf__atomic_cas(p, expected, desired) gf__cas_u64((p), (expected), (desired))
 static int gf__cas_u64(uint64_t *p, uint64_t expected, uint64_t desired) {   /* 1: *p was expected, now desired */
     return __atomic_compare_exchange_n(p, &expected, desired, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
@@ -480,6 +483,7 @@ static uint64_t gf__now_ns(void) {
     return (uint64_t)((double)c.QuadPart * 1e9 / (double)f.QuadPart);
 }
 static void gf__sleep_us(unsigned us) { Sleep((us + 999) / 1000); }
+static void gf__yield(void) { SwitchToThread(); }
 #else
 static void gf__mutex_init(gf__mutex *m)    { pthread_mutex_init(m, NULL); }
 static void gf__mutex_destroy(gf__mutex *m) { pthread_mutex_destroy(m); }
@@ -529,6 +533,7 @@ static uint64_t gf__now_ns(void) {
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
+static void gf__yield(void) { sched_yield(); }
 static void gf__sleep_us(unsigned us) {
     struct timespec ts;
     ts.tv_sec = (time_t)(us / 1000000u);
@@ -577,6 +582,14 @@ static int gf__grow(void **items, int *cap, int need, size_t elem) {
     *items = p; *cap = n;
     return 1;
 }
+
+/* A lock around a few instructions (an event pool's free lists): one atomic exchange to take,
+   one store to give, where a mutex costs two atomic operations and two calls. */
+typedef int gf__spin;
+static void gf__spin_lock(gf__spin *l) {
+    while (gf__atomic_xchg_int(l, 1)) while (gf__atomic_load_int(l)) gf__yield();
+}
+static void gf__spin_unlock(gf__spin *l) { gf__atomic_store_int(l, 0); }
 
 /* ---- driver loading (only vendor backends need it) --------------------------------------- */
 #if defined(GPUFLOW_CUDA) || defined(GPUFLOW_HIP) || defined(GPUFLOW_OPENCL)
@@ -1732,7 +1745,7 @@ GPUFLOW_IMPL gf_result gf_event_elapsed_ms(gf_event *start, gf_event *end, float
 struct gf_event_pool {
     uint32_t type;
     gf_device *dev;
-    gf__mutex lock;
+    gf__spin lock;
     gf_event **free_list[2]; int free_count[2], free_cap[2];   /* [0] plain, [1] timing */
     int created[2];                /* per kind: a free list can hold them all */
     gf_event **all; int all_count, all_cap;
@@ -1768,7 +1781,6 @@ GPUFLOW_IMPL gf_result gf_event_pool_create(gf_device *dev, const gf_event_pool_
     if (!(pool = (gf_event_pool *)gf__alloc(sizeof *pool))) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_event_pool_create: out of host memory");
     pool->type = GF__T_EVENT_POOL;
     pool->dev = dev;
-    gf__mutex_init(&pool->lock);
     if ((r = gf__event_pool_grow(pool, 0, plain ? plain : 16)) != GF_OK ||
         (r = gf__event_pool_grow(pool, 1, timing ? timing : 16)) != GF_OK) {
         gf_event_pool_destroy(pool);
@@ -1782,14 +1794,14 @@ static gf_result gf__event_pool_take(gf_event_pool *pool, unsigned flags, gf_eve
     int k = (flags & GF_EVENT_TIMING) ? 1 : 0;
     gf_event *ev;
     gf_result r;
-    gf__lock(&pool->lock);
-    if (pool->free_count[k] == 0 && (r = gf__event_pool_grow(pool, k, 1)) != GF_OK) { gf__unlock(&pool->lock); return r; }
+    gf__spin_lock(&pool->lock);
+    if (pool->free_count[k] == 0 && (r = gf__event_pool_grow(pool, k, 1)) != GF_OK) { gf__spin_unlock(&pool->lock); return r; }
     ev = pool->free_list[k][--pool->free_count[k]];
     ev->in_pool = 0;
     gf__atomic_store_int(&ev->recorded, 0);
     ev->capture_id = 0;
     pool->in_use++;
-    gf__unlock(&pool->lock);
+    gf__spin_unlock(&pool->lock);
     *out = ev;
     return GF_OK;
 }
@@ -1800,9 +1812,9 @@ static void gf__event_pool_put(gf_event_pool *pool, gf_event *ev) {   /* pool->l
     pool->in_use--;
 }
 static void gf__event_pool_give(gf_event_pool *pool, gf_event *ev) {
-    gf__lock(&pool->lock);
+    gf__spin_lock(&pool->lock);
     gf__event_pool_put(pool, ev);
-    gf__unlock(&pool->lock);
+    gf__spin_unlock(&pool->lock);
 }
 
 GPUFLOW_IMPL gf_result gf_event_pool_acquire(gf_event_pool *pool, unsigned flags, gf_event **out) {
@@ -1819,21 +1831,21 @@ GPUFLOW_IMPL gf_result gf_event_pool_release(gf_event_pool *pool, gf_event *ev) 
     if (ev->pool != pool) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_event_pool_release: the event does not come from this pool");
     if (gf__atomic_load_int(&ev->waits))
         return gf__fail(GF_ERROR_INVALID_STATE, "gf_event_pool_release: a gf_event_on_complete wait is pending on the event; cancel it first");
-    gf__lock(&pool->lock);
-    if (ev->in_pool) { gf__unlock(&pool->lock); return gf__fail(GF_ERROR_INVALID_STATE, "gf_event_pool_release: the event was already released"); }
+    gf__spin_lock(&pool->lock);
+    if (ev->in_pool) { gf__spin_unlock(&pool->lock); return gf__fail(GF_ERROR_INVALID_STATE, "gf_event_pool_release: the event was already released"); }
     gf__event_pool_put(pool, ev);
-    gf__unlock(&pool->lock);
+    gf__spin_unlock(&pool->lock);
     return GF_OK;
 }
 
 GPUFLOW_IMPL gf_result gf_event_pool_get_stats(gf_event_pool *pool, gf_event_pool_stats *out) {
     GF__CHECK(pool, GF__T_EVENT_POOL);
     GF__CHECK_OUT(out);
-    gf__lock(&pool->lock);
+    gf__spin_lock(&pool->lock);
     out->available = pool->free_count[0] + pool->free_count[1];
     out->in_use = pool->in_use;
     out->created = pool->all_count;
-    gf__unlock(&pool->lock);
+    gf__spin_unlock(&pool->lock);
     return GF_OK;
 }
 
@@ -1845,7 +1857,6 @@ GPUFLOW_IMPL void gf_event_pool_destroy(gf_event_pool *pool) {
     GPUFLOW_FREE(pool->all);
     GPUFLOW_FREE(pool->free_list[0]);
     GPUFLOW_FREE(pool->free_list[1]);
-    gf__mutex_destroy(&pool->lock);
     pool->type = GF__T_DEAD;
     GPUFLOW_FREE(pool);
 }
