@@ -9,20 +9,8 @@
    Build and run:
        cc -std=c99 -Wall -Wextra -Wpedantic -Werror -I. examples/pool_threads.c -o pool_threads -pthread -ldl && ./pool_threads
 */
-#define GPUFLOW_IMPLEMENTATION
-#include "gpuflow.h"
-#ifdef GPUFLOW_CUDA
-#include "gpuflow_cuda.h"
-#endif
-#ifdef GPUFLOW_OPENCL
-#include "gpuflow_opencl.h"
-#endif
-#ifdef GPUFLOW_HIP
-#include "gpuflow_hip.h"
-#endif
+#include "example.h"
 #include <pthread.h>
-#include <stdio.h>
-#include <string.h>
 
 enum { THREADS = 4, ROUNDS = 50, BYTES = 4096 };
 
