@@ -155,6 +155,11 @@ typedef enum gf_op_kind {
     GF_OP_KIND_COUNT
 } gf_op_kind;
 
+/* ---- logging ------------------------------------------------------------------------- */
+typedef enum gf_log_level { GF_LOG_ERROR = 0, GF_LOG_WARNING, GF_LOG_INFO } gf_log_level;
+/* message: the same text gf_last_error() gives for a failure; code: GF_OK for notices. */
+typedef void (*gf_log_fn)(void *user, gf_log_level level, gf_result code, const char *message);
+
 /* ---- callbacks ----------------------------------------------------------------------- */
 typedef void      (*gf_callback)(void *user, gf_result status);   /* status: GF_OK or the stream's error */
 typedef gf_result (*gf_task_fn)(gf_stream *stream, void *user);    /* enqueue a flow task's work */
@@ -221,6 +226,7 @@ typedef struct gf_kernel_ctx { unsigned grid[3], block[3], block_idx[3], thread_
 typedef struct gf_stub_kernel {
     const char *name;
     void (*fn)(const gf_kernel_ctx *ctx, void *const *args);
+    int param_count;              /* arguments a launch must pass; 0: not checked */
 } gf_stub_kernel;
 typedef struct gf_module_desc {
     const char *ptx; const void *cubin; size_t cubin_size;
@@ -250,6 +256,7 @@ typedef struct gf_profile_report {
 /* ---- results, backends --------------------------------------------------------------- */
 GPUFLOW_API const char *gf_result_name(gf_result r);
 GPUFLOW_API const char *gf_last_error(void);
+GPUFLOW_API void        gf_set_logger(gf_log_fn fn, void *user);   /* process-wide; NULL: silent */
 GPUFLOW_API const char *gf_backend_name(gf_backend b);
 GPUFLOW_API int         gf_backend_available(gf_backend b);
 
@@ -284,6 +291,7 @@ GPUFLOW_API gf_result gf_buffer_destroy_async(gf_stream *s, gf_buffer *buf);
 GPUFLOW_API gf_result   gf_stream_create(gf_device *dev, const gf_stream_desc *desc, gf_stream **out);
 GPUFLOW_API void        gf_stream_destroy(gf_stream *s);   /* drains pending work first */
 GPUFLOW_API gf_result   gf_stream_synchronize(gf_stream *s);
+GPUFLOW_API gf_result   gf_stream_synchronize_timeout(gf_stream *s, unsigned timeout_ms);   /* GF_TIMEOUT */
 GPUFLOW_API gf_result   gf_stream_query(gf_stream *s);     /* GF_OK or GF_NOT_READY */
 GPUFLOW_API gf_result   gf_stream_wait_event(gf_stream *s, gf_event *ev);
 GPUFLOW_API gf_result   gf_stream_wait_stream(gf_stream *waiter, gf_stream *other);
@@ -298,6 +306,7 @@ GPUFLOW_API gf_result gf_event_create(gf_device *dev, unsigned flags, gf_event *
 GPUFLOW_API void      gf_event_destroy(gf_event *ev);
 GPUFLOW_API gf_result gf_event_record(gf_event *ev, gf_stream *s);
 GPUFLOW_API gf_result gf_event_synchronize(gf_event *ev);
+GPUFLOW_API gf_result gf_event_synchronize_timeout(gf_event *ev, unsigned timeout_ms);     /* GF_TIMEOUT */
 GPUFLOW_API gf_result gf_event_query(gf_event *ev);       /* GF_OK or GF_NOT_READY */
 GPUFLOW_API gf_result gf_event_elapsed_ms(gf_event *start, gf_event *end, float *ms);
 GPUFLOW_API gf_result gf_event_on_complete(gf_event *ev, gf_callback fn, void *user, uint64_t *wait_id);
@@ -542,22 +551,91 @@ static void gf__sleep_us(unsigned us) {
 }
 #endif
 
-/* ---- errors: a per-thread detail for the last failure ----------------------------------- */
-static GF__THREAD_LOCAL char gf__error_text[1024];
-
-/* Sets this thread's detail message and returns code, so failures read `return gf__fail(...)`. */
-static gf_result gf__fail(gf_result code, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 2, 3)))
+/* Process-wide locks that need no initialization call: driver loading and backend tables
+   (gf__driver_lock), the logger (gf__log_lock). */
+#if defined(_WIN32)
+static SRWLOCK gf__driver_lock = SRWLOCK_INIT, gf__log_lock = SRWLOCK_INIT;
+static void gf__driver_lock_acquire(void) { AcquireSRWLockExclusive(&gf__driver_lock); }
+static void gf__driver_lock_release(void) { ReleaseSRWLockExclusive(&gf__driver_lock); }
+static void gf__log_lock_acquire(void)    { AcquireSRWLockExclusive(&gf__log_lock); }
+static void gf__log_lock_release(void)    { ReleaseSRWLockExclusive(&gf__log_lock); }
+#else
+static pthread_mutex_t gf__driver_lock = PTHREAD_MUTEX_INITIALIZER, gf__log_lock = PTHREAD_MUTEX_INITIALIZER;
+static void gf__driver_lock_acquire(void) { pthread_mutex_lock(&gf__driver_lock); }
+static void gf__driver_lock_release(void) { pthread_mutex_unlock(&gf__driver_lock); }
+static void gf__log_lock_acquire(void)    { pthread_mutex_lock(&gf__log_lock); }
+static void gf__log_lock_release(void)    { pthread_mutex_unlock(&gf__log_lock); }
 #endif
-    ;
+
+/* ---- errors and the logger ------------------------------------------------------------------ */
+/* Every failure sets this thread's detail text and goes to the process-wide logger. Success
+   never touches the text, so gf_last_error() keeps describing the last failure. */
+static GF__THREAD_LOCAL char gf__error_text[1024];
+static gf_log_fn gf__log_fn;
+static void *gf__log_user;
+
+GPUFLOW_IMPL void gf_set_logger(gf_log_fn fn, void *user) {
+    gf__log_lock_acquire();
+    gf__log_fn = fn;
+    gf__log_user = user;
+    gf__log_lock_release();
+}
+
+static void gf__log_text(gf_log_level level, gf_result code, const char *text) {
+    gf_log_fn fn;
+    void *user;
+    gf__log_lock_acquire();
+    fn = gf__log_fn;
+    user = gf__log_user;
+    gf__log_lock_release();
+    if (fn) fn(user, level, code, text);   /* outside the lock: a logger may call gpuflow */
+}
+
+static gf_log_level gf__level_of(gf_result code) {
+    return code < 0 ? GF_LOG_ERROR : code == GF_TIMEOUT ? GF_LOG_WARNING : GF_LOG_INFO;
+}
+
+#if defined(__GNUC__)
+#  define GF__PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#  define GF__PRINTF(f, a)
+#endif
+
+/* Sets this thread's detail message, logs it, and returns code, so failures read
+   `return gf__fail(...)`. */
+static gf_result gf__fail(gf_result code, const char *fmt, ...) GF__PRINTF(2, 3);
 static gf_result gf__fail(gf_result code, const char *fmt, ...) {
+    char text[sizeof gf__error_text];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(gf__error_text, sizeof gf__error_text, fmt, ap);
+    vsnprintf(text, sizeof text, fmt, ap);   /* the arguments may read gf__error_text itself */
     va_end(ap);
+    memcpy(gf__error_text, text, sizeof text);
+    gf__log_text(gf__level_of(code), code, text);
     return code;
 }
+
+/* A notice: logged, never stored as an error (AUTO passing a backend over, a priority the
+   hardware ignores, ...). */
+static void gf__notice(gf_log_level level, const char *fmt, ...) GF__PRINTF(2, 3);
+static void gf__notice(gf_log_level level, const char *fmt, ...) {
+    char text[sizeof gf__error_text];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    gf__log_text(level, GF_OK, text);
+}
+
+/* Test builds only (GPUFLOW_FAULT_INJECTION): the program defines gpuflow_fault_hit, and a
+   backend asks it before each native entry point (GF__FAULT("cuMemAlloc")): nonzero makes that
+   call fail as the driver would, so every failure path can be driven from a test. */
+#ifdef GPUFLOW_FAULT_INJECTION
+int gpuflow_fault_hit(const char *entry);
+#  define GF__FAULT(entry) gpuflow_fault_hit(entry)
+#else
+#  define GF__FAULT(entry) 0
+#endif
 
 static void *gf__alloc(size_t bytes) {   /* zeroed */
     void *p = GPUFLOW_MALLOC(bytes);
@@ -610,16 +688,10 @@ static void *gf__dlsym(void *lib, const char *name) {   /* a function pointer, c
     return p;
 }
 static const char *gf__dlerror(void)                 { return "LoadLibrary failed"; }
-static SRWLOCK gf__driver_lock = SRWLOCK_INIT;
-static void gf__driver_lock_acquire(void) { AcquireSRWLockExclusive(&gf__driver_lock); }
-static void gf__driver_lock_release(void) { ReleaseSRWLockExclusive(&gf__driver_lock); }
 #else
 static void *gf__dlopen(const char *name)           { return dlopen(name, RTLD_NOW | RTLD_LOCAL); }
 static void *gf__dlsym(void *lib, const char *name) { return dlsym(lib, name); }
 static const char *gf__dlerror(void)                { const char *e = dlerror(); return e ? e : "unknown dlopen error"; }
-static pthread_mutex_t gf__driver_lock = PTHREAD_MUTEX_INITIALIZER;
-static void gf__driver_lock_acquire(void) { pthread_mutex_lock(&gf__driver_lock); }
-static void gf__driver_lock_release(void) { pthread_mutex_unlock(&gf__driver_lock); }
 #endif
 
 /* Loads a driver once: load_fn fills d (lib, result, why) the first time; every call returns
@@ -841,6 +913,43 @@ struct gf__backend {
     gf_result (*graph_update)(gf_graph *target, gf_graph *from);/* shape mismatch: INVALID_ARGUMENT */
     void      (*graph_destroy)(gf_graph *g);
 };
+
+/* The slots every backend fills; the others may stay NULL, with the meaning given above. */
+#define GF__BACKEND_REQUIRED_SLOTS(X) \
+    X(load) X(device_count) X(device_open) X(device_close) X(memory_info) \
+    X(buffer_alloc) X(buffer_free) X(host_alloc) X(host_free) \
+    X(stream_create) X(stream_destroy) X(stream_synchronize) X(stream_query) \
+    X(copy) X(fill) X(host_callback) \
+    X(event_create) X(event_destroy) X(event_record) X(stream_wait_event) \
+    X(event_synchronize) X(event_query) X(event_elapsed_ms) \
+    X(module_load) X(module_unload) X(kernel_get) X(launch)
+
+/* Test builds may wrap a backend's table (tests/faults.c fails each slot in turn). */
+#ifndef GF__BACKEND_WRAP
+#  define GF__BACKEND_WRAP(be) (be)
+#endif
+
+/* A backend's table, filled by name the first time it is asked for (under the driver lock, so
+   threads racing to the first device see a whole table), its required slots checked, and
+   native graphs all-or-nothing. */
+static const gf__backend *gf__backend_once(gf__backend *table, void (*fill)(gf__backend *t)) {
+    gf__driver_lock_acquire();
+    if (!table->name) {
+        gf__backend t;
+        memset(&t, 0, sizeof t);
+        fill(&t);
+#define GF__REQUIRE_SLOT(slot) GPUFLOW_ASSERT(t.slot != NULL && #slot);
+        GF__BACKEND_REQUIRED_SLOTS(GF__REQUIRE_SLOT)
+#undef GF__REQUIRE_SLOT
+        GPUFLOW_ASSERT(t.name != NULL);
+        GPUFLOW_ASSERT(!t.capture_begin == !t.capture_end && !t.capture_begin == !t.graph_launch &&
+                       !t.capture_begin == !t.graph_update && !t.capture_begin == !t.graph_destroy);
+        GPUFLOW_ASSERT(!t.buffer_alloc_async == !t.buffer_free_async);
+        *table = t;
+    }
+    gf__driver_lock_release();
+    return GF__BACKEND_WRAP(table);
+}
 
 static const gf__backend *gf__stub_backend(void);
 #ifdef GPUFLOW_CUDA
@@ -1069,7 +1178,7 @@ GPUFLOW_IMPL gf_result gf_device_open(gf_backend b, int index, gf_device **out) 
         if ((r = gf__device_open_on(order[i], index, out)) == GF_OK) {
             if (used) {
                 gf__copy_str((*out)->info.note, sizeof (*out)->info.note, note);
-                gf__fail(GF_OK, "gf_device_open: chose %s; passed over %s", gf_backend_name(order[i]), note);
+                gf__notice(GF_LOG_INFO, "gf_device_open: chose %s; passed over %s", gf_backend_name(order[i]), note);
             }
             return GF_OK;
         }
@@ -3946,18 +4055,53 @@ static gf_result gf__stub_launch(gf_stream *s, gf_kernel *k, const gf_launch_dim
     return gf__stub_push(s, it);
 }
 
-static const gf__backend gf__stub_table = {
-    GF_BACKEND_STUB, "stub",
-    gf__stub_load, gf__stub_device_count, gf__stub_device_open, gf__stub_device_close, gf__stub_memory_info,
-    gf__stub_buffer_alloc, gf__stub_buffer_free, NULL, NULL, gf__stub_host_alloc, gf__stub_host_free,
-    gf__stub_stream_create, gf__stub_stream_destroy, gf__stub_stream_synchronize, gf__stub_stream_query,
-    gf__stub_copy, gf__stub_fill, gf__stub_prefetch, gf__stub_host_callback,
-    gf__stub_event_create, gf__stub_event_destroy, gf__stub_event_record, gf__stub_stream_wait_event,
-    gf__stub_event_synchronize, gf__stub_event_query, gf__stub_event_elapsed_ms,
-    gf__stub_module_load, gf__stub_module_unload, gf__stub_kernel_get, gf__stub_launch,
-    NULL, NULL, NULL, NULL, NULL
-};
-static const gf__backend *gf__stub_backend(void) { return &gf__stub_table; }
+/* Stream-ordered allocation and graphs stay NULL: the core's cache and recorded replay. */
+static void gf__stub_fill_table(gf__backend *t) {
+    t->kind = GF_BACKEND_STUB;
+    t->name = "stub";
+    t->load = gf__stub_load;
+    t->device_count = gf__stub_device_count;
+    t->device_open = gf__stub_device_open;
+    t->device_close = gf__stub_device_close;
+    t->memory_info = gf__stub_memory_info;
+    t->buffer_alloc = gf__stub_buffer_alloc;
+    t->buffer_free = gf__stub_buffer_free;
+    t->host_alloc = gf__stub_host_alloc;
+    t->host_free = gf__stub_host_free;
+    t->stream_create = gf__stub_stream_create;
+    t->stream_destroy = gf__stub_stream_destroy;
+    t->stream_synchronize = gf__stub_stream_synchronize;
+    t->stream_query = gf__stub_stream_query;
+    t->copy = gf__stub_copy;
+    t->fill = gf__stub_fill;
+    t->prefetch = gf__stub_prefetch;
+    t->host_callback = gf__stub_host_callback;
+    t->event_create = gf__stub_event_create;
+    t->event_destroy = gf__stub_event_destroy;
+    t->event_record = gf__stub_event_record;
+    t->stream_wait_event = gf__stub_stream_wait_event;
+    t->event_synchronize = gf__stub_event_synchronize;
+    t->event_query = gf__stub_event_query;
+    t->event_elapsed_ms = gf__stub_event_elapsed_ms;
+    t->module_load = gf__stub_module_load;
+    t->module_unload = gf__stub_module_unload;
+    t->kernel_get = gf__stub_kernel_get;
+    t->launch = gf__stub_launch;
+}
+static gf__backend gf__stub_table;
+static const gf__backend *gf__stub_backend(void) { return gf__backend_once(&gf__stub_table, gf__stub_fill_table); }
+
+/* One macro per backend: GPUFLOW_CUDA / _HIP / _OPENCL with the implementation pulls in the
+   backend's header from this file's own directory (including it yourself as well is fine). */
+#ifdef GPUFLOW_CUDA
+#  include "gpuflow_cuda.h"
+#endif
+#ifdef GPUFLOW_HIP
+#  include "gpuflow_hip.h"
+#endif
+#ifdef GPUFLOW_OPENCL
+#  include "gpuflow_opencl.h"
+#endif
 
 #endif /* GPUFLOW_IMPLEMENTATION */
 

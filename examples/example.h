@@ -82,7 +82,7 @@ static inline gf_module_desc example_module_desc(void) {
         "$L__BB0_2:\n"
         "\tret;\n"
         "}\n";
-    static const gf_stub_kernel stub_kernels[] = { { "scale", example_scale } };
+    static const gf_stub_kernel stub_kernels[] = { { "scale", example_scale, 4 } };
     gf_module_desc d;
     memset(&d, 0, sizeof d);
     d.ptx = example_ptx;

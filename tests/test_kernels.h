@@ -34,9 +34,9 @@ static void tk_stub_empty(const gf_kernel_ctx *ctx, void *const *args)
     (void)ctx; (void)args;
 }
 static const gf_stub_kernel tk_stub_kernels[] = {
-    { "fill_u32", tk_stub_fill_u32 },
-    { "add_u32", tk_stub_add_u32 },
-    { "empty", tk_stub_empty },
+    { "fill_u32", tk_stub_fill_u32, 3 },
+    { "add_u32", tk_stub_add_u32, 3 },
+    { "empty", tk_stub_empty, 0 },
 };
 
 static const char tk_opencl_source[] =
