@@ -743,6 +743,8 @@ struct gf_device {
     int profiling;                  /* atomic: operations are being timed */
     gf__waiter *waiter;
     gf__alloc_cache *cache;         /* stream-ordered allocator where the driver has none */
+    gf__mutex stage_lock;           /* stage_idle, stage_idle_bytes: host callbacks take it too */
+    struct gf__stage *stage_idle; size_t stage_idle_bytes;
 };
 
 struct gf_buffer {
@@ -912,6 +914,10 @@ struct gf__backend {
     gf_result (*graph_launch)(gf_graph *g, gf_stream *s);
     gf_result (*graph_update)(gf_graph *target, gf_graph *from);/* shape mismatch: INVALID_ARGUMENT */
     void      (*graph_destroy)(gf_graph *g);
+
+    /* NULL: the driver copies from any host memory asynchronously. Else: whether p is pinned;
+       the core stages copies from other host memory (see "staged copies"). */
+    int       (*host_pinned)(gf_device *dev, const void *p);
 };
 
 /* The slots every backend fills; the others may stay NULL, with the meaning given above. */
@@ -1099,6 +1105,7 @@ static void gf__cache_trim(gf_device *dev);
 static void gf__profiler_free(gf_device *dev);
 
 static void gf__graph_release(gf_graph *g);
+static void gf__stages_free(gf_device *dev, struct gf__stage *st);
 
 static void gf__device_free(gf_device *dev) {
     int i;
@@ -1108,6 +1115,8 @@ static void gf__device_free(gf_device *dev) {
     }
     if (dev->sync_stream) gf__stream_free(dev->sync_stream);
     if (dev->events) gf_event_pool_destroy(dev->events);
+    gf__stages_free(dev, dev->stage_idle);   /* every stream drained: no callback holds one */
+    gf__mutex_destroy(&dev->stage_lock);
     if (dev->native) dev->be->device_close(dev);
     gf__cond_destroy(&dev->released);
     gf__mutex_destroy(&dev->lock);
@@ -1134,6 +1143,7 @@ static gf_result gf__device_open_on(gf_backend b, int index, gf_device **out) {
     dev->index = index;
     gf__mutex_init(&dev->lock);
     gf__cond_init(&dev->released);
+    gf__mutex_init(&dev->stage_lock);
     if ((r = be->device_open(dev, index)) != GF_OK) { dev->native = NULL; gf__device_free(dev); return r; }
     dev->info.backend = b;
     if ((r = gf_event_pool_create(dev, NULL, &dev->events)) != GF_OK ||
@@ -1300,6 +1310,113 @@ static void gf__capture_forget(gf_stream *s, gf_buffer *buf) {   /* the buffer i
     gf__unlock(&s->dev->lock);
 }
 
+/* ---- staged copies: pageable host memory on drivers that would block ------------------------ */
+/* CUDA and HIP run a copy to or from pageable (malloc'd) memory synchronously with the host: a
+   D2H into it waits for all earlier work on the stream. gpuflow's copies are asynchronous on
+   every backend, so where the backend says so (host_pinned), a copy outside a capture from
+   memory that is not pinned goes through a pinned stage: an H2D reads the source into the
+   stage at once (the caller may reuse it on return, as with the driver) and copies from
+   there; a D2H copies into the stage, and a host callback moves the bytes to the destination
+   in stream order, before any later work on the stream. Stages are recycled per device; the
+   callback touches only host memory and a mutex (CUDA forbids driver calls there). A capture
+   keeps the direct copy: the driver records it as a graph node and replays it without
+   blocking. */
+typedef struct gf__stage {
+    struct gf__stage *next;
+    gf_device *dev;
+    void *pinned; size_t cap;
+    void *dst; size_t bytes;                     /* D2H: where the callback puts the bytes */
+} gf__stage;
+#define GF__STAGE_IDLE_KEEP ((size_t)64 << 20)   /* idle staging memory kept for reuse */
+
+/* Powers of two from 64 KiB, then whole MiB: few distinct sizes, so stages get reused. */
+static size_t gf__stage_size(size_t bytes) {
+    size_t cap = (size_t)64 << 10, mib = (size_t)1 << 20;
+    if (bytes > 16 * mib) return (bytes + mib - 1) & ~(mib - 1);
+    while (cap < bytes) cap *= 2;
+    return cap;
+}
+
+static void gf__stages_free(gf_device *dev, gf__stage *st) {   /* never from a callback */
+    while (st) {
+        gf__stage *next = st->next;
+        dev->be->host_free(dev, st->pinned);
+        GPUFLOW_FREE(st);
+        st = next;
+    }
+}
+
+static gf_result gf__stage_get(gf_device *dev, size_t bytes, gf__stage **out) {
+    gf__stage **link, *st = NULL, *idle = NULL;
+    size_t cap = gf__stage_size(bytes);
+    gf_result r;
+    gf__lock(&dev->stage_lock);
+    for (link = &dev->stage_idle; *link; link = &(*link)->next)
+        if ((*link)->cap >= cap && (*link)->cap <= cap + cap / 4) {
+            st = *link;
+            *link = st->next;
+            dev->stage_idle_bytes -= st->cap;
+            break;
+        }
+    if (dev->stage_idle_bytes > GF__STAGE_IDLE_KEEP) {   /* too much idle: give it all back */
+        idle = dev->stage_idle;
+        dev->stage_idle = NULL;
+        dev->stage_idle_bytes = 0;
+    }
+    gf__unlock(&dev->stage_lock);
+    gf__stages_free(dev, idle);
+    if (!st) {
+        if (!(st = (gf__stage *)gf__alloc(sizeof *st))) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gpuflow: out of host memory for a staging buffer");
+        if ((r = dev->be->host_alloc(dev, cap, &st->pinned)) != GF_OK) { GPUFLOW_FREE(st); return r; }
+        st->dev = dev;
+        st->cap = cap;
+    }
+    *out = st;
+    return GF_OK;
+}
+
+/* The stream callback that ends a staged copy (and its error path): host memory only. */
+static void gf__stage_done(void *p) {
+    gf__stage *st = (gf__stage *)p;
+    gf_device *dev = st->dev;
+    if (st->dst) memcpy(st->dst, st->pinned, st->bytes);
+    gf__lock(&dev->stage_lock);
+    st->next = dev->stage_idle;
+    dev->stage_idle = st;
+    dev->stage_idle_bytes += st->cap;
+    gf__unlock(&dev->stage_lock);
+}
+
+static gf_result gf__copy_staged(gf_stream *s, const gf__copy *c) {
+    const gf__backend *be = s->dev->be;
+    gf__copy through = *c;
+    gf__stage *st = NULL;
+    gf_result r;
+    if ((r = gf__stage_get(s->dev, c->bytes, &st)) != GF_OK) return r;
+    st->bytes = c->bytes;
+    st->dst = c->kind == GF__COPY_D2H ? c->host : NULL;
+    if (c->kind == GF__COPY_H2D) memcpy(st->pinned, c->host, c->bytes);
+    through.host = st->pinned;
+    if ((r = be->copy(s, &through)) != GF_OK) {
+        st->dst = NULL;
+        gf__stage_done(st);
+        return r;
+    }
+    if ((r = be->host_callback(s, gf__stage_done, st)) == GF_OK) return GF_OK;
+    /* The copy is queued but nothing will hand the stage back: finish it here, or, if the
+       stream cannot be waited for, leave the stage to the device (it may still write it). */
+    if (be->stream_synchronize(s) != GF_OK) return r;
+    gf__stage_done(st);
+    return GF_OK;
+}
+
+static gf_result gf__copy_exec(gf_stream *s, const gf__copy *c) {
+    const gf__backend *be = s->dev->be;
+    if (be->host_pinned && c->kind != GF__COPY_D2D && !s->capture && !be->host_pinned(s->dev, c->host))
+        return gf__copy_staged(s, c);
+    return be->copy(s, c);
+}
+
 /* ---- commands: every operation on a stream is one gf__cmd ----------------------------------- */
 typedef struct gf__callback_ctx { gf_callback fn; void *user; gf_stream *s; int kept; } gf__callback_ctx;
 
@@ -1318,7 +1435,7 @@ static int gf__keep_block(gf_graph *g, void *block);
 static gf_result gf__exec(gf_stream *s, const gf__cmd *c, gf_graph *owner) {
     const gf__backend *be = s->dev->be;
     switch (c->kind) {
-    case GF__CMD_COPY: return be->copy(s, &c->copy);
+    case GF__CMD_COPY: return gf__copy_exec(s, &c->copy);
     case GF__CMD_FILL: return be->fill(s, c->buf, c->offset, c->value, c->bytes);
     case GF__CMD_PREFETCH: return be->prefetch(s, c->buf, c->to_device);
     case GF__CMD_LAUNCH: return be->launch(s, c->kernel, &c->dims, c->args, c->arg_count);

@@ -981,7 +981,8 @@ static const gf__backend gf__cuda_table = {
     gf__cuda_event_synchronize, gf__cuda_event_query, gf__cuda_event_elapsed_ms,
     gf__cuda_module_load, gf__cuda_module_unload, gf__cuda_kernel_get, gf__cuda_launch,
     gf__cuda_capture_begin, gf__cuda_capture_end, gf__cuda_graph_launch, gf__cuda_graph_update,
-    gf__cuda_graph_destroy
+    gf__cuda_graph_destroy,
+    NULL
 };
 
 static const gf__backend *gf__cuda_backend(void) { return &gf__cuda_table; }

@@ -944,7 +944,8 @@ static const gf__backend gf__hip_table = {
     gf__hip_event_synchronize, gf__hip_event_query, gf__hip_event_elapsed_ms,
     gf__hip_module_load, gf__hip_module_unload, gf__hip_kernel_get, gf__hip_launch,
     gf__hip_capture_begin, gf__hip_capture_end, gf__hip_graph_launch, gf__hip_graph_update,
-    gf__hip_graph_destroy
+    gf__hip_graph_destroy,
+    NULL
 };
 
 static const gf__backend *gf__hip_backend(void) { return &gf__hip_table; }

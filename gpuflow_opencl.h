@@ -1005,7 +1005,8 @@ static const gf__backend gf__cl_backend_table = {
     gf__cl_event_create, gf__cl_event_destroy, gf__cl_event_record, gf__cl_stream_wait_event,
     gf__cl_event_synchronize, gf__cl_event_query, gf__cl_event_elapsed_ms,
     gf__cl_module_load, gf__cl_module_unload, gf__cl_kernel_get, gf__cl_launch,
-    NULL, NULL, NULL, NULL, NULL    /* graphs: the core's recorded replay */
+    NULL, NULL, NULL, NULL, NULL,   /* graphs: the core's recorded replay */
+    NULL
 };
 
 static const gf__backend *gf__opencl_backend(void) { return &gf__cl_backend_table; }
