@@ -176,6 +176,8 @@ typedef struct gf_device_info {
     int    managed_memory;        /* gf_buffer_create_managed works */
     int    async_alloc;           /* stream-ordered allocation is the driver's own pool */
     int    spirv;                 /* gf_module_desc.spirv is accepted */
+    size_t max_kernel_args_bytes; /* a launch's arguments together (CUDA's parameter space,
+                                     CL_DEVICE_MAX_PARAMETER_SIZE); larger ones are refused */
     char   note[256];             /* for GF_BACKEND_AUTO: why other backends were passed over */
 } gf_device_info;
 
@@ -405,6 +407,9 @@ GPUFLOW_API gf_result gf_profiler_write_trace(gf_device *dev, const char *path);
 #  define GPUFLOW_IMPL
 #endif
 
+/* ---- defaults: every default the library applies, in one place ----------------------------- */
+#define GF__DEFAULT_KERNEL_ARGS_BYTES 4096   /* CUDA's classic parameter space; backends may say more */
+
 /* ---- platform: threads, locks, atomics, clocks, dynamic libraries ----------------------- */
 #if defined(_WIN32)
 #  ifndef WIN32_LEAN_AND_MEAN
@@ -571,6 +576,7 @@ static void gf__log_lock_release(void)    { pthread_mutex_unlock(&gf__log_lock);
 /* Every failure sets this thread's detail text and goes to the process-wide logger. Success
    never touches the text, so gf_last_error() keeps describing the last failure. */
 static GF__THREAD_LOCAL char gf__error_text[1024];
+static GF__THREAD_LOCAL unsigned gf__error_serial;   /* bumped by every failure on this thread */
 static gf_log_fn gf__log_fn;
 static void *gf__log_user;
 
@@ -611,8 +617,19 @@ static gf_result gf__fail(gf_result code, const char *fmt, ...) {
     vsnprintf(text, sizeof text, fmt, ap);   /* the arguments may read gf__error_text itself */
     va_end(ap);
     memcpy(gf__error_text, text, sizeof text);
+    gf__error_serial++;
     gf__log_text(gf__level_of(code), code, text);
     return code;
+}
+
+/* A user function (flow task, capture function) returned r: fail with what (a context
+   prefix) and the function's own message, or say that it gave none. serial: gf__error_serial
+   before the call. */
+static gf_result gf__fail_user(gf_result r, unsigned serial, const char *what) {
+    if (r >= 0) r = GF_ERROR_INVALID_STATE;   /* only failures reach here; a positive code is no answer */
+    if (gf__error_serial == serial)
+        return gf__fail(r, "%s returned %s without a message", what, gf_result_name(r));
+    return gf__fail(r, "%s failed: %s", what, gf__error_text);
 }
 
 /* A notice: logged, never stored as an error (AUTO passing a backend over, a priority the
@@ -796,6 +813,7 @@ struct gf_event {
     unsigned flags;
     void *native;
     int recorded;                   /* atomic */
+    gf__spin lock;                  /* a record (driver call and the fields below) against readers */
     gf_stream *stream;              /* where it was last recorded */
     gf_event_pool *pool; int in_pool;
     uint64_t capture_id;            /* recorded inside this capture (0: none) */
@@ -804,12 +822,28 @@ struct gf_event {
     int waits;                      /* atomic: pending gf_event_on_complete waits on it */
 };
 
+/* What a wait needs to know of an event's latest record, read under the event's lock. */
+typedef struct gf__record_info { int recorded; gf_stream *stream; uint64_t capture_id, trace_id; int capture_pos; } gf__record_info;
+static gf__record_info gf__event_latest(gf_event *ev) {
+    gf__record_info info;
+    gf__spin_lock(&ev->lock);
+    info.recorded = gf__atomic_load_int(&ev->recorded);
+    info.stream = ev->stream;
+    info.capture_id = ev->capture_id;
+    info.trace_id = ev->trace_id;
+    info.capture_pos = ev->capture_pos;
+    gf__spin_unlock(&ev->lock);
+    return info;
+}
+
+
 struct gf_kernel {
     uint32_t type;
     gf_module *mod;
     char name[128];
     void *native;                   /* CUfunction, cl_kernel, ... */
     void (*stub_fn)(const gf_kernel_ctx *, void *const *);
+    int param_count;                /* arguments a launch must pass; 0: unknown, not checked */
     gf__mutex lock;                 /* OpenCL: clSetKernelArg + enqueue must not interleave */
     gf_kernel *next;
 };
@@ -1146,6 +1180,7 @@ static gf_result gf__device_open_on(gf_backend b, int index, gf_device **out) {
     gf__mutex_init(&dev->stage_lock);
     if ((r = be->device_open(dev, index)) != GF_OK) { dev->native = NULL; gf__device_free(dev); return r; }
     dev->info.backend = b;
+    if (!dev->info.max_kernel_args_bytes) dev->info.max_kernel_args_bytes = GF__DEFAULT_KERNEL_ARGS_BYTES;
     if ((r = gf_event_pool_create(dev, NULL, &dev->events)) != GF_OK ||
         (r = gf__stream_new(dev, "gpuflow/sync", GF_PRIORITY_NORMAL, 1, &dev->sync_stream)) != GF_OK) {
         gf__device_free(dev);
@@ -1233,45 +1268,46 @@ GPUFLOW_IMPL gf_result gf_device_memory_info(gf_device *dev, size_t *free_bytes,
     return GF_OK;
 }
 
-/* Snapshot of the device's streams, so syncing does not hold the device lock; each holds a
-   reference that keeps a concurrent gf_stream_destroy waiting until it is dropped. */
-static gf_stream **gf__device_streams(gf_device *dev, int *count) {
-    gf_stream **list;
-    int i;
-    gf__lock(&dev->lock);
-    *count = dev->stream_count;
-    list = (gf_stream **)GPUFLOW_MALLOC(sizeof *list * (size_t)(dev->stream_count ? dev->stream_count : 1));
-    if (list) for (i = 0; i < dev->stream_count; i++) { list[i] = dev->streams[i]; list[i]->sync_refs++; }
-    gf__unlock(&dev->lock);
-    return list;
-}
-static void gf__device_streams_drop(gf_device *dev, gf_stream **list, int count) {
-    int i;
-    gf__lock(&dev->lock);
-    for (i = 0; i < count; i++) list[i]->sync_refs--;
-    gf__cond_broadcast(&dev->released);
-    gf__unlock(&dev->lock);
-    GPUFLOW_FREE(list);
+/* Waits for every stream the device had when the call began, one at a time in id order, and
+   allocates nothing: the destroys that wait here must not fail for want of memory. A stream
+   is held by a sync reference while it is waited for, so a concurrent gf_stream_destroy waits
+   for us rather than freeing it. A driver that is capturing a stream refuses to wait for it;
+   a recording leaves the stream itself running what came before the capture, so that is
+   waited for. */
+GPUFLOW_IMPL gf_result gf_device_synchronize(gf_device *dev) {
+    uint64_t after = 0, last;
+    gf_result r = GF_OK;
+    GF__CHECK(dev, GF__T_DEVICE);
+    last = gf__atomic_load(&dev->next_id);
+    for (;;) {
+        gf_stream *next = NULL;
+        int i, native_capture = 0;
+        gf_result ri;
+        gf__lock(&dev->lock);
+        for (i = 0; i < dev->stream_count; i++) {
+            gf_stream *c = dev->streams[i];
+            if (c->id > after && c->id <= last && (!next || c->id < next->id)) next = c;
+        }
+        if (next) { next->sync_refs++; native_capture = next->capture != NULL && next->capture->native; }
+        gf__unlock(&dev->lock);
+        if (!next) break;
+        after = next->id;
+        if (!native_capture && (ri = gf__stream_sync(next)) != GF_OK && r == GF_OK) r = ri;
+        gf__lock(&dev->lock);
+        next->sync_refs--;
+        gf__cond_broadcast(&dev->released);
+        gf__unlock(&dev->lock);
+    }
+    return r;
 }
 
-GPUFLOW_IMPL gf_result gf_device_synchronize(gf_device *dev) {
-    gf_stream **list;
-    gf_result r = GF_OK;
-    int n, i;
-    GF__CHECK(dev, GF__T_DEVICE);
-    if (!(list = gf__device_streams(dev, &n))) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_device_synchronize: out of host memory");
-    for (i = 0; i < n; i++) {
-        int native_capture;
-        gf_result ri;
-        /* A driver that is capturing a stream refuses to wait for it; a recording leaves the
-           stream itself running what came before the capture, so that is waited for. */
-        gf__lock(&dev->lock);
-        native_capture = list[i]->capture != NULL && list[i]->capture->native;
-        gf__unlock(&dev->lock);
-        if (!native_capture && (ri = gf__stream_sync(list[i])) != GF_OK && r == GF_OK) r = ri;
-    }
-    gf__device_streams_drop(dev, list, n);
-    return r;
+/* A destroy that must first wait for queued work: if the wait fails, the object is kept (and
+   the failure reported), never freed under work that may still touch it. */
+static gf_result gf__settle_for_destroy(gf_device *dev, const char *fn, const char *what) {
+    gf_result r = gf_device_synchronize(dev);
+    if (r != GF_OK)
+        return gf__fail(r, "%s: waiting for the device failed, so the %s was kept (queued work may still use it): %s", fn, what, gf__error_text);
+    return GF_OK;
 }
 
 /* ---- captures in progress ----------------------------------------------------------------- */
@@ -1281,10 +1317,11 @@ static gf__capture *gf__capture_find(gf_device *dev, uint64_t id) {  /* dev->loc
     return NULL;
 }
 static int gf__event_in_capture(gf_event *ev) {
+    uint64_t id = gf__event_latest(ev).capture_id;
     int live;
-    if (!ev->capture_id) return 0;
+    if (!id) return 0;
     gf__lock(&ev->dev->lock);
-    live = gf__capture_find(ev->dev, ev->capture_id) != NULL;
+    live = gf__capture_find(ev->dev, id) != NULL;
     gf__unlock(&ev->dev->lock);
     return live;
 }
@@ -1671,7 +1708,7 @@ GPUFLOW_IMPL void gf_buffer_destroy(gf_buffer *buf) {
         gf__fail(GF_ERROR_CAPTURE, "gf_buffer_destroy: a capture in progress uses the buffer");
         return;
     }
-    gf_device_synchronize(buf->dev);
+    if (gf__settle_for_destroy(buf->dev, __func__, "buffer") != GF_OK) return;
     gf__buffer_free(buf);
 }
 
@@ -1815,24 +1852,30 @@ GPUFLOW_IMPL void gf_event_destroy(gf_event *ev) {
     gf__event_free(ev);
 }
 
-/* Records ev on s (s->lock held): the core's bookkeeping, then the driver's record. */
+/* Records ev on s (s->lock held): the driver's record and the core's bookkeeping together,
+   under the event's lock, so two threads recording one event leave the fields describing the
+   record the driver kept. */
 static gf_result gf__event_record_locked(gf_event *ev, gf_stream *s) {
     gf_result r = GF_OK;
+    uint64_t capture_id = 0;
+    int capture_pos = 0;
     if (s->capture) {
-        gf__capture *c = s->capture;
-        if (c->native && (r = s->dev->be->event_record(ev, s)) != GF_OK) return r;
         gf__lock(&s->dev->lock);
-        ev->capture_id = c->id;
-        ev->capture_pos = s->capture_ops;
+        capture_id = s->capture->id;
+        capture_pos = s->capture_ops;
         gf__unlock(&s->dev->lock);
-    } else {
-        if ((r = s->dev->be->event_record(ev, s)) != GF_OK) return r;
-        ev->capture_id = 0;
-        ev->trace_id = s->last_trace_id;
     }
-    gf__atomic_store_int(&ev->recorded, 1);
-    ev->stream = s;
-    return GF_OK;
+    gf__spin_lock(&ev->lock);
+    if (!s->capture || s->capture->native) r = s->dev->be->event_record(ev, s);
+    if (r == GF_OK) {
+        ev->capture_id = capture_id;
+        ev->capture_pos = capture_pos;
+        if (!capture_id) ev->trace_id = s->last_trace_id;
+        ev->stream = s;
+        gf__atomic_store_int(&ev->recorded, 1);
+    }
+    gf__spin_unlock(&ev->lock);
+    return r;
 }
 
 GPUFLOW_IMPL gf_result gf_event_record(gf_event *ev, gf_stream *s) {
@@ -1852,9 +1895,10 @@ static gf_result gf__wait_locked(gf_stream *s, gf_event *ev) {
     gf_device *dev = s->dev;
     gf__capture *c;
     gf_result r = GF_OK;
-    if (!gf__atomic_load_int(&ev->recorded)) return GF_OK;   /* as in CUDA: a never-recorded event is complete */
+    gf__record_info rec = gf__event_latest(ev);
+    if (!rec.recorded) return GF_OK;   /* as in CUDA: a never-recorded event is complete */
     gf__lock(&dev->lock);
-    c = ev->capture_id ? gf__capture_find(dev, ev->capture_id) : NULL;
+    c = rec.capture_id ? gf__capture_find(dev, rec.capture_id) : NULL;
     if (!c && s->capture) {
         gf__unlock(&dev->lock);
         return gf__fail(GF_ERROR_CAPTURE, "gf_stream_wait_event: stream '%s' is capturing and the event was not recorded in its capture", s->label);
@@ -1873,8 +1917,8 @@ static gf_result gf__wait_locked(gf_stream *s, gf_event *ev) {
             s->capture = c;
             s->capture_ops = 0;
             s->capture_joined = 0;
-        } else if (ev->stream != s && ev->stream->capture_joined < ev->capture_pos) {
-            ev->stream->capture_joined = ev->capture_pos;   /* join: ev->stream's work so far is covered */
+        } else if (rec.stream != s && rec.stream->capture_joined < rec.capture_pos) {
+            rec.stream->capture_joined = rec.capture_pos;   /* join: the recording stream's work so far is covered */
         }
         s->capture_ops++;
         gf__unlock(&dev->lock);
@@ -1882,9 +1926,9 @@ static gf_result gf__wait_locked(gf_stream *s, gf_event *ev) {
     }
     gf__unlock(&dev->lock);
     {
-        int rec = ev->stream != s ? gf__prof_begin(s, GF_OP_WAIT, NULL, 0, ev->trace_id) : -1;
+        int prof = rec.stream != s ? gf__prof_begin(s, GF_OP_WAIT, NULL, 0, rec.trace_id) : -1;
         r = dev->be->stream_wait_event(s, ev);
-        gf__prof_end(s, rec, r);
+        gf__prof_end(s, prof, r);
     }
     return r;
 }
@@ -2024,8 +2068,10 @@ static gf_result gf__event_pool_take(gf_event_pool *pool, unsigned flags, gf_eve
     if (pool->free_count[k] == 0 && (r = gf__event_pool_grow(pool, k, 1)) != GF_OK) { gf__spin_unlock(&pool->lock); return r; }
     ev = pool->free_list[k][--pool->free_count[k]];
     ev->in_pool = 0;
+    gf__spin_lock(&ev->lock);   /* a fresh event: nothing recorded (no other thread holds it) */
     gf__atomic_store_int(&ev->recorded, 0);
     ev->capture_id = 0;
+    gf__spin_unlock(&ev->lock);
     pool->in_use++;
     gf__spin_unlock(&pool->lock);
     *out = ev;
@@ -2978,8 +3024,14 @@ static gf_result gf__flow_enqueue(gf_flow *flow, const gf__flow_plan *p, gf_stre
             int pr = p->preds[p->pred_first[t] + k];
             if (lanes[p->lane[pr]] != s) r = gf_stream_wait_event(s, done[pr]);
         }
-        if (r == GF_OK && (r = flow->tasks[t].fn(s, flow->tasks[t].user)) != GF_OK)
-            r = gf__fail(r, "gf_flow: task '%s' of flow '%s' failed: %s", flow->tasks[t].name, flow->label, gf_last_error());
+        if (r == GF_OK) {
+            unsigned serial = gf__error_serial;
+            if ((r = flow->tasks[t].fn(s, flow->tasks[t].user)) != GF_OK) {
+                char what[160];
+                snprintf(what, sizeof what, "gf_flow: task '%s' of flow '%s'", flow->tasks[t].name, flow->label);
+                r = gf__fail_user(r, serial, what);
+            }
+        }
         if (r == GF_OK && p->signals[t] && (r = gf__event_pool_take(flow->dev->events, 0, &done[t])) == GF_OK)
             r = gf_event_record(done[t], s);
     }
@@ -3120,9 +3172,8 @@ static void gf__cmds_free(gf__cmd *cmds, int count) {
     GPUFLOW_FREE(cmds);
 }
 
-static void gf__graph_release(gf_graph *g) {   /* back to a shell of its device */
+static void gf__graph_release(gf_graph *g) {   /* back to a shell of its device; nothing runs it */
     int i;
-    if (g->launched && (g->owned_count || g->block_count)) gf_device_synchronize(g->dev);   /* replays may use them */
     if (g->native && g->dev->be->graph_destroy) g->dev->be->graph_destroy(g);
     gf__cmds_free(g->cmds, g->cmd_count);
     for (i = 0; i < g->owned_count; i++) { g->owned[i]->graph_owner = NULL; gf__buffer_free(g->owned[i]); }
@@ -3395,10 +3446,20 @@ GPUFLOW_IMPL gf_result gf_graph_capture(gf_stream *s, int warmup_runs, gf_captur
     *out = NULL;
     if (!fn) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_graph_capture: fn is NULL");
     if (warmup_runs < 0) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_graph_capture: warmup_runs %d is negative", warmup_runs);
-    for (i = 0; i < warmup_runs; i++) if ((r = fn(s, user)) != GF_OK) return r;
+    for (i = 0; i < warmup_runs; i++) {
+        unsigned serial = gf__error_serial;
+        if ((r = fn(s, user)) != GF_OK) return gf__fail_user(r, serial, "gf_graph_capture: the capture function (warm-up run)");
+    }
     if (warmup_runs && (r = gf_stream_synchronize(s)) != GF_OK) return r;
     if ((r = gf_stream_begin_capture(s, GF_CAPTURE_GLOBAL)) != GF_OK) return r;
-    if ((r = fn(s, user)) != GF_OK) { gf__capture_abandon(s); return r; }
+    {
+        unsigned serial = gf__error_serial;
+        if ((r = fn(s, user)) != GF_OK) {
+            r = gf__fail_user(r, serial, "gf_graph_capture: the capture function");
+            gf__capture_abandon(s);
+            return r;
+        }
+    }
     return gf_stream_end_capture(s, out);
 }
 
@@ -3413,6 +3474,9 @@ GPUFLOW_IMPL gf_result gf_graph_get_info(gf_graph *g, gf_graph_info *out) {
 
 GPUFLOW_IMPL void gf_graph_destroy(gf_graph *g) {
     GF__CHECK_VOID(g, GF__T_GRAPH);
+    /* launched replays may still use the memory and callback contexts the graph owns */
+    if (gf__atomic_load_int(&g->launched) && (g->owned_count || g->block_count) &&
+        gf__settle_for_destroy(g->dev, __func__, "graph") != GF_OK) return;
     gf__graph_release(g);
 }
 
@@ -3472,7 +3536,7 @@ GPUFLOW_IMPL gf_result gf_kernel_get(gf_module *mod, const char *name, gf_kernel
 GPUFLOW_IMPL void gf_module_destroy(gf_module *mod) {
     gf_kernel *k, *next;
     GF__CHECK_VOID(mod, GF__T_MODULE);
-    gf_device_synchronize(mod->dev);
+    if (gf__settle_for_destroy(mod->dev, __func__, "module") != GF_OK) return;
     mod->dev->be->module_unload(mod);   /* may still read the kernels' native handles */
     for (k = mod->kernels; k; k = next) {
         next = k->next;
@@ -3487,15 +3551,20 @@ GPUFLOW_IMPL void gf_module_destroy(gf_module *mod) {
 
 GPUFLOW_IMPL gf_result gf_launch(gf_stream *s, gf_kernel *k, gf_launch_dims dims, const gf_arg *args, int count) {
     gf__cmd c;
+    size_t limit, total = 0;
     int i;
     GF__CHECK(s, GF__T_STREAM);
     GF__CHECK(k, GF__T_KERNEL);
     GF__SAME_DEVICE(s->dev, k->mod->dev);
+    limit = s->dev->info.max_kernel_args_bytes;
     for (i = 0; i < 3; i++)
         if (dims.grid[i] == 0 || dims.block[i] == 0)
             return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_launch: grid and block sizes must be >= 1 in every dimension (use 1 for unused ones)");
     if (count < 0 || (count > 0 && !args)) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_launch: %d arguments but args is %s", count, args ? "set" : "NULL");
+    if (k->param_count && count != k->param_count)
+        return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_launch: kernel '%s' takes %d arguments; %d were given", k->name, k->param_count, count);
     for (i = 0; i < count; i++) {
+        size_t bytes = args[i].buffer ? sizeof(uint64_t) : args[i].size;
         if (args[i].buffer) {
             if (!gf__is(args[i].buffer, GF__T_BUFFER))
                 return gf__fail(GF_ERROR_INVALID_HANDLE, "gf_launch: args[%d].buffer is not a live gf_buffer", i);
@@ -3503,6 +3572,10 @@ GPUFLOW_IMPL gf_result gf_launch(gf_stream *s, gf_kernel *k, gf_launch_dims dims
         } else if (!args[i].value || args[i].size == 0) {
             return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_launch: args[%d] has neither a buffer nor a value", i);
         }
+        if (bytes > limit - total)   /* no driver takes more; the sum cannot wrap */
+            return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_launch: args[%d] (%llu bytes) takes the arguments past the %s device's limit of %llu bytes",
+                            i, (unsigned long long)bytes, s->dev->be->name, (unsigned long long)limit);
+        total += bytes;
     }
     memset(&c, 0, sizeof c);
     c.kind = GF__CMD_LAUNCH; c.kernel = k; c.dims = dims; c.args = args; c.arg_count = count;
@@ -3905,8 +3978,12 @@ static gf_result gf__stub_memory_info(gf_device *dev, size_t *free_bytes, size_t
 
 static gf_result gf__stub_buffer_alloc(gf_buffer *buf) {
     gf__stub_device *sd = (gf__stub_device *)buf->dev->native;
-    uint64_t before = gf__atomic_add(&sd->allocated, (uint64_t)buf->size);
-    if (before + buf->size > GPUFLOW_STUB_MEMORY || !(buf->host = GPUFLOW_MALLOC(buf->size))) {
+    uint64_t before;
+    if ((uint64_t)buf->size > GPUFLOW_STUB_MEMORY)   /* checked first: a size near SIZE_MAX would wrap the sum */
+        return gf__fail(GF_ERROR_OUT_OF_MEMORY, "stub: cannot allocate %llu bytes (the device has %llu)",
+                        (unsigned long long)buf->size, (unsigned long long)GPUFLOW_STUB_MEMORY);
+    before = gf__atomic_add(&sd->allocated, (uint64_t)buf->size);
+    if (before > GPUFLOW_STUB_MEMORY - (uint64_t)buf->size || !(buf->host = GPUFLOW_MALLOC(buf->size))) {
         gf__atomic_add(&sd->allocated, (uint64_t)0 - (uint64_t)buf->size);
         return gf__fail(GF_ERROR_OUT_OF_MEMORY, "stub: cannot allocate %llu bytes (%llu of %llu in use)", (unsigned long long)buf->size,
                         (unsigned long long)before, (unsigned long long)GPUFLOW_STUB_MEMORY);
@@ -4146,6 +4223,7 @@ static gf_result gf__stub_kernel_get(gf_kernel *k) {
     for (i = 0; i < k->mod->stub_kernel_count; i++)
         if (k->mod->stub_kernels[i].name && !strcmp(k->mod->stub_kernels[i].name, k->name) && k->mod->stub_kernels[i].fn) {
             k->stub_fn = k->mod->stub_kernels[i].fn;
+            k->param_count = k->mod->stub_kernels[i].param_count;
             return GF_OK;
         }
     return gf__fail(GF_ERROR_NOT_FOUND, "stub: the module has no kernel named '%s'", k->name);
