@@ -392,6 +392,10 @@ GPUFLOW_API gf_result gf_profiler_write_trace(gf_device *dev, const char *path);
 #include <stdlib.h>
 #include <string.h>
 
+#if (defined(GPUFLOW_MALLOC) || defined(GPUFLOW_REALLOC) || defined(GPUFLOW_FREE)) && \
+    !(defined(GPUFLOW_MALLOC) && defined(GPUFLOW_REALLOC) && defined(GPUFLOW_FREE))
+#  error "gpuflow: define all three of GPUFLOW_MALLOC, GPUFLOW_REALLOC and GPUFLOW_FREE, or none of them"
+#endif
 #ifndef GPUFLOW_MALLOC
 #  define GPUFLOW_MALLOC(n)     malloc(n)
 #  define GPUFLOW_REALLOC(p, n) realloc((p), (n))
@@ -409,6 +413,7 @@ GPUFLOW_API gf_result gf_profiler_write_trace(gf_device *dev, const char *path);
 
 /* ---- defaults: every default the library applies, in one place ----------------------------- */
 #define GF__DEFAULT_KERNEL_ARGS_BYTES 4096   /* CUDA's classic parameter space; backends may say more */
+#define GF__DEFAULT_CACHE_KEEP ((size_t)64 << 20)   /* freed stream-ordered memory kept for reuse */
 
 /* ---- platform: threads, locks, atomics, clocks, dynamic libraries ----------------------- */
 #if defined(_WIN32)
@@ -740,7 +745,13 @@ typedef struct gf__backend gf__backend;
 typedef struct gf__capture gf__capture;
 typedef struct gf__profiler gf__profiler;
 typedef struct gf__waiter gf__waiter;
-typedef struct gf__alloc_cache gf__alloc_cache;
+typedef struct gf__block { gf_buffer *buf; gf_event *freed; uint64_t stream_id; } gf__block;
+typedef struct gf__alloc_cache {
+    gf__mutex lock;
+    gf__block *blocks; int count, cap;
+    size_t bytes;                   /* cached: the blocks' capacities */
+    size_t keep;                    /* release threshold */
+} gf__alloc_cache;
 
 struct gf_device {
     uint32_t type;
@@ -759,9 +770,11 @@ struct gf_device {
     gf__profiler *profiler;         /* made by the first gf_profiler_enable, kept until close */
     int profiling;                  /* atomic: operations are being timed */
     gf__waiter *waiter;
-    gf__alloc_cache *cache;         /* stream-ordered allocator where the driver has none */
+    gf__alloc_cache cache;          /* stream-ordered allocator where the driver has none */
     gf__mutex stage_lock;           /* stage_idle, stage_idle_bytes: host callbacks take it too */
     struct gf__stage *stage_idle; size_t stage_idle_bytes;
+    gf__spin shell_lock;            /* GPUFLOW_DEBUG: destroyed objects kept until close */
+    void **shells; int shell_count, shell_cap;
 };
 
 struct gf_buffer {
@@ -895,6 +908,30 @@ struct gf__capture {
     gf_buffer **buffers; int buffer_count, buffer_cap;   /* used: sync copies into them refused */
     gf__capture *next;
 };
+
+#ifdef GPUFLOW_DEBUG
+#  define GF__DEBUG_SHELLS 1
+#else
+#  define GF__DEBUG_SHELLS 0
+#endif
+/* Frees a destroyed object. Under GPUFLOW_DEBUG it stays a refused shell (its type tag
+   cleared) until its device closes, so any later use of the handle is
+   GF_ERROR_INVALID_HANDLE rather than a read of freed memory. */
+static void gf__obj_free(gf_device *dev, void *obj) {
+    *(uint32_t *)obj = GF__T_DEAD;
+#ifdef GPUFLOW_DEBUG
+    gf__spin_lock(&dev->shell_lock);
+    if (gf__grow((void **)&dev->shells, &dev->shell_cap, dev->shell_count + 1, sizeof *dev->shells)) {
+        dev->shells[dev->shell_count++] = obj;
+        gf__spin_unlock(&dev->shell_lock);
+        return;
+    }
+    gf__spin_unlock(&dev->shell_lock);   /* no memory to keep it: free it after all */
+#else
+    (void)dev;
+#endif
+    GPUFLOW_FREE(obj);
+}
 
 /* ---- the backend vtable ----------------------------------------------------------------- */
 /* The primitive operations the core is written over. Every function returns GF_OK or a
@@ -1136,19 +1173,23 @@ static void gf__stream_free(gf_stream *s);
 static gf_result gf__stream_sync(gf_stream *s);
 static void gf__waiter_stop(gf_device *dev);
 static void gf__cache_trim(gf_device *dev);
+static void gf__cache_init(gf_device *dev);
+static void gf__cache_release(gf_device *dev, size_t keep, int wait);
 static void gf__profiler_free(gf_device *dev);
 
 static void gf__graph_release(gf_graph *g);
+static void gf__event_pool_free(gf_event_pool *pool);
 static void gf__stages_free(gf_device *dev, struct gf__stage *st);
 
 static void gf__device_free(gf_device *dev) {
     int i;
+    gf__cache_trim(dev);
     for (i = 0; i < dev->graph_count; i++) {   /* graphs are shells the device recycles */
         if (dev->graphs[i]->type == GF__T_GRAPH) gf__graph_release(dev->graphs[i]);
         GPUFLOW_FREE(dev->graphs[i]);
     }
     if (dev->sync_stream) gf__stream_free(dev->sync_stream);
-    if (dev->events) gf_event_pool_destroy(dev->events);
+    if (dev->events) gf__event_pool_free(dev->events);   /* the waiter thread has stopped */
     gf__stages_free(dev, dev->stage_idle);   /* every stream drained: no callback holds one */
     gf__mutex_destroy(&dev->stage_lock);
     if (dev->native) dev->be->device_close(dev);
@@ -1156,6 +1197,8 @@ static void gf__device_free(gf_device *dev) {
     gf__mutex_destroy(&dev->lock);
     GPUFLOW_FREE(dev->streams);
     GPUFLOW_FREE(dev->graphs);
+    for (i = 0; i < dev->shell_count; i++) GPUFLOW_FREE(dev->shells[i]);
+    GPUFLOW_FREE(dev->shells);
     dev->type = GF__T_DEAD;
     GPUFLOW_FREE(dev);
 }
@@ -1178,6 +1221,7 @@ static gf_result gf__device_open_on(gf_backend b, int index, gf_device **out) {
     gf__mutex_init(&dev->lock);
     gf__cond_init(&dev->released);
     gf__mutex_init(&dev->stage_lock);
+    gf__cache_init(dev);
     if ((r = be->device_open(dev, index)) != GF_OK) { dev->native = NULL; gf__device_free(dev); return r; }
     dev->info.backend = b;
     if (!dev->info.max_kernel_args_bytes) dev->info.max_kernel_args_bytes = GF__DEFAULT_KERNEL_ARGS_BYTES;
@@ -1240,7 +1284,6 @@ GPUFLOW_IMPL void gf_device_close(gf_device *dev) {
     gf_device_synchronize(dev);
     gf__waiter_stop(dev);
     gf__profiler_free(dev);
-    gf__cache_trim(dev);
     gf__device_free(dev);
 }
 
@@ -1594,8 +1637,7 @@ static void gf__stream_free(gf_stream *s) {
     gf__stream_sync(s);
     dev->be->stream_destroy(s);
     gf__mutex_destroy(&s->lock);
-    s->type = GF__T_DEAD;
-    GPUFLOW_FREE(s);
+    gf__obj_free(dev, s);
 }
 
 GPUFLOW_IMPL gf_result gf_stream_create(gf_device *dev, const gf_stream_desc *desc, gf_stream **out) {
@@ -1633,13 +1675,43 @@ GPUFLOW_IMPL gf_result gf_stream_synchronize(gf_stream *s) {
     return gf__stream_sync(s);
 }
 
-GPUFLOW_IMPL gf_result gf_stream_query(gf_stream *s) {
+/* Bounded waits poll the driver's query with a backoff from 20 us to 1 ms (never past the
+   deadline), so they work alike on every backend and a frame-budgeted caller gets control
+   back. */
+typedef gf_result (*gf__query_fn)(void *obj);
+static gf_result gf__poll(gf__query_fn query, void *obj, unsigned timeout_ms) {
+    uint64_t deadline = gf__now_ns() + (uint64_t)timeout_ms * 1000000u;
+    unsigned nap = 20;
+    for (;;) {
+        gf_result r = query(obj);
+        uint64_t now;
+        if (r != GF_NOT_READY) return r;
+        if ((now = gf__now_ns()) >= deadline) return GF_TIMEOUT;
+        if ((uint64_t)nap * 1000u > deadline - now) nap = (unsigned)((deadline - now) / 1000u) + 1;
+        gf__sleep_us(nap);
+        if (nap < 1000) nap *= 2;
+    }
+}
+static gf_result gf__stream_query_settled(void *p) {
+    gf_stream *s = (gf_stream *)p;
+    uint64_t seen = gf__atomic_load(&s->submitted);
+    return gf__stream_settle(s, s->dev->be->stream_query(s), seen);
+}
+
+GPUFLOW_IMPL gf_result gf_stream_synchronize_timeout(gf_stream *s, unsigned timeout_ms) {
     gf_result r;
-    uint64_t seen;
     GF__CHECK(s, GF__T_STREAM);
     if ((r = gf__refuse_in_capture(s, __func__)) != GF_OK) return r;
-    seen = gf__atomic_load(&s->submitted);
-    return gf__stream_settle(s, s->dev->be->stream_query(s), seen);
+    if ((r = gf__poll(gf__stream_query_settled, s, timeout_ms)) == GF_TIMEOUT)
+        return gf__fail(GF_TIMEOUT, "gf_stream_synchronize_timeout: stream '%s' still had work after %u ms", s->label, timeout_ms);
+    return r;
+}
+
+GPUFLOW_IMPL gf_result gf_stream_query(gf_stream *s) {
+    gf_result r;
+    GF__CHECK(s, GF__T_STREAM);
+    if ((r = gf__refuse_in_capture(s, __func__)) != GF_OK) return r;
+    return gf__stream_query_settled(s);
 }
 
 GPUFLOW_IMPL gf_result gf_stream_add_callback(gf_stream *s, gf_callback fn, void *user) {
@@ -1693,8 +1765,7 @@ GPUFLOW_IMPL gf_result gf_buffer_create(gf_device *dev, size_t bytes, gf_buffer 
 static void gf__buffer_free(gf_buffer *buf) {
     buf->size = buf->capacity;   /* the backend frees what it allocated */
     buf->dev->be->buffer_free(buf);
-    buf->type = GF__T_DEAD;
-    GPUFLOW_FREE(buf);
+    gf__obj_free(buf->dev, buf);
 }
 
 /* Like cuMemFree, destroying a buffer waits for the device, so no queued work still uses it. */
@@ -1833,8 +1904,7 @@ static gf_result gf__event_new(gf_device *dev, unsigned flags, gf_event **out) {
 }
 static void gf__event_free(gf_event *ev) {
     ev->dev->be->event_destroy(ev);
-    ev->type = GF__T_DEAD;
-    GPUFLOW_FREE(ev);
+    gf__obj_free(ev->dev, ev);
 }
 
 GPUFLOW_IMPL gf_result gf_event_create(gf_device *dev, unsigned flags, gf_event **out) {
@@ -1981,6 +2051,18 @@ GPUFLOW_IMPL gf_result gf_event_synchronize(gf_event *ev) {
     return ev->dev->be->event_synchronize(ev);
 }
 
+static gf_result gf__event_query_backend(void *p) { gf_event *ev = (gf_event *)p; return ev->dev->be->event_query(ev); }
+
+GPUFLOW_IMPL gf_result gf_event_synchronize_timeout(gf_event *ev, unsigned timeout_ms) {
+    gf_result r;
+    GF__CHECK(ev, GF__T_EVENT);
+    if ((r = gf__event_check_wait(__func__, ev)) != GF_OK) return r;
+    if (!gf__atomic_load_int(&ev->recorded)) return GF_OK;
+    if ((r = gf__poll(gf__event_query_backend, ev, timeout_ms)) == GF_TIMEOUT)
+        return gf__fail(GF_TIMEOUT, "gf_event_synchronize_timeout: the event's work had not completed after %u ms", timeout_ms);
+    return r;
+}
+
 GPUFLOW_IMPL gf_result gf_event_query(gf_event *ev) {
     gf_result r;
     GF__CHECK(ev, GF__T_EVENT);
@@ -2053,7 +2135,7 @@ GPUFLOW_IMPL gf_result gf_event_pool_create(gf_device *dev, const gf_event_pool_
     pool->dev = dev;
     if ((r = gf__event_pool_grow(pool, 0, plain ? plain : 16)) != GF_OK ||
         (r = gf__event_pool_grow(pool, 1, timing ? timing : 16)) != GF_OK) {
-        gf_event_pool_destroy(pool);
+        gf__event_pool_free(pool);
         return r;
     }
     *out = pool;
@@ -2121,16 +2203,27 @@ GPUFLOW_IMPL gf_result gf_event_pool_get_stats(gf_event_pool *pool, gf_event_poo
     return GF_OK;
 }
 
-/* Destroys every event the pool made, including those still acquired. */
-GPUFLOW_IMPL void gf_event_pool_destroy(gf_event_pool *pool) {
+static void gf__event_pool_free(gf_event_pool *pool) {
     int i;
-    GF__CHECK_VOID(pool, GF__T_EVENT_POOL);
     for (i = 0; i < pool->all_count; i++) gf__event_free(pool->all[i]);
     GPUFLOW_FREE(pool->all);
     GPUFLOW_FREE(pool->free_list[0]);
     GPUFLOW_FREE(pool->free_list[1]);
-    pool->type = GF__T_DEAD;
-    GPUFLOW_FREE(pool);
+    gf__obj_free(pool->dev, pool);
+}
+
+/* Destroys every event the pool made, including those still acquired, but refuses (and keeps
+   the pool) while a gf_event_on_complete wait is pending on one of them: the waiter thread
+   would read the freed event. Cancel the wait, or let it fire, first. */
+GPUFLOW_IMPL void gf_event_pool_destroy(gf_event_pool *pool) {
+    int i;
+    GF__CHECK_VOID(pool, GF__T_EVENT_POOL);
+    for (i = 0; i < pool->all_count; i++)
+        if (gf__atomic_load_int(&pool->all[i]->waits)) {
+            gf__fail(GF_ERROR_INVALID_STATE, "gf_event_pool_destroy: a gf_event_on_complete wait is pending on one of the pool's events; cancel it first (the pool was kept)");
+            return;
+        }
+    gf__event_pool_free(pool);
 }
 
 /* ---- stream pools ------------------------------------------------------------------------- */
@@ -2392,8 +2485,7 @@ GPUFLOW_IMPL void gf_stream_pool_destroy(gf_stream_pool *pool) {
     while (gf__atomic_load_int(&pool->measuring) > 0) gf__sleep_us(100);   /* waiters still refer to the pool */
     for (i = 0; i < pool->count; i++) gf__stream_free(pool->streams[i]);
     gf__mutex_destroy(&pool->lock);
-    pool->type = GF__T_DEAD;
-    GPUFLOW_FREE(pool);
+    gf__obj_free(pool->dev, pool);
 }
 
 /* ---- stream sets: a ring of streams for pipelines ------------------------------------------ */
@@ -2477,8 +2569,7 @@ GPUFLOW_IMPL void gf_stream_set_destroy(gf_stream_set *set) {
     GPUFLOW_FREE(set->streams);
     GPUFLOW_FREE(set->round_done);
     gf__mutex_destroy(&set->lock);
-    set->type = GF__T_DEAD;
-    GPUFLOW_FREE(set);
+    gf__obj_free(set->dev, set);
 }
 
 /* ---- barriers ----------------------------------------------------------------------------- */
@@ -2679,18 +2770,41 @@ static void gf__waiter_stop(gf_device *dev) {
 /* ---- stream-ordered allocation -------------------------------------------------------------- */
 /* Where the driver has no stream-ordered allocator, the core caches freed buffers. A freed
    block carries an event recorded on the freeing stream: the same stream may reuse it at once
-   (its later work is ordered after the free); another stream only once that event completed. */
-typedef struct gf__block { gf_buffer *buf; gf_event *freed; uint64_t stream_id; } gf__block;
-struct gf__alloc_cache {
-    gf__mutex lock;
-    gf__block *blocks; int count, cap;
-};
+   (its later work is ordered after the free); another stream only once that event completed.
+   Like CUDA's pools the cache has a release threshold: past it, completed blocks go back to
+   the driver; and an allocation that fails first releases every cached block, then retries. */
+static void gf__cache_init(gf_device *dev) {
+    gf__mutex_init(&dev->cache.lock);
+    dev->cache.keep = GF__DEFAULT_CACHE_KEEP;
+}
+
+/* Frees cached blocks until at most keep bytes remain (cache->lock held). wait: blocks whose
+   freeing work has not completed are waited for; else they are passed over. */
+static void gf__cache_release_locked(gf_device *dev, size_t keep, int wait) {
+    gf__alloc_cache *cache = &dev->cache;
+    int i = 0;
+    while (cache->bytes > keep && i < cache->count) {
+        gf__block b = cache->blocks[i];
+        gf_result r = wait ? dev->be->event_synchronize(b.freed) : dev->be->event_query(b.freed);
+        if (r != GF_OK) { i++; continue; }   /* still in use (or unknowable): keep it */
+        cache->blocks[i] = cache->blocks[--cache->count];
+        cache->bytes -= b.buf->capacity;
+        gf__event_pool_give(dev->events, b.freed);
+        gf__buffer_free(b.buf);
+    }
+}
+static void gf__cache_release(gf_device *dev, size_t keep, int wait) {
+    gf__lock(&dev->cache.lock);
+    gf__cache_release_locked(dev, keep, wait);
+    gf__unlock(&dev->cache.lock);
+}
 
 static gf_buffer *gf__cache_take(gf_stream *s, size_t bytes) {
-    gf__alloc_cache *cache = s->dev->cache;
-    gf_buffer *buf = NULL;
+    gf__alloc_cache *cache = &s->dev->cache;
+    gf_buffer *fresh, *buf = NULL;
     int i, best = -1;
-    if (!cache) return NULL;
+    /* a new handle for reused memory: a stale handle to the freed buffer stays refused */
+    if (!(fresh = (gf_buffer *)gf__alloc(sizeof *fresh))) return NULL;
     gf__lock(&cache->lock);
     for (i = 0; i < cache->count; i++) {
         gf__block *b = &cache->blocks[i];
@@ -2702,24 +2816,23 @@ static gf_buffer *gf__cache_take(gf_stream *s, size_t bytes) {
     if (best >= 0) {
         buf = cache->blocks[best].buf;
         gf__event_pool_give(s->dev->events, cache->blocks[best].freed);
+        cache->bytes -= buf->capacity;
         cache->blocks[best] = cache->blocks[--cache->count];
     }
     gf__unlock(&cache->lock);
-    if (buf) { buf->type = GF__T_BUFFER; buf->size = bytes; }
-    return buf;
+    if (!buf) { GPUFLOW_FREE(fresh); return NULL; }
+    *fresh = *buf;
+    gf__obj_free(s->dev, buf);
+    fresh->type = GF__T_BUFFER;
+    fresh->size = bytes;
+    return fresh;
 }
 
-static gf_result gf__cache_put(gf_stream *s, gf_buffer *buf) {
+static gf_result gf__cache_put(gf_stream *s, gf_buffer *buf) {   /* s->lock held */
     gf_device *dev = s->dev;
-    gf__alloc_cache *cache;
+    gf__alloc_cache *cache = &dev->cache;
     gf_event *ev;
     gf_result r;
-    gf__lock(&dev->lock);
-    if (!dev->cache && (dev->cache = (gf__alloc_cache *)gf__alloc(sizeof *dev->cache)) != NULL)
-        gf__mutex_init(&dev->cache->lock);
-    cache = dev->cache;
-    gf__unlock(&dev->lock);
-    if (!cache) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_buffer_destroy_async: out of host memory");
     if ((r = gf__event_pool_take(dev->events, 0, &ev)) != GF_OK) return r;
     if ((r = gf__event_record_locked(ev, s)) != GF_OK) { gf__event_pool_give(dev->events, ev); return r; }
     gf__lock(&cache->lock);
@@ -2732,23 +2845,17 @@ static gf_result gf__cache_put(gf_stream *s, gf_buffer *buf) {
     cache->blocks[cache->count].freed = ev;
     cache->blocks[cache->count].stream_id = s->id;
     cache->count++;
+    cache->bytes += buf->capacity;
     buf->type = GF__T_DEAD;   /* the handle is gone; the memory waits for reuse */
+    gf__cache_release_locked(dev, cache->keep, 0);
     gf__unlock(&cache->lock);
     return GF_OK;
 }
 
-static void gf__cache_trim(gf_device *dev) {   /* device idle */
-    gf__alloc_cache *cache = dev->cache;
-    int i;
-    if (!cache) return;
-    for (i = 0; i < cache->count; i++) {
-        gf__event_pool_give(dev->events, cache->blocks[i].freed);
-        gf__buffer_free(cache->blocks[i].buf);
-    }
-    GPUFLOW_FREE(cache->blocks);
-    gf__mutex_destroy(&cache->lock);
-    GPUFLOW_FREE(cache);
-    dev->cache = NULL;
+static void gf__cache_trim(gf_device *dev) {   /* device close: idle */
+    gf__cache_release(dev, 0, 1);
+    GPUFLOW_FREE(dev->cache.blocks);
+    gf__mutex_destroy(&dev->cache.lock);
 }
 
 static int gf__graph_own(gf_graph *g, gf_buffer *buf);
@@ -2806,8 +2913,7 @@ GPUFLOW_IMPL gf_result gf_buffer_destroy_async(gf_stream *s, gf_buffer *buf) {
     else if (s->dev->be->buffer_free_async) {
         if ((r = s->dev->be->buffer_free_async(s, buf)) == GF_OK) {
             if (native) gf__capture_forget(s, buf);
-            buf->type = GF__T_DEAD;
-            GPUFLOW_FREE(buf);
+            gf__obj_free(buf->dev, buf);
         }
     } else {
         r = gf__cache_put(s, buf);
@@ -3126,8 +3232,7 @@ GPUFLOW_IMPL void gf_flow_destroy(gf_flow *flow) {
     GPUFLOW_FREE(flow->forks);
     GPUFLOW_FREE(flow->tasks);
     gf__mutex_destroy(&flow->lock);
-    flow->type = GF__T_DEAD;
-    GPUFLOW_FREE(flow);
+    gf__obj_free(flow->dev, flow);
 }
 
 /* ---- graphs ------------------------------------------------------------------------------- */
@@ -3151,7 +3256,8 @@ static gf_graph *gf__graph_new(gf_device *dev, gf_capture_mode mode) {   /* a pe
     gf_graph *g = NULL;
     int i;
     gf__lock(&dev->lock);
-    for (i = 0; i < dev->graph_count && !g; i++) if (dev->graphs[i]->type == GF__T_DEAD) g = dev->graphs[i];
+    for (i = 0; i < dev->graph_count && !g && !GF__DEBUG_SHELLS; i++)   /* debugging keeps dead shells refused */
+        if (dev->graphs[i]->type == GF__T_DEAD) g = dev->graphs[i];
     if (!g && gf__grow((void **)&dev->graphs, &dev->graph_cap, dev->graph_count + 1, sizeof *dev->graphs) &&
         (g = (gf_graph *)GPUFLOW_MALLOC(sizeof *g)) != NULL)
         dev->graphs[dev->graph_count++] = g;
@@ -3244,9 +3350,11 @@ static gf_result gf__capture_add(gf_stream *s, const gf__cmd *c) {
         gf__capture_use_cmd(cap, c);
         r = gf__exec(s, c, cap->graph);
     } else if (c->kind == GF__CMD_GRAPH) {
+        gf__lock(&c->child->lock);   /* against a gf_graph_update swapping its commands */
         if (c->child->owned_count)
             r = gf__fail(GF_ERROR_NOT_SUPPORTED, "gf_graph_launch: a graph that allocated memory in its own capture cannot be launched inside another capture");
         for (i = 0; r == GF_OK && i < c->child->cmd_count; i++) r = gf__record(cap, &c->child->cmds[i]);
+        gf__unlock(&c->child->lock);
     } else {
         r = gf__record(cap, c);
     }
@@ -3384,11 +3492,11 @@ GPUFLOW_IMPL gf_result gf_graph_launch(gf_graph *g, gf_stream *s) {
     return gf__submit(s, &c);
 }
 
-static int gf__same_shape(const gf_graph *a, const gf_graph *b) {
+static int gf__same_shape(const gf__cmd *a, int a_count, const gf__cmd *b, int b_count) {
     int i;
-    if (a->cmd_count != b->cmd_count) return 0;
-    for (i = 0; i < a->cmd_count; i++) {
-        const gf__cmd *x = &a->cmds[i], *y = &b->cmds[i];
+    if (a_count != b_count) return 0;
+    for (i = 0; i < a_count; i++) {
+        const gf__cmd *x = &a[i], *y = &b[i];
         if (x->kind != y->kind) return 0;
         if (x->kind == GF__CMD_COPY && x->copy.kind != y->copy.kind) return 0;
         if (x->kind == GF__CMD_LAUNCH && (x->kernel != y->kernel || x->arg_count != y->arg_count)) return 0;
@@ -3411,31 +3519,55 @@ static gf__cmd *gf__cmds_copy(const gf_graph *from) {
     return cmds;
 }
 
+/* Each graph is read or changed under its own lock: a replay (or a capture copying it in)
+   never sees a half-swapped command list. A native update holds both, in address order, so
+   update(a, b) racing update(b, a) cannot deadlock. */
 GPUFLOW_IMPL gf_result gf_graph_update(gf_graph *target, gf_graph *from) {
-    gf__cmd *cmds;
-    gf_result r;
+    gf__cmd *cmds = NULL;
+    gf_result r = GF_OK;
+    int count = 0, from_owns;
     GF__CHECK(target, GF__T_GRAPH);
     GF__CHECK(from, GF__T_GRAPH);
     GF__SAME_DEVICE(target->dev, from->dev);
     if (target == from) return GF_OK;
-    if (target->owned_count || from->owned_count)   /* as in CUDA: memory nodes do not update */
-        return gf__fail(GF_ERROR_NOT_SUPPORTED, "gf_graph_update: a graph that allocated memory in its capture cannot be updated; target unchanged");
+    if (target->native != from->native)
+        return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_graph_update: one graph is native and the other recorded; target unchanged");
     if (target->native) {
-        gf__lock(&target->lock);
-        r = target->dev->be->graph_update(target, from);
-        gf__unlock(&target->lock);
+        gf_graph *first = target < from ? target : from, *second = target < from ? from : target;
+        gf__lock(&first->lock);
+        gf__lock(&second->lock);
+        if (target->owned_count || from->owned_count)   /* as in CUDA: memory nodes do not update */
+            r = gf__fail(GF_ERROR_NOT_SUPPORTED, "gf_graph_update: a graph that allocated memory in its capture cannot be updated; target unchanged");
+        else
+            r = target->dev->be->graph_update(target, from);
+        gf__unlock(&second->lock);
+        gf__unlock(&first->lock);
         return r;
     }
-    if (!gf__same_shape(target, from))
-        return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_graph_update: the graphs differ in shape (%d and %d nodes, or other kinds); target unchanged",
-                        target->cmd_count, from->cmd_count);
-    if (!(cmds = gf__cmds_copy(from))) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_graph_update: out of host memory");
+    gf__lock(&from->lock);
+    from_owns = from->owned_count;
+    if (!from_owns && !(cmds = gf__cmds_copy(from))) r = gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_graph_update: out of host memory");
+    count = from->cmd_count;
+    gf__unlock(&from->lock);
+    if (r != GF_OK) return r;
     gf__lock(&target->lock);
-    gf__cmds_free(target->cmds, target->cmd_count);
-    target->cmds = cmds;
-    target->cmd_cap = from->cmd_count + 1;
+    if (target->owned_count || from_owns)
+        r = gf__fail(GF_ERROR_NOT_SUPPORTED, "gf_graph_update: a graph that allocated memory in its capture cannot be updated; target unchanged");
+    else if (!gf__same_shape(target->cmds, target->cmd_count, cmds, count))
+        r = gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_graph_update: the graphs differ in shape (%d and %d nodes, or other kinds); target unchanged",
+                     target->cmd_count, count);
+    else {
+        gf__cmd *old = target->cmds;
+        int old_count = target->cmd_count;
+        target->cmds = cmds;
+        target->cmd_count = count;
+        target->cmd_cap = count + 1;
+        cmds = old;
+        count = old_count;
+    }
     gf__unlock(&target->lock);
-    return GF_OK;
+    if (cmds) gf__cmds_free(cmds, count);   /* the old list, or the unused copy */
+    return r;
 }
 
 GPUFLOW_IMPL gf_result gf_graph_capture(gf_stream *s, int warmup_runs, gf_capture_fn fn, void *user, gf_graph **out) {
@@ -3541,12 +3673,10 @@ GPUFLOW_IMPL void gf_module_destroy(gf_module *mod) {
     for (k = mod->kernels; k; k = next) {
         next = k->next;
         gf__mutex_destroy(&k->lock);
-        k->type = GF__T_DEAD;
-        GPUFLOW_FREE(k);
+        gf__obj_free(mod->dev, k);
     }
     gf__mutex_destroy(&mod->lock);
-    mod->type = GF__T_DEAD;
-    GPUFLOW_FREE(mod);
+    gf__obj_free(mod->dev, mod);
 }
 
 GPUFLOW_IMPL gf_result gf_launch(gf_stream *s, gf_kernel *k, gf_launch_dims dims, const gf_arg *args, int count) {
