@@ -582,6 +582,7 @@ static void gf__log_lock_release(void)    { pthread_mutex_unlock(&gf__log_lock);
    never touches the text, so gf_last_error() keeps describing the last failure. */
 static GF__THREAD_LOCAL char gf__error_text[1024];
 static GF__THREAD_LOCAL unsigned gf__error_serial;   /* bumped by every failure on this thread */
+static GF__THREAD_LOCAL int gf__quiet;                /* > 0: a failure the caller may still recover from is not logged */
 static gf_log_fn gf__log_fn;
 static void *gf__log_user;
 
@@ -623,7 +624,7 @@ static gf_result gf__fail(gf_result code, const char *fmt, ...) {
     va_end(ap);
     memcpy(gf__error_text, text, sizeof text);
     gf__error_serial++;
-    gf__log_text(gf__level_of(code), code, text);
+    if (!gf__quiet) gf__log_text(gf__level_of(code), code, text);
     return code;
 }
 
@@ -1729,6 +1730,31 @@ GPUFLOW_IMPL uint64_t gf_stream_id(const gf_stream *s) { return gf__is(s, GF__T_
 GPUFLOW_IMPL gf_device *gf_stream_device(const gf_stream *s) { return gf__is(s, GF__T_STREAM) ? s->dev : NULL; }
 
 /* ---- memory ------------------------------------------------------------------------------- */
+/* The driver's allocation; when it runs out of memory while the stream-ordered cache holds
+   blocks, those go back first (waiting for their last uses) and the allocation is retried.
+   The first failure is not logged, and a retry that succeeds leaves no error behind. */
+static gf_result gf__buffer_alloc(gf_buffer *buf) {
+    gf_device *dev = buf->dev;
+    char before[sizeof gf__error_text];
+    unsigned serial = gf__error_serial;
+    gf_result r;
+    int cached;
+    gf__lock(&dev->cache.lock);
+    cached = dev->cache.count > 0;
+    gf__unlock(&dev->cache.lock);
+    if (!cached) return dev->be->buffer_alloc(buf);
+    memcpy(before, gf__error_text, sizeof before);
+    gf__quiet++;
+    r = dev->be->buffer_alloc(buf);
+    gf__quiet--;
+    if (r == GF_OK) return r;
+    if (r != GF_ERROR_OUT_OF_MEMORY) { gf__log_text(gf__level_of(r), r, gf__error_text); return r; }
+    gf__cache_release(dev, 0, 1);
+    memcpy(gf__error_text, before, sizeof before);
+    gf__error_serial = serial;
+    return dev->be->buffer_alloc(buf);
+}
+
 static gf_result gf__buffer_new(gf_device *dev, size_t bytes, int managed, gf_buffer **out) {
     gf_buffer *buf;
     gf_result r;
@@ -1737,7 +1763,7 @@ static gf_result gf__buffer_new(gf_device *dev, size_t bytes, int managed, gf_bu
     buf->dev = dev;
     buf->size = bytes;
     buf->managed = managed;
-    if ((r = dev->be->buffer_alloc(buf)) != GF_OK) { GPUFLOW_FREE(buf); return r; }
+    if ((r = gf__buffer_alloc(buf)) != GF_OK) { GPUFLOW_FREE(buf); return r; }
     buf->capacity = bytes;
     *out = buf;
     return GF_OK;
@@ -4174,9 +4200,14 @@ static void gf__stub_worker(void *arg) {
         while (!q->head && !q->stop) { q->idle = 1; gf__cond_wait(&q->cond, &q->lock); q->idle = 0; }
         if (!q->head) break;
         it = q->head;
-        gf__unlock(&q->lock);
-        gf__stub_run(it);   /* stays at the head until done: FIFO, one at a time */
-        gf__lock(&q->lock);
+        /* A record completes its mark under the queue lock, together with the count: whoever
+           sees the event complete then sees the stream idle, and the other way round. */
+        if (it->kind == GF__STUB_RECORD) gf__stub_run(it);
+        else {
+            gf__unlock(&q->lock);
+            gf__stub_run(it);   /* stays at the head until done: FIFO, one at a time */
+            gf__lock(&q->lock);
+        }
         q->head = it->next;
         if (!q->head) q->tail = NULL;
         q->done++;

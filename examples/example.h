@@ -11,16 +11,7 @@
 #ifndef EXAMPLE_H
 #define EXAMPLE_H
 #define GPUFLOW_IMPLEMENTATION
-#include "gpuflow.h"
-#ifdef GPUFLOW_CUDA
-#include "gpuflow_cuda.h"
-#endif
-#ifdef GPUFLOW_OPENCL
-#include "gpuflow_opencl.h"
-#endif
-#ifdef GPUFLOW_HIP
-#include "gpuflow_hip.h"
-#endif
+#include "gpuflow.h"          /* with GPUFLOW_CUDA / _HIP / _OPENCL defined, it brings in those backends */
 #include <stdio.h>
 #include <string.h>
 

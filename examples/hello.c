@@ -9,16 +9,7 @@
        cc -std=c99 -Wall -Wextra -Wpedantic -Werror -I. examples/hello.c -o hello -pthread -ldl && ./hello
 */
 #define GPUFLOW_IMPLEMENTATION
-#include "gpuflow.h"
-#ifdef GPUFLOW_CUDA
-#include "gpuflow_cuda.h"
-#endif
-#ifdef GPUFLOW_OPENCL
-#include "gpuflow_opencl.h"
-#endif
-#ifdef GPUFLOW_HIP
-#include "gpuflow_hip.h"
-#endif
+#include "gpuflow.h"          /* with GPUFLOW_CUDA / _HIP / _OPENCL defined, it brings in those backends */
 #include <stdio.h>
 
 #define CHECK(call) do { gf_result r_ = (call); if (r_ != GF_OK) { \
