@@ -1647,6 +1647,9 @@ GPUFLOW_IMPL gf_result gf_stream_create(gf_device *dev, const gf_stream_desc *de
     GF__CHECK_OUT(out);
     if (prio < GF_PRIORITY_NORMAL || prio > GF_PRIORITY_LOW)
         return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_stream_create: priority %d is not a gf_priority", (int)prio);
+    if (prio != GF_PRIORITY_NORMAL && !dev->info.stream_priorities)
+        gf__notice(GF_LOG_INFO, "gf_stream_create: the %s device '%s' has no stream priorities; the priority is kept as a label only",
+                   gf_backend_name(dev->info.backend), dev->info.name);
     return gf__stream_new(dev, desc ? desc->label : NULL, prio, 0, out);
 }
 

@@ -1,6 +1,7 @@
 /* The conformance suite: written once against the public API, run once per backend.
 
-       ./conformance stub|cuda|hip|opencl
+       ./conformance stub|cuda|hip|opencl [TEST...]    all tests, or only those named
+       ./conformance --list                            the tests' names
 
    A backend that is not compiled in, or has no device here, is one skipped check with a
    notice. Everything else must hold on every backend: where a backend legitimately differs
@@ -2217,15 +2218,59 @@ int main(int argc, char **argv)
         { "stub", GF_BACKEND_STUB }, { "cuda", GF_BACKEND_CUDA },
         { "hip", GF_BACKEND_HIP }, { "opencl", GF_BACKEND_OPENCL }
     };
+    static const struct { const char *name; void (*fn)(void); } tests[] = {
+        { "results_and_backends", test_results_and_backends },
+        { "device", test_device },
+        { "buffers", test_buffers },
+        { "managed", test_managed },
+        { "host_memory", test_host_memory },
+        { "async_copies", test_async_copies },
+        { "streams", test_streams },
+        { "callbacks", test_callbacks },
+        { "async_faithful", test_async_faithful },
+        { "event_rerecord", test_event_rerecord },
+        { "events", test_events },
+        { "kernels", test_kernels },
+        { "pool_round_robin", test_pool_round_robin },
+        { "pool_least_pending", test_pool_least_pending },
+        { "pool_priority_and_workload", test_pool_priority_and_workload },
+        { "pool_acquire_ready", test_pool_acquire_ready },
+        { "pool_completion_stats", test_pool_completion_stats },
+        { "stream_sets", test_stream_sets },
+        { "event_pools", test_event_pools },
+        { "barriers", test_barriers },
+        { "waiters", test_waiters },
+        { "async_alloc", test_async_alloc },
+        { "flows", test_flows },
+        { "graph_replay", test_graph_replay },
+        { "graph_update", test_graph_update },
+        { "graph_capture_fn", test_graph_capture_fn },
+        { "graph_fork_join", test_graph_fork_join },
+        { "graph_misuse", test_graph_misuse },
+        { "graph_nested_and_alloc", test_graph_nested_and_alloc },
+        { "json_checker", test_json_checker },
+        { "profiler", test_profiler },
+        { "eight_threads", test_eight_threads },
+    };
+
+    const int test_count = (int)(sizeof tests / sizeof tests[0]);
     gf_result r;
-    int i;
+    int i, k;
 
     setvbuf(stdout, NULL, _IOLBF, 0);
+    if (argc == 2 && strcmp(argv[1], "--list") == 0) {
+        for (i = 0; i < test_count; i++) printf("%s\n", tests[i].name);
+        return 0;
+    }
     C.name = NULL;
-    for (i = 0; argc == 2 && i < 4; i++)
+    for (i = 0; argc >= 2 && i < 4; i++)
         if (strcmp(argv[1], known[i].name) == 0) { C.name = known[i].name; C.backend = known[i].b; }
+    for (k = 2; C.name && k < argc; k++) {   /* named tests must exist */
+        for (i = 0; i < test_count && strcmp(argv[k], tests[i].name) != 0; i++) {}
+        if (i == test_count) { fprintf(stderr, "%s: no test named '%s' (--list lists them)\n", argv[0], argv[k]); return 2; }
+    }
     if (!C.name) {
-        fprintf(stderr, "usage: %s stub|cuda|hip|opencl\n", argv[0]);
+        fprintf(stderr, "usage: %s stub|cuda|hip|opencl [TEST...]   or   %s --list\n", argv[0], argv[0]);
         return 2;
     }
     r = gf_device_open(C.backend, 0, &C.dev);
@@ -2239,40 +2284,12 @@ int main(int argc, char **argv)
     printf("conformance on %s: %s\n", C.name, gf_device_name(C.dev));
     C.scratch = mk_buffer(256);
 
-    test_results_and_backends();
-    test_device();
-    test_buffers();
-    test_managed();
-    test_host_memory();
-    test_async_copies();
-    test_streams();
-    test_callbacks();
-    test_async_faithful();
-    test_event_rerecord();
-    test_events();
-    load_kernels();
-    test_kernels();
-    test_pool_round_robin();
-    test_pool_least_pending();
-    test_pool_priority_and_workload();
-    test_pool_acquire_ready();
-    test_pool_completion_stats();
-    test_stream_sets();
-    test_event_pools();
-    test_barriers();
-    test_waiters();
-    test_async_alloc();
-    test_flows();
-    test_graph_replay();
-    test_graph_update();
-    test_graph_capture_fn();
-    test_graph_fork_join();
-    test_graph_misuse();
-    test_graph_nested_and_alloc();
-    test_json_checker();
-    test_profiler();
-    test_eight_threads();
-
+    load_kernels();   /* every test that launches reads C.mod */
+    for (i = 0; i < test_count; i++) {
+        int wanted = argc <= 2, k;
+        for (k = 2; k < argc && !wanted; k++) wanted = strcmp(argv[k], tests[i].name) == 0;
+        if (wanted) tests[i].fn();
+    }
     if (C.mod) gf_module_destroy(C.mod);
     gf_buffer_destroy(C.scratch);
     gf_device_close(C.dev);
