@@ -1,0 +1,24 @@
+#!/bin/sh
+# Checks that a stand-in libamdhip64.so exports exactly the hip* entry points gpuflow_hip.h
+# loads (the X(...) lines of its GF__HIP_API list), no more and no fewer.
+#   usage: check_exports.sh LIB [absent...]   (absent: entry points this build leaves out on purpose)
+# Ends with `N passed, N failed`.
+set -u
+lib=$1; shift
+here=$(dirname "$0")
+want=$(sed -n 's/^ *X(\([A-Za-z0-9_]*\),.*/hip\1/p' "$here/../../gpuflow_hip.h" | sort)
+for a in "$@"; do want=$(echo "$want" | grep -v "^$a\$"); done
+have=$(nm -D --defined-only "$lib" | awk '$2 == "T" { print $3 }' | sed 's/@.*//' | sort)
+if [ -z "$want" ]; then
+    echo "FAIL no entry points found in gpuflow_hip.h's GF__HIP_API list"
+    echo "0 passed, 1 failed"; exit 1
+fi
+if [ "$want" = "$have" ]; then
+    echo "ok   $lib exports the $(echo "$want" | wc -l) entry points gpuflow_hip.h loads${1:+ (without $*)}"
+    echo "1 passed, 0 failed"
+else
+    echo "FAIL $lib: exports differ from gpuflow_hip.h's list (< wanted, > exported):"
+    echo "$want" > "$lib.want"; echo "$have" > "$lib.have"
+    diff "$lib.want" "$lib.have" | grep '^[<>]'
+    echo "0 passed, 1 failed"; exit 1
+fi

@@ -1,0 +1,564 @@
+/* hip_on_cuda.c -- a stand-in libamdhip64.so over NVIDIA's CUDA driver API, for testing
+   gpuflow_hip.h on an NVIDIA GPU (there is no AMD GPU where gpuflow's GPU tests run).
+
+   It exports exactly the hip* entry points that gpuflow_hip.h loads (its GF__HIP_API list;
+   check_exports.sh compares the two) and nothing else. Each is defined against AMD's own
+   hip/hip_runtime_api.h (__HIP_PLATFORM_AMD__), so the compiler holds every definition to
+   the prototype gpuflow_hip.h was checked against: the ABI is the one gpuflow uses. Handles
+   are the CUDA ones behind HIP's opaque types: hipStream_t = CUstream, hipEvent_t = CUevent,
+   device pointers = CUdeviceptr, hipModule_t / hipFunction_t = CUmodule / CUfunction,
+   hipGraph_t / hipGraphExec_t / hipGraphNode_t = CUgraph / CUgraphExec / CUgraphNode,
+   hipMemPool_t = CUmemoryPool; every CUresult comes back as the hipError_t of the same
+   meaning (hipGetErrorName names them).
+
+   Modules: hipModuleLoadData hands its image to cuModuleLoadData, so a "code object" here is
+   PTX text (NUL-terminated), a cubin or a fatbin. Tests built with GPUFLOW_TEST_HIP_ON_CUDA
+   put their PTX in gf_module_desc.hip_code.
+
+   HIP's current device per thread maps onto the CUDA context current on the thread: hipSetDevice
+   makes the device's primary context current; a thread that calls anything else first gets
+   device 0's, HIP's default. Built with -DHOC_NO_LAUNCH_HOST_FUNC it does not export
+   hipLaunchHostFunc, like HIP 5.2 (gpuflow then uses hipStreamAddCallback).
+
+   Build (see README.md): cc -std=c99 -shared -fPIC -D__HIP_PLATFORM_AMD__ -isystem HIP_HEADERS
+   -isystem CUDA_INCLUDE hip_on_cuda.c -o libamdhip64.so -L CUDA_STUBS -lcuda -pthread
+   Needs CUDA 12.0 or newer headers. */
+#ifndef __HIP_PLATFORM_AMD__
+#  define __HIP_PLATFORM_AMD__
+#endif
+#include <hip/hip_runtime_api.h>
+#include <cuda.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if CUDA_VERSION < 12000
+#  error "hip_on_cuda.c needs the headers of CUDA 12.0 or newer"
+#endif
+
+/* ---- errors ---------------------------------------------------------------------------- */
+/* X(CUresult, hipError_t) where both mean the same; each hipError_t once. */
+#define HOC_ERRORS(X) \
+    X(CUDA_SUCCESS, hipSuccess) \
+    X(CUDA_ERROR_INVALID_VALUE, hipErrorInvalidValue) \
+    X(CUDA_ERROR_OUT_OF_MEMORY, hipErrorOutOfMemory) \
+    X(CUDA_ERROR_NOT_INITIALIZED, hipErrorNotInitialized) \
+    X(CUDA_ERROR_DEINITIALIZED, hipErrorDeinitialized) \
+    X(CUDA_ERROR_NO_DEVICE, hipErrorNoDevice) \
+    X(CUDA_ERROR_INVALID_DEVICE, hipErrorInvalidDevice) \
+    X(CUDA_ERROR_INVALID_IMAGE, hipErrorInvalidImage) \
+    X(CUDA_ERROR_INVALID_CONTEXT, hipErrorInvalidContext) \
+    X(CUDA_ERROR_NO_BINARY_FOR_GPU, hipErrorNoBinaryForGpu) \
+    X(CUDA_ERROR_INVALID_PTX, hipErrorInvalidKernelFile) \
+    X(CUDA_ERROR_INVALID_SOURCE, hipErrorInvalidSource) \
+    X(CUDA_ERROR_FILE_NOT_FOUND, hipErrorFileNotFound) \
+    X(CUDA_ERROR_INVALID_HANDLE, hipErrorInvalidHandle) \
+    X(CUDA_ERROR_ILLEGAL_STATE, hipErrorIllegalState) \
+    X(CUDA_ERROR_NOT_FOUND, hipErrorNotFound) \
+    X(CUDA_ERROR_NOT_READY, hipErrorNotReady) \
+    X(CUDA_ERROR_ILLEGAL_ADDRESS, hipErrorIllegalAddress) \
+    X(CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, hipErrorLaunchOutOfResources) \
+    X(CUDA_ERROR_LAUNCH_TIMEOUT, hipErrorLaunchTimeOut) \
+    X(CUDA_ERROR_LAUNCH_FAILED, hipErrorLaunchFailure) \
+    X(CUDA_ERROR_NOT_SUPPORTED, hipErrorNotSupported) \
+    X(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, hipErrorStreamCaptureUnsupported) \
+    X(CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, hipErrorStreamCaptureInvalidated) \
+    X(CUDA_ERROR_STREAM_CAPTURE_MERGE, hipErrorStreamCaptureMerge) \
+    X(CUDA_ERROR_STREAM_CAPTURE_UNMATCHED, hipErrorStreamCaptureUnmatched) \
+    X(CUDA_ERROR_STREAM_CAPTURE_UNJOINED, hipErrorStreamCaptureUnjoined) \
+    X(CUDA_ERROR_STREAM_CAPTURE_ISOLATION, hipErrorStreamCaptureIsolation) \
+    X(CUDA_ERROR_STREAM_CAPTURE_IMPLICIT, hipErrorStreamCaptureImplicit) \
+    X(CUDA_ERROR_CAPTURED_EVENT, hipErrorCapturedEvent) \
+    X(CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD, hipErrorStreamCaptureWrongThread) \
+    X(CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE, hipErrorGraphExecUpdateFailure) \
+    X(CUDA_ERROR_UNKNOWN, hipErrorUnknown)
+
+static hipError_t hoc_err(CUresult r) {
+    switch (r) {
+#define HOC_MAP(cu, hip) case cu: return hip;
+    HOC_ERRORS(HOC_MAP)
+#undef HOC_MAP
+    case CUDA_ERROR_UNSUPPORTED_PTX_VERSION: return hipErrorInvalidKernelFile;
+    default: return hipErrorUnknown;
+    }
+}
+
+const char *hipGetErrorName(hipError_t e) {
+    switch (e) {
+#define HOC_NAME(cu, hip) case hip: return #hip;
+    HOC_ERRORS(HOC_NAME)
+#undef HOC_NAME
+    default: return "hipErrorUnknown";
+    }
+}
+
+/* ---- initialization and the current device --------------------------------------------- */
+static pthread_once_t hoc_once = PTHREAD_ONCE_INIT;
+static CUresult hoc_init_result = CUDA_ERROR_NOT_INITIALIZED;
+static void hoc_init_once(void) { hoc_init_result = cuInit(0); }
+static CUresult hoc_init(void) {
+    pthread_once(&hoc_once, hoc_init_once);
+    return hoc_init_result;
+}
+
+#define HOC_MAX_DEVICES 64
+static pthread_mutex_t hoc_lock = PTHREAD_MUTEX_INITIALIZER;
+static CUcontext hoc_primary[HOC_MAX_DEVICES];   /* retained once, kept for the process */
+
+static CUresult hoc_use(int ordinal) {
+    CUdevice dev;
+    CUcontext ctx;
+    CUresult r = hoc_init();
+    if (r != CUDA_SUCCESS) return r;
+    if (ordinal < 0 || ordinal >= HOC_MAX_DEVICES) return CUDA_ERROR_INVALID_DEVICE;
+    if ((r = cuDeviceGet(&dev, ordinal)) != CUDA_SUCCESS) return r;
+    pthread_mutex_lock(&hoc_lock);
+    if (!hoc_primary[ordinal]) r = cuDevicePrimaryCtxRetain(&hoc_primary[ordinal], dev);
+    ctx = hoc_primary[ordinal];
+    pthread_mutex_unlock(&hoc_lock);
+    if (r != CUDA_SUCCESS) return r;
+    return cuCtxSetCurrent(ctx);
+}
+
+/* The calling thread's context: the one current, or device 0's (HIP's default device). */
+static CUresult hoc_ctx(void) {
+    CUcontext c = NULL;
+    CUresult r = hoc_init();
+    if (r != CUDA_SUCCESS) return r;
+    if ((r = cuCtxGetCurrent(&c)) != CUDA_SUCCESS) return r;
+    return c ? CUDA_SUCCESS : hoc_use(0);
+}
+
+/* return hipError_t of call, made in the thread's context */
+#define HOC_CALL(call) do { CUresult hoc_r_ = hoc_ctx(); \
+        return hoc_err(hoc_r_ == CUDA_SUCCESS ? (call) : hoc_r_); } while (0)
+
+#define HOC_DPTR(p)    ((CUdeviceptr)(uintptr_t)(p))
+#define HOC_STREAM(s)  ((CUstream)(s))
+#define HOC_EVENT(e)   ((CUevent)(e))
+
+hipError_t hipDriverGetVersion(int *version) {
+    if (!version) return hipErrorInvalidValue;
+    *version = HIP_VERSION;   /* the HIP API this stands in for */
+    return hipSuccess;
+}
+
+hipError_t hipInit(unsigned int flags) {
+    if (flags) return hipErrorInvalidValue;
+    return hoc_err(hoc_init());
+}
+
+hipError_t hipGetDeviceCount(int *count) {
+    CUresult r;
+    if (!count) return hipErrorInvalidValue;
+    *count = 0;
+    if ((r = hoc_init()) != CUDA_SUCCESS) return hoc_err(r);
+    if ((r = cuDeviceGetCount(count)) != CUDA_SUCCESS) return hoc_err(r);
+    return *count ? hipSuccess : hipErrorNoDevice;
+}
+
+hipError_t hipSetDevice(int ordinal) { return hoc_err(hoc_use(ordinal)); }
+
+hipError_t hipDeviceGet(hipDevice_t *device, int ordinal) {
+    CUdevice d;
+    CUresult r = hoc_init();
+    if (r == CUDA_SUCCESS) r = cuDeviceGet(&d, ordinal);
+    if (r == CUDA_SUCCESS) *device = (hipDevice_t)d;
+    return hoc_err(r);
+}
+
+hipError_t hipDeviceGetName(char *name, int len, hipDevice_t device) {
+    CUresult r = hoc_init();
+    if (r == CUDA_SUCCESS) r = cuDeviceGetName(name, len, (CUdevice)device);
+    return hoc_err(r);
+}
+
+hipError_t hipDeviceTotalMem(size_t *bytes, hipDevice_t device) {
+    CUresult r = hoc_init();
+    if (r == CUDA_SUCCESS) r = cuDeviceTotalMem(bytes, (CUdevice)device);
+    return hoc_err(r);
+}
+
+/* The attributes gpuflow asks for, and a few more; others are hipErrorInvalidValue. */
+#define HOC_ATTRIBUTES(X) \
+    X(hipDeviceAttributeMultiprocessorCount, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT) \
+    X(hipDeviceAttributeManagedMemory, CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY) \
+    X(hipDeviceAttributeConcurrentManagedAccess, CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS) \
+    X(hipDeviceAttributeMemoryPoolsSupported, CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED) \
+    X(hipDeviceAttributeMaxThreadsPerBlock, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK) \
+    X(hipDeviceAttributeWarpSize, CU_DEVICE_ATTRIBUTE_WARP_SIZE) \
+    X(hipDeviceAttributeComputeCapabilityMajor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR) \
+    X(hipDeviceAttributeComputeCapabilityMinor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR) \
+    X(hipDeviceAttributeMaxSharedMemoryPerBlock, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK)
+
+hipError_t hipDeviceGetAttribute(int *value, hipDeviceAttribute_t attr, int ordinal) {
+    CUdevice dev;
+    CUdevice_attribute a;
+    CUresult r;
+    switch (attr) {
+#define HOC_ATTR(hip, cu) case hip: a = cu; break;
+    HOC_ATTRIBUTES(HOC_ATTR)
+#undef HOC_ATTR
+    default: return hipErrorInvalidValue;
+    }
+    if ((r = hoc_init()) == CUDA_SUCCESS && (r = cuDeviceGet(&dev, ordinal)) == CUDA_SUCCESS)
+        r = cuDeviceGetAttribute(value, a, dev);
+    return hoc_err(r);
+}
+
+hipError_t hipDeviceGetStreamPriorityRange(int *least, int *greatest) {
+    HOC_CALL(cuCtxGetStreamPriorityRange(least, greatest));
+}
+
+hipError_t hipMemGetInfo(size_t *free_bytes, size_t *total_bytes) {
+    HOC_CALL(cuMemGetInfo(free_bytes, total_bytes));
+}
+
+/* ---- memory ---------------------------------------------------------------------------- */
+hipError_t hipMalloc(void **ptr, size_t size) {
+    CUdeviceptr d = 0;
+    CUresult r;
+    if (!ptr) return hipErrorInvalidValue;
+    *ptr = NULL;
+    if (!size) return hipSuccess;   /* HIP: a null pointer, no error */
+    if ((r = hoc_ctx()) == CUDA_SUCCESS && (r = cuMemAlloc(&d, size)) == CUDA_SUCCESS) *ptr = (void *)(uintptr_t)d;
+    return hoc_err(r);
+}
+
+hipError_t hipMallocManaged(void **ptr, size_t size, unsigned int flags) {
+    CUdeviceptr d = 0;
+    CUresult r;
+    if (!ptr) return hipErrorInvalidValue;
+    *ptr = NULL;
+    if (!size) return hipSuccess;
+    if ((r = hoc_ctx()) == CUDA_SUCCESS &&
+        (r = cuMemAllocManaged(&d, size, flags == hipMemAttachHost ? CU_MEM_ATTACH_HOST : CU_MEM_ATTACH_GLOBAL)) == CUDA_SUCCESS)
+        *ptr = (void *)(uintptr_t)d;
+    return hoc_err(r);
+}
+
+hipError_t hipFree(void *ptr) {
+    if (!ptr) return hipSuccess;
+    HOC_CALL(cuMemFree(HOC_DPTR(ptr)));
+}
+
+hipError_t hipHostMalloc(void **ptr, size_t size, unsigned int flags) {
+    unsigned int cu = 0;
+    CUresult r;
+    if (!ptr) return hipErrorInvalidValue;
+    *ptr = NULL;
+    if (!size) return hipSuccess;
+    if (flags & hipHostMallocPortable) cu |= CU_MEMHOSTALLOC_PORTABLE;
+    if (flags & hipHostMallocMapped) cu |= CU_MEMHOSTALLOC_DEVICEMAP;
+    if (flags & hipHostMallocWriteCombined) cu |= CU_MEMHOSTALLOC_WRITECOMBINED;
+    if ((r = hoc_ctx()) == CUDA_SUCCESS) r = cuMemHostAlloc(ptr, size, cu);
+    return hoc_err(r);
+}
+
+hipError_t hipHostFree(void *ptr) {
+    if (!ptr) return hipSuccess;
+    HOC_CALL(cuMemFreeHost(ptr));
+}
+
+/* Fails (hipErrorInvalidValue) for memory the runtime did not pin: gpuflow's host_pinned. */
+hipError_t hipHostGetFlags(unsigned int *flags, void *ptr) {
+    HOC_CALL(cuMemHostGetFlags(flags, ptr));
+}
+
+hipError_t hipDeviceGetDefaultMemPool(hipMemPool_t *pool, int ordinal) {
+    CUmemoryPool p = NULL;
+    CUdevice dev;
+    CUresult r = hoc_init();
+    if (r == CUDA_SUCCESS) r = cuDeviceGet(&dev, ordinal);
+    if (r == CUDA_SUCCESS) r = cuDeviceGetDefaultMemPool(&p, dev);
+    if (r == CUDA_SUCCESS) *pool = (hipMemPool_t)p;
+    return hoc_err(r);
+}
+
+hipError_t hipMemPoolSetAttribute(hipMemPool_t pool, hipMemPoolAttr attr, void *value) {
+    CUmemPool_attribute a;
+    switch (attr) {
+    case hipMemPoolReuseFollowEventDependencies:   a = CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES; break;
+    case hipMemPoolReuseAllowOpportunistic:        a = CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC; break;
+    case hipMemPoolReuseAllowInternalDependencies: a = CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES; break;
+    case hipMemPoolAttrReleaseThreshold:           a = CU_MEMPOOL_ATTR_RELEASE_THRESHOLD; break;
+    case hipMemPoolAttrReservedMemHigh:            a = CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH; break;
+    case hipMemPoolAttrUsedMemHigh:                a = CU_MEMPOOL_ATTR_USED_MEM_HIGH; break;
+    default: return hipErrorInvalidValue;
+    }
+    HOC_CALL(cuMemPoolSetAttribute((CUmemoryPool)pool, a, value));
+}
+
+hipError_t hipMemPoolTrimTo(hipMemPool_t pool, size_t keep) {
+    HOC_CALL(cuMemPoolTrimTo((CUmemoryPool)pool, keep));
+}
+
+hipError_t hipMallocFromPoolAsync(void **ptr, size_t size, hipMemPool_t pool, hipStream_t stream) {
+    CUdeviceptr d = 0;
+    CUresult r;
+    if (!ptr) return hipErrorInvalidValue;
+    if ((r = hoc_ctx()) == CUDA_SUCCESS &&
+        (r = cuMemAllocFromPoolAsync(&d, size, (CUmemoryPool)pool, HOC_STREAM(stream))) == CUDA_SUCCESS)
+        *ptr = (void *)(uintptr_t)d;
+    return hoc_err(r);
+}
+
+hipError_t hipFreeAsync(void *ptr, hipStream_t stream) {
+    HOC_CALL(cuMemFreeAsync(HOC_DPTR(ptr), HOC_STREAM(stream)));
+}
+
+hipError_t hipMemPrefetchAsync(const void *ptr, size_t count, int device, hipStream_t stream) {
+#if CUDA_VERSION >= 13000
+    CUmemLocation where;
+    memset(&where, 0, sizeof where);
+    where.type = device == hipCpuDeviceId ? CU_MEM_LOCATION_TYPE_HOST : CU_MEM_LOCATION_TYPE_DEVICE;
+    where.id = device == hipCpuDeviceId ? 0 : device;
+    HOC_CALL(cuMemPrefetchAsync(HOC_DPTR(ptr), count, where, 0, HOC_STREAM(stream)));
+#else
+    HOC_CALL(cuMemPrefetchAsync(HOC_DPTR(ptr), count, device == hipCpuDeviceId ? CU_DEVICE_CPU : (CUdevice)device,
+                                HOC_STREAM(stream)));
+#endif
+}
+
+hipError_t hipMemcpyHtoDAsync(hipDeviceptr_t dst, void *src, size_t bytes, hipStream_t stream) {
+    HOC_CALL(cuMemcpyHtoDAsync(HOC_DPTR(dst), src, bytes, HOC_STREAM(stream)));
+}
+
+hipError_t hipMemcpyDtoHAsync(void *dst, hipDeviceptr_t src, size_t bytes, hipStream_t stream) {
+    HOC_CALL(cuMemcpyDtoHAsync(dst, HOC_DPTR(src), bytes, HOC_STREAM(stream)));
+}
+
+hipError_t hipMemcpyDtoDAsync(hipDeviceptr_t dst, hipDeviceptr_t src, size_t bytes, hipStream_t stream) {
+    HOC_CALL(cuMemcpyDtoDAsync(HOC_DPTR(dst), HOC_DPTR(src), bytes, HOC_STREAM(stream)));
+}
+
+hipError_t hipMemsetD8Async(hipDeviceptr_t dst, unsigned char value, size_t count, hipStream_t stream) {
+    HOC_CALL(cuMemsetD8Async(HOC_DPTR(dst), value, count, HOC_STREAM(stream)));
+}
+
+/* ---- streams and host functions ------------------------------------------------------------ */
+hipError_t hipStreamCreateWithPriority(hipStream_t *stream, unsigned int flags, int priority) {
+    CUstream s = NULL;
+    CUresult r;
+    if (!stream) return hipErrorInvalidValue;
+    if ((r = hoc_ctx()) == CUDA_SUCCESS &&
+        (r = cuStreamCreateWithPriority(&s, (flags & hipStreamNonBlocking) ? CU_STREAM_NON_BLOCKING : CU_STREAM_DEFAULT,
+                                        priority)) == CUDA_SUCCESS)
+        *stream = (hipStream_t)s;
+    return hoc_err(r);
+}
+
+hipError_t hipStreamDestroy(hipStream_t stream) { HOC_CALL(cuStreamDestroy(HOC_STREAM(stream))); }
+hipError_t hipStreamQuery(hipStream_t stream) { HOC_CALL(cuStreamQuery(HOC_STREAM(stream))); }
+hipError_t hipStreamSynchronize(hipStream_t stream) { HOC_CALL(cuStreamSynchronize(HOC_STREAM(stream))); }
+
+hipError_t hipStreamWaitEvent(hipStream_t stream, hipEvent_t event, unsigned int flags) {
+    HOC_CALL(cuStreamWaitEvent(HOC_STREAM(stream), HOC_EVENT(event), flags));
+}
+
+#ifndef HOC_NO_LAUNCH_HOST_FUNC
+hipError_t hipLaunchHostFunc(hipStream_t stream, hipHostFn_t fn, void *user) {
+    HOC_CALL(cuLaunchHostFunc(HOC_STREAM(stream), fn, user));
+}
+#endif
+
+/* hipStreamAddCallback's callback takes a hipError_t: a block carries it through CUDA's. */
+typedef struct hoc_callback { hipStreamCallback_t fn; void *user; } hoc_callback;
+
+static void CUDA_CB hoc_callback_run(CUstream stream, CUresult status, void *p) {
+    hoc_callback c = *(hoc_callback *)p;
+    free(p);
+    c.fn((hipStream_t)stream, hoc_err(status), c.user);
+}
+
+hipError_t hipStreamAddCallback(hipStream_t stream, hipStreamCallback_t fn, void *user, unsigned int flags) {
+    hoc_callback *c;
+    CUresult r;
+    if (!fn || flags) return hipErrorInvalidValue;
+    if (!(c = (hoc_callback *)malloc(sizeof *c))) return hipErrorOutOfMemory;
+    c->fn = fn;
+    c->user = user;
+    if ((r = hoc_ctx()) == CUDA_SUCCESS) r = cuStreamAddCallback(HOC_STREAM(stream), hoc_callback_run, c, 0);
+    if (r != CUDA_SUCCESS) free(c);
+    return hoc_err(r);
+}
+
+/* ---- events ---------------------------------------------------------------------------- */
+hipError_t hipEventCreateWithFlags(hipEvent_t *event, unsigned int flags) {
+    unsigned int cu = CU_EVENT_DEFAULT;
+    CUevent e = NULL;
+    CUresult r;
+    if (!event) return hipErrorInvalidValue;
+    if (flags & hipEventBlockingSync) cu |= CU_EVENT_BLOCKING_SYNC;
+    if (flags & hipEventDisableTiming) cu |= CU_EVENT_DISABLE_TIMING;
+    if (flags & hipEventInterprocess) cu |= CU_EVENT_INTERPROCESS;
+    if ((r = hoc_ctx()) == CUDA_SUCCESS && (r = cuEventCreate(&e, cu)) == CUDA_SUCCESS) *event = (hipEvent_t)e;
+    return hoc_err(r);
+}
+
+hipError_t hipEventDestroy(hipEvent_t event) { HOC_CALL(cuEventDestroy(HOC_EVENT(event))); }
+hipError_t hipEventRecord(hipEvent_t event, hipStream_t stream) { HOC_CALL(cuEventRecord(HOC_EVENT(event), HOC_STREAM(stream))); }
+hipError_t hipEventQuery(hipEvent_t event) { HOC_CALL(cuEventQuery(HOC_EVENT(event))); }
+hipError_t hipEventSynchronize(hipEvent_t event) { HOC_CALL(cuEventSynchronize(HOC_EVENT(event))); }
+
+hipError_t hipEventElapsedTime(float *ms, hipEvent_t start, hipEvent_t stop) {
+    HOC_CALL(cuEventElapsedTime(ms, HOC_EVENT(start), HOC_EVENT(stop)));
+}
+
+/* ---- modules and launches -------------------------------------------------------------- */
+hipError_t hipModuleLoadData(hipModule_t *module, const void *image) {
+    CUmodule m = NULL;
+    CUresult r;
+    if (!module || !image) return hipErrorInvalidValue;
+    if ((r = hoc_ctx()) == CUDA_SUCCESS && (r = cuModuleLoadData(&m, image)) == CUDA_SUCCESS) *module = (hipModule_t)m;
+    return hoc_err(r);
+}
+
+hipError_t hipModuleUnload(hipModule_t module) { HOC_CALL(cuModuleUnload((CUmodule)module)); }
+
+hipError_t hipModuleGetFunction(hipFunction_t *function, hipModule_t module, const char *name) {
+    CUfunction f = NULL;
+    CUresult r;
+    if (!function) return hipErrorInvalidValue;
+    if ((r = hoc_ctx()) == CUDA_SUCCESS && (r = cuModuleGetFunction(&f, (CUmodule)module, name)) == CUDA_SUCCESS)
+        *function = (hipFunction_t)f;
+    return hoc_err(r);
+}
+
+hipError_t hipModuleLaunchKernel(hipFunction_t f, unsigned int gx, unsigned int gy, unsigned int gz,
+                                 unsigned int bx, unsigned int by, unsigned int bz, unsigned int shared,
+                                 hipStream_t stream, void **params, void **extra) {
+    HOC_CALL(cuLaunchKernel((CUfunction)f, gx, gy, gz, bx, by, bz, shared, HOC_STREAM(stream), params, extra));
+}
+
+/* ---- capture and graphs ---------------------------------------------------------------- */
+static CUstreamCaptureMode hoc_mode_to_cu(hipStreamCaptureMode m) {
+    return m == hipStreamCaptureModeThreadLocal ? CU_STREAM_CAPTURE_MODE_THREAD_LOCAL
+         : m == hipStreamCaptureModeRelaxed     ? CU_STREAM_CAPTURE_MODE_RELAXED
+                                                : CU_STREAM_CAPTURE_MODE_GLOBAL;
+}
+static hipStreamCaptureMode hoc_mode_to_hip(CUstreamCaptureMode m) {
+    return m == CU_STREAM_CAPTURE_MODE_THREAD_LOCAL ? hipStreamCaptureModeThreadLocal
+         : m == CU_STREAM_CAPTURE_MODE_RELAXED      ? hipStreamCaptureModeRelaxed
+                                                    : hipStreamCaptureModeGlobal;
+}
+
+hipError_t hipStreamBeginCapture(hipStream_t stream, hipStreamCaptureMode mode) {
+    HOC_CALL(cuStreamBeginCapture(HOC_STREAM(stream), hoc_mode_to_cu(mode)));
+}
+
+hipError_t hipStreamEndCapture(hipStream_t stream, hipGraph_t *graph) {
+    CUgraph g = NULL;
+    CUresult r;
+    if (!graph) return hipErrorInvalidValue;
+    if ((r = hoc_ctx()) == CUDA_SUCCESS) r = cuStreamEndCapture(HOC_STREAM(stream), &g);
+    *graph = (hipGraph_t)g;   /* CUDA may hand back a graph with a failure too */
+    return hoc_err(r);
+}
+
+hipError_t hipThreadExchangeStreamCaptureMode(hipStreamCaptureMode *mode) {
+    CUstreamCaptureMode m;
+    CUresult r;
+    if (!mode) return hipErrorInvalidValue;
+    m = hoc_mode_to_cu(*mode);
+    if ((r = cuThreadExchangeStreamCaptureMode(&m)) == CUDA_SUCCESS) *mode = hoc_mode_to_hip(m);
+    return hoc_err(r);
+}
+
+hipError_t hipGraphGetNodes(hipGraph_t graph, hipGraphNode_t *nodes, size_t *count) {
+    HOC_CALL(cuGraphGetNodes((CUgraph)graph, (CUgraphNode *)nodes, count));
+}
+
+hipError_t hipGraphInstantiate(hipGraphExec_t *exec, hipGraph_t graph, hipGraphNode_t *error_node,
+                               char *log, size_t log_size) {
+    CUgraphExec e = NULL;
+    CUresult r;
+    if (!exec) return hipErrorInvalidValue;
+    if (error_node) *error_node = NULL;
+    if (log && log_size) log[0] = 0;
+    if ((r = hoc_ctx()) == CUDA_SUCCESS && (r = cuGraphInstantiateWithFlags(&e, (CUgraph)graph, 0)) == CUDA_SUCCESS)
+        *exec = (hipGraphExec_t)e;
+    return hoc_err(r);
+}
+
+hipError_t hipGraphLaunch(hipGraphExec_t exec, hipStream_t stream) {
+    HOC_CALL(cuGraphLaunch((CUgraphExec)exec, HOC_STREAM(stream)));
+}
+
+static hipGraphExecUpdateResult hoc_update_result(CUgraphExecUpdateResult u) {
+    switch (u) {
+    case CU_GRAPH_EXEC_UPDATE_SUCCESS:                        return hipGraphExecUpdateSuccess;
+    case CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED:         return hipGraphExecUpdateErrorTopologyChanged;
+    case CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED:        return hipGraphExecUpdateErrorNodeTypeChanged;
+    case CU_GRAPH_EXEC_UPDATE_ERROR_FUNCTION_CHANGED:         return hipGraphExecUpdateErrorFunctionChanged;
+    case CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED:       return hipGraphExecUpdateErrorParametersChanged;
+    case CU_GRAPH_EXEC_UPDATE_ERROR_NOT_SUPPORTED:            return hipGraphExecUpdateErrorNotSupported;
+    case CU_GRAPH_EXEC_UPDATE_ERROR_UNSUPPORTED_FUNCTION_CHANGE: return hipGraphExecUpdateErrorUnsupportedFunctionChange;
+    default:                                                  return hipGraphExecUpdateError;
+    }
+}
+
+hipError_t hipGraphExecUpdate(hipGraphExec_t exec, hipGraph_t graph, hipGraphNode_t *error_node,
+                              hipGraphExecUpdateResult *result) {
+    CUgraphExecUpdateResultInfo info;
+    CUresult r;
+    memset(&info, 0, sizeof info);
+    if ((r = hoc_ctx()) == CUDA_SUCCESS) r = cuGraphExecUpdate((CUgraphExec)exec, (CUgraph)graph, &info);
+    if (error_node) *error_node = (hipGraphNode_t)info.errorNode;
+    if (result) *result = hoc_update_result(info.result);
+    return hoc_err(r);
+}
+
+hipError_t hipGraphExecDestroy(hipGraphExec_t exec) { HOC_CALL(cuGraphExecDestroy((CUgraphExec)exec)); }
+hipError_t hipGraphDestroy(hipGraph_t graph) { HOC_CALL(cuGraphDestroy((CUgraph)graph)); }
+
+hipError_t hipGraphClone(hipGraph_t *clone, hipGraph_t graph) {
+    CUgraph g = NULL;
+    CUresult r;
+    if (!clone) return hipErrorInvalidValue;
+    if ((r = hoc_ctx()) == CUDA_SUCCESS && (r = cuGraphClone(&g, (CUgraph)graph)) == CUDA_SUCCESS) *clone = (hipGraph_t)g;
+    return hoc_err(r);
+}
+
+hipError_t hipStreamGetCaptureInfo_v2(hipStream_t stream, hipStreamCaptureStatus *status,
+                                      unsigned long long *id, hipGraph_t *graph,
+                                      const hipGraphNode_t **deps, size_t *ndeps) {
+    CUstreamCaptureStatus s = CU_STREAM_CAPTURE_STATUS_NONE;
+    cuuint64_t cid = 0;
+    CUgraph g = NULL;
+    const CUgraphNode *d = NULL;
+    size_t n = 0;
+    CUresult r;
+    if (!status) return hipErrorInvalidValue;
+    if ((r = hoc_ctx()) != CUDA_SUCCESS) return hoc_err(r);
+#if CUDA_VERSION >= 13000
+    r = cuStreamGetCaptureInfo(HOC_STREAM(stream), &s, &cid, &g, &d, NULL, &n);
+#else
+    r = cuStreamGetCaptureInfo(HOC_STREAM(stream), &s, &cid, &g, &d, &n);
+#endif
+    if (r != CUDA_SUCCESS) return hoc_err(r);
+    *status = s == CU_STREAM_CAPTURE_STATUS_ACTIVE      ? hipStreamCaptureStatusActive
+            : s == CU_STREAM_CAPTURE_STATUS_INVALIDATED ? hipStreamCaptureStatusInvalidated
+                                                        : hipStreamCaptureStatusNone;
+    if (id) *id = (unsigned long long)cid;
+    if (graph) *graph = (hipGraph_t)g;
+    if (deps) *deps = (const hipGraphNode_t *)d;
+    if (ndeps) *ndeps = n;
+    return hipSuccess;
+}
+
+hipError_t hipGraphAddChildGraphNode(hipGraphNode_t *node, hipGraph_t graph, const hipGraphNode_t *deps,
+                                     size_t ndeps, hipGraph_t child) {
+    HOC_CALL(cuGraphAddChildGraphNode((CUgraphNode *)node, (CUgraph)graph, (const CUgraphNode *)deps, ndeps, (CUgraph)child));
+}
+
+hipError_t hipStreamUpdateCaptureDependencies(hipStream_t stream, hipGraphNode_t *deps, size_t ndeps, unsigned int flags) {
+    unsigned int cu = flags == hipStreamSetCaptureDependencies ? CU_STREAM_SET_CAPTURE_DEPENDENCIES
+                                                               : CU_STREAM_ADD_CAPTURE_DEPENDENCIES;
+#if CUDA_VERSION >= 13000
+    HOC_CALL(cuStreamUpdateCaptureDependencies(HOC_STREAM(stream), (CUgraphNode *)deps, NULL, ndeps, cu));
+#else
+    HOC_CALL(cuStreamUpdateCaptureDependencies(HOC_STREAM(stream), (CUgraphNode *)deps, ndeps, cu));
+#endif
+}
