@@ -46,6 +46,6 @@ TEST_TIMEOUT=${TEST_TIMEOUT:-240} sh tests/run.sh \
     "sh tests/hip_on_cuda/check_exports.sh $nohf/libamdhip64.so hipLaunchHostFunc" \
     "LD_LIBRARY_PATH=$lib $out/conformance hip" \
     "LD_LIBRARY_PATH=$lib $out/threads hip" \
+    "LD_LIBRARY_PATH=$lib sh tests/examples.sh $out/examples '$cc -std=c99 $warn $gf' hip" \
     "LD_LIBRARY_PATH=$nohf $out/conformance hip" \
-    "LD_LIBRARY_PATH=$nohf $out/threads hip" \
-    "LD_LIBRARY_PATH=$lib sh tests/examples.sh $out/examples '$cc -std=c99 $warn $gf' hip"
+    "LD_LIBRARY_PATH=$nohf $out/threads hip"
