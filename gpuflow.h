@@ -216,6 +216,46 @@ typedef struct gf_graph_info { int nodes; int native; gf_capture_mode mode; } gf
 
 typedef struct gf_buffer_desc { size_t size; int managed; } gf_buffer_desc;
 
+/* A 2D copy (gf_copy_2d_async): height rows of width bytes. Each side is a buffer (with an
+   offset) or host memory; its pitch is the distance between rows' starts (>= width). */
+typedef struct gf_copy_2d {
+    gf_buffer *dst; size_t dst_offset; void *dst_host; size_t dst_pitch;
+    gf_buffer *src; size_t src_offset; const void *src_host; size_t src_pitch;
+    size_t width, height;
+} gf_copy_2d;
+
+/* Memory accounting (gf_device_memory_stats): what gpuflow allocated on a device, by kind. */
+typedef enum gf_memory_kind {
+    GF_MEMORY_DEVICE = 0,         /* gf_buffer_create, and memory graphs allocated in captures */
+    GF_MEMORY_PINNED,             /* gf_host_alloc */
+    GF_MEMORY_MANAGED,            /* managed buffers */
+    GF_MEMORY_ASYNC,              /* live stream-ordered buffers (gf_buffer_create_async) */
+    GF_MEMORY_CACHED,             /* freed stream-ordered memory kept for reuse */
+    GF_MEMORY_KIND_COUNT
+} gf_memory_kind;
+typedef struct gf_memory_counter { uint64_t bytes, peak_bytes, count, peak_count; } gf_memory_counter;
+typedef struct gf_memory_stats {
+    gf_memory_counter kind[GF_MEMORY_KIND_COUNT];
+    uint64_t device_bytes;        /* DEVICE + MANAGED + ASYNC + CACHED: what the limit is held against */
+    uint64_t limit;               /* gf_device_set_memory_limit; 0: none */
+} gf_memory_stats;
+
+/* A process-wide host allocator (gf_set_allocator), for programs that account host memory by
+   subsystem. All three functions are required; user is passed to each. */
+typedef struct gf_allocator {
+    void *(*alloc)(void *user, size_t bytes);
+    void *(*realloc)(void *user, void *ptr, size_t bytes);
+    void  (*free)(void *user, void *ptr);
+    void *user;
+} gf_allocator;
+
+/* An engine's own device, to open gpuflow on (gf_device_open_native). */
+typedef struct gf_native_device {
+    void *context;                /* CUDA: a CUcontext; OpenCL: a cl_context */
+    void *device;                 /* OpenCL: a cl_device_id of that context */
+    int   ordinal;                /* HIP: the device index */
+} gf_native_device;
+
 /* Kernels. One module description carries each backend's form of the same kernels. */
 typedef struct gf_launch_dims { unsigned grid[3]; unsigned block[3]; size_t shared_bytes; } gf_launch_dims;
 typedef struct gf_arg { const void *value; size_t size; gf_buffer *buffer; } gf_arg;
@@ -288,6 +328,27 @@ GPUFLOW_API gf_result gf_fill_async(gf_stream *s, gf_buffer *buf, size_t offset,
 GPUFLOW_API gf_result gf_prefetch_async(gf_stream *s, gf_buffer *buf, int to_device);  /* managed buffers */
 GPUFLOW_API gf_result gf_buffer_create_async(gf_stream *s, size_t bytes, gf_buffer **out);  /* stream-ordered */
 GPUFLOW_API gf_result gf_buffer_destroy_async(gf_stream *s, gf_buffer *buf);
+GPUFLOW_API gf_result gf_buffer_view(gf_buffer *buf, size_t offset, size_t bytes, gf_buffer **out);
+GPUFLOW_API gf_result gf_fill16_async(gf_stream *s, gf_buffer *buf, size_t offset, uint16_t value, size_t count);
+GPUFLOW_API gf_result gf_fill32_async(gf_stream *s, gf_buffer *buf, size_t offset, uint32_t value, size_t count);
+GPUFLOW_API gf_result gf_copy_2d_async(gf_stream *s, const gf_copy_2d *copy);
+GPUFLOW_API gf_result gf_buffer_record_stream(gf_buffer *buf, gf_stream *s);
+GPUFLOW_API gf_result gf_device_memory_stats(gf_device *dev, gf_memory_stats *out);
+GPUFLOW_API gf_result gf_device_reset_peak(gf_device *dev);
+GPUFLOW_API gf_result gf_device_set_memory_limit(gf_device *dev, size_t bytes);   /* 0: no limit */
+GPUFLOW_API gf_result gf_device_trim(gf_device *dev, size_t keep_bytes);
+GPUFLOW_API void      gf_set_allocator(const gf_allocator *allocator);             /* NULL: back to the macros */
+
+/* ---- interop: native handles out and in -------------------------------------------------- */
+GPUFLOW_API void     *gf_device_native(gf_device *dev);
+GPUFLOW_API gf_result gf_device_get_native(gf_device *dev, gf_native_device *out);   /* all of it: what gf_device_open_native takes */
+GPUFLOW_API void     *gf_stream_native(gf_stream *s);
+GPUFLOW_API uint64_t  gf_buffer_native(gf_buffer *buf);
+GPUFLOW_API void     *gf_event_native(gf_event *ev);
+GPUFLOW_API void     *gf_kernel_native(gf_kernel *k);
+GPUFLOW_API gf_result gf_device_open_native(gf_backend b, const gf_native_device *native, gf_device **out);
+GPUFLOW_API gf_result gf_stream_wrap(gf_device *dev, void *native_stream, const gf_stream_desc *desc, gf_stream **out);
+GPUFLOW_API gf_result gf_buffer_wrap(gf_device *dev, uint64_t native_buffer, size_t bytes, gf_buffer **out);
 
 /* ---- streams ------------------------------------------------------------------------- */
 GPUFLOW_API gf_result   gf_stream_create(gf_device *dev, const gf_stream_desc *desc, gf_stream **out);
@@ -401,6 +462,18 @@ GPUFLOW_API gf_result gf_profiler_write_trace(gf_device *dev, const char *path);
 #  define GPUFLOW_REALLOC(p, n) realloc((p), (n))
 #  define GPUFLOW_FREE(p)       free(p)
 #endif
+/* Host memory: the run-time allocator (gf_set_allocator) when one is set, else the
+   GPUFLOW_MALLOC / REALLOC / FREE macros. Backends allocate through these too, so memory is
+   always freed by the allocator that gave it. */
+static gf_allocator gf__allocator;   /* alloc NULL: the macros */
+static void *gf__malloc(size_t n) { return gf__allocator.alloc ? gf__allocator.alloc(gf__allocator.user, n) : GPUFLOW_MALLOC(n); }
+static void *gf__realloc(void *p, size_t n) {
+    return gf__allocator.realloc ? gf__allocator.realloc(gf__allocator.user, p, n) : GPUFLOW_REALLOC(p, n);
+}
+static void gf__free(void *p) {
+    if (!p) return;
+    if (gf__allocator.free) gf__allocator.free(gf__allocator.user, p); else GPUFLOW_FREE(p);
+}
 #ifndef GPUFLOW_ASSERT
 #  include <assert.h>
 #  define GPUFLOW_ASSERT(c) assert(c)
@@ -483,16 +556,16 @@ static void gf__cond_broadcast(gf__cond *c) { WakeAllConditionVariable(c); }
 typedef struct { void (*fn)(void *); void *arg; } gf__thread_start;
 static DWORD WINAPI gf__thread_main(LPVOID p) {
     gf__thread_start st = *(gf__thread_start *)p;
-    GPUFLOW_FREE(p);
+    gf__free(p);
     st.fn(st.arg);
     return 0;
 }
 static int gf__thread_create(gf__thread *t, void (*fn)(void *), void *arg) {
-    gf__thread_start *st = (gf__thread_start *)GPUFLOW_MALLOC(sizeof *st);
+    gf__thread_start *st = (gf__thread_start *)gf__malloc(sizeof *st);
     if (!st) return 0;
     st->fn = fn; st->arg = arg;
     *t = CreateThread(NULL, 0, gf__thread_main, st, 0, NULL);
-    if (!*t) { GPUFLOW_FREE(st); return 0; }
+    if (!*t) { gf__free(st); return 0; }
     return 1;
 }
 static void gf__thread_join(gf__thread t) { WaitForSingleObject(t, INFINITE); CloseHandle(t); }
@@ -535,15 +608,15 @@ static void gf__cond_broadcast(gf__cond *c) { pthread_cond_broadcast(c); }
 typedef struct { void (*fn)(void *); void *arg; } gf__thread_start;
 static void *gf__thread_main(void *p) {
     gf__thread_start st = *(gf__thread_start *)p;
-    GPUFLOW_FREE(p);
+    gf__free(p);
     st.fn(st.arg);
     return NULL;
 }
 static int gf__thread_create(gf__thread *t, void (*fn)(void *), void *arg) {
-    gf__thread_start *st = (gf__thread_start *)GPUFLOW_MALLOC(sizeof *st);
+    gf__thread_start *st = (gf__thread_start *)gf__malloc(sizeof *st);
     if (!st) return 0;
     st->fn = fn; st->arg = arg;
-    if (pthread_create(t, NULL, gf__thread_main, st) != 0) { GPUFLOW_FREE(st); return 0; }
+    if (pthread_create(t, NULL, gf__thread_main, st) != 0) { gf__free(st); return 0; }
     return 1;
 }
 static void gf__thread_join(gf__thread t) { pthread_join(t, NULL); }
@@ -660,8 +733,19 @@ int gpuflow_fault_hit(const char *entry);
 #  define GF__FAULT(entry) 0
 #endif
 
+/* Process-wide, like the macros: set it before the first gpuflow call (or while no gpuflow
+   object is alive), since memory must go back to the allocator that gave it. */
+GPUFLOW_IMPL void gf_set_allocator(const gf_allocator *allocator) {
+    if (allocator && (!allocator->alloc || !allocator->realloc || !allocator->free)) {
+        gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_set_allocator: alloc, realloc and free are all required; the allocator is unchanged");
+        return;
+    }
+    if (allocator) gf__allocator = *allocator;
+    else memset(&gf__allocator, 0, sizeof gf__allocator);
+}
+
 static void *gf__alloc(size_t bytes) {   /* zeroed */
-    void *p = GPUFLOW_MALLOC(bytes);
+    void *p = gf__malloc(bytes);
     if (p) memset(p, 0, bytes);
     return p;
 }
@@ -678,7 +762,7 @@ static int gf__grow(void **items, int *cap, int need, size_t elem) {
     if (need <= *cap) return 1;
     n = *cap ? *cap * 2 : 8;
     while (n < need) n *= 2;
-    p = GPUFLOW_REALLOC(*items, (size_t)n * elem);
+    p = gf__realloc(*items, (size_t)n * elem);
     if (!p) return 0;
     *items = p; *cap = n;
     return 1;
@@ -776,6 +860,10 @@ struct gf_device {
     struct gf__stage *stage_idle; size_t stage_idle_bytes;
     gf__spin shell_lock;            /* GPUFLOW_DEBUG: destroyed objects kept until close */
     void **shells; int shell_count, shell_cap;
+    gf__spin mem_lock;              /* mem, limit, pinned */
+    gf_memory_counter mem[GF_MEMORY_KIND_COUNT];
+    uint64_t mem_limit;             /* 0: none */
+    struct gf__pinned { void *ptr; size_t bytes; } *pinned; int pinned_count, pinned_cap;
 };
 
 struct gf_buffer {
@@ -790,6 +878,12 @@ struct gf_buffer {
     int capture_uses;               /* captures in progress that use it (sync copies refused) */
     int async_state;                /* 0 plain, 1 live stream-ordered, 2 freed stream-ordered */
     gf_graph *graph_owner;          /* allocated inside a capture: the graph owns it */
+    int borrowed;                   /* wrapped (or a view): the memory is not this handle's to free */
+    gf_buffer *parent; size_t view_offset;   /* a view: a window on parent's memory */
+    int refs;                       /* atomic: the live handle plus each view; the memory goes at 0 */
+    int kind;                       /* gf_memory_kind it is counted under; GF_MEMORY_KIND_COUNT: none */
+    gf__spin use_lock;              /* uses */
+    gf_event **uses; int use_count, use_cap;   /* gf_buffer_record_stream: work to finish before reuse */
 };
 
 typedef enum gf__copy_kind { GF__COPY_H2D, GF__COPY_D2H, GF__COPY_D2D } gf__copy_kind;
@@ -818,6 +912,7 @@ struct gf_stream {
     gf_stream_pool *pool; int pool_index;
     uint64_t lease_t0; gf_workload lease_workload;  /* pool completion timing */
     int internal;                   /* owned by the core (pool, set, flow, sync stream) */
+    int borrowed;                   /* wrapped: destroy leaves the native stream alive */
     uint64_t last_trace_id;         /* profiler: the last op, a flow arrow's source */
 };
 
@@ -873,12 +968,14 @@ struct gf_module {
 
 /* A recorded command: what a capture without native graphs keeps, and replay re-issues. */
 typedef enum gf__cmd_kind {
-    GF__CMD_COPY, GF__CMD_FILL, GF__CMD_LAUNCH, GF__CMD_CALLBACK, GF__CMD_PREFETCH, GF__CMD_GRAPH
+    GF__CMD_COPY, GF__CMD_FILL, GF__CMD_LAUNCH, GF__CMD_CALLBACK, GF__CMD_PREFETCH, GF__CMD_GRAPH, GF__CMD_COPY_2D
 } gf__cmd_kind;
 typedef struct gf__cmd {
     gf__cmd_kind kind;
     gf__copy copy;                                  /* COPY */
     gf_buffer *buf; size_t offset, bytes; unsigned char value; int to_device;  /* FILL, PREFETCH */
+    uint32_t pattern; int width;                    /* FILL of 2- or 4-byte values (width 1: value) */
+    gf_copy_2d copy2d;                              /* COPY_2D */
     gf_kernel *kernel; gf_launch_dims dims; const gf_arg *args; int arg_count; /* LAUNCH */
     gf_callback fn; void *user;                     /* CALLBACK */
     gf_graph *child;                                /* GRAPH: a graph launched inside a capture */
@@ -931,7 +1028,7 @@ static void gf__obj_free(gf_device *dev, void *obj) {
 #else
     (void)dev;
 #endif
-    GPUFLOW_FREE(obj);
+    gf__free(obj);
 }
 
 /* ---- the backend vtable ----------------------------------------------------------------- */
@@ -990,6 +1087,18 @@ struct gf__backend {
     /* NULL: the driver copies from any host memory asynchronously. Else: whether p is pinned;
        the core stages copies from other host memory (see "staged copies"). */
     int       (*host_pinned)(gf_device *dev, const void *p);
+
+    /* Interop and memory; NULL: GF_ERROR_NOT_SUPPORTED, or the core's fallback where named. */
+    uint64_t  (*native_handle)(gf__type type, void *obj);      /* what gf_<object>_native returns (not devices) */
+    void      (*device_native)(gf_device *dev, gf_native_device *out);
+    gf_result (*device_open_native)(gf_device *dev, const gf_native_device *native);   /* uses, never owns */
+    gf_result (*stream_wrap)(gf_stream *s, void *native);       /* s->borrowed: destroy leaves it */
+    gf_result (*buffer_wrap)(gf_buffer *buf, uint64_t native);  /* buf->borrowed: free leaves it */
+    gf_result (*buffer_view)(gf_buffer *view);   /* parent, view_offset set; NULL: addr/ptr/host offset */
+    gf_result (*fill_wide)(gf_stream *s, gf_buffer *buf, size_t offset, uint32_t value, int width, size_t count);
+    gf_result (*copy_2d)(gf_stream *s, const gf_copy_2d *c);    /* NULL: one copy per row */
+    void      (*trim)(gf_device *dev, size_t keep_bytes);       /* the driver's stream-ordered pool */
+    size_t    (*cached_bytes)(gf_device *dev);                  /* freed memory the driver's pool keeps */
 };
 
 /* The slots every backend fills; the others may stay NULL, with the meaning given above. */
@@ -1187,7 +1296,7 @@ static void gf__device_free(gf_device *dev) {
     gf__cache_trim(dev);
     for (i = 0; i < dev->graph_count; i++) {   /* graphs are shells the device recycles */
         if (dev->graphs[i]->type == GF__T_GRAPH) gf__graph_release(dev->graphs[i]);
-        GPUFLOW_FREE(dev->graphs[i]);
+        gf__free(dev->graphs[i]);
     }
     if (dev->sync_stream) gf__stream_free(dev->sync_stream);
     if (dev->events) gf__event_pool_free(dev->events);   /* the waiter thread has stopped */
@@ -1196,23 +1305,26 @@ static void gf__device_free(gf_device *dev) {
     if (dev->native) dev->be->device_close(dev);
     gf__cond_destroy(&dev->released);
     gf__mutex_destroy(&dev->lock);
-    GPUFLOW_FREE(dev->streams);
-    GPUFLOW_FREE(dev->graphs);
-    for (i = 0; i < dev->shell_count; i++) GPUFLOW_FREE(dev->shells[i]);
-    GPUFLOW_FREE(dev->shells);
+    gf__free(dev->streams);
+    gf__free(dev->graphs);
+    for (i = 0; i < dev->shell_count; i++) gf__free(dev->shells[i]);
+    gf__free(dev->shells);
     dev->type = GF__T_DEAD;
-    GPUFLOW_FREE(dev);
+    gf__free(dev);
 }
 
-static gf_result gf__device_open_on(gf_backend b, int index, gf_device **out) {
+/* Opens device index of b, or (native != NULL) a gf_device over an engine's own device. */
+static gf_result gf__device_open_on(gf_backend b, int index, const gf_native_device *native, gf_device **out) {
     const gf__backend *be = NULL;
     gf_device *dev;
     gf_result r;
     int count = 0;
     if ((r = gf__backend_load(b, &be)) != GF_OK) return r;
+    if (native && !be->device_open_native)
+        return gf__fail(GF_ERROR_NOT_SUPPORTED, "gf_device_open_native: the %s backend has no native device to open on", be->name);
     if ((r = be->device_count(&count)) != GF_OK) return r;
     if (count == 0) return gf__fail(GF_ERROR_NO_DEVICE, "%s: the driver loaded but reports no device", gf_backend_name(b));
-    if (index < 0 || index >= count)
+    if (!native && (index < 0 || index >= count))
         return gf__fail(GF_ERROR_NO_DEVICE, "%s: device index %d is out of range (%d device%s)",
                         gf_backend_name(b), index, count, count == 1 ? "" : "s");
     if (!(dev = (gf_device *)gf__alloc(sizeof *dev))) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_device_open: out of host memory");
@@ -1223,7 +1335,8 @@ static gf_result gf__device_open_on(gf_backend b, int index, gf_device **out) {
     gf__cond_init(&dev->released);
     gf__mutex_init(&dev->stage_lock);
     gf__cache_init(dev);
-    if ((r = be->device_open(dev, index)) != GF_OK) { dev->native = NULL; gf__device_free(dev); return r; }
+    r = native ? be->device_open_native(dev, native) : be->device_open(dev, index);
+    if (r != GF_OK) { dev->native = NULL; gf__device_free(dev); return r; }
     dev->info.backend = b;
     if (!dev->info.max_kernel_args_bytes) dev->info.max_kernel_args_bytes = GF__DEFAULT_KERNEL_ARGS_BYTES;
     if ((r = gf_event_pool_create(dev, NULL, &dev->events)) != GF_OK ||
@@ -1253,19 +1366,19 @@ GPUFLOW_IMPL gf_result gf_device_open(gf_backend b, int index, gf_device **out) 
     *out = NULL;
     if (b < GF_BACKEND_AUTO || b > GF_BACKEND_STUB)
         return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_device_open: backend %d is not a gf_backend", (int)b);
-    if (b != GF_BACKEND_AUTO) return gf__device_open_on(b, index, out);
+    if (b != GF_BACKEND_AUTO) return gf__device_open_on(b, index, NULL, out);
     env = getenv("GPUFLOW_BACKEND");
     if (env && *env) {
         gf_backend forced = gf__backend_from_env(env);
         if (forced == GF_BACKEND_AUTO)
             return gf__fail(GF_ERROR_INVALID_ARGUMENT, "GPUFLOW_BACKEND=%s: expected cuda, hip, opencl or stub", env);
-        return gf__device_open_on(forced, index, out);
+        return gf__device_open_on(forced, index, NULL, out);
     }
     /* AUTO: the first compiled-in backend that opens, remembering why the others did not. */
     for (i = 0; i < 4; i++) {
         gf_result r;
         if (!gf__backend_of(order[i])) continue;
-        if ((r = gf__device_open_on(order[i], index, out)) == GF_OK) {
+        if ((r = gf__device_open_on(order[i], index, NULL, out)) == GF_OK) {
             if (used) {
                 gf__copy_str((*out)->info.note, sizeof (*out)->info.note, note);
                 gf__notice(GF_LOG_INFO, "gf_device_open: chose %s; passed over %s", gf_backend_name(order[i]), note);
@@ -1422,7 +1535,7 @@ static void gf__stages_free(gf_device *dev, gf__stage *st) {   /* never from a c
     while (st) {
         gf__stage *next = st->next;
         dev->be->host_free(dev, st->pinned);
-        GPUFLOW_FREE(st);
+        gf__free(st);
         st = next;
     }
 }
@@ -1448,7 +1561,7 @@ static gf_result gf__stage_get(gf_device *dev, size_t bytes, gf__stage **out) {
     gf__stages_free(dev, idle);
     if (!st) {
         if (!(st = (gf__stage *)gf__alloc(sizeof *st))) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gpuflow: out of host memory for a staging buffer");
-        if ((r = dev->be->host_alloc(dev, cap, &st->pinned)) != GF_OK) { GPUFLOW_FREE(st); return r; }
+        if ((r = dev->be->host_alloc(dev, cap, &st->pinned)) != GF_OK) { gf__free(st); return r; }
         st->dev = dev;
         st->cap = cap;
     }
@@ -1498,6 +1611,28 @@ static gf_result gf__copy_exec(gf_stream *s, const gf__copy *c) {
     return be->copy(s, c);
 }
 
+/* A 2D copy on the driver's own call where it has one and no host side needs staging, else one
+   copy per row (each staged as any copy would be). */
+static gf_result gf__copy_2d_exec(gf_stream *s, const gf_copy_2d *c) {
+    const gf__backend *be = s->dev->be;
+    const void *host = c->dst_host ? (const void *)c->dst_host : c->src_host;
+    size_t row;
+    if (be->copy_2d && (!host || !be->host_pinned || s->capture || be->host_pinned(s->dev, host))) return be->copy_2d(s, c);
+    for (row = 0; row < c->height; row++) {
+        gf__copy one;
+        gf_result r;
+        memset(&one, 0, sizeof one);
+        one.kind = c->dst && c->src ? GF__COPY_D2D : c->dst ? GF__COPY_H2D : GF__COPY_D2H;
+        one.dst = c->dst; one.dst_offset = c->dst_offset + row * c->dst_pitch;
+        one.src = c->src; one.src_offset = c->src_offset + row * c->src_pitch;
+        one.host = one.kind == GF__COPY_H2D ? (void *)((const char *)c->src_host + row * c->src_pitch)
+                 : one.kind == GF__COPY_D2H ? (void *)((char *)c->dst_host + row * c->dst_pitch) : NULL;
+        one.bytes = c->width;
+        if ((r = gf__copy_exec(s, &one)) != GF_OK) return r;
+    }
+    return GF_OK;
+}
+
 /* ---- commands: every operation on a stream is one gf__cmd ----------------------------------- */
 typedef struct gf__callback_ctx { gf_callback fn; void *user; gf_stream *s; int kept; } gf__callback_ctx;
 
@@ -1505,7 +1640,7 @@ static void gf__callback_run(void *p) {
     gf__callback_ctx *c = (gf__callback_ctx *)p;
     gf_result status = c->s ? (gf_result)gf__atomic_load_int(&c->s->status) : GF_OK;
     c->fn(c->user, status);
-    if (!c->kept) GPUFLOW_FREE(c);
+    if (!c->kept) gf__free(c);
 }
 
 static gf_result gf__graph_replay(gf_graph *g, gf_stream *s);
@@ -1517,7 +1652,10 @@ static gf_result gf__exec(gf_stream *s, const gf__cmd *c, gf_graph *owner) {
     const gf__backend *be = s->dev->be;
     switch (c->kind) {
     case GF__CMD_COPY: return gf__copy_exec(s, &c->copy);
-    case GF__CMD_FILL: return be->fill(s, c->buf, c->offset, c->value, c->bytes);
+    case GF__CMD_FILL:
+        return c->width > 1 ? be->fill_wide(s, c->buf, c->offset, c->pattern, c->width, c->bytes / (size_t)c->width)
+                            : be->fill(s, c->buf, c->offset, c->value, c->bytes);
+    case GF__CMD_COPY_2D: return gf__copy_2d_exec(s, &c->copy2d);
     case GF__CMD_PREFETCH: return be->prefetch(s, c->buf, c->to_device);
     case GF__CMD_LAUNCH: return be->launch(s, c->kernel, &c->dims, c->args, c->arg_count);
     case GF__CMD_GRAPH: return gf__graph_replay(c->child, s);
@@ -1527,11 +1665,11 @@ static gf_result gf__exec(gf_stream *s, const gf__cmd *c, gf_graph *owner) {
         if (!ctx) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_stream_add_callback: out of host memory");
         ctx->fn = c->fn; ctx->user = c->user; ctx->s = owner ? NULL : s; ctx->kept = owner != NULL;
         if (owner && !gf__keep_block(owner, ctx)) {
-            GPUFLOW_FREE(ctx);
+            gf__free(ctx);
             return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_stream_add_callback: out of host memory");
         }
         r = be->host_callback(s, gf__callback_run, ctx);
-        if (r != GF_OK && !owner) GPUFLOW_FREE(ctx);
+        if (r != GF_OK && !owner) gf__free(ctx);
         return r;
     }
     }
@@ -1540,7 +1678,7 @@ static gf_result gf__exec(gf_stream *s, const gf__cmd *c, gf_graph *owner) {
 
 static gf_op_kind gf__cmd_op(const gf__cmd *c) {
     switch (c->kind) {
-    case GF__CMD_COPY: return GF_OP_COPY;
+    case GF__CMD_COPY: case GF__CMD_COPY_2D: return GF_OP_COPY;
     case GF__CMD_FILL: case GF__CMD_PREFETCH: return GF_OP_FILL;
     case GF__CMD_LAUNCH: return GF_OP_LAUNCH;
     case GF__CMD_CALLBACK: return GF_OP_CALLBACK;
@@ -1557,13 +1695,14 @@ static void gf__prof_end(gf_stream *s, int rec, gf_result r);
 static gf_result gf__exec_counted(gf_stream *s, const gf__cmd *c) {   /* s->lock held */
     gf_result r;
     int rec = gf__prof_begin(s, gf__cmd_op(c), c->kind == GF__CMD_LAUNCH ? c->kernel->name : NULL,
-                             c->kind == GF__CMD_COPY ? c->copy.bytes : c->kind == GF__CMD_FILL ? c->bytes : 0, 0);
+                             c->kind == GF__CMD_COPY ? c->copy.bytes : c->kind == GF__CMD_FILL || c->kind == GF__CMD_COPY_2D ? c->bytes : 0, 0);
     r = gf__exec(s, c, NULL);
     gf__prof_end(s, rec, r);
     if (r != GF_OK) return r;
     gf__atomic_add(&s->ops, 1);
     gf__atomic_add(&s->submitted, 1);
     if (c->kind == GF__CMD_COPY) { gf__atomic_add(&s->copies, 1); gf__atomic_add(&s->bytes_copied, c->copy.bytes); }
+    if (c->kind == GF__CMD_COPY_2D) { gf__atomic_add(&s->copies, 1); gf__atomic_add(&s->bytes_copied, c->bytes); }
     if (c->kind == GF__CMD_LAUNCH) gf__atomic_add(&s->launches, 1);
     if (c->kind == GF__CMD_CALLBACK) gf__atomic_add(&s->callbacks, 1);
     return GF_OK;
@@ -1581,7 +1720,11 @@ static gf_result gf__submit(gf_stream *s, const gf__cmd *c) {
 }
 
 /* ---- streams ------------------------------------------------------------------------------ */
+static gf_result gf__stream_new_on(gf_device *dev, const char *label, gf_priority prio, int internal, void *wrap, gf_stream **out);
 static gf_result gf__stream_new(gf_device *dev, const char *label, gf_priority prio, int internal, gf_stream **out) {
+    return gf__stream_new_on(dev, label, prio, internal, NULL, out);
+}
+static gf_result gf__stream_new_on(gf_device *dev, const char *label, gf_priority prio, int internal, void *wrap, gf_stream **out) {
     gf_stream *s = (gf_stream *)gf__alloc(sizeof *s);
     gf_result r;
     if (!s) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_stream_create: out of host memory");
@@ -1592,10 +1735,11 @@ static gf_result gf__stream_new(gf_device *dev, const char *label, gf_priority p
     else snprintf(s->label, sizeof s->label, "stream %llu", (unsigned long long)s->id);
     s->priority = prio;
     s->internal = internal;
+    s->borrowed = wrap != NULL;
     gf__mutex_init(&s->lock);
-    if ((r = dev->be->stream_create(s)) != GF_OK) {
+    if ((r = wrap ? dev->be->stream_wrap(s, wrap) : dev->be->stream_create(s)) != GF_OK) {
         gf__mutex_destroy(&s->lock);
-        GPUFLOW_FREE(s);
+        gf__free(s);
         return r;
     }
     gf__lock(&dev->lock);
@@ -1603,7 +1747,7 @@ static gf_result gf__stream_new(gf_device *dev, const char *label, gf_priority p
         gf__unlock(&dev->lock);
         dev->be->stream_destroy(s);
         gf__mutex_destroy(&s->lock);
-        GPUFLOW_FREE(s);
+        gf__free(s);
         return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_stream_create: out of host memory");
     }
     dev->streams[dev->stream_count++] = s;
@@ -1733,6 +1877,44 @@ GPUFLOW_IMPL uint64_t gf_stream_id(const gf_stream *s) { return gf__is(s, GF__T_
 GPUFLOW_IMPL gf_device *gf_stream_device(const gf_stream *s) { return gf__is(s, GF__T_STREAM) ? s->dev : NULL; }
 
 /* ---- memory ------------------------------------------------------------------------------- */
+/* Accounting: every allocation gpuflow makes is counted under its kind, with peaks; the limit
+   (gf_device_set_memory_limit) is held against the device kinds together. */
+static void gf__mem_count(gf_device *dev, int kind, uint64_t bytes, int sign) {
+    gf_memory_counter *c;
+    if (kind < 0 || kind >= GF_MEMORY_KIND_COUNT) return;   /* wrapped memory and views: not ours */
+    gf__spin_lock(&dev->mem_lock);
+    c = &dev->mem[kind];
+    if (sign > 0) {
+        c->bytes += bytes; c->count++;
+        if (c->bytes > c->peak_bytes) c->peak_bytes = c->bytes;
+        if (c->count > c->peak_count) c->peak_count = c->count;
+    } else {
+        c->bytes -= bytes; c->count--;
+    }
+    gf__spin_unlock(&dev->mem_lock);
+}
+static uint64_t gf__mem_device_bytes(gf_device *dev) {   /* dev->mem_lock held */
+    return dev->mem[GF_MEMORY_DEVICE].bytes + dev->mem[GF_MEMORY_MANAGED].bytes +
+           dev->mem[GF_MEMORY_ASYNC].bytes + dev->mem[GF_MEMORY_CACHED].bytes;
+}
+/* GF_OK if bytes more device memory stays within the limit; else gives cached blocks back and
+   asks again, then refuses naming the limit and the use. */
+static gf_result gf__mem_admit(gf_device *dev, size_t bytes, const char *fn) {
+    int pass;
+    for (pass = 0; pass < 2; pass++) {
+        uint64_t used, limit;
+        gf__spin_lock(&dev->mem_lock);
+        used = gf__mem_device_bytes(dev);
+        limit = dev->mem_limit;
+        gf__spin_unlock(&dev->mem_lock);
+        if (!limit || (bytes <= limit && used <= limit - bytes)) return GF_OK;
+        if (pass == 0) { gf__cache_release(dev, 0, 1); continue; }
+        return gf__fail(GF_ERROR_OUT_OF_MEMORY, "%s: %llu more bytes would pass the device's memory limit of %llu bytes (%llu in use)",
+                        fn, (unsigned long long)bytes, (unsigned long long)limit, (unsigned long long)used);
+    }
+    return GF_OK;
+}
+
 /* The driver's allocation; when it runs out of memory while the stream-ordered cache holds
    blocks, those go back first (waiting for their last uses) and the allocation is retried.
    The first failure is not logged, and a retry that succeeds leaves no error behind. */
@@ -1742,6 +1924,7 @@ static gf_result gf__buffer_alloc(gf_buffer *buf) {
     unsigned serial = gf__error_serial;
     gf_result r;
     int cached;
+    if ((r = gf__mem_admit(dev, buf->size, "gf_buffer_create")) != GF_OK) return r;
     gf__lock(&dev->cache.lock);
     cached = dev->cache.count > 0;
     gf__unlock(&dev->cache.lock);
@@ -1758,16 +1941,19 @@ static gf_result gf__buffer_alloc(gf_buffer *buf) {
     return dev->be->buffer_alloc(buf);
 }
 
-static gf_result gf__buffer_new(gf_device *dev, size_t bytes, int managed, gf_buffer **out) {
+static gf_result gf__buffer_new(gf_device *dev, size_t bytes, gf_memory_kind kind, gf_buffer **out) {
     gf_buffer *buf;
     gf_result r;
     if (!(buf = (gf_buffer *)gf__alloc(sizeof *buf))) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_buffer_create: out of host memory");
     buf->type = GF__T_BUFFER;
     buf->dev = dev;
     buf->size = bytes;
-    buf->managed = managed;
-    if ((r = gf__buffer_alloc(buf)) != GF_OK) { GPUFLOW_FREE(buf); return r; }
+    buf->managed = kind == GF_MEMORY_MANAGED;
+    buf->refs = 1;
+    buf->kind = kind;
+    if ((r = gf__buffer_alloc(buf)) != GF_OK) { gf__free(buf); return r; }
     buf->capacity = bytes;
+    gf__mem_count(dev, buf->kind, bytes, +1);
     *out = buf;
     return GF_OK;
 }
@@ -1781,7 +1967,7 @@ GPUFLOW_IMPL gf_result gf_buffer_create_desc(gf_device *dev, const gf_buffer_des
     if (desc->managed && !dev->info.managed_memory)
         return gf__fail(GF_ERROR_NOT_SUPPORTED, "gf_buffer_create: %s device '%s' has no managed memory",
                         gf_backend_name(dev->info.backend), dev->info.name);
-    return gf__buffer_new(dev, desc->size, desc->managed != 0, out);
+    return gf__buffer_new(dev, desc->size, desc->managed ? GF_MEMORY_MANAGED : GF_MEMORY_DEVICE, out);
 }
 
 GPUFLOW_IMPL gf_result gf_buffer_create(gf_device *dev, size_t bytes, gf_buffer **out) {
@@ -1791,10 +1977,23 @@ GPUFLOW_IMPL gf_result gf_buffer_create(gf_device *dev, size_t bytes, gf_buffer 
     return gf_buffer_create_desc(dev, &d, out);
 }
 
+static void gf__buffer_uses_drop(gf_buffer *buf);
+
+/* Drops one reference (the handle's, or a view's on its parent). At the last the memory goes:
+   the backend frees what it allocated (a wrapped buffer's backend leaves what it borrowed),
+   and a view lets go of its parent. The handle is dead from the first drop on. */
 static void gf__buffer_free(gf_buffer *buf) {
-    buf->size = buf->capacity;   /* the backend frees what it allocated */
-    buf->dev->be->buffer_free(buf);
-    gf__obj_free(buf->dev, buf);
+    gf_device *dev = buf->dev;
+    gf_buffer *parent = buf->parent;
+    buf->type = GF__T_DEAD;
+    if (gf__atomic_add_int(&buf->refs, -1) > 1) return;   /* views still use the memory */
+    gf__buffer_uses_drop(buf);
+    gf__mem_count(dev, buf->kind, buf->capacity, -1);
+    buf->size = buf->capacity;
+    if (!parent || dev->be->buffer_view) dev->be->buffer_free(buf);
+    gf__free(buf->uses);
+    gf__obj_free(dev, buf);
+    if (parent) gf__buffer_free(parent);
 }
 
 /* Like cuMemFree, destroying a buffer waits for the device, so no queued work still uses it. */
@@ -1814,16 +2013,40 @@ GPUFLOW_IMPL void gf_buffer_destroy(gf_buffer *buf) {
 
 GPUFLOW_IMPL size_t gf_buffer_size(const gf_buffer *buf) { return gf__is(buf, GF__T_BUFFER) ? buf->size : 0; }
 
+/* Pinned allocations are listed per device (few, and large): the list gives gf_host_free the
+   size to account and refuses pointers gf_host_alloc did not give. */
 GPUFLOW_IMPL gf_result gf_host_alloc(gf_device *dev, size_t bytes, void **out) {
+    gf_result r;
+    int listed;
     GF__CHECK(dev, GF__T_DEVICE);
     GF__CHECK_OUT(out);
     *out = NULL;
     if (bytes == 0) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_host_alloc: size is 0");
-    return dev->be->host_alloc(dev, bytes, out);
+    if ((r = dev->be->host_alloc(dev, bytes, out)) != GF_OK) return r;
+    gf__spin_lock(&dev->mem_lock);
+    listed = gf__grow((void **)&dev->pinned, &dev->pinned_cap, dev->pinned_count + 1, sizeof *dev->pinned);
+    if (listed) { dev->pinned[dev->pinned_count].ptr = *out; dev->pinned[dev->pinned_count++].bytes = bytes; }
+    gf__spin_unlock(&dev->mem_lock);
+    if (!listed) {
+        dev->be->host_free(dev, *out);
+        *out = NULL;
+        return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_host_alloc: out of host memory");
+    }
+    gf__mem_count(dev, GF_MEMORY_PINNED, bytes, +1);
+    return GF_OK;
 }
 GPUFLOW_IMPL void gf_host_free(gf_device *dev, void *ptr) {
+    size_t bytes = 0;
+    int i, found = 0;
     GF__CHECK_VOID(dev, GF__T_DEVICE);
-    if (ptr) dev->be->host_free(dev, ptr);
+    if (!ptr) return;
+    gf__spin_lock(&dev->mem_lock);
+    for (i = 0; i < dev->pinned_count && !found; i++)
+        if (dev->pinned[i].ptr == ptr) { bytes = dev->pinned[i].bytes; dev->pinned[i] = dev->pinned[--dev->pinned_count]; found = 1; }
+    gf__spin_unlock(&dev->mem_lock);
+    if (!found) { gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_host_free: the pointer was not allocated by gf_host_alloc on this device"); return; }
+    gf__mem_count(dev, GF_MEMORY_PINNED, bytes, -1);
+    dev->be->host_free(dev, ptr);
 }
 
 static gf_result gf__check_copy(const char *fn, gf_stream *s, const gf__copy *c) {
@@ -1919,6 +2142,195 @@ GPUFLOW_IMPL gf_result gf_prefetch_async(gf_stream *s, gf_buffer *buf, int to_de
     return gf__submit(s, &c);
 }
 
+static gf_result gf__wait_locked(gf_stream *s, gf_event *ev);
+static gf_result gf__event_record_locked(gf_event *ev, gf_stream *s);
+static gf_result gf__event_pool_take(gf_event_pool *pool, unsigned flags, gf_event **out);
+static void gf__event_pool_give(gf_event_pool *pool, gf_event *ev);
+
+/* Views: a window on a buffer, usable wherever a buffer is. The view holds a reference on its
+   parent, so destroying the parent first is safe: the memory stays until its last view goes. */
+GPUFLOW_IMPL gf_result gf_buffer_view(gf_buffer *buf, size_t offset, size_t bytes, gf_buffer **out) {
+    gf_buffer *view;
+    gf_result r;
+    GF__CHECK(buf, GF__T_BUFFER);
+    GF__CHECK_OUT(out);
+    *out = NULL;
+    if (buf->parent)
+        return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_buffer_view: the buffer is itself a view; make the view from its parent at offset %llu + %llu",
+                        (unsigned long long)buf->view_offset, (unsigned long long)offset);
+    if ((r = gf__check_range(__func__, buf, offset, bytes)) != GF_OK) return r;
+    if (!(view = (gf_buffer *)gf__alloc(sizeof *view))) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_buffer_view: out of host memory");
+    view->type = GF__T_BUFFER;
+    view->dev = buf->dev;
+    view->size = view->capacity = bytes;
+    view->managed = buf->managed;
+    view->borrowed = 1;
+    view->parent = buf;
+    view->view_offset = offset;
+    view->refs = 1;
+    view->kind = GF_MEMORY_KIND_COUNT;   /* the parent's memory, counted there */
+    if (buf->dev->be->buffer_view) {
+        if ((r = buf->dev->be->buffer_view(view)) != GF_OK) { gf__free(view); return r; }
+    } else {
+        view->addr = buf->addr ? buf->addr + offset : 0;
+        view->ptr = buf->ptr ? (void *)((char *)buf->ptr + offset) : NULL;
+        view->host = buf->host ? (void *)((char *)buf->host + offset) : NULL;
+    }
+    gf__atomic_add_int(&buf->refs, 1);
+    *out = view;
+    return GF_OK;
+}
+
+/* Work recorded against a buffer (gf_buffer_record_stream): an event per use, waited for on the
+   freeing stream before stream-ordered memory is freed or reused (PyTorch's record_stream). */
+GPUFLOW_IMPL gf_result gf_buffer_record_stream(gf_buffer *buf, gf_stream *s) {
+    gf_event *ev;
+    gf_result r;
+    int kept;
+    GF__CHECK(buf, GF__T_BUFFER);
+    GF__CHECK(s, GF__T_STREAM);
+    GF__SAME_DEVICE(buf->dev, s->dev);
+    if ((r = gf__event_pool_take(s->dev->events, 0, &ev)) != GF_OK) return r;
+    gf__lock(&s->lock);
+    if (s->capture) r = gf__fail(GF_ERROR_CAPTURE, "gf_buffer_record_stream: stream '%s' is capturing; record it after launching the graph", s->label);
+    else r = gf__event_record_locked(ev, s);
+    gf__unlock(&s->lock);
+    if (r != GF_OK) { gf__event_pool_give(s->dev->events, ev); return r; }
+    gf__spin_lock(&buf->use_lock);
+    kept = gf__grow((void **)&buf->uses, &buf->use_cap, buf->use_count + 1, sizeof *buf->uses);
+    if (kept) buf->uses[buf->use_count++] = ev;
+    gf__spin_unlock(&buf->use_lock);
+    if (!kept) {
+        gf__event_pool_give(s->dev->events, ev);
+        return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_buffer_record_stream: out of host memory");
+    }
+    return GF_OK;
+}
+/* s (locked) waits, on the device, for every recorded use of buf. */
+static gf_result gf__buffer_uses_wait(gf_stream *s, gf_buffer *buf) {
+    gf_result r = GF_OK;
+    int i;
+    gf__spin_lock(&buf->use_lock);
+    for (i = 0; i < buf->use_count && r == GF_OK; i++) r = gf__wait_locked(s, buf->uses[i]);
+    gf__spin_unlock(&buf->use_lock);
+    return r;
+}
+static void gf__buffer_uses_drop(gf_buffer *buf) {
+    int i;
+    gf__spin_lock(&buf->use_lock);
+    for (i = 0; i < buf->use_count; i++) gf__event_pool_give(buf->dev->events, buf->uses[i]);
+    buf->use_count = 0;
+    gf__spin_unlock(&buf->use_lock);
+}
+
+/* Fills of 2- and 4-byte values: the offset is a multiple of the value's size (as the drivers
+   require) and count values fit in the buffer. */
+static gf_result gf__fill_wide(const char *fn, gf_stream *s, gf_buffer *buf, size_t offset, uint32_t value, int width, size_t count) {
+    gf_result r;
+    gf__cmd c;
+    GF__CHECK(s, GF__T_STREAM);
+    GF__CHECK(buf, GF__T_BUFFER);
+    GF__SAME_DEVICE(s->dev, buf->dev);
+    if (count == 0) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "%s: count is 0", fn);
+    if (count > SIZE_MAX / (size_t)width)
+        return gf__fail(GF_ERROR_OUT_OF_RANGE, "%s: %llu values of %d bytes overflow a size", fn, (unsigned long long)count, width);
+    if (offset % (size_t)width)
+        return gf__fail(GF_ERROR_INVALID_ARGUMENT, "%s: offset %llu is not a multiple of %d", fn, (unsigned long long)offset, width);
+    if ((r = gf__check_range(fn, buf, offset, count * (size_t)width)) != GF_OK) return r;
+    if (!s->dev->be->fill_wide)
+        return gf__fail(GF_ERROR_NOT_SUPPORTED, "%s: the %s backend cannot fill %d-byte values", fn, s->dev->be->name, width);
+    memset(&c, 0, sizeof c);
+    c.kind = GF__CMD_FILL; c.buf = buf; c.offset = offset; c.bytes = count * (size_t)width;
+    c.pattern = value; c.width = width;
+    return gf__submit(s, &c);
+}
+GPUFLOW_IMPL gf_result gf_fill16_async(gf_stream *s, gf_buffer *buf, size_t offset, uint16_t value, size_t count) {
+    return gf__fill_wide(__func__, s, buf, offset, value, 2, count);
+}
+GPUFLOW_IMPL gf_result gf_fill32_async(gf_stream *s, gf_buffer *buf, size_t offset, uint32_t value, size_t count) {
+    return gf__fill_wide(__func__, s, buf, offset, value, 4, count);
+}
+
+/* One side of a 2D copy: a buffer or host memory, a pitch no smaller than the rows, and for a
+   buffer, rows that all end inside it (computed without overflow). */
+static gf_result gf__check_2d_side(gf_stream *s, const char *side, gf_buffer *buf, size_t offset, const void *host,
+                                   size_t pitch, size_t width, size_t height) {
+    const char *fn = "gf_copy_2d_async";
+    size_t extent;
+    if (!buf == !host) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "%s: give %s or %s_host, exactly one", fn, side, side);
+    if (pitch < width)
+        return gf__fail(GF_ERROR_INVALID_ARGUMENT, "%s: %s_pitch %llu is smaller than the width %llu", fn, side,
+                        (unsigned long long)pitch, (unsigned long long)width);
+    if (!buf) return GF_OK;
+    if (!gf__is(buf, GF__T_BUFFER)) return gf__bad_handle(fn, side, buf, GF__T_BUFFER);
+    if (buf->dev != s->dev) return gf__fail(GF_ERROR_WRONG_DEVICE, "%s: %s belongs to another device", fn, side);
+    if (height - 1 > (SIZE_MAX - width) / pitch)
+        return gf__fail(GF_ERROR_OUT_OF_RANGE, "%s: %llu rows of pitch %llu overflow a size", fn, (unsigned long long)height, (unsigned long long)pitch);
+    extent = pitch * (height - 1) + width;
+    return gf__check_range(fn, buf, offset, extent);
+}
+GPUFLOW_IMPL gf_result gf_copy_2d_async(gf_stream *s, const gf_copy_2d *copy) {
+    gf_result r;
+    gf__cmd c;
+    GF__CHECK(s, GF__T_STREAM);
+    GF__CHECK_OUT(copy);
+    if (copy->width == 0 || copy->height == 0) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_copy_2d_async: width and height must be >= 1");
+    if ((r = gf__check_2d_side(s, "dst", copy->dst, copy->dst_offset, copy->dst_host, copy->dst_pitch, copy->width, copy->height)) != GF_OK ||
+        (r = gf__check_2d_side(s, "src", copy->src, copy->src_offset, copy->src_host, copy->src_pitch, copy->width, copy->height)) != GF_OK)
+        return r;
+    if (!copy->dst && !copy->src) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_copy_2d_async: host to host is not a device copy");
+    if (copy->dst && copy->dst == copy->src)
+        return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_copy_2d_async: source and destination are the same buffer");
+    memset(&c, 0, sizeof c);
+    c.kind = GF__CMD_COPY_2D;
+    c.copy2d = *copy;
+    c.bytes = copy->width * copy->height;
+    return gf__submit(s, &c);
+}
+
+/* ---- memory accounting, limits, trimming ------------------------------------------------------ */
+GPUFLOW_IMPL gf_result gf_device_memory_stats(gf_device *dev, gf_memory_stats *out) {
+    size_t driver_cached;
+    GF__CHECK(dev, GF__T_DEVICE);
+    GF__CHECK_OUT(out);
+    driver_cached = dev->be->cached_bytes ? dev->be->cached_bytes(dev) : 0;
+    gf__spin_lock(&dev->mem_lock);
+    memcpy(out->kind, dev->mem, sizeof out->kind);
+    out->device_bytes = gf__mem_device_bytes(dev);
+    out->limit = dev->mem_limit;
+    gf__spin_unlock(&dev->mem_lock);
+    out->kind[GF_MEMORY_CACHED].bytes += driver_cached;   /* a driver pool's kept memory, as it reports it */
+    return GF_OK;
+}
+GPUFLOW_IMPL gf_result gf_device_reset_peak(gf_device *dev) {
+    int k;
+    GF__CHECK(dev, GF__T_DEVICE);
+    gf__spin_lock(&dev->mem_lock);
+    for (k = 0; k < GF_MEMORY_KIND_COUNT; k++) { dev->mem[k].peak_bytes = dev->mem[k].bytes; dev->mem[k].peak_count = dev->mem[k].count; }
+    gf__spin_unlock(&dev->mem_lock);
+    return GF_OK;
+}
+GPUFLOW_IMPL gf_result gf_device_set_memory_limit(gf_device *dev, size_t bytes) {
+    uint64_t used;
+    GF__CHECK(dev, GF__T_DEVICE);
+    gf__spin_lock(&dev->mem_lock);
+    used = gf__mem_device_bytes(dev);
+    if (!bytes || bytes >= used) dev->mem_limit = bytes;
+    gf__spin_unlock(&dev->mem_lock);
+    if (bytes && bytes < used)
+        return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_device_set_memory_limit: %llu bytes is below the %llu bytes in use; limit unchanged",
+                        (unsigned long long)bytes, (unsigned long long)used);
+    return GF_OK;
+}
+/* Gives cached stream-ordered memory back until at most keep_bytes stay cached, waiting for the
+   last uses of the blocks it frees; on CUDA and HIP, the driver pool's trim. */
+GPUFLOW_IMPL gf_result gf_device_trim(gf_device *dev, size_t keep_bytes) {
+    GF__CHECK(dev, GF__T_DEVICE);
+    gf__cache_release(dev, keep_bytes, 1);
+    if (dev->be->trim) dev->be->trim(dev, keep_bytes);
+    return GF_OK;
+}
+
 /* ---- events ------------------------------------------------------------------------------- */
 static gf_result gf__event_new(gf_device *dev, unsigned flags, gf_event **out) {
     gf_event *ev = (gf_event *)gf__alloc(sizeof *ev);
@@ -1927,7 +2339,7 @@ static gf_result gf__event_new(gf_device *dev, unsigned flags, gf_event **out) {
     ev->type = GF__T_EVENT;
     ev->dev = dev;
     ev->flags = flags;
-    if ((r = dev->be->event_create(ev)) != GF_OK) { GPUFLOW_FREE(ev); return r; }
+    if ((r = dev->be->event_create(ev)) != GF_OK) { gf__free(ev); return r; }
     *out = ev;
     return GF_OK;
 }
@@ -2042,9 +2454,6 @@ GPUFLOW_IMPL gf_result gf_stream_wait_event(gf_stream *s, gf_event *ev) {
     gf__unlock(&s->lock);
     return r;
 }
-
-static gf_result gf__event_pool_take(gf_event_pool *pool, unsigned flags, gf_event **out);
-static void gf__event_pool_give(gf_event_pool *pool, gf_event *ev);
 
 GPUFLOW_IMPL gf_result gf_stream_wait_stream(gf_stream *waiter, gf_stream *other) {
     gf_event *ev;
@@ -2235,9 +2644,9 @@ GPUFLOW_IMPL gf_result gf_event_pool_get_stats(gf_event_pool *pool, gf_event_poo
 static void gf__event_pool_free(gf_event_pool *pool) {
     int i;
     for (i = 0; i < pool->all_count; i++) gf__event_free(pool->all[i]);
-    GPUFLOW_FREE(pool->all);
-    GPUFLOW_FREE(pool->free_list[0]);
-    GPUFLOW_FREE(pool->free_list[1]);
+    gf__free(pool->all);
+    gf__free(pool->free_list[0]);
+    gf__free(pool->free_list[1]);
     gf__obj_free(pool->dev, pool);
 }
 
@@ -2435,7 +2844,7 @@ static void gf__pool_completed(void *user, gf_result status) {
     pool->completion_ms[c->workload] += (double)(gf__now_ns() - c->t0) / 1e6;
     gf__unlock(&pool->lock);
     gf__event_pool_give(pool->dev->events, c->ev);
-    GPUFLOW_FREE(c);
+    gf__free(c);
     gf__atomic_add_int(&pool->measuring, -1);
 }
 
@@ -2463,10 +2872,10 @@ GPUFLOW_IMPL gf_result gf_stream_pool_release(gf_stream_pool *pool, gf_stream *s
             if (gf_event_record(c->ev, s) != GF_OK || gf__waiter_add(c->ev, gf__pool_completed, c, NULL) != GF_OK) {
                 gf__atomic_add_int(&pool->measuring, -1);
                 gf__event_pool_give(pool->dev->events, c->ev);
-                GPUFLOW_FREE(c);
+                gf__free(c);
             }
         } else {
-            GPUFLOW_FREE(c);
+            gf__free(c);
         }
     }
     return GF_OK;
@@ -2539,7 +2948,7 @@ GPUFLOW_IMPL gf_result gf_stream_set_create(gf_device *dev, int depth, const cha
     if (!(set = (gf_stream_set *)gf__alloc(sizeof *set)) ||
         !(set->streams = (gf_stream **)gf__alloc(sizeof *set->streams * (size_t)depth)) ||
         !(set->round_done = (gf_event **)gf__alloc(sizeof *set->round_done * (size_t)depth))) {
-        if (set) { GPUFLOW_FREE(set->streams); GPUFLOW_FREE(set); }
+        if (set) { gf__free(set->streams); gf__free(set); }
         return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_stream_set_create: out of host memory");
     }
     set->type = GF__T_STREAM_SET;
@@ -2595,8 +3004,8 @@ GPUFLOW_IMPL void gf_stream_set_destroy(gf_stream_set *set) {
         if (set->streams[i]) gf__stream_free(set->streams[i]);
         if (set->round_done[i]) gf__event_free(set->round_done[i]);
     }
-    GPUFLOW_FREE(set->streams);
-    GPUFLOW_FREE(set->round_done);
+    gf__free(set->streams);
+    gf__free(set->round_done);
     gf__mutex_destroy(&set->lock);
     gf__obj_free(set->dev, set);
 }
@@ -2707,7 +3116,7 @@ static gf_result gf__waiter_add(gf_event *ev, gf_callback fn, void *user, uint64
         gf__mutex_init(&w->lock);
         gf__cond_init(&w->cond);
         if (!gf__thread_create(&w->thread, gf__waiter_main, w)) {
-            gf__cond_destroy(&w->cond); gf__mutex_destroy(&w->lock); GPUFLOW_FREE(w);
+            gf__cond_destroy(&w->cond); gf__mutex_destroy(&w->lock); gf__free(w);
             gf__unlock(&dev->lock);
             return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_event_on_complete: cannot start the waiter thread");
         }
@@ -2775,7 +3184,7 @@ static void gf__waiter_drop_pool(gf_stream_pool *pool) {
         if (w->waits[i].fn != gf__pool_completed || c->pool != pool) { i++; continue; }
         gf__waiter_remove(w, i);
         gf__event_pool_give(pool->dev->events, c->ev);
-        GPUFLOW_FREE(c);
+        gf__free(c);
         gf__atomic_add_int(&pool->measuring, -1);
     }
     gf__unlock(&w->lock);
@@ -2791,8 +3200,8 @@ static void gf__waiter_stop(gf_device *dev) {
     gf__thread_join(w->thread);
     gf__cond_destroy(&w->cond);
     gf__mutex_destroy(&w->lock);
-    GPUFLOW_FREE(w->waits);
-    GPUFLOW_FREE(w);
+    gf__free(w->waits);
+    gf__free(w);
     dev->waiter = NULL;
 }
 
@@ -2849,11 +3258,15 @@ static gf_buffer *gf__cache_take(gf_stream *s, size_t bytes) {
         cache->blocks[best] = cache->blocks[--cache->count];
     }
     gf__unlock(&cache->lock);
-    if (!buf) { GPUFLOW_FREE(fresh); return NULL; }
+    if (!buf) { gf__free(fresh); return NULL; }
     *fresh = *buf;
     gf__obj_free(s->dev, buf);
     fresh->type = GF__T_BUFFER;
     fresh->size = bytes;
+    fresh->refs = 1;
+    gf__mem_count(s->dev, GF_MEMORY_CACHED, fresh->capacity, -1);
+    fresh->kind = GF_MEMORY_ASYNC;
+    gf__mem_count(s->dev, GF_MEMORY_ASYNC, fresh->capacity, +1);
     return fresh;
 }
 
@@ -2876,6 +3289,10 @@ static gf_result gf__cache_put(gf_stream *s, gf_buffer *buf) {   /* s->lock held
     cache->count++;
     cache->bytes += buf->capacity;
     buf->type = GF__T_DEAD;   /* the handle is gone; the memory waits for reuse */
+    gf__buffer_uses_drop(buf);
+    gf__mem_count(dev, buf->kind, buf->capacity, -1);
+    buf->kind = GF_MEMORY_CACHED;
+    gf__mem_count(dev, buf->kind, buf->capacity, +1);
     gf__cache_release_locked(dev, cache->keep, 0);
     gf__unlock(&cache->lock);
     return GF_OK;
@@ -2883,7 +3300,7 @@ static gf_result gf__cache_put(gf_stream *s, gf_buffer *buf) {   /* s->lock held
 
 static void gf__cache_trim(gf_device *dev) {   /* device close: idle */
     gf__cache_release(dev, 0, 1);
-    GPUFLOW_FREE(dev->cache.blocks);
+    gf__free(dev->cache.blocks);
     gf__mutex_destroy(&dev->cache.lock);
 }
 
@@ -2901,18 +3318,21 @@ GPUFLOW_IMPL gf_result gf_buffer_create_async(gf_stream *s, size_t bytes, gf_buf
     gf__lock(&s->lock);
     if (s->capture && !s->capture->native) {
         /* recorded graphs keep their memory for their whole life: allocate once, now */
-        if ((r = gf__buffer_new(s->dev, bytes, 0, &buf)) == GF_OK && !gf__graph_own(s->capture->graph, buf)) {
+        if ((r = gf__buffer_new(s->dev, bytes, GF_MEMORY_DEVICE, &buf)) == GF_OK && !gf__graph_own(s->capture->graph, buf)) {
             gf__buffer_free(buf);
             r = gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_buffer_create_async: out of host memory");
         }
     } else if (be->buffer_alloc_async) {
-        if (!(buf = (gf_buffer *)gf__alloc(sizeof *buf))) r = gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_buffer_create_async: out of host memory");
+        if ((r = gf__mem_admit(s->dev, bytes, "gf_buffer_create_async")) != GF_OK) {}
+        else if (!(buf = (gf_buffer *)gf__alloc(sizeof *buf))) r = gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_buffer_create_async: out of host memory");
         else {
             buf->type = GF__T_BUFFER; buf->dev = s->dev; buf->size = buf->capacity = bytes;
-            if ((r = be->buffer_alloc_async(s, buf)) != GF_OK) { GPUFLOW_FREE(buf); buf = NULL; }
+            buf->refs = 1; buf->kind = GF_MEMORY_ASYNC;
+            if ((r = be->buffer_alloc_async(s, buf)) != GF_OK) { gf__free(buf); buf = NULL; }
+            else gf__mem_count(s->dev, GF_MEMORY_ASYNC, bytes, +1);
         }
     } else if (!(buf = gf__cache_take(s, bytes))) {
-        r = gf__buffer_new(s->dev, bytes, 0, &buf);
+        r = gf__buffer_new(s->dev, bytes, GF_MEMORY_ASYNC, &buf);
     }
     gf__unlock(&s->lock);
     if (r != GF_OK) return r;
@@ -2929,6 +3349,8 @@ GPUFLOW_IMPL gf_result gf_buffer_destroy_async(gf_stream *s, gf_buffer *buf) {
     GF__SAME_DEVICE(s->dev, buf->dev);
     if (buf->async_state != 1)
         return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_buffer_destroy_async: the buffer was not made by gf_buffer_create_async");
+    if (gf__atomic_load_int(&buf->refs) > 1)
+        return gf__fail(GF_ERROR_INVALID_STATE, "gf_buffer_destroy_async: views of the buffer are still alive; destroy them first");
     if (buf->graph_owner) return GF_OK;   /* freed with its graph */
     gf__lock(&s->lock);
     gf__lock(&s->dev->lock);
@@ -2939,9 +3361,13 @@ GPUFLOW_IMPL gf_result gf_buffer_destroy_async(gf_stream *s, gf_buffer *buf) {
         r = gf__fail(GF_ERROR_NOT_SUPPORTED, "gf_buffer_destroy_async: a recorded capture cannot free a buffer made outside it (its replays would use freed memory)");
     else if (!native && gf__atomic_load_int(&buf->capture_uses))
         r = gf__fail(GF_ERROR_CAPTURE, "gf_buffer_destroy_async: a capture in progress uses the buffer");
+    else if ((r = gf__buffer_uses_wait(s, buf)) != GF_OK) {}
     else if (s->dev->be->buffer_free_async) {
         if ((r = s->dev->be->buffer_free_async(s, buf)) == GF_OK) {
             if (native) gf__capture_forget(s, buf);
+            gf__mem_count(s->dev, buf->kind, buf->capacity, -1);
+            gf__buffer_uses_drop(buf);
+            gf__free(buf->uses);
             gf__obj_free(buf->dev, buf);
         }
     } else {
@@ -3052,10 +3478,10 @@ GPUFLOW_IMPL gf_result gf_flow_depend(gf_flow *flow, gf_task before, gf_task aft
     }
     b = &flow->tasks[bi];
     for (k = 0; k < b->succ_count; k++) if (b->succ[k] == ai) { gf__unlock(&flow->lock); return GF_OK; }
-    path = (int *)GPUFLOW_MALLOC(sizeof *path * (size_t)flow->count);
+    path = (int *)gf__malloc(sizeof *path * (size_t)flow->count);
     seen = (unsigned char *)gf__alloc((size_t)flow->count);
     if (!path || !seen) {
-        GPUFLOW_FREE(path); GPUFLOW_FREE(seen);
+        gf__free(path); gf__free(seen);
         gf__unlock(&flow->lock);
         return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_flow_depend: out of host memory");
     }
@@ -3066,11 +3492,11 @@ GPUFLOW_IMPL gf_result gf_flow_depend(gf_flow *flow, gf_task before, gf_task aft
         for (i = 0; i < len && used < sizeof names; i++)
             used += (size_t)snprintf(names + used, sizeof names - used, "'%s' -> ", flow->tasks[path[i]].name);
         if (used < sizeof names) snprintf(names + used, sizeof names - used, "'%s'", flow->tasks[ai].name);
-        GPUFLOW_FREE(path); GPUFLOW_FREE(seen);
+        gf__free(path); gf__free(seen);
         gf__unlock(&flow->lock);
         return gf__fail(GF_ERROR_CYCLE, "gf_flow_depend: flow '%s': the edge would close the cycle %s", flow->label, names);
     }
-    GPUFLOW_FREE(path); GPUFLOW_FREE(seen);
+    gf__free(path); gf__free(seen);
     if (!gf__grow((void **)&b->succ, &b->succ_cap, b->succ_count + 1, sizeof *b->succ)) {
         gf__unlock(&flow->lock);
         return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_flow_depend: out of host memory");
@@ -3090,8 +3516,8 @@ typedef struct gf__flow_plan {
 } gf__flow_plan;
 
 static void gf__plan_free(gf__flow_plan *p) {
-    GPUFLOW_FREE(p->order); GPUFLOW_FREE(p->lane); GPUFLOW_FREE(p->preds);
-    GPUFLOW_FREE(p->pred_first); GPUFLOW_FREE(p->pred_count); GPUFLOW_FREE(p->signals);
+    gf__free(p->order); gf__free(p->lane); gf__free(p->preds);
+    gf__free(p->pred_first); gf__free(p->pred_count); gf__free(p->signals);
 }
 
 static gf_result gf__flow_plan_make(const gf_flow *flow, gf__flow_plan *p) {   /* flow->lock held */
@@ -3099,17 +3525,17 @@ static gf_result gf__flow_plan_make(const gf_flow *flow, gf__flow_plan *p) {   /
     int *indeg, *lane_tail, *fill;
     memset(p, 0, sizeof *p);
     for (i = 0; i < n; i++) edges += flow->tasks[i].succ_count;
-    p->order = (int *)GPUFLOW_MALLOC(sizeof(int) * (size_t)(n + 1));
-    p->lane = (int *)GPUFLOW_MALLOC(sizeof(int) * (size_t)(n + 1));
-    p->preds = (int *)GPUFLOW_MALLOC(sizeof(int) * (size_t)(edges + 1));
+    p->order = (int *)gf__malloc(sizeof(int) * (size_t)(n + 1));
+    p->lane = (int *)gf__malloc(sizeof(int) * (size_t)(n + 1));
+    p->preds = (int *)gf__malloc(sizeof(int) * (size_t)(edges + 1));
     p->pred_first = (int *)gf__alloc(sizeof(int) * (size_t)(n + 1));
     p->pred_count = (int *)gf__alloc(sizeof(int) * (size_t)(n + 1));
     p->signals = (unsigned char *)gf__alloc((size_t)(n + 1));
     indeg = (int *)gf__alloc(sizeof(int) * (size_t)(n + 1));
-    lane_tail = (int *)GPUFLOW_MALLOC(sizeof(int) * (size_t)(n + 1));
+    lane_tail = (int *)gf__malloc(sizeof(int) * (size_t)(n + 1));
     fill = (int *)gf__alloc(sizeof(int) * (size_t)(n + 1));
     if (!p->order || !p->lane || !p->preds || !p->pred_first || !p->pred_count || !p->signals || !indeg || !lane_tail || !fill) {
-        gf__plan_free(p); GPUFLOW_FREE(indeg); GPUFLOW_FREE(lane_tail); GPUFLOW_FREE(fill);
+        gf__plan_free(p); gf__free(indeg); gf__free(lane_tail); gf__free(fill);
         return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_flow: out of host memory");
     }
     for (i = 0; i < n; i++) for (k = 0; k < flow->tasks[i].succ_count; k++) p->pred_count[flow->tasks[i].succ[k]]++;
@@ -3139,7 +3565,7 @@ static gf_result gf__flow_plan_make(const gf_flow *flow, gf__flow_plan *p) {   /
             if (p->lane[pr] != chosen) p->signals[pr] = 1;
         }
     }
-    GPUFLOW_FREE(indeg); GPUFLOW_FREE(lane_tail); GPUFLOW_FREE(fill);
+    gf__free(indeg); gf__free(lane_tail); gf__free(fill);
     return GF_OK;
 }
 
@@ -3171,7 +3597,7 @@ static gf_result gf__flow_enqueue(gf_flow *flow, const gf__flow_plan *p, gf_stre
             r = gf_event_record(done[t], s);
     }
     for (i = 0; i < flow->count; i++) if (done[i]) gf__event_pool_give(flow->dev->events, done[i]);
-    GPUFLOW_FREE(done);
+    gf__free(done);
     return r;
 }
 
@@ -3196,7 +3622,7 @@ GPUFLOW_IMPL gf_result gf_flow_run(gf_flow *flow, gf_stream_pool *pool) {
     for (i = 0; i < plan.lanes && r == GF_OK; i++) r = gf_stream_pool_acquire(pool, &hint, &lanes[i]);
     if (r == GF_OK) r = gf__flow_enqueue(flow, &plan, lanes);
     for (i = 0; i < plan.lanes; i++) if (lanes[i]) gf_stream_pool_release(pool, lanes[i]);
-    GPUFLOW_FREE(lanes);
+    gf__free(lanes);
     gf__plan_free(&plan);
     gf__unlock(&flow->lock);
     return r;
@@ -3220,7 +3646,7 @@ GPUFLOW_IMPL gf_result gf_flow_capture(gf_flow *flow, gf_stream *s, gf_graph **o
     if (!(lanes = (gf_stream **)gf__alloc(sizeof *lanes * (size_t)(plan.lanes + 1))))
         r = gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_flow_capture: out of host memory");
     if (r == GF_OK && plan.lanes - 1 > flow->fork_count) {   /* the flow keeps its fork streams */
-        gf_stream **forks = (gf_stream **)GPUFLOW_REALLOC(flow->forks, sizeof *forks * (size_t)(plan.lanes - 1));
+        gf_stream **forks = (gf_stream **)gf__realloc(flow->forks, sizeof *forks * (size_t)(plan.lanes - 1));
         if (!forks) r = gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_flow_capture: out of host memory");
         else flow->forks = forks;
         for (i = flow->fork_count; r == GF_OK && i < plan.lanes - 1; i++) {
@@ -3247,7 +3673,7 @@ GPUFLOW_IMPL gf_result gf_flow_capture(gf_flow *flow, gf_stream *s, gf_graph **o
     }
     if (fork) gf__event_pool_give(flow->dev->events, fork);
     if (join) gf__event_pool_give(flow->dev->events, join);
-    GPUFLOW_FREE(lanes);
+    gf__free(lanes);
     gf__plan_free(&plan);
     gf__unlock(&flow->lock);
     return r;
@@ -3256,10 +3682,10 @@ GPUFLOW_IMPL gf_result gf_flow_capture(gf_flow *flow, gf_stream *s, gf_graph **o
 GPUFLOW_IMPL void gf_flow_destroy(gf_flow *flow) {
     int i;
     GF__CHECK_VOID(flow, GF__T_FLOW);
-    for (i = 0; i < flow->count; i++) GPUFLOW_FREE(flow->tasks[i].succ);
+    for (i = 0; i < flow->count; i++) gf__free(flow->tasks[i].succ);
     for (i = 0; i < flow->fork_count; i++) gf__stream_free(flow->forks[i]);
-    GPUFLOW_FREE(flow->forks);
-    GPUFLOW_FREE(flow->tasks);
+    gf__free(flow->forks);
+    gf__free(flow->tasks);
     gf__mutex_destroy(&flow->lock);
     gf__obj_free(flow->dev, flow);
 }
@@ -3288,7 +3714,7 @@ static gf_graph *gf__graph_new(gf_device *dev, gf_capture_mode mode) {   /* a pe
     for (i = 0; i < dev->graph_count && !g && !GF__DEBUG_SHELLS; i++)   /* debugging keeps dead shells refused */
         if (dev->graphs[i]->type == GF__T_DEAD) g = dev->graphs[i];
     if (!g && gf__grow((void **)&dev->graphs, &dev->graph_cap, dev->graph_count + 1, sizeof *dev->graphs) &&
-        (g = (gf_graph *)GPUFLOW_MALLOC(sizeof *g)) != NULL)
+        (g = (gf_graph *)gf__malloc(sizeof *g)) != NULL)
         dev->graphs[dev->graph_count++] = g;
     if (g) {
         memset(g, 0, sizeof *g);
@@ -3303,8 +3729,8 @@ static gf_graph *gf__graph_new(gf_device *dev, gf_capture_mode mode) {   /* a pe
 
 static void gf__cmds_free(gf__cmd *cmds, int count) {
     int i;
-    for (i = 0; i < count; i++) if (cmds[i].kind == GF__CMD_LAUNCH) GPUFLOW_FREE((void *)cmds[i].args);
-    GPUFLOW_FREE(cmds);
+    for (i = 0; i < count; i++) if (cmds[i].kind == GF__CMD_LAUNCH) gf__free((void *)cmds[i].args);
+    gf__free(cmds);
 }
 
 static void gf__graph_release(gf_graph *g) {   /* back to a shell of its device; nothing runs it */
@@ -3312,9 +3738,9 @@ static void gf__graph_release(gf_graph *g) {   /* back to a shell of its device;
     if (g->native && g->dev->be->graph_destroy) g->dev->be->graph_destroy(g);
     gf__cmds_free(g->cmds, g->cmd_count);
     for (i = 0; i < g->owned_count; i++) { g->owned[i]->graph_owner = NULL; gf__buffer_free(g->owned[i]); }
-    for (i = 0; i < g->block_count; i++) GPUFLOW_FREE(g->blocks[i]);
-    GPUFLOW_FREE(g->owned);
-    GPUFLOW_FREE(g->blocks);
+    for (i = 0; i < g->block_count; i++) gf__free(g->blocks[i]);
+    gf__free(g->owned);
+    gf__free(g->blocks);
     gf__mutex_destroy(&g->lock);
     gf__lock(&g->dev->lock);
     g->type = GF__T_DEAD;
@@ -3328,7 +3754,7 @@ static gf_arg *gf__args_copy(const gf_arg *args, int count) {
     unsigned char *values;
     int i;
     for (i = 0; i < count; i++) if (!args[i].buffer) bytes += (args[i].size + 15) & ~(size_t)15;
-    if (!(copy = (gf_arg *)GPUFLOW_MALLOC(bytes ? bytes : 1))) return NULL;
+    if (!(copy = (gf_arg *)gf__malloc(bytes ? bytes : 1))) return NULL;
     values = (unsigned char *)(copy + count);
     for (i = 0, at = 0; i < count; i++) {
         copy[i] = args[i];
@@ -3344,8 +3770,9 @@ static gf_arg *gf__args_copy(const gf_arg *args, int count) {
 /* The buffers a command touches are in use by the capture (sync copies into them refused). */
 static void gf__capture_use_cmd(gf__capture *cap, const gf__cmd *c) {   /* dev->lock held */
     int i;
-    gf__capture_use(cap, c->kind == GF__CMD_COPY ? c->copy.dst : c->buf);
+    gf__capture_use(cap, c->kind == GF__CMD_COPY ? c->copy.dst : c->kind == GF__CMD_COPY_2D ? c->copy2d.dst : c->buf);
     if (c->kind == GF__CMD_COPY) gf__capture_use(cap, c->copy.src);
+    if (c->kind == GF__CMD_COPY_2D) gf__capture_use(cap, c->copy2d.src);
     if (c->kind == GF__CMD_LAUNCH) for (i = 0; i < c->arg_count; i++) gf__capture_use(cap, c->args[i].buffer);
 }
 
@@ -3403,9 +3830,9 @@ static void gf__capture_detach(gf__capture *c) {
     for (i = 0; i < c->buffer_count; i++) gf__atomic_add_int(&c->buffers[i]->capture_uses, -1);
     for (link = &dev->captures; *link; link = &(*link)->next) if (*link == c) { *link = c->next; break; }
     gf__unlock(&dev->lock);
-    GPUFLOW_FREE(c->members);
-    GPUFLOW_FREE(c->buffers);
-    GPUFLOW_FREE(c);
+    gf__free(c->members);
+    gf__free(c->buffers);
+    gf__free(c);
 }
 
 static void gf__capture_discard(gf__capture *c) {
@@ -3432,7 +3859,7 @@ GPUFLOW_IMPL gf_result gf_stream_begin_capture(gf_stream *s, gf_capture_mode mod
         return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_stream_begin_capture: mode %d is not a gf_capture_mode", (int)mode);
     if (s == s->dev->sync_stream) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_stream_begin_capture: the device's own stream cannot capture");
     if (!(c = (gf__capture *)gf__alloc(sizeof *c)) || !(c->graph = gf__graph_new(s->dev, mode))) {
-        GPUFLOW_FREE(c);
+        gf__free(c);
         return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_stream_begin_capture: out of host memory");
     }
     c->origin = s;
@@ -3447,9 +3874,9 @@ GPUFLOW_IMPL gf_result gf_stream_begin_capture(gf_stream *s, gf_capture_mode mod
         r = s->dev->be->capture_begin(s, mode);
     if (r != GF_OK) {
         gf__unlock(&s->lock);
-        GPUFLOW_FREE(c->members);
+        gf__free(c->members);
         gf__graph_release(c->graph);
-        GPUFLOW_FREE(c);
+        gf__free(c);
         return r;
     }
     c->members[c->member_count++] = s;
@@ -3528,6 +3955,7 @@ static int gf__same_shape(const gf__cmd *a, int a_count, const gf__cmd *b, int b
         const gf__cmd *x = &a[i], *y = &b[i];
         if (x->kind != y->kind) return 0;
         if (x->kind == GF__CMD_COPY && x->copy.kind != y->copy.kind) return 0;
+        if (x->kind == GF__CMD_FILL && x->width != y->width) return 0;
         if (x->kind == GF__CMD_LAUNCH && (x->kernel != y->kernel || x->arg_count != y->arg_count)) return 0;
     }
     return 1;
@@ -3535,7 +3963,7 @@ static int gf__same_shape(const gf__cmd *a, int a_count, const gf__cmd *b, int b
 
 /* Copies of from's commands, or NULL (out of memory). */
 static gf__cmd *gf__cmds_copy(const gf_graph *from) {
-    gf__cmd *cmds = (gf__cmd *)GPUFLOW_MALLOC(sizeof *cmds * (size_t)(from->cmd_count + 1));
+    gf__cmd *cmds = (gf__cmd *)gf__malloc(sizeof *cmds * (size_t)(from->cmd_count + 1));
     int i;
     if (!cmds) return NULL;
     for (i = 0; i < from->cmd_count; i++) {
@@ -3657,7 +4085,7 @@ GPUFLOW_IMPL gf_result gf_module_load(gf_device *dev, const gf_module_desc *desc
     gf__mutex_init(&mod->lock);
     if ((r = dev->be->module_load(mod, desc)) != GF_OK) {
         gf__mutex_destroy(&mod->lock);
-        GPUFLOW_FREE(mod);
+        gf__free(mod);
         return r;
     }
     *out = mod;
@@ -3683,7 +4111,7 @@ GPUFLOW_IMPL gf_result gf_kernel_get(gf_module *mod, const char *name, gf_kernel
     if ((r = mod->dev->be->kernel_get(k)) != GF_OK) {
         gf__unlock(&mod->lock);
         gf__mutex_destroy(&k->lock);
-        GPUFLOW_FREE(k);
+        gf__free(k);
         return r;
     }
     k->next = mod->kernels;
@@ -3739,6 +4167,85 @@ GPUFLOW_IMPL gf_result gf_launch(gf_stream *s, gf_kernel *k, gf_launch_dims dims
     memset(&c, 0, sizeof c);
     c.kind = GF__CMD_LAUNCH; c.kernel = k; c.dims = dims; c.args = args; c.arg_count = count;
     return gf__submit(s, &c);
+}
+
+/* ---- interop: native handles out and in ---------------------------------------------------- */
+/* Out: each backend says what its handle is (gpuflow_<b>.h's top comment); NULL or 0 where it
+   has none (the stub: host pointers only). In: gpuflow uses what it is given and never
+   destroys it; a wrapped stream's destroy drains what gpuflow enqueued and leaves the stream. */
+static uint64_t gf__native_of(gf_device *dev, gf__type type, void *obj) {
+    return dev->be->native_handle ? dev->be->native_handle(type, obj) : 0;
+}
+GPUFLOW_IMPL gf_result gf_device_get_native(gf_device *dev, gf_native_device *out) {
+    GF__CHECK(dev, GF__T_DEVICE);
+    GF__CHECK_OUT(out);
+    memset(out, 0, sizeof *out);
+    if (dev->be->device_native) dev->be->device_native(dev, out);
+    return GF_OK;
+}
+/* The context (CUDA, OpenCL), or for HIP the device index carried in the pointer. */
+GPUFLOW_IMPL void *gf_device_native(gf_device *dev) {
+    gf_native_device nd;
+    if (gf_device_get_native(dev, &nd) != GF_OK) return NULL;
+    return nd.context ? nd.context : (void *)(intptr_t)nd.ordinal;
+}
+GPUFLOW_IMPL void *gf_stream_native(gf_stream *s) {
+    if (!gf__is(s, GF__T_STREAM)) { gf__bad_handle(__func__, "s", s, GF__T_STREAM); return NULL; }
+    return (void *)(uintptr_t)gf__native_of(s->dev, GF__T_STREAM, s);
+}
+GPUFLOW_IMPL uint64_t gf_buffer_native(gf_buffer *buf) {
+    if (!gf__is(buf, GF__T_BUFFER)) { gf__bad_handle(__func__, "buf", buf, GF__T_BUFFER); return 0; }
+    return gf__native_of(buf->dev, GF__T_BUFFER, buf);
+}
+GPUFLOW_IMPL void *gf_event_native(gf_event *ev) {
+    if (!gf__is(ev, GF__T_EVENT)) { gf__bad_handle(__func__, "ev", ev, GF__T_EVENT); return NULL; }
+    return (void *)(uintptr_t)gf__native_of(ev->dev, GF__T_EVENT, ev);
+}
+GPUFLOW_IMPL void *gf_kernel_native(gf_kernel *k) {
+    if (!gf__is(k, GF__T_KERNEL)) { gf__bad_handle(__func__, "k", k, GF__T_KERNEL); return NULL; }
+    return (void *)(uintptr_t)gf__native_of(k->mod->dev, GF__T_KERNEL, k);
+}
+
+GPUFLOW_IMPL gf_result gf_device_open_native(gf_backend b, const gf_native_device *native, gf_device **out) {
+    GF__CHECK_OUT(out);
+    *out = NULL;
+    GF__CHECK_OUT(native);
+    if (b <= GF_BACKEND_AUTO || b > GF_BACKEND_STUB)
+        return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_device_open_native: name the backend of the native device (%d is not one)", (int)b);
+    return gf__device_open_on(b, 0, native, out);
+}
+
+GPUFLOW_IMPL gf_result gf_stream_wrap(gf_device *dev, void *native_stream, const gf_stream_desc *desc, gf_stream **out) {
+    gf_priority prio = desc ? desc->priority : GF_PRIORITY_NORMAL;
+    GF__CHECK(dev, GF__T_DEVICE);
+    GF__CHECK_OUT(out);
+    *out = NULL;
+    if (!native_stream) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_stream_wrap: native_stream is NULL");
+    if (!dev->be->stream_wrap) return gf__fail(GF_ERROR_NOT_SUPPORTED, "gf_stream_wrap: the %s backend has no native streams", dev->be->name);
+    if (prio < GF_PRIORITY_NORMAL || prio > GF_PRIORITY_LOW)
+        return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_stream_wrap: priority %d is not a gf_priority", (int)prio);
+    return gf__stream_new_on(dev, desc ? desc->label : NULL, prio, 0, native_stream, out);
+}
+
+GPUFLOW_IMPL gf_result gf_buffer_wrap(gf_device *dev, uint64_t native_buffer, size_t bytes, gf_buffer **out) {
+    gf_buffer *buf;
+    gf_result r;
+    GF__CHECK(dev, GF__T_DEVICE);
+    GF__CHECK_OUT(out);
+    *out = NULL;
+    if (!native_buffer) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_buffer_wrap: native_buffer is 0");
+    if (bytes == 0) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_buffer_wrap: size is 0");
+    if (!dev->be->buffer_wrap) return gf__fail(GF_ERROR_NOT_SUPPORTED, "gf_buffer_wrap: the %s backend cannot wrap memory", dev->be->name);
+    if (!(buf = (gf_buffer *)gf__alloc(sizeof *buf))) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_buffer_wrap: out of host memory");
+    buf->type = GF__T_BUFFER;
+    buf->dev = dev;
+    buf->size = buf->capacity = bytes;
+    buf->borrowed = 1;
+    buf->refs = 1;
+    buf->kind = GF_MEMORY_KIND_COUNT;   /* not gpuflow's memory: not counted */
+    if ((r = dev->be->buffer_wrap(buf, native_buffer)) != GF_OK) { gf__free(buf); return r; }
+    *out = buf;
+    return GF_OK;
 }
 
 /* ---- profiler ----------------------------------------------------------------------------- */
@@ -3861,9 +4368,9 @@ static void gf__profiler_free(gf_device *dev) {
     gf__atomic_store_int(&dev->profiling, 0);
     gf__prof_resolve(dev, 1);
     gf__event_pool_give(dev->events, p->base);
-    GPUFLOW_FREE(p->recs);
+    gf__free(p->recs);
     gf__mutex_destroy(&p->lock);
-    GPUFLOW_FREE(p);
+    gf__free(p);
     dev->profiler = NULL;
 }
 
@@ -3875,7 +4382,7 @@ GPUFLOW_IMPL gf_result gf_profiler_enable(gf_device *dev, unsigned flags) {
     if (flags && !dev->profiler) {
         gf__profiler *p = (gf__profiler *)gf__alloc(sizeof *p);
         if (!p) r = gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_profiler_enable: out of host memory");
-        else if ((r = gf__event_pool_take(dev->events, GF_EVENT_TIMING, &p->base)) != GF_OK) GPUFLOW_FREE(p);
+        else if ((r = gf__event_pool_take(dev->events, GF_EVENT_TIMING, &p->base)) != GF_OK) gf__free(p);
         else { gf__mutex_init(&p->lock); dev->profiler = p; }
     }
     if (r == GF_OK) gf__atomic_store_int(&dev->profiling, flags ? 1 : 0);
@@ -4061,6 +4568,7 @@ typedef struct gf__stub_item {
     struct gf__stub_item *next;
     gf__stub_kind kind;
     unsigned char *dst; const unsigned char *src; size_t bytes; unsigned char value;
+    uint32_t pattern; int width;    /* FILL of 2- or 4-byte values (width 0: value) */
     void (*fn)(void *); void *user;
     gf__stub_mark *mark;
     void (*kernel)(const gf_kernel_ctx *, void *const *); gf_launch_dims dims; void **argv;
@@ -4097,7 +4605,7 @@ static void gf__stub_mark_unref(gf__stub_mark *m) {
     gf__lock(&m->lock);
     last = --m->refs == 0;
     gf__unlock(&m->lock);
-    if (last) { gf__cond_destroy(&m->cond); gf__mutex_destroy(&m->lock); GPUFLOW_FREE(m); }
+    if (last) { gf__cond_destroy(&m->cond); gf__mutex_destroy(&m->lock); gf__free(m); }
 }
 static void gf__stub_mark_wait(gf__stub_mark *m) {
     gf__lock(&m->lock);
@@ -4126,7 +4634,7 @@ static gf_result gf__stub_device_open(gf_device *dev, int index) {
     dev->info.managed_memory = 1;
     return GF_OK;
 }
-static void gf__stub_device_close(gf_device *dev) { GPUFLOW_FREE(dev->native); }
+static void gf__stub_device_close(gf_device *dev) { gf__free(dev->native); }
 
 static gf_result gf__stub_memory_info(gf_device *dev, size_t *free_bytes, size_t *total_bytes) {
     uint64_t used = gf__atomic_load(&((gf__stub_device *)dev->native)->allocated);
@@ -4142,7 +4650,7 @@ static gf_result gf__stub_buffer_alloc(gf_buffer *buf) {
         return gf__fail(GF_ERROR_OUT_OF_MEMORY, "stub: cannot allocate %llu bytes (the device has %llu)",
                         (unsigned long long)buf->size, (unsigned long long)GPUFLOW_STUB_MEMORY);
     before = gf__atomic_add(&sd->allocated, (uint64_t)buf->size);
-    if (before > GPUFLOW_STUB_MEMORY - (uint64_t)buf->size || !(buf->host = GPUFLOW_MALLOC(buf->size))) {
+    if (before > GPUFLOW_STUB_MEMORY - (uint64_t)buf->size || !(buf->host = gf__malloc(buf->size))) {
         gf__atomic_add(&sd->allocated, (uint64_t)0 - (uint64_t)buf->size);
         return gf__fail(GF_ERROR_OUT_OF_MEMORY, "stub: cannot allocate %llu bytes (%llu of %llu in use)", (unsigned long long)buf->size,
                         (unsigned long long)before, (unsigned long long)GPUFLOW_STUB_MEMORY);
@@ -4151,20 +4659,38 @@ static gf_result gf__stub_buffer_alloc(gf_buffer *buf) {
     return GF_OK;
 }
 static void gf__stub_buffer_free(gf_buffer *buf) {
+    if (buf->borrowed) return;   /* wrapped host memory stays its owner's */
     gf__atomic_add(&((gf__stub_device *)buf->dev->native)->allocated, (uint64_t)0 - (uint64_t)buf->size);
-    GPUFLOW_FREE(buf->host);
+    gf__free(buf->host);
+}
+/* The stub's "native" buffer is host memory: wrapping one makes a gf_buffer over it. */
+static gf_result gf__stub_buffer_wrap(gf_buffer *buf, uint64_t native) {
+    buf->host = buf->ptr = (void *)(uintptr_t)native;
+    return GF_OK;
+}
+static uint64_t gf__stub_native_handle(gf__type type, void *obj) {
+    return type == GF__T_BUFFER ? (uint64_t)(uintptr_t)((gf_buffer *)obj)->host : 0;
 }
 static gf_result gf__stub_host_alloc(gf_device *dev, size_t bytes, void **out) {
     (void)dev;
-    if (!(*out = GPUFLOW_MALLOC(bytes))) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "stub: cannot allocate %llu bytes of host memory", (unsigned long long)bytes);
+    if (!(*out = gf__malloc(bytes))) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "stub: cannot allocate %llu bytes of host memory", (unsigned long long)bytes);
     return GF_OK;
 }
-static void gf__stub_host_free(gf_device *dev, void *ptr) { (void)dev; GPUFLOW_FREE(ptr); }
+static void gf__stub_host_free(gf_device *dev, void *ptr) { (void)dev; gf__free(ptr); }
 
 static void gf__stub_run(gf__stub_item *it) {
     switch (it->kind) {
     case GF__STUB_COPY: memmove(it->dst, it->src, it->bytes); break;
-    case GF__STUB_FILL: memset(it->dst, it->value, it->bytes); break;
+    case GF__STUB_FILL:
+        if (it->width < 2) memset(it->dst, it->value, it->bytes);
+        else {
+            size_t at;
+            unsigned char v[4];
+            memcpy(v, &it->pattern, 4);   /* host order: the low width bytes of the value */
+            if (it->width == 2) { uint16_t h = (uint16_t)it->pattern; memcpy(v, &h, 2); }
+            for (at = 0; at < it->bytes; at += (size_t)it->width) memcpy(it->dst + at, v, (size_t)it->width);
+        }
+        break;
     case GF__STUB_CALLBACK: it->fn(it->user); break;
     case GF__STUB_RECORD:
         gf__lock(&it->mark->lock);
@@ -4215,13 +4741,13 @@ static void gf__stub_worker(void *arg) {
         if (!q->head) q->tail = NULL;
         q->done++;
         if (q->waiters) gf__cond_broadcast(&q->cond);
-        GPUFLOW_FREE(it);
+        gf__free(it);
     }
     gf__unlock(&q->lock);
 }
 
 static gf__stub_item *gf__stub_item_new(gf__stub_kind kind, size_t extra) {
-    gf__stub_item *it = (gf__stub_item *)GPUFLOW_MALLOC(sizeof *it + extra);
+    gf__stub_item *it = (gf__stub_item *)gf__malloc(sizeof *it + extra);
     if (it) { memset(it, 0, sizeof *it); it->kind = kind; }
     return it;
 }
@@ -4233,7 +4759,7 @@ static gf_result gf__stub_push(gf_stream *s, gf__stub_item *it) {
 #ifdef GPUFLOW_STUB_INLINE
     (void)q;
     gf__stub_run(it);
-    GPUFLOW_FREE(it);
+    gf__free(it);
 #else
     gf__lock(&q->lock);
     if (q->tail) q->tail->next = it; else q->head = it;
@@ -4252,7 +4778,7 @@ static gf_result gf__stub_stream_create(gf_stream *s) {
     gf__cond_init(&q->cond);
 #ifndef GPUFLOW_STUB_INLINE
     if (!gf__thread_create(&q->thread, gf__stub_worker, q)) {
-        gf__cond_destroy(&q->cond); gf__mutex_destroy(&q->lock); GPUFLOW_FREE(q);
+        gf__cond_destroy(&q->cond); gf__mutex_destroy(&q->lock); gf__free(q);
         return gf__fail(GF_ERROR_OUT_OF_MEMORY, "stub: cannot start a stream's worker thread");
     }
 #endif
@@ -4270,7 +4796,7 @@ static void gf__stub_stream_destroy(gf_stream *s) {
 #endif
     gf__cond_destroy(&q->cond);
     gf__mutex_destroy(&q->lock);
-    GPUFLOW_FREE(q);
+    gf__free(q);
 }
 static gf_result gf__stub_stream_synchronize(gf_stream *s) {
     gf__stub_stream *q = (gf__stub_stream *)s->native;
@@ -4306,6 +4832,11 @@ static gf_result gf__stub_fill(gf_stream *s, gf_buffer *buf, size_t offset, unsi
     if (it) { it->dst = (unsigned char *)buf->host + offset; it->value = value; it->bytes = bytes; }
     return gf__stub_push(s, it);
 }
+static gf_result gf__stub_fill_wide(gf_stream *s, gf_buffer *buf, size_t offset, uint32_t value, int width, size_t count) {
+    gf__stub_item *it = gf__stub_item_new(GF__STUB_FILL, 0);
+    if (it) { it->dst = (unsigned char *)buf->host + offset; it->pattern = value; it->width = width; it->bytes = count * (size_t)width; }
+    return gf__stub_push(s, it);
+}
 static gf_result gf__stub_prefetch(gf_stream *s, gf_buffer *buf, int to_device) {
     (void)buf; (void)to_device;   /* host memory is already everywhere */
     return gf__stub_push(s, gf__stub_item_new(GF__STUB_NOP, 0));
@@ -4327,13 +4858,13 @@ static void gf__stub_event_destroy(gf_event *ev) {
     gf__stub_event *e = (gf__stub_event *)ev->native;
     gf__stub_mark_unref(e->latest);
     gf__mutex_destroy(&e->lock);
-    GPUFLOW_FREE(e);
+    gf__free(e);
 }
 static gf_result gf__stub_event_record(gf_event *ev, gf_stream *s) {
     gf__stub_event *e = (gf__stub_event *)ev->native;
     gf__stub_item *it = gf__stub_item_new(GF__STUB_RECORD, 0);
     gf__stub_mark *m = gf__stub_mark_new(), *old;
-    if (!it || !m) { GPUFLOW_FREE(it); gf__stub_mark_unref(m); return gf__fail(GF_ERROR_OUT_OF_MEMORY, "stub: out of host memory"); }
+    if (!it || !m) { gf__free(it); gf__stub_mark_unref(m); return gf__fail(GF_ERROR_OUT_OF_MEMORY, "stub: out of host memory"); }
     it->mark = gf__stub_mark_ref(m);   /* one reference for the event, one for the item */
     gf__lock(&e->lock);
     old = e->latest;
@@ -4375,13 +4906,13 @@ static gf_result gf__stub_event_elapsed_ms(gf_event *start, gf_event *end, float
 static gf_result gf__stub_module_load(gf_module *mod, const gf_module_desc *desc) {
     if (desc->stub_kernel_count == 0)
         return gf__fail(GF_ERROR_NOT_SUPPORTED, "stub: the module has no stub kernels (gf_module_desc.stub_kernels)");
-    if (!(mod->stub_kernels = (gf_stub_kernel *)GPUFLOW_MALLOC(sizeof *mod->stub_kernels * (size_t)desc->stub_kernel_count)))
+    if (!(mod->stub_kernels = (gf_stub_kernel *)gf__malloc(sizeof *mod->stub_kernels * (size_t)desc->stub_kernel_count)))
         return gf__fail(GF_ERROR_OUT_OF_MEMORY, "stub: out of host memory");
     memcpy(mod->stub_kernels, desc->stub_kernels, sizeof *mod->stub_kernels * (size_t)desc->stub_kernel_count);
     mod->stub_kernel_count = desc->stub_kernel_count;
     return GF_OK;
 }
-static void gf__stub_module_unload(gf_module *mod) { GPUFLOW_FREE(mod->stub_kernels); }
+static void gf__stub_module_unload(gf_module *mod) { gf__free(mod->stub_kernels); }
 static gf_result gf__stub_kernel_get(gf_kernel *k) {
     int i;
     for (i = 0; i < k->mod->stub_kernel_count; i++)
@@ -4446,6 +4977,9 @@ static void gf__stub_fill_table(gf__backend *t) {
     t->module_unload = gf__stub_module_unload;
     t->kernel_get = gf__stub_kernel_get;
     t->launch = gf__stub_launch;
+    t->native_handle = gf__stub_native_handle;
+    t->buffer_wrap = gf__stub_buffer_wrap;
+    t->fill_wide = gf__stub_fill_wide;
 }
 static gf__backend gf__stub_table;
 static const gf__backend *gf__stub_backend(void) { return gf__backend_once(&gf__stub_table, gf__stub_fill_table); }

@@ -2212,6 +2212,263 @@ static void test_eight_threads(void)
 }
 
 /* ---- main ----------------------------------------------------------------------------------------- */
+/* ---- interop and memory (issue 11) ----------------------------------------------------------- */
+static void test_views(void)
+{
+    gf_stream *s = mk_stream("views");
+    gf_buffer *b = mk_buffer(4096), *v = NULL, *w = NULL, *vv = NULL;
+    unsigned char h[4096];
+    int ok;
+    CHECK_EQ_RESULT(gf_fill_async(s, b, 0, 0x11, 4096), GF_OK);
+    CHECK_EQ_RESULT(gf_buffer_view(b, 1024, 1024, &v), GF_OK);
+    CHECK(gf_buffer_size(v) == 1024, "views: a view has its own size");
+    CHECK_EQ_RESULT(gf_fill_async(s, v, 0, 0x22, 1024), GF_OK);           /* the view's first byte is 1024 */
+    CHECK_EQ_RESULT(gf_stream_synchronize(s), GF_OK);
+    CHECK_EQ_RESULT(gf_copy_to_host(h, b, 0, 4096), GF_OK);
+    CHECK(all_bytes(h, 1024, 0x11) && all_bytes(h + 1024, 1024, 0x22) && all_bytes(h + 2048, 2048, 0x11),
+          "views: a fill through a view writes exactly its window of the parent");
+    CHECK_EQ_RESULT(gf_copy_to_host(h, v, 0, 1024), GF_OK);
+    CHECK(all_bytes(h, 1024, 0x22), "views: a read through a view reads its window");
+    if (C.mod) {   /* a kernel sees the view's first byte */
+        CHECK_EQ_RESULT(gf_buffer_view(b, 2048, 256, &w), GF_OK);
+        CHECK_EQ_RESULT(launch_u32(s, C.k_fill, w, 64, 0x5a5a5a5au), GF_OK);
+        CHECK_EQ_RESULT(gf_stream_synchronize(s), GF_OK);
+        CHECK_EQ_RESULT(gf_copy_to_host(h, b, 0, 4096), GF_OK);
+        CHECK(all_bytes(h + 2048, 256, 0x5a) && h[2047] == 0x22 && h[2048 + 256] == 0x11, "views: a kernel given a view writes at the view's offset");
+    }
+    CHECK_FAIL(gf_buffer_view(b, 4000, 200, &vv), GF_ERROR_OUT_OF_RANGE);
+    CHECK_FAIL(gf_buffer_view(b, SIZE_MAX, 2, &vv), GF_ERROR_OUT_OF_RANGE);
+    CHECK_FAIL(gf_buffer_view(b, 0, 0, &vv), GF_ERROR_INVALID_ARGUMENT);
+    CHECK_FAIL(gf_buffer_view(v, 0, 16, &vv), GF_ERROR_INVALID_ARGUMENT);   /* a view of a view */
+    CHECK(vv == NULL, "views: refused views hand nothing out");
+    gf_buffer_destroy(b);                       /* the parent first: its views keep the memory */
+    CHECK_EQ_RESULT(gf_fill_async(s, v, 0, 0x33, 1024), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_synchronize(s), GF_OK);
+    ok = gf_copy_to_host(h, v, 0, 1024) == GF_OK && all_bytes(h, 1024, 0x33);
+    CHECK(ok, "views: a view outlives its destroyed parent's handle and still works");
+    gf_buffer_destroy(v);
+    if (w) gf_buffer_destroy(w);
+    gf_stream_destroy(s);
+}
+
+static void test_wide_fills(void)
+{
+    gf_stream *s = mk_stream("fills");
+    gf_buffer *b = mk_buffer(1024);
+    uint16_t h16[512];
+    uint32_t h32[256];
+    int i, ok16 = 1, ok32 = 1;
+    CHECK_EQ_RESULT(gf_fill_async(s, b, 0, 0, 1024), GF_OK);
+    CHECK_EQ_RESULT(gf_fill16_async(s, b, 2, 0xbeef, 100), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_synchronize(s), GF_OK);
+    CHECK_EQ_RESULT(gf_copy_to_host(h16, b, 0, sizeof h16), GF_OK);
+    for (i = 0; i < 512; i++) ok16 &= h16[i] == ((i >= 1 && i <= 100) ? 0xbeef : 0);
+    CHECK(ok16, "fill16: exactly count values from the offset");
+    CHECK_EQ_RESULT(gf_fill32_async(s, b, 0, 0xdeadbeefu, 256), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_synchronize(s), GF_OK);
+    CHECK_EQ_RESULT(gf_copy_to_host(h32, b, 0, sizeof h32), GF_OK);
+    for (i = 0; i < 256; i++) ok32 &= h32[i] == 0xdeadbeefu;
+    CHECK(ok32, "fill32: the whole buffer");
+    CHECK_FAIL(gf_fill16_async(s, b, 1, 1, 4), GF_ERROR_INVALID_ARGUMENT);          /* misaligned */
+    CHECK_FAIL(gf_fill32_async(s, b, 2, 1, 4), GF_ERROR_INVALID_ARGUMENT);
+    CHECK_FAIL(gf_fill32_async(s, b, 0, 1, 257), GF_ERROR_OUT_OF_RANGE);
+    CHECK_FAIL(gf_fill32_async(s, b, 0, 1, SIZE_MAX / 2), GF_ERROR_OUT_OF_RANGE);    /* count * 4 overflows */
+    CHECK_FAIL(gf_fill16_async(s, b, 0, 1, 0), GF_ERROR_INVALID_ARGUMENT);
+    gf_buffer_destroy(b);
+    gf_stream_destroy(s);
+}
+
+static void test_copy_2d(void)
+{
+    enum { W = 24, H = 10, HP = 32, DP = 40 };
+    gf_stream *s = mk_stream("2d");
+    gf_buffer *d = mk_buffer(DP * H), *e = mk_buffer(DP * H);
+    unsigned char host[HP * H], back[HP * H], raw[DP * H];
+    gf_copy_2d c;
+    int x, y, ok = 1;
+    for (y = 0; y < H; y++) for (x = 0; x < HP; x++) host[y * HP + x] = (unsigned char)(y * 16 + x);
+    CHECK_EQ_RESULT(gf_fill_async(s, d, 0, 0xee, DP * H), GF_OK);
+    memset(&c, 0, sizeof c);
+    c.dst = d; c.dst_offset = 4; c.dst_pitch = DP;
+    c.src_host = host; c.src_pitch = HP;
+    c.width = W; c.height = H - 1;       /* the last row of d stays 0xee past offset 4 */
+    CHECK_EQ_RESULT(gf_copy_2d_async(s, &c), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_synchronize(s), GF_OK);
+    CHECK_EQ_RESULT(gf_copy_to_host(raw, d, 0, sizeof raw), GF_OK);
+    for (y = 0; y < H; y++) for (x = 0; x < DP; x++) {
+        unsigned char want = (y < H - 1 && x >= 4 && x < 4 + W) ? (unsigned char)(y * 16 + x - 4) : 0xee;
+        ok &= raw[y * DP + x] == want;
+    }
+    CHECK(ok, "copy_2d: host to device writes each row at the pitch and nothing between");
+    memset(&c, 0, sizeof c);               /* device to device, then back to the host */
+    c.dst = e; c.dst_pitch = DP; c.src = d; c.src_offset = 4; c.src_pitch = DP; c.width = W; c.height = H - 1;
+    CHECK_EQ_RESULT(gf_copy_2d_async(s, &c), GF_OK);
+    memset(&c, 0, sizeof c);
+    memset(back, 0, sizeof back);
+    c.dst_host = back; c.dst_pitch = HP; c.src = e; c.src_pitch = DP; c.width = W; c.height = H - 1;
+    CHECK_EQ_RESULT(gf_copy_2d_async(s, &c), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_synchronize(s), GF_OK);
+    ok = 1;
+    for (y = 0; y < H - 1; y++) for (x = 0; x < HP; x++) ok &= back[y * HP + x] == (x < W ? host[y * HP + x] : 0);
+    CHECK(ok, "copy_2d: device to device and device to host keep the rows");
+    memset(&c, 0, sizeof c);               /* bad input: each refused, nothing enqueued */
+    c.dst = d; c.dst_pitch = 8; c.src_host = host; c.src_pitch = HP; c.width = W; c.height = 2;
+    CHECK_FAIL(gf_copy_2d_async(s, &c), GF_ERROR_INVALID_ARGUMENT);             /* pitch < width */
+    c.dst_pitch = DP; c.height = H + 1;
+    CHECK_FAIL(gf_copy_2d_async(s, &c), GF_ERROR_OUT_OF_RANGE);                 /* past the end */
+    c.height = SIZE_MAX / 2; 
+    CHECK_FAIL(gf_copy_2d_async(s, &c), GF_ERROR_OUT_OF_RANGE);                 /* extent overflows */
+    c.height = 2; c.dst_host = back;
+    CHECK_FAIL(gf_copy_2d_async(s, &c), GF_ERROR_INVALID_ARGUMENT);             /* two destinations */
+    c.dst = NULL;
+    CHECK_FAIL(gf_copy_2d_async(s, &c), GF_ERROR_INVALID_ARGUMENT);             /* host to host */
+    c.dst = d; c.dst_host = NULL; c.width = 0;
+    CHECK_FAIL(gf_copy_2d_async(s, &c), GF_ERROR_INVALID_ARGUMENT);
+    CHECK_FAIL(gf_copy_2d_async(s, NULL), GF_ERROR_INVALID_ARGUMENT);
+    CHECK(stream_usable(s, "copy_2d: the stream works after the refusals"), "copy_2d: usable");
+    gf_buffer_destroy(d);
+    gf_buffer_destroy(e);
+    gf_stream_destroy(s);
+}
+
+static void test_record_stream(void)
+{
+    gf_stream *a = mk_stream("owner"), *b = mk_stream("user");
+    gf_buffer *buf = NULL, *next = NULL;
+    th_gate gate;
+    unsigned char h[256];
+    th_gate_init(&gate);
+    CHECK_EQ_RESULT(gf_buffer_create_async(a, 256, &buf), GF_OK);
+    CHECK_EQ_RESULT(gf_fill_async(a, buf, 0, 0x77, 256), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_wait_stream(b, a), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_add_callback(b, th_gate_cb, &gate), GF_OK);   /* b's read is held up */
+    CHECK_EQ_RESULT(gf_copy_to_host_async(b, h, buf, 0, 256), GF_OK);
+    CHECK_EQ_RESULT(gf_buffer_record_stream(buf, b), GF_OK);
+    CHECK_EQ_RESULT(gf_buffer_destroy_async(a, buf), GF_OK);
+    CHECK_EQ_RESULT(gf_buffer_create_async(a, 256, &next), GF_OK);          /* may reuse the memory... */
+    CHECK_EQ_RESULT(gf_fill_async(a, next, 0, 0x99, 256), GF_OK);           /* ...but only after b's read */
+    th_sleep_ms(30);
+    th_gate_open(&gate);
+    CHECK_EQ_RESULT(gf_stream_synchronize(b), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_synchronize(a), GF_OK);
+    CHECK(all_bytes(h, 256, 0x77), "record_stream: memory freed on one stream is not reused before another stream's recorded work is done");
+    CHECK_FAIL(gf_buffer_record_stream(NULL, a), GF_ERROR_INVALID_HANDLE);
+    CHECK_EQ_RESULT(gf_buffer_destroy_async(a, next), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_synchronize(a), GF_OK);
+    gf_stream_destroy(a);
+    gf_stream_destroy(b);
+    th_gate_destroy(&gate);
+}
+
+static void test_memory_stats(void)
+{
+    gf_memory_stats st, st2;
+    gf_buffer *b = NULL, *over = NULL;
+    void *pinned = NULL;
+    uint64_t base;
+    CHECK_EQ_RESULT(gf_device_memory_stats(C.dev, &st), GF_OK);
+    base = st.kind[GF_MEMORY_DEVICE].bytes;
+    CHECK_EQ_RESULT(gf_buffer_create(C.dev, 1 << 20, &b), GF_OK);
+    CHECK_EQ_RESULT(gf_host_alloc(C.dev, 4096, &pinned), GF_OK);
+    CHECK_EQ_RESULT(gf_device_memory_stats(C.dev, &st2), GF_OK);
+    CHECK(st2.kind[GF_MEMORY_DEVICE].bytes == base + (1 << 20) && st2.kind[GF_MEMORY_DEVICE].count == st.kind[GF_MEMORY_DEVICE].count + 1,
+          "memory stats: a device buffer is counted");
+    CHECK(st2.kind[GF_MEMORY_PINNED].bytes == st.kind[GF_MEMORY_PINNED].bytes + 4096, "memory stats: pinned memory is counted");
+    gf_buffer_destroy(b);
+    gf_host_free(C.dev, pinned);
+    CHECK_EQ_RESULT(gf_device_memory_stats(C.dev, &st2), GF_OK);
+    CHECK(st2.kind[GF_MEMORY_DEVICE].bytes == base && st2.kind[GF_MEMORY_DEVICE].peak_bytes >= base + (1 << 20),
+          "memory stats: freeing lowers the current figure, the peak stays");
+    CHECK_EQ_RESULT(gf_device_reset_peak(C.dev), GF_OK);
+    CHECK_EQ_RESULT(gf_device_memory_stats(C.dev, &st2), GF_OK);
+    CHECK(st2.kind[GF_MEMORY_DEVICE].peak_bytes == base, "memory stats: reset_peak brings peaks to the current use");
+    CHECK_FAIL(gf_device_set_memory_limit(C.dev, st2.device_bytes ? (size_t)st2.device_bytes - 1 : 0), st2.device_bytes ? GF_ERROR_INVALID_ARGUMENT : GF_OK);
+    CHECK_EQ_RESULT(gf_device_set_memory_limit(C.dev, (size_t)st2.device_bytes + (2 << 20)), GF_OK);
+    CHECK_EQ_RESULT(gf_buffer_create(C.dev, 1 << 20, &b), GF_OK);
+    CHECK_FAIL(gf_buffer_create(C.dev, 2 << 20, &over), GF_ERROR_OUT_OF_MEMORY);
+    CHECK(strstr(gf_last_error(), "limit") != NULL, "memory limit: the refusal names the limit");
+    CHECK_EQ_RESULT(gf_device_set_memory_limit(C.dev, 0), GF_OK);
+    CHECK_EQ_RESULT(gf_buffer_create(C.dev, 2 << 20, &over), GF_OK);
+    gf_buffer_destroy(over);
+    gf_buffer_destroy(b);
+    {   /* trim gives cached stream-ordered memory back */
+        gf_stream *s = mk_stream("trim");
+        gf_buffer *a = NULL;
+        CHECK_EQ_RESULT(gf_buffer_create_async(s, 1 << 20, &a), GF_OK);
+        CHECK_EQ_RESULT(gf_buffer_destroy_async(s, a), GF_OK);
+        CHECK_EQ_RESULT(gf_device_trim(C.dev, 0), GF_OK);
+        CHECK_EQ_RESULT(gf_device_memory_stats(C.dev, &st2), GF_OK);
+        CHECK(st2.kind[GF_MEMORY_CACHED].bytes == 0 && st2.kind[GF_MEMORY_ASYNC].bytes == 0, "trim: nothing stays cached");
+        gf_stream_destroy(s);
+    }
+    CHECK_SETS_ERROR(gf_host_free(C.dev, (void *)&st));   /* not from gf_host_alloc */
+    CHECK_FAIL(gf_device_memory_stats(C.dev, NULL), GF_ERROR_INVALID_ARGUMENT);
+}
+
+static void test_interop(void)
+{
+    gf_stream *s = mk_stream("interop");
+    gf_buffer *b = mk_buffer(256), *w = NULL;
+    gf_event *ev = NULL;
+    gf_stream *ws = NULL;
+    int stub = C.backend == GF_BACKEND_STUB;
+    CHECK_EQ_RESULT(gf_event_create(C.dev, 0, &ev), GF_OK);
+    CHECK_EQ_RESULT(gf_event_record(ev, s), GF_OK);
+    CHECK(gf_buffer_native(b) != 0, "interop: a buffer has a native handle (the host pointer on the stub)");
+    CHECK(stub ? gf_stream_native(s) == NULL : gf_stream_native(s) != NULL, "interop: a stream's native handle (none on the stub)");
+    if (C.backend != GF_BACKEND_HIP)   /* HIP's is a device index: 0 is a fine one */
+        CHECK(stub ? gf_device_native(C.dev) == NULL : gf_device_native(C.dev) != NULL, "interop: a device's native handle");
+    CHECK(stub ? gf_event_native(ev) == NULL : gf_event_native(ev) != NULL, "interop: an event's native handle (of its latest record on OpenCL)");
+    if (C.mod) CHECK(stub ? gf_kernel_native(C.k_fill) == NULL : gf_kernel_native(C.k_fill) != NULL, "interop: a kernel's native handle");
+    CHECK(gf_stream_native(NULL) == NULL && gf_buffer_native(NULL) == 0, "interop: bad handles give NULL and set the error");
+    /* wrapping: a native stream and buffer of this device become gpuflow objects */
+    if (stub) {
+        static unsigned char mem[128];
+        CHECK_FAIL(gf_stream_wrap(C.dev, (void *)&mem, NULL, &ws), GF_ERROR_NOT_SUPPORTED);
+        CHECK_EQ_RESULT(gf_buffer_wrap(C.dev, (uint64_t)(uintptr_t)mem, sizeof mem, &w), GF_OK);
+    } else {
+        CHECK_EQ_RESULT(gf_stream_wrap(C.dev, gf_stream_native(s), NULL, &ws), GF_OK);
+        CHECK_EQ_RESULT(gf_buffer_wrap(C.dev, gf_buffer_native(b), 256, &w), GF_OK);
+    }
+    if (w) {
+        unsigned char h[128];
+        gf_stream *use = ws ? ws : s;
+        CHECK_EQ_RESULT(gf_fill_async(use, w, 0, 0x6b, 128), GF_OK);
+        CHECK_EQ_RESULT(gf_copy_to_host_async(use, h, w, 0, 128), GF_OK);
+        CHECK_EQ_RESULT(gf_stream_synchronize(use), GF_OK);
+        CHECK(all_bytes(h, 128, 0x6b), "interop: gpuflow work on wrapped objects");
+        gf_buffer_destroy(w);   /* leaves the memory to its owner */
+    }
+    if (ws) gf_stream_destroy(ws);   /* leaves the native stream alive: s still works */
+    CHECK(stream_usable(s, "interop: the native stream survives its wrapper's destroy"), "interop: usable");
+    CHECK(stub || buffer_is_u32(b, 1, 0x6b6b6b6bu, "interop: the wrapped buffer's owner sees the writes"), "interop: owner");
+    CHECK_FAIL(gf_stream_wrap(C.dev, NULL, NULL, &ws), GF_ERROR_INVALID_ARGUMENT);
+    CHECK_FAIL(gf_buffer_wrap(C.dev, 0, 16, &w), GF_ERROR_INVALID_ARGUMENT);
+    CHECK_FAIL(gf_buffer_wrap(C.dev, 1, 0, &w), GF_ERROR_INVALID_ARGUMENT);
+    CHECK_FAIL(gf_device_open_native(C.backend, NULL, NULL), GF_ERROR_INVALID_ARGUMENT);
+    if (stub) {
+        gf_native_device nd;
+        gf_device *d2 = NULL;
+        memset(&nd, 0, sizeof nd);
+        CHECK_FAIL(gf_device_open_native(GF_BACKEND_STUB, &nd, &d2), GF_ERROR_NOT_SUPPORTED);
+    } else {   /* a second gpuflow device on this one's native device; closing it leaves ours working */
+        gf_native_device nd;
+        gf_device *d2 = NULL;
+        gf_buffer *x = NULL;
+        CHECK_EQ_RESULT(gf_device_get_native(C.dev, &nd), GF_OK);
+        CHECK_EQ_RESULT(gf_device_open_native(C.backend, &nd, &d2), GF_OK);
+        if (d2) {
+            CHECK_EQ_RESULT(gf_buffer_create(d2, 64, &x), GF_OK);
+            if (x) gf_buffer_destroy(x);
+            gf_device_close(d2);
+        }
+        CHECK(stream_usable(s, "interop: closing a device opened on ours leaves ours working"), "interop: native open");
+    }
+    gf_event_destroy(ev);
+    gf_buffer_destroy(b);
+    gf_stream_destroy(s);
+}
+
 int main(int argc, char **argv)
 {
     static const struct { const char *name; gf_backend b; } known[] = {
@@ -2251,6 +2508,12 @@ int main(int argc, char **argv)
         { "json_checker", test_json_checker },
         { "profiler", test_profiler },
         { "eight_threads", test_eight_threads },
+        { "views", test_views },
+        { "wide_fills", test_wide_fills },
+        { "copy_2d", test_copy_2d },
+        { "record_stream", test_record_stream },
+        { "memory_stats", test_memory_stats },
+        { "interop", test_interop },
     };
 
     const int test_count = (int)(sizeof tests / sizeof tests[0]);
