@@ -62,8 +62,9 @@
     =========
     Host callbacks go through hipLaunchHostFunc, or, where the runtime does not export it
     (HIP 5.2 declares it but does not), hipStreamAddCallback; the latter cannot be captured,
-    so on such a runtime a callback inside a capture is GF_ERROR_NOT_SUPPORTED. Either way
-    the callback runs on a runtime thread, after all earlier work on the stream, and later
+    so inside a capture the callback goes into the captured graph as a host node
+    (hipGraphAddHostNode after the capture's current dependencies). Either way the callback
+    runs on a runtime thread, after all earlier work on the stream, and later
     work waits until it returns. HIP forbids HIP calls from it: a callback, the core's
     bookkeeping included, may touch host memory, set flags and signal other threads, but must
     not call gpuflow functions that reach the runtime (enqueue, synchronize, query, allocate,
@@ -172,10 +173,12 @@ static const char *const gf__hip_libraries[] = { "libamdhip64.so", "libamdhip64.
     X(GraphExecDestroy, hipError_t, (hipGraphExec_t), 0) \
     X(GraphDestroy, hipError_t, (hipGraph_t), 0) \
     X(GraphClone, hipError_t, (hipGraph_t *, hipGraph_t), 0) \
-    /* a graph launched inside a capture: optional, else GF_ERROR_NOT_SUPPORTED */ \
+    /* nodes added to a capture by hand (a graph launched, or a host callback without \
+       hipLaunchHostFunc): optional, else GF_ERROR_NOT_SUPPORTED */ \
     X(StreamGetCaptureInfo_v2, hipError_t, (hipStream_t, hipStreamCaptureStatus *, unsigned long long *, \
                                             hipGraph_t *, const hipGraphNode_t **, size_t *), 1) \
     X(GraphAddChildGraphNode, hipError_t, (hipGraphNode_t *, hipGraph_t, const hipGraphNode_t *, size_t, hipGraph_t), 1) \
+    X(GraphAddHostNode, hipError_t, (hipGraphNode_t *, hipGraph_t, const hipGraphNode_t *, size_t, const hipHostNodeParams *), 1) \
     X(StreamUpdateCaptureDependencies, hipError_t, (hipStream_t, hipGraphNode_t *, size_t, unsigned int), 1) \
     X(ThreadExchangeStreamCaptureMode, hipError_t, (hipStreamCaptureMode *), 0)
 
@@ -501,6 +504,8 @@ static void gf__hip_thunk_run(hipStream_t stream, hipError_t status, void *p) {
     t.fn(t.user);
 }
 
+static gf_result gf__hip_capture_append(gf_stream *s, gf_graph *child, const hipHostNodeParams *host);
+
 /* fn(user) after all earlier work on s; later work on s waits until it returns. */
 static gf_result gf__hip_host_callback(gf_stream *s, void (*fn)(void *user), void *user) {
     gf__hip_thunk *t;
@@ -509,11 +514,14 @@ static gf_result gf__hip_host_callback(gf_stream *s, void (*fn)(void *user), voi
         GF__HIP_CHECK(LaunchHostFunc, (GF__HIPSTREAM(s), fn, user));
         return GF_OK;
     }
-    /* s->capture: the core's, under s->lock. HIP would refuse the callback and invalidate
-       the capture with it; refusing here keeps the capture going. */
-    if (s->capture)
-        return gf__fail(GF_ERROR_NOT_SUPPORTED, "HIP: this runtime does not export hipLaunchHostFunc, and "
-                        "hipStreamAddCallback cannot be captured: no host callback inside a capture");
+    /* s->capture: the core's, under s->lock. HIP would refuse hipStreamAddCallback and
+       invalidate the capture with it: the callback becomes a host node of the graph. */
+    if (s->capture) {
+        hipHostNodeParams host;
+        host.fn = fn;
+        host.userData = user;
+        return gf__hip_capture_append(s, NULL, &host);
+    }
     if (!(t = (gf__hip_thunk *)GPUFLOW_MALLOC(sizeof *t)))
         return gf__fail(GF_ERROR_OUT_OF_MEMORY, "HIP: out of host memory for a stream callback");
     t->fn = fn;
@@ -730,10 +738,11 @@ static gf_result gf__hip_capture_end(gf_stream *s, gf_graph *g) {
     return GF_OK;
 }
 
-/* Inside a capture the graph goes in as a child graph node (a copy of g's hipGraph_t)
-   after the stream's current capture dependencies, and becomes the stream's one
-   dependency, so that later captured work follows it. */
-static gf_result gf__hip_graph_add_child(gf_graph *g, gf_stream *s) {
+/* What HIP's capture does not record goes into the captured graph by hand: a child graph node
+   (a copy of child's hipGraph_t) or a host node, after the stream's current capture
+   dependencies; the node becomes the stream's one dependency, so that later captured work
+   follows it. */
+static gf_result gf__hip_capture_append(gf_stream *s, gf_graph *child, const hipHostNodeParams *host) {
     hipStream_t hs = GF__HIPSTREAM(s);
     hipStreamCaptureStatus status = hipStreamCaptureStatusNone;
     unsigned long long id = 0;
@@ -741,20 +750,24 @@ static gf_result gf__hip_graph_add_child(gf_graph *g, gf_stream *s) {
     const hipGraphNode_t *deps = NULL;
     size_t ndeps = 0;
     hipGraphNode_t node = NULL;
-    if (!gf__hip.StreamGetCaptureInfo_v2 || !gf__hip.GraphAddChildGraphNode || !gf__hip.StreamUpdateCaptureDependencies)
-        return gf__fail(GF_ERROR_NOT_SUPPORTED, "HIP: launching a graph inside a capture needs hipStreamGetCaptureInfo_v2, "
-                        "hipGraphAddChildGraphNode and hipStreamUpdateCaptureDependencies, which this runtime lacks");
+    if (!gf__hip.StreamGetCaptureInfo_v2 || !gf__hip.StreamUpdateCaptureDependencies ||
+        (child ? !gf__hip.GraphAddChildGraphNode : !gf__hip.GraphAddHostNode))
+        return gf__fail(GF_ERROR_NOT_SUPPORTED, "HIP: %s inside a capture needs hipStreamGetCaptureInfo_v2, %s and "
+                        "hipStreamUpdateCaptureDependencies, which this runtime lacks",
+                        child ? "launching a graph" : "a host callback (without hipLaunchHostFunc)",
+                        child ? "hipGraphAddChildGraphNode" : "hipGraphAddHostNode");
     GF__HIP_CHECK(StreamGetCaptureInfo_v2, (hs, &status, &id, &capturing, &deps, &ndeps));
     if (status != hipStreamCaptureStatusActive)
         return gf__fail(GF_ERROR_CAPTURE, "hipStreamGetCaptureInfo_v2: the capture of stream '%s' is %s", s->label,
                         status == hipStreamCaptureStatusInvalidated ? "invalidated" : "not active");
-    GF__HIP_CHECK(GraphAddChildGraphNode, (&node, capturing, deps, ndeps, (hipGraph_t)g->native_graph));
+    if (child) GF__HIP_CHECK(GraphAddChildGraphNode, (&node, capturing, deps, ndeps, (hipGraph_t)child->native_graph));
+    else GF__HIP_CHECK(GraphAddHostNode, (&node, capturing, deps, ndeps, host));
     GF__HIP_CHECK(StreamUpdateCaptureDependencies, (hs, &node, 1, hipStreamSetCaptureDependencies));
     return GF_OK;
 }
 
 static gf_result gf__hip_graph_launch(gf_graph *g, gf_stream *s) {
-    if (s->capture) return gf__hip_graph_add_child(g, s);   /* s->capture: the core's, under s->lock */
+    if (s->capture) return gf__hip_capture_append(s, g, NULL);   /* s->capture: the core's, under s->lock */
     GF__HIP_CHECK(GraphLaunch, ((hipGraphExec_t)g->native_exec, GF__HIPSTREAM(s)));
     return GF_OK;
 }

@@ -553,6 +553,15 @@ hipError_t hipGraphAddChildGraphNode(hipGraphNode_t *node, hipGraph_t graph, con
     HOC_CALL(cuGraphAddChildGraphNode((CUgraphNode *)node, (CUgraph)graph, (const CUgraphNode *)deps, ndeps, (CUgraph)child));
 }
 
+hipError_t hipGraphAddHostNode(hipGraphNode_t *node, hipGraph_t graph, const hipGraphNode_t *deps, size_t ndeps,
+                               const hipHostNodeParams *params) {
+    CUDA_HOST_NODE_PARAMS p;
+    if (!params) return hipErrorInvalidValue;
+    p.fn = params->fn;
+    p.userData = params->userData;
+    HOC_CALL(cuGraphAddHostNode((CUgraphNode *)node, (CUgraph)graph, (const CUgraphNode *)deps, ndeps, &p));
+}
+
 hipError_t hipStreamUpdateCaptureDependencies(hipStream_t stream, hipGraphNode_t *deps, size_t ndeps, unsigned int flags) {
     unsigned int cu = flags == hipStreamSetCaptureDependencies ? CU_STREAM_SET_CAPTURE_DEPENDENCIES
                                                                : CU_STREAM_ADD_CAPTURE_DEPENDENCIES;
