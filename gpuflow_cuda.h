@@ -51,6 +51,8 @@
     - gf_module / gf_kernel: CUmodule from cubin or PTX (JIT, its error log in the message),
       CUfunction. A launch passes args[i].value, or for a buffer a pointer to its CUdeviceptr,
       as cuLaunchKernel's kernelParams. build_options do not apply (the PTX JIT takes none).
+      info.max_kernel_args_bytes: 32,764 on Volta and newer GPUs with a CUDA 12.1+ driver,
+      else CUDA's classic 4,096.
     - gf_graph: native stream capture (cuStreamBeginCapture / EndCapture), instantiated once,
       replayed with one cuGraphLaunch; gf_graph_update is cuGraphExecUpdate. A graph launched
       on a capturing stream (which CUDA refuses) is embedded as a child graph node instead.
@@ -426,6 +428,14 @@ static int gf__cuda_attr(CUdevice dev, CUdevice_attribute a) {
     return v;
 }
 
+/* Kernel parameter space: CUDA 12.1 drivers take 32,764 bytes on Volta (7.0) and newer GPUs,
+   older drivers and GPUs CUDA's classic 4,096. */
+static size_t gf__cuda_kernel_args_limit(CUdevice dev) {
+    if (gf__cuda_driver_version >= 12010 && gf__cuda_attr(dev, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR) >= 7)
+        return 32764;
+    return 4096;
+}
+
 /* Each step names its entry point; the first failure undoes what was taken and reports it. */
 #define GF__CUDA_OPEN_STEP(name, args, undo) do { if ((r = GF__CUDA_CALL(name, args)) != CUDA_SUCCESS) { \
         call = "cu" #name; goto undo; } } while (0)
@@ -452,6 +462,7 @@ static gf_result gf__cuda_device_open(gf_device *dev, int index) {
     info->managed_memory = gf__cuda_attr(d->dev, CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY) != 0;
     info->async_alloc = gf__cuda_attr(d->dev, CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED) != 0;
     info->spirv = 0;
+    info->max_kernel_args_bytes = gf__cuda_kernel_args_limit(d->dev);
     d->concurrent_managed = gf__cuda_attr(d->dev, CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS) != 0;
 
     if (info->async_alloc) {
