@@ -124,6 +124,7 @@ typedef struct gf_flow        gf_flow;
 typedef struct gf_graph       gf_graph;
 typedef struct gf_module      gf_module;
 typedef struct gf_kernel      gf_kernel;
+typedef struct gf_graph_pool  gf_graph_pool;
 typedef uint32_t gf_task;
 
 typedef enum gf_backend {
@@ -152,6 +153,7 @@ typedef enum gf_capture_mode {
 /* Kinds of operation, as counted by the profiler. */
 typedef enum gf_op_kind {
     GF_OP_COPY = 0, GF_OP_FILL, GF_OP_LAUNCH, GF_OP_CALLBACK, GF_OP_GRAPH, GF_OP_WAIT,
+    GF_OP_RANGE,                  /* gf_range_push .. gf_range_pop, and flow tasks: spans, not work */
     GF_OP_KIND_COUNT
 } gf_op_kind;
 
@@ -212,7 +214,35 @@ typedef struct gf_stream_pool_stats {
 
 typedef struct gf_flow_desc { const char *label; gf_workload workload; } gf_flow_desc;
 
-typedef struct gf_graph_info { int nodes; int native; gf_capture_mode mode; } gf_graph_info;
+/* A flow task with every option (gf_flow_add_desc). The stream pool's strategy picks the
+   task's stream from its priority and workload; on_complete runs on the device's waiter thread
+   once the task's GPU work is done (gf_flow_run only: a captured flow has no per-run events). */
+typedef struct gf_task_desc {
+    const char *name;             /* default "task N" */
+    gf_task_fn fn;                /* required */
+    void *user;
+    gf_priority priority;         /* default NORMAL */
+    gf_workload workload;         /* default: the flow's */
+    gf_callback on_complete;      /* optional */
+    void *on_complete_user;
+} gf_task_desc;
+
+typedef struct gf_flow_stats {
+    uint64_t runs, tasks_run;
+    uint64_t cross_edges;         /* edges between tasks on different streams: each one event wait */
+    uint64_t events;              /* events recorded for those edges and for completion callbacks */
+    uint64_t timed_runs;          /* runs measured on the device (profiler on) and complete */
+    double   avg_run_ms;          /* first task's start to last task's end, over timed_runs */
+} gf_flow_stats;
+
+typedef struct gf_graph_info { int nodes; int native; gf_capture_mode mode; int launches; } gf_graph_info;
+
+/* gf_graph_capture_desc: gf_graph_capture with every option. */
+typedef struct gf_capture_desc {
+    int warmup_runs;              /* runs of fn before the capture (default 0) */
+    gf_capture_mode mode;         /* default GF_CAPTURE_GLOBAL */
+    gf_graph_pool *pool;          /* NULL: the graph's allocations are its own */
+} gf_capture_desc;
 
 typedef struct gf_buffer_desc { size_t size; int managed; } gf_buffer_desc;
 
@@ -407,6 +437,9 @@ GPUFLOW_API gf_result gf_flow_depend(gf_flow *flow, gf_task before, gf_task afte
 GPUFLOW_API gf_result gf_flow_run(gf_flow *flow, gf_stream_pool *pool);
 GPUFLOW_API gf_result gf_flow_capture(gf_flow *flow, gf_stream *s, gf_graph **out);
 GPUFLOW_API void      gf_flow_destroy(gf_flow *flow);
+GPUFLOW_API gf_result gf_flow_add_desc(gf_flow *flow, const gf_task_desc *desc, gf_task *out);
+GPUFLOW_API gf_result gf_flow_get_stats(gf_flow *flow, gf_flow_stats *out);
+GPUFLOW_API gf_result gf_flow_write_dot(gf_flow *flow, const char *path);   /* tasks, edges, lanes, events */
 
 /* ---- graphs -------------------------------------------------------------------------- */
 GPUFLOW_API gf_result gf_stream_begin_capture(gf_stream *s, gf_capture_mode mode);
@@ -415,6 +448,17 @@ GPUFLOW_API gf_result gf_graph_launch(gf_graph *g, gf_stream *s);
 GPUFLOW_API gf_result gf_graph_update(gf_graph *target, gf_graph *from);
 GPUFLOW_API gf_result gf_graph_capture(gf_stream *s, int warmup_runs, gf_capture_fn fn, void *user, gf_graph **out);
 GPUFLOW_API gf_result gf_graph_get_info(gf_graph *g, gf_graph_info *out);
+GPUFLOW_API gf_result gf_graph_capture_desc(gf_stream *s, const gf_capture_desc *desc, gf_capture_fn fn, void *user, gf_graph **out);
+GPUFLOW_API gf_result gf_graph_set_kernel_args(gf_graph *g, int launch_index, const gf_arg *args, int count);
+GPUFLOW_API gf_result gf_graph_write_dot(gf_graph *g, const char *path);
+/* Shared graph memory: captures begun with one pool take their stream-ordered allocations from
+   the pool's blocks, so graphs of a pool share memory (the pool's peak is the largest graph's,
+   not the sum). Graphs of one pool never run at the same time: each launch of one waits, on
+   the device, for the pool's previous launch to finish. A pool outlives its graphs: destroying
+   it while one is alive is refused. */
+GPUFLOW_API gf_result gf_graph_pool_create(gf_device *dev, gf_graph_pool **out);
+GPUFLOW_API void      gf_graph_pool_destroy(gf_graph_pool *pool);
+GPUFLOW_API gf_result gf_stream_begin_capture_pool(gf_stream *s, gf_capture_mode mode, gf_graph_pool *pool);
 GPUFLOW_API void      gf_graph_destroy(gf_graph *g);
 
 /* ---- kernels ------------------------------------------------------------------------- */
@@ -427,6 +471,11 @@ GPUFLOW_API gf_result gf_launch(gf_stream *s, gf_kernel *k, gf_launch_dims dims,
 GPUFLOW_API gf_result gf_profiler_enable(gf_device *dev, unsigned flags);
 GPUFLOW_API gf_result gf_profiler_report(gf_device *dev, gf_profile_report *out);
 GPUFLOW_API gf_result gf_profiler_write_trace(gf_device *dev, const char *path);
+/* Named spans on a stream: NVTX ranges on CUDA built with GPUFLOW_NVTX (Nsight Systems shows
+   them), nested spans on the stream's track in gpuflow's own trace (profiler on), and nothing
+   otherwise. Pops match pushes per stream; an unmatched pop is ignored. */
+GPUFLOW_API void      gf_range_push(gf_stream *s, const char *name);
+GPUFLOW_API void      gf_range_pop(gf_stream *s);
 
 /* The contract spells these queries like their result types (gf_stream_stats(s, &st)). C
    cannot give a function and a type one name, so each is a function-like macro: the name
@@ -487,6 +536,7 @@ static void gf__free(void *p) {
 /* ---- defaults: every default the library applies, in one place ----------------------------- */
 #define GF__DEFAULT_KERNEL_ARGS_BYTES 4096   /* CUDA's classic parameter space; backends may say more */
 #define GF__DEFAULT_CACHE_KEEP ((size_t)64 << 20)   /* freed stream-ordered memory kept for reuse */
+#define GF__RANGE_DEPTH 16                          /* nested gf_range_push spans timed per stream */
 
 /* ---- platform: threads, locks, atomics, clocks, dynamic libraries ----------------------- */
 #if defined(_WIN32)
@@ -823,7 +873,7 @@ static gf_result gf__driver_load(gf__driver *d, void (*load_fn)(gf__driver *d)) 
 typedef enum gf__type {
     GF__T_DEAD = 0, GF__T_PENDING = 1 /* a graph still being captured */, GF__T_DEVICE = 0x67660001, GF__T_BUFFER, GF__T_STREAM, GF__T_EVENT,
     GF__T_EVENT_POOL, GF__T_STREAM_POOL, GF__T_STREAM_SET, GF__T_FLOW, GF__T_GRAPH,
-    GF__T_MODULE, GF__T_KERNEL
+    GF__T_MODULE, GF__T_KERNEL, GF__T_GRAPH_POOL
 } gf__type;
 
 typedef struct gf__backend gf__backend;
@@ -914,6 +964,8 @@ struct gf_stream {
     int internal;                   /* owned by the core (pool, set, flow, sync stream) */
     int borrowed;                   /* wrapped: destroy leaves the native stream alive */
     uint64_t last_trace_id;         /* profiler: the last op, a flow arrow's source */
+    int ranges[GF__RANGE_DEPTH];    /* open gf_range_push spans: profiler records (-1: untimed) */
+    int range_depth;                /* may exceed GF__RANGE_DEPTH: deeper ranges are not timed */
 };
 
 struct gf_event {
@@ -994,6 +1046,9 @@ struct gf_graph {
     gf__cmd *cmds; int cmd_count, cmd_cap;          /* recording; a launch's args are its own block */
     gf_buffer **owned; int owned_count, owned_cap;  /* allocated inside the capture */
     void **blocks; int block_count, block_cap;      /* callback contexts a native graph refers to */
+    gf_graph_pool *pool;                            /* its allocations come from there */
+    gf__cmd *launches; int launch_count, launch_cap;/* native graphs: each launch, in capture order */
+    void **launch_nodes; int launch_node_count, launch_node_cap;   /* the backend's node per launch */
 };
 
 /* A capture in progress: the streams in it, the buffers it uses, the graph it becomes. */
@@ -1004,7 +1059,20 @@ struct gf__capture {
     gf_graph *graph;                /* what the capture becomes */
     gf_stream **members; int member_count, member_cap;   /* origin and forked streams */
     gf_buffer **buffers; int buffer_count, buffer_cap;   /* used: sync copies into them refused */
+    unsigned char *pool_taken; int pool_taken_cap;       /* pool blocks this capture holds */
     gf__capture *next;
+};
+
+/* Shared graph memory: blocks handed to captures of the pool, each capture taking distinct
+   blocks; launches of its graphs ordered through one event. */
+struct gf_graph_pool {
+    uint32_t type;
+    gf_device *dev;
+    gf__mutex lock;                 /* blocks, last */
+    gf_buffer **blocks; int block_count, block_cap;
+    int graphs;                     /* atomic: live graphs captured in the pool */
+    gf_event *last;                 /* recorded behind the latest launch of one of its graphs */
+    int last_recorded;
 };
 
 #ifdef GPUFLOW_DEBUG
@@ -1083,6 +1151,11 @@ struct gf__backend {
     gf_result (*graph_launch)(gf_graph *g, gf_stream *s);
     gf_result (*graph_update)(gf_graph *target, gf_graph *from);/* shape mismatch: INVALID_ARGUMENT */
     void      (*graph_destroy)(gf_graph *g);
+    /* Optional with native graphs: new arguments for the launch_index-th launch (its node in
+       g->launch_nodes, which the backend's launch appends while capturing). */
+    gf_result (*graph_set_kernel_args)(gf_graph *g, int launch_index, gf_kernel *k, const gf_arg *args, int count);
+    gf_result (*graph_write_dot)(gf_graph *g, const char *path);   /* NULL: the core writes the recording */
+    void      (*range)(gf_stream *s, const char *name);    /* a tool's range (NVTX): push a name, pop with NULL */
 
     /* NULL: the driver copies from any host memory asynchronously. Else: whether p is pinned;
        the core stages copies from other host memory (see "staged copies"). */
@@ -1197,7 +1270,8 @@ static const char *gf__type_name(gf__type t) {
     case GF__T_EVENT_POOL: return "gf_event_pool"; case GF__T_STREAM_POOL: return "gf_stream_pool";
     case GF__T_STREAM_SET: return "gf_stream_set"; case GF__T_FLOW: return "gf_flow";
     case GF__T_GRAPH: return "gf_graph"; case GF__T_MODULE: return "gf_module";
-    case GF__T_KERNEL: return "gf_kernel"; case GF__T_DEAD: case GF__T_PENDING: break;
+    case GF__T_KERNEL: return "gf_kernel"; case GF__T_GRAPH_POOL: return "gf_graph_pool";
+    case GF__T_DEAD: case GF__T_PENDING: break;
     }
     return "object";
 }
@@ -3305,6 +3379,7 @@ static void gf__cache_trim(gf_device *dev) {   /* device close: idle */
 }
 
 static int gf__graph_own(gf_graph *g, gf_buffer *buf);
+static gf_result gf__pool_alloc(gf__capture *cap, size_t bytes, gf_buffer **out);
 
 GPUFLOW_IMPL gf_result gf_buffer_create_async(gf_stream *s, size_t bytes, gf_buffer **out) {
     const gf__backend *be;
@@ -3316,7 +3391,9 @@ GPUFLOW_IMPL gf_result gf_buffer_create_async(gf_stream *s, size_t bytes, gf_buf
     if (bytes == 0) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_buffer_create_async: size is 0");
     be = s->dev->be;
     gf__lock(&s->lock);
-    if (s->capture && !s->capture->native) {
+    if (s->capture && s->capture->graph->pool) {
+        r = gf__pool_alloc(s->capture, bytes, &buf);
+    } else if (s->capture && !s->capture->native) {
         /* recorded graphs keep their memory for their whole life: allocate once, now */
         if ((r = gf__buffer_new(s->dev, bytes, GF_MEMORY_DEVICE, &buf)) == GF_OK && !gf__graph_own(s->capture->graph, buf)) {
             gf__buffer_free(buf);
@@ -3383,8 +3460,13 @@ typedef struct gf__task {
     char name[64];
     gf_task_fn fn;
     void *user;
+    gf_acquire_hint hint;           /* what the pool's strategy picks its stream by */
+    gf_callback on_complete; void *on_complete_user;
     int *succ; int succ_count, succ_cap;
 } gf__task;
+
+/* A run timed on the device: a start on its first lane, an end on every lane. */
+typedef struct gf__flow_timing { gf_event *start; gf_event **ends; int lanes; } gf__flow_timing;
 
 struct gf_flow {
     uint32_t type;
@@ -3395,6 +3477,10 @@ struct gf_flow {
     gf__mutex lock;
     gf__task *tasks; int count, cap;
     gf_stream **forks; int fork_count;    /* capture: extra streams for parallel branches */
+    gf_flow_stats stats;                  /* under lock */
+    double timed_ms;                      /* sum over stats.timed_runs */
+    gf__flow_timing *timing; int timing_count, timing_cap;   /* runs not yet resolved */
+    char (*last_lanes)[64]; int last_lane_count;              /* the last run's streams, for DOT */
 };
 
 static uint64_t gf__flow_ids;   /* process-wide, atomic: only to tell flows' task ids apart */
@@ -3418,10 +3504,24 @@ GPUFLOW_IMPL gf_result gf_flow_create(gf_device *dev, const gf_flow_desc *desc, 
 }
 
 GPUFLOW_IMPL gf_result gf_flow_add(gf_flow *flow, const char *name, gf_task_fn fn, void *user, gf_task *out) {
+    gf_task_desc d;
+    memset(&d, 0, sizeof d);
+    d.name = name; d.fn = fn; d.user = user;
+    if (gf__is(flow, GF__T_FLOW)) d.workload = flow->workload;
+    return gf_flow_add_desc(flow, &d, out);
+}
+
+GPUFLOW_IMPL gf_result gf_flow_add_desc(gf_flow *flow, const gf_task_desc *desc, gf_task *out) {
     gf__task *t;
+    gf_acquire_hint hint;
     GF__CHECK(flow, GF__T_FLOW);
     GF__CHECK_OUT(out);
-    if (!fn) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_flow_add: fn is NULL");
+    GF__CHECK_OUT(desc);
+    if (!desc->fn) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_flow_add: fn is NULL");
+    hint.priority = desc->priority;
+    hint.workload = desc->workload;
+    if (gf__check_hint(&hint) != GF_OK)
+        return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_flow_add_desc: priority %d or workload %d is out of range", (int)desc->priority, (int)desc->workload);
     gf__lock(&flow->lock);
     if (flow->count >= 0xffff || !gf__grow((void **)&flow->tasks, &flow->cap, flow->count + 1, sizeof *flow->tasks)) {
         gf__unlock(&flow->lock);
@@ -3429,10 +3529,13 @@ GPUFLOW_IMPL gf_result gf_flow_add(gf_flow *flow, const char *name, gf_task_fn f
     }
     t = &flow->tasks[flow->count];
     memset(t, 0, sizeof *t);
-    if (name && *name) gf__copy_str(t->name, sizeof t->name, name);
+    if (desc->name && *desc->name) gf__copy_str(t->name, sizeof t->name, desc->name);
     else snprintf(t->name, sizeof t->name, "task %d", flow->count);
-    t->fn = fn;
-    t->user = user;
+    t->fn = desc->fn;
+    t->user = desc->user;
+    t->hint = hint;
+    t->on_complete = desc->on_complete;
+    t->on_complete_user = desc->on_complete_user;
     *out = (gf_task)(flow->id << 16 | (uint32_t)flow->count);
     flow->count++;
     gf__unlock(&flow->lock);
@@ -3511,13 +3614,14 @@ GPUFLOW_IMPL gf_result gf_flow_depend(gf_flow *flow, gf_task before, gf_task aft
    between lanes need events. */
 typedef struct gf__flow_plan {
     int *order, *lane, *preds, *pred_first, *pred_count;
+    int *lane_first;               /* each lane's first task: its hint picks the lane's stream */
     unsigned char *signals;        /* task has a successor on another lane */
     int lanes;
 } gf__flow_plan;
 
 static void gf__plan_free(gf__flow_plan *p) {
     gf__free(p->order); gf__free(p->lane); gf__free(p->preds);
-    gf__free(p->pred_first); gf__free(p->pred_count); gf__free(p->signals);
+    gf__free(p->pred_first); gf__free(p->pred_count); gf__free(p->signals); gf__free(p->lane_first);
 }
 
 static gf_result gf__flow_plan_make(const gf_flow *flow, gf__flow_plan *p) {   /* flow->lock held */
@@ -3531,10 +3635,12 @@ static gf_result gf__flow_plan_make(const gf_flow *flow, gf__flow_plan *p) {   /
     p->pred_first = (int *)gf__alloc(sizeof(int) * (size_t)(n + 1));
     p->pred_count = (int *)gf__alloc(sizeof(int) * (size_t)(n + 1));
     p->signals = (unsigned char *)gf__alloc((size_t)(n + 1));
+    p->lane_first = (int *)gf__malloc(sizeof(int) * (size_t)(n + 1));
     indeg = (int *)gf__alloc(sizeof(int) * (size_t)(n + 1));
     lane_tail = (int *)gf__malloc(sizeof(int) * (size_t)(n + 1));
     fill = (int *)gf__alloc(sizeof(int) * (size_t)(n + 1));
-    if (!p->order || !p->lane || !p->preds || !p->pred_first || !p->pred_count || !p->signals || !indeg || !lane_tail || !fill) {
+    if (!p->order || !p->lane || !p->preds || !p->pred_first || !p->pred_count || !p->signals || !p->lane_first ||
+        !indeg || !lane_tail || !fill) {
         gf__plan_free(p); gf__free(indeg); gf__free(lane_tail); gf__free(fill);
         return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_flow: out of host memory");
     }
@@ -3555,9 +3661,11 @@ static gf_result gf__flow_plan_make(const gf_flow *flow, gf__flow_plan *p) {   /
         int t = p->order[i], chosen = -1;
         for (k = 0; k < p->pred_count[t] && chosen < 0; k++) {
             int pr = p->preds[p->pred_first[t] + k];
-            if (lane_tail[p->lane[pr]] == pr) chosen = p->lane[pr];
+            if (lane_tail[p->lane[pr]] == pr && flow->tasks[pr].hint.priority == flow->tasks[t].hint.priority &&
+                flow->tasks[pr].hint.workload == flow->tasks[t].hint.workload)
+                chosen = p->lane[pr];
         }
-        if (chosen < 0) chosen = p->lanes++;
+        if (chosen < 0) { chosen = p->lanes++; p->lane_first[chosen] = t; }
         p->lane[t] = chosen;
         lane_tail[chosen] = t;
         for (k = 0; k < p->pred_count[t]; k++) {
@@ -3573,32 +3681,125 @@ static gf_result gf__flow_plan_make(const gf_flow *flow, gf__flow_plan *p) {   /
    crosses streams. The host never blocks. */
 static void gf__capture_abandon(gf_stream *s);
 
-static gf_result gf__flow_enqueue(gf_flow *flow, const gf__flow_plan *p, gf_stream **lanes) {
+/* A task's completion callback: fires on the waiter thread, then gives its event back. */
+typedef struct gf__task_done { gf_callback fn; void *user; gf_event *ev; } gf__task_done;
+static void gf__task_completed(void *p, gf_result status) {
+    gf__task_done *d = (gf__task_done *)p;
+    d->fn(d->user, status);
+    gf__event_pool_give(d->ev->dev->events, d->ev);
+    gf__free(d);
+}
+static gf_result gf__task_on_complete(gf_flow *flow, gf__task *t, gf_stream *s) {
+    gf__task_done *d = (gf__task_done *)gf__alloc(sizeof *d);
+    gf_result r;
+    if (!d) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_flow_run: out of host memory");
+    d->fn = t->on_complete;
+    d->user = t->on_complete_user;
+    if ((r = gf__event_pool_take(flow->dev->events, 0, &d->ev)) != GF_OK) { gf__free(d); return r; }
+    if ((r = gf_event_record(d->ev, s)) != GF_OK || (r = gf__waiter_add(d->ev, gf__task_completed, d, NULL)) != GF_OK) {
+        gf__event_pool_give(flow->dev->events, d->ev);
+        gf__free(d);
+        return r;
+    }
+    flow->stats.events++;
+    return GF_OK;
+}
+
+/* Enqueues the plan's tasks on the lanes' streams, with an event wait for each edge that
+   crosses streams, each task inside a range of its name (seen in the trace). The host never
+   blocks. run: a gf_flow_run (completion callbacks apply), not a capture. */
+static gf_result gf__flow_enqueue(gf_flow *flow, const gf__flow_plan *p, gf_stream **lanes, int run) {
     gf_event **done = (gf_event **)gf__alloc(sizeof *done * (size_t)(flow->count + 1));
     gf_result r = GF_OK;
     int i, k;
     if (!done) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_flow: out of host memory");
     for (i = 0; i < flow->count && r == GF_OK; i++) {
         int t = p->order[i];
+        gf__task *task = &flow->tasks[t];
         gf_stream *s = lanes[p->lane[t]];
         for (k = 0; k < p->pred_count[t] && r == GF_OK; k++) {
             int pr = p->preds[p->pred_first[t] + k];
-            if (lanes[p->lane[pr]] != s) r = gf_stream_wait_event(s, done[pr]);
+            if (lanes[p->lane[pr]] != s) { r = gf_stream_wait_event(s, done[pr]); if (run) flow->stats.cross_edges++; }
         }
         if (r == GF_OK) {
             unsigned serial = gf__error_serial;
-            if ((r = flow->tasks[t].fn(s, flow->tasks[t].user)) != GF_OK) {
+            gf_range_push(s, task->name);
+            if ((r = task->fn(s, task->user)) != GF_OK) {
                 char what[160];
-                snprintf(what, sizeof what, "gf_flow: task '%s' of flow '%s'", flow->tasks[t].name, flow->label);
+                snprintf(what, sizeof what, "gf_flow: task '%s' of flow '%s'", task->name, flow->label);
                 r = gf__fail_user(r, serial, what);
             }
+            gf_range_pop(s);
         }
-        if (r == GF_OK && p->signals[t] && (r = gf__event_pool_take(flow->dev->events, 0, &done[t])) == GF_OK)
+        if (r == GF_OK && p->signals[t] && (r = gf__event_pool_take(flow->dev->events, 0, &done[t])) == GF_OK) {
             r = gf_event_record(done[t], s);
+            if (run) flow->stats.events++;
+        }
+        if (r == GF_OK && run && task->on_complete) r = gf__task_on_complete(flow, task, s);
+        if (r == GF_OK && run) flow->stats.tasks_run++;
     }
     for (i = 0; i < flow->count; i++) if (done[i]) gf__event_pool_give(flow->dev->events, done[i]);
     gf__free(done);
     return r;
+}
+
+/* Device timing of a run (profiler on): events from the device's pool, read back lazily. */
+static void gf__flow_timing_start(gf_flow *flow, gf_stream **lanes, int count, gf__flow_timing *t) {
+    gf_event_pool *events = flow->dev->events;
+    int i;
+    memset(t, 0, sizeof *t);
+    if (!gf__atomic_load_int(&flow->dev->profiling)) return;
+    if (!(t->ends = (gf_event **)gf__alloc(sizeof *t->ends * (size_t)count))) return;
+    if (gf__event_pool_take(events, GF_EVENT_TIMING, &t->start) != GF_OK || gf_event_record(t->start, lanes[0]) != GF_OK) {
+        if (t->start) gf__event_pool_give(events, t->start);
+        gf__free(t->ends);
+        memset(t, 0, sizeof *t);
+        return;
+    }
+    t->lanes = count;
+    for (i = 0; i < count; i++) (void)i;
+}
+static void gf__flow_timing_release(gf_flow *flow, gf__flow_timing *t) {
+    int i;
+    if (t->start) gf__event_pool_give(flow->dev->events, t->start);
+    for (i = 0; i < t->lanes; i++) if (t->ends[i]) gf__event_pool_give(flow->dev->events, t->ends[i]);
+    gf__free(t->ends);
+    memset(t, 0, sizeof *t);
+}
+static void gf__flow_timing_end(gf_flow *flow, gf_stream **lanes, gf__flow_timing *t) {   /* flow->lock held */
+    int i, ok = t->start != NULL;
+    for (i = 0; ok && i < t->lanes; i++)
+        ok = gf__event_pool_take(flow->dev->events, GF_EVENT_TIMING, &t->ends[i]) == GF_OK && gf_event_record(t->ends[i], lanes[i]) == GF_OK;
+    if (ok && gf__grow((void **)&flow->timing, &flow->timing_cap, flow->timing_count + 1, sizeof *flow->timing)) flow->timing[flow->timing_count++] = *t;
+    else gf__flow_timing_release(flow, t);
+}
+/* Folds the runs whose events completed into the average (flow->lock held; never blocks). */
+static void gf__flow_timing_resolve(gf_flow *flow) {
+    const gf__backend *be = flow->dev->be;
+    int i = 0, k;
+    while (i < flow->timing_count) {
+        gf__flow_timing *t = &flow->timing[i];
+        float longest = 0, ms;
+        int done = be->event_query(t->start) == GF_OK;
+        for (k = 0; done && k < t->lanes; k++) done = be->event_query(t->ends[k]) == GF_OK;
+        if (!done) { i++; continue; }
+        for (k = 0; k < t->lanes; k++)
+            if (be->event_elapsed_ms(t->start, t->ends[k], &ms) == GF_OK && ms > longest) longest = ms;
+        flow->stats.timed_runs++;
+        flow->timed_ms += longest;
+        gf__flow_timing_release(flow, t);
+        flow->timing[i] = flow->timing[--flow->timing_count];
+    }
+}
+
+/* The streams of the last run or capture, by lane: what gf_flow_write_dot labels lanes with. */
+static void gf__flow_remember_lanes(gf_flow *flow, gf_stream **lanes, int count) {   /* flow->lock held */
+    int i;
+    char (*names)[64] = (char (*)[64])gf__realloc(flow->last_lanes, sizeof *names * (size_t)(count ? count : 1));
+    if (!names) return;
+    flow->last_lanes = names;
+    for (i = 0; i < count; i++) gf__copy_str(names[i], sizeof names[i], lanes[i]->label);
+    flow->last_lane_count = count;
 }
 
 GPUFLOW_IMPL gf_result gf_flow_run(gf_flow *flow, gf_stream_pool *pool) {
@@ -3617,10 +3818,19 @@ GPUFLOW_IMPL gf_result gf_flow_run(gf_flow *flow, gf_stream_pool *pool) {
         gf__unlock(&flow->lock);
         return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_flow_run: out of host memory");
     }
-    hint.priority = GF_PRIORITY_NORMAL;
-    hint.workload = flow->workload;
-    for (i = 0; i < plan.lanes && r == GF_OK; i++) r = gf_stream_pool_acquire(pool, &hint, &lanes[i]);
-    if (r == GF_OK) r = gf__flow_enqueue(flow, &plan, lanes);
+    for (i = 0; i < plan.lanes && r == GF_OK; i++) {
+        hint = flow->tasks[plan.lane_first[i]].hint;
+        r = gf_stream_pool_acquire(pool, &hint, &lanes[i]);
+    }
+    if (r == GF_OK) {
+        gf__flow_timing timing;
+        gf__flow_timing_start(flow, lanes, plan.lanes, &timing);
+        r = gf__flow_enqueue(flow, &plan, lanes, 1);
+        if (r == GF_OK) gf__flow_timing_end(flow, lanes, &timing);
+        else gf__flow_timing_release(flow, &timing);
+        if (r == GF_OK) flow->stats.runs++;
+        gf__flow_remember_lanes(flow, lanes, plan.lanes);
+    }
     for (i = 0; i < plan.lanes; i++) if (lanes[i]) gf_stream_pool_release(pool, lanes[i]);
     gf__free(lanes);
     gf__plan_free(&plan);
@@ -3664,7 +3874,8 @@ GPUFLOW_IMPL gf_result gf_flow_capture(gf_flow *flow, gf_stream *s, gf_graph **o
                 lanes[i] = flow->forks[i - 1];
                 r = gf_stream_wait_event(lanes[i], fork);
             }
-        if (r == GF_OK) r = gf__flow_enqueue(flow, &plan, lanes);
+        if (r == GF_OK) r = gf__flow_enqueue(flow, &plan, lanes, 0);
+        if (r == GF_OK) gf__flow_remember_lanes(flow, lanes, plan.lanes);
         if (r == GF_OK && plan.lanes > 1 && (r = gf__event_pool_take(flow->dev->events, 0, &join)) == GF_OK)
             for (i = 1; i < plan.lanes && r == GF_OK; i++)
                 if ((r = gf_event_record(join, lanes[i])) == GF_OK) r = gf_stream_wait_event(s, join);
@@ -3684,10 +3895,79 @@ GPUFLOW_IMPL void gf_flow_destroy(gf_flow *flow) {
     GF__CHECK_VOID(flow, GF__T_FLOW);
     for (i = 0; i < flow->count; i++) gf__free(flow->tasks[i].succ);
     for (i = 0; i < flow->fork_count; i++) gf__stream_free(flow->forks[i]);
+    for (i = 0; i < flow->timing_count; i++) gf__flow_timing_release(flow, &flow->timing[i]);
+    gf__free(flow->timing);
+    gf__free(flow->last_lanes);
     gf__free(flow->forks);
     gf__free(flow->tasks);
     gf__mutex_destroy(&flow->lock);
     gf__obj_free(flow->dev, flow);
+}
+
+GPUFLOW_IMPL gf_result gf_flow_get_stats(gf_flow *flow, gf_flow_stats *out) {
+    GF__CHECK(flow, GF__T_FLOW);
+    GF__CHECK_OUT(out);
+    gf__lock(&flow->lock);
+    gf__flow_timing_resolve(flow);
+    *out = flow->stats;
+    out->avg_run_ms = flow->stats.timed_runs ? flow->timed_ms / (double)flow->stats.timed_runs : 0.0;
+    gf__unlock(&flow->lock);
+    return GF_OK;
+}
+
+/* DOT strings: quotes and backslashes escaped, control bytes dropped. */
+static void gf__dot_string(FILE *f, const char *s) {
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\') fputc('\\', f);
+        if ((unsigned char)*s >= 0x20) fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+/* Graphviz: a cluster per lane (the stream it ran on last, if it ran), an edge per dependency,
+   dashed and labelled "event" where it crosses lanes (those are the only events a run uses). */
+GPUFLOW_IMPL gf_result gf_flow_write_dot(gf_flow *flow, const char *path) {
+    gf__flow_plan plan;
+    gf_result r;
+    FILE *f;
+    int i, k, lane;
+    GF__CHECK(flow, GF__T_FLOW);
+    if (!path || !*path) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_flow_write_dot: path is empty");
+    gf__lock(&flow->lock);
+    if ((r = gf__flow_plan_make(flow, &plan)) != GF_OK) { gf__unlock(&flow->lock); return r; }
+    if (!(f = fopen(path, "w"))) {
+        gf__plan_free(&plan);
+        gf__unlock(&flow->lock);
+        return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_flow_write_dot: cannot open '%s' for writing", path);
+    }
+    fputs("digraph ", f);
+    gf__dot_string(f, flow->label);
+    fputs(" {\n  rankdir=LR;\n  node [shape=box, style=rounded];\n", f);
+    for (lane = 0; lane < plan.lanes; lane++) {
+        fprintf(f, "  subgraph cluster_lane%d {\n    label=", lane);
+        if (lane < flow->last_lane_count) gf__dot_string(f, flow->last_lanes[lane]);
+        else fprintf(f, "\"lane %d\"", lane);
+        fputs(";\n", f);
+        for (i = 0; i < flow->count; i++)
+            if (plan.lane[i] == lane) {
+                fprintf(f, "    t%d [label=", i);
+                gf__dot_string(f, flow->tasks[i].name);
+                fputs("];\n", f);
+            }
+        fputs("  }\n", f);
+    }
+    for (i = 0; i < flow->count; i++)
+        for (k = 0; k < flow->tasks[i].succ_count; k++) {
+            int t = flow->tasks[i].succ[k];
+            if (plan.lane[t] != plan.lane[i]) fprintf(f, "  t%d -> t%d [style=dashed, label=\"event\"];\n", i, t);
+            else fprintf(f, "  t%d -> t%d;\n", i, t);
+        }
+    fputs("}\n", f);
+    gf__plan_free(&plan);
+    gf__unlock(&flow->lock);
+    if (fclose(f) != 0) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_flow_write_dot: writing '%s' failed", path);
+    return GF_OK;
 }
 
 /* ---- graphs ------------------------------------------------------------------------------- */
@@ -3737,6 +4017,9 @@ static void gf__graph_release(gf_graph *g) {   /* back to a shell of its device;
     int i;
     if (g->native && g->dev->be->graph_destroy) g->dev->be->graph_destroy(g);
     gf__cmds_free(g->cmds, g->cmd_count);
+    gf__cmds_free(g->launches, g->launch_count);
+    gf__free(g->launch_nodes);
+    if (g->pool) gf__atomic_add_int(&g->pool->graphs, -1);
     for (i = 0; i < g->owned_count; i++) { g->owned[i]->graph_owner = NULL; gf__buffer_free(g->owned[i]); }
     for (i = 0; i < g->block_count; i++) gf__free(g->blocks[i]);
     gf__free(g->owned);
@@ -3789,6 +4072,19 @@ static gf_result gf__record(gf__capture *cap, const gf__cmd *c) {   /* dev->lock
     return GF_OK;
 }
 
+/* A native graph keeps a copy of each launch, in capture order: gf_graph_set_kernel_args
+   checks new arguments against it. */
+static gf_result gf__graph_note_launch(gf_graph *g, const gf__cmd *c) {
+    gf__cmd *kept;
+    if (!gf__grow((void **)&g->launches, &g->launch_cap, g->launch_count + 1, sizeof *g->launches))
+        return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gpuflow: capture: out of host memory");
+    kept = &g->launches[g->launch_count];
+    *kept = *c;
+    if (!(kept->args = gf__args_copy(c->args, c->arg_count))) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gpuflow: capture: out of host memory");
+    g->launch_count++;
+    return GF_OK;
+}
+
 /* Work enqueued on a capturing stream (s->lock held). The device lock is held throughout, so a
    discard on another thread (a sync of a forked member, say) cannot free the capture under us.
    A recorded graph launched inside a recorded capture is copied in, command by command: the
@@ -3805,6 +4101,7 @@ static gf_result gf__capture_add(gf_stream *s, const gf__cmd *c) {
     if (cap->native) {
         gf__capture_use_cmd(cap, c);
         r = gf__exec(s, c, cap->graph);
+        if (r == GF_OK && c->kind == GF__CMD_LAUNCH) r = gf__graph_note_launch(cap->graph, c);
     } else if (c->kind == GF__CMD_GRAPH) {
         gf__lock(&c->child->lock);   /* against a gf_graph_update swapping its commands */
         if (c->child->owned_count)
@@ -3832,6 +4129,7 @@ static void gf__capture_detach(gf__capture *c) {
     gf__unlock(&dev->lock);
     gf__free(c->members);
     gf__free(c->buffers);
+    gf__free(c->pool_taken);
     gf__free(c);
 }
 
@@ -3852,9 +4150,14 @@ static void gf__capture_abandon(gf_stream *s) {
 }
 
 GPUFLOW_IMPL gf_result gf_stream_begin_capture(gf_stream *s, gf_capture_mode mode) {
+    return gf_stream_begin_capture_pool(s, mode, NULL);
+}
+
+GPUFLOW_IMPL gf_result gf_stream_begin_capture_pool(gf_stream *s, gf_capture_mode mode, gf_graph_pool *pool) {
     gf__capture *c;
     gf_result r = GF_OK;
     GF__CHECK(s, GF__T_STREAM);
+    if (pool) { GF__CHECK(pool, GF__T_GRAPH_POOL); GF__SAME_DEVICE(s->dev, pool->dev); }
     if (mode < GF_CAPTURE_GLOBAL || mode > GF_CAPTURE_RELAXED)
         return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_stream_begin_capture: mode %d is not a gf_capture_mode", (int)mode);
     if (s == s->dev->sync_stream) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_stream_begin_capture: the device's own stream cannot capture");
@@ -3864,6 +4167,7 @@ GPUFLOW_IMPL gf_result gf_stream_begin_capture(gf_stream *s, gf_capture_mode mod
     }
     c->origin = s;
     c->native = s->dev->be->capture_begin != NULL;
+    if (pool) { c->graph->pool = pool; gf__atomic_add_int(&pool->graphs, 1); }   /* released with the graph */
     gf__lock(&s->lock);
     if (s->capture)
         r = gf__fail(GF_ERROR_CAPTURE, "gf_stream_begin_capture: stream '%s' is already %s", s->label,
@@ -3937,7 +4241,9 @@ static gf_result gf__graph_replay(gf_graph *g, gf_stream *s) {
 }
 
 GPUFLOW_IMPL gf_result gf_graph_launch(gf_graph *g, gf_stream *s) {
+    gf_graph_pool *pool;
     gf__cmd c;
+    gf_result r = GF_OK;
     GF__CHECK(g, GF__T_GRAPH);
     GF__CHECK(s, GF__T_STREAM);
     GF__SAME_DEVICE(g->dev, s->dev);
@@ -3945,7 +4251,129 @@ GPUFLOW_IMPL gf_result gf_graph_launch(gf_graph *g, gf_stream *s) {
     c.kind = GF__CMD_GRAPH;
     c.child = g;
     gf__atomic_store_int(&g->launched, 1);
-    return gf__submit(s, &c);
+    if (!(pool = g->owned_count ? g->pool : NULL)) return gf__submit(s, &c);
+    /* graphs sharing a pool's memory run one at a time: after the pool's previous launch */
+    gf__lock(&pool->lock);
+    gf__lock(&s->lock);
+    if (s->capture) r = gf__fail(GF_ERROR_CAPTURE, "gf_graph_launch: a graph using a graph pool's memory cannot be launched inside a capture");
+    else if (pool->last_recorded) r = gf__wait_locked(s, pool->last);
+    if (r == GF_OK) r = gf__exec_counted(s, &c);
+    if (r == GF_OK && (r = gf__event_record_locked(pool->last, s)) == GF_OK) pool->last_recorded = 1;
+    gf__unlock(&s->lock);
+    gf__unlock(&pool->lock);
+    return r;
+}
+
+/* ---- graph pools: memory shared by the graphs captured into one ------------------------------ */
+GPUFLOW_IMPL gf_result gf_graph_pool_create(gf_device *dev, gf_graph_pool **out) {
+    gf_graph_pool *pool;
+    gf_result r;
+    GF__CHECK(dev, GF__T_DEVICE);
+    GF__CHECK_OUT(out);
+    *out = NULL;
+    if (!(pool = (gf_graph_pool *)gf__alloc(sizeof *pool))) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_graph_pool_create: out of host memory");
+    if ((r = gf__event_new(dev, 0, &pool->last)) != GF_OK) { gf__free(pool); return r; }
+    pool->type = GF__T_GRAPH_POOL;
+    pool->dev = dev;
+    gf__mutex_init(&pool->lock);
+    *out = pool;
+    return GF_OK;
+}
+
+GPUFLOW_IMPL void gf_graph_pool_destroy(gf_graph_pool *pool) {
+    int i;
+    GF__CHECK_VOID(pool, GF__T_GRAPH_POOL);
+    if (gf__atomic_load_int(&pool->graphs)) {
+        gf__fail(GF_ERROR_INVALID_STATE, "gf_graph_pool_destroy: %d graph%s captured in the pool %s alive; destroy them first (the pool was kept)",
+                 gf__atomic_load_int(&pool->graphs), gf__atomic_load_int(&pool->graphs) == 1 ? "" : "s",
+                 gf__atomic_load_int(&pool->graphs) == 1 ? "is" : "are");
+        return;
+    }
+    if (pool->block_count && gf__settle_for_destroy(pool->dev, __func__, "graph pool") != GF_OK) return;
+    for (i = 0; i < pool->block_count; i++) gf__buffer_free(pool->blocks[i]);
+    gf__free(pool->blocks);
+    gf__event_free(pool->last);
+    gf__mutex_destroy(&pool->lock);
+    gf__obj_free(pool->dev, pool);
+}
+
+/* An allocation inside a capture of a pool (s->lock held): a view of the smallest pool block
+   this capture has not taken yet that is large enough, or of a new block. The graph owns the
+   view; the pool keeps the block. */
+static gf_result gf__pool_alloc(gf__capture *cap, size_t bytes, gf_buffer **out) {
+    gf_graph_pool *pool = cap->graph->pool;
+    gf_result r = GF_OK;
+    int i, best = -1;
+    gf__lock(&pool->lock);
+    for (i = 0; i < pool->block_count; i++) {
+        if (i < cap->pool_taken_cap && cap->pool_taken[i]) continue;
+        if (pool->blocks[i]->capacity < bytes) continue;
+        if (best < 0 || pool->blocks[i]->capacity < pool->blocks[best]->capacity) best = i;
+    }
+    if (best < 0) {
+        gf_buffer *block = NULL;
+        if (!gf__grow((void **)&pool->blocks, &pool->block_cap, pool->block_count + 1, sizeof *pool->blocks))
+            r = gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_buffer_create_async: out of host memory");
+        else if ((r = gf__buffer_new(pool->dev, bytes, GF_MEMORY_DEVICE, &block)) == GF_OK)
+            pool->blocks[best = pool->block_count++] = block;
+    }
+    if (r == GF_OK && best >= cap->pool_taken_cap) {
+        int old = cap->pool_taken_cap;
+        if (!gf__grow((void **)&cap->pool_taken, &cap->pool_taken_cap, best + 1, 1))
+            r = gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_buffer_create_async: out of host memory");
+        else memset(cap->pool_taken + old, 0, (size_t)(cap->pool_taken_cap - old));
+    }
+    if (r == GF_OK && (r = gf_buffer_view(pool->blocks[best], 0, bytes, out)) == GF_OK) cap->pool_taken[best] = 1;
+    gf__unlock(&pool->lock);
+    if (r == GF_OK && !gf__graph_own(cap->graph, *out)) {
+        gf__buffer_free(*out);
+        *out = NULL;
+        r = gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_buffer_create_async: out of host memory");
+    }
+    return r;
+}
+
+/* New arguments for the launch_index-th launch of a graph (in capture order), checked against
+   the captured launch: same count, and each argument the same kind and size. */
+GPUFLOW_IMPL gf_result gf_graph_set_kernel_args(gf_graph *g, int launch_index, const gf_arg *args, int count) {
+    gf__cmd *launch = NULL;
+    gf_arg *copy;
+    gf_result r = GF_OK;
+    int i, seen = 0;
+    GF__CHECK(g, GF__T_GRAPH);
+    if (count < 0 || (count > 0 && !args)) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_graph_set_kernel_args: %d arguments but args is %s", count, args ? "set" : "NULL");
+    gf__lock(&g->lock);
+    if (g->native) launch = launch_index >= 0 && launch_index < g->launch_count ? &g->launches[launch_index] : NULL;
+    else for (i = 0; i < g->cmd_count && !launch; i++)
+        if (g->cmds[i].kind == GF__CMD_LAUNCH && seen++ == launch_index) launch = &g->cmds[i];
+    if (!launch) {
+        int launches = g->native ? g->launch_count : seen;
+        gf__unlock(&g->lock);
+        return gf__fail(GF_ERROR_OUT_OF_RANGE, "gf_graph_set_kernel_args: launch %d is not in the graph (it has %d launch%s)",
+                        launch_index, launches, launches == 1 ? "" : "es");
+    }
+    if (count != launch->arg_count)
+        r = gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_graph_set_kernel_args: launch %d of kernel '%s' was captured with %d arguments, not %d",
+                     launch_index, launch->kernel->name, launch->arg_count, count);
+    for (i = 0; r == GF_OK && i < count; i++) {
+        const gf_arg *was = &launch->args[i];
+        if (!args[i].buffer != !was->buffer || (!args[i].buffer && (args[i].size != was->size || !args[i].value)))
+            r = gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_graph_set_kernel_args: args[%d] must be %s, as captured", i,
+                         was->buffer ? "a buffer" : "a value of the captured size");
+        else if (args[i].buffer && (!gf__is(args[i].buffer, GF__T_BUFFER) || args[i].buffer->dev != g->dev))
+            r = gf__fail(GF_ERROR_INVALID_HANDLE, "gf_graph_set_kernel_args: args[%d].buffer is not a live gf_buffer of the graph's device", i);
+    }
+    if (r == GF_OK && g->native && !g->dev->be->graph_set_kernel_args)
+        r = gf__fail(GF_ERROR_NOT_SUPPORTED, "gf_graph_set_kernel_args: the %s backend cannot change a native graph's launch", g->dev->be->name);
+    if (r == GF_OK && !(copy = gf__args_copy(args, count))) r = gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_graph_set_kernel_args: out of host memory");
+    if (r == GF_OK && g->native && (r = g->dev->be->graph_set_kernel_args(g, launch_index, launch->kernel, copy, count)) != GF_OK)
+        gf__free(copy);
+    if (r == GF_OK) {
+        gf__free((void *)launch->args);
+        launch->args = copy;
+    }
+    gf__unlock(&g->lock);
+    return r;
 }
 
 static int gf__same_shape(const gf__cmd *a, int a_count, const gf__cmd *b, int b_count) {
@@ -4028,11 +4456,20 @@ GPUFLOW_IMPL gf_result gf_graph_update(gf_graph *target, gf_graph *from) {
 }
 
 GPUFLOW_IMPL gf_result gf_graph_capture(gf_stream *s, int warmup_runs, gf_capture_fn fn, void *user, gf_graph **out) {
+    gf_capture_desc d;
+    memset(&d, 0, sizeof d);
+    d.warmup_runs = warmup_runs;
+    return gf_graph_capture_desc(s, &d, fn, user, out);
+}
+
+GPUFLOW_IMPL gf_result gf_graph_capture_desc(gf_stream *s, const gf_capture_desc *desc, gf_capture_fn fn, void *user, gf_graph **out) {
     gf_result r;
-    int i;
+    int i, warmup_runs;
     GF__CHECK(s, GF__T_STREAM);
     GF__CHECK_OUT(out);
+    GF__CHECK_OUT(desc);
     *out = NULL;
+    warmup_runs = desc->warmup_runs;
     if (!fn) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_graph_capture: fn is NULL");
     if (warmup_runs < 0) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_graph_capture: warmup_runs %d is negative", warmup_runs);
     for (i = 0; i < warmup_runs; i++) {
@@ -4040,7 +4477,7 @@ GPUFLOW_IMPL gf_result gf_graph_capture(gf_stream *s, int warmup_runs, gf_captur
         if ((r = fn(s, user)) != GF_OK) return gf__fail_user(r, serial, "gf_graph_capture: the capture function (warm-up run)");
     }
     if (warmup_runs && (r = gf_stream_synchronize(s)) != GF_OK) return r;
-    if ((r = gf_stream_begin_capture(s, GF_CAPTURE_GLOBAL)) != GF_OK) return r;
+    if ((r = gf_stream_begin_capture_pool(s, desc->mode, desc->pool)) != GF_OK) return r;
     {
         unsigned serial = gf__error_serial;
         if ((r = fn(s, user)) != GF_OK) {
@@ -4052,12 +4489,52 @@ GPUFLOW_IMPL gf_result gf_graph_capture(gf_stream *s, int warmup_runs, gf_captur
     return gf_stream_end_capture(s, out);
 }
 
+/* Graphviz of a graph: the driver's own description where it has one (CUDA), else the
+   recording: one node per command, in replay order. */
+GPUFLOW_IMPL gf_result gf_graph_write_dot(gf_graph *g, const char *path) {
+    static const char *copy_names[3] = { "copy to device", "copy to host", "copy buffer" };
+    gf_result r = GF_OK;
+    FILE *f;
+    int i;
+    GF__CHECK(g, GF__T_GRAPH);
+    if (!path || !*path) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_graph_write_dot: path is empty");
+    gf__lock(&g->lock);
+    if (g->native && g->dev->be->graph_write_dot) { r = g->dev->be->graph_write_dot(g, path); gf__unlock(&g->lock); return r; }
+    if (!(f = fopen(path, "w"))) { gf__unlock(&g->lock); return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_graph_write_dot: cannot open '%s' for writing", path); }
+    fprintf(f, "digraph gpuflow_graph {\n  node [shape=box, style=rounded];\n  label=\"%s graph, %d node%s\";\n",
+            g->native ? "native" : "recorded", g->native ? g->launch_count : g->cmd_count,
+            (g->native ? g->launch_count : g->cmd_count) == 1 ? "" : "s");
+    for (i = 0; i < (g->native ? g->launch_count : g->cmd_count); i++) {
+        const gf__cmd *c = g->native ? &g->launches[i] : &g->cmds[i];
+        char label[160];
+        switch (c->kind) {
+        case GF__CMD_COPY: snprintf(label, sizeof label, "%s\\n%llu bytes", copy_names[c->copy.kind], (unsigned long long)c->copy.bytes); break;
+        case GF__CMD_COPY_2D: snprintf(label, sizeof label, "2D copy\\n%llu x %llu", (unsigned long long)c->copy2d.width, (unsigned long long)c->copy2d.height); break;
+        case GF__CMD_FILL: snprintf(label, sizeof label, "fill\\n%llu bytes", (unsigned long long)c->bytes); break;
+        case GF__CMD_PREFETCH: snprintf(label, sizeof label, "prefetch"); break;
+        case GF__CMD_LAUNCH: snprintf(label, sizeof label, "launch %s\\n%d args", c->kernel->name, c->arg_count); break;
+        case GF__CMD_CALLBACK: snprintf(label, sizeof label, "host callback"); break;
+        case GF__CMD_GRAPH: snprintf(label, sizeof label, "graph"); break;
+        }
+        fprintf(f, "  n%d [label=\"%s\"];\n", i, label);
+        if (i) fprintf(f, "  n%d -> n%d;\n", i - 1, i);
+    }
+    fputs("}\n", f);
+    gf__unlock(&g->lock);
+    if (fclose(f) != 0) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_graph_write_dot: writing '%s' failed", path);
+    return GF_OK;
+}
+
 GPUFLOW_IMPL gf_result gf_graph_get_info(gf_graph *g, gf_graph_info *out) {
     GF__CHECK(g, GF__T_GRAPH);
     GF__CHECK_OUT(out);
     out->nodes = g->nodes;
     out->native = g->native;
     out->mode = g->mode;
+    gf__lock(&g->lock);
+    if (g->native) out->launches = g->launch_count;
+    else { int i; for (out->launches = 0, i = 0; i < g->cmd_count; i++) out->launches += g->cmds[i].kind == GF__CMD_LAUNCH; }
+    gf__unlock(&g->lock);
     return GF_OK;
 }
 
@@ -4271,7 +4748,7 @@ struct gf__profiler {
 };
 
 static const char *gf__op_name(gf_op_kind k) {
-    static const char *names[GF_OP_KIND_COUNT] = { "copy", "fill", "launch", "callback", "graph", "wait" };
+    static const char *names[GF_OP_KIND_COUNT] = { "copy", "fill", "launch", "callback", "graph", "wait", "range" };
     return k < GF_OP_KIND_COUNT ? names[k] : "op";
 }
 
@@ -4311,7 +4788,7 @@ static int gf__prof_begin(gf_stream *s, gf_op_kind kind, const char *name, uint6
     rec->bytes = bytes;
     rec->start = start;
     rec->end = end;
-    s->last_trace_id = rec->id;
+    if (kind != GF_OP_RANGE) s->last_trace_id = rec->id;   /* a span is no arrow's source */
     gf__unlock(&p->lock);
     return idx;
 }
@@ -4411,7 +4888,8 @@ GPUFLOW_IMPL gf_result gf_stream_get_stats(gf_stream *s, gf_stream_stats *out) {
         gf__prof_resolve(s->dev, 0);
         gf__lock(&p->lock);
         for (i = 0; i < p->count; i++)
-            if (p->recs[i].state == GF__REC_RESOLVED && p->recs[i].stream_id == s->id) out->busy_ms += p->recs[i].dur_ms;
+            if (p->recs[i].state == GF__REC_RESOLVED && p->recs[i].stream_id == s->id && p->recs[i].kind != GF_OP_RANGE)
+                out->busy_ms += p->recs[i].dur_ms;
         gf__unlock(&p->lock);
     }
     return GF_OK;
@@ -4450,6 +4928,7 @@ GPUFLOW_IMPL gf_result gf_profiler_report(gf_device *dev, gf_profile_report *out
             gf__copy_str(ps->label, sizeof ps->label, rec->label);
         }
         ps->ops[rec->kind]++;
+        if (rec->kind == GF_OP_RANGE) continue;   /* spans around work: counted, not busy time */
         ps->bytes += rec->bytes;
         ps->busy_ms += rec->dur_ms;
         out->total_ops++;
@@ -4470,6 +4949,28 @@ GPUFLOW_IMPL gf_result gf_profiler_report(gf_device *dev, gf_profile_report *out
     gf__unlock(&p->lock);
     out->span_ms = last - first;
     return GF_OK;
+}
+
+GPUFLOW_IMPL void gf_range_push(gf_stream *s, const char *name) {
+    GF__CHECK_VOID(s, GF__T_STREAM);
+    if (!name) name = "range";
+    if (s->dev->be->range) s->dev->be->range(s, name);
+    gf__lock(&s->lock);
+    if (s->range_depth < GF__RANGE_DEPTH) s->ranges[s->range_depth] = s->capture ? -1 : gf__prof_begin(s, GF_OP_RANGE, name, 0, 0);
+    s->range_depth++;
+    gf__unlock(&s->lock);
+}
+
+GPUFLOW_IMPL void gf_range_pop(gf_stream *s) {
+    int open;
+    GF__CHECK_VOID(s, GF__T_STREAM);
+    gf__lock(&s->lock);
+    if ((open = s->range_depth > 0) != 0) {
+        s->range_depth--;
+        if (s->range_depth < GF__RANGE_DEPTH) gf__prof_end(s, s->ranges[s->range_depth], GF_OK);
+    }
+    gf__unlock(&s->lock);
+    if (open && s->dev->be->range) s->dev->be->range(s, NULL);
 }
 
 /* JSON string contents: quotes, backslashes and control bytes escaped; bytes >= 0x80 as \u00XX,
