@@ -8,6 +8,11 @@
     or the OpenCL framework on macOS) is loaded at run time, once, into a function table; a
     program built with this backend runs on machines without OpenCL and falls back.
 
+    Needs: CL/cl.h declaring OpenCL 2.1 or later (the Khronos OpenCL-Headers; checked at
+    compile time), and at run time an ICD loader with the OpenCL 1.2 entry points. 2.0+
+    entries (clCreateCommandQueueWithProperties, SVM, clCreateProgramWithIL) are used where
+    the driver has them.
+
     HOW GPUFLOW MAPS ONTO OPENCL
     ============================
     device      every device of every platform through the ICD loader, GPUs first, then
@@ -19,8 +24,9 @@
     stream      an in-order cl_command_queue with profiling on (clCreateCommandQueueWith-
                 Properties on 2.0+, else clCreateCommandQueue). High/low priority become
                 CL_QUEUE_PRIORITY_KHR where the device has cl_khr_priority_hints, and are
-                ignored elsewhere. Query does not block: a marker enqueued when work was added
-                since the last query, and its CL_EVENT_COMMAND_EXECUTION_STATUS read.
+                ignored elsewhere. Each command's event is kept until a newer command replaces
+                it; query flushes the queue and reads that event's status, enqueueing nothing,
+                so a stream whose work is done answers GF_OK.
     event       record = clEnqueueMarkerWithWaitList; the gpuflow event holds that marker's
                 cl_event (a new record replaces it). A stream wait is a barrier on the marker
                 held at the time of the wait, so later records do not move earlier waits.
@@ -70,67 +76,116 @@
 #include <CL/cl.h>
 #include <CL/cl_ext.h>
 
+/* The headers must declare the optional 2.x entries and their types; the driver itself needs
+   only OpenCL 1.2, which the loader checks at run time. */
+#ifndef CL_VERSION_2_1
+#  error "gpuflow_opencl.h needs CL/cl.h of OpenCL 2.1 or later (the Khronos OpenCL-Headers); if CL_TARGET_OPENCL_VERSION is set before CL/cl.h is included, it must be 210 or higher"
+#endif
+#ifndef CL_QUEUE_PRIORITY_KHR   /* cl_khr_priority_hints, missing from some 2.1 headers */
+#  define CL_QUEUE_PRIORITY_KHR      0x1096
+#  define CL_QUEUE_PRIORITY_HIGH_KHR (1 << 0)
+#  define CL_QUEUE_PRIORITY_LOW_KHR  (1 << 2)
+#endif
+
 /* ---- the driver table ------------------------------------------------------------------- */
-typedef cl_program (CL_API_CALL *gf__cl_il_fn)(cl_context, const void *, size_t, cl_int *);
+/* Every entry point, once: X(need, return type, name, parameter types). REQ entries are
+   OpenCL 1.2, and a loader without one is no OpenCL for gpuflow; OPT entries are 2.0+ and
+   stay NULL where missing (the features using them report GF_ERROR_NOT_SUPPORTED or fall
+   back). The list becomes the table's types and fields, the loader, and a compile-time check
+   of each signature against CL/cl.h. */
+#define GF__CL_ENTRIES(X) \
+    X(REQ, cl_int, clGetPlatformIDs, (cl_uint, cl_platform_id *, cl_uint *)) \
+    X(REQ, cl_int, clGetPlatformInfo, (cl_platform_id, cl_platform_info, size_t, void *, size_t *)) \
+    X(REQ, cl_int, clGetDeviceIDs, (cl_platform_id, cl_device_type, cl_uint, cl_device_id *, cl_uint *)) \
+    X(REQ, cl_int, clGetDeviceInfo, (cl_device_id, cl_device_info, size_t, void *, size_t *)) \
+    X(REQ, void *, clGetExtensionFunctionAddressForPlatform, (cl_platform_id, const char *)) \
+    X(REQ, cl_context, clCreateContext, (const cl_context_properties *, cl_uint, const cl_device_id *, \
+        void (CL_CALLBACK *)(const char *, const void *, size_t, void *), void *, cl_int *)) \
+    X(REQ, cl_int, clReleaseContext, (cl_context)) \
+    X(REQ, cl_command_queue, clCreateCommandQueue, (cl_context, cl_device_id, cl_command_queue_properties, cl_int *)) \
+    X(OPT, cl_command_queue, clCreateCommandQueueWithProperties, (cl_context, cl_device_id, \
+        const cl_queue_properties *, cl_int *)) \
+    X(REQ, cl_int, clReleaseCommandQueue, (cl_command_queue)) \
+    X(REQ, cl_int, clFlush, (cl_command_queue)) \
+    X(REQ, cl_int, clFinish, (cl_command_queue)) \
+    X(REQ, cl_mem, clCreateBuffer, (cl_context, cl_mem_flags, size_t, void *, cl_int *)) \
+    X(REQ, cl_int, clReleaseMemObject, (cl_mem)) \
+    X(REQ, cl_int, clSetMemObjectDestructorCallback, (cl_mem, void (CL_CALLBACK *)(cl_mem, void *), void *)) \
+    X(OPT, void *, clSVMAlloc, (cl_context, cl_svm_mem_flags, size_t, cl_uint)) \
+    X(OPT, void, clSVMFree, (cl_context, void *)) \
+    X(REQ, cl_int, clEnqueueReadBuffer, (cl_command_queue, cl_mem, cl_bool, size_t, size_t, void *, \
+        cl_uint, const cl_event *, cl_event *)) \
+    X(REQ, cl_int, clEnqueueWriteBuffer, (cl_command_queue, cl_mem, cl_bool, size_t, size_t, const void *, \
+        cl_uint, const cl_event *, cl_event *)) \
+    X(REQ, cl_int, clEnqueueCopyBuffer, (cl_command_queue, cl_mem, cl_mem, size_t, size_t, size_t, \
+        cl_uint, const cl_event *, cl_event *)) \
+    X(REQ, cl_int, clEnqueueFillBuffer, (cl_command_queue, cl_mem, const void *, size_t, size_t, size_t, \
+        cl_uint, const cl_event *, cl_event *)) \
+    X(REQ, void *, clEnqueueMapBuffer, (cl_command_queue, cl_mem, cl_bool, cl_map_flags, size_t, size_t, \
+        cl_uint, const cl_event *, cl_event *, cl_int *)) \
+    X(REQ, cl_int, clEnqueueUnmapMemObject, (cl_command_queue, cl_mem, void *, cl_uint, const cl_event *, cl_event *)) \
+    X(REQ, cl_int, clEnqueueMarkerWithWaitList, (cl_command_queue, cl_uint, const cl_event *, cl_event *)) \
+    X(REQ, cl_int, clEnqueueBarrierWithWaitList, (cl_command_queue, cl_uint, const cl_event *, cl_event *)) \
+    X(REQ, cl_int, clWaitForEvents, (cl_uint, const cl_event *)) \
+    X(REQ, cl_int, clGetEventInfo, (cl_event, cl_event_info, size_t, void *, size_t *)) \
+    X(REQ, cl_int, clGetEventProfilingInfo, (cl_event, cl_profiling_info, size_t, void *, size_t *)) \
+    X(REQ, cl_int, clRetainEvent, (cl_event)) \
+    X(REQ, cl_int, clReleaseEvent, (cl_event)) \
+    X(REQ, cl_event, clCreateUserEvent, (cl_context, cl_int *)) \
+    X(REQ, cl_int, clSetUserEventStatus, (cl_event, cl_int)) \
+    X(REQ, cl_int, clSetEventCallback, (cl_event, cl_int, void (CL_CALLBACK *)(cl_event, cl_int, void *), void *)) \
+    X(REQ, cl_program, clCreateProgramWithSource, (cl_context, cl_uint, const char **, const size_t *, cl_int *)) \
+    X(OPT, cl_program, clCreateProgramWithIL, (cl_context, const void *, size_t, cl_int *)) \
+    X(REQ, cl_int, clBuildProgram, (cl_program, cl_uint, const cl_device_id *, const char *, \
+        void (CL_CALLBACK *)(cl_program, void *), void *)) \
+    X(REQ, cl_int, clGetProgramBuildInfo, (cl_program, cl_device_id, cl_program_build_info, size_t, void *, size_t *)) \
+    X(REQ, cl_int, clReleaseProgram, (cl_program)) \
+    X(REQ, cl_kernel, clCreateKernel, (cl_program, const char *, cl_int *)) \
+    X(REQ, cl_int, clGetKernelInfo, (cl_kernel, cl_kernel_info, size_t, void *, size_t *)) \
+    X(REQ, cl_int, clReleaseKernel, (cl_kernel)) \
+    X(REQ, cl_int, clSetKernelArg, (cl_kernel, cl_uint, size_t, const void *)) \
+    X(REQ, cl_int, clEnqueueNDRangeKernel, (cl_command_queue, cl_kernel, cl_uint, const size_t *, const size_t *, \
+        const size_t *, cl_uint, const cl_event *, cl_event *))
+
+#define GF__CL_IS_REQ 1
+#define GF__CL_IS_OPT 0
+
+/* gf__cl_<name>_fn: an entry's pointer type (the SPIR-V entry also arrives as an extension). */
+#define GF__CL_TYPEDEF(need, ret, name, params) typedef ret (CL_API_CALL *gf__cl_##name##_fn) params;
+GF__CL_ENTRIES(GF__CL_TYPEDEF)
+#undef GF__CL_TYPEDEF
 
 typedef struct gf__cl_api {
-    cl_int (CL_API_CALL *clGetPlatformIDs)(cl_uint, cl_platform_id *, cl_uint *);
-    cl_int (CL_API_CALL *clGetPlatformInfo)(cl_platform_id, cl_platform_info, size_t, void *, size_t *);
-    cl_int (CL_API_CALL *clGetDeviceIDs)(cl_platform_id, cl_device_type, cl_uint, cl_device_id *, cl_uint *);
-    cl_int (CL_API_CALL *clGetDeviceInfo)(cl_device_id, cl_device_info, size_t, void *, size_t *);
-    void *(CL_API_CALL *clGetExtensionFunctionAddressForPlatform)(cl_platform_id, const char *);
-    cl_context (CL_API_CALL *clCreateContext)(const cl_context_properties *, cl_uint, const cl_device_id *,
-                                              void (CL_CALLBACK *)(const char *, const void *, size_t, void *),
-                                              void *, cl_int *);
-    cl_int (CL_API_CALL *clReleaseContext)(cl_context);
-    cl_command_queue (CL_API_CALL *clCreateCommandQueue)(cl_context, cl_device_id, cl_command_queue_properties, cl_int *);
-    cl_command_queue (CL_API_CALL *clCreateCommandQueueWithProperties)(cl_context, cl_device_id,
-                                                                       const cl_queue_properties *, cl_int *);  /* 2.0 */
-    cl_int (CL_API_CALL *clReleaseCommandQueue)(cl_command_queue);
-    cl_int (CL_API_CALL *clFlush)(cl_command_queue);
-    cl_int (CL_API_CALL *clFinish)(cl_command_queue);
-    cl_mem (CL_API_CALL *clCreateBuffer)(cl_context, cl_mem_flags, size_t, void *, cl_int *);
-    cl_int (CL_API_CALL *clReleaseMemObject)(cl_mem);
-    cl_int (CL_API_CALL *clSetMemObjectDestructorCallback)(cl_mem, void (CL_CALLBACK *)(cl_mem, void *), void *);
-    void *(CL_API_CALL *clSVMAlloc)(cl_context, cl_svm_mem_flags, size_t, cl_uint);   /* 2.0 */
-    void (CL_API_CALL *clSVMFree)(cl_context, void *);                               /* 2.0 */
-    cl_int (CL_API_CALL *clEnqueueReadBuffer)(cl_command_queue, cl_mem, cl_bool, size_t, size_t, void *,
-                                              cl_uint, const cl_event *, cl_event *);
-    cl_int (CL_API_CALL *clEnqueueWriteBuffer)(cl_command_queue, cl_mem, cl_bool, size_t, size_t, const void *,
-                                               cl_uint, const cl_event *, cl_event *);
-    cl_int (CL_API_CALL *clEnqueueCopyBuffer)(cl_command_queue, cl_mem, cl_mem, size_t, size_t, size_t,
-                                              cl_uint, const cl_event *, cl_event *);
-    cl_int (CL_API_CALL *clEnqueueFillBuffer)(cl_command_queue, cl_mem, const void *, size_t, size_t, size_t,
-                                              cl_uint, const cl_event *, cl_event *);
-    void *(CL_API_CALL *clEnqueueMapBuffer)(cl_command_queue, cl_mem, cl_bool, cl_map_flags, size_t, size_t,
-                                            cl_uint, const cl_event *, cl_event *, cl_int *);
-    cl_int (CL_API_CALL *clEnqueueUnmapMemObject)(cl_command_queue, cl_mem, void *, cl_uint, const cl_event *, cl_event *);
-    cl_int (CL_API_CALL *clEnqueueMarkerWithWaitList)(cl_command_queue, cl_uint, const cl_event *, cl_event *);
-    cl_int (CL_API_CALL *clEnqueueBarrierWithWaitList)(cl_command_queue, cl_uint, const cl_event *, cl_event *);
-    cl_int (CL_API_CALL *clWaitForEvents)(cl_uint, const cl_event *);
-    cl_int (CL_API_CALL *clGetEventInfo)(cl_event, cl_event_info, size_t, void *, size_t *);
-    cl_int (CL_API_CALL *clGetEventProfilingInfo)(cl_event, cl_profiling_info, size_t, void *, size_t *);
-    cl_int (CL_API_CALL *clRetainEvent)(cl_event);
-    cl_int (CL_API_CALL *clReleaseEvent)(cl_event);
-    cl_event (CL_API_CALL *clCreateUserEvent)(cl_context, cl_int *);
-    cl_int (CL_API_CALL *clSetUserEventStatus)(cl_event, cl_int);
-    cl_int (CL_API_CALL *clSetEventCallback)(cl_event, cl_int, void (CL_CALLBACK *)(cl_event, cl_int, void *), void *);
-    cl_program (CL_API_CALL *clCreateProgramWithSource)(cl_context, cl_uint, const char **, const size_t *, cl_int *);
-    gf__cl_il_fn clCreateProgramWithIL;                                               /* 2.1 */
-    cl_int (CL_API_CALL *clBuildProgram)(cl_program, cl_uint, const cl_device_id *, const char *,
-                                         void (CL_CALLBACK *)(cl_program, void *), void *);
-    cl_int (CL_API_CALL *clGetProgramBuildInfo)(cl_program, cl_device_id, cl_program_build_info, size_t, void *, size_t *);
-    cl_int (CL_API_CALL *clReleaseProgram)(cl_program);
-    cl_kernel (CL_API_CALL *clCreateKernel)(cl_program, const char *, cl_int *);
-    cl_int (CL_API_CALL *clGetKernelInfo)(cl_kernel, cl_kernel_info, size_t, void *, size_t *);
-    cl_int (CL_API_CALL *clReleaseKernel)(cl_kernel);
-    cl_int (CL_API_CALL *clSetKernelArg)(cl_kernel, cl_uint, size_t, const void *);
-    cl_int (CL_API_CALL *clEnqueueNDRangeKernel)(cl_command_queue, cl_kernel, cl_uint, const size_t *, const size_t *,
-                                                 const size_t *, cl_uint, const cl_event *, cl_event *);
+#define GF__CL_FIELD(need, ret, name, params) gf__cl_##name##_fn name;
+    GF__CL_ENTRIES(GF__CL_FIELD)
+#undef GF__CL_FIELD
 } gf__cl_api;
 
-static gf__cl_api gf__cl;
+static gf__cl_api gf__cl;             /* read-only once gf__cl_driver has loaded */
 static gf__driver gf__cl_driver;
+
+/* Every driver call goes through one of these. In test builds (GPUFLOW_FAULT_INJECTION) the
+   test may fail any call by its entry's name (GF__FAULT in gpuflow.h): the entry is then not
+   called, and the call fails as the driver's would, with CL_OUT_OF_RESOURCES.
+       e   = GF__CL(clFlush, (queue))                          returns cl_int
+       mem = GF__CL_NEW(clCreateBuffer, (ctx, flags, n, NULL), &e)
+                                                               returns an object and sets
+                                                               *errcode_ret, its last
+                                                               argument, given apart: NULL
+       p   = GF__CL_PTR(clSVMAlloc, (ctx, flags, n, 0))        returns a pointer: NULL
+       GF__CL_VOID(clSVMFree, (ctx, p))                        returns nothing: skipped
+   A call of the wrong form does not compile (the result types differ). */
+#define GF__CL_INJECTED CL_OUT_OF_RESOURCES
+#define GF__CL_ARGS(...) __VA_ARGS__
+#define GF__CL(name, args)      (GF__FAULT(#name) ? GF__CL_INJECTED : gf__cl.name args)
+#define GF__CL_PTR(name, args)  (GF__FAULT(#name) ? NULL : gf__cl.name args)
+#define GF__CL_VOID(name, args) (GF__FAULT(#name) ? (void)0 : gf__cl.name args)
+#define GF__CL_NEW(name, args, errcode_ret) \
+    (GF__FAULT(#name) && gf__cl_injected(errcode_ret) ? NULL : gf__cl.name(GF__CL_ARGS args, errcode_ret))
+static int gf__cl_injected(cl_int *errcode_ret) {
+    *errcode_ret = GF__CL_INJECTED;
+    return 1;
+}
 
 #if defined(_WIN32)
 #  define GF__CL_LIBRARY "OpenCL.dll"
@@ -168,8 +223,10 @@ static const char *gf__cl_error_name(cl_int e) {
     GF__CL_E(CL_INVALID_MIP_LEVEL) GF__CL_E(CL_INVALID_GLOBAL_WORK_SIZE) GF__CL_E(CL_INVALID_PROPERTY)
     GF__CL_E(CL_INVALID_IMAGE_DESCRIPTOR) GF__CL_E(CL_INVALID_COMPILER_OPTIONS)
     GF__CL_E(CL_INVALID_LINKER_OPTIONS) GF__CL_E(CL_INVALID_DEVICE_PARTITION_COUNT)
-    GF__CL_E(CL_INVALID_PIPE_SIZE) GF__CL_E(CL_INVALID_DEVICE_QUEUE) GF__CL_E(CL_INVALID_SPEC_ID)
-    GF__CL_E(CL_MAX_SIZE_RESTRICTION_EXCEEDED) GF__CL_E(CL_PLATFORM_NOT_FOUND_KHR)
+    GF__CL_E(CL_INVALID_PIPE_SIZE) GF__CL_E(CL_INVALID_DEVICE_QUEUE) GF__CL_E(CL_PLATFORM_NOT_FOUND_KHR)
+#ifdef CL_VERSION_2_2
+    GF__CL_E(CL_INVALID_SPEC_ID) GF__CL_E(CL_MAX_SIZE_RESTRICTION_EXCEEDED)
+#endif
 #undef GF__CL_E
     default: return "unknown OpenCL error";
     }
@@ -191,6 +248,7 @@ static gf_result gf__cl_fail(const char *call, cl_int e) {
     return gf__fail(r, "%s: %s (%d)", call, gf__cl_error_name(e), (int)e);
 }
 
+/* ---- loading ---------------------------------------------------------------------------- */
 /* Resolves one entry point; missing required ones are named in the driver's failure. */
 static int gf__cl_sym(gf__driver *drv, void *slot, const char *name, int required) {
     void *p = gf__dlsym(drv->lib, name);
@@ -214,28 +272,32 @@ static void gf__cl_load_driver(gf__driver *drv) {
                  GF__CL_LIBRARY, gf__dlerror());
         return;
     }
-#define GF__CL_REQ(f) if (!gf__cl_sym(drv, &gf__cl.f, #f, 1)) return;
-#define GF__CL_OPT(f) gf__cl_sym(drv, &gf__cl.f, #f, 0);
-    GF__CL_REQ(clGetPlatformIDs) GF__CL_REQ(clGetPlatformInfo) GF__CL_REQ(clGetDeviceIDs)
-    GF__CL_REQ(clGetDeviceInfo) GF__CL_REQ(clGetExtensionFunctionAddressForPlatform)
-    GF__CL_REQ(clCreateContext) GF__CL_REQ(clReleaseContext) GF__CL_REQ(clCreateCommandQueue)
-    GF__CL_OPT(clCreateCommandQueueWithProperties) GF__CL_REQ(clReleaseCommandQueue)
-    GF__CL_REQ(clFlush) GF__CL_REQ(clFinish) GF__CL_REQ(clCreateBuffer) GF__CL_REQ(clReleaseMemObject)
-    GF__CL_REQ(clSetMemObjectDestructorCallback) GF__CL_OPT(clSVMAlloc) GF__CL_OPT(clSVMFree)
-    GF__CL_REQ(clEnqueueReadBuffer) GF__CL_REQ(clEnqueueWriteBuffer) GF__CL_REQ(clEnqueueCopyBuffer)
-    GF__CL_REQ(clEnqueueFillBuffer) GF__CL_REQ(clEnqueueMapBuffer) GF__CL_REQ(clEnqueueUnmapMemObject)
-    GF__CL_REQ(clEnqueueMarkerWithWaitList) GF__CL_REQ(clEnqueueBarrierWithWaitList)
-    GF__CL_REQ(clWaitForEvents) GF__CL_REQ(clGetEventInfo) GF__CL_REQ(clGetEventProfilingInfo)
-    GF__CL_REQ(clRetainEvent) GF__CL_REQ(clReleaseEvent) GF__CL_REQ(clCreateUserEvent) GF__CL_REQ(clSetUserEventStatus)
-    GF__CL_REQ(clSetEventCallback) GF__CL_REQ(clCreateProgramWithSource) GF__CL_OPT(clCreateProgramWithIL)
-    GF__CL_REQ(clBuildProgram) GF__CL_REQ(clGetProgramBuildInfo) GF__CL_REQ(clReleaseProgram)
-    GF__CL_REQ(clCreateKernel) GF__CL_REQ(clGetKernelInfo) GF__CL_REQ(clReleaseKernel)
-    GF__CL_REQ(clSetKernelArg) GF__CL_REQ(clEnqueueNDRangeKernel)
-#undef GF__CL_REQ
-#undef GF__CL_OPT
+#define GF__CL_RESOLVE(need, ret, name, params) \
+    if (!gf__cl_sym(drv, &gf__cl.name, #name, GF__CL_IS_##need)) return;
+    GF__CL_ENTRIES(GF__CL_RESOLVE)
+#undef GF__CL_RESOLVE
+    /* Compile time only: each slot's type must be CL/cl.h's for its entry, or this compares
+       distinct pointer types (an error in C++, and in C under -Werror). sizeof evaluates
+       nothing, so no symbol is referenced and nothing is linked. (A CL/cl.h included before
+       this file may mark clCreateCommandQueue deprecated: naming it here is no use of it.) */
+#if defined(__GNUC__)
+#  pragma GCC diagnostic push
+#  pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+#elif defined(_MSC_VER)
+#  pragma warning(push)
+#  pragma warning(disable: 4996)
+#endif
+#define GF__CL_SAME_TYPE(need, ret, name, params) (void)sizeof(gf__cl.name == &name);
+    GF__CL_ENTRIES(GF__CL_SAME_TYPE)
+#undef GF__CL_SAME_TYPE
+#if defined(__GNUC__)
+#  pragma GCC diagnostic pop
+#elif defined(_MSC_VER)
+#  pragma warning(pop)
+#endif
     /* A loader without any registered driver is no OpenCL at all: say so here, so that AUTO
        passes over OpenCL with this reason. */
-    e = gf__cl.clGetPlatformIDs(0, NULL, &platforms);
+    e = GF__CL(clGetPlatformIDs, (0, NULL, &platforms));
     if (e != CL_SUCCESS || platforms == 0) {
         drv->result = GF_ERROR_BACKEND_UNAVAILABLE;
         snprintf(drv->why, sizeof drv->why,
@@ -264,17 +326,19 @@ static gf_result gf__cl_list(gf__cl_pick **out, int *count) {
     int n = 0, cap = 0, kept = 0;
     char names[256] = "";
     gf__cl_pick *picks = NULL;
-    cl_int e = gf__cl.clGetPlatformIDs(0, NULL, &np);
+    cl_int e, listing = CL_SUCCESS;   /* the last failure to list devices, other than "none" */
+    GPUFLOW_ASSERT(gf__cl_driver.result == GF_OK && gf__cl_driver.tried);   /* the core loads first */
     *out = NULL; *count = 0;
+    e = GF__CL(clGetPlatformIDs, (0, NULL, &np));
     if (e != CL_SUCCESS) return gf__cl_fail("clGetPlatformIDs", e);
     plats = (cl_platform_id *)gf__alloc(sizeof *plats * (np ? np : 1));
     if (!plats) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "OpenCL: out of host memory listing platforms");
-    e = gf__cl.clGetPlatformIDs(np, plats, NULL);
+    e = GF__CL(clGetPlatformIDs, (np, plats, NULL));
     if (e != CL_SUCCESS) { GPUFLOW_FREE(plats); return gf__cl_fail("clGetPlatformIDs", e); }
     for (p = 0; p < np; p++) {   /* keep the platforms the filter names; remember every name */
         char name[128] = "";
         size_t used = strlen(names);
-        gf__cl.clGetPlatformInfo(plats[p], CL_PLATFORM_NAME, sizeof name, name, NULL);
+        GF__CL(clGetPlatformInfo, (plats[p], CL_PLATFORM_NAME, sizeof name, name, NULL));
         snprintf(names + used, sizeof names - used, "%s\"%s\"", used ? ", " : "", name);
         if (!filter || !*filter || strstr(name, filter)) plats[kept++] = plats[p];
     }
@@ -282,14 +346,17 @@ static gf_result gf__cl_list(gf__cl_pick **out, int *count) {
         for (p = 0; p < (cl_uint)kept; p++) {
             cl_uint nd = 0, i;
             cl_device_id *ids;
-            if (gf__cl.clGetDeviceIDs(plats[p], order[t], 0, NULL, &nd) != CL_SUCCESS || nd == 0) continue;
+            e = GF__CL(clGetDeviceIDs, (plats[p], order[t], 0, NULL, &nd));
+            if (e != CL_SUCCESS || nd == 0) { if (e != CL_DEVICE_NOT_FOUND) listing = e; continue; }
             ids = (cl_device_id *)gf__alloc(sizeof *ids * nd);
             if (!ids || !gf__grow((void **)&picks, &cap, n + (int)nd, sizeof *picks)) {
                 GPUFLOW_FREE(ids); GPUFLOW_FREE(picks); GPUFLOW_FREE(plats);
                 return gf__fail(GF_ERROR_OUT_OF_MEMORY, "OpenCL: out of host memory listing devices");
             }
-            if (gf__cl.clGetDeviceIDs(plats[p], order[t], nd, ids, NULL) == CL_SUCCESS)
+            e = GF__CL(clGetDeviceIDs, (plats[p], order[t], nd, ids, NULL));
+            if (e == CL_SUCCESS)
                 for (i = 0; i < nd; i++) { picks[n].platform = plats[p]; picks[n++].device = ids[i]; }
+            else listing = e;
             GPUFLOW_FREE(ids);
         }
     }
@@ -299,6 +366,9 @@ static gf_result gf__cl_list(gf__cl_pick **out, int *count) {
         if (kept == 0 && np > 0)
             return gf__fail(GF_ERROR_NO_DEVICE, "OpenCL: no platform name contains GPUFLOW_OPENCL_PLATFORM=\"%s\" "
                             "(platforms: %s)", filter, names);
+        if (listing != CL_SUCCESS)
+            return gf__fail(GF_ERROR_NO_DEVICE, "OpenCL: no GPU, accelerator or CPU device on platforms %s "
+                            "(clGetDeviceIDs: %s (%d))", names, gf__cl_error_name(listing), (int)listing);
         return gf__fail(GF_ERROR_NO_DEVICE, "OpenCL: no GPU, accelerator or CPU device on platforms %s", names);
     }
     *out = picks; *count = n;
@@ -330,15 +400,47 @@ typedef struct gf__cl_device {
     cl_command_queue host_queue;    /* maps and unmaps pinned memory */
     int version;                    /* 10 * major + minor of CL_DEVICE_VERSION */
     int priorities, fine_svm;
-    gf__cl_il_fn create_with_il;    /* NULL: no SPIR-V */
+    gf__cl_clCreateProgramWithIL_fn create_with_il;   /* the 2.1 entry or the KHR one; NULL: no SPIR-V */
     uint64_t total, allocated;      /* allocated: atomic */
     gf__mutex lock;                 /* pinned, the callback queue and threads */
     gf__cl_pinned *pinned;
     gf__cond cb_cond;
     gf__cl_job *cb_head, *cb_tail;
     int cb_queued, cb_idle, cb_stop;
+    int cb_live;                    /* jobs made and not yet ended: close waits for them */
     gf__thread *cb_threads; int cb_thread_count, cb_thread_cap;
 } gf__cl_device;
+
+/* A job counts as live from its making to its end, so that the device outlives every marker
+   callback still to come. */
+static gf__cl_job *gf__cl_job_new(gf__cl_device *d, void (*fn)(void *user), void *user) {
+    gf__cl_job *job = (gf__cl_job *)gf__alloc(sizeof *job);
+    if (!job) return NULL;
+    job->fn = fn; job->user = user; job->dev = d;
+    gf__lock(&d->lock);
+    d->cb_live++;
+    gf__unlock(&d->lock);
+    return job;
+}
+
+/* Completes the job's user event, so that the work held behind it runs, and frees the job.
+   An event left unset would stall its queue for good: a failed attempt is tried once more. */
+static void gf__cl_job_end(gf__cl_job *job) {
+    gf__cl_device *d = job->dev;
+    if (job->done) {
+        cl_int e = GF__CL(clSetUserEventStatus, (job->done, CL_COMPLETE));
+        if (e != CL_SUCCESS) e = GF__CL(clSetUserEventStatus, (job->done, CL_COMPLETE));
+        if (e != CL_SUCCESS)
+            gf__notice(GF_LOG_ERROR, "OpenCL: clSetUserEventStatus: %s (%d): work after a stream callback "
+                       "will not run", gf__cl_error_name(e), (int)e);
+        GF__CL(clReleaseEvent, (job->done));
+    }
+    if (job->marker) GF__CL(clReleaseEvent, (job->marker));
+    GPUFLOW_FREE(job);
+    gf__lock(&d->lock);
+    if (--d->cb_live == 0) gf__cond_broadcast(&d->cb_cond);
+    gf__unlock(&d->lock);
+}
 
 static void gf__cl_callback_thread(void *arg) {
     gf__cl_device *d = (gf__cl_device *)arg;
@@ -357,10 +459,7 @@ static void gf__cl_callback_thread(void *arg) {
         d->cb_queued--;
         gf__unlock(&d->lock);
         job->fn(job->user);
-        gf__cl.clSetUserEventStatus(job->done, CL_COMPLETE);
-        gf__cl.clReleaseEvent(job->done);
-        gf__cl.clReleaseEvent(job->marker);
-        GPUFLOW_FREE(job);
+        gf__cl_job_end(job);
     }
 }
 
@@ -379,8 +478,9 @@ static int gf__cl_spawn(gf__cl_device *d) {
 static void CL_CALLBACK gf__cl_on_marker(cl_event marker, cl_int status, void *arg) {
     gf__cl_job *job = (gf__cl_job *)arg;
     gf__cl_device *d = job->dev;
-    (void)marker; (void)status;
+    (void)status;
     gf__lock(&d->lock);
+    GPUFLOW_ASSERT(marker == job->marker && d->cb_thread_count > 0 && !d->cb_stop);
     if (d->cb_tail) d->cb_tail->next = job; else d->cb_head = job;
     d->cb_tail = job;
     d->cb_queued++;
@@ -394,19 +494,24 @@ static void gf__cl_device_close(gf_device *dev) {
     int i;
     if (!d) return;
     gf__lock(&d->lock);
+    while (d->cb_live > 0) gf__cond_wait(&d->cb_cond, &d->lock);   /* streams destroyed unfinished */
     d->cb_stop = 1;
     gf__cond_broadcast(&d->cb_cond);
     gf__unlock(&d->lock);
     for (i = 0; i < d->cb_thread_count; i++) gf__thread_join(d->cb_threads[i]);
+    GPUFLOW_ASSERT(!d->cb_head);   /* the threads leave only once the queue is empty */
     while (d->pinned) {   /* pinned memory the program did not free */
         gf__cl_pinned *p = d->pinned;
         d->pinned = p->next;
-        gf__cl.clEnqueueUnmapMemObject(d->host_queue, p->mem, p->ptr, 0, NULL, NULL);
-        gf__cl.clReleaseMemObject(p->mem);
+        GF__CL(clEnqueueUnmapMemObject, (d->host_queue, p->mem, p->ptr, 0, NULL, NULL));
+        GF__CL(clReleaseMemObject, (p->mem));
         GPUFLOW_FREE(p);
     }
-    if (d->host_queue) { gf__cl.clFinish(d->host_queue); gf__cl.clReleaseCommandQueue(d->host_queue); }
-    if (d->ctx) gf__cl.clReleaseContext(d->ctx);
+    if (d->host_queue) {
+        GF__CL(clFinish, (d->host_queue));
+        GF__CL(clReleaseCommandQueue, (d->host_queue));
+    }
+    if (d->ctx) GF__CL(clReleaseContext, (d->ctx));
     GPUFLOW_FREE(d->cb_threads);
     gf__cond_destroy(&d->cb_cond);
     gf__mutex_destroy(&d->lock);
@@ -426,13 +531,16 @@ static int gf__cl_has_ext(const char *list, const char *ext) {
 }
 
 /* An in-order queue with profiling; priority is a CL_QUEUE_PRIORITY_*_KHR value or 0. */
-static cl_command_queue gf__cl_queue(gf__cl_device *d, cl_ulong priority, cl_int *e) {
+static gf_result gf__cl_queue(gf__cl_device *d, cl_ulong priority, cl_command_queue *out) {
+    cl_int e;
     if (d->version >= 20 && gf__cl.clCreateCommandQueueWithProperties) {
         cl_queue_properties props[5] = { CL_QUEUE_PROPERTIES, CL_QUEUE_PROFILING_ENABLE, 0, 0, 0 };
         if (priority) { props[2] = CL_QUEUE_PRIORITY_KHR; props[3] = (cl_queue_properties)priority; }
-        return gf__cl.clCreateCommandQueueWithProperties(d->ctx, d->device, props, e);
+        *out = GF__CL_NEW(clCreateCommandQueueWithProperties, (d->ctx, d->device, props), &e);
+        return *out ? GF_OK : gf__cl_fail("clCreateCommandQueueWithProperties", e);
     }
-    return gf__cl.clCreateCommandQueue(d->ctx, d->device, CL_QUEUE_PROFILING_ENABLE, e);
+    *out = GF__CL_NEW(clCreateCommandQueue, (d->ctx, d->device, CL_QUEUE_PROFILING_ENABLE), &e);
+    return *out ? GF_OK : gf__cl_fail("clCreateCommandQueue", e);
 }
 
 static gf_result gf__cl_device_open(gf_device *dev, int index) {
@@ -459,29 +567,30 @@ static gf_result gf__cl_device_open(gf_device *dev, int index) {
     gf__cond_init(&d->cb_cond);
     dev->native = d;
 
-    gf__cl.clGetPlatformInfo(d->platform, CL_PLATFORM_NAME, sizeof pname, pname, NULL);
-    gf__cl.clGetDeviceInfo(d->device, CL_DEVICE_NAME, sizeof dname, dname, NULL);
-    gf__cl.clGetDeviceInfo(d->device, CL_DEVICE_VERSION, sizeof version, version, NULL);
-    gf__cl.clGetDeviceInfo(d->device, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof units, &units, NULL);
-    gf__cl.clGetDeviceInfo(d->device, CL_DEVICE_GLOBAL_MEM_SIZE, sizeof mem, &mem, NULL);
+    /* What these queries cannot tell stays at its default: no name, version 1.2, no extras. */
+    GF__CL(clGetPlatformInfo, (d->platform, CL_PLATFORM_NAME, sizeof pname, pname, NULL));
+    GF__CL(clGetDeviceInfo, (d->device, CL_DEVICE_NAME, sizeof dname, dname, NULL));
+    GF__CL(clGetDeviceInfo, (d->device, CL_DEVICE_VERSION, sizeof version, version, NULL));
+    GF__CL(clGetDeviceInfo, (d->device, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof units, &units, NULL));
+    GF__CL(clGetDeviceInfo, (d->device, CL_DEVICE_GLOBAL_MEM_SIZE, sizeof mem, &mem, NULL));
     if (sscanf(version, "OpenCL %d.%d", &major, &minor) != 2) { major = 1; minor = 2; }
     d->version = major * 10 + minor;
     d->total = mem;
-    if (gf__cl.clGetDeviceInfo(d->device, CL_DEVICE_EXTENSIONS, 0, NULL, &ext_size) == CL_SUCCESS &&
+    if (GF__CL(clGetDeviceInfo, (d->device, CL_DEVICE_EXTENSIONS, 0, NULL, &ext_size)) == CL_SUCCESS &&
         (exts = (char *)gf__alloc(ext_size + 1)) != NULL)
-        gf__cl.clGetDeviceInfo(d->device, CL_DEVICE_EXTENSIONS, ext_size, exts, NULL);
+        GF__CL(clGetDeviceInfo, (d->device, CL_DEVICE_EXTENSIONS, ext_size, exts, NULL));
     d->priorities = exts && gf__cl_has_ext(exts, "cl_khr_priority_hints") &&
                     gf__cl.clCreateCommandQueueWithProperties && d->version >= 20;
     if (d->version >= 20 && gf__cl.clSVMAlloc && gf__cl.clSVMFree) {
         cl_device_svm_capabilities svm = 0;
-        gf__cl.clGetDeviceInfo(d->device, CL_DEVICE_SVM_CAPABILITIES, sizeof svm, &svm, NULL);
+        GF__CL(clGetDeviceInfo, (d->device, CL_DEVICE_SVM_CAPABILITIES, sizeof svm, &svm, NULL));
         d->fine_svm = (svm & CL_DEVICE_SVM_FINE_GRAIN_BUFFER) != 0;
     }
     if (d->version >= 21 && gf__cl.clCreateProgramWithIL &&
-        gf__cl.clGetDeviceInfo(d->device, CL_DEVICE_IL_VERSION, sizeof il, il, NULL) == CL_SUCCESS && il[0])
+        GF__CL(clGetDeviceInfo, (d->device, CL_DEVICE_IL_VERSION, sizeof il, il, NULL)) == CL_SUCCESS && il[0])
         d->create_with_il = gf__cl.clCreateProgramWithIL;
     else if (exts && gf__cl_has_ext(exts, "cl_khr_il_program")) {
-        void *f = gf__cl.clGetExtensionFunctionAddressForPlatform(d->platform, "clCreateProgramWithILKHR");
+        void *f = GF__CL_PTR(clGetExtensionFunctionAddressForPlatform, (d->platform, "clCreateProgramWithILKHR"));
         memcpy(&d->create_with_il, &f, sizeof f);
     }
     GPUFLOW_FREE(exts);
@@ -489,11 +598,10 @@ static gf_result gf__cl_device_open(gf_device *dev, int index) {
     {
         cl_context_properties props[3];
         props[0] = CL_CONTEXT_PLATFORM; props[1] = (cl_context_properties)d->platform; props[2] = 0;
-        d->ctx = gf__cl.clCreateContext(props, 1, &d->device, NULL, NULL, &e);
+        d->ctx = GF__CL_NEW(clCreateContext, (props, 1, &d->device, NULL, NULL), &e);
     }
     if (!d->ctx) { gf__cl_device_close(dev); return gf__cl_fail("clCreateContext", e); }
-    d->host_queue = gf__cl_queue(d, 0, &e);
-    if (!d->host_queue) { gf__cl_device_close(dev); return gf__cl_fail("clCreateCommandQueue", e); }
+    if ((r = gf__cl_queue(d, 0, &d->host_queue)) != GF_OK) { gf__cl_device_close(dev); return r; }
     gf__lock(&d->lock);
     if (!gf__cl_spawn(d)) {
         gf__unlock(&d->lock);
@@ -529,45 +637,56 @@ typedef struct gf__cl_svm { cl_context ctx; void *ptr; } gf__cl_svm;
 static void CL_CALLBACK gf__cl_svm_release(cl_mem mem, void *arg) {
     gf__cl_svm *svm = (gf__cl_svm *)arg;
     (void)mem;
-    gf__cl.clSVMFree(svm->ctx, svm->ptr);
+    GF__CL_VOID(clSVMFree, (svm->ctx, svm->ptr));
     GPUFLOW_FREE(svm);
+}
+
+/* A managed buffer: fine-grained SVM inside a cl_mem that uses it, freed with the cl_mem. */
+static gf_result gf__cl_svm_alloc(gf_buffer *buf, cl_mem *out) {
+    gf__cl_device *d = (gf__cl_device *)buf->dev->native;
+    gf__cl_svm *svm;
+    cl_mem mem;
+    cl_int e;
+    if (!d->fine_svm)
+        return gf__fail(GF_ERROR_NOT_SUPPORTED, "OpenCL: managed buffers need fine-grained SVM, "
+                        "which %s lacks", buf->dev->info.name);
+    GPUFLOW_ASSERT(gf__cl.clSVMAlloc && gf__cl.clSVMFree);   /* fine_svm is set only with both */
+    svm = (gf__cl_svm *)gf__alloc(sizeof *svm);
+    if (!svm) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "OpenCL: out of host memory");
+    svm->ctx = d->ctx;
+    svm->ptr = GF__CL_PTR(clSVMAlloc, (d->ctx, CL_MEM_READ_WRITE | CL_MEM_SVM_FINE_GRAIN_BUFFER, buf->size, 0));
+    if (!svm->ptr) {
+        GPUFLOW_FREE(svm);
+        return gf__fail(GF_ERROR_OUT_OF_MEMORY, "clSVMAlloc: returned NULL for %lu bytes", (unsigned long)buf->size);
+    }
+    mem = GF__CL_NEW(clCreateBuffer, (d->ctx, CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR, buf->size, svm->ptr), &e);
+    if (!mem) {
+        GF__CL_VOID(clSVMFree, (d->ctx, svm->ptr));
+        GPUFLOW_FREE(svm);
+        return gf__cl_fail("clCreateBuffer(CL_MEM_USE_HOST_PTR, SVM)", e);
+    }
+    e = GF__CL(clSetMemObjectDestructorCallback, (mem, gf__cl_svm_release, svm));
+    if (e != CL_SUCCESS) {
+        GF__CL(clReleaseMemObject, (mem));
+        GF__CL_VOID(clSVMFree, (d->ctx, svm->ptr));
+        GPUFLOW_FREE(svm);
+        return gf__cl_fail("clSetMemObjectDestructorCallback", e);
+    }
+    buf->addr = (uint64_t)(uintptr_t)svm->ptr;
+    *out = mem;
+    return GF_OK;
 }
 
 static gf_result gf__cl_buffer_alloc(gf_buffer *buf) {
     gf__cl_device *d = (gf__cl_device *)buf->dev->native;
-    cl_mem mem;
-    cl_int e;
-    if (!buf->managed) {
-        mem = gf__cl.clCreateBuffer(d->ctx, CL_MEM_READ_WRITE, buf->size, NULL, &e);
-        if (!mem) return gf__cl_fail("clCreateBuffer", e);
+    cl_mem mem = NULL;
+    if (buf->managed) {
+        gf_result r = gf__cl_svm_alloc(buf, &mem);
+        if (r != GF_OK) return r;
     } else {
-        gf__cl_svm *svm;
-        if (!d->fine_svm)
-            return gf__fail(GF_ERROR_NOT_SUPPORTED, "OpenCL: managed buffers need fine-grained SVM, "
-                            "which %s lacks", buf->dev->info.name);
-        svm = (gf__cl_svm *)gf__alloc(sizeof *svm);
-        if (!svm) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "OpenCL: out of host memory");
-        svm->ctx = d->ctx;
-        svm->ptr = gf__cl.clSVMAlloc(d->ctx, CL_MEM_READ_WRITE | CL_MEM_SVM_FINE_GRAIN_BUFFER, buf->size, 0);
-        if (!svm->ptr) {
-            GPUFLOW_FREE(svm);
-            return gf__fail(GF_ERROR_OUT_OF_MEMORY, "clSVMAlloc: returned NULL for %lu bytes",
-                            (unsigned long)buf->size);
-        }
-        mem = gf__cl.clCreateBuffer(d->ctx, CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR, buf->size, svm->ptr, &e);
-        if (!mem) {
-            gf__cl.clSVMFree(d->ctx, svm->ptr);
-            GPUFLOW_FREE(svm);
-            return gf__cl_fail("clCreateBuffer(CL_MEM_USE_HOST_PTR, SVM)", e);
-        }
-        e = gf__cl.clSetMemObjectDestructorCallback(mem, gf__cl_svm_release, svm);
-        if (e != CL_SUCCESS) {
-            gf__cl.clReleaseMemObject(mem);
-            gf__cl.clSVMFree(d->ctx, svm->ptr);
-            GPUFLOW_FREE(svm);
-            return gf__cl_fail("clSetMemObjectDestructorCallback", e);
-        }
-        buf->addr = (uint64_t)(uintptr_t)svm->ptr;
+        cl_int e;
+        mem = GF__CL_NEW(clCreateBuffer, (d->ctx, CL_MEM_READ_WRITE, buf->size, NULL), &e);
+        if (!mem) return gf__cl_fail("clCreateBuffer", e);
     }
     buf->ptr = mem;
     gf__atomic_add(&d->allocated, (uint64_t)buf->size);
@@ -577,7 +696,7 @@ static gf_result gf__cl_buffer_alloc(gf_buffer *buf) {
 static void gf__cl_buffer_free(gf_buffer *buf) {
     gf__cl_device *d = (gf__cl_device *)buf->dev->native;
     if (!buf->ptr) return;
-    gf__cl.clReleaseMemObject((cl_mem)buf->ptr);   /* deferred by OpenCL until its commands finish */
+    GF__CL(clReleaseMemObject, ((cl_mem)buf->ptr));   /* deferred by OpenCL until its commands finish */
     gf__atomic_add(&d->allocated, (uint64_t)0 - (uint64_t)buf->size);
     buf->ptr = NULL;
     buf->addr = 0;
@@ -588,12 +707,12 @@ static gf_result gf__cl_host_alloc(gf_device *dev, size_t bytes, void **out) {
     gf__cl_pinned *p = (gf__cl_pinned *)gf__alloc(sizeof *p);
     cl_int e;
     if (!p) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "OpenCL: out of host memory");
-    p->mem = gf__cl.clCreateBuffer(d->ctx, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, bytes, NULL, &e);
+    p->mem = GF__CL_NEW(clCreateBuffer, (d->ctx, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, bytes, NULL), &e);
     if (!p->mem) { GPUFLOW_FREE(p); return gf__cl_fail("clCreateBuffer(CL_MEM_ALLOC_HOST_PTR)", e); }
-    p->ptr = gf__cl.clEnqueueMapBuffer(d->host_queue, p->mem, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0, bytes,
-                                       0, NULL, NULL, &e);
+    p->ptr = GF__CL_NEW(clEnqueueMapBuffer, (d->host_queue, p->mem, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0, bytes,
+                                             0, NULL, NULL), &e);
     if (!p->ptr) {
-        gf__cl.clReleaseMemObject(p->mem);
+        GF__CL(clReleaseMemObject, (p->mem));
         GPUFLOW_FREE(p);
         return gf__cl_fail("clEnqueueMapBuffer", e);
     }
@@ -617,26 +736,38 @@ static void gf__cl_host_free(gf_device *dev, void *ptr) {
         return;
     }
     /* The buffer is released once the unmap has run. */
-    gf__cl.clEnqueueUnmapMemObject(d->host_queue, p->mem, p->ptr, 0, NULL, NULL);
-    gf__cl.clReleaseMemObject(p->mem);
-    gf__cl.clFlush(d->host_queue);
+    GF__CL(clEnqueueUnmapMemObject, (d->host_queue, p->mem, p->ptr, 0, NULL, NULL));
+    GF__CL(clReleaseMemObject, (p->mem));
+    GF__CL(clFlush, (d->host_queue));
     GPUFLOW_FREE(p);
 }
 
 /* ---- streams ---------------------------------------------------------------------------- */
+/* The core enqueues on a stream under s->lock, so commands reach the queue in the order the
+   stream records them. */
 typedef struct gf__cl_stream {
     cl_command_queue queue;
-    int dirty;                      /* atomic: work enqueued since the last query marker */
-    gf__mutex lock;                 /* last */
-    cl_event last;                  /* marker of the last query; NULL: all done */
+    gf__mutex lock;                 /* last, unflushed: query runs outside s->lock */
+    cl_event last;                  /* the latest command not yet seen complete; NULL: idle */
+    int unflushed;                  /* commands enqueued since query last flushed */
 } gf__cl_stream;
 
 #define GF__CL_QUEUE(s) (((gf__cl_stream *)(s)->native)->queue)
 
-/* Every enqueue ends with this: the next query needs a new marker. */
-static gf_result gf__cl_enqueued(gf_stream *s, const char *call, cl_int e) {
+/* Every enqueue that does work ends here, with its command's event (*ev): in an in-order
+   queue, the stream is idle once its latest command has completed, so that event becomes the
+   one query reads. A marker (event record) does no work and is not kept. */
+static gf_result gf__cl_enqueued(gf_stream *s, const char *call, cl_int e, cl_event *ev) {
+    gf__cl_stream *cs = (gf__cl_stream *)s->native;
+    cl_event older;
     if (e != CL_SUCCESS) return gf__cl_fail(call, e);
-    gf__atomic_store_int(&((gf__cl_stream *)s->native)->dirty, 1);
+    GPUFLOW_ASSERT(*ev != NULL);
+    gf__lock(&cs->lock);
+    older = cs->last;
+    cs->last = *ev;
+    cs->unflushed = 1;
+    gf__unlock(&cs->lock);
+    if (older) GF__CL(clReleaseEvent, (older));
     return GF_OK;
 }
 
@@ -644,12 +775,11 @@ static gf_result gf__cl_stream_create(gf_stream *s) {
     gf__cl_device *d = (gf__cl_device *)s->dev->native;
     gf__cl_stream *cs = (gf__cl_stream *)gf__alloc(sizeof *cs);
     cl_ulong priority = 0;
-    cl_int e;
+    gf_result r;
     if (!cs) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "OpenCL: out of host memory");
     if (d->priorities && s->priority == GF_PRIORITY_HIGH) priority = CL_QUEUE_PRIORITY_HIGH_KHR;
     if (d->priorities && s->priority == GF_PRIORITY_LOW) priority = CL_QUEUE_PRIORITY_LOW_KHR;
-    cs->queue = gf__cl_queue(d, priority, &e);
-    if (!cs->queue) { GPUFLOW_FREE(cs); return gf__cl_fail("clCreateCommandQueue", e); }
+    if ((r = gf__cl_queue(d, priority, &cs->queue)) != GF_OK) { GPUFLOW_FREE(cs); return r; }
     gf__mutex_init(&cs->lock);
     s->native = cs;
     return GF_OK;
@@ -658,113 +788,101 @@ static gf_result gf__cl_stream_create(gf_stream *s) {
 static void gf__cl_stream_destroy(gf_stream *s) {
     gf__cl_stream *cs = (gf__cl_stream *)s->native;
     if (!cs) return;
-    gf__cl.clFinish(cs->queue);
-    if (cs->last) gf__cl.clReleaseEvent(cs->last);
-    gf__cl.clReleaseCommandQueue(cs->queue);
+    GF__CL(clFinish, (cs->queue));
+    if (cs->last) GF__CL(clReleaseEvent, (cs->last));
+    GF__CL(clReleaseCommandQueue, (cs->queue));
     gf__mutex_destroy(&cs->lock);
     GPUFLOW_FREE(cs);
     s->native = NULL;
 }
 
-static gf_result gf__cl_stream_synchronize(gf_stream *s) {
-    gf__cl_stream *cs = (gf__cl_stream *)s->native;
-    cl_event last;
-    cl_int e;
-    gf__atomic_store_int(&cs->dirty, 0);   /* before the finish: work added later marks it again */
-    e = gf__cl.clFinish(cs->queue);
-    if (e != CL_SUCCESS) return gf__cl_fail("clFinish", e);
-    gf__lock(&cs->lock);
-    last = cs->last;
-    cs->last = NULL;
-    gf__unlock(&cs->lock);
-    if (last) gf__cl.clReleaseEvent(last);
-    return GF_OK;
-}
-
 /* GF_OK, GF_NOT_READY, or the failure of a command an event stands for. */
 static gf_result gf__cl_status(cl_event ev) {
     cl_int st = CL_COMPLETE;
-    cl_int e = gf__cl.clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st, NULL);
+    cl_int e = GF__CL(clGetEventInfo, (ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st, NULL));
     if (e != CL_SUCCESS) return gf__cl_fail("clGetEventInfo", e);
     if (st < 0) return gf__fail(GF_ERROR_DRIVER, "OpenCL: a command failed: %s (%d)", gf__cl_error_name(st), (int)st);
     return st == CL_COMPLETE ? GF_OK : GF_NOT_READY;
 }
 
+/* The status of the stream's latest command, dropped once complete. Nothing is enqueued, so
+   a stream whose work is done answers GF_OK at once; its commands are flushed first, since a
+   queue need not start what it has not been flushed. */
 static gf_result gf__cl_stream_query(gf_stream *s) {
     gf__cl_stream *cs = (gf__cl_stream *)s->native;
     gf_result r = GF_OK;
+    cl_event done = NULL;
     gf__lock(&cs->lock);
-    if (gf__atomic_load_int(&cs->dirty)) {
-        cl_event m;
-        cl_int e;
-        gf__atomic_store_int(&cs->dirty, 0);
-        e = gf__cl.clEnqueueMarkerWithWaitList(cs->queue, 0, NULL, &m);
-        if (e != CL_SUCCESS) {
-            gf__atomic_store_int(&cs->dirty, 1);
-            gf__unlock(&cs->lock);
-            return gf__cl_fail("clEnqueueMarkerWithWaitList", e);
-        }
-        gf__cl.clFlush(cs->queue);
-        if (cs->last) gf__cl.clReleaseEvent(cs->last);
-        cs->last = m;
+    if (cs->last && cs->unflushed) {
+        cl_int e = GF__CL(clFlush, (cs->queue));
+        if (e == CL_SUCCESS) cs->unflushed = 0;
+        else r = gf__cl_fail("clFlush", e);
     }
-    if (cs->last) {
-        r = gf__cl_status(cs->last);
-        if (r == GF_OK) { gf__cl.clReleaseEvent(cs->last); cs->last = NULL; }
-    }
+    if (cs->last && r == GF_OK) r = gf__cl_status(cs->last);
+    if (cs->last && r == GF_OK) { done = cs->last; cs->last = NULL; }
     gf__unlock(&cs->lock);
+    if (done) GF__CL(clReleaseEvent, (done));
     return r;
+}
+
+/* clFinish, then the query: it drops the finished command's event, and reports a command that
+   failed. Work enqueued by another thread meanwhile may still run: not this call's concern. */
+static gf_result gf__cl_stream_synchronize(gf_stream *s) {
+    gf_result r;
+    cl_int e = GF__CL(clFinish, (GF__CL_QUEUE(s)));
+    if (e != CL_SUCCESS) return gf__cl_fail("clFinish", e);
+    r = gf__cl_stream_query(s);
+    return r == GF_NOT_READY ? GF_OK : r;
 }
 
 static gf_result gf__cl_copy(gf_stream *s, const gf__copy *c) {
     cl_command_queue q = GF__CL_QUEUE(s);
+    cl_event ev = NULL;
     switch (c->kind) {
     case GF__COPY_H2D:
-        return gf__cl_enqueued(s, "clEnqueueWriteBuffer", gf__cl.clEnqueueWriteBuffer(
-            q, (cl_mem)c->dst->ptr, CL_FALSE, c->dst_offset, c->bytes, c->host, 0, NULL, NULL));
+        return gf__cl_enqueued(s, "clEnqueueWriteBuffer", GF__CL(clEnqueueWriteBuffer,
+            (q, (cl_mem)c->dst->ptr, CL_FALSE, c->dst_offset, c->bytes, c->host, 0, NULL, &ev)), &ev);
     case GF__COPY_D2H:
-        return gf__cl_enqueued(s, "clEnqueueReadBuffer", gf__cl.clEnqueueReadBuffer(
-            q, (cl_mem)c->src->ptr, CL_FALSE, c->src_offset, c->bytes, c->host, 0, NULL, NULL));
+        return gf__cl_enqueued(s, "clEnqueueReadBuffer", GF__CL(clEnqueueReadBuffer,
+            (q, (cl_mem)c->src->ptr, CL_FALSE, c->src_offset, c->bytes, c->host, 0, NULL, &ev)), &ev);
     default:
-        return gf__cl_enqueued(s, "clEnqueueCopyBuffer", gf__cl.clEnqueueCopyBuffer(
-            q, (cl_mem)c->src->ptr, (cl_mem)c->dst->ptr, c->src_offset, c->dst_offset, c->bytes, 0, NULL, NULL));
+        return gf__cl_enqueued(s, "clEnqueueCopyBuffer", GF__CL(clEnqueueCopyBuffer,
+            (q, (cl_mem)c->src->ptr, (cl_mem)c->dst->ptr, c->src_offset, c->dst_offset, c->bytes, 0, NULL, &ev)), &ev);
     }
 }
 
 static gf_result gf__cl_fill(gf_stream *s, gf_buffer *buf, size_t offset, unsigned char value, size_t bytes) {
-    return gf__cl_enqueued(s, "clEnqueueFillBuffer", gf__cl.clEnqueueFillBuffer(
-        GF__CL_QUEUE(s), (cl_mem)buf->ptr, &value, 1, offset, bytes, 0, NULL, NULL));
+    cl_event ev = NULL;
+    return gf__cl_enqueued(s, "clEnqueueFillBuffer", GF__CL(clEnqueueFillBuffer,
+        (GF__CL_QUEUE(s), (cl_mem)buf->ptr, &value, 1, offset, bytes, 0, NULL, &ev)), &ev);
 }
 
+/* A marker after prior work, whose completion hands the job to a callback thread, then a
+   barrier on the job's user event, which holds later work until fn has returned. */
 static gf_result gf__cl_host_callback(gf_stream *s, void (*fn)(void *user), void *user) {
-    gf__cl_device *d = (gf__cl_device *)s->dev->native;
     cl_command_queue q = GF__CL_QUEUE(s);
-    gf__cl_job *job = (gf__cl_job *)gf__alloc(sizeof *job);
-    const char *call = "clEnqueueMarkerWithWaitList";
+    gf__cl_job *job = gf__cl_job_new((gf__cl_device *)s->dev->native, fn, user);
+    const char *call = "clCreateUserEvent";
+    cl_event barrier = NULL;
     cl_int e;
     if (!job) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "OpenCL: out of host memory");
-    job->fn = fn; job->user = user; job->dev = d;
-    job->done = gf__cl.clCreateUserEvent(d->ctx, &e);
-    if (!job->done) { GPUFLOW_FREE(job); return gf__cl_fail("clCreateUserEvent", e); }
-    /* Later work waits for the user event, which the callback thread completes after fn. */
-    e = gf__cl.clEnqueueMarkerWithWaitList(q, 0, NULL, &job->marker);
+    job->done = GF__CL_NEW(clCreateUserEvent, (job->dev->ctx), &e);
+    if (job->done) {
+        call = "clEnqueueMarkerWithWaitList";
+        e = GF__CL(clEnqueueMarkerWithWaitList, (q, 0, NULL, &job->marker));
+    }
     if (e == CL_SUCCESS) {
         call = "clEnqueueBarrierWithWaitList";
-        e = gf__cl.clEnqueueBarrierWithWaitList(q, 1, &job->done, NULL);
-        if (e == CL_SUCCESS) {
-            call = "clSetEventCallback";
-            e = gf__cl.clSetEventCallback(job->marker, CL_COMPLETE, gf__cl_on_marker, job);
-            if (e != CL_SUCCESS) gf__cl.clSetUserEventStatus(job->done, CL_COMPLETE);   /* let the barrier pass */
-        }
-        if (e != CL_SUCCESS) gf__cl.clReleaseEvent(job->marker);
+        e = GF__CL(clEnqueueBarrierWithWaitList, (q, 1, &job->done, &barrier));
     }
-    if (e != CL_SUCCESS) {
-        gf__cl.clReleaseEvent(job->done);
-        GPUFLOW_FREE(job);
-    } else {
-        gf__cl.clFlush(q);   /* the marker must reach the device for its callback to fire */
-    }
-    return gf__cl_enqueued(s, call, e);
+    if (e != CL_SUCCESS) { gf__cl_job_end(job); return gf__cl_fail(call, e); }
+    /* The barrier is queued: from here the stream's latest command, whatever follows. */
+    e = GF__CL(clSetEventCallback, (job->marker, CL_COMPLETE, gf__cl_on_marker, job));
+    if (e != CL_SUCCESS) gf__cl_job_end(job);   /* fn will not run: let the barrier pass */
+    else GF__CL(clFlush, (q));   /* the marker must reach the device for its callback to fire;
+                                    a failed flush leaves that to the queue's next flush or finish */
+    gf__cl_enqueued(s, call, CL_SUCCESS, &barrier);
+    return e == CL_SUCCESS ? GF_OK : gf__cl_fail("clSetEventCallback", e);
 }
 
 /* ---- events ----------------------------------------------------------------------------- */
@@ -784,85 +902,94 @@ static gf_result gf__cl_event_create(gf_event *ev) {
 static void gf__cl_event_destroy(gf_event *ev) {
     gf__cl_event *ce = (gf__cl_event *)ev->native;
     if (!ce) return;
-    if (ce->marker) gf__cl.clReleaseEvent(ce->marker);
+    if (ce->marker) GF__CL(clReleaseEvent, (ce->marker));
     gf__mutex_destroy(&ce->lock);
     GPUFLOW_FREE(ce);
     ev->native = NULL;
 }
 
-
-/* The marker of the latest record, retained for the caller; NULL if never recorded. */
-static cl_event gf__cl_marker(gf_event *ev) {
+/* The marker of the latest record, retained for the caller; NULL if never recorded, or
+   (*e set) if it cannot be retained. */
+static cl_event gf__cl_marker(gf_event *ev, cl_int *e) {
     gf__cl_event *ce = (gf__cl_event *)ev->native;
     cl_event m;
     gf__lock(&ce->lock);
     m = ce->marker;
-    if (m) gf__cl.clRetainEvent(m);
+    *e = m ? GF__CL(clRetainEvent, (m)) : CL_SUCCESS;
     gf__unlock(&ce->lock);
-    return m;
+    return *e == CL_SUCCESS ? m : NULL;
 }
 
 static gf_result gf__cl_event_record(gf_event *ev, gf_stream *s) {
     gf__cl_event *ce = (gf__cl_event *)ev->native;
     cl_command_queue q = GF__CL_QUEUE(s);
     cl_event m, old;
-    cl_int e = gf__cl.clEnqueueMarkerWithWaitList(q, 0, NULL, &m);
+    cl_int e = GF__CL(clEnqueueMarkerWithWaitList, (q, 0, NULL, &m));
     if (e != CL_SUCCESS) return gf__cl_fail("clEnqueueMarkerWithWaitList", e);
-    gf__cl.clFlush(q);   /* other queues may wait on it: it must reach the device */
+    /* Other queues may wait on it: it must reach the device. Unflushed, it is not recorded
+       (the event keeps its previous record), since a wait on it could stall. */
+    e = GF__CL(clFlush, (q));
+    if (e != CL_SUCCESS) { GF__CL(clReleaseEvent, (m)); return gf__cl_fail("clFlush", e); }
     gf__lock(&ce->lock);
     old = ce->marker;
     ce->marker = m;
     gf__unlock(&ce->lock);
-    if (old) gf__cl.clReleaseEvent(old);
+    if (old) GF__CL(clReleaseEvent, (old));
     return GF_OK;
 }
 
 static gf_result gf__cl_stream_wait_event(gf_stream *s, gf_event *ev) {
-    cl_event m = gf__cl_marker(ev);
+    cl_event barrier = NULL;
     cl_int e;
+    cl_event m = gf__cl_marker(ev, &e);
+    if (e != CL_SUCCESS) return gf__cl_fail("clRetainEvent", e);
     if (!m) return GF_OK;   /* never recorded: nothing to wait for */
-    e = gf__cl.clEnqueueBarrierWithWaitList(GF__CL_QUEUE(s), 1, &m, NULL);
-    gf__cl.clReleaseEvent(m);
-    return gf__cl_enqueued(s, "clEnqueueBarrierWithWaitList", e);
+    e = GF__CL(clEnqueueBarrierWithWaitList, (GF__CL_QUEUE(s), 1, &m, &barrier));
+    GF__CL(clReleaseEvent, (m));
+    return gf__cl_enqueued(s, "clEnqueueBarrierWithWaitList", e, &barrier);
 }
 
 static gf_result gf__cl_event_synchronize(gf_event *ev) {
-    cl_event m = gf__cl_marker(ev);
     gf_result r;
     cl_int e;
+    cl_event m = gf__cl_marker(ev, &e);
+    if (e != CL_SUCCESS) return gf__cl_fail("clRetainEvent", e);
     if (!m) return GF_OK;
-    e = gf__cl.clWaitForEvents(1, &m);
+    e = GF__CL(clWaitForEvents, (1, &m));
     r = e == CL_SUCCESS ? gf__cl_status(m) : gf__cl_fail("clWaitForEvents", e);
-    gf__cl.clReleaseEvent(m);
+    GF__CL(clReleaseEvent, (m));
     return r;
 }
 
 static gf_result gf__cl_event_query(gf_event *ev) {
-    cl_event m = gf__cl_marker(ev);
     gf_result r;
+    cl_int e;
+    cl_event m = gf__cl_marker(ev, &e);
+    if (e != CL_SUCCESS) return gf__cl_fail("clRetainEvent", e);
     if (!m) return GF_OK;
     r = gf__cl_status(m);
-    gf__cl.clReleaseEvent(m);
+    GF__CL(clReleaseEvent, (m));
     return r;
 }
 
 /* A marker ends when all work before it has: the end of start's marker to the end of end's. */
 static gf_result gf__cl_event_elapsed_ms(gf_event *start, gf_event *end, float *ms) {
-    cl_event a = gf__cl_marker(start), b = gf__cl_marker(end);
+    cl_int ea, eb, e = CL_SUCCESS;
+    cl_event a = gf__cl_marker(start, &ea), b = gf__cl_marker(end, &eb);
     cl_ulong ta = 0, tb = 0;
-    cl_int e = CL_SUCCESS;
     gf_result r = GF_OK;
-    if (!a || !b) r = gf__fail(GF_ERROR_INVALID_STATE, "OpenCL: event not recorded");
+    if (ea != CL_SUCCESS || eb != CL_SUCCESS) r = gf__cl_fail("clRetainEvent", ea != CL_SUCCESS ? ea : eb);
+    else if (!a || !b) r = gf__fail(GF_ERROR_INVALID_STATE, "OpenCL: event not recorded");
     if (r == GF_OK) r = gf__cl_status(a);
     if (r == GF_OK) r = gf__cl_status(b);
-    if (r == GF_OK) e = gf__cl.clGetEventProfilingInfo(a, CL_PROFILING_COMMAND_END, sizeof ta, &ta, NULL);
-    if (r == GF_OK && e == CL_SUCCESS) e = gf__cl.clGetEventProfilingInfo(b, CL_PROFILING_COMMAND_END, sizeof tb, &tb, NULL);
+    if (r == GF_OK) e = GF__CL(clGetEventProfilingInfo, (a, CL_PROFILING_COMMAND_END, sizeof ta, &ta, NULL));
+    if (r == GF_OK && e == CL_SUCCESS) e = GF__CL(clGetEventProfilingInfo, (b, CL_PROFILING_COMMAND_END, sizeof tb, &tb, NULL));
     if (r == GF_OK && e != CL_SUCCESS) r = gf__cl_fail("clGetEventProfilingInfo(CL_PROFILING_COMMAND_END)", e);
     if (r == GF_OK && (ta == 0 || tb == 0))
         r = gf__fail(GF_ERROR_NOT_SUPPORTED, "OpenCL: this platform gives markers no timestamps");
     if (r == GF_OK) *ms = (float)((double)(cl_long)(tb - ta) / 1e6);
-    if (a) gf__cl.clReleaseEvent(a);
-    if (b) gf__cl.clReleaseEvent(b);
+    if (a) GF__CL(clReleaseEvent, (a));
+    if (b) GF__CL(clReleaseEvent, (b));
     return r;
 }
 
@@ -878,53 +1005,61 @@ static void gf__cl_module_unload(gf_module *mod) {
     while (cm->kernels) {
         gf__cl_kernel *ck = cm->kernels;
         cm->kernels = ck->next;
-        gf__cl.clReleaseKernel(ck->kernel);
+        GF__CL(clReleaseKernel, (ck->kernel));
         GPUFLOW_FREE(ck);
     }
-    gf__cl.clReleaseProgram(cm->program);
+    GF__CL(clReleaseProgram, (cm->program));
     GPUFLOW_FREE(cm);
     mod->native = NULL;
 }
 
+/* clBuildProgram's failure, with as much of the build log (if any) as fits in the message. */
+static gf_result gf__cl_build_failed(cl_program prog, cl_device_id device, cl_int e) {
+    char log[900] = "";
+    size_t n = 0;
+    GF__CL(clGetProgramBuildInfo, (prog, device, CL_PROGRAM_BUILD_LOG, sizeof log - 1, log, &n));
+    if (n == 0)   /* a log longer than our buffer: ask for the size, then for the text */
+        GF__CL(clGetProgramBuildInfo, (prog, device, CL_PROGRAM_BUILD_LOG, 0, NULL, &n));
+    if (n > sizeof log - 1) {
+        char *full = (char *)gf__alloc(n + 1);
+        if (full && GF__CL(clGetProgramBuildInfo, (prog, device, CL_PROGRAM_BUILD_LOG, n, full, NULL)) == CL_SUCCESS)
+            gf__copy_str(log, sizeof log, full);
+        GPUFLOW_FREE(full);
+    }
+    return gf__fail(GF_ERROR_BUILD, "clBuildProgram: %s (%d)%s%s", gf__cl_error_name(e), (int)e, log[0] ? ": " : "", log);
+}
+
 static gf_result gf__cl_module_load(gf_module *mod, const gf_module_desc *desc) {
     gf__cl_device *d = (gf__cl_device *)mod->dev->native;
+    gf__cl_module *cm;
     cl_program prog;
     cl_int e;
     if (desc->opencl_source) {
         const char *src = desc->opencl_source;
-        prog = gf__cl.clCreateProgramWithSource(d->ctx, 1, &src, NULL, &e);
+        prog = GF__CL_NEW(clCreateProgramWithSource, (d->ctx, 1, &src, NULL), &e);
         if (!prog) return gf__cl_fail("clCreateProgramWithSource", e);
     } else if (desc->spirv && desc->spirv_size) {
         if (!d->create_with_il)
             return gf__fail(GF_ERROR_NOT_SUPPORTED, "OpenCL: %s takes no SPIR-V (no clCreateProgramWithIL or "
                             "cl_khr_il_program); give opencl_source", mod->dev->info.name);
-        prog = d->create_with_il(d->ctx, desc->spirv, desc->spirv_size, &e);
+        /* Through the device's pointer, not the table (it may be the KHR entry), but the
+           same seam: GF__CL_NEW spelled out. */
+        prog = GF__FAULT("clCreateProgramWithIL") && gf__cl_injected(&e)
+                   ? NULL : d->create_with_il(d->ctx, desc->spirv, desc->spirv_size, &e);
         if (!prog) return gf__cl_fail("clCreateProgramWithIL", e);
     } else {
         return gf__fail(GF_ERROR_NOT_SUPPORTED, "OpenCL: the module has neither opencl_source nor spirv");
     }
-    e = gf__cl.clBuildProgram(prog, 1, &d->device, desc->build_options, NULL, NULL);
+    e = GF__CL(clBuildProgram, (prog, 1, &d->device, desc->build_options, NULL, NULL));
     if (e != CL_SUCCESS) {
-        char log[900] = "";
-        size_t n = 0;
-        gf__cl.clGetProgramBuildInfo(prog, d->device, CL_PROGRAM_BUILD_LOG, sizeof log - 1, log, &n);
-        if (n == 0)   /* a log longer than our buffer: ask for the size, then for the text */
-            gf__cl.clGetProgramBuildInfo(prog, d->device, CL_PROGRAM_BUILD_LOG, 0, NULL, &n);
-        if (n > sizeof log - 1) {
-            char *full = (char *)gf__alloc(n + 1);
-            if (full && gf__cl.clGetProgramBuildInfo(prog, d->device, CL_PROGRAM_BUILD_LOG, n, full, NULL) == CL_SUCCESS)
-                gf__copy_str(log, sizeof log, full);
-            GPUFLOW_FREE(full);
-        }
-        gf__cl.clReleaseProgram(prog);
-        return gf__fail(GF_ERROR_BUILD, "clBuildProgram: %s (%d): %s", gf__cl_error_name(e), (int)e, log);
+        gf_result r = gf__cl_build_failed(prog, d->device, e);
+        GF__CL(clReleaseProgram, (prog));
+        return r;
     }
-    {
-        gf__cl_module *cm = (gf__cl_module *)gf__alloc(sizeof *cm);
-        if (!cm) { gf__cl.clReleaseProgram(prog); return gf__fail(GF_ERROR_OUT_OF_MEMORY, "OpenCL: out of host memory"); }
-        cm->program = prog;
-        mod->native = cm;
-    }
+    cm = (gf__cl_module *)gf__alloc(sizeof *cm);
+    if (!cm) { GF__CL(clReleaseProgram, (prog)); return gf__fail(GF_ERROR_OUT_OF_MEMORY, "OpenCL: out of host memory"); }
+    cm->program = prog;
+    mod->native = cm;
     return GF_OK;
 }
 
@@ -933,7 +1068,7 @@ static gf_result gf__cl_kernel_get(gf_kernel *k) {
     gf__cl_kernel *ck = (gf__cl_kernel *)gf__alloc(sizeof *ck);
     cl_int e;
     if (!ck) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "OpenCL: out of host memory");
-    ck->kernel = gf__cl.clCreateKernel(cm->program, k->name, &e);
+    ck->kernel = GF__CL_NEW(clCreateKernel, (cm->program, k->name), &e);
     if (!ck->kernel) {
         GPUFLOW_FREE(ck);
         if (e == CL_INVALID_KERNEL_NAME)
@@ -941,9 +1076,9 @@ static gf_result gf__cl_kernel_get(gf_kernel *k) {
                             (int)e, k->name);
         return gf__cl_fail("clCreateKernel", e);
     }
-    e = gf__cl.clGetKernelInfo(ck->kernel, CL_KERNEL_NUM_ARGS, sizeof ck->args, &ck->args, NULL);
+    e = GF__CL(clGetKernelInfo, (ck->kernel, CL_KERNEL_NUM_ARGS, sizeof ck->args, &ck->args, NULL));
     if (e != CL_SUCCESS) {
-        gf__cl.clReleaseKernel(ck->kernel);
+        GF__CL(clReleaseKernel, (ck->kernel));
         GPUFLOW_FREE(ck);
         return gf__cl_fail("clGetKernelInfo(CL_KERNEL_NUM_ARGS)", e);
     }
@@ -958,8 +1093,10 @@ static gf_result gf__cl_launch(gf_stream *s, gf_kernel *k, const gf_launch_dims 
     gf__cl_kernel *ck = (gf__cl_kernel *)k->native;
     cl_uint given = (cl_uint)count + (dims->shared_bytes ? 1u : 0u), work_dim = 1, i;
     size_t global[3], local[3];
+    cl_event ev = NULL;
     cl_int e = CL_SUCCESS;
     char call[192];   /* k->name is under 128 */
+    GPUFLOW_ASSERT(ck != NULL);   /* kernel_get succeeded */
     /* A cl_kernel keeps arguments between launches: a short list would reuse stale ones. */
     if (given != ck->args)
         return gf__fail(GF_ERROR_INVALID_ARGUMENT, "OpenCL: kernel %s takes %u arguments, %u given%s",
@@ -973,42 +1110,59 @@ static gf_result gf__cl_launch(gf_stream *s, gf_kernel *k, const gf_launch_dims 
     gf__lock(&k->lock);
     for (i = 0; i < given; i++) {
         if (i == (cl_uint)count) {   /* the __local argument of dims.shared_bytes */
-            e = gf__cl.clSetKernelArg(ck->kernel, i, dims->shared_bytes, NULL);
+            e = GF__CL(clSetKernelArg, (ck->kernel, i, dims->shared_bytes, NULL));
         } else if (args[i].buffer) {
             cl_mem m = (cl_mem)args[i].buffer->ptr;
-            e = gf__cl.clSetKernelArg(ck->kernel, i, sizeof m, &m);
+            e = GF__CL(clSetKernelArg, (ck->kernel, i, sizeof m, &m));
         } else {
-            e = gf__cl.clSetKernelArg(ck->kernel, i, args[i].size, args[i].value);
+            e = GF__CL(clSetKernelArg, (ck->kernel, i, args[i].size, args[i].value));
         }
         if (e != CL_SUCCESS) break;
     }
     if (e == CL_SUCCESS)
-        e = gf__cl.clEnqueueNDRangeKernel(GF__CL_QUEUE(s), ck->kernel, work_dim, NULL, global, local, 0, NULL, NULL);
+        e = GF__CL(clEnqueueNDRangeKernel, (GF__CL_QUEUE(s), ck->kernel, work_dim, NULL, global, local, 0, NULL, &ev));
     gf__unlock(&k->lock);
-    if (e == CL_SUCCESS) return gf__cl_enqueued(s, "clEnqueueNDRangeKernel", e);
+    if (e == CL_SUCCESS) return gf__cl_enqueued(s, "clEnqueueNDRangeKernel", e, &ev);
     if (i < given) snprintf(call, sizeof call, "clSetKernelArg(%s, argument %u)", k->name, (unsigned)i);
     else snprintf(call, sizeof call, "clEnqueueNDRangeKernel(%s)", k->name);
     return gf__cl_fail(call, e);
 }
 
 /* ---- the table -------------------------------------------------------------------------- */
-static const gf__backend gf__cl_backend_table = {
-    GF_BACKEND_OPENCL, "opencl",
-    gf__cl_load, gf__cl_device_count, gf__cl_device_open, gf__cl_device_close, gf__cl_memory_info,
-    gf__cl_buffer_alloc, gf__cl_buffer_free,
-    NULL, NULL,                     /* stream-ordered allocation: the core's cache */
-    gf__cl_host_alloc, gf__cl_host_free,
-    gf__cl_stream_create, gf__cl_stream_destroy, gf__cl_stream_synchronize, gf__cl_stream_query,
-    gf__cl_copy, gf__cl_fill,
-    NULL,                           /* prefetch: SVM needs none */
-    gf__cl_host_callback,
-    gf__cl_event_create, gf__cl_event_destroy, gf__cl_event_record, gf__cl_stream_wait_event,
-    gf__cl_event_synchronize, gf__cl_event_query, gf__cl_event_elapsed_ms,
-    gf__cl_module_load, gf__cl_module_unload, gf__cl_kernel_get, gf__cl_launch,
-    NULL, NULL, NULL, NULL, NULL,   /* graphs: the core's recorded replay */
-    NULL
-};
-
-static const gf__backend *gf__opencl_backend(void) { return &gf__cl_backend_table; }
+/* Left NULL: stream-ordered allocation (the core's cache), prefetch (SVM needs none), graphs
+   (the core's recorded replay), host_pinned (the driver copies from any host memory). */
+static void gf__cl_fill_table(gf__backend *t) {
+    t->kind = GF_BACKEND_OPENCL;
+    t->name = "opencl";
+    t->load = gf__cl_load;
+    t->device_count = gf__cl_device_count;
+    t->device_open = gf__cl_device_open;
+    t->device_close = gf__cl_device_close;
+    t->memory_info = gf__cl_memory_info;
+    t->buffer_alloc = gf__cl_buffer_alloc;
+    t->buffer_free = gf__cl_buffer_free;
+    t->host_alloc = gf__cl_host_alloc;
+    t->host_free = gf__cl_host_free;
+    t->stream_create = gf__cl_stream_create;
+    t->stream_destroy = gf__cl_stream_destroy;
+    t->stream_synchronize = gf__cl_stream_synchronize;
+    t->stream_query = gf__cl_stream_query;
+    t->copy = gf__cl_copy;
+    t->fill = gf__cl_fill;
+    t->host_callback = gf__cl_host_callback;
+    t->event_create = gf__cl_event_create;
+    t->event_destroy = gf__cl_event_destroy;
+    t->event_record = gf__cl_event_record;
+    t->stream_wait_event = gf__cl_stream_wait_event;
+    t->event_synchronize = gf__cl_event_synchronize;
+    t->event_query = gf__cl_event_query;
+    t->event_elapsed_ms = gf__cl_event_elapsed_ms;
+    t->module_load = gf__cl_module_load;
+    t->module_unload = gf__cl_module_unload;
+    t->kernel_get = gf__cl_kernel_get;
+    t->launch = gf__cl_launch;
+}
+static gf__backend gf__cl_table;
+static const gf__backend *gf__opencl_backend(void) { return gf__backend_once(&gf__cl_table, gf__cl_fill_table); }
 
 #endif /* GPUFLOW_OPENCL implementation */
