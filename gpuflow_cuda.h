@@ -477,7 +477,7 @@ static gf_result gf__cuda_device_open(gf_device *dev, int index) {
 fail_ctx:
     gf__cuda_release_context(d);
 fail:
-    GPUFLOW_FREE(d);
+    gf__free(d);
     return gf__cuda_fail(r, call);
 }
 #undef GF__CUDA_OPEN_STEP
@@ -488,7 +488,7 @@ static void gf__cuda_device_close(gf_device *dev) {
     if (!d) return;
     if (d->pool && gf__cuda_enter(dev) == GF_OK) (void)GF__CUDA_CALL(MemPoolTrimTo, (d->pool, 0));
     gf__cuda_release_context(d);
-    GPUFLOW_FREE(d);
+    gf__free(d);
     dev->native = NULL;
 }
 
@@ -747,7 +747,7 @@ static gf_result gf__cuda_launch(gf_stream *s, gf_kernel *k, const gf_launch_dim
     GPUFLOW_ASSERT(count >= 0 && (count == 0 || args != NULL));   /* gf_launch validated them */
     GF__CUDA_ENTER(s->dev);
     if (count > GF__CUDA_STACK_ARGS) {
-        params = (void **)GPUFLOW_MALLOC((size_t)count * sizeof *params);
+        params = (void **)gf__malloc((size_t)count * sizeof *params);
         if (!params) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "CUDA: out of host memory for %d kernel arguments", count);
     }
     for (i = 0; i < count; i++)
@@ -755,7 +755,7 @@ static gf_result gf__cuda_launch(gf_stream *s, gf_kernel *k, const gf_launch_dim
     r = GF__CUDA_CALL(LaunchKernel, ((CUfunction)k->native, dims->grid[0], dims->grid[1], dims->grid[2],
                                      dims->block[0], dims->block[1], dims->block[2], (unsigned int)dims->shared_bytes,
                                      GF__CUSTREAM(s), count ? params : NULL, NULL));
-    if (params != stack) GPUFLOW_FREE(params);
+    if (params != stack) gf__free(params);
     if (r != CUDA_SUCCESS) return gf__cuda_fail(r, "cuLaunchKernel");
     return GF_OK;
 }
