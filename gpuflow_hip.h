@@ -111,87 +111,88 @@ static const char *const gf__hip_libraries[] = { "libamdhip64.so", "libamdhip64.
 #define GF__HIP_STACK_ARGS 32         /* launches with more arguments allocate their table */
 
 /* ---- the runtime's entry points --------------------------------------------------------- */
-/* X(name, return type, parameters, optional): the runtime's hip<name>. One list makes the
-   table (gf__hip.<name>), the loader's names and the signature check. An optional entry may
-   be missing from the runtime (its slot stays NULL; the code asks before using it). */
+/* X(name, return type, parameters, optional, fails_as): the runtime's hip<name>. One list
+   makes the table (gf__hip.<name>), the loader's names, the signature check and what a
+   fault-injected call returns (hipError<fails_as>). An optional entry may be missing from
+   the runtime (its slot stays NULL; the code asks before using it). */
 #define GF__HIP_API(X) \
-    X(GetErrorName, const char *, (hipError_t), 0) \
-    X(DriverGetVersion, hipError_t, (int *), 0) \
-    X(Init, hipError_t, (unsigned int), 0) \
-    X(GetDeviceCount, hipError_t, (int *), 0) \
-    X(SetDevice, hipError_t, (int), 0) \
-    X(DeviceGet, hipError_t, (hipDevice_t *, int), 0) \
-    X(DeviceGetName, hipError_t, (char *, int, hipDevice_t), 0) \
-    X(DeviceTotalMem, hipError_t, (size_t *, hipDevice_t), 0) \
-    X(DeviceGetAttribute, hipError_t, (int *, hipDeviceAttribute_t, int), 0) \
-    X(DeviceGetStreamPriorityRange, hipError_t, (int *, int *), 0) \
-    X(MemGetInfo, hipError_t, (size_t *, size_t *), 0) \
-    X(Malloc, hipError_t, (void **, size_t), 0) \
-    X(MallocManaged, hipError_t, (void **, size_t, unsigned int), 0) \
-    X(Free, hipError_t, (void *), 0) \
-    X(HostMalloc, hipError_t, (void **, size_t, unsigned int), 0) \
-    X(HostFree, hipError_t, (void *), 0) \
-    X(HostGetFlags, hipError_t, (unsigned int *, void *), 0) \
+    X(GetErrorName, const char *, (hipError_t), 0, Unknown) \
+    X(DriverGetVersion, hipError_t, (int *), 0, Unknown) \
+    X(Init, hipError_t, (unsigned int), 0, Unknown) \
+    X(GetDeviceCount, hipError_t, (int *), 0, Unknown) \
+    X(SetDevice, hipError_t, (int), 0, Unknown) \
+    X(DeviceGet, hipError_t, (hipDevice_t *, int), 0, Unknown) \
+    X(DeviceGetName, hipError_t, (char *, int, hipDevice_t), 0, Unknown) \
+    X(DeviceTotalMem, hipError_t, (size_t *, hipDevice_t), 0, Unknown) \
+    X(DeviceGetAttribute, hipError_t, (int *, hipDeviceAttribute_t, int), 0, Unknown) \
+    X(DeviceGetStreamPriorityRange, hipError_t, (int *, int *), 0, Unknown) \
+    X(MemGetInfo, hipError_t, (size_t *, size_t *), 0, Unknown) \
+    X(Malloc, hipError_t, (void **, size_t), 0, OutOfMemory) \
+    X(MallocManaged, hipError_t, (void **, size_t, unsigned int), 0, OutOfMemory) \
+    X(Free, hipError_t, (void *), 0, Unknown) \
+    X(HostMalloc, hipError_t, (void **, size_t, unsigned int), 0, OutOfMemory) \
+    X(HostFree, hipError_t, (void *), 0, Unknown) \
+    X(HostGetFlags, hipError_t, (unsigned int *, void *), 0, Unknown) \
     /* stream-ordered allocation: optional, the core's cache stands in */ \
-    X(DeviceGetDefaultMemPool, hipError_t, (hipMemPool_t *, int), 1) \
-    X(MemPoolSetAttribute, hipError_t, (hipMemPool_t, hipMemPoolAttr, void *), 1) \
-    X(MemPoolTrimTo, hipError_t, (hipMemPool_t, size_t), 1) \
-    X(MallocFromPoolAsync, hipError_t, (void **, size_t, hipMemPool_t, hipStream_t), 1) \
-    X(FreeAsync, hipError_t, (void *, hipStream_t), 1) \
-    X(MemPrefetchAsync, hipError_t, (const void *, size_t, int, hipStream_t), 0) \
-    X(MemcpyHtoDAsync, hipError_t, (hipDeviceptr_t, void *, size_t, hipStream_t), 0) \
-    X(MemcpyDtoHAsync, hipError_t, (void *, hipDeviceptr_t, size_t, hipStream_t), 0) \
-    X(MemcpyDtoDAsync, hipError_t, (hipDeviceptr_t, hipDeviceptr_t, size_t, hipStream_t), 0) \
-    X(MemsetD8Async, hipError_t, (hipDeviceptr_t, unsigned char, size_t, hipStream_t), 0) \
-    X(StreamCreateWithPriority, hipError_t, (hipStream_t *, unsigned int, int), 0) \
-    X(StreamDestroy, hipError_t, (hipStream_t), 0) \
-    X(StreamQuery, hipError_t, (hipStream_t), 0) \
-    X(StreamSynchronize, hipError_t, (hipStream_t), 0) \
-    X(StreamWaitEvent, hipError_t, (hipStream_t, hipEvent_t, unsigned int), 0) \
+    X(DeviceGetDefaultMemPool, hipError_t, (hipMemPool_t *, int), 1, Unknown) \
+    X(MemPoolSetAttribute, hipError_t, (hipMemPool_t, hipMemPoolAttr, void *), 1, Unknown) \
+    X(MemPoolTrimTo, hipError_t, (hipMemPool_t, size_t), 1, Unknown) \
+    X(MallocFromPoolAsync, hipError_t, (void **, size_t, hipMemPool_t, hipStream_t), 1, OutOfMemory) \
+    X(FreeAsync, hipError_t, (void *, hipStream_t), 1, Unknown) \
+    X(MemPrefetchAsync, hipError_t, (const void *, size_t, int, hipStream_t), 0, Unknown) \
+    X(MemcpyHtoDAsync, hipError_t, (hipDeviceptr_t, void *, size_t, hipStream_t), 0, Unknown) \
+    X(MemcpyDtoHAsync, hipError_t, (void *, hipDeviceptr_t, size_t, hipStream_t), 0, Unknown) \
+    X(MemcpyDtoDAsync, hipError_t, (hipDeviceptr_t, hipDeviceptr_t, size_t, hipStream_t), 0, Unknown) \
+    X(MemsetD8Async, hipError_t, (hipDeviceptr_t, unsigned char, size_t, hipStream_t), 0, Unknown) \
+    X(StreamCreateWithPriority, hipError_t, (hipStream_t *, unsigned int, int), 0, Unknown) \
+    X(StreamDestroy, hipError_t, (hipStream_t), 0, Unknown) \
+    X(StreamQuery, hipError_t, (hipStream_t), 0, Unknown) \
+    X(StreamSynchronize, hipError_t, (hipStream_t), 0, Unknown) \
+    X(StreamWaitEvent, hipError_t, (hipStream_t, hipEvent_t, unsigned int), 0, Unknown) \
     /* declared by HIP 5.2, not exported by it: hipStreamAddCallback stands in */ \
-    X(LaunchHostFunc, hipError_t, (hipStream_t, hipHostFn_t, void *), 1) \
-    X(StreamAddCallback, hipError_t, (hipStream_t, hipStreamCallback_t, void *, unsigned int), 0) \
-    X(EventCreateWithFlags, hipError_t, (hipEvent_t *, unsigned int), 0) \
-    X(EventDestroy, hipError_t, (hipEvent_t), 0) \
-    X(EventRecord, hipError_t, (hipEvent_t, hipStream_t), 0) \
-    X(EventQuery, hipError_t, (hipEvent_t), 0) \
-    X(EventSynchronize, hipError_t, (hipEvent_t), 0) \
-    X(EventElapsedTime, hipError_t, (float *, hipEvent_t, hipEvent_t), 0) \
-    X(ModuleLoadData, hipError_t, (hipModule_t *, const void *), 0) \
-    X(ModuleUnload, hipError_t, (hipModule_t), 0) \
-    X(ModuleGetFunction, hipError_t, (hipFunction_t *, hipModule_t, const char *), 0) \
+    X(LaunchHostFunc, hipError_t, (hipStream_t, hipHostFn_t, void *), 1, Unknown) \
+    X(StreamAddCallback, hipError_t, (hipStream_t, hipStreamCallback_t, void *, unsigned int), 0, Unknown) \
+    X(EventCreateWithFlags, hipError_t, (hipEvent_t *, unsigned int), 0, Unknown) \
+    X(EventDestroy, hipError_t, (hipEvent_t), 0, Unknown) \
+    X(EventRecord, hipError_t, (hipEvent_t, hipStream_t), 0, Unknown) \
+    X(EventQuery, hipError_t, (hipEvent_t), 0, Unknown) \
+    X(EventSynchronize, hipError_t, (hipEvent_t), 0, Unknown) \
+    X(EventElapsedTime, hipError_t, (float *, hipEvent_t, hipEvent_t), 0, Unknown) \
+    X(ModuleLoadData, hipError_t, (hipModule_t *, const void *), 0, Unknown) \
+    X(ModuleUnload, hipError_t, (hipModule_t), 0, Unknown) \
+    X(ModuleGetFunction, hipError_t, (hipFunction_t *, hipModule_t, const char *), 0, Unknown) \
     X(ModuleLaunchKernel, hipError_t, (hipFunction_t, unsigned int, unsigned int, unsigned int, \
                                        unsigned int, unsigned int, unsigned int, unsigned int, \
-                                       hipStream_t, void **, void **), 0) \
-    X(StreamBeginCapture, hipError_t, (hipStream_t, hipStreamCaptureMode), 0) \
-    X(StreamEndCapture, hipError_t, (hipStream_t, hipGraph_t *), 0) \
-    X(GraphGetNodes, hipError_t, (hipGraph_t, hipGraphNode_t *, size_t *), 0) \
+                                       hipStream_t, void **, void **), 0, Unknown) \
+    X(StreamBeginCapture, hipError_t, (hipStream_t, hipStreamCaptureMode), 0, Unknown) \
+    X(StreamEndCapture, hipError_t, (hipStream_t, hipGraph_t *), 0, Unknown) \
+    X(GraphGetNodes, hipError_t, (hipGraph_t, hipGraphNode_t *, size_t *), 0, Unknown) \
     /* the 5-argument form (HIP has no 3-argument cuGraphInstantiate twin under this name) */ \
-    X(GraphInstantiate, hipError_t, (hipGraphExec_t *, hipGraph_t, hipGraphNode_t *, char *, size_t), 0) \
-    X(GraphLaunch, hipError_t, (hipGraphExec_t, hipStream_t), 0) \
-    X(GraphExecUpdate, hipError_t, (hipGraphExec_t, hipGraph_t, hipGraphNode_t *, hipGraphExecUpdateResult *), 0) \
-    X(GraphExecDestroy, hipError_t, (hipGraphExec_t), 0) \
-    X(GraphDestroy, hipError_t, (hipGraph_t), 0) \
-    X(GraphClone, hipError_t, (hipGraph_t *, hipGraph_t), 0) \
+    X(GraphInstantiate, hipError_t, (hipGraphExec_t *, hipGraph_t, hipGraphNode_t *, char *, size_t), 0, Unknown) \
+    X(GraphLaunch, hipError_t, (hipGraphExec_t, hipStream_t), 0, Unknown) \
+    X(GraphExecUpdate, hipError_t, (hipGraphExec_t, hipGraph_t, hipGraphNode_t *, hipGraphExecUpdateResult *), 0, Unknown) \
+    X(GraphExecDestroy, hipError_t, (hipGraphExec_t), 0, Unknown) \
+    X(GraphDestroy, hipError_t, (hipGraph_t), 0, Unknown) \
+    X(GraphClone, hipError_t, (hipGraph_t *, hipGraph_t), 0, Unknown) \
     /* nodes added to a capture by hand (a graph launched, or a host callback without \
        hipLaunchHostFunc): optional, else GF_ERROR_NOT_SUPPORTED */ \
     X(StreamGetCaptureInfo_v2, hipError_t, (hipStream_t, hipStreamCaptureStatus *, unsigned long long *, \
-                                            hipGraph_t *, const hipGraphNode_t **, size_t *), 1) \
-    X(GraphAddChildGraphNode, hipError_t, (hipGraphNode_t *, hipGraph_t, const hipGraphNode_t *, size_t, hipGraph_t), 1) \
-    X(GraphAddHostNode, hipError_t, (hipGraphNode_t *, hipGraph_t, const hipGraphNode_t *, size_t, const hipHostNodeParams *), 1) \
-    X(StreamUpdateCaptureDependencies, hipError_t, (hipStream_t, hipGraphNode_t *, size_t, unsigned int), 1) \
-    X(ThreadExchangeStreamCaptureMode, hipError_t, (hipStreamCaptureMode *), 0)
+                                            hipGraph_t *, const hipGraphNode_t **, size_t *), 1, Unknown) \
+    X(GraphAddChildGraphNode, hipError_t, (hipGraphNode_t *, hipGraph_t, const hipGraphNode_t *, size_t, hipGraph_t), 1, Unknown) \
+    X(GraphAddHostNode, hipError_t, (hipGraphNode_t *, hipGraph_t, const hipGraphNode_t *, size_t, const hipHostNodeParams *), 1, Unknown) \
+    X(StreamUpdateCaptureDependencies, hipError_t, (hipStream_t, hipGraphNode_t *, size_t, unsigned int), 1, Unknown) \
+    X(ThreadExchangeStreamCaptureMode, hipError_t, (hipStreamCaptureMode *), 0, Unknown)
 
 /* The table, filled once by gf__hip_load_runtime; read-only afterwards. */
 typedef struct gf__hip_api {
-#define GF__HIP_SLOT(name, ret, params, optional) ret (*name) params;
+#define GF__HIP_SLOT(name, ret, params, optional, fails_as) ret (*name) params;
     GF__HIP_API(GF__HIP_SLOT)
 #undef GF__HIP_SLOT
 } gf__hip_api;
 
 typedef struct gf__hip_entry { const char *name; size_t offset; int optional; } gf__hip_entry;
 static const gf__hip_entry gf__hip_entries[] = {
-#define GF__HIP_ENTRY(name, ret, params, optional) { "hip" #name, offsetof(gf__hip_api, name), optional },
+#define GF__HIP_ENTRY(name, ret, params, optional, fails_as) { "hip" #name, offsetof(gf__hip_api, name), optional },
     GF__HIP_API(GF__HIP_ENTRY)
 #undef GF__HIP_ENTRY
 };
@@ -215,7 +216,7 @@ static gf__hip_api gf__hip;
 #define GF__HIP_STR(x) #x
 #define GF__HIP_XSTR(x) GF__HIP_STR(x)
 static void gf__hip_check_signatures(void) {
-#define GF__HIP_SAME(name, ret, params, optional) \
+#define GF__HIP_SAME(name, ret, params, optional, fails_as) \
     (void)sizeof(gf__hip.name == GF__HIP_PROTO(name)); \
     (void)sizeof(char[sizeof(GF__HIP_XSTR(hip##name)) == sizeof("hip" #name) ? 1 : -1]);
     GF__HIP_API(GF__HIP_SAME)
@@ -225,10 +226,17 @@ static void gf__hip_check_signatures(void) {
 #undef GF__HIP_STR
 #undef GF__HIP_XSTR
 
+/* What a fault-injected call of each entry point returns: gf__hip_fault_<name>. */
+enum {
+#define GF__HIP_FAULT_CODE(name, ret, params, optional, fails_as) gf__hip_fault_##name = hipError##fails_as,
+    GF__HIP_API(GF__HIP_FAULT_CODE)
+#undef GF__HIP_FAULT_CODE
+    gf__hip_fault_codes_end
+};
+
 /* r = hip<name> args, through the fault-injection seam: a test build may fail any entry point
    without calling it, as the runtime would fail it. */
-#define GF__HIP_FAULT_ERROR hipErrorUnknown
-#define GF__HIP_CALL(name, args) (GF__FAULT("hip" #name) ? GF__HIP_FAULT_ERROR : gf__hip.name args)
+#define GF__HIP_CALL(name, args) (GF__FAULT("hip" #name) ? (hipError_t)gf__hip_fault_##name : gf__hip.name args)
 
 static gf__driver gf__hip_runtime;
 static int gf__hip_no_device;         /* the runtime loaded but found no device */
