@@ -3,6 +3,8 @@
 #   make test                  build and run every test and example; the last line is `N passed, N failed`
 #   make test-gpu              on the GPU machine: the conformance suite on CUDA (+ memcheck)
 #   make sanitize              the tests under ASan+UBSan, then under TSan
+#   make stress                8 threads over shared objects, then a create/destroy soak (bounded)
+#   make fuzz                  the API-sequence fuzzer for FUZZ_TIME seconds (clang, libFuzzer)
 #   make examples | bench      build (and run) examples/*.c; build bench/*.c
 #   make install PREFIX=dir    copy the headers to dir/include
 #   make ptx                   regenerate the test kernels' PTX (needs nvcc)
@@ -57,7 +59,7 @@ TEST_RUNS = "$(BUILD)/conformance stub" "$(BUILD)/conformance opencl" \
             "sh tests/compile_checks.sh $(BUILD) '$(CC) $(CSTD) $(WARN) $(call isys,$(CUDA_INCLUDE)) $(call isys,$(HIP_INCLUDE))' \
                 $(if $(HAVE_CUDA),cuda) $(if $(HAVE_OPENCL),opencl) $(if $(HAVE_HIP),hip)"
 
-.PHONY: test test-gpu sanitize examples bench install clean ptx FORCE
+.PHONY: test test-gpu sanitize examples bench install clean ptx stress stress-sanitize fuzz FORCE
 .DELETE_ON_ERROR:
 
 test: $(TEST_BINS)
@@ -122,6 +124,24 @@ sanitize: $(BUILD)/asan/conformance $(BUILD)/asan/bad_input $(BUILD)/asan/thread
 	@$(SAN_ENV) sh tests/run.sh "$(BUILD)/asan/conformance stub" "$(BUILD)/asan/bad_input" \
 	    "$(BUILD)/asan/threads stub" "$(BUILD)/asan/reliability stub" \
 	    "$(BUILD)/tsan/conformance stub" "$(BUILD)/tsan/threads stub" "$(BUILD)/tsan/reliability stub"
+
+# ---- make stress -----------------------------------------------------------------------------------
+# 8 threads over shared streams, pools, event pools, waiters, flows and graphs for STRESS_SECONDS,
+# then a create/destroy soak on a fresh device (50k rounds or STRESS_SECONDS, whichever ends first),
+# per backend in STRESS_BACKENDS, printing RSS, fds and threads per 10k rounds. STRESS_UPDATE=update
+# also races gf_graph_update against launches of the same graph. stress-sanitize: shorter, under
+# ASan+UBSan and TSan, with a soak sample every 500 rounds so the short soak is still judged.
+STRESS_SECONDS     ?= 20
+STRESS_SAN_SECONDS ?= 5
+STRESS_BACKENDS    ?= stub
+STRESS_UPDATE      ?= update
+stress: $(BUILD)/stress
+	@STRESS_SECONDS=$(STRESS_SECONDS) TEST_TIMEOUT=$$((2 * $(STRESS_SECONDS) + 120)) sh tests/run.sh \
+	    $(foreach b,$(STRESS_BACKENDS),"$(BUILD)/stress $(b) $(STRESS_UPDATE)")
+
+stress-sanitize: $(BUILD)/asan/stress $(BUILD)/tsan/stress
+	@$(SAN_ENV) STRESS_SECONDS=$(STRESS_SAN_SECONDS) STRESS_SOAK_EVERY=500 TEST_TIMEOUT=$$((4 * $(STRESS_SAN_SECONDS) + 240)) \
+	    sh tests/run.sh "$(BUILD)/asan/stress stub $(STRESS_UPDATE)" "$(BUILD)/tsan/stress stub $(STRESS_UPDATE)"
 
 # ---- make examples / bench ---------------------------------------------------------------------------
 # Each example builds with its own one cc line (stub backend) and runs in build/examples.

@@ -1383,6 +1383,7 @@ static void gf__device_free(gf_device *dev) {
     gf__free(dev->graphs);
     for (i = 0; i < dev->shell_count; i++) gf__free(dev->shells[i]);
     gf__free(dev->shells);
+    gf__free(dev->pinned);
     dev->type = GF__T_DEAD;
     gf__free(dev);
 }
@@ -4252,15 +4253,16 @@ GPUFLOW_IMPL gf_result gf_graph_launch(gf_graph *g, gf_stream *s) {
     c.child = g;
     gf__atomic_store_int(&g->launched, 1);
     if (!(pool = g->owned_count ? g->pool : NULL)) return gf__submit(s, &c);
-    /* graphs sharing a pool's memory run one at a time: after the pool's previous launch */
-    gf__lock(&pool->lock);
+    /* graphs sharing a pool's memory run one at a time: after the pool's previous launch
+       (locks in the order a pooled allocation takes them: stream, then pool) */
     gf__lock(&s->lock);
+    gf__lock(&pool->lock);
     if (s->capture) r = gf__fail(GF_ERROR_CAPTURE, "gf_graph_launch: a graph using a graph pool's memory cannot be launched inside a capture");
     else if (pool->last_recorded) r = gf__wait_locked(s, pool->last);
     if (r == GF_OK) r = gf__exec_counted(s, &c);
     if (r == GF_OK && (r = gf__event_record_locked(pool->last, s)) == GF_OK) pool->last_recorded = 1;
-    gf__unlock(&s->lock);
     gf__unlock(&pool->lock);
+    gf__unlock(&s->lock);
     return r;
 }
 

@@ -2469,6 +2469,236 @@ static void test_interop(void)
     gf_stream_destroy(s);
 }
 
+/* ---- graphs and flows (issue 12) -------------------------------------------------------------- */
+static void temp_path(char *path, size_t cap, const char *what)
+{
+    const char *dir = getenv("TMPDIR");
+    snprintf(path, cap, "%s/gpuflow_%s_%s_%ld", dir && *dir ? dir : "/tmp", what, C.name, (long)getpid());
+}
+
+typedef struct { gf_buffer *a, *b; size_t bytes; gf_buffer **made; } pool_capture;
+static gf_result capture_alloc_fill(gf_stream *s, void *user)   /* allocates inside the capture */
+{
+    pool_capture *pc = (pool_capture *)user;
+    gf_result r = gf_buffer_create_async(s, pc->bytes, pc->made);
+    if (r == GF_OK) r = gf_fill_async(s, *pc->made, 0, 0x42, pc->bytes);
+    if (r == GF_OK) r = gf_copy_buffer_async(s, pc->a, 0, *pc->made, 0, 64);
+    if (r == GF_OK) r = gf_buffer_destroy_async(s, *pc->made);
+    return r;
+}
+
+static void test_graph_pools(void)
+{
+    const size_t big = (size_t)8 << 20;
+    gf_stream *s = mk_stream("pooled");
+    gf_graph_pool *pool = NULL;
+    gf_graph *g1 = NULL, *g2 = NULL, *g3 = NULL, *g4 = NULL;
+    gf_buffer *out1 = mk_buffer(64), *out2 = mk_buffer(64), *m1 = NULL, *m2 = NULL;
+    gf_memory_stats before, pooled, privately;
+    gf_capture_desc d;
+    pool_capture pc;
+    unsigned char h[64];
+    CHECK_EQ_RESULT(gf_graph_pool_create(C.dev, &pool), GF_OK);
+    CHECK_EQ_RESULT(gf_device_trim(C.dev, 0), GF_OK);
+    CHECK_EQ_RESULT(gf_device_memory_stats(C.dev, &before), GF_OK);
+    memset(&d, 0, sizeof d);
+    d.mode = GF_CAPTURE_RELAXED;
+    d.pool = pool;
+    pc.a = out1; pc.bytes = big; pc.made = &m1;
+    CHECK_EQ_RESULT(gf_graph_capture_desc(s, &d, capture_alloc_fill, &pc, &g1), GF_OK);
+    pc.a = out2; pc.made = &m2;
+    CHECK_EQ_RESULT(gf_graph_capture_desc(s, &d, capture_alloc_fill, &pc, &g2), GF_OK);
+    CHECK_EQ_RESULT(gf_graph_launch(g1, s), GF_OK);
+    CHECK_EQ_RESULT(gf_graph_launch(g2, s), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_synchronize(s), GF_OK);
+    CHECK_EQ_RESULT(gf_device_memory_stats(C.dev, &pooled), GF_OK);
+    CHECK(pooled.kind[GF_MEMORY_DEVICE].bytes - before.kind[GF_MEMORY_DEVICE].bytes == big,
+          "graph pool: two graphs each allocating 8 MiB in one pool hold 8 MiB together");
+    CHECK_EQ_RESULT(gf_copy_to_host(h, out2, 0, 64), GF_OK);
+    CHECK(all_bytes(h, 64, 0x42), "graph pool: the pooled graphs run and compute");
+    CHECK_SETS_ERROR(gf_graph_pool_destroy(pool));         /* graphs alive: refused, pool kept */
+    /* private: the same two captures without a pool hold 16 MiB */
+    d.pool = NULL;
+    pc.a = out1; pc.made = &m1;
+    CHECK_EQ_RESULT(gf_graph_capture_desc(s, &d, capture_alloc_fill, &pc, &g3), GF_OK);
+    pc.a = out2; pc.made = &m2;
+    CHECK_EQ_RESULT(gf_graph_capture_desc(s, &d, capture_alloc_fill, &pc, &g4), GF_OK);
+    CHECK_EQ_RESULT(gf_graph_launch(g3, s), GF_OK);
+    CHECK_EQ_RESULT(gf_graph_launch(g4, s), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_synchronize(s), GF_OK);
+    CHECK_EQ_RESULT(gf_device_memory_stats(C.dev, &privately), GF_OK);
+    if (!C.info.native_graphs)   /* a native graph's memory nodes are the driver's, not counted here */
+        CHECK(privately.kind[GF_MEMORY_DEVICE].bytes - pooled.kind[GF_MEMORY_DEVICE].bytes == 2 * big,
+              "graph pool: the same graphs without a pool hold their memory each");
+    gf_graph_destroy(g3);
+    gf_graph_destroy(g4);
+    gf_graph_destroy(g1);
+    gf_graph_destroy(g2);
+    gf_graph_pool_destroy(pool);
+    CHECK_EQ_RESULT(gf_device_memory_stats(C.dev, &pooled), GF_OK);
+    CHECK(pooled.kind[GF_MEMORY_DEVICE].bytes == before.kind[GF_MEMORY_DEVICE].bytes, "graph pool: destroying the graphs and the pool gives the memory back");
+    CHECK_FAIL(gf_stream_begin_capture_pool(s, GF_CAPTURE_GLOBAL, (gf_graph_pool *)out1), GF_ERROR_INVALID_HANDLE);
+    gf_buffer_destroy(out1);
+    gf_buffer_destroy(out2);
+    gf_stream_destroy(s);
+}
+
+typedef struct { gf_buffer *b; uint32_t n, v; } kernel_capture;
+static gf_result capture_two_launches(gf_stream *s, void *user)
+{
+    kernel_capture *kc = (kernel_capture *)user;
+    gf_result r = launch_u32(s, C.k_fill, kc->b, kc->n, kc->v);
+    return r == GF_OK ? launch_u32(s, C.k_add, kc->b, kc->n, 1) : r;
+}
+
+static void test_graph_kernel_args(void)
+{
+    gf_stream *s = mk_stream("args");
+    gf_buffer *b = mk_buffer(64 * sizeof(uint32_t)), *other = mk_buffer(64 * sizeof(uint32_t));
+    gf_graph *g = NULL;
+    gf_graph_info info;
+    gf_arg args[3];
+    kernel_capture kc;
+    uint32_t n = 64, v = 10;
+    char path[256];
+    size_t len = 0;
+    char *text;
+    if (!C.mod) { SKIP("no test kernels on this backend"); gf_buffer_destroy(b); gf_buffer_destroy(other); gf_stream_destroy(s); return; }
+    kc.b = b; kc.n = n; kc.v = v;
+    CHECK_EQ_RESULT(gf_graph_capture(s, 0, capture_two_launches, &kc, &g), GF_OK);
+    CHECK_EQ_RESULT(gf_graph_info(g, &info), GF_OK);
+    CHECK(info.launches == 2, "set_kernel_args: the graph counts its launches");
+    CHECK_EQ_RESULT(gf_graph_launch(g, s), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_synchronize(s), GF_OK);
+    CHECK(buffer_is_u32(b, n, 11, "set_kernel_args: as captured, fill 10 then add 1"), "captured");
+    v = 20;   /* launch 0: another value, and the other buffer */
+    args[0].value = 0; args[0].size = 0; args[0].buffer = other;
+    args[1].value = &n; args[1].size = sizeof n; args[1].buffer = 0;
+    args[2].value = &v; args[2].size = sizeof v; args[2].buffer = 0;
+    CHECK_EQ_RESULT(gf_graph_set_kernel_args(g, 0, args, 3), GF_OK);
+    args[0].buffer = other;
+    v = 5;
+    CHECK_EQ_RESULT(gf_graph_set_kernel_args(g, 1, args, 3), GF_OK);
+    CHECK_EQ_RESULT(gf_graph_launch(g, s), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_synchronize(s), GF_OK);
+    CHECK(buffer_is_u32(other, n, 25, "set_kernel_args: both launches take their new arguments"), "updated");
+    CHECK(buffer_is_u32(b, n, 11, "set_kernel_args: the old buffer is left alone"), "old");
+    CHECK_FAIL(gf_graph_set_kernel_args(g, 2, args, 3), GF_ERROR_OUT_OF_RANGE);
+    CHECK_FAIL(gf_graph_set_kernel_args(g, -1, args, 3), GF_ERROR_OUT_OF_RANGE);
+    CHECK_FAIL(gf_graph_set_kernel_args(g, 0, args, 2), GF_ERROR_INVALID_ARGUMENT);
+    args[1].size = 8;
+    CHECK_FAIL(gf_graph_set_kernel_args(g, 0, args, 3), GF_ERROR_INVALID_ARGUMENT);   /* size differs */
+    args[1].size = sizeof n; args[0].buffer = 0; args[0].value = &n; args[0].size = sizeof n;
+    CHECK_FAIL(gf_graph_set_kernel_args(g, 0, args, 3), GF_ERROR_INVALID_ARGUMENT);   /* kind differs */
+    CHECK_EQ_RESULT(gf_graph_launch(g, s), GF_OK);                                     /* unchanged by refusals */
+    CHECK_EQ_RESULT(gf_stream_synchronize(s), GF_OK);
+    CHECK(buffer_is_u32(other, n, 25, "set_kernel_args: refused changes change nothing"), "refused");
+    temp_path(path, sizeof path, "graph.dot");
+    CHECK_EQ_RESULT(gf_graph_write_dot(g, path), GF_OK);
+    text = read_file(path, &len);
+    CHECK(text && strstr(text, "digraph") && (C.info.native_graphs || strstr(text, "fill_u32")), "graph DOT: a digraph naming its launches");
+    free(text);
+    remove(path);
+    gf_graph_destroy(g);
+    gf_buffer_destroy(b);
+    gf_buffer_destroy(other);
+    gf_stream_destroy(s);
+}
+
+typedef struct { gf_buffer *b; size_t at; unsigned char v; } flow_fill;
+static gf_result flow_fill_task(gf_stream *s, void *user)
+{
+    flow_fill *ff = (flow_fill *)user;
+    return gf_fill_async(s, ff->b, ff->at, ff->v, 64);
+}
+
+static void test_flow_tasks(void)
+{
+    gf_stream_pool_desc pd;
+    gf_stream_pool *pool = NULL;
+    gf_flow *flow = NULL;
+    gf_buffer *b = mk_buffer(256);
+    gf_task_desc td;
+    gf_task t[4];
+    gf_flow_stats st;
+    flow_fill ff[4];
+    th_flag done;
+    unsigned char h[256];
+    char path[256];
+    size_t len = 0;
+    char *text;
+    int i;
+    th_flag_init(&done);
+    memset(&pd, 0, sizeof pd);
+    pd.count = 6;
+    pd.strategy = GF_POOL_WORKLOAD;
+    CHECK_EQ_RESULT(gf_stream_pool_create(C.dev, &pd, &pool), GF_OK);
+    CHECK_EQ_RESULT(gf_flow_create(C.dev, NULL, &flow), GF_OK);
+    for (i = 0; i < 4; i++) {
+        static const char *names[4] = { "upload", "simulate", "shade", "readback" };
+        ff[i].b = b; ff[i].at = (size_t)i * 64; ff[i].v = (unsigned char)(i + 1);
+        memset(&td, 0, sizeof td);
+        td.name = names[i];
+        td.fn = flow_fill_task;
+        td.user = &ff[i];
+        td.workload = i == 0 || i == 3 ? GF_WORKLOAD_MEMORY : GF_WORKLOAD_COMPUTE;
+        td.priority = i == 1 ? GF_PRIORITY_HIGH : GF_PRIORITY_NORMAL;
+        td.on_complete = th_flag_cb;
+        td.on_complete_user = &done;
+        CHECK_EQ_RESULT(gf_flow_add_desc(flow, &td, &t[i]), GF_OK);
+    }
+    CHECK_EQ_RESULT(gf_flow_depend(flow, t[0], t[1]), GF_OK);
+    CHECK_EQ_RESULT(gf_flow_depend(flow, t[0], t[2]), GF_OK);
+    CHECK_EQ_RESULT(gf_flow_depend(flow, t[1], t[3]), GF_OK);
+    CHECK_EQ_RESULT(gf_flow_depend(flow, t[2], t[3]), GF_OK);
+    CHECK_EQ_RESULT(gf_profiler_enable(C.dev, GF_PROFILE_ON), GF_OK);
+    CHECK_EQ_RESULT(gf_flow_run(flow, pool), GF_OK);
+    CHECK_EQ_RESULT(gf_flow_run(flow, pool), GF_OK);
+    CHECK(th_flag_wait(&done, 8, TH_WAIT_MS), "flow tasks: each task's completion callback ran once per run");
+    CHECK_EQ_RESULT(gf_stream_pool_synchronize(pool), GF_OK);
+    CHECK_EQ_RESULT(gf_copy_to_host(h, b, 0, 256), GF_OK);
+    CHECK(all_bytes(h, 64, 1) && all_bytes(h + 64, 64, 2) && all_bytes(h + 128, 64, 3) && all_bytes(h + 192, 64, 4), "flow tasks: every task's work ran");
+    CHECK_EQ_RESULT(gf_flow_get_stats(flow, &st), GF_OK);
+    CHECK(st.runs == 2 && st.tasks_run == 8, "flow stats: runs and tasks run");
+    CHECK(st.cross_edges >= 2 && st.events >= st.cross_edges / 2, "flow stats: cross-stream edges (workloads put tasks on different streams) and their events");
+    CHECK(st.timed_runs == 2 && st.avg_run_ms >= 0, "flow stats: runs timed on the device with the profiler on");
+    temp_path(path, sizeof path, "flow.dot");
+    CHECK_EQ_RESULT(gf_flow_write_dot(flow, path), GF_OK);
+    text = read_file(path, &len);
+    CHECK(text && strstr(text, "digraph") && strstr(text, "\"simulate\"") && strstr(text, "cluster_lane") && strstr(text, "event"),
+          "flow DOT: tasks, lanes and cross-stream events");
+    free(text);
+    remove(path);
+    temp_path(path, sizeof path, "ranges.json");
+    {
+        gf_stream *s = NULL;
+        CHECK_EQ_RESULT(gf_stream_pool_acquire(pool, NULL, &s), GF_OK);
+        gf_range_push(s, "outer range");
+        gf_range_push(s, "inner range");
+        CHECK_EQ_RESULT(gf_fill_async(s, b, 0, 9, 16), GF_OK);
+        gf_range_pop(s);
+        gf_range_pop(s);
+        gf_range_pop(s);   /* unmatched: ignored */
+        CHECK_EQ_RESULT(gf_stream_pool_release(pool, s), GF_OK);
+    }
+    CHECK_EQ_RESULT(gf_profiler_write_trace(C.dev, path), GF_OK);
+    text = read_file(path, &len);
+    CHECK(text && strstr(text, "outer range") && strstr(text, "inner range") && strstr(text, "\"shade\""),
+          "ranges: user ranges and flow tasks are spans in the trace");
+    free(text);
+    remove(path);
+    CHECK_EQ_RESULT(gf_profiler_enable(C.dev, 0), GF_OK);
+    memset(&td, 0, sizeof td);
+    CHECK_FAIL(gf_flow_add_desc(flow, &td, &t[0]), GF_ERROR_INVALID_ARGUMENT);        /* no fn */
+    td.fn = flow_fill_task;
+    td.workload = (gf_workload)99;
+    CHECK_FAIL(gf_flow_add_desc(flow, &td, &t[0]), GF_ERROR_INVALID_ARGUMENT);
+    gf_flow_destroy(flow);
+    gf_stream_pool_destroy(pool);
+    gf_buffer_destroy(b);
+    th_flag_destroy(&done);
+}
+
 int main(int argc, char **argv)
 {
     static const struct { const char *name; gf_backend b; } known[] = {
@@ -2514,6 +2744,9 @@ int main(int argc, char **argv)
         { "record_stream", test_record_stream },
         { "memory_stats", test_memory_stats },
         { "interop", test_interop },
+        { "graph_pools", test_graph_pools },
+        { "graph_kernel_args", test_graph_kernel_args },
+        { "flow_tasks", test_flow_tasks },
     };
 
     const int test_count = (int)(sizeof tests / sizeof tests[0]);
