@@ -426,7 +426,7 @@ static gf_result gf__hip_device_open(gf_device *dev, int index) {
     dev->native = d;
     return GF_OK;
 fail:
-    GPUFLOW_FREE(d);
+    gf__free(d);
     return gf__hip_fail(r, call);
 }
 #undef GF__HIP_OPEN_STEP
@@ -435,7 +435,7 @@ static void gf__hip_device_close(gf_device *dev) {
     gf__hip_device *d = (gf__hip_device *)dev->native;
     if (!d) return;
     if (d->pool) (void)GF__HIP_CALL(MemPoolTrimTo, (d->pool, 0));
-    GPUFLOW_FREE(d);
+    gf__free(d);
     dev->native = NULL;
 }
 
@@ -508,7 +508,7 @@ typedef struct gf__hip_thunk { void (*fn)(void *); void *user; } gf__hip_thunk;
 static void gf__hip_thunk_run(hipStream_t stream, hipError_t status, void *p) {
     gf__hip_thunk t = *(gf__hip_thunk *)p;
     (void)stream; (void)status;
-    GPUFLOW_FREE(p);
+    gf__free(p);
     t.fn(t.user);
 }
 
@@ -530,13 +530,13 @@ static gf_result gf__hip_host_callback(gf_stream *s, void (*fn)(void *user), voi
         host.userData = user;
         return gf__hip_capture_append(s, NULL, &host);
     }
-    if (!(t = (gf__hip_thunk *)GPUFLOW_MALLOC(sizeof *t)))
+    if (!(t = (gf__hip_thunk *)gf__malloc(sizeof *t)))
         return gf__fail(GF_ERROR_OUT_OF_MEMORY, "HIP: out of host memory for a stream callback");
     t->fn = fn;
     t->user = user;
     r = GF__HIP_CALL(StreamAddCallback, (GF__HIPSTREAM(s), gf__hip_thunk_run, t, 0));
     if (r != hipSuccess) {
-        GPUFLOW_FREE(t);
+        gf__free(t);
         return gf__hip_fail(r, "hipStreamAddCallback");
     }
     return GF_OK;
@@ -695,7 +695,7 @@ static gf_result gf__hip_launch(gf_stream *s, gf_kernel *k, const gf_launch_dims
     hipError_t r;
     int i;
     if (count > GF__HIP_STACK_ARGS) {
-        params = (void **)GPUFLOW_MALLOC((size_t)count * sizeof *params);
+        params = (void **)gf__malloc((size_t)count * sizeof *params);
         if (!params) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "HIP: out of host memory for %d kernel arguments", count);
     }
     for (i = 0; i < count; i++)
@@ -703,7 +703,7 @@ static gf_result gf__hip_launch(gf_stream *s, gf_kernel *k, const gf_launch_dims
     r = GF__HIP_CALL(ModuleLaunchKernel, ((hipFunction_t)k->native, dims->grid[0], dims->grid[1], dims->grid[2],
                                           dims->block[0], dims->block[1], dims->block[2], (unsigned int)dims->shared_bytes,
                                           GF__HIPSTREAM(s), count ? params : NULL, NULL));
-    if (params != stack) GPUFLOW_FREE(params);
+    if (params != stack) gf__free(params);
     if (r != hipSuccess) return gf__hip_fail(r, "hipModuleLaunchKernel");
     return GF_OK;
 }
