@@ -1,0 +1,1184 @@
+/* Fault loops: one representative scenario (devices, streams, buffers, async copies and fills,
+   events, an event pool and an async waiter, kernels, a stream pool, a stream set, a flow run
+   over the pool and captured into a graph, a capture with launch and update, stream-ordered
+   allocation, the profiler's report and trace, device synchronize, destroy and close) is run
+   once to count its calls of one kind, then once per N with the N-th call failing.
+
+       faults alloc [stub|opencl]       GPUFLOW_MALLOC / GPUFLOW_REALLOC return NULL
+       faults slots stub|opencl|cuda|hip    a backend vtable slot returns GF_ERROR_DRIVER
+       faults entries opencl|cuda|hip   a native driver entry point fails (gpuflow_fault_hit,
+                                        asked by the backends through GF__FAULT)
+   options:
+       --once | --from    only "the N-th call fails" | only "every call from the N-th on fails"
+                          (default: both)
+       --only N           just that N (a reproducer)
+       --every K          every K-th N (default: all N up to a per-mode budget of runs, then
+                          an even sample; the output says which)
+       --all              every N, whatever the count
+       -v                 one line per run
+   environment:
+       FAULTS_NO_RECOVERY=1   do not retry, with faults off, the destroys a fault made the
+                              library refuse: what they kept is then reported as leaked
+       FAULTS_RUN_LIMIT_S     a run that takes longer is a hang (default 20): the program
+                              reports it, with its N, and exits
+
+   Every run must: not crash (the sanitizer build: make sanitize); not hang; return from each
+   failing call a negative gf_result with a fresh gf_last_error() (the text is primed with a
+   sentinel before every call), the first failure naming the failed slot or entry point; keep
+   every GF_OK honest (the scenario's data checks run in each run in which no call reported a
+   failure, so a fault the library swallowed must not change a result); leave every object it
+   did not destroy usable once the faults stop (a probe with faults off); either free an
+   object on destroy or keep it and say why (the gf_last_error text), the kept ones freeable
+   once the faults stop; and end with every block the library allocated freed (this program
+   supplies GPUFLOW_MALLOC / REALLOC / FREE and counts them, so leaks show in plain builds
+   too, attributed to the run and to the scenario step that allocated them; under ASan LSan
+   checks at exit as well).
+
+   Only calls made by the scenario's thread are counted and failed, so that the N-th call is
+   the same call in every run: calls from the library's own threads (stub stream workers, the
+   async waiter, OpenCL callback threads) pass through. Driver loading happens once per
+   process, before the loop, so its one-time allocations are not in the count either. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <stdarg.h>
+#include <pthread.h>
+#include <time.h>
+#include <unistd.h>
+#include <signal.h>
+
+/* ---- the fault switch: counts calls of each kind, fails the chosen one(s) ------------------ */
+enum { K_ALLOC, K_SLOT, K_ENTRY, K_COUNT };
+static const char *const kind_names[K_COUNT] = { "allocation", "slot", "entry-point" };
+
+#define MAX_TALLY 160
+typedef struct { char name[96]; unsigned long count; } tally_item;
+
+static void copy_name(char *dst, size_t cap, const char *src)   /* truncating strcpy */
+{
+    size_t n = strlen(src);
+    if (n >= cap) n = cap - 1;
+    memcpy(dst, src, n);
+    dst[n] = 0;
+}
+
+static struct {
+    int armed;                      /* counting the scenario thread's calls */
+    int kind;                       /* the kind that fails */
+    unsigned long fail_at;          /* 0: nothing fails */
+    int from;                       /* every call from fail_at on fails */
+    unsigned long calls[K_COUNT];   /* counted in this run */
+    unsigned long injected;         /* failures injected in this run */
+    char first_name[64];            /* the first injected call, and the step it was in */
+    const char *first_step; int first_line;
+    char names[32][64]; int name_count;   /* distinct names injected in this run */
+    const char *step; int line;     /* the scenario step running now */
+    const char *phase;              /* scenario, probe, cleanup, recovery, close */
+    int tally_on;                   /* counting run: names of the calls of the failing kind */
+    tally_item tally[MAX_TALLY]; int tally_count;
+} F;
+static __thread int faults_main;    /* the scenario's thread */
+
+static void tally_add(const char *name)
+{
+    int i;
+    for (i = 0; i < F.tally_count; i++)
+        if (!strcmp(F.tally[i].name, name)) { F.tally[i].count++; return; }
+    if (F.tally_count < MAX_TALLY) {
+        copy_name(F.tally[F.tally_count].name, sizeof F.tally[0].name, name);
+        F.tally[F.tally_count++].count = 1;
+    }
+}
+
+/* Called before every allocation, slot call and entry point: nonzero fails it. */
+static int faults_hit(int kind, const char *name)
+{
+    unsigned long n;
+    int i;
+    if (!faults_main || !F.armed) return 0;
+    n = ++F.calls[kind];
+    if (kind != F.kind) return 0;
+    if (F.tally_on) tally_add(kind == K_ALLOC ? (F.step ? F.step : F.phase ? F.phase : "(outside a step)") : name);
+    if (!F.fail_at || n < F.fail_at || (n > F.fail_at && !F.from)) return 0;
+    if (F.injected++ == 0) {
+        copy_name(F.first_name, sizeof F.first_name, name);
+        F.first_step = F.step;
+        F.first_line = F.line;
+    }
+    for (i = 0; i < F.name_count; i++) if (!strcmp(F.names[i], name)) break;
+    if (i == F.name_count && F.name_count < 32) copy_name(F.names[F.name_count++], sizeof F.names[0], name);
+    return 1;
+}
+
+/* ---- the library's memory: counted, each block on a list with the step that made it ------- */
+typedef struct blk {
+    struct blk *prev, *next;
+    size_t size;
+    const char *step; int line;     /* scenario step (NULL: outside one, or another thread) */
+} blk;
+#define BLK_HDR ((sizeof(blk) + 15) & ~(size_t)15)
+static blk blk_head = { &blk_head, &blk_head, 0, NULL, 0 };
+static pthread_mutex_t blk_lock = PTHREAD_MUTEX_INITIALIZER;
+static long blk_live;
+static void *watch_ptr;             /* a destroy's object: did the library free it? */
+static int watch_hit;
+
+static void blk_link(blk *b)
+{
+    pthread_mutex_lock(&blk_lock);
+    b->next = blk_head.next; b->prev = &blk_head;
+    blk_head.next->prev = b; blk_head.next = b;
+    blk_live++;
+    pthread_mutex_unlock(&blk_lock);
+}
+static void blk_unlink(blk *b)
+{
+    pthread_mutex_lock(&blk_lock);
+    if (b->next != b) {             /* else reported as leaked and detached: freed late after all */
+        b->prev->next = b->next; b->next->prev = b->prev;
+        blk_live--;
+    }
+    pthread_mutex_unlock(&blk_lock);
+}
+static void blk_note(blk *b, size_t n)
+{
+    b->size = n;
+    b->step = faults_main ? F.step : NULL;
+    b->line = faults_main ? F.line : 0;
+}
+
+static void *faults_malloc(size_t n)
+{
+    blk *b;
+    if (faults_hit(K_ALLOC, "malloc")) return NULL;
+    if (!(b = (blk *)malloc(BLK_HDR + n))) return NULL;
+    blk_note(b, n);
+    blk_link(b);
+    return (char *)b + BLK_HDR;
+}
+static void faults_free(void *p)
+{
+    blk *b;
+    if (!p) return;
+    if (p == __atomic_load_n(&watch_ptr, __ATOMIC_ACQUIRE)) __atomic_store_n(&watch_hit, 1, __ATOMIC_RELEASE);
+    b = (blk *)((char *)p - BLK_HDR);
+    blk_unlink(b);
+    free(b);
+}
+static void *faults_realloc(void *p, size_t n)
+{
+    blk *b, *nb;
+    if (!p) return faults_malloc(n);
+    if (faults_hit(K_ALLOC, "realloc")) return NULL;
+    b = (blk *)((char *)p - BLK_HDR);
+    blk_unlink(b);
+    if (!(nb = (blk *)realloc(b, BLK_HDR + n))) { blk_link(b); return NULL; }   /* (a detached block rejoins) */
+    nb->size = n;
+    blk_link(nb);
+    return (char *)nb + BLK_HDR;
+}
+
+#define GPUFLOW_MALLOC(n)     faults_malloc(n)
+#define GPUFLOW_REALLOC(p, n) faults_realloc((p), (n))
+#define GPUFLOW_FREE(p)       faults_free(p)
+
+/* The vtable seam: the core passes each backend's table through faults_wrap before use. */
+struct gf__backend;
+static const struct gf__backend *faults_wrap(const struct gf__backend *be);
+#define GF__BACKEND_WRAP(be) faults_wrap(be)
+
+#define GPUFLOW_IMPLEMENTATION
+#define GPUFLOW_FAULT_INJECTION
+#include "backends.h"
+#include "harness.h"
+#include "test_kernels.h"
+
+/* ---- the backends' entry points ---------------------------------------------------------- */
+int gpuflow_fault_hit(const char *entry)
+{
+    return faults_hit(K_ENTRY, entry);
+}
+
+/* ---- the wrapped vtable: every fallible slot first asks the switch --------------------------- */
+/* Slots that return nothing (frees, destroys) cannot fail and pass through, as does
+   host_pinned (a question, not an operation). A slot added to struct gf__backend later and
+   not listed here passes through too: add it to FAULTS_SLOTS. */
+#define FAULTS_SLOTS(X, I) \
+    X(I, load, (void), ()) \
+    X(I, device_count, (int *count), (count)) \
+    X(I, device_open, (gf_device *dev, int index), (dev, index)) \
+    X(I, memory_info, (gf_device *dev, size_t *f, size_t *t), (dev, f, t)) \
+    X(I, buffer_alloc, (gf_buffer *buf), (buf)) \
+    X(I, buffer_alloc_async, (gf_stream *s, gf_buffer *buf), (s, buf)) \
+    X(I, buffer_free_async, (gf_stream *s, gf_buffer *buf), (s, buf)) \
+    X(I, host_alloc, (gf_device *dev, size_t bytes, void **out), (dev, bytes, out)) \
+    X(I, stream_create, (gf_stream *s), (s)) \
+    X(I, stream_synchronize, (gf_stream *s), (s)) \
+    X(I, stream_query, (gf_stream *s), (s)) \
+    X(I, copy, (gf_stream *s, const gf__copy *c), (s, c)) \
+    X(I, fill, (gf_stream *s, gf_buffer *buf, size_t off, unsigned char v, size_t n), (s, buf, off, v, n)) \
+    X(I, prefetch, (gf_stream *s, gf_buffer *buf, int to_device), (s, buf, to_device)) \
+    X(I, host_callback, (gf_stream *s, void (*fn)(void *), void *user), (s, fn, user)) \
+    X(I, event_create, (gf_event *ev), (ev)) \
+    X(I, event_record, (gf_event *ev, gf_stream *s), (ev, s)) \
+    X(I, stream_wait_event, (gf_stream *s, gf_event *ev), (s, ev)) \
+    X(I, event_synchronize, (gf_event *ev), (ev)) \
+    X(I, event_query, (gf_event *ev), (ev)) \
+    X(I, event_elapsed_ms, (gf_event *a, gf_event *b, float *ms), (a, b, ms)) \
+    X(I, module_load, (gf_module *mod, const gf_module_desc *desc), (mod, desc)) \
+    X(I, kernel_get, (gf_kernel *k), (k)) \
+    X(I, launch, (gf_stream *s, gf_kernel *k, const gf_launch_dims *d, const gf_arg *a, int n), (s, k, d, a, n)) \
+    X(I, capture_begin, (gf_stream *s, gf_capture_mode mode), (s, mode)) \
+    X(I, capture_end, (gf_stream *s, gf_graph *g), (s, g)) \
+    X(I, graph_launch, (gf_graph *g, gf_stream *s), (g, s)) \
+    X(I, graph_update, (gf_graph *target, gf_graph *from), (target, from))
+
+static const gf__backend *faults_orig[GF_BACKEND_STUB + 1];
+static gf__backend faults_wrapped[GF_BACKEND_STUB + 1];
+static int faults_wrapped_ready[GF_BACKEND_STUB + 1];
+static pthread_mutex_t faults_wrap_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static gf_result faults_slot_fail(const char *slot)
+{
+    return gf__fail(GF_ERROR_DRIVER, "%s: injected driver failure (tests/faults.c)", slot);
+}
+
+#define FAULTS_DEFINE(I, slot, params, args) \
+    static gf_result faults_##slot##_##I params { \
+        if (faults_hit(K_SLOT, "slot:" #slot)) return faults_slot_fail("slot:" #slot); \
+        return faults_orig[I]->slot args; \
+    }
+#define FAULTS_INSTALL(I, slot, params, args) if (w->slot) w->slot = faults_##slot##_##I;
+#define FAULTS_FAMILY(I) \
+    FAULTS_SLOTS(FAULTS_DEFINE, I) \
+    static void faults_install_##I(gf__backend *w) { FAULTS_SLOTS(FAULTS_INSTALL, I) }
+FAULTS_FAMILY(1)
+FAULTS_FAMILY(2)
+FAULTS_FAMILY(3)
+FAULTS_FAMILY(4)
+
+static const struct gf__backend *faults_wrap(const struct gf__backend *be)
+{
+    int i = (int)be->kind;
+    if (i < 1 || i > GF_BACKEND_STUB) return be;
+    pthread_mutex_lock(&faults_wrap_lock);
+    if (!faults_wrapped_ready[i]) {
+        faults_orig[i] = be;
+        faults_wrapped[i] = *be;
+        switch (i) {
+        case 1: faults_install_1(&faults_wrapped[i]); break;
+        case 2: faults_install_2(&faults_wrapped[i]); break;
+        case 3: faults_install_3(&faults_wrapped[i]); break;
+        default: faults_install_4(&faults_wrapped[i]); break;
+        }
+        faults_wrapped_ready[i] = 1;
+    }
+    pthread_mutex_unlock(&faults_wrap_lock);
+    return &faults_wrapped[i];
+}
+
+/* ---- one run's record ---------------------------------------------------------------------- */
+static struct {
+    const char *argv0, *mode, *backend_name;   /* "build/faults", "alloc", "stub" */
+    const char *how;                   /* "count", "once", "from" */
+    unsigned long n;
+    int defects;                       /* in this run */
+    int failed_calls;                  /* calls that reported a failure */
+    int first_checked;                 /* the first failure's message was checked */
+    int verbose;
+    int no_recovery;
+    int printed;                       /* defect lines printed in this mode */
+    int defects_total;
+    unsigned long absorbed_runs;       /* a fault injected, no call reported one */
+    unsigned long kept_runs, kept_objects;   /* destroys refused under a fault, redone with faults off */
+    tally_item absorbed[MAX_TALLY]; int absorbed_count;
+} R;
+static int max_printed = 30;        /* FAULTS_PRINT=n changes it */
+
+/* A library defect found in this run: one failed check, printed with how to reproduce it. */
+static void defect(int line, const char *fmt, ...) GF__PRINTF(2, 3);
+static void defect(int line, const char *fmt, ...)
+{
+    char what[1400], where[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    R.defects++;
+    R.defects_total++;
+    pthread_mutex_lock(&th_count_lock);
+    th_failed++;
+    pthread_mutex_unlock(&th_count_lock);
+    if (++R.printed > max_printed) {
+        if (R.printed == max_printed + 1) printf("   (further defects of this mode are counted, not printed)\n");
+        return;
+    }
+    if (F.injected)
+        snprintf(where, sizeof where, "N=%lu, first injected: %s during `%s` (line %d)", R.n, F.first_name,
+                 F.first_step ? F.first_step : "(between steps)", F.first_line);
+    else if (R.n)
+        snprintf(where, sizeof where, "N=%lu, before any injected fault", R.n);
+    else
+        snprintf(where, sizeof where, "counting run, no fault injected");
+    printf("FAIL faults %s %s %s [%s] (faults.c:%d): %s\n", R.mode, R.backend_name, R.how, where, line, what);
+    printf("     reproduce: %s %s %s --%s --only %lu\n", R.argv0, R.mode, R.backend_name,
+           !strcmp(R.how, "count") ? "once" : R.how, R.n ? R.n : 1);
+    fflush(stdout);
+}
+
+/* ---- steps: every call of the scenario goes through DO / DOQ ---------------------------------- */
+static int msg_fresh(void)
+{
+    const char *m = gf_last_error();
+    return m && m[0] && strcmp(m, th_sentinel) != 0;
+}
+static int msg_names_fault(const char *m)   /* names one of the calls failed in this run */
+{
+    int i;
+    for (i = 0; i < F.name_count; i++) if (strstr(m, F.names[i])) return 1;
+    return 0;
+}
+
+static void step_begin(const char *what, int line)
+{
+    th_prime();
+    F.step = what;
+    F.line = line;
+}
+
+/* Judges one call's result. allow_pos: GF_NOT_READY / GF_TIMEOUT are answers here. */
+static gf_result step_end(gf_result r, int allow_pos, int line)
+{
+    const char *what = F.step;
+    F.step = NULL;
+    if (r == GF_OK) return r;
+    if (r > 0) {
+        if (!allow_pos || (r != GF_NOT_READY && r != GF_TIMEOUT))
+            defect(line, "`%s` returned %s (%d), not a result this call gives", what, gf_result_name(r), (int)r);
+        return r;
+    }
+    R.failed_calls++;
+    if (!F.injected)
+        defect(line, "`%s` failed with no fault injected: %s: %s", what, gf_result_name(r), gf_last_error());
+    else if (!msg_fresh())
+        defect(line, "`%s` returned %s without a message (gf_last_error: \"%s\")", what, gf_result_name(r), gf_last_error());
+    else if (!R.first_checked) {
+        R.first_checked = 1;
+        if (F.kind != K_ALLOC && !msg_names_fault(gf_last_error()))
+            defect(line, "`%s` returned %s, its message does not name the failed %s (%s): \"%s\"", what,
+                   gf_result_name(r), kind_names[F.kind], F.first_name, gf_last_error());
+    }
+    return r;
+}
+#define DO(expr)  (step_begin(#expr, __LINE__), step_end((expr), 0, __LINE__))
+#define DOQ(expr) (step_begin(#expr, __LINE__), step_end((expr), 1, __LINE__))
+
+/* A data check: runs only while no call of this run has reported a failure (a reported
+   failure legitimately leaves data unwritten); then a mismatch is a GF_OK that lied. */
+#define DATA(cond, what) \
+    do { if (!R.failed_calls && !(cond)) defect(__LINE__, "data check failed after every call returned GF_OK: %s", (what)); } while (0)
+
+/* ---- the scenario's objects ------------------------------------------------------------------ */
+#define BUF 1024                    /* bytes per buffer */
+#define N32 (BUF / 4)
+
+typedef enum { OBJ_STREAM, OBJ_BUFFER, OBJ_EVENT, OBJ_EVENT_POOL, OBJ_STREAM_POOL, OBJ_STREAM_SET,
+               OBJ_FLOW, OBJ_GRAPH, OBJ_MODULE, OBJ_HOST } obj_kind;
+typedef struct { obj_kind kind; void *p; const char *name; } kept_obj;
+
+static struct {
+    gf_backend backend;
+    gf_device *dev;
+    gf_stream *s1, *s2;
+    gf_buffer *a, *b, *c, *ab, *ab2;
+    void *pin;
+    gf_event *t0, *t1, *pe;
+    gf_event_pool *ep;
+    gf_module *mod;
+    gf_kernel *kfill, *kadd;
+    gf_stream_pool *pool;
+    gf_stream_set *set;
+    gf_flow *flow;
+    gf_graph *g1, *g2, *gflow;
+    kept_obj kept[32]; int kept_count;
+    int callbacks;                  /* atomic: host callbacks run */
+    int waiter_fired;               /* atomic */
+    gf_result waiter_status;
+    char trace_path[256];
+    double t_open;                  /* when the run began */
+} S;
+
+static unsigned char src_bytes[BUF], host[BUF];
+static gf_profile_report report;
+
+static void count_cb(void *user, gf_result status)
+{
+    (void)status;
+    __atomic_add_fetch((int *)user, 1, __ATOMIC_ACQ_REL);
+}
+static void waiter_cb(void *user, gf_result status)
+{
+    (void)user;
+    S.waiter_status = status;
+    __atomic_store_n(&S.waiter_fired, 1, __ATOMIC_RELEASE);
+}
+
+static gf_launch_dims dims_1d(unsigned n, unsigned block)
+{
+    gf_launch_dims d;
+    memset(&d, 0, sizeof d);
+    d.grid[0] = (n + block - 1) / block; d.grid[1] = d.grid[2] = 1;
+    d.block[0] = block; d.block[1] = d.block[2] = 1;
+    return d;
+}
+static gf_result launch_u32(gf_stream *s, gf_kernel *k, gf_buffer *b, uint32_t n, uint32_t v)
+{
+    gf_arg args[3];
+    args[0].value = 0; args[0].size = 0; args[0].buffer = b;
+    args[1].value = &n; args[1].size = sizeof n; args[1].buffer = 0;
+    args[2].value = &v; args[2].size = sizeof v; args[2].buffer = 0;
+    return gf_launch(s, k, dims_1d(n, 64), args, 3);
+}
+static int all_bytes(const void *p, size_t n, unsigned char v)
+{
+    const unsigned char *q = (const unsigned char *)p;
+    size_t i;
+    for (i = 0; i < n; i++) if (q[i] != v) return 0;
+    return 1;
+}
+static int all_u32(const void *p, size_t n, uint32_t v)
+{
+    const unsigned char *q = (const unsigned char *)p;
+    size_t i;
+    for (i = 0; i < n; i++) {
+        uint32_t x;
+        memcpy(&x, q + 4 * i, 4);
+        if (x != v) return 0;
+    }
+    return 1;
+}
+
+/* A flow task: a fill or a copy inside buffer c. */
+typedef struct { int copy; size_t dst, src; unsigned char value; } task_arg;
+static gf_result task_fn(gf_stream *s, void *user)
+{
+    const task_arg *t = (const task_arg *)user;
+    if (t->copy) return gf_copy_buffer_async(s, S.c, t->dst, S.c, t->src, BUF / 4);
+    return gf_fill_async(s, S.c, t->dst, t->value, BUF / 4);
+}
+static const task_arg task_a = { 0, 0, 0, 1 }, task_b = { 1, BUF / 4, 0, 0 },
+                      task_c = { 1, BUF / 2, 0, 0 }, task_d = { 1, 3 * BUF / 4, BUF / 4, 0 };
+
+/* Every time in the report lies within the run: starts at or after the base, spans less.
+   0 and what is wrong in report_bad when not. */
+static char report_bad[256];
+static int report_sane(double run_ms)
+{
+    int i, k;
+    report_bad[0] = 0;
+    if (report.span_ms < 0 || report.span_ms > run_ms) {
+        snprintf(report_bad, sizeof report_bad, "span %.3f ms in a run of %.3f ms", report.span_ms, run_ms);
+        return 0;
+    }
+    for (i = 0; i < report.stream_count; i++) {
+        if (report.streams[i].busy_ms < 0 || report.streams[i].busy_ms > run_ms) {
+            snprintf(report_bad, sizeof report_bad, "stream '%s' busy %.3f ms in a run of %.3f ms",
+                     report.streams[i].label, report.streams[i].busy_ms, run_ms);
+            return 0;
+        }
+        for (k = 0; k < GF_PROFILE_LONGEST; k++) {
+            const gf_profile_op *op = &report.streams[i].longest[k];
+            if (!op->name[0]) continue;
+            if (op->start_ms < 0 || op->duration_ms < 0 || op->duration_ms > run_ms || op->start_ms > run_ms) {
+                snprintf(report_bad, sizeof report_bad, "stream '%s' op '%s' starts at %.3f ms, lasts %.3f ms, in a run of %.3f ms",
+                         report.streams[i].label, op->name, op->start_ms, op->duration_ms, run_ms);
+                return 0;
+            }
+        }
+    }
+    return 1;
+}
+
+/* ---- destroys: freed, or kept with a reason ------------------------------------------------- */
+static int graph_dead(gf_graph *g)
+{
+    gf_graph_info info;
+    return gf_graph_get_info(g, &info) == GF_ERROR_INVALID_HANDLE;   /* shells stay until close */
+}
+
+static void destroy_call(obj_kind kind, void *p)
+{
+    switch (kind) {
+    case OBJ_STREAM: gf_stream_destroy((gf_stream *)p); break;
+    case OBJ_BUFFER: gf_buffer_destroy((gf_buffer *)p); break;
+    case OBJ_EVENT: gf_event_destroy((gf_event *)p); break;
+    case OBJ_EVENT_POOL: gf_event_pool_destroy((gf_event_pool *)p); break;
+    case OBJ_STREAM_POOL: gf_stream_pool_destroy((gf_stream_pool *)p); break;
+    case OBJ_STREAM_SET: gf_stream_set_destroy((gf_stream_set *)p); break;
+    case OBJ_FLOW: gf_flow_destroy((gf_flow *)p); break;
+    case OBJ_GRAPH: gf_graph_destroy((gf_graph *)p); break;
+    case OBJ_MODULE: gf_module_destroy((gf_module *)p); break;
+    case OBJ_HOST: gf_host_free(S.dev, p); break;
+    }
+}
+
+/* Destroys p; returns 1 when the library freed it. Kept: it must say why. */
+static int destroy_once(obj_kind kind, void *p, const char *name, int line)
+{
+    int freed, said;
+    th_prime();
+    F.step = name;
+    F.line = line;
+    __atomic_store_n(&watch_hit, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&watch_ptr, p, __ATOMIC_RELEASE);
+    destroy_call(kind, p);
+    said = msg_fresh();
+    __atomic_store_n(&watch_ptr, (void *)NULL, __ATOMIC_RELEASE);
+    F.step = NULL;
+    if (kind == OBJ_HOST) return 1;   /* cannot be refused; OpenCL's pinned memory is not a block of ours */
+    freed = kind == OBJ_GRAPH ? graph_dead((gf_graph *)p) : __atomic_load_n(&watch_hit, __ATOMIC_ACQUIRE);
+    if (freed) return 1;
+    if (!said) defect(line, "destroy of %s neither freed it nor said why (no gf_last_error)", name);
+    else if (!F.injected) defect(line, "destroy of %s kept it with no fault injected: %s", name, gf_last_error());
+    return 0;
+}
+static void destroy_obj(obj_kind kind, void *p, const char *name, int line)
+{
+    if (!p) return;
+    if (!destroy_once(kind, p, name, line) && S.kept_count < 32) {
+        S.kept[S.kept_count].kind = kind;
+        S.kept[S.kept_count].p = p;
+        S.kept[S.kept_count].name = name;
+        S.kept_count++;
+    }
+}
+#define DESTROY(kind, field) do { destroy_obj((kind), S.field, "S." #field, __LINE__); S.field = NULL; } while (0)
+
+/* ---- the probe: with faults off, every object the scenario still holds works ---------------- */
+static void probe_stream(gf_stream *s, gf_buffer *pb, const char *what, int line)
+{
+    unsigned char h[256];
+    gf_result r1, r2, r3;
+    if (!s || !pb) return;
+    memset(h, 0, sizeof h);
+    r1 = gf_fill_async(s, pb, 0, 0x5c, sizeof h);
+    r2 = gf_copy_to_host_async(s, h, pb, 0, sizeof h);
+    r3 = gf_stream_synchronize(s);
+    if (r1 != GF_OK || r2 != GF_OK || r3 != GF_OK || !all_bytes(h, sizeof h, 0x5c))
+        defect(line, "%s is not usable after the fault (faults off): fill %s, copy %s, sync %s: %s", what,
+               gf_result_name(r1), gf_result_name(r2), gf_result_name(r3), gf_last_error());
+}
+
+static void probe(void)
+{
+    gf_buffer *pb = NULL;
+    unsigned char h[256], back[256];
+    gf_buffer *bufs[3];
+    const char *names[3] = { "S.a", "S.b", "S.c" };
+    gf_stream *ps = NULL;
+    int i;
+    if (gf_buffer_create(S.dev, 256, &pb) != GF_OK) {
+        defect(__LINE__, "the device cannot make a buffer after the fault (faults off): %s", gf_last_error());
+        return;
+    }
+    probe_stream(S.s1, pb, "stream S.s1", __LINE__);
+    probe_stream(S.s2, pb, "stream S.s2", __LINE__);
+    if (S.set) {
+        probe_stream(gf_stream_set_get(S.set, 0), pb, "stream set slot 0", __LINE__);
+        probe_stream(gf_stream_set_get(S.set, 1), pb, "stream set slot 1", __LINE__);
+    }
+    if (S.pool) {
+        for (i = 0; i < 2; i++) {
+            if (gf_stream_pool_acquire(S.pool, NULL, &ps) != GF_OK) { defect(__LINE__, "pool acquire after the fault: %s", gf_last_error()); break; }
+            probe_stream(ps, pb, "a pool stream", __LINE__);
+            if (gf_stream_pool_release(S.pool, ps) != GF_OK) defect(__LINE__, "pool release after the fault: %s", gf_last_error());
+        }
+    }
+    bufs[0] = S.a; bufs[1] = S.b; bufs[2] = S.c;
+    for (i = 0; i < 3; i++) {
+        if (!bufs[i]) continue;
+        memset(h, 0x30 + i, sizeof h);
+        memset(back, 0, sizeof back);
+        if (gf_copy_to_device(bufs[i], 0, h, sizeof h) != GF_OK || gf_copy_to_host(back, bufs[i], 0, sizeof back) != GF_OK ||
+            memcmp(h, back, sizeof h) != 0)
+            defect(__LINE__, "buffer %s is not usable after the fault (faults off): %s", names[i], gf_last_error());
+    }
+    if (S.t1 && S.s1 && (gf_event_record(S.t1, S.s1) != GF_OK || gf_event_synchronize(S.t1) != GF_OK))
+        defect(__LINE__, "event S.t1 is not usable after the fault (faults off): %s", gf_last_error());
+    if (S.kfill && S.s1) {
+        memset(back, 0, sizeof back);
+        if (launch_u32(S.s1, S.kfill, pb, 64, 0xabcd) != GF_OK || gf_copy_to_host_async(S.s1, back, pb, 0, 256) != GF_OK ||
+            gf_stream_synchronize(S.s1) != GF_OK || !all_u32(back, 64, 0xabcd))
+            defect(__LINE__, "kernel fill_u32 is not usable after the fault (faults off): %s", gf_last_error());
+    }
+    if (S.g1 && S.s2 && (gf_graph_launch(S.g1, S.s2) != GF_OK || gf_stream_synchronize(S.s2) != GF_OK))
+        defect(__LINE__, "graph S.g1 is not usable after the fault (faults off): %s", gf_last_error());
+    if (S.flow && S.pool && S.c && (gf_flow_run(S.flow, S.pool) != GF_OK || gf_stream_pool_synchronize(S.pool) != GF_OK))
+        defect(__LINE__, "flow S.flow is not usable after the fault (faults off): %s", gf_last_error());
+    if (gf_device_synchronize(S.dev) != GF_OK) defect(__LINE__, "device synchronize after the fault (faults off): %s", gf_last_error());
+    gf_buffer_destroy(pb);
+}
+
+/* ---- the scenario ----------------------------------------------------------------------------- */
+static void scenario_body(void)
+{
+    gf_stream_desc sd;
+    gf_event_pool_desc epd;
+    gf_stream_pool_desc pd;
+    gf_stream *ps = NULL, *ss = NULL, *pair[2];
+    gf_task ta = 0, tb = 0, tc = 0, td = 0;
+    uint64_t wid = 0;
+    float ms = 0;
+    double all_ms = 0;
+    int i;
+    size_t free_b = 0, total_b = 0;
+
+    /* streams, buffers, pinned host memory */
+    sd.label = "s1"; sd.priority = GF_PRIORITY_NORMAL;
+    DO(gf_stream_create(S.dev, &sd, &S.s1));
+    sd.label = "s2"; sd.priority = GF_PRIORITY_HIGH;
+    DO(gf_stream_create(S.dev, &sd, &S.s2));
+    DO(gf_buffer_create(S.dev, BUF, &S.a));
+    DO(gf_buffer_create(S.dev, BUF, &S.b));
+    DO(gf_buffer_create(S.dev, BUF, &S.c));
+    DO(gf_host_alloc(S.dev, BUF, &S.pin));
+    DO(gf_device_memory_info(S.dev, &free_b, &total_b));
+
+    /* async fills and copies across two streams, ordered by an event */
+    DO(gf_event_create(S.dev, GF_EVENT_TIMING, &S.t0));
+    DO(gf_event_create(S.dev, GF_EVENT_TIMING, &S.t1));
+    DO(gf_event_record(S.t0, S.s1));
+    DO(gf_fill_async(S.s1, S.a, 0, 0x11, BUF));
+    DO(gf_copy_to_device_async(S.s1, S.b, 0, src_bytes, BUF));
+    DO(gf_copy_buffer_async(S.s1, S.a, BUF / 2, S.b, 0, BUF / 2));
+    DO(gf_event_record(S.t1, S.s1));
+    DO(gf_stream_wait_event(S.s2, S.t1));
+    DO(gf_copy_to_host_async(S.s2, S.pin, S.a, 0, BUF));
+    DO(gf_stream_add_callback(S.s2, count_cb, &S.callbacks));
+    DO(gf_stream_synchronize(S.s2));
+    DOQ(gf_event_query(S.t1));
+    DOQ(gf_event_elapsed_ms(S.t0, S.t1, &ms));   /* GF_NOT_READY when a fault left them pending */
+    DATA(S.pin && all_bytes(S.pin, BUF / 2, 0x11) && memcmp((unsigned char *)S.pin + BUF / 2, src_bytes, BUF / 2) == 0,
+         "a = fill 0x11 then b's first half; read back on s2 after s1's event");
+    DATA(__atomic_load_n(&S.callbacks, __ATOMIC_ACQUIRE) == 1, "the stream callback ran before the synchronize returned");
+    DOQ(gf_stream_query(S.s1));
+
+    /* synchronous copies */
+    memset(host, 0, sizeof host);
+    DO(gf_copy_to_device(S.c, 0, src_bytes, BUF));
+    DO(gf_copy_to_host(host, S.c, 0, BUF));
+    DATA(memcmp(host, src_bytes, BUF) == 0, "gf_copy_to_device then gf_copy_to_host round trip");
+
+    /* an event pool, an async waiter, stream joins, a barrier */
+    epd.capacity = 2; epd.timing_capacity = 1;
+    DO(gf_event_pool_create(S.dev, &epd, &S.ep));
+    DO(gf_event_pool_acquire(S.ep, 0, &S.pe));
+    DO(gf_fill_async(S.s2, S.b, 0, 0x22, BUF));
+    DO(gf_event_record(S.pe, S.s2));
+    __atomic_store_n(&S.waiter_fired, 0, __ATOMIC_RELEASE);
+    if (DO(gf_event_on_complete(S.pe, waiter_cb, NULL, &wid)) == GF_OK) {
+        double end = th_now_ms() + 10000;
+        while (!__atomic_load_n(&S.waiter_fired, __ATOMIC_ACQUIRE) && th_now_ms() < end) th_sleep_ms(1);
+        if (!__atomic_load_n(&S.waiter_fired, __ATOMIC_ACQUIRE)) {
+            defect(__LINE__, "gf_event_on_complete returned GF_OK but its callback did not run within 10 s");
+            gf_event_cancel_wait(S.dev, wid);
+        }
+    }
+    DATA(!__atomic_load_n(&S.waiter_fired, __ATOMIC_ACQUIRE) || S.waiter_status == GF_OK, "the event's async waiter ran with GF_OK");
+    DO(gf_event_synchronize(S.pe));
+    DO(gf_stream_wait_stream(S.s1, S.s2));
+    pair[0] = S.s1; pair[1] = S.s2;
+    DO(gf_barrier(pair, 2));
+    DO(gf_synchronize_all(pair, 2, &all_ms));
+    if (DO(gf_event_pool_release(S.ep, S.pe)) == GF_OK) S.pe = NULL;
+    memset(host, 0, sizeof host);
+    DO(gf_copy_to_host(host, S.b, 0, BUF));
+    DATA(all_bytes(host, BUF, 0x22), "b = fill 0x22 on s2, read after the event pool event completed");
+
+    /* kernels */
+    DO(gf_module_load(S.dev, &tk_module, &S.mod));
+    DO(gf_kernel_get(S.mod, "fill_u32", &S.kfill));
+    DO(gf_kernel_get(S.mod, "add_u32", &S.kadd));
+    DO(launch_u32(S.s1, S.kfill, S.c, N32, 3));
+    DO(launch_u32(S.s1, S.kadd, S.c, N32, 4));
+    DO(gf_copy_to_host_async(S.s1, S.pin, S.c, 0, BUF));
+    DO(gf_stream_synchronize(S.s1));
+    DATA(S.pin && all_u32(S.pin, N32, 7), "c = fill_u32 3 then add_u32 4");
+
+    /* the profiler, from here on */
+    DO(gf_profiler_enable(S.dev, GF_PROFILE_ON));
+
+    /* a stream pool (measuring completion: events and the waiter thread) */
+    memset(&pd, 0, sizeof pd);
+    pd.count = 2; pd.strategy = GF_POOL_ROUND_ROBIN; pd.label = "pool"; pd.measure_completion = 1;
+    DO(gf_stream_pool_create(S.dev, &pd, &S.pool));
+    if (DO(gf_stream_pool_acquire(S.pool, NULL, &ps)) == GF_OK) {
+        DO(gf_fill_async(ps, S.b, 0, 0x44, BUF));
+        DO(gf_stream_pool_release(S.pool, ps));
+    }
+    DO(gf_stream_pool_synchronize(S.pool));
+    if (DOQ(gf_stream_pool_acquire_ready(S.pool, 50, &ps)) == GF_OK) DO(gf_stream_pool_release(S.pool, ps));
+
+    /* a stream set: next(2) waits for slot 0's first round */
+    DO(gf_stream_set_create(S.dev, 2, "set", &S.set));
+    for (i = 0; i < 3; i++) {
+        ss = NULL;
+        DO(gf_stream_set_next(S.set, (size_t)i, &ss));
+        DO(gf_fill_async(ss, S.a, (size_t)(i % 2) * (BUF / 2), (unsigned char)(0x50 + i), BUF / 2));
+    }
+    DO(gf_stream_set_synchronize(S.set));
+    memset(host, 0, sizeof host);
+    DO(gf_copy_to_host(host, S.a, 0, BUF));
+    DATA(all_bytes(host, BUF / 2, 0x52) && all_bytes(host + BUF / 2, BUF / 2, 0x51), "a = the stream set's fills, slot 0 twice");
+
+    /* a flow: A -> B, A -> C (another stream: an event), B -> D, C -> D; run over the pool */
+    DO(gf_fill_async(S.s1, S.c, 0, 0, BUF));
+    DO(gf_stream_synchronize(S.s1));
+    DO(gf_flow_create(S.dev, NULL, &S.flow));
+    DO(gf_flow_add(S.flow, "A", task_fn, (void *)&task_a, &ta));
+    DO(gf_flow_add(S.flow, "B", task_fn, (void *)&task_b, &tb));
+    DO(gf_flow_add(S.flow, "C", task_fn, (void *)&task_c, &tc));
+    DO(gf_flow_add(S.flow, "D", task_fn, (void *)&task_d, &td));
+    DO(gf_flow_depend(S.flow, ta, tb));
+    DO(gf_flow_depend(S.flow, ta, tc));
+    DO(gf_flow_depend(S.flow, tb, td));
+    DO(gf_flow_depend(S.flow, tc, td));
+    DO(gf_flow_run(S.flow, S.pool));
+    DO(gf_stream_pool_synchronize(S.pool));
+    memset(host, 0, sizeof host);
+    DO(gf_copy_to_host(host, S.c, 0, BUF));
+    DATA(all_bytes(host, BUF, 1), "c = the flow's fill and copies (run over the pool)");
+    /* ... and captured into a graph */
+    DO(gf_fill_async(S.s1, S.c, 0, 0, BUF));
+    DO(gf_flow_capture(S.flow, S.s1, &S.gflow));
+    DO(gf_graph_launch(S.gflow, S.s1));
+    DO(gf_stream_synchronize(S.s1));
+    memset(host, 0, sizeof host);
+    DO(gf_copy_to_host(host, S.c, 0, BUF));
+    DATA(all_bytes(host, BUF, 1), "c = the flow's graph, launched after a fill of 0");
+
+    /* captures: two of one shape, launch, update, launch */
+    if (DO(gf_stream_begin_capture(S.s2, GF_CAPTURE_GLOBAL)) == GF_OK) {
+        DO(launch_u32(S.s2, S.kfill, S.b, N32, 5));
+        DO(launch_u32(S.s2, S.kadd, S.b, N32, 1));
+        DO(gf_stream_add_callback(S.s2, count_cb, &S.callbacks));
+        DO(gf_fill_async(S.s2, S.a, 0, 0x66, 64));
+        DO(gf_stream_end_capture(S.s2, &S.g1));
+    }
+    if (DO(gf_stream_begin_capture(S.s2, GF_CAPTURE_GLOBAL)) == GF_OK) {
+        DO(launch_u32(S.s2, S.kfill, S.b, N32, 7));
+        DO(launch_u32(S.s2, S.kadd, S.b, N32, 2));
+        DO(gf_stream_add_callback(S.s2, count_cb, &S.callbacks));
+        DO(gf_fill_async(S.s2, S.a, 0, 0x77, 64));
+        DO(gf_stream_end_capture(S.s2, &S.g2));
+    }
+    DO(gf_graph_launch(S.g1, S.s2));
+    DO(gf_copy_to_host_async(S.s2, S.pin, S.b, 0, BUF));
+    DO(gf_stream_synchronize(S.s2));
+    DATA(S.pin && all_u32(S.pin, N32, 6), "b = graph g1 (fill_u32 5, add_u32 1)");
+    DO(gf_graph_update(S.g1, S.g2));
+    DO(gf_graph_launch(S.g1, S.s2));
+    DO(gf_copy_to_host_async(S.s2, S.pin, S.b, 0, BUF));
+    DO(gf_copy_to_host_async(S.s2, host, S.a, 0, 64));
+    DO(gf_stream_synchronize(S.s2));
+    DATA(S.pin && all_u32(S.pin, N32, 9) && all_bytes(host, 64, 0x77), "b, a = graph g1 updated from g2 (fill_u32 7, add_u32 2, fill 0x77)");
+    DATA(__atomic_load_n(&S.callbacks, __ATOMIC_ACQUIRE) == 3, "stream callback + two graph callbacks ran");
+
+    /* stream-ordered allocation: a block, freed, then reused from the cache */
+    DO(gf_buffer_create_async(S.s2, 512, &S.ab));
+    DO(gf_fill_async(S.s2, S.ab, 0, 0x33, 512));
+    DO(gf_copy_to_host_async(S.s2, S.pin, S.ab, 0, 512));
+    if (DO(gf_buffer_destroy_async(S.s2, S.ab)) == GF_OK) S.ab = NULL;
+    DO(gf_buffer_create_async(S.s2, 400, &S.ab2));
+    DO(gf_fill_async(S.s2, S.ab2, 0, 0x34, 400));
+    if (DO(gf_buffer_destroy_async(S.s2, S.ab2)) == GF_OK) S.ab2 = NULL;
+    DO(gf_stream_synchronize(S.s2));
+    DATA(S.pin && all_bytes(S.pin, 512, 0x33), "a stream-ordered buffer: fill 0x33, read back before its free");
+
+    /* the profiler's report and trace */
+    memset(&report, 0, sizeof report);
+    DO(gf_profiler_report(S.dev, &report));
+    DATA(report.total_ops > 0 && report.stream_count > 0, "the profiler report counts the operations since enable");
+    if (!R.failed_calls && !report_sane(th_now_ms() - S.t_open))
+        defect(__LINE__, "data check failed after every call returned GF_OK: the profiler's times lie within the run: %s", report_bad);
+    DO(gf_profiler_write_trace(S.dev, S.trace_path));
+    remove(S.trace_path);
+
+    DO(gf_device_synchronize(S.dev));
+}
+
+static void scenario_cleanup(void)
+{
+    int i, kept;
+    DESTROY(OBJ_GRAPH, g1);
+    DESTROY(OBJ_GRAPH, g2);
+    DESTROY(OBJ_GRAPH, gflow);
+    DESTROY(OBJ_FLOW, flow);
+    DESTROY(OBJ_STREAM_SET, set);
+    DESTROY(OBJ_STREAM_POOL, pool);
+    if (S.pe && S.ep) { if (DO(gf_event_pool_release(S.ep, S.pe)) == GF_OK) S.pe = NULL; }
+    DESTROY(OBJ_EVENT_POOL, ep);
+    S.pe = NULL;                     /* the pool's destroy frees its events */
+    DESTROY(OBJ_EVENT, t0);
+    DESTROY(OBJ_EVENT, t1);
+    DESTROY(OBJ_MODULE, mod);
+    S.kfill = S.kadd = NULL;
+    DESTROY(OBJ_BUFFER, ab2);
+    DESTROY(OBJ_BUFFER, ab);
+    DESTROY(OBJ_BUFFER, a);
+    DESTROY(OBJ_BUFFER, b);
+    DESTROY(OBJ_BUFFER, c);
+    DESTROY(OBJ_HOST, pin);
+    DESTROY(OBJ_STREAM, s1);
+    DESTROY(OBJ_STREAM, s2);
+
+    /* What a fault made the library keep, the program frees once the faults stop. */
+    kept = S.kept_count;
+    if (kept) { R.kept_runs++; R.kept_objects += (unsigned long)kept; }
+    if (kept && !R.no_recovery) {
+        int armed = F.armed;
+        F.armed = 0;
+        F.phase = "destroying what was kept (faults off)";
+        for (i = 0; i < S.kept_count; i++)
+            if (!destroy_once(S.kept[i].kind, S.kept[i].p, S.kept[i].name, __LINE__))
+                defect(__LINE__, "%s is still kept when destroyed again with faults off: %s", S.kept[i].name, gf_last_error());
+        F.armed = armed;
+    }
+    S.kept_count = 0;
+
+    F.phase = "gf_device_close";
+    th_prime();
+    F.step = "gf_device_close(S.dev)";
+    F.line = __LINE__;
+    gf_device_close(S.dev);
+    F.step = NULL;
+    S.dev = NULL;
+}
+
+/* One run: open, the scenario, the probe (after a fault), cleanup, close, the leak check. */
+static void run_once(gf_backend b)
+{
+    int pending_probe;
+    memset(&S, 0, sizeof S);
+    S.backend = b;
+    snprintf(S.trace_path, sizeof S.trace_path, "%s/gpuflow-faults-%ld.json",
+             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (long)getpid());
+    S.t_open = th_now_ms();
+    R.defects = 0;
+    R.failed_calls = 0;
+    R.first_checked = 0;
+    F.armed = 1;
+    F.phase = "the scenario";
+    if (DO(gf_device_open(b, 0, &S.dev)) == GF_OK) {
+        scenario_body();
+        pending_probe = F.injected > 0;
+        if (pending_probe) {
+            F.armed = 0;
+            F.phase = "the probe (faults off)";
+            probe();
+            F.armed = 1;
+        }
+        F.phase = "cleanup";
+        scenario_cleanup();
+    }
+    F.armed = 0;
+    F.phase = "the leak check";
+}
+
+/* Blocks allocated through GPUFLOW_MALLOC and not freed since the last check. */
+static void leak_check(void)
+{
+    blk *b, *next;
+    long n = 0, shown = 0;
+    size_t bytes = 0;
+    char list[900];
+    size_t used = 0;
+    list[0] = 0;
+    pthread_mutex_lock(&blk_lock);
+    for (b = blk_head.next; b != &blk_head; b = next) {
+        next = b->next;
+        /* detached, so that LeakSanitizer, too, sees it unreferenced (if the library lost it) */
+        b->prev->next = b->next; b->next->prev = b->prev;
+        b->prev = b->next = b;
+        blk_live--;
+        n++;
+        bytes += b->size;
+        if (shown < 6 && used < sizeof list - 1) {
+            used += (size_t)snprintf(list + used, sizeof list - used, "%s%lu bytes from `%s` (line %d)",
+                                     shown ? "; " : "", (unsigned long)b->size, b->step ? b->step : "(outside a step)", b->line);
+            if (used >= sizeof list) used = sizeof list - 1;
+            shown++;
+        }
+    }
+    pthread_mutex_unlock(&blk_lock);
+    if (n) defect(__LINE__, "leak: %ld block%s (%lu bytes) the library allocated are not freed after gf_device_close: %s%s",
+                  n, n == 1 ? "" : "s", (unsigned long)bytes, list, n > shown ? "; ..." : "");
+}
+
+/* ---- the watchdog: a run that does not end is a hang, reported with its N ------------------ */
+static double run_limit_ms = 20000;
+static uint64_t run_started;        /* atomic: ms at the run's start; 0 when no run is in progress */
+static char run_desc[200];
+
+/* What the run was doing, for a hang or crash report. */
+static void run_state(char *out, size_t cap)
+{
+    const char *step = F.step;
+    if (F.injected)
+        snprintf(out, cap, "%s, first injected: %s during `%s` (line %d); now in %s%s%s%s", run_desc, F.first_name,
+                 F.first_step ? F.first_step : "(between steps)", F.first_line, F.phase ? F.phase : "?",
+                 step ? ", `" : "", step ? step : "", step ? "`" : "");
+    else
+        snprintf(out, cap, "%s, nothing injected yet; now in %s%s%s%s", run_desc, F.phase ? F.phase : "?",
+                 step ? ", `" : "", step ? step : "", step ? "`" : "");
+}
+
+static void *watchdog(void *arg)
+{
+    (void)arg;
+    for (;;) {
+        uint64_t t0 = __atomic_load_n(&run_started, __ATOMIC_ACQUIRE);
+        if (t0 > 0 && th_now_ms() - (double)t0 > run_limit_ms) {
+            char state[1024];
+            run_state(state, sizeof state);
+            printf("FAIL faults %s: the run did not finish within %.0f s (a hang); stopping\n", state, run_limit_ms / 1000);
+            printf("     reproduce: %s %s %s --%s --only %lu\n", R.argv0, R.mode, R.backend_name, R.how, R.n);
+            printf("%d passed, %d failed\n", th_passed, th_failed + 1);
+            fflush(stdout);
+            _exit(1);
+        }
+        th_sleep_ms(100);
+    }
+    return NULL;
+}
+
+/* A crash: say which run it was (under the sanitizers, after their report). */
+extern void __sanitizer_set_death_callback(void (*callback)(void)) __attribute__((weak));
+static void crash_report(const char *why)
+{
+    char state[1024], line[1400];
+    int n;
+    if (!__atomic_load_n(&run_started, __ATOMIC_ACQUIRE))   /* between runs: LeakSanitizer at exit, say */
+        n = snprintf(line, sizeof line, "FAIL faults %s %s: %s, outside any run (a leak at exit is also reported by the "
+                     "run that made it, as `leak:` above)\n%d passed, %d failed\n", R.mode ? R.mode : "", R.backend_name ? R.backend_name : "",
+                     why, th_passed, th_failed + 1);
+    else {
+        run_state(state, sizeof state);
+        n = snprintf(line, sizeof line, "FAIL faults %s: %s\n     reproduce: %s %s %s --%s --only %lu\n%d passed, %d failed\n",
+                     state, why, R.argv0, R.mode, R.backend_name, R.how ? R.how : "once", R.n, th_passed, th_failed + 1);
+    }
+    fflush(stdout);
+    if (n > 0 && write(1, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1) < 0) {}
+}
+static void on_sanitizer_death(void) { crash_report("the sanitizer stopped the program (its report is above)"); }
+static void on_signal(int sig)
+{
+    char why[64];
+    snprintf(why, sizeof why, "crashed with signal %d", sig);
+    crash_report(why);
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+static void crash_handlers(void)
+{
+    if (__sanitizer_set_death_callback) { __sanitizer_set_death_callback(on_sanitizer_death); return; }
+    signal(SIGSEGV, on_signal);
+    signal(SIGBUS, on_signal);
+    signal(SIGABRT, on_signal);
+    signal(SIGFPE, on_signal);
+    signal(SIGILL, on_signal);
+}
+
+/* ---- the loop ------------------------------------------------------------------------------- */
+static void absorbed_note(void)
+{
+    int i;
+    char key[160];
+    snprintf(key, sizeof key, "%s%s", F.first_name, F.injected > 1 ? " (+later)" : "");
+    R.absorbed_runs++;
+    for (i = 0; i < R.absorbed_count; i++)
+        if (!strcmp(R.absorbed[i].name, key)) { R.absorbed[i].count++; return; }
+    if (R.absorbed_count < MAX_TALLY) {
+        copy_name(R.absorbed[R.absorbed_count].name, sizeof R.absorbed[0].name, key);
+        R.absorbed[R.absorbed_count++].count = 1;
+    }
+}
+
+static void one(gf_backend b, int kind, unsigned long n, int from)
+{
+    int defects_before = R.defects_total;
+    double t0 = th_now_ms();
+    memset(F.calls, 0, sizeof F.calls);
+    F.kind = kind;
+    F.fail_at = n;
+    F.from = from;
+    F.injected = 0;
+    F.first_name[0] = 0;
+    F.first_step = NULL;
+    F.first_line = 0;
+    F.name_count = 0;
+    R.n = n;
+    R.how = n == 0 ? "count" : from ? "from" : "once";
+    snprintf(run_desc, sizeof run_desc, "%s %s %s N=%lu", R.mode, R.backend_name, R.how, n);
+    __atomic_store_n(&run_started, (uint64_t)t0 + 1, __ATOMIC_RELEASE);
+    run_once(b);
+    leak_check();
+    __atomic_store_n(&run_started, (uint64_t)0, __ATOMIC_RELEASE);
+    if (n && !F.injected)
+        printf("notice: %s: call %lu was never reached (the scenario made %lu %s calls this time)\n",
+               run_desc, n, F.calls[kind], kind_names[kind]);
+    if (F.injected && !R.failed_calls) absorbed_note();
+    if (R.verbose)
+        printf("   %s: %s%s, %d failed call%s, %lu %s calls, %d defect%s, %.1f ms\n", run_desc,
+               F.injected ? "injected " : "nothing injected", F.injected ? F.first_name : "", R.failed_calls,
+               R.failed_calls == 1 ? "" : "s", F.calls[kind], kind_names[kind], R.defects_total - defects_before,
+               R.defects_total - defects_before == 1 ? "" : "s", th_now_ms() - t0);
+    if (R.defects_total == defects_before) th_record(1, __FILE__, __LINE__, run_desc, "");
+}
+
+static unsigned long opt_ul(const char *s)
+{
+    char *end;
+    unsigned long v = strtoul(s, &end, 10);
+    return *end ? 0 : v;
+}
+
+int main(int argc, char **argv)
+{
+    static const struct { const char *name; gf_backend b; } known[] = {
+        { "stub", GF_BACKEND_STUB }, { "cuda", GF_BACKEND_CUDA },
+        { "hip", GF_BACKEND_HIP }, { "opencl", GF_BACKEND_OPENCL }
+    };
+    const char *mode = argc > 1 ? argv[1] : "";
+    const char *bname = NULL;
+    gf_backend b = GF_BACKEND_STUB;
+    int kind, i, want_once = 1, want_from = 1, all = 0, pass;
+    unsigned long only = 0, every = 0, total, budget;
+    pthread_t wd;
+    double t_start;
+
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    faults_main = 1;
+    memset(&R, 0, sizeof R);
+    if (!strcmp(mode, "alloc")) kind = K_ALLOC;
+    else if (!strcmp(mode, "slots")) kind = K_SLOT;
+    else if (!strcmp(mode, "entries")) kind = K_ENTRY;
+    else kind = -1;
+    for (i = 2; kind >= 0 && i < argc; i++) {
+        int k, found = 0;
+        for (k = 0; k < 4; k++) if (!strcmp(argv[i], known[k].name)) { bname = known[k].name; b = known[k].b; found = 1; }
+        if (found) continue;
+        if (!strcmp(argv[i], "--once")) { want_once = 1; want_from = 0; }
+        else if (!strcmp(argv[i], "--from")) { want_from = 1; want_once = 0; }
+        else if (!strcmp(argv[i], "--all")) all = 1;
+        else if (!strcmp(argv[i], "-v")) R.verbose = 1;
+        else if (!strcmp(argv[i], "--only") && i + 1 < argc && (only = opt_ul(argv[i + 1])) != 0) i++;
+        else if (!strcmp(argv[i], "--every") && i + 1 < argc && (every = opt_ul(argv[i + 1])) != 0) i++;
+        else kind = -1;
+    }
+    if (kind == K_ALLOC && !bname) bname = "stub";
+    if (kind < 0 || !bname || (kind == K_ENTRY && b == GF_BACKEND_STUB)) {
+        fprintf(stderr, "usage: %s alloc [stub|opencl] | slots stub|opencl|cuda|hip | entries opencl|cuda|hip\n"
+                        "          [--once|--from] [--only N] [--every K] [--all] [-v]\n", argv[0]);
+        return 2;
+    }
+    R.argv0 = argv[0];
+    R.mode = mode;
+    R.backend_name = bname;
+    R.no_recovery = getenv("FAULTS_NO_RECOVERY") && atoi(getenv("FAULTS_NO_RECOVERY")) != 0;
+    if (getenv("FAULTS_PRINT") && atoi(getenv("FAULTS_PRINT")) > 0) max_printed = atoi(getenv("FAULTS_PRINT"));
+    if (getenv("FAULTS_RUN_LIMIT_S") && atof(getenv("FAULTS_RUN_LIMIT_S")) > 0) run_limit_ms = atof(getenv("FAULTS_RUN_LIMIT_S")) * 1000;
+    for (i = 0; i < BUF; i++) src_bytes[i] = (unsigned char)(i * 7 + 3);
+    th_prime();
+
+    /* The driver loads once per process: before the loop, so every run starts alike. */
+    if (!gf_backend_available(b)) {
+        printf("notice: faults %s %s skipped: %s\n", mode, bname, gf_last_error());
+        SKIP("backend not compiled in or its driver is missing");
+        return th_finish();
+    }
+    {
+        gf_device *d = NULL;
+        if (gf_device_open(b, 0, &d) != GF_OK) {
+            printf("notice: faults %s %s skipped: %s\n", mode, bname, gf_last_error());
+            SKIP("no device");
+            return th_finish();
+        }
+        gf_device_close(d);
+        leak_check();   /* nothing of the library's is allocated between runs */
+    }
+    crash_handlers();
+    pthread_create(&wd, NULL, watchdog, NULL);
+    pthread_detach(wd);
+
+    /* The counting run: nothing fails; every call must succeed and every data check hold. */
+    t_start = th_now_ms();
+    F.tally_on = 1;
+    one(b, kind, 0, 0);
+    F.tally_on = 0;
+    total = F.calls[kind];
+    printf("faults %s %s: the scenario made %lu allocations, %lu slot calls, %lu entry-point calls (%.1f ms)\n",
+           mode, bname, F.calls[K_ALLOC], F.calls[K_SLOT], F.calls[K_ENTRY], th_now_ms() - t_start);
+    if ((kind != K_ALLOC || R.verbose) && F.tally_count) {
+        char line[8192];
+        size_t used = 0;
+        for (i = 0; i < F.tally_count && used < sizeof line - 1; i++) {
+            used += (size_t)snprintf(line + used, sizeof line - used, kind == K_ALLOC ? "%s`%s` x%lu" : "%s%s x%lu",
+                                     i ? ", " : "", F.tally[i].name, F.tally[i].count);
+            if (used >= sizeof line) used = sizeof line - 1;
+        }
+        printf("   %s calls%s: %s\n", kind_names[kind], kind == K_ALLOC ? " by step" : "", line);
+    }
+    if (total == 0) {
+        printf("notice: faults %s %s: the scenario made no %s calls: nothing to fail%s\n", mode, bname, kind_names[kind],
+               kind == K_ENTRY ? " (the backend does not ask gpuflow_fault_hit yet)" : "");
+        SKIP("no calls of this kind to fail");
+        return th_finish();
+    }
+
+    /* The loop: every N up to the budget; beyond it an even sample (or --every / --all). */
+    budget = b == GF_BACKEND_STUB ? 600 : 80;   /* runs per kind: a driver's device open costs ~50-300 ms */
+    if (getenv("FAULTS_BUDGET") && atol(getenv("FAULTS_BUDGET")) > 0) budget = (unsigned long)atol(getenv("FAULTS_BUDGET"));
+    if (!every) every = all || total <= budget ? 1 : (total + budget - 1) / budget;
+    for (pass = 0; pass < 2; pass++) {
+        int from = pass == 1;
+        unsigned long n, runs = 0;
+        int defects_before = R.defects_total;
+        double t0 = th_now_ms();
+        if (from ? !want_from : !want_once) continue;
+        R.printed = 0;
+        R.absorbed_runs = 0;
+        R.absorbed_count = 0;
+        R.kept_runs = R.kept_objects = 0;
+        if (only) {
+            one(b, kind, only, from);
+            runs = 1;
+        } else {
+            for (n = 1; n <= total; n += every) { one(b, kind, n, from); runs++; }
+            if ((total - 1) % every) { one(b, kind, total, from); runs++; }   /* the last call, always */
+        }
+        printf("faults %s %s %s: N = %s%lu..%lu%s: %lu run%s, %d defect%s, %.1f s%s\n", mode, bname,
+               from ? "from N on" : "once", only ? "" : "", only ? only : 1, only ? only : total,
+               every > 1 && !only ? " (sampled)" : "", runs, runs == 1 ? "" : "s",
+               R.defects_total - defects_before, R.defects_total - defects_before == 1 ? "" : "s",
+               (th_now_ms() - t0) / 1000, "");
+        if (every > 1 && !only)
+            printf("   sampled: every %lu-th N of %lu, and the last; `faults %s %s --all` runs every N\n", every, total, mode, bname);
+        if (R.kept_runs)
+            printf("   destroys refused under the fault (the object kept, with a message): %lu in %lu run%s; %s\n",
+                   R.kept_objects, R.kept_runs, R.kept_runs == 1 ? "" : "s",
+                   R.no_recovery ? "not retried (FAULTS_NO_RECOVERY)" : "each destroyed again once the faults stopped");
+        if (R.absorbed_runs) {
+            char line[4096];
+            size_t used = 0;
+            for (i = 0; i < R.absorbed_count && used < sizeof line - 1; i++) {
+                used += (size_t)snprintf(line + used, sizeof line - used, "%s%s x%lu", i ? ", " : "", R.absorbed[i].name, R.absorbed[i].count);
+                if (used >= sizeof line) used = sizeof line - 1;
+            }
+            printf("   absorbed (a fault was injected, no call reported one, the data checks held) in %lu run%s: %s\n",
+                   R.absorbed_runs, R.absorbed_runs == 1 ? "" : "s", line);
+        }
+    }
+    return th_finish();
+}
