@@ -53,6 +53,16 @@
       as cuLaunchKernel's kernelParams. build_options do not apply (the PTX JIT takes none).
       info.max_kernel_args_bytes: 32,764 on Volta and newer GPUs with a CUDA 12.1+ driver,
       else CUDA's classic 4,096.
+    - Interop: gf_buffer_native is the CUdeviceptr, gf_stream_native the CUstream,
+      gf_event_native the CUevent, gf_kernel_native the CUfunction, gf_device_native the
+      CUcontext (gf_device_get_native also gives the CUdevice as ordinal).
+      gf_device_open_native takes a CUcontext (the runtime's primary context, or one of your
+      own) and uses it as lent: never released, its device's pool settings left alone; keep
+      it alive until gf_device_close. gf_stream_wrap takes a CUstream of the device's context
+      (checked with cuStreamGetCtx), gf_buffer_wrap a CUdeviceptr (taken on trust); destroying
+      the wrappers leaves both to their owner. gf_fill16/32_async are cuMemsetD16/D32Async,
+      gf_copy_2d_async one cuMemcpy2DAsync (pageable host memory: row by row through the
+      core's stages); gf_device_trim waits for the context, then cuMemPoolTrimTo.
     - gf_graph: native stream capture (cuStreamBeginCapture / EndCapture), instantiated once,
       replayed with one cuGraphLaunch; gf_graph_update is cuGraphExecUpdate. A graph launched
       on a capturing stream (which CUDA refuses) is embedded as a child graph node instead.
@@ -123,6 +133,8 @@
     X(DevicePrimaryCtxRetain, cuDevicePrimaryCtxRetain, 7000, UNKNOWN, (CUcontext *, CUdevice)) \
     X(DevicePrimaryCtxRelease, cuDevicePrimaryCtxRelease, 11000, UNKNOWN, (CUdevice)) \
     X(CtxSetCurrent, cuCtxSetCurrent, 4000, UNKNOWN, (CUcontext)) \
+    X(CtxGetDevice, cuCtxGetDevice, 2000, UNKNOWN, (CUdevice *)) \
+    X(CtxSynchronize, cuCtxSynchronize, 2000, UNKNOWN, (void)) \
     X(CtxGetStreamPriorityRange, cuCtxGetStreamPriorityRange, 5050, UNKNOWN, (int *, int *)) \
     X(MemGetInfo, cuMemGetInfo, 3020, UNKNOWN, (size_t *, size_t *)) \
     X(MemAlloc, cuMemAlloc, 3020, OUT_OF_MEMORY, (CUdeviceptr *, size_t)) \
@@ -132,6 +144,7 @@
     X(MemFreeHost, cuMemFreeHost, 2000, UNKNOWN, (void *)) \
     X(DeviceGetDefaultMemPool, cuDeviceGetDefaultMemPool, 11020, UNKNOWN, (CUmemoryPool *, CUdevice)) \
     X(MemPoolSetAttribute, cuMemPoolSetAttribute, 11020, UNKNOWN, (CUmemoryPool, CUmemPool_attribute, void *)) \
+    X(MemPoolGetAttribute, cuMemPoolGetAttribute, 11020, UNKNOWN, (CUmemoryPool, CUmemPool_attribute, void *)) \
     X(MemPoolTrimTo, cuMemPoolTrimTo, 11020, UNKNOWN, (CUmemoryPool, size_t)) \
     X(MemAllocFromPoolAsync, cuMemAllocFromPoolAsync, 11020, OUT_OF_MEMORY, (CUdeviceptr *, size_t, CUmemoryPool, CUstream)) \
     X(MemFreeAsync, cuMemFreeAsync, 11020, UNKNOWN, (CUdeviceptr, CUstream)) \
@@ -140,10 +153,14 @@
     X(MemcpyHtoDAsync, cuMemcpyHtoDAsync, 3020, UNKNOWN, (CUdeviceptr, const void *, size_t, CUstream)) \
     X(MemcpyDtoHAsync, cuMemcpyDtoHAsync, 3020, UNKNOWN, (void *, CUdeviceptr, size_t, CUstream)) \
     X(MemcpyDtoDAsync, cuMemcpyDtoDAsync, 3020, UNKNOWN, (CUdeviceptr, CUdeviceptr, size_t, CUstream)) \
+    X(Memcpy2DAsync, cuMemcpy2DAsync, 3020, UNKNOWN, (const CUDA_MEMCPY2D *, CUstream)) \
     X(MemsetD8Async, cuMemsetD8Async, 3020, UNKNOWN, (CUdeviceptr, unsigned char, size_t, CUstream)) \
+    X(MemsetD16Async, cuMemsetD16Async, 3020, UNKNOWN, (CUdeviceptr, unsigned short, size_t, CUstream)) \
+    X(MemsetD32Async, cuMemsetD32Async, 3020, UNKNOWN, (CUdeviceptr, unsigned int, size_t, CUstream)) \
     X(PointerGetAttributes, cuPointerGetAttributes, 7000, UNKNOWN, (unsigned int, CUpointer_attribute *, void **, CUdeviceptr)) \
     X(StreamCreateWithPriority, cuStreamCreateWithPriority, 5050, UNKNOWN, (CUstream *, unsigned int, int)) \
     X(StreamDestroy, cuStreamDestroy, 4000, UNKNOWN, (CUstream)) \
+    X(StreamGetCtx, cuStreamGetCtx, 9020, UNKNOWN, (CUstream, CUcontext *)) \
     X(StreamQuery, cuStreamQuery, 2000, UNKNOWN, (CUstream)) \
     X(StreamSynchronize, cuStreamSynchronize, 2000, UNKNOWN, (CUstream)) \
     X(StreamWaitEvent, cuStreamWaitEvent, 3020, UNKNOWN, (CUstream, CUevent, unsigned int)) \
@@ -231,6 +248,7 @@ static char gf__cuda_no_device_why[256];
 typedef struct gf__cuda_device {
     CUdevice dev;
     CUcontext ctx;
+    int borrowed;                     /* gf_device_open_native: the caller's context, never released */
     int prio_least, prio_greatest;    /* numerically: least >= greatest */
     int concurrent_managed;           /* prefetch to the GPU is meaningful */
     CUmemoryPool pool;                /* the default pool; NULL without memory pools */
@@ -389,22 +407,22 @@ static GF__THREAD_LOCAL CUcontext gf__cuda_tls_ctx;
 static GF__THREAD_LOCAL uint64_t gf__cuda_tls_gen;
 static uint64_t gf__cuda_generation = 1;
 
-static gf_result gf__cuda_enter(gf_device *dev) {
-    gf__cuda_device *d = (gf__cuda_device *)dev->native;
-    uint64_t gen = gf__atomic_load(&gf__cuda_generation);
-    GPUFLOW_ASSERT(d != NULL);   /* the core calls in only between device_open and device_close */
-    if (gf__cuda_tls_ctx == d->ctx && gf__cuda_tls_gen == gen) return GF_OK;
-    GF__CUDA_CHECK(CtxSetCurrent, (d->ctx));
-    gf__cuda_tls_ctx = d->ctx;
+/* Makes ctx current on this thread, and remembers that it is. */
+static gf_result gf__cuda_set_current(CUcontext ctx) {
+    uint64_t gen = gf__atomic_load(&gf__cuda_generation);   /* before: a later release sets it again */
+    GF__CUDA_CHECK(CtxSetCurrent, (ctx));
+    gf__cuda_tls_ctx = ctx;
     gf__cuda_tls_gen = gen;
     return GF_OK;
 }
-#define GF__CUDA_ENTER(dev) do { gf_result gf__e_ = gf__cuda_enter(dev); if (gf__e_ != GF_OK) return gf__e_; } while (0)
 
-static void gf__cuda_release_context(gf__cuda_device *d) {
-    (void)GF__CUDA_CALL(DevicePrimaryCtxRelease, (d->dev));
-    gf__atomic_add(&gf__cuda_generation, 1);   /* every thread's cached context is stale now */
+static gf_result gf__cuda_enter(gf_device *dev) {
+    gf__cuda_device *d = (gf__cuda_device *)dev->native;
+    GPUFLOW_ASSERT(d != NULL);   /* the core calls in only between device_open and device_close */
+    if (gf__cuda_tls_ctx == d->ctx && gf__cuda_tls_gen == gf__atomic_load(&gf__cuda_generation)) return GF_OK;
+    return gf__cuda_set_current(d->ctx);
 }
+#define GF__CUDA_ENTER(dev) do { gf_result gf__e_ = gf__cuda_enter(dev); if (gf__e_ != GF_OK) return gf__e_; } while (0)
 
 #define GF__CUSTREAM(s) ((CUstream)(s)->native)
 #define GF__CUEVENT(e)  ((CUevent)(e)->native)
@@ -436,25 +454,32 @@ static size_t gf__cuda_kernel_args_limit(CUdevice dev) {
     return 4096;
 }
 
-/* Each step names its entry point; the first failure undoes what was taken and reports it. */
-#define GF__CUDA_OPEN_STEP(name, args, undo) do { if ((r = GF__CUDA_CALL(name, args)) != CUDA_SUCCESS) { \
+/* Undoes an open: the retained primary context (a lent one stays its owner's) and the state. */
+static void gf__cuda_device_free(gf_device *dev) {
+    gf__cuda_device *d = (gf__cuda_device *)dev->native;
+    if (!d->borrowed) (void)GF__CUDA_CALL(DevicePrimaryCtxRelease, (d->dev));
+    gf__atomic_add(&gf__cuda_generation, 1);   /* every thread's cached context is stale now */
+    gf__free(d);
+    dev->native = NULL;
+}
+
+/* r = cu<name> args; a failure names the entry point in call and goes to the function's undo. */
+#define GF__CUDA_STEP(name, args) do { if ((r = GF__CUDA_CALL(name, args)) != CUDA_SUCCESS) { \
         call = "cu" #name; goto undo; } } while (0)
-static gf_result gf__cuda_device_open(gf_device *dev, int index) {
-    gf__cuda_device *d = (gf__cuda_device *)gf__alloc(sizeof *d);
+
+/* The second half of both opens: d's context made current, the device described in info.
+   On failure it undoes the open. */
+static gf_result gf__cuda_device_start(gf_device *dev, gf__cuda_device *d) {
     gf_device_info *info = &dev->info;
     size_t total = 0;
-    CUresult r;
     const char *call;
-    if (!d) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "CUDA: out of host memory opening device %d", index);
-    GF__CUDA_OPEN_STEP(DeviceGet, (&d->dev, index), fail);
-    GF__CUDA_OPEN_STEP(DevicePrimaryCtxRetain, (&d->ctx, d->dev), fail);
-    GF__CUDA_OPEN_STEP(CtxSetCurrent, (d->ctx), fail_ctx);
-    gf__cuda_tls_ctx = d->ctx;
-    gf__cuda_tls_gen = gf__atomic_load(&gf__cuda_generation);
-    GF__CUDA_OPEN_STEP(DeviceGetName, (info->name, (int)sizeof info->name, d->dev), fail_ctx);
-    GF__CUDA_OPEN_STEP(DeviceTotalMem, (&total, d->dev), fail_ctx);
-    GF__CUDA_OPEN_STEP(CtxGetStreamPriorityRange, (&d->prio_least, &d->prio_greatest), fail_ctx);
-
+    CUresult r;
+    gf_result e;
+    dev->native = d;
+    if ((e = gf__cuda_set_current(d->ctx)) != GF_OK) { gf__cuda_device_free(dev); return e; }
+    GF__CUDA_STEP(DeviceGetName, (info->name, (int)sizeof info->name, d->dev));
+    GF__CUDA_STEP(DeviceTotalMem, (&total, d->dev));
+    GF__CUDA_STEP(CtxGetStreamPriorityRange, (&d->prio_least, &d->prio_greatest));
     info->total_memory = total;
     info->compute_units = gf__cuda_attr(d->dev, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
     info->native_graphs = 1;
@@ -464,32 +489,65 @@ static gf_result gf__cuda_device_open(gf_device *dev, int index) {
     info->spirv = 0;
     info->max_kernel_args_bytes = gf__cuda_kernel_args_limit(d->dev);
     d->concurrent_managed = gf__cuda_attr(d->dev, CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS) != 0;
-
     if (info->async_alloc) {
         /* Keep up to a quarter of the device cached in the pool across synchronizations:
-           stream-ordered reuse without holding the whole card away from other users. */
+           stream-ordered reuse without holding the whole card away from other users. A lent
+           context's device keeps its owner's settings. */
         cuuint64_t keep = (cuuint64_t)(total / 4);
-        GF__CUDA_OPEN_STEP(DeviceGetDefaultMemPool, (&d->pool, d->dev), fail_ctx);
-        GF__CUDA_OPEN_STEP(MemPoolSetAttribute, (d->pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep), fail_ctx);
+        GF__CUDA_STEP(DeviceGetDefaultMemPool, (&d->pool, d->dev));
+        if (!d->borrowed) GF__CUDA_STEP(MemPoolSetAttribute, (d->pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep));
     }
-    dev->native = d;
     return GF_OK;
-fail_ctx:
-    gf__cuda_release_context(d);
-fail:
+undo:
+    gf__cuda_device_free(dev);
+    return gf__cuda_fail(r, call);
+}
+
+static gf_result gf__cuda_device_open(gf_device *dev, int index) {
+    gf__cuda_device *d = (gf__cuda_device *)gf__alloc(sizeof *d);
+    const char *call;
+    CUresult r;
+    if (!d) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "CUDA: out of host memory opening device %d", index);
+    GF__CUDA_STEP(DeviceGet, (&d->dev, index));
+    GF__CUDA_STEP(DevicePrimaryCtxRetain, (&d->ctx, d->dev));
+    return gf__cuda_device_start(dev, d);
+undo:
     gf__free(d);
     return gf__cuda_fail(r, call);
 }
-#undef GF__CUDA_OPEN_STEP
+
+/* A gf_device over the caller's context (the runtime's primary context, or one of its own):
+   used as lent, never released. The caller keeps it alive until gf_device_close. */
+static gf_result gf__cuda_device_open_native(gf_device *dev, const gf_native_device *native) {
+    gf__cuda_device *d;
+    const char *call;
+    CUresult r;
+    gf_result e;
+    if (!native->context) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_device_open_native: CUDA takes native->context, a CUcontext; it is NULL");
+    if ((e = gf__cuda_set_current((CUcontext)native->context)) != GF_OK) return e;
+    if (!(d = (gf__cuda_device *)gf__alloc(sizeof *d))) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "CUDA: out of host memory opening a native device");
+    d->ctx = (CUcontext)native->context;
+    d->borrowed = 1;
+    GF__CUDA_STEP(CtxGetDevice, (&d->dev));
+    return gf__cuda_device_start(dev, d);
+undo:
+    gf__free(d);
+    return gf__cuda_fail(r, call);
+}
+#undef GF__CUDA_STEP
 
 /* The core has drained every stream and freed its staging memory first. */
 static void gf__cuda_device_close(gf_device *dev) {
     gf__cuda_device *d = (gf__cuda_device *)dev->native;
     if (!d) return;
-    if (d->pool && gf__cuda_enter(dev) == GF_OK) (void)GF__CUDA_CALL(MemPoolTrimTo, (d->pool, 0));
-    gf__cuda_release_context(d);
-    gf__free(d);
-    dev->native = NULL;
+    if (d->pool && !d->borrowed && gf__cuda_enter(dev) == GF_OK) (void)GF__CUDA_CALL(MemPoolTrimTo, (d->pool, 0));
+    gf__cuda_device_free(dev);
+}
+
+static void gf__cuda_device_native(gf_device *dev, gf_native_device *out) {
+    gf__cuda_device *d = (gf__cuda_device *)dev->native;
+    out->context = d->ctx;
+    out->ordinal = (int)d->dev;
 }
 
 static gf_result gf__cuda_memory_info(gf_device *dev, size_t *free_bytes, size_t *total_bytes) {
@@ -511,8 +569,14 @@ static gf_result gf__cuda_buffer_alloc(gf_buffer *buf) {
 }
 
 static void gf__cuda_buffer_free(gf_buffer *buf) {
-    if (buf->addr && gf__cuda_enter(buf->dev) == GF_OK) GF__CUDA_RELAXED_VOID(MemFree, ((CUdeviceptr)buf->addr));
+    if (buf->addr && !buf->borrowed && gf__cuda_enter(buf->dev) == GF_OK) GF__CUDA_RELAXED_VOID(MemFree, ((CUdeviceptr)buf->addr));
     buf->addr = 0;
+}
+
+/* Memory of the caller's (gf_buffer_wrap): used as given, left to its owner on destroy. */
+static gf_result gf__cuda_buffer_wrap(gf_buffer *buf, uint64_t native) {
+    buf->addr = native;
+    return GF_OK;
 }
 
 static gf_result gf__cuda_buffer_alloc_async(gf_stream *s, gf_buffer *buf) {
@@ -523,6 +587,26 @@ static gf_result gf__cuda_buffer_alloc_async(gf_stream *s, gf_buffer *buf) {
     GF__CUDA_CHECK(MemAllocFromPoolAsync, (&p, buf->size, d->pool, GF__CUSTREAM(s)));
     buf->addr = (uint64_t)p;
     return GF_OK;
+}
+
+/* gf_device_trim: first the device's work, so that stream-ordered frees still queued have
+   happened (the pool cannot give back what backs an allocation not yet freed). */
+static void gf__cuda_trim(gf_device *dev, size_t keep_bytes) {
+    gf__cuda_device *d = (gf__cuda_device *)dev->native;
+    if (!d->pool || gf__cuda_enter(dev) != GF_OK) return;
+    GF__CUDA_RELAXED_VOID(CtxSynchronize, ());
+    (void)GF__CUDA_CALL(MemPoolTrimTo, (d->pool, keep_bytes));
+}
+
+/* Freed memory the pool keeps: reserved minus in use, as the driver counts them. */
+static size_t gf__cuda_cached_bytes(gf_device *dev) {
+    gf__cuda_device *d = (gf__cuda_device *)dev->native;
+    cuuint64_t reserved = 0, used = 0;
+    if (!d->pool || gf__cuda_enter(dev) != GF_OK ||
+        GF__CUDA_CALL(MemPoolGetAttribute, (d->pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &reserved)) != CUDA_SUCCESS ||
+        GF__CUDA_CALL(MemPoolGetAttribute, (d->pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &used)) != CUDA_SUCCESS)
+        return 0;
+    return reserved > used ? (size_t)(reserved - used) : 0;
 }
 
 static gf_result gf__cuda_buffer_free_async(gf_stream *s, gf_buffer *buf) {
@@ -578,8 +662,19 @@ static gf_result gf__cuda_stream_create(gf_stream *s) {
 }
 
 static void gf__cuda_stream_destroy(gf_stream *s) {
-    if (s->native && gf__cuda_enter(s->dev) == GF_OK) GF__CUDA_RELAXED_VOID(StreamDestroy, (GF__CUSTREAM(s)));
+    if (s->native && !s->borrowed && gf__cuda_enter(s->dev) == GF_OK) GF__CUDA_RELAXED_VOID(StreamDestroy, (GF__CUSTREAM(s)));
     s->native = NULL;
+}
+
+/* A stream of the caller's (gf_stream_wrap), of this device's context; left alive on destroy. */
+static gf_result gf__cuda_stream_wrap(gf_stream *s, void *native) {
+    gf__cuda_device *d = (gf__cuda_device *)s->dev->native;
+    CUcontext ctx = NULL;
+    GF__CUDA_ENTER(s->dev);
+    GF__CUDA_CHECK(StreamGetCtx, ((CUstream)native, &ctx));
+    if (ctx != d->ctx) return gf__fail(GF_ERROR_WRONG_DEVICE, "gf_stream_wrap: the CUstream belongs to another CUDA context than the device's");
+    s->native = native;
+    return GF_OK;
 }
 
 static gf_result gf__cuda_stream_synchronize(gf_stream *s) {
@@ -623,6 +718,32 @@ static gf_result gf__cuda_copy(gf_stream *s, const gf__copy *c) {
 static gf_result gf__cuda_fill(gf_stream *s, gf_buffer *buf, size_t offset, unsigned char value, size_t bytes) {
     GF__CUDA_ENTER(s->dev);
     GF__CUDA_CHECK(MemsetD8Async, (gf__cuda_at(buf, offset), value, bytes, GF__CUSTREAM(s)));
+    return GF_OK;
+}
+
+/* 2- and 4-byte values; the core checked that the offset is a multiple of the width. */
+static gf_result gf__cuda_fill_wide(gf_stream *s, gf_buffer *buf, size_t offset, uint32_t value, int width, size_t count) {
+    GF__CUDA_ENTER(s->dev);
+    if (width == 2) GF__CUDA_CHECK(MemsetD16Async, (gf__cuda_at(buf, offset), (unsigned short)value, count, GF__CUSTREAM(s)));
+    else GF__CUDA_CHECK(MemsetD32Async, (gf__cuda_at(buf, offset), value, count, GF__CUSTREAM(s)));
+    return GF_OK;
+}
+
+/* One cuMemcpy2DAsync; host memory on either side is pinned here (the core copies pageable
+   memory row by row through its stages). */
+static gf_result gf__cuda_copy_2d(gf_stream *s, const gf_copy_2d *c) {
+    CUDA_MEMCPY2D m;
+    memset(&m, 0, sizeof m);
+    if (c->src) { m.srcMemoryType = CU_MEMORYTYPE_DEVICE; m.srcDevice = gf__cuda_at(c->src, c->src_offset); }
+    else        { m.srcMemoryType = CU_MEMORYTYPE_HOST;   m.srcHost = c->src_host; }
+    if (c->dst) { m.dstMemoryType = CU_MEMORYTYPE_DEVICE; m.dstDevice = gf__cuda_at(c->dst, c->dst_offset); }
+    else        { m.dstMemoryType = CU_MEMORYTYPE_HOST;   m.dstHost = c->dst_host; }
+    m.srcPitch = c->src_pitch;
+    m.dstPitch = c->dst_pitch;
+    m.WidthInBytes = c->width;
+    m.Height = c->height;
+    GF__CUDA_ENTER(s->dev);
+    GF__CUDA_CHECK(Memcpy2DAsync, (&m, GF__CUSTREAM(s)));
     return GF_OK;
 }
 
@@ -878,6 +999,19 @@ static void gf__cuda_graph_destroy(gf_graph *g) {
     g->native_graph = NULL;
 }
 
+/* ---- native handles --------------------------------------------------------------------- */
+/* What gf_<object>_native gives: CUdeviceptr, CUstream, CUevent, CUfunction (CUmodule). */
+static uint64_t gf__cuda_native_handle(gf__type type, void *obj) {
+    switch (type) {
+    case GF__T_BUFFER: return ((gf_buffer *)obj)->addr;
+    case GF__T_STREAM: return (uint64_t)(uintptr_t)((gf_stream *)obj)->native;
+    case GF__T_EVENT:  return (uint64_t)(uintptr_t)((gf_event *)obj)->native;
+    case GF__T_KERNEL: return (uint64_t)(uintptr_t)((gf_kernel *)obj)->native;
+    case GF__T_MODULE: return (uint64_t)(uintptr_t)((gf_module *)obj)->native;
+    default:           return 0;
+    }
+}
+
 #undef GF__CUDA_CHECK
 #undef GF__CUDA_CHECK_RELAXED
 #undef GF__CUDA_RELAXED
@@ -927,6 +1061,15 @@ static void gf__cuda_fill_table(gf__backend *t) {
     t->graph_update = gf__cuda_graph_update;
     t->graph_destroy = gf__cuda_graph_destroy;
     t->host_pinned = gf__cuda_host_pinned;   /* the core stages pageable copies */
+    t->native_handle = gf__cuda_native_handle;
+    t->device_native = gf__cuda_device_native;
+    t->device_open_native = gf__cuda_device_open_native;
+    t->stream_wrap = gf__cuda_stream_wrap;
+    t->buffer_wrap = gf__cuda_buffer_wrap;
+    t->fill_wide = gf__cuda_fill_wide;
+    t->copy_2d = gf__cuda_copy_2d;
+    t->trim = gf__cuda_trim;
+    t->cached_bytes = gf__cuda_cached_bytes;
 }
 static gf__backend gf__cuda_table;
 static const gf__backend *gf__cuda_backend(void) { return gf__backend_once(&gf__cuda_table, gf__cuda_fill_table); }
