@@ -39,7 +39,7 @@
                 to the device's callback threads, which run fn and then complete the user
                 event. So fn may block (on a host flag, say) without stalling the driver's own
                 threads or other queues; a new callback thread starts whenever every existing
-                one is busy.
+                one is busy. Closing the device waits for callbacks still to come.
     memory      buffers are cl_mem (buf->ptr); copies and fills are non-blocking
                 clEnqueueRead/Write/Copy/FillBuffer. Pinned host memory is a
                 CL_MEM_ALLOC_HOST_PTR buffer mapped once (the device keeps host pointer ->
@@ -48,7 +48,11 @@
                 kernel arguments treat them like any buffer; the SVM address is kept in
                 buf->addr and freed when the wrapper is destroyed. Without fine-grained SVM they
                 are GF_ERROR_NOT_SUPPORTED. Prefetch and stream-ordered allocation are left to
-                the core (NULL entries).
+                the core (NULL entries). A view is a sub-buffer (clCreateSubBuffer) where its
+                offset is a multiple of CL_DEVICE_MEM_BASE_ADDR_ALIGN; copies and fills reach
+                any view through its parent's cl_mem, but only a sub-buffer can be a kernel
+                argument (others are refused with GF_ERROR_INVALID_ARGUMENT). 2/4-byte fills
+                are clEnqueueFillBuffer patterns; 2D copies are the core's one copy per row.
     kernels     programs from OpenCL C (opencl_source, preferred when both are given) or from
                 SPIR-V (clCreateProgramWithIL on 2.1+, or cl_khr_il_program), built with
                 build_options; the build log goes into GF_ERROR_BUILD's message. A launch sets
@@ -58,6 +62,13 @@
     graphs      left to the core's recorded replay: the graph entries are NULL. (PoCL 3.1 and
                 NVIDIA offer provisional cl_khr_command_buffer revisions that differ; it cannot
                 hold host callbacks or cross-queue waits, which captures may contain.)
+    interop     gf_*_native: a buffer's cl_mem (a view's sub-buffer, 0 without one), a
+                stream's cl_command_queue, an event's latest marker cl_event (until its next
+                record), a kernel's cl_kernel, a device's cl_context and cl_device_id; none
+                is retained for you. gf_device_open_native takes a cl_context and one of its
+                devices; gf_stream_wrap an in-order queue of the device's context (without
+                profiling on it, elapsed times fail); gf_buffer_wrap a cl_mem of that context.
+                gpuflow never releases what it was given.
 */
 #ifndef GPUFLOW_OPENCL_H
 #define GPUFLOW_OPENCL_H
@@ -105,10 +116,13 @@
     X(REQ, cl_command_queue, clCreateCommandQueue, (cl_context, cl_device_id, cl_command_queue_properties, cl_int *)) \
     X(OPT, cl_command_queue, clCreateCommandQueueWithProperties, (cl_context, cl_device_id, \
         const cl_queue_properties *, cl_int *)) \
+    X(REQ, cl_int, clGetCommandQueueInfo, (cl_command_queue, cl_command_queue_info, size_t, void *, size_t *)) \
     X(REQ, cl_int, clReleaseCommandQueue, (cl_command_queue)) \
     X(REQ, cl_int, clFlush, (cl_command_queue)) \
     X(REQ, cl_int, clFinish, (cl_command_queue)) \
     X(REQ, cl_mem, clCreateBuffer, (cl_context, cl_mem_flags, size_t, void *, cl_int *)) \
+    X(REQ, cl_mem, clCreateSubBuffer, (cl_mem, cl_mem_flags, cl_buffer_create_type, const void *, cl_int *)) \
+    X(REQ, cl_int, clGetMemObjectInfo, (cl_mem, cl_mem_info, size_t, void *, size_t *)) \
     X(REQ, cl_int, clReleaseMemObject, (cl_mem)) \
     X(REQ, cl_int, clSetMemObjectDestructorCallback, (cl_mem, void (CL_CALLBACK *)(cl_mem, void *), void *)) \
     X(OPT, void *, clSVMAlloc, (cl_context, cl_svm_mem_flags, size_t, cl_uint)) \
@@ -334,7 +348,7 @@ static gf_result gf__cl_list(gf__cl_pick **out, int *count) {
     plats = (cl_platform_id *)gf__alloc(sizeof *plats * (np ? np : 1));
     if (!plats) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "OpenCL: out of host memory listing platforms");
     e = GF__CL(clGetPlatformIDs, (np, plats, NULL));
-    if (e != CL_SUCCESS) { GPUFLOW_FREE(plats); return gf__cl_fail("clGetPlatformIDs", e); }
+    if (e != CL_SUCCESS) { gf__free(plats); return gf__cl_fail("clGetPlatformIDs", e); }
     for (p = 0; p < np; p++) {   /* keep the platforms the filter names; remember every name */
         char name[128] = "";
         size_t used = strlen(names);
@@ -350,19 +364,19 @@ static gf_result gf__cl_list(gf__cl_pick **out, int *count) {
             if (e != CL_SUCCESS || nd == 0) { if (e != CL_DEVICE_NOT_FOUND) listing = e; continue; }
             ids = (cl_device_id *)gf__alloc(sizeof *ids * nd);
             if (!ids || !gf__grow((void **)&picks, &cap, n + (int)nd, sizeof *picks)) {
-                GPUFLOW_FREE(ids); GPUFLOW_FREE(picks); GPUFLOW_FREE(plats);
+                gf__free(ids); gf__free(picks); gf__free(plats);
                 return gf__fail(GF_ERROR_OUT_OF_MEMORY, "OpenCL: out of host memory listing devices");
             }
             e = GF__CL(clGetDeviceIDs, (plats[p], order[t], nd, ids, NULL));
             if (e == CL_SUCCESS)
                 for (i = 0; i < nd; i++) { picks[n].platform = plats[p]; picks[n++].device = ids[i]; }
             else listing = e;
-            GPUFLOW_FREE(ids);
+            gf__free(ids);
         }
     }
-    GPUFLOW_FREE(plats);
+    gf__free(plats);
     if (n == 0) {
-        GPUFLOW_FREE(picks);
+        gf__free(picks);
         if (kept == 0 && np > 0)
             return gf__fail(GF_ERROR_NO_DEVICE, "OpenCL: no platform name contains GPUFLOW_OPENCL_PLATFORM=\"%s\" "
                             "(platforms: %s)", filter, names);
@@ -378,7 +392,7 @@ static gf_result gf__cl_list(gf__cl_pick **out, int *count) {
 static gf_result gf__cl_device_count(int *count) {
     gf__cl_pick *picks;
     gf_result r = gf__cl_list(&picks, count);
-    GPUFLOW_FREE(picks);
+    gf__free(picks);
     return r;
 }
 
@@ -397,9 +411,11 @@ typedef struct gf__cl_device {
     cl_platform_id platform;
     cl_device_id device;
     cl_context ctx;
+    int own_ctx;                    /* 0: the program's (gf_device_open_native), left to it */
     cl_command_queue host_queue;    /* maps and unmaps pinned memory */
     int version;                    /* 10 * major + minor of CL_DEVICE_VERSION */
     int priorities, fine_svm;
+    size_t sub_align;               /* a sub-buffer's offset must be a multiple (0: no sub-buffers) */
     gf__cl_clCreateProgramWithIL_fn create_with_il;   /* the 2.1 entry or the KHR one; NULL: no SPIR-V */
     uint64_t total, allocated;      /* allocated: atomic */
     gf__mutex lock;                 /* pinned, the callback queue and threads */
@@ -436,7 +452,7 @@ static void gf__cl_job_end(gf__cl_job *job) {
         GF__CL(clReleaseEvent, (job->done));
     }
     if (job->marker) GF__CL(clReleaseEvent, (job->marker));
-    GPUFLOW_FREE(job);
+    gf__free(job);
     gf__lock(&d->lock);
     if (--d->cb_live == 0) gf__cond_broadcast(&d->cb_cond);
     gf__unlock(&d->lock);
@@ -505,17 +521,17 @@ static void gf__cl_device_close(gf_device *dev) {
         d->pinned = p->next;
         GF__CL(clEnqueueUnmapMemObject, (d->host_queue, p->mem, p->ptr, 0, NULL, NULL));
         GF__CL(clReleaseMemObject, (p->mem));
-        GPUFLOW_FREE(p);
+        gf__free(p);
     }
     if (d->host_queue) {
         GF__CL(clFinish, (d->host_queue));
         GF__CL(clReleaseCommandQueue, (d->host_queue));
     }
-    if (d->ctx) GF__CL(clReleaseContext, (d->ctx));
-    GPUFLOW_FREE(d->cb_threads);
+    if (d->ctx && d->own_ctx) GF__CL(clReleaseContext, (d->ctx));
+    gf__free(d->cb_threads);
     gf__cond_destroy(&d->cb_cond);
     gf__mutex_destroy(&d->lock);
-    GPUFLOW_FREE(d);
+    gf__free(d);
     dev->native = NULL;
 }
 
@@ -543,26 +559,16 @@ static gf_result gf__cl_queue(gf__cl_device *d, cl_ulong priority, cl_command_qu
     return *out ? GF_OK : gf__cl_fail("clCreateCommandQueue", e);
 }
 
-static gf_result gf__cl_device_open(gf_device *dev, int index) {
-    gf__cl_pick *picks;
-    gf__cl_device *d;
-    int count, major = 1, minor = 0;
+/* Sets up d (platform and device set; ctx set when the program gives one) as dev's state:
+   what the device can do, a context unless given, the pinned-memory queue, a callback thread. */
+static gf_result gf__cl_device_init(gf_device *dev, gf__cl_device *d) {
+    int major = 1, minor = 0;
     char pname[100] = "", dname[150] = "", version[128] = "", il[256] = "", *exts = NULL;
     size_t ext_size = 0;
-    cl_uint units = 0;
+    cl_uint units = 0, align_bits = 0;
     cl_ulong mem = 0;
     cl_int e;
-    gf_result r = gf__cl_list(&picks, &count);
-    if (r != GF_OK) return r;
-    if (index < 0 || index >= count) {   /* the list is read afresh: devices may have gone */
-        GPUFLOW_FREE(picks);
-        return gf__fail(GF_ERROR_NO_DEVICE, "OpenCL: no device %d (there are %d)", index, count);
-    }
-    d = (gf__cl_device *)gf__alloc(sizeof *d);
-    if (!d) { GPUFLOW_FREE(picks); return gf__fail(GF_ERROR_OUT_OF_MEMORY, "OpenCL: out of host memory"); }
-    d->platform = picks[index].platform;
-    d->device = picks[index].device;
-    GPUFLOW_FREE(picks);
+    gf_result r;
     gf__mutex_init(&d->lock);
     gf__cond_init(&d->cb_cond);
     dev->native = d;
@@ -573,9 +579,11 @@ static gf_result gf__cl_device_open(gf_device *dev, int index) {
     GF__CL(clGetDeviceInfo, (d->device, CL_DEVICE_VERSION, sizeof version, version, NULL));
     GF__CL(clGetDeviceInfo, (d->device, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof units, &units, NULL));
     GF__CL(clGetDeviceInfo, (d->device, CL_DEVICE_GLOBAL_MEM_SIZE, sizeof mem, &mem, NULL));
+    GF__CL(clGetDeviceInfo, (d->device, CL_DEVICE_MEM_BASE_ADDR_ALIGN, sizeof align_bits, &align_bits, NULL));
     if (sscanf(version, "OpenCL %d.%d", &major, &minor) != 2) { major = 1; minor = 2; }
     d->version = major * 10 + minor;
     d->total = mem;
+    d->sub_align = align_bits / 8;
     if (GF__CL(clGetDeviceInfo, (d->device, CL_DEVICE_EXTENSIONS, 0, NULL, &ext_size)) == CL_SUCCESS &&
         (exts = (char *)gf__alloc(ext_size + 1)) != NULL)
         GF__CL(clGetDeviceInfo, (d->device, CL_DEVICE_EXTENSIONS, ext_size, exts, NULL));
@@ -593,14 +601,15 @@ static gf_result gf__cl_device_open(gf_device *dev, int index) {
         void *f = GF__CL_PTR(clGetExtensionFunctionAddressForPlatform, (d->platform, "clCreateProgramWithILKHR"));
         memcpy(&d->create_with_il, &f, sizeof f);
     }
-    GPUFLOW_FREE(exts);
+    gf__free(exts);
 
-    {
+    if (!d->ctx) {
         cl_context_properties props[3];
         props[0] = CL_CONTEXT_PLATFORM; props[1] = (cl_context_properties)d->platform; props[2] = 0;
         d->ctx = GF__CL_NEW(clCreateContext, (props, 1, &d->device, NULL, NULL), &e);
+        if (!d->ctx) { gf__cl_device_close(dev); return gf__cl_fail("clCreateContext", e); }
+        d->own_ctx = 1;
     }
-    if (!d->ctx) { gf__cl_device_close(dev); return gf__cl_fail("clCreateContext", e); }
     if ((r = gf__cl_queue(d, 0, &d->host_queue)) != GF_OK) { gf__cl_device_close(dev); return r; }
     gf__lock(&d->lock);
     if (!gf__cl_spawn(d)) {
@@ -621,6 +630,49 @@ static gf_result gf__cl_device_open(gf_device *dev, int index) {
     return GF_OK;
 }
 
+static gf_result gf__cl_device_open(gf_device *dev, int index) {
+    gf__cl_pick *picks;
+    gf__cl_device *d;
+    int count;
+    gf_result r = gf__cl_list(&picks, &count);
+    if (r != GF_OK) return r;
+    if (index < 0 || index >= count) {   /* the list is read afresh: devices may have gone */
+        gf__free(picks);
+        return gf__fail(GF_ERROR_NO_DEVICE, "OpenCL: no device %d (there are %d)", index, count);
+    }
+    d = (gf__cl_device *)gf__alloc(sizeof *d);
+    if (!d) { gf__free(picks); return gf__fail(GF_ERROR_OUT_OF_MEMORY, "OpenCL: out of host memory"); }
+    d->platform = picks[index].platform;
+    d->device = picks[index].device;
+    gf__free(picks);
+    return gf__cl_device_init(dev, d);
+}
+
+/* A gpuflow device on the program's cl_context and one of its devices: gpuflow makes its own
+   queues and buffers there and leaves the context to the program. */
+static gf_result gf__cl_device_open_native(gf_device *dev, const gf_native_device *native) {
+    gf__cl_device *d;
+    cl_platform_id platform = NULL;
+    cl_int e;
+    if (!native->context || !native->device)
+        return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_device_open_native: OpenCL needs both context (a cl_context) "
+                        "and device (a cl_device_id of it)");
+    e = GF__CL(clGetDeviceInfo, ((cl_device_id)native->device, CL_DEVICE_PLATFORM, sizeof platform, &platform, NULL));
+    if (e != CL_SUCCESS) return gf__cl_fail("clGetDeviceInfo(CL_DEVICE_PLATFORM)", e);
+    d = (gf__cl_device *)gf__alloc(sizeof *d);
+    if (!d) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "OpenCL: out of host memory");
+    d->platform = platform;
+    d->device = (cl_device_id)native->device;
+    d->ctx = (cl_context)native->context;
+    return gf__cl_device_init(dev, d);
+}
+
+static void gf__cl_device_native(gf_device *dev, gf_native_device *out) {
+    gf__cl_device *d = (gf__cl_device *)dev->native;
+    out->context = d->ctx;
+    out->device = d->device;
+}
+
 static gf_result gf__cl_memory_info(gf_device *dev, size_t *free_bytes, size_t *total_bytes) {
     gf__cl_device *d = (gf__cl_device *)dev->native;
     uint64_t used = gf__atomic_load(&d->allocated);
@@ -638,7 +690,7 @@ static void CL_CALLBACK gf__cl_svm_release(cl_mem mem, void *arg) {
     gf__cl_svm *svm = (gf__cl_svm *)arg;
     (void)mem;
     GF__CL_VOID(clSVMFree, (svm->ctx, svm->ptr));
-    GPUFLOW_FREE(svm);
+    gf__free(svm);
 }
 
 /* A managed buffer: fine-grained SVM inside a cl_mem that uses it, freed with the cl_mem. */
@@ -656,20 +708,20 @@ static gf_result gf__cl_svm_alloc(gf_buffer *buf, cl_mem *out) {
     svm->ctx = d->ctx;
     svm->ptr = GF__CL_PTR(clSVMAlloc, (d->ctx, CL_MEM_READ_WRITE | CL_MEM_SVM_FINE_GRAIN_BUFFER, buf->size, 0));
     if (!svm->ptr) {
-        GPUFLOW_FREE(svm);
+        gf__free(svm);
         return gf__fail(GF_ERROR_OUT_OF_MEMORY, "clSVMAlloc: returned NULL for %lu bytes", (unsigned long)buf->size);
     }
     mem = GF__CL_NEW(clCreateBuffer, (d->ctx, CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR, buf->size, svm->ptr), &e);
     if (!mem) {
         GF__CL_VOID(clSVMFree, (d->ctx, svm->ptr));
-        GPUFLOW_FREE(svm);
+        gf__free(svm);
         return gf__cl_fail("clCreateBuffer(CL_MEM_USE_HOST_PTR, SVM)", e);
     }
     e = GF__CL(clSetMemObjectDestructorCallback, (mem, gf__cl_svm_release, svm));
     if (e != CL_SUCCESS) {
         GF__CL(clReleaseMemObject, (mem));
         GF__CL_VOID(clSVMFree, (d->ctx, svm->ptr));
-        GPUFLOW_FREE(svm);
+        gf__free(svm);
         return gf__cl_fail("clSetMemObjectDestructorCallback", e);
     }
     buf->addr = (uint64_t)(uintptr_t)svm->ptr;
@@ -693,13 +745,63 @@ static gf_result gf__cl_buffer_alloc(gf_buffer *buf) {
     return GF_OK;
 }
 
+/* A view: a sub-buffer where its offset meets the device's alignment, so that kernels can
+   take it as an argument; copies and fills address the parent's cl_mem at the view's offset
+   (gf__cl_mem), which works at any offset. */
+static gf_result gf__cl_buffer_view(gf_buffer *view) {
+    gf__cl_device *d = (gf__cl_device *)view->dev->native;
+    const gf_buffer *parent = view->parent;
+    GPUFLOW_ASSERT(parent && !parent->parent);   /* the core makes views of whole buffers only */
+    view->addr = parent->addr ? parent->addr + view->view_offset : 0;   /* managed: the SVM address */
+    view->ptr = NULL;
+    if (d->sub_align && view->view_offset % d->sub_align == 0) {
+        cl_buffer_region region;
+        cl_int e;
+        region.origin = view->view_offset;
+        region.size = view->size;
+        view->ptr = GF__CL_NEW(clCreateSubBuffer, ((cl_mem)parent->ptr, 0, CL_BUFFER_CREATE_TYPE_REGION, &region), &e);
+        if (!view->ptr) return gf__cl_fail("clCreateSubBuffer", e);
+    }
+    return GF_OK;
+}
+
+/* The program's cl_mem, of this device's context and at least bytes long; gpuflow never
+   releases it. */
+static gf_result gf__cl_buffer_wrap(gf_buffer *buf, uint64_t native) {
+    gf__cl_device *d = (gf__cl_device *)buf->dev->native;
+    cl_mem mem = (cl_mem)(uintptr_t)native;
+    cl_context ctx = NULL;
+    size_t size = 0;
+    cl_int e = GF__CL(clGetMemObjectInfo, (mem, CL_MEM_CONTEXT, sizeof ctx, &ctx, NULL));
+    if (e == CL_SUCCESS) e = GF__CL(clGetMemObjectInfo, (mem, CL_MEM_SIZE, sizeof size, &size, NULL));
+    if (e != CL_SUCCESS) return gf__cl_fail("clGetMemObjectInfo", e);
+    if (ctx != d->ctx)
+        return gf__fail(GF_ERROR_WRONG_DEVICE, "gf_buffer_wrap: the cl_mem belongs to another cl_context than %s's",
+                        buf->dev->info.name);
+    if (buf->size > size)
+        return gf__fail(GF_ERROR_OUT_OF_RANGE, "gf_buffer_wrap: the cl_mem has %llu bytes, %llu asked for",
+                        (unsigned long long)size, (unsigned long long)buf->size);
+    buf->ptr = mem;
+    return GF_OK;
+}
+
+/* Frees what this backend made: an allocation, or a view's sub-buffer; a wrapped cl_mem stays. */
 static void gf__cl_buffer_free(gf_buffer *buf) {
     gf__cl_device *d = (gf__cl_device *)buf->dev->native;
-    if (!buf->ptr) return;
-    GF__CL(clReleaseMemObject, ((cl_mem)buf->ptr));   /* deferred by OpenCL until its commands finish */
-    gf__atomic_add(&d->allocated, (uint64_t)0 - (uint64_t)buf->size);
+    int allocated = !buf->borrowed;
+    if (buf->ptr && (allocated || buf->parent))
+        GF__CL(clReleaseMemObject, ((cl_mem)buf->ptr));   /* deferred by OpenCL until its commands finish */
+    if (allocated) gf__atomic_add(&d->allocated, (uint64_t)0 - (uint64_t)buf->size);
     buf->ptr = NULL;
     buf->addr = 0;
+}
+
+/* The cl_mem a copy or fill addresses, with *offset moved to where in it: a view's window lies
+   in its parent's memory. */
+static cl_mem gf__cl_mem(const gf_buffer *buf, size_t *offset) {
+    if (!buf->parent) return (cl_mem)buf->ptr;
+    *offset += buf->view_offset;
+    return (cl_mem)buf->parent->ptr;
 }
 
 static gf_result gf__cl_host_alloc(gf_device *dev, size_t bytes, void **out) {
@@ -708,12 +810,12 @@ static gf_result gf__cl_host_alloc(gf_device *dev, size_t bytes, void **out) {
     cl_int e;
     if (!p) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "OpenCL: out of host memory");
     p->mem = GF__CL_NEW(clCreateBuffer, (d->ctx, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, bytes, NULL), &e);
-    if (!p->mem) { GPUFLOW_FREE(p); return gf__cl_fail("clCreateBuffer(CL_MEM_ALLOC_HOST_PTR)", e); }
+    if (!p->mem) { gf__free(p); return gf__cl_fail("clCreateBuffer(CL_MEM_ALLOC_HOST_PTR)", e); }
     p->ptr = GF__CL_NEW(clEnqueueMapBuffer, (d->host_queue, p->mem, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0, bytes,
                                              0, NULL, NULL), &e);
     if (!p->ptr) {
         GF__CL(clReleaseMemObject, (p->mem));
-        GPUFLOW_FREE(p);
+        gf__free(p);
         return gf__cl_fail("clEnqueueMapBuffer", e);
     }
     gf__lock(&d->lock);
@@ -739,7 +841,7 @@ static void gf__cl_host_free(gf_device *dev, void *ptr) {
     GF__CL(clEnqueueUnmapMemObject, (d->host_queue, p->mem, p->ptr, 0, NULL, NULL));
     GF__CL(clReleaseMemObject, (p->mem));
     GF__CL(clFlush, (d->host_queue));
-    GPUFLOW_FREE(p);
+    gf__free(p);
 }
 
 /* ---- streams ---------------------------------------------------------------------------- */
@@ -771,18 +873,44 @@ static gf_result gf__cl_enqueued(gf_stream *s, const char *call, cl_int e, cl_ev
     return GF_OK;
 }
 
-static gf_result gf__cl_stream_create(gf_stream *s) {
-    gf__cl_device *d = (gf__cl_device *)s->dev->native;
+static gf_result gf__cl_stream_on(gf_stream *s, cl_command_queue queue) {
     gf__cl_stream *cs = (gf__cl_stream *)gf__alloc(sizeof *cs);
-    cl_ulong priority = 0;
-    gf_result r;
     if (!cs) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "OpenCL: out of host memory");
-    if (d->priorities && s->priority == GF_PRIORITY_HIGH) priority = CL_QUEUE_PRIORITY_HIGH_KHR;
-    if (d->priorities && s->priority == GF_PRIORITY_LOW) priority = CL_QUEUE_PRIORITY_LOW_KHR;
-    if ((r = gf__cl_queue(d, priority, &cs->queue)) != GF_OK) { GPUFLOW_FREE(cs); return r; }
+    cs->queue = queue;
     gf__mutex_init(&cs->lock);
     s->native = cs;
     return GF_OK;
+}
+
+static gf_result gf__cl_stream_create(gf_stream *s) {
+    gf__cl_device *d = (gf__cl_device *)s->dev->native;
+    cl_command_queue queue;
+    cl_ulong priority = 0;
+    gf_result r;
+    if (d->priorities && s->priority == GF_PRIORITY_HIGH) priority = CL_QUEUE_PRIORITY_HIGH_KHR;
+    if (d->priorities && s->priority == GF_PRIORITY_LOW) priority = CL_QUEUE_PRIORITY_LOW_KHR;
+    if ((r = gf__cl_queue(d, priority, &queue)) != GF_OK) return r;
+    if ((r = gf__cl_stream_on(s, queue)) != GF_OK) GF__CL(clReleaseCommandQueue, (queue));
+    return r;
+}
+
+/* The program's queue, of this device's context; in order, since a stream's work runs in
+   order (and its latest command stands for all of it). gpuflow never releases it. */
+static gf_result gf__cl_stream_wrap(gf_stream *s, void *native) {
+    gf__cl_device *d = (gf__cl_device *)s->dev->native;
+    cl_command_queue queue = (cl_command_queue)native;
+    cl_command_queue_properties props = 0;
+    cl_context ctx = NULL;
+    cl_int e = GF__CL(clGetCommandQueueInfo, (queue, CL_QUEUE_CONTEXT, sizeof ctx, &ctx, NULL));
+    if (e == CL_SUCCESS) e = GF__CL(clGetCommandQueueInfo, (queue, CL_QUEUE_PROPERTIES, sizeof props, &props, NULL));
+    if (e != CL_SUCCESS) return gf__cl_fail("clGetCommandQueueInfo", e);
+    if (ctx != d->ctx)
+        return gf__fail(GF_ERROR_WRONG_DEVICE, "gf_stream_wrap: the queue belongs to another cl_context than %s's",
+                        s->dev->info.name);
+    if (props & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE)
+        return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_stream_wrap: the queue runs out of order; a stream needs an "
+                        "in-order queue");
+    return gf__cl_stream_on(s, queue);
 }
 
 static void gf__cl_stream_destroy(gf_stream *s) {
@@ -790,9 +918,9 @@ static void gf__cl_stream_destroy(gf_stream *s) {
     if (!cs) return;
     GF__CL(clFinish, (cs->queue));
     if (cs->last) GF__CL(clReleaseEvent, (cs->last));
-    GF__CL(clReleaseCommandQueue, (cs->queue));
+    if (!s->borrowed) GF__CL(clReleaseCommandQueue, (cs->queue));
     gf__mutex_destroy(&cs->lock);
-    GPUFLOW_FREE(cs);
+    gf__free(cs);
     s->native = NULL;
 }
 
@@ -837,24 +965,42 @@ static gf_result gf__cl_stream_synchronize(gf_stream *s) {
 
 static gf_result gf__cl_copy(gf_stream *s, const gf__copy *c) {
     cl_command_queue q = GF__CL_QUEUE(s);
+    size_t src_offset = c->src_offset, dst_offset = c->dst_offset;
+    cl_mem src = c->src ? gf__cl_mem(c->src, &src_offset) : NULL;
+    cl_mem dst = c->dst ? gf__cl_mem(c->dst, &dst_offset) : NULL;
     cl_event ev = NULL;
     switch (c->kind) {
     case GF__COPY_H2D:
         return gf__cl_enqueued(s, "clEnqueueWriteBuffer", GF__CL(clEnqueueWriteBuffer,
-            (q, (cl_mem)c->dst->ptr, CL_FALSE, c->dst_offset, c->bytes, c->host, 0, NULL, &ev)), &ev);
+            (q, dst, CL_FALSE, dst_offset, c->bytes, c->host, 0, NULL, &ev)), &ev);
     case GF__COPY_D2H:
         return gf__cl_enqueued(s, "clEnqueueReadBuffer", GF__CL(clEnqueueReadBuffer,
-            (q, (cl_mem)c->src->ptr, CL_FALSE, c->src_offset, c->bytes, c->host, 0, NULL, &ev)), &ev);
+            (q, src, CL_FALSE, src_offset, c->bytes, c->host, 0, NULL, &ev)), &ev);
     default:
         return gf__cl_enqueued(s, "clEnqueueCopyBuffer", GF__CL(clEnqueueCopyBuffer,
-            (q, (cl_mem)c->src->ptr, (cl_mem)c->dst->ptr, c->src_offset, c->dst_offset, c->bytes, 0, NULL, &ev)), &ev);
+            (q, src, dst, src_offset, dst_offset, c->bytes, 0, NULL, &ev)), &ev);
     }
 }
 
-static gf_result gf__cl_fill(gf_stream *s, gf_buffer *buf, size_t offset, unsigned char value, size_t bytes) {
+/* count values of width 1, 2 or 4 bytes: the low bytes of value, in host order. */
+static gf_result gf__cl_fill_wide(gf_stream *s, gf_buffer *buf, size_t offset, uint32_t value, int width, size_t count) {
+    unsigned char u8 = (unsigned char)value;
+    uint16_t u16 = (uint16_t)value;
+    const void *pattern = width == 1 ? (const void *)&u8 : width == 2 ? (const void *)&u16 : (const void *)&value;
+    cl_mem mem;
     cl_event ev = NULL;
+    GPUFLOW_ASSERT((width == 1 || width == 2 || width == 4) && offset % (size_t)width == 0);   /* the core checks */
+    mem = gf__cl_mem(buf, &offset);
+    if (offset % (size_t)width)   /* OpenCL counts from the cl_mem's start, not the view's */
+        return gf__fail(GF_ERROR_INVALID_ARGUMENT, "OpenCL: a fill of %d-byte values must start at a multiple of %d "
+                        "bytes of the memory; the view starts at byte %llu of its parent", width, width,
+                        (unsigned long long)buf->view_offset);
     return gf__cl_enqueued(s, "clEnqueueFillBuffer", GF__CL(clEnqueueFillBuffer,
-        (GF__CL_QUEUE(s), (cl_mem)buf->ptr, &value, 1, offset, bytes, 0, NULL, &ev)), &ev);
+        (GF__CL_QUEUE(s), mem, pattern, (size_t)width, offset, count * (size_t)width, 0, NULL, &ev)), &ev);
+}
+
+static gf_result gf__cl_fill(gf_stream *s, gf_buffer *buf, size_t offset, unsigned char value, size_t bytes) {
+    return gf__cl_fill_wide(s, buf, offset, value, 1, bytes);
 }
 
 /* A marker after prior work, whose completion hands the job to a callback thread, then a
@@ -904,7 +1050,7 @@ static void gf__cl_event_destroy(gf_event *ev) {
     if (!ce) return;
     if (ce->marker) GF__CL(clReleaseEvent, (ce->marker));
     gf__mutex_destroy(&ce->lock);
-    GPUFLOW_FREE(ce);
+    gf__free(ce);
     ev->native = NULL;
 }
 
@@ -1006,10 +1152,10 @@ static void gf__cl_module_unload(gf_module *mod) {
         gf__cl_kernel *ck = cm->kernels;
         cm->kernels = ck->next;
         GF__CL(clReleaseKernel, (ck->kernel));
-        GPUFLOW_FREE(ck);
+        gf__free(ck);
     }
     GF__CL(clReleaseProgram, (cm->program));
-    GPUFLOW_FREE(cm);
+    gf__free(cm);
     mod->native = NULL;
 }
 
@@ -1024,7 +1170,7 @@ static gf_result gf__cl_build_failed(cl_program prog, cl_device_id device, cl_in
         char *full = (char *)gf__alloc(n + 1);
         if (full && GF__CL(clGetProgramBuildInfo, (prog, device, CL_PROGRAM_BUILD_LOG, n, full, NULL)) == CL_SUCCESS)
             gf__copy_str(log, sizeof log, full);
-        GPUFLOW_FREE(full);
+        gf__free(full);
     }
     return gf__fail(GF_ERROR_BUILD, "clBuildProgram: %s (%d)%s%s", gf__cl_error_name(e), (int)e, log[0] ? ": " : "", log);
 }
@@ -1070,7 +1216,7 @@ static gf_result gf__cl_kernel_get(gf_kernel *k) {
     if (!ck) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "OpenCL: out of host memory");
     ck->kernel = GF__CL_NEW(clCreateKernel, (cm->program, k->name), &e);
     if (!ck->kernel) {
-        GPUFLOW_FREE(ck);
+        gf__free(ck);
         if (e == CL_INVALID_KERNEL_NAME)
             return gf__fail(GF_ERROR_NOT_FOUND, "clCreateKernel: CL_INVALID_KERNEL_NAME (%d): no kernel \"%s\"",
                             (int)e, k->name);
@@ -1079,7 +1225,7 @@ static gf_result gf__cl_kernel_get(gf_kernel *k) {
     e = GF__CL(clGetKernelInfo, (ck->kernel, CL_KERNEL_NUM_ARGS, sizeof ck->args, &ck->args, NULL));
     if (e != CL_SUCCESS) {
         GF__CL(clReleaseKernel, (ck->kernel));
-        GPUFLOW_FREE(ck);
+        gf__free(ck);
         return gf__cl_fail("clGetKernelInfo(CL_KERNEL_NUM_ARGS)", e);
     }
     ck->next = cm->kernels;   /* the core holds mod->lock here */
@@ -1102,6 +1248,13 @@ static gf_result gf__cl_launch(gf_stream *s, gf_kernel *k, const gf_launch_dims 
         return gf__fail(GF_ERROR_INVALID_ARGUMENT, "OpenCL: kernel %s takes %u arguments, %u given%s",
                         k->name, (unsigned)ck->args, (unsigned)given,
                         dims->shared_bytes ? " (shared_bytes adds a trailing __local one)" : "");
+    for (i = 0; i < (cl_uint)count; i++)
+        if (args[i].buffer && !args[i].buffer->ptr)   /* a view whose offset no sub-buffer can have */
+            return gf__fail(GF_ERROR_INVALID_ARGUMENT, "OpenCL: kernel %s, argument %u: a view at byte %llu of its "
+                            "buffer cannot be a kernel argument here (its offset must be a multiple of %llu bytes, "
+                            "CL_DEVICE_MEM_BASE_ADDR_ALIGN)", k->name, (unsigned)i,
+                            (unsigned long long)args[i].buffer->view_offset,
+                            (unsigned long long)((gf__cl_device *)s->dev->native)->sub_align);
     for (i = 0; i < 3; i++) {
         local[i] = dims->block[i];
         global[i] = (size_t)dims->grid[i] * dims->block[i];
@@ -1128,9 +1281,32 @@ static gf_result gf__cl_launch(gf_stream *s, gf_kernel *k, const gf_launch_dims 
     return gf__cl_fail(call, e);
 }
 
+/* ---- interop ---------------------------------------------------------------------------- */
+/* A buffer's cl_mem (a view's sub-buffer; 0 for a view no sub-buffer can cover), a stream's
+   cl_command_queue, an event's latest marker (valid until the next record or destroy), a
+   kernel's cl_kernel. None is retained for the caller. */
+static uint64_t gf__cl_native_handle(gf__type type, void *obj) {
+    void *handle = NULL;
+    switch (type) {
+    case GF__T_BUFFER: handle = ((gf_buffer *)obj)->ptr; break;
+    case GF__T_STREAM: handle = GF__CL_QUEUE((gf_stream *)obj); break;
+    case GF__T_KERNEL: handle = ((gf__cl_kernel *)((gf_kernel *)obj)->native)->kernel; break;
+    case GF__T_EVENT: {
+        gf__cl_event *ce = (gf__cl_event *)((gf_event *)obj)->native;
+        gf__lock(&ce->lock);
+        handle = ce->marker;
+        gf__unlock(&ce->lock);
+        break;
+    }
+    default: break;
+    }
+    return (uint64_t)(uintptr_t)handle;
+}
+
 /* ---- the table -------------------------------------------------------------------------- */
 /* Left NULL: stream-ordered allocation (the core's cache), prefetch (SVM needs none), graphs
-   (the core's recorded replay), host_pinned (the driver copies from any host memory). */
+   (the core's recorded replay), host_pinned (the driver copies from any host memory), 2D
+   copies (the core's copy per row), trim and cached_bytes (no driver pool). */
 static void gf__cl_fill_table(gf__backend *t) {
     t->kind = GF_BACKEND_OPENCL;
     t->name = "opencl";
@@ -1161,6 +1337,13 @@ static void gf__cl_fill_table(gf__backend *t) {
     t->module_unload = gf__cl_module_unload;
     t->kernel_get = gf__cl_kernel_get;
     t->launch = gf__cl_launch;
+    t->native_handle = gf__cl_native_handle;
+    t->device_native = gf__cl_device_native;
+    t->device_open_native = gf__cl_device_open_native;
+    t->stream_wrap = gf__cl_stream_wrap;
+    t->buffer_wrap = gf__cl_buffer_wrap;
+    t->buffer_view = gf__cl_buffer_view;
+    t->fill_wide = gf__cl_fill_wide;
 }
 static gf__backend gf__cl_table;
 static const gf__backend *gf__opencl_backend(void) { return gf__backend_once(&gf__cl_table, gf__cl_fill_table); }
