@@ -291,6 +291,10 @@ typedef struct gf_launch_dims { unsigned grid[3]; unsigned block[3]; size_t shar
 typedef struct gf_arg { const void *value; size_t size; gf_buffer *buffer; } gf_arg;
 #define GF_ARG(v)        { &(v), sizeof(v), 0 }
 #define GF_ARG_BUFFER(b) { 0, 0, (b) }
+/* A buffer argument's size says how the kernel uses it: 0 reads and writes (the default),
+   GF_ARG_READ_ONLY only reads (what the race detector assumes). */
+#define GF_ARG_READ_ONLY 1
+#define GF_ARG_BUFFER_READ(b) { 0, GF_ARG_READ_ONLY, (b) }
 
 typedef struct gf_kernel_ctx { unsigned grid[3], block[3], block_idx[3], thread_idx[3]; } gf_kernel_ctx;
 /* A stub kernel runs once per thread; args[i] points at the argument's value, and for a
@@ -324,6 +328,15 @@ typedef struct gf_profile_report {
     int stream_count; uint64_t total_ops; uint64_t dropped_ops; double span_ms;
     gf_profile_stream streams[GF_PROFILE_MAX_STREAMS];
 } gf_profile_report;
+
+/* Race detector (gf_race_check_enable): the first reports, each distinct race once. */
+#define GF_RACE_CHECK_ON 1u
+#define GF_RACE_REPORTS 8
+typedef struct gf_race_info {
+    uint64_t count;               /* distinct races found so far */
+    int reports;                  /* filled entries of report[] */
+    char report[GF_RACE_REPORTS][512];
+} gf_race_info;
 
 /* ---- results, backends --------------------------------------------------------------- */
 GPUFLOW_API const char *gf_result_name(gf_result r);
@@ -477,6 +490,21 @@ GPUFLOW_API gf_result gf_profiler_write_trace(gf_device *dev, const char *path);
 GPUFLOW_API void      gf_range_push(gf_stream *s, const char *name);
 GPUFLOW_API void      gf_range_pop(gf_stream *s);
 
+/* ---- races and hangs -------------------------------------------------------------------- */
+/* The race detector sees every operation gpuflow enqueues, with the buffer bytes it reads and
+   writes, and every ordering gpuflow knows (stream order, events, waits, barriers, sets, flows,
+   host synchronizes, waiters, graph replays), and reports two accesses to overlapping bytes,
+   one a write, that nothing orders, as a warning through the logger and in gf_race_report.
+   GF_RACE_CHECK_ON turns it on, 0 off; GPUFLOW_RACE_CHECK=1 in the environment turns it on for
+   every device at open. Off, it costs one branch per operation. Graphs replay the accesses
+   seen while they were captured (capture with the detector on). */
+GPUFLOW_API gf_result gf_race_check_enable(gf_device *dev, unsigned flags);
+GPUFLOW_API gf_result gf_race_report(gf_device *dev, gf_race_info *out);
+/* Hang diagnostics: each stream's operations not known to be done, what it waits on, running
+   callbacks, captures and async waiters, as text. GPUFLOW_HANG_MS=N in the environment makes
+   any blocking wait that lasts longer than N ms log this once (then it keeps waiting). */
+GPUFLOW_API gf_result gf_device_write_state(gf_device *dev, char *text, size_t size);
+
 /* The contract spells these queries like their result types (gf_stream_stats(s, &st)). C
    cannot give a function and a type one name, so each is a function-like macro: the name
    followed by '(' calls the function, the bare name is the type. */
@@ -537,6 +565,8 @@ static void gf__free(void *p) {
 #define GF__DEFAULT_KERNEL_ARGS_BYTES 4096   /* CUDA's classic parameter space; backends may say more */
 #define GF__DEFAULT_CACHE_KEEP ((size_t)64 << 20)   /* freed stream-ordered memory kept for reuse */
 #define GF__RANGE_DEPTH 16                          /* nested gf_range_push spans timed per stream */
+#define GF__RECENT_OPS 8                            /* per stream, for gf_device_write_state */
+#define GF__RACE_ACCESSES 256                       /* per buffer: the oldest go beyond */
 
 /* ---- platform: threads, locks, atomics, clocks, dynamic libraries ----------------------- */
 #if defined(_WIN32)
@@ -877,6 +907,7 @@ typedef enum gf__type {
 } gf__type;
 
 typedef struct gf__backend gf__backend;
+typedef struct gf__pinned { void *ptr; size_t bytes; } gf__pinned;   /* a gf_host_alloc allocation */
 typedef struct gf__capture gf__capture;
 typedef struct gf__profiler gf__profiler;
 typedef struct gf__waiter gf__waiter;
@@ -913,7 +944,10 @@ struct gf_device {
     gf__spin mem_lock;              /* mem, limit, pinned */
     gf_memory_counter mem[GF_MEMORY_KIND_COUNT];
     uint64_t mem_limit;             /* 0: none */
-    struct gf__pinned { void *ptr; size_t bytes; } *pinned; int pinned_count, pinned_cap;
+    gf__pinned *pinned; int pinned_count, pinned_cap;
+    int race_on;                    /* atomic: the race detector checks operations */
+    struct gf__race *race;          /* its state, made by the first enable, kept until close */
+    unsigned hang_ms;               /* GPUFLOW_HANG_MS: a wait this long logs the device state */
 };
 
 struct gf_buffer {
@@ -934,6 +968,7 @@ struct gf_buffer {
     int kind;                       /* gf_memory_kind it is counted under; GF_MEMORY_KIND_COUNT: none */
     gf__spin use_lock;              /* uses */
     gf_event **uses; int use_count, use_cap;   /* gf_buffer_record_stream: work to finish before reuse */
+    struct gf__race_buffer *race;   /* race detector: accesses to its bytes (a root buffer's) */
 };
 
 typedef enum gf__copy_kind { GF__COPY_H2D, GF__COPY_D2H, GF__COPY_D2D } gf__copy_kind;
@@ -944,6 +979,9 @@ typedef struct gf__copy {
     void *host;                     /* H2D source or D2H destination */
     size_t bytes;
 } gf__copy;
+
+/* One of a stream's latest operations (gf_device_write_state). */
+typedef struct gf__op_note { uint64_t seq; gf_op_kind kind; const char *name; char waits_on[96]; } gf__op_note;
 
 struct gf_stream {
     uint32_t type;
@@ -965,6 +1003,11 @@ struct gf_stream {
     int borrowed;                   /* wrapped: destroy leaves the native stream alive */
     uint64_t last_trace_id;         /* profiler: the last op, a flow arrow's source */
     int ranges[GF__RANGE_DEPTH];    /* open gf_range_push spans: profiler records (-1: untimed) */
+    int race_slot;                  /* race detector: its index in vector clocks; -1 until first used */
+    uint64_t *race_vc; int race_n;  /* its vector clock */
+    uint64_t race_host_seen;        /* version of the host clock folded in */
+    gf__op_note recent[GF__RECENT_OPS];
+    int callback_running;           /* atomic: a host callback of this stream is running now */
     int range_depth;                /* may exceed GF__RANGE_DEPTH: deeper ranges are not timed */
 };
 
@@ -981,6 +1024,7 @@ struct gf_event {
     int capture_pos;                /* recording stream's capture_ops at the record */
     uint64_t trace_id;              /* profiler: the op it marks, for flow arrows */
     int waits;                      /* atomic: pending gf_event_on_complete waits on it */
+    uint64_t *race_vc; int race_n;  /* race detector: its recording stream's clock at the record */
 };
 
 /* What a wait needs to know of an event's latest record, read under the event's lock. */
@@ -1048,6 +1092,7 @@ struct gf_graph {
     void **blocks; int block_count, block_cap;      /* callback contexts a native graph refers to */
     gf_graph_pool *pool;                            /* its allocations come from there */
     gf__cmd *launches; int launch_count, launch_cap;/* native graphs: each launch, in capture order */
+    struct gf__race_use *race_uses; int race_use_count, race_use_cap;   /* what its replays touch */
     void **launch_nodes; int launch_node_count, launch_node_cap;   /* the backend's node per launch */
 };
 
@@ -1362,6 +1407,7 @@ static void gf__cache_release(gf_device *dev, size_t keep, int wait);
 static void gf__profiler_free(gf_device *dev);
 
 static void gf__graph_release(gf_graph *g);
+static void gf__race_close(gf_device *dev);
 static void gf__event_pool_free(gf_event_pool *pool);
 static void gf__stages_free(gf_device *dev, struct gf__stage *st);
 
@@ -1384,8 +1430,17 @@ static void gf__device_free(gf_device *dev) {
     for (i = 0; i < dev->shell_count; i++) gf__free(dev->shells[i]);
     gf__free(dev->shells);
     gf__free(dev->pinned);
+    gf__race_close(dev);
     dev->type = GF__T_DEAD;
     gf__free(dev);
+}
+
+/* Debugging switches from the environment, read at open: GPUFLOW_RACE_CHECK=1 turns the race
+   detector on, GPUFLOW_HANG_MS=N logs the device's state when a wait lasts longer than N ms. */
+static void gf__device_env(gf_device *dev) {
+    const char *race = getenv("GPUFLOW_RACE_CHECK"), *hang = getenv("GPUFLOW_HANG_MS");
+    if (race && atoi(race) > 0) gf_race_check_enable(dev, GF_RACE_CHECK_ON);
+    if (hang && atoi(hang) > 0) dev->hang_ms = (unsigned)atoi(hang);
 }
 
 /* Opens device index of b, or (native != NULL) a gf_device over an engine's own device. */
@@ -1414,6 +1469,7 @@ static gf_result gf__device_open_on(gf_backend b, int index, const gf_native_dev
     if (r != GF_OK) { dev->native = NULL; gf__device_free(dev); return r; }
     dev->info.backend = b;
     if (!dev->info.max_kernel_args_bytes) dev->info.max_kernel_args_bytes = GF__DEFAULT_KERNEL_ARGS_BYTES;
+    gf__device_env(dev);
     if ((r = gf_event_pool_create(dev, NULL, &dev->events)) != GF_OK ||
         (r = gf__stream_new(dev, "gpuflow/sync", GF_PRIORITY_NORMAL, 1, &dev->sync_stream)) != GF_OK) {
         gf__device_free(dev);
@@ -1579,6 +1635,304 @@ static void gf__capture_forget(gf_stream *s, gf_buffer *buf) {   /* the buffer i
     gf__unlock(&s->dev->lock);
 }
 
+/* ---- race detector: happens-before over streams, by byte range --------------------------------- */
+/* Vector clocks: each stream has a slot and a clock per slot; an operation on stream t ticks
+   t's own entry; an event record copies the recording stream's clock, a wait joins it into the
+   waiter's; a host synchronize joins what it waited for into the host clock, which every
+   stream folds in before its next operation. An access (stream slot, tick) is ordered before
+   a later operation on t when t's clock has reached that tick in that slot. Each root buffer
+   keeps its recent accesses by byte range; two that overlap, one a write, unordered, are a
+   race. All of it is under one lock per device, taken only while the detector is on. */
+typedef struct gf__race_access {
+    uint32_t slot; uint64_t tick;
+    size_t lo, hi; int write;
+    char op[64], stream[48];
+} gf__race_access;
+struct gf__race_buffer { uint32_t id; gf__race_access *acc; int count, cap; };
+typedef struct gf__race_use { gf_buffer *root; size_t lo, hi; int write; char op[64]; } gf__race_use;
+typedef struct gf__race {
+    gf__mutex lock;
+    uint64_t *host; int host_n; uint64_t host_version;   /* what the host knows has completed */
+    int next_slot; uint32_t next_buffer;
+    uint64_t count; int reports; char report[GF_RACE_REPORTS][512];
+    uint64_t keys[256]; int key_count;                     /* races reported, by a hash of both sides */
+} gf__race;
+#define GF__RACE_MAX_USES 64   /* accesses one operation reports: launch arguments, 2D rows */
+
+static int gf__vc_fit(uint64_t **vc, int *n, int need) {   /* zero-extended to need entries */
+    uint64_t *grown;
+    if (*n >= need) return 1;
+    if (!(grown = (uint64_t *)gf__realloc(*vc, sizeof *grown * (size_t)need))) return 0;
+    memset(grown + *n, 0, sizeof *grown * (size_t)(need - *n));
+    *vc = grown;
+    *n = need;
+    return 1;
+}
+static void gf__vc_join(uint64_t **dst, int *dst_n, const uint64_t *src, int src_n) {
+    int i;
+    if (!gf__vc_fit(dst, dst_n, src_n)) return;
+    for (i = 0; i < src_n; i++) if (src[i] > (*dst)[i]) (*dst)[i] = src[i];
+}
+
+/* The stream's slot and clock, with the host clock folded in (race->lock held). */
+static int gf__race_stream(gf__race *race, gf_stream *s) {
+    if (s->race_slot < 0) s->race_slot = race->next_slot++;
+    if (!gf__vc_fit(&s->race_vc, &s->race_n, s->race_slot + 1)) return 0;
+    if (s->race_host_seen != race->host_version) {
+        gf__vc_join(&s->race_vc, &s->race_n, race->host, race->host_n);
+        s->race_host_seen = race->host_version;
+    }
+    return 1;
+}
+
+/* The accesses one command makes: exact byte ranges on root buffers (a view's are its
+   parent's, at the view's offset). */
+static void gf__race_add_use(gf__race_use *uses, int *n, gf_buffer *buf, size_t offset, size_t bytes, int write, const char *op) {
+    if (!buf || *n >= GF__RACE_MAX_USES) return;
+    uses[*n].root = buf->parent ? buf->parent : buf;
+    uses[*n].lo = buf->view_offset + offset;
+    uses[*n].hi = uses[*n].lo + bytes;
+    uses[*n].write = write;
+    gf__copy_str(uses[*n].op, sizeof uses[*n].op, op);
+    (*n)++;
+}
+static int gf__race_uses_of(const gf__cmd *c, gf__race_use *uses) {
+    static const char *copy_ops[3] = { "copy-to-device", "copy-to-host", "copy-buffer" };
+    char op[160];
+    int n = 0, i;
+    size_t row;
+    switch (c->kind) {
+    case GF__CMD_COPY:
+        gf__race_add_use(uses, &n, c->copy.src, c->copy.src_offset, c->copy.bytes, 0, copy_ops[c->copy.kind]);
+        gf__race_add_use(uses, &n, c->copy.dst, c->copy.dst_offset, c->copy.bytes, 1, copy_ops[c->copy.kind]);
+        break;
+    case GF__CMD_COPY_2D:   /* row by row: a 2D copy touches its rows, not what lies between */
+        for (row = 0; row < c->copy2d.height && n < GF__RACE_MAX_USES - 1; row++) {
+            gf__race_add_use(uses, &n, c->copy2d.src, c->copy2d.src_offset + row * c->copy2d.src_pitch, c->copy2d.width, 0, "2D copy");
+            gf__race_add_use(uses, &n, c->copy2d.dst, c->copy2d.dst_offset + row * c->copy2d.dst_pitch, c->copy2d.width, 1, "2D copy");
+        }
+        break;
+    case GF__CMD_FILL: gf__race_add_use(uses, &n, c->buf, c->offset, c->bytes, 1, "fill"); break;
+    case GF__CMD_LAUNCH:
+        snprintf(op, sizeof op, "launch '%s'", c->kernel->name);
+        for (i = 0; i < c->arg_count; i++)
+            if (c->args[i].buffer) gf__race_add_use(uses, &n, c->args[i].buffer, 0, c->args[i].buffer->size, c->args[i].size != GF_ARG_READ_ONLY, op);
+        break;
+    case GF__CMD_PREFETCH: case GF__CMD_CALLBACK: case GF__CMD_GRAPH: break;
+    }
+    return n;
+}
+
+static uint64_t gf__race_key(const char *a, const char *b, const char *c, const char *d, uint32_t id) {
+    const char *parts[4];
+    uint64_t h = 1469598103934665603u ^ id;
+    int i;
+    parts[0] = a; parts[1] = b; parts[2] = c; parts[3] = d;
+    for (i = 0; i < 4; i++) { const char *p; for (p = parts[i]; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211u; h *= 31; }
+    return h;
+}
+/* A new race (race->lock held): counted and kept once; its text goes to out for logging. */
+static int gf__race_found(gf__race *race, uint64_t key, const char *text, char *out, size_t cap) {
+    int i;
+    for (i = 0; i < race->key_count; i++) if (race->keys[i] == key) return 0;
+    if (race->key_count < (int)(sizeof race->keys / sizeof race->keys[0])) race->keys[race->key_count++] = key;
+    race->count++;
+    if (race->reports < GF_RACE_REPORTS) gf__copy_str(race->report[race->reports++], sizeof race->report[0], text);
+    gf__copy_str(out, cap, text);
+    return 1;
+}
+
+/* Checks one access by stream s against the root buffer's earlier ones, then keeps it
+   (race->lock held). A found race's text goes to msg. */
+static void gf__race_access_one(gf__race *race, gf_stream *s, const gf__race_use *u, char *msg, size_t cap) {
+    struct gf__race_buffer *rb = u->root->race;
+    uint64_t tick = s->race_vc[s->race_slot];
+    gf__race_access *a;
+    int i;
+    if (!rb) {
+        if (!(rb = (struct gf__race_buffer *)gf__alloc(sizeof *rb))) return;
+        rb->id = ++race->next_buffer;
+        u->root->race = rb;
+    }
+    for (i = 0; i < rb->count; ) {
+        a = &rb->acc[i];
+        if (a->lo < u->hi && u->lo < a->hi) {
+            int ordered = a->slot == (uint32_t)s->race_slot || ((int)a->slot < s->race_n && s->race_vc[a->slot] >= a->tick);
+            if (!ordered && (a->write || u->write)) {
+                char text[1024];
+                size_t lo = a->lo > u->lo ? a->lo : u->lo, hi = a->hi < u->hi ? a->hi : u->hi;
+                snprintf(text, sizeof text, "race: buffer %u [%llu, %llu) %s by %s on '%s', %s by %s on '%s': no event orders them "
+                         "(record an event on '%s' after the %s and make '%s' wait on it)",
+                         rb->id, (unsigned long long)lo, (unsigned long long)hi, a->write ? "written" : "read", a->op, a->stream,
+                         u->write ? "written" : "read", u->op, s->label, a->stream, a->op, s->label);
+                if (!msg[0]) gf__race_found(race, gf__race_key(a->op, a->stream, u->op, s->label, rb->id), text, msg, cap);
+                else gf__race_found(race, gf__race_key(a->op, a->stream, u->op, s->label, rb->id), text, text, sizeof text);
+            }
+            /* an earlier access this one orders and covers can never race with later ones */
+            if (ordered && u->lo <= a->lo && a->hi <= u->hi && (u->write || !a->write)) { rb->acc[i] = rb->acc[--rb->count]; continue; }
+        }
+        i++;
+    }
+    if (rb->count == GF__RACE_ACCESSES) { memmove(rb->acc, rb->acc + 1, sizeof *rb->acc * (size_t)(--rb->count)); }
+    if (!gf__grow((void **)&rb->acc, &rb->cap, rb->count + 1, sizeof *rb->acc)) return;
+    a = &rb->acc[rb->count++];
+    a->slot = (uint32_t)s->race_slot;
+    a->tick = tick;
+    a->lo = u->lo; a->hi = u->hi; a->write = u->write;
+    gf__copy_str(a->op, sizeof a->op, u->op);
+    gf__copy_str(a->stream, sizeof a->stream, s->label);
+}
+
+static void gf__race_log(const char *msg) { if (msg[0]) gf__log_text(GF_LOG_WARNING, GF_OK, msg); }
+
+/* An operation on s (s->lock held): one tick, then each of its accesses. */
+static void gf__race_apply(gf_stream *s, const gf__race_use *uses, int n) {
+    gf__race *race = s->dev->race;
+    char msg[512];
+    int i;
+    msg[0] = 0;
+    gf__lock(&race->lock);
+    if (gf__race_stream(race, s)) {
+        s->race_vc[s->race_slot]++;
+        for (i = 0; i < n; i++) gf__race_access_one(race, s, &uses[i], msg, sizeof msg);
+    }
+    gf__unlock(&race->lock);
+    gf__race_log(msg);
+}
+static void gf__race_op(gf_stream *s, const gf__cmd *c) {
+    gf__race_use uses[GF__RACE_MAX_USES];
+    if (c->kind == GF__CMD_GRAPH) gf__race_apply(s, c->child->race_uses, c->child->race_use_count);   /* its own order inside */
+    else gf__race_apply(s, uses, gf__race_uses_of(c, uses));
+}
+/* A capture keeps what its commands touch, for each replay (dev->lock held). */
+static void gf__race_capture(gf_graph *g, const gf__cmd *c) {
+    gf__race_use uses[GF__RACE_MAX_USES];
+    const gf__race_use *from = uses;
+    int n, i;
+    if (c->kind == GF__CMD_GRAPH) { from = c->child->race_uses; n = c->child->race_use_count; }
+    else n = gf__race_uses_of(c, uses);
+    for (i = 0; i < n && gf__grow((void **)&g->race_uses, &g->race_use_cap, g->race_use_count + 1, sizeof *g->race_uses); i++)
+        g->race_uses[g->race_use_count++] = from[i];
+}
+static void gf__race_record(gf_event *ev, gf_stream *s) {   /* s->lock held */
+    gf__race *race = s->dev->race;
+    gf__lock(&race->lock);
+    if (gf__race_stream(race, s) && gf__vc_fit(&ev->race_vc, &ev->race_n, s->race_n)) memcpy(ev->race_vc, s->race_vc, sizeof *s->race_vc * (size_t)s->race_n);
+    gf__unlock(&race->lock);
+}
+static void gf__race_wait(gf_stream *s, gf_event *ev) {     /* s->lock held */
+    gf__race *race = s->dev->race;
+    gf__lock(&race->lock);
+    if (gf__race_stream(race, s)) gf__vc_join(&s->race_vc, &s->race_n, ev->race_vc, ev->race_n);
+    gf__unlock(&race->lock);
+}
+/* The host learnt that what vc describes has completed (a synchronize, a query that said done,
+   a waiter that fired): every stream's next operation is ordered after it. */
+static void gf__race_host_knows(gf_device *dev, const uint64_t *vc, int n) {
+    gf__race *race = dev->race;
+    if (!n) return;
+    gf__lock(&race->lock);
+    gf__vc_join(&race->host, &race->host_n, vc, n);
+    race->host_version++;
+    gf__unlock(&race->lock);
+}
+static void gf__race_stream_done(gf_stream *s) {
+    gf__race *race = s->dev->race;
+    uint64_t copy[64];
+    int n;
+    gf__lock(&race->lock);   /* copied out: the join takes the lock itself */
+    n = s->race_n < 64 ? s->race_n : 64;
+    if (n) memcpy(copy, s->race_vc, sizeof *copy * (size_t)n);
+    gf__unlock(&race->lock);
+    gf__race_host_knows(s->dev, copy, n);
+}
+static void gf__race_event_done(gf_event *ev) {
+    gf__race *race = ev->dev->race;
+    uint64_t copy[64];
+    int n;
+    gf__lock(&race->lock);
+    n = ev->race_n < 64 ? ev->race_n : 64;
+    if (n) memcpy(copy, ev->race_vc, sizeof *copy * (size_t)n);
+    gf__unlock(&race->lock);
+    gf__race_host_knows(ev->dev, copy, n);
+}
+/* A buffer's memory is going (s: freed on that stream, ordered there; NULL: a destroy on the
+   host, ordered only by what the host knows). Either way its accesses are forgotten. */
+static void gf__race_free(gf_buffer *buf, gf_stream *s) {
+    gf__race *race = buf->dev->race;
+    gf_buffer *root = buf->parent ? buf->parent : buf;
+    char msg[512];
+    int i;
+    msg[0] = 0;
+    gf__lock(&race->lock);
+    if (s && root == buf) {
+        gf__race_use u;
+        memset(&u, 0, sizeof u);
+        u.root = root; u.lo = 0; u.hi = root->capacity; u.write = 1;
+        gf__copy_str(u.op, sizeof u.op, "free (gf_buffer_destroy_async)");
+        if (gf__race_stream(race, s)) { s->race_vc[s->race_slot]++; gf__race_access_one(race, s, &u, msg, sizeof msg); }
+    } else if (!s && root->race) {
+        struct gf__race_buffer *rb = root->race;
+        for (i = 0; i < rb->count && !msg[0]; i++) {
+            gf__race_access *a = &rb->acc[i];
+            if ((int)a->slot < race->host_n && race->host[a->slot] >= a->tick) continue;
+            if (a->lo < buf->view_offset + buf->size && buf->view_offset < a->hi) {
+                char text[512];
+                snprintf(text, sizeof text, "race: buffer %u [%llu, %llu) destroyed while %s on '%s' may still use it (synchronize '%s' first)",
+                         rb->id, (unsigned long long)a->lo, (unsigned long long)a->hi, a->op, a->stream, a->stream);
+                gf__race_found(race, gf__race_key("destroy", "", a->op, a->stream, rb->id), text, msg, sizeof msg);
+            }
+        }
+    }
+    if (root == buf && root->race) { gf__free(root->race->acc); gf__free(root->race); root->race = NULL; }
+    gf__unlock(&race->lock);
+    gf__race_log(msg);
+}
+#define GF__RACE_ON(dev) gf__atomic_load_int(&(dev)->race_on)
+static void gf__race_forget(gf_buffer *buf) {   /* the memory is gone: so are its accesses */
+    gf__race *race = buf->dev->race;
+    gf__lock(&race->lock);
+    gf__free(buf->race->acc);
+    gf__free(buf->race);
+    buf->race = NULL;
+    gf__unlock(&race->lock);
+}
+
+GPUFLOW_IMPL gf_result gf_race_check_enable(gf_device *dev, unsigned flags) {
+    gf_result r = GF_OK;
+    GF__CHECK(dev, GF__T_DEVICE);
+    if (flags & ~GF_RACE_CHECK_ON) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_race_check_enable: unknown flags 0x%x", flags);
+    gf__lock(&dev->lock);
+    if (flags && !dev->race) {
+        if (!(dev->race = (gf__race *)gf__alloc(sizeof *dev->race))) r = gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_race_check_enable: out of host memory");
+        else gf__mutex_init(&dev->race->lock);
+    }
+    if (r == GF_OK) gf__atomic_store_int(&dev->race_on, flags ? 1 : 0);
+    gf__unlock(&dev->lock);
+    return r;
+}
+
+GPUFLOW_IMPL gf_result gf_race_report(gf_device *dev, gf_race_info *out) {
+    GF__CHECK(dev, GF__T_DEVICE);
+    GF__CHECK_OUT(out);
+    memset(out, 0, sizeof *out);
+    if (!dev->race) return GF_OK;
+    gf__lock(&dev->race->lock);
+    out->count = dev->race->count;
+    out->reports = dev->race->reports;
+    memcpy(out->report, dev->race->report, sizeof out->report);
+    gf__unlock(&dev->race->lock);
+    return GF_OK;
+}
+
+static void gf__race_close(gf_device *dev) {
+    if (!dev->race) return;
+    gf__free(dev->race->host);
+    gf__mutex_destroy(&dev->race->lock);
+    gf__free(dev->race);
+    dev->race = NULL;
+}
+
 /* ---- staged copies: pageable host memory on drivers that would block ------------------------ */
 /* CUDA and HIP run a copy to or from pageable (malloc'd) memory synchronously with the host: a
    D2H into it waits for all earlier work on the stream. gpuflow's copies are asynchronous on
@@ -1714,7 +2068,9 @@ typedef struct gf__callback_ctx { gf_callback fn; void *user; gf_stream *s; int 
 static void gf__callback_run(void *p) {
     gf__callback_ctx *c = (gf__callback_ctx *)p;
     gf_result status = c->s ? (gf_result)gf__atomic_load_int(&c->s->status) : GF_OK;
+    if (c->s) gf__atomic_store_int(&c->s->callback_running, 1);   /* for gf_device_write_state */
     c->fn(c->user, status);
+    if (c->s) gf__atomic_store_int(&c->s->callback_running, 0);
     if (!c->kept) gf__free(c);
 }
 
@@ -1767,6 +2123,17 @@ static gf_op_kind gf__cmd_op(const gf__cmd *c) {
 static int gf__prof_begin(gf_stream *s, gf_op_kind kind, const char *name, uint64_t bytes, uint64_t flow_from);
 static void gf__prof_end(gf_stream *s, int rec, gf_result r);
 
+/* What a stream did last, for gf_device_write_state: a ring of its latest operations, each
+   with its place in the stream's order (s->lock held). */
+static void gf__note_op(gf_stream *s, gf_op_kind kind, const char *name, const char *waits_on) {
+    uint64_t seq = gf__atomic_add(&s->submitted, 1) + 1;
+    gf__op_note *n = &s->recent[seq % GF__RECENT_OPS];
+    n->seq = seq;
+    n->kind = kind;
+    n->name = name;
+    if (waits_on) gf__copy_str(n->waits_on, sizeof n->waits_on, waits_on); else n->waits_on[0] = 0;
+}
+
 static gf_result gf__exec_counted(gf_stream *s, const gf__cmd *c) {   /* s->lock held */
     gf_result r;
     int rec = gf__prof_begin(s, gf__cmd_op(c), c->kind == GF__CMD_LAUNCH ? c->kernel->name : NULL,
@@ -1774,8 +2141,9 @@ static gf_result gf__exec_counted(gf_stream *s, const gf__cmd *c) {   /* s->lock
     r = gf__exec(s, c, NULL);
     gf__prof_end(s, rec, r);
     if (r != GF_OK) return r;
+    if (GF__RACE_ON(s->dev)) gf__race_op(s, c);
+    gf__note_op(s, gf__cmd_op(c), c->kind == GF__CMD_LAUNCH ? c->kernel->name : NULL, NULL);
     gf__atomic_add(&s->ops, 1);
-    gf__atomic_add(&s->submitted, 1);
     if (c->kind == GF__CMD_COPY) { gf__atomic_add(&s->copies, 1); gf__atomic_add(&s->bytes_copied, c->copy.bytes); }
     if (c->kind == GF__CMD_COPY_2D) { gf__atomic_add(&s->copies, 1); gf__atomic_add(&s->bytes_copied, c->bytes); }
     if (c->kind == GF__CMD_LAUNCH) gf__atomic_add(&s->launches, 1);
@@ -1811,6 +2179,7 @@ static gf_result gf__stream_new_on(gf_device *dev, const char *label, gf_priorit
     s->priority = prio;
     s->internal = internal;
     s->borrowed = wrap != NULL;
+    s->race_slot = -1;
     gf__mutex_init(&s->lock);
     if ((r = wrap ? dev->be->stream_wrap(s, wrap) : dev->be->stream_create(s)) != GF_OK) {
         gf__mutex_destroy(&s->lock);
@@ -1831,13 +2200,29 @@ static gf_result gf__stream_new_on(gf_device *dev, const char *label, gf_priorit
     return GF_OK;
 }
 
+/* The answer of a wait or query of s: done (the host now knows its work so far completed),
+   not yet, or a failure the stream keeps. */
 static gf_result gf__stream_settle(gf_stream *s, gf_result r, uint64_t seen) {
-    if (r == GF_OK) gf__atomic_store(&s->retired, seen);
-    else if (r != GF_NOT_READY) gf__atomic_store_int(&s->status, (int)r);
+    if (r == GF_OK) {
+        gf__atomic_store(&s->retired, seen);
+        if (GF__RACE_ON(s->dev)) gf__race_stream_done(s);
+    } else if (r != GF_NOT_READY) gf__atomic_store_int(&s->status, (int)r);
     return r;
 }
+typedef gf_result (*gf__query_fn)(void *obj);
+static gf_result gf__poll(gf__query_fn query, void *obj, unsigned timeout_ms);
+static gf_result gf__stream_query_settled(void *p);
+static void gf__hang_report(gf_device *dev, const char *what);
+
+/* A blocking wait; with GPUFLOW_HANG_MS set it first polls that long, and if the stream is
+   still busy logs the device's state once, then keeps waiting. */
 static gf_result gf__stream_sync(gf_stream *s) {
     uint64_t seen = gf__atomic_load(&s->submitted);
+    if (s->dev->hang_ms && gf__poll(gf__stream_query_settled, s, s->dev->hang_ms) == GF_TIMEOUT) {
+        char what[128];
+        snprintf(what, sizeof what, "waiting for stream '%s'", s->label);
+        gf__hang_report(s->dev, what);
+    }
     return gf__stream_settle(s, s->dev->be->stream_synchronize(s), seen);
 }
 
@@ -1857,6 +2242,7 @@ static void gf__stream_free(gf_stream *s) {
     gf__stream_sync(s);
     dev->be->stream_destroy(s);
     gf__mutex_destroy(&s->lock);
+    gf__free(s->race_vc);
     gf__obj_free(dev, s);
 }
 
@@ -1901,7 +2287,6 @@ GPUFLOW_IMPL gf_result gf_stream_synchronize(gf_stream *s) {
 /* Bounded waits poll the driver's query with a backoff from 20 us to 1 ms (never past the
    deadline), so they work alike on every backend and a frame-budgeted caller gets control
    back. */
-typedef gf_result (*gf__query_fn)(void *obj);
 static gf_result gf__poll(gf__query_fn query, void *obj, unsigned timeout_ms) {
     uint64_t deadline = gf__now_ns() + (uint64_t)timeout_ms * 1000000u;
     unsigned nap = 20;
@@ -2063,6 +2448,7 @@ static void gf__buffer_free(gf_buffer *buf) {
     buf->type = GF__T_DEAD;
     if (gf__atomic_add_int(&buf->refs, -1) > 1) return;   /* views still use the memory */
     gf__buffer_uses_drop(buf);
+    if (buf->race) gf__race_forget(buf);
     gf__mem_count(dev, buf->kind, buf->capacity, -1);
     buf->size = buf->capacity;
     if (!parent || dev->be->buffer_view) dev->be->buffer_free(buf);
@@ -2082,6 +2468,7 @@ GPUFLOW_IMPL void gf_buffer_destroy(gf_buffer *buf) {
         gf__fail(GF_ERROR_CAPTURE, "gf_buffer_destroy: a capture in progress uses the buffer");
         return;
     }
+    if (GF__RACE_ON(buf->dev)) gf__race_free(buf, NULL);   /* before the wait that would hide it */
     if (gf__settle_for_destroy(buf->dev, __func__, "buffer") != GF_OK) return;
     gf__buffer_free(buf);
 }
@@ -2420,6 +2807,7 @@ static gf_result gf__event_new(gf_device *dev, unsigned flags, gf_event **out) {
 }
 static void gf__event_free(gf_event *ev) {
     ev->dev->be->event_destroy(ev);
+    gf__free(ev->race_vc);
     gf__obj_free(ev->dev, ev);
 }
 
@@ -2461,6 +2849,7 @@ static gf_result gf__event_record_locked(gf_event *ev, gf_stream *s) {
         gf__atomic_store_int(&ev->recorded, 1);
     }
     gf__spin_unlock(&ev->lock);
+    if (r == GF_OK && !capture_id && GF__RACE_ON(s->dev)) gf__race_record(ev, s);
     return r;
 }
 
@@ -2515,6 +2904,12 @@ static gf_result gf__wait_locked(gf_stream *s, gf_event *ev) {
         int prof = rec.stream != s ? gf__prof_begin(s, GF_OP_WAIT, NULL, 0, rec.trace_id) : -1;
         r = dev->be->stream_wait_event(s, ev);
         gf__prof_end(s, prof, r);
+        if (r == GF_OK) {
+            char what[96];
+            snprintf(what, sizeof what, "event recorded on '%s'", rec.stream->label);
+            gf__note_op(s, GF_OP_WAIT, NULL, what);
+            if (GF__RACE_ON(dev)) gf__race_wait(s, ev);
+        }
     }
     return r;
 }
@@ -2556,12 +2951,25 @@ static gf_result gf__event_check_wait(const char *fn, gf_event *ev) {
     return GF_OK;
 }
 
+static gf_result gf__event_query_backend(void *p);
+/* An event's wait or query answered: done means the host knows its record completed. */
+static gf_result gf__event_settle(gf_event *ev, gf_result r) {
+    if (r == GF_OK && GF__RACE_ON(ev->dev)) gf__race_event_done(ev);
+    return r;
+}
+
 GPUFLOW_IMPL gf_result gf_event_synchronize(gf_event *ev) {
     gf_result r;
     GF__CHECK(ev, GF__T_EVENT);
     if ((r = gf__event_check_wait(__func__, ev)) != GF_OK) return r;
     if (!gf__atomic_load_int(&ev->recorded)) return GF_OK;
-    return ev->dev->be->event_synchronize(ev);
+    if (ev->dev->hang_ms && gf__poll(gf__event_query_backend, ev, ev->dev->hang_ms) == GF_TIMEOUT) {
+        gf__record_info rec = gf__event_latest(ev);
+        char what[128];
+        snprintf(what, sizeof what, "waiting for an event recorded on '%s'", rec.stream ? rec.stream->label : "?");
+        gf__hang_report(ev->dev, what);
+    }
+    return gf__event_settle(ev, ev->dev->be->event_synchronize(ev));
 }
 
 static gf_result gf__event_query_backend(void *p) { gf_event *ev = (gf_event *)p; return ev->dev->be->event_query(ev); }
@@ -2573,7 +2981,7 @@ GPUFLOW_IMPL gf_result gf_event_synchronize_timeout(gf_event *ev, unsigned timeo
     if (!gf__atomic_load_int(&ev->recorded)) return GF_OK;
     if ((r = gf__poll(gf__event_query_backend, ev, timeout_ms)) == GF_TIMEOUT)
         return gf__fail(GF_TIMEOUT, "gf_event_synchronize_timeout: the event's work had not completed after %u ms", timeout_ms);
-    return r;
+    return gf__event_settle(ev, r);
 }
 
 GPUFLOW_IMPL gf_result gf_event_query(gf_event *ev) {
@@ -2581,7 +2989,7 @@ GPUFLOW_IMPL gf_result gf_event_query(gf_event *ev) {
     GF__CHECK(ev, GF__T_EVENT);
     if ((r = gf__event_check_wait(__func__, ev)) != GF_OK) return r;
     if (!gf__atomic_load_int(&ev->recorded)) return GF_OK;
-    return ev->dev->be->event_query(ev);
+    return gf__event_settle(ev, ev->dev->be->event_query(ev));
 }
 
 GPUFLOW_IMPL gf_result gf_event_elapsed_ms(gf_event *start, gf_event *end, float *ms) {
@@ -3157,6 +3565,7 @@ static int gf__waiter_fire_one(gf__waiter *w) {
             gf__wait fire = gf__waiter_remove(w, i);   /* before the call: fn may destroy the event */
             w->firing = fire.id;
             gf__unlock(&w->lock);
+            if (r == GF_OK && GF__RACE_ON(ev->dev)) gf__race_event_done(ev);   /* what fn enqueues comes after */
             fire.fn(fire.user, r);
             gf__lock(&w->lock);
             w->firing = 0;
@@ -3278,6 +3687,99 @@ static void gf__waiter_stop(gf_device *dev) {
     gf__free(w->waits);
     gf__free(w);
     dev->waiter = NULL;
+}
+
+/* ---- hang diagnostics: the device's state as text ------------------------------------------- */
+static const char *gf__op_name(gf_op_kind k);
+typedef struct gf__text { char *p; size_t cap, used; } gf__text;
+static void gf__say(gf__text *t, const char *fmt, ...) GF__PRINTF(2, 3);
+static void gf__say(gf__text *t, const char *fmt, ...) {
+    va_list ap;
+    int n;
+    if (t->used + 1 >= t->cap) return;
+    va_start(ap, fmt);
+    n = vsnprintf(t->p + t->used, t->cap - t->used, fmt, ap);
+    va_end(ap);
+    if (n > 0) t->used = t->used + (size_t)n < t->cap ? t->used + (size_t)n : t->cap - 1;
+}
+
+/* Per stream: what is not known to be done (from the ring of its latest operations), what it
+   waits on, a callback running now; then captures in progress and async waiters. Queries the
+   driver but never waits. */
+static void gf__describe(gf_device *dev, gf__text *t) {
+    uint64_t after = 0, last = gf__atomic_load(&dev->next_id);
+    gf__capture *c;
+    int i;
+    gf__say(t, "device '%s' (%s):\n", dev->info.name, gf_backend_name(dev->info.backend));
+    for (;;) {   /* streams in id order, each held as a device synchronize holds it */
+        gf_stream *s = NULL;
+        uint64_t sub, ret;
+        int capturing = 0, k;
+        gf__lock(&dev->lock);
+        for (i = 0; i < dev->stream_count; i++)
+            if (dev->streams[i]->id > after && dev->streams[i]->id <= last && (!s || dev->streams[i]->id < s->id)) s = dev->streams[i];
+        if (s) { s->sync_refs++; capturing = s->capture != NULL; }
+        gf__unlock(&dev->lock);
+        if (!s) break;
+        after = s->id;
+        if (!capturing && s->dev->be->stream_query(s) == GF_OK) gf__atomic_store(&s->retired, gf__atomic_load(&s->submitted));
+        sub = gf__atomic_load(&s->submitted);
+        ret = gf__atomic_load(&s->retired);
+        if (sub != ret || gf__atomic_load_int(&s->callback_running) || capturing) {
+            gf__say(t, "  stream '%s': %llu operation%s not known to be done%s%s\n", s->label, (unsigned long long)(sub - ret),
+                    sub - ret == 1 ? "" : "s", gf__atomic_load_int(&s->callback_running) ? "; a host callback is running now" : "",
+                    capturing ? "; capturing" : "");
+            gf__lock(&s->lock);
+            for (k = 0; k < GF__RECENT_OPS; k++) {
+                const gf__op_note *n = &s->recent[(sub + 1 + (uint64_t)k) % GF__RECENT_OPS];
+                if (!n->seq || n->seq <= ret || n->seq > sub) continue;
+                gf__say(t, "    #%llu %s%s%s%s\n", (unsigned long long)n->seq, gf__op_name(n->kind),
+                        n->name ? " '" : "", n->name ? n->name : "", n->name ? "'" : "");
+                if (n->waits_on[0]) gf__say(t, "       waits for the %s\n", n->waits_on);
+            }
+            gf__unlock(&s->lock);
+        }
+        gf__lock(&dev->lock);
+        s->sync_refs--;
+        gf__cond_broadcast(&dev->released);
+        gf__unlock(&dev->lock);
+    }
+    gf__lock(&dev->lock);
+    for (c = dev->captures; c; c = c->next)
+        gf__say(t, "  capture in progress on stream '%s' (%d stream%s in it)\n", c->origin->label, c->member_count, c->member_count == 1 ? "" : "s");
+    gf__unlock(&dev->lock);
+    if (dev->waiter) {
+        gf__waiter *w = dev->waiter;
+        gf__lock(&w->lock);
+        for (i = 0; i < w->count; i++) {
+            gf__record_info rec = gf__event_latest(w->waits[i].ev);
+            gf__say(t, "  async waiter %llu: on an event %s%s%s\n", (unsigned long long)w->waits[i].id,
+                    rec.recorded ? "recorded on '" : "never recorded", rec.recorded && rec.stream ? rec.stream->label : "", rec.recorded ? "'" : "");
+        }
+        if (w->firing) gf__say(t, "  async waiter %llu: its callback is running now\n", (unsigned long long)w->firing);
+        gf__unlock(&w->lock);
+    }
+}
+
+GPUFLOW_IMPL gf_result gf_device_write_state(gf_device *dev, char *text, size_t size) {
+    gf__text t;
+    GF__CHECK(dev, GF__T_DEVICE);
+    if (!text || size == 0) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_device_write_state: text is NULL or size is 0");
+    t.p = text; t.cap = size; t.used = 0;
+    text[0] = 0;
+    gf__describe(dev, &t);
+    return GF_OK;
+}
+
+/* GPUFLOW_HANG_MS: a wait past its bound logs the state, once per wait. */
+static void gf__hang_report(gf_device *dev, const char *what) {
+    char text[4096];
+    gf__text t;
+    t.p = text; t.cap = sizeof text; t.used = 0;
+    text[0] = 0;
+    gf__say(&t, "gpuflow: %s for more than %u ms (GPUFLOW_HANG_MS); still waiting. ", what, dev->hang_ms);
+    gf__describe(dev, &t);
+    gf__log_text(GF_LOG_WARNING, GF_TIMEOUT, text);
 }
 
 /* ---- stream-ordered allocation -------------------------------------------------------------- */
@@ -3440,6 +3942,7 @@ GPUFLOW_IMPL gf_result gf_buffer_destroy_async(gf_stream *s, gf_buffer *buf) {
     else if (!native && gf__atomic_load_int(&buf->capture_uses))
         r = gf__fail(GF_ERROR_CAPTURE, "gf_buffer_destroy_async: a capture in progress uses the buffer");
     else if ((r = gf__buffer_uses_wait(s, buf)) != GF_OK) {}
+    else if (GF__RACE_ON(s->dev) && (gf__race_free(buf, s), 0)) {}
     else if (s->dev->be->buffer_free_async) {
         if ((r = s->dev->be->buffer_free_async(s, buf)) == GF_OK) {
             if (native) gf__capture_forget(s, buf);
@@ -4020,6 +4523,7 @@ static void gf__graph_release(gf_graph *g) {   /* back to a shell of its device;
     gf__cmds_free(g->cmds, g->cmd_count);
     gf__cmds_free(g->launches, g->launch_count);
     gf__free(g->launch_nodes);
+    gf__free(g->race_uses);
     if (g->pool) gf__atomic_add_int(&g->pool->graphs, -1);
     for (i = 0; i < g->owned_count; i++) { g->owned[i]->graph_owner = NULL; gf__buffer_free(g->owned[i]); }
     for (i = 0; i < g->block_count; i++) gf__free(g->blocks[i]);
@@ -4070,6 +4574,7 @@ static gf_result gf__record(gf__capture *cap, const gf__cmd *c) {   /* dev->lock
         return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gpuflow: capture: out of host memory");
     g->cmd_count++;
     gf__capture_use_cmd(cap, c);
+    if (GF__RACE_ON(g->dev)) gf__race_capture(g, c);
     return GF_OK;
 }
 
@@ -4103,6 +4608,7 @@ static gf_result gf__capture_add(gf_stream *s, const gf__cmd *c) {
         gf__capture_use_cmd(cap, c);
         r = gf__exec(s, c, cap->graph);
         if (r == GF_OK && c->kind == GF__CMD_LAUNCH) r = gf__graph_note_launch(cap->graph, c);
+        if (r == GF_OK && GF__RACE_ON(s->dev)) gf__race_capture(cap->graph, c);
     } else if (c->kind == GF__CMD_GRAPH) {
         gf__lock(&c->child->lock);   /* against a gf_graph_update swapping its commands */
         if (c->child->owned_count)
