@@ -33,9 +33,10 @@
       (GPUFLOW_FAULT_INJECTION) gpuflow_fault_hit("cuMemAlloc") makes that call fail without
       reaching the driver, with CUDA_ERROR_OUT_OF_MEMORY for allocations and
       CUDA_ERROR_UNKNOWN otherwise (cuGetErrorName excepted: it names the others).
-    - Device: the device's primary context, retained while the gf_device is open. Every
-      backend entry makes it current on the calling thread; a thread-local cache makes that
-      one compare when it already is (see gf__cuda_enter for the one rule it implies).
+    - Device: the device's primary context, retained while the gf_device is open (or the
+      caller's context: gf_device_open_native, below). Every backend entry makes it current
+      on the calling thread; a thread-local cache makes that one compare when it already is
+      (see gf__cuda_enter for the one rule it implies).
     - gf_buffer: CUdeviceptr in buf->addr (cuMemAlloc, or cuMemAllocManaged for managed
       buffers); stream-ordered buffers come from the device's default memory pool, which
       keeps freed memory for reuse up to a release threshold of a quarter of the device.
@@ -62,7 +63,7 @@
       (checked with cuStreamGetCtx), gf_buffer_wrap a CUdeviceptr (taken on trust); destroying
       the wrappers leaves both to their owner. gf_fill16/32_async are cuMemsetD16/D32Async,
       gf_copy_2d_async one cuMemcpy2DAsync (pageable host memory: row by row through the
-      core's stages); gf_device_trim waits for the context, then cuMemPoolTrimTo.
+      core's stages); gf_device_trim is cuMemPoolTrimTo.
     - gf_graph: native stream capture (cuStreamBeginCapture / EndCapture), instantiated once,
       replayed with one cuGraphLaunch; gf_graph_update is cuGraphExecUpdate. A graph launched
       on a capturing stream (which CUDA refuses) is embedded as a child graph node instead.
@@ -134,7 +135,6 @@
     X(DevicePrimaryCtxRelease, cuDevicePrimaryCtxRelease, 11000, UNKNOWN, (CUdevice)) \
     X(CtxSetCurrent, cuCtxSetCurrent, 4000, UNKNOWN, (CUcontext)) \
     X(CtxGetDevice, cuCtxGetDevice, 2000, UNKNOWN, (CUdevice *)) \
-    X(CtxSynchronize, cuCtxSynchronize, 2000, UNKNOWN, (void)) \
     X(CtxGetStreamPriorityRange, cuCtxGetStreamPriorityRange, 5050, UNKNOWN, (int *, int *)) \
     X(MemGetInfo, cuMemGetInfo, 3020, UNKNOWN, (size_t *, size_t *)) \
     X(MemAlloc, cuMemAlloc, 3020, OUT_OF_MEMORY, (CUdeviceptr *, size_t)) \
@@ -397,7 +397,7 @@ static void gf__cuda_load_driver(gf__driver *d) {
 static gf_result gf__cuda_load(void) { return gf__driver_load(&gf__cuda_driver, gf__cuda_load_driver); }
 
 /* ---- the current context ---------------------------------------------------------------- */
-/* Every entry makes the device's primary context current on the calling thread. The
+/* Every entry makes the device's context current on the calling thread. The
    thread-local cache skips cuCtxSetCurrent when this thread already set that context; the
    generation changes whenever a context is released, so a released (and maybe re-retained)
    context is set again. The rule this implies: a thread that makes another context current
@@ -409,7 +409,8 @@ static uint64_t gf__cuda_generation = 1;
 
 /* Makes ctx current on this thread, and remembers that it is. */
 static gf_result gf__cuda_set_current(CUcontext ctx) {
-    uint64_t gen = gf__atomic_load(&gf__cuda_generation);   /* before: a later release sets it again */
+    uint64_t gen = gf__atomic_load(&gf__cuda_generation);   /* read first: a release racing the set
+                                                                makes the next entry set it again */
     GF__CUDA_CHECK(CtxSetCurrent, (ctx));
     gf__cuda_tls_ctx = ctx;
     gf__cuda_tls_gen = gen;
@@ -589,13 +590,12 @@ static gf_result gf__cuda_buffer_alloc_async(gf_stream *s, gf_buffer *buf) {
     return GF_OK;
 }
 
-/* gf_device_trim: first the device's work, so that stream-ordered frees still queued have
-   happened (the pool cannot give back what backs an allocation not yet freed). */
+/* gf_device_trim: what the pool can give back now. A stream-ordered free still queued is
+   not done yet, and the pool keeps what backs it (no context synchronize here: it would
+   break a capture in progress on another thread). */
 static void gf__cuda_trim(gf_device *dev, size_t keep_bytes) {
     gf__cuda_device *d = (gf__cuda_device *)dev->native;
-    if (!d->pool || gf__cuda_enter(dev) != GF_OK) return;
-    GF__CUDA_RELAXED_VOID(CtxSynchronize, ());
-    (void)GF__CUDA_CALL(MemPoolTrimTo, (d->pool, keep_bytes));
+    if (d->pool && gf__cuda_enter(dev) == GF_OK) (void)GF__CUDA_CALL(MemPoolTrimTo, (d->pool, keep_bytes));
 }
 
 /* Freed memory the pool keeps: reserved minus in use, as the driver counts them. */
