@@ -723,6 +723,7 @@ static gf_result gf__cuda_fill(gf_stream *s, gf_buffer *buf, size_t offset, unsi
 
 /* 2- and 4-byte values; the core checked that the offset is a multiple of the width. */
 static gf_result gf__cuda_fill_wide(gf_stream *s, gf_buffer *buf, size_t offset, uint32_t value, int width, size_t count) {
+    GPUFLOW_ASSERT(width == 2 || width == 4);   /* gf_fill16_async / gf_fill32_async */
     GF__CUDA_ENTER(s->dev);
     if (width == 2) GF__CUDA_CHECK(MemsetD16Async, (gf__cuda_at(buf, offset), (unsigned short)value, count, GF__CUSTREAM(s)));
     else GF__CUDA_CHECK(MemsetD32Async, (gf__cuda_at(buf, offset), value, count, GF__CUSTREAM(s)));
