@@ -44,13 +44,14 @@ BACKENDS = $(if $(HAVE_CUDA),-DGPUFLOW_CUDA $(call isys,$(CUDA_INCLUDE))) \
 HDRS = gpuflow.h $(wildcard gpuflow_*.h) tests/harness.h tests/backends.h tests/test_kernels.h $(BUILD)/flags
 
 # ---- make test ---------------------------------------------------------------------------------
-TEST_BINS = $(BUILD)/conformance $(BUILD)/bad_input $(BUILD)/threads $(BUILD)/no_driver $(BUILD)/reliability \
+TEST_BINS = $(BUILD)/conformance $(BUILD)/bad_input $(BUILD)/threads $(BUILD)/no_driver $(BUILD)/reliability $(BUILD)/races \
             $(BUILD)/cpp_gxx $(if $(HAVE_CLANGXX),$(BUILD)/cpp_clangxx) \
             $(if $(HAVE_CLANG),$(BUILD)/conformance_clang)
 TEST_RUNS = "$(BUILD)/conformance stub" "$(BUILD)/conformance opencl" \
             "$(BUILD)/conformance cuda" "$(BUILD)/conformance hip" \
             "$(BUILD)/bad_input" "$(BUILD)/threads stub" "$(BUILD)/threads opencl" \
             "$(BUILD)/reliability stub" "$(BUILD)/reliability opencl" \
+            "$(BUILD)/races stub" "$(BUILD)/races opencl" \
             "$(BUILD)/no_driver" "$(BUILD)/cpp_gxx" \
             $(if $(HAVE_CLANGXX),"$(BUILD)/cpp_clangxx") \
             $(if $(HAVE_CLANG),"$(BUILD)/conformance_clang stub") \
@@ -92,12 +93,12 @@ $(BUILD)/cpp_clangxx: tests/cpp_compile.cpp $(HDRS) | $(BUILD)
 # library is present), then memcheck. memcheck does not report the API errors that the suite
 # provokes on purpose (unknown kernel, bad PTX, refused graph update, unjoined capture).
 NV_OPENCL ?= /usr/local/nvidia/lib64/libnvidia-opencl.so.1
-test-gpu: $(BUILD)/conformance $(BUILD)/threads $(BUILD)/reliability
+test-gpu: $(BUILD)/conformance $(BUILD)/threads $(BUILD)/reliability $(BUILD)/races
 	@test -n "$(HAVE_CUDA)" || { echo "test-gpu: needs $(CUDA_INCLUDE)/cuda.h and gpuflow_cuda.h"; exit 1; }
 	@if [ -f "$(NV_OPENCL)" ]; then mkdir -p $(BUILD)/icd && echo "$(NV_OPENCL)" > $(BUILD)/icd/nvidia.icd; fi
 	@status=0; \
-	OCL_ICD_VENDORS=$(abspath $(BUILD)/icd) sh tests/run.sh "$(BUILD)/conformance cuda" "$(BUILD)/threads cuda" "$(BUILD)/reliability cuda" \
-	    "$(BUILD)/conformance opencl" "$(BUILD)/threads opencl" "$(BUILD)/reliability opencl" || status=1; \
+	OCL_ICD_VENDORS=$(abspath $(BUILD)/icd) sh tests/run.sh "$(BUILD)/conformance cuda" "$(BUILD)/threads cuda" "$(BUILD)/reliability cuda" "$(BUILD)/races cuda" \
+	    "$(BUILD)/conformance opencl" "$(BUILD)/threads opencl" "$(BUILD)/reliability opencl" "$(BUILD)/races opencl" || status=1; \
 	if command -v compute-sanitizer >/dev/null 2>&1; then \
 	    echo "== compute-sanitizer --tool memcheck --report-api-errors no $(BUILD)/conformance cuda"; \
 	    compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 1 $(BUILD)/conformance cuda || status=1; \
@@ -112,17 +113,18 @@ SAN_ENV = ASAN_OPTIONS=halt_on_error=1:detect_leaks=1:abort_on_error=0 \
           TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
 
 # The sanitizer builds hold the core and the stub only: that is what they run, and vendor
-# runtimes (PoCL, drivers) are not built with the sanitizers.
+# runtimes (PoCL, drivers) are not built with the sanitizers. races runs under ASan only: its
+# racy programs race for real on the stub (that is what the detector must report).
 $(BUILD)/asan/%: tests/%.c $(HDRS) | $(BUILD)/asan
 	$(CC) $(CSTD) $(WARN) -g -O1 $(ASAN) $< -o $@ $(LDLIBS)
 
 $(BUILD)/tsan/%: tests/%.c $(HDRS) | $(BUILD)/tsan
 	$(CC) $(CSTD) $(WARN) -g -O1 $(TSAN) $< -o $@ $(LDLIBS)
 
-sanitize: $(BUILD)/asan/conformance $(BUILD)/asan/bad_input $(BUILD)/asan/threads $(BUILD)/asan/reliability \
+sanitize: $(BUILD)/asan/conformance $(BUILD)/asan/bad_input $(BUILD)/asan/threads $(BUILD)/asan/reliability $(BUILD)/asan/races \
           $(BUILD)/tsan/conformance $(BUILD)/tsan/threads $(BUILD)/tsan/reliability
 	@$(SAN_ENV) sh tests/run.sh "$(BUILD)/asan/conformance stub" "$(BUILD)/asan/bad_input" \
-	    "$(BUILD)/asan/threads stub" "$(BUILD)/asan/reliability stub" \
+	    "$(BUILD)/asan/threads stub" "$(BUILD)/asan/reliability stub" "$(BUILD)/asan/races stub" \
 	    "$(BUILD)/tsan/conformance stub" "$(BUILD)/tsan/threads stub" "$(BUILD)/tsan/reliability stub"
 
 # ---- make stress -----------------------------------------------------------------------------------

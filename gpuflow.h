@@ -1723,13 +1723,19 @@ static int gf__race_uses_of(const gf__cmd *c, gf__race_use *uses) {
     return n;
 }
 
-static uint64_t gf__race_key(const char *a, const char *b, const char *c, const char *d, uint32_t id) {
-    const char *parts[4];
-    uint64_t h = 1469598103934665603u ^ id;
-    int i;
-    parts[0] = a; parts[1] = b; parts[2] = c; parts[3] = d;
-    for (i = 0; i < 4; i++) { const char *p; for (p = parts[i]; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211u; h *= 31; }
+/* A race is the pair of operations (op and stream on each side) on one buffer, whichever came
+   first: a write-then-read repeated in a loop is one race, reported once. */
+static uint64_t gf__race_side(const char *op, const char *stream) {
+    uint64_t h = 1469598103934665603u;
+    const char *p;
+    for (p = op; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211u;
+    h = (h ^ 0xff) * 1099511628211u;
+    for (p = stream; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211u;
     return h;
+}
+static uint64_t gf__race_key(const char *a_op, const char *a_stream, const char *b_op, const char *b_stream, uint32_t id) {
+    uint64_t x = gf__race_side(a_op, a_stream), y = gf__race_side(b_op, b_stream);
+    return (x < y ? x * 31 + y : y * 31 + x) ^ ((uint64_t)id * 0x9e3779b97f4a7c15u);
 }
 /* A new race (race->lock held): counted and kept once; its text goes to out for logging. */
 static int gf__race_found(gf__race *race, uint64_t key, const char *text, char *out, size_t cap) {
@@ -2441,11 +2447,10 @@ static void gf__buffer_uses_drop(gf_buffer *buf);
 
 /* Drops one reference (the handle's, or a view's on its parent). At the last the memory goes:
    the backend frees what it allocated (a wrapped buffer's backend leaves what it borrowed),
-   and a view lets go of its parent. The handle is dead from the first drop on. */
-static void gf__buffer_free(gf_buffer *buf) {
+   and a view lets go of its parent. */
+static void gf__buffer_unref(gf_buffer *buf) {
     gf_device *dev = buf->dev;
     gf_buffer *parent = buf->parent;
-    buf->type = GF__T_DEAD;
     if (gf__atomic_add_int(&buf->refs, -1) > 1) return;   /* views still use the memory */
     gf__buffer_uses_drop(buf);
     if (buf->race) gf__race_forget(buf);
@@ -2454,7 +2459,11 @@ static void gf__buffer_free(gf_buffer *buf) {
     if (!parent || dev->be->buffer_view) dev->be->buffer_free(buf);
     gf__free(buf->uses);
     gf__obj_free(dev, buf);
-    if (parent) gf__buffer_free(parent);
+    if (parent) gf__buffer_unref(parent);   /* the view's hold on its parent's memory */
+}
+static void gf__buffer_free(gf_buffer *buf) {   /* the handle goes; the memory with its last reference */
+    buf->type = GF__T_DEAD;
+    gf__buffer_unref(buf);
 }
 
 /* Like cuMemFree, destroying a buffer waits for the device, so no queued work still uses it. */

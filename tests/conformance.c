@@ -2241,6 +2241,12 @@ static void test_views(void)
     CHECK_FAIL(gf_buffer_view(b, 0, 0, &vv), GF_ERROR_INVALID_ARGUMENT);
     CHECK_FAIL(gf_buffer_view(v, 0, 16, &vv), GF_ERROR_INVALID_ARGUMENT);   /* a view of a view */
     CHECK(vv == NULL, "views: refused views hand nothing out");
+    {   /* a view destroyed first leaves its parent whole */
+        gf_buffer *tmp = NULL;
+        CHECK_EQ_RESULT(gf_buffer_view(b, 0, 64, &tmp), GF_OK);
+        gf_buffer_destroy(tmp);
+        CHECK(gf_buffer_size(b) == 4096 && gf_fill_async(s, b, 0, 0x11, 64) == GF_OK, "views: destroying a view leaves its parent live");
+    }
     gf_buffer_destroy(b);                       /* the parent first: its views keep the memory */
     CHECK_EQ_RESULT(gf_fill_async(s, v, 0, 0x33, 1024), GF_OK);
     CHECK_EQ_RESULT(gf_stream_synchronize(s), GF_OK);
