@@ -178,16 +178,16 @@ typedef struct gf__cl_api {
 static gf__cl_api gf__cl;             /* read-only once gf__cl_driver has loaded */
 static gf__driver gf__cl_driver;
 
-/* Every driver call goes through one of these. In test builds (GPUFLOW_FAULT_INJECTION) the
-   test may fail any call by its entry's name (GF__FAULT in gpuflow.h): the entry is then not
-   called, and the call fails as the driver's would, with CL_OUT_OF_RESOURCES.
-       e   = GF__CL(clFlush, (queue))                          returns cl_int
-       mem = GF__CL_NEW(clCreateBuffer, (ctx, flags, n, NULL), &e)
-                                                               returns an object and sets
-                                                               *errcode_ret, its last
-                                                               argument, given apart: NULL
-       p   = GF__CL_PTR(clSVMAlloc, (ctx, flags, n, 0))        returns a pointer: NULL
-       GF__CL_VOID(clSVMFree, (ctx, p))                        returns nothing: skipped
+/* Every driver call goes through one of these, named for what the entry returns. In test
+   builds (GPUFLOW_FAULT_INJECTION) the test may fail any call by its entry's name (GF__FAULT
+   in gpuflow.h): the entry is then not called, and the call fails as the driver's would.
+       e = GF__CL(clFlush, (queue))                   cl_int: CL_OUT_OF_RESOURCES
+       m = GF__CL_NEW(clCreateBuffer, (ctx, flags, n, NULL), &e)
+                                                      an object, errcode_ret (the entry's last
+                                                      argument) given apart: NULL, and
+                                                      *errcode_ret = CL_OUT_OF_RESOURCES
+       p = GF__CL_PTR(clSVMAlloc, (ctx, flags, n, 0)) a pointer: NULL
+       GF__CL_VOID(clSVMFree, (ctx, p))               nothing: the call is skipped
    A call of the wrong form does not compile (the result types differ). */
 #define GF__CL_INJECTED CL_OUT_OF_RESOURCES
 #define GF__CL_ARGS(...) __VA_ARGS__
@@ -312,15 +312,15 @@ static void gf__cl_load_driver(gf__driver *drv) {
     /* A loader without any registered driver is no OpenCL at all: say so here, so that AUTO
        passes over OpenCL with this reason. */
     e = GF__CL(clGetPlatformIDs, (0, NULL, &platforms));
-    if (e != CL_SUCCESS || platforms == 0) {
-        drv->result = GF_ERROR_BACKEND_UNAVAILABLE;
-        snprintf(drv->why, sizeof drv->why,
-                 "OpenCL: the ICD loader %s found no platform (clGetPlatformIDs: %s (%d)); no OpenCL "
-                 "driver is registered (/etc/OpenCL/vendors, or OCL_ICD_VENDORS)",
-                 GF__CL_LIBRARY, gf__cl_error_name(e), (int)e);
-        return;
-    }
     drv->result = GF_OK;
+    if (e != CL_SUCCESS && e != CL_PLATFORM_NOT_FOUND_KHR) {
+        drv->result = GF_ERROR_BACKEND_UNAVAILABLE;
+        snprintf(drv->why, sizeof drv->why, "OpenCL: clGetPlatformIDs: %s (%d)", gf__cl_error_name(e), (int)e);
+    } else if (e != CL_SUCCESS || platforms == 0) {
+        drv->result = GF_ERROR_BACKEND_UNAVAILABLE;
+        snprintf(drv->why, sizeof drv->why, "OpenCL: the ICD loader %s found no platform; no OpenCL driver is "
+                 "registered (/etc/OpenCL/vendors, or OCL_ICD_VENDORS)", GF__CL_LIBRARY);
+    }
 }
 
 static gf_result gf__cl_load(void) { return gf__driver_load(&gf__cl_driver, gf__cl_load_driver); }
@@ -376,14 +376,14 @@ static gf_result gf__cl_list(gf__cl_pick **out, int *count) {
     }
     gf__free(plats);
     if (n == 0) {
+        char failed[96] = "";
         gf__free(picks);
         if (kept == 0 && np > 0)
             return gf__fail(GF_ERROR_NO_DEVICE, "OpenCL: no platform name contains GPUFLOW_OPENCL_PLATFORM=\"%s\" "
                             "(platforms: %s)", filter, names);
         if (listing != CL_SUCCESS)
-            return gf__fail(GF_ERROR_NO_DEVICE, "OpenCL: no GPU, accelerator or CPU device on platforms %s "
-                            "(clGetDeviceIDs: %s (%d))", names, gf__cl_error_name(listing), (int)listing);
-        return gf__fail(GF_ERROR_NO_DEVICE, "OpenCL: no GPU, accelerator or CPU device on platforms %s", names);
+            snprintf(failed, sizeof failed, " (clGetDeviceIDs: %s (%d))", gf__cl_error_name(listing), (int)listing);
+        return gf__fail(GF_ERROR_NO_DEVICE, "OpenCL: no GPU, accelerator or CPU device on platforms %s%s", names, failed);
     }
     *out = picks; *count = n;
     return GF_OK;
