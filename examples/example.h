@@ -78,6 +78,10 @@ static inline gf_module_desc example_module_desc(void) {
     memset(&d, 0, sizeof d);
     d.ptx = example_ptx;
     d.opencl_source = example_opencl_source;
+#ifdef GPUFLOW_TEST_HIP_ON_CUDA   /* tests/hip_on_cuda: the stand-in HIP runtime loads PTX */
+    d.hip_code = example_ptx;
+    d.hip_code_size = sizeof example_ptx;
+#endif
     d.stub_kernels = stub_kernels;
     d.stub_kernel_count = 1;
     return d;

@@ -141,7 +141,11 @@ static const char tk_ptx[] =
 /* Positional: the header must also compile as C++11 (no designated initializers). */
 static const gf_module_desc tk_module = {
     tk_ptx, 0, 0,                     /* ptx, cubin */
+#ifdef GPUFLOW_TEST_HIP_ON_CUDA       /* tests/hip_on_cuda: the stand-in HIP runtime loads PTX */
+    tk_ptx, sizeof tk_ptx,
+#else
     0, 0,                             /* hip code object: none built here */
+#endif
     tk_opencl_source, 0, 0,           /* OpenCL C, SPIR-V */
     0,                                /* build options */
     tk_stub_kernels, (int)(sizeof tk_stub_kernels / sizeof tk_stub_kernels[0])

@@ -23,7 +23,7 @@ if [ ! -f "$hip/hip/hip_runtime_api.h" ]; then
     echo "0 passed, 1 failed"; exit 1
 fi
 grep -q GPUFLOW_TEST_HIP_ON_CUDA tests/test_kernels.h ||
-    echo "notice: tests/test_kernels.h has no hip_code under GPUFLOW_TEST_HIP_ON_CUDA: the kernel tests will skip (tests/hip_on_cuda/test-descs.diff)"
+    echo "notice: tests/test_kernels.h has no hip_code under GPUFLOW_TEST_HIP_ON_CUDA: the kernel tests will skip"
 mkdir -p "$out/lib" "$out/lib-no-hostfunc" || exit 1
 
 stand_in() {   # DIR [FLAGS]
@@ -34,7 +34,7 @@ stand_in() {   # DIR [FLAGS]
 }
 stand_in "$out/lib"
 stand_in "$out/lib-no-hostfunc" -DHOC_NO_LAUNCH_HOST_FUNC
-for t in conformance threads; do
+for t in conformance threads reliability races; do
     echo "$cc -std=c99 $warn -g -O1 $gf tests/$t.c -o $out/$t -pthread -ldl"
     $cc -std=c99 $warn -g -O1 $gf "tests/$t.c" -o "$out/$t" -pthread -ldl
 done
@@ -46,6 +46,8 @@ TEST_TIMEOUT=${TEST_TIMEOUT:-240} sh tests/run.sh \
     "sh tests/hip_on_cuda/check_exports.sh $nohf/libamdhip64.so hipLaunchHostFunc" \
     "LD_LIBRARY_PATH=$lib $out/conformance hip" \
     "LD_LIBRARY_PATH=$lib $out/threads hip" \
+    "LD_LIBRARY_PATH=$lib $out/reliability hip" \
+    "LD_LIBRARY_PATH=$lib $out/races hip" \
     "LD_LIBRARY_PATH=$lib sh tests/examples.sh $out/examples '$cc -std=c99 $warn $gf' hip" \
     "LD_LIBRARY_PATH=$nohf $out/conformance hip" \
     "LD_LIBRARY_PATH=$nohf $out/threads hip"
