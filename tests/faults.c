@@ -53,7 +53,7 @@ enum { K_ALLOC, K_SLOT, K_ENTRY, K_COUNT };
 static const char *const kind_names[K_COUNT] = { "allocation", "slot", "entry-point" };
 
 #define MAX_TALLY 160
-typedef struct { char name[96]; unsigned long count; } tally_item;
+typedef struct { char name[96]; unsigned long count, first; } tally_item;   /* first: its first call's N */
 
 static void copy_name(char *dst, size_t cap, const char *src)   /* truncating strcpy */
 {
@@ -80,13 +80,14 @@ static struct {
 } F;
 static __thread int faults_main;    /* the scenario's thread */
 
-static void tally_add(const char *name)
+static void tally_add(const char *name, unsigned long n)
 {
     int i;
     for (i = 0; i < F.tally_count; i++)
         if (!strcmp(F.tally[i].name, name)) { F.tally[i].count++; return; }
     if (F.tally_count < MAX_TALLY) {
         copy_name(F.tally[F.tally_count].name, sizeof F.tally[0].name, name);
+        F.tally[F.tally_count].first = n;
         F.tally[F.tally_count++].count = 1;
     }
 }
@@ -99,7 +100,7 @@ static int faults_hit(int kind, const char *name)
     if (!faults_main || !F.armed) return 0;
     n = ++F.calls[kind];
     if (kind != F.kind) return 0;
-    if (F.tally_on) tally_add(kind == K_ALLOC ? (F.step ? F.step : F.phase ? F.phase : "(outside a step)") : name);
+    if (F.tally_on) tally_add(kind == K_ALLOC ? (F.step ? F.step : F.phase ? F.phase : "(outside a step)") : name, n);
     if (!F.fail_at || n < F.fail_at || (n > F.fail_at && !F.from)) return 0;
     if (F.injected++ == 0) {
         copy_name(F.first_name, sizeof F.first_name, name);
@@ -1054,7 +1055,8 @@ int main(int argc, char **argv)
     const char *bname = NULL;
     gf_backend b = GF_BACKEND_STUB;
     int kind, i, want_once = 1, want_from = 1, all = 0, pass;
-    unsigned long only = 0, every = 0, total, budget;
+    unsigned long only = 0, every = 0, total, budget, n;
+    unsigned char *pick = NULL;
     pthread_t wd;
     double t_start;
 
@@ -1137,13 +1139,18 @@ int main(int argc, char **argv)
         return th_finish();
     }
 
-    /* The loop: every N up to the budget; beyond it an even sample (or --every / --all). */
+    /* The loop: every N up to the budget; beyond it a sample: every K-th N, the first call of
+       each slot / entry point / allocating step, and the last call (or --every / --all). */
     budget = b == GF_BACKEND_STUB ? 600 : 80;   /* runs per kind: a driver's device open costs ~50-300 ms */
     if (getenv("FAULTS_BUDGET") && atol(getenv("FAULTS_BUDGET")) > 0) budget = (unsigned long)atol(getenv("FAULTS_BUDGET"));
     if (!every) every = all || total <= budget ? 1 : (total + budget - 1) / budget;
+    if (!(pick = (unsigned char *)calloc(total + 1, 1))) { printf("faults: out of memory\n"); return 1; }
+    for (n = 1; n <= total; n += every) pick[n] = 1;
+    for (i = 0; i < F.tally_count; i++) if (F.tally[i].first >= 1 && F.tally[i].first <= total) pick[F.tally[i].first] = 1;
+    pick[total] = 1;
     for (pass = 0; pass < 2; pass++) {
         int from = pass == 1;
-        unsigned long n, runs = 0;
+        unsigned long runs = 0;
         int defects_before = R.defects_total;
         double t0 = th_now_ms();
         if (from ? !want_from : !want_once) continue;
@@ -1155,16 +1162,17 @@ int main(int argc, char **argv)
             one(b, kind, only, from);
             runs = 1;
         } else {
-            for (n = 1; n <= total; n += every) { one(b, kind, n, from); runs++; }
-            if ((total - 1) % every) { one(b, kind, total, from); runs++; }   /* the last call, always */
+            for (n = 1; n <= total; n++) if (pick[n]) { one(b, kind, n, from); runs++; }
         }
-        printf("faults %s %s %s: N = %s%lu..%lu%s: %lu run%s, %d defect%s, %.1f s%s\n", mode, bname,
-               from ? "from N on" : "once", only ? "" : "", only ? only : 1, only ? only : total,
+        printf("faults %s %s %s: N = %lu..%lu%s: %lu run%s, %d defect%s, %.1f s\n", mode, bname,
+               from ? "from N on" : "once", only ? only : 1, only ? only : total,
                every > 1 && !only ? " (sampled)" : "", runs, runs == 1 ? "" : "s",
                R.defects_total - defects_before, R.defects_total - defects_before == 1 ? "" : "s",
-               (th_now_ms() - t0) / 1000, "");
+               (th_now_ms() - t0) / 1000);
         if (every > 1 && !only)
-            printf("   sampled: every %lu-th N of %lu, and the last; `faults %s %s --all` runs every N\n", every, total, mode, bname);
+            printf("   sampled: every %lu-th N of %lu, the first call of each %s%s, and the last; `%s %s %s --all` runs every N\n",
+                   every, total, kind == K_ALLOC ? "allocating step" : kind_names[kind], kind == K_ALLOC ? "" : " name",
+                   argv[0], mode, bname);
         if (R.kept_runs)
             printf("   destroys refused under the fault (the object kept, with a message): %lu in %lu run%s; %s\n",
                    R.kept_objects, R.kept_runs, R.kept_runs == 1 ? "" : "s",
@@ -1180,5 +1188,6 @@ int main(int argc, char **argv)
                    R.absorbed_runs, R.absorbed_runs == 1 ? "" : "s", line);
         }
     }
+    free(pick);
     return th_finish();
 }
