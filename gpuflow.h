@@ -564,6 +564,7 @@ static void gf__free(void *p) {
 /* ---- defaults: every default the library applies, in one place ----------------------------- */
 #define GF__DEFAULT_KERNEL_ARGS_BYTES 4096   /* CUDA's classic parameter space; backends may say more */
 #define GF__DEFAULT_CACHE_KEEP ((size_t)64 << 20)   /* freed stream-ordered memory kept for reuse */
+#define GF__DEFAULT_POOL_KEEP(total) ((total) / 4)  /* a driver's stream-ordered pool keeps this much freed memory */
 #define GF__RANGE_DEPTH 16                          /* nested gf_range_push spans timed per stream */
 #define GF__RECENT_OPS 8                            /* per stream, for gf_device_write_state */
 #define GF__RACE_ACCESSES 256                       /* per buffer: the oldest go beyond */
@@ -865,6 +866,7 @@ typedef struct gf__driver {
     gf_result result;
     char why[512];
     void *lib;
+    int no_device;                  /* loaded, but the driver found no device: why says so */
 } gf__driver;
 #if defined(_WIN32)
 static void *gf__dlopen(const char *name)            { return (void *)LoadLibraryA(name); }
@@ -880,6 +882,81 @@ static void *gf__dlopen(const char *name)           { return dlopen(name, RTLD_N
 static void *gf__dlsym(void *lib, const char *name) { return dlsym(lib, name); }
 static const char *gf__dlerror(void)                { const char *e = dlerror(); return e ? e : "unknown dlopen error"; }
 #endif
+
+/* Shared by only some backends: not every build uses each. */
+#if defined(__GNUC__)
+#  define GF__MAYBE_UNUSED __attribute__((unused))
+#else
+#  define GF__MAYBE_UNUSED
+#endif
+
+/* What vendor backends share, so that each says only what is its own: how a driver's result
+   codes map onto gpuflow's and are named in messages, "loaded but no device", stream
+   priorities, the launch parameter table, and the words of common refusals. */
+typedef struct gf__native_codes {
+    int success, not_ready, out_of_memory, not_found, not_supported, no_device;
+    const int *capture; int capture_count;     /* codes that mean "not allowed in this capture" */
+    const char *(*name)(int r);                /* the driver's name for a code */
+} gf__native_codes;
+
+GF__MAYBE_UNUSED static gf_result gf__native_code(const gf__native_codes *c, int r) {
+    int i;
+    if (r == c->success) return GF_OK;
+    if (r == c->not_ready) return GF_NOT_READY;
+    if (r == c->out_of_memory) return GF_ERROR_OUT_OF_MEMORY;
+    if (r == c->not_found) return GF_ERROR_NOT_FOUND;
+    if (r == c->not_supported) return GF_ERROR_NOT_SUPPORTED;
+    if (r == c->no_device) return GF_ERROR_NO_DEVICE;
+    for (i = 0; i < c->capture_count; i++) if (r == c->capture[i]) return GF_ERROR_CAPTURE;
+    return GF_ERROR_DRIVER;
+}
+/* "call: NAME (n)", with the gpuflow code r maps to. */
+GF__MAYBE_UNUSED static gf_result gf__native_fail(const gf__native_codes *c, int r, const char *call) {
+    gf_result code = gf__native_code(c, r);
+    return gf__fail(code, "%s: %s (%d)%s", call, c->name(r), r, code == GF_ERROR_CAPTURE ? ": not allowed in this stream capture" : "");
+}
+/* A query's answer: done, not yet, or a failure to report. */
+GF__MAYBE_UNUSED static gf_result gf__native_ready(const gf__native_codes *c, int r, const char *call) {
+    gf_result code = gf__native_code(c, r);
+    return code == GF_OK || code == GF_NOT_READY ? code : gf__native_fail(c, r, call);
+}
+/* A capture the driver ended with a failure: gone, and the stream usable again. */
+GF__MAYBE_UNUSED static gf_result gf__native_capture_broken(const gf__native_codes *c, int r, const char *call) {
+    return gf__fail(GF_ERROR_CAPTURE, "%s: %s (%d): the capture was broken and is discarded", call, c->name(r), r);
+}
+/* A refused graph update: why (the driver's reason, in words), and that nothing changed. */
+GF__MAYBE_UNUSED static gf_result gf__native_update_refused(const char *call, const char *error_name, int r, const char *why, int native_why) {
+    return gf__fail(GF_ERROR_INVALID_ARGUMENT, "%s: %s (%d): %s (result %d); the target graph is unchanged", call, error_name, r, why, native_why);
+}
+/* gpuflow's priorities on a driver's range, where "greatest" is the most urgent: NORMAL in
+   the middle (rounding toward least). */
+GF__MAYBE_UNUSED static int gf__native_priority(gf_priority p, int least, int greatest) {
+    return p == GF_PRIORITY_HIGH ? greatest : p == GF_PRIORITY_LOW ? least : (least + greatest) / 2;
+}
+/* kernelParams for a launch: args[i].value, or for a buffer the address of its native
+   pointer-sized handle (at buffer_handle, an offsetof into gf_buffer). The table is stack when
+   count fits, else allocated (the caller frees it if it is not stack); NULL: out of memory. */
+#define GF__STACK_ARGS 32
+GF__MAYBE_UNUSED static void **gf__kernel_params(const gf_arg *args, int count, size_t buffer_handle, void **stack) {
+    void **params = count > GF__STACK_ARGS ? (void **)gf__malloc(sizeof *params * (size_t)count) : stack;
+    int i;
+    if (!params) { gf__fail(GF_ERROR_OUT_OF_MEMORY, "gpuflow: out of host memory for %d kernel arguments", count); return NULL; }
+    for (i = 0; i < count; i++)
+        params[i] = args[i].buffer ? (void *)((char *)args[i].buffer + buffer_handle) : (void *)args[i].value;
+    return params;
+}
+/* The driver loaded but found no device: remembered, and said by every device_count. */
+GF__MAYBE_UNUSED static void gf__driver_no_device(gf__driver *d, const char *fmt, ...) GF__PRINTF(2, 3);
+GF__MAYBE_UNUSED static void gf__driver_no_device(gf__driver *d, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(d->why, sizeof d->why, fmt, ap);
+    va_end(ap);
+    d->no_device = 1;
+}
+GF__MAYBE_UNUSED static gf_result gf__driver_has_device(const gf__driver *d) {
+    return d->no_device ? gf__fail(GF_ERROR_NO_DEVICE, "%s", d->why) : GF_OK;
+}
 
 /* Loads a driver once: load_fn fills d (lib, result, why) the first time; every call returns
    the stored outcome with its reason as this thread's error detail. */
@@ -5103,6 +5180,7 @@ GPUFLOW_IMPL gf_result gf_kernel_get(gf_module *mod, const char *name, gf_kernel
     gf__copy_str(k->name, sizeof k->name, name);
     gf__mutex_init(&k->lock);
     if ((r = mod->dev->be->kernel_get(k)) != GF_OK) {
+        if (r == GF_ERROR_NOT_FOUND) r = gf__fail(r, "gf_kernel_get: the module has no kernel named '%s' (%s)", name, gf__error_text);
         gf__unlock(&mod->lock);
         gf__mutex_destroy(&k->lock);
         gf__free(k);
