@@ -396,10 +396,14 @@ static gf_result gf__cl_device_count(int *count) {
     return r;
 }
 
-/* A job for the callback threads: the user's function, then the user event to complete. */
+/* A job for the callback threads: the user's function, then the user event to complete. A
+   job is undecided until the barrier on its user event is enqueued (run fn), or could not be
+   (drop it: nothing waits for it); a callback thread waits for that decision. */
+typedef enum { GF__CL_JOB_UNDECIDED, GF__CL_JOB_RUN, GF__CL_JOB_DROP } gf__cl_job_state;
 typedef struct gf__cl_job {
     void (*fn)(void *user);
     void *user;
+    gf__cl_job_state state;         /* under dev->lock */
     cl_event marker, done;
     struct gf__cl_device *dev;
     struct gf__cl_job *next;
@@ -439,18 +443,19 @@ static gf__cl_job *gf__cl_job_new(gf__cl_device *d, void (*fn)(void *user), void
     return job;
 }
 
-/* Completes the job's user event, so that the work held behind it runs, and frees the job.
-   An event left unset would stall its queue for good: a failed attempt is tried once more. */
+/* Frees the job; one that ran first completes its user event, so that the work held behind it
+   runs. An event left unset would stall its queue for good: a failed attempt is tried once
+   more. */
 static void gf__cl_job_end(gf__cl_job *job) {
     gf__cl_device *d = job->dev;
-    if (job->done) {
+    if (job->state == GF__CL_JOB_RUN) {
         cl_int e = GF__CL(clSetUserEventStatus, (job->done, CL_COMPLETE));
         if (e != CL_SUCCESS) e = GF__CL(clSetUserEventStatus, (job->done, CL_COMPLETE));
         if (e != CL_SUCCESS)
             gf__notice(GF_LOG_ERROR, "OpenCL: clSetUserEventStatus: %s (%d): work after a stream callback "
                        "will not run", gf__cl_error_name(e), (int)e);
-        GF__CL(clReleaseEvent, (job->done));
     }
+    if (job->done) GF__CL(clReleaseEvent, (job->done));
     if (job->marker) GF__CL(clReleaseEvent, (job->marker));
     gf__free(job);
     gf__lock(&d->lock);
@@ -473,8 +478,9 @@ static void gf__cl_callback_thread(void *arg) {
         d->cb_head = job->next;
         if (!d->cb_head) d->cb_tail = NULL;
         d->cb_queued--;
+        while (job->state == GF__CL_JOB_UNDECIDED) gf__cond_wait(&d->cb_cond, &d->lock);
         gf__unlock(&d->lock);
-        job->fn(job->user);
+        if (job->state == GF__CL_JOB_RUN) job->fn(job->user);
         gf__cl_job_end(job);
     }
 }
@@ -1004,31 +1010,41 @@ static gf_result gf__cl_fill(gf_stream *s, gf_buffer *buf, size_t offset, unsign
 }
 
 /* A marker after prior work, whose completion hands the job to a callback thread, then a
-   barrier on the job's user event, which holds later work until fn has returned. */
+   barrier on the job's user event, which holds later work until fn has returned. The barrier
+   comes last, so that no failure before it leaves a queue waiting for an event that nobody
+   completes. */
 static gf_result gf__cl_host_callback(gf_stream *s, void (*fn)(void *user), void *user) {
+    gf__cl_device *d = (gf__cl_device *)s->dev->native;
     cl_command_queue q = GF__CL_QUEUE(s);
-    gf__cl_job *job = gf__cl_job_new((gf__cl_device *)s->dev->native, fn, user);
+    gf__cl_job *job = gf__cl_job_new(d, fn, user);
     const char *call = "clCreateUserEvent";
     cl_event barrier = NULL;
     cl_int e;
     if (!job) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "OpenCL: out of host memory");
-    job->done = GF__CL_NEW(clCreateUserEvent, (job->dev->ctx), &e);
+    job->done = GF__CL_NEW(clCreateUserEvent, (d->ctx), &e);
     if (job->done) {
         call = "clEnqueueMarkerWithWaitList";
         e = GF__CL(clEnqueueMarkerWithWaitList, (q, 0, NULL, &job->marker));
     }
     if (e == CL_SUCCESS) {
-        call = "clEnqueueBarrierWithWaitList";
-        e = GF__CL(clEnqueueBarrierWithWaitList, (q, 1, &job->done, &barrier));
+        call = "clSetEventCallback";
+        e = GF__CL(clSetEventCallback, (job->marker, CL_COMPLETE, gf__cl_on_marker, job));
     }
-    if (e != CL_SUCCESS) { gf__cl_job_end(job); return gf__cl_fail(call, e); }
-    /* The barrier is queued: from here the stream's latest command, whatever follows. */
-    e = GF__CL(clSetEventCallback, (job->marker, CL_COMPLETE, gf__cl_on_marker, job));
-    if (e != CL_SUCCESS) gf__cl_job_end(job);   /* fn will not run: let the barrier pass */
-    else GF__CL(clFlush, (q));   /* the marker must reach the device for its callback to fire;
-                                    a failed flush leaves that to the queue's next flush or finish */
-    gf__cl_enqueued(s, call, CL_SUCCESS, &barrier);
-    return e == CL_SUCCESS ? GF_OK : gf__cl_fail("clSetEventCallback", e);
+    if (e != CL_SUCCESS) {
+        job->state = GF__CL_JOB_DROP;   /* no callback thread has it */
+        gf__cl_job_end(job);
+        return gf__cl_fail(call, e);
+    }
+    /* From here a callback thread ends the job, once the marker completes. */
+    e = GF__CL(clEnqueueBarrierWithWaitList, (q, 1, &job->done, &barrier));
+    gf__lock(&d->lock);
+    job->state = e == CL_SUCCESS ? GF__CL_JOB_RUN : GF__CL_JOB_DROP;
+    gf__cond_broadcast(&d->cb_cond);
+    gf__unlock(&d->lock);
+    if (e != CL_SUCCESS) return gf__cl_fail("clEnqueueBarrierWithWaitList", e);
+    GF__CL(clFlush, (q));   /* the marker must reach the device for its callback to fire; a failed
+                               flush leaves that to the queue's next flush or finish */
+    return gf__cl_enqueued(s, "clEnqueueBarrierWithWaitList", e, &barrier);
 }
 
 /* ---- events ----------------------------------------------------------------------------- */
@@ -1072,10 +1088,9 @@ static gf_result gf__cl_event_record(gf_event *ev, gf_stream *s) {
     cl_event m, old;
     cl_int e = GF__CL(clEnqueueMarkerWithWaitList, (q, 0, NULL, &m));
     if (e != CL_SUCCESS) return gf__cl_fail("clEnqueueMarkerWithWaitList", e);
-    /* Other queues may wait on it: it must reach the device. Unflushed, it is not recorded
-       (the event keeps its previous record), since a wait on it could stall. */
-    e = GF__CL(clFlush, (q));
-    if (e != CL_SUCCESS) { GF__CL(clReleaseEvent, (m)); return gf__cl_fail("clFlush", e); }
+    /* Other queues may wait on it: it must reach the device. It is recorded either way; a failed
+       flush leaves it to the queue's next flush (a query, a callback, a finish). */
+    GF__CL(clFlush, (q));
     gf__lock(&ce->lock);
     old = ce->marker;
     ce->marker = m;
