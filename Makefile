@@ -45,6 +45,7 @@ HDRS = gpuflow.h $(wildcard gpuflow_*.h) tests/harness.h tests/backends.h tests/
 
 # ---- make test ---------------------------------------------------------------------------------
 TEST_BINS = $(BUILD)/conformance $(BUILD)/bad_input $(BUILD)/threads $(BUILD)/no_driver $(BUILD)/reliability $(BUILD)/races \
+            $(BUILD)/faults \
             $(BUILD)/cpp_gxx $(if $(HAVE_CLANGXX),$(BUILD)/cpp_clangxx) \
             $(if $(HAVE_CLANG),$(BUILD)/conformance_clang)
 TEST_RUNS = "$(BUILD)/conformance stub" "$(BUILD)/conformance opencl" \
@@ -52,6 +53,7 @@ TEST_RUNS = "$(BUILD)/conformance stub" "$(BUILD)/conformance opencl" \
             "$(BUILD)/bad_input" "$(BUILD)/threads stub" "$(BUILD)/threads opencl" \
             "$(BUILD)/reliability stub" "$(BUILD)/reliability opencl" \
             "$(BUILD)/races stub" "$(BUILD)/races opencl" \
+            "$(BUILD)/faults alloc stub" "$(BUILD)/faults slots stub" "$(BUILD)/faults slots opencl" "$(BUILD)/faults entries opencl" \
             "$(BUILD)/no_driver" "$(BUILD)/cpp_gxx" \
             $(if $(HAVE_CLANGXX),"$(BUILD)/cpp_clangxx") \
             $(if $(HAVE_CLANG),"$(BUILD)/conformance_clang stub") \
@@ -60,7 +62,7 @@ TEST_RUNS = "$(BUILD)/conformance stub" "$(BUILD)/conformance opencl" \
             "sh tests/compile_checks.sh $(BUILD) '$(CC) $(CSTD) $(WARN) $(call isys,$(CUDA_INCLUDE)) $(call isys,$(HIP_INCLUDE))' \
                 $(if $(HAVE_CUDA),cuda) $(if $(HAVE_OPENCL),opencl) $(if $(HAVE_HIP),hip)"
 
-.PHONY: test test-gpu sanitize examples bench install clean ptx stress stress-sanitize fuzz hip-headers FORCE
+.PHONY: test test-gpu sanitize examples bench install clean ptx stress stress-sanitize fuzz faults-all hip-headers FORCE
 .DELETE_ON_ERROR:
 
 test: $(TEST_BINS)
@@ -93,11 +95,12 @@ $(BUILD)/cpp_clangxx: tests/cpp_compile.cpp $(HDRS) | $(BUILD)
 # library is present), then memcheck. memcheck does not report the API errors that the suite
 # provokes on purpose (unknown kernel, bad PTX, refused graph update, unjoined capture).
 NV_OPENCL ?= /usr/local/nvidia/lib64/libnvidia-opencl.so.1
-test-gpu: $(BUILD)/conformance $(BUILD)/threads $(BUILD)/reliability $(BUILD)/races
+test-gpu: $(BUILD)/conformance $(BUILD)/threads $(BUILD)/reliability $(BUILD)/races $(BUILD)/faults
 	@test -n "$(HAVE_CUDA)" || { echo "test-gpu: needs $(CUDA_INCLUDE)/cuda.h and gpuflow_cuda.h"; exit 1; }
 	@if [ -f "$(NV_OPENCL)" ]; then mkdir -p $(BUILD)/icd && echo "$(NV_OPENCL)" > $(BUILD)/icd/nvidia.icd; fi
 	@status=0; \
 	OCL_ICD_VENDORS=$(abspath $(BUILD)/icd) sh tests/run.sh "$(BUILD)/conformance cuda" "$(BUILD)/threads cuda" "$(BUILD)/reliability cuda" "$(BUILD)/races cuda" \
+	    "$(BUILD)/faults entries cuda" "$(BUILD)/faults slots cuda" \
 	    "$(BUILD)/conformance opencl" "$(BUILD)/threads opencl" "$(BUILD)/reliability opencl" "$(BUILD)/races opencl" || status=1; \
 	if [ -f $(HIP_HEADERS)/hip/hip_runtime_api.h ]; then \
 	    CC='$(CC)' HIP_HEADERS=$(HIP_HEADERS) CUDA_INCLUDE=$(CUDA_INCLUDE) TEST_TIMEOUT=300 \
@@ -133,10 +136,17 @@ $(BUILD)/tsan/%: tests/%.c $(HDRS) | $(BUILD)/tsan
 	$(CC) $(CSTD) $(WARN) -g -O1 $(TSAN) $< -o $@ $(LDLIBS)
 
 sanitize: $(BUILD)/asan/conformance $(BUILD)/asan/bad_input $(BUILD)/asan/threads $(BUILD)/asan/reliability $(BUILD)/asan/races \
+          $(BUILD)/asan/faults \
           $(BUILD)/tsan/conformance $(BUILD)/tsan/threads $(BUILD)/tsan/reliability
 	@$(SAN_ENV) sh tests/run.sh "$(BUILD)/asan/conformance stub" "$(BUILD)/asan/bad_input" \
 	    "$(BUILD)/asan/threads stub" "$(BUILD)/asan/reliability stub" "$(BUILD)/asan/races stub" \
+	    "$(BUILD)/asan/faults alloc stub" "$(BUILD)/asan/faults slots stub" \
 	    "$(BUILD)/tsan/conformance stub" "$(BUILD)/tsan/threads stub" "$(BUILD)/tsan/reliability stub"
+
+# Every N of the fault loops rather than a sample (minutes): make faults-all
+faults-all: $(BUILD)/faults
+	@sh tests/run.sh "$(BUILD)/faults alloc stub --all" "$(BUILD)/faults slots stub --all" \
+	    "$(BUILD)/faults slots opencl --all" "$(BUILD)/faults entries opencl --all"
 
 # ---- make stress -----------------------------------------------------------------------------------
 # 8 threads over shared streams, pools, event pools, waiters, flows and graphs for STRESS_SECONDS,

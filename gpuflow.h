@@ -310,6 +310,13 @@ typedef struct gf_module_desc {
     const char *opencl_source; const void *spirv; size_t spirv_size;
     const char *build_options;
     const gf_stub_kernel *stub_kernels; int stub_kernel_count;
+    /* Kernels from one source (see KERNELS FROM ONE SOURCE): the dialect text, compiled at run
+       time for the device (NVRTC, hiprtc, clBuildProgram); the stub runs stub_kernels, made
+       from the same file by GF_KERNELS_AS_C. */
+    const char *source;
+    const char *source_name;      /* names it in build logs (default "kernels") */
+    const char *cache_dir;        /* compiled binaries kept here; NULL: GPUFLOW_CACHE_DIR, unset: none */
+    const void *opencl_binary; size_t opencl_binary_size;   /* a program binary for this device */
 } gf_module_desc;
 
 /* Profiler. */
@@ -984,6 +991,8 @@ typedef enum gf__type {
 } gf__type;
 
 typedef struct gf__backend gf__backend;
+/* What a run-time compile produced: the gf_module_desc field it goes in. */
+typedef enum gf__binary_kind { GF__BINARY_PTX, GF__BINARY_CUBIN, GF__BINARY_HIP, GF__BINARY_OPENCL } gf__binary_kind;
 typedef struct gf__pinned { void *ptr; size_t bytes; } gf__pinned;   /* a gf_host_alloc allocation */
 typedef struct gf__capture gf__capture;
 typedef struct gf__profiler gf__profiler;
@@ -1278,6 +1287,17 @@ struct gf__backend {
     gf_result (*graph_set_kernel_args)(gf_graph *g, int launch_index, gf_kernel *k, const gf_arg *args, int count);
     gf_result (*graph_write_dot)(gf_graph *g, const char *path);   /* NULL: the core writes the recording */
     void      (*range)(gf_stream *s, const char *name);    /* a tool's range (NVTX): push a name, pop with NULL */
+
+    /* Kernels from one source. compile: the whole text (gpuflow's prelude for this backend,
+       then the user's source) with options, into what module_load takes: *binary (from
+       gf__malloc; the core frees it) of *kind. A compile error is GF_ERROR_BUILD with the
+       compiler's log; a compiler library that is missing is GF_ERROR_NOT_SUPPORTED naming it
+       and what to install. NULL: no run-time compiler (OpenCL then builds the source itself).
+       compiler_id: what a cache key must hold beyond the text and options: device, compiler
+       and driver versions. */
+    gf_result (*compile)(gf_device *dev, const char *name, const char *text, const char *options,
+                         void **binary, size_t *size, gf__binary_kind *kind);
+    void      (*compiler_id)(gf_device *dev, char *out, size_t cap);
 
     /* NULL: the driver copies from any host memory asynchronously. Else: whether p is pinned;
        the core stages copies from other host memory (see "staged copies"). */
@@ -3962,7 +3982,15 @@ static gf_result gf__cache_put(gf_stream *s, gf_buffer *buf) {   /* s->lock held
 }
 
 static void gf__cache_trim(gf_device *dev) {   /* device close: idle */
+    int i;
     gf__cache_release(dev, 0, 1);
+    /* Blocks whose freeing event could not be waited for: the device is closing, and its
+       close ends all its work, so they go too rather than leak. */
+    for (i = 0; i < dev->cache.count; i++) {
+        gf__event_pool_give(dev->events, dev->cache.blocks[i].freed);
+        gf__buffer_free(dev->cache.blocks[i].buf);
+    }
+    dev->cache.count = 0;
     gf__free(dev->cache.blocks);
     gf__mutex_destroy(&dev->cache.lock);
 }
@@ -5369,8 +5397,14 @@ static int gf__prof_begin(gf_stream *s, gf_op_kind kind, const char *name, uint6
         gf__unlock(&p->lock);
         return -1;
     }
-    if (!p->base_recorded && dev->be->event_record(p->base, s) == GF_OK) p->base_recorded = 1;
-    dev->be->event_record(start, s);
+    /* an op whose start is not recorded has no time: dropped rather than reported wrong */
+    if (dev->be->event_record(start, s) != GF_OK) {
+        gf__event_pool_give(dev->events, start);
+        gf__event_pool_give(dev->events, end);
+        p->dropped++;
+        gf__unlock(&p->lock);
+        return -1;
+    }
     idx = p->count++;
     rec = &p->recs[idx];
     memset(rec, 0, sizeof *rec);
@@ -5404,24 +5438,35 @@ static void gf__prof_end(gf_stream *s, int idx, gf_result r) {
     gf__unlock(&p->lock);
 }
 
-/* Reads the times of finished records (blocking: waits for all) and returns their events. */
-static void gf__prof_resolve(gf_device *dev, int blocking) {
+/* Reads the times of finished records (blocking: waits for all) and returns their events. A
+   record whose time cannot be read (a driver failure) is dropped, and a blocking resolve then
+   fails with that failure, so a report never looks whole when it is not. */
+static gf_result gf__prof_resolve(gf_device *dev, int blocking) {
     gf__profiler *p = dev->profiler;
     const gf__backend *be = dev->be;
+    gf_result r, first = GF_OK;
     int i;
-    if (!p) return;
+    if (!p) return GF_OK;
     gf__lock(&p->lock);
     /* every time is read against the base: it must have completed first */
-    if (p->base_recorded && (blocking ? be->event_synchronize(p->base) : be->event_query(p->base)) != GF_OK) {
+    if (p->base_recorded && (r = blocking ? be->event_synchronize(p->base) : be->event_query(p->base)) != GF_OK) {
         gf__unlock(&p->lock);
-        return;
+        return blocking ? r : GF_OK;
     }
     for (i = 0; i < p->count; i++) {
         gf__prof_rec *rec = &p->recs[i];
         float a = 0, b = 0;
         if (rec->state != GF__REC_IN_FLIGHT) continue;
-        if (blocking ? be->event_synchronize(rec->end) != GF_OK : be->event_query(rec->end) != GF_OK) continue;
-        if (be->event_elapsed_ms(p->base, rec->start, &a) != GF_OK || be->event_elapsed_ms(rec->start, rec->end, &b) != GF_OK) {
+        if ((r = blocking ? be->event_synchronize(rec->end) : be->event_query(rec->end)) != GF_OK) {
+            if (r == GF_NOT_READY) continue;
+            if (first == GF_OK) first = r;
+            rec->state = GF__REC_FAILED;   /* cannot be waited for: it will never have a time */
+            gf__event_pool_give(dev->events, rec->start);
+            gf__event_pool_give(dev->events, rec->end);
+            continue;
+        }
+        if ((r = be->event_elapsed_ms(p->base, rec->start, &a)) != GF_OK || (r = be->event_elapsed_ms(rec->start, rec->end, &b)) != GF_OK) {
+            if (first == GF_OK) first = r;
             rec->state = GF__REC_FAILED;
         } else {
             rec->state = GF__REC_RESOLVED;
@@ -5432,6 +5477,7 @@ static void gf__prof_resolve(gf_device *dev, int blocking) {
         gf__event_pool_give(dev->events, rec->end);
     }
     gf__unlock(&p->lock);
+    return blocking ? first : GF_OK;
 }
 
 static void gf__profiler_free(gf_device *dev) {
@@ -5452,10 +5498,15 @@ GPUFLOW_IMPL gf_result gf_profiler_enable(gf_device *dev, unsigned flags) {
     if (flags & ~GF_PROFILE_ON) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_profiler_enable: unknown flags 0x%x", flags);
     gf__lock(&dev->lock);
     if (flags && !dev->profiler) {
+        /* The base every time is read against: recorded and completed now, on the device's own
+           stream, so that every profiled op on any stream comes after it. */
         gf__profiler *p = (gf__profiler *)gf__alloc(sizeof *p);
         if (!p) r = gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_profiler_enable: out of host memory");
         else if ((r = gf__event_pool_take(dev->events, GF_EVENT_TIMING, &p->base)) != GF_OK) gf__free(p);
-        else { gf__mutex_init(&p->lock); dev->profiler = p; }
+        else if ((r = dev->be->event_record(p->base, dev->sync_stream)) != GF_OK || (r = dev->be->event_synchronize(p->base)) != GF_OK) {
+            gf__event_pool_give(dev->events, p->base);
+            gf__free(p);
+        } else { p->base_recorded = 1; gf__mutex_init(&p->lock); dev->profiler = p; }
     }
     if (r == GF_OK) gf__atomic_store_int(&dev->profiling, flags ? 1 : 0);
     gf__unlock(&dev->lock);
@@ -5496,7 +5547,7 @@ static gf__profiler *gf__profiler_ready(gf_device *dev, const char *fn) {
     p = dev->profiler;
     gf__unlock(&dev->lock);
     if (!p) gf__fail(GF_ERROR_INVALID_STATE, "%s: the profiler was never enabled on this device", fn);
-    else gf__prof_resolve(dev, 1);
+    else if (gf__prof_resolve(dev, 1) != GF_OK) { gf__fail(GF_ERROR_DRIVER, "%s: some profiled operations could not be timed (dropped): %s", fn, gf__error_text); p = NULL; }
     return p;
 }
 
@@ -5506,7 +5557,7 @@ GPUFLOW_IMPL gf_result gf_profiler_report(gf_device *dev, gf_profile_report *out
     int i, any = 0;
     GF__CHECK(dev, GF__T_DEVICE);
     GF__CHECK_OUT(out);
-    if (!(p = gf__profiler_ready(dev, __func__))) return GF_ERROR_INVALID_STATE;
+    if (!(p = gf__profiler_ready(dev, __func__))) return dev->profiler ? GF_ERROR_DRIVER : GF_ERROR_INVALID_STATE;
     memset(out, 0, sizeof *out);
     gf__lock(&p->lock);
     out->dropped_ops = p->dropped;
@@ -5514,6 +5565,7 @@ GPUFLOW_IMPL gf_result gf_profiler_report(gf_device *dev, gf_profile_report *out
         const gf__prof_rec *rec = &p->recs[i];
         gf_profile_stream *ps = NULL;
         int k, j;
+        if (rec->state == GF__REC_FAILED) out->dropped_ops++;   /* enqueued, but its time is unknown */
         if (rec->state != GF__REC_RESOLVED) continue;
         for (k = 0; k < out->stream_count; k++) if (out->streams[k].id == rec->stream_id) { ps = &out->streams[k]; break; }
         if (!ps) {
@@ -5588,7 +5640,7 @@ GPUFLOW_IMPL gf_result gf_profiler_write_trace(gf_device *dev, const char *path)
     int i, k, any = 0;
     GF__CHECK(dev, GF__T_DEVICE);
     if (!path || !*path) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_profiler_write_trace: path is empty");
-    if (!(p = gf__profiler_ready(dev, __func__))) return GF_ERROR_INVALID_STATE;
+    if (!(p = gf__profiler_ready(dev, __func__))) return dev->profiler ? GF_ERROR_DRIVER : GF_ERROR_INVALID_STATE;
     if (!(f = fopen(path, "w"))) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_profiler_write_trace: cannot open '%s' for writing", path);
     gf__lock(&p->lock);
     for (i = 0; i < p->count; i++)

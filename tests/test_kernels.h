@@ -148,7 +148,8 @@ static const gf_module_desc tk_module = {
 #endif
     tk_opencl_source, 0, 0,           /* OpenCL C, SPIR-V */
     0,                                /* build options */
-    tk_stub_kernels, (int)(sizeof tk_stub_kernels / sizeof tk_stub_kernels[0])
+    tk_stub_kernels, (int)(sizeof tk_stub_kernels / sizeof tk_stub_kernels[0]),
+    0, 0, 0, 0, 0                     /* source, its name, cache, OpenCL binary */
 };
 
 #endif
