@@ -940,14 +940,14 @@ static gf_result gf__cl_status(cl_event ev) {
 }
 
 /* The status of the stream's latest command, dropped once complete. Nothing is enqueued, so
-   a stream whose work is done answers GF_OK at once; its commands are flushed first, since a
-   queue need not start what it has not been flushed. */
-static gf_result gf__cl_stream_query(gf_stream *s) {
+   a stream whose work is done answers GF_OK at once. flush: flush its commands first, since a
+   queue need not start what has not been flushed. */
+static gf_result gf__cl_latest_status(gf_stream *s, int flush) {
     gf__cl_stream *cs = (gf__cl_stream *)s->native;
     gf_result r = GF_OK;
     cl_event done = NULL;
     gf__lock(&cs->lock);
-    if (cs->last && cs->unflushed) {
+    if (flush && cs->last && cs->unflushed) {
         cl_int e = GF__CL(clFlush, (cs->queue));
         if (e == CL_SUCCESS) cs->unflushed = 0;
         else r = gf__cl_fail("clFlush", e);
@@ -959,13 +959,15 @@ static gf_result gf__cl_stream_query(gf_stream *s) {
     return r;
 }
 
-/* clFinish, then the query: it drops the finished command's event, and reports a command that
-   failed. Work enqueued by another thread meanwhile may still run: not this call's concern. */
+static gf_result gf__cl_stream_query(gf_stream *s) { return gf__cl_latest_status(s, 1); }
+
+/* clFinish, then the latest command's status: its event is dropped, and a command that failed
+   is reported. Work another thread enqueued meanwhile may still run: not this call's concern. */
 static gf_result gf__cl_stream_synchronize(gf_stream *s) {
     gf_result r;
     cl_int e = GF__CL(clFinish, (GF__CL_QUEUE(s)));
     if (e != CL_SUCCESS) return gf__cl_fail("clFinish", e);
-    r = gf__cl_stream_query(s);
+    r = gf__cl_latest_status(s, 0);
     return r == GF_NOT_READY ? GF_OK : r;
 }
 
