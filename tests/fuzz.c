@@ -5,8 +5,13 @@
    offsets that are small and valid, exactly at a buffer's end, zero, one past it or near
    SIZE_MAX; enum values out of range; capture misuse (begin twice, end on a stream that is not
    capturing, a synchronize inside a capture); flow edges that close cycles; double releases.
-   At most a few objects of each kind are live at once, and everything is destroyed and the
-   devices closed at the end of each input, so inputs are independent and leaks show.
+   The calls cover devices, buffers (views, wrapped host memory, stream-ordered ones), copies
+   and fills (2D, 16/32-bit), streams, events and waiters, event and stream pools, stream sets,
+   barriers, flows, captures, graphs and graph pools, stub kernels, the profiler, memory
+   accounting and limits, native handles, the race checker and the state dump; op_oom runs
+   another call while gpuflow's allocations fail (gf_set_allocator). At most a few objects of
+   each kind are live at once, and everything is destroyed and the devices closed at the end
+   of each input, so inputs are independent and leaks show.
 
    The oracle, besides crashes, sanitizer reports and hangs (abort() with a message):
    - a call that fails (< 0) leaves a fresh, non-empty gf_last_error() text (the text is primed
@@ -17,7 +22,10 @@
      INVALID_ARGUMENT for zero sizes, NULL out-pointers and out-of-range enums, WRONG_DEVICE,
      CYCLE, CAPTURE, INVALID_STATE for double releases;
    - a void call (destroy, close) given a bad handle sets the error text; every destroy at the
-     end of an input succeeds (sets no error text).
+     end of an input succeeds (sets no error text);
+   - every failure reaches the logger (gf_set_logger), at GF_LOG_ERROR, with the same text;
+   - the results that can be checked cheaply are: sizes of new buffers and views, a view's
+     native handle, memory statistics that add up, a limit that shows, stats of pools.
 
    The fuzzer keeps itself memory-safe, so that what the sanitizers find is the library's: it
    never uses a handle after destroying it (a destroyed graph only within the same call, while
@@ -39,13 +47,24 @@
    reproducer). FUZZ_KNOWN_DEFECTS=1 also drives the inputs that reach a library defect that
    is known and not fixed yet; by default the fuzzer steers around each (so that a run finds
    new ones), at the one place marked with its name:
-     KD1  gf_event_pool_destroy frees events that have a pending gf_event_on_complete wait;
-          the device's waiter thread then reads freed memory (heap-use-after-free).
-     KD2  gf_copy_buffer_async judges "ranges overlap" before it checks its handles: one
+     KD1  gf_copy_buffer_async judges "ranges overlap" before it checks its handles: one
           wrong-type object given as both dst and src gets GF_ERROR_INVALID_ARGUMENT, not
           GF_ERROR_INVALID_HANDLE.
-     KD3  gf_device_close does not free the device's list of pinned allocations (grown by
-          gf_host_alloc): one leak per device that ever allocated pinned memory. */
+     KD2  gf_buffer_destroy of a view marks its parent dead (gf__buffer_free sets the type
+          before it drops the reference, and recurses into the parent): the parent's handle is
+          refused from then on and its memory leaks. Steered around by destroying the parent
+          first, which is allowed (the memory stays until the last view goes).
+     KD3  gf_graph_set_kernel_args calls a buffer of another device "not a live gf_buffer"
+          (GF_ERROR_INVALID_HANDLE); gf_launch and the contract say GF_ERROR_WRONG_DEVICE.
+     KD4  gf_graph_capture_desc checks desc->pool and desc->mode only after the warm-up runs:
+          bad input is refused after fn ran and the stream was synchronized (side effects,
+          and a capture in progress on the stream discarded), and with another code when a
+          warm-up run fails first.
+     KD5  an event keeps a pointer to the stream it was last recorded on, and
+          gf_stream_wait_event formats that stream's label (so do the GPUFLOW_HANG_MS report
+          of gf_event_synchronize and gf_device_write_state): once that stream is destroyed,
+          which is allowed, waiting on the event reads freed memory (heap-use-after-free).
+          Steered around by not waiting on such an event. */
 #define GPUFLOW_IMPLEMENTATION
 #define GPUFLOW_STUB_MEMORY ((uint64_t)64 << 20)   /* small: out-of-memory is reachable */
 #include "../gpuflow.h"
@@ -75,6 +94,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 #define FZ_NFLOW    2
 #define FZ_TASKS    8
 #define FZ_NGRAPH   4
+#define FZ_NGPOOL   2
 #define FZ_NMOD     2
 #define FZ_NWAIT    8
 #define FZ_NCAP     16
@@ -93,20 +113,25 @@ typedef struct fz_hdr { int live; int dev; } fz_hdr;
 
 enum { FZ_S_PLAIN, FZ_S_LEASE, FZ_S_SET };   /* where a stream comes from */
 
-typedef struct fz_buf { fz_hdr h; gf_buffer *b; size_t size; int async; } fz_buf;
+/* async: from gf_buffer_create_async; view: from gf_buffer_view (parent: its parent's slot while
+   that lives, else -1); wrapped: gf_buffer_wrap of fz_wrapmem */
+typedef struct fz_buf { fz_hdr h; gf_buffer *b; size_t size; int async, view, parent, wrapped; } fz_buf;
 typedef struct fz_host { fz_hdr h; unsigned char *p; size_t size; } fz_host;
 typedef struct fz_str { fz_hdr h; gf_stream *s; int kind; int owner; } fz_str;   /* owner: pool or set slot */
-typedef struct fz_ev { fz_hdr h; gf_event *e; int pool; unsigned flags; int recorded; } fz_ev;   /* pool: -1 plain */
+/* pool: -1 plain; rec: the stream of its last record (compared only), rec_kind/rec_owner where
+   that stream comes from, orphan: that stream was destroyed since (KD5) */
+typedef struct fz_ev { fz_hdr h; gf_event *e; int pool; unsigned flags; int recorded; gf_stream *rec; int rec_kind, rec_owner, orphan; } fz_ev;
 typedef struct fz_epool { fz_hdr h; gf_event_pool *p; } fz_epool;
 typedef struct fz_spool { fz_hdr h; gf_stream_pool *p; } fz_spool;
 typedef struct fz_set { fz_hdr h; gf_stream_set *s; int depth; } fz_set;
 typedef struct fz_flow { fz_hdr h; gf_flow *f; gf_task task[FZ_TASKS]; int tasks; unsigned succ[FZ_TASKS]; } fz_flow;
-typedef struct fz_graph { fz_hdr h; gf_graph *g; unsigned deps; int stale; } fz_graph;
+typedef struct fz_graph { fz_hdr h; gf_graph *g; unsigned deps; int stale, gpool; } fz_graph;   /* gpool: slot or -1 */
+typedef struct fz_gpool { fz_hdr h; gf_graph_pool *p; } fz_gpool;
 typedef struct fz_mod { fz_hdr h; gf_module *m; gf_kernel *k[3]; } fz_mod;
 /* id 0: made without a wait id, so it cannot be cancelled and must fire; e is compared only */
 typedef struct fz_wait { fz_hdr h; uint64_t id; gf_event *e; } fz_wait;
 /* A capture begun on s (a stream of kind/owner): what its graph will depend on. */
-typedef struct fz_cap { fz_hdr h; gf_stream *s; int kind, owner; unsigned deps; int stale; } fz_cap;
+typedef struct fz_cap { fz_hdr h; gf_stream *s; int kind, owner; unsigned deps; int stale, gpool; } fz_cap;
 
 typedef struct fz_state {
     gf_device *dev[2];               /* dev[0] is open for the whole input; dev[1] on demand */
@@ -121,6 +146,7 @@ typedef struct fz_state {
     fz_set set[FZ_NSET];
     fz_flow flow[FZ_NFLOW];
     fz_graph graph[FZ_NGRAPH];
+    fz_gpool gpool[FZ_NGPOOL];
     fz_mod mod[FZ_NMOD];
     fz_wait wait[FZ_NWAIT];
     fz_cap cap[FZ_NCAP];
@@ -131,8 +157,11 @@ typedef struct fz_state {
 
 static fz_state F;
 static unsigned char fz_scratch[FZ_SCRATCH];
+static unsigned char fz_wrapmem[2 * 4096];   /* host memory that stub buffers wrap (gf_buffer_wrap) */
 static uint32_t fz_garbage[16] = { 0xdeadbeefu, 0xdeadbeefu };   /* a "handle" of no gpuflow type */
 static int fz_trace, fz_known_defects;
+static int fz_oom;                   /* allocations may fail (op_oom): destroys may be refused */
+static int fz_logged;                /* atomic: messages the logger got (fz_log) */
 static int fz_callbacks;             /* atomic: stream callbacks and waiters that ran */
 
 /* A graph's dependencies: one bit per buffer, pinned-host and module slot. */
@@ -162,12 +191,15 @@ static void fz_die(int line, const char *call, const char *why)
 }
 
 /* Makes a known text this thread's error text: a failure that no fuzzed call shares. */
+static int fz_log_mark;
 static void fz_prime(void)
 {
     gf_device *d = NULL;
     gf_device_open((gf_backend)0x7777, 0, &d);
     if (!fz_sentinel[0]) snprintf(fz_sentinel, sizeof fz_sentinel, "%s", gf_last_error());
+    fz_log_mark = __atomic_load_n(&fz_logged, __ATOMIC_RELAXED);
 }
+static int fz_was_logged(void) { return __atomic_load_n(&fz_logged, __ATOMIC_RELAXED) != fz_log_mark; }
 static int fz_error_set(void)   /* the last call changed the error text */
 {
     const char *m = gf_last_error();
@@ -198,7 +230,9 @@ static gf_result fz_check(gf_result r, const fz_exp *e, const char *call, int li
         snprintf(why, sizeof why, "failed with %s but set no gf_last_error() text", gf_result_name(r));
         fz_die(line, call, why);
     }
+    if (r < 0 && !fz_was_logged()) fz_die(line, call, "failed but nothing was logged");
     if (!e || !e->bad) return r;
+    if (fz_oom && r == GF_ERROR_OUT_OF_MEMORY) return r;   /* an allocation failed before the check */
     if (r >= 0) {
         snprintf(why, sizeof why, "returned %s for a known-bad argument (expected %s)", gf_result_name(r),
                  e->code ? gf_result_name(e->code) : "a failure");
@@ -217,13 +251,38 @@ static gf_result fz_check(gf_result r, const fz_exp *e, const char *call, int li
 static int fz_void_done(const char *call, int line, int must_refuse, int must_succeed)
 {
     int refused = fz_error_set();
+    if (refused && !fz_was_logged()) fz_die(line, call, "refused but nothing was logged");
     if (fz_trace) printf("    %s -> %s%s\n", call, refused ? "refused: " : "done", refused ? gf_last_error() : "");
     if (must_refuse && !refused) fz_die(line, call, "a void call given a bad handle set no gf_last_error() text");
     if (must_succeed && refused) fz_die(line, call, "refused a destroy that must succeed");
     return refused;
 }
 #define FZ_VOID(must_refuse, must_succeed, stmt) \
-    (fz_prime(), (stmt), fz_void_done(#stmt, __LINE__, (must_refuse), (must_succeed)))
+    (fz_prime(), (stmt), fz_void_done(#stmt, __LINE__, (must_refuse), (must_succeed) && !fz_oom))
+
+/* The logger sees every failure: the same text gf_last_error() gives, at level ERROR for codes
+   below zero. fz_check asks that a failure was logged since the call was primed. */
+static void fz_log(void *user, gf_log_level level, gf_result code, const char *message)
+{
+    (void)user;
+    if (!message || !message[0]) fz_die(__LINE__, "logger", "a log message is empty");
+    if (code < 0 && level != GF_LOG_ERROR) fz_die(__LINE__, "logger", "a failure was not logged at GF_LOG_ERROR");
+    if (code == GF_OK && level == GF_LOG_ERROR) fz_die(__LINE__, "logger", "a notice was logged as an error");
+    if (code != GF_OK && strcmp(message, gf_last_error()) != 0) fz_die(__LINE__, "logger", "the message is not this thread's gf_last_error()");
+    __atomic_fetch_add(&fz_logged, 1, __ATOMIC_RELAXED);
+}
+
+/* An allocator that fails (op_oom): the fz_alloc_at-th allocation from now, or every one from
+   it on, so that each out-of-memory path can be reached. */
+static int fz_alloc_at = -1, fz_alloc_all;   /* atomic; -1: never fail */
+static int fz_alloc_fails(void)
+{
+    int k = __atomic_fetch_sub(&fz_alloc_at, 1, __ATOMIC_RELAXED);
+    return fz_alloc_all ? k <= 0 : k == 0;
+}
+static void *fz_alloc(void *user, size_t n) { (void)user; return fz_alloc_fails() ? NULL : malloc(n); }
+static void *fz_realloc(void *user, void *p, size_t n) { (void)user; return fz_alloc_fails() ? NULL : realloc(p, n); }
+static void fz_free(void *user, void *p) { (void)user; free(p); }
 
 /* ---- callbacks, tasks and stub kernels ------------------------------------------------------------- */
 static void fz_count_cb(void *user, gf_result status)
@@ -337,9 +396,9 @@ static int fz_free_slot(void *tab, size_t stride, int n)
 static int fz_first_buf(int dev) { return FZ_NTH(F.buf, 0, dev); }
 
 /* Kinds of handle, for picking one of the wrong type. */
-enum { K_DEV, K_BUF, K_STREAM, K_EVENT, K_EPOOL, K_SPOOL, K_SET, K_FLOW, K_GRAPH, K_MODULE, K_KERNEL };
+enum { K_DEV, K_BUF, K_STREAM, K_EVENT, K_EPOOL, K_SPOOL, K_SET, K_FLOW, K_GRAPH, K_MODULE, K_KERNEL, K_GPOOL };
 static const char *const fz_kind_names[] = { "device", "buffer", "stream", "event", "event pool", "stream pool", "set",
-                                             "flow", "graph", "module", "kernel" };
+                                             "flow", "graph", "module", "kernel", "graph pool" };
 
 /* An object that is not of kind want: another live object, or memory of no gpuflow type. */
 static void *fz_foreign(int want, unsigned sel)
@@ -359,6 +418,7 @@ static void *fz_foreign(int want, unsigned sel)
     FZ_ADD(K_FLOW, F.flow, f);
     FZ_ADD(K_GRAPH, F.graph, g);
     FZ_ADD(K_MODULE, F.mod, m);
+    FZ_ADD(K_GPOOL, F.gpool, p);
 #undef FZ_ADD
     if (want != K_KERNEL)
         for (i = 0; i < FZ_NMOD; i++) for (k = 0; k < 3; k++) if (F.mod[i].h.live && F.mod[i].k[k] && n < 64) c[n++] = F.mod[i].k[k];
@@ -507,24 +567,28 @@ static int fz_cap_of(const gf_stream *s)
 }
 /* A record for a capture about to begin on stream entry si; 0 if the table has no room. */
 static int fz_cap_room(const gf_stream *s) { return fz_cap_of(s) >= 0 || FZ_FREE(F.cap) >= 0; }
-static void fz_cap_begun(int si)
+static void fz_cap_begun(int si, int gpool)
 {
     int i = fz_cap_of(F.str[si].s);
     if (i < 0) i = FZ_FREE(F.cap);
     F.cap[i].h.live = 1; F.cap[i].h.dev = F.str[si].h.dev;
     F.cap[i].s = F.str[si].s; F.cap[i].kind = F.str[si].kind; F.cap[i].owner = F.str[si].owner;
-    F.cap[i].deps = fz_deps_live(); F.cap[i].stale = 0;
+    F.cap[i].deps = fz_deps_live(); F.cap[i].stale = 0; F.cap[i].gpool = gpool;
 }
-/* Streams that are freed: their capture records go, before anything peeks at them. */
+/* Streams that are freed: their capture records go, before anything peeks at them, and the
+   events last recorded on them are orphans (KD5). */
 static void fz_stream_gone(const gf_stream *s)
 {
     int i = fz_cap_of(s);
     if (i >= 0) F.cap[i].h.live = 0;
+    for (i = 0; i < FZ_NEVENT; i++) if (F.ev[i].h.live && F.ev[i].recorded && F.ev[i].rec == s) F.ev[i].orphan = 1;
 }
 static void fz_streams_gone(int kind, int owner)   /* a pool's or a set's streams */
 {
     int i;
     for (i = 0; i < FZ_NCAP; i++) if (F.cap[i].h.live && F.cap[i].kind == kind && F.cap[i].owner == owner) F.cap[i].h.live = 0;
+    for (i = 0; i < FZ_NEVENT; i++)
+        if (F.ev[i].h.live && F.ev[i].recorded && F.ev[i].rec_kind == kind && F.ev[i].rec_owner == owner) F.ev[i].orphan = 1;
 }
 /* After each op: captures still going collect what is live; ended ones are forgotten. */
 static void fz_caps_update(void)
@@ -537,12 +601,20 @@ static void fz_caps_update(void)
     }
 }
 /* Keeps a new graph (or destroys it when the table is full). */
-static void fz_graph_add(gf_graph *g, int dev, unsigned deps, int stale)
+static void fz_graph_add(gf_graph *g, int dev, unsigned deps, int stale, int gpool)
 {
     int i = FZ_FREE(F.graph);
     if (i < 0) { FZ_VOID(0, 1, gf_graph_destroy(g)); return; }
     F.graph[i].h.live = 1; F.graph[i].h.dev = dev;
-    F.graph[i].g = g; F.graph[i].deps = deps | F.op_deps; F.graph[i].stale = stale;
+    F.graph[i].g = g; F.graph[i].deps = deps | F.op_deps; F.graph[i].stale = stale; F.graph[i].gpool = gpool;
+}
+/* Graphs and captures of graph pool i still alive: its destroy is refused while there are any. */
+static int fz_gpool_users(int i)
+{
+    int k, n = 0;
+    for (k = 0; k < FZ_NGRAPH; k++) n += F.graph[k].h.live && F.graph[k].gpool == i;
+    for (k = 0; k < FZ_NCAP; k++) n += F.cap[k].h.live && F.cap[k].gpool == i;
+    return n;
 }
 
 /* ---- destroying table entries -------------------------------------------------------------------------- */
@@ -575,23 +647,43 @@ static void fz_cancel_waits(int dev, const gf_event *only)
         F.wait[i].h.live = 0;
     }
 }
-/* Destroys plain event i, waiting (bounded) for a wait without an id to fire first. */
-static void fz_destroy_event(int i)
+/* Waits (bounded) until the waits on event e that have no id have fired: try(e) is a call that
+   is refused while a wait is pending and does what the caller wants once none is. 1: done. */
+static int fz_settle(int dev, gf_event *e, int (*try_once)(int slot), int slot)
 {
     int tries;
-    fz_cancel_waits(F.ev[i].h.dev, F.ev[i].e);
-    if (fz_has_wait(F.ev[i].e)) FZ_CALL(NULL, gf_device_synchronize(F.dev[F.ev[i].h.dev]));
-    for (tries = 0; FZ_VOID(0, !fz_has_wait(F.ev[i].e), gf_event_destroy(F.ev[i].e)); tries++) {
-        if (tries == 10000) fz_die(__LINE__, "gf_event_destroy", "a gf_event_on_complete wait did not fire within 10 s of a device synchronize");
+    fz_cancel_waits(dev, e);
+    if (fz_has_wait(e)) FZ_CALL(NULL, gf_device_synchronize(F.dev[dev]));
+    for (tries = 0; !try_once(slot); tries++) {
+        if (fz_oom || !fz_has_wait(e)) return 0;   /* refused for another reason */
+        if (tries == 10000) fz_die(__LINE__, "fz_settle", "a gf_event_on_complete wait did not fire within 10 s of a device synchronize");
         fz_sleep_ms(1);
     }
-    fz_forget_waits(F.ev[i].e);
+    fz_forget_waits(e);
+    return 1;
+}
+static int fz_try_event_destroy(int i) { return !FZ_VOID(0, !fz_has_wait(F.ev[i].e), gf_event_destroy(F.ev[i].e)); }
+static int fz_try_event_release(int i) { return FZ_CALL(NULL, gf_event_pool_release(F.epool[F.ev[i].pool].p, F.ev[i].e)) == GF_OK; }
+
+/* Destroys plain event i, letting its waits without an id fire first. 1: destroyed. */
+static int fz_destroy_event(int i)
+{
+    if (!fz_settle(F.ev[i].h.dev, F.ev[i].e, fz_try_event_destroy, i)) return 0;
     F.ev[i].h.live = 0;
+    return 1;
 }
 static void fz_drop_buf(int i)
 {
+    int k;
     F.buf[i].h.live = 0;
     fz_gone(FZ_BIT_BUF(i));
+    for (k = 0; k < FZ_NBUF; k++) if (F.buf[k].h.live && F.buf[k].view && F.buf[k].parent == i) F.buf[k].parent = -1;
+}
+static int fz_views_of(int i)
+{
+    int k, n = 0;
+    for (k = 0; k < FZ_NBUF; k++) n += F.buf[k].h.live && F.buf[k].view && F.buf[k].parent == i;
+    return n;
 }
 /* Stream entries that come from pool or set slot owner go with it. */
 static void fz_drop_streams(int kind, int owner)
@@ -600,55 +692,67 @@ static void fz_drop_streams(int kind, int owner)
     fz_streams_gone(kind, owner);
     for (i = 0; i < FZ_NSTREAM; i++) if (F.str[i].h.live && F.str[i].kind == kind && F.str[i].owner == owner) F.str[i].h.live = 0;
 }
-static void fz_destroy_epool(int i, int must)
+/* An event pool, and the events acquired from it. settle: first let every wait on them end
+   (a pool with a pending gf_event_on_complete is refused, GF_ERROR_INVALID_STATE). */
+static int fz_destroy_epool(int i, int settle)
 {
-    int k, tries;
+    int k, waits = 0;
     for (k = 0; k < FZ_NEVENT; k++) {
-        if (!F.ev[k].h.live || F.ev[k].pool != i) continue;
-        /* KD1: gf_event_pool_destroy frees events that have a pending gf_event_on_complete
-           wait, and the device's waiter thread then reads them. Settle the waits first:
-           cancel those with an id, let the others fire. */
-        if (!fz_known_defects && fz_has_wait(F.ev[k].e)) {
-            fz_cancel_waits(F.ev[k].h.dev, F.ev[k].e);
-            if (fz_has_wait(F.ev[k].e)) FZ_CALL(NULL, gf_device_synchronize(F.dev[F.ev[k].h.dev]));
-            for (tries = 0; fz_has_wait(F.ev[k].e); tries++) {   /* released once its waits fired */
-                if (FZ_CALL(NULL, gf_event_pool_release(F.epool[i].p, F.ev[k].e)) == GF_OK) break;
-                if (tries == 10000) fz_die(__LINE__, "gf_event_pool_release", "a gf_event_on_complete wait did not fire within 10 s of a device synchronize");
-                fz_sleep_ms(1);
-            }
-        }
-        fz_forget_waits(F.ev[k].e);
-        F.ev[k].h.live = 0;
+        if (!F.ev[k].h.live || F.ev[k].pool != i || !fz_has_wait(F.ev[k].e)) continue;
+        if (settle && fz_settle(F.ev[k].h.dev, F.ev[k].e, fz_try_event_release, k)) { F.ev[k].h.live = 0; continue; }   /* released */
+        waits = 1;
     }
-    FZ_VOID(0, must, gf_event_pool_destroy(F.epool[i].p));
+    if (FZ_VOID(0, !waits, gf_event_pool_destroy(F.epool[i].p))) return 0;
+    for (k = 0; k < FZ_NEVENT; k++)
+        if (F.ev[k].h.live && F.ev[k].pool == i) { fz_forget_waits(F.ev[k].e); F.ev[k].h.live = 0; }   /* had fired */
     F.epool[i].h.live = 0;
+    return 1;
 }
-static void fz_destroy_spool(int i, int must)
+static int fz_destroy_spool(int i)
 {
+    if (FZ_VOID(0, 1, gf_stream_pool_destroy(F.spool[i].p))) return 0;
     fz_drop_streams(FZ_S_LEASE, i);
-    FZ_VOID(0, must, gf_stream_pool_destroy(F.spool[i].p));
     F.spool[i].h.live = 0;
+    return 1;
 }
-static void fz_destroy_set(int i, int must)
+static int fz_destroy_set(int i)
 {
+    if (FZ_VOID(0, 1, gf_stream_set_destroy(F.set[i].s))) return 0;
     fz_drop_streams(FZ_S_SET, i);
-    FZ_VOID(0, must, gf_stream_set_destroy(F.set[i].s));
     F.set[i].h.live = 0;
+    return 1;
 }
-static void fz_destroy_module(int i, int must)
+static int fz_destroy_module(int i)
 {
-    FZ_VOID(0, must, gf_module_destroy(F.mod[i].m));
+    if (FZ_VOID(0, 1, gf_module_destroy(F.mod[i].m))) return 0;
     F.mod[i].h.live = 0;
     fz_gone(FZ_BIT_MOD(i));
+    return 1;
+}
+static int fz_destroy_stream(int i)   /* a plain one */
+{
+    if (FZ_VOID(0, 1, gf_stream_destroy(F.str[i].s))) return 0;
+    fz_stream_gone(F.str[i].s);   /* compares the pointer only */
+    F.str[i].h.live = 0;
+    return 1;
+}
+static int fz_destroy_buf(int i)
+{
+    /* KD2: a view destroyed before its parent kills the parent's handle: the parent goes first */
+    if (F.buf[i].view && F.buf[i].parent >= 0 && !fz_known_defects && !fz_destroy_buf(F.buf[i].parent)) return 0;
+    if (FZ_VOID(0, 0, gf_buffer_destroy(F.buf[i].b))) return 0;   /* refused while a capture uses it */
+    fz_drop_buf(i);
+    return 1;
 }
 /* Pinned memory may be in use by queued copies on any stream: wait for both devices first. */
-static void fz_free_host(int i)
+static int fz_free_host(int i)
 {
     int d;
     for (d = 0; d < 2; d++) if (F.dev[d]) FZ_CALL(NULL, gf_device_synchronize(F.dev[d]));
-    FZ_VOID(0, 1, gf_host_free(F.dev[F.host[i].h.dev], F.host[i].p));
+    if (FZ_VOID(0, 1, gf_host_free(F.dev[F.host[i].h.dev], F.host[i].p))) return 0;
     F.host[i].h.live = 0;
     fz_gone(FZ_BIT_HOST(i));
+    return 1;
 }
 
 /* Destroys every object of device d, then closes it; each destroy must succeed. */
@@ -659,19 +763,22 @@ static void fz_close_device(int d)
     fz_cancel_waits(d, NULL);
     for (i = 0; i < FZ_NFLOW; i++) if (F.flow[i].h.live && F.flow[i].h.dev == d) { FZ_VOID(0, 1, gf_flow_destroy(F.flow[i].f)); F.flow[i].h.live = 0; }
     for (i = 0; i < FZ_NGRAPH; i++) if (F.graph[i].h.live && F.graph[i].h.dev == d) { FZ_VOID(0, 1, gf_graph_destroy(F.graph[i].g)); F.graph[i].h.live = 0; }
-    for (i = 0; i < FZ_NSET; i++) if (F.set[i].h.live && F.set[i].h.dev == d) fz_destroy_set(i, 1);
-    for (i = 0; i < FZ_NSPOOL; i++) if (F.spool[i].h.live && F.spool[i].h.dev == d) fz_destroy_spool(i, 1);
-    for (i = 0; i < FZ_NSTREAM; i++)
-        if (F.str[i].h.live && F.str[i].h.dev == d) {   /* plain ones: the others went with their owners */
-            fz_stream_gone(F.str[i].s);
-            FZ_VOID(0, 1, gf_stream_destroy(F.str[i].s));
-            F.str[i].h.live = 0;
-        }
-    for (i = 0; i < FZ_NMOD; i++) if (F.mod[i].h.live && F.mod[i].h.dev == d) fz_destroy_module(i, 1);
-    for (i = 0; i < FZ_NEPOOL; i++) if (F.epool[i].h.live && F.epool[i].h.dev == d) fz_destroy_epool(i, 1);
-    for (i = 0; i < FZ_NEVENT; i++) if (F.ev[i].h.live && F.ev[i].h.dev == d) fz_destroy_event(i);
+    for (i = 0; i < FZ_NSET; i++) if (F.set[i].h.live && F.set[i].h.dev == d) fz_destroy_set(i);
+    for (i = 0; i < FZ_NSPOOL; i++) if (F.spool[i].h.live && F.spool[i].h.dev == d) fz_destroy_spool(i);
+    for (i = 0; i < FZ_NSTREAM; i++) if (F.str[i].h.live && F.str[i].h.dev == d) fz_destroy_stream(i);   /* plain ones: the rest went with their owners */
+    for (i = 0; i < FZ_NCAP; i++) if (F.cap[i].h.live && F.cap[i].h.dev == d) F.cap[i].h.live = 0;   /* their streams are gone */
+    for (i = 0; i < FZ_NGPOOL; i++) if (F.gpool[i].h.live && F.gpool[i].h.dev == d) { FZ_VOID(0, 1, gf_graph_pool_destroy(F.gpool[i].p)); F.gpool[i].h.live = 0; }
+    for (i = 0; i < FZ_NMOD; i++) if (F.mod[i].h.live && F.mod[i].h.dev == d) fz_destroy_module(i);
+    for (i = 0; i < FZ_NEPOOL; i++) if (F.epool[i].h.live && F.epool[i].h.dev == d && !fz_destroy_epool(i, 1))
+        fz_die(__LINE__, "gf_event_pool_destroy", "refused after every wait on its events ended");
+    for (i = 0; i < FZ_NEVENT; i++) if (F.ev[i].h.live && F.ev[i].h.dev == d && !fz_destroy_event(i))
+        fz_die(__LINE__, "gf_event_destroy", "refused after every wait on it ended");
     for (i = 0; i < FZ_NWAIT; i++) if (F.wait[i].h.live && F.wait[i].h.dev == d) F.wait[i].h.live = 0;
-    for (i = 0; i < FZ_NBUF; i++) if (F.buf[i].h.live && F.buf[i].h.dev == d) { FZ_VOID(0, 1, gf_buffer_destroy(F.buf[i].b)); fz_drop_buf(i); }
+    /* parents first: a parent destroyed before its views gives up its handle, its memory goes with the last view */
+    for (i = 0; i < FZ_NBUF; i++) if (F.buf[i].h.live && F.buf[i].h.dev == d && !F.buf[i].view && !fz_destroy_buf(i))
+        fz_die(__LINE__, "gf_buffer_destroy", "refused with no capture left");
+    for (i = 0; i < FZ_NBUF; i++) if (F.buf[i].h.live && F.buf[i].h.dev == d && !fz_destroy_buf(i))
+        fz_die(__LINE__, "gf_buffer_destroy", "refused with no capture left");
     for (i = 0; i < FZ_NHOST; i++) if (F.host[i].h.live && F.host[i].h.dev == d) fz_free_host(i);
     for (i = 0; i < FZ_NCAP; i++) if (F.cap[i].h.live && F.cap[i].h.dev == d) F.cap[i].h.live = 0;
     FZ_VOID(0, 1, gf_device_close(F.dev[d]));
@@ -796,6 +903,7 @@ static void op_buf_create(fz_in *in)
     if (i < 0) { FZ_VOID(0, 1, gf_buffer_destroy(b)); return; }
     if (gf_buffer_size(b) != size) fz_die(__LINE__, "gf_buffer_size", "is not the size the buffer was created with");
     F.buf[i].h.live = 1; F.buf[i].h.dev = d; F.buf[i].b = b; F.buf[i].size = size; F.buf[i].async = 0;
+    F.buf[i].view = 0; F.buf[i].parent = -1; F.buf[i].wrapped = 0;
 }
 
 static void op_buf_destroy(fz_in *in)
@@ -804,8 +912,7 @@ static void op_buf_destroy(fz_in *in)
     int d, i;
     gf_buffer *b = fz_pick_buf(in, &e, &d, &i);
     if (i < 0) { FZ_VOID(1, 0, gf_buffer_destroy(b)); return; }
-    /* refused while a capture in progress uses it (GF_ERROR_CAPTURE); then it stays */
-    if (!FZ_VOID(0, 0, gf_buffer_destroy(b))) fz_drop_buf(i);
+    fz_destroy_buf(i);   /* refused while a capture in progress uses it (GF_ERROR_CAPTURE); then it stays */
 }
 
 static void op_buf_create_async(fz_in *in)
@@ -833,6 +940,7 @@ static void op_buf_create_async(fz_in *in)
     }
     if (i < 0) { fz_exp ok = { 0 }; FZ_CALL(&ok, gf_buffer_destroy_async(s, b)); return; }   /* not capturing: to the cache */
     F.buf[i].h.live = 1; F.buf[i].h.dev = d; F.buf[i].b = b; F.buf[i].size = size; F.buf[i].async = 1;
+    F.buf[i].view = 0; F.buf[i].parent = -1; F.buf[i].wrapped = 0;
 }
 
 static void op_buf_destroy_async(fz_in *in)
@@ -843,6 +951,7 @@ static void op_buf_destroy_async(fz_in *in)
     gf_buffer *b = fz_pick_buf(in, &e, &db, &bi);
     fz_same_dev(&e, ds, db);
     if (bi >= 0 && !F.buf[bi].async) fz_bad(&e, GF_ERROR_INVALID_ARGUMENT);   /* not stream-ordered */
+    else if (bi >= 0 && fz_views_of(bi)) fz_bad(&e, GF_ERROR_INVALID_STATE);  /* its views are alive */
     if (bi >= 0 && si >= 0 && e.bad == 0) {
         fz_alt(&e, GF_ERROR_NOT_SUPPORTED);   /* the stream captures: refused */
         fz_alt(&e, GF_ERROR_CAPTURE);         /* a capture uses the buffer */
@@ -910,7 +1019,7 @@ static void op_copy_d2d_async(fz_in *in)
     if (b1 >= 0 && b1 == b2 && bytes && (doff < soff ? soff - doff : doff - soff) < bytes)
         fz_bad(&e, GF_ERROR_INVALID_ARGUMENT);   /* overlapping ranges of one buffer */
     if (b1 < 0 && dst && dst == src && (doff < soff ? soff - doff : doff - soff) < bytes && !fz_known_defects)
-        fz_alt(&e, GF_ERROR_INVALID_ARGUMENT);   /* KD2: the overlap is judged before the handles */
+        fz_alt(&e, GF_ERROR_INVALID_ARGUMENT);   /* KD1: the overlap is judged before the handles */
     if (fz_trace) printf("      dst_offset %zu, src_offset %zu, bytes %zu\n", doff, soff, bytes);
     FZ_CALL(&e, gf_copy_buffer_async(s, dst, doff, src, soff, bytes));
 }
@@ -963,7 +1072,6 @@ static void op_host(fz_in *in)
         if (sel == 4) { fz_bad(&e, GF_ERROR_INVALID_ARGUMENT); FZ_CALL(&e, gf_host_alloc(dev, size, NULL)); return; }
         i = FZ_FREE(F.host);
         if (i < 0 && !e.bad) return;
-        if (!e.bad && !fz_known_defects) return;   /* KD3: a successful allocation leaks at device close */
         if (FZ_CALL(&e, gf_host_alloc(dev, size, &p)) != GF_OK) return;
         memset(p, 0x3c, size);
         F.host[i].h.live = 1; F.host[i].h.dev = d; F.host[i].p = (unsigned char *)p; F.host[i].size = size;
@@ -1002,9 +1110,7 @@ static void op_stream_destroy(fz_in *in)
     gf_stream *s = fz_pick_stream(in, &e, &d, &i);
     if (i < 0) { FZ_VOID(1, 0, gf_stream_destroy(s)); return; }
     if (F.str[i].kind != FZ_S_PLAIN) { FZ_VOID(1, 0, gf_stream_destroy(s)); return; }   /* a pool's or set's: refused */
-    fz_stream_gone(s);
-    FZ_VOID(0, 1, gf_stream_destroy(s));
-    F.str[i].h.live = 0;
+    fz_destroy_stream(i);
 }
 
 /* Synchronize or query: on a capturing stream both end the capture with GF_ERROR_CAPTURE. */
@@ -1014,11 +1120,12 @@ static void op_stream_sync(fz_in *in)
     int d, i, sel;
     gf_stream *s = fz_pick_stream(in, &e, &d, &i);
     gf_stream_stats st;
-    sel = (int)(fz_u8(in) % 4);
-    if (i >= 0 && sel < 2 && fz_capture_role(s)) fz_bad(&e, GF_ERROR_CAPTURE);
+    sel = (int)(fz_u8(in) % 5);
+    if (i >= 0 && (sel < 2 || sel == 4) && fz_capture_role(s)) fz_bad(&e, GF_ERROR_CAPTURE);
     switch (sel) {
     case 0: FZ_CALL(&e, gf_stream_synchronize(s)); break;
     case 1: FZ_CALL(&e, gf_stream_query(s)); break;
+    case 4: FZ_CALL(&e, gf_stream_synchronize_timeout(s, fz_u8(in) % 4)); break;   /* GF_TIMEOUT while busy */
     case 2:
         if (fz_u8(in) % 8 == 7) { fz_bad(&e, GF_ERROR_INVALID_ARGUMENT); FZ_CALL(&e, gf_stream_get_stats(s, NULL)); }
         else if (FZ_CALL(&e, gf_stream_get_stats(s, &st)) == GF_OK && st.copies > st.ops)
@@ -1029,7 +1136,7 @@ static void op_stream_sync(fz_in *in)
             fz_die(__LINE__, "gf_stream_id / device / label", "describe a bad handle");
         break;
     }
-    if (i >= 0 && sel < 2 && fz_capture_role(s))
+    if (i >= 0 && (sel < 2 || sel == 4) && fz_capture_role(s))
         fz_die(__LINE__, "gf_stream_synchronize / query", "left the stream capturing");
 }
 
@@ -1040,6 +1147,7 @@ static void op_stream_wait(fz_in *in)
     gf_stream *s = fz_pick_stream(in, &e, &ds, &si);
     if (fz_u8(in) & 1) {
         gf_event *ev = fz_pick_event(in, &e, &dx, &xi);
+        if (xi >= 0 && F.ev[xi].orphan && !fz_known_defects) return;   /* KD5: its recording stream is gone */
         fz_same_dev(&e, ds, dx);
         if (!e.bad) fz_alt(&e, GF_ERROR_CAPTURE);   /* capture rules: another capture's event, ... */
         FZ_CALL(&e, gf_stream_wait_event(s, ev));
@@ -1072,7 +1180,8 @@ static void op_event_create(fz_in *in)
     if (sel == 7) { fz_bad(&e, GF_ERROR_INVALID_ARGUMENT); FZ_CALL(&e, gf_event_create(dev, flags, NULL)); return; }
     if (i < 0 && !e.bad) return;
     if (FZ_CALL(&e, gf_event_create(dev, flags, &ev)) != GF_OK) return;
-    F.ev[i].h.live = 1; F.ev[i].h.dev = d; F.ev[i].e = ev; F.ev[i].pool = -1; F.ev[i].flags = flags; F.ev[i].recorded = 0;
+    memset(&F.ev[i], 0, sizeof F.ev[i]);
+    F.ev[i].h.live = 1; F.ev[i].h.dev = d; F.ev[i].e = ev; F.ev[i].pool = -1; F.ev[i].flags = flags;
 }
 
 static void op_event_destroy(fz_in *in)
@@ -1082,7 +1191,8 @@ static void op_event_destroy(fz_in *in)
     gf_event *ev = fz_pick_event(in, &e, &d, &i);
     if (i < 0 || F.ev[i].pool >= 0) { FZ_VOID(1, 0, gf_event_destroy(ev)); return; }   /* a pool's: refused */
     /* refused (GF_ERROR_INVALID_STATE) while a gf_event_on_complete wait is pending */
-    if (!FZ_VOID(0, !fz_has_wait(ev), gf_event_destroy(ev))) { fz_forget_waits(ev); F.ev[i].h.live = 0; }
+    if (fz_u8(in) & 1) fz_destroy_event(i);   /* its waits ended first */
+    else if (fz_try_event_destroy(i)) { fz_forget_waits(ev); F.ev[i].h.live = 0; }
 }
 
 static void op_event_record(fz_in *in)
@@ -1092,7 +1202,10 @@ static void op_event_record(fz_in *in)
     gf_event *ev = fz_pick_event(in, &e, &dx, &xi);
     gf_stream *s = fz_pick_stream(in, &e, &ds, &si);
     fz_same_dev(&e, dx, ds);
-    if (FZ_CALL(&e, gf_event_record(ev, s)) == GF_OK) F.ev[xi].recorded = 1;
+    if (FZ_CALL(&e, gf_event_record(ev, s)) == GF_OK) {
+        F.ev[xi].recorded = 1; F.ev[xi].rec = s; F.ev[xi].orphan = 0;
+        F.ev[xi].rec_kind = F.str[si].kind; F.ev[xi].rec_owner = F.str[si].owner;
+    }
 }
 
 static void op_event_sync(fz_in *in)
@@ -1100,9 +1213,11 @@ static void op_event_sync(fz_in *in)
     fz_exp e = { 0 };
     int d, i;
     gf_event *ev = fz_pick_event(in, &e, &d, &i);
+    unsigned sel = fz_u8(in) % 3;
     if (!e.bad) fz_alt(&e, GF_ERROR_CAPTURE);   /* recorded in a capture in progress */
-    if (fz_u8(in) & 1) FZ_CALL(&e, gf_event_synchronize(ev));
-    else FZ_CALL(&e, gf_event_query(ev));
+    if (sel == 0) FZ_CALL(&e, gf_event_synchronize(ev));
+    else if (sel == 1) FZ_CALL(&e, gf_event_query(ev));
+    else FZ_CALL(&e, gf_event_synchronize_timeout(ev, fz_u8(in) % 4));   /* GF_TIMEOUT while pending */
 }
 
 static void op_event_elapsed(fz_in *in)
@@ -1178,7 +1293,7 @@ static void op_epool_destroy(fz_in *in)
     void *bad;
     int i = FZ_PICK(in, &e, F.epool, K_EPOOL, &bad);
     if (i < 0) { FZ_VOID(1, 0, gf_event_pool_destroy((gf_event_pool *)bad)); return; }
-    fz_destroy_epool(i, 1);
+    fz_destroy_epool(i, (int)(fz_u8(in) & 1));   /* without settling: refused while a wait is pending */
 }
 
 static void op_epool_use(fz_in *in)
@@ -1196,8 +1311,8 @@ static void op_epool_use(fz_in *in)
         else if (sel == 2) { fz_bad(&e, GF_ERROR_INVALID_ARGUMENT); FZ_CALL(&e, gf_event_pool_acquire(p, 0, NULL)); return; }
         if (i < 0 && !e.bad) return;
         if (FZ_CALL(&e, gf_event_pool_acquire(p, flags, &ev)) != GF_OK) return;
-        F.ev[i].h.live = 1; F.ev[i].h.dev = F.epool[pi].h.dev; F.ev[i].e = ev; F.ev[i].pool = pi;
-        F.ev[i].flags = flags; F.ev[i].recorded = 0;
+        memset(&F.ev[i], 0, sizeof F.ev[i]);
+        F.ev[i].h.live = 1; F.ev[i].h.dev = F.epool[pi].h.dev; F.ev[i].e = ev; F.ev[i].pool = pi; F.ev[i].flags = flags;
     } else if (sel < 6) {   /* release; twice in a row is refused, and so is recording a released event */
         gf_event *ev = fz_pick_event(in, &e, &d, &xi);
         if (xi >= 0 && pi >= 0 && F.ev[xi].pool != pi && fz_u8(in) & 1)   /* mostly one of this pool's */
@@ -1251,7 +1366,7 @@ static void op_spool_destroy(fz_in *in)
     void *bad;
     int i = FZ_PICK(in, &e, F.spool, K_SPOOL, &bad);
     if (i < 0) { FZ_VOID(1, 0, gf_stream_pool_destroy((gf_stream_pool *)bad)); return; }
-    fz_destroy_spool(i, 1);
+    fz_destroy_spool(i);
 }
 
 static int fz_leases(const gf_stream *s)
@@ -1327,7 +1442,7 @@ static void op_set_destroy(fz_in *in)
     void *bad;
     int i = FZ_PICK(in, &e, F.set, K_SET, &bad);
     if (i < 0) { FZ_VOID(1, 0, gf_stream_set_destroy((gf_stream_set *)bad)); return; }
-    fz_destroy_set(i, 1);
+    fz_destroy_set(i);
 }
 
 static void op_set_use(fz_in *in)
@@ -1496,20 +1611,37 @@ static void op_flow_run(fz_in *in)
         if (noout) fz_bad(&e, GF_ERROR_INVALID_ARGUMENT);
         fz_same_dev(&e, i >= 0 ? F.flow[i].h.dev : -1, d);
         if (!e.bad && si >= 0 && fz_capture_role(s)) fz_bad(&e, GF_ERROR_CAPTURE);   /* captures do not nest */
-        if (FZ_CALL(&e, gf_flow_capture(f, s, noout ? NULL : &g)) == GF_OK) fz_graph_add(g, d, deps | fz_deps_live(), 0);
+        if (FZ_CALL(&e, gf_flow_capture(f, s, noout ? NULL : &g)) == GF_OK) fz_graph_add(g, d, deps | fz_deps_live(), 0, -1);
     }
+}
+
+/* A graph pool argument: none (NULL is allowed), a live one, or one of another type. */
+static gf_graph_pool *fz_pick_gpool(fz_in *in, fz_exp *e, int sdev, int *slot)
+{
+    unsigned sel = fz_u8(in) % 8;
+    void *bad;
+    *slot = -1;
+    if (sel < 4) return NULL;
+    if ((*slot = FZ_PICK(in, e, F.gpool, K_GPOOL, &bad)) < 0) {
+        if (!bad) { e->bad--; if (!e->bad) e->code = GF_OK; }   /* NULL: no pool, not a bad handle */
+        return (gf_graph_pool *)bad;
+    }
+    fz_same_dev(e, sdev, F.gpool[*slot].h.dev);
+    return F.gpool[*slot].p;
 }
 
 static void op_capture_begin(fz_in *in)
 {
     fz_exp e = { 0 };
-    int d, i;
+    int d, i, pi = -1;
     gf_stream *s = fz_pick_stream(in, &e, &d, &i);
-    unsigned mode = fz_u8(in) % 4;
+    unsigned mode = fz_u8(in) % 4, with_pool = fz_u8(in) & 1;
+    gf_graph_pool *gp = with_pool ? fz_pick_gpool(in, &e, d, &pi) : NULL;
     if (mode == 3) { mode = 3 + fz_u8(in); fz_bad(&e, GF_ERROR_INVALID_ARGUMENT); }
     else if (i >= 0 && fz_capture_role(s)) fz_bad(&e, GF_ERROR_CAPTURE);   /* begin twice, or on a joined stream */
     if (i >= 0 && !fz_cap_room(s)) return;
-    if (FZ_CALL(&e, gf_stream_begin_capture(s, (gf_capture_mode)mode)) == GF_OK) fz_cap_begun(i);
+    if (with_pool) { if (FZ_CALL(&e, gf_stream_begin_capture_pool(s, (gf_capture_mode)mode, gp)) == GF_OK) fz_cap_begun(i, pi); }
+    else if (FZ_CALL(&e, gf_stream_begin_capture(s, (gf_capture_mode)mode)) == GF_OK) fz_cap_begun(i, -1);
 }
 
 static void op_capture_end(fz_in *in)
@@ -1525,7 +1657,7 @@ static void op_capture_end(fz_in *in)
     if (FZ_CALL(&e, gf_stream_end_capture(s, noout ? NULL : &g)) == GF_OK) {
         gf_graph_info gi;
         if (c < 0) fz_die(__LINE__, "gf_stream_end_capture", "ended a capture the fuzzer did not begin");
-        fz_graph_add(g, d, F.cap[c].deps | fz_deps_live(), F.cap[c].stale);
+        fz_graph_add(g, d, F.cap[c].deps | fz_deps_live(), F.cap[c].stale, F.cap[c].gpool);
         if (FZ_CALL(NULL, gf_graph_get_info(g, &gi)) == GF_OK && gi.nodes < 0) fz_die(__LINE__, "gf_graph_get_info", "negative node count");
     }
     if (i >= 0 && role == 1 && !noout && fz_capture_role(s)) fz_die(__LINE__, "gf_stream_end_capture", "left the stream capturing");
@@ -1547,7 +1679,7 @@ static void op_graph_launch(fz_in *in)
     gf_stream *s = fz_pick_stream(in, &e, &d, &si);
     if (gi >= 0 && F.graph[gi].stale) return;   /* its commands may point at freed memory */
     fz_same_dev(&e, gi >= 0 ? F.graph[gi].h.dev : -1, d);
-    if (!e.bad) fz_alt(&e, GF_ERROR_NOT_SUPPORTED);   /* a memory-owning graph inside a capture */
+    if (!e.bad) { fz_alt(&e, GF_ERROR_NOT_SUPPORTED); fz_alt(&e, GF_ERROR_CAPTURE); }   /* a memory-owning graph inside a capture */
     if (gi >= 0) F.op_deps |= F.graph[gi].deps;      /* a capture copies its commands in */
     FZ_CALL(&e, gf_graph_launch(g, s));
 }
@@ -1580,9 +1712,33 @@ static void op_graph_capture(fz_in *in)
     if (!e.bad && si >= 0 && fz_capture_role(s) && warmup == 0) fz_bad(&e, GF_ERROR_CAPTURE);
     if (!e.bad && kind == FZ_T_FAIL) fz_bad(&e, GF_ERROR_INVALID_STATE);   /* fn's own failure comes back */
     if (!e.bad && kind == FZ_T_SYNC) fz_bad(&e, GF_ERROR_CAPTURE);         /* a sync inside the capture */
-    if (FZ_CALL(&e, gf_graph_capture(s, warmup, fz_task, (void *)&fz_task_kind[kind], &g)) == GF_OK)
-        fz_graph_add(g, d, deps | fz_deps_live(), 0);
+    if (fz_u8(in) & 1) {   /* the desc form: warm-up runs, mode and a graph pool */
+        gf_capture_desc desc;
+        int pi = -1, nodesc = fz_u8(in) % 16 == 15, before = e.bad;
+        desc.warmup_runs = warmup;
+        desc.mode = (gf_capture_mode)(fz_u8(in) % 4);
+        if (desc.mode == 3) { desc.mode = (gf_capture_mode)(3 + fz_u8(in)); fz_bad(&e, GF_ERROR_INVALID_ARGUMENT); }
+        desc.pool = fz_pick_gpool(in, &e, d, &pi);
+        /* KD4: the pool and the mode are checked only after the warm-up runs, whose own
+           failures (a synchronize of a capturing stream, fn failing) then come first */
+        if (e.bad > before && warmup > 0 && !fz_known_defects) e.code = GF_OK;
+        if (nodesc) fz_bad(&e, GF_ERROR_INVALID_ARGUMENT);
+        if (FZ_CALL(&e, gf_graph_capture_desc(s, nodesc ? NULL : &desc, fz_task, (void *)&fz_task_kind[kind], &g)) == GF_OK)
+            fz_graph_add(g, d, deps | fz_deps_live(), 0, pi);
+    } else if (FZ_CALL(&e, gf_graph_capture(s, warmup, fz_task, (void *)&fz_task_kind[kind], &g)) == GF_OK)
+        fz_graph_add(g, d, deps | fz_deps_live(), 0, -1);
     if (si >= 0 && fz_capture_role(s) == 1 && fz_cap_of(s) < 0) fz_die(__LINE__, "gf_graph_capture", "left the stream capturing");
+}
+
+/* A path for a DOT or trace file: /dev/null, or bad (empty, NULL, unwritable). *bad: the code. */
+static const char *fz_path(fz_in *in, gf_result *bad)
+{
+    switch (fz_u8(in) % 8) {
+    case 5: *bad = GF_ERROR_INVALID_ARGUMENT; return "";
+    case 6: *bad = GF_ERROR_INVALID_ARGUMENT; return NULL;
+    case 7: *bad = GF_OK; return "/nonexistent-gpuflow-fuzz/dir/out.dot";   /* some failure */
+    default: *bad = (gf_result)1; return "/dev/null";
+    }
 }
 
 static void op_graph_misc(fz_in *in)
@@ -1590,8 +1746,15 @@ static void op_graph_misc(fz_in *in)
     fz_exp e = { 0 };
     int gi, d, si;
     gf_graph *g = fz_pick_graph(in, &e, &gi);
-    unsigned sel = fz_u8(in) % 4;
+    unsigned sel = fz_u8(in) % 5;
     gf_graph_info info;
+    if (sel == 4) {
+        gf_result bad;
+        const char *path = fz_path(in, &bad);
+        if (bad != (gf_result)1) fz_bad(&e, bad);
+        FZ_CALL(&e, gf_graph_write_dot(g, path));
+        return;
+    }
     if (sel == 0) {
         int noout = fz_u8(in) % 8 == 7;
         if (noout) fz_bad(&e, GF_ERROR_INVALID_ARGUMENT);
@@ -1611,10 +1774,6 @@ static void op_graph_misc(fz_in *in)
     }
 }
 
-static const gf_module_desc fz_module = {
-    NULL, NULL, 0, NULL, 0, NULL, NULL, 0, NULL,
-    fz_stub_kernels, (int)(sizeof fz_stub_kernels / sizeof fz_stub_kernels[0])
-};
 
 static void op_module(fz_in *in)
 {
@@ -1626,11 +1785,14 @@ static void op_module(fz_in *in)
         i = FZ_PICK(in, &e, F.mod, K_MODULE, &bad);
         if (i < 0) { FZ_VOID(1, 0, gf_module_destroy((gf_module *)bad)); return; }
         if (sel == 7 && F.mod[i].k[0]) { FZ_VOID(1, 0, gf_module_destroy((gf_module *)(void *)F.mod[i].k[0])); return; }
-        fz_destroy_module(i, 1);
+        fz_destroy_module(i);
     } else {
         gf_device *dev = fz_pick_dev(in, &e, &d);
-        gf_module_desc desc = fz_module;
+        gf_module_desc desc;
         gf_module *m = NULL;
+        memset(&desc, 0, sizeof desc);   /* only the stub's form; fields added later stay zero */
+        desc.stub_kernels = fz_stub_kernels;
+        desc.stub_kernel_count = (int)(sizeof fz_stub_kernels / sizeof fz_stub_kernels[0]);
         i = FZ_FREE(F.mod);
         if (sel == 2) { desc.stub_kernel_count = 0; fz_bad(&e, GF_ERROR_NOT_SUPPORTED); }      /* nothing for the stub */
         if (sel == 3) { desc.stub_kernel_count = -1; fz_bad(&e, GF_ERROR_INVALID_ARGUMENT); }
@@ -1717,6 +1879,7 @@ static void op_launch(fz_in *in)
     args[3] = args[2];
     sel = fz_u8(in);
     if (sel & 0x10) args[1].size = 4 + (size_t)(sel & 0xe0);   /* bigger values: the kernel reads the first word */
+    if (sel & 0x01) args[0].size = GF_ARG_READ_ONLY;            /* GF_ARG_BUFFER_READ: a hint for the race checker */
     count = params;
     bad = fz_u8(in) % 16;
     switch (bad) {
@@ -1747,6 +1910,444 @@ static void op_launch(fz_in *in)
             total += bytes;
         }
     FZ_CALL(&e, gf_launch(s, kp, dims, bad == 3 ? NULL : args, count));
+}
+
+/* gf_buffer_view: a window on a buffer's memory, itself a gf_buffer (views of views refused). */
+static void op_buf_view(fz_in *in)
+{
+    fz_exp e = { 0 };
+    int d, bi, i = FZ_FREE(F.buf);
+    gf_buffer *b = fz_pick_buf(in, &e, &d, &bi), *v = NULL;
+    size_t size = bi >= 0 ? F.buf[bi].size : 64;
+    size_t off = fz_offset(in, size), bytes = fz_count(in, off < size ? size - off : 16);
+    int noout = fz_u8(in) % 16 == 15;
+    if (noout) fz_bad(&e, GF_ERROR_INVALID_ARGUMENT);
+    if (bi >= 0 && F.buf[bi].view) fz_bad(&e, GF_ERROR_INVALID_ARGUMENT);
+    if (bi >= 0) fz_range(&e, size, off, bytes);
+    if (i < 0 && !e.bad) return;
+    if (fz_trace) printf("      offset %zu, bytes %zu\n", off, bytes);
+    if (FZ_CALL(&e, gf_buffer_view(b, off, bytes, noout ? NULL : &v)) != GF_OK) return;
+    if (gf_buffer_size(v) != bytes) fz_die(__LINE__, "gf_buffer_size", "a view's size is not the bytes asked for");
+    if (gf_buffer_native(v) != gf_buffer_native(b) + off) fz_die(__LINE__, "gf_buffer_native", "a stub view is not at its parent's memory + offset");
+    F.buf[i].h.live = 1; F.buf[i].h.dev = d; F.buf[i].b = v; F.buf[i].size = bytes;
+    F.buf[i].async = 0; F.buf[i].view = 1; F.buf[i].parent = bi; F.buf[i].wrapped = 0;
+}
+
+/* gf_fill16_async / gf_fill32_async: count values at an offset that is a multiple of their size. */
+static void op_fill_wide(fz_in *in)
+{
+    fz_exp e = { 0 };
+    int ds, db, si, bi;
+    size_t w = fz_u8(in) & 1 ? 4 : 2;
+    gf_stream *s = fz_pick_stream(in, &e, &ds, &si);
+    gf_buffer *b = fz_pick_buf(in, &e, &db, &bi);
+    size_t size = bi >= 0 ? F.buf[bi].size : 64, off = fz_offset(in, size), count, room;
+    unsigned sel = fz_u8(in) % 16, v = fz_u16(in);
+    uint32_t value = fz_u32(in);
+    if (sel < 10 && off % w && off <= size) off -= off % w;   /* mostly aligned */
+    room = off <= size ? (size - off) / w : 0;
+    switch (sel) {
+    case 12: count = 0; break;
+    case 13: count = SIZE_MAX / w + 1 + (v & 0xff); break;   /* count * size overflows */
+    case 14: count = SIZE_MAX / w; break;
+    case 15: count = room + 1; break;                        /* one past the end */
+    default: count = room ? 1 + v % room : 1; break;
+    }
+    fz_same_dev(&e, ds, db);
+    if (count == 0) fz_bad(&e, GF_ERROR_INVALID_ARGUMENT);
+    else if (count > SIZE_MAX / w) fz_bad(&e, GF_ERROR_OUT_OF_RANGE);
+    else {
+        if (off % w) fz_bad(&e, GF_ERROR_INVALID_ARGUMENT);
+        if (bi >= 0) {
+            fz_exp probe = { 0 };
+            if (!fz_range(&probe, size, off, count * w) && count * w > FZ_WORK_MAX) count = FZ_WORK_MAX / w;
+            fz_range(&e, size, off, count * w);
+        }
+    }
+    if (fz_trace) printf("      %zu-byte values: offset %zu, count %zu\n", w, off, count);
+    if (w == 2) FZ_CALL(&e, gf_fill16_async(s, b, off, (uint16_t)value, count));
+    else FZ_CALL(&e, gf_fill32_async(s, b, off, value, count));
+}
+
+/* One side of a 2D copy: a buffer (live, NULL or foreign), static host memory, both, or
+   neither; judged as gf_copy_2d_async does. Host pitches stay small and heights stay small
+   whenever a host side is given, so a copy that is accepted stays inside fz_scratch. */
+static void fz_2d_side(fz_in *in, fz_exp *e, int sdev, gf_buffer **buf, size_t *off, void **host, size_t *pitch,
+                       size_t width, size_t height, int *slot)
+{
+    unsigned mode = fz_u8(in) % 8, v = fz_u16(in);
+    int d = -1, bi = -1;
+    fz_exp ignored = { 0 };
+    *buf = NULL; *host = NULL; *off = 0; *slot = -1;
+    if (mode < 4 || mode == 6) {
+        *buf = fz_pick_buf(in, &ignored, &d, &bi);
+        *slot = bi;
+        *off = fz_offset(in, bi >= 0 ? F.buf[bi].size : 64);
+    }
+    if (mode >= 4 && mode != 7) *host = fz_scratch + v % 4096;
+    *pitch = width + (fz_u8(in) % 4 == 0 ? fz_u8(in) : 0);
+    if (*buf && fz_u8(in) % 8 == 7) *pitch = fz_u8(in) & 1 ? SIZE_MAX - fz_u8(in) : width - 1;   /* huge, or below the width */
+    if (!*buf && fz_u8(in) % 8 == 7) *pitch = width - 1;
+    if (!*buf == !*host) { fz_bad(e, GF_ERROR_INVALID_ARGUMENT); return; }   /* exactly one of the two */
+    if (*pitch < width) { fz_bad(e, GF_ERROR_INVALID_ARGUMENT); return; }
+    if (!*buf) return;
+    if (bi < 0) { fz_bad(e, GF_ERROR_INVALID_HANDLE); return; }
+    if (d != sdev && sdev >= 0) { fz_bad(e, GF_ERROR_WRONG_DEVICE); return; }
+    if (height - 1 > (SIZE_MAX - width) / *pitch) { fz_bad(e, GF_ERROR_OUT_OF_RANGE); return; }
+    fz_range(e, F.buf[bi].size, *off, *pitch * (height - 1) + width);
+}
+
+static void op_copy_2d(fz_in *in)
+{
+    fz_exp e = { 0 };
+    gf_copy_2d c;
+    int ds, si, dslot, sslot;
+    gf_stream *s = fz_pick_stream(in, &e, &ds, &si);
+    unsigned sel = fz_u8(in) % 16;
+    size_t width = 1 + fz_u8(in) % 128, height = 1 + fz_u8(in) % 32;
+    memset(&c, 0, sizeof c);
+    if (sel == 12) width = 0;
+    if (sel == 13) height = 0;
+    if (sel == 14) width = SIZE_MAX - fz_u8(in);   /* every side is refused: the pitch or the range */
+    c.width = width; c.height = height;
+    fz_2d_side(in, &e, ds, &c.dst, &c.dst_offset, &c.dst_host, &c.dst_pitch, width ? width : 1, height ? height : 1, &dslot);
+    {
+        void *src_host = NULL;
+        fz_2d_side(in, &e, ds, &c.src, &c.src_offset, &src_host, &c.src_pitch, width ? width : 1, height ? height : 1, &sslot);
+        c.src_host = src_host;
+    }
+    if (sel == 15 && c.dst && !c.dst_host && !c.src_host && !fz_u8(in)) { c.src = c.dst; sslot = dslot; }
+    if (c.width == 0 || c.height == 0) fz_bad(&e, GF_ERROR_INVALID_ARGUMENT);
+    if (!c.dst && !c.src) fz_bad(&e, GF_ERROR_INVALID_ARGUMENT);                 /* host to host */
+    if (c.dst && c.dst == c.src) fz_bad(&e, GF_ERROR_INVALID_ARGUMENT);         /* one buffer both ways */
+    if (!e.bad && (c.dst_host || c.src_host) && height > 32) return;            /* cannot happen: kept small above */
+    if (fz_u8(in) % 16 == 15) { fz_bad(&e, GF_ERROR_INVALID_ARGUMENT); FZ_CALL(&e, gf_copy_2d_async(s, NULL)); return; }
+    if (fz_trace) printf("      width %zu, height %zu, dst %s off %zu pitch %zu, src %s off %zu pitch %zu\n", c.width, c.height,
+                         c.dst ? "buffer" : c.dst_host ? "host" : "none", c.dst_offset, c.dst_pitch,
+                         c.src ? "buffer" : c.src_host ? "host" : "none", c.src_offset, c.src_pitch);
+    FZ_CALL(&e, gf_copy_2d_async(s, &c));
+}
+
+static void op_buf_record_stream(fz_in *in)
+{
+    fz_exp e = { 0 };
+    int db, ds, bi, si;
+    gf_buffer *b = fz_pick_buf(in, &e, &db, &bi);
+    gf_stream *s = fz_pick_stream(in, &e, &ds, &si);
+    fz_same_dev(&e, db, ds);
+    if (si >= 0 && fz_capture_role(s)) fz_bad(&e, GF_ERROR_CAPTURE);
+    FZ_CALL(&e, gf_buffer_record_stream(b, s));
+}
+
+/* Memory accounting: stats (checked for consistency), peaks, a limit, trim. */
+static void op_memory(fz_in *in)
+{
+    fz_exp e = { 0 };
+    int d, k;
+    gf_device *dev = fz_pick_dev(in, &e, &d);
+    gf_memory_stats st, after;
+    unsigned sel = fz_u8(in) % 8;
+    size_t bytes;
+    memset(&st, 0, sizeof st);
+    if (d >= 0 && FZ_CALL(NULL, gf_device_memory_stats(dev, &st)) == GF_OK) {
+        uint64_t sum = st.kind[GF_MEMORY_DEVICE].bytes + st.kind[GF_MEMORY_MANAGED].bytes + st.kind[GF_MEMORY_ASYNC].bytes + st.kind[GF_MEMORY_CACHED].bytes;
+        if (sum != st.device_bytes) fz_die(__LINE__, "gf_device_memory_stats", "device_bytes is not the sum of the device kinds");
+        for (k = 0; k < GF_MEMORY_KIND_COUNT; k++)
+            if (st.kind[k].peak_bytes < st.kind[k].bytes || st.kind[k].peak_count < st.kind[k].count)
+                fz_die(__LINE__, "gf_device_memory_stats", "a peak is below the current use");
+    }
+    switch (sel) {
+    case 0: fz_bad(&e, GF_ERROR_INVALID_ARGUMENT); FZ_CALL(&e, gf_device_memory_stats(dev, NULL)); break;
+    case 1:
+        if (FZ_CALL(&e, gf_device_reset_peak(dev)) == GF_OK && FZ_CALL(NULL, gf_device_memory_stats(dev, &after)) == GF_OK &&
+            after.kind[GF_MEMORY_DEVICE].peak_bytes != after.kind[GF_MEMORY_DEVICE].bytes)
+            fz_die(__LINE__, "gf_device_reset_peak", "the peak is not the current use after a reset");
+        break;
+    case 2: case 3: case 4: {
+        unsigned how = fz_u8(in) % 4;
+        bytes = how == 0 ? 0 : how == 1 ? (size_t)st.device_bytes + ((size_t)fz_u16(in) << 10)
+              : how == 2 && st.device_bytes ? (size_t)st.device_bytes - 1 - fz_u8(in) % (size_t)st.device_bytes : SIZE_MAX - fz_u8(in);
+        if (d >= 0 && bytes && bytes < st.device_bytes) fz_bad(&e, GF_ERROR_INVALID_ARGUMENT);   /* below what is in use */
+        if (FZ_CALL(&e, gf_device_set_memory_limit(dev, bytes)) == GF_OK && FZ_CALL(NULL, gf_device_memory_stats(dev, &after)) == GF_OK &&
+            after.limit != bytes)
+            fz_die(__LINE__, "gf_device_set_memory_limit", "the stats do not show the limit set");
+        break;
+    }
+    default:
+        bytes = fz_u8(in) & 1 ? 0 : (size_t)fz_u16(in) << 8;
+        FZ_CALL(&e, gf_device_trim(dev, bytes));
+        break;
+    }
+}
+
+/* Native handles out and in. The stub has no native device or stream; its buffers' native
+   handles are their host memory, and gf_buffer_wrap wraps host memory. */
+static void op_native(fz_in *in)
+{
+    fz_exp e = { 0 };
+    int d, i;
+    unsigned sel = fz_u8(in) % 10;
+    gf_native_device nd;
+    switch (sel) {
+    case 0: {
+        gf_device *dev = fz_pick_dev(in, &e, &d);
+        int noout = fz_u8(in) % 8 == 7;
+        if (noout) fz_bad(&e, GF_ERROR_INVALID_ARGUMENT);
+        FZ_CALL(&e, gf_device_get_native(dev, noout ? NULL : &nd));
+        fz_prime();
+        if (!gf_device_native(dev) && d < 0 && !fz_error_set()) fz_die(__LINE__, "gf_device_native", "a bad handle set no error text");
+        break;
+    }
+    case 1: case 2: case 3: {   /* stream, buffer, event handles out: a bad handle gives NULL / 0 and an error text */
+        void *bad;
+        int bad_given, ok;
+        fz_exp ignored = { 0 };
+        if (sel == 1) { gf_stream *s = fz_pick_stream(in, &ignored, &d, &i); bad_given = i < 0; fz_prime(); ok = gf_stream_native(s) == NULL; }
+        else if (sel == 2) {
+            gf_buffer *b = fz_pick_buf(in, &ignored, &d, &i);
+            bad_given = i < 0; fz_prime();
+            ok = bad_given ? gf_buffer_native(b) == 0 : gf_buffer_native(b) != 0;   /* the stub: its host memory */
+        } else {
+            i = FZ_PICK(in, &ignored, F.ev, K_EVENT, &bad);
+            bad_given = i < 0; fz_prime();
+            ok = gf_event_native(i >= 0 ? F.ev[i].e : (gf_event *)bad) == NULL;
+        }
+        if (bad_given && (!ok || !fz_error_set())) fz_die(__LINE__, "gf_*_native", "a bad handle gave a native handle, or no error text");
+        if (!bad_given && !ok) fz_die(__LINE__, "gf_*_native", "a live stub object gave an unexpected native handle");
+        break;
+    }
+    case 4: {
+        gf_kernel *k = NULL;
+        int m = FZ_NTH(F.mod, fz_u8(in), -1), bad_given;
+        if (m >= 0) k = F.mod[m].k[fz_u8(in) % 3];
+        if (fz_u8(in) % 4 == 3) k = (gf_kernel *)fz_foreign(K_KERNEL, fz_u8(in));
+        bad_given = !k || (m >= 0 && k != F.mod[m].k[0] && k != F.mod[m].k[1] && k != F.mod[m].k[2]) || m < 0;
+        fz_prime();
+        if (gf_kernel_native(k) != NULL || (bad_given && !fz_error_set()))
+            fz_die(__LINE__, "gf_kernel_native", "a stub kernel gave a native handle, or a bad handle no error text");
+        break;
+    }
+    case 5: {   /* gf_device_open_native: the stub has no native device to open on */
+        gf_device *dev = NULL;
+        unsigned how = fz_u8(in) % 5;
+        memset(&nd, 0, sizeof nd);
+        nd.context = fz_garbage;
+        fz_bad(&e, how == 0 ? GF_ERROR_NOT_SUPPORTED : how == 4 ? GF_ERROR_BACKEND_UNAVAILABLE : GF_ERROR_INVALID_ARGUMENT);
+        FZ_CALL(&e, gf_device_open_native(how == 3 ? (gf_backend)(5 + fz_u8(in)) : how == 4 ? GF_BACKEND_CUDA : GF_BACKEND_STUB,
+                                          how == 1 ? NULL : &nd, how == 2 ? NULL : &dev));
+        break;
+    }
+    case 6: {   /* gf_stream_wrap: NULL native refused; the stub has no native streams */
+        gf_device *dev = fz_pick_dev(in, &e, &d);
+        gf_stream *s = NULL;
+        unsigned how = fz_u8(in) % 3;
+        fz_bad(&e, how == 0 ? GF_ERROR_NOT_SUPPORTED : GF_ERROR_INVALID_ARGUMENT);
+        FZ_CALL(&e, gf_stream_wrap(dev, how == 1 ? NULL : fz_garbage, NULL, how == 2 ? NULL : &s));
+        break;
+    }
+    default: {   /* gf_buffer_wrap of static host memory: a buffer whose memory stays ours */
+        gf_device *dev = fz_pick_dev(in, &e, &d);
+        gf_buffer *b = NULL;
+        unsigned how = fz_u8(in) % 8, v = fz_u16(in);
+        size_t off = v % 4096, bytes = how == 6 ? 0 : 1 + (size_t)fz_u16(in) % 4096;
+        uint64_t native = how == 5 ? 0 : (uint64_t)(uintptr_t)(fz_wrapmem + off);
+        i = FZ_FREE(F.buf);
+        if (how == 5 || how == 6) fz_bad(&e, GF_ERROR_INVALID_ARGUMENT);
+        if (how == 7) { fz_bad(&e, GF_ERROR_INVALID_ARGUMENT); FZ_CALL(&e, gf_buffer_wrap(dev, native, bytes, NULL)); break; }
+        if (i < 0 && !e.bad) break;
+        if (FZ_CALL(&e, gf_buffer_wrap(dev, native, bytes, &b)) != GF_OK) break;
+        if (gf_buffer_native(b) != native || gf_buffer_size(b) != bytes) fz_die(__LINE__, "gf_buffer_wrap", "the buffer is not the memory wrapped");
+        F.buf[i].h.live = 1; F.buf[i].h.dev = d; F.buf[i].b = b; F.buf[i].size = bytes;
+        F.buf[i].async = 0; F.buf[i].view = 0; F.buf[i].parent = -1; F.buf[i].wrapped = 1;
+        break;
+    }
+    }
+}
+
+/* Runs another op while gpuflow's allocations fail: the n-th from now, or all from it on.
+   Every failure must be clean (a code, a message, nothing half-done or leaked). */
+static const struct fz_op *fz_op_at(unsigned i);
+static void fz_run_op(const struct fz_op *op, fz_in *in);
+static void op_oom(fz_in *in)
+{
+    gf_allocator a;
+    unsigned n = fz_u8(in) % 48, all = fz_u8(in) & 1;
+    const struct fz_op *sub = fz_op_at(fz_u8(in));
+    if (!sub) return;   /* not itself, nor device close (its destroys must succeed) */
+    a.alloc = fz_alloc; a.realloc = fz_realloc; a.free = fz_free; a.user = NULL;
+    __atomic_store_n(&fz_alloc_all, (int)all, __ATOMIC_RELAXED);
+    __atomic_store_n(&fz_alloc_at, (int)n, __ATOMIC_RELAXED);
+    FZ_VOID(0, 1, gf_set_allocator(&a));
+    fz_oom = 1;
+    if (fz_trace) printf("    allocations fail from #%u%s\n", n, all ? " on" : " only");
+    fz_run_op(sub, in);
+    fz_oom = 0;
+    FZ_VOID(0, 1, gf_set_allocator(NULL));   /* back to malloc: what was allocated meanwhile frees the same */
+    __atomic_store_n(&fz_alloc_at, -1, __ATOMIC_RELAXED);
+}
+
+static void op_allocator(fz_in *in)   /* gf_set_allocator's refusals: all three functions are needed */
+{
+    gf_allocator a;
+    a.alloc = fz_alloc; a.realloc = fz_realloc; a.free = fz_free; a.user = NULL;
+    switch (fz_u8(in) % 3) {
+    case 0: a.alloc = NULL; break;
+    case 1: a.realloc = NULL; break;
+    default: a.free = NULL; break;
+    }
+    FZ_VOID(1, 0, gf_set_allocator(&a));
+}
+
+/* Graph pools: shared memory for the graphs captured into one; refused destroy while any lives. */
+static void op_gpool(fz_in *in)
+{
+    fz_exp e = { 0 };
+    int d, i;
+    unsigned sel = fz_u8(in) % 4;
+    if (sel < 2) {
+        gf_device *dev = fz_pick_dev(in, &e, &d);
+        gf_graph_pool *p = NULL;
+        int noout = fz_u8(in) % 8 == 7;
+        i = FZ_FREE(F.gpool);
+        if (noout) fz_bad(&e, GF_ERROR_INVALID_ARGUMENT);
+        if (i < 0 && !e.bad) return;
+        if (FZ_CALL(&e, gf_graph_pool_create(dev, noout ? NULL : &p)) != GF_OK) return;
+        F.gpool[i].h.live = 1; F.gpool[i].h.dev = d; F.gpool[i].p = p;
+    } else {
+        void *bad;
+        i = FZ_PICK(in, &e, F.gpool, K_GPOOL, &bad);
+        if (i < 0) { FZ_VOID(1, 0, gf_graph_pool_destroy((gf_graph_pool *)bad)); return; }
+        /* refused (GF_ERROR_INVALID_STATE) while a graph or capture of the pool is alive */
+        if (!FZ_VOID(0, !fz_gpool_users(i), gf_graph_pool_destroy(F.gpool[i].p))) F.gpool[i].h.live = 0;
+    }
+}
+
+/* New arguments for a recorded launch: as captured (count, kinds, sizes), else refused. The
+   element count stays within the new buffer, whatever kernel the launch was. */
+static void op_graph_set_args(fz_in *in)
+{
+    fz_exp e = { 0 };
+    int gi, db, bi, index = (int)(fz_u8(in) % 5) - 1, count = 3, n;   /* -1: no such launch */
+    gf_graph *g = fz_pick_graph(in, &e, &gi);
+    gf_buffer *b;
+    gf_arg args[4];
+    uint32_t vals[2][64];
+    fz_exp ignored = { 0 };
+    unsigned sel;
+    b = fz_pick_buf(in, &ignored, &db, &bi);
+    n = (int)fz_u8(in) * 4;
+    if (bi >= 0 && (size_t)n > F.buf[bi].size / 4) n = (int)(F.buf[bi].size / 4);
+    memset(vals, 0, sizeof vals);
+    vals[0][0] = (uint32_t)n;
+    vals[1][0] = fz_u32(in);
+    args[0].value = NULL; args[0].size = 0; args[0].buffer = b;
+    args[1].value = vals[0]; args[1].size = 4; args[1].buffer = NULL;
+    args[2].value = vals[1]; args[2].size = 4; args[2].buffer = NULL;
+    args[3] = args[2];
+    sel = fz_u8(in) % 16;
+    if (sel == 12) count = -1;
+    if (sel == 13) count = (int)(fz_u8(in) % 5);
+    if (sel == 14) args[1].size = 8;
+    if (count < 0 || sel == 15) fz_bad(&e, GF_ERROR_INVALID_ARGUMENT);
+    if (!e.bad && count > 0 && bi < 0 && b) fz_alt(&e, GF_ERROR_INVALID_HANDLE);   /* if the launch took a buffer there */
+    if (!e.bad && count > 0 && bi >= 0 && gi >= 0 && db != F.graph[gi].h.dev) {
+        fz_alt(&e, GF_ERROR_WRONG_DEVICE);
+        if (!fz_known_defects) fz_alt(&e, GF_ERROR_INVALID_HANDLE);   /* KD3: another device's buffer is called not live */
+    }
+    if (FZ_CALL(&e, gf_graph_set_kernel_args(g, index, sel == 15 ? NULL : args, sel == 15 ? 3 : count)) == GF_OK && bi >= 0)
+        F.graph[gi].deps |= FZ_BIT_BUF(bi);   /* the graph now uses it */
+}
+
+/* Flow tasks from a desc (priority, workload, completion callback), stats and DOT. */
+static void op_flow_misc(fz_in *in)
+{
+    fz_exp e = { 0 };
+    void *bad;
+    int i = FZ_PICK(in, &e, F.flow, K_FLOW, &bad);
+    gf_flow *f = i >= 0 ? F.flow[i].f : (gf_flow *)bad;
+    unsigned sel = fz_u8(in) % 6;
+    if (sel < 3) {
+        gf_task_desc desc;
+        gf_task t = 0;
+        unsigned kind = fz_u8(in) % FZ_T_COUNT, how = fz_u8(in) % 16;
+        memset(&desc, 0, sizeof desc);
+        desc.name = FZ_LABEL(fz_u8(in));
+        desc.fn = fz_task;
+        desc.user = (void *)&fz_task_kind[kind];
+        desc.priority = (gf_priority)(fz_u8(in) % 3);
+        desc.workload = (gf_workload)(fz_u8(in) % GF_WORKLOAD_COUNT);
+        if (fz_u8(in) & 1) desc.on_complete = fz_count_cb;
+        if (how == 12) { desc.fn = NULL; fz_bad(&e, GF_ERROR_INVALID_ARGUMENT); }
+        if (how == 13) { desc.priority = (gf_priority)(3 + fz_u8(in)); fz_bad(&e, GF_ERROR_INVALID_ARGUMENT); }
+        if (how == 14) { desc.workload = (gf_workload)(GF_WORKLOAD_COUNT + fz_u8(in)); fz_bad(&e, GF_ERROR_INVALID_ARGUMENT); }
+        if (how == 15) { fz_bad(&e, GF_ERROR_INVALID_ARGUMENT); FZ_CALL(&e, fz_u8(in) & 1 ? gf_flow_add_desc(f, NULL, &t) : gf_flow_add_desc(f, &desc, NULL)); return; }
+        if (i >= 0 && F.flow[i].tasks == FZ_TASKS) return;
+        if (FZ_CALL(&e, gf_flow_add_desc(f, &desc, &t)) != GF_OK) return;
+        F.flow[i].task[F.flow[i].tasks] = t;
+        F.flow[i].succ[F.flow[i].tasks] = 0;
+        F.flow[i].tasks++;
+    } else if (sel < 5) {
+        gf_flow_stats st;
+        int noout = fz_u8(in) % 8 == 7;
+        if (noout) fz_bad(&e, GF_ERROR_INVALID_ARGUMENT);
+        if (FZ_CALL(&e, gf_flow_get_stats(f, noout ? NULL : &st)) == GF_OK && (st.timed_runs > st.runs || st.avg_run_ms < 0))
+            fz_die(__LINE__, "gf_flow_get_stats", "more timed runs than runs, or a negative average");
+    } else {
+        gf_result b;
+        const char *path = fz_path(in, &b);
+        if (b != (gf_result)1) fz_bad(&e, b);
+        FZ_CALL(&e, gf_flow_write_dot(f, path));
+    }
+}
+
+/* Ranges: push and pop, nested or not, in captures or not; a bad stream sets the error text. */
+static void op_range(fz_in *in)
+{
+    fz_exp e = { 0 };
+    int d, i, k, n = 1 + (int)(fz_u8(in) % 3);
+    gf_stream *s = fz_pick_stream(in, &e, &d, &i);
+    unsigned sel = fz_u8(in) % 4;
+    for (k = 0; k < n; k++) {
+        if (sel < 2) FZ_VOID(i < 0, 0, gf_range_push(s, sel ? NULL : FZ_LABEL(fz_u8(in))));
+        else FZ_VOID(i < 0, 0, gf_range_pop(s));   /* more pops than pushes: nothing to end */
+    }
+}
+
+/* The race checker (on, off, reports) and gf_device_write_state into a buffer of exactly the
+   size given, so that writing past it is an ASan report. */
+static void op_race_state(fz_in *in)
+{
+    fz_exp e = { 0 };
+    int d, k;
+    gf_device *dev = fz_pick_dev(in, &e, &d);
+    unsigned sel = fz_u8(in) % 6;
+    if (sel < 2) {
+        unsigned flags = sel == 0 ? GF_RACE_CHECK_ON : 0;
+        if (fz_u8(in) % 8 == 7) { flags = 2u << (fz_u8(in) % 8); fz_bad(&e, GF_ERROR_INVALID_ARGUMENT); }
+        FZ_CALL(&e, gf_race_check_enable(dev, flags));
+    } else if (sel < 4) {
+        static gf_race_info info;   /* 4 KiB */
+        int noout = fz_u8(in) % 8 == 7;
+        if (noout) fz_bad(&e, GF_ERROR_INVALID_ARGUMENT);
+        if (FZ_CALL(&e, gf_race_report(dev, noout ? NULL : &info)) == GF_OK &&
+            (info.reports < 0 || info.reports > GF_RACE_REPORTS || (uint64_t)info.reports > info.count))
+            fz_die(__LINE__, "gf_race_report", "more reports than races, or than the array holds");
+    } else {
+        size_t size = fz_u8(in) % 4 == 0 ? 1 + fz_u8(in) % 16 : 64 + (size_t)fz_u16(in) % 8192;
+        char *text;
+        unsigned how = fz_u8(in) % 8;
+        for (k = 0; k < FZ_NWAIT && !fz_known_defects; k++) {   /* KD5: it names each waited event's recording stream */
+            int x;
+            if (!F.wait[k].h.live) continue;
+            for (x = 0; x < FZ_NEVENT; x++) if (F.ev[x].h.live && F.ev[x].e == F.wait[k].e && F.ev[x].orphan) return;
+        }
+        if (how == 6) size = 0;
+        if (how >= 6) fz_bad(&e, GF_ERROR_INVALID_ARGUMENT);
+        if (!(text = (char *)malloc(size ? size : 1))) return;
+        if (FZ_CALL(&e, gf_device_write_state(dev, how == 7 ? NULL : text, size)) == GF_OK && !memchr(text, 0, size))
+            fz_die(__LINE__, "gf_device_write_state", "the text is not NUL-terminated within the size given");
+        free(text);
+    }
 }
 
 static void op_profiler(fz_in *in)
@@ -1810,8 +2411,22 @@ static const fz_op fz_ops[] = {
     { "graph_misc", op_graph_misc },       { "module", op_module },
     { "kernel_get", op_kernel_get },       { "launch", op_launch },
     { "profiler", op_profiler },
+    { "buf_view", op_buf_view },           { "fill_wide", op_fill_wide },
+    { "copy_2d", op_copy_2d },             { "buf_record_stream", op_buf_record_stream },
+    { "memory", op_memory },               { "native", op_native },
+    { "oom", op_oom },                     { "allocator", op_allocator },
+    { "gpool", op_gpool },                 { "graph_set_args", op_graph_set_args },
+    { "flow_misc", op_flow_misc },         { "range", op_range },
+    { "race_state", op_race_state },
 };
 #define FZ_OPS ((unsigned)(sizeof fz_ops / sizeof fz_ops[0]))
+
+static void fz_run_op(const struct fz_op *op, fz_in *in) { op->fn(in); }
+static const struct fz_op *fz_op_at(unsigned i)   /* an op to run under op_oom */
+{
+    const fz_op *op = &fz_ops[i % FZ_OPS];
+    return op->fn == op_oom || op->fn == op_dev_close ? NULL : op;
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -1822,6 +2437,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         const char *t = getenv("FUZZ_TRACE"), *k = getenv("FUZZ_KNOWN_DEFECTS");
         fz_trace = t && *t && *t != '0';
         fz_known_defects = k && *k && *k != '0';
+        gf_set_logger(fz_log, NULL);
         fz_prime();
         started = 1;
     }
@@ -1939,6 +2555,14 @@ static const char *const fz_families[][10] = {
     { "kernels", "module", "kernel_get", "kernel_get", "launch", "launch", "launch", "capture_begin", "capture_end", "graph_launch" },
     { "devices", "dev_open", "dev_close", "dev_query", "buf_create", "stream_create", "copy_d2d_async", "stream_wait", "profiler", "names" },
     { "profiler", "profiler", "profiler", "fill_async", "copy_d2h_async", "stream_wait", "launch", "profiler", "stream_sync", "profiler" },
+    { "views", "buf_view", "buf_view", "fill_wide", "copy_d2h_async", "buf_destroy", "launch", "buf_destroy_async", "buf_create_async", "copy_d2d_async" },
+    { "copies-2d", "copy_2d", "copy_2d", "copy_2d", "fill_wide", "buf_view", "capture_begin", "capture_end", "graph_launch", "stream_sync" },
+    { "memory", "memory", "memory", "buf_create", "buf_create_async", "buf_destroy_async", "buf_record_stream", "buf_destroy", "native", "memory" },
+    { "native", "native", "native", "native", "fill_async", "copy_2d", "buf_view", "buf_destroy", "allocator", "stream_sync" },
+    { "out-of-memory", "oom", "oom", "oom", "oom", "stream_sync", "buf_create", "event_create", "flow_run", "graph_capture" },
+    { "graph-pools", "gpool", "capture_begin", "buf_create_async", "capture_end", "graph_capture", "graph_launch", "graph_misc", "gpool", "graph_set_args" },
+    { "flows-more", "flow_misc", "flow_misc", "flow_depend", "flow_run", "flow_misc", "range", "range", "spool_create", "flow_run" },
+    { "races-state", "race_state", "race_state", "fill_async", "launch", "copy_d2d_async", "stream_wait", "event_wait", "race_state", "race_state" },
 };
 #define FZ_FAMILIES (sizeof fz_families / sizeof fz_families[0])
 
