@@ -109,7 +109,6 @@
 #else
 #  define GF__CUDA_LIBRARY "libcuda.so.1"
 #endif
-#define GF__CUDA_STACK_ARGS 32        /* launches with more arguments allocate their table */
 
 /* ---- the driver's entry points ------------------------------------------------------------ */
 /* X(name, decl, abi, fails_as, (parameters)) a required entry, OPT(...) an optional one:
@@ -241,8 +240,6 @@ enum {
 
 static gf__driver gf__cuda_driver;
 static int gf__cuda_driver_version;   /* cuDriverGetVersion's answer: 12040 is CUDA 12.4 */
-static int gf__cuda_no_device;        /* the driver loaded but cuInit found no device */
-static char gf__cuda_no_device_why[256];
 
 /* Per gf_device state. */
 typedef struct gf__cuda_device {
@@ -255,40 +252,25 @@ typedef struct gf__cuda_device {
 } gf__cuda_device;
 
 /* ---- errors ----------------------------------------------------------------------------- */
-static const char *gf__cuda_error_name(CUresult r) {
+/* The driver's name for a code; not a fault point: it names the others. */
+static const char *gf__cuda_error_name(int r) {
     const char *name = NULL;
-    /* not a fault point: it names the others */
-    if (gf__cu.GetErrorName && gf__cu.GetErrorName(r, &name) == CUDA_SUCCESS && name) return name;
+    if (gf__cu.GetErrorName && gf__cu.GetErrorName((CUresult)r, &name) == CUDA_SUCCESS && name) return name;
     return "CUDA_ERROR_UNRECOGNIZED";
 }
 
-static gf_result gf__cuda_code(CUresult r) {
-    switch (r) {
-    case CUDA_SUCCESS:                          return GF_OK;
-    case CUDA_ERROR_NOT_READY:                  return GF_NOT_READY;
-    case CUDA_ERROR_OUT_OF_MEMORY:              return GF_ERROR_OUT_OF_MEMORY;
-    case CUDA_ERROR_NOT_FOUND:                  return GF_ERROR_NOT_FOUND;
-    case CUDA_ERROR_NOT_SUPPORTED:              return GF_ERROR_NOT_SUPPORTED;
-    case CUDA_ERROR_NO_DEVICE:                  return GF_ERROR_NO_DEVICE;
-    case CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED:
-    case CUDA_ERROR_STREAM_CAPTURE_INVALIDATED:
-    case CUDA_ERROR_STREAM_CAPTURE_MERGE:
-    case CUDA_ERROR_STREAM_CAPTURE_UNMATCHED:
-    case CUDA_ERROR_STREAM_CAPTURE_UNJOINED:
-    case CUDA_ERROR_STREAM_CAPTURE_ISOLATION:
-    case CUDA_ERROR_STREAM_CAPTURE_IMPLICIT:
-    case CUDA_ERROR_CAPTURED_EVENT:
-    case CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD: return GF_ERROR_CAPTURE;
-    default:                                    return GF_ERROR_DRIVER;
-    }
-}
+/* How CUresults map onto gpuflow's codes and are named (the core's gf__native_codes): the
+   capture codes are GF_ERROR_CAPTURE, "not allowed in this stream capture". */
+static const int gf__cuda_capture_codes[] = {
+    CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, CUDA_ERROR_STREAM_CAPTURE_MERGE,
+    CUDA_ERROR_STREAM_CAPTURE_UNMATCHED, CUDA_ERROR_STREAM_CAPTURE_UNJOINED, CUDA_ERROR_STREAM_CAPTURE_ISOLATION,
+    CUDA_ERROR_STREAM_CAPTURE_IMPLICIT, CUDA_ERROR_CAPTURED_EVENT, CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD };
+static const gf__native_codes gf__cuda_codes = {
+    CUDA_SUCCESS, CUDA_ERROR_NOT_READY, CUDA_ERROR_OUT_OF_MEMORY, CUDA_ERROR_NOT_FOUND, CUDA_ERROR_NOT_SUPPORTED, CUDA_ERROR_NO_DEVICE,
+    gf__cuda_capture_codes, (int)(sizeof gf__cuda_capture_codes / sizeof gf__cuda_capture_codes[0]), gf__cuda_error_name };
 
 /* "cuXxx: CUDA_ERROR_NAME (n)", with the gpuflow code that CUresult maps to. */
-static gf_result gf__cuda_fail(CUresult r, const char *call) {
-    gf_result code = gf__cuda_code(r);
-    return gf__fail(code, "%s: %s (%d)%s", call, gf__cuda_error_name(r), (int)r,
-                    code == GF_ERROR_CAPTURE ? ": not allowed in this stream capture" : "");
-}
+static gf_result gf__cuda_fail(CUresult r, const char *call) { return gf__native_fail(&gf__cuda_codes, (int)r, call); }
 
 /* cu<name> args; a failure returns from the calling function, named after the entry point. */
 #define GF__CUDA_CHECK(name, args) do { CUresult gf__r_ = GF__CUDA_CALL(name, args); \
@@ -379,11 +361,9 @@ static void gf__cuda_load_driver(gf__driver *d) {
     r = GF__CUDA_CALL(Init, (0));
     if (gf__cuda_stub_library(d, r)) return;
     if (r == CUDA_ERROR_NO_DEVICE) {
-        /* The driver works; there is simply nothing to open. device_count reports 0. */
-        gf__cuda_no_device = 1;
-        snprintf(gf__cuda_no_device_why, sizeof gf__cuda_no_device_why,
-                 "CUDA: the driver (%d.%d) found no CUDA device (cuInit: CUDA_ERROR_NO_DEVICE (100))",
-                 gf__cuda_driver_version / 1000, gf__cuda_driver_version % 1000 / 10);
+        /* The driver works; there is simply nothing to open: every device_count says so. */
+        gf__driver_no_device(d, "CUDA: the driver (%d.%d) found no CUDA device (cuInit: CUDA_ERROR_NO_DEVICE (100))",
+                             gf__cuda_driver_version / 1000, gf__cuda_driver_version % 1000 / 10);
         d->result = GF_OK;
         return;
     }
@@ -434,8 +414,9 @@ static CUdeviceptr gf__cuda_at(const gf_buffer *buf, size_t offset) { return (CU
 /* No device is reported as GF_ERROR_NO_DEVICE with the driver's reason (count 0): the core
    passes that text on, where a bare 0 would get a generic one. */
 static gf_result gf__cuda_device_count(int *count) {
+    gf_result e;
     *count = 0;
-    if (gf__cuda_no_device) return gf__fail(GF_ERROR_NO_DEVICE, "%s", gf__cuda_no_device_why);
+    if ((e = gf__driver_has_device(&gf__cuda_driver)) != GF_OK) return e;
     GF__CUDA_CHECK(DeviceGetCount, (count));
     if (*count == 0) return gf__fail(GF_ERROR_NO_DEVICE, "CUDA: the driver reports no CUDA device (cuDeviceGetCount: 0)");
     return GF_OK;
@@ -491,10 +472,10 @@ static gf_result gf__cuda_device_start(gf_device *dev, gf__cuda_device *d) {
     info->max_kernel_args_bytes = gf__cuda_kernel_args_limit(d->dev);
     d->concurrent_managed = gf__cuda_attr(d->dev, CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS) != 0;
     if (info->async_alloc) {
-        /* Keep up to a quarter of the device cached in the pool across synchronizations:
-           stream-ordered reuse without holding the whole card away from other users. A lent
-           context's device keeps its owner's settings. */
-        cuuint64_t keep = (cuuint64_t)(total / 4);
+        /* Keep freed memory cached in the pool across synchronizations, up to the core's
+           default (GF__DEFAULT_POOL_KEEP): stream-ordered reuse without holding the whole card
+           away from other users. A lent context's device keeps its owner's settings. */
+        cuuint64_t keep = (cuuint64_t)GF__DEFAULT_POOL_KEEP(total);
         GF__CUDA_STEP(DeviceGetDefaultMemPool, (&d->pool, d->dev));
         if (!d->borrowed) GF__CUDA_STEP(MemPoolSetAttribute, (d->pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep));
     }
@@ -646,14 +627,8 @@ static int gf__cuda_host_pinned(gf_device *dev, const void *p) {
 static gf_result gf__cuda_stream_create(gf_stream *s) {
     gf__cuda_device *d = (gf__cuda_device *)s->dev->native;
     CUstream cs = NULL;
-    int prio;
     GF__CUDA_ENTER(s->dev);
-    switch (s->priority) {
-    case GF_PRIORITY_HIGH: prio = d->prio_greatest; break;
-    case GF_PRIORITY_LOW:  prio = d->prio_least; break;
-    default:               prio = (d->prio_least + d->prio_greatest) / 2; break;   /* rounds toward least */
-    }
-    GF__CUDA_CHECK(StreamCreateWithPriority, (&cs, CU_STREAM_NON_BLOCKING, prio));
+    GF__CUDA_CHECK(StreamCreateWithPriority, (&cs, CU_STREAM_NON_BLOCKING, gf__native_priority(s->priority, d->prio_least, d->prio_greatest)));
 #ifdef GPUFLOW_NVTX
     if (s->label[0]) nvtxNameCuStreamA(cs, s->label);
 #endif
@@ -683,18 +658,11 @@ static gf_result gf__cuda_stream_synchronize(gf_stream *s) {
     return GF_OK;
 }
 
-/* A query's answer: done, not yet, or a failure to report. */
-static gf_result gf__cuda_ready(CUresult r, const char *call) {
-    if (r == CUDA_SUCCESS) return GF_OK;
-    if (r == CUDA_ERROR_NOT_READY) return GF_NOT_READY;
-    return gf__cuda_fail(r, call);
-}
-
 static gf_result gf__cuda_stream_query(gf_stream *s) {
     CUresult r;
     GF__CUDA_ENTER(s->dev);
     GF__CUDA_RELAXED(r, StreamQuery, (GF__CUSTREAM(s)));
-    return gf__cuda_ready(r, "cuStreamQuery");
+    return gf__native_ready(&gf__cuda_codes, (int)r, "cuStreamQuery");
 }
 
 /* c->host is pinned here, or the copy is captured: the core staged any other (host_pinned). */
@@ -808,12 +776,13 @@ static gf_result gf__cuda_event_query(gf_event *ev) {
     CUresult r;
     GF__CUDA_ENTER(ev->dev);
     GF__CUDA_RELAXED(r, EventQuery, (GF__CUEVENT(ev)));
-    return gf__cuda_ready(r, "cuEventQuery");
+    return gf__native_ready(&gf__cuda_codes, (int)r, "cuEventQuery");
 }
 
 static gf_result gf__cuda_event_elapsed_ms(gf_event *start, gf_event *end, float *ms) {
     GF__CUDA_ENTER(start->dev);
-    return gf__cuda_ready(GF__CUDA_CALL(EventElapsedTime, (ms, GF__CUEVENT(start), GF__CUEVENT(end))), "cuEventElapsedTime");
+    return gf__native_ready(&gf__cuda_codes, (int)GF__CUDA_CALL(EventElapsedTime, (ms, GF__CUEVENT(start), GF__CUEVENT(end))),
+                            "cuEventElapsedTime");
 }
 
 /* ---- modules and kernels ---------------------------------------------------------------- */
@@ -848,12 +817,8 @@ static void gf__cuda_module_unload(gf_module *mod) {
 
 static gf_result gf__cuda_kernel_get(gf_kernel *k) {
     CUfunction f = NULL;
-    CUresult r;
     GF__CUDA_ENTER(k->mod->dev);
-    r = GF__CUDA_CALL(ModuleGetFunction, (&f, (CUmodule)k->mod->native, k->name));
-    if (r == CUDA_ERROR_NOT_FOUND)
-        return gf__fail(GF_ERROR_NOT_FOUND, "cuModuleGetFunction: CUDA_ERROR_NOT_FOUND (500): no kernel \"%s\" in the module", k->name);
-    if (r != CUDA_SUCCESS) return gf__cuda_fail(r, "cuModuleGetFunction");
+    GF__CUDA_CHECK(ModuleGetFunction, (&f, (CUmodule)k->mod->native, k->name));   /* the core names a missing kernel */
     k->native = f;
     return GF_OK;
 }
@@ -862,18 +827,12 @@ static gf_result gf__cuda_kernel_get(gf_kernel *k) {
    kernelParams[i] points at the argument's bytes; for a buffer, at its CUdeviceptr. */
 static gf_result gf__cuda_launch(gf_stream *s, gf_kernel *k, const gf_launch_dims *dims,
                                  const gf_arg *args, int count) {
-    void *stack[GF__CUDA_STACK_ARGS];
-    void **params = stack;
+    void *stack[GF__STACK_ARGS];
+    void **params;
     CUresult r;
-    int i;
     GPUFLOW_ASSERT(count >= 0 && (count == 0 || args != NULL));   /* gf_launch validated them */
     GF__CUDA_ENTER(s->dev);
-    if (count > GF__CUDA_STACK_ARGS) {
-        params = (void **)gf__malloc((size_t)count * sizeof *params);
-        if (!params) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "CUDA: out of host memory for %d kernel arguments", count);
-    }
-    for (i = 0; i < count; i++)
-        params[i] = args[i].buffer ? (void *)&args[i].buffer->addr : (void *)args[i].value;
+    if (!(params = gf__kernel_params(args, count, offsetof(gf_buffer, addr), stack))) return GF_ERROR_OUT_OF_MEMORY;
     r = GF__CUDA_CALL(LaunchKernel, ((CUfunction)k->native, dims->grid[0], dims->grid[1], dims->grid[2],
                                      dims->block[0], dims->block[1], dims->block[2], (unsigned int)dims->shared_bytes,
                                      GF__CUSTREAM(s), count ? params : NULL, NULL));
@@ -904,8 +863,7 @@ static gf_result gf__cuda_capture_end(gf_stream *s, gf_graph *g) {
     r = GF__CUDA_CALL(StreamEndCapture, (GF__CUSTREAM(s), &graph));
     if (r != CUDA_SUCCESS) {
         if (graph) (void)GF__CUDA_CALL(GraphDestroy, (graph));
-        return gf__fail(GF_ERROR_CAPTURE, "cuStreamEndCapture: %s (%d): the capture was broken and is discarded",
-                        gf__cuda_error_name(r), (int)r);
+        return gf__native_capture_broken(&gf__cuda_codes, (int)r, "cuStreamEndCapture");
     }
     call = "cuGraphGetNodes";
     r = GF__CUDA_CALL(GraphGetNodes, (graph, NULL, &nodes));
@@ -981,9 +939,8 @@ static gf_result gf__cuda_graph_update(gf_graph *target, gf_graph *from) {
     if (r != CUDA_SUCCESS) {
         (void)GF__CUDA_CALL(GraphDestroy, (copy));
         if (r == CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE)
-            return gf__fail(GF_ERROR_INVALID_ARGUMENT, "cuGraphExecUpdate: CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE (%d): %s "
-                            "(CUgraphExecUpdateResult %d); the target graph is unchanged", (int)r,
-                            gf__cuda_update_why(info.result), (int)info.result);
+            return gf__native_update_refused("cuGraphExecUpdate", gf__cuda_error_name((int)r), (int)r,
+                                             gf__cuda_update_why(info.result), (int)info.result);
         return gf__cuda_fail(r, "cuGraphExecUpdate");
     }
     (void)GF__CUDA_CALL(GraphDestroy, ((CUgraph)target->native_graph));
