@@ -26,7 +26,9 @@
       (HIP_API_PER_THREAD_DEFAULT_STREAM's _spt variants) fails that check: compile the
       implementation without it (gpuflow never uses the null stream). A few entry points are
       optional (older runtimes lack them): without them the feature they serve reports
-      GF_ERROR_NOT_SUPPORTED. hipInit(0) once; a runtime that finds no device
+      GF_ERROR_NOT_SUPPORTED (gpuflow declares the few that are newer than the 5.2 headers:
+      where a newer header declares them too, the two must agree). hipInit(0) once; a
+      runtime that finds no device
       (hipGetDeviceCount: hipErrorNoDevice) loads, and reports that reason as
       GF_ERROR_NO_DEVICE instead of a count.
     - Every call into the runtime goes through GF__HIP_CALL, the fault-injection seam: in a
@@ -51,12 +53,35 @@
       an offload bundle holding one for this GPU), hipModuleGetFunction (kernels need C
       linkage: extern "C"). A launch is hipModuleLaunchKernel with kernelParams: args[i].value,
       or for a buffer a pointer to its device pointer. build_options do not apply.
+      info.max_kernel_args_bytes: 4,096, HIP's limit on AMD GPUs (HIP kept CUDA's classic
+      parameter space; the runtime has no attribute to ask).
     - gf_graph: native stream capture (hipStreamBeginCapture / EndCapture), instantiated once,
       replayed with one hipGraphLaunch; gf_graph_update is hipGraphExecUpdate. HIP's capture
       does not record hipGraphLaunch, so a graph launched on a capturing stream is embedded
       as a child graph node instead. gpuflow's own synchronizing and allocating calls run
       in RELAXED capture mode, so a GF_CAPTURE_GLOBAL capture does not make them fail (see
-      GF__HIP_RELAXED).
+      GF__HIP_RELAXED). gf_graph_set_kernel_args is hipGraphExecKernelNodeSetParams on the
+      launch's node (found with hipStreamGetCaptureInfo_v2 as it was captured), applied to
+      the hipGraph_t that a launch inside another capture embeds as well. gf_graph_write_dot
+      writes the core's DOT of the graph's launches (HIP 5.2 has no hipGraphDebugDotPrint),
+      and gf_range_push / pop are the core's profiler spans only (ROCm's roctx is a library
+      of its own, not loaded).
+    - Memory and copies: gf_fill16/32_async are hipMemsetD16/D32Async, gf_copy_2d_async one
+      hipMemcpyParam2DAsync (pageable host memory: row by row through the core's stages),
+      gf_device_trim hipMemPoolTrimTo on the default pool, whose kept memory (reserved minus
+      used, hipMemPoolGetAttribute) gf_device_memory_stats counts as cached. Views are the
+      parent's device pointer plus the offset.
+    - Interop: gf_buffer_native is the device pointer, gf_stream_native the hipStream_t,
+      gf_event_native the hipEvent_t, gf_kernel_native the hipFunction_t. HIP's native device
+      is its ordinal: gf_device_get_native gives it (context NULL; gf_device_native returns
+      it cast to a pointer, so device 0 is NULL), and gf_device_open_native takes it (context
+      and device unused). Nothing of such a device is gpuflow's: its pool settings stay its
+      owner's, and closing it trims and releases nothing; as with any gf_device, gpuflow
+      makes the ordinal current on the threads that call it. gf_stream_wrap takes a
+      hipStream_t (of this device, checked with hipStreamGetDevice on HIP 5.6+; taken on trust
+      before), gf_buffer_wrap a device pointer (checked with hipPointerGetAttributes: memory
+      of this device, and hipMemGetAddressRange: the size fits its allocation); destroying
+      the wrappers leaves the stream and the memory to their owner.
 
     CALLBACKS
     =========
@@ -102,13 +127,22 @@
 #if defined(__GNUC__)
 #  pragma GCC diagnostic pop
 #endif
+/* Entry points newer than the oldest headers gpuflow takes, declared as the runtimes that have
+   them do (HIP 5.6 added hipStreamGetDevice). Where the header declares one too, the two must
+   agree or the build fails: the signature check below holds for these slots as for the rest. */
+#ifdef __cplusplus
+extern "C" {
+#endif
+hipError_t hipStreamGetDevice(hipStream_t stream, hipDevice_t *device);
+#ifdef __cplusplus
+}
+#endif
 
 #if defined(_WIN32)
 static const char *const gf__hip_libraries[] = { "amdhip64.dll" };
 #else
 static const char *const gf__hip_libraries[] = { "libamdhip64.so", "libamdhip64.so.5" };
 #endif
-#define GF__HIP_STACK_ARGS 32         /* launches with more arguments allocate their table */
 
 /* ---- the runtime's entry points --------------------------------------------------------- */
 /* X(name, return type, parameters, optional, fails_as): the runtime's hip<name>. One list
@@ -137,6 +171,7 @@ static const char *const gf__hip_libraries[] = { "libamdhip64.so", "libamdhip64.
     X(DeviceGetDefaultMemPool, hipError_t, (hipMemPool_t *, int), 1, Unknown) \
     X(MemPoolSetAttribute, hipError_t, (hipMemPool_t, hipMemPoolAttr, void *), 1, Unknown) \
     X(MemPoolTrimTo, hipError_t, (hipMemPool_t, size_t), 1, Unknown) \
+    X(MemPoolGetAttribute, hipError_t, (hipMemPool_t, hipMemPoolAttr, void *), 1, Unknown) \
     X(MallocFromPoolAsync, hipError_t, (void **, size_t, hipMemPool_t, hipStream_t), 1, OutOfMemory) \
     X(FreeAsync, hipError_t, (void *, hipStream_t), 1, Unknown) \
     X(MemPrefetchAsync, hipError_t, (const void *, size_t, int, hipStream_t), 0, Unknown) \
@@ -144,11 +179,19 @@ static const char *const gf__hip_libraries[] = { "libamdhip64.so", "libamdhip64.
     X(MemcpyDtoHAsync, hipError_t, (void *, hipDeviceptr_t, size_t, hipStream_t), 0, Unknown) \
     X(MemcpyDtoDAsync, hipError_t, (hipDeviceptr_t, hipDeviceptr_t, size_t, hipStream_t), 0, Unknown) \
     X(MemsetD8Async, hipError_t, (hipDeviceptr_t, unsigned char, size_t, hipStream_t), 0, Unknown) \
+    X(MemsetD16Async, hipError_t, (hipDeviceptr_t, unsigned short, size_t, hipStream_t), 0, Unknown) \
+    X(MemsetD32Async, hipError_t, (hipDeviceptr_t, int, size_t, hipStream_t), 0, Unknown) \
+    X(MemcpyParam2DAsync, hipError_t, (const hip_Memcpy2D *, hipStream_t), 0, Unknown) \
+    /* gf_buffer_wrap's checks: whose memory, and how far the allocation reaches */ \
+    X(PointerGetAttributes, hipError_t, (hipPointerAttribute_t *, const void *), 0, Unknown) \
+    X(MemGetAddressRange, hipError_t, (hipDeviceptr_t *, size_t *, hipDeviceptr_t), 0, Unknown) \
     X(StreamCreateWithPriority, hipError_t, (hipStream_t *, unsigned int, int), 0, Unknown) \
     X(StreamDestroy, hipError_t, (hipStream_t), 0, Unknown) \
     X(StreamQuery, hipError_t, (hipStream_t), 0, Unknown) \
     X(StreamSynchronize, hipError_t, (hipStream_t), 0, Unknown) \
     X(StreamWaitEvent, hipError_t, (hipStream_t, hipEvent_t, unsigned int), 0, Unknown) \
+    /* newer than HIP 5.2 (declared below where the header lacks it): gf_stream_wrap's device check */ \
+    X(StreamGetDevice, hipError_t, (hipStream_t, hipDevice_t *), 1, Unknown) \
     /* declared by HIP 5.2, not exported by it: hipStreamAddCallback stands in */ \
     X(LaunchHostFunc, hipError_t, (hipStream_t, hipHostFn_t, void *), 1, Unknown) \
     X(StreamAddCallback, hipError_t, (hipStream_t, hipStreamCallback_t, void *, unsigned int), 0, Unknown) \
@@ -174,6 +217,10 @@ static const char *const gf__hip_libraries[] = { "libamdhip64.so", "libamdhip64.
     X(GraphExecDestroy, hipError_t, (hipGraphExec_t), 0, Unknown) \
     X(GraphDestroy, hipError_t, (hipGraph_t), 0, Unknown) \
     X(GraphClone, hipError_t, (hipGraph_t *, hipGraph_t), 0, Unknown) \
+    /* gf_graph_set_kernel_args: a launch's node, in the exec and in the graph it describes */ \
+    X(GraphExecKernelNodeSetParams, hipError_t, (hipGraphExec_t, hipGraphNode_t, const hipKernelNodeParams *), 0, Unknown) \
+    X(GraphKernelNodeSetParams, hipError_t, (hipGraphNode_t, const hipKernelNodeParams *), 0, Unknown) \
+    X(GraphNodeFindInClone, hipError_t, (hipGraphNode_t *, hipGraphNode_t, hipGraph_t), 0, Unknown) \
     /* nodes added to a capture by hand (a graph launched, or a host callback without \
        hipLaunchHostFunc): optional, else GF_ERROR_NOT_SUPPORTED */ \
     X(StreamGetCaptureInfo_v2, hipError_t, (hipStream_t, hipStreamCaptureStatus *, unsigned long long *, \
@@ -246,6 +293,7 @@ static char gf__hip_no_device_why[256];
 typedef struct gf__hip_device {
     int ordinal;
     hipDevice_t dev;
+    int borrowed;                     /* gf_device_open_native: the device's pool settings are its owner's */
     int prio_least, prio_greatest;    /* numerically: least >= greatest */
     int concurrent_managed;           /* prefetching to the GPU is meaningful */
     hipMemPool_t pool;                /* the default pool; NULL without stream-ordered allocation */
@@ -388,40 +436,48 @@ static int gf__hip_attr(int ordinal, hipDeviceAttribute_t a) {
     return v;
 }
 
+/* HIP's parameter space: 4 KiB on AMD GPUs through every runtime gpuflow takes (CUDA's classic
+   limit, which HIP kept; the driver API has no attribute to ask). */
+#define GF__HIP_KERNEL_ARGS_BYTES 4096
+
 /* Each step names its entry point; the first failure frees d and reports it. */
 #define GF__HIP_OPEN_STEP(name, args) do { if ((r = GF__HIP_CALL(name, args)) != hipSuccess) { \
         call = "hip" #name; goto fail; } } while (0)
-static gf_result gf__hip_device_open(gf_device *dev, int index) {
+/* Both opens: device ordinal made current and described in dev->info. A borrowed device (the
+   caller's, gf_device_open_native) keeps its owner's pool settings, here and at close. */
+static gf_result gf__hip_device_start(gf_device *dev, int ordinal, int borrowed) {
     gf__hip_device *d = (gf__hip_device *)gf__alloc(sizeof *d);
     gf_device_info *info = &dev->info;
     size_t total = 0;
     const char *call;
     hipError_t r;
-    if (!d) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "HIP: out of host memory opening device %d", index);
-    d->ordinal = index;
-    GF__HIP_OPEN_STEP(SetDevice, (index));
-    GF__HIP_OPEN_STEP(DeviceGet, (&d->dev, index));
+    if (!d) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "HIP: out of host memory opening device %d", ordinal);
+    d->ordinal = ordinal;
+    d->borrowed = borrowed;
+    GF__HIP_OPEN_STEP(SetDevice, (ordinal));
+    GF__HIP_OPEN_STEP(DeviceGet, (&d->dev, ordinal));
     GF__HIP_OPEN_STEP(DeviceGetName, (info->name, (int)sizeof info->name, d->dev));
     GF__HIP_OPEN_STEP(DeviceTotalMem, (&total, d->dev));
     GF__HIP_OPEN_STEP(DeviceGetStreamPriorityRange, (&d->prio_least, &d->prio_greatest));
 
     info->total_memory = total;
-    info->compute_units = gf__hip_attr(index, hipDeviceAttributeMultiprocessorCount);
+    info->compute_units = gf__hip_attr(ordinal, hipDeviceAttributeMultiprocessorCount);
     info->native_graphs = 1;
     info->stream_priorities = d->prio_least != d->prio_greatest;
-    info->managed_memory = gf__hip_attr(index, hipDeviceAttributeManagedMemory) != 0;
+    info->managed_memory = gf__hip_attr(ordinal, hipDeviceAttributeManagedMemory) != 0;
     info->async_alloc = gf__hip.MallocFromPoolAsync && gf__hip.FreeAsync && gf__hip.DeviceGetDefaultMemPool &&
                         gf__hip.MemPoolSetAttribute && gf__hip.MemPoolTrimTo &&
-                        gf__hip_attr(index, hipDeviceAttributeMemoryPoolsSupported) != 0;
+                        gf__hip_attr(ordinal, hipDeviceAttributeMemoryPoolsSupported) != 0;
     info->spirv = 0;
-    d->concurrent_managed = gf__hip_attr(index, hipDeviceAttributeConcurrentManagedAccess) != 0;
+    info->max_kernel_args_bytes = GF__HIP_KERNEL_ARGS_BYTES;
+    d->concurrent_managed = gf__hip_attr(ordinal, hipDeviceAttributeConcurrentManagedAccess) != 0;
 
     if (info->async_alloc) {
         /* Keep up to a quarter of the device in the pool across synchronizations: reuse
            without holding the whole card away from other processes. */
         uint64_t keep = (uint64_t)(total / 4);
-        GF__HIP_OPEN_STEP(DeviceGetDefaultMemPool, (&d->pool, index));
-        GF__HIP_OPEN_STEP(MemPoolSetAttribute, (d->pool, hipMemPoolAttrReleaseThreshold, &keep));
+        GF__HIP_OPEN_STEP(DeviceGetDefaultMemPool, (&d->pool, ordinal));
+        if (!borrowed) GF__HIP_OPEN_STEP(MemPoolSetAttribute, (d->pool, hipMemPoolAttrReleaseThreshold, &keep));
     }
     dev->native = d;
     return GF_OK;
@@ -431,12 +487,32 @@ fail:
 }
 #undef GF__HIP_OPEN_STEP
 
+static gf_result gf__hip_device_open(gf_device *dev, int index) { return gf__hip_device_start(dev, index, 0); }
+
+/* A gf_device on the caller's device: HIP's native device is its ordinal (contexts are
+   deprecated in HIP). Nothing of the device is made or owned here, so nothing of it is reset or
+   released at close. */
+static gf_result gf__hip_device_open_native(gf_device *dev, const gf_native_device *native) {
+    int count = 0;
+    GF__HIP_CHECK(GetDeviceCount, (&count));
+    if (native->ordinal < 0 || native->ordinal >= count)
+        return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_device_open_native: HIP takes native->ordinal, a device index; %d is not one (%d device%s)",
+                        native->ordinal, count, count == 1 ? "" : "s");
+    return gf__hip_device_start(dev, native->ordinal, 1);
+}
+
+/* The core has drained every stream and freed its staging memory first. */
 static void gf__hip_device_close(gf_device *dev) {
     gf__hip_device *d = (gf__hip_device *)dev->native;
     if (!d) return;
-    if (d->pool) (void)GF__HIP_CALL(MemPoolTrimTo, (d->pool, 0));
+    if (d->pool && !d->borrowed) (void)GF__HIP_CALL(MemPoolTrimTo, (d->pool, 0));
     gf__free(d);
     dev->native = NULL;
+}
+
+/* HIP's native device: the ordinal (no context). */
+static void gf__hip_device_native(gf_device *dev, gf_native_device *out) {
+    out->ordinal = ((gf__hip_device *)dev->native)->ordinal;
 }
 
 static gf_result gf__hip_memory_info(gf_device *dev, size_t *free_bytes, size_t *total_bytes) {
@@ -458,8 +534,38 @@ static gf_result gf__hip_buffer_alloc(gf_buffer *buf) {
 }
 
 static void gf__hip_buffer_free(gf_buffer *buf) {
-    if (buf->ptr) GF__HIP_RELAXED_VOID(Free, (buf->ptr));
+    if (buf->ptr && !buf->borrowed) GF__HIP_RELAXED_VOID(Free, (buf->ptr));
     buf->ptr = NULL;
+}
+
+/* Memory of the caller's (gf_buffer_wrap), left to its owner on destroy. Checked first: memory
+   the runtime knows (hipPointerGetAttributes; its device field, the one that reads the same
+   across HIP versions), of this device, with the whole size inside its allocation. */
+static gf_result gf__hip_buffer_wrap(gf_buffer *buf, uint64_t native) {
+    gf__hip_device *d = (gf__hip_device *)buf->dev->native;
+    void *p = (void *)(uintptr_t)native;
+    hipPointerAttribute_t attr;
+    hipDeviceptr_t base = NULL;
+    size_t size = 0, skip;
+    hipError_t r;
+    memset(&attr, 0, sizeof attr);
+    r = GF__HIP_CALL(PointerGetAttributes, (&attr, p));
+    if (r == hipSuccess && attr.device < 0) r = hipErrorInvalidValue;   /* newer runtimes: "unregistered" */
+    if (r == hipErrorInvalidValue)
+        return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_buffer_wrap: 0x%llx is not memory the HIP runtime allocated",
+                        (unsigned long long)native);
+    if (r != hipSuccess) return gf__hip_fail(r, "hipPointerGetAttributes");
+    if (attr.device != d->ordinal)
+        return gf__fail(GF_ERROR_WRONG_DEVICE, "gf_buffer_wrap: the memory belongs to HIP device %d, not to device %d (%s)",
+                        attr.device, d->ordinal, buf->dev->info.name);
+    GF__HIP_CHECK(MemGetAddressRange, (&base, &size, p));
+    skip = (size_t)((char *)p - (char *)base);
+    if (skip > size || buf->size > size - skip)
+        return gf__fail(GF_ERROR_OUT_OF_RANGE, "gf_buffer_wrap: %llu bytes from 0x%llx run past the end of its allocation "
+                        "(%llu bytes from 0x%llx)", (unsigned long long)buf->size, (unsigned long long)native,
+                        (unsigned long long)size, (unsigned long long)(uintptr_t)base);
+    buf->ptr = p;
+    return GF_OK;
 }
 
 static gf_result gf__hip_buffer_alloc_async(gf_stream *s, gf_buffer *buf) {
@@ -477,6 +583,25 @@ static gf_result gf__hip_buffer_free_async(gf_stream *s, gf_buffer *buf) {
     GF__HIP_CHECK(FreeAsync, (buf->ptr, GF__HIPSTREAM(s)));
     buf->ptr = NULL;
     return GF_OK;
+}
+
+/* gf_device_trim: what the pool can give back now (a stream-ordered free still queued keeps
+   its memory until the stream reaches it; no device synchronize here, which would break a
+   capture in progress on another thread). */
+static void gf__hip_trim(gf_device *dev, size_t keep_bytes) {
+    gf__hip_device *d = (gf__hip_device *)dev->native;
+    if (d->pool) (void)GF__HIP_CALL(MemPoolTrimTo, (d->pool, keep_bytes));
+}
+
+/* Freed memory the pool keeps: reserved minus in use, as the runtime counts them. */
+static size_t gf__hip_cached_bytes(gf_device *dev) {
+    gf__hip_device *d = (gf__hip_device *)dev->native;
+    uint64_t reserved = 0, used = 0;
+    if (!d->pool || !gf__hip.MemPoolGetAttribute ||
+        GF__HIP_CALL(MemPoolGetAttribute, (d->pool, hipMemPoolAttrReservedMemCurrent, &reserved)) != hipSuccess ||
+        GF__HIP_CALL(MemPoolGetAttribute, (d->pool, hipMemPoolAttrUsedMemCurrent, &used)) != hipSuccess)
+        return 0;
+    return reserved > used ? (size_t)(reserved - used) : 0;
 }
 
 static gf_result gf__hip_host_alloc(gf_device *dev, size_t bytes, void **out) {
@@ -559,8 +684,23 @@ static gf_result gf__hip_stream_create(gf_stream *s) {
 }
 
 static void gf__hip_stream_destroy(gf_stream *s) {
-    if (s->native) GF__HIP_RELAXED_VOID(StreamDestroy, (GF__HIPSTREAM(s)));
+    if (s->native && !s->borrowed) GF__HIP_RELAXED_VOID(StreamDestroy, (GF__HIPSTREAM(s)));
     s->native = NULL;
+}
+
+/* A stream of the caller's (gf_stream_wrap), left alive on destroy. Its device is checked where
+   the runtime can say it (hipStreamGetDevice, HIP 5.6+); before that it is taken on trust. */
+static gf_result gf__hip_stream_wrap(gf_stream *s, void *native) {
+    gf__hip_device *d = (gf__hip_device *)s->dev->native;
+    hipDevice_t owner;
+    if (gf__hip.StreamGetDevice) {
+        GF__HIP_CHECK(StreamGetDevice, ((hipStream_t)native, &owner));
+        if (owner != d->dev)
+            return gf__fail(GF_ERROR_WRONG_DEVICE, "gf_stream_wrap: the hipStream_t belongs to HIP device %d, not to device %d (%s)",
+                            (int)owner, d->ordinal, s->dev->info.name);
+    }
+    s->native = native;
+    return GF_OK;
 }
 
 static gf_result gf__hip_stream_synchronize(gf_stream *s) {
@@ -600,6 +740,31 @@ static gf_result gf__hip_copy(gf_stream *s, const gf__copy *c) {
 
 static gf_result gf__hip_fill(gf_stream *s, gf_buffer *buf, size_t offset, unsigned char value, size_t bytes) {
     GF__HIP_CHECK(MemsetD8Async, (gf__hip_at(buf, offset), value, bytes, GF__HIPSTREAM(s)));
+    return GF_OK;
+}
+
+/* 2- and 4-byte values; the core checked that the offset is a multiple of the width. */
+static gf_result gf__hip_fill_wide(gf_stream *s, gf_buffer *buf, size_t offset, uint32_t value, int width, size_t count) {
+    GPUFLOW_ASSERT(width == 2 || width == 4);   /* gf_fill16_async / gf_fill32_async */
+    if (width == 2) GF__HIP_CHECK(MemsetD16Async, (gf__hip_at(buf, offset), (unsigned short)value, count, GF__HIPSTREAM(s)));
+    else GF__HIP_CHECK(MemsetD32Async, (gf__hip_at(buf, offset), (int)value, count, GF__HIPSTREAM(s)));
+    return GF_OK;
+}
+
+/* One hipMemcpyParam2DAsync; host memory on either side is pinned here (the core copies pageable
+   memory row by row through its stages). */
+static gf_result gf__hip_copy_2d(gf_stream *s, const gf_copy_2d *c) {
+    hip_Memcpy2D m;
+    memset(&m, 0, sizeof m);
+    if (c->src) { m.srcMemoryType = hipMemoryTypeDevice; m.srcDevice = gf__hip_at(c->src, c->src_offset); }
+    else        { m.srcMemoryType = hipMemoryTypeHost;   m.srcHost = c->src_host; }
+    if (c->dst) { m.dstMemoryType = hipMemoryTypeDevice; m.dstDevice = gf__hip_at(c->dst, c->dst_offset); }
+    else        { m.dstMemoryType = hipMemoryTypeHost;   m.dstHost = c->dst_host; }
+    m.srcPitch = c->src_pitch;
+    m.dstPitch = c->dst_pitch;
+    m.WidthInBytes = c->width;
+    m.Height = c->height;
+    GF__HIP_CHECK(MemcpyParam2DAsync, (&m, GF__HIPSTREAM(s)));
     return GF_OK;
 }
 
@@ -686,29 +851,70 @@ static gf_result gf__hip_kernel_get(gf_kernel *k) {
     return GF_OK;
 }
 
+/* ---- launches and graphs ---------------------------------------------------------------- */
+/* A native graph's HIP half, in g->native_exec. The exec names its nodes by those of the graph
+   it was instantiated from (hipGraphExecKernelNodeSetParams), so that graph, source, lives as
+   long as the exec; g->launch_nodes holds each launch's node in it. g->native_graph describes
+   what the exec runs (a launch inside a capture embeds a copy of it): source itself, until
+   gf_graph_update makes it a copy of the other graph's, whose launch nodes are desc_nodes. */
+typedef struct gf__hip_graph {
+    hipGraphExec_t exec;
+    hipGraph_t source;
+    hipGraphNode_t *desc_nodes; int desc_count;   /* in native_graph, once it is not source */
+} gf__hip_graph;
+#define GF__HIPGRAPH(g) ((gf__hip_graph *)(g)->native_exec)
+
+/* Launch i's node in the exec's source, and in the graph that describes the exec. */
+static hipGraphNode_t gf__hip_exec_node(gf_graph *g, int i) {
+    return i < g->launch_node_count ? (hipGraphNode_t)g->launch_nodes[i] : NULL;
+}
+static hipGraphNode_t gf__hip_desc_node(gf_graph *g, int i) {
+    gf__hip_graph *hg = GF__HIPGRAPH(g);
+    if ((hipGraph_t)g->native_graph == hg->source) return gf__hip_exec_node(g, i);
+    return i < hg->desc_count ? hg->desc_nodes[i] : NULL;
+}
+
+/* The capture s takes part in: the graph being built, and the nodes that work enqueued next
+   will follow (after a launch: the launch's own node). Fails unless the capture is active. */
+static hipError_t gf__hip_capture_tail(gf_stream *s, hipGraph_t *graph, const hipGraphNode_t **deps, size_t *ndeps) {
+    hipStreamCaptureStatus status = hipStreamCaptureStatusNone;
+    unsigned long long id = 0;
+    hipError_t r = GF__HIP_CALL(StreamGetCaptureInfo_v2, (GF__HIPSTREAM(s), &status, &id, graph, deps, ndeps));
+    return r == hipSuccess && status != hipStreamCaptureStatusActive ? hipErrorStreamCaptureInvalidated : r;
+}
+
 /* The hot path: the parameter table on the stack and one runtime call. kernelParams[i]
-   points at the argument's bytes; for a buffer, at its device pointer. */
+   points at the argument's bytes; for a buffer, at its device pointer. Inside a capture the
+   launch's node goes in g->launch_nodes at the launch's index among the graph's launches
+   (the core counts it once this returns): NULL where the runtime cannot say which it is, and
+   gf_graph_set_kernel_args then refuses that launch. */
 static gf_result gf__hip_launch(gf_stream *s, gf_kernel *k, const gf_launch_dims *dims,
                                 const gf_arg *args, int count) {
-    void *stack[GF__HIP_STACK_ARGS];
-    void **params = stack;
+    gf_graph *g = s->capture ? s->capture->graph : NULL;   /* s->capture: the core's, under s->lock */
+    int at = g ? g->launch_count : 0;
+    void *stack[GF__STACK_ARGS];
+    void **params;
     hipError_t r;
-    int i;
-    if (count > GF__HIP_STACK_ARGS) {
-        params = (void **)gf__malloc((size_t)count * sizeof *params);
-        if (!params) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "HIP: out of host memory for %d kernel arguments", count);
-    }
-    for (i = 0; i < count; i++)
-        params[i] = args[i].buffer ? (void *)&args[i].buffer->ptr : (void *)args[i].value;
+    if (g && !gf__grow((void **)&g->launch_nodes, &g->launch_node_cap, at + 1, sizeof *g->launch_nodes))
+        return gf__fail(GF_ERROR_OUT_OF_MEMORY, "HIP: out of host memory for a captured launch");
+    if (!(params = gf__kernel_params(args, count, offsetof(gf_buffer, ptr), stack))) return GF_ERROR_OUT_OF_MEMORY;
     r = GF__HIP_CALL(ModuleLaunchKernel, ((hipFunction_t)k->native, dims->grid[0], dims->grid[1], dims->grid[2],
                                           dims->block[0], dims->block[1], dims->block[2], (unsigned int)dims->shared_bytes,
                                           GF__HIPSTREAM(s), count ? params : NULL, NULL));
     if (params != stack) gf__free(params);
     if (r != hipSuccess) return gf__hip_fail(r, "hipModuleLaunchKernel");
+    if (g) {
+        hipGraph_t capturing = NULL;
+        const hipGraphNode_t *deps = NULL;
+        size_t ndeps = 0;
+        g->launch_nodes[at] = NULL;
+        if (gf__hip.StreamGetCaptureInfo_v2 && gf__hip_capture_tail(s, &capturing, &deps, &ndeps) == hipSuccess && ndeps == 1)
+            g->launch_nodes[at] = deps[0];
+        g->launch_node_count = at + 1;
+    }
     return GF_OK;
 }
 
-/* ---- graphs ----------------------------------------------------------------------------- */
 static gf_result gf__hip_capture_begin(gf_stream *s, gf_capture_mode mode) {
     hipStreamCaptureMode m = mode == GF_CAPTURE_THREAD_LOCAL ? hipStreamCaptureModeThreadLocal
                            : mode == GF_CAPTURE_RELAXED      ? hipStreamCaptureModeRelaxed
@@ -722,6 +928,7 @@ static gf_result gf__hip_capture_begin(gf_stream *s, gf_capture_mode mode) {
 static gf_result gf__hip_capture_end(gf_stream *s, gf_graph *g) {
     hipGraph_t graph = NULL;
     hipGraphExec_t exec = NULL;
+    gf__hip_graph *hg;
     size_t nodes = 0;
     const char *call;
     hipError_t r;
@@ -739,9 +946,16 @@ static gf_result gf__hip_capture_end(gf_stream *s, gf_graph *g) {
         (void)GF__HIP_CALL(GraphDestroy, (graph));
         return gf__hip_fail(r, call);
     }
+    if (!(hg = (gf__hip_graph *)gf__alloc(sizeof *hg))) {
+        (void)GF__HIP_CALL(GraphExecDestroy, (exec));
+        (void)GF__HIP_CALL(GraphDestroy, (graph));
+        return gf__fail(GF_ERROR_OUT_OF_MEMORY, "HIP: out of host memory for a graph");
+    }
+    hg->exec = exec;
+    hg->source = graph;
     g->native = 1;
     g->native_graph = graph;
-    g->native_exec = exec;
+    g->native_exec = hg;
     g->nodes = (int)nodes;
     return GF_OK;
 }
@@ -751,32 +965,27 @@ static gf_result gf__hip_capture_end(gf_stream *s, gf_graph *g) {
    dependencies; the node becomes the stream's one dependency, so that later captured work
    follows it. */
 static gf_result gf__hip_capture_append(gf_stream *s, gf_graph *child, const hipHostNodeParams *host) {
-    hipStream_t hs = GF__HIPSTREAM(s);
-    hipStreamCaptureStatus status = hipStreamCaptureStatusNone;
-    unsigned long long id = 0;
     hipGraph_t capturing = NULL;
     const hipGraphNode_t *deps = NULL;
     size_t ndeps = 0;
     hipGraphNode_t node = NULL;
+    hipError_t r;
     if (!gf__hip.StreamGetCaptureInfo_v2 || !gf__hip.StreamUpdateCaptureDependencies ||
         (child ? !gf__hip.GraphAddChildGraphNode : !gf__hip.GraphAddHostNode))
         return gf__fail(GF_ERROR_NOT_SUPPORTED, "HIP: %s inside a capture needs hipStreamGetCaptureInfo_v2, %s and "
                         "hipStreamUpdateCaptureDependencies, which this runtime lacks",
                         child ? "launching a graph" : "a host callback (without hipLaunchHostFunc)",
                         child ? "hipGraphAddChildGraphNode" : "hipGraphAddHostNode");
-    GF__HIP_CHECK(StreamGetCaptureInfo_v2, (hs, &status, &id, &capturing, &deps, &ndeps));
-    if (status != hipStreamCaptureStatusActive)
-        return gf__fail(GF_ERROR_CAPTURE, "hipStreamGetCaptureInfo_v2: the capture of stream '%s' is %s", s->label,
-                        status == hipStreamCaptureStatusInvalidated ? "invalidated" : "not active");
+    if ((r = gf__hip_capture_tail(s, &capturing, &deps, &ndeps)) != hipSuccess) return gf__hip_fail(r, "hipStreamGetCaptureInfo_v2");
     if (child) GF__HIP_CHECK(GraphAddChildGraphNode, (&node, capturing, deps, ndeps, (hipGraph_t)child->native_graph));
     else GF__HIP_CHECK(GraphAddHostNode, (&node, capturing, deps, ndeps, host));
-    GF__HIP_CHECK(StreamUpdateCaptureDependencies, (hs, &node, 1, hipStreamSetCaptureDependencies));
+    GF__HIP_CHECK(StreamUpdateCaptureDependencies, (GF__HIPSTREAM(s), &node, 1, hipStreamSetCaptureDependencies));
     return GF_OK;
 }
 
 static gf_result gf__hip_graph_launch(gf_graph *g, gf_stream *s) {
     if (s->capture) return gf__hip_capture_append(s, g, NULL);   /* s->capture: the core's, under s->lock */
-    GF__HIP_CHECK(GraphLaunch, ((hipGraphExec_t)g->native_exec, GF__HIPSTREAM(s)));
+    GF__HIP_CHECK(GraphLaunch, (GF__HIPGRAPH(g)->exec, GF__HIPSTREAM(s)));
     return GF_OK;
 }
 
@@ -792,34 +1001,111 @@ static const char *gf__hip_update_why(hipGraphExecUpdateResult u) {
     }
 }
 
-/* The target keeps its exec, which takes from's parameters, and a copy of from's graph, so
-   that its hipGraph_t keeps describing what it runs (a launch inside a capture embeds it).
-   The copy comes first: a failed copy or a refused update leaves the target's graph as it
-   was. */
+/* The target keeps its exec (and its source), which takes from's parameters, and a copy of
+   from's graph as the one that describes what it runs, with from's launch nodes found in the
+   copy (an update pairs the graphs' nodes in the order they were made, as the captures made
+   them: launch i with launch i). All is made first: a failure or a refused update leaves the
+   target as it was. */
 static gf_result gf__hip_graph_update(gf_graph *target, gf_graph *from) {
+    gf__hip_graph *t = GF__HIPGRAPH(target);
     hipGraphExecUpdateResult result = hipGraphExecUpdateSuccess;
-    hipGraphNode_t failed = NULL;
+    hipGraphNode_t failed = NULL, *desc = NULL;
     hipGraph_t copy = NULL;
+    int i, n = from->launch_node_count;
     hipError_t r;
     GF__HIP_CHECK(GraphClone, (&copy, (hipGraph_t)from->native_graph));
-    r = GF__HIP_CALL(GraphExecUpdate, ((hipGraphExec_t)target->native_exec, copy, &failed, &result));
+    if (n && !(desc = (hipGraphNode_t *)gf__malloc(sizeof *desc * (size_t)n))) {
+        (void)GF__HIP_CALL(GraphDestroy, (copy));
+        return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_graph_update: out of host memory");
+    }
+    for (i = 0; i < n; i++) {
+        hipGraphNode_t in_from = gf__hip_desc_node(from, i);
+        if (!in_from || GF__HIP_CALL(GraphNodeFindInClone, (&desc[i], in_from, copy)) != hipSuccess) desc[i] = NULL;
+    }
+    r = GF__HIP_CALL(GraphExecUpdate, (t->exec, copy, &failed, &result));
     if (r != hipSuccess) {
+        gf__free(desc);
         (void)GF__HIP_CALL(GraphDestroy, (copy));
         if (r == hipErrorGraphExecUpdateFailure)
             return gf__fail(GF_ERROR_INVALID_ARGUMENT, "hipGraphExecUpdate: %s (%d): %s (hipGraphExecUpdateResult %d); "
                             "the target graph is unchanged", gf__hip_error_name(r), (int)r, gf__hip_update_why(result), (int)result);
         return gf__hip_fail(r, "hipGraphExecUpdate");
     }
-    (void)GF__HIP_CALL(GraphDestroy, ((hipGraph_t)target->native_graph));
+    if ((hipGraph_t)target->native_graph != t->source) (void)GF__HIP_CALL(GraphDestroy, ((hipGraph_t)target->native_graph));
+    gf__free(t->desc_nodes);
     target->native_graph = copy;
+    t->desc_nodes = desc;
+    t->desc_count = n;
     return GF_OK;
 }
 
+/* Launch i's node made to run k with args, in the exec or (exec NULL) in a graph: the
+   function, dimensions and shared memory as captured. The runtime copies the values. */
+static gf_result gf__hip_kernel_node_set(hipGraphExec_t exec, hipGraphNode_t node, gf_kernel *k,
+                                         const gf_launch_dims *dims, const gf_arg *args, int count) {
+    void *stack[GF__STACK_ARGS];
+    void **params = gf__kernel_params(args, count, offsetof(gf_buffer, ptr), stack);
+    hipKernelNodeParams p;   /* no memset: in C++ its dim3 members have constructors */
+    hipError_t r;
+    if (!params) return GF_ERROR_OUT_OF_MEMORY;
+    p.func = k->native;
+    p.gridDim.x = dims->grid[0]; p.gridDim.y = dims->grid[1]; p.gridDim.z = dims->grid[2];
+    p.blockDim.x = dims->block[0]; p.blockDim.y = dims->block[1]; p.blockDim.z = dims->block[2];
+    p.sharedMemBytes = (unsigned int)dims->shared_bytes;
+    p.kernelParams = count ? params : NULL;
+    p.extra = NULL;
+    r = exec ? GF__HIP_CALL(GraphExecKernelNodeSetParams, (exec, node, &p)) : GF__HIP_CALL(GraphKernelNodeSetParams, (node, &p));
+    if (params != stack) gf__free(params);
+    if (r != hipSuccess) return gf__hip_fail(r, exec ? "hipGraphExecKernelNodeSetParams" : "hipGraphKernelNodeSetParams");
+    return GF_OK;
+}
+
+/* New arguments for launch i: the graph that describes the exec first, then the exec. If the
+   exec refuses, the description goes back to what the exec still runs (the core's copy of the
+   launch), and the exec's refusal is what this thread's error says. */
+static gf_result gf__hip_graph_set_kernel_args(gf_graph *g, int i, gf_kernel *k, const gf_arg *args, int count) {
+    const gf__cmd *now = &g->launches[i];
+    hipGraphNode_t node = gf__hip_exec_node(g, i), desc = gf__hip_desc_node(g, i);
+    gf_result r;
+    if (!node || !desc)
+        return gf__fail(GF_ERROR_NOT_SUPPORTED, "gf_graph_set_kernel_args: the HIP runtime did not say which graph node launch %d "
+                        "(kernel '%s') became (hipStreamGetCaptureInfo_v2)", i, k->name);
+    GF__HIP_USE(g->dev);   /* the runtime looks the function up on the current device */
+    if ((r = gf__hip_kernel_node_set(NULL, desc, k, &now->dims, args, count)) != GF_OK) return r;
+    if ((r = gf__hip_kernel_node_set(GF__HIPGRAPH(g)->exec, node, k, &now->dims, args, count)) != GF_OK) {
+        char why[sizeof gf__error_text];
+        memcpy(why, gf__error_text, sizeof why);
+        (void)gf__hip_kernel_node_set(NULL, desc, k, &now->dims, now->args, now->arg_count);
+        memcpy(gf__error_text, why, sizeof why);
+    }
+    return r;
+}
+
 static void gf__hip_graph_destroy(gf_graph *g) {
-    if (g->native_exec) (void)GF__HIP_CALL(GraphExecDestroy, ((hipGraphExec_t)g->native_exec));
-    if (g->native_graph) (void)GF__HIP_CALL(GraphDestroy, ((hipGraph_t)g->native_graph));
+    gf__hip_graph *hg = GF__HIPGRAPH(g);
+    if (hg) {
+        (void)GF__HIP_CALL(GraphExecDestroy, (hg->exec));
+        if ((hipGraph_t)g->native_graph != hg->source) (void)GF__HIP_CALL(GraphDestroy, ((hipGraph_t)g->native_graph));
+        (void)GF__HIP_CALL(GraphDestroy, (hg->source));
+        gf__free(hg->desc_nodes);
+        gf__free(hg);
+    }
     g->native_exec = NULL;
     g->native_graph = NULL;
+}
+
+/* ---- native handles --------------------------------------------------------------------- */
+/* What gf_<object>_native gives: the device pointer, hipStream_t, hipEvent_t, hipFunction_t
+   (and hipModule_t). */
+static uint64_t gf__hip_native_handle(gf__type type, void *obj) {
+    switch (type) {
+    case GF__T_BUFFER: return (uint64_t)(uintptr_t)((gf_buffer *)obj)->ptr;
+    case GF__T_STREAM: return (uint64_t)(uintptr_t)((gf_stream *)obj)->native;
+    case GF__T_EVENT:  return (uint64_t)(uintptr_t)((gf_event *)obj)->native;
+    case GF__T_KERNEL: return (uint64_t)(uintptr_t)((gf_kernel *)obj)->native;
+    case GF__T_MODULE: return (uint64_t)(uintptr_t)((gf_module *)obj)->native;
+    default:           return 0;
+    }
 }
 
 #undef GF__HIP_CHECK
@@ -829,6 +1115,7 @@ static void gf__hip_graph_destroy(gf_graph *g) {
 #undef GF__HIP_USE
 #undef GF__HIPSTREAM
 #undef GF__HIPEVENT
+#undef GF__HIPGRAPH
 
 /* ---- the backend table ------------------------------------------------------------------ */
 static void gf__hip_fill_table(gf__backend *t) {
@@ -870,7 +1157,17 @@ static void gf__hip_fill_table(gf__backend *t) {
     t->graph_launch = gf__hip_graph_launch;
     t->graph_update = gf__hip_graph_update;
     t->graph_destroy = gf__hip_graph_destroy;
+    t->graph_set_kernel_args = gf__hip_graph_set_kernel_args;
     t->host_pinned = gf__hip_host_pinned;   /* the core stages pageable copies */
+    t->native_handle = gf__hip_native_handle;
+    t->device_native = gf__hip_device_native;
+    t->device_open_native = gf__hip_device_open_native;
+    t->stream_wrap = gf__hip_stream_wrap;
+    t->buffer_wrap = gf__hip_buffer_wrap;
+    t->fill_wide = gf__hip_fill_wide;
+    t->copy_2d = gf__hip_copy_2d;
+    t->trim = gf__hip_trim;
+    t->cached_bytes = gf__hip_cached_bytes;
 }
 static gf__backend gf__hip_table;
 static const gf__backend *gf__hip_backend(void) { return gf__backend_once(&gf__hip_table, gf__hip_fill_table); }

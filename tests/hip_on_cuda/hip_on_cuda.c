@@ -17,8 +17,9 @@
 
    HIP's current device per thread maps onto the CUDA context current on the thread: hipSetDevice
    makes the device's primary context current; a thread that calls anything else first gets
-   device 0's, HIP's default. Built with -DHOC_NO_LAUNCH_HOST_FUNC it does not export
-   hipLaunchHostFunc, like HIP 5.2 (gpuflow then uses hipStreamAddCallback).
+   device 0's, HIP's default. Built with -DHOC_HIP_5_2 it leaves out what HIP 5.2's runtime
+   lacks of gpuflow's list, hipLaunchHostFunc (gpuflow then uses hipStreamAddCallback) and
+   hipStreamGetDevice (gf_stream_wrap then takes a stream's device on trust).
 
    Build (see README.md): cc -std=c99 -shared -fPIC -D__HIP_PLATFORM_AMD__ -isystem HIP_HEADERS
    -isystem CUDA_INCLUDE hip_on_cuda.c -o libamdhip64.so -L CUDA_STUBS -lcuda -pthread
@@ -36,6 +37,9 @@
 #if CUDA_VERSION < 12000
 #  error "hip_on_cuda.c needs the headers of CUDA 12.0 or newer"
 #endif
+
+/* Newer than HIP 5.2's headers: declared as gpuflow_hip.h declares them. */
+hipError_t hipStreamGetDevice(hipStream_t stream, hipDevice_t *device);
 
 /* ---- errors ---------------------------------------------------------------------------- */
 /* X(CUresult, hipError_t) where both mean the same; each hipError_t once. */
@@ -276,18 +280,31 @@ hipError_t hipDeviceGetDefaultMemPool(hipMemPool_t *pool, int ordinal) {
     return hoc_err(r);
 }
 
-hipError_t hipMemPoolSetAttribute(hipMemPool_t pool, hipMemPoolAttr attr, void *value) {
-    CUmemPool_attribute a;
+/* hipMemPoolAttr values are CUmemPool_attribute's names; 0 for one the stand-in does not know. */
+static CUmemPool_attribute hoc_pool_attr(hipMemPoolAttr attr) {
     switch (attr) {
-    case hipMemPoolReuseFollowEventDependencies:   a = CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES; break;
-    case hipMemPoolReuseAllowOpportunistic:        a = CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC; break;
-    case hipMemPoolReuseAllowInternalDependencies: a = CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES; break;
-    case hipMemPoolAttrReleaseThreshold:           a = CU_MEMPOOL_ATTR_RELEASE_THRESHOLD; break;
-    case hipMemPoolAttrReservedMemHigh:            a = CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH; break;
-    case hipMemPoolAttrUsedMemHigh:                a = CU_MEMPOOL_ATTR_USED_MEM_HIGH; break;
-    default: return hipErrorInvalidValue;
+    case hipMemPoolReuseFollowEventDependencies:   return CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES;
+    case hipMemPoolReuseAllowOpportunistic:        return CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC;
+    case hipMemPoolReuseAllowInternalDependencies: return CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES;
+    case hipMemPoolAttrReleaseThreshold:           return CU_MEMPOOL_ATTR_RELEASE_THRESHOLD;
+    case hipMemPoolAttrReservedMemCurrent:         return CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT;
+    case hipMemPoolAttrReservedMemHigh:            return CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH;
+    case hipMemPoolAttrUsedMemCurrent:             return CU_MEMPOOL_ATTR_USED_MEM_CURRENT;
+    case hipMemPoolAttrUsedMemHigh:                return CU_MEMPOOL_ATTR_USED_MEM_HIGH;
+    default:                                       return (CUmemPool_attribute)0;
     }
+}
+
+hipError_t hipMemPoolSetAttribute(hipMemPool_t pool, hipMemPoolAttr attr, void *value) {
+    CUmemPool_attribute a = hoc_pool_attr(attr);
+    if (!a) return hipErrorInvalidValue;
     HOC_CALL(cuMemPoolSetAttribute((CUmemoryPool)pool, a, value));
+}
+
+hipError_t hipMemPoolGetAttribute(hipMemPool_t pool, hipMemPoolAttr attr, void *value) {
+    CUmemPool_attribute a = hoc_pool_attr(attr);
+    if (!a) return hipErrorInvalidValue;
+    HOC_CALL(cuMemPoolGetAttribute((CUmemoryPool)pool, a, value));
 }
 
 hipError_t hipMemPoolTrimTo(hipMemPool_t pool, size_t keep) {
@@ -337,6 +354,75 @@ hipError_t hipMemsetD8Async(hipDeviceptr_t dst, unsigned char value, size_t coun
     HOC_CALL(cuMemsetD8Async(HOC_DPTR(dst), value, count, HOC_STREAM(stream)));
 }
 
+hipError_t hipMemsetD16Async(hipDeviceptr_t dst, unsigned short value, size_t count, hipStream_t stream) {
+    HOC_CALL(cuMemsetD16Async(HOC_DPTR(dst), value, count, HOC_STREAM(stream)));
+}
+
+hipError_t hipMemsetD32Async(hipDeviceptr_t dst, int value, size_t count, hipStream_t stream) {
+    HOC_CALL(cuMemsetD32Async(HOC_DPTR(dst), (unsigned int)value, count, HOC_STREAM(stream)));
+}
+
+/* Host and device memory only: a hipArray is not a CUarray. */
+static int hoc_memtype(hipMemoryType t, CUmemorytype *out) {
+    *out = t == hipMemoryTypeHost ? CU_MEMORYTYPE_HOST : t == hipMemoryTypeDevice ? CU_MEMORYTYPE_DEVICE
+         : t == hipMemoryTypeUnified ? CU_MEMORYTYPE_UNIFIED : (CUmemorytype)0;
+    return *out != 0;
+}
+
+hipError_t hipMemcpyParam2DAsync(const hip_Memcpy2D *c, hipStream_t stream) {
+    CUDA_MEMCPY2D m;
+    if (!c) return hipErrorInvalidValue;
+    memset(&m, 0, sizeof m);
+    if (!hoc_memtype(c->srcMemoryType, &m.srcMemoryType) || !hoc_memtype(c->dstMemoryType, &m.dstMemoryType))
+        return hipErrorInvalidValue;
+    m.srcXInBytes = c->srcXInBytes; m.srcY = c->srcY; m.srcHost = c->srcHost; m.srcDevice = HOC_DPTR(c->srcDevice);
+    m.srcPitch = c->srcPitch;
+    m.dstXInBytes = c->dstXInBytes; m.dstY = c->dstY; m.dstHost = c->dstHost; m.dstDevice = HOC_DPTR(c->dstDevice);
+    m.dstPitch = c->dstPitch;
+    m.WidthInBytes = c->WidthInBytes;
+    m.Height = c->Height;
+    HOC_CALL(cuMemcpy2DAsync(&m, HOC_STREAM(stream)));
+}
+
+/* As HIP 5.2: memory the runtime does not know is hipErrorInvalidValue. */
+hipError_t hipPointerGetAttributes(hipPointerAttribute_t *attr, const void *ptr) {
+    CUpointer_attribute which[5] = { CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+                                     CU_POINTER_ATTRIBUTE_DEVICE_POINTER, CU_POINTER_ATTRIBUTE_HOST_POINTER,
+                                     CU_POINTER_ATTRIBUTE_IS_MANAGED };
+    CUmemorytype type = (CUmemorytype)0;
+    int ordinal = -1;
+    CUdeviceptr dptr = 0;
+    void *hptr = NULL;
+    unsigned int managed = 0;
+    void *data[5];
+    CUresult r;
+    if (!attr) return hipErrorInvalidValue;
+    data[0] = &type; data[1] = &ordinal; data[2] = &dptr; data[3] = &hptr; data[4] = &managed;
+    if ((r = hoc_ctx()) == CUDA_SUCCESS) r = cuPointerGetAttributes(5, which, data, HOC_DPTR(ptr));
+    if (r != CUDA_SUCCESS) return hoc_err(r);
+    if (!type) return hipErrorInvalidValue;
+    memset(attr, 0, sizeof *attr);
+    attr->memoryType = type == CU_MEMORYTYPE_HOST ? hipMemoryTypeHost : type == CU_MEMORYTYPE_ARRAY ? hipMemoryTypeArray
+                     : type == CU_MEMORYTYPE_UNIFIED ? hipMemoryTypeUnified : hipMemoryTypeDevice;
+    attr->device = ordinal;
+    attr->devicePointer = (void *)(uintptr_t)dptr;
+    attr->hostPointer = hptr;
+    attr->isManaged = managed != 0;
+    return hipSuccess;
+}
+
+hipError_t hipMemGetAddressRange(hipDeviceptr_t *base, size_t *size, hipDeviceptr_t ptr) {
+    CUdeviceptr b = 0;
+    size_t n = 0;
+    CUresult r;
+    if ((r = hoc_ctx()) == CUDA_SUCCESS) r = cuMemGetAddressRange(&b, &n, HOC_DPTR(ptr));
+    if (r == CUDA_SUCCESS) {
+        if (base) *base = (hipDeviceptr_t)(uintptr_t)b;
+        if (size) *size = n;
+    }
+    return hoc_err(r);
+}
+
 /* ---- streams and host functions ------------------------------------------------------------ */
 hipError_t hipStreamCreateWithPriority(hipStream_t *stream, unsigned int flags, int priority) {
     CUstream s = NULL;
@@ -357,7 +443,22 @@ hipError_t hipStreamWaitEvent(hipStream_t stream, hipEvent_t event, unsigned int
     HOC_CALL(cuStreamWaitEvent(HOC_STREAM(stream), HOC_EVENT(event), flags));
 }
 
-#ifndef HOC_NO_LAUNCH_HOST_FUNC
+#ifndef HOC_HIP_5_2   /* what HIP 5.2's runtime lacks */
+/* The device of the stream's context (hipDevice_t is the ordinal, as CUdevice is). */
+hipError_t hipStreamGetDevice(hipStream_t stream, hipDevice_t *device) {
+    CUcontext ctx = NULL, popped = NULL;
+    CUdevice dev = 0;
+    CUresult r;
+    if (!device) return hipErrorInvalidValue;
+    if ((r = hoc_ctx()) != CUDA_SUCCESS || (r = cuStreamGetCtx(HOC_STREAM(stream), &ctx)) != CUDA_SUCCESS ||
+        (r = cuCtxPushCurrent(ctx)) != CUDA_SUCCESS)
+        return hoc_err(r);
+    r = cuCtxGetDevice(&dev);
+    (void)cuCtxPopCurrent(&popped);
+    if (r == CUDA_SUCCESS) *device = (hipDevice_t)dev;
+    return hoc_err(r);
+}
+
 hipError_t hipLaunchHostFunc(hipStream_t stream, hipHostFn_t fn, void *user) {
     HOC_CALL(cuLaunchHostFunc(HOC_STREAM(stream), fn, user));
 }
@@ -519,6 +620,35 @@ hipError_t hipGraphClone(hipGraph_t *clone, hipGraph_t graph) {
     if (!clone) return hipErrorInvalidValue;
     if ((r = hoc_ctx()) == CUDA_SUCCESS && (r = cuGraphClone(&g, (CUgraph)graph)) == CUDA_SUCCESS) *clone = (hipGraph_t)g;
     return hoc_err(r);
+}
+
+/* hipKernelNodeParams onto CUDA's: func is the hipFunction_t, a CUfunction here. */
+static void hoc_kernel_node(const hipKernelNodeParams *p, CUDA_KERNEL_NODE_PARAMS *out) {
+    memset(out, 0, sizeof *out);
+    out->func = (CUfunction)p->func;
+    out->gridDimX = p->gridDim.x; out->gridDimY = p->gridDim.y; out->gridDimZ = p->gridDim.z;
+    out->blockDimX = p->blockDim.x; out->blockDimY = p->blockDim.y; out->blockDimZ = p->blockDim.z;
+    out->sharedMemBytes = p->sharedMemBytes;
+    out->kernelParams = p->kernelParams;
+    out->extra = p->extra;
+}
+
+hipError_t hipGraphKernelNodeSetParams(hipGraphNode_t node, const hipKernelNodeParams *params) {
+    CUDA_KERNEL_NODE_PARAMS p;
+    if (!params) return hipErrorInvalidValue;
+    hoc_kernel_node(params, &p);
+    HOC_CALL(cuGraphKernelNodeSetParams((CUgraphNode)node, &p));
+}
+
+hipError_t hipGraphExecKernelNodeSetParams(hipGraphExec_t exec, hipGraphNode_t node, const hipKernelNodeParams *params) {
+    CUDA_KERNEL_NODE_PARAMS p;
+    if (!params) return hipErrorInvalidValue;
+    hoc_kernel_node(params, &p);
+    HOC_CALL(cuGraphExecKernelNodeSetParams((CUgraphExec)exec, (CUgraphNode)node, &p));
+}
+
+hipError_t hipGraphNodeFindInClone(hipGraphNode_t *node, hipGraphNode_t original, hipGraph_t clone) {
+    HOC_CALL(cuGraphNodeFindInClone((CUgraphNode *)node, (CUgraphNode)original, (CUgraph)clone));
 }
 
 hipError_t hipStreamGetCaptureInfo_v2(hipStream_t stream, hipStreamCaptureStatus *status,

@@ -1,9 +1,10 @@
 #!/bin/sh
 # The HIP backend on an NVIDIA GPU, through the stand-in HIP runtime over CUDA (hip_on_cuda.c).
-# Builds the stand-in twice (with hipLaunchHostFunc, and without it as HIP 5.2 ships, so that
-# both of gpuflow's callback paths run), the tests and the examples with GPUFLOW_HIP and
-# GPUFLOW_TEST_HIP_ON_CUDA against the carried HIP headers, then runs with GPUFLOW_BACKEND=hip:
-# the conformance suite and the thread test on each stand-in, and every example. Ends with
+# Builds the stand-in twice (with every entry point, and with -DHOC_HIP_5_2 without those that
+# HIP 5.2's runtime lacks: hipLaunchHostFunc, hipStreamGetDevice; so that both of gpuflow's paths
+# run), the tests and the examples with GPUFLOW_HIP and GPUFLOW_TEST_HIP_ON_CUDA against the
+# carried HIP headers, then runs them on the hip backend: conformance and threads on each
+# stand-in, reliability, races and every example on the full one. Ends with
 # `N passed, N failed` (tests/run.sh sums the parts). Run from the repository root.
 #   usage: sh tests/hip_on_cuda/run.sh [OUT_DIR]        (default build/hip_on_cuda)
 #   environment: CC (cc), HIP_HEADERS (.hip-headers: holds hip/hip_runtime_api.h),
@@ -24,7 +25,7 @@ if [ ! -f "$hip/hip/hip_runtime_api.h" ]; then
 fi
 grep -q GPUFLOW_TEST_HIP_ON_CUDA tests/test_kernels.h ||
     echo "notice: tests/test_kernels.h has no hip_code under GPUFLOW_TEST_HIP_ON_CUDA: the kernel tests will skip"
-mkdir -p "$out/lib" "$out/lib-no-hostfunc" || exit 1
+mkdir -p "$out/lib" "$out/lib-hip52" || exit 1
 
 stand_in() {   # DIR [FLAGS]
     echo "$cc -std=c99 $warn -O2 -fPIC -shared -D__HIP_PLATFORM_AMD__ -isystem $hip -isystem $cuda ${2:-} tests/hip_on_cuda/hip_on_cuda.c -o $1/libamdhip64.so -L$culib -lcuda -pthread"
@@ -33,21 +34,22 @@ stand_in() {   # DIR [FLAGS]
     ln -sf libamdhip64.so "$1/libamdhip64.so.5"
 }
 stand_in "$out/lib"
-stand_in "$out/lib-no-hostfunc" -DHOC_NO_LAUNCH_HOST_FUNC
-for t in conformance threads reliability races; do
-    echo "$cc -std=c99 $warn -g -O1 $gf tests/$t.c -o $out/$t -pthread -ldl"
-    $cc -std=c99 $warn -g -O1 $gf "tests/$t.c" -o "$out/$t" -pthread -ldl
+stand_in "$out/lib-hip52" -DHOC_HIP_5_2
+for t in conformance threads reliability races dialect; do
+    echo "$cc -std=c99 $warn -g -O1 $gf tests/$t.c -o $out/$t -pthread -ldl -lm"
+    $cc -std=c99 $warn -g -O1 $gf "tests/$t.c" -o "$out/$t" -pthread -ldl -lm
 done
 
 # A missing build shows up below as a command without a summary line: one failure each.
-lib=$(cd "$out/lib" && pwd) nohf=$(cd "$out/lib-no-hostfunc" && pwd)
+lib=$(cd "$out/lib" && pwd) old=$(cd "$out/lib-hip52" && pwd)
 TEST_TIMEOUT=${TEST_TIMEOUT:-240} sh tests/run.sh \
     "sh tests/hip_on_cuda/check_exports.sh $lib/libamdhip64.so" \
-    "sh tests/hip_on_cuda/check_exports.sh $nohf/libamdhip64.so hipLaunchHostFunc" \
+    "sh tests/hip_on_cuda/check_exports.sh $old/libamdhip64.so hipLaunchHostFunc hipStreamGetDevice" \
     "LD_LIBRARY_PATH=$lib $out/conformance hip" \
     "LD_LIBRARY_PATH=$lib $out/threads hip" \
     "LD_LIBRARY_PATH=$lib $out/reliability hip" \
     "LD_LIBRARY_PATH=$lib $out/races hip" \
+    "LD_LIBRARY_PATH=$lib $out/dialect hip" \
     "LD_LIBRARY_PATH=$lib sh tests/examples.sh $out/examples '$cc -std=c99 $warn $gf' hip" \
-    "LD_LIBRARY_PATH=$nohf $out/conformance hip" \
-    "LD_LIBRARY_PATH=$nohf $out/threads hip"
+    "LD_LIBRARY_PATH=$old $out/conformance hip" \
+    "LD_LIBRARY_PATH=$old $out/threads hip"
