@@ -188,6 +188,12 @@
     X(GraphDestroy, cuGraphDestroy, 10000, UNKNOWN, (CUgraph)) \
     X(GraphClone, cuGraphClone, 10000, UNKNOWN, (CUgraph *, CUgraph)) \
     X(GraphAddChildGraphNode, cuGraphAddChildGraphNode, 10000, UNKNOWN, (CUgraphNode *, CUgraph, const CUgraphNode *, size_t, CUgraph)) \
+    X(GraphNodeFindInClone, cuGraphNodeFindInClone, 10000, UNKNOWN, (CUgraphNode *, CUgraphNode, CUgraph)) \
+    /* gf_graph_set_kernel_args: the forms with CUDA_KERNEL_NODE_PARAMS_v2 */ \
+    X(GraphKernelNodeGetParams, cuGraphKernelNodeGetParams, 12000, UNKNOWN, (CUgraphNode, CUDA_KERNEL_NODE_PARAMS *)) \
+    X(GraphKernelNodeSetParams, cuGraphKernelNodeSetParams, 12000, UNKNOWN, (CUgraphNode, const CUDA_KERNEL_NODE_PARAMS *)) \
+    X(GraphExecKernelNodeSetParams, cuGraphExecKernelNodeSetParams, 12000, UNKNOWN, (CUgraphExec, CUgraphNode, const CUDA_KERNEL_NODE_PARAMS *)) \
+    OPT(GraphDebugDotPrint, cuGraphDebugDotPrint, 11030, UNKNOWN, (CUgraph, const char *, unsigned int)) \
     /* a graph launched inside a capture: the edge-data forms, CUDA 12.3 drivers on */ \
     OPT(StreamGetCaptureInfo, cuStreamGetCaptureInfo_v3, 12030, UNKNOWN, (CUstream, CUstreamCaptureStatus *, cuuint64_t *, CUgraph *, \
                                                                           const CUgraphNode **, const CUgraphEdgeData **, size_t *)) \
@@ -823,25 +829,79 @@ static gf_result gf__cuda_kernel_get(gf_kernel *k) {
     return GF_OK;
 }
 
+/* ---- launches and graphs ---------------------------------------------------------------- */
+/* A native graph's CUDA half, in g->native_exec. cuGraphExec*SetParams names a node of the
+   exec by its node in the CUgraph the exec was instantiated from (which must still hold it),
+   also after cuGraphExecUpdate; so that graph, source, lives as long as the exec, and
+   g->launch_nodes holds each launch's node in it. g->native_graph describes what the exec
+   runs (a launch inside a capture embeds a copy of it): source itself, until gf_graph_update
+   makes it a copy of the other graph's, where the launches' nodes are copy_nodes. */
+typedef struct gf__cuda_graph {
+    CUgraphExec exec;
+    CUgraph source;
+    CUgraphNode *copy_nodes; int copy_count;
+} gf__cuda_graph;
+#define GF__CUGRAPH(g) ((gf__cuda_graph *)(g)->native_exec)
+
+/* Launch i's node in source, and in native_graph; NULL where it is not known. */
+static CUgraphNode gf__cuda_exec_node(const gf_graph *g, int i) {
+    return i < g->launch_node_count ? (CUgraphNode)g->launch_nodes[i] : NULL;
+}
+static CUgraphNode gf__cuda_desc_node(const gf_graph *g, int i) {
+    const gf__cuda_graph *cg = GF__CUGRAPH(g);
+    if ((CUgraph)g->native_graph == cg->source) return gf__cuda_exec_node(g, i);
+    return i < cg->copy_count ? cg->copy_nodes[i] : NULL;
+}
+
+/* The node a launch just added to the capture of s: right after the launch, the capture's
+   dependencies are that node alone. NULL where the driver cannot say (no
+   cuStreamGetCaptureInfo_v3 before CUDA 12.3, or the question failed: a warning says so). */
+static CUgraphNode gf__cuda_launch_node(gf_stream *s, const gf_kernel *k) {
+    CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+    cuuint64_t id = 0;
+    CUgraph capturing = NULL;
+    const CUgraphNode *deps = NULL;
+    const CUgraphEdgeData *edges = NULL;
+    size_t ndeps = 0;
+    CUresult r;
+    if (!gf__cu.StreamGetCaptureInfo) return NULL;
+    r = GF__CUDA_CALL(StreamGetCaptureInfo, (GF__CUSTREAM(s), &status, &id, &capturing, &deps, &edges, &ndeps));
+    if (r == CUDA_SUCCESS && status == CU_STREAM_CAPTURE_STATUS_ACTIVE && ndeps == 1) return deps[0];
+    gf__notice(GF_LOG_WARNING, "CUDA: which graph node the launch of kernel '%s' captured on stream '%s' became is unknown "
+               "(cuStreamGetCaptureInfo: %s (%d), status %d, %d dependencies): gf_graph_set_kernel_args will refuse it",
+               k->name, s->label, gf__cuda_error_name((int)r), (int)r, (int)status, (int)ndeps);
+    return NULL;
+}
+
 /* The hot path: one context check, the parameter table on the stack, one driver call.
-   kernelParams[i] points at the argument's bytes; for a buffer, at its CUdeviceptr. */
+   kernelParams[i] points at the argument's bytes; for a buffer, at its CUdeviceptr. Inside a
+   capture the launch's node goes in g->launch_nodes at the launch's index among the graph's
+   launches: the core counts the launch once this returns, so a launch that fails (here or in
+   the core) leaves its place to the next one. */
 static gf_result gf__cuda_launch(gf_stream *s, gf_kernel *k, const gf_launch_dims *dims,
                                  const gf_arg *args, int count) {
+    gf_graph *g = s->capture && s->capture->native ? s->capture->graph : NULL;   /* the core's, under s->lock */
+    int at = g ? g->launch_count : 0;
     void *stack[GF__STACK_ARGS];
     void **params;
     CUresult r;
     GPUFLOW_ASSERT(count >= 0 && (count == 0 || args != NULL));   /* gf_launch validated them */
     GF__CUDA_ENTER(s->dev);
+    if (g && !gf__grow((void **)&g->launch_nodes, &g->launch_node_cap, at + 1, sizeof *g->launch_nodes))
+        return gf__fail(GF_ERROR_OUT_OF_MEMORY, "CUDA: out of host memory for a captured launch");
     if (!(params = gf__kernel_params(args, count, offsetof(gf_buffer, addr), stack))) return GF_ERROR_OUT_OF_MEMORY;
     r = GF__CUDA_CALL(LaunchKernel, ((CUfunction)k->native, dims->grid[0], dims->grid[1], dims->grid[2],
                                      dims->block[0], dims->block[1], dims->block[2], (unsigned int)dims->shared_bytes,
                                      GF__CUSTREAM(s), count ? params : NULL, NULL));
     if (params != stack) gf__free(params);
     if (r != CUDA_SUCCESS) return gf__cuda_fail(r, "cuLaunchKernel");
+    if (g) {
+        g->launch_nodes[at] = gf__cuda_launch_node(s, k);
+        g->launch_node_count = at + 1;
+    }
     return GF_OK;
 }
 
-/* ---- graphs ----------------------------------------------------------------------------- */
 static gf_result gf__cuda_capture_begin(gf_stream *s, gf_capture_mode mode) {
     CUstreamCaptureMode m = mode == GF_CAPTURE_THREAD_LOCAL ? CU_STREAM_CAPTURE_MODE_THREAD_LOCAL
                           : mode == GF_CAPTURE_RELAXED      ? CU_STREAM_CAPTURE_MODE_RELAXED
@@ -854,6 +914,7 @@ static gf_result gf__cuda_capture_begin(gf_stream *s, gf_capture_mode mode) {
 /* Ends the capture whatever happens: on failure the partial graph is destroyed and the
    stream is out of capture mode, usable again. */
 static gf_result gf__cuda_capture_end(gf_stream *s, gf_graph *g) {
+    gf__cuda_graph *cg;
     CUgraph graph = NULL;
     CUgraphExec exec = NULL;
     size_t nodes = 0;
@@ -872,9 +933,16 @@ static gf_result gf__cuda_capture_end(gf_stream *s, gf_graph *g) {
         (void)GF__CUDA_CALL(GraphDestroy, (graph));
         return gf__cuda_fail(r, call);
     }
+    if (!(cg = (gf__cuda_graph *)gf__alloc(sizeof *cg))) {
+        (void)GF__CUDA_CALL(GraphExecDestroy, (exec));
+        (void)GF__CUDA_CALL(GraphDestroy, (graph));
+        return gf__fail(GF_ERROR_OUT_OF_MEMORY, "CUDA: out of host memory for a graph");
+    }
+    cg->exec = exec;
+    cg->source = graph;
     g->native = 1;
     g->native_graph = graph;
-    g->native_exec = exec;
+    g->native_exec = cg;
     g->nodes = (int)nodes;
     return GF_OK;
 }
@@ -906,7 +974,7 @@ static gf_result gf__cuda_graph_launch(gf_graph *g, gf_stream *s) {
     GPUFLOW_ASSERT(g->native);   /* the core replays recorded graphs itself */
     GF__CUDA_ENTER(s->dev);
     if (s->capture) return gf__cuda_graph_add_child(g, s);   /* s->capture: the core's, under s->lock */
-    GF__CUDA_CHECK(GraphLaunch, ((CUgraphExec)g->native_exec, GF__CUSTREAM(s)));
+    GF__CUDA_CHECK(GraphLaunch, (GF__CUGRAPH(g)->exec, GF__CUSTREAM(s)));
     return GF_OK;
 }
 
@@ -923,39 +991,124 @@ static const char *gf__cuda_update_why(CUgraphExecUpdateResult u) {
     }
 }
 
-/* The target keeps its exec, which takes from's parameters, and a copy of from's CUgraph,
-   so that its CUgraph keeps describing what it runs (a launch inside a capture embeds the
-   CUgraph). The copy is made first: a refused update (the driver documents that it then
-   changes nothing) or a failed copy leaves the target as it was. */
+/* The target keeps its exec and source; the exec takes from's parameters. A copy of from's
+   CUgraph becomes the target's description of what it runs, with from's launch nodes found
+   in the copy (the update pairs the graphs' nodes in the order they were made, which two
+   captures of the same work make alike: launch i with launch i). All of it is made first: a
+   refused update (the driver then changes nothing) or a failure leaves the target as it was. */
 static gf_result gf__cuda_graph_update(gf_graph *target, gf_graph *from) {
+    gf__cuda_graph *t = GF__CUGRAPH(target);
     CUgraphExecUpdateResultInfo info;
     CUgraph copy = NULL;
+    CUgraphNode *nodes = NULL;
+    int i, n = from->launch_count;
     CUresult r;
     GPUFLOW_ASSERT(target->native && from->native);
     GF__CUDA_ENTER(target->dev);
-    GF__CUDA_CHECK(GraphClone, (&copy, (CUgraph)from->native_graph));
+    if (n && !(nodes = (CUgraphNode *)gf__malloc(sizeof *nodes * (size_t)n)))
+        return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_graph_update: out of host memory");
+    if ((r = GF__CUDA_CALL(GraphClone, (&copy, (CUgraph)from->native_graph))) != CUDA_SUCCESS) {
+        gf__free(nodes);
+        return gf__cuda_fail(r, "cuGraphClone");
+    }
+    for (i = 0; i < n; i++) {   /* a node not found is unknown: set_kernel_args refuses that launch */
+        CUgraphNode in_from = gf__cuda_desc_node(from, i);
+        if (!in_from || GF__CUDA_CALL(GraphNodeFindInClone, (&nodes[i], in_from, copy)) != CUDA_SUCCESS) nodes[i] = NULL;
+    }
     memset(&info, 0, sizeof info);
-    r = GF__CUDA_CALL(GraphExecUpdate, ((CUgraphExec)target->native_exec, copy, &info));
+    r = GF__CUDA_CALL(GraphExecUpdate, (t->exec, copy, &info));
     if (r != CUDA_SUCCESS) {
+        gf__free(nodes);
         (void)GF__CUDA_CALL(GraphDestroy, (copy));
         if (r == CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE)
             return gf__native_update_refused("cuGraphExecUpdate", gf__cuda_error_name((int)r), (int)r,
                                              gf__cuda_update_why(info.result), (int)info.result);
         return gf__cuda_fail(r, "cuGraphExecUpdate");
     }
-    (void)GF__CUDA_CALL(GraphDestroy, ((CUgraph)target->native_graph));
+    if ((CUgraph)target->native_graph != t->source) (void)GF__CUDA_CALL(GraphDestroy, ((CUgraph)target->native_graph));
+    gf__free(t->copy_nodes);
     target->native_graph = copy;
+    t->copy_nodes = nodes;
+    t->copy_count = n;
     return GF_OK;
 }
 
+/* New arguments for launch i: the node that describes it first, then the exec's, each with
+   the launch's function, dimensions and shared memory as the description has them
+   (cuGraphKernelNodeGetParams) and the new parameter table; the driver copies the values
+   before returning. If the exec refuses, the description goes back to what the exec still
+   runs (the core's copy of the launch's arguments). */
+static gf_result gf__cuda_graph_set_kernel_args(gf_graph *g, int i, gf_kernel *k, const gf_arg *args, int count) {
+    CUgraphNode node = gf__cuda_exec_node(g, i), desc = gf__cuda_desc_node(g, i);
+    CUDA_KERNEL_NODE_PARAMS p;
+    void *stack[GF__STACK_ARGS];
+    void **params;
+    CUresult r;
+    if (!node || !desc)
+        return gf__fail(GF_ERROR_NOT_SUPPORTED, "gf_graph_set_kernel_args: which graph node launch %d (kernel '%s') became is "
+                        "not known: cuStreamGetCaptureInfo (CUDA 12.3+ drivers) did not say when it was captured", i, k->name);
+    GF__CUDA_ENTER(g->dev);
+    memset(&p, 0, sizeof p);
+    GF__CUDA_CHECK(GraphKernelNodeGetParams, (desc, &p));
+    if (!(params = gf__kernel_params(args, count, offsetof(gf_buffer, addr), stack))) return GF_ERROR_OUT_OF_MEMORY;
+    p.kernelParams = count ? params : NULL;
+    p.extra = NULL;
+    r = GF__CUDA_CALL(GraphKernelNodeSetParams, (desc, &p));
+    if (params != stack) gf__free(params);
+    if (r != CUDA_SUCCESS) return gf__cuda_fail(r, "cuGraphKernelNodeSetParams");
+    if ((r = GF__CUDA_CALL(GraphExecKernelNodeSetParams, (GF__CUGRAPH(g)->exec, node, &p))) != CUDA_SUCCESS) {
+        const gf__cmd *now = &g->launches[i];
+        if ((params = gf__kernel_params(now->args, now->arg_count, offsetof(gf_buffer, addr), stack)) != NULL) {
+            p.kernelParams = now->arg_count ? params : NULL;
+            (void)GF__CUDA_CALL(GraphKernelNodeSetParams, (desc, &p));
+            if (params != stack) gf__free(params);
+        }
+        return gf__cuda_fail(r, "cuGraphExecKernelNodeSetParams");
+    }
+    return GF_OK;
+}
+
+/* Graphviz of what the graph runs, as the driver describes it: its nodes (kernels with their
+   launch parameters, copies, fills, child graphs) and their edges. */
+static gf_result gf__cuda_graph_write_dot(gf_graph *g, const char *path) {
+    CUresult r;
+    FILE *f;
+    if (!gf__cu.GraphDebugDotPrint) return gf__fail(GF_ERROR_NOT_SUPPORTED, "gf_graph_write_dot: the CUDA driver lacks cuGraphDebugDotPrint");
+    GF__CUDA_ENTER(g->dev);
+    r = GF__CUDA_CALL(GraphDebugDotPrint, ((CUgraph)g->native_graph, path, CU_GRAPH_DEBUG_DOT_FLAGS_KERNEL_NODE_PARAMS |
+                                           CU_GRAPH_DEBUG_DOT_FLAGS_MEMCPY_NODE_PARAMS | CU_GRAPH_DEBUG_DOT_FLAGS_MEMSET_NODE_PARAMS));
+    if (r == CUDA_SUCCESS) return GF_OK;
+    if (!(f = fopen(path, "a")))   /* as the core says it for recorded graphs */
+        return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_graph_write_dot: cannot open '%s' for writing (cuGraphDebugDotPrint: %s (%d))",
+                        path, gf__cuda_error_name((int)r), (int)r);
+    fclose(f);
+    return gf__cuda_fail(r, "cuGraphDebugDotPrint");
+}
+
 static void gf__cuda_graph_destroy(gf_graph *g) {
-    if (gf__cuda_enter(g->dev) == GF_OK) {
-        if (g->native_exec) (void)GF__CUDA_CALL(GraphExecDestroy, ((CUgraphExec)g->native_exec));
-        if (g->native_graph) (void)GF__CUDA_CALL(GraphDestroy, ((CUgraph)g->native_graph));
+    gf__cuda_graph *cg = GF__CUGRAPH(g);
+    if (cg && gf__cuda_enter(g->dev) == GF_OK) {
+        (void)GF__CUDA_CALL(GraphExecDestroy, (cg->exec));
+        if ((CUgraph)g->native_graph != cg->source) (void)GF__CUDA_CALL(GraphDestroy, ((CUgraph)g->native_graph));
+        (void)GF__CUDA_CALL(GraphDestroy, (cg->source));
+    }
+    if (cg) {
+        gf__free(cg->copy_nodes);
+        gf__free(cg);
     }
     g->native_exec = NULL;
     g->native_graph = NULL;
 }
+
+#ifdef GPUFLOW_NVTX
+/* gf_range_push / gf_range_pop: an NVTX range of the calling thread (NVTX nests ranges per
+   thread, not per stream: push and pop a stream's range on one thread). */
+static void gf__cuda_range(gf_stream *s, const char *name) {
+    (void)s;
+    if (name) nvtxRangePushA(name);
+    else nvtxRangePop();
+}
+#endif
 
 /* ---- native handles --------------------------------------------------------------------- */
 /* What gf_<object>_native gives: CUdeviceptr, CUstream, CUevent, CUfunction (CUmodule). */
@@ -1018,6 +1171,11 @@ static void gf__cuda_fill_table(gf__backend *t) {
     t->graph_launch = gf__cuda_graph_launch;
     t->graph_update = gf__cuda_graph_update;
     t->graph_destroy = gf__cuda_graph_destroy;
+    t->graph_set_kernel_args = gf__cuda_graph_set_kernel_args;
+    t->graph_write_dot = gf__cuda_graph_write_dot;
+#ifdef GPUFLOW_NVTX
+    t->range = gf__cuda_range;
+#endif
     t->host_pinned = gf__cuda_host_pinned;   /* the core stages pageable copies */
     t->native_handle = gf__cuda_native_handle;
     t->device_native = gf__cuda_device_native;
