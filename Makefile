@@ -26,7 +26,7 @@ BUILD        ?= build
 CSTD   = -std=c99
 WARN   = -Wall -Wextra -Wpedantic -Werror
 OPT    = -g -O1
-LDLIBS = -pthread -ldl
+LDLIBS = -pthread -ldl -lm
 
 # ---- which backends to compile in ------------------------------------------------------------
 HAVE_CUDA   := $(shell test -f gpuflow_cuda.h && test -f $(CUDA_INCLUDE)/cuda.h && echo 1)
@@ -41,19 +41,20 @@ BACKENDS = $(if $(HAVE_CUDA),-DGPUFLOW_CUDA $(call isys,$(CUDA_INCLUDE))) \
            $(if $(HAVE_OPENCL),-DGPUFLOW_OPENCL) \
            $(if $(HAVE_HIP),-DGPUFLOW_HIP $(call isys,$(HIP_INCLUDE)))
 
-HDRS = gpuflow.h $(wildcard gpuflow_*.h) tests/harness.h tests/backends.h tests/test_kernels.h $(BUILD)/flags
+HDRS = gpuflow.h $(wildcard gpuflow_*.h) tests/harness.h tests/backends.h tests/test_kernels.h tests/dialect_kernels.gfk $(BUILD)/flags
 
 # ---- make test ---------------------------------------------------------------------------------
 TEST_BINS = $(BUILD)/conformance $(BUILD)/bad_input $(BUILD)/threads $(BUILD)/no_driver $(BUILD)/reliability $(BUILD)/races \
-            $(BUILD)/faults \
+            $(BUILD)/faults $(BUILD)/dialect $(BUILD)/fuzz_replay \
             $(BUILD)/cpp_gxx $(if $(HAVE_CLANGXX),$(BUILD)/cpp_clangxx) \
             $(if $(HAVE_CLANG),$(BUILD)/conformance_clang)
 TEST_RUNS = "$(BUILD)/conformance stub" "$(BUILD)/conformance opencl" \
             "$(BUILD)/conformance cuda" "$(BUILD)/conformance hip" \
             "$(BUILD)/bad_input" "$(BUILD)/threads stub" "$(BUILD)/threads opencl" \
             "$(BUILD)/reliability stub" "$(BUILD)/reliability opencl" \
-            "$(BUILD)/races stub" "$(BUILD)/races opencl" \
+            "$(BUILD)/races stub" "$(BUILD)/races opencl" "$(BUILD)/dialect stub" "$(BUILD)/dialect opencl" \
             "$(BUILD)/faults alloc stub" "$(BUILD)/faults slots stub" "$(BUILD)/faults slots opencl" "$(BUILD)/faults entries opencl" \
+            "$(BUILD)/fuzz_replay tests/fuzz_corpus" \
             "$(BUILD)/no_driver" "$(BUILD)/cpp_gxx" \
             $(if $(HAVE_CLANGXX),"$(BUILD)/cpp_clangxx") \
             $(if $(HAVE_CLANG),"$(BUILD)/conformance_clang stub") \
@@ -95,12 +96,12 @@ $(BUILD)/cpp_clangxx: tests/cpp_compile.cpp $(HDRS) | $(BUILD)
 # library is present), then memcheck. memcheck does not report the API errors that the suite
 # provokes on purpose (unknown kernel, bad PTX, refused graph update, unjoined capture).
 NV_OPENCL ?= /usr/local/nvidia/lib64/libnvidia-opencl.so.1
-test-gpu: $(BUILD)/conformance $(BUILD)/threads $(BUILD)/reliability $(BUILD)/races $(BUILD)/faults
+test-gpu: $(BUILD)/conformance $(BUILD)/threads $(BUILD)/reliability $(BUILD)/races $(BUILD)/faults $(BUILD)/dialect
 	@test -n "$(HAVE_CUDA)" || { echo "test-gpu: needs $(CUDA_INCLUDE)/cuda.h and gpuflow_cuda.h"; exit 1; }
 	@if [ -f "$(NV_OPENCL)" ]; then mkdir -p $(BUILD)/icd && echo "$(NV_OPENCL)" > $(BUILD)/icd/nvidia.icd; fi
 	@status=0; \
 	OCL_ICD_VENDORS=$(abspath $(BUILD)/icd) sh tests/run.sh "$(BUILD)/conformance cuda" "$(BUILD)/threads cuda" "$(BUILD)/reliability cuda" "$(BUILD)/races cuda" \
-	    "$(BUILD)/faults entries cuda" "$(BUILD)/faults slots cuda" \
+	    "$(BUILD)/faults entries cuda" "$(BUILD)/faults slots cuda" "$(BUILD)/dialect cuda" "$(BUILD)/dialect opencl" \
 	    "$(BUILD)/conformance opencl" "$(BUILD)/threads opencl" "$(BUILD)/reliability opencl" "$(BUILD)/races opencl" || status=1; \
 	if [ -f $(HIP_HEADERS)/hip/hip_runtime_api.h ]; then \
 	    CC='$(CC)' HIP_HEADERS=$(HIP_HEADERS) CUDA_INCLUDE=$(CUDA_INCLUDE) TEST_TIMEOUT=300 \
@@ -136,17 +137,34 @@ $(BUILD)/tsan/%: tests/%.c $(HDRS) | $(BUILD)/tsan
 	$(CC) $(CSTD) $(WARN) -g -O1 $(TSAN) $< -o $@ $(LDLIBS)
 
 sanitize: $(BUILD)/asan/conformance $(BUILD)/asan/bad_input $(BUILD)/asan/threads $(BUILD)/asan/reliability $(BUILD)/asan/races \
-          $(BUILD)/asan/faults \
+          $(BUILD)/asan/faults $(BUILD)/asan/dialect $(BUILD)/tsan/dialect $(BUILD)/asan/fuzz_replay \
           $(BUILD)/tsan/conformance $(BUILD)/tsan/threads $(BUILD)/tsan/reliability
 	@$(SAN_ENV) sh tests/run.sh "$(BUILD)/asan/conformance stub" "$(BUILD)/asan/bad_input" \
 	    "$(BUILD)/asan/threads stub" "$(BUILD)/asan/reliability stub" "$(BUILD)/asan/races stub" \
-	    "$(BUILD)/asan/faults alloc stub" "$(BUILD)/asan/faults slots stub" \
+	    "$(BUILD)/asan/faults alloc stub" "$(BUILD)/asan/faults slots stub" "$(BUILD)/asan/dialect stub" "$(BUILD)/tsan/dialect stub" \
+	    "$(BUILD)/asan/fuzz_replay tests/fuzz_corpus" \
 	    "$(BUILD)/tsan/conformance stub" "$(BUILD)/tsan/threads stub" "$(BUILD)/tsan/reliability stub"
 
 # Every N of the fault loops rather than a sample (minutes): make faults-all
 faults-all: $(BUILD)/faults
 	@sh tests/run.sh "$(BUILD)/faults alloc stub --all" "$(BUILD)/faults slots stub --all" \
 	    "$(BUILD)/faults slots opencl --all" "$(BUILD)/faults entries opencl --all"
+
+# ---- make fuzz: the API-sequence fuzzer (clang + libFuzzer); make test replays its corpus -----------
+FUZZ_TIME ?= 60
+$(BUILD)/fuzz: tests/fuzz.c $(HDRS) | $(BUILD)
+	@printf 'int LLVMFuzzerTestOneInput(const char *d, long n) { (void)d; (void)n; return 0; }\n' | \
+	    $(CLANG) -fsanitize=fuzzer -x c - -o $@.probe 2>/dev/null && rm -f $@.probe || \
+	    { echo "make fuzz: $(CLANG) cannot link libFuzzer (Debian: apt-get install libclang-rt-dev)"; exit 1; }
+	$(CLANG) $(CSTD) $(WARN) -g -O1 -fsanitize=fuzzer,address,undefined $< -o $@ $(LDLIBS)
+$(BUILD)/fuzz_replay: tests/fuzz.c $(HDRS) | $(BUILD)
+	$(CC) $(CSTD) $(WARN) $(OPT) -DFUZZ_REPLAY $< -o $@ $(LDLIBS)
+$(BUILD)/asan/fuzz_replay: tests/fuzz.c $(HDRS) | $(BUILD)/asan
+	$(CC) $(CSTD) $(WARN) -g -O1 $(ASAN) -DFUZZ_REPLAY $< -o $@ $(LDLIBS)
+fuzz: $(BUILD)/fuzz
+	@mkdir -p $(BUILD)/fuzz_corpus
+	$(BUILD)/fuzz -max_total_time=$(FUZZ_TIME) -timeout=10 -print_final_stats=1 -artifact_prefix=$(BUILD)/ \
+	    $(BUILD)/fuzz_corpus tests/fuzz_corpus
 
 # ---- make stress -----------------------------------------------------------------------------------
 # 8 threads over shared streams, pools, event pools, waiters, flows and graphs for STRESS_SECONDS,

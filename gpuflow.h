@@ -345,6 +345,116 @@ typedef struct gf_race_info {
     char report[GF_RACE_REPORTS][512];
 } gf_race_info;
 
+/* ---- kernels from one source ------------------------------------------------------------- */
+/* A kernel is written once, in a small dialect that is CUDA C, HIP C and OpenCL C once
+   gpuflow's prelude defines its words, and C for the stub. A kernel file:
+
+       GF_KERNELS(
+       GF_KERNEL(saxpy, GF_PARAM(GF_GLOBAL float *, y), GF_PARAM(GF_GLOBAL const float *, x),
+                        GF_PARAM(float, a), GF_PARAM(unsigned, n))
+       {
+           unsigned i = gf_global_id(0);
+           if (i < n) y[i] = a * x[i] + y[i];
+       }
+       )
+
+   A program includes it twice: as text, which gf_module_load compiles for the device (NVRTC,
+   hiprtc, clBuildProgram), and as C, which the stub runs:
+
+       static const char saxpy_source[] =
+       #define GF_KERNELS GF_KERNELS_AS_TEXT
+       #include "saxpy.gfk"
+       ;
+       #undef GF_KERNELS
+       #define GF_KERNELS GF_KERNELS_AS_C
+       #include "saxpy.gfk"
+       static const gf_stub_kernel saxpy_stub[] = { GF_STUB_KERNEL(saxpy) };   (one per kernel)
+
+       desc.source = saxpy_source; desc.stub_kernels = saxpy_stub; desc.stub_kernel_count = 1;
+
+   The words: GF_KERNEL(name, GF_PARAM(type, name)...) and GF_KERNEL0(name) (no parameters);
+   GF_GLOBAL (a pointer into a buffer); GF_SHARED (an array a block shares, declared in the
+   kernel); GF_DEVICE (a helper function); gf_global_id / gf_local_id / gf_group_id /
+   gf_local_size / gf_num_groups / gf_global_size (d), dimension d of 0..2; gf_block_sync()
+   (the block waits for all its threads); 32-bit unsigned atomics on buffers and shared arrays:
+   gf_atomic_add / _min / _max / _xchg (p, v), returning the old value, gf_atomic_cas(p,
+   expected, desired); and the float math functions sqrtf, rsqrtf, expf, logf, powf, sinf,
+   cosf, tanhf, fabsf, fminf, fmaxf, floorf, ceilf (the C side needs <math.h> and -lm).
+   The text is one line once stringified and holds no preprocessor directives of its own;
+   C's rules for parameters apply (up to 16). On the stub a block's threads run as fibers on
+   the stream's thread, so barriers and shared arrays work as on a GPU. */
+#define GF_KERNELS_AS_TEXT(...) #__VA_ARGS__
+#define GF_KERNELS_AS_C(...)    __VA_ARGS__
+#define GF_STUB_KERNEL(name)    { #name, name##__gf_entry, name##__gf_params }   /* a gf_stub_kernel initializer */
+
+/* The dialect as C (the GPU backends get their own definitions in gpuflow's prelude). */
+#if defined(__cplusplus)
+#  define GF__TLS thread_local
+#elif defined(_MSC_VER)
+#  define GF__TLS __declspec(thread)
+#else
+#  define GF__TLS __thread
+#endif
+#if defined(__GNUC__)
+#  define GF__UNUSED_DECL __attribute__((unused))
+#else
+#  define GF__UNUSED_DECL
+#endif
+#define GF__COUNT(...) GF__COUNT_(__VA_ARGS__, 16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0)
+#define GF__COUNT_(a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, n, ...) n
+#define GF__CAT(a, b) GF__CAT_(a, b)
+#define GF__CAT_(a, b) a##b
+#define GF__EACH(m, ...) GF__CAT(GF__EACH_, GF__COUNT(__VA_ARGS__))(m, __VA_ARGS__)
+#define GF__EACH_1(m, p0) m(0, p0)
+#define GF__EACH_2(m, p0, p1) m(0, p0) m(1, p1)
+#define GF__EACH_3(m, p0, p1, p2) m(0, p0) m(1, p1) m(2, p2)
+#define GF__EACH_4(m, p0, p1, p2, p3) m(0, p0) m(1, p1) m(2, p2) m(3, p3)
+#define GF__EACH_5(m, p0, p1, p2, p3, p4) m(0, p0) m(1, p1) m(2, p2) m(3, p3) m(4, p4)
+#define GF__EACH_6(m, p0, p1, p2, p3, p4, p5) m(0, p0) m(1, p1) m(2, p2) m(3, p3) m(4, p4) m(5, p5)
+#define GF__EACH_7(m, p0, p1, p2, p3, p4, p5, p6) m(0, p0) m(1, p1) m(2, p2) m(3, p3) m(4, p4) m(5, p5) m(6, p6)
+#define GF__EACH_8(m, p0, p1, p2, p3, p4, p5, p6, p7) m(0, p0) m(1, p1) m(2, p2) m(3, p3) m(4, p4) m(5, p5) m(6, p6) m(7, p7)
+#define GF__EACH_9(m, p0, p1, p2, p3, p4, p5, p6, p7, p8) m(0, p0) m(1, p1) m(2, p2) m(3, p3) m(4, p4) m(5, p5) m(6, p6) m(7, p7) m(8, p8)
+#define GF__EACH_10(m, p0, p1, p2, p3, p4, p5, p6, p7, p8, p9) m(0, p0) m(1, p1) m(2, p2) m(3, p3) m(4, p4) m(5, p5) m(6, p6) m(7, p7) m(8, p8) m(9, p9)
+#define GF__EACH_11(m, p0, p1, p2, p3, p4, p5, p6, p7, p8, p9, p10) m(0, p0) m(1, p1) m(2, p2) m(3, p3) m(4, p4) m(5, p5) m(6, p6) m(7, p7) m(8, p8) m(9, p9) m(10, p10)
+#define GF__EACH_12(m, p0, p1, p2, p3, p4, p5, p6, p7, p8, p9, p10, p11) m(0, p0) m(1, p1) m(2, p2) m(3, p3) m(4, p4) m(5, p5) m(6, p6) m(7, p7) m(8, p8) m(9, p9) m(10, p10) m(11, p11)
+#define GF__EACH_13(m, p0, p1, p2, p3, p4, p5, p6, p7, p8, p9, p10, p11, p12) m(0, p0) m(1, p1) m(2, p2) m(3, p3) m(4, p4) m(5, p5) m(6, p6) m(7, p7) m(8, p8) m(9, p9) m(10, p10) m(11, p11) m(12, p12)
+#define GF__EACH_14(m, p0, p1, p2, p3, p4, p5, p6, p7, p8, p9, p10, p11, p12, p13) m(0, p0) m(1, p1) m(2, p2) m(3, p3) m(4, p4) m(5, p5) m(6, p6) m(7, p7) m(8, p8) m(9, p9) m(10, p10) m(11, p11) m(12, p12) m(13, p13)
+#define GF__EACH_15(m, p0, p1, p2, p3, p4, p5, p6, p7, p8, p9, p10, p11, p12, p13, p14) m(0, p0) m(1, p1) m(2, p2) m(3, p3) m(4, p4) m(5, p5) m(6, p6) m(7, p7) m(8, p8) m(9, p9) m(10, p10) m(11, p11) m(12, p12) m(13, p13) m(14, p14)
+#define GF__EACH_16(m, p0, p1, p2, p3, p4, p5, p6, p7, p8, p9, p10, p11, p12, p13, p14, p15) m(0, p0) m(1, p1) m(2, p2) m(3, p3) m(4, p4) m(5, p5) m(6, p6) m(7, p7) m(8, p8) m(9, p9) m(10, p10) m(11, p11) m(12, p12) m(13, p13) m(14, p14) m(15, p15)
+#define GF__PARAM_DECL(i, p) GF__PARAM_DECL_ p
+#define GF__PARAM_DECL_(type, name) , type name
+#define GF__PARAM_ARG(i, p) , *(GF__PARAM_TYPE_ p *)gf__args[i]
+#define GF__PARAM_TYPE_(type, name) type
+#define GF_PARAM(type, name) (type, name)
+#define GF_GLOBAL
+#define GF_DEVICE static
+#define GF_SHARED static GF__TLS
+#define GF_KERNEL(name, ...) \
+    static void name##__gf_body(GF__UNUSED_DECL const gf_kernel_ctx *gf__ctx GF__EACH(GF__PARAM_DECL, __VA_ARGS__)); \
+    static void name##__gf_entry(const gf_kernel_ctx *gf__ctx, void *const *gf__args) { \
+        name##__gf_body(gf__ctx GF__EACH(GF__PARAM_ARG, __VA_ARGS__)); } \
+    enum { name##__gf_params = GF__COUNT(__VA_ARGS__) }; \
+    static void name##__gf_body(GF__UNUSED_DECL const gf_kernel_ctx *gf__ctx GF__EACH(GF__PARAM_DECL, __VA_ARGS__))
+#define GF_KERNEL0(name) \
+    static void name##__gf_body(GF__UNUSED_DECL const gf_kernel_ctx *gf__ctx); \
+    static void name##__gf_entry(const gf_kernel_ctx *gf__ctx, void *const *gf__args) { (void)gf__args; name##__gf_body(gf__ctx); } \
+    enum { name##__gf_params = 0 }; \
+    static void name##__gf_body(GF__UNUSED_DECL const gf_kernel_ctx *gf__ctx)
+#define gf_global_id(d)   ((unsigned)(gf__ctx->block_idx[d] * gf__ctx->block[d] + gf__ctx->thread_idx[d]))
+#define gf_local_id(d)    (gf__ctx->thread_idx[d])
+#define gf_group_id(d)    (gf__ctx->block_idx[d])
+#define gf_local_size(d)  (gf__ctx->block[d])
+#define gf_num_groups(d)  (gf__ctx->grid[d])
+#define gf_global_size(d) (gf__ctx->grid[d] * gf__ctx->block[d])
+#define gf_block_sync()   gf_stub_barrier()
+typedef enum gf_stub_atomic_op { GF_STUB_ATOMIC_ADD, GF_STUB_ATOMIC_MIN, GF_STUB_ATOMIC_MAX, GF_STUB_ATOMIC_XCHG, GF_STUB_ATOMIC_CAS } gf_stub_atomic_op;
+#define gf_atomic_add(p, v)     gf_stub_atomic(GF_STUB_ATOMIC_ADD, (p), (v), 0)
+#define gf_atomic_min(p, v)     gf_stub_atomic(GF_STUB_ATOMIC_MIN, (p), (v), 0)
+#define gf_atomic_max(p, v)     gf_stub_atomic(GF_STUB_ATOMIC_MAX, (p), (v), 0)
+#define gf_atomic_xchg(p, v)    gf_stub_atomic(GF_STUB_ATOMIC_XCHG, (p), (v), 0)
+#define gf_atomic_cas(p, e, d)  gf_stub_atomic(GF_STUB_ATOMIC_CAS, (p), (e), (d))
+#define rsqrtf(x) (1.0f / sqrtf(x))
+
 /* ---- results, backends --------------------------------------------------------------- */
 GPUFLOW_API const char *gf_result_name(gf_result r);
 GPUFLOW_API const char *gf_last_error(void);
@@ -486,6 +596,9 @@ GPUFLOW_API gf_result gf_module_load(gf_device *dev, const gf_module_desc *desc,
 GPUFLOW_API gf_result gf_kernel_get(gf_module *mod, const char *name, gf_kernel **out);
 GPUFLOW_API void      gf_module_destroy(gf_module *mod);
 GPUFLOW_API gf_result gf_launch(gf_stream *s, gf_kernel *k, gf_launch_dims dims, const gf_arg *args, int count);
+/* What the dialect's C side calls (only from a stub kernel's thread): */
+GPUFLOW_API void      gf_stub_barrier(void);
+GPUFLOW_API unsigned  gf_stub_atomic(gf_stub_atomic_op op, unsigned *p, unsigned v, unsigned desired);
 
 /* ---- profiling ----------------------------------------------------------------------- */
 GPUFLOW_API gf_result gf_profiler_enable(gf_device *dev, unsigned flags);
@@ -591,6 +704,7 @@ typedef HANDLE             gf__thread;
 #  include <time.h>
 #  include <errno.h>
 #  include <dlfcn.h>
+#  include <ucontext.h>   /* the stub runs a syncing block's threads as fibers */
 #  if !defined(CLOCK_MONOTONIC)
 #    error "gpuflow: include gpuflow.h before other headers in the implementation file, or define _POSIX_C_SOURCE=200809L"
 #  endif
@@ -615,6 +729,13 @@ typedef pthread_t       gf__thread;
 #  define gf__atomic_xchg_int(p, v) ((int)InterlockedExchange((volatile long *)(p), (long)(v)))
 #  define gf__atomic_cas(p, expected, desired) \
     (InterlockedCompareExchange64((volatile long long *)(p), (long long)(desired), (long long)(expected)) == (long long)(expected))
+#  define gf__atomic_load_u32(p)    (*(volatile unsigned *)(p))
+static int gf__atomic_cas_u32(unsigned *p, unsigned *expected, unsigned desired) {   /* 1: done; else *expected is the value seen */
+    unsigned seen = (unsigned)InterlockedCompareExchange((volatile long *)p, (long)desired, (long)*expected);
+    if (seen == *expected) return 1;
+    *expected = seen;
+    return 0;
+}
 #else
 #  define gf__atomic_load(p)        __atomic_load_n((p), __ATOMIC_ACQUIRE)
 #  define gf__atomic_store(p, v)    __atomic_store_n((p), (v), __ATOMIC_RELEASE)
@@ -624,6 +745,9 @@ typedef pthread_t       gf__thread;
 #  define gf__atomic_add_int(p, v)  __atomic_fetch_add((p), (v), __ATOMIC_ACQ_REL)
 #  define gf__atomic_xchg_int(p, v) __atomic_exchange_n((p), (v), __ATOMIC_ACQ_REL)
 #  define gf__atomic_cas(p, expected, desired) gf__cas_u64((p), (expected), (desired))
+#  define gf__atomic_load_u32(p)    __atomic_load_n((p), __ATOMIC_ACQUIRE)
+#  define gf__atomic_cas_u32(p, expected, desired) \
+    __atomic_compare_exchange_n((p), (expected), (desired), 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)
 static int gf__cas_u64(uint64_t *p, uint64_t expected, uint64_t desired) {   /* 1: *p was expected, now desired */
     return __atomic_compare_exchange_n(p, &expected, desired, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
 }
@@ -1066,8 +1190,9 @@ typedef struct gf__copy {
     size_t bytes;
 } gf__copy;
 
-/* One of a stream's latest operations (gf_device_write_state). */
-typedef struct gf__op_note { uint64_t seq; gf_op_kind kind; const char *name; char waits_on[96]; } gf__op_note;
+/* One of a stream's latest operations (gf_device_write_state); a wait names the stream that
+   recorded its event by id (that stream may be gone by the time anyone reads this). */
+typedef struct gf__op_note { uint64_t seq; gf_op_kind kind; const char *name; uint64_t waits_on; } gf__op_note;
 
 struct gf_stream {
     uint32_t type;
@@ -1104,7 +1229,8 @@ struct gf_event {
     void *native;
     int recorded;                   /* atomic */
     gf__spin lock;                  /* a record (driver call and the fields below) against readers */
-    gf_stream *stream;              /* where it was last recorded */
+    gf_stream *stream;              /* where it was last recorded (captures only: it may be gone since) */
+    uint64_t stream_id;             /* the same, by id: what descriptions look the label up by */
     gf_event_pool *pool; int in_pool;
     uint64_t capture_id;            /* recorded inside this capture (0: none) */
     int capture_pos;                /* recording stream's capture_ops at the record */
@@ -1114,12 +1240,13 @@ struct gf_event {
 };
 
 /* What a wait needs to know of an event's latest record, read under the event's lock. */
-typedef struct gf__record_info { int recorded; gf_stream *stream; uint64_t capture_id, trace_id; int capture_pos; } gf__record_info;
+typedef struct gf__record_info { int recorded; gf_stream *stream; uint64_t stream_id, capture_id, trace_id; int capture_pos; } gf__record_info;
 static gf__record_info gf__event_latest(gf_event *ev) {
     gf__record_info info;
     gf__spin_lock(&ev->lock);
     info.recorded = gf__atomic_load_int(&ev->recorded);
     info.stream = ev->stream;
+    info.stream_id = ev->stream_id;
     info.capture_id = ev->capture_id;
     info.trace_id = ev->trace_id;
     info.capture_pos = ev->capture_pos;
@@ -1741,7 +1868,7 @@ static void gf__capture_forget(gf_stream *s, gf_buffer *buf) {   /* the buffer i
    keeps its recent accesses by byte range; two that overlap, one a write, unordered, are a
    race. All of it is under one lock per device, taken only while the detector is on. */
 typedef struct gf__race_access {
-    uint32_t slot; uint64_t tick;
+    uint32_t slot, epoch; uint64_t tick;
     size_t lo, hi; int write;
     char op[64], stream[48];
 } gf__race_access;
@@ -1752,7 +1879,8 @@ typedef struct gf__race {
     uint64_t *host; int host_n; uint64_t host_version;   /* what the host knows has completed */
     int next_slot; uint32_t next_buffer;
     uint64_t count; int reports; char report[GF_RACE_REPORTS][512];
-    uint64_t keys[256]; int key_count;                     /* races reported, by a hash of both sides */
+    uint64_t *keys; int key_count, key_cap;                /* races reported, by a hash of both sides */
+    uint32_t epoch;                                        /* bumped when turned on again: older accesses are stale */
 } gf__race;
 #define GF__RACE_MAX_USES 64   /* accesses one operation reports: launch arguments, 2D rows */
 
@@ -1838,7 +1966,7 @@ static uint64_t gf__race_key(const char *a_op, const char *a_stream, const char 
 static int gf__race_found(gf__race *race, uint64_t key, const char *text, char *out, size_t cap) {
     int i;
     for (i = 0; i < race->key_count; i++) if (race->keys[i] == key) return 0;
-    if (race->key_count < (int)(sizeof race->keys / sizeof race->keys[0])) race->keys[race->key_count++] = key;
+    if (gf__grow((void **)&race->keys, &race->key_cap, race->key_count + 1, sizeof *race->keys)) race->keys[race->key_count++] = key;
     race->count++;
     if (race->reports < GF_RACE_REPORTS) gf__copy_str(race->report[race->reports++], sizeof race->report[0], text);
     gf__copy_str(out, cap, text);
@@ -1859,6 +1987,7 @@ static void gf__race_access_one(gf__race *race, gf_stream *s, const gf__race_use
     }
     for (i = 0; i < rb->count; ) {
         a = &rb->acc[i];
+        if (a->epoch != race->epoch) { rb->acc[i] = rb->acc[--rb->count]; continue; }   /* from before the detector was last off */
         if (a->lo < u->hi && u->lo < a->hi) {
             int ordered = a->slot == (uint32_t)s->race_slot || ((int)a->slot < s->race_n && s->race_vc[a->slot] >= a->tick);
             if (!ordered && (a->write || u->write)) {
@@ -1880,6 +2009,7 @@ static void gf__race_access_one(gf__race *race, gf_stream *s, const gf__race_use
     if (!gf__grow((void **)&rb->acc, &rb->cap, rb->count + 1, sizeof *rb->acc)) return;
     a = &rb->acc[rb->count++];
     a->slot = (uint32_t)s->race_slot;
+    a->epoch = race->epoch;
     a->tick = tick;
     a->lo = u->lo; a->hi = u->hi; a->write = u->write;
     gf__copy_str(a->op, sizeof a->op, u->op);
@@ -1931,33 +2061,22 @@ static void gf__race_wait(gf_stream *s, gf_event *ev) {     /* s->lock held */
 }
 /* The host learnt that what vc describes has completed (a synchronize, a query that said done,
    a waiter that fired): every stream's next operation is ordered after it. */
-static void gf__race_host_knows(gf_device *dev, const uint64_t *vc, int n) {
-    gf__race *race = dev->race;
-    if (!n) return;
-    gf__lock(&race->lock);
-    gf__vc_join(&race->host, &race->host_n, vc, n);
+static void gf__race_host_knows(gf__race *race, uint64_t *const *vc, const int *n) {   /* under race->lock */
+    if (!*n) return;
+    gf__vc_join(&race->host, &race->host_n, *vc, *n);
     race->host_version++;
-    gf__unlock(&race->lock);
 }
 static void gf__race_stream_done(gf_stream *s) {
     gf__race *race = s->dev->race;
-    uint64_t copy[64];
-    int n;
-    gf__lock(&race->lock);   /* copied out: the join takes the lock itself */
-    n = s->race_n < 64 ? s->race_n : 64;
-    if (n) memcpy(copy, s->race_vc, sizeof *copy * (size_t)n);
+    gf__lock(&race->lock);
+    gf__race_host_knows(race, &s->race_vc, &s->race_n);
     gf__unlock(&race->lock);
-    gf__race_host_knows(s->dev, copy, n);
 }
 static void gf__race_event_done(gf_event *ev) {
     gf__race *race = ev->dev->race;
-    uint64_t copy[64];
-    int n;
     gf__lock(&race->lock);
-    n = ev->race_n < 64 ? ev->race_n : 64;
-    if (n) memcpy(copy, ev->race_vc, sizeof *copy * (size_t)n);
+    gf__race_host_knows(race, &ev->race_vc, &ev->race_n);
     gf__unlock(&race->lock);
-    gf__race_host_knows(ev->dev, copy, n);
 }
 /* A buffer's memory is going (s: freed on that stream, ordered there; NULL: a destroy on the
    host, ordered only by what the host knows). Either way its accesses are forgotten. */
@@ -2009,6 +2128,12 @@ GPUFLOW_IMPL gf_result gf_race_check_enable(gf_device *dev, unsigned flags) {
     if (flags && !dev->race) {
         if (!(dev->race = (gf__race *)gf__alloc(sizeof *dev->race))) r = gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_race_check_enable: out of host memory");
         else gf__mutex_init(&dev->race->lock);
+    } else if (flags && !gf__atomic_load_int(&dev->race_on)) {
+        /* on again: what happened while it was off was not seen (synchronizes included), so
+           the accesses it recorded before are forgotten rather than misjudged */
+        gf__lock(&dev->race->lock);
+        dev->race->epoch++;
+        gf__unlock(&dev->race->lock);
     }
     if (r == GF_OK) gf__atomic_store_int(&dev->race_on, flags ? 1 : 0);
     gf__unlock(&dev->lock);
@@ -2031,6 +2156,7 @@ GPUFLOW_IMPL gf_result gf_race_report(gf_device *dev, gf_race_info *out) {
 static void gf__race_close(gf_device *dev) {
     if (!dev->race) return;
     gf__free(dev->race->host);
+    gf__free(dev->race->keys);
     gf__mutex_destroy(&dev->race->lock);
     gf__free(dev->race);
     dev->race = NULL;
@@ -2228,13 +2354,22 @@ static void gf__prof_end(gf_stream *s, int rec, gf_result r);
 
 /* What a stream did last, for gf_device_write_state: a ring of its latest operations, each
    with its place in the stream's order (s->lock held). */
-static void gf__note_op(gf_stream *s, gf_op_kind kind, const char *name, const char *waits_on) {
+static void gf__note_op(gf_stream *s, gf_op_kind kind, const char *name, uint64_t waits_on) {
     uint64_t seq = gf__atomic_add(&s->submitted, 1) + 1;
     gf__op_note *n = &s->recent[seq % GF__RECENT_OPS];
     n->seq = seq;
     n->kind = kind;
     n->name = name;
-    if (waits_on) gf__copy_str(n->waits_on, sizeof n->waits_on, waits_on); else n->waits_on[0] = 0;
+    n->waits_on = waits_on;
+}
+/* A stream's label by id, for descriptions: "a destroyed stream" once it is gone. */
+static void gf__stream_label_of(gf_device *dev, uint64_t id, char *out, size_t cap) {
+    int i;
+    gf__copy_str(out, cap, "a destroyed stream");
+    gf__lock(&dev->lock);
+    for (i = 0; i < dev->stream_count; i++)
+        if (dev->streams[i]->id == id) { snprintf(out, cap, "'%s'", dev->streams[i]->label); break; }
+    gf__unlock(&dev->lock);
 }
 
 static gf_result gf__exec_counted(gf_stream *s, const gf__cmd *c) {   /* s->lock held */
@@ -2245,7 +2380,7 @@ static gf_result gf__exec_counted(gf_stream *s, const gf__cmd *c) {   /* s->lock
     gf__prof_end(s, rec, r);
     if (r != GF_OK) return r;
     if (GF__RACE_ON(s->dev)) gf__race_op(s, c);
-    gf__note_op(s, gf__cmd_op(c), c->kind == GF__CMD_LAUNCH ? c->kernel->name : NULL, NULL);
+    gf__note_op(s, gf__cmd_op(c), c->kind == GF__CMD_LAUNCH ? c->kernel->name : NULL, 0);
     gf__atomic_add(&s->ops, 1);
     if (c->kind == GF__CMD_COPY) { gf__atomic_add(&s->copies, 1); gf__atomic_add(&s->bytes_copied, c->copy.bytes); }
     if (c->kind == GF__CMD_COPY_2D) { gf__atomic_add(&s->copies, 1); gf__atomic_add(&s->bytes_copied, c->bytes); }
@@ -2678,8 +2813,8 @@ GPUFLOW_IMPL gf_result gf_copy_to_host_async(gf_stream *s, void *dst, gf_buffer 
 }
 GPUFLOW_IMPL gf_result gf_copy_buffer_async(gf_stream *s, gf_buffer *dst, size_t dst_offset, gf_buffer *src, size_t src_offset, size_t bytes) {
     gf__copy c = gf__copy_desc(GF__COPY_D2D, dst, dst_offset, src, src_offset, NULL, bytes);
-    if (!dst) return gf__bad_handle(__func__, "dst", dst, GF__T_BUFFER);
-    if (!src) return gf__bad_handle(__func__, "src", src, GF__T_BUFFER);
+    if (!gf__is(dst, GF__T_BUFFER)) return gf__bad_handle(__func__, "dst", dst, GF__T_BUFFER);
+    if (!gf__is(src, GF__T_BUFFER)) return gf__bad_handle(__func__, "src", src, GF__T_BUFFER);
     if (dst == src && (dst_offset < src_offset ? src_offset - dst_offset : dst_offset - src_offset) < bytes)
         return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_copy_buffer_async: source and destination ranges overlap");
     return gf__copy_async(__func__, s, &c);
@@ -2952,6 +3087,7 @@ static gf_result gf__event_record_locked(gf_event *ev, gf_stream *s) {
         ev->capture_pos = capture_pos;
         if (!capture_id) ev->trace_id = s->last_trace_id;
         ev->stream = s;
+        ev->stream_id = s->id;
         gf__atomic_store_int(&ev->recorded, 1);
     }
     gf__spin_unlock(&ev->lock);
@@ -3011,9 +3147,7 @@ static gf_result gf__wait_locked(gf_stream *s, gf_event *ev) {
         r = dev->be->stream_wait_event(s, ev);
         gf__prof_end(s, prof, r);
         if (r == GF_OK) {
-            char what[96];
-            snprintf(what, sizeof what, "event recorded on '%s'", rec.stream->label);
-            gf__note_op(s, GF_OP_WAIT, NULL, what);
+            gf__note_op(s, GF_OP_WAIT, NULL, rec.stream_id);
             if (GF__RACE_ON(dev)) gf__race_wait(s, ev);
         }
     }
@@ -3071,8 +3205,9 @@ GPUFLOW_IMPL gf_result gf_event_synchronize(gf_event *ev) {
     if (!gf__atomic_load_int(&ev->recorded)) return GF_OK;
     if (ev->dev->hang_ms && gf__poll(gf__event_query_backend, ev, ev->dev->hang_ms) == GF_TIMEOUT) {
         gf__record_info rec = gf__event_latest(ev);
-        char what[128];
-        snprintf(what, sizeof what, "waiting for an event recorded on '%s'", rec.stream ? rec.stream->label : "?");
+        char label[80], what[128];
+        gf__stream_label_of(ev->dev, rec.stream_id, label, sizeof label);
+        snprintf(what, sizeof what, "waiting for an event recorded on %s", label);
         gf__hang_report(ev->dev, what);
     }
     return gf__event_settle(ev, ev->dev->be->event_synchronize(ev));
@@ -3841,7 +3976,11 @@ static void gf__describe(gf_device *dev, gf__text *t) {
                 if (!n->seq || n->seq <= ret || n->seq > sub) continue;
                 gf__say(t, "    #%llu %s%s%s%s\n", (unsigned long long)n->seq, gf__op_name(n->kind),
                         n->name ? " '" : "", n->name ? n->name : "", n->name ? "'" : "");
-                if (n->waits_on[0]) gf__say(t, "       waits for the %s\n", n->waits_on);
+                if (n->waits_on) {
+                    char label[80];
+                    gf__stream_label_of(dev, n->waits_on, label, sizeof label);
+                    gf__say(t, "       waits for the event recorded on %s\n", label);
+                }
             }
             gf__unlock(&s->lock);
         }
@@ -3859,8 +3998,10 @@ static void gf__describe(gf_device *dev, gf__text *t) {
         gf__lock(&w->lock);
         for (i = 0; i < w->count; i++) {
             gf__record_info rec = gf__event_latest(w->waits[i].ev);
-            gf__say(t, "  async waiter %llu: on an event %s%s%s\n", (unsigned long long)w->waits[i].id,
-                    rec.recorded ? "recorded on '" : "never recorded", rec.recorded && rec.stream ? rec.stream->label : "", rec.recorded ? "'" : "");
+            char label[80] = "";
+            if (rec.recorded) gf__stream_label_of(dev, rec.stream_id, label, sizeof label);
+            gf__say(t, "  async waiter %llu: on an event %s%s\n", (unsigned long long)w->waits[i].id,
+                    rec.recorded ? "recorded on " : "never recorded", label);
         }
         if (w->firing) gf__say(t, "  async waiter %llu: its callback is running now\n", (unsigned long long)w->firing);
         gf__unlock(&w->lock);
@@ -4982,8 +5123,10 @@ GPUFLOW_IMPL gf_result gf_graph_set_kernel_args(gf_graph *g, int launch_index, c
         if (!args[i].buffer != !was->buffer || (!args[i].buffer && (args[i].size != was->size || !args[i].value)))
             r = gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_graph_set_kernel_args: args[%d] must be %s, as captured", i,
                          was->buffer ? "a buffer" : "a value of the captured size");
-        else if (args[i].buffer && (!gf__is(args[i].buffer, GF__T_BUFFER) || args[i].buffer->dev != g->dev))
-            r = gf__fail(GF_ERROR_INVALID_HANDLE, "gf_graph_set_kernel_args: args[%d].buffer is not a live gf_buffer of the graph's device", i);
+        else if (args[i].buffer && !gf__is(args[i].buffer, GF__T_BUFFER))
+            r = gf__fail(GF_ERROR_INVALID_HANDLE, "gf_graph_set_kernel_args: args[%d].buffer is not a live gf_buffer", i);
+        else if (args[i].buffer && args[i].buffer->dev != g->dev)
+            r = gf__fail(GF_ERROR_WRONG_DEVICE, "gf_graph_set_kernel_args: args[%d].buffer belongs to another device", i);
     }
     if (r == GF_OK && g->native && !g->dev->be->graph_set_kernel_args)
         r = gf__fail(GF_ERROR_NOT_SUPPORTED, "gf_graph_set_kernel_args: the %s backend cannot change a native graph's launch", g->dev->be->name);
@@ -5094,6 +5237,10 @@ GPUFLOW_IMPL gf_result gf_graph_capture_desc(gf_stream *s, const gf_capture_desc
     warmup_runs = desc->warmup_runs;
     if (!fn) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_graph_capture: fn is NULL");
     if (warmup_runs < 0) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_graph_capture: warmup_runs %d is negative", warmup_runs);
+    /* everything checked before the warm-up runs: a refusal changes nothing */
+    if (desc->mode < GF_CAPTURE_GLOBAL || desc->mode > GF_CAPTURE_RELAXED)
+        return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_graph_capture: mode %d is not a gf_capture_mode", (int)desc->mode);
+    if (desc->pool) { GF__CHECK(desc->pool, GF__T_GRAPH_POOL); GF__SAME_DEVICE(s->dev, desc->pool->dev); }
     for (i = 0; i < warmup_runs; i++) {
         unsigned serial = gf__error_serial;
         if ((r = fn(s, user)) != GF_OK) return gf__fail_user(r, serial, "gf_graph_capture: the capture function (warm-up run)");
@@ -5168,6 +5315,167 @@ GPUFLOW_IMPL void gf_graph_destroy(gf_graph *g) {
     gf__graph_release(g);
 }
 
+/* ---- kernels from one source: preludes, run-time compiles, the disk cache ------------------------ */
+/* What the dialect's words mean to each device compiler. CUDA's serves HIP too (hiprtc takes
+   the same CUDA-style builtins). */
+static const char gf__prelude_cuda[] =
+    "#define GF_PARAM(type, name) type name\n"
+    "#define GF_GLOBAL\n"
+    "#define GF_DEVICE __device__ static\n"
+    "#define GF_SHARED __shared__\n"
+    "#define GF_KERNEL(name, ...) extern \"C\" __global__ void name(__VA_ARGS__)\n"
+    "#define GF_KERNEL0(name) extern \"C\" __global__ void name(void)\n"
+    "__device__ static __forceinline__ unsigned gf__dim(int d, unsigned x, unsigned y, unsigned z) { return d == 0 ? x : d == 1 ? y : z; }\n"
+    "#define gf_local_id(d) gf__dim((d), threadIdx.x, threadIdx.y, threadIdx.z)\n"
+    "#define gf_group_id(d) gf__dim((d), blockIdx.x, blockIdx.y, blockIdx.z)\n"
+    "#define gf_local_size(d) gf__dim((d), blockDim.x, blockDim.y, blockDim.z)\n"
+    "#define gf_num_groups(d) gf__dim((d), gridDim.x, gridDim.y, gridDim.z)\n"
+    "#define gf_global_id(d) (gf_group_id(d) * gf_local_size(d) + gf_local_id(d))\n"
+    "#define gf_global_size(d) (gf_num_groups(d) * gf_local_size(d))\n"
+    "#define gf_block_sync() __syncthreads()\n"
+    "#define gf_atomic_add(p, v) atomicAdd((p), (v))\n"
+    "#define gf_atomic_min(p, v) atomicMin((p), (v))\n"
+    "#define gf_atomic_max(p, v) atomicMax((p), (v))\n"
+    "#define gf_atomic_xchg(p, v) atomicExch((p), (v))\n"
+    "#define gf_atomic_cas(p, e, d) atomicCAS((p), (e), (d))\n";
+static const char gf__prelude_opencl[] =
+    "#define GF_PARAM(type, name) type name\n"
+    "#define GF_GLOBAL __global\n"
+    "#define GF_DEVICE\n"
+    "#define GF_SHARED __local\n"
+    "#define GF_KERNEL(name, ...) __kernel void name(__VA_ARGS__)\n"
+    "#define GF_KERNEL0(name) __kernel void name(void)\n"
+    "#define gf_global_id(d) ((unsigned)get_global_id(d))\n"
+    "#define gf_local_id(d) ((unsigned)get_local_id(d))\n"
+    "#define gf_group_id(d) ((unsigned)get_group_id(d))\n"
+    "#define gf_local_size(d) ((unsigned)get_local_size(d))\n"
+    "#define gf_num_groups(d) ((unsigned)get_num_groups(d))\n"
+    "#define gf_global_size(d) ((unsigned)get_global_size(d))\n"
+    "#define gf_block_sync() barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE)\n"
+    "#define gf_atomic_add(p, v) atomic_add((p), (v))\n"
+    "#define gf_atomic_min(p, v) atomic_min((p), (v))\n"
+    "#define gf_atomic_max(p, v) atomic_max((p), (v))\n"
+    "#define gf_atomic_xchg(p, v) atomic_xchg((p), (v))\n"
+    "#define gf_atomic_cas(p, e, d) atomic_cmpxchg((p), (e), (d))\n"
+    "#define sqrtf(x) sqrt(x)\n#define rsqrtf(x) rsqrt(x)\n#define expf(x) exp(x)\n#define logf(x) log(x)\n"
+    "#define powf(x, y) pow((x), (y))\n#define sinf(x) sin(x)\n#define cosf(x) cos(x)\n#define tanhf(x) tanh(x)\n"
+    "#define fabsf(x) fabs(x)\n#define fminf(x, y) fmin((x), (y))\n#define fmaxf(x, y) fmax((x), (y))\n"
+    "#define floorf(x) floor(x)\n#define ceilf(x) ceil(x)\n";
+
+/* The prelude for a backend's compiler, or NULL (the stub compiles the source as C). */
+static const char *gf__dialect_prelude(gf_backend b) {
+    return b == GF_BACKEND_CUDA || b == GF_BACKEND_HIP ? gf__prelude_cuda : b == GF_BACKEND_OPENCL ? gf__prelude_opencl : NULL;
+}
+
+/* The disk cache: one file per compiled module, named by a 128-bit key over everything the
+   binary depends on (prelude and source, options, device, compiler and driver versions).
+   A file holds a header that repeats the key and a checksum of the payload: anything that does
+   not match is rebuilt and rewritten, never trusted. Written to a temporary name and renamed,
+   so a reader never sees half a file. */
+typedef struct gf__cache_header { char magic[8]; uint64_t key[2]; uint32_t kind, pad; uint64_t size, sum; } gf__cache_header;
+static uint64_t gf__hash(uint64_t h, const void *data, size_t n) {
+    const unsigned char *p = (const unsigned char *)data;
+    size_t i;
+    for (i = 0; i < n; i++) h = (h ^ p[i]) * 1099511628211u;
+    return h;
+}
+static uint64_t gf__hash_str(uint64_t h, const char *s) { return gf__hash(h, s ? s : "", s ? strlen(s) + 1 : 1); }
+
+static void gf__cache_path(char *path, size_t cap, const char *dir, const uint64_t key[2]) {
+    snprintf(path, cap, "%s/gpuflow-%016llx%016llx.bin", dir, (unsigned long long)key[0], (unsigned long long)key[1]);
+}
+/* GF_OK with the binary; GF_ERROR_NOT_FOUND for a miss (or a file that does not match). */
+static gf_result gf__cache_read(const char *path, const uint64_t key[2], void **binary, size_t *size, gf__binary_kind *kind) {
+    gf__cache_header h;
+    FILE *f = fopen(path, "rb");
+    void *data = NULL;
+    int ok;
+    if (!f) return GF_ERROR_NOT_FOUND;
+    ok = fread(&h, sizeof h, 1, f) == 1 && !memcmp(h.magic, "gpuflow1", 8) && h.key[0] == key[0] && h.key[1] == key[1] &&
+         h.size > 0 && h.size < ((uint64_t)1 << 31) && (data = gf__malloc((size_t)h.size)) != NULL &&
+         fread(data, 1, (size_t)h.size, f) == (size_t)h.size && gf__hash(1469598103934665603u, data, (size_t)h.size) == h.sum;
+    fclose(f);
+    if (!ok) { gf__free(data); return GF_ERROR_NOT_FOUND; }
+    *binary = data;
+    *size = (size_t)h.size;
+    *kind = (gf__binary_kind)h.kind;
+    return GF_OK;
+}
+static void gf__cache_write(const char *path, const uint64_t key[2], const void *binary, size_t size, gf__binary_kind kind) {
+    gf__cache_header h;
+    char tmp[1100];
+    FILE *f;
+    int ok;
+    memset(&h, 0, sizeof h);
+    memcpy(h.magic, "gpuflow1", 8);
+    h.key[0] = key[0]; h.key[1] = key[1];
+    h.kind = (uint32_t)kind;
+    h.size = size;
+    h.sum = gf__hash(1469598103934665603u, binary, size);
+    snprintf(tmp, sizeof tmp, "%s.%llx.tmp", path, (unsigned long long)(gf__now_ns() ^ (uintptr_t)&h));
+    if (!(f = fopen(tmp, "wb"))) { gf__notice(GF_LOG_WARNING, "gf_module_load: cannot write the kernel cache file '%s'", tmp); return; }
+    ok = fwrite(&h, sizeof h, 1, f) == 1 && fwrite(binary, 1, size, f) == size;
+    ok = fclose(f) == 0 && ok;
+    if (!ok || rename(tmp, path) != 0) { remove(tmp); gf__notice(GF_LOG_WARNING, "gf_module_load: cannot write the kernel cache file '%s'", path); }
+}
+
+/* A module from dialect source: the prelude and the source compiled for this device (through
+   the disk cache when one is named), then loaded as the binary the compiler made. OpenCL
+   without a compile slot builds the text itself. */
+static gf_result gf__module_load_source(gf_module *mod, const gf_module_desc *desc) {
+    gf_device *dev = mod->dev;
+    const gf__backend *be = dev->be;
+    const char *prelude = gf__dialect_prelude(dev->info.backend), *name = desc->source_name ? desc->source_name : "kernels";
+    const char *dir = desc->cache_dir ? desc->cache_dir : getenv("GPUFLOW_CACHE_DIR");
+    gf_module_desc d = *desc;
+    size_t n = (prelude ? strlen(prelude) : 0) + strlen(desc->source) + 2;
+    char *text = (char *)gf__malloc(n), path[1024];
+    void *binary = NULL;
+    size_t size = 0;
+    gf__binary_kind kind = GF__BINARY_PTX;
+    uint64_t key[2] = { 0, 0 };
+    gf_result r;
+    int cached = 0;
+    if (!text) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_module_load: out of host memory");
+    snprintf(text, n, "%s\n%s", prelude ? prelude : "", desc->source);
+    d.source = NULL;
+    if (!be->compile) {
+        if (dev->info.backend != GF_BACKEND_OPENCL) { gf__free(text); return gf__fail(GF_ERROR_NOT_SUPPORTED, "gf_module_load: the %s backend compiles no kernel source", be->name); }
+        d.opencl_source = text;
+        r = be->module_load(mod, &d);
+        gf__free(text);
+        return r;
+    }
+    if (dir && *dir) {
+        char id[512] = "";
+        if (be->compiler_id) be->compiler_id(dev, id, sizeof id);
+        key[0] = gf__hash_str(gf__hash_str(gf__hash_str(1469598103934665603u, text), desc->build_options), id);
+        key[1] = gf__hash_str(gf__hash_str(gf__hash_str(0x84222325cbf29ce4u, id), desc->build_options), text);
+        gf__cache_path(path, sizeof path, dir, key);
+        if (gf__cache_read(path, key, &binary, &size, &kind) == GF_OK) cached = 1;
+    }
+    if (!cached && (r = be->compile(dev, name, text, desc->build_options, &binary, &size, &kind)) != GF_OK) { gf__free(text); return r; }
+    gf__free(text);
+    if (dir && *dir) {
+        if (cached) gf__notice(GF_LOG_INFO, "gf_module_load: '%s' from the kernel cache (%s)", name, path);
+        else gf__cache_write(path, key, binary, size, kind);
+    }
+    switch (kind) {
+    case GF__BINARY_PTX:    d.ptx = (const char *)binary; break;
+    case GF__BINARY_CUBIN:  d.cubin = binary; d.cubin_size = size; break;
+    case GF__BINARY_HIP:    d.hip_code = binary; d.hip_code_size = size; break;
+    case GF__BINARY_OPENCL: d.opencl_binary = binary; d.opencl_binary_size = size; break;
+    }
+    r = be->module_load(mod, &d);
+    gf__free(binary);
+    if (r != GF_OK && cached) {   /* a cached entry the driver refuses: removed, then rebuilt once */
+        gf__notice(GF_LOG_WARNING, "gf_module_load: the cached '%s' did not load; rebuilding it", name);
+        remove(path);
+        return gf__module_load_source(mod, desc);
+    }
+    return r;
+}
+
 /* ---- kernels ------------------------------------------------------------------------------ */
 GPUFLOW_IMPL gf_result gf_module_load(gf_device *dev, const gf_module_desc *desc, gf_module **out) {
     gf_module *mod;
@@ -5182,7 +5490,9 @@ GPUFLOW_IMPL gf_result gf_module_load(gf_device *dev, const gf_module_desc *desc
     mod->type = GF__T_MODULE;
     mod->dev = dev;
     gf__mutex_init(&mod->lock);
-    if ((r = dev->be->module_load(mod, desc)) != GF_OK) {
+    /* dialect source goes to the device's compiler; the stub runs stub_kernels, its C form */
+    r = desc->source && gf__dialect_prelude(dev->info.backend) ? gf__module_load_source(mod, desc) : dev->be->module_load(mod, desc);
+    if (r != GF_OK) {
         gf__mutex_destroy(&mod->lock);
         gf__free(mod);
         return r;
@@ -5826,6 +6136,190 @@ static gf_result gf__stub_host_alloc(gf_device *dev, size_t bytes, void **out) {
 }
 static void gf__stub_host_free(gf_device *dev, void *ptr) { (void)dev; gf__free(ptr); }
 
+/* A launch runs every thread of every block in order. A kernel that syncs its block
+   (gf_block_sync) needs the block's threads to run together: they become fibers on the stream's
+   thread, each running until it reaches the barrier, released when all have. The first thread
+   of the launch runs as a fiber to find out: if it finishes without a barrier, the rest of the
+   launch runs as plain calls. Shared arrays (GF_SHARED) are thread-local statics, so a block's
+   fibers share them and other streams' launches do not. */
+#if defined(_WIN32)
+typedef struct gf__fiber { void *fiber; void *tsan; } gf__fiber;
+#else
+typedef struct gf__fiber { ucontext_t ctx; void *stack; void *tsan; } gf__fiber;
+#endif
+#define GF__FIBER_STACK ((size_t)128 << 10)
+
+/* ThreadSanitizer must be told about fiber switches; nothing else needs to be. */
+#if defined(__SANITIZE_THREAD__)
+#  define GF__TSAN_FIBERS 1
+#elif defined(__has_feature)
+#  if __has_feature(thread_sanitizer)
+#    define GF__TSAN_FIBERS 1
+#  endif
+#endif
+#ifdef GF__TSAN_FIBERS
+void *__tsan_get_current_fiber(void);
+void *__tsan_create_fiber(unsigned flags);
+void __tsan_destroy_fiber(void *fiber);
+void __tsan_switch_to_fiber(void *fiber, unsigned flags);
+#endif
+
+typedef struct gf__block_run {
+    void (*kernel)(const gf_kernel_ctx *, void *const *); void **argv;
+    int count, current, hit_barrier;
+    unsigned char *state;           /* per thread: 0 runnable, 1 at the barrier, 2 finished */
+    gf_kernel_ctx *ctx;             /* per thread */
+    gf__fiber *fibers, main;
+} gf__block_run;
+static GF__THREAD_LOCAL gf__block_run *gf__running_block;   /* the block this thread runs as fibers */
+
+static void gf__fiber_switch(gf__fiber *from, gf__fiber *to) {
+#ifdef GF__TSAN_FIBERS
+    __tsan_switch_to_fiber(to->tsan, 0);
+#endif
+#if defined(_WIN32)
+    (void)from;
+    SwitchToFiber(to->fiber);
+#else
+    swapcontext(&from->ctx, &to->ctx);
+#endif
+}
+static void gf__fiber_body(void) {
+    gf__block_run *b = gf__running_block;
+    int i = b->current;
+    b->kernel(&b->ctx[i], b->argv);
+    b->state[i] = 2;
+    gf__fiber_switch(&b->fibers[i], &b->main);   /* never resumed */
+}
+#if defined(_WIN32)
+static VOID CALLBACK gf__fiber_main(LPVOID unused) { (void)unused; gf__fiber_body(); }
+#else
+static void gf__fiber_main(void) { gf__fiber_body(); }
+#endif
+static int gf__fiber_start(gf__block_run *b, int i) {   /* a fresh fiber for thread i */
+    gf__fiber *f = &b->fibers[i];
+#if defined(_WIN32)
+    if (f->fiber) DeleteFiber(f->fiber);
+    if (!(f->fiber = CreateFiber(GF__FIBER_STACK, gf__fiber_main, NULL))) return 0;
+#else
+    if (!f->stack && !(f->stack = gf__malloc(GF__FIBER_STACK))) return 0;
+    getcontext(&f->ctx);
+    f->ctx.uc_stack.ss_sp = f->stack;
+    f->ctx.uc_stack.ss_size = GF__FIBER_STACK;
+    f->ctx.uc_link = NULL;
+    makecontext(&f->ctx, gf__fiber_main, 0);
+#endif
+#ifdef GF__TSAN_FIBERS
+    if (!f->tsan) f->tsan = __tsan_create_fiber(0);
+#endif
+    b->state[i] = 0;
+    return 1;
+}
+/* Runs threads [first, count) of a block as fibers until all finished; 0: out of memory. */
+static int gf__block_fibers(gf__block_run *b, int first) {
+    int i;
+    for (i = first; i < b->count; i++) if (!gf__fiber_start(b, i)) return 0;
+    for (;;) {
+        int alive = 0, waiting = 0;
+        for (i = 0; i < b->count; i++) {
+            if (b->state[i] == 0) { b->current = i; gf__fiber_switch(&b->main, &b->fibers[i]); }
+            alive += b->state[i] != 2;
+            waiting += b->state[i] == 1;
+        }
+        if (!alive) return 1;
+        if (waiting == alive) for (i = 0; i < b->count; i++) if (b->state[i] == 1) b->state[i] = 0;   /* all arrived */
+    }
+}
+
+GPUFLOW_IMPL void gf_stub_barrier(void) {
+    gf__block_run *b = gf__running_block;
+    if (!b) return;   /* a plain call: a one-thread block, or no kernel at all */
+    b->hit_barrier = 1;
+    b->state[b->current] = 1;
+    gf__fiber_switch(&b->fibers[b->current], &b->main);
+}
+
+GPUFLOW_IMPL unsigned gf_stub_atomic(gf_stub_atomic_op op, unsigned *p, unsigned v, unsigned desired) {
+    unsigned old = gf__atomic_load_u32(p), next;
+    for (;;) {   /* one compare-and-swap loop for all five: the stub's atomics need only be right */
+        switch (op) {
+        case GF_STUB_ATOMIC_ADD:  next = old + v; break;
+        case GF_STUB_ATOMIC_MIN:  next = v < old ? v : old; break;
+        case GF_STUB_ATOMIC_MAX:  next = v > old ? v : old; break;
+        case GF_STUB_ATOMIC_XCHG: next = v; break;
+        default:                  if (old != v) return old; next = desired; break;   /* CAS: v is the expected value */
+        }
+        if (gf__atomic_cas_u32(p, &old, next)) return old;
+    }
+}
+
+/* Every thread of every block: plain calls, or fibers for kernels that sync their blocks. */
+static void gf__stub_launch_run(gf__stub_item *it) {
+    gf__block_run b;
+    gf_kernel_ctx ctx;
+    unsigned bx, by, bz;
+    int per_block = (int)(it->dims.block[0] * it->dims.block[1] * it->dims.block[2]), fibers = per_block > 1, i;
+    memset(&b, 0, sizeof b);
+    memcpy(ctx.grid, it->dims.grid, sizeof ctx.grid);
+    memcpy(ctx.block, it->dims.block, sizeof ctx.block);
+    if (fibers) {
+        b.kernel = it->kernel; b.argv = it->argv; b.count = per_block;
+        b.state = (unsigned char *)gf__alloc((size_t)per_block);
+        b.ctx = (gf_kernel_ctx *)gf__malloc(sizeof *b.ctx * (size_t)per_block);
+        b.fibers = (gf__fiber *)gf__alloc(sizeof *b.fibers * (size_t)per_block);
+#if defined(_WIN32)
+        b.main.fiber = ConvertThreadToFiber(NULL);
+        if (!b.main.fiber) b.main.fiber = GetCurrentFiber();   /* already a fiber */
+#endif
+#ifdef GF__TSAN_FIBERS
+        b.main.tsan = __tsan_get_current_fiber();
+#endif
+        fibers = b.state && b.ctx && b.fibers;   /* no memory: plain calls (a kernel with barriers then races) */
+    }
+    for (bz = 0; bz < ctx.grid[2]; bz++) for (by = 0; by < ctx.grid[1]; by++) for (bx = 0; bx < ctx.grid[0]; bx++) {
+        int first = 0;
+        ctx.block_idx[0] = bx; ctx.block_idx[1] = by; ctx.block_idx[2] = bz;
+        for (i = 0; i < per_block; i++) {
+            ctx.thread_idx[0] = (unsigned)i % ctx.block[0];
+            ctx.thread_idx[1] = ((unsigned)i / ctx.block[0]) % ctx.block[1];
+            ctx.thread_idx[2] = (unsigned)i / (ctx.block[0] * ctx.block[1]);
+            if (fibers) b.ctx[i] = ctx;
+            else it->kernel(&ctx, it->argv);
+        }
+        if (!fibers) continue;
+        gf__running_block = &b;
+        if (bx == 0 && by == 0 && bz == 0) {   /* the launch's first thread says whether it syncs */
+            if (!gf__fiber_start(&b, 0)) { fibers = 0; gf__running_block = NULL; for (i = 0; i < per_block; i++) it->kernel(&b.ctx[i], it->argv); continue; }
+            b.current = 0;
+            gf__fiber_switch(&b.main, &b.fibers[0]);   /* back when it finishes, or at its first barrier */
+            if (!b.hit_barrier) {
+                fibers = 0;
+                gf__running_block = NULL;
+                for (i = 1; i < per_block; i++) it->kernel(&b.ctx[i], it->argv);
+                continue;
+            }
+            first = 1;   /* thread 0 waits at the barrier: start the others beside it */
+        }
+        if (!gf__block_fibers(&b, first))      /* no memory for stacks: plain calls, as above */
+            for (i = first; i < per_block; i++) if (b.state[i] != 2) it->kernel(&b.ctx[i], it->argv);
+        gf__running_block = NULL;
+    }
+    gf__running_block = NULL;
+    for (i = 0; b.fibers && i < per_block; i++) {
+#if defined(_WIN32)
+        if (b.fibers[i].fiber) DeleteFiber(b.fibers[i].fiber);
+#else
+        gf__free(b.fibers[i].stack);
+#endif
+#ifdef GF__TSAN_FIBERS
+        if (b.fibers[i].tsan) __tsan_destroy_fiber(b.fibers[i].tsan);
+#endif
+    }
+    gf__free(b.fibers);
+    gf__free(b.ctx);
+    gf__free(b.state);
+}
+
 static void gf__stub_run(gf__stub_item *it) {
     switch (it->kind) {
     case GF__STUB_COPY: memmove(it->dst, it->src, it->bytes); break;
@@ -5852,19 +6346,7 @@ static void gf__stub_run(gf__stub_item *it) {
         gf__stub_mark_wait(it->mark);
         gf__stub_mark_unref(it->mark);
         break;
-    case GF__STUB_LAUNCH: {   /* every thread of every block, in order */
-        gf_kernel_ctx ctx;
-        unsigned bx, by, bz, tx, ty, tz;
-        memcpy(ctx.grid, it->dims.grid, sizeof ctx.grid);
-        memcpy(ctx.block, it->dims.block, sizeof ctx.block);
-        for (bz = 0; bz < ctx.grid[2]; bz++) for (by = 0; by < ctx.grid[1]; by++) for (bx = 0; bx < ctx.grid[0]; bx++)
-        for (tz = 0; tz < ctx.block[2]; tz++) for (ty = 0; ty < ctx.block[1]; ty++) for (tx = 0; tx < ctx.block[0]; tx++) {
-            ctx.block_idx[0] = bx; ctx.block_idx[1] = by; ctx.block_idx[2] = bz;
-            ctx.thread_idx[0] = tx; ctx.thread_idx[1] = ty; ctx.thread_idx[2] = tz;
-            it->kernel(&ctx, it->argv);
-        }
-        break;
-    }
+    case GF__STUB_LAUNCH: gf__stub_launch_run(it); break;
     case GF__STUB_NOP: break;
     }
 }

@@ -150,6 +150,9 @@
     X(REQ, cl_int, clSetEventCallback, (cl_event, cl_int, void (CL_CALLBACK *)(cl_event, cl_int, void *), void *)) \
     X(REQ, cl_program, clCreateProgramWithSource, (cl_context, cl_uint, const char **, const size_t *, cl_int *)) \
     X(OPT, cl_program, clCreateProgramWithIL, (cl_context, const void *, size_t, cl_int *)) \
+    X(REQ, cl_program, clCreateProgramWithBinary, (cl_context, cl_uint, const cl_device_id *, const size_t *, \
+        const unsigned char **, cl_int *, cl_int *)) \
+    X(REQ, cl_int, clGetProgramInfo, (cl_program, cl_program_info, size_t, void *, size_t *)) \
     X(REQ, cl_int, clBuildProgram, (cl_program, cl_uint, const cl_device_id *, const char *, \
         void (CL_CALLBACK *)(cl_program, void *), void *)) \
     X(REQ, cl_int, clGetProgramBuildInfo, (cl_program, cl_device_id, cl_program_build_info, size_t, void *, size_t *)) \
@@ -1197,7 +1200,13 @@ static gf_result gf__cl_module_load(gf_module *mod, const gf_module_desc *desc) 
     gf__cl_module *cm;
     cl_program prog;
     cl_int e;
-    if (desc->opencl_source) {
+    if (desc->opencl_binary && desc->opencl_binary_size) {   /* made by gf__cl_compile, maybe from the cache */
+        const unsigned char *bin = (const unsigned char *)desc->opencl_binary;
+        size_t size = desc->opencl_binary_size;
+        cl_int status = CL_SUCCESS;
+        prog = GF__CL_NEW(clCreateProgramWithBinary, (d->ctx, 1, &d->device, &size, &bin, &status), &e);
+        if (!prog) return gf__cl_fail("clCreateProgramWithBinary", e != CL_SUCCESS ? e : status);
+    } else if (desc->opencl_source) {
         const char *src = desc->opencl_source;
         prog = GF__CL_NEW(clCreateProgramWithSource, (d->ctx, 1, &src, NULL), &e);
         if (!prog) return gf__cl_fail("clCreateProgramWithSource", e);
@@ -1224,6 +1233,42 @@ static gf_result gf__cl_module_load(gf_module *mod, const gf_module_desc *desc) 
     cm->program = prog;
     mod->native = cm;
     return GF_OK;
+}
+
+/* Kernels from one source: the driver builds the text, and its program binary is what the
+   core keeps in the disk cache and loads (clCreateProgramWithBinary). */
+static gf_result gf__cl_compile(gf_device *dev, const char *name, const char *text, const char *options,
+                                void **binary, size_t *size, gf__binary_kind *kind) {
+    gf__cl_device *d = (gf__cl_device *)dev->native;
+    cl_program prog;
+    unsigned char *bin;
+    size_t n = 0;
+    cl_int e;
+    prog = GF__CL_NEW(clCreateProgramWithSource, (d->ctx, 1, &text, NULL), &e);
+    if (!prog) return gf__cl_fail("clCreateProgramWithSource", e);
+    if ((e = GF__CL(clBuildProgram, (prog, 1, &d->device, options, NULL, NULL))) != CL_SUCCESS) {
+        gf_result r = gf__cl_build_failed(prog, d->device, e);
+        GF__CL(clReleaseProgram, (prog));
+        return gf__fail(r, "OpenCL: %s: %s", name, gf__error_text);
+    }
+    e = GF__CL(clGetProgramInfo, (prog, CL_PROGRAM_BINARY_SIZES, sizeof n, &n, NULL));
+    if (e != CL_SUCCESS || n == 0) { GF__CL(clReleaseProgram, (prog)); return gf__cl_fail("clGetProgramInfo(CL_PROGRAM_BINARY_SIZES)", e != CL_SUCCESS ? e : CL_INVALID_PROGRAM); }
+    if (!(bin = (unsigned char *)gf__malloc(n))) { GF__CL(clReleaseProgram, (prog)); return gf__fail(GF_ERROR_OUT_OF_MEMORY, "OpenCL: out of host memory"); }
+    e = GF__CL(clGetProgramInfo, (prog, CL_PROGRAM_BINARIES, sizeof bin, &bin, NULL));
+    GF__CL(clReleaseProgram, (prog));
+    if (e != CL_SUCCESS) { gf__free(bin); return gf__cl_fail("clGetProgramInfo(CL_PROGRAM_BINARIES)", e); }
+    *binary = bin;
+    *size = n;
+    *kind = GF__BINARY_OPENCL;
+    return GF_OK;
+}
+/* A binary is only good for the same device and driver: both go into the cache key. */
+static void gf__cl_compiler_id(gf_device *dev, char *out, size_t cap) {
+    gf__cl_device *d = (gf__cl_device *)dev->native;
+    char driver[128] = "", version[128] = "";
+    GF__CL(clGetDeviceInfo, (d->device, CL_DRIVER_VERSION, sizeof driver - 1, driver, NULL));
+    GF__CL(clGetDeviceInfo, (d->device, CL_DEVICE_VERSION, sizeof version - 1, version, NULL));
+    snprintf(out, cap, "opencl|%s|%s|%s", dev->info.name, driver, version);
 }
 
 static gf_result gf__cl_kernel_get(gf_kernel *k) {
@@ -1327,6 +1372,8 @@ static uint64_t gf__cl_native_handle(gf__type type, void *obj) {
 static void gf__cl_fill_table(gf__backend *t) {
     t->kind = GF_BACKEND_OPENCL;
     t->name = "opencl";
+    t->compile = gf__cl_compile;
+    t->compiler_id = gf__cl_compiler_id;
     t->load = gf__cl_load;
     t->device_count = gf__cl_device_count;
     t->device_open = gf__cl_device_open;

@@ -283,6 +283,54 @@ static const struct { const char *name; void (*fn)(env *); int races; int needs_
     { "the kernel's argument is read-only", ok_launch_read_only, 0, 1 },
 };
 
+/* Limits the detector once had: more than 64 streams over a device's life, turning it off and on
+   again, more than 256 distinct races. Each once gave wrong counts. */
+static void test_detector_limits(void)
+{
+    gf_device *dev = NULL;
+    gf_buffer *b = NULL, *many[300];
+    gf_stream *x, *y;
+    gf_race_info info;
+    unsigned char host[64];
+    int i, round;
+    if (!CHECK_EQ_RESULT(gf_device_open(backend, 0, &dev), GF_OK)) return;
+    gf_race_check_enable(dev, GF_RACE_CHECK_ON);
+    gf_buffer_create(dev, 64, &b);
+    for (i = 0; i < 70; i++) {   /* 70 streams come and go, each synchronized */
+        gf_stream *t = stream_named(dev, "passing");
+        gf_fill_async(t, b, 0, (unsigned char)i, 64);
+        gf_stream_synchronize(t);
+        gf_stream_destroy(t);
+    }
+    x = stream_named(dev, "x");
+    y = stream_named(dev, "y");
+    gf_fill_async(x, b, 0, 1, 64);
+    gf_stream_synchronize(x);
+    gf_copy_to_host_async(y, host, b, 0, 64);
+    gf_device_synchronize(dev);
+    gf_race_report(dev, &info);
+    CHECK(info.count == 0, "detector: a host synchronize orders work after 70 streams have been used");
+    gf_fill_async(x, b, 0, 2, 64);      /* off: its synchronize is not seen... */
+    gf_race_check_enable(dev, 0);
+    gf_stream_synchronize(x);
+    gf_race_check_enable(dev, GF_RACE_CHECK_ON);
+    gf_copy_to_host_async(y, host, b, 0, 64);   /* ...so what came before is forgotten, not misjudged */
+    gf_device_synchronize(dev);
+    gf_race_report(dev, &info);
+    CHECK(info.count == 0, "detector: turning it off and on again reports no stale race");
+    for (i = 0; i < 300; i++) gf_buffer_create(dev, 16, &many[i]);
+    for (round = 0; round < 3; round++)
+        for (i = 0; i < 300; i++) { gf_fill_async(x, many[i], 0, 1, 16); gf_fill_async(y, many[i], 0, 2, 16); }
+    gf_device_synchronize(dev);
+    gf_race_report(dev, &info);
+    CHECK(info.count == 300, "detector: 300 distinct races, each repeated, are counted once each");
+    for (i = 0; i < 300; i++) gf_buffer_destroy(many[i]);
+    gf_buffer_destroy(b);
+    gf_stream_destroy(x);
+    gf_stream_destroy(y);
+    gf_device_close(dev);
+}
+
 /* ---- the hang ---------------------------------------------------------------------------------- */
 typedef struct { char text[8192]; int logged; pthread_mutex_t m; } hang_log;
 static void hang_logger(void *user, gf_log_level level, gf_result code, const char *message)
@@ -393,6 +441,7 @@ int main(int argc, char **argv)
         gf_stream_destroy(e.s2);
         gf_device_close(e.dev);
     }
+    test_detector_limits();
     test_hang_report();
     return th_finish();
 }

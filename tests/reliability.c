@@ -471,6 +471,41 @@ static void test_timeouts(void)
     th_gate_destroy(&gate);
 }
 
+/* ---- what the fuzzer found (tests/fuzz.c, KD1-KD5) -------------------------------------------- */
+static gf_result count_runs(gf_stream *s, void *user) { (void)s; (*(int *)user)++; return GF_OK; }
+static void test_fuzz_findings(void)
+{
+    gf_stream *a = mk_stream("recorder"), *b = mk_stream("waiter");
+    gf_event *ev = NULL;
+    gf_buffer *buf = NULL;
+    gf_capture_desc d;
+    gf_graph *g = NULL;
+    int runs = 0;
+    char state[2048];
+    /* KD5: a wait names the stream that recorded its event, which may be gone by then */
+    CHECK_EQ_RESULT(gf_event_create(R.dev, 0, &ev), GF_OK);
+    CHECK_EQ_RESULT(gf_event_record(ev, a), GF_OK);
+    gf_stream_destroy(a);
+    CHECK_EQ_RESULT(gf_stream_wait_event(b, ev), GF_OK);
+    CHECK_EQ_RESULT(gf_device_write_state(R.dev, state, sizeof state), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_synchronize(b), GF_OK);
+    /* KD1: handles are checked before ranges */
+    CHECK_EQ_RESULT(gf_buffer_create(R.dev, 64, &buf), GF_OK);
+    CHECK_FAIL(gf_copy_buffer_async(b, (gf_buffer *)ev, 0, (gf_buffer *)ev, 4, 16), GF_ERROR_INVALID_HANDLE);
+    /* KD4: a refused capture description changes nothing, warm-up runs included */
+    memset(&d, 0, sizeof d);
+    d.warmup_runs = 2;
+    d.pool = (gf_graph_pool *)buf;
+    CHECK_FAIL(gf_graph_capture_desc(b, &d, count_runs, &runs, &g), GF_ERROR_INVALID_HANDLE);
+    d.pool = NULL;
+    d.mode = (gf_capture_mode)7;
+    CHECK_FAIL(gf_graph_capture_desc(b, &d, count_runs, &runs, &g), GF_ERROR_INVALID_ARGUMENT);
+    CHECK(runs == 0, "KD4: the capture function never ran for a refused description");
+    gf_buffer_destroy(buf);
+    gf_event_destroy(ev);
+    gf_stream_destroy(b);
+}
+
 int main(int argc, char **argv)
 {
     static const struct { const char *name; gf_backend b; } known[] = {
@@ -503,6 +538,7 @@ int main(int argc, char **argv)
     test_idle_stream_query();
     test_logger();
     test_timeouts();
+    test_fuzz_findings();
     gf_device_close(R.dev);
     return th_finish();
 }

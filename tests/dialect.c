@@ -1,0 +1,271 @@
+/* Kernels from one source (issue 14): each word of the dialect on every backend, build errors
+   with their logs, and the disk cache.
+
+       ./dialect stub|opencl|cuda|hip
+
+   The kernels live in tests/dialect_kernels.gfk, included twice below: as text for the device
+   compilers, as C for the stub. */
+#define GPUFLOW_IMPLEMENTATION
+#include "backends.h"
+#include <math.h>
+#include <stdlib.h>
+#include <unistd.h>
+#include "harness.h"
+
+static const char dialect_source[] =
+#define GF_KERNELS GF_KERNELS_AS_TEXT
+#include "dialect_kernels.gfk"
+;
+#undef GF_KERNELS
+#define GF_KERNELS GF_KERNELS_AS_C
+#include "dialect_kernels.gfk"
+static const gf_stub_kernel dialect_stub[] = {
+    GF_STUB_KERNEL(index3d), GF_STUB_KERNEL(block_sum), GF_STUB_KERNEL(atomics), GF_STUB_KERNEL(math), GF_STUB_KERNEL(nothing)
+};
+
+static gf_device *dev;
+static gf_stream *s;
+static const char *backend_name;
+
+static gf_module_desc desc_of(const char *source, const char *cache_dir)
+{
+    gf_module_desc d;
+    memset(&d, 0, sizeof d);
+    d.source = source;
+    d.source_name = "dialect_kernels.gfk";
+    d.cache_dir = cache_dir;
+    d.stub_kernels = dialect_stub;
+    d.stub_kernel_count = (int)(sizeof dialect_stub / sizeof dialect_stub[0]);
+    return d;
+}
+
+static gf_launch_dims dims(unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz)
+{
+    gf_launch_dims d;
+    memset(&d, 0, sizeof d);
+    d.grid[0] = gx; d.grid[1] = gy; d.grid[2] = gz;
+    d.block[0] = bx; d.block[1] = by; d.block[2] = bz;
+    return d;
+}
+
+static void test_index_math(gf_module *mod)
+{
+    enum { W = 37, H = 9, D = 5 };
+    static unsigned host[W * H * D];
+    unsigned w = W, h = H, d = D;
+    gf_kernel *k = NULL;
+    gf_buffer *b = NULL;
+    gf_arg a[4];
+    int x, y, z, ok = 1;
+    CHECK_EQ_RESULT(gf_kernel_get(mod, "index3d", &k), GF_OK);
+    CHECK_EQ_RESULT(gf_buffer_create(dev, sizeof host, &b), GF_OK);
+    CHECK_EQ_RESULT(gf_fill_async(s, b, 0, 0xff, sizeof host), GF_OK);
+    a[0].value = 0; a[0].size = 0; a[0].buffer = b;
+    a[1].value = &w; a[1].size = sizeof w; a[1].buffer = 0;
+    a[2].value = &h; a[2].size = sizeof h; a[2].buffer = 0;
+    a[3].value = &d; a[3].size = sizeof d; a[3].buffer = 0;
+    CHECK_EQ_RESULT(gf_launch(s, k, dims(5, 3, 3, 8, 4, 2), a, 4), GF_OK);   /* overshoots in every dimension */
+    CHECK_EQ_RESULT(gf_stream_synchronize(s), GF_OK);
+    CHECK_EQ_RESULT(gf_copy_to_host(host, b, 0, sizeof host), GF_OK);
+    for (z = 0; z < D; z++) for (y = 0; y < H; y++) for (x = 0; x < W; x++)
+        ok &= host[(z * H + y) * W + x] == (unsigned)(x + 100 * y + 10000 * z + 1000000);
+    CHECK(ok, "dialect: global, local and group ids and sizes in three dimensions");
+    gf_buffer_destroy(b);
+}
+
+static void test_block_sum(gf_module *mod)
+{
+    enum { N = 1000, BLOCK = 256, GROUPS = (N + BLOCK - 1) / BLOCK };
+    static float in[N], out[GROUPS];
+    unsigned n = N;
+    gf_kernel *k = NULL;
+    gf_buffer *bi = NULL, *bo = NULL;
+    gf_arg a[3];
+    int i, g, ok = 1;
+    for (i = 0; i < N; i++) in[i] = (float)(i % 17) * 0.5f;
+    CHECK_EQ_RESULT(gf_kernel_get(mod, "block_sum", &k), GF_OK);
+    CHECK_EQ_RESULT(gf_buffer_create(dev, sizeof in, &bi), GF_OK);
+    CHECK_EQ_RESULT(gf_buffer_create(dev, sizeof out, &bo), GF_OK);
+    CHECK_EQ_RESULT(gf_copy_to_device(bi, 0, in, sizeof in), GF_OK);
+    a[0].value = 0; a[0].size = GF_ARG_READ_ONLY; a[0].buffer = bi;
+    a[1].value = 0; a[1].size = 0; a[1].buffer = bo;
+    a[2].value = &n; a[2].size = sizeof n; a[2].buffer = 0;
+    CHECK_EQ_RESULT(gf_launch(s, k, dims(GROUPS, 1, 1, BLOCK, 1, 1), a, 3), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_synchronize(s), GF_OK);
+    CHECK_EQ_RESULT(gf_copy_to_host(out, bo, 0, sizeof out), GF_OK);
+    for (g = 0; g < GROUPS; g++) {
+        float want = 0;
+        for (i = g * BLOCK; i < (g + 1) * BLOCK && i < N; i++) want += in[i];
+        ok &= fabsf(out[g] - want) <= 1e-3f * want + 1e-3f;
+    }
+    CHECK(ok, "dialect: a shared-memory reduction with block barriers gives each block's sum");
+    gf_buffer_destroy(bi);
+    gf_buffer_destroy(bo);
+}
+
+static void test_atomics(gf_module *mod)
+{
+    enum { N = 1000 };
+    unsigned init[6] = { 0, 0xffffffffu, 0, 0, 5, 0 }, got[6], n = N;
+    gf_kernel *k = NULL;
+    gf_buffer *b = NULL;
+    gf_arg a[2];
+    CHECK_EQ_RESULT(gf_kernel_get(mod, "atomics", &k), GF_OK);
+    CHECK_EQ_RESULT(gf_buffer_create(dev, sizeof init, &b), GF_OK);
+    CHECK_EQ_RESULT(gf_copy_to_device(b, 0, init, sizeof init), GF_OK);
+    a[0].value = 0; a[0].size = 0; a[0].buffer = b;
+    a[1].value = &n; a[1].size = sizeof n; a[1].buffer = 0;
+    CHECK_EQ_RESULT(gf_launch(s, k, dims((N + 127) / 128, 1, 1, 128, 1, 1), a, 2), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_synchronize(s), GF_OK);
+    CHECK_EQ_RESULT(gf_copy_to_host(got, b, 0, sizeof got), GF_OK);
+    CHECK(got[0] == N, "dialect: atomic add on a buffer counts every thread");
+    CHECK(got[1] == 0 && got[2] == N - 1, "dialect: atomic min and max");
+    CHECK(got[3] == 77, "dialect: atomic exchange");
+    CHECK(got[4] == 9, "dialect: compare-and-swap takes only the expected value");
+    CHECK(got[5] == 2 * N, "dialect: atomic add on a shared array, summed per block");
+    gf_buffer_destroy(b);
+}
+
+static void test_math(gf_module *mod)
+{
+    float x = 2.25f, out[14];
+    double want[14];
+    gf_kernel *k = NULL;
+    gf_buffer *b = NULL;
+    gf_arg a[2];
+    int i, ok = 1;
+    want[0] = sqrt(x); want[1] = exp(x); want[2] = log(x); want[3] = pow(x, 1.5); want[4] = sin(x); want[5] = cos(x);
+    want[6] = tanh(x); want[7] = x; want[8] = 1.0; want[9] = x; want[10] = 2.0; want[11] = 3.0; want[12] = 1.0 / sqrt(x); want[13] = x * x;
+    CHECK_EQ_RESULT(gf_kernel_get(mod, "math", &k), GF_OK);
+    CHECK_EQ_RESULT(gf_buffer_create(dev, sizeof out, &b), GF_OK);
+    a[0].value = 0; a[0].size = 0; a[0].buffer = b;
+    a[1].value = &x; a[1].size = sizeof x; a[1].buffer = 0;
+    CHECK_EQ_RESULT(gf_launch(s, k, dims(1, 1, 1, 1, 1, 1), a, 2), GF_OK);
+    CHECK_EQ_RESULT(gf_copy_to_host_async(s, out, b, 0, sizeof out), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_synchronize(s), GF_OK);
+    for (i = 0; i < 14; i++) {   /* within 4 ulp-ish: 1e-5 relative, the devices' fast paths included */
+        int close = fabs(out[i] - want[i]) <= 1e-5 * fabs(want[i]) + 1e-6;
+        if (!close) printf("    math[%d] = %.9g, expected %.9g\n", i, out[i], want[i]);
+        ok &= close;
+    }
+    CHECK(ok, "dialect: the math functions agree with libm within 1e-5 relative");
+    {
+        gf_kernel *none = NULL;
+        CHECK_EQ_RESULT(gf_kernel_get(mod, "nothing", &none), GF_OK);
+        CHECK_EQ_RESULT(gf_launch(s, none, dims(2, 1, 1, 4, 1, 1), NULL, 0), GF_OK);
+        CHECK_EQ_RESULT(gf_stream_synchronize(s), GF_OK);
+    }
+    gf_buffer_destroy(b);
+}
+
+/* a build error comes back as GF_ERROR_BUILD with the compiler's log */
+static void test_build_error(void)
+{
+    gf_module_desc d = desc_of("GF_KERNEL(broken, GF_PARAM(GF_GLOBAL float *, x)) { x[0] = undeclared_name; }", NULL);
+    gf_module *mod = NULL;
+    if (backend_name && !strcmp(backend_name, "stub")) { SKIP("the stub compiles its kernels with the program"); return; }
+    d.stub_kernels = NULL; d.stub_kernel_count = 0;
+    CHECK_FAIL(gf_module_load(dev, &d, &mod), GF_ERROR_BUILD);
+    CHECK(strstr(gf_last_error(), "undeclared_name") != NULL, "a build error's message carries the compiler's log");
+}
+
+typedef struct { int hits, rebuilds; } cache_seen;
+static void cache_logger(void *user, gf_log_level level, gf_result code, const char *message)
+{
+    cache_seen *c = (cache_seen *)user;
+    (void)level; (void)code;
+    if (strstr(message, "from the kernel cache")) c->hits++;
+    if (strstr(message, "did not load; rebuilding")) c->rebuilds++;
+}
+
+/* the disk cache: a miss writes an entry, a hit loads it, a corrupt entry is rebuilt */
+static void test_cache(void)
+{
+    char dir[256], cmd[600];
+    gf_module_desc d;
+    gf_module *mod = NULL;
+    gf_kernel *k = NULL;
+    cache_seen seen;
+    double t0, cold, warm;
+    FILE *f;
+    int files = 0;
+    if (!strcmp(backend_name, "stub")) { SKIP("the stub has nothing to cache"); return; }
+    snprintf(dir, sizeof dir, "%s/gpuflow_cache_%s_%ld", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", backend_name, (long)getpid());
+    snprintf(cmd, sizeof cmd, "rm -rf '%s' && mkdir -p '%s'", dir, dir);
+    if (system(cmd) != 0) { SKIP("cannot make a cache directory"); return; }
+    memset(&seen, 0, sizeof seen);
+    gf_set_logger(cache_logger, &seen);
+    d = desc_of(dialect_source, dir);
+    t0 = th_now_ms();
+    CHECK_EQ_RESULT(gf_module_load(dev, &d, &mod), GF_OK);
+    cold = th_now_ms() - t0;
+    if (mod) gf_module_destroy(mod);
+    snprintf(cmd, sizeof cmd, "ls '%s'/gpuflow-*.bin 2>/dev/null | wc -l", dir);
+    if ((f = popen(cmd, "r")) != NULL) { if (fscanf(f, "%d", &files) != 1) files = 0; pclose(f); }
+    if (files == 0) {   /* a backend without a compile step (OpenCL that builds its own) has nothing to keep */
+        SKIP("this backend's driver builds the source itself: no cache entries");
+        gf_set_logger(NULL, NULL);
+        return;
+    }
+    CHECK(files == 1 && seen.hits == 0, "cache: a miss compiles and writes one entry");
+    t0 = th_now_ms();
+    CHECK_EQ_RESULT(gf_module_load(dev, &d, &mod), GF_OK);
+    warm = th_now_ms() - t0;
+    CHECK(seen.hits == 1, "cache: the second load is a hit");
+    if (mod) { CHECK_EQ_RESULT(gf_kernel_get(mod, "block_sum", &k), GF_OK); test_block_sum(mod); gf_module_destroy(mod); }
+    printf("notice: module load on %s: cold %.2f ms, warm (cached) %.2f ms\n", backend_name, cold, warm);
+    /* corrupt the entry's payload: detected by its checksum, rebuilt, rewritten */
+    snprintf(cmd, sizeof cmd, "for f in '%s'/gpuflow-*.bin; do printf 'garbage' | dd of=\"$f\" bs=1 seek=80 conv=notrunc 2>/dev/null; done", dir);
+    CHECK(system(cmd) == 0, "cache: corrupted the entry");
+    seen.hits = 0;
+    CHECK_EQ_RESULT(gf_module_load(dev, &d, &mod), GF_OK);
+    CHECK(seen.hits == 0, "cache: a corrupt entry is not trusted");
+    if (mod) gf_module_destroy(mod);
+    CHECK_EQ_RESULT(gf_module_load(dev, &d, &mod), GF_OK);
+    CHECK(seen.hits == 1, "cache: the rebuilt entry is a hit again");
+    if (mod) gf_module_destroy(mod);
+    gf_set_logger(NULL, NULL);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0) printf("notice: could not remove %s\n", dir);
+}
+
+int main(int argc, char **argv)
+{
+    static const struct { const char *name; gf_backend b; } known[] = {
+        { "stub", GF_BACKEND_STUB }, { "cuda", GF_BACKEND_CUDA }, { "hip", GF_BACKEND_HIP }, { "opencl", GF_BACKEND_OPENCL }
+    };
+    gf_backend backend = GF_BACKEND_STUB;
+    gf_module_desc d;
+    gf_module *mod = NULL;
+    gf_result r;
+    int i;
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    for (i = 0; argc == 2 && i < 4; i++)
+        if (!strcmp(argv[1], known[i].name)) { backend_name = known[i].name; backend = known[i].b; }
+    if (!backend_name) { fprintf(stderr, "usage: %s stub|cuda|hip|opencl\n", argv[0]); return 2; }
+    r = gf_device_open(backend, 0, &dev);
+    if (r == GF_ERROR_BACKEND_UNAVAILABLE || r == GF_ERROR_NO_DEVICE) {
+        printf("notice: dialect %s skipped: %s: %s\n", backend_name, gf_result_name(r), gf_last_error());
+        SKIP("backend not compiled in or no device here");
+        return th_finish();
+    }
+    CHECK_EQ_RESULT(gf_stream_create(dev, NULL, &s), GF_OK);
+    d = desc_of(dialect_source, NULL);
+    r = gf_module_load(dev, &d, &mod);
+    if (r == GF_ERROR_NOT_SUPPORTED) {
+        printf("notice: no run-time compiler: %s\n", gf_last_error());
+        SKIP("no run-time compiler for this backend");
+    } else if (CHECK_EQ_RESULT(r, GF_OK)) {
+        printf("dialect on %s: %s\n", backend_name, gf_device_name(dev));
+        test_index_math(mod);
+        test_block_sum(mod);
+        test_atomics(mod);
+        test_math(mod);
+        gf_module_destroy(mod);
+    }
+    test_build_error();
+    test_cache();
+    gf_stream_destroy(s);
+    gf_device_close(dev);
+    return th_finish();
+}
