@@ -381,7 +381,8 @@ typedef struct gf_race_info {
    expected, desired); and the float math functions sqrtf, rsqrtf, expf, logf, powf, sinf,
    cosf, tanhf, fabsf, fminf, fmaxf, floorf, ceilf (the C side needs <math.h> and -lm).
    The text is one line once stringified and holds no preprocessor directives of its own;
-   C's rules for parameters apply (up to 16). On the stub a block's threads run as fibers on
+   C's rules for parameters apply (up to 16); names that are words in one of the languages
+   (local, global, private, constant, kernel, __shared__, ...) are not names in the dialect. On the stub a block's threads run as fibers on
    the stream's thread, so barriers and shared arrays work as on a GPU. */
 #define GF_KERNELS_AS_TEXT(...) #__VA_ARGS__
 #define GF_KERNELS_AS_C(...)    __VA_ARGS__
