@@ -6,7 +6,7 @@
 #   make stress                8 threads over shared objects, then a create/destroy soak (bounded)
 #   make fuzz                  the API-sequence fuzzer for FUZZ_TIME seconds (clang, libFuzzer)
 #   make examples | bench      build (and run) examples/*.c; build bench/*.c
-#   make install PREFIX=dir    copy the headers to dir/include
+#   make install PREFIX=dir    headers to dir/include, gpuflow.pc, a CMake package (gpuflow::gpuflow)
 #   make ptx                   regenerate the test kernels' PTX (needs nvcc)
 #   make clean
 #
@@ -59,7 +59,7 @@ TEST_RUNS = "$(BUILD)/conformance stub" "$(BUILD)/conformance opencl" \
             $(if $(HAVE_CLANGXX),"$(BUILD)/cpp_clangxx") \
             $(if $(HAVE_CLANG),"$(BUILD)/conformance_clang stub") \
             "sh tests/examples.sh $(BUILD)/examples-test '$(CC) $(CSTD) $(WARN) $(BACKENDS)' stub $(if $(HAVE_OPENCL),opencl)" \
-            "sh tests/windows_compile.sh $(BUILD)" \
+            "sh tests/windows_compile.sh $(BUILD)" "sh tests/package.sh $(BUILD)" \
             "sh tests/compile_checks.sh $(BUILD) '$(CC) $(CSTD) $(WARN) $(call isys,$(CUDA_INCLUDE)) $(call isys,$(HIP_INCLUDE))' \
                 $(if $(HAVE_CUDA),cuda) $(if $(HAVE_OPENCL),opencl) $(if $(HAVE_HIP),hip)"
 
@@ -208,9 +208,12 @@ bench: | $(BUILD)/bench
 	done; echo "benchmarks are in $(BUILD)/bench/"
 
 # ---- make install / ptx / clean ---------------------------------------------------------------------
+# Headers, a pkg-config file and a CMake package (find_package(gpuflow) -> gpuflow::gpuflow).
 install:
-	install -d "$(DESTDIR)$(PREFIX)/include"
+	install -d "$(DESTDIR)$(PREFIX)/include" "$(DESTDIR)$(PREFIX)/lib/pkgconfig" "$(DESTDIR)$(PREFIX)/share/cmake/gpuflow"
 	install -m 644 gpuflow*.h "$(DESTDIR)$(PREFIX)/include/"
+	sed 's|@PREFIX@|$(PREFIX)|' cmake/gpuflow.pc.in > "$(DESTDIR)$(PREFIX)/lib/pkgconfig/gpuflow.pc"
+	install -m 644 cmake/gpuflowConfig.cmake cmake/gpuflow-backends.cmake "$(DESTDIR)$(PREFIX)/share/cmake/gpuflow/"
 
 # The PTX text in tests/test_kernels.h, between its ptx:begin and ptx:end markers.
 ptx: | $(BUILD)

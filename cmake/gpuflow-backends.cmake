@@ -1,0 +1,30 @@
+# gpuflow's vendor backends for a CMake target: shared by the in-tree CMakeLists.txt and the
+# installed gpuflowConfig.cmake. A backend is compiled in when its option is ON, or (AUTO, the
+# default) when its vendor header is found; it adds GPUFLOW_<B> and the header's directory.
+# No vendor library is linked: gpuflow loads drivers at run time.
+set(GPUFLOW_CUDA "AUTO" CACHE STRING "gpuflow: compile in the CUDA backend (ON, OFF, AUTO: if cuda.h is found)")
+set(GPUFLOW_HIP "AUTO" CACHE STRING "gpuflow: compile in the HIP backend (ON, OFF, AUTO: if hip/hip_runtime_api.h is found)")
+set(GPUFLOW_OPENCL "AUTO" CACHE STRING "gpuflow: compile in the OpenCL backend (ON, OFF, AUTO: if CL/cl.h is found)")
+
+function(gpuflow_add_backends target)
+    find_path(GPUFLOW_CUDA_INCLUDE cuda.h PATHS /usr/local/cuda/include ENV CUDA_PATH PATH_SUFFIXES include)
+    find_path(GPUFLOW_HIP_INCLUDE hip/hip_runtime_api.h PATHS /opt/rocm/include /usr/include)
+    find_path(GPUFLOW_OPENCL_INCLUDE CL/cl.h)
+    foreach(b CUDA HIP OPENCL)
+        set(on ${GPUFLOW_${b}})
+        if(on STREQUAL "AUTO")
+            set(on OFF)
+            if(GPUFLOW_${b}_INCLUDE)
+                set(on ON)
+            endif()
+        endif()
+        if(on)
+            if(NOT GPUFLOW_${b}_INCLUDE)
+                message(FATAL_ERROR "gpuflow: GPUFLOW_${b}=ON but its vendor header was not found (set GPUFLOW_${b}_INCLUDE)")
+            endif()
+            target_compile_definitions(${target} INTERFACE GPUFLOW_${b})
+            target_include_directories(${target} SYSTEM INTERFACE "${GPUFLOW_${b}_INCLUDE}")
+            message(STATUS "gpuflow: ${b} backend compiled in (${GPUFLOW_${b}_INCLUDE})")
+        endif()
+    endforeach()
+endfunction()
