@@ -94,6 +94,9 @@
 #  pragma GCC diagnostic ignored "-Wpedantic"
 #endif
 #include <cuda.h>
+#ifndef GPUFLOW_NO_NVRTC
+#  include <nvrtc.h>                  /* types and declarations only: libnvrtc is loaded at run time */
+#endif
 #ifdef GPUFLOW_NVTX
 #  include <nvtx3/nvToolsExtCuda.h>   /* header-only NVTX 3: names streams in Nsight Systems */
 #endif
@@ -254,6 +257,7 @@ typedef struct gf__cuda_device {
     int borrowed;                     /* gf_device_open_native: the caller's context, never released */
     int prio_least, prio_greatest;    /* numerically: least >= greatest */
     int concurrent_managed;           /* prefetch to the GPU is meaningful */
+    int cc;                           /* compute capability, 10 * major + minor: 90 for 9.0 */
     CUmemoryPool pool;                /* the default pool; NULL without memory pools */
 } gf__cuda_device;
 
@@ -477,6 +481,8 @@ static gf_result gf__cuda_device_start(gf_device *dev, gf__cuda_device *d) {
     info->spirv = 0;
     info->max_kernel_args_bytes = gf__cuda_kernel_args_limit(d->dev);
     d->concurrent_managed = gf__cuda_attr(d->dev, CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS) != 0;
+    d->cc = 10 * gf__cuda_attr(d->dev, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR) +
+            gf__cuda_attr(d->dev, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
     if (info->async_alloc) {
         /* Keep freed memory cached in the pool across synchronizations, up to the core's
            default (GF__DEFAULT_POOL_KEEP): stream-ordered reuse without holding the whole card
@@ -809,8 +815,10 @@ static gf_result gf__cuda_module_load(gf_module *mod, const gf_module_desc *desc
     if (r == CUDA_ERROR_OUT_OF_MEMORY) return gf__cuda_fail(r, "cuModuleLoadDataEx");
     if (r != CUDA_SUCCESS) {
         log[sizeof log - 1] = 0;
-        return gf__fail(GF_ERROR_BUILD, "cuModuleLoadDataEx (%s): %s (%d)%s%s", desc->cubin ? "cubin" : "PTX",
-                        gf__cuda_error_name(r), (int)r, log[0] ? ": " : "", log);
+        return gf__fail(GF_ERROR_BUILD, "cuModuleLoadDataEx (%s): %s (%d)%s%s%s", desc->cubin ? "cubin" : "PTX",
+                        gf__cuda_error_name(r), (int)r, log[0] ? ": " : "", log,
+                        r == CUDA_ERROR_UNSUPPORTED_PTX_VERSION ? " (the PTX is newer than this driver takes: make it with an "
+                        "older toolkit or NVRTC, or update the driver)" : "");
     }
     mod->native = m;
     return GF_OK;
@@ -828,6 +836,228 @@ static gf_result gf__cuda_kernel_get(gf_kernel *k) {
     k->native = f;
     return GF_OK;
 }
+
+/* ---- kernels from one source: NVRTC, loaded at run time ----------------------------------- */
+#ifndef GPUFLOW_NO_NVRTC
+/* X(type, name, fails_as, (parameters)): nvrtc<name>, a slot of gf__nvrtc typed as nvrtc.h
+   declares it (checked at compile time, as the driver's entries are), called through the
+   fault seam: a fault-injected call returns NVRTC_ERROR_<fails_as>. nvrtcGetErrorString is
+   no fault point: it names the others. */
+#define GF__NVRTC_API(X) \
+    X(nvrtcResult, Version, INTERNAL_ERROR, (int *, int *)) \
+    X(const char *, GetErrorString, INTERNAL_ERROR, (nvrtcResult)) \
+    X(nvrtcResult, CreateProgram, OUT_OF_MEMORY, (nvrtcProgram *, const char *, const char *, int, const char *const *, const char *const *)) \
+    X(nvrtcResult, CompileProgram, OUT_OF_MEMORY, (nvrtcProgram, int, const char *const *)) \
+    X(nvrtcResult, GetProgramLogSize, INTERNAL_ERROR, (nvrtcProgram, size_t *)) \
+    X(nvrtcResult, GetProgramLog, INTERNAL_ERROR, (nvrtcProgram, char *)) \
+    X(nvrtcResult, GetPTXSize, INTERNAL_ERROR, (nvrtcProgram, size_t *)) \
+    X(nvrtcResult, GetPTX, INTERNAL_ERROR, (nvrtcProgram, char *)) \
+    X(nvrtcResult, DestroyProgram, INTERNAL_ERROR, (nvrtcProgram *)) \
+    X(nvrtcResult, GetNumSupportedArchs, INTERNAL_ERROR, (int *)) \
+    X(nvrtcResult, GetSupportedArchs, INTERNAL_ERROR, (int *))
+
+typedef struct gf__nvrtc_api {
+#define GF__NVRTC_SLOT(type, name, fails_as, params) type (*name) params;
+    GF__NVRTC_API(GF__NVRTC_SLOT)
+#undef GF__NVRTC_SLOT
+} gf__nvrtc_api;
+static gf__nvrtc_api gf__nvrtc;          /* filled once by gf__nvrtc_load_library; read-only afterwards */
+static gf__driver gf__nvrtc_library;
+static int gf__nvrtc_version;            /* nvrtcVersion's answer as 1000 * major + 10 * minor: 13000 */
+
+/* Never called: each slot's type against nvrtc.h's declaration (see gf__cuda_check_signatures). */
+static void gf__nvrtc_check_signatures(void) {
+#define GF__NVRTC_SAME(type, name, fails_as, params) (void)sizeof(gf__nvrtc.name == &nvrtc##name);
+    GF__NVRTC_API(GF__NVRTC_SAME)
+#undef GF__NVRTC_SAME
+}
+
+enum {
+#define GF__NVRTC_FAULT_CODE(type, name, fails_as, params) gf__nvrtc_fault_##name = NVRTC_ERROR_##fails_as,
+    GF__NVRTC_API(GF__NVRTC_FAULT_CODE)
+#undef GF__NVRTC_FAULT_CODE
+    gf__nvrtc_fault_codes_end
+};
+#define GF__NVRTC_CALL(name, args) \
+    (GF__FAULT("nvrtc" #name) ? (nvrtcResult)gf__nvrtc_fault_##name : gf__nvrtc.name args)
+
+static const char *gf__nvrtc_error_name(int r) {
+    const char *name = gf__nvrtc.GetErrorString ? gf__nvrtc.GetErrorString((nvrtcResult)r) : NULL;
+    return name ? name : "NVRTC_ERROR_UNRECOGNIZED";
+}
+/* NVRTC's codes in gpuflow's terms: out of memory, or a driver failure (compile errors are
+   GF_ERROR_BUILD, said with the log, below). -1: a code NVRTC does not have. */
+static const gf__native_codes gf__nvrtc_codes = {
+    NVRTC_SUCCESS, -1, NVRTC_ERROR_OUT_OF_MEMORY, -1, -1, -1, NULL, 0, gf__nvrtc_error_name };
+
+/* Where NVRTC is looked for, in order: the soname of the driver's major version first (PTX
+   from a newer NVRTC does not load on an older driver), then the other, then any; on Linux
+   last the toolkit's own directory, for machines where the loader's cache does not know it.
+   A pip wheel's copy (nvidia-cuda-nvrtc) is found through LD_LIBRARY_PATH / PATH. A test may
+   define the list itself (tests/nvrtc_check.c: a name that does not exist). */
+#if defined(GF__NVRTC_NAMES)
+#elif defined(_WIN32)
+#  define GF__NVRTC_NAMES "nvrtc64_130_0.dll", "nvrtc64_120_0.dll", "nvrtc64_112_0.dll"
+#else
+#  define GF__NVRTC_NAMES "libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so", \
+                          "/usr/local/cuda/lib64/libnvrtc.so.13", "/usr/local/cuda/lib64/libnvrtc.so.12"
+#endif
+
+static void gf__nvrtc_load_library(gf__driver *d) {
+    const char *names[] = { GF__NVRTC_NAMES };
+    char first_error[256];
+    const char *loaded = NULL;
+    size_t i;
+    int major = 0, minor = 0;
+    void *sym;
+    d->result = GF_ERROR_NOT_SUPPORTED;
+    if (sizeof names / sizeof names[0] > 1 && gf__cuda_driver_version && gf__cuda_driver_version < 13000) {
+        const char *newest = names[0];   /* a CUDA 12 driver: NVRTC 12 first */
+        names[0] = names[sizeof names / sizeof names[0] > 1];
+        names[sizeof names / sizeof names[0] > 1] = newest;
+    }
+    first_error[0] = 0;
+    for (i = 0; i < sizeof names / sizeof names[0] && !d->lib; i++) {
+        if ((d->lib = gf__dlopen(names[i])) != NULL) loaded = names[i];
+        else if (!first_error[0]) snprintf(first_error, sizeof first_error, "%s", gf__dlerror());
+    }
+    if (!d->lib) {
+        snprintf(d->why, sizeof d->why, "NVRTC: cannot load %s (%s): install the CUDA toolkit's NVRTC (e.g. the cuda-nvrtc "
+                 "package, or pip install nvidia-cuda-nvrtc); PTX and cubin modules work without it", names[0], first_error);
+        return;
+    }
+#define GF__NVRTC_RESOLVE(type, name, fails_as, params) \
+    if (!(sym = gf__dlsym(d->lib, "nvrtc" #name))) { \
+        snprintf(d->why, sizeof d->why, "NVRTC: %s has no nvrtc" #name ": it is older than NVRTC 11.2", loaded); \
+        return; } \
+    memcpy(&gf__nvrtc.name, &sym, sizeof sym);   /* object to function pointer */
+    GF__NVRTC_API(GF__NVRTC_RESOLVE)
+#undef GF__NVRTC_RESOLVE
+    if (gf__nvrtc.Version(&major, &minor) == NVRTC_SUCCESS) gf__nvrtc_version = major * 1000 + minor * 10;   /* no fault point: loading */
+    d->result = GF_OK;
+}
+static gf_result gf__nvrtc_load(void) { return gf__driver_load(&gf__nvrtc_library, gf__nvrtc_load_library); }
+
+/* Splits a build_options string into opts at spaces; "..." or '...' keep spaces inside one
+   option (the quotes go). In place: buf is changed. Returns how many; opts has room for
+   strlen(buf) / 2 + 1. */
+static int gf__nvrtc_split(char *buf, const char **opts) {
+    char *r = buf, *w = buf;
+    int count = 0;
+    for (;;) {
+        char quote = 0;
+        while (*r == ' ' || *r == '\t' || *r == '\n' || *r == '\r') r++;
+        if (!*r) return count;
+        opts[count++] = w;
+        for (; *r && (quote || (*r != ' ' && *r != '\t' && *r != '\n' && *r != '\r')); r++) {
+            if (!quote && (*r == '"' || *r == '\'')) quote = *r;
+            else if (*r == quote) quote = 0;
+            else *w++ = *r;
+        }
+        if (*r) r++;     /* the space that ended the option; w is behind it */
+        *w++ = 0;
+    }
+}
+
+/* text (complete: any prelude already in it) compiled by NVRTC to PTX for arch ("compute_75"),
+   with "-default-device" and then the user's options; name names it in the log. *ptx: the
+   NUL-terminated PTX from gf__malloc, *size counting the NUL. A compile error, or an option
+   NVRTC refuses, is GF_ERROR_BUILD "NVRTC: name: <log>"; no NVRTC is GF_ERROR_NOT_SUPPORTED.
+   Needs no GPU and no driver: CI compiles kernels with it (tests/nvrtc_check.c). */
+static gf_result gf__cuda_nvrtc_to_ptx(const char *arch, const char *name, const char *text, const char *options,
+                                       void **ptx, size_t *size) {
+    nvrtcProgram prog = NULL;
+    char arch_option[64], *buf = NULL, *log = NULL, *out = NULL;
+    const char **opts = NULL;
+    const char *call = NULL;
+    size_t n = options ? strlen(options) : 0;
+    int count;
+    nvrtcResult r;
+    gf_result e;
+    *ptx = NULL;
+    *size = 0;
+    if ((e = gf__nvrtc_load()) != GF_OK) return e;
+    if (!name || !*name) name = "kernels";
+    buf = (char *)gf__malloc(n + 1);
+    opts = (const char **)gf__malloc(sizeof *opts * (n / 2 + 3));
+    if (!buf || !opts) { e = gf__fail(GF_ERROR_OUT_OF_MEMORY, "NVRTC: out of host memory compiling %s", name); goto done; }
+    snprintf(arch_option, sizeof arch_option, "--gpu-architecture=%s", arch);
+    memcpy(buf, options ? options : "", n + 1);
+    opts[0] = arch_option;
+    opts[1] = "-default-device";   /* a function or variable without __device__ is the device's */
+    count = 2 + gf__nvrtc_split(buf, opts + 2);
+    if ((r = GF__NVRTC_CALL(CreateProgram, (&prog, text, name, 0, NULL, NULL))) != NVRTC_SUCCESS) { call = "nvrtcCreateProgram"; goto failed; }
+    r = GF__NVRTC_CALL(CompileProgram, (prog, count, opts));
+    if (r == NVRTC_ERROR_COMPILATION || r == NVRTC_ERROR_INVALID_OPTION) {
+        size_t len = 0;
+        if (GF__NVRTC_CALL(GetProgramLogSize, (prog, &len)) == NVRTC_SUCCESS && len > 1 && (log = (char *)gf__malloc(len)) != NULL &&
+            GF__NVRTC_CALL(GetProgramLog, (prog, log)) == NVRTC_SUCCESS) {
+            log[len - 1] = 0;
+            for (len = strlen(log); len && (log[len - 1] == '\n' || log[len - 1] == '\r' || log[len - 1] == ' '); ) log[--len] = 0;
+        } else if (log) log[0] = 0;
+        e = gf__fail(GF_ERROR_BUILD, "NVRTC: %s: %s", name, log && log[0] ? log : gf__nvrtc_error_name((int)r));
+        goto done;
+    }
+    if (r != NVRTC_SUCCESS) { call = "nvrtcCompileProgram"; goto failed; }
+    if ((r = GF__NVRTC_CALL(GetPTXSize, (prog, &n))) != NVRTC_SUCCESS) { call = "nvrtcGetPTXSize"; goto failed; }
+    if (!(out = (char *)gf__malloc(n + 1))) { e = gf__fail(GF_ERROR_OUT_OF_MEMORY, "NVRTC: out of host memory for %s's PTX", name); goto done; }
+    if ((r = GF__NVRTC_CALL(GetPTX, (prog, out))) != NVRTC_SUCCESS) { call = "nvrtcGetPTX"; goto failed; }
+    out[n] = 0;   /* n counts NVRTC's own NUL; one more, should a version not write it */
+    *ptx = out;
+    *size = n;
+    out = NULL;
+    e = GF_OK;
+    goto done;
+failed:
+    e = gf__native_fail(&gf__nvrtc_codes, (int)r, call);
+done:
+    if (prog) (void)GF__NVRTC_CALL(DestroyProgram, (&prog));
+    gf__free(out);
+    gf__free(log);
+    gf__free(buf);
+    gf__free((void *)opts);
+    return e;
+}
+
+/* The virtual architecture for a device of compute capability cc (90: 9.0): its own, or the
+   newest this NVRTC knows if the device is newer (PTX JITs on newer GPUs). */
+static int gf__nvrtc_arch(int cc) {
+    int archs[64], count = 0, i, best = 0;
+    if (GF__NVRTC_CALL(GetNumSupportedArchs, (&count)) != NVRTC_SUCCESS || count <= 0 || count > 64 ||
+        GF__NVRTC_CALL(GetSupportedArchs, (archs)) != NVRTC_SUCCESS)
+        return cc;
+    for (i = 0; i < count; i++) {
+        if (archs[i] == cc) return cc;
+        if (archs[i] < cc && archs[i] > best) best = archs[i];
+    }
+    return best ? best : cc;   /* an older device than NVRTC supports: NVRTC says so */
+}
+
+/* The compile slot: the core's text (its prelude, then the user's source) to PTX for this
+   device, which module_load then JITs. */
+static gf_result gf__cuda_compile(gf_device *dev, const char *name, const char *text, const char *options,
+                                  void **binary, size_t *size, gf__binary_kind *kind) {
+    const gf__cuda_device *d = (const gf__cuda_device *)dev->native;
+    char arch[32];
+    gf_result e;
+    *kind = GF__BINARY_PTX;
+    if ((e = gf__nvrtc_load()) != GF_OK) return e;
+    snprintf(arch, sizeof arch, "compute_%d", gf__nvrtc_arch(d->cc));
+    return gf__cuda_nvrtc_to_ptx(arch, name, text, options, binary, size);
+}
+
+/* What a cached binary depends on beyond the text and options. */
+static void gf__cuda_compiler_id(gf_device *dev, char *out, size_t cap) {
+    const gf__cuda_device *d = (const gf__cuda_device *)dev->native;
+    gf_result e;
+    gf__quiet++;   /* a missing NVRTC is compile's to report */
+    e = gf__nvrtc_load();
+    gf__quiet--;
+    snprintf(out, cap, "CUDA %s, compute capability %d.%d, driver %d.%d, NVRTC %d.%d", dev->info.name, d->cc / 10, d->cc % 10,
+             gf__cuda_driver_version / 1000, gf__cuda_driver_version % 1000 / 10,
+             e == GF_OK ? gf__nvrtc_version / 1000 : 0, e == GF_OK ? gf__nvrtc_version % 1000 / 10 : 0);
+}
+#endif /* GPUFLOW_NO_NVRTC */
 
 /* ---- launches and graphs ---------------------------------------------------------------- */
 /* A native graph's CUDA half, in g->native_exec. cuGraphExec*SetParams names a node of the
@@ -1171,6 +1401,11 @@ static void gf__cuda_fill_table(gf__backend *t) {
     t->graph_launch = gf__cuda_graph_launch;
     t->graph_update = gf__cuda_graph_update;
     t->graph_destroy = gf__cuda_graph_destroy;
+#ifndef GPUFLOW_NO_NVRTC
+    (void)gf__nvrtc_check_signatures;   /* compile-time only; never called */
+    t->compile = gf__cuda_compile;
+    t->compiler_id = gf__cuda_compiler_id;
+#endif
     t->graph_set_kernel_args = gf__cuda_graph_set_kernel_args;
     t->graph_write_dot = gf__cuda_graph_write_dot;
 #ifdef GPUFLOW_NVTX
