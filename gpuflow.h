@@ -7,13 +7,31 @@
 
         #define GPUFLOW_IMPLEMENTATION
         #define GPUFLOW_CUDA              // optional: any of GPUFLOW_CUDA / _HIP / _OPENCL
-        #include "gpuflow_cuda.h"         // each backend header includes gpuflow.h
-        #include "gpuflow.h"
+        #include "gpuflow.h"              // pulls in gpuflow_cuda.h from its own directory
 
-        cc -std=c99 app.c -o app -pthread -ldl
+        cc -std=c99 app.c -o app -pthread -ldl        (vendor headers on the include path only
+                                                       for the backends compiled in)
 
     No vendor library is linked: a backend loads its driver at run time, so a program built
     with every backend runs on a machine with none of them and falls back to the CPU stub.
+
+    SECTIONS (each name is a `---- name` marker below)
+    ========
+    Declarations:  results | opaque objects | logging | callbacks | descriptions and reports |
+                   kernels from one source | results, backends | devices | memory |
+                   interop: native handles out and in | streams | events and event pools |
+                   stream pools | stream sets | barriers | flows | graphs | kernels |
+                   profiling | races and hangs
+    Implementation: defaults | platform | errors and the logger | driver loading | objects |
+                   the backend vtable | names | validation | backends | devices |
+                   captures in progress | race detector | staged copies | commands | streams |
+                   memory | memory accounting | events | event pools | stream pools |
+                   stream sets | barriers | async waiters | hang diagnostics |
+                   stream-ordered allocation | flows | graphs | graph pools |
+                   kernels from one source: preludes, run-time compiles, the disk cache |
+                   kernels | interop | profiler | Stub backend
+    Backends:      gpuflow_cuda.h, gpuflow_hip.h, gpuflow_opencl.h (each says how gpuflow maps
+                   onto its driver, and what it needs)
 
     OVERVIEW
     ========
@@ -24,43 +42,57 @@
 
         public API (gf_*) -> validation -> core objects -> backend vtable -> driver
 
-    The core (stream pools, stream sets, event pools, barriers, flows, recorded graphs, the
-    profiler, the stream-ordered allocator, async waiters) is written once over a small
-    vtable of primitive operations; a backend header only fills that vtable.
+    The core (stream pools, stream sets, event pools, barriers, flows, recorded graphs, graph
+    pools, the profiler, the stream-ordered allocator, async waiters, the race detector, the
+    kernel dialect and its cache) is written once over a vtable of primitive operations; a
+    backend header only fills that vtable.
 
     CONFIGURATION (define before including the implementation)
     =============
         GPUFLOW_IMPLEMENTATION   emit the implementation in this translation unit
-        GPUFLOW_CUDA / _HIP / _OPENCL   compile in a vendor backend (include its header)
+        GPUFLOW_CUDA / _HIP / _OPENCL   compile in a vendor backend
         GPUFLOW_API              decoration of every public function (default: extern)
         GPUFLOW_STATIC           make every public function static (one-TU use)
-        GPUFLOW_MALLOC(n) / GPUFLOW_REALLOC(p, n) / GPUFLOW_FREE(p)   memory (default: libc)
-        GPUFLOW_ASSERT(c)        internal invariants (default: assert)
+        GPUFLOW_MALLOC(n) / GPUFLOW_REALLOC(p, n) / GPUFLOW_FREE(p)   host memory, all three or
+                                 none (default: libc); gf_set_allocator does the same at run time
+        GPUFLOW_ASSERT(c)        the library's own invariants (default: assert)
+        GPUFLOW_DEBUG            destroyed objects stay refused shells until their device closes
         GPUFLOW_STUB_INLINE      the stub runs work inline in the calling thread (debugging)
+        GPUFLOW_STUB_MEMORY      the stub device's nominal capacity in bytes (default 8 GiB)
+        GPUFLOW_NVTX             CUDA: stream names and gf_range_push as NVTX ranges
 
-    Environment: GPUFLOW_BACKEND=cuda|hip|opencl|stub forces the backend that
-    GF_BACKEND_AUTO picks.
+    Environment: GPUFLOW_BACKEND=cuda|hip|opencl|stub forces the backend GF_BACKEND_AUTO picks;
+    GPUFLOW_RACE_CHECK=1 turns the race detector on for every device; GPUFLOW_HANG_MS=N logs
+    the device's state when a wait lasts longer than N ms; GPUFLOW_CACHE_DIR=dir keeps compiled
+    kernels.
 
     CONVENTIONS
     ===========
     - Objects are opaque pointers created by gf_<object>_create(..., &out) and released by
-      gf_<object>_destroy. A NULL desc pointer, or a zeroed desc field, means "the default".
+      gf_<object>_destroy. A NULL desc pointer, or a zeroed desc field, means "the default"
+      (each field's default is written beside it).
     - Every fallible call returns gf_result: GF_OK == 0, failures negative, GF_NOT_READY and
-      GF_TIMEOUT positive. gf_last_error() gives this thread's detail for the last failure.
+      GF_TIMEOUT positive. gf_last_error() gives this thread's text for the last failure (a
+      success leaves it alone); every failure also goes to the logger (gf_set_logger).
     - Bad input (NULL or wrong-type handles, out-of-range sizes, objects of another device,
-      misuse during capture, ...) returns a specific code and changes nothing.
+      misuse during capture, ...) returns a specific code and changes nothing. Every group of
+      declarations below names the codes its calls return beyond GF_ERROR_INVALID_HANDLE
+      (a NULL, wrong-type or destroyed object) and GF_ERROR_INVALID_ARGUMENT.
     - Every object may be used from several threads. The order of work on one stream is the
       order in which its enqueue calls returned.
-    - Destroying a stream that still has work first waits for that work (it drains).
+    - Destroying a stream that still has work first waits for that work (it drains); a
+      destroy that must wait for the device and cannot keeps the object (and says so).
 
     CALLBACKS
     =========
-    Host callbacks (gf_stream_add_callback, gf_event_on_complete) run on a thread owned by
-    the backend or the device. On CUDA and HIP a stream callback must not call into the
-    driver: it may touch host memory, signal your own threads, or set flags, but must not
-    call gpuflow functions that enqueue, synchronize or allocate. Async waiters
-    (gf_event_on_complete) run on the device's waiter thread and may call gpuflow freely,
-    except gf_device_close.
+    Stream callbacks (gf_stream_add_callback) run on a thread owned by the backend, after the
+    stream's earlier work; later work waits for them. On CUDA and HIP a stream callback must not
+    call into the driver: it may touch host memory, signal your own threads, or set flags, but
+    must not call gpuflow functions that enqueue, synchronize, allocate or free. Async waiters
+    (gf_event_on_complete) and flow tasks' completion callbacks run on the device's waiter
+    thread and may call gpuflow freely, except gf_device_close and the waits that wait for the
+    waiter itself (gf_event_cancel_wait of the wait that is running). The logger may be called
+    from any thread, from inside any gpuflow call; it may call gpuflow.
 
     LICENSE: zlib/libpng, see the end of the file.
 */
@@ -183,7 +215,10 @@ typedef struct gf_device_info {
     char   note[256];             /* for GF_BACKEND_AUTO: why other backends were passed over */
 } gf_device_info;
 
-typedef struct gf_stream_desc { const char *label; gf_priority priority; } gf_stream_desc;
+typedef struct gf_stream_desc {
+    const char *label;            /* default "stream N" */
+    gf_priority priority;         /* default NORMAL; a device without priorities keeps it as a label */
+} gf_stream_desc;
 
 typedef struct gf_stream_stats {
     uint64_t ops, copies, bytes_copied, launches, callbacks;
@@ -193,14 +228,17 @@ typedef struct gf_stream_stats {
 
 #define GF_EVENT_TIMING 1u        /* gf_event_create flag: the event can be timed */
 
-typedef struct gf_event_pool_desc { int capacity; int timing_capacity; } gf_event_pool_desc;
+typedef struct gf_event_pool_desc {
+    int capacity;                 /* plain events made up front (default 16); the pool grows on demand */
+    int timing_capacity;          /* GF_EVENT_TIMING events made up front (default 16) */
+} gf_event_pool_desc;
 typedef struct gf_event_pool_stats { int available, in_use, created; } gf_event_pool_stats;
 
 typedef struct gf_stream_pool_desc {
     int count;                    /* streams in the pool (default 4) */
-    gf_pool_strategy strategy;
-    const char *label;            /* streams are labelled "<label>/<i>" */
-    int measure_completion;       /* time acquire -> completion per workload (one event per release) */
+    gf_pool_strategy strategy;    /* default GF_POOL_ROUND_ROBIN */
+    const char *label;            /* streams are labelled "<label>/<i>" (default "pool") */
+    int measure_completion;       /* time acquire -> completion per workload (one event per release; default off) */
 } gf_stream_pool_desc;
 typedef struct gf_acquire_hint { gf_priority priority; gf_workload workload; } gf_acquire_hint;
 
@@ -212,7 +250,10 @@ typedef struct gf_stream_pool_stats {
     double   avg_completion_ms[GF_WORKLOAD_COUNT];  /* acquire -> work done, per workload */
 } gf_stream_pool_stats;
 
-typedef struct gf_flow_desc { const char *label; gf_workload workload; } gf_flow_desc;
+typedef struct gf_flow_desc {
+    const char *label;            /* default "flow" */
+    gf_workload workload;         /* the tasks' default workload (default ANY) */
+} gf_flow_desc;
 
 /* A flow task with every option (gf_flow_add_desc). The stream pool's strategy picks the
    task's stream from its priority and workload; on_complete runs on the device's waiter thread
@@ -244,7 +285,10 @@ typedef struct gf_capture_desc {
     gf_graph_pool *pool;          /* NULL: the graph's allocations are its own */
 } gf_capture_desc;
 
-typedef struct gf_buffer_desc { size_t size; int managed; } gf_buffer_desc;
+typedef struct gf_buffer_desc {
+    size_t size;                  /* required */
+    int managed;                  /* unified (managed) memory, where the device has it (default off) */
+} gf_buffer_desc;
 
 /* A 2D copy (gf_copy_2d_async): height rows of width bytes. Each side is a buffer (with an
    offset) or host memory; its pitch is the distance between rows' starts (>= width). */
@@ -308,7 +352,7 @@ typedef struct gf_module_desc {
     const char *ptx; const void *cubin; size_t cubin_size;
     const void *hip_code; size_t hip_code_size;
     const char *opencl_source; const void *spirv; size_t spirv_size;
-    const char *build_options;
+    const char *build_options;    /* OpenCL, NVRTC and hiprtc options (default none) */
     const gf_stub_kernel *stub_kernels; int stub_kernel_count;
     /* Kernels from one source (see KERNELS FROM ONE SOURCE): the dialect text, compiled at run
        time for the device (NVRTC, hiprtc, clBuildProgram); the stub runs stub_kernels, made
@@ -464,6 +508,10 @@ GPUFLOW_API const char *gf_backend_name(gf_backend b);
 GPUFLOW_API int         gf_backend_available(gf_backend b);
 
 /* ---- devices ------------------------------------------------------------------------- */
+/* Codes: GF_ERROR_BACKEND_UNAVAILABLE (not compiled in, driver missing), GF_ERROR_NO_DEVICE,
+   GF_ERROR_DRIVER. gf_device_close waits for the device, stops its waiter thread and frees what
+   the device owns (pools, sets and flows it made internally, its graphs and caches); objects
+   you created must be destroyed before it. Not from a callback or waiter. */
 GPUFLOW_API int        gf_device_count(gf_backend b);
 GPUFLOW_API gf_result  gf_device_open(gf_backend b, int index, gf_device **out);
 GPUFLOW_API void       gf_device_close(gf_device *dev);
@@ -474,6 +522,14 @@ GPUFLOW_API gf_result  gf_device_memory_info(gf_device *dev, size_t *free_bytes,
 GPUFLOW_API gf_result  gf_device_synchronize(gf_device *dev);
 
 /* ---- memory -------------------------------------------------------------------------- */
+/* Codes: GF_ERROR_OUT_OF_MEMORY (device memory, the memory limit, host memory), GF_ERROR_OUT_OF_RANGE
+   (a range past a buffer's end), GF_ERROR_WRONG_DEVICE, GF_ERROR_CAPTURE (a synchronous copy
+   into a buffer a capture uses), GF_ERROR_NOT_SUPPORTED (managed memory, prefetch, wide fills
+   where the backend has none), GF_ERROR_DRIVER. Async calls return at once; host memory given
+   to them must stay valid until the stream reaches them. gf_buffer_destroy waits for the
+   device (as cuMemFree does); gf_buffer_destroy_async frees in stream order. A view keeps its
+   parent's memory alive; views of views are refused. Synchronous calls: not from a CUDA/HIP
+   stream callback. */
 GPUFLOW_API gf_result gf_buffer_create(gf_device *dev, size_t bytes, gf_buffer **out);
 GPUFLOW_API gf_result gf_buffer_create_desc(gf_device *dev, const gf_buffer_desc *desc, gf_buffer **out);
 GPUFLOW_API void      gf_buffer_destroy(gf_buffer *buf);
@@ -501,6 +557,13 @@ GPUFLOW_API gf_result gf_device_trim(gf_device *dev, size_t keep_bytes);
 GPUFLOW_API void      gf_set_allocator(const gf_allocator *allocator);             /* NULL: back to the macros */
 
 /* ---- interop: native handles out and in -------------------------------------------------- */
+/* Out: CUDA CUcontext / CUstream / CUdeviceptr / CUevent / CUfunction; HIP device index /
+   hipStream_t / device pointer / hipEvent_t / hipFunction_t; OpenCL cl_context (and
+   cl_device_id through gf_device_get_native) / cl_command_queue / cl_mem / cl_event of the
+   latest record / cl_kernel; the stub: host pointers for buffers, NULL elsewhere. In: gpuflow
+   uses what it is given and never destroys or resets it; a wrapped stream's destroy drains
+   what gpuflow enqueued. Codes: GF_ERROR_NOT_SUPPORTED (the stub has no native streams or
+   devices), GF_ERROR_WRONG_DEVICE (a handle of another context). */
 GPUFLOW_API void     *gf_device_native(gf_device *dev);
 GPUFLOW_API gf_result gf_device_get_native(gf_device *dev, gf_native_device *out);   /* all of it: what gf_device_open_native takes */
 GPUFLOW_API void     *gf_stream_native(gf_stream *s);
@@ -512,6 +575,9 @@ GPUFLOW_API gf_result gf_stream_wrap(gf_device *dev, void *native_stream, const 
 GPUFLOW_API gf_result gf_buffer_wrap(gf_device *dev, uint64_t native_buffer, size_t bytes, gf_buffer **out);
 
 /* ---- streams ------------------------------------------------------------------------- */
+/* Codes: GF_NOT_READY (query), GF_TIMEOUT (bounded waits), GF_ERROR_CAPTURE (a wait or query
+   of a capturing stream ends the capture), GF_ERROR_DRIVER, or the stream's sticky error.
+   gf_stream_add_callback's fn gets the stream's error status (GF_OK normally). */
 GPUFLOW_API gf_result   gf_stream_create(gf_device *dev, const gf_stream_desc *desc, gf_stream **out);
 GPUFLOW_API void        gf_stream_destroy(gf_stream *s);   /* drains pending work first */
 GPUFLOW_API gf_result   gf_stream_synchronize(gf_stream *s);
@@ -526,6 +592,10 @@ GPUFLOW_API uint64_t    gf_stream_id(const gf_stream *s);
 GPUFLOW_API gf_device  *gf_stream_device(const gf_stream *s);
 
 /* ---- events and event pools ------------------------------------------------------------ */
+/* Codes: GF_NOT_READY, GF_TIMEOUT, GF_ERROR_INVALID_STATE (never recorded for elapsed time,
+   released twice, destroyed or released with a pending gf_event_on_complete), GF_ERROR_CAPTURE
+   (waiting on an event recorded inside a capture in progress), GF_ERROR_NOT_FOUND (a wait id
+   that is not pending). A never-recorded event counts as complete, as in CUDA. */
 GPUFLOW_API gf_result gf_event_create(gf_device *dev, unsigned flags, gf_event **out);
 GPUFLOW_API void      gf_event_destroy(gf_event *ev);
 GPUFLOW_API gf_result gf_event_record(gf_event *ev, gf_stream *s);
@@ -542,6 +612,9 @@ GPUFLOW_API gf_result gf_event_pool_get_stats(gf_event_pool *pool, gf_event_pool
 GPUFLOW_API void      gf_event_pool_destroy(gf_event_pool *pool);
 
 /* ---- stream pools -------------------------------------------------------------------- */
+/* Shared and thread-safe: a stream may be held by several acquirers at once (acquire_ready
+   finds one nobody holds and nothing runs on). Codes: GF_TIMEOUT (acquire_ready),
+   GF_ERROR_INVALID_STATE (a release without an acquire). */
 GPUFLOW_API gf_result gf_stream_pool_create(gf_device *dev, const gf_stream_pool_desc *desc, gf_stream_pool **out);
 GPUFLOW_API gf_result gf_stream_pool_acquire(gf_stream_pool *pool, const gf_acquire_hint *hint, gf_stream **out);
 GPUFLOW_API gf_result gf_stream_pool_release(gf_stream_pool *pool, gf_stream *s);
@@ -562,6 +635,9 @@ GPUFLOW_API gf_result gf_barrier(gf_stream *const *streams, int count);
 GPUFLOW_API gf_result gf_synchronize_all(gf_stream *const *streams, int count, double *elapsed_ms);
 
 /* ---- flows: a DAG of GPU tasks ----------------------------------------------------------- */
+/* Codes: GF_ERROR_CYCLE (an edge that would close a cycle, with the cycle named), a task's own
+   failure (with its message), GF_ERROR_CAPTURE. A failing task stops the run; the flow stays
+   runnable. Tasks run on the calling thread; they only enqueue. */
 GPUFLOW_API gf_result gf_flow_create(gf_device *dev, const gf_flow_desc *desc, gf_flow **out);
 GPUFLOW_API gf_result gf_flow_add(gf_flow *flow, const char *name, gf_task_fn fn, void *user, gf_task *out);
 GPUFLOW_API gf_result gf_flow_depend(gf_flow *flow, gf_task before, gf_task after);
@@ -573,6 +649,10 @@ GPUFLOW_API gf_result gf_flow_get_stats(gf_flow *flow, gf_flow_stats *out);
 GPUFLOW_API gf_result gf_flow_write_dot(gf_flow *flow, const char *path);   /* tasks, edges, lanes, events */
 
 /* ---- graphs -------------------------------------------------------------------------- */
+/* Native driver graphs on CUDA and HIP, recorded replay elsewhere (gf_graph_info says which).
+   Codes: GF_ERROR_CAPTURE (capture misuse: nesting, an unjoined fork, sync inside a capture),
+   GF_ERROR_NOT_SUPPORTED (updating graphs that own memory), GF_ERROR_OUT_OF_RANGE (a launch
+   index past the graph's launches), GF_ERROR_INVALID_STATE (a graph pool with live graphs). */
 GPUFLOW_API gf_result gf_stream_begin_capture(gf_stream *s, gf_capture_mode mode);
 GPUFLOW_API gf_result gf_stream_end_capture(gf_stream *s, gf_graph **out);
 GPUFLOW_API gf_result gf_graph_launch(gf_graph *g, gf_stream *s);
@@ -593,6 +673,10 @@ GPUFLOW_API gf_result gf_stream_begin_capture_pool(gf_stream *s, gf_capture_mode
 GPUFLOW_API void      gf_graph_destroy(gf_graph *g);
 
 /* ---- kernels ------------------------------------------------------------------------- */
+/* Codes: GF_ERROR_BUILD (with the compiler's log), GF_ERROR_NOT_FOUND (no such kernel),
+   GF_ERROR_NOT_SUPPORTED (no form of the module for this backend, no run-time compiler: the
+   message names what to install), GF_ERROR_INVALID_ARGUMENT (a launch's argument count or
+   sizes the kernel or device cannot take). */
 GPUFLOW_API gf_result gf_module_load(gf_device *dev, const gf_module_desc *desc, gf_module **out);
 GPUFLOW_API gf_result gf_kernel_get(gf_module *mod, const char *name, gf_kernel **out);
 GPUFLOW_API void      gf_module_destroy(gf_module *mod);
@@ -602,6 +686,8 @@ GPUFLOW_API void      gf_stub_barrier(void);
 GPUFLOW_API unsigned  gf_stub_atomic(gf_stub_atomic_op op, unsigned *p, unsigned v, unsigned desired);
 
 /* ---- profiling ----------------------------------------------------------------------- */
+/* Codes: GF_ERROR_INVALID_STATE (never enabled), GF_ERROR_DRIVER (profiled work that could not
+   be timed: dropped and counted in dropped_ops). Reports and traces wait for profiled work. */
 GPUFLOW_API gf_result gf_profiler_enable(gf_device *dev, unsigned flags);
 GPUFLOW_API gf_result gf_profiler_report(gf_device *dev, gf_profile_report *out);
 GPUFLOW_API gf_result gf_profiler_write_trace(gf_device *dev, const char *path);
@@ -683,12 +769,18 @@ static void gf__free(void *p) {
 #endif
 
 /* ---- defaults: every default the library applies, in one place ----------------------------- */
+#define GF__DEFAULT_POOL_STREAMS 4           /* gf_stream_pool_desc.count */
+#define GF__DEFAULT_EVENT_POOL 16            /* gf_event_pool_desc capacities: events made up front, per kind */
 #define GF__DEFAULT_KERNEL_ARGS_BYTES 4096   /* CUDA's classic parameter space; backends may say more */
 #define GF__DEFAULT_CACHE_KEEP ((size_t)64 << 20)   /* freed stream-ordered memory kept for reuse */
 #define GF__DEFAULT_POOL_KEEP(total) ((total) / 4)  /* a driver's stream-ordered pool keeps this much freed memory */
 #define GF__RANGE_DEPTH 16                          /* nested gf_range_push spans timed per stream */
 #define GF__RECENT_OPS 8                            /* per stream, for gf_device_write_state */
 #define GF__RACE_ACCESSES 256                       /* per buffer: the oldest go beyond */
+#define GF__STAGE_IDLE_KEEP ((size_t)64 << 20)      /* idle pinned staging memory kept for reuse */
+#define GF__FIBER_STACK ((size_t)128 << 10)         /* a stub block thread's stack, when its kernel syncs */
+#define GF__WAIT_NAP_MIN_US 20                      /* polling waits back off from this... */
+#define GF__WAIT_NAP_MAX_US 1000                    /* ...to this */
 
 /* ---- platform: threads, locks, atomics, clocks, dynamic libraries ----------------------- */
 #if defined(_WIN32)
@@ -2180,7 +2272,6 @@ typedef struct gf__stage {
     void *pinned; size_t cap;
     void *dst; size_t bytes;                     /* D2H: where the callback puts the bytes */
 } gf__stage;
-#define GF__STAGE_IDLE_KEEP ((size_t)64 << 20)   /* idle staging memory kept for reuse */
 
 /* Powers of two from 64 KiB, then whole MiB: few distinct sizes, so stages get reused. */
 static size_t gf__stage_size(size_t bytes) {
@@ -2528,7 +2619,7 @@ GPUFLOW_IMPL gf_result gf_stream_synchronize(gf_stream *s) {
    back. */
 static gf_result gf__poll(gf__query_fn query, void *obj, unsigned timeout_ms) {
     uint64_t deadline = gf__now_ns() + (uint64_t)timeout_ms * 1000000u;
-    unsigned nap = 20;
+    unsigned nap = GF__WAIT_NAP_MIN_US;
     for (;;) {
         gf_result r = query(obj);
         uint64_t now;
@@ -2536,7 +2627,7 @@ static gf_result gf__poll(gf__query_fn query, void *obj, unsigned timeout_ms) {
         if ((now = gf__now_ns()) >= deadline) return GF_TIMEOUT;
         if ((uint64_t)nap * 1000u > deadline - now) nap = (unsigned)((deadline - now) / 1000u) + 1;
         gf__sleep_us(nap);
-        if (nap < 1000) nap *= 2;
+        if (nap < GF__WAIT_NAP_MAX_US) nap *= 2;
     }
 }
 static gf_result gf__stream_query_settled(void *p) {
@@ -3296,8 +3387,8 @@ GPUFLOW_IMPL gf_result gf_event_pool_create(gf_device *dev, const gf_event_pool_
     if (!(pool = (gf_event_pool *)gf__alloc(sizeof *pool))) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_event_pool_create: out of host memory");
     pool->type = GF__T_EVENT_POOL;
     pool->dev = dev;
-    if ((r = gf__event_pool_grow(pool, 0, plain ? plain : 16)) != GF_OK ||
-        (r = gf__event_pool_grow(pool, 1, timing ? timing : 16)) != GF_OK) {
+    if ((r = gf__event_pool_grow(pool, 0, plain ? plain : GF__DEFAULT_EVENT_POOL)) != GF_OK ||
+        (r = gf__event_pool_grow(pool, 1, timing ? timing : GF__DEFAULT_EVENT_POOL)) != GF_OK) {
         gf__event_pool_free(pool);
         return r;
     }
@@ -3413,7 +3504,7 @@ static const gf_priority gf__pool_priorities[3] = { GF_PRIORITY_HIGH, GF_PRIORIT
 
 GPUFLOW_IMPL gf_result gf_stream_pool_create(gf_device *dev, const gf_stream_pool_desc *desc, gf_stream_pool **out) {
     gf_stream_pool *pool;
-    int count = desc && desc->count ? desc->count : 4, i;
+    int count = desc && desc->count ? desc->count : GF__DEFAULT_POOL_STREAMS, i;
     gf_pool_strategy strategy = desc ? desc->strategy : GF_POOL_ROUND_ROBIN;
     const char *label = desc && desc->label ? desc->label : "pool";
     GF__CHECK(dev, GF__T_DEVICE);
@@ -3533,7 +3624,7 @@ GPUFLOW_IMPL gf_result gf_stream_pool_acquire(gf_stream_pool *pool, const gf_acq
 
 GPUFLOW_IMPL gf_result gf_stream_pool_acquire_ready(gf_stream_pool *pool, unsigned timeout_ms, gf_stream **out) {
     uint64_t deadline;
-    unsigned nap = 20;
+    unsigned nap = GF__WAIT_NAP_MIN_US;
     GF__CHECK(pool, GF__T_STREAM_POOL);
     GF__CHECK_OUT(out);
     *out = NULL;
@@ -3554,7 +3645,7 @@ GPUFLOW_IMPL gf_result gf_stream_pool_acquire_ready(gf_stream_pool *pool, unsign
         if (gf__now_ns() >= deadline)
             return gf__fail(GF_TIMEOUT, "gf_stream_pool_acquire_ready: no stream became idle within %u ms", timeout_ms);
         gf__sleep_us(nap);
-        if (nap < 1000) nap *= 2;
+        if (nap < GF__WAIT_NAP_MAX_US) nap *= 2;
     }
 }
 
@@ -3820,14 +3911,14 @@ static int gf__waiter_fire_one(gf__waiter *w) {
 
 static void gf__waiter_main(void *arg) {
     gf__waiter *w = (gf__waiter *)arg;
-    uint64_t nap = 20;
+    uint64_t nap = GF__WAIT_NAP_MIN_US;
     gf__on_waiter_thread = 1;
     gf__lock(&w->lock);
     while (!w->stop) {
-        if (w->count == 0) { gf__cond_wait(&w->cond, &w->lock); nap = 20; continue; }
-        if (gf__waiter_fire_one(w)) { nap = 20; continue; }
+        if (w->count == 0) { gf__cond_wait(&w->cond, &w->lock); nap = GF__WAIT_NAP_MIN_US; continue; }
+        if (gf__waiter_fire_one(w)) { nap = GF__WAIT_NAP_MIN_US; continue; }
         gf__cond_timedwait_us(&w->cond, &w->lock, nap);
-        if (nap < 1000) nap *= 2;
+        if (nap < GF__WAIT_NAP_MAX_US) nap *= 2;
     }
     while (gf__waiter_fire_one(w)) {}   /* the device was synchronized: deliver what completed */
     gf__unlock(&w->lock);
@@ -6148,7 +6239,6 @@ typedef struct gf__fiber { void *fiber; void *tsan; } gf__fiber;
 #else
 typedef struct gf__fiber { ucontext_t ctx; void *stack; void *tsan; } gf__fiber;
 #endif
-#define GF__FIBER_STACK ((size_t)128 << 10)
 
 /* ThreadSanitizer must be told about fiber switches; nothing else needs to be. */
 #if defined(__SANITIZE_THREAD__)
