@@ -41,8 +41,8 @@
       device set to the last gf_device it created something on.
     - gf_buffer: the device pointer in buf->ptr (hipMalloc, or hipMallocManaged for managed
       buffers); stream-ordered buffers come from the device's default memory pool
-      (hipMallocFromPoolAsync / hipFreeAsync), which keeps up to a quarter of the device for
-      reuse. Pinned host memory: hipHostMalloc(Portable). HIP performs a copy to or from
+      (hipMallocFromPoolAsync / hipFreeAsync), which keeps freed memory for reuse up to the
+      core's default (GF__DEFAULT_POOL_KEEP, a quarter of the device). Pinned host memory: hipHostMalloc(Portable). HIP performs a copy to or from
       pageable (malloc'd) memory synchronously, so the backend tells the core which memory
       is pinned (host_pinned: hipHostGetFlags succeeds) and the core stages the other copies
       through pinned memory to keep them asynchronous (gpuflow.h, "staged copies").
@@ -286,8 +286,6 @@ enum {
 #define GF__HIP_CALL(name, args) (GF__FAULT("hip" #name) ? (hipError_t)gf__hip_fault_##name : gf__hip.name args)
 
 static gf__driver gf__hip_runtime;
-static int gf__hip_no_device;         /* the runtime loaded but found no device */
-static char gf__hip_no_device_why[256];
 
 /* Per gf_device state. */
 typedef struct gf__hip_device {
@@ -300,38 +298,24 @@ typedef struct gf__hip_device {
 } gf__hip_device;
 
 /* ---- errors ----------------------------------------------------------------------------- */
-static const char *gf__hip_error_name(hipError_t r) {
-    const char *name = gf__hip.GetErrorName(r);   /* not a fault point: it names the others */
+/* The runtime's name for a code; not a fault point: it names the others. */
+static const char *gf__hip_error_name(int r) {
+    const char *name = gf__hip.GetErrorName((hipError_t)r);
     return name ? name : "hipErrorUnrecognized";
 }
 
-static gf_result gf__hip_code(hipError_t r) {
-    switch (r) {
-    case hipSuccess:                       return GF_OK;
-    case hipErrorNotReady:                 return GF_NOT_READY;
-    case hipErrorOutOfMemory:              return GF_ERROR_OUT_OF_MEMORY;
-    case hipErrorNotFound:                 return GF_ERROR_NOT_FOUND;
-    case hipErrorNotSupported:             return GF_ERROR_NOT_SUPPORTED;
-    case hipErrorNoDevice:                 return GF_ERROR_NO_DEVICE;
-    case hipErrorStreamCaptureUnsupported:
-    case hipErrorStreamCaptureInvalidated:
-    case hipErrorStreamCaptureMerge:
-    case hipErrorStreamCaptureUnmatched:
-    case hipErrorStreamCaptureUnjoined:
-    case hipErrorStreamCaptureIsolation:
-    case hipErrorStreamCaptureImplicit:
-    case hipErrorCapturedEvent:
-    case hipErrorStreamCaptureWrongThread: return GF_ERROR_CAPTURE;
-    default:                               return GF_ERROR_DRIVER;
-    }
-}
+/* How hipError_t codes map onto gpuflow's and are named (the core's gf__native_codes): the
+   capture codes are GF_ERROR_CAPTURE, "not allowed in this stream capture". */
+static const int gf__hip_capture_codes[] = {
+    hipErrorStreamCaptureUnsupported, hipErrorStreamCaptureInvalidated, hipErrorStreamCaptureMerge,
+    hipErrorStreamCaptureUnmatched, hipErrorStreamCaptureUnjoined, hipErrorStreamCaptureIsolation,
+    hipErrorStreamCaptureImplicit, hipErrorCapturedEvent, hipErrorStreamCaptureWrongThread };
+static const gf__native_codes gf__hip_codes = {
+    hipSuccess, hipErrorNotReady, hipErrorOutOfMemory, hipErrorNotFound, hipErrorNotSupported, hipErrorNoDevice,
+    gf__hip_capture_codes, (int)(sizeof gf__hip_capture_codes / sizeof gf__hip_capture_codes[0]), gf__hip_error_name };
 
 /* "hipXxx: hipErrorName (n)", with the gpuflow code that hipError_t maps to. */
-static gf_result gf__hip_fail(hipError_t r, const char *call) {
-    gf_result code = gf__hip_code(r);
-    return gf__fail(code, "%s: %s (%d)%s", call, gf__hip_error_name(r), (int)r,
-                    code == GF_ERROR_CAPTURE ? ": refused by the stream capture in progress" : "");
-}
+static gf_result gf__hip_fail(hipError_t r, const char *call) { return gf__native_fail(&gf__hip_codes, (int)r, call); }
 
 /* hip<name> args; a failure returns from the calling function, named after the entry point. */
 #define GF__HIP_CHECK(name, args) do { hipError_t gf__r_ = GF__HIP_CALL(name, args); \
@@ -385,14 +369,12 @@ static void gf__hip_load_runtime(gf__driver *d) {
     rc = GF__HIP_CALL(GetDeviceCount, (&count));
     if (rc == hipErrorNoDevice || (rc == hipSuccess && count == 0)) {
         /* The runtime works (hipInit then says hipErrorInvalidDevice); there is simply
-           nothing to open. device_count reports GF_ERROR_NO_DEVICE with this reason. */
+           nothing to open: every device_count says so. */
         char detail[96];
         if (rc == hipSuccess) snprintf(detail, sizeof detail, "0 devices");
         else snprintf(detail, sizeof detail, "%s (%d)", gf__hip_error_name(rc), (int)rc);
-        gf__hip_no_device = 1;
-        snprintf(gf__hip_no_device_why, sizeof gf__hip_no_device_why,
-                 "HIP: the runtime (%d.%d.%d) found no HIP device (hipGetDeviceCount: %s)",
-                 version / 10000000, version / 100000 % 100, version % 100000, detail);
+        gf__driver_no_device(d, "HIP: the runtime (%d.%d.%d) found no HIP device (hipGetDeviceCount: %s)",
+                             version / 10000000, version / 100000 % 100, version % 100000, detail);
         d->result = GF_OK;
         return;
     }
@@ -423,8 +405,9 @@ static void *gf__hip_at(const gf_buffer *buf, size_t offset) { return (char *)bu
 /* No device is GF_ERROR_NO_DEVICE with the runtime's reason (count 0): the core passes that
    text on, where a bare 0 would get a generic one. */
 static gf_result gf__hip_device_count(int *count) {
+    gf_result e;
     *count = 0;
-    if (gf__hip_no_device) return gf__fail(GF_ERROR_NO_DEVICE, "%s", gf__hip_no_device_why);
+    if ((e = gf__driver_has_device(&gf__hip_runtime)) != GF_OK) return e;
     GF__HIP_CHECK(GetDeviceCount, (count));
     if (*count == 0) return gf__fail(GF_ERROR_NO_DEVICE, "HIP: the runtime reports no HIP device (hipGetDeviceCount: 0)");
     return GF_OK;
@@ -473,9 +456,10 @@ static gf_result gf__hip_device_start(gf_device *dev, int ordinal, int borrowed)
     d->concurrent_managed = gf__hip_attr(ordinal, hipDeviceAttributeConcurrentManagedAccess) != 0;
 
     if (info->async_alloc) {
-        /* Keep up to a quarter of the device in the pool across synchronizations: reuse
-           without holding the whole card away from other processes. */
-        uint64_t keep = (uint64_t)(total / 4);
+        /* Keep freed memory in the pool across synchronizations, up to the core's default
+           (GF__DEFAULT_POOL_KEEP): reuse without holding the whole card away from other
+           processes. A borrowed device keeps its owner's settings. */
+        uint64_t keep = (uint64_t)GF__DEFAULT_POOL_KEEP(total);
         GF__HIP_OPEN_STEP(DeviceGetDefaultMemPool, (&d->pool, ordinal));
         if (!borrowed) GF__HIP_OPEN_STEP(MemPoolSetAttribute, (d->pool, hipMemPoolAttrReleaseThreshold, &keep));
     }
@@ -671,14 +655,8 @@ static gf_result gf__hip_host_callback(gf_stream *s, void (*fn)(void *user), voi
 static gf_result gf__hip_stream_create(gf_stream *s) {
     gf__hip_device *d = (gf__hip_device *)s->dev->native;
     hipStream_t hs = NULL;
-    int prio;
     GF__HIP_USE(s->dev);
-    switch (s->priority) {
-    case GF_PRIORITY_HIGH: prio = d->prio_greatest; break;
-    case GF_PRIORITY_LOW:  prio = d->prio_least; break;
-    default:               prio = (d->prio_least + d->prio_greatest) / 2; break;
-    }
-    GF__HIP_CHECK(StreamCreateWithPriority, (&hs, hipStreamNonBlocking, prio));
+    GF__HIP_CHECK(StreamCreateWithPriority, (&hs, hipStreamNonBlocking, gf__native_priority(s->priority, d->prio_least, d->prio_greatest)));
     s->native = hs;
     return GF_OK;
 }
@@ -708,17 +686,10 @@ static gf_result gf__hip_stream_synchronize(gf_stream *s) {
     return GF_OK;
 }
 
-/* A query's answer: done, not yet, or a failure to report. */
-static gf_result gf__hip_ready(hipError_t r, const char *call) {
-    if (r == hipSuccess) return GF_OK;
-    if (r == hipErrorNotReady) return GF_NOT_READY;
-    return gf__hip_fail(r, call);
-}
-
 static gf_result gf__hip_stream_query(gf_stream *s) {
     hipError_t r;
     GF__HIP_RELAXED(r, StreamQuery, (GF__HIPSTREAM(s)));
-    return gf__hip_ready(r, "hipStreamQuery");
+    return gf__native_ready(&gf__hip_codes, (int)r, "hipStreamQuery");
 }
 
 /* c->host is pinned here, or the copy is captured: the core staged any other (host_pinned). */
@@ -809,11 +780,12 @@ static gf_result gf__hip_event_synchronize(gf_event *ev) {
 static gf_result gf__hip_event_query(gf_event *ev) {
     hipError_t r;
     GF__HIP_RELAXED(r, EventQuery, (GF__HIPEVENT(ev)));
-    return gf__hip_ready(r, "hipEventQuery");
+    return gf__native_ready(&gf__hip_codes, (int)r, "hipEventQuery");
 }
 
 static gf_result gf__hip_event_elapsed_ms(gf_event *start, gf_event *end, float *ms) {
-    return gf__hip_ready(GF__HIP_CALL(EventElapsedTime, (ms, GF__HIPEVENT(start), GF__HIPEVENT(end))), "hipEventElapsedTime");
+    return gf__native_ready(&gf__hip_codes, (int)GF__HIP_CALL(EventElapsedTime, (ms, GF__HIPEVENT(start), GF__HIPEVENT(end))),
+                            "hipEventElapsedTime");
 }
 
 /* ---- modules and kernels ---------------------------------------------------------------- */
@@ -843,9 +815,8 @@ static gf_result gf__hip_kernel_get(gf_kernel *k) {
     hipError_t r;
     GF__HIP_USE(k->mod->dev);
     r = GF__HIP_CALL(ModuleGetFunction, (&f, (hipModule_t)k->mod->native, k->name));
-    if (r == hipErrorNotFound)
-        return gf__fail(GF_ERROR_NOT_FOUND, "hipModuleGetFunction: %s (%d): no kernel \"%s\" in the module (is it extern \"C\"?)",
-                        gf__hip_error_name(r), (int)r, k->name);
+    if (r == hipErrorNotFound)   /* the core names the kernel; the likely cause is HIP's own */
+        return gf__fail(GF_ERROR_NOT_FOUND, "hipModuleGetFunction: %s (%d): is the kernel extern \"C\"?", gf__hip_error_name(r), (int)r);
     if (r != hipSuccess) return gf__hip_fail(r, "hipModuleGetFunction");
     k->native = f;
     return GF_OK;
@@ -883,14 +854,30 @@ static hipError_t gf__hip_capture_tail(gf_stream *s, hipGraph_t *graph, const hi
     return r == hipSuccess && status != hipStreamCaptureStatusActive ? hipErrorStreamCaptureInvalidated : r;
 }
 
+/* The node a launch just added to the capture of s: right after the launch, the capture's
+   dependencies are that node alone. NULL where the runtime cannot say (no
+   hipStreamGetCaptureInfo_v2, or the question failed: a warning says so). */
+static hipGraphNode_t gf__hip_launch_node(gf_stream *s, const gf_kernel *k) {
+    hipGraph_t capturing = NULL;
+    const hipGraphNode_t *deps = NULL;
+    size_t ndeps = 0;
+    hipError_t r = hipErrorNotSupported;
+    if (gf__hip.StreamGetCaptureInfo_v2 && (r = gf__hip_capture_tail(s, &capturing, &deps, &ndeps)) == hipSuccess && ndeps == 1)
+        return deps[0];
+    gf__notice(GF_LOG_WARNING, "HIP: which graph node the launch of kernel '%s' captured on stream '%s' became is unknown "
+               "(hipStreamGetCaptureInfo_v2: %s (%d), %d dependencies): gf_graph_set_kernel_args will refuse it",
+               k->name, s->label, gf__hip_error_name((int)r), (int)r, (int)ndeps);
+    return NULL;
+}
+
 /* The hot path: the parameter table on the stack and one runtime call. kernelParams[i]
    points at the argument's bytes; for a buffer, at its device pointer. Inside a capture the
-   launch's node goes in g->launch_nodes at the launch's index among the graph's launches
-   (the core counts it once this returns): NULL where the runtime cannot say which it is, and
-   gf_graph_set_kernel_args then refuses that launch. */
+   launch's node goes in g->launch_nodes at the launch's index among the graph's launches:
+   the core counts the launch once this returns, so a launch that fails (here or in the core)
+   leaves its place to the next one. */
 static gf_result gf__hip_launch(gf_stream *s, gf_kernel *k, const gf_launch_dims *dims,
                                 const gf_arg *args, int count) {
-    gf_graph *g = s->capture ? s->capture->graph : NULL;   /* s->capture: the core's, under s->lock */
+    gf_graph *g = s->capture && s->capture->native ? s->capture->graph : NULL;   /* the core's, under s->lock */
     int at = g ? g->launch_count : 0;
     void *stack[GF__STACK_ARGS];
     void **params;
@@ -904,12 +891,7 @@ static gf_result gf__hip_launch(gf_stream *s, gf_kernel *k, const gf_launch_dims
     if (params != stack) gf__free(params);
     if (r != hipSuccess) return gf__hip_fail(r, "hipModuleLaunchKernel");
     if (g) {
-        hipGraph_t capturing = NULL;
-        const hipGraphNode_t *deps = NULL;
-        size_t ndeps = 0;
-        g->launch_nodes[at] = NULL;
-        if (gf__hip.StreamGetCaptureInfo_v2 && gf__hip_capture_tail(s, &capturing, &deps, &ndeps) == hipSuccess && ndeps == 1)
-            g->launch_nodes[at] = deps[0];
+        g->launch_nodes[at] = gf__hip_launch_node(s, k);
         g->launch_node_count = at + 1;
     }
     return GF_OK;
@@ -935,8 +917,7 @@ static gf_result gf__hip_capture_end(gf_stream *s, gf_graph *g) {
     r = GF__HIP_CALL(StreamEndCapture, (GF__HIPSTREAM(s), &graph));
     if (r != hipSuccess) {
         if (graph) (void)GF__HIP_CALL(GraphDestroy, (graph));
-        return gf__fail(GF_ERROR_CAPTURE, "hipStreamEndCapture: %s (%d): the capture was broken and is discarded",
-                        gf__hip_error_name(r), (int)r);
+        return gf__native_capture_broken(&gf__hip_codes, (int)r, "hipStreamEndCapture");
     }
     call = "hipSetDevice";
     r = GF__HIP_CALL(SetDevice, (((gf__hip_device *)s->dev->native)->ordinal));   /* the exec's own queues */
@@ -1027,8 +1008,8 @@ static gf_result gf__hip_graph_update(gf_graph *target, gf_graph *from) {
         gf__free(desc);
         (void)GF__HIP_CALL(GraphDestroy, (copy));
         if (r == hipErrorGraphExecUpdateFailure)
-            return gf__fail(GF_ERROR_INVALID_ARGUMENT, "hipGraphExecUpdate: %s (%d): %s (hipGraphExecUpdateResult %d); "
-                            "the target graph is unchanged", gf__hip_error_name(r), (int)r, gf__hip_update_why(result), (int)result);
+            return gf__native_update_refused("hipGraphExecUpdate", gf__hip_error_name((int)r), (int)r,
+                                             gf__hip_update_why(result), (int)result);
         return gf__hip_fail(r, "hipGraphExecUpdate");
     }
     if ((hipGraph_t)target->native_graph != t->source) (void)GF__HIP_CALL(GraphDestroy, ((hipGraph_t)target->native_graph));
@@ -1039,46 +1020,48 @@ static gf_result gf__hip_graph_update(gf_graph *target, gf_graph *from) {
     return GF_OK;
 }
 
-/* Launch i's node made to run k with args, in the exec or (exec NULL) in a graph: the
-   function, dimensions and shared memory as captured. The runtime copies the values. */
-static gf_result gf__hip_kernel_node_set(hipGraphExec_t exec, hipGraphNode_t node, gf_kernel *k,
-                                         const gf_launch_dims *dims, const gf_arg *args, int count) {
-    void *stack[GF__STACK_ARGS];
-    void **params = gf__kernel_params(args, count, offsetof(gf_buffer, ptr), stack);
-    hipKernelNodeParams p;   /* no memset: in C++ its dim3 members have constructors */
-    hipError_t r;
-    if (!params) return GF_ERROR_OUT_OF_MEMORY;
-    p.func = k->native;
-    p.gridDim.x = dims->grid[0]; p.gridDim.y = dims->grid[1]; p.gridDim.z = dims->grid[2];
-    p.blockDim.x = dims->block[0]; p.blockDim.y = dims->block[1]; p.blockDim.z = dims->block[2];
-    p.sharedMemBytes = (unsigned int)dims->shared_bytes;
-    p.kernelParams = count ? params : NULL;
-    p.extra = NULL;
-    r = exec ? GF__HIP_CALL(GraphExecKernelNodeSetParams, (exec, node, &p)) : GF__HIP_CALL(GraphKernelNodeSetParams, (node, &p));
-    if (params != stack) gf__free(params);
-    if (r != hipSuccess) return gf__hip_fail(r, exec ? "hipGraphExecKernelNodeSetParams" : "hipGraphKernelNodeSetParams");
-    return GF_OK;
+/* A kernel node's parameters: k with the launch's dimensions and shared memory as captured,
+   and a parameter table (the runtime copies the values before returning). */
+static void gf__hip_kernel_node(hipKernelNodeParams *p, const gf_kernel *k, const gf_launch_dims *dims, void **params) {
+    p->func = k->native;
+    p->gridDim.x = dims->grid[0]; p->gridDim.y = dims->grid[1]; p->gridDim.z = dims->grid[2];
+    p->blockDim.x = dims->block[0]; p->blockDim.y = dims->block[1]; p->blockDim.z = dims->block[2];
+    p->sharedMemBytes = (unsigned int)dims->shared_bytes;
+    p->kernelParams = params;
+    p->extra = NULL;
 }
 
-/* New arguments for launch i: the graph that describes the exec first, then the exec. If the
-   exec refuses, the description goes back to what the exec still runs (the core's copy of the
-   launch), and the exec's refusal is what this thread's error says. */
+/* New arguments for launch i: the node that describes it first, then the exec's. If the exec
+   refuses, the description goes back to what the exec still runs (the core's copy of the
+   launch's arguments), and the refusal is what the error says. */
 static gf_result gf__hip_graph_set_kernel_args(gf_graph *g, int i, gf_kernel *k, const gf_arg *args, int count) {
     const gf__cmd *now = &g->launches[i];
     hipGraphNode_t node = gf__hip_exec_node(g, i), desc = gf__hip_desc_node(g, i);
-    gf_result r;
+    hipKernelNodeParams p;   /* no memset: in C++ its dim3 members have constructors */
+    void *stack[GF__STACK_ARGS];
+    void **params;
+    const char *call = "hipGraphKernelNodeSetParams";
+    hipError_t r;
     if (!node || !desc)
-        return gf__fail(GF_ERROR_NOT_SUPPORTED, "gf_graph_set_kernel_args: the HIP runtime did not say which graph node launch %d "
-                        "(kernel '%s') became (hipStreamGetCaptureInfo_v2)", i, k->name);
+        return gf__fail(GF_ERROR_NOT_SUPPORTED, "gf_graph_set_kernel_args: which graph node launch %d (kernel '%s') became is not "
+                        "known: hipStreamGetCaptureInfo_v2 did not say when it was captured", i, k->name);
     GF__HIP_USE(g->dev);   /* the runtime looks the function up on the current device */
-    if ((r = gf__hip_kernel_node_set(NULL, desc, k, &now->dims, args, count)) != GF_OK) return r;
-    if ((r = gf__hip_kernel_node_set(GF__HIPGRAPH(g)->exec, node, k, &now->dims, args, count)) != GF_OK) {
-        char why[sizeof gf__error_text];
-        memcpy(why, gf__error_text, sizeof why);
-        (void)gf__hip_kernel_node_set(NULL, desc, k, &now->dims, now->args, now->arg_count);
-        memcpy(gf__error_text, why, sizeof why);
+    if (!(params = gf__kernel_params(args, count, offsetof(gf_buffer, ptr), stack))) return GF_ERROR_OUT_OF_MEMORY;
+    gf__hip_kernel_node(&p, k, &now->dims, count ? params : NULL);
+    r = GF__HIP_CALL(GraphKernelNodeSetParams, (desc, &p));
+    if (r == hipSuccess && (r = GF__HIP_CALL(GraphExecKernelNodeSetParams, (GF__HIPGRAPH(g)->exec, node, &p))) != hipSuccess) {
+        void *was_stack[GF__STACK_ARGS];
+        void **was = gf__kernel_params(now->args, now->arg_count, offsetof(gf_buffer, ptr), was_stack);
+        call = "hipGraphExecKernelNodeSetParams";
+        if (was) {
+            gf__hip_kernel_node(&p, k, &now->dims, now->arg_count ? was : NULL);
+            (void)GF__HIP_CALL(GraphKernelNodeSetParams, (desc, &p));
+            if (was != was_stack) gf__free(was);
+        }
     }
-    return r;
+    if (params != stack) gf__free(params);
+    if (r != hipSuccess) return gf__hip_fail(r, call);
+    return GF_OK;
 }
 
 static void gf__hip_graph_destroy(gf_graph *g) {

@@ -384,29 +384,27 @@ hipError_t hipMemcpyParam2DAsync(const hip_Memcpy2D *c, hipStream_t stream) {
     HOC_CALL(cuMemcpy2DAsync(&m, HOC_STREAM(stream)));
 }
 
-/* As HIP 5.2: memory the runtime does not know is hipErrorInvalidValue. */
+/* As HIP 5.2: memory the runtime does not know is hipErrorInvalidValue. The pointers are
+   the one asked about (with unified addressing, device and host see one address). */
 hipError_t hipPointerGetAttributes(hipPointerAttribute_t *attr, const void *ptr) {
-    CUpointer_attribute which[5] = { CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
-                                     CU_POINTER_ATTRIBUTE_DEVICE_POINTER, CU_POINTER_ATTRIBUTE_HOST_POINTER,
+    CUpointer_attribute which[3] = { CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
                                      CU_POINTER_ATTRIBUTE_IS_MANAGED };
     CUmemorytype type = (CUmemorytype)0;
     int ordinal = -1;
-    CUdeviceptr dptr = 0;
-    void *hptr = NULL;
     unsigned int managed = 0;
-    void *data[5];
+    void *data[3];
     CUresult r;
     if (!attr) return hipErrorInvalidValue;
-    data[0] = &type; data[1] = &ordinal; data[2] = &dptr; data[3] = &hptr; data[4] = &managed;
-    if ((r = hoc_ctx()) == CUDA_SUCCESS) r = cuPointerGetAttributes(5, which, data, HOC_DPTR(ptr));
+    data[0] = &type; data[1] = &ordinal; data[2] = &managed;
+    if ((r = hoc_ctx()) == CUDA_SUCCESS) r = cuPointerGetAttributes(3, which, data, HOC_DPTR(ptr));
     if (r != CUDA_SUCCESS) return hoc_err(r);
     if (!type) return hipErrorInvalidValue;
     memset(attr, 0, sizeof *attr);
     attr->memoryType = type == CU_MEMORYTYPE_HOST ? hipMemoryTypeHost : type == CU_MEMORYTYPE_ARRAY ? hipMemoryTypeArray
                      : type == CU_MEMORYTYPE_UNIFIED ? hipMemoryTypeUnified : hipMemoryTypeDevice;
     attr->device = ordinal;
-    attr->devicePointer = (void *)(uintptr_t)dptr;
-    attr->hostPointer = hptr;
+    attr->devicePointer = type == CU_MEMORYTYPE_HOST ? NULL : (void *)(uintptr_t)ptr;
+    attr->hostPointer = type == CU_MEMORYTYPE_HOST || managed ? (void *)(uintptr_t)ptr : NULL;
     attr->isManaged = managed != 0;
     return hipSuccess;
 }
