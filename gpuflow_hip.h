@@ -28,9 +28,8 @@
       optional (older runtimes lack them): without them the feature they serve reports
       GF_ERROR_NOT_SUPPORTED (gpuflow declares the few that are newer than the 5.2 headers:
       where a newer header declares them too, the two must agree). hipInit(0) once; a
-      runtime that finds no device
-      (hipGetDeviceCount: hipErrorNoDevice) loads, and reports that reason as
-      GF_ERROR_NO_DEVICE instead of a count.
+      runtime that finds no device (hipGetDeviceCount: hipErrorNoDevice) loads, and reports
+      that reason as GF_ERROR_NO_DEVICE instead of a count.
     - Every call into the runtime goes through GF__HIP_CALL, the fault-injection seam: in a
       test build (GPUFLOW_FAULT_INJECTION) gpuflow_fault_hit("hipMalloc") can make that call
       fail with hipErrorUnknown without reaching the runtime (hipGetErrorName excepted).
@@ -42,10 +41,11 @@
     - gf_buffer: the device pointer in buf->ptr (hipMalloc, or hipMallocManaged for managed
       buffers); stream-ordered buffers come from the device's default memory pool
       (hipMallocFromPoolAsync / hipFreeAsync), which keeps freed memory for reuse up to the
-      core's default (GF__DEFAULT_POOL_KEEP, a quarter of the device). Pinned host memory: hipHostMalloc(Portable). HIP performs a copy to or from
-      pageable (malloc'd) memory synchronously, so the backend tells the core which memory
-      is pinned (host_pinned: hipHostGetFlags succeeds) and the core stages the other copies
-      through pinned memory to keep them asynchronous (gpuflow.h, "staged copies").
+      core's default (GF__DEFAULT_POOL_KEEP, a quarter of the device). Pinned host memory:
+      hipHostMalloc(Portable). HIP performs a copy to or from pageable (malloc'd) memory
+      synchronously, so the backend tells the core which memory is pinned (host_pinned:
+      hipHostGetFlags succeeds) and the core stages the other copies through pinned memory
+      to keep them asynchronous (gpuflow.h, "staged copies").
     - gf_stream: a hipStream_t made with hipStreamNonBlocking; HIGH / NORMAL / LOW map onto
       the device's priority range (greatest, middle, least).
     - gf_event: a hipEvent_t, hipEventDisableTiming unless GF_EVENT_TIMING was asked for.
