@@ -3029,8 +3029,9 @@ static gf_result gf__fill_wide(const char *fn, gf_stream *s, gf_buffer *buf, siz
     if (count == 0) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "%s: count is 0", fn);
     if (count > SIZE_MAX / (size_t)width)
         return gf__fail(GF_ERROR_OUT_OF_RANGE, "%s: %llu values of %d bytes overflow a size", fn, (unsigned long long)count, width);
-    if (offset % (size_t)width)
-        return gf__fail(GF_ERROR_INVALID_ARGUMENT, "%s: offset %llu is not a multiple of %d", fn, (unsigned long long)offset, width);
+    if ((buf->view_offset + offset) % (size_t)width)   /* a view's offset counts: the drivers align the address */
+        return gf__fail(GF_ERROR_INVALID_ARGUMENT, "%s: offset %llu%s is not a multiple of %d", fn, (unsigned long long)(buf->view_offset + offset),
+                        buf->parent ? " (in the view's parent)" : "", width);
     if ((r = gf__check_range(fn, buf, offset, count * (size_t)width)) != GF_OK) return r;
     if (!s->dev->be->fill_wide)
         return gf__fail(GF_ERROR_NOT_SUPPORTED, "%s: the %s backend cannot fill %d-byte values", fn, s->dev->be->name, width);
@@ -5261,6 +5262,18 @@ static gf__cmd *gf__cmds_copy(const gf_graph *from) {
     return cmds;
 }
 
+/* Copies of a native graph's launches (their arguments included), or NULL. */
+static gf__cmd *gf__launches_copy(const gf_graph *from) {
+    gf__cmd *cmds;
+    int i;
+    if (!from->launch_count || !(cmds = (gf__cmd *)gf__malloc(sizeof *cmds * (size_t)from->launch_count))) return NULL;
+    for (i = 0; i < from->launch_count; i++) {
+        cmds[i] = from->launches[i];
+        if (!(cmds[i].args = gf__args_copy(from->launches[i].args, from->launches[i].arg_count))) { gf__cmds_free(cmds, i); return NULL; }
+    }
+    return cmds;
+}
+
 /* Each graph is read or changed under its own lock: a replay (or a capture copying it in)
    never sees a half-swapped command list. A native update holds both, in address order, so
    update(a, b) racing update(b, a) cannot deadlock. */
@@ -5280,8 +5293,19 @@ GPUFLOW_IMPL gf_result gf_graph_update(gf_graph *target, gf_graph *from) {
         gf__lock(&second->lock);
         if (target->owned_count || from->owned_count)   /* as in CUDA: memory nodes do not update */
             r = gf__fail(GF_ERROR_NOT_SUPPORTED, "gf_graph_update: a graph that allocated memory in its capture cannot be updated; target unchanged");
-        else
-            r = target->dev->be->graph_update(target, from);
+        else if (target->launch_count != from->launch_count)
+            r = gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_graph_update: the graphs differ in shape (%d and %d launches); target unchanged",
+                         target->launch_count, from->launch_count);
+        else if ((cmds = gf__launches_copy(from)) == NULL && from->launch_count)
+            r = gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_graph_update: out of host memory");
+        else if ((r = target->dev->be->graph_update(target, from)) == GF_OK) {
+            /* the exec now runs from's arguments: what gf_graph_set_kernel_args checks follows */
+            gf__cmds_free(target->launches, target->launch_count);
+            target->launches = cmds;
+            target->launch_cap = from->launch_count;
+            cmds = NULL;
+        }
+        if (cmds) gf__cmds_free(cmds, from->launch_count);
         gf__unlock(&second->lock);
         gf__unlock(&first->lock);
         return r;
@@ -5360,7 +5384,10 @@ GPUFLOW_IMPL gf_result gf_graph_write_dot(gf_graph *g, const char *path) {
     GF__CHECK(g, GF__T_GRAPH);
     if (!path || !*path) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_graph_write_dot: path is empty");
     gf__lock(&g->lock);
-    if (g->native && g->dev->be->graph_write_dot) { r = g->dev->be->graph_write_dot(g, path); gf__unlock(&g->lock); return r; }
+    if (g->native && g->dev->be->graph_write_dot && (r = g->dev->be->graph_write_dot(g, path)) != GF_ERROR_NOT_SUPPORTED) {
+        gf__unlock(&g->lock);
+        return r;
+    }
     if (!(f = fopen(path, "w"))) { gf__unlock(&g->lock); return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_graph_write_dot: cannot open '%s' for writing", path); }
     fprintf(f, "digraph gpuflow_graph {\n  node [shape=box, style=rounded];\n  label=\"%s graph, %d node%s\";\n",
             g->native ? "native" : "recorded", g->native ? g->launch_count : g->cmd_count,
@@ -5685,7 +5712,8 @@ GPUFLOW_IMPL gf_result gf_device_get_native(gf_device *dev, gf_native_device *ou
     if (dev->be->device_native) dev->be->device_native(dev, out);
     return GF_OK;
 }
-/* The context (CUDA, OpenCL), or for HIP the device index carried in the pointer. */
+/* The context (CUDA, OpenCL), or for HIP the device index carried in the pointer (device 0 is
+   then NULL: gf_device_get_native says it unambiguously). */
 GPUFLOW_IMPL void *gf_device_native(gf_device *dev) {
     gf_native_device nd;
     if (gf_device_get_native(dev, &nd) != GF_OK) return NULL;

@@ -342,6 +342,14 @@ static void hang_logger(void *user, gf_log_level level, gf_result code, const ch
     if (!l->logged++) snprintf(l->text, sizeof l->text, "%s", message);
     pthread_mutex_unlock(&l->m);
 }
+static void set_env(const char *name, const char *value)   /* "" unsets, as far as gpuflow reads it */
+{
+#if defined(_WIN32)
+    _putenv_s(name, value);
+#else
+    setenv(name, value, 1);
+#endif
+}
 typedef struct { th_gate *gate; unsigned ms; } opener;
 static void *open_later(void *p) { opener *o = (opener *)p; th_sleep_ms(o->ms); th_gate_open(o->gate); return NULL; }
 
@@ -357,9 +365,9 @@ static void test_hang_report(void)
     char state[4096];
     th_gate_init(&gate);
     pthread_mutex_init(&log.m, NULL);
-    setenv("GPUFLOW_HANG_MS", "50", 1);
+    set_env("GPUFLOW_HANG_MS", "50");
     if (!CHECK_EQ_RESULT(gf_device_open(backend, 0, &dev), GF_OK)) return;
-    unsetenv("GPUFLOW_HANG_MS");
+    set_env("GPUFLOW_HANG_MS", "");
     gf_set_logger(hang_logger, &log);
     held = stream_named(dev, "held");
     waiting = stream_named(dev, "waiting");

@@ -1,0 +1,55 @@
+#!/bin/sh
+# Windows, built with MinGW (x86_64-w64-mingw32-gcc) and run under wine64 on the stub: the
+# conformance suite, the thread test, the reliability, race and dialect tests, and every
+# example. Also compile checks of the CUDA and OpenCL backends for Windows (no driver there).
+# One check per build and per run; skipped without MinGW, runs skipped without wine64.
+#   usage: tests/windows.sh BUILD_DIR
+set -u
+cc=x86_64-w64-mingw32-gcc
+out=${1:-build}/windows
+wine=$(command -v wine64 || ls /usr/lib/wine/wine64 2>/dev/null)
+if ! command -v $cc >/dev/null 2>&1; then
+    echo "notice: $cc not found: the Windows checks are skipped"
+    echo "0 passed, 0 failed, 1 skipped"
+    exit 0
+fi
+mkdir -p "$out/CL" || exit 1
+# CL/cl.h is plain C for every platform; a copy keeps Linux's /usr/include off MinGW's path.
+[ -f /usr/include/CL/cl.h ] && cp /usr/include/CL/*.h "$out/CL/"
+passed=0 failed=0 skipped=0
+ok()   { echo "ok   $1"; passed=$((passed + 1)); }
+fail() { echo "FAIL $1"; failed=$((failed + 1)); }
+flags="-std=c99 -Wall -Wextra -Wpedantic -Werror -O1 -static -pthread"
+
+compile_only() {   # name, define, include flags
+    printf '#define GPUFLOW_IMPLEMENTATION\n%s\n#include "gpuflow.h"\nint main(void) { gf_device *d; return gf_device_open(GF_BACKEND_AUTO, 0, &d) == GF_OK ? 0 : 1; }\n' "$2" > "$out/$1.c"
+    if $cc $flags -I. $3 "$out/$1.c" -o "$out/$1.exe"; then ok "windows build: $1"; else fail "windows build: $1"; fi
+}
+compile_only stub "" ""
+[ -f /usr/local/cuda/include/cuda.h ] && compile_only cuda "#define GPUFLOW_CUDA" "-I/usr/local/cuda/include"
+[ -f "$out/CL/cl.h" ] && compile_only opencl "#define GPUFLOW_OPENCL" "-I$out"
+
+if [ -z "$wine" ]; then
+    echo "notice: wine64 not found: the Windows runs are skipped"
+    skipped=1
+else
+    export WINEDEBUG=-all WINEPREFIX="$(cd "$out" && pwd)/wineprefix"
+    run() {   # what, exe, args...: it must exit 0, and a test's summary must say 0 failed
+        what=$1; exe=$2; shift 2
+        log=$(cd "$out" && timeout 300 "$wine" "./$exe" "$@" 2>&1); rc=$?
+        last=$(echo "$log" | tr -d '\r' | grep -v '^$' | tail -n 1)
+        case $rc:$last in
+            0:*" passed, 0 failed"*|0:*) ok "wine: $what: $last" ;;
+            *) fail "wine: $what (exit $rc)"; echo "$log" | tail -n 8 ;;
+        esac
+    }
+    for t in conformance threads reliability races dialect; do
+        if $cc $flags -Itests "tests/$t.c" -o "$out/$t.exe" -lm; then run "$t stub" "$t.exe" stub; else fail "windows build: tests/$t.c"; fi
+    done
+    for src in examples/*.c; do
+        name=$(basename "$src" .c)
+        if $cc $flags -I. "$src" -o "$out/$name.exe" -lm; then run "example $name" "$name.exe"; else fail "windows build: $src"; fi
+    done
+fi
+if [ "$skipped" -gt 0 ]; then echo "$passed passed, $failed failed, $skipped skipped"; else echo "$passed passed, $failed failed"; fi
+[ "$failed" -eq 0 ]
