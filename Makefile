@@ -33,6 +33,9 @@ HAVE_CUDA   := $(shell test -f gpuflow_cuda.h && test -f $(CUDA_INCLUDE)/cuda.h 
 HAVE_OPENCL := $(shell test -f gpuflow_opencl.h && printf '\043include <CL/cl.h>\n' | $(CC) -E -x c - >/dev/null 2>&1 && echo 1)
 HAVE_HIP    := $(shell test -f gpuflow_hip.h && test -f $(HIP_INCLUDE)/hip/hip_runtime_api.h && echo 1)
 HAVE_CLANG  := $(shell command -v $(CLANG) >/dev/null 2>&1 && echo 1)
+# NVRTC beside the CUDA headers: CI compiles every kernel file to PTX with it (no GPU needed)
+HAVE_NVRTC  := $(if $(HAVE_CUDA),$(shell ls $(dir $(CUDA_INCLUDE))lib64/libnvrtc.so* >/dev/null 2>&1 && echo 1))
+PTXAS       ?= $(dir $(CUDA_INCLUDE))bin/ptxas
 HAVE_CLANGXX:= $(shell command -v $(CLANGXX) >/dev/null 2>&1 && echo 1)
 
 # /usr/include is already a system directory; naming it again would reorder C++'s include_next
@@ -47,7 +50,7 @@ HDRS = gpuflow.h $(wildcard gpuflow_*.h) tests/harness.h tests/backends.h tests/
 TEST_BINS = $(BUILD)/conformance $(BUILD)/bad_input $(BUILD)/threads $(BUILD)/no_driver $(BUILD)/reliability $(BUILD)/races \
             $(BUILD)/faults $(BUILD)/dialect $(BUILD)/fuzz_replay \
             $(BUILD)/cpp_gxx $(if $(HAVE_CLANGXX),$(BUILD)/cpp_clangxx) \
-            $(if $(HAVE_CLANG),$(BUILD)/conformance_clang)
+            $(if $(HAVE_CLANG),$(BUILD)/conformance_clang) $(if $(HAVE_CUDA),$(BUILD)/nvrtc_check)
 TEST_RUNS = "$(BUILD)/conformance stub" "$(BUILD)/conformance opencl" \
             "$(BUILD)/conformance cuda" "$(BUILD)/conformance hip" \
             "$(BUILD)/bad_input" "$(BUILD)/threads stub" "$(BUILD)/threads opencl" \
@@ -55,6 +58,7 @@ TEST_RUNS = "$(BUILD)/conformance stub" "$(BUILD)/conformance opencl" \
             "$(BUILD)/races stub" "$(BUILD)/races opencl" "$(BUILD)/dialect stub" "$(BUILD)/dialect opencl" \
             "$(BUILD)/faults alloc stub" "$(BUILD)/faults slots stub" "$(BUILD)/faults slots opencl" "$(BUILD)/faults entries opencl" \
             "$(BUILD)/fuzz_replay tests/fuzz_corpus" \
+            $(if $(HAVE_NVRTC),"$(BUILD)/nvrtc_check --require $(if $(wildcard $(PTXAS)),--ptxas $(PTXAS)) $(wildcard examples/*.gfk tests/*.gfk)") \
             "$(BUILD)/no_driver" "$(BUILD)/cpp_gxx" \
             $(if $(HAVE_CLANGXX),"$(BUILD)/cpp_clangxx") \
             $(if $(HAVE_CLANG),"$(BUILD)/conformance_clang stub") \
@@ -82,6 +86,10 @@ FORCE:
 $(BUILD)/%: tests/%.c $(HDRS) | $(BUILD)
 	$(CC) $(CSTD) $(WARN) $(OPT) $(BACKENDS) $< -o $@ $(LDLIBS)
 
+# the NVRTC check compiles the CUDA backend itself (no -D list: it defines what it needs)
+$(BUILD)/nvrtc_check: tests/nvrtc_check.c $(HDRS) | $(BUILD)
+	$(CC) $(CSTD) $(WARN) $(OPT) $(call isys,$(CUDA_INCLUDE)) $< -o $@ $(LDLIBS)
+
 $(BUILD)/conformance_clang: tests/conformance.c $(HDRS) | $(BUILD)
 	$(CLANG) $(CSTD) $(WARN) $(OPT) $(BACKENDS) $< -o $@ $(LDLIBS)
 
@@ -96,13 +104,16 @@ $(BUILD)/cpp_clangxx: tests/cpp_compile.cpp $(HDRS) | $(BUILD)
 # library is present), then memcheck. memcheck does not report the API errors that the suite
 # provokes on purpose (unknown kernel, bad PTX, refused graph update, unjoined capture).
 NV_OPENCL ?= /usr/local/nvidia/lib64/libnvidia-opencl.so.1
-test-gpu: $(BUILD)/conformance $(BUILD)/threads $(BUILD)/reliability $(BUILD)/races $(BUILD)/faults $(BUILD)/dialect
+test-gpu: $(BUILD)/conformance $(BUILD)/threads $(BUILD)/reliability $(BUILD)/races $(BUILD)/faults $(BUILD)/dialect \
+          $(BUILD)/cublas_interop $(BUILD)/nvrtc_check
 	@test -n "$(HAVE_CUDA)" || { echo "test-gpu: needs $(CUDA_INCLUDE)/cuda.h and gpuflow_cuda.h"; exit 1; }
 	@if [ -f "$(NV_OPENCL)" ]; then mkdir -p $(BUILD)/icd && echo "$(NV_OPENCL)" > $(BUILD)/icd/nvidia.icd; fi
 	@status=0; \
 	OCL_ICD_VENDORS=$(abspath $(BUILD)/icd) sh tests/run.sh "$(BUILD)/conformance cuda" "$(BUILD)/threads cuda" "$(BUILD)/reliability cuda" "$(BUILD)/races cuda" \
 	    "$(BUILD)/faults entries cuda" "$(BUILD)/faults slots cuda" "$(BUILD)/dialect cuda" "$(BUILD)/dialect opencl" \
-	    "$(BUILD)/conformance opencl" "$(BUILD)/threads opencl" "$(BUILD)/reliability opencl" "$(BUILD)/races opencl" || status=1; \
+	    "$(BUILD)/conformance opencl" "$(BUILD)/threads opencl" "$(BUILD)/reliability opencl" "$(BUILD)/races opencl" \
+	    "$(BUILD)/cublas_interop" "$(BUILD)/nvrtc_check --require --arch compute_90 --ptxas $(PTXAS) $(wildcard examples/*.gfk tests/*.gfk)" \
+	    "sh tests/examples.sh $(BUILD)/examples-gpu '$(CC) $(CSTD) $(WARN) $(BACKENDS)' cuda opencl" || status=1; \
 	if [ -f $(HIP_HEADERS)/hip/hip_runtime_api.h ]; then \
 	    CC='$(CC)' HIP_HEADERS=$(HIP_HEADERS) CUDA_INCLUDE=$(CUDA_INCLUDE) TEST_TIMEOUT=300 \
 	        sh tests/run.sh "sh tests/hip_on_cuda/run.sh $(BUILD)/hip_on_cuda" || status=1; \
