@@ -86,6 +86,10 @@ FORCE:
 $(BUILD)/%: tests/%.c $(HDRS) | $(BUILD)
 	$(CC) $(CSTD) $(WARN) $(OPT) $(BACKENDS) $< -o $@ $(LDLIBS)
 
+# cuBLAS's headers and HIP's define the same vector types: this test compiles CUDA alone
+$(BUILD)/cublas_interop: tests/cublas_interop.c $(HDRS) | $(BUILD)
+	$(CC) $(CSTD) $(WARN) $(OPT) -DGPUFLOW_CUDA $(call isys,$(CUDA_INCLUDE)) $< -o $@ $(LDLIBS)
+
 # the NVRTC check compiles the CUDA backend itself (no -D list: it defines what it needs)
 $(BUILD)/nvrtc_check: tests/nvrtc_check.c $(HDRS) | $(BUILD)
 	$(CC) $(CSTD) $(WARN) $(OPT) $(call isys,$(CUDA_INCLUDE)) $< -o $@ $(LDLIBS)
