@@ -1,21 +1,26 @@
-/* gpuflow_cuda.h -- the CUDA backend of gpuflow (driver API, loaded at run time).
+/* gpuflow_cuda.h -- the CUDA backend of gpuflow (driver API and NVRTC, loaded at run time).
 
     In the one file that holds the implementation:
         #define GPUFLOW_IMPLEMENTATION
         #define GPUFLOW_CUDA
-        #include "gpuflow_cuda.h"
+        #include "gpuflow.h"            (pulls in this file from its own directory)
 
         cc -std=c99 app.c -I/usr/local/cuda/include -o app -pthread -ldl
 
-    Optional: #define GPUFLOW_NVTX as well to name each stream by its label in Nsight Systems
-    (uses the header-only NVTX 3 that ships in the CUDA toolkit's include directory).
+    Optional defines: GPUFLOW_NVTX names each stream by its label in Nsight Systems and makes
+    gf_range_push / gf_range_pop NVTX ranges (the header-only NVTX 3 in the CUDA toolkit's
+    include directory; nothing to link). GPUFLOW_NO_NVRTC leaves the run-time compiler out
+    (for an include path with cuda.h but no nvrtc.h): kernels from source are then refused.
 
-    Needs cuda.h of CUDA 12.3 or newer (checked at compile time) and, at run time, an NVIDIA
-    driver of CUDA 12.0 or newer. A few features need a newer driver and otherwise report
-    GF_ERROR_NOT_SUPPORTED: gf_prefetch_async (12.2), a graph launched inside a capture
-    (12.3). cuda.h is used for types, constants and the declarations the driver table is
-    checked against; libcuda is never linked. A program built with this backend runs on a
-    machine without a GPU: GF_BACKEND_AUTO passes over CUDA and gf_last_error() says why.
+    MINIMUM VERSIONS
+    Headers: cuda.h of CUDA 12.3 or newer (checked at compile time), and nvrtc.h beside it.
+    They give types, constants and the declarations the entry points are checked against;
+    libcuda and libnvrtc are never linked. Driver: CUDA 12.0 or newer. Some features need a
+    newer driver and otherwise report GF_ERROR_NOT_SUPPORTED: gf_prefetch_async (12.2); a
+    graph launched inside a capture, and gf_graph_set_kernel_args (12.3: the driver names
+    each captured launch's node). Kernels from source: NVRTC 11.2 or newer, found at run
+    time (below); PTX and cubin modules never need it. A program built with this backend runs
+    on a machine without a GPU: GF_BACKEND_AUTO passes over CUDA and gf_last_error() says why.
 
     HOW GPUFLOW MAPS ONTO CUDA
     ==========================
@@ -33,13 +38,19 @@
       (GPUFLOW_FAULT_INJECTION) gpuflow_fault_hit("cuMemAlloc") makes that call fail without
       reaching the driver, with CUDA_ERROR_OUT_OF_MEMORY for allocations and
       CUDA_ERROR_UNKNOWN otherwise (cuGetErrorName excepted: it names the others).
+    - Results: a failed call is "cuMemAlloc: CUDA_ERROR_OUT_OF_MEMORY (2)" in gf_last_error(),
+      its code mapped through the core's table (gf__native_codes: out of memory, not found,
+      not supported, no device, the capture errors as GF_ERROR_CAPTURE, the rest
+      GF_ERROR_DRIVER). A driver without devices (cuInit: CUDA_ERROR_NO_DEVICE) loads, and
+      every device count says GF_ERROR_NO_DEVICE with that reason.
     - Device: the device's primary context, retained while the gf_device is open (or the
       caller's context: gf_device_open_native, below). Every backend entry makes it current
       on the calling thread; a thread-local cache makes that one compare when it already is
       (see gf__cuda_enter for the one rule it implies).
     - gf_buffer: CUdeviceptr in buf->addr (cuMemAlloc, or cuMemAllocManaged for managed
       buffers); stream-ordered buffers come from the device's default memory pool, which
-      keeps freed memory for reuse up to a release threshold of a quarter of the device.
+      keeps freed memory for reuse up to a release threshold of the core's default
+      (GF__DEFAULT_POOL_KEEP: a quarter of the device).
       Pinned host memory: cuMemHostAlloc(PORTABLE). CUDA copies to or from pageable
       (malloc'd) memory synchronously, so the backend tells the core which memory is pinned
       (host_pinned: cuPointerGetAttributes says CU_MEMORYTYPE_HOST) and the core stages the
@@ -49,9 +60,11 @@
       legacy default stream); HIGH / NORMAL / LOW map onto the context's priority range
       (greatest, middle, least).
     - gf_event: a CUevent, CU_EVENT_DISABLE_TIMING unless GF_EVENT_TIMING was asked for.
-    - gf_module / gf_kernel: CUmodule from cubin or PTX (JIT, its error log in the message),
-      CUfunction. A launch passes args[i].value, or for a buffer a pointer to its CUdeviceptr,
-      as cuLaunchKernel's kernelParams. build_options do not apply (the PTX JIT takes none).
+    - gf_module / gf_kernel: CUmodule from cubin, PTX (JIT, its error log in the message) or
+      source (NVRTC, below), CUfunction; a kernel the module lacks is named by the core. A
+      launch passes args[i].value, or for a buffer a pointer to its CUdeviceptr, as
+      cuLaunchKernel's kernelParams. build_options apply to source only (the PTX JIT takes
+      none).
       info.max_kernel_args_bytes: 32,764 on Volta and newer GPUs with a CUDA 12.1+ driver,
       else CUDA's classic 4,096.
     - Interop: gf_buffer_native is the CUdeviceptr, gf_stream_native the CUstream,
@@ -59,16 +72,61 @@
       CUcontext (gf_device_get_native also gives the CUdevice as ordinal).
       gf_device_open_native takes a CUcontext (the runtime's primary context, or one of your
       own) and uses it as lent: never released, its device's pool settings left alone; keep
-      it alive until gf_device_close. gf_stream_wrap takes a CUstream of the device's context
+      it alive until gf_device_close. Everything gpuflow then creates in it (streams,
+      events, buffers, modules, graphs) is gpuflow's, freed by its destroy. gf_stream_wrap takes a CUstream of the device's context
       (checked with cuStreamGetCtx), gf_buffer_wrap a CUdeviceptr (taken on trust); destroying
       the wrappers leaves both to their owner. gf_fill16/32_async are cuMemsetD16/D32Async,
       gf_copy_2d_async one cuMemcpy2DAsync (pageable host memory: row by row through the
       core's stages); gf_device_trim is cuMemPoolTrimTo.
     - gf_graph: native stream capture (cuStreamBeginCapture / EndCapture), instantiated once,
       replayed with one cuGraphLaunch; gf_graph_update is cuGraphExecUpdate. A graph launched
-      on a capturing stream (which CUDA refuses) is embedded as a child graph node instead.
-      gpuflow's own synchronizing and allocating calls run in RELAXED capture mode, so a
-      GF_CAPTURE_GLOBAL capture does not make them fail (see GF__CUDA_RELAXED).
+      on a capturing stream (which CUDA refuses) is embedded as a child graph node instead: a
+      copy of what the graph runs at that moment. gpuflow's own synchronizing and allocating
+      calls run in RELAXED capture mode, so a GF_CAPTURE_GLOBAL capture does not make them
+      fail (see GF__CUDA_RELAXED).
+    - gf_graph_set_kernel_args: each launch captured into a graph is a kernel node, which the
+      driver names right after the launch (cuStreamGetCaptureInfo_v3: the capture's one
+      dependency). New arguments go into the node of the CUgraph that describes the graph
+      (cuGraphKernelNodeSetParams, with the function, dimensions and shared memory it has) and
+      into the exec (cuGraphExecKernelNodeSetParams). The exec names its nodes by those of the
+      CUgraph it was instantiated from, also after cuGraphExecUpdate, so that CUgraph lives as
+      long as the exec; after gf_graph_update the describing CUgraph is a copy of the other
+      graph's, its launches' nodes found in the copy (cuGraphNodeFindInClone). So a graph
+      embedded in a later capture runs the new arguments as well; one embedded earlier is a
+      copy and keeps the ones it had.
+    - gf_graph_write_dot: cuGraphDebugDotPrint of the describing CUgraph (kernel, copy and
+      fill parameters included).
+    - Ranges: with GPUFLOW_NVTX, gf_range_push / gf_range_pop are nvtxRangePushA /
+      nvtxRangePop. NVTX nests ranges per thread, not per stream: push and pop one range on
+      one thread. gpuflow's own trace shows them on the stream's track either way.
+
+    KERNELS FROM ONE SOURCE: NVRTC
+    ==============================
+    A module described by source (gf_module_desc.source: gpuflow's dialect; gpuflow.h puts its
+    CUDA prelude in front) is compiled by NVRTC to PTX for the device, then loaded as any PTX
+    (the driver JITs it; a disk cache, when one is named, keeps the PTX).
+    - Loading, once, at the first compile: dlopen of libnvrtc.so.13, libnvrtc.so.12 (12 first
+      under a CUDA 12 driver: PTX from a newer NVRTC does not load on an older driver),
+      libnvrtc.so, then /usr/local/cuda/lib64/libnvrtc.so.13 and .12, for machines whose
+      loader cache does not list the toolkit's directory (Windows: nvrtc64_130_0.dll,
+      nvrtc64_120_0.dll, nvrtc64_112_0.dll). A pip wheel's copy (pip install
+      nvidia-cuda-nvrtc) is found through LD_LIBRARY_PATH / PATH. Its entry points are one
+      list too (GF__NVRTC_API: table, loader, signature check against nvrtc.h, fault seam).
+      Without it a source module is GF_ERROR_NOT_SUPPORTED: "NVRTC: cannot load
+      libnvrtc.so.13 (<why>): install the CUDA toolkit's NVRTC (...)"; PTX and cubin modules
+      work as before.
+    - Options: --gpu-architecture=compute_XY of the device's compute capability (or the
+      newest NVRTC knows, for a device newer than it), -default-device (a function or
+      variable without __device__ is the device's), then build_options, split at spaces
+      ("..." or '...' keep spaces inside one option).
+    - A compile error, or an option NVRTC refuses, is GF_ERROR_BUILD "NVRTC: <source_name>:
+      <NVRTC's log>". PTX too new for the driver fails at load with
+      CUDA_ERROR_UNSUPPORTED_PTX_VERSION, which says so.
+    - compiler_id (what the cache key holds): the device's name, compute capability, driver
+      and NVRTC versions.
+    - gf__cuda_nvrtc_to_ptx(arch, name, text, options, &ptx, &size) needs neither a GPU nor a
+      driver: tests/nvrtc_check.c compiles every kernel of the tests and examples to PTX with
+      it in CI, so a dialect mistake for CUDA fails there.
 
     CALLBACKS
     =========
@@ -1241,9 +1299,14 @@ static gf_result gf__cuda_graph_update(gf_graph *target, gf_graph *from) {
         gf__free(nodes);
         return gf__cuda_fail(r, "cuGraphClone");
     }
-    for (i = 0; i < n; i++) {   /* a node not found is unknown: set_kernel_args refuses that launch */
+    for (i = 0; i < n; i++) {   /* a node from's capture did not name stays unknown */
         CUgraphNode in_from = gf__cuda_desc_node(from, i);
-        if (!in_from || GF__CUDA_CALL(GraphNodeFindInClone, (&nodes[i], in_from, copy)) != CUDA_SUCCESS) nodes[i] = NULL;
+        nodes[i] = NULL;
+        if (in_from && (r = GF__CUDA_CALL(GraphNodeFindInClone, (&nodes[i], in_from, copy))) != CUDA_SUCCESS) {
+            gf__free(nodes);
+            (void)GF__CUDA_CALL(GraphDestroy, (copy));
+            return gf__cuda_fail(r, "cuGraphNodeFindInClone");
+        }
     }
     memset(&info, 0, sizeof info);
     r = GF__CUDA_CALL(GraphExecUpdate, (t->exec, copy, &info));
@@ -1299,20 +1362,17 @@ static gf_result gf__cuda_graph_set_kernel_args(gf_graph *g, int i, gf_kernel *k
 }
 
 /* Graphviz of what the graph runs, as the driver describes it: its nodes (kernels with their
-   launch parameters, copies, fills, child graphs) and their edges. */
+   launch parameters, copies, fills, child graphs) and their edges. A path that cannot be
+   written is refused as the core refuses it for recorded graphs. */
 static gf_result gf__cuda_graph_write_dot(gf_graph *g, const char *path) {
-    CUresult r;
     FILE *f;
     if (!gf__cu.GraphDebugDotPrint) return gf__fail(GF_ERROR_NOT_SUPPORTED, "gf_graph_write_dot: the CUDA driver lacks cuGraphDebugDotPrint");
-    GF__CUDA_ENTER(g->dev);
-    r = GF__CUDA_CALL(GraphDebugDotPrint, ((CUgraph)g->native_graph, path, CU_GRAPH_DEBUG_DOT_FLAGS_KERNEL_NODE_PARAMS |
-                                           CU_GRAPH_DEBUG_DOT_FLAGS_MEMCPY_NODE_PARAMS | CU_GRAPH_DEBUG_DOT_FLAGS_MEMSET_NODE_PARAMS));
-    if (r == CUDA_SUCCESS) return GF_OK;
-    if (!(f = fopen(path, "a")))   /* as the core says it for recorded graphs */
-        return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_graph_write_dot: cannot open '%s' for writing (cuGraphDebugDotPrint: %s (%d))",
-                        path, gf__cuda_error_name((int)r), (int)r);
+    if (!(f = fopen(path, "w"))) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_graph_write_dot: cannot open '%s' for writing", path);
     fclose(f);
-    return gf__cuda_fail(r, "cuGraphDebugDotPrint");
+    GF__CUDA_ENTER(g->dev);
+    GF__CUDA_CHECK(GraphDebugDotPrint, ((CUgraph)g->native_graph, path, CU_GRAPH_DEBUG_DOT_FLAGS_KERNEL_NODE_PARAMS |
+                                        CU_GRAPH_DEBUG_DOT_FLAGS_MEMCPY_NODE_PARAMS | CU_GRAPH_DEBUG_DOT_FLAGS_MEMSET_NODE_PARAMS));
+    return GF_OK;
 }
 
 static void gf__cuda_graph_destroy(gf_graph *g) {
