@@ -1242,6 +1242,7 @@ struct gf_device {
     gf__alloc_cache cache;          /* stream-ordered allocator where the driver has none */
     gf__mutex stage_lock;           /* stage_idle, stage_idle_bytes: host callbacks take it too */
     struct gf__stage *stage_idle; size_t stage_idle_bytes;
+    struct gf__stage *stage_lost;   /* stages the device may still write: freed only at close */
     gf__spin shell_lock;            /* GPUFLOW_DEBUG: destroyed objects kept until close */
     void **shells; int shell_count, shell_cap;
     gf__spin mem_lock;              /* mem, limit, pinned */
@@ -1738,6 +1739,7 @@ static void gf__device_free(gf_device *dev) {
     if (dev->sync_stream) gf__stream_free(dev->sync_stream);
     if (dev->events) gf__event_pool_free(dev->events);   /* the waiter thread has stopped */
     gf__stages_free(dev, dev->stage_idle);   /* every stream drained: no callback holds one */
+    gf__stages_free(dev, dev->stage_lost);
     gf__mutex_destroy(&dev->stage_lock);
     if (dev->native) dev->be->device_close(dev);
     gf__cond_destroy(&dev->released);
@@ -2348,8 +2350,15 @@ static gf_result gf__copy_staged(gf_stream *s, const gf__copy *c) {
     }
     if ((r = be->host_callback(s, gf__stage_done, st)) == GF_OK) return GF_OK;
     /* The copy is queued but nothing will hand the stage back: finish it here, or, if the
-       stream cannot be waited for, leave the stage to the device (it may still write it). */
-    if (be->stream_synchronize(s) != GF_OK) return r;
+       stream cannot be waited for, keep the stage apart until the device closes (it may still
+       write it). */
+    if (be->stream_synchronize(s) != GF_OK) {
+        gf__lock(&s->dev->stage_lock);
+        st->next = s->dev->stage_lost;
+        s->dev->stage_lost = st;
+        gf__unlock(&s->dev->stage_lock);
+        return r;
+    }
     gf__stage_done(st);
     return GF_OK;
 }
@@ -3118,10 +3127,13 @@ GPUFLOW_IMPL gf_result gf_device_set_memory_limit(gf_device *dev, size_t bytes) 
                         (unsigned long long)bytes, (unsigned long long)used);
     return GF_OK;
 }
-/* Gives cached stream-ordered memory back until at most keep_bytes stay cached, waiting for the
-   last uses of the blocks it frees; on CUDA and HIP, the driver pool's trim. */
+/* Waits for the device, then gives cached stream-ordered memory back until at most keep_bytes
+   stay cached; on CUDA and HIP, the driver pool's trim. */
 GPUFLOW_IMPL gf_result gf_device_trim(gf_device *dev, size_t keep_bytes) {
+    gf_result r;
     GF__CHECK(dev, GF__T_DEVICE);
+    /* frees still queued on streams reach the driver's pool only when they run */
+    if ((r = gf_device_synchronize(dev)) != GF_OK) return r;
     gf__cache_release(dev, keep_bytes, 1);
     if (dev->be->trim) dev->be->trim(dev, keep_bytes);
     return GF_OK;

@@ -425,6 +425,7 @@ typedef struct gf__cl_device {
     size_t sub_align;               /* a sub-buffer's offset must be a multiple (0: no sub-buffers) */
     gf__cl_clCreateProgramWithIL_fn create_with_il;   /* the 2.1 entry or the KHR one; NULL: no SPIR-V */
     uint64_t total, allocated;      /* allocated: atomic */
+    uint64_t max_alloc;             /* CL_DEVICE_MAX_MEM_ALLOC_SIZE: the largest one buffer may be */
     gf__mutex lock;                 /* pinned, the callback queue and threads */
     gf__cl_pinned *pinned;
     gf__cond cb_cond;
@@ -589,6 +590,7 @@ static gf_result gf__cl_device_init(gf_device *dev, gf__cl_device *d) {
     GF__CL(clGetDeviceInfo, (d->device, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof units, &units, NULL));
     GF__CL(clGetDeviceInfo, (d->device, CL_DEVICE_GLOBAL_MEM_SIZE, sizeof mem, &mem, NULL));
     GF__CL(clGetDeviceInfo, (d->device, CL_DEVICE_MEM_BASE_ADDR_ALIGN, sizeof align_bits, &align_bits, NULL));
+    GF__CL(clGetDeviceInfo, (d->device, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof d->max_alloc, &d->max_alloc, NULL));
     if (sscanf(version, "OpenCL %d.%d", &major, &minor) != 2) { major = 1; minor = 2; }
     d->version = major * 10 + minor;
     d->total = mem;
@@ -741,6 +743,10 @@ static gf_result gf__cl_svm_alloc(gf_buffer *buf, cl_mem *out) {
 static gf_result gf__cl_buffer_alloc(gf_buffer *buf) {
     gf__cl_device *d = (gf__cl_device *)buf->dev->native;
     cl_mem mem = NULL;
+    /* a driver may accept a size no device has (NVIDIA's does, lazily): refuse it here */
+    if (d->max_alloc && (uint64_t)buf->size > d->max_alloc)
+        return gf__fail(GF_ERROR_OUT_OF_MEMORY, "OpenCL: %llu bytes is more than one buffer of %s may hold (CL_DEVICE_MAX_MEM_ALLOC_SIZE %llu)",
+                        (unsigned long long)buf->size, buf->dev->info.name, (unsigned long long)d->max_alloc);
     if (buf->managed) {
         gf_result r = gf__cl_svm_alloc(buf, &mem);
         if (r != GF_OK) return r;

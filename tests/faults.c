@@ -231,7 +231,6 @@ int gpuflow_fault_hit(const char *entry)
     X(I, kernel_get, (gf_kernel *k), (k)) \
     X(I, launch, (gf_stream *s, gf_kernel *k, const gf_launch_dims *d, const gf_arg *a, int n), (s, k, d, a, n)) \
     X(I, capture_begin, (gf_stream *s, gf_capture_mode mode), (s, mode)) \
-    X(I, capture_end, (gf_stream *s, gf_graph *g), (s, g)) \
     X(I, graph_launch, (gf_graph *g, gf_stream *s), (g, s)) \
     X(I, graph_update, (gf_graph *target, gf_graph *from), (target, from))
 
@@ -250,10 +249,23 @@ static gf_result faults_slot_fail(const char *slot)
         if (faults_hit(K_SLOT, "slot:" #slot)) return faults_slot_fail("slot:" #slot); \
         return faults_orig[I]->slot args; \
     }
+/* capture_end's contract is that on failure the capture is over, as a failing driver leaves
+   it: so its fault ends the driver's capture for real, throws that graph away, then fails. */
+#define FAULTS_DEFINE_CAPTURE_END(I) \
+    static gf_result faults_capture_end_##I(gf_stream *s, gf_graph *g) { \
+        gf_result r = faults_orig[I]->capture_end(s, g); \
+        if (!faults_hit(K_SLOT, "slot:capture_end")) return r; \
+        if (r == GF_OK && faults_orig[I]->graph_destroy) faults_orig[I]->graph_destroy(g); \
+        return faults_slot_fail("slot:capture_end"); \
+    }
 #define FAULTS_INSTALL(I, slot, params, args) if (w->slot) w->slot = faults_##slot##_##I;
 #define FAULTS_FAMILY(I) \
     FAULTS_SLOTS(FAULTS_DEFINE, I) \
-    static void faults_install_##I(gf__backend *w) { FAULTS_SLOTS(FAULTS_INSTALL, I) }
+    FAULTS_DEFINE_CAPTURE_END(I) \
+    static void faults_install_##I(gf__backend *w) { \
+        FAULTS_SLOTS(FAULTS_INSTALL, I) \
+        if (w->capture_end) w->capture_end = faults_capture_end_##I; \
+    }
 FAULTS_FAMILY(1)
 FAULTS_FAMILY(2)
 FAULTS_FAMILY(3)
