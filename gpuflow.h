@@ -823,6 +823,7 @@ typedef pthread_t       gf__thread;
 #  define gf__atomic_cas(p, expected, desired) \
     (InterlockedCompareExchange64((volatile long long *)(p), (long long)(desired), (long long)(expected)) == (long long)(expected))
 #  define gf__atomic_load_u32(p)    (*(volatile unsigned *)(p))
+#  define gf__counter_add(p, v)     (*(volatile uint64_t *)(p) += (v))
 static int gf__atomic_cas_u32(unsigned *p, unsigned *expected, unsigned desired) {   /* 1: done; else *expected is the value seen */
     unsigned seen = (unsigned)InterlockedCompareExchange((volatile long *)p, (long)desired, (long)*expected);
     if (seen == *expected) return 1;
@@ -839,6 +840,9 @@ static int gf__atomic_cas_u32(unsigned *p, unsigned *expected, unsigned desired)
 #  define gf__atomic_xchg_int(p, v) __atomic_exchange_n((p), (v), __ATOMIC_ACQ_REL)
 #  define gf__atomic_cas(p, expected, desired) gf__cas_u64((p), (expected), (desired))
 #  define gf__atomic_load_u32(p)    __atomic_load_n((p), __ATOMIC_ACQUIRE)
+/* A counter with one writer at a time (the writer holds a lock) and lock-free readers: a plain
+   load and a release store, no locked read-modify-write on the hot path. */
+#  define gf__counter_add(p, v)     __atomic_store_n((p), __atomic_load_n((p), __ATOMIC_RELAXED) + (v), __ATOMIC_RELEASE)
 #  define gf__atomic_cas_u32(p, expected, desired) \
     __atomic_compare_exchange_n((p), (expected), (desired), 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)
 static int gf__cas_u64(uint64_t *p, uint64_t expected, uint64_t desired) {   /* 1: *p was expected, now desired */
@@ -2456,7 +2460,8 @@ static void gf__prof_end(gf_stream *s, int rec, gf_result r);
 /* What a stream did last, for gf_device_write_state: a ring of its latest operations, each
    with its place in the stream's order (s->lock held). */
 static void gf__note_op(gf_stream *s, gf_op_kind kind, const char *name, uint64_t waits_on) {
-    uint64_t seq = gf__atomic_add(&s->submitted, 1) + 1;
+    uint64_t seq = gf__atomic_load(&s->submitted) + 1;   /* s->lock held: the only writer */
+    gf__counter_add(&s->submitted, 1);
     gf__op_note *n = &s->recent[seq % GF__RECENT_OPS];
     n->seq = seq;
     n->kind = kind;
@@ -2482,11 +2487,11 @@ static gf_result gf__exec_counted(gf_stream *s, const gf__cmd *c) {   /* s->lock
     if (r != GF_OK) return r;
     if (GF__RACE_ON(s->dev)) gf__race_op(s, c);
     gf__note_op(s, gf__cmd_op(c), c->kind == GF__CMD_LAUNCH ? c->kernel->name : NULL, 0);
-    gf__atomic_add(&s->ops, 1);
-    if (c->kind == GF__CMD_COPY) { gf__atomic_add(&s->copies, 1); gf__atomic_add(&s->bytes_copied, c->copy.bytes); }
-    if (c->kind == GF__CMD_COPY_2D) { gf__atomic_add(&s->copies, 1); gf__atomic_add(&s->bytes_copied, c->bytes); }
-    if (c->kind == GF__CMD_LAUNCH) gf__atomic_add(&s->launches, 1);
-    if (c->kind == GF__CMD_CALLBACK) gf__atomic_add(&s->callbacks, 1);
+    gf__counter_add(&s->ops, 1);   /* s->lock held: one writer; stats read them lock-free */
+    if (c->kind == GF__CMD_COPY) { gf__counter_add(&s->copies, 1); gf__counter_add(&s->bytes_copied, c->copy.bytes); }
+    if (c->kind == GF__CMD_COPY_2D) { gf__counter_add(&s->copies, 1); gf__counter_add(&s->bytes_copied, c->bytes); }
+    if (c->kind == GF__CMD_LAUNCH) gf__counter_add(&s->launches, 1);
+    if (c->kind == GF__CMD_CALLBACK) gf__counter_add(&s->callbacks, 1);
     return GF_OK;
 }
 
@@ -3417,10 +3422,8 @@ static gf_result gf__event_pool_take(gf_event_pool *pool, unsigned flags, gf_eve
     if (pool->free_count[k] == 0 && (r = gf__event_pool_grow(pool, k, 1)) != GF_OK) { gf__spin_unlock(&pool->lock); return r; }
     ev = pool->free_list[k][--pool->free_count[k]];
     ev->in_pool = 0;
-    gf__spin_lock(&ev->lock);   /* a fresh event: nothing recorded (no other thread holds it) */
-    gf__atomic_store_int(&ev->recorded, 0);
+    gf__atomic_store_int(&ev->recorded, 0);   /* fresh: the pool's lock orders this for the next holder */
     ev->capture_id = 0;
-    gf__spin_unlock(&ev->lock);
     pool->in_use++;
     gf__spin_unlock(&pool->lock);
     *out = ev;
