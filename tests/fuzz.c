@@ -1957,7 +1957,9 @@ static void op_fill_wide(fz_in *in)
     if (count == 0) fz_bad(&e, GF_ERROR_INVALID_ARGUMENT);
     else if (count > SIZE_MAX / w) fz_bad(&e, GF_ERROR_OUT_OF_RANGE);
     else {
-        if (off % w) fz_bad(&e, GF_ERROR_INVALID_ARGUMENT);
+        /* the drivers align the address: a view's offset in its parent counts */
+        size_t base = bi >= 0 && gf__is(b, GF__T_BUFFER) ? b->view_offset : 0;
+        if ((base + off) % w) fz_bad(&e, GF_ERROR_INVALID_ARGUMENT);
         if (bi >= 0) {
             fz_exp probe = { 0 };
             if (!fz_range(&probe, size, off, count * w) && count * w > FZ_WORK_MAX) count = FZ_WORK_MAX / w;
