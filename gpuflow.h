@@ -5562,7 +5562,7 @@ static gf_result gf__module_load_source(gf_module *mod, const gf_module_desc *de
     const char *prelude = gf__dialect_prelude(dev->info.backend), *name = desc->source_name ? desc->source_name : "kernels";
     const char *dir = desc->cache_dir ? desc->cache_dir : getenv("GPUFLOW_CACHE_DIR");
     gf_module_desc d = *desc;
-    size_t n = (prelude ? strlen(prelude) : 0) + strlen(desc->source) + 2;
+    size_t n = (prelude ? strlen(prelude) : 0) + strlen(name) + strlen(desc->source) + 32;
     char *text = (char *)gf__malloc(n), path[1024];
     void *binary = NULL;
     size_t size = 0;
@@ -5571,7 +5571,9 @@ static gf_result gf__module_load_source(gf_module *mod, const gf_module_desc *de
     gf_result r;
     int cached = 0;
     if (!text) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_module_load: out of host memory");
-    snprintf(text, n, "%s\n%s", prelude ? prelude : "", desc->source);
+    /* #line: the compiler's log counts lines and names the file as the user wrote them */
+    if (strpbrk(name, "\"\\\n")) snprintf(text, n, "%s\n%s", prelude ? prelude : "", desc->source);
+    else snprintf(text, n, "%s\n#line 1 \"%s\"\n%s", prelude ? prelude : "", name, desc->source);
     d.source = NULL;
     if (!be->compile) {
         if (dev->info.backend != GF_BACKEND_OPENCL) { gf__free(text); return gf__fail(GF_ERROR_NOT_SUPPORTED, "gf_module_load: the %s backend compiles no kernel source", be->name); }

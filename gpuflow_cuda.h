@@ -547,7 +547,10 @@ static gf_result gf__cuda_device_start(gf_device *dev, gf__cuda_device *d) {
            away from other users. A lent context's device keeps its owner's settings. */
         cuuint64_t keep = (cuuint64_t)GF__DEFAULT_POOL_KEEP(total);
         GF__CUDA_STEP(DeviceGetDefaultMemPool, (&d->pool, d->dev));
-        if (!d->borrowed) GF__CUDA_STEP(MemPoolSetAttribute, (d->pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep));
+        if (!d->borrowed) {   /* relaxed: another thread's GLOBAL capture must not fail an open */
+            GF__CUDA_RELAXED(r, MemPoolSetAttribute, (d->pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep));
+            if (r != CUDA_SUCCESS) { call = "cuMemPoolSetAttribute"; goto undo; }
+        }
     }
     return GF_OK;
 undo:
@@ -1211,6 +1214,10 @@ static gf_result gf__cuda_capture_end(gf_stream *s, gf_graph *g) {
     GF__CUDA_ENTER(s->dev);
     r = GF__CUDA_CALL(StreamEndCapture, (GF__CUSTREAM(s), &graph));
     if (r != CUDA_SUCCESS) {
+        /* A failed end leaves no capture behind (the driver's own failures end it): past the
+           fault seam, the real end runs too, and what it made is thrown away. */
+        CUgraph left = NULL;
+        if (gf__cu.StreamEndCapture(GF__CUSTREAM(s), &left) == CUDA_SUCCESS && left) (void)gf__cu.GraphDestroy(left);
         if (graph) (void)GF__CUDA_CALL(GraphDestroy, (graph));
         return gf__native_capture_broken(&gf__cuda_codes, (int)r, "cuStreamEndCapture");
     }
@@ -1347,9 +1354,13 @@ static gf_result gf__cuda_graph_set_kernel_args(gf_graph *g, int i, gf_kernel *k
     p.kernelParams = count ? params : NULL;
     p.extra = NULL;
     r = GF__CUDA_CALL(GraphKernelNodeSetParams, (desc, &p));
-    if (params != stack) gf__free(params);
-    if (r != CUDA_SUCCESS) return gf__cuda_fail(r, "cuGraphKernelNodeSetParams");
-    if ((r = GF__CUDA_CALL(GraphExecKernelNodeSetParams, (GF__CUGRAPH(g)->exec, node, &p))) != CUDA_SUCCESS) {
+    if (r != CUDA_SUCCESS) {
+        if (params != stack) gf__free(params);
+        return gf__cuda_fail(r, "cuGraphKernelNodeSetParams");
+    }
+    r = GF__CUDA_CALL(GraphExecKernelNodeSetParams, (GF__CUGRAPH(g)->exec, node, &p));
+    if (params != stack) gf__free(params);   /* only now: p.kernelParams points at it until the exec took it */
+    if (r != CUDA_SUCCESS) {
         const gf__cmd *now = &g->launches[i];
         if ((params = gf__kernel_params(now->args, now->arg_count, offsetof(gf_buffer, addr), stack)) != NULL) {
             p.kernelParams = now->arg_count ? params : NULL;
