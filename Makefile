@@ -112,14 +112,14 @@ $(BUILD)/cpp_clangxx: tests/cpp_compile.cpp $(HDRS) | $(BUILD)
 # provokes on purpose (unknown kernel, bad PTX, refused graph update, unjoined capture).
 NV_OPENCL ?= /usr/local/nvidia/lib64/libnvidia-opencl.so.1
 test-gpu: $(BUILD)/conformance $(BUILD)/threads $(BUILD)/reliability $(BUILD)/races $(BUILD)/faults $(BUILD)/dialect \
-          $(BUILD)/cublas_interop $(BUILD)/nvrtc_check $(BUILD)/cuda_backend
+          $(BUILD)/cublas_interop $(BUILD)/nvrtc_check $(BUILD)/cuda_backend $(BUILD)/graph_pool_measure
 	@test -n "$(HAVE_CUDA)" || { echo "test-gpu: needs $(CUDA_INCLUDE)/cuda.h and gpuflow_cuda.h"; exit 1; }
 	@if [ -f "$(NV_OPENCL)" ]; then mkdir -p $(BUILD)/icd && echo "$(NV_OPENCL)" > $(BUILD)/icd/nvidia.icd; fi
 	@status=0; \
 	OCL_ICD_VENDORS=$(abspath $(BUILD)/icd) sh tests/run.sh "$(BUILD)/conformance cuda" "$(BUILD)/threads cuda" "$(BUILD)/reliability cuda" "$(BUILD)/races cuda" \
 	    "$(BUILD)/faults entries cuda" "$(BUILD)/faults slots cuda" "$(BUILD)/dialect cuda" "$(BUILD)/dialect opencl" \
 	    "$(BUILD)/conformance opencl" "$(BUILD)/threads opencl" "$(BUILD)/reliability opencl" "$(BUILD)/races opencl" \
-	    "$(BUILD)/cublas_interop" "$(BUILD)/cuda_backend" "$(BUILD)/nvrtc_check --require --arch compute_90 --ptxas $(PTXAS) $(wildcard examples/*.gfk tests/*.gfk)" \
+	    "$(BUILD)/cublas_interop" "$(BUILD)/cuda_backend" "$(BUILD)/graph_pool_measure cuda" "$(BUILD)/nvrtc_check --require --arch compute_90 --ptxas $(PTXAS) $(wildcard examples/*.gfk tests/*.gfk)" \
 	    "sh tests/examples.sh $(BUILD)/examples-gpu '$(CC) $(CSTD) $(WARN) $(BACKENDS)' cuda opencl" || status=1; \
 	if [ -f $(HIP_HEADERS)/hip/hip_runtime_api.h ]; then \
 	    CC='$(CC)' HIP_HEADERS=$(HIP_HEADERS) CUDA_INCLUDE=$(CUDA_INCLUDE) TEST_TIMEOUT=300 \
