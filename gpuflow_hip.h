@@ -8,24 +8,32 @@
         cc -std=c99 app.c -I/opt/rocm/include -o app -pthread -ldl
 
     Needs the headers of HIP 5.2 or newer (hip/hip_version.h; checked at compile time) and a
-    runtime of at least that version. hip/hip_runtime_api.h is used for types, constants and
-    the prototypes the driver table is checked against (this header defines
-    __HIP_PLATFORM_AMD__ when nothing else has); libamdhip64 is never linked. A program built
-    with this backend runs on a machine without an AMD GPU: GF_BACKEND_AUTO passes over HIP
-    and gf_last_error() says why.
+    runtime of the same major version, at least that new. hip/hip_runtime_api.h is used for
+    types, constants and the prototypes the driver table is checked against (this header
+    defines __HIP_PLATFORM_AMD__ when nothing else has); libamdhip64 is never linked. A program built with this backend runs on a machine without an
+    AMD GPU: GF_BACKEND_AUTO passes over HIP and gf_last_error() says why.
+
+    Optional defines: GPUFLOW_ROCTX makes gf_range_push / gf_range_pop roctx ranges (rocprof,
+    Omnitrace; roctx is loaded at run time, nothing to link or include).
 
     HOW GPUFLOW MAPS ONTO HIP
     =========================
-    - Loading: dlopen("libamdhip64.so"), else "libamdhip64.so.5" (LoadLibraryA("amdhip64.dll")
-      on Windows); every entry point by its exported name through dlsym. The entry points are
-      one list (GF__HIP_API) that makes the driver table, the loader's names and a
-      compile-time check of each slot's type against the prototype in hip_runtime_api.h (a
-      never-called function of sizeof comparisons: a mismatch fails the build, and nothing
-      is referenced at link time). HIP has no versioned lookup, so the plain symbol is the
-      one whose signature the header declares; an entry point the header renames by macro
-      (HIP_API_PER_THREAD_DEFAULT_STREAM's _spt variants) fails that check: compile the
-      implementation without it (gpuflow never uses the null stream). A few entry points are
-      optional (older runtimes lack them): without them the feature they serve reports
+    - Loading: dlopen("libamdhip64.so.<HIP_VERSION_MAJOR>"), the runtime of the major version
+      of the headers this was compiled with (each ROCm major changes the ABI: ROCm 6 changed
+      hipDeviceProp_t and hipPointerAttribute_t), else the plain "libamdhip64.so" (Windows:
+      amdhip64_<major>.dll, else amdhip64.dll); every entry point by its exported name through
+      dlsym. The entry points are one list (GF__HIP_API) that makes the driver table, the
+      loader's names and a compile-time check of each slot's type against the prototype in
+      hip_runtime_api.h (a never-called function of sizeof comparisons: a mismatch fails the
+      build, and nothing is referenced at link time). HIP has no versioned lookup, so the
+      plain symbol is the one whose signature the header declares; an entry point the header
+      renames by macro (HIP_API_PER_THREAD_DEFAULT_STREAM's _spt variants) fails that check:
+      compile the implementation without it (gpuflow never uses the null stream). The one
+      exception is a second list (GF__HIP_VERSIONED_API: hipGetDeviceProperties, which ROCm 6's
+      headers rename hipGetDevicePropertiesR0600 with a new struct layout, while the runtime
+      keeps the plain name for the old layout): those are looked up by the name the headers
+      give them, so the runtime fills the struct gpuflow was compiled with. A few entry points
+      are optional (older runtimes lack them): without them the feature they serve reports
       GF_ERROR_NOT_SUPPORTED (gpuflow declares the few that are newer than the 5.2 headers:
       where a newer header declares them too, the two must agree). hipInit(0) once; a
       runtime that finds no device (hipGetDeviceCount: hipErrorNoDevice) loads, and reports
@@ -63,9 +71,14 @@
       GF__HIP_RELAXED). gf_graph_set_kernel_args is hipGraphExecKernelNodeSetParams on the
       launch's node (found with hipStreamGetCaptureInfo_v2 as it was captured), applied to
       the hipGraph_t that a launch inside another capture embeds as well. gf_graph_write_dot
-      writes the core's DOT of the graph's launches (HIP 5.2 has no hipGraphDebugDotPrint),
-      and gf_range_push / pop are the core's profiler spans only (ROCm's roctx is a library
-      of its own, not loaded).
+      is hipGraphDebugDotPrint (HIP 5.5+, verbose: every node's parameters) of the hipGraph_t
+      that describes what the graph runs; before HIP 5.5, or where it fails, the core writes
+      its own DOT of the graph's launches.
+    - Ranges: gf_range_push / pop are the core's profiler spans; with GPUFLOW_ROCTX also
+      roctxRangePushA / roctxRangePop, from libroctx64.so.4 (roctracer) or
+      librocprofiler-sdk-roctx.so.0 (rocprofiler-sdk), loaded with the runtime (without
+      either, a warning says so once and ranges stay gpuflow's own). roctx nests ranges per
+      thread, not per stream: push and pop one range on one thread.
     - Memory and copies: gf_fill16/32_async are hipMemsetD16/D32Async, gf_copy_2d_async one
       hipMemcpyParam2DAsync (pageable host memory: row by row through the core's stages),
       gf_device_trim hipMemPoolTrimTo on the default pool, whose kept memory (reserved minus
@@ -128,20 +141,28 @@
 #  pragma GCC diagnostic pop
 #endif
 /* Entry points newer than the oldest headers gpuflow takes, declared as the runtimes that have
-   them do (HIP 5.6 added hipStreamGetDevice). Where the header declares one too, the two must
-   agree or the build fails: the signature check below holds for these slots as for the rest. */
+   them do (HIP 5.5 added hipGraphDebugDotPrint, HIP 5.6 hipStreamGetDevice). Where the header
+   declares one too, the two must agree or the build fails: the signature check below holds
+   for these slots as for the rest. */
 #ifdef __cplusplus
 extern "C" {
 #endif
 hipError_t hipStreamGetDevice(hipStream_t stream, hipDevice_t *device);
+hipError_t hipGraphDebugDotPrint(hipGraph_t graph, const char *path, unsigned int flags);
 #ifdef __cplusplus
 }
 #endif
 
+#define GF__HIP_STR(x) #x
+#define GF__HIP_XSTR(x) GF__HIP_STR(x)
+/* The runtime of the headers' major version first: each ROCm major changes the ABI (ROCm 6's
+   hipDeviceProp_t and hipPointerAttribute_t, among others), so a program built against HIP 5
+   headers must not take a ROCm 6 libamdhip64.so that a development package links to the plain
+   name. The plain name last, for installs that have only that. */
 #if defined(_WIN32)
-static const char *const gf__hip_libraries[] = { "amdhip64.dll" };
+static const char *const gf__hip_libraries[] = { "amdhip64_" GF__HIP_XSTR(HIP_VERSION_MAJOR) ".dll", "amdhip64.dll" };
 #else
-static const char *const gf__hip_libraries[] = { "libamdhip64.so", "libamdhip64.so.5" };
+static const char *const gf__hip_libraries[] = { "libamdhip64.so." GF__HIP_XSTR(HIP_VERSION_MAJOR), "libamdhip64.so" };
 #endif
 
 /* ---- the runtime's entry points --------------------------------------------------------- */
@@ -228,20 +249,36 @@ static const char *const gf__hip_libraries[] = { "libamdhip64.so", "libamdhip64.
     X(GraphAddChildGraphNode, hipError_t, (hipGraphNode_t *, hipGraph_t, const hipGraphNode_t *, size_t, hipGraph_t), 1, Unknown) \
     X(GraphAddHostNode, hipError_t, (hipGraphNode_t *, hipGraph_t, const hipGraphNode_t *, size_t, const hipHostNodeParams *), 1, Unknown) \
     X(StreamUpdateCaptureDependencies, hipError_t, (hipStream_t, hipGraphNode_t *, size_t, unsigned int), 1, Unknown) \
-    X(ThreadExchangeStreamCaptureMode, hipError_t, (hipStreamCaptureMode *), 0, Unknown)
+    X(ThreadExchangeStreamCaptureMode, hipError_t, (hipStreamCaptureMode *), 0, Unknown) \
+    /* newer than HIP 5.2 (declared above where the header lacks it): else the core's DOT */ \
+    X(GraphDebugDotPrint, hipError_t, (hipGraph_t, const char *, unsigned int), 1, Unknown)
+
+/* V(name, return type, parameters, fails_as): entry points whose exported name is the one the
+   headers give them after their own macros. ROCm 6's headers rename hipGetDeviceProperties to
+   hipGetDevicePropertiesR0600, whose hipDeviceProp_t has a new layout, and keep the plain
+   name exported with the old layout: looked up by the headers' name, the entry fills the
+   struct gpuflow was compiled with. Optional; their slots live in the same table. */
+#define GF__HIP_VERSIONED_API(V) \
+    V(GetDeviceProperties, hipError_t, (hipDeviceProp_t *, int), Unknown)
 
 /* The table, filled once by gf__hip_load_runtime; read-only afterwards. */
 typedef struct gf__hip_api {
 #define GF__HIP_SLOT(name, ret, params, optional, fails_as) ret (*name) params;
+#define GF__HIP_VSLOT(name, ret, params, fails_as) ret (*name) params;
     GF__HIP_API(GF__HIP_SLOT)
+    GF__HIP_VERSIONED_API(GF__HIP_VSLOT)
 #undef GF__HIP_SLOT
+#undef GF__HIP_VSLOT
 } gf__hip_api;
 
 typedef struct gf__hip_entry { const char *name; size_t offset; int optional; } gf__hip_entry;
 static const gf__hip_entry gf__hip_entries[] = {
 #define GF__HIP_ENTRY(name, ret, params, optional, fails_as) { "hip" #name, offsetof(gf__hip_api, name), optional },
+#define GF__HIP_VENTRY(name, ret, params, fails_as) { GF__HIP_XSTR(hip##name), offsetof(gf__hip_api, name), 1 },
     GF__HIP_API(GF__HIP_ENTRY)
+    GF__HIP_VERSIONED_API(GF__HIP_VENTRY)
 #undef GF__HIP_ENTRY
+#undef GF__HIP_VENTRY
 };
 
 static gf__hip_api gf__hip;
@@ -260,24 +297,26 @@ static gf__hip_api gf__hip;
 #else
 #  define GF__HIP_PROTO(name) (&hip##name)
 #endif
-#define GF__HIP_STR(x) #x
-#define GF__HIP_XSTR(x) GF__HIP_STR(x)
 static void gf__hip_check_signatures(void) {
 #define GF__HIP_SAME(name, ret, params, optional, fails_as) \
     (void)sizeof(gf__hip.name == GF__HIP_PROTO(name)); \
     (void)sizeof(char[sizeof(GF__HIP_XSTR(hip##name)) == sizeof("hip" #name) ? 1 : -1]);
+#define GF__HIP_VSAME(name, ret, params, fails_as) (void)sizeof(gf__hip.name == GF__HIP_PROTO(name));
     GF__HIP_API(GF__HIP_SAME)
+    GF__HIP_VERSIONED_API(GF__HIP_VSAME)
 #undef GF__HIP_SAME
+#undef GF__HIP_VSAME
 }
 #undef GF__HIP_PROTO
-#undef GF__HIP_STR
-#undef GF__HIP_XSTR
 
 /* What a fault-injected call of each entry point returns: gf__hip_fault_<name>. */
 enum {
 #define GF__HIP_FAULT_CODE(name, ret, params, optional, fails_as) gf__hip_fault_##name = hipError##fails_as,
+#define GF__HIP_VFAULT_CODE(name, ret, params, fails_as) gf__hip_fault_##name = hipError##fails_as,
     GF__HIP_API(GF__HIP_FAULT_CODE)
+    GF__HIP_VERSIONED_API(GF__HIP_VFAULT_CODE)
 #undef GF__HIP_FAULT_CODE
+#undef GF__HIP_VFAULT_CODE
     gf__hip_fault_codes_end
 };
 
@@ -286,6 +325,7 @@ enum {
 #define GF__HIP_CALL(name, args) (GF__FAULT("hip" #name) ? (hipError_t)gf__hip_fault_##name : gf__hip.name args)
 
 static gf__driver gf__hip_runtime;
+static int gf__hip_version;           /* hipDriverGetVersion's answer (HIP_VERSION's form: 50221153); 0 if unknown */
 
 /* Per gf_device state. */
 typedef struct gf__hip_device {
@@ -295,6 +335,7 @@ typedef struct gf__hip_device {
     int prio_least, prio_greatest;    /* numerically: least >= greatest */
     int concurrent_managed;           /* prefetching to the GPU is meaningful */
     hipMemPool_t pool;                /* the default pool; NULL without stream-ordered allocation */
+    char arch[256];                   /* hipDeviceProp_t's gcnArchName ("gfx90a:sramecc+:xnack-"); "" if unknown */
 } gf__hip_device;
 
 /* ---- errors ----------------------------------------------------------------------------- */
@@ -338,6 +379,39 @@ static gf_result gf__hip_fail(hipError_t r, const char *call) { return gf__nativ
 #define GF__HIP_CHECK_RELAXED(name, args) do { hipError_t gf__r_; GF__HIP_RELAXED(gf__r_, name, args); \
         if (gf__r_ != hipSuccess) return gf__hip_fail(gf__r_, "hip" #name); } while (0)
 
+/* ---- ranges: roctx (GPUFLOW_ROCTX) -------------------------------------------------------- */
+/* gf_range_push / gf_range_pop as roctx ranges, which rocprof and Omnitrace show. roctx is a
+   library of its own (roctracer's libroctx64, or rocprofiler-sdk's), loaded with the runtime;
+   no header is needed for its two entry points. Without it ranges are gpuflow's own spans
+   only, and a warning says so once. Not on Windows (ROCm's profilers are Linux tools). */
+#if defined(GPUFLOW_ROCTX) && !defined(_WIN32)
+#  define GF__HIP_ROCTX
+static int (*gf__roctx_push)(const char *message);   /* roctxRangePushA; written once, at loading */
+static int (*gf__roctx_pop)(void);                   /* roctxRangePop */
+static void gf__hip_roctx_load(void) {
+    static const char *const names[] = { "libroctx64.so.4", "libroctx64.so", "librocprofiler-sdk-roctx.so.0",
+                                         "librocprofiler-sdk-roctx.so" };
+    char first_error[256] = "";
+    void *lib = NULL, *push = NULL, *pop = NULL;
+    size_t i;
+    for (i = 0; i < sizeof names / sizeof names[0] && !lib; i++)
+        if (!(lib = gf__dlopen(names[i])) && !first_error[0]) snprintf(first_error, sizeof first_error, "%s", gf__dlerror());
+    if (lib && (push = gf__dlsym(lib, "roctxRangePushA")) != NULL && (pop = gf__dlsym(lib, "roctxRangePop")) != NULL) {
+        memcpy(&gf__roctx_push, &push, sizeof push);   /* object to function pointer */
+        memcpy(&gf__roctx_pop, &pop, sizeof pop);
+        return;
+    }
+    gf__notice(GF_LOG_WARNING, "HIP: GPUFLOW_ROCTX: %s: gf_range_push / gf_range_pop are gpuflow's own spans only "
+               "(install roctracer or rocprofiler-sdk)", lib ? "the roctx library has no roctxRangePushA / roctxRangePop" : first_error);
+}
+static void gf__hip_range(gf_stream *s, const char *name) {
+    (void)s;
+    if (!gf__roctx_push) return;
+    if (name) (void)gf__roctx_push(name);
+    else (void)gf__roctx_pop();
+}
+#endif
+
 /* ---- loading ---------------------------------------------------------------------------- */
 static void gf__hip_load_runtime(gf__driver *d) {
     char first_error[256] = "";
@@ -365,6 +439,7 @@ static void gf__hip_load_runtime(gf__driver *d) {
         memcpy((char *)&gf__hip + gf__hip_entries[i].offset, &fn, sizeof fn);   /* object to function pointer */
     }
     if (GF__HIP_CALL(DriverGetVersion, (&version)) != hipSuccess) version = 0;
+    gf__hip_version = version;
     r = GF__HIP_CALL(Init, (0));
     rc = GF__HIP_CALL(GetDeviceCount, (&count));
     if (rc == hipErrorNoDevice || (rc == hipSuccess && count == 0)) {
@@ -383,6 +458,9 @@ static void gf__hip_load_runtime(gf__driver *d) {
                  gf__hip_error_name(r != hipSuccess ? r : rc), (int)(r != hipSuccess ? r : rc));
         return;
     }
+#ifdef GF__HIP_ROCTX
+    gf__hip_roctx_load();
+#endif
     d->result = GF_OK;
 }
 
@@ -423,6 +501,24 @@ static int gf__hip_attr(int ordinal, hipDeviceAttribute_t a) {
    limit, which HIP kept; the driver API has no attribute to ask). */
 #define GF__HIP_KERNEL_ARGS_BYTES 4096
 
+/* The device's target as hiprtc names it (gcnArchName: "gfx90a:sramecc+:xnack-"), from
+   hipGetDeviceProperties under the name and layout of the headers gpuflow was built with (see
+   GF__HIP_VERSIONED_API); "" where the runtime cannot say (hiprtc then compiles for the
+   current device). The struct sits in a larger buffer: a runtime that writes a longer layout
+   than the headers' writes into the padding, not past it. */
+typedef union gf__hip_props { hipDeviceProp_t p; char pad[8192]; } gf__hip_props;
+static void gf__hip_device_arch(int ordinal, char *out, size_t cap) {
+    gf__hip_props *props;
+    out[0] = 0;
+    if (!gf__hip.GetDeviceProperties || !(props = (gf__hip_props *)gf__malloc(sizeof *props))) return;
+    memset(props, 0, sizeof *props);
+    if (GF__HIP_CALL(GetDeviceProperties, (&props->p, ordinal)) == hipSuccess) {
+        props->p.gcnArchName[sizeof props->p.gcnArchName - 1] = 0;
+        snprintf(out, cap, "%s", props->p.gcnArchName);
+    }
+    gf__free(props);
+}
+
 /* Each step names its entry point; the first failure frees d and reports it. */
 #define GF__HIP_OPEN_STEP(name, args) do { if ((r = GF__HIP_CALL(name, args)) != hipSuccess) { \
         call = "hip" #name; goto fail; } } while (0)
@@ -454,6 +550,7 @@ static gf_result gf__hip_device_start(gf_device *dev, int ordinal, int borrowed)
     info->spirv = 0;
     info->max_kernel_args_bytes = GF__HIP_KERNEL_ARGS_BYTES;
     d->concurrent_managed = gf__hip_attr(ordinal, hipDeviceAttributeConcurrentManagedAccess) != 0;
+    gf__hip_device_arch(ordinal, d->arch, sizeof d->arch);
 
     if (info->async_alloc) {
         /* Keep freed memory in the pool across synchronizations, up to the core's default
@@ -1064,6 +1161,26 @@ static gf_result gf__hip_graph_set_kernel_args(gf_graph *g, int i, gf_kernel *k,
     return GF_OK;
 }
 
+/* Graphviz of what the graph runs, as the runtime describes it (hipGraphDebugDotPrint, HIP 5.5+,
+   verbose: every node's parameters). A runtime without it, or one that fails to write it,
+   leaves the file to the core, which writes its own DOT of the graph's launches; a path that
+   cannot be written is refused as the core refuses it. */
+static gf_result gf__hip_graph_write_dot(gf_graph *g, const char *path) {
+    FILE *f;
+    hipError_t r;
+    if (!gf__hip.GraphDebugDotPrint) return GF_ERROR_NOT_SUPPORTED;   /* the core's DOT; nothing to report */
+    if (!(f = fopen(path, "w"))) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_graph_write_dot: cannot open '%s' for writing", path);
+    fclose(f);
+    GF__HIP_USE(g->dev);
+    r = GF__HIP_CALL(GraphDebugDotPrint, ((hipGraph_t)g->native_graph, path, 1u /* hipGraphDebugDotFlagsVerbose */));
+    if (r != hipSuccess) {
+        gf__notice(GF_LOG_WARNING, "gf_graph_write_dot: hipGraphDebugDotPrint: %s (%d); gpuflow writes its own DOT instead",
+                   gf__hip_error_name((int)r), (int)r);
+        return GF_ERROR_NOT_SUPPORTED;
+    }
+    return GF_OK;
+}
+
 static void gf__hip_graph_destroy(gf_graph *g) {
     gf__hip_graph *hg = GF__HIPGRAPH(g);
     if (hg) {
@@ -1141,6 +1258,10 @@ static void gf__hip_fill_table(gf__backend *t) {
     t->graph_update = gf__hip_graph_update;
     t->graph_destroy = gf__hip_graph_destroy;
     t->graph_set_kernel_args = gf__hip_graph_set_kernel_args;
+    t->graph_write_dot = gf__hip_graph_write_dot;   /* NOT_SUPPORTED before HIP 5.5: the core's DOT */
+#ifdef GF__HIP_ROCTX
+    t->range = gf__hip_range;
+#endif
     t->host_pinned = gf__hip_host_pinned;   /* the core stages pageable copies */
     t->native_handle = gf__hip_native_handle;
     t->device_native = gf__hip_device_native;
@@ -1155,4 +1276,6 @@ static void gf__hip_fill_table(gf__backend *t) {
 static gf__backend gf__hip_table;
 static const gf__backend *gf__hip_backend(void) { return gf__backend_once(&gf__hip_table, gf__hip_fill_table); }
 
+#undef GF__HIP_STR
+#undef GF__HIP_XSTR
 #endif /* GPUFLOW_IMPLEMENTATION && GPUFLOW_HIP */

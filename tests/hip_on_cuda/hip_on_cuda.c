@@ -17,9 +17,14 @@
 
    HIP's current device per thread maps onto the CUDA context current on the thread: hipSetDevice
    makes the device's primary context current; a thread that calls anything else first gets
-   device 0's, HIP's default. Built with -DHOC_HIP_5_2 it leaves out what HIP 5.2's runtime
-   lacks of gpuflow's list, hipLaunchHostFunc (gpuflow then uses hipStreamAddCallback) and
-   hipStreamGetDevice (gf_stream_wrap then takes a stream's device on trust).
+   device 0's, HIP's default.
+
+   Variants, by define:
+   - HOC_HIP_5_2 leaves out what HIP 5.2's runtime lacks of gpuflow's list: hipLaunchHostFunc
+     (gpuflow then uses hipStreamAddCallback), hipStreamGetDevice (gf_stream_wrap then takes a
+     stream's device on trust) and hipGraphDebugDotPrint (gf_graph_write_dot then writes the
+     core's DOT).
+   - HOC_NO_PROPERTIES: without hipGetDeviceProperties (optional to gpuflow).
 
    Build (see README.md): cc -std=c99 -shared -fPIC -D__HIP_PLATFORM_AMD__ -isystem HIP_HEADERS
    -isystem CUDA_INCLUDE hip_on_cuda.c -o libamdhip64.so -L CUDA_STUBS -lcuda -pthread
@@ -30,7 +35,9 @@
 #include <hip/hip_runtime_api.h>
 #include <cuda.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -40,6 +47,45 @@
 
 /* Newer than HIP 5.2's headers: declared as gpuflow_hip.h declares them. */
 hipError_t hipStreamGetDevice(hipStream_t stream, hipDevice_t *device);
+hipError_t hipGraphDebugDotPrint(hipGraph_t graph, const char *path, unsigned int flags);
+
+/* ---- initialization and the current device --------------------------------------------- */
+static pthread_once_t hoc_once = PTHREAD_ONCE_INIT;
+static CUresult hoc_init_result = CUDA_ERROR_NOT_INITIALIZED;
+static void hoc_init_once(void) { hoc_init_result = cuInit(0); }
+static CUresult hoc_init(void) {
+    pthread_once(&hoc_once, hoc_init_once);
+    return hoc_init_result;
+}
+
+#define HOC_MAX_DEVICES 64
+static pthread_mutex_t hoc_lock = PTHREAD_MUTEX_INITIALIZER;
+static CUcontext hoc_primary[HOC_MAX_DEVICES];   /* retained once, kept for the process */
+
+static CUresult hoc_use(int ordinal) {
+    CUdevice dev;
+    CUcontext ctx;
+    CUresult r = hoc_init();
+    if (r != CUDA_SUCCESS) return r;
+    if (ordinal < 0 || ordinal >= HOC_MAX_DEVICES) return CUDA_ERROR_INVALID_DEVICE;
+    if ((r = cuDeviceGet(&dev, ordinal)) != CUDA_SUCCESS) return r;
+    pthread_mutex_lock(&hoc_lock);
+    if (!hoc_primary[ordinal]) r = cuDevicePrimaryCtxRetain(&hoc_primary[ordinal], dev);
+    ctx = hoc_primary[ordinal];
+    pthread_mutex_unlock(&hoc_lock);
+    if (r != CUDA_SUCCESS) return r;
+    return cuCtxSetCurrent(ctx);
+}
+
+/* The calling thread's context: the one current, or device 0's (HIP's default device). */
+static CUresult hoc_ctx(void) {
+    CUcontext c = NULL;
+    CUresult r = hoc_init();
+    if (r != CUDA_SUCCESS) return r;
+    if ((r = cuCtxGetCurrent(&c)) != CUDA_SUCCESS) return r;
+    return c ? CUDA_SUCCESS : hoc_use(0);
+}
+
 
 /* ---- errors ---------------------------------------------------------------------------- */
 /* X(CUresult, hipError_t) where both mean the same; each hipError_t once. */
@@ -97,43 +143,7 @@ const char *hipGetErrorName(hipError_t e) {
     }
 }
 
-/* ---- initialization and the current device --------------------------------------------- */
-static pthread_once_t hoc_once = PTHREAD_ONCE_INIT;
-static CUresult hoc_init_result = CUDA_ERROR_NOT_INITIALIZED;
-static void hoc_init_once(void) { hoc_init_result = cuInit(0); }
-static CUresult hoc_init(void) {
-    pthread_once(&hoc_once, hoc_init_once);
-    return hoc_init_result;
-}
-
-#define HOC_MAX_DEVICES 64
-static pthread_mutex_t hoc_lock = PTHREAD_MUTEX_INITIALIZER;
-static CUcontext hoc_primary[HOC_MAX_DEVICES];   /* retained once, kept for the process */
-
-static CUresult hoc_use(int ordinal) {
-    CUdevice dev;
-    CUcontext ctx;
-    CUresult r = hoc_init();
-    if (r != CUDA_SUCCESS) return r;
-    if (ordinal < 0 || ordinal >= HOC_MAX_DEVICES) return CUDA_ERROR_INVALID_DEVICE;
-    if ((r = cuDeviceGet(&dev, ordinal)) != CUDA_SUCCESS) return r;
-    pthread_mutex_lock(&hoc_lock);
-    if (!hoc_primary[ordinal]) r = cuDevicePrimaryCtxRetain(&hoc_primary[ordinal], dev);
-    ctx = hoc_primary[ordinal];
-    pthread_mutex_unlock(&hoc_lock);
-    if (r != CUDA_SUCCESS) return r;
-    return cuCtxSetCurrent(ctx);
-}
-
-/* The calling thread's context: the one current, or device 0's (HIP's default device). */
-static CUresult hoc_ctx(void) {
-    CUcontext c = NULL;
-    CUresult r = hoc_init();
-    if (r != CUDA_SUCCESS) return r;
-    if ((r = cuCtxGetCurrent(&c)) != CUDA_SUCCESS) return r;
-    return c ? CUDA_SUCCESS : hoc_use(0);
-}
-
+/* ---- the current device's calls ---------------------------------------------------------- */
 /* return hipError_t of call, made in the thread's context */
 #define HOC_CALL(call) do { CUresult hoc_r_ = hoc_ctx(); \
         return hoc_err(hoc_r_ == CUDA_SUCCESS ? (call) : hoc_r_); } while (0)
@@ -210,6 +220,53 @@ hipError_t hipDeviceGetAttribute(int *value, hipDeviceAttribute_t attr, int ordi
         r = cuDeviceGetAttribute(value, a, dev);
     return hoc_err(r);
 }
+
+#ifndef HOC_NO_PROPERTIES
+/* What gpuflow reads (gcnArchName: "sm_XY") and the common fields; the rest stay zero. */
+hipError_t hipGetDeviceProperties(hipDeviceProp_t *p, int ordinal) {
+    static const struct { CUdevice_attribute a; size_t offset; } ints[] = {
+        { CU_DEVICE_ATTRIBUTE_WARP_SIZE, offsetof(hipDeviceProp_t, warpSize) },
+        { CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, offsetof(hipDeviceProp_t, maxThreadsPerBlock) },
+        { CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK, offsetof(hipDeviceProp_t, regsPerBlock) },
+        { CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X, offsetof(hipDeviceProp_t, maxThreadsDim) },
+        { CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y, offsetof(hipDeviceProp_t, maxThreadsDim) + sizeof(int) },
+        { CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z, offsetof(hipDeviceProp_t, maxThreadsDim) + 2 * sizeof(int) },
+        { CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X, offsetof(hipDeviceProp_t, maxGridSize) },
+        { CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y, offsetof(hipDeviceProp_t, maxGridSize) + sizeof(int) },
+        { CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z, offsetof(hipDeviceProp_t, maxGridSize) + 2 * sizeof(int) },
+        { CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, offsetof(hipDeviceProp_t, major) },
+        { CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, offsetof(hipDeviceProp_t, minor) },
+        { CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, offsetof(hipDeviceProp_t, multiProcessorCount) },
+        { CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, offsetof(hipDeviceProp_t, l2CacheSize) },
+        { CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR, offsetof(hipDeviceProp_t, maxThreadsPerMultiProcessor) },
+        { CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS, offsetof(hipDeviceProp_t, concurrentKernels) },
+        { CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID, offsetof(hipDeviceProp_t, pciDomainID) },
+        { CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, offsetof(hipDeviceProp_t, pciBusID) },
+        { CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID, offsetof(hipDeviceProp_t, pciDeviceID) },
+        { CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY, offsetof(hipDeviceProp_t, managedMemory) },
+        { CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS, offsetof(hipDeviceProp_t, concurrentManagedAccess) },
+    };
+    CUdevice dev;
+    size_t i, bytes = 0;
+    int v;
+    CUresult r;
+    if (!p) return hipErrorInvalidValue;
+    if ((r = hoc_init()) != CUDA_SUCCESS || (r = cuDeviceGet(&dev, ordinal)) != CUDA_SUCCESS) return hoc_err(r);
+    memset(p, 0, sizeof *p);
+    if ((r = cuDeviceGetName(p->name, (int)sizeof p->name, dev)) != CUDA_SUCCESS) return hoc_err(r);
+    if ((r = cuDeviceTotalMem(&bytes, dev)) != CUDA_SUCCESS) return hoc_err(r);
+    p->totalGlobalMem = bytes;
+    for (i = 0; i < sizeof ints / sizeof ints[0]; i++) {
+        if ((r = cuDeviceGetAttribute(&v, ints[i].a, dev)) != CUDA_SUCCESS) return hoc_err(r);
+        memcpy((char *)p + ints[i].offset, &v, sizeof v);
+    }
+    if (cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK, dev) == CUDA_SUCCESS) p->sharedMemPerBlock = (size_t)v;
+    if (cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_TOTAL_CONSTANT_MEMORY, dev) == CUDA_SUCCESS) p->totalConstMem = (size_t)v;
+    snprintf(p->gcnArchName, sizeof p->gcnArchName, "sm_%d%d", p->major, p->minor);
+    p->gcnArch = p->major * 100 + p->minor * 10;
+    return hipSuccess;
+}
+#endif
 
 hipError_t hipDeviceGetStreamPriorityRange(int *least, int *greatest) {
     HOC_CALL(cuCtxGetStreamPriorityRange(least, greatest));
@@ -689,6 +746,14 @@ hipError_t hipGraphAddHostNode(hipGraphNode_t *node, hipGraph_t graph, const hip
     p.userData = params->userData;
     HOC_CALL(cuGraphAddHostNode((CUgraphNode *)node, (CUgraph)graph, (const CUgraphNode *)deps, ndeps, &p));
 }
+
+#ifndef HOC_HIP_5_2
+/* The flags are CUDA's, bit for bit (hipGraphDebugDotFlagsVerbose is CU_GRAPH_DEBUG_DOT_FLAGS_VERBOSE). */
+hipError_t hipGraphDebugDotPrint(hipGraph_t graph, const char *path, unsigned int flags) {
+    if (!path) return hipErrorInvalidValue;
+    HOC_CALL(cuGraphDebugDotPrint((CUgraph)graph, path, flags));
+}
+#endif
 
 hipError_t hipStreamUpdateCaptureDependencies(hipStream_t stream, hipGraphNode_t *deps, size_t ndeps, unsigned int flags) {
     unsigned int cu = flags == hipStreamSetCaptureDependencies ? CU_STREAM_SET_CAPTURE_DEPENDENCIES
