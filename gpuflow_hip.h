@@ -8,13 +8,16 @@
         cc -std=c99 app.c -I/opt/rocm/include -o app -pthread -ldl
 
     Needs the headers of HIP 5.2 or newer (hip/hip_version.h; checked at compile time) and a
-    runtime of the same major version, at least that new. hip/hip_runtime_api.h is used for
-    types, constants and the prototypes the driver table is checked against (this header
-    defines __HIP_PLATFORM_AMD__ when nothing else has); libamdhip64 is never linked. A program built with this backend runs on a machine without an
+    runtime of the same major version, at least that new. hip/hip_runtime_api.h and
+    hip/hiprtc.h are used for types, constants and the prototypes the driver table is checked
+    against (this header defines __HIP_PLATFORM_AMD__ when nothing else has); libamdhip64 and
+    libhiprtc are never linked. A program built with this backend runs on a machine without an
     AMD GPU: GF_BACKEND_AUTO passes over HIP and gf_last_error() says why.
 
     Optional defines: GPUFLOW_ROCTX makes gf_range_push / gf_range_pop roctx ranges (rocprof,
-    Omnitrace; roctx is loaded at run time, nothing to link or include).
+    Omnitrace; roctx is loaded at run time, nothing to link or include). GPUFLOW_NO_HIPRTC
+    leaves the run-time compiler out (for an include path without hip/hiprtc.h): kernels from
+    source are then refused.
 
     HOW GPUFLOW MAPS ONTO HIP
     =========================
@@ -58,9 +61,10 @@
       the device's priority range (greatest, middle, least).
     - gf_event: a hipEvent_t, hipEventDisableTiming unless GF_EVENT_TIMING was asked for.
     - gf_module / gf_kernel: hipModuleLoadData on desc->hip_code (an AMD GPU code object or
-      an offload bundle holding one for this GPU), hipModuleGetFunction (kernels need C
-      linkage: extern "C"). A launch is hipModuleLaunchKernel with kernelParams: args[i].value,
-      or for a buffer a pointer to its device pointer. build_options do not apply.
+      an offload bundle holding one for this GPU), or on what hiprtc made of desc->source
+      (below), hipModuleGetFunction (kernels need C linkage: extern "C"). A launch is
+      hipModuleLaunchKernel with kernelParams: args[i].value, or for a buffer a pointer to its
+      device pointer. build_options apply to source only.
       info.max_kernel_args_bytes: 4,096, HIP's limit on AMD GPUs (HIP kept CUDA's classic
       parameter space; the runtime has no attribute to ask).
     - gf_graph: native stream capture (hipStreamBeginCapture / EndCapture), instantiated once,
@@ -95,6 +99,36 @@
       before), gf_buffer_wrap a device pointer (checked with hipPointerGetAttributes: memory
       of this device, and hipMemGetAddressRange: the size fits its allocation); destroying
       the wrappers leaves the stream and the memory to their owner.
+
+    KERNELS FROM ONE SOURCE: HIPRTC
+    ===============================
+    A module described by source (gf_module_desc.source: gpuflow's dialect; gpuflow.h puts the
+    CUDA prelude in front, whose CUDA-style builtins hiprtc takes) is compiled by hiprtc into a
+    code object for the device, then loaded as any hip_code (a disk cache, when one is named,
+    keeps the code object).
+    - Loading, once, at the first compile: the HIP runtime itself first (ROCm 5's libamdhip64
+      exports hiprtc), else dlopen of libhiprtc.so.<the runtime's major version> (ROCm 6 moved
+      hiprtc there; a hiprtc of another ROCm makes code objects its runtime may not load),
+      then libhiprtc.so.7, .6, .5, libhiprtc.so and /opt/rocm/lib/libhiprtc.so, for machines
+      whose loader cache does not list ROCm's directory (Windows: the HIP SDK's
+      hiprtc<MMmm>.dll, 0605 down to 0505). Its entry points are one list too
+      (GF__HIPRTC_API: table, loader, signature check against hiprtc.h, fault seam). Without
+      it a source module is GF_ERROR_NOT_SUPPORTED: "hiprtc: the HIP runtime does not export it
+      and libhiprtc.so.6 does not load (<why>): install ROCm's hiprtc (...)"; code objects in
+      hip_code work as before.
+    - Options: --offload-arch=<gcnArchName> of the device ("gfx90a:sramecc+:xnack-", from
+      hipGetDeviceProperties; where the runtime cannot say it, none: hiprtc compiles for the
+      current device, which the compile makes this one), then build_options, split at spaces
+      ("..." or '...' keep spaces inside one option). build_options that name an
+      --offload-arch themselves replace gpuflow's. Helper functions need GF_DEVICE: hiprtc has
+      no counterpart to NVRTC's -default-device.
+    - A compile error, or an option hiprtc refuses, is GF_ERROR_BUILD "hiprtc: <source_name>:
+      <hiprtc's log>".
+    - compiler_id (what the cache key holds): the device's name and gcnArchName, the runtime's
+      version, hiprtc's version and where it was found.
+    - gf__hip_hiprtc_to_code(arch, name, text, options, &code, &size) needs no GPU when arch is
+      named: tests/hip_on_cuda/hiprtc_check.c compiles every kernel of the tests and examples
+      to code objects with it, so a dialect mistake for HIP fails where it runs.
 
     CALLBACKS
     =========
@@ -137,6 +171,9 @@
 #  pragma GCC diagnostic ignored "-Wpedantic"
 #endif
 #include <hip/hip_runtime_api.h>
+#ifndef GPUFLOW_NO_HIPRTC
+#  include <hip/hiprtc.h>            /* types and declarations only: hiprtc is loaded at run time */
+#endif
 #if defined(__GNUC__)
 #  pragma GCC diagnostic pop
 #endif
@@ -919,6 +956,242 @@ static gf_result gf__hip_kernel_get(gf_kernel *k) {
     return GF_OK;
 }
 
+/* ---- kernels from one source: hiprtc, loaded at run time ---------------------------------- */
+#ifndef GPUFLOW_NO_HIPRTC
+/* R(name, return type, parameters, fails_as): hiprtc<name>, a slot of gf__hiprtc typed as
+   hiprtc.h declares it (checked at compile time, as the runtime's entries are), called
+   through the fault seam: a fault-injected call returns HIPRTC_ERROR_<fails_as>.
+   hiprtcGetErrorString is no fault point: it names the others. */
+#define GF__HIPRTC_API(R) \
+    R(Version, hiprtcResult, (int *, int *), INTERNAL_ERROR) \
+    R(GetErrorString, const char *, (hiprtcResult), INTERNAL_ERROR) \
+    R(CreateProgram, hiprtcResult, (hiprtcProgram *, const char *, const char *, int, const char **, const char **), OUT_OF_MEMORY) \
+    R(CompileProgram, hiprtcResult, (hiprtcProgram, int, const char **), OUT_OF_MEMORY) \
+    R(GetProgramLogSize, hiprtcResult, (hiprtcProgram, size_t *), INTERNAL_ERROR) \
+    R(GetProgramLog, hiprtcResult, (hiprtcProgram, char *), INTERNAL_ERROR) \
+    R(GetCodeSize, hiprtcResult, (hiprtcProgram, size_t *), INTERNAL_ERROR) \
+    R(GetCode, hiprtcResult, (hiprtcProgram, char *), INTERNAL_ERROR) \
+    R(DestroyProgram, hiprtcResult, (hiprtcProgram *), INTERNAL_ERROR)
+
+typedef struct gf__hiprtc_api {
+#define GF__HIPRTC_SLOT(name, ret, params, fails_as) ret (*name) params;
+    GF__HIPRTC_API(GF__HIPRTC_SLOT)
+#undef GF__HIPRTC_SLOT
+} gf__hiprtc_api;
+static gf__hiprtc_api gf__hiprtc;        /* filled once by gf__hiprtc_load_library; read-only afterwards */
+static gf__driver gf__hiprtc_library;
+static int gf__hiprtc_version;           /* hiprtcVersion's answer as 1000 * major + 10 * minor */
+static char gf__hiprtc_where[160];       /* where the entry points came from, for compiler_id */
+
+/* Never called: each slot's type against hiprtc.h's declaration, and the name the loader asks
+   for against the one the header declares (see gf__hip_check_signatures). */
+static void gf__hiprtc_check_signatures(void) {
+#define GF__HIPRTC_SAME(name, ret, params, fails_as) \
+    (void)sizeof(gf__hiprtc.name == &hiprtc##name); \
+    (void)sizeof(char[sizeof(GF__HIP_XSTR(hiprtc##name)) == sizeof("hiprtc" #name) ? 1 : -1]);
+    GF__HIPRTC_API(GF__HIPRTC_SAME)
+#undef GF__HIPRTC_SAME
+}
+
+enum {
+#define GF__HIPRTC_FAULT_CODE(name, ret, params, fails_as) gf__hiprtc_fault_##name = HIPRTC_ERROR_##fails_as,
+    GF__HIPRTC_API(GF__HIPRTC_FAULT_CODE)
+#undef GF__HIPRTC_FAULT_CODE
+    gf__hiprtc_fault_codes_end
+};
+#define GF__HIPRTC_CALL(name, args) \
+    (GF__FAULT("hiprtc" #name) ? (hiprtcResult)gf__hiprtc_fault_##name : gf__hiprtc.name args)
+
+static const char *gf__hiprtc_error_name(int r) {
+    const char *name = gf__hiprtc.GetErrorString ? gf__hiprtc.GetErrorString((hiprtcResult)r) : NULL;
+    return name ? name : "HIPRTC_ERROR_UNRECOGNIZED";
+}
+/* hiprtc's codes in gpuflow's terms: out of memory, or a driver failure (compile errors are
+   GF_ERROR_BUILD, said with the log, below). -1: a code hiprtc does not have. */
+static const gf__native_codes gf__hiprtc_codes = {
+    HIPRTC_SUCCESS, -1, HIPRTC_ERROR_OUT_OF_MEMORY, -1, -1, -1, NULL, 0, gf__hiprtc_error_name };
+
+/* Where hiprtc is looked for: first in the HIP runtime itself (ROCm 5 exports it from
+   libamdhip64), then libhiprtc of the runtime's major version (ROCm 6 moved it there; a
+   hiprtc of another ROCm makes code objects its runtime may not load), then the others and
+   ROCm's own directory, for machines whose loader cache does not list it. Windows: the HIP
+   SDK's hiprtc<MMmm>.dll. A test may define the list itself, and GF__HIPRTC_IN_RUNTIME 0 to
+   pass over the runtime (the check of the "no hiprtc" path). */
+#if !defined(GF__HIPRTC_IN_RUNTIME)
+#  define GF__HIPRTC_IN_RUNTIME 1
+#endif
+#if defined(GF__HIPRTC_NAMES)
+#  define GF__HIPRTC_OWN_NAME 0        /* a test's list is the whole list */
+#elif defined(_WIN32)
+#  define GF__HIPRTC_OWN_NAME 0
+#  define GF__HIPRTC_NAMES "hiprtc0605.dll", "hiprtc0604.dll", "hiprtc0603.dll", "hiprtc0602.dll", "hiprtc0601.dll", \
+                           "hiprtc0600.dll", "hiprtc0507.dll", "hiprtc0506.dll", "hiprtc0505.dll"
+#else
+#  define GF__HIPRTC_OWN_NAME 1        /* libhiprtc.so.<the runtime's major version> first */
+#  define GF__HIPRTC_NAMES "libhiprtc.so.7", "libhiprtc.so.6", "libhiprtc.so.5", "libhiprtc.so", \
+                           "/opt/rocm/lib/libhiprtc.so"
+#endif
+
+static void gf__hiprtc_load_library(gf__driver *d) {
+    const char *names[] = { NULL, GF__HIPRTC_NAMES };
+    char own[32], first_error[256];
+    const char *loaded = NULL;
+    size_t i;
+    int major = 0, minor = 0;
+    void *sym;
+    d->result = GF_ERROR_NOT_SUPPORTED;
+    first_error[0] = 0;
+    if (GF__HIPRTC_OWN_NAME && gf__hip_version) {   /* the runtime's own major version first */
+        snprintf(own, sizeof own, "libhiprtc.so.%d", gf__hip_version / 10000000);
+        names[0] = own;
+    }
+    if (GF__HIPRTC_IN_RUNTIME && gf__hip_runtime.lib && gf__dlsym(gf__hip_runtime.lib, "hiprtcCompileProgram")) {
+        d->lib = gf__hip_runtime.lib;
+        loaded = "the HIP runtime";
+    }
+    for (i = 0; i < sizeof names / sizeof names[0] && !d->lib; i++) {
+        if (!names[i]) continue;
+        if ((d->lib = gf__dlopen(names[i])) != NULL) loaded = names[i];
+        else if (!first_error[0]) snprintf(first_error, sizeof first_error, "%s", gf__dlerror());
+    }
+    if (!d->lib) {
+        snprintf(d->why, sizeof d->why, "hiprtc: the HIP runtime does not export it and %s does not load (%s): install ROCm's "
+                 "hiprtc (libhiprtc, in ROCm's hip-runtime-amd package; ROCm 5's libamdhip64 has it built in); code "
+                 "objects in hip_code work without it", names[0] ? names[0] : names[1], first_error);
+        return;
+    }
+#define GF__HIPRTC_RESOLVE(name, ret, params, fails_as) \
+    if (!(sym = gf__dlsym(d->lib, "hiprtc" #name))) { \
+        snprintf(d->why, sizeof d->why, "hiprtc: %s has no hiprtc" #name ": install ROCm's hiprtc (ROCm 5.2 or newer)", loaded); \
+        return; } \
+    memcpy(&gf__hiprtc.name, &sym, sizeof sym);   /* object to function pointer */
+    GF__HIPRTC_API(GF__HIPRTC_RESOLVE)
+#undef GF__HIPRTC_RESOLVE
+    if (gf__hiprtc.Version(&major, &minor) == HIPRTC_SUCCESS) gf__hiprtc_version = major * 1000 + minor * 10;   /* no fault point: loading */
+    snprintf(gf__hiprtc_where, sizeof gf__hiprtc_where, "%s", loaded);
+    d->result = GF_OK;
+}
+/* The runtime first (hiprtc may be in it, and its version picks the library); its own failure
+   is not this one's to report. */
+static gf_result gf__hiprtc_load(void) {
+    gf__quiet++;
+    (void)gf__hip_load();
+    gf__quiet--;
+    return gf__driver_load(&gf__hiprtc_library, gf__hiprtc_load_library);
+}
+
+/* Splits a build_options string into opts at spaces; "..." or '...' keep spaces inside one
+   option (the quotes go), as the CUDA backend splits NVRTC's. In place: buf is changed.
+   Returns how many; opts has room for strlen(buf) / 2 + 1. */
+static int gf__hiprtc_split(char *buf, const char **opts) {
+    char *r = buf, *w = buf;
+    int count = 0;
+    for (;;) {
+        char quote = 0;
+        while (*r == ' ' || *r == '\t' || *r == '\n' || *r == '\r') r++;
+        if (!*r) return count;
+        opts[count++] = w;
+        for (; *r && (quote || (*r != ' ' && *r != '\t' && *r != '\n' && *r != '\r')); r++) {
+            if (!quote && (*r == '"' || *r == '\'')) quote = *r;
+            else if (*r == quote) quote = 0;
+            else *w++ = *r;
+        }
+        if (*r) r++;     /* the space that ended the option; w is behind it */
+        *w++ = 0;
+    }
+}
+
+/* text (complete: any prelude already in it) compiled by hiprtc into a code object for arch
+   ("gfx90a:sramecc+:xnack-": --offload-arch=arch) or, with arch NULL or options that name an
+   --offload-arch themselves, for what hiprtc picks (the device current on this thread); then
+   the user's options. name names it in the log. *code: from gf__malloc, *size its bytes (one
+   NUL more is allocated behind them). A compile error, or an option hiprtc refuses, is
+   GF_ERROR_BUILD "hiprtc: name: <log>"; no hiprtc is GF_ERROR_NOT_SUPPORTED. With arch named
+   it needs no GPU. */
+static gf_result gf__hip_hiprtc_to_code(const char *arch, const char *name, const char *text, const char *options,
+                                        void **code, size_t *size) {
+    hiprtcProgram prog = NULL;
+    char arch_option[300], *buf = NULL, *log = NULL, *out = NULL;
+    const char **opts = NULL;
+    const char *call = NULL;
+    size_t n = options ? strlen(options) : 0;
+    int count = 0;
+    hiprtcResult r;
+    gf_result e;
+    *code = NULL;
+    *size = 0;
+    if ((e = gf__hiprtc_load()) != GF_OK) return e;
+    if (!name || !*name) name = "kernels";
+    buf = (char *)gf__malloc(n + 1);
+    opts = (const char **)gf__malloc(sizeof *opts * (n / 2 + 3));
+    if (!buf || !opts) { e = gf__fail(GF_ERROR_OUT_OF_MEMORY, "hiprtc: out of host memory compiling %s", name); goto done; }
+    memcpy(buf, options ? options : "", n + 1);
+    if (arch && *arch && !strstr(buf, "--offload-arch")) {
+        snprintf(arch_option, sizeof arch_option, "--offload-arch=%s", arch);
+        opts[count++] = arch_option;
+    }
+    count += gf__hiprtc_split(buf, opts + count);
+    if ((r = GF__HIPRTC_CALL(CreateProgram, (&prog, text, name, 0, NULL, NULL))) != HIPRTC_SUCCESS) { call = "hiprtcCreateProgram"; goto failed; }
+    r = GF__HIPRTC_CALL(CompileProgram, (prog, count, opts));
+    if (r == HIPRTC_ERROR_COMPILATION || r == HIPRTC_ERROR_INVALID_OPTION) {
+        size_t len = 0;
+        if (GF__HIPRTC_CALL(GetProgramLogSize, (prog, &len)) == HIPRTC_SUCCESS && len > 1 && (log = (char *)gf__malloc(len + 1)) != NULL &&
+            GF__HIPRTC_CALL(GetProgramLog, (prog, log)) == HIPRTC_SUCCESS) {
+            log[len] = 0;
+            for (len = strlen(log); len && (log[len - 1] == '\n' || log[len - 1] == '\r' || log[len - 1] == ' '); ) log[--len] = 0;
+        } else if (log) log[0] = 0;
+        e = gf__fail(GF_ERROR_BUILD, "hiprtc: %s: %s", name, log && log[0] ? log : gf__hiprtc_error_name((int)r));
+        goto done;
+    }
+    if (r != HIPRTC_SUCCESS) { call = "hiprtcCompileProgram"; goto failed; }
+    if ((r = GF__HIPRTC_CALL(GetCodeSize, (prog, &n))) != HIPRTC_SUCCESS) { call = "hiprtcGetCodeSize"; goto failed; }
+    if (!n) { e = gf__fail(GF_ERROR_BUILD, "hiprtc: %s: the compiler made no code", name); goto done; }
+    if (!(out = (char *)gf__malloc(n + 1))) { e = gf__fail(GF_ERROR_OUT_OF_MEMORY, "hiprtc: out of host memory for %s's code object", name); goto done; }
+    if ((r = GF__HIPRTC_CALL(GetCode, (prog, out))) != HIPRTC_SUCCESS) { call = "hiprtcGetCode"; goto failed; }
+    out[n] = 0;
+    *code = out;
+    *size = n;
+    out = NULL;
+    e = GF_OK;
+    goto done;
+failed:
+    e = gf__native_fail(&gf__hiprtc_codes, (int)r, call);
+done:
+    if (prog) (void)GF__HIPRTC_CALL(DestroyProgram, (&prog));
+    gf__free(out);
+    gf__free(log);
+    gf__free(buf);
+    gf__free((void *)opts);
+    return e;
+}
+
+/* The compile slot: the core's text (its prelude, then the user's source) to a code object for
+   this device's gcnArchName, which module_load then loads. Where the runtime did not say the
+   name, hiprtc compiles for the current device: this one, made current first. */
+static gf_result gf__hip_compile(gf_device *dev, const char *name, const char *text, const char *options,
+                                 void **binary, size_t *size, gf__binary_kind *kind) {
+    const gf__hip_device *d = (const gf__hip_device *)dev->native;
+    gf_result e;
+    *kind = GF__BINARY_HIP;
+    if ((e = gf__hiprtc_load()) != GF_OK) return e;
+    if (!d->arch[0]) GF__HIP_USE(dev);
+    return gf__hip_hiprtc_to_code(d->arch, name, text, options, binary, size);
+}
+
+/* What a cached code object depends on beyond the text and options. */
+static void gf__hip_compiler_id(gf_device *dev, char *out, size_t cap) {
+    const gf__hip_device *d = (const gf__hip_device *)dev->native;
+    gf_result e;
+    gf__quiet++;   /* a missing hiprtc is compile's to report */
+    e = gf__hiprtc_load();
+    gf__quiet--;
+    snprintf(out, cap, "HIP %s, %s, runtime %d.%d.%d, hiprtc %d.%d from %s", dev->info.name, d->arch[0] ? d->arch : "(current device)",
+             gf__hip_version / 10000000, gf__hip_version / 100000 % 100, gf__hip_version % 100000,
+             e == GF_OK ? gf__hiprtc_version / 1000 : 0, e == GF_OK ? gf__hiprtc_version % 1000 / 10 : 0,
+             e == GF_OK ? gf__hiprtc_where : "nowhere");
+}
+#endif /* GPUFLOW_NO_HIPRTC */
+
 /* ---- launches and graphs ---------------------------------------------------------------- */
 /* A native graph's HIP half, in g->native_exec. The exec names its nodes by those of the graph
    it was instantiated from (hipGraphExecKernelNodeSetParams), so that graph, source, lives as
@@ -1259,6 +1532,11 @@ static void gf__hip_fill_table(gf__backend *t) {
     t->graph_destroy = gf__hip_graph_destroy;
     t->graph_set_kernel_args = gf__hip_graph_set_kernel_args;
     t->graph_write_dot = gf__hip_graph_write_dot;   /* NOT_SUPPORTED before HIP 5.5: the core's DOT */
+#ifndef GPUFLOW_NO_HIPRTC
+    (void)gf__hiprtc_check_signatures;   /* compile-time only; never called */
+    t->compile = gf__hip_compile;
+    t->compiler_id = gf__hip_compiler_id;
+#endif
 #ifdef GF__HIP_ROCTX
     t->range = gf__hip_range;
 #endif

@@ -15,6 +15,15 @@
    PTX text (NUL-terminated), a cubin or a fatbin. Tests built with GPUFLOW_TEST_HIP_ON_CUDA
    put their PTX in gf_module_desc.hip_code.
 
+   hiprtc: as ROCm 5's libamdhip64 does, the stand-in exports gpuflow's hiprtc entry points too
+   (its GF__HIPRTC_API list), over NVRTC (libnvrtc.so.13 or .12, loaded at the first program):
+   hiprtcGetCode gives PTX, which is what hipModuleLoadData takes here. hipGetDeviceProperties
+   names an NVIDIA device's architecture as gcnArchName "sm_XY", so gpuflow asks for
+   --offload-arch=sm_XY, which becomes NVRTC's --gpu-architecture=compute_XY; any other
+   --offload-arch (an AMD target) is dropped, and NVRTC compiles for the device current on the
+   thread (the newest architecture NVRTC knows, for a newer device). -ffast-math becomes
+   -use_fast_math; other options go to NVRTC as they are.
+
    HIP's current device per thread maps onto the CUDA context current on the thread: hipSetDevice
    makes the device's primary context current; a thread that calls anything else first gets
    device 0's, HIP's default.
@@ -24,16 +33,22 @@
      (gpuflow then uses hipStreamAddCallback), hipStreamGetDevice (gf_stream_wrap then takes a
      stream's device on trust) and hipGraphDebugDotPrint (gf_graph_write_dot then writes the
      core's DOT).
-   - HOC_NO_PROPERTIES: without hipGetDeviceProperties (optional to gpuflow).
+   - HOC_NO_HIPRTC: the runtime without hiprtc (ROCm 6's shape); HOC_HIPRTC_ONLY: hiprtc
+     alone, the libhiprtc.so beside it.
+   - HOC_NO_PROPERTIES: without hipGetDeviceProperties (optional to gpuflow), so that gpuflow
+     does not know the device's architecture and hiprtc compiles for the current device.
 
    Build (see README.md): cc -std=c99 -shared -fPIC -D__HIP_PLATFORM_AMD__ -isystem HIP_HEADERS
-   -isystem CUDA_INCLUDE hip_on_cuda.c -o libamdhip64.so -L CUDA_STUBS -lcuda -pthread
-   Needs CUDA 12.0 or newer headers. */
+   -isystem CUDA_INCLUDE hip_on_cuda.c -o libamdhip64.so -L CUDA_STUBS -lcuda -ldl -pthread
+   Needs CUDA 12.0 or newer headers (cuda.h, and nvrtc.h for the declarations of NVRTC). */
 #ifndef __HIP_PLATFORM_AMD__
 #  define __HIP_PLATFORM_AMD__
 #endif
 #include <hip/hip_runtime_api.h>
+#include <hip/hiprtc.h>
 #include <cuda.h>
+#include <nvrtc.h>
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -86,6 +101,7 @@ static CUresult hoc_ctx(void) {
     return c ? CUDA_SUCCESS : hoc_use(0);
 }
 
+#ifndef HOC_HIPRTC_ONLY   /* the runtime: everything up to hiprtc */
 
 /* ---- errors ---------------------------------------------------------------------------- */
 /* X(CUresult, hipError_t) where both mean the same; each hipError_t once. */
@@ -222,7 +238,8 @@ hipError_t hipDeviceGetAttribute(int *value, hipDeviceAttribute_t attr, int ordi
 }
 
 #ifndef HOC_NO_PROPERTIES
-/* What gpuflow reads (gcnArchName: "sm_XY") and the common fields; the rest stay zero. */
+/* What gpuflow reads (gcnArchName: "sm_XY", which the stand-in's hiprtc takes as
+   --offload-arch) and the common fields; the rest stay zero. */
 hipError_t hipGetDeviceProperties(hipDeviceProp_t *p, int ordinal) {
     static const struct { CUdevice_attribute a; size_t offset; } ints[] = {
         { CU_DEVICE_ATTRIBUTE_WARP_SIZE, offsetof(hipDeviceProp_t, warpSize) },
@@ -764,3 +781,189 @@ hipError_t hipStreamUpdateCaptureDependencies(hipStream_t stream, hipGraphNode_t
     HOC_CALL(cuStreamUpdateCaptureDependencies(HOC_STREAM(stream), (CUgraphNode *)deps, ndeps, cu));
 #endif
 }
+#endif /* HOC_HIPRTC_ONLY */
+
+/* ---- hiprtc over NVRTC ------------------------------------------------------------------ */
+#ifndef HOC_NO_HIPRTC
+/* NVRTC's entry points, loaded once (nvrtc.h gives the types; nothing is linked). */
+#define HOC_NVRTC_API(X) \
+    X(nvrtcResult, Version, (int *, int *)) \
+    X(nvrtcResult, CreateProgram, (nvrtcProgram *, const char *, const char *, int, const char *const *, const char *const *)) \
+    X(nvrtcResult, CompileProgram, (nvrtcProgram, int, const char *const *)) \
+    X(nvrtcResult, GetProgramLogSize, (nvrtcProgram, size_t *)) \
+    X(nvrtcResult, GetProgramLog, (nvrtcProgram, char *)) \
+    X(nvrtcResult, GetPTXSize, (nvrtcProgram, size_t *)) \
+    X(nvrtcResult, GetPTX, (nvrtcProgram, char *)) \
+    X(nvrtcResult, DestroyProgram, (nvrtcProgram *)) \
+    X(nvrtcResult, GetNumSupportedArchs, (int *)) \
+    X(nvrtcResult, GetSupportedArchs, (int *))
+static struct {
+#define HOC_NVRTC_SLOT(type, name, params) type (*name) params;
+    HOC_NVRTC_API(HOC_NVRTC_SLOT)
+#undef HOC_NVRTC_SLOT
+} hoc_nvrtc;
+static pthread_once_t hoc_nvrtc_once = PTHREAD_ONCE_INIT;
+static int hoc_nvrtc_loaded;
+
+/* Never called: each slot against nvrtc.h's declaration. */
+static void hoc_nvrtc_check_signatures(void) {
+#define HOC_NVRTC_SAME(type, name, params) (void)sizeof(hoc_nvrtc.name == &nvrtc##name);
+    HOC_NVRTC_API(HOC_NVRTC_SAME)
+#undef HOC_NVRTC_SAME
+}
+
+static void hoc_nvrtc_load_once(void) {
+    static const char *const names[] = { "libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so",
+        "/usr/local/cuda/lib64/libnvrtc.so.13", "/usr/local/cuda/lib64/libnvrtc.so.12", "/usr/local/cuda/lib64/libnvrtc.so" };
+    void *lib = NULL, *sym;
+    size_t i;
+    (void)hoc_nvrtc_check_signatures;
+    for (i = 0; i < sizeof names / sizeof names[0] && !lib; i++) lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+    if (!lib) { fprintf(stderr, "hip_on_cuda: hiprtc: cannot load NVRTC (libnvrtc.so.13 or .12): %s\n", dlerror()); return; }
+#define HOC_NVRTC_RESOLVE(type, name, params) \
+    if (!(sym = dlsym(lib, "nvrtc" #name))) { fprintf(stderr, "hip_on_cuda: hiprtc: NVRTC has no nvrtc" #name "\n"); return; } \
+    memcpy(&hoc_nvrtc.name, &sym, sizeof sym);
+    HOC_NVRTC_API(HOC_NVRTC_RESOLVE)
+#undef HOC_NVRTC_RESOLVE
+    hoc_nvrtc_loaded = 1;
+}
+static int hoc_nvrtc_load(void) {
+    pthread_once(&hoc_nvrtc_once, hoc_nvrtc_load_once);
+    return hoc_nvrtc_loaded;
+}
+
+/* X(NVRTC code, hiprtc code) where both mean the same. */
+#define HOC_RTC_CODES(X) \
+    X(NVRTC_SUCCESS, HIPRTC_SUCCESS) \
+    X(NVRTC_ERROR_OUT_OF_MEMORY, HIPRTC_ERROR_OUT_OF_MEMORY) \
+    X(NVRTC_ERROR_PROGRAM_CREATION_FAILURE, HIPRTC_ERROR_PROGRAM_CREATION_FAILURE) \
+    X(NVRTC_ERROR_INVALID_INPUT, HIPRTC_ERROR_INVALID_INPUT) \
+    X(NVRTC_ERROR_INVALID_PROGRAM, HIPRTC_ERROR_INVALID_PROGRAM) \
+    X(NVRTC_ERROR_INVALID_OPTION, HIPRTC_ERROR_INVALID_OPTION) \
+    X(NVRTC_ERROR_COMPILATION, HIPRTC_ERROR_COMPILATION) \
+    X(NVRTC_ERROR_BUILTIN_OPERATION_FAILURE, HIPRTC_ERROR_BUILTIN_OPERATION_FAILURE) \
+    X(NVRTC_ERROR_INTERNAL_ERROR, HIPRTC_ERROR_INTERNAL_ERROR)
+
+static hiprtcResult hoc_rtc(nvrtcResult r) {
+    switch (r) {
+#define HOC_RTC_MAP(nv, hip) case nv: return hip;
+    HOC_RTC_CODES(HOC_RTC_MAP)
+#undef HOC_RTC_MAP
+    default: return HIPRTC_ERROR_INTERNAL_ERROR;
+    }
+}
+
+const char *hiprtcGetErrorString(hiprtcResult r) {
+    switch (r) {
+#define HOC_RTC_NAME(nv, hip) case hip: return #hip;
+    HOC_RTC_CODES(HOC_RTC_NAME)
+#undef HOC_RTC_NAME
+    default: return "Invalid HIPRTC error code";
+    }
+}
+
+/* NVRTC's version: the compiler behind this hiprtc. */
+hiprtcResult hiprtcVersion(int *major, int *minor) {
+    if (!major || !minor) return HIPRTC_ERROR_INVALID_INPUT;
+    if (!hoc_nvrtc_load()) return HIPRTC_ERROR_INTERNAL_ERROR;
+    return hoc_rtc(hoc_nvrtc.Version(major, minor));
+}
+
+hiprtcResult hiprtcCreateProgram(hiprtcProgram *prog, const char *src, const char *name, int count,
+                                 const char **headers, const char **include_names) {
+    nvrtcProgram p = NULL;
+    nvrtcResult r;
+    if (!prog) return HIPRTC_ERROR_INVALID_INPUT;
+    if (!hoc_nvrtc_load()) return HIPRTC_ERROR_INTERNAL_ERROR;
+    if ((r = hoc_nvrtc.CreateProgram(&p, src, name, count, headers, include_names)) == NVRTC_SUCCESS) *prog = (hiprtcProgram)p;
+    return hoc_rtc(r);
+}
+
+hiprtcResult hiprtcDestroyProgram(hiprtcProgram *prog) {
+    nvrtcProgram p;
+    nvrtcResult r;
+    if (!prog) return HIPRTC_ERROR_INVALID_INPUT;
+    if (!hoc_nvrtc_load()) return HIPRTC_ERROR_INTERNAL_ERROR;
+    p = (nvrtcProgram)*prog;
+    if ((r = hoc_nvrtc.DestroyProgram(&p)) == NVRTC_SUCCESS) *prog = NULL;
+    return hoc_rtc(r);
+}
+
+/* The device current on this thread as a virtual architecture: its own, or the newest NVRTC
+   knows if the device is newer. 0 where there is no device to ask (NVRTC's default then). */
+static int hoc_current_arch(void) {
+    CUdevice dev;
+    int major = 0, minor = 0, cc, archs[64], count = 0, i, best = 0;
+    if (hoc_ctx() != CUDA_SUCCESS || cuCtxGetDevice(&dev) != CUDA_SUCCESS ||
+        cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev) != CUDA_SUCCESS ||
+        cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev) != CUDA_SUCCESS)
+        return 0;
+    cc = major * 10 + minor;
+    if (hoc_nvrtc.GetNumSupportedArchs(&count) != NVRTC_SUCCESS || count <= 0 || count > 64 ||
+        hoc_nvrtc.GetSupportedArchs(archs) != NVRTC_SUCCESS)
+        return cc;
+    for (i = 0; i < count; i++) {
+        if (archs[i] == cc) return cc;
+        if (archs[i] < cc && archs[i] > best) best = archs[i];
+    }
+    return best ? best : cc;
+}
+
+/* hiprtc's options in NVRTC's words: --offload-arch=sm_XY[a] is --gpu-architecture=compute_XY[a],
+   another --offload-arch (an AMD target) is dropped for the current device's architecture,
+   -ffast-math is -use_fast_math; the rest go as they are. */
+hiprtcResult hiprtcCompileProgram(hiprtcProgram prog, int count, const char **options) {
+    const char **opts;
+    char arch[64];
+    int i, n = 0, have_arch = 0;
+    nvrtcResult r;
+    if (count < 0 || (count > 0 && !options)) return HIPRTC_ERROR_INVALID_INPUT;
+    if (!hoc_nvrtc_load()) return HIPRTC_ERROR_INTERNAL_ERROR;
+    if (!(opts = (const char **)malloc(sizeof *opts * (size_t)(count + 1)))) return HIPRTC_ERROR_OUT_OF_MEMORY;
+    for (i = 0; i < count; i++) {
+        const char *o = options[i], *target = NULL;
+        if (!strncmp(o, "--offload-arch=", 15)) target = o + 15;
+        else if (!strncmp(o, "-offload-arch=", 14)) target = o + 14;
+        if (target) {
+            if (!have_arch && !strncmp(target, "sm_", 3) && strlen(target) < 40) {
+                snprintf(arch, sizeof arch, "--gpu-architecture=compute_%s", target + 3);
+                opts[n++] = arch;
+                have_arch = 1;
+            }
+            continue;
+        }
+        opts[n++] = !strcmp(o, "-ffast-math") ? "-use_fast_math" : o;
+    }
+    if (!have_arch) {
+        int cc = hoc_current_arch();
+        if (cc) {
+            snprintf(arch, sizeof arch, "--gpu-architecture=compute_%d", cc);
+            opts[n++] = arch;
+        }
+    }
+    r = hoc_nvrtc.CompileProgram((nvrtcProgram)prog, n, opts);
+    free((void *)opts);
+    return hoc_rtc(r);
+}
+
+hiprtcResult hiprtcGetProgramLogSize(hiprtcProgram prog, size_t *size) {
+    if (!hoc_nvrtc_load()) return HIPRTC_ERROR_INTERNAL_ERROR;
+    return hoc_rtc(hoc_nvrtc.GetProgramLogSize((nvrtcProgram)prog, size));
+}
+
+hiprtcResult hiprtcGetProgramLog(hiprtcProgram prog, char *log) {
+    if (!hoc_nvrtc_load()) return HIPRTC_ERROR_INTERNAL_ERROR;
+    return hoc_rtc(hoc_nvrtc.GetProgramLog((nvrtcProgram)prog, log));
+}
+
+/* The "code object" is PTX, NUL included: what hipModuleLoadData takes here. */
+hiprtcResult hiprtcGetCodeSize(hiprtcProgram prog, size_t *size) {
+    if (!hoc_nvrtc_load()) return HIPRTC_ERROR_INTERNAL_ERROR;
+    return hoc_rtc(hoc_nvrtc.GetPTXSize((nvrtcProgram)prog, size));
+}
+
+hiprtcResult hiprtcGetCode(hiprtcProgram prog, char *code) {
+    if (!hoc_nvrtc_load()) return HIPRTC_ERROR_INTERNAL_ERROR;
+    return hoc_rtc(hoc_nvrtc.GetPTX((nvrtcProgram)prog, code));
+}
+#endif /* HOC_NO_HIPRTC */

@@ -1,0 +1,317 @@
+/* hiprtc_check: kernels compiled through hiprtc into code objects, as the HIP backend compiles
+   them for gf_module_load, on a machine with no GPU (hiprtc needs none when the target is
+   named). So a dialect mistake for HIP fails where this runs, not only on an AMD GPU: with
+   Debian's ROCm 5.2 (libamdhip64-dev) it makes real AMD code objects; through the stand-in
+   (tests/hip_on_cuda, whose hiprtc is NVRTC) it makes PTX.
+
+       hiprtc_check [--arch TARGET] [--require] [--expect-missing] [FILE...]
+
+   Built in: each feature of the dialect (index math in 1 to 3 dimensions, shared memory and
+   block barriers, every atomic on buffers and shared arrays, the math functions, helper
+   functions, a kernel without parameters), plain HIP C++, build_options (quotes keep spaces),
+   and the refusals: a compile error and an option hiprtc does not know are GF_ERROR_BUILD with
+   hiprtc's log, "hiprtc: <name>: <log>".
+   FILE: a kernel file in the dialect's form (a GF_KERNELS( ... ) file), compiled with
+   gpuflow's HIP prelude, as gf_module_load does. Every kernel a file declares (GF_KERNEL(name,
+   GF_KERNEL0(name, __global__ void name) must be in the code object: its kernel descriptor
+   name.kd in an AMD code object, .entry name in PTX.
+   --arch       the target, as --offload-arch takes it (default gfx90a; the stand-in takes sm_XY)
+   --require    no hiprtc is a failure (default: a notice and one skipped check)
+   --expect-missing   the check of the "no hiprtc" path: built with -DGF__HIPRTC_IN_RUNTIME=0
+                 -DGF__HIPRTC_NAMES='"libhiprtc-missing.so.5"', loading must fail with
+                 GF_ERROR_NOT_SUPPORTED, naming the library and what to install
+   Prints `N passed, N failed[, N skipped]`.
+
+       cc -std=c99 -Wall -Wextra -Wpedantic -Werror -isystem /opt/rocm/include \
+          tests/hip_on_cuda/hiprtc_check.c -o build/hiprtc_check -pthread -ldl -lm
+       build/hiprtc_check --require examples/<kernel files> tests/<kernel files> */
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define GPUFLOW_IMPLEMENTATION
+#define GPUFLOW_HIP
+#include "../../gpuflow.h"
+
+static int passed, failed, skipped;
+static const char *arch = "gfx90a";
+
+static int check(int ok, const char *what, const char *detail) {
+    if (ok) passed++;
+    else {
+        failed++;
+        printf("FAIL %s%s%s\n", what, detail && *detail ? ": " : "", detail ? detail : "");
+    }
+    return ok;
+}
+
+/* ---- the built-in kernels: the dialect as users write it ----------------------------------- */
+static const char k_index[] = GF_KERNELS_AS_TEXT(
+GF_KERNEL(index3d, GF_PARAM(GF_GLOBAL unsigned *, out), GF_PARAM(unsigned, nx), GF_PARAM(unsigned, ny), GF_PARAM(unsigned, nz))
+{
+    unsigned x = gf_global_id(0), y = gf_global_id(1), z = gf_global_id(2);
+    if (x < nx && y < ny && z < nz)
+        out[(z * ny + y) * nx + x] = gf_group_id(0) + gf_group_id(1) + gf_group_id(2) + gf_local_id(0) + gf_local_id(1) +
+            gf_local_id(2) + gf_local_size(0) * gf_local_size(1) * gf_local_size(2) + gf_num_groups(0) + gf_num_groups(1) +
+            gf_num_groups(2) + gf_global_size(0) + gf_global_size(1) + gf_global_size(2);
+}
+GF_KERNEL(index1d, GF_PARAM(GF_GLOBAL unsigned *, out), GF_PARAM(unsigned, n))
+{
+    unsigned i = gf_global_id(0);
+    if (i < n) out[i] = i;
+}
+);
+
+static const char k_reduce[] = GF_KERNELS_AS_TEXT(
+GF_KERNEL(reduce_sum, GF_PARAM(GF_GLOBAL const float *, in), GF_PARAM(GF_GLOBAL float *, out), GF_PARAM(unsigned, n))
+{
+    GF_SHARED float part[256];
+    unsigned t = gf_local_id(0), i = gf_global_id(0), s;
+    part[t] = i < n ? in[i] : 0.0f;
+    gf_block_sync();
+    for (s = gf_local_size(0) / 2; s > 0; s /= 2) {
+        if (t < s) part[t] += part[t + s];
+        gf_block_sync();
+    }
+    if (t == 0) out[gf_group_id(0)] = part[0];
+}
+);
+
+static const char k_atomics[] = GF_KERNELS_AS_TEXT(
+GF_KERNEL(atomics, GF_PARAM(GF_GLOBAL unsigned *, g), GF_PARAM(unsigned, v))
+{
+    GF_SHARED unsigned s[5];
+    unsigned t = gf_local_id(0);
+    if (t < 5) s[t] = t == 1 ? 0xffffffffu : 0u;
+    gf_block_sync();
+    gf_atomic_add(&s[0], v);
+    gf_atomic_min(&s[1], t);
+    gf_atomic_max(&s[2], t);
+    gf_atomic_xchg(&s[3], t);
+    gf_atomic_cas(&s[4], 0u, t + 1);
+    gf_block_sync();
+    if (t == 0) {
+        unsigned old = gf_atomic_add(&g[0], s[0]);
+        old += gf_atomic_min(&g[1], s[1]) + gf_atomic_max(&g[2], s[2]) + gf_atomic_xchg(&g[3], s[3]);
+        g[5] = old + gf_atomic_cas(&g[4], 0u, s[4]);
+    }
+}
+);
+
+static const char k_math[] = GF_KERNELS_AS_TEXT(
+GF_DEVICE float square(float x) { return x * x; }
+GF_KERNEL(math, GF_PARAM(GF_GLOBAL float *, y), GF_PARAM(GF_GLOBAL const float *, x), GF_PARAM(unsigned, n))
+{
+    unsigned i = gf_global_id(0);
+    if (i < n) {
+        float a = x[i];
+        y[i] = sqrtf(a) + rsqrtf(a + 1.0f) + expf(-a) + logf(a + 1.0f) + powf(a, 1.5f) + sinf(a) + cosf(a) + tanhf(a) +
+               fabsf(-a) + fminf(a, 1.0f) + fmaxf(a, 0.5f) + floorf(a) + ceilf(a) + square(a);
+    }
+}
+GF_KERNEL0(nothing)
+{
+}
+);
+
+static const char k_plain_hip[] =
+    "extern \"C\" __global__ void add_one(unsigned *p, unsigned n)\n"
+    "{ unsigned i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) p[i] += VALUE; }\n";
+
+static const char k_broken[] = GF_KERNELS_AS_TEXT(
+GF_KERNEL(broken, GF_PARAM(GF_GLOBAL float *, y))
+{
+    y[0] = undefined_name;
+}
+);
+
+/* ---- compiling and checking ------------------------------------------------------------ */
+/* n bytes at p hold the NUL-terminated string s (with a NUL before it unless at the start). */
+static int holds(const char *p, size_t n, const char *s, int whole) {
+    size_t len = strlen(s) + 1, i;
+    for (i = 0; i + len <= n; i++)
+        if (!memcmp(p + i, s, len) && (!whole || i == 0 || p[i - 1] == 0)) return 1;
+    return 0;
+}
+
+/* What the compiler made: an AMD code object (ELF), an offload bundle holding one, or (the
+   stand-in) PTX. */
+typedef enum { CODE_UNKNOWN, CODE_ELF, CODE_BUNDLE, CODE_PTX } code_form;
+static code_form form_of(const char *code, size_t n) {
+    if (n > 4 && !memcmp(code, "\177ELF", 4)) return CODE_ELF;
+    if (n > 24 && !memcmp(code, "__CLANG_OFFLOAD_BUNDLE__", 24)) return CODE_BUNDLE;
+    if (memchr(code, 0, n) && strstr(code, ".version") && strstr(code, ".target")) return CODE_PTX;
+    return CODE_UNKNOWN;
+}
+
+/* A kernel in the code: its descriptor symbol (AMD: name.kd in the symbol table) or its entry
+   (PTX: .entry name(). */
+static int has_kernel(const char *code, size_t n, code_form form, const char *name) {
+    char want[160];
+    if (form == CODE_PTX) {
+        snprintf(want, sizeof want, ".entry %.100s(", name);
+        return strstr(code, want) != NULL;
+    }
+    snprintf(want, sizeof want, "%.100s.kd", name);
+    return holds(code, n, want, 1);
+}
+
+/* The kernels text declares: GF_KERNEL(name / GF_KERNEL0(name / __global__ void name. */
+static int kernel_names(const char *text, char names[][64], int cap) {
+    static const char *const marks[] = { "GF_KERNEL(", "GF_KERNEL0(", "__global__ void " };
+    int count = 0;
+    size_t m;
+    for (m = 0; m < sizeof marks / sizeof marks[0]; m++) {
+        const char *p = text;
+        while ((p = strstr(p, marks[m])) != NULL) {
+            size_t n = 0;
+            p += strlen(marks[m]);
+            while (*p == ' ' || *p == '\t' || *p == '\n') p++;
+            while (n < 63 && (p[n] == '_' || (p[n] >= 'a' && p[n] <= 'z') || (p[n] >= 'A' && p[n] <= 'Z') || (p[n] >= '0' && p[n] <= '9'))) n++;
+            if (n && count < cap) { memcpy(names[count], p, n); names[count][n] = 0; count++; }
+        }
+    }
+    return count;
+}
+
+/* text compiled as HIP source (with the dialect's prelude if dialect): it must compile into a
+   code object, and every kernel it declares must be in it. */
+static void compile_ok(const char *name, const char *source, int dialect, const char *options) {
+    const char *prelude = dialect ? gf__dialect_prelude(GF_BACKEND_HIP) : "";
+    size_t n = strlen(prelude) + strlen(source) + 2, size = 0;
+    char *text = (char *)malloc(n), what[512], names[64][64];
+    void *code = NULL;
+    gf_result r;
+    code_form form;
+    int i, count;
+    if (!text) { check(0, name, "out of memory"); return; }
+    snprintf(text, n, "%s\n%s", prelude, source);
+    r = gf__hip_hiprtc_to_code(arch, name, text, options, &code, &size);
+    snprintf(what, sizeof what, "%s compiles to a code object for %s", name, arch);
+    if (check(r == GF_OK && code && size > 0, what, r == GF_OK ? "" : gf_last_error())) {
+        form = form_of((const char *)code, size);
+        snprintf(what, sizeof what, "%s: the code is an AMD code object, an offload bundle or (the stand-in) PTX", name);
+        check(form != CODE_UNKNOWN, what, "");
+        count = kernel_names(source, names, 64);
+        for (i = 0; i < count; i++) {
+            snprintf(what, sizeof what, "%.100s: kernel '%.63s' is in the code (extern \"C\", not mangled)", name, names[i]);
+            check(has_kernel((const char *)code, size, form, names[i]), what, "");
+        }
+    }
+    gf__free(code);
+    free(text);
+}
+
+/* Must fail as a build error whose message holds each of want[]. */
+static void compile_fails(const char *name, const char *source, const char *options, const char *const *want, int wants) {
+    const char *prelude = gf__dialect_prelude(GF_BACKEND_HIP);
+    size_t n = strlen(prelude) + strlen(source) + 2, size = 0;
+    char *text = (char *)malloc(n), what[512];
+    void *code = NULL;
+    gf_result r;
+    int i;
+    if (!text) { check(0, name, "out of memory"); return; }
+    snprintf(text, n, "%s\n%s", prelude, source);
+    r = gf__hip_hiprtc_to_code(arch, name, text, options, &code, &size);
+    snprintf(what, sizeof what, "%s is refused as GF_ERROR_BUILD, with no code", name);
+    check(r == GF_ERROR_BUILD && !code && !size, what, gf_result_name(r));
+    for (i = 0; i < wants; i++) {
+        snprintf(what, sizeof what, "%s: the message holds \"%s\"", name, want[i]);
+        check(strstr(gf_last_error(), want[i]) != NULL, what, gf_last_error());
+    }
+    gf__free(code);
+    free(text);
+}
+
+static char *read_text(const char *path) {
+    FILE *f = fopen(path, "rb");
+    char *text = NULL;
+    long n;
+    if (!f) return NULL;
+    if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0 && (text = (char *)malloc((size_t)n + 1)) != NULL) {
+        if (fread(text, 1, (size_t)n, f) != (size_t)n) { free(text); text = NULL; }
+        else text[n] = 0;
+    }
+    fclose(f);
+    return text;
+}
+
+/* A kernel file: GF_KERNELS( ... ) is stringified by the program that includes it; its
+   contents, as written, are the same text to hiprtc (the stringizing only drops comments and
+   joins lines). */
+static void compile_file(const char *path) {
+    char *text = read_text(path), *body, *end;
+    int dialect;
+    if (!check(text != NULL, "a kernel file can be read", path)) return;
+    dialect = strstr(text, "GF_KERNEL") != NULL;
+    if ((body = strstr(text, "GF_KERNELS(")) != NULL && (end = strrchr(text, ')')) != NULL && end > body) {
+        body += strlen("GF_KERNELS(");
+        *end = 0;
+    } else body = text;
+    compile_ok(path, body, dialect, NULL);
+    free(text);
+}
+
+static void split_checks(void) {
+    char buf[] = "  -DA=1 \"-DB=2 + 3\" -D'C=4 5'\t--x ";
+    const char *opts[32];
+    int n = gf__hiprtc_split(buf, opts);
+    check(n == 4 && !strcmp(opts[0], "-DA=1") && !strcmp(opts[1], "-DB=2 + 3") && !strcmp(opts[2], "-DC=4 5") && !strcmp(opts[3], "--x"),
+          "build_options split at spaces, quotes keep spaces inside one option", "");
+    buf[0] = 0;
+    check(gf__hiprtc_split(buf, opts) == 0, "empty build_options: no option", "");
+}
+
+int main(int argc, char **argv) {
+    int i, require = 0, expect_missing = 0;
+    gf_result r;
+    for (i = 1; i < argc && argv[i][0] == '-' && argv[i][1] == '-'; i++) {
+        if (!strcmp(argv[i], "--require")) require = 1;
+        else if (!strcmp(argv[i], "--expect-missing")) expect_missing = 1;
+        else if (!strcmp(argv[i], "--arch") && i + 1 < argc) arch = argv[++i];
+        else { fprintf(stderr, "usage: %s [--arch TARGET] [--require] [--expect-missing] [FILE...]\n", argv[0]); return 2; }
+    }
+    split_checks();
+    r = gf__hiprtc_load();
+    if (expect_missing) {
+        check(r == GF_ERROR_NOT_SUPPORTED, "without hiprtc, loading it is GF_ERROR_NOT_SUPPORTED", gf_result_name(r));
+        check(strstr(gf_last_error(), "hiprtc: ") && strstr(gf_last_error(), "libhiprtc-missing") &&
+              strstr(gf_last_error(), "install ROCm's hiprtc") && strstr(gf_last_error(), "code objects in hip_code work without it"),
+              "the message names the library, what to install, and what works without it", gf_last_error());
+        {
+            void *code = NULL;
+            size_t size = 0;
+            r = gf__hip_hiprtc_to_code(arch, "kernels", k_plain_hip, NULL, &code, &size);
+            check(r == GF_ERROR_NOT_SUPPORTED && !code && !size, "a compile without hiprtc is GF_ERROR_NOT_SUPPORTED as well", gf_result_name(r));
+        }
+        printf("%d passed, %d failed\n", passed, failed);
+        return failed ? 1 : 0;
+    }
+    if (r != GF_OK) {
+        printf("notice: hiprtc is not available here: %s\n", gf_last_error());
+        if (require) failed++; else skipped++;
+        printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
+        return failed ? 1 : 0;
+    }
+    printf("hiprtc %d.%d from %s, target %s\n", gf__hiprtc_version / 1000, gf__hiprtc_version % 1000 / 10, gf__hiprtc_where, arch);
+
+    compile_ok("index.gf", k_index, 1, NULL);
+    compile_ok("reduce.gf", k_reduce, 1, NULL);
+    compile_ok("atomics.gf", k_atomics, 1, NULL);
+    compile_ok("math.gf", k_math, 1, "-ffast-math");
+    compile_ok("plain.hip", k_plain_hip, 0, "\"-DVALUE=(1 + 2)\"");
+    {
+        const char *want[] = { "hiprtc: broken.gf: ", "undefined_name", "error" };
+        compile_fails("broken.gf", k_broken, NULL, want, 3);
+    }
+    {
+        const char *want[] = { "hiprtc: options.gf: ", "--no-such-option" };
+        compile_fails("options.gf", k_index, "--no-such-option", want, 2);
+    }
+    for (; i < argc; i++) compile_file(argv[i]);
+
+    if (skipped) printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
+    else printf("%d passed, %d failed\n", passed, failed);
+    return failed ? 1 : 0;
+}
