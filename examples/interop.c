@@ -6,10 +6,13 @@
    gpuflow uses what it is given and never frees it. The other way, gf_*_native hands out
    the driver's handle of any gpuflow object.
 
-   Here, on the backend GF_BACKEND_AUTO picks (GPUFLOW_BACKEND=stub|opencl|cuda forces one):
+   Here, on the backend GF_BACKEND_AUTO picks (GPUFLOW_BACKEND=stub|opencl|cuda|hip forces one):
      CUDA    a context, a stream and memory made with the driver API (libcuda.so.1, loaded at
              run time as gpuflow loads it), gpuflow work on them, the result read back with
              cuMemcpyDtoHAsync on the same CUstream;
+     HIP     the same with the HIP runtime (libamdhip64, loaded at run time): hipSetDevice,
+             a hipStream_t and hipMalloc'd memory; gpuflow opens the device by its ordinal,
+             and the result comes back with hipMemcpyDtoHAsync on the same hipStream_t;
      OpenCL  the same with a cl_context, a cl_command_queue and a cl_mem (libOpenCL.so.1),
              read back with clEnqueueReadBuffer on the same queue;
      stub    the stub's "driver memory" is host memory: gf_buffer_wrap takes your own array,
@@ -22,10 +25,11 @@
        cc -std=c99 -Wall -Wextra -Wpedantic -Werror -I. examples/interop.c -o interop -pthread -ldl && ./interop
        cc -std=c99 -Wall -Wextra -Wpedantic -Werror -DGPUFLOW_OPENCL -I. examples/interop.c -o interop -pthread -ldl
        cc -std=c99 -Wall -Wextra -Wpedantic -Werror -DGPUFLOW_CUDA -isystem /usr/local/cuda/include -I. examples/interop.c -o interop -pthread -ldl
+       cc -std=c99 -Wall -Wextra -Wpedantic -Werror -DGPUFLOW_HIP -isystem /opt/rocm/include -I. examples/interop.c -o interop -pthread -ldl
 */
 #include "example.h"
 #include <stdint.h>
-#if defined(GPUFLOW_CUDA) || defined(GPUFLOW_OPENCL)
+#if defined(GPUFLOW_CUDA) || defined(GPUFLOW_OPENCL) || defined(GPUFLOW_HIP)
 #include <dlfcn.h>      /* the raw drivers are loaded at run time, as gpuflow loads them */
 #endif
 #ifdef GPUFLOW_CUDA
@@ -33,6 +37,10 @@
 #endif
 #ifdef GPUFLOW_OPENCL
 #include <CL/cl.h>      /* the same for OpenCL */
+#endif
+#ifdef GPUFLOW_HIP
+#include <hip/hip_runtime_api.h>   /* the same for HIP (gpuflow_hip.h included it, for AMD's platform) */
+#include <hip/hip_version.h>
 #endif
 
 enum { N = 1024 };
@@ -57,7 +65,7 @@ static int result_ok(const float *out, const char *read_by) {
 }
 
 /* dlsym's object pointer into a function pointer slot (ISO C has no cast between the two). */
-#if defined(GPUFLOW_CUDA) || defined(GPUFLOW_OPENCL)
+#if defined(GPUFLOW_CUDA) || defined(GPUFLOW_OPENCL) || defined(GPUFLOW_HIP)
 static int load(void *lib, const char *name, void *slot) {
     void *sym = lib ? dlsym(lib, name) : NULL;
     if (!sym) { fprintf(stderr, "cannot find %s\n", name); return 0; }
@@ -230,6 +238,78 @@ static int on_opencl(void) {
 }
 #endif
 
+#ifdef GPUFLOW_HIP
+/* ---- HIP: the runtime API, the few entries this needs ---------------------------------------- */
+#define HIPCHECK(call) do { hipError_t e_ = (call); if (e_ != hipSuccess) { \
+    fprintf(stderr, "%s failed: hipError_t %d\n", #call, (int)e_); return 1; } } while (0)
+#define HIP_STR(x) #x
+#define HIP_XSTR(x) HIP_STR(x)
+
+static int on_hip(void) {
+    static float output[N];
+    struct {
+        hipError_t (*SetDevice)(int);
+        hipError_t (*StreamCreateWithPriority)(hipStream_t *, unsigned int, int);
+        hipError_t (*StreamDestroy)(hipStream_t);
+        hipError_t (*StreamSynchronize)(hipStream_t);
+        hipError_t (*Malloc)(void **, size_t);
+        hipError_t (*Free)(void *);
+        hipError_t (*MemcpyDtoHAsync)(void *, hipDeviceptr_t, size_t, hipStream_t);
+    } hip;
+    /* the runtime of the headers' major version, as gpuflow looks for it, else the plain name */
+    void *lib = dlopen("libamdhip64.so." HIP_XSTR(HIP_VERSION_MAJOR), RTLD_NOW | RTLD_LOCAL);
+    hipStream_t hip_stream;
+    void *mem;
+    gf_native_device native;
+    gf_device *dev;
+    gf_stream *s;
+    gf_buffer *buf;
+    gf_module *mod;
+    gf_kernel *scale;
+    gf_module_desc desc = example_module_desc();
+
+    if (!lib) lib = dlopen("libamdhip64.so", RTLD_NOW | RTLD_LOCAL);
+    if (!load(lib, "hipSetDevice", &hip.SetDevice) || !load(lib, "hipStreamCreateWithPriority", &hip.StreamCreateWithPriority) ||
+        !load(lib, "hipStreamDestroy", &hip.StreamDestroy) || !load(lib, "hipStreamSynchronize", &hip.StreamSynchronize) ||
+        !load(lib, "hipMalloc", &hip.Malloc) || !load(lib, "hipFree", &hip.Free) ||
+        !load(lib, "hipMemcpyDtoHAsync", &hip.MemcpyDtoHAsync))
+        return 1;
+
+    /* The engine's objects: device 0 current on this thread, a stream, memory. */
+    HIPCHECK(hip.SetDevice(0));
+    HIPCHECK(hip.StreamCreateWithPriority(&hip_stream, hipStreamNonBlocking, 0));
+    HIPCHECK(hip.Malloc(&mem, sizeof input));
+
+    /* gpuflow on them: HIP names a device by its ordinal (contexts are deprecated in HIP). */
+    memset(&native, 0, sizeof native);
+    native.ordinal = 0;
+    CHECK(gf_device_open_native(GF_BACKEND_HIP, &native, &dev));
+    CHECK(gf_stream_wrap(dev, hip_stream, NULL, &s));
+    CHECK(gf_buffer_wrap(dev, (uint64_t)(uintptr_t)mem, sizeof input, &buf));
+    printf("gpuflow device '%s' on our HIP device 0; gf_stream_native gives back our hipStream_t: %s, "
+           "gf_buffer_native our device pointer: %s\n", gf_device_name(dev),
+           gf_stream_native(s) == (void *)hip_stream ? "yes" : "no", gf_buffer_native(buf) == (uint64_t)(uintptr_t)mem ? "yes" : "no");
+    CHECK(gf_module_load(dev, &desc, &mod));       /* scale.gfk, compiled by hiprtc */
+    CHECK(gf_kernel_get(mod, "scale", &scale));
+    CHECK(gpuflow_work(s, scale, buf));
+
+    /* Back to HIP: our copy on our stream runs after gpuflow's work on it. */
+    HIPCHECK(hip.MemcpyDtoHAsync(output, mem, sizeof output, hip_stream));
+    HIPCHECK(hip.StreamSynchronize(hip_stream));
+    if (!result_ok(output, "hipMemcpyDtoHAsync on the same hipStream_t")) return 1;
+
+    /* gpuflow's wrappers first (they leave our objects alone), then ours. */
+    gf_module_destroy(mod);
+    gf_buffer_destroy(buf);
+    gf_stream_destroy(s);
+    gf_device_close(dev);
+    HIPCHECK(hip.Free(mem));
+    HIPCHECK(hip.StreamDestroy(hip_stream));
+    dlclose(lib);
+    return 0;
+}
+#endif
+
 /* ---- the stub: native memory is host memory ---------------------------------------------- */
 static int on_stub(void) {
     static float mine[N];           /* the engine's own array */
@@ -288,6 +368,9 @@ int main(void) {
 #endif
 #ifdef GPUFLOW_OPENCL
     case GF_BACKEND_OPENCL: failed = on_opencl(); break;
+#endif
+#ifdef GPUFLOW_HIP
+    case GF_BACKEND_HIP: failed = on_hip(); break;
 #endif
     default:
         if (backend != GF_BACKEND_STUB) printf("(no raw-driver path for %s here: the stub's instead)\n", gf_backend_name(backend));
