@@ -1,15 +1,20 @@
 #!/bin/sh
 # The HIP backend on an NVIDIA GPU, through the stand-in HIP runtime over CUDA (hip_on_cuda.c).
-# Builds the stand-in twice (with every entry point, and with -DHOC_HIP_5_2 without those that
-# HIP 5.2's runtime lacks: hipLaunchHostFunc, hipStreamGetDevice; so that both of gpuflow's paths
-# run), the tests and the examples with GPUFLOW_HIP and GPUFLOW_TEST_HIP_ON_CUDA against the
-# carried HIP headers, then runs them on the hip backend: conformance and threads on each
-# stand-in, reliability, races and every example on the full one. Ends with
+# Builds the stand-in three ways: with every entry point (hiprtc inside, as ROCm 5 has it);
+# with -DHOC_HIP_5_2, without those HIP 5.2's runtime lacks (hipLaunchHostFunc,
+# hipStreamGetDevice, hipGraphDebugDotPrint), so that both of gpuflow's paths run; and split as
+# ROCm 6 has it (libamdhip64 without hiprtc, and without hipGetDeviceProperties so that hiprtc
+# compiles for the current device, beside a libhiprtc.so.5). Then the tests and the examples
+# with GPUFLOW_HIP and GPUFLOW_TEST_HIP_ON_CUDA against the carried HIP headers, run on the hip
+# backend: conformance and threads on the first two, reliability, races, the dialect, the
+# hiprtc check and every example on the full one, the dialect on the split one. Ends with
 # `N passed, N failed` (tests/run.sh sums the parts). Run from the repository root.
 #   usage: sh tests/hip_on_cuda/run.sh [OUT_DIR]        (default build/hip_on_cuda)
-#   environment: CC (cc), HIP_HEADERS (.hip-headers: holds hip/hip_runtime_api.h),
-#     CUDA_INCLUDE (/usr/local/cuda/include), CUDA_LIBDIR (/usr/local/cuda/lib64/stubs: a
-#     libcuda.so to link against; the driver's libcuda.so.1 is the one loaded)
+#   environment: CC (cc), HIP_HEADERS (.hip-headers: holds hip/hip_runtime_api.h and
+#     hip/hiprtc.h), CUDA_INCLUDE (/usr/local/cuda/include: cuda.h and nvrtc.h), CUDA_LIBDIR
+#     (/usr/local/cuda/lib64/stubs: a libcuda.so to link against; the driver's libcuda.so.1 is
+#     the one loaded). The stand-in's hiprtc loads NVRTC at run time (libnvrtc.so.13 or .12,
+#     from the loader's path or /usr/local/cuda/lib64).
 set -u
 out=${1:-build/hip_on_cuda}
 cc=${CC:-cc}
@@ -25,31 +30,39 @@ if [ ! -f "$hip/hip/hip_runtime_api.h" ]; then
 fi
 grep -q GPUFLOW_TEST_HIP_ON_CUDA tests/test_kernels.h ||
     echo "notice: tests/test_kernels.h has no hip_code under GPUFLOW_TEST_HIP_ON_CUDA: the kernel tests will skip"
-mkdir -p "$out/lib" "$out/lib-hip52" || exit 1
+mkdir -p "$out/lib" "$out/lib-hip52" "$out/lib-split" || exit 1
 
-stand_in() {   # DIR [FLAGS]
-    echo "$cc -std=c99 $warn -O2 -fPIC -shared -D__HIP_PLATFORM_AMD__ -isystem $hip -isystem $cuda ${2:-} tests/hip_on_cuda/hip_on_cuda.c -o $1/libamdhip64.so -L$culib -lcuda -pthread"
+stand_in() {   # FILE [FLAGS]
+    echo "$cc -std=c99 $warn -O2 -fPIC -shared -D__HIP_PLATFORM_AMD__ -isystem $hip -isystem $cuda ${2:-} tests/hip_on_cuda/hip_on_cuda.c -o $1 -L$culib -lcuda -ldl -pthread"
     $cc -std=c99 $warn -O2 -fPIC -shared -D__HIP_PLATFORM_AMD__ -isystem "$hip" -isystem "$cuda" ${2:-} \
-        tests/hip_on_cuda/hip_on_cuda.c -o "$1/libamdhip64.so" -L"$culib" -lcuda -pthread &&
-    ln -sf libamdhip64.so "$1/libamdhip64.so.5"
+        tests/hip_on_cuda/hip_on_cuda.c -o "$1" -L"$culib" -lcuda -ldl -pthread
 }
-stand_in "$out/lib"
-stand_in "$out/lib-hip52" -DHOC_HIP_5_2
+stand_in "$out/lib/libamdhip64.so" && ln -sf libamdhip64.so "$out/lib/libamdhip64.so.5"
+stand_in "$out/lib-hip52/libamdhip64.so" -DHOC_HIP_5_2 && ln -sf libamdhip64.so "$out/lib-hip52/libamdhip64.so.5"
+stand_in "$out/lib-split/libamdhip64.so" "-DHOC_NO_HIPRTC -DHOC_NO_PROPERTIES" && ln -sf libamdhip64.so "$out/lib-split/libamdhip64.so.5"
+stand_in "$out/lib-split/libhiprtc.so.5" -DHOC_HIPRTC_ONLY
 for t in conformance threads reliability races dialect; do
     echo "$cc -std=c99 $warn -g -O1 $gf tests/$t.c -o $out/$t -pthread -ldl -lm"
     $cc -std=c99 $warn -g -O1 $gf "tests/$t.c" -o "$out/$t" -pthread -ldl -lm
 done
+echo "$cc -std=c99 $warn -g -O1 -isystem $hip tests/hip_on_cuda/hiprtc_check.c -o $out/hiprtc_check -pthread -ldl -lm"
+$cc -std=c99 $warn -g -O1 -isystem "$hip" tests/hip_on_cuda/hiprtc_check.c -o "$out/hiprtc_check" -pthread -ldl -lm
 
 # A missing build shows up below as a command without a summary line: one failure each.
-lib=$(cd "$out/lib" && pwd) old=$(cd "$out/lib-hip52" && pwd)
+lib=$(cd "$out/lib" && pwd) old=$(cd "$out/lib-hip52" && pwd) split=$(cd "$out/lib-split" && pwd)
+kernels=$(ls examples/*.gfk tests/*.gfk | tr '\n' ' ')
 TEST_TIMEOUT=${TEST_TIMEOUT:-240} sh tests/run.sh \
     "sh tests/hip_on_cuda/check_exports.sh $lib/libamdhip64.so" \
-    "sh tests/hip_on_cuda/check_exports.sh $old/libamdhip64.so hipLaunchHostFunc hipStreamGetDevice" \
+    "sh tests/hip_on_cuda/check_exports.sh $old/libamdhip64.so hipLaunchHostFunc hipStreamGetDevice hipGraphDebugDotPrint" \
+    "sh tests/hip_on_cuda/check_exports.sh $split/libamdhip64.so 'hiprtc.*' hipGetDeviceProperties" \
+    "sh tests/hip_on_cuda/check_exports.sh $split/libhiprtc.so.5 'hip[A-Z].*'" \
     "LD_LIBRARY_PATH=$lib $out/conformance hip" \
     "LD_LIBRARY_PATH=$lib $out/threads hip" \
     "LD_LIBRARY_PATH=$lib $out/reliability hip" \
     "LD_LIBRARY_PATH=$lib $out/races hip" \
     "LD_LIBRARY_PATH=$lib $out/dialect hip" \
+    "LD_LIBRARY_PATH=$lib $out/hiprtc_check --require --arch sm_75 $kernels" \
     "LD_LIBRARY_PATH=$lib sh tests/examples.sh $out/examples '$cc -std=c99 $warn $gf' hip" \
     "LD_LIBRARY_PATH=$old $out/conformance hip" \
-    "LD_LIBRARY_PATH=$old $out/threads hip"
+    "LD_LIBRARY_PATH=$old $out/threads hip" \
+    "LD_LIBRARY_PATH=$split $out/dialect hip"
