@@ -50,7 +50,8 @@ HDRS = gpuflow.h $(wildcard gpuflow_*.h) tests/harness.h tests/backends.h tests/
 TEST_BINS = $(BUILD)/conformance $(BUILD)/bad_input $(BUILD)/threads $(BUILD)/no_driver $(BUILD)/reliability $(BUILD)/races \
             $(BUILD)/faults $(BUILD)/dialect $(BUILD)/fuzz_replay $(BUILD)/debug_shells \
             $(BUILD)/cpp_gxx $(if $(HAVE_CLANGXX),$(BUILD)/cpp_clangxx) \
-            $(if $(HAVE_CLANG),$(BUILD)/conformance_clang) $(if $(HAVE_CUDA),$(BUILD)/nvrtc_check)
+            $(if $(HAVE_CLANG),$(BUILD)/conformance_clang) $(if $(HAVE_CUDA),$(BUILD)/nvrtc_check) \
+            $(if $(HAVE_HIP),$(BUILD)/hiprtc_check $(BUILD)/hiprtc_missing)
 TEST_RUNS = "$(BUILD)/conformance stub" "$(BUILD)/conformance opencl" \
             "$(BUILD)/conformance cuda" "$(BUILD)/conformance hip" \
             "$(BUILD)/bad_input" "$(BUILD)/threads stub" "$(BUILD)/threads opencl" \
@@ -59,6 +60,7 @@ TEST_RUNS = "$(BUILD)/conformance stub" "$(BUILD)/conformance opencl" \
             "$(BUILD)/faults alloc stub" "$(BUILD)/faults slots stub" "$(BUILD)/faults slots opencl" "$(BUILD)/faults entries opencl" \
             "$(BUILD)/fuzz_replay tests/fuzz_corpus" "$(BUILD)/debug_shells" \
             $(if $(HAVE_NVRTC),"$(BUILD)/nvrtc_check --require $(if $(wildcard $(PTXAS)),--ptxas $(PTXAS)) $(wildcard examples/*.gfk tests/*.gfk)") \
+            $(if $(HAVE_HIP),"$(BUILD)/hiprtc_check --require $(wildcard examples/*.gfk tests/*.gfk)" "$(BUILD)/hiprtc_missing --expect-missing") \
             "$(BUILD)/no_driver" "$(BUILD)/cpp_gxx" \
             $(if $(HAVE_CLANGXX),"$(BUILD)/cpp_clangxx") \
             $(if $(HAVE_CLANG),"$(BUILD)/conformance_clang stub") \
@@ -72,7 +74,7 @@ TEST_RUNS = "$(BUILD)/conformance stub" "$(BUILD)/conformance opencl" \
 
 test: $(TEST_BINS)
 	@echo "backends compiled in:$(if $(HAVE_CUDA), cuda)$(if $(HAVE_OPENCL), opencl)$(if $(HAVE_HIP), hip) stub"
-	@sh tests/run.sh $(TEST_RUNS)
+	@TEST_TIMEOUT=$${TEST_TIMEOUT:-300} sh tests/run.sh $(TEST_RUNS)
 
 $(BUILD) $(BUILD)/asan $(BUILD)/tsan $(BUILD)/examples $(BUILD)/bench:
 	@mkdir -p $@
@@ -96,6 +98,15 @@ $(BUILD)/cuda_backend: tests/cuda_backend.c $(HDRS) | $(BUILD)
 # the NVRTC check compiles the CUDA backend itself (no -D list: it defines what it needs)
 $(BUILD)/nvrtc_check: tests/nvrtc_check.c $(HDRS) | $(BUILD)
 	$(CC) $(CSTD) $(WARN) $(OPT) $(call isys,$(CUDA_INCLUDE)) $< -o $@ $(LDLIBS)
+
+# hiprtc compiles every kernel file to AMD code objects without a GPU (Debian's ROCm runtime
+# carries hiprtc); the second build names a hiprtc that is not there: the refusal path
+$(BUILD)/hiprtc_check: tests/hip_on_cuda/hiprtc_check.c $(HDRS) | $(BUILD)
+	$(CC) $(CSTD) $(WARN) $(OPT) $(call isys,$(HIP_INCLUDE)) $< -o $@ $(LDLIBS)
+
+$(BUILD)/hiprtc_missing: tests/hip_on_cuda/hiprtc_check.c $(HDRS) | $(BUILD)
+	$(CC) $(CSTD) $(WARN) $(OPT) $(call isys,$(HIP_INCLUDE)) -DGF__HIPRTC_IN_RUNTIME=0 \
+	    -DGF__HIPRTC_NAMES='"libhiprtc-missing.so.5"' $< -o $@ $(LDLIBS)
 
 $(BUILD)/conformance_clang: tests/conformance.c $(HDRS) | $(BUILD)
 	$(CLANG) $(CSTD) $(WARN) $(OPT) $(BACKENDS) $< -o $@ $(LDLIBS)

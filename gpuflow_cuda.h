@@ -490,18 +490,10 @@ static gf_result gf__cuda_device_count(int *count) {
     return GF_OK;
 }
 
-static int gf__cuda_attr(CUdevice dev, CUdevice_attribute a) {
-    int v = 0;
-    if (GF__CUDA_CALL(DeviceGetAttribute, (&v, a, dev)) != CUDA_SUCCESS) v = 0;
-    return v;
-}
-
 /* Kernel parameter space: CUDA 12.1 drivers take 32,764 bytes on Volta (7.0) and newer GPUs,
    older drivers and GPUs CUDA's classic 4,096. */
-static size_t gf__cuda_kernel_args_limit(CUdevice dev) {
-    if (gf__cuda_driver_version >= 12010 && gf__cuda_attr(dev, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR) >= 7)
-        return 32764;
-    return 4096;
+static size_t gf__cuda_kernel_args_limit(int cc) {
+    return gf__cuda_driver_version >= 12010 && cc >= 70 ? 32764 : 4096;
 }
 
 /* Undoes an open: the retained primary context (a lent one stays its owner's) and the state. */
@@ -522,6 +514,7 @@ static void gf__cuda_device_free(gf_device *dev) {
 static gf_result gf__cuda_device_start(gf_device *dev, gf__cuda_device *d) {
     gf_device_info *info = &dev->info;
     size_t total = 0;
+    int units = 0, managed = 0, pools = 0, concurrent = 0, major = 0, minor = 0;
     const char *call;
     CUresult r;
     gf_result e;
@@ -530,17 +523,24 @@ static gf_result gf__cuda_device_start(gf_device *dev, gf__cuda_device *d) {
     GF__CUDA_STEP(DeviceGetName, (info->name, (int)sizeof info->name, d->dev));
     GF__CUDA_STEP(DeviceTotalMem, (&total, d->dev));
     GF__CUDA_STEP(CtxGetStreamPriorityRange, (&d->prio_least, &d->prio_greatest));
+    /* A failed attribute query fails the open, naming it: read as 0 it would open a device
+       that quietly lacks pools or managed memory, and the later refusal would name nothing. */
+    GF__CUDA_STEP(DeviceGetAttribute, (&units, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, d->dev));
+    GF__CUDA_STEP(DeviceGetAttribute, (&managed, CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY, d->dev));
+    GF__CUDA_STEP(DeviceGetAttribute, (&pools, CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED, d->dev));
+    GF__CUDA_STEP(DeviceGetAttribute, (&concurrent, CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS, d->dev));
+    GF__CUDA_STEP(DeviceGetAttribute, (&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, d->dev));
+    GF__CUDA_STEP(DeviceGetAttribute, (&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, d->dev));
     info->total_memory = total;
-    info->compute_units = gf__cuda_attr(d->dev, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
+    info->compute_units = units;
     info->native_graphs = 1;
     info->stream_priorities = d->prio_least != d->prio_greatest;
-    info->managed_memory = gf__cuda_attr(d->dev, CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY) != 0;
-    info->async_alloc = gf__cuda_attr(d->dev, CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED) != 0;
+    info->managed_memory = managed != 0;
+    info->async_alloc = pools != 0;
     info->spirv = 0;
-    info->max_kernel_args_bytes = gf__cuda_kernel_args_limit(d->dev);
-    d->concurrent_managed = gf__cuda_attr(d->dev, CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS) != 0;
-    d->cc = 10 * gf__cuda_attr(d->dev, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR) +
-            gf__cuda_attr(d->dev, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
+    d->concurrent_managed = concurrent != 0;
+    d->cc = 10 * major + minor;
+    info->max_kernel_args_bytes = gf__cuda_kernel_args_limit(d->cc);
     if (info->async_alloc) {
         /* Keep freed memory cached in the pool across synchronizations, up to the core's
            default (GF__DEFAULT_POOL_KEEP): stream-ordered reuse without holding the whole card

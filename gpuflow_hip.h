@@ -528,12 +528,6 @@ static gf_result gf__hip_device_count(int *count) {
     return GF_OK;
 }
 
-static int gf__hip_attr(int ordinal, hipDeviceAttribute_t a) {
-    int v = 0;
-    if (GF__HIP_CALL(DeviceGetAttribute, (&v, a, ordinal)) != hipSuccess) v = 0;
-    return v;
-}
-
 /* HIP's parameter space: 4 KiB on AMD GPUs through every runtime gpuflow takes (CUDA's classic
    limit, which HIP kept; the driver API has no attribute to ask). */
 #define GF__HIP_KERNEL_ARGS_BYTES 4096
@@ -565,6 +559,7 @@ static gf_result gf__hip_device_start(gf_device *dev, int ordinal, int borrowed)
     gf__hip_device *d = (gf__hip_device *)gf__alloc(sizeof *d);
     gf_device_info *info = &dev->info;
     size_t total = 0;
+    int units = 0, managed = 0, pools = 0, concurrent = 0;
     const char *call;
     hipError_t r;
     if (!d) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "HIP: out of host memory opening device %d", ordinal);
@@ -576,17 +571,22 @@ static gf_result gf__hip_device_start(gf_device *dev, int ordinal, int borrowed)
     GF__HIP_OPEN_STEP(DeviceTotalMem, (&total, d->dev));
     GF__HIP_OPEN_STEP(DeviceGetStreamPriorityRange, (&d->prio_least, &d->prio_greatest));
 
+    /* A failed attribute query fails the open, naming it: read as 0 it would open a device
+       that quietly lacks pools or managed memory, and the later refusal would name nothing. */
+    GF__HIP_OPEN_STEP(DeviceGetAttribute, (&units, hipDeviceAttributeMultiprocessorCount, ordinal));
+    GF__HIP_OPEN_STEP(DeviceGetAttribute, (&managed, hipDeviceAttributeManagedMemory, ordinal));
+    GF__HIP_OPEN_STEP(DeviceGetAttribute, (&pools, hipDeviceAttributeMemoryPoolsSupported, ordinal));
+    GF__HIP_OPEN_STEP(DeviceGetAttribute, (&concurrent, hipDeviceAttributeConcurrentManagedAccess, ordinal));
     info->total_memory = total;
-    info->compute_units = gf__hip_attr(ordinal, hipDeviceAttributeMultiprocessorCount);
+    info->compute_units = units;
     info->native_graphs = 1;
     info->stream_priorities = d->prio_least != d->prio_greatest;
-    info->managed_memory = gf__hip_attr(ordinal, hipDeviceAttributeManagedMemory) != 0;
+    info->managed_memory = managed != 0;
     info->async_alloc = gf__hip.MallocFromPoolAsync && gf__hip.FreeAsync && gf__hip.DeviceGetDefaultMemPool &&
-                        gf__hip.MemPoolSetAttribute && gf__hip.MemPoolTrimTo &&
-                        gf__hip_attr(ordinal, hipDeviceAttributeMemoryPoolsSupported) != 0;
+                        gf__hip.MemPoolSetAttribute && gf__hip.MemPoolTrimTo && pools != 0;
     info->spirv = 0;
     info->max_kernel_args_bytes = GF__HIP_KERNEL_ARGS_BYTES;
-    d->concurrent_managed = gf__hip_attr(ordinal, hipDeviceAttributeConcurrentManagedAccess) != 0;
+    d->concurrent_managed = concurrent != 0;
     gf__hip_device_arch(ordinal, d->arch, sizeof d->arch);
 
     if (info->async_alloc) {
@@ -1286,6 +1286,10 @@ static gf_result gf__hip_capture_end(gf_stream *s, gf_graph *g) {
     hipError_t r;
     r = GF__HIP_CALL(StreamEndCapture, (GF__HIPSTREAM(s), &graph));
     if (r != hipSuccess) {
+        /* A failed end leaves no capture behind (the runtime's own failures end it): past the
+           fault seam, the real end runs too, and what it made is thrown away. */
+        hipGraph_t left = NULL;
+        if (gf__hip.StreamEndCapture(GF__HIPSTREAM(s), &left) == hipSuccess && left) (void)gf__hip.GraphDestroy(left);
         if (graph) (void)GF__HIP_CALL(GraphDestroy, (graph));
         return gf__native_capture_broken(&gf__hip_codes, (int)r, "hipStreamEndCapture");
     }
