@@ -1,14 +1,30 @@
 /* bench/cuda_bench.c -- gpuflow's CUDA backend against the raw CUDA driver API, in one run.
 
-    cc -std=c99 -O2 -I. -I/usr/local/cuda/include bench/cuda_bench.c -o bench/cuda_bench -pthread -ldl
-    ./bench/cuda_bench [--machine] [--only launch,graph,event,pool,copy,pipeline] [--chunk-mib N]
+    cc -std=c99 -O2 -I. -isystem /usr/local/cuda/include bench/cuda_bench.c -o build/bench/cuda_bench -pthread -ldl
+    ./build/bench/cuda_bench [--machine] [--only SECTIONS] [--chunk-mib N] [--new-streams]
+                             [--pause-ms N] [--clock-trace] [--quick]
+
+    SECTIONS: a comma list of launch, probe, graph, event, pool, copy, pipeline, run in the
+    order given (a section may repeat: --only graph,launch,graph); all of them when omitted.
 
     Every figure is measured twice in the same process, on the same GPU and the same primary
     context: once through gpuflow and once through the driver called directly (this file's own
     table of cu* entry points, loaded with dlopen: nothing of gpuflow's internals is reused),
-    and printed with their ratio. Timed loops of the two sides alternate, batch by batch, and
-    the median batch is reported, so clock changes and noise hit both sides alike.
-    --machine also prints "@gf <key> <gpuflow> <raw> <unit>" lines (bench/peers.py reads them).
+    and printed with their ratio. Timed loops of the sides alternate, batch by batch (the side
+    that goes first rotates), and the median batch is reported, so clock changes and noise hit
+    every side alike.
+
+    Like for like across processes: what one section leaves behind changes the next one (the
+    launch storm slows later graph replay for every side in the process: bench/README.md), so
+    bench/run_h100.sh runs each section in a fresh process, as bench/peers.py runs PyTorch's
+    and CuPy's. Before and after each section the GPU's clocks, power and the reasons its
+    clocks are held are printed (NVML, loaded at run time; bench/gpu_clocks.h); --clock-trace
+    also samples them every 10 ms during the section.
+
+      --machine      also print "@gf <key> <gpuflow> <raw> <unit>" lines (bench/peers.py reads them)
+      --new-streams  every section after the first gets new streams (gpuflow's and raw)
+      --pause-ms N   sleep N ms before every section after the first
+      --quick        a tenth of the work (1 MiB pipeline chunks), for a smoke test (bench/smoke/)
 
     The kernels' PTX below was generated from bench/cuda_bench_kernels.cu with
         nvcc -ptx -arch=compute_75 bench/cuda_bench_kernels.cu -o -
@@ -127,18 +143,25 @@ static const char bench_ptx[] =
     "    ret;\n"
     "}\n";
 
+#include "gpu_clocks.h"
+
 /* ---- the raw side: the driver through this file's own pointers ---------------------------- */
 static struct {
     CUresult (CUDAAPI *Init)(unsigned int);
     CUresult (CUDAAPI *GetErrorName)(CUresult, const char **);
+    CUresult (CUDAAPI *DriverGetVersion)(int *);
     CUresult (CUDAAPI *DeviceGet)(CUdevice *, int);
+    CUresult (CUDAAPI *DeviceGetPCIBusId)(char *, int, CUdevice);
     CUresult (CUDAAPI *DevicePrimaryCtxRetain)(CUcontext *, CUdevice);
     CUresult (CUDAAPI *DevicePrimaryCtxRelease)(CUdevice);
     CUresult (CUDAAPI *CtxSetCurrent)(CUcontext);
+    CUresult (CUDAAPI *CtxGetStreamPriorityRange)(int *, int *);
     CUresult (CUDAAPI *ModuleLoadData)(CUmodule *, const void *);
     CUresult (CUDAAPI *ModuleUnload)(CUmodule);
     CUresult (CUDAAPI *ModuleGetFunction)(CUfunction *, CUmodule, const char *);
     CUresult (CUDAAPI *StreamCreate)(CUstream *, unsigned int);
+    CUresult (CUDAAPI *StreamCreateWithPriority)(CUstream *, unsigned int, int);
+    CUresult (CUDAAPI *StreamGetPriority)(CUstream, int *);
     CUresult (CUDAAPI *StreamDestroy)(CUstream);
     CUresult (CUDAAPI *StreamSynchronize)(CUstream);
     CUresult (CUDAAPI *LaunchKernel)(CUfunction, unsigned int, unsigned int, unsigned int,
@@ -175,9 +198,11 @@ static void raw_load(void) {
        cuGraphInstantiateWithFlags; the driver's "cuGraphInstantiate" is the old 5-argument
        form, so the table asks for the flags form by its own name. */
     static const char *const names[] = {
-        "cuInit", "cuGetErrorName", "cuDeviceGet", "cuDevicePrimaryCtxRetain",
-        "cuDevicePrimaryCtxRelease", "cuCtxSetCurrent", "cuModuleLoadData", "cuModuleUnload",
-        "cuModuleGetFunction", "cuStreamCreate", "cuStreamDestroy", "cuStreamSynchronize",
+        "cuInit", "cuGetErrorName", "cuDriverGetVersion", "cuDeviceGet", "cuDeviceGetPCIBusId",
+        "cuDevicePrimaryCtxRetain", "cuDevicePrimaryCtxRelease", "cuCtxSetCurrent",
+        "cuCtxGetStreamPriorityRange", "cuModuleLoadData", "cuModuleUnload",
+        "cuModuleGetFunction", "cuStreamCreate", "cuStreamCreateWithPriority", "cuStreamGetPriority",
+        "cuStreamDestroy", "cuStreamSynchronize",
         "cuLaunchKernel", "cuStreamBeginCapture", "cuStreamEndCapture", "cuGraphInstantiateWithFlags",
         "cuGraphLaunch", "cuGraphExecDestroy", "cuGraphDestroy", "cuEventCreate", "cuEventRecord",
         "cuEventDestroy", "cuMemAlloc", "cuMemFree", "cuMemHostAlloc", "cuMemFreeHost",
@@ -186,6 +211,7 @@ static void raw_load(void) {
     void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL), *sym;
     gpa_fn gpa;
     size_t i;
+    if (sizeof cu != sizeof names / sizeof names[0] * sizeof(void *)) die("raw_load", "table mismatch");
     if (!lib) die("dlopen libcuda.so.1", dlerror());
     if (!(sym = dlsym(lib, "cuGetProcAddress_v2"))) die("dlsym", "cuGetProcAddress_v2");
     memcpy(&gpa, &sym, sizeof gpa);
@@ -196,7 +222,6 @@ static void raw_load(void) {
             die("cuGetProcAddress", names[i]);
         memcpy((char *)&cu + i * sizeof fn, &fn, sizeof fn);
     }
-    if (sizeof cu != sizeof names / sizeof names[0] * sizeof(void *)) die("raw_load", "table mismatch");
 }
 
 /* ---- measuring ---------------------------------------------------------------------------- */
@@ -214,7 +239,7 @@ static double median(double *v, int n) {
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-static int machine;
+static int machine, quick;
 static void report(const char *key, double gpuflow, double raw, const char *unit, const char *target) {
     printf("%-30s gpuflow %10.3f %-5s raw %10.3f %-5s ratio %7.4f   (target %s)\n",
            key, gpuflow, unit, raw, unit, gpuflow / raw, target);
@@ -222,21 +247,40 @@ static void report(const char *key, double gpuflow, double raw, const char *unit
     fflush(stdout);
 }
 
-/* One benchmark: the same work through gpuflow (side 0) and raw (side 1); each call runs one
-   batch and returns its time per unit of work. */
+/* One benchmark: the same work through up to MAX_SIDES sides (0: gpuflow, 1: raw, further
+   sides: variants that take a difference apart); each call runs one batch and returns its time
+   per unit of work. A batch that can also tell the host time to issue its work (before the
+   closing synchronize) leaves it in batch_issue, per unit. */
 typedef double (*batch_fn)(int side, void *ctx);
+static double batch_issue = -1;
+#define MAX_SIDES 4
+#define MAX_BATCHES 32
+
+/* Medians per side of time (med) and issue time (issue; -1 where the batch did not say).
+   One warm-up batch per side, then batches in which the side that goes first rotates. */
+static void measure(batch_fn fn, void *ctx, int nsides, int batches, double scale, double *med, double *issue) {
+    double t[MAX_SIDES][MAX_BATCHES], is[MAX_SIDES][MAX_BATCHES];
+    int b, k, s;
+    if (batches > MAX_BATCHES) batches = MAX_BATCHES;
+    for (s = 0; s < nsides; s++) (void)fn(s, ctx);
+    for (b = 0; b < batches; b++)
+        for (k = 0; k < nsides; k++) {
+            s = (b + k) % nsides;
+            batch_issue = -1;
+            t[s][b] = fn(s, ctx) * scale;
+            is[s][b] = batch_issue < 0 ? -1 : batch_issue * scale;
+        }
+    for (s = 0; s < nsides; s++) {
+        med[s] = median(t[s], batches);
+        if (issue) issue[s] = median(is[s], batches);
+    }
+}
+
 static void compare(const char *key, batch_fn fn, void *ctx, int batches, double scale,
                     const char *unit, const char *target) {
-    double gf_t[32], raw_t[32];
-    int b;
-    if (batches > 32) batches = 32;
-    fn(0, ctx); fn(1, ctx);                          /* warm-up, both sides */
-    for (b = 0; b < batches; b++) {
-        gf_t[b] = fn(b & 1, ctx) * scale;            /* alternate which side goes first */
-        raw_t[b] = fn(!(b & 1), ctx) * scale;
-        if (b & 1) { double t = gf_t[b]; gf_t[b] = raw_t[b]; raw_t[b] = t; }
-    }
-    report(key, median(gf_t, batches), median(raw_t, batches), unit, target);
+    double med[2];
+    measure(fn, ctx, 2, batches, scale, med, NULL);
+    report(key, med[0], med[1], unit, target);
 }
 
 /* ---- shared state ------------------------------------------------------------------------- */
@@ -249,17 +293,21 @@ typedef struct bench {
     CUcontext ctx;
     CUmodule cmod;
     CUstream rs;
+    CUstream rs_prio;                     /* raw, with gpuflow's stream priority (probe) */
+    int gf_prio, prio_least, prio_greatest;
     CUfunction f_empty, f_args, f_work;
     int n;                                /* launches (or operations) per batch */
     gf_buffer *buf; CUdeviceptr dbuf;     /* args_kernel's buffer */
     gf_graph *graph; CUgraphExec rexec;   /* graph replay */
     gf_event_pool *epool;
-    CUevent rev;                    /* raw side: one event recorded again and again */
+    CUevent rev;                          /* raw side: one event recorded again and again */
+    gf_event *gev;                        /* gpuflow: one event recorded again and again */
     gf_stream_pool *spool;
     void *gh, *rh; gf_buffer *gd; CUdeviceptr rd; size_t bytes; int to_device;   /* copies */
 } bench;
 
 static const gf_launch_dims one_thread = {{1, 1, 1}, {1, 1, 1}, 0};
+static const gf_launch_dims one_warp = {{1, 1, 1}, {32, 1, 1}, 0};
 
 static double launch_empty(int side, void *p) {
     bench *B = (bench *)p;
@@ -289,6 +337,34 @@ static double launch_args(int side, void *p) {
         for (i = 0; i < B->n; i++) CU(cu.LaunchKernel(B->f_args, 1, 1, 1, 1, 1, 1, 0, B->rs, params, NULL));
         CU(cu.StreamSynchronize(B->rs));
     }
+    return (now_s() - t0) / B->n;
+}
+
+/* The probe: an empty kernel of one 32-thread block, no arguments, from one thread. Four
+   sides take the difference apart:
+     0  gf_launch on gpuflow's stream
+     1  cuLaunchKernel on the raw stream (cuStreamCreate: the driver's default priority)
+     2  cuLaunchKernel on gpuflow's own CUstream with gpuflow's own CUfunction: 0 minus 2 is
+        gpuflow's host code alone, nothing of the stream or the module differs
+     3  cuLaunchKernel on a raw stream made with the priority gpuflow gives its streams: 3
+        against 1 is what the stream's priority alone costs the driver
+   batch_issue: host time to issue the launches, before the synchronize. */
+static double probe_empty32(int side, void *p) {
+    bench *B = (bench *)p;
+    CUstream cs = side == 1 ? B->rs : side == 2 ? (CUstream)gf_stream_native(B->gs) : B->rs_prio;
+    CUfunction f = side == 2 ? (CUfunction)gf_kernel_native(B->k_empty) : B->f_empty;
+    double t0 = now_s(), t1;
+    int i;
+    if (side == 0) {
+        for (i = 0; i < B->n; i++) GF(gf_launch(B->gs, B->k_empty, one_warp, NULL, 0));
+        t1 = now_s();
+        GF(gf_stream_synchronize(B->gs));
+    } else {
+        for (i = 0; i < B->n; i++) CU(cu.LaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, cs, NULL, NULL));
+        t1 = now_s();
+        CU(cu.StreamSynchronize(cs));
+    }
+    batch_issue = (t1 - t0) / B->n;
     return (now_s() - t0) / B->n;
 }
 
@@ -331,17 +407,33 @@ static double event_cycle(int side, void *p) {
     return (now_s() - t0) / B->n;
 }
 
-/* The floor under any event reuse: the raw side records one pre-made event, no create or
-   destroy. The gpuflow side is the same pool cycle as above, so the ratio is the pool's cost
-   over the driver's record alone. */
-static double event_floor(int side, void *p) {
+/* The floor under any event reuse, and the pool's cycle taken apart:
+     0  gpuflow's pool cycle: acquire, gf_event_record, release (as event_cycle)
+     1  the floor: the driver's cuEventRecord of one pre-made event, no create or destroy
+     2  gf_event_record of one pre-made gpuflow event: 2 minus 1 is the record's own overhead
+     3  the pool alone: acquire and release, nothing recorded */
+static double event_parts(int side, void *p) {
     bench *B = (bench *)p;
-    double t0;
+    double t0 = now_s();
     int i;
-    if (side == 0) return event_cycle(0, p);
-    t0 = now_s();
-    for (i = 0; i < B->n; i++) CU(cu.EventRecord(B->rev, B->rs));
-    CU(cu.StreamSynchronize(B->rs));
+    switch (side) {
+    case 0: return event_cycle(0, p);
+    case 1:
+        for (i = 0; i < B->n; i++) CU(cu.EventRecord(B->rev, B->rs));
+        CU(cu.StreamSynchronize(B->rs));
+        break;
+    case 2:
+        for (i = 0; i < B->n; i++) GF(gf_event_record(B->gev, B->gs));
+        GF(gf_stream_synchronize(B->gs));
+        break;
+    default:
+        for (i = 0; i < B->n; i++) {
+            gf_event *ev = NULL;
+            GF(gf_event_pool_acquire(B->epool, 0, &ev));
+            GF(gf_event_pool_release(B->epool, ev));
+        }
+        break;
+    }
     return (now_s() - t0) / B->n;
 }
 
@@ -392,6 +484,7 @@ typedef struct pipeline {
     int n, iters;                          /* floats per chunk, FMAs per float */
     unsigned char *in, *out;               /* pinned, CHUNKS * chunk each */
     gf_buffer *d[DEPTH];
+    CUstream up, down;                     /* raw: the copy bound's two streams */
 } pipeline;
 
 static gf_launch_dims work_dims(int n) {
@@ -429,16 +522,39 @@ static double pipe_set(pipeline *P, gf_stream_set *set) {
     return (now_s() - t0) * 1e3;
 }
 
+/* The copies' physical bound, through the raw driver: every chunk up (host to device) on one
+   stream and, at the same time, every chunk down on another, the pipeline's pinned memory and
+   chunk size, so the two directions share the link as they do in the pipeline. directions: 1
+   up only, 2 down only, 3 both at once. Milliseconds until all of it is done. */
+static double pipe_copies(pipeline *P, int directions) {
+    CUdeviceptr up_to[2], down_from = (CUdeviceptr)gf_buffer_native(P->d[2]);
+    double t0;
+    int i;
+    up_to[0] = (CUdeviceptr)gf_buffer_native(P->d[0]);
+    up_to[1] = (CUdeviceptr)gf_buffer_native(P->d[1]);
+    t0 = now_s();
+    for (i = 0; i < CHUNKS; i++) {
+        if (directions & 1) CU(cu.MemcpyHtoDAsync(up_to[i & 1], P->in + (size_t)i * P->chunk, P->chunk, P->up));
+        if (directions & 2) CU(cu.MemcpyDtoHAsync(P->out + (size_t)i * P->chunk, down_from, P->chunk, P->down));
+    }
+    CU(cu.StreamSynchronize(P->up));
+    CU(cu.StreamSynchronize(P->down));
+    return (now_s() - t0) * 1e3;
+}
+
 static float work_reference(float v, int iters) {
     int k;
     for (k = 0; k < iters; k++) v = v * 0.999f + 0.001f;
     return v;
 }
 
+#define PIPE_REPS 5
 static void run_pipeline(bench *B, size_t chunk) {
     pipeline P;
     gf_stream_set *set;
-    double h2d[5], ker[5], d2h[5], one[5], three[5], busiest;
+    double h2d[PIPE_REPS], ker[PIPE_REPS], d2h[PIPE_REPS], one[PIPE_REPS], three[PIPE_REPS];
+    double up[PIPE_REPS], down[PIPE_REPS], both[PIPE_REPS];
+    double busiest, bound, total, mib_each = (double)CHUNKS * (double)chunk / (1 << 20), gb_each = (double)CHUNKS * (double)chunk / 1e9;
     float got, want;
     size_t i;
     int r;
@@ -449,31 +565,54 @@ static void run_pipeline(bench *B, size_t chunk) {
     for (i = 0; i < CHUNKS * chunk / sizeof(float); i++) ((float *)P.in)[i] = (float)(i % 1000) * 0.001f;
     for (r = 0; r < DEPTH; r++) GF(gf_buffer_create(B->dev, chunk, &P.d[r]));
     GF(gf_stream_set_create(B->dev, DEPTH, "pipeline", &set));
+    CU(cu.StreamCreate(&P.up, CU_STREAM_NON_BLOCKING));
+    CU(cu.StreamCreate(&P.down, CU_STREAM_NON_BLOCKING));
 
     /* Match the kernel to the copy: the pipeline is balanced when no stage dominates. */
     pipe_serial(&P, 3);
+    pipe_copies(&P, 3);
     for (r = 0; r < 3; r++) { h2d[r] = pipe_serial(&P, 1); ker[r] = pipe_serial(&P, 2); }
     P.iters = (int)(64.0 * median(h2d, 3) / median(ker, 3));
     if (P.iters < 1) P.iters = 1;
 
-    for (r = 0; r < 5; r++) {
+    /* Every measure once a round, the pipeline itself last (its output is checked below). */
+    for (r = 0; r < PIPE_REPS; r++) {
+        up[r] = pipe_copies(&P, 1);
+        down[r] = pipe_copies(&P, 2);
+        both[r] = pipe_copies(&P, 3);
         h2d[r] = pipe_serial(&P, 1);
         ker[r] = pipe_serial(&P, 2);
         d2h[r] = pipe_serial(&P, 4);
         one[r] = pipe_serial(&P, 7);
         three[r] = pipe_set(&P, set);
     }
-    printf("pipeline: %d chunks of %.1f MiB, kernel %d FMAs/float; per stage, all chunks back to back:\n"
+    total = median(three, PIPE_REPS);
+    printf("pipeline: %d chunks of %.1f MiB (%.0f MiB each way), kernel %d FMAs/float; per stage, all chunks back to back:\n"
            "  H2D %.3f ms   kernel %.3f ms   D2H %.3f ms\n",
-           CHUNKS, (double)chunk / (1 << 20), P.iters, median(h2d, 5), median(ker, 5), median(d2h, 5));
-    busiest = median(h2d, 5);
-    if (median(ker, 5) > busiest) busiest = median(ker, 5);
-    if (median(d2h, 5) > busiest) busiest = median(d2h, 5);
+           CHUNKS, (double)chunk / (1 << 20), mib_each, P.iters, median(h2d, PIPE_REPS), median(ker, PIPE_REPS), median(d2h, PIPE_REPS));
+    printf("  raw copies, same chunks: up alone %.3f ms (%.2f GB/s)   down alone %.3f ms (%.2f GB/s)   both at once %.3f ms (%.2f GB/s each way)\n",
+           median(up, PIPE_REPS), gb_each / median(up, PIPE_REPS) * 1e3, median(down, PIPE_REPS), gb_each / median(down, PIPE_REPS) * 1e3,
+           median(both, PIPE_REPS), gb_each / median(both, PIPE_REPS) * 1e3);
+    busiest = median(h2d, PIPE_REPS);
+    if (median(ker, PIPE_REPS) > busiest) busiest = median(ker, PIPE_REPS);
+    if (median(d2h, PIPE_REPS) > busiest) busiest = median(d2h, PIPE_REPS);
+    bound = median(both, PIPE_REPS);
+    if (median(ker, PIPE_REPS) > bound) bound = median(ker, PIPE_REPS);
+    printf("%-30s total %9.3f ms   bound %9.3f ms      ratio %7.4f   (target <= 1.05; bound = max(both directions at once, kernel))\n",
+           "pipeline_3deep_vs_bound", total, bound, total / bound);
     printf("%-30s total %9.3f ms   busiest engine %9.3f ms   ratio %7.4f   (target <= 1.15)\n",
-           "pipeline_3deep_set", median(three, 5), busiest, median(three, 5) / busiest);
+           "pipeline_3deep_set", total, busiest, total / busiest);
     printf("%-30s total %9.3f ms   busiest engine %9.3f ms   ratio %7.4f   (no overlap: ~sum of stages)\n",
-           "pipeline_one_stream", median(one, 5), busiest, median(one, 5) / busiest);
-    if (machine) printf("@gf pipeline_total_over_busiest %.6g %.6g ms\n", median(three, 5), busiest);
+           "pipeline_one_stream", median(one, PIPE_REPS), busiest, median(one, PIPE_REPS) / busiest);
+    printf("  (no schedule avoids filling and draining: the first chunk's H2D and the last one's D2H, ~%.3f ms, %.1f%% of the bound)\n",
+           (median(h2d, PIPE_REPS) + median(d2h, PIPE_REPS)) / CHUNKS,
+           100.0 * (median(h2d, PIPE_REPS) + median(d2h, PIPE_REPS)) / CHUNKS / bound);
+    if (machine) {
+        printf("@gf pipeline_total_over_bound %.6g %.6g ms\n", total, bound);
+        printf("@gf pipeline_total_over_busiest %.6g %.6g ms\n", total, busiest);
+        printf("@gf pipeline_bidir_GBps_each_way %.6g %.6g GB/s\n", gb_each / median(both, PIPE_REPS) * 1e3,
+               gb_each / median(up, PIPE_REPS) * 1e3);
+    }
 
     /* The last run's results must be the kernel's: spot-check both ends. */
     for (i = 0; i < CHUNKS * chunk / sizeof(float); i += CHUNKS * chunk / sizeof(float) - 1) {
@@ -484,24 +623,151 @@ static void run_pipeline(bench *B, size_t chunk) {
             exit(1);
         }
     }
+    CU(cu.StreamDestroy(P.up));
+    CU(cu.StreamDestroy(P.down));
     gf_stream_set_destroy(set);
     for (r = 0; r < DEPTH; r++) gf_buffer_destroy(P.d[r]);
     gf_host_free(B->dev, P.in);
     gf_host_free(B->dev, P.out);
 }
 
-/* Is section name in the --only list (all when there is none)? Announces the section, so a
-   failure shows where it happened. */
-static int wanted(const char *only, const char *name) {
-    const char *p = only;
-    size_t n = strlen(name);
-    int yes = !only;
-    while (!yes && (p = strstr(p, name)) != NULL) {
-        yes = (p == only || p[-1] == ',') && (p[n] == 0 || p[n] == ',');
-        p += n;
+/* ---- sections ----------------------------------------------------------------------------- */
+static int scaled(int n) { return quick ? (n / 10 > 1 ? n / 10 : 1) : n; }
+static int batches_of(int n) { return quick ? 3 : n; }
+
+static void section_launch(bench *B) {
+    B->n = scaled(10000);
+    compare("launch_empty_us", launch_empty, B, batches_of(11), 1e6, "us", "<= 1.05");
+    compare("launch_2args_us", launch_args, B, batches_of(11), 1e6, "us", "<= 1.05");
+}
+
+static void section_probe(bench *B) {
+    double t[4], issue[4];
+    B->n = scaled(10000);
+    measure(probe_empty32, B, 4, batches_of(11), 1e6, t, issue);
+    printf("probe: empty kernel, 1 block of 32 threads, no arguments, one host thread, %d launches a batch\n", B->n);
+    printf("  %-44s %9s %12s %14s\n", "side", "M/s", "us/launch", "issue us/launch");
+    printf("  %-44s %9.4f %12.4f %14.4f\n", "gpuflow gf_launch", 1.0 / t[0], t[0], issue[0]);
+    printf("  %-44s %9.4f %12.4f %14.4f\n", "raw cuLaunchKernel (raw stream, priority 0)", 1.0 / t[1], t[1], issue[1]);
+    printf("  %-44s %9.4f %12.4f %14.4f\n", "raw on gpuflow's CUstream and CUfunction", 1.0 / t[2], t[2], issue[2]);
+    printf("  %-44s %9.4f %12.4f %14.4f\n", "raw, a raw stream at gpuflow's priority", 1.0 / t[3], t[3], issue[3]);
+    printf("  gpuflow's stream priority %d (driver range: least %d, greatest %d)\n", B->gf_prio, B->prio_least, B->prio_greatest);
+    /* throughput ratios: gpuflow / raw, above 1 is faster */
+    printf("%-30s gpuflow %10.4f M/s   raw %10.4f M/s   ratio %7.4f   (throughput; target >= 0.98)\n",
+           "probe_empty32_Mlps", 1.0 / t[0], 1.0 / t[1], t[1] / t[0]);
+    printf("%-30s gpuflow %10.4f M/s   raw %10.4f M/s   ratio %7.4f   (same CUstream and CUfunction: gpuflow's host code alone)\n",
+           "probe_vs_raw_same_stream", 1.0 / t[0], 1.0 / t[2], t[2] / t[0]);
+    printf("%-30s prio %d    %10.4f M/s   prio 0 %8.4f M/s   ratio %7.4f   (raw alone: what the priority costs)\n",
+           "probe_raw_priority", B->gf_prio, 1.0 / t[3], 1.0 / t[1], t[1] / t[3]);
+    printf("%-30s gpuflow %10.4f us    raw %10.4f us    diff %+7.1f ns (host time to issue one launch)\n",
+           "probe_issue_us", issue[0], issue[1], (issue[0] - issue[1]) * 1e3);
+    if (machine) {
+        printf("@gf probe_empty32_Mlps %.6g %.6g M/s\n", 1.0 / t[0], 1.0 / t[1]);
+        printf("@gf probe_vs_raw_same_stream_Mlps %.6g %.6g M/s\n", 1.0 / t[0], 1.0 / t[2]);
+        printf("@gf probe_raw_prio_vs_prio0_Mlps %.6g %.6g M/s\n", 1.0 / t[3], 1.0 / t[1]);
+        printf("@gf probe_issue_us %.6g %.6g us\n", issue[0], issue[1]);
     }
-    if (yes) { printf("# %s\n", name); fflush(stdout); }
-    return yes;
+    fflush(stdout);
+}
+
+static void section_graph(bench *B) {
+    CUgraph rg;
+    gf_graph_info gi;
+    int i;
+    GF(gf_stream_begin_capture(B->gs, GF_CAPTURE_GLOBAL));
+    for (i = 0; i < GRAPH_NODES; i++) GF(gf_launch(B->gs, B->k_empty, one_thread, NULL, 0));
+    GF(gf_stream_end_capture(B->gs, &B->graph));
+    GF(gf_graph_get_info(B->graph, &gi));
+    if (gi.nodes != GRAPH_NODES || !gi.native) {
+        fprintf(stderr, "cuda_bench: captured graph has %d nodes (native %d), expected %d\n", gi.nodes, gi.native, GRAPH_NODES);
+        exit(1);
+    }
+    CU(cu.StreamBeginCapture(B->rs, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    for (i = 0; i < GRAPH_NODES; i++) CU(cu.LaunchKernel(B->f_empty, 1, 1, 1, 1, 1, 1, 0, B->rs, NULL, NULL));
+    CU(cu.StreamEndCapture(B->rs, &rg));
+    CU(cu.GraphInstantiate(&B->rexec, rg, 0));
+    B->n = quick ? 2 : 20;
+    compare("graph_replay_per_node_us", graph_replay, B, batches_of(9), 1e6, "us", "<= 1.02");
+    gf_graph_destroy(B->graph);
+    CU(cu.GraphExecDestroy(B->rexec));
+    CU(cu.GraphDestroy(rg));
+}
+
+static void section_event(bench *B) {
+    double t[4];
+    GF(gf_event_pool_create(B->dev, NULL, &B->epool));
+    B->n = scaled(20000);
+    compare("event_acq_rec_rel_us", event_cycle, B, batches_of(9), 1e6, "us", "<= 0.5 (vs create+record+destroy)");
+    CU(cu.EventCreate(&B->rev, CU_EVENT_DISABLE_TIMING));
+    GF(gf_event_create(B->dev, 0, &B->gev));
+    measure(event_parts, B, 4, batches_of(9), 1e6, t, NULL);
+    report("event_pool_vs_record_alone_us", t[0], t[1], "us", "<= 1.1: the floor, raw record only");
+    report("event_record_alone_us", t[2], t[1], "us", "gf_event_record vs cuEventRecord, one reused event");
+    printf("%-30s gpuflow %10.3f us    (acquire + release alone, nothing recorded)\n", "event_pool_acq_rel_only_us", t[3]);
+    if (machine) printf("@gf event_pool_acq_rel_only_us %.6g 0 us\n", t[3]);
+    gf_event_destroy(B->gev);
+    CU(cu.EventDestroy(B->rev));
+    gf_event_pool_destroy(B->epool);
+}
+
+static void section_pool(bench *B) {
+    gf_stream_pool_desc pd;
+    memset(&pd, 0, sizeof pd);
+    pd.count = 4;
+    pd.label = "bench";
+    GF(gf_stream_pool_create(B->dev, &pd, &B->spool));
+    B->n = scaled(100000);
+    if (B->n < 2000) B->n = 2000;
+    compare("stream_pool_acq_rel_us", stream_cycle, B, batches_of(7), 1e6, "us", "<= 0.01");
+    gf_stream_pool_destroy(B->spool);
+}
+
+static void section_copy(bench *B) {
+    double gf_t[9], raw_t[9];
+    int b, dir, nb = batches_of(9);
+    B->bytes = (size_t)(quick ? 16 : 256) << 20;
+    GF(gf_host_alloc(B->dev, B->bytes, &B->gh));
+    GF(gf_buffer_create(B->dev, B->bytes, &B->gd));
+    CU(cu.MemHostAlloc(&B->rh, B->bytes, CU_MEMHOSTALLOC_PORTABLE));
+    CU(cu.MemAlloc(&B->rd, B->bytes));
+    memset(B->gh, 1, B->bytes);
+    memset(B->rh, 1, B->bytes);
+    /* copy_once gives seconds per byte; 1e-9 / that is GB/s */
+    for (dir = 1; dir >= 0; dir--) {
+        B->to_device = dir;
+        copy_once(0, B); copy_once(1, B);
+        for (b = 0; b < nb; b++) {
+            gf_t[b] = 1e-9 / copy_once(b & 1, B);
+            raw_t[b] = 1e-9 / copy_once(!(b & 1), B);
+            if (b & 1) { double t = gf_t[b]; gf_t[b] = raw_t[b]; raw_t[b] = t; }
+        }
+        report(dir ? "pinned_h2d_256MiB_GBps" : "pinned_d2h_256MiB_GBps", median(gf_t, nb), median(raw_t, nb), "GB/s", ">= 0.97");
+    }
+    gf_buffer_destroy(B->gd);
+    gf_host_free(B->dev, B->gh);
+    CU(cu.MemFree(B->rd));
+    CU(cu.MemFreeHost(B->rh));
+}
+
+static void streams_make(bench *B) {
+    GF(gf_stream_create(B->dev, NULL, &B->gs));
+    CU(cu.StreamCreate(&B->rs, CU_STREAM_NON_BLOCKING));
+    CU(cu.StreamGetPriority((CUstream)gf_stream_native(B->gs), &B->gf_prio));
+    CU(cu.StreamCreateWithPriority(&B->rs_prio, CU_STREAM_NON_BLOCKING, B->gf_prio));
+}
+static void streams_free(bench *B) {
+    gf_stream_destroy(B->gs);
+    CU(cu.StreamDestroy(B->rs));
+    CU(cu.StreamDestroy(B->rs_prio));
+}
+
+static const char *const section_names[] = { "launch", "probe", "graph", "event", "pool", "copy", "pipeline" };
+#define SECTIONS (int)(sizeof section_names / sizeof section_names[0])
+
+static void usage(const char *argv0) {
+    fprintf(stderr, "usage: %s [--machine] [--only launch,probe,graph,event,pool,copy,pipeline] [--chunk-mib N]\n"
+                    "       [--new-streams] [--pause-ms N] [--clock-trace] [--quick]\n", argv0);
+    exit(2);
 }
 
 int main(int argc, char **argv) {
@@ -510,12 +776,34 @@ int main(int argc, char **argv) {
     size_t chunk = (size_t)8 << 20;
     gf_module_desc desc;
     gf_device_info info;
-    int i;
+    int i, order[64], count = 0, chunk_given = 0, new_streams = 0, pause_ms = 0, trace = 0, driver = 0;
+    char pci[32] = "";
     for (i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--machine")) machine = 1;
         else if (!strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
-        else if (!strcmp(argv[i], "--chunk-mib") && i + 1 < argc) chunk = (size_t)atoi(argv[++i]) << 20;
-        else { fprintf(stderr, "usage: %s [--machine] [--only launch,graph,event,pool,copy,pipeline] [--chunk-mib N]\n", argv[0]); return 2; }
+        else if (!strcmp(argv[i], "--chunk-mib") && i + 1 < argc) chunk = (size_t)atoi(argv[++i]) << 20, chunk_given = 1;
+        else if (!strcmp(argv[i], "--new-streams")) new_streams = 1;
+        else if (!strcmp(argv[i], "--pause-ms") && i + 1 < argc) pause_ms = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--clock-trace")) trace = 1;
+        else if (!strcmp(argv[i], "--quick")) quick = 1;
+        else usage(argv[0]);
+    }
+    if (chunk == 0) usage(argv[0]);
+    if (quick && !chunk_given) chunk = (size_t)1 << 20;
+    if (only) {   /* the sections in the order given, repeats allowed */
+        const char *p = only;
+        while (*p) {
+            size_t n = strcspn(p, ",");
+            int k;
+            for (k = 0; k < SECTIONS; k++)
+                if (strlen(section_names[k]) == n && !strncmp(p, section_names[k], n)) break;
+            if (k == SECTIONS || count == 64) { fprintf(stderr, "cuda_bench: unknown section '%.*s' (or too many)\n", (int)n, p); usage(argv[0]); }
+            order[count++] = k;
+            p += n;
+            if (*p == ',') p++;
+        }
+    } else {
+        for (count = 0; count < SECTIONS; count++) order[count] = count;
     }
     memset(&B, 0, sizeof B);
 
@@ -528,107 +816,63 @@ int main(int argc, char **argv) {
     GF(gf_kernel_get(B.mod, "empty_kernel", &B.k_empty));
     GF(gf_kernel_get(B.mod, "args_kernel", &B.k_args));
     GF(gf_kernel_get(B.mod, "work_kernel", &B.k_work));
-    GF(gf_stream_create(B.dev, NULL, &B.gs));
     GF(gf_buffer_create(B.dev, 4096, &B.buf));
 
     /* raw side: the same device's primary context, its own module and stream */
     raw_load();
     CU(cu.Init(0));
+    CU(cu.DriverGetVersion(&driver));
     CU(cu.DeviceGet(&B.cdev, 0));
     CU(cu.DevicePrimaryCtxRetain(&B.ctx, B.cdev));
     CU(cu.CtxSetCurrent(B.ctx));
+    CU(cu.CtxGetStreamPriorityRange(&B.prio_least, &B.prio_greatest));
     CU(cu.ModuleLoadData(&B.cmod, bench_ptx));
     CU(cu.ModuleGetFunction(&B.f_empty, B.cmod, "empty_kernel"));
     CU(cu.ModuleGetFunction(&B.f_args, B.cmod, "args_kernel"));
-    CU(cu.StreamCreate(&B.rs, CU_STREAM_NON_BLOCKING));
     CU(cu.MemAlloc(&B.dbuf, 4096));
+    streams_make(&B);
+    if (cu.DeviceGetPCIBusId(pci, (int)sizeof pci, B.cdev) != CUDA_SUCCESS) pci[0] = 0;
+    clocks_open(pci[0] ? pci : NULL);
 
-    printf("device: %s, %d SMs, %.1f GiB; CUDA_VERSION of cuda.h %d\n", info.name, info.compute_units,
-           (double)info.total_memory / (1u << 30), CUDA_VERSION);
+    printf("device: %s, %d SMs, %.1f GiB, PCI %s; driver %d.%d; CUDA_VERSION of cuda.h %d; NVML %s\n", info.name,
+           info.compute_units, (double)info.total_memory / (1u << 30), pci[0] ? pci : "?", driver / 1000, driver % 1000 / 10,
+           CUDA_VERSION, clocks.ok ? "yes" : "no");
     fflush(stdout);
 
-    if (wanted(only, "launch")) {
-        B.n = 10000;
-        compare("launch_empty_us", launch_empty, &B, 11, 1e6, "us", "<= 1.05");
-        compare("launch_2args_us", launch_args, &B, 11, 1e6, "us", "<= 1.05");
-    }
-    if (wanted(only, "graph")) {
-        CUgraph rg;
-        gf_graph_info gi;
-        GF(gf_stream_begin_capture(B.gs, GF_CAPTURE_GLOBAL));
-        for (i = 0; i < GRAPH_NODES; i++) GF(gf_launch(B.gs, B.k_empty, one_thread, NULL, 0));
-        GF(gf_stream_end_capture(B.gs, &B.graph));
-        GF(gf_graph_get_info(B.graph, &gi));
-        if (gi.nodes != GRAPH_NODES || !gi.native) {
-            fprintf(stderr, "cuda_bench: captured graph has %d nodes (native %d), expected %d\n", gi.nodes, gi.native, GRAPH_NODES);
-            return 1;
+    for (i = 0; i < count; i++) {
+        const char *name = section_names[order[i]];
+        char label[48];
+        double t0;
+        if (i > 0 && pause_ms > 0) clocks_sleep_ms((unsigned)pause_ms);
+        if (i > 0 && new_streams) { streams_free(&B); streams_make(&B); }
+        printf("# %s\n", name);
+        snprintf(label, sizeof label, "%d:%s:before", i + 1, name);
+        clocks_note(label, machine);
+        if (trace) clocks_trace_begin();
+        t0 = now_s();
+        switch (order[i]) {
+        case 0: section_launch(&B); break;
+        case 1: section_probe(&B); break;
+        case 2: section_graph(&B); break;
+        case 3: section_event(&B); break;
+        case 4: section_pool(&B); break;
+        case 5: section_copy(&B); break;
+        default: run_pipeline(&B, chunk); break;
         }
-        CU(cu.StreamBeginCapture(B.rs, CU_STREAM_CAPTURE_MODE_GLOBAL));
-        for (i = 0; i < GRAPH_NODES; i++) CU(cu.LaunchKernel(B.f_empty, 1, 1, 1, 1, 1, 1, 0, B.rs, NULL, NULL));
-        CU(cu.StreamEndCapture(B.rs, &rg));
-        CU(cu.GraphInstantiate(&B.rexec, rg, 0));
-        B.n = 20;
-        compare("graph_replay_per_node_us", graph_replay, &B, 9, 1e6, "us", "<= 1.02");
-        gf_graph_destroy(B.graph);
-        CU(cu.GraphExecDestroy(B.rexec));
-        CU(cu.GraphDestroy(rg));
+        t0 = now_s() - t0;
+        if (trace) { snprintf(label, sizeof label, "%d:%s:during", i + 1, name); clocks_trace_end(label, machine); }
+        snprintf(label, sizeof label, "%d:%s:after", i + 1, name);
+        clocks_note(label, machine);
+        printf("# %s took %.2f s\n", name, t0);
+        fflush(stdout);
     }
-    if (wanted(only, "event")) {
-        GF(gf_event_pool_create(B.dev, NULL, &B.epool));
-        B.n = 20000;
-        compare("event_acq_rec_rel_us", event_cycle, &B, 9, 1e6, "us", "<= 0.5");
-        CU(cu.EventCreate(&B.rev, CU_EVENT_DISABLE_TIMING));
-        compare("event_pool_vs_record_alone_us", event_floor, &B, 9, 1e6, "us", "floor: raw record only");
-        CU(cu.EventDestroy(B.rev));
-        gf_event_pool_destroy(B.epool);
-    }
-    if (wanted(only, "pool")) {
-        gf_stream_pool_desc pd;
-        memset(&pd, 0, sizeof pd);
-        pd.count = 4;
-        pd.label = "bench";
-        GF(gf_stream_pool_create(B.dev, &pd, &B.spool));
-        B.n = 100000;
-        compare("stream_pool_acq_rel_us", stream_cycle, &B, 7, 1e6, "us", "<= 0.01");
-        gf_stream_pool_destroy(B.spool);
-    }
-    if (wanted(only, "copy")) {
-        B.bytes = (size_t)256 << 20;
-        GF(gf_host_alloc(B.dev, B.bytes, &B.gh));
-        GF(gf_buffer_create(B.dev, B.bytes, &B.gd));
-        CU(cu.MemHostAlloc(&B.rh, B.bytes, CU_MEMHOSTALLOC_PORTABLE));
-        CU(cu.MemAlloc(&B.rd, B.bytes));
-        memset(B.gh, 1, B.bytes);
-        memset(B.rh, 1, B.bytes);
-        /* copy_once gives seconds per byte; 1e-9 / that is GB/s */
-        {
-            double gf_t[9], raw_t[9];
-            int b, dir;
-            for (dir = 1; dir >= 0; dir--) {
-                B.to_device = dir;
-                copy_once(0, &B); copy_once(1, &B);
-                for (b = 0; b < 9; b++) {
-                    gf_t[b] = 1e-9 / copy_once(b & 1, &B);
-                    raw_t[b] = 1e-9 / copy_once(!(b & 1), &B);
-                    if (b & 1) { double t = gf_t[b]; gf_t[b] = raw_t[b]; raw_t[b] = t; }
-                }
-                report(dir ? "pinned_h2d_256MiB_GBps" : "pinned_d2h_256MiB_GBps",
-                       median(gf_t, 9), median(raw_t, 9), "GB/s", ">= 0.97");
-            }
-        }
-        gf_buffer_destroy(B.gd);
-        gf_host_free(B.dev, B.gh);
-        CU(cu.MemFree(B.rd));
-        CU(cu.MemFreeHost(B.rh));
-    }
-    if (wanted(only, "pipeline")) run_pipeline(&B, chunk);
 
+    clocks_close();
     CU(cu.MemFree(B.dbuf));
-    CU(cu.StreamDestroy(B.rs));
+    streams_free(&B);
     CU(cu.ModuleUnload(B.cmod));
     CU(cu.DevicePrimaryCtxRelease(B.cdev));
     gf_buffer_destroy(B.buf);
-    gf_stream_destroy(B.gs);
     gf_module_destroy(B.mod);
     gf_device_close(B.dev);
     return 0;
