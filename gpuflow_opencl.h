@@ -24,9 +24,10 @@
     stream      an in-order cl_command_queue with profiling on (clCreateCommandQueueWith-
                 Properties on 2.0+, else clCreateCommandQueue). High/low priority become
                 CL_QUEUE_PRIORITY_KHR where the device has cl_khr_priority_hints, and are
-                ignored elsewhere. Each command's event is kept until a newer command replaces
-                it; query flushes the queue and reads that event's status, enqueueing nothing,
-                so a stream whose work is done answers GF_OK.
+                ignored elsewhere. Launches, copies and fills are enqueued without an event
+                (NVIDIA's OpenCL spends microseconds on each one); query marks the work
+                enqueued since the last query with one marker (only if there is some), flushes
+                and reads the marker's status, so a stream whose work is done answers GF_OK.
     event       record = clEnqueueMarkerWithWaitList; the gpuflow event holds that marker's
                 cl_event (a new record replaces it). A stream wait is a barrier on the marker
                 held at the time of the wait, so later records do not move earlier waits.
@@ -864,24 +865,32 @@ static void gf__cl_host_free(gf_device *dev, void *ptr) {
    stream records them. */
 typedef struct gf__cl_stream {
     cl_command_queue queue;
-    gf__mutex lock;                 /* last, unflushed: query runs outside s->lock */
+    gf__mutex lock;                 /* last, issued, covered, unflushed: query runs outside s->lock */
     cl_event last;                  /* the latest command not yet seen complete; NULL: idle */
+    unsigned long long issued;      /* commands enqueued without an event, ever */
+    unsigned long long covered;     /* how many of those last (or a finish) stands for */
     int unflushed;                  /* commands enqueued since query last flushed */
 } gf__cl_stream;
 
 #define GF__CL_QUEUE(s) (((gf__cl_stream *)(s)->native)->queue)
 
-/* Every enqueue that does work ends here, with its command's event (*ev): in an in-order
-   queue, the stream is idle once its latest command has completed, so that event becomes the
-   one query reads. A marker (event record) does no work and is not kept. */
+/* Every enqueue that does work ends here. In an in-order queue the stream is idle once its
+   latest command has completed: a command with an event (*ev, a barrier) becomes the one query
+   reads; one without (ev NULL: launches, copies, fills) leaves query to mark it. A marker
+   (event record) does no work and is not kept. */
 static gf_result gf__cl_enqueued(gf_stream *s, const char *call, cl_int e, cl_event *ev) {
     gf__cl_stream *cs = (gf__cl_stream *)s->native;
-    cl_event older;
+    cl_event older = NULL;
     if (e != CL_SUCCESS) return gf__cl_fail(call, e);
-    GPUFLOW_ASSERT(*ev != NULL);
     gf__lock(&cs->lock);
-    older = cs->last;
-    cs->last = *ev;
+    if (ev) {
+        GPUFLOW_ASSERT(*ev != NULL);
+        older = cs->last;
+        cs->last = *ev;
+        cs->covered = cs->issued;
+    } else {
+        cs->issued++;
+    }
     cs->unflushed = 1;
     gf__unlock(&cs->lock);
     if (older) GF__CL(clReleaseEvent, (older));
@@ -948,15 +957,23 @@ static gf_result gf__cl_status(cl_event ev) {
     return st == CL_COMPLETE ? GF_OK : GF_NOT_READY;
 }
 
-/* The status of the stream's latest command, dropped once complete. Nothing is enqueued, so
-   a stream whose work is done answers GF_OK at once. flush: flush its commands first, since a
-   queue need not start what has not been flushed. */
-static gf_result gf__cl_latest_status(gf_stream *s, int flush) {
+/* The status of the stream's latest command, dropped once complete. query: work enqueued
+   without an event gets a marker first (nothing is enqueued for a stream whose work is marked,
+   so one that is done answers GF_OK at once), and the queue is flushed, since a queue need not
+   start what has not been flushed. Else (after clFinish) the work is done, marked or not. */
+static gf_result gf__cl_latest_status(gf_stream *s, int query) {
     gf__cl_stream *cs = (gf__cl_stream *)s->native;
     gf_result r = GF_OK;
-    cl_event done = NULL;
+    cl_event replaced = NULL, done = NULL;
     gf__lock(&cs->lock);
-    if (flush && cs->last && cs->unflushed) {
+    if (query && cs->covered != cs->issued) {
+        cl_event marker = NULL;
+        unsigned long long seen = cs->issued;
+        cl_int e = GF__CL(clEnqueueMarkerWithWaitList, (cs->queue, 0, NULL, &marker));
+        if (e == CL_SUCCESS) { replaced = cs->last; cs->last = marker; cs->covered = seen; cs->unflushed = 1; }
+        else r = gf__cl_fail("clEnqueueMarkerWithWaitList", e);
+    }
+    if (query && r == GF_OK && cs->unflushed) {
         cl_int e = GF__CL(clFlush, (cs->queue));
         if (e == CL_SUCCESS) cs->unflushed = 0;
         else r = gf__cl_fail("clFlush", e);
@@ -964,18 +981,38 @@ static gf_result gf__cl_latest_status(gf_stream *s, int flush) {
     if (cs->last && r == GF_OK) r = gf__cl_status(cs->last);
     if (cs->last && r == GF_OK) { done = cs->last; cs->last = NULL; }
     gf__unlock(&cs->lock);
+    if (replaced) GF__CL(clReleaseEvent, (replaced));
     if (done) GF__CL(clReleaseEvent, (done));
     return r;
 }
 
 static gf_result gf__cl_stream_query(gf_stream *s) { return gf__cl_latest_status(s, 1); }
 
+/* Of the commands enqueued without an event, how many have been issued so far; and, once
+   something behind them is known complete or stands for them (a finish, an event record's
+   marker), that they are covered: a query then enqueues no marker of its own. */
+static unsigned long long gf__cl_issued(gf__cl_stream *cs) {
+    unsigned long long n;
+    gf__lock(&cs->lock);
+    n = cs->issued;
+    gf__unlock(&cs->lock);
+    return n;
+}
+static void gf__cl_cover(gf__cl_stream *cs, unsigned long long seen) {
+    gf__lock(&cs->lock);
+    if (cs->covered < seen) cs->covered = seen;
+    gf__unlock(&cs->lock);
+}
+
 /* clFinish, then the latest command's status: its event is dropped, and a command that failed
    is reported. Work another thread enqueued meanwhile may still run: not this call's concern. */
 static gf_result gf__cl_stream_synchronize(gf_stream *s) {
+    gf__cl_stream *cs = (gf__cl_stream *)s->native;
+    unsigned long long seen = gf__cl_issued(cs);   /* all of these are done once clFinish returns */
     gf_result r;
-    cl_int e = GF__CL(clFinish, (GF__CL_QUEUE(s)));
+    cl_int e = GF__CL(clFinish, (cs->queue));
     if (e != CL_SUCCESS) return gf__cl_fail("clFinish", e);
+    gf__cl_cover(cs, seen);
     r = gf__cl_latest_status(s, 0);
     return r == GF_NOT_READY ? GF_OK : r;
 }
@@ -985,17 +1022,16 @@ static gf_result gf__cl_copy(gf_stream *s, const gf__copy *c) {
     size_t src_offset = c->src_offset, dst_offset = c->dst_offset;
     cl_mem src = c->src ? gf__cl_mem(c->src, &src_offset) : NULL;
     cl_mem dst = c->dst ? gf__cl_mem(c->dst, &dst_offset) : NULL;
-    cl_event ev = NULL;
     switch (c->kind) {
     case GF__COPY_H2D:
         return gf__cl_enqueued(s, "clEnqueueWriteBuffer", GF__CL(clEnqueueWriteBuffer,
-            (q, dst, CL_FALSE, dst_offset, c->bytes, c->host, 0, NULL, &ev)), &ev);
+            (q, dst, CL_FALSE, dst_offset, c->bytes, c->host, 0, NULL, NULL)), NULL);
     case GF__COPY_D2H:
         return gf__cl_enqueued(s, "clEnqueueReadBuffer", GF__CL(clEnqueueReadBuffer,
-            (q, src, CL_FALSE, src_offset, c->bytes, c->host, 0, NULL, &ev)), &ev);
+            (q, src, CL_FALSE, src_offset, c->bytes, c->host, 0, NULL, NULL)), NULL);
     default:
         return gf__cl_enqueued(s, "clEnqueueCopyBuffer", GF__CL(clEnqueueCopyBuffer,
-            (q, src, dst, src_offset, dst_offset, c->bytes, 0, NULL, &ev)), &ev);
+            (q, src, dst, src_offset, dst_offset, c->bytes, 0, NULL, NULL)), NULL);
     }
 }
 
@@ -1005,7 +1041,6 @@ static gf_result gf__cl_fill_wide(gf_stream *s, gf_buffer *buf, size_t offset, u
     uint16_t u16 = (uint16_t)value;
     const void *pattern = width == 1 ? (const void *)&u8 : width == 2 ? (const void *)&u16 : (const void *)&value;
     cl_mem mem;
-    cl_event ev = NULL;
     GPUFLOW_ASSERT((width == 1 || width == 2 || width == 4) && offset % (size_t)width == 0);   /* the core checks */
     mem = gf__cl_mem(buf, &offset);
     if (offset % (size_t)width)   /* OpenCL counts from the cl_mem's start, not the view's */
@@ -1013,7 +1048,7 @@ static gf_result gf__cl_fill_wide(gf_stream *s, gf_buffer *buf, size_t offset, u
                         "bytes of the memory; the view starts at byte %llu of its parent", width, width,
                         (unsigned long long)buf->view_offset);
     return gf__cl_enqueued(s, "clEnqueueFillBuffer", GF__CL(clEnqueueFillBuffer,
-        (GF__CL_QUEUE(s), mem, pattern, (size_t)width, offset, count * (size_t)width, 0, NULL, &ev)), &ev);
+        (GF__CL_QUEUE(s), mem, pattern, (size_t)width, offset, count * (size_t)width, 0, NULL, NULL)), NULL);
 }
 
 static gf_result gf__cl_fill(gf_stream *s, gf_buffer *buf, size_t offset, unsigned char value, size_t bytes) {
@@ -1095,13 +1130,24 @@ static cl_event gf__cl_marker(gf_event *ev, cl_int *e) {
 
 static gf_result gf__cl_event_record(gf_event *ev, gf_stream *s) {
     gf__cl_event *ce = (gf__cl_event *)ev->native;
-    cl_command_queue q = GF__CL_QUEUE(s);
-    cl_event m, old;
-    cl_int e = GF__CL(clEnqueueMarkerWithWaitList, (q, 0, NULL, &m));
+    gf__cl_stream *cs = (gf__cl_stream *)s->native;
+    unsigned long long seen = gf__cl_issued(cs);
+    cl_event m, old, replaced = NULL;
+    cl_int e = GF__CL(clEnqueueMarkerWithWaitList, (cs->queue, 0, NULL, &m));
     if (e != CL_SUCCESS) return gf__cl_fail("clEnqueueMarkerWithWaitList", e);
     /* Other queues may wait on it: it must reach the device. It is recorded either way; a failed
        flush leaves it to the queue's next flush (a query, a callback, a finish). */
-    GF__CL(clFlush, (q));
+    GF__CL(clFlush, (cs->queue));
+    /* It also stands for the stream's unmarked work, so a query once it completes enqueues
+       nothing. The core records under s->lock: no command of this stream comes between. */
+    gf__lock(&cs->lock);
+    if (cs->covered < seen && GF__CL(clRetainEvent, (m)) == CL_SUCCESS) {
+        replaced = cs->last;
+        cs->last = m;
+        cs->covered = seen;
+    }
+    gf__unlock(&cs->lock);
+    if (replaced) GF__CL(clReleaseEvent, (replaced));
     gf__lock(&ce->lock);
     old = ce->marker;
     ce->marker = m;
@@ -1307,7 +1353,6 @@ static gf_result gf__cl_launch(gf_stream *s, gf_kernel *k, const gf_launch_dims 
     gf__cl_kernel *ck = (gf__cl_kernel *)k->native;
     cl_uint given = (cl_uint)count + (dims->shared_bytes ? 1u : 0u), work_dim = 1, i;
     size_t global[3], local[3];
-    cl_event ev = NULL;
     cl_int e = CL_SUCCESS;
     char call[192];   /* k->name is under 128 */
     GPUFLOW_ASSERT(ck != NULL);   /* kernel_get succeeded */
@@ -1341,9 +1386,9 @@ static gf_result gf__cl_launch(gf_stream *s, gf_kernel *k, const gf_launch_dims 
         if (e != CL_SUCCESS) break;
     }
     if (e == CL_SUCCESS)
-        e = GF__CL(clEnqueueNDRangeKernel, (GF__CL_QUEUE(s), ck->kernel, work_dim, NULL, global, local, 0, NULL, &ev));
+        e = GF__CL(clEnqueueNDRangeKernel, (GF__CL_QUEUE(s), ck->kernel, work_dim, NULL, global, local, 0, NULL, NULL));
     gf__unlock(&k->lock);
-    if (e == CL_SUCCESS) return gf__cl_enqueued(s, "clEnqueueNDRangeKernel", e, &ev);
+    if (e == CL_SUCCESS) return gf__cl_enqueued(s, "clEnqueueNDRangeKernel", e, NULL);
     if (i < given) snprintf(call, sizeof call, "clSetKernelArg(%s, argument %u)", k->name, (unsigned)i);
     else snprintf(call, sizeof call, "clEnqueueNDRangeKernel(%s)", k->name);
     return gf__cl_fail(call, e);
