@@ -1173,6 +1173,26 @@ GF__MAYBE_UNUSED static void **gf__kernel_params(const gf_arg *args, int count, 
         params[i] = args[i].buffer ? (void *)((char *)args[i].buffer + buffer_handle) : (void *)args[i].value;
     return params;
 }
+/* Splits a build_options string into opts at spaces, for the runtime compilers (NVRTC,
+   hiprtc) that take an argv; "..." or '...' keep spaces inside one option (the quotes go). In
+   place: buf is changed. Returns how many; opts has room for strlen(buf) / 2 + 1. */
+GF__MAYBE_UNUSED static int gf__split_options(char *buf, const char **opts) {
+    char *r = buf, *w = buf;
+    int count = 0;
+    for (;;) {
+        char quote = 0;
+        while (*r == ' ' || *r == '\t' || *r == '\n' || *r == '\r') r++;
+        if (!*r) return count;
+        opts[count++] = w;
+        for (; *r && (quote || (*r != ' ' && *r != '\t' && *r != '\n' && *r != '\r')); r++) {
+            if (!quote && (*r == '"' || *r == '\'')) quote = *r;
+            else if (*r == quote) quote = 0;
+            else *w++ = *r;
+        }
+        if (*r) r++;     /* the space that ended the option; w is behind it */
+        *w++ = 0;
+    }
+}
 /* The driver loaded but found no device: remembered, and said by every device_count. */
 GF__MAYBE_UNUSED static void gf__driver_no_device(gf__driver *d, const char *fmt, ...) GF__PRINTF(2, 3);
 GF__MAYBE_UNUSED static void gf__driver_no_device(gf__driver *d, const char *fmt, ...) {

@@ -999,27 +999,6 @@ static void gf__nvrtc_load_library(gf__driver *d) {
 }
 static gf_result gf__nvrtc_load(void) { return gf__driver_load(&gf__nvrtc_library, gf__nvrtc_load_library); }
 
-/* Splits a build_options string into opts at spaces; "..." or '...' keep spaces inside one
-   option (the quotes go). In place: buf is changed. Returns how many; opts has room for
-   strlen(buf) / 2 + 1. */
-static int gf__nvrtc_split(char *buf, const char **opts) {
-    char *r = buf, *w = buf;
-    int count = 0;
-    for (;;) {
-        char quote = 0;
-        while (*r == ' ' || *r == '\t' || *r == '\n' || *r == '\r') r++;
-        if (!*r) return count;
-        opts[count++] = w;
-        for (; *r && (quote || (*r != ' ' && *r != '\t' && *r != '\n' && *r != '\r')); r++) {
-            if (!quote && (*r == '"' || *r == '\'')) quote = *r;
-            else if (*r == quote) quote = 0;
-            else *w++ = *r;
-        }
-        if (*r) r++;     /* the space that ended the option; w is behind it */
-        *w++ = 0;
-    }
-}
-
 /* text (complete: any prelude already in it) compiled by NVRTC to PTX for arch ("compute_75"),
    with "-default-device" and then the user's options; name names it in the log. *ptx: the
    NUL-terminated PTX from gf__malloc, *size counting the NUL. A compile error, or an option
@@ -1046,7 +1025,7 @@ static gf_result gf__cuda_nvrtc_to_ptx(const char *arch, const char *name, const
     memcpy(buf, options ? options : "", n + 1);
     opts[0] = arch_option;
     opts[1] = "-default-device";   /* a function or variable without __device__ is the device's */
-    count = 2 + gf__nvrtc_split(buf, opts + 2);
+    count = 2 + gf__split_options(buf, opts + 2);
     if ((r = GF__NVRTC_CALL(CreateProgram, (&prog, text, name, 0, NULL, NULL))) != NVRTC_SUCCESS) { call = "nvrtcCreateProgram"; goto failed; }
     r = GF__NVRTC_CALL(CompileProgram, (prog, count, opts));
     if (r == NVRTC_ERROR_COMPILATION || r == NVRTC_ERROR_INVALID_OPTION) {

@@ -1080,27 +1080,6 @@ static gf_result gf__hiprtc_load(void) {
     return gf__driver_load(&gf__hiprtc_library, gf__hiprtc_load_library);
 }
 
-/* Splits a build_options string into opts at spaces; "..." or '...' keep spaces inside one
-   option (the quotes go), as the CUDA backend splits NVRTC's. In place: buf is changed.
-   Returns how many; opts has room for strlen(buf) / 2 + 1. */
-static int gf__hiprtc_split(char *buf, const char **opts) {
-    char *r = buf, *w = buf;
-    int count = 0;
-    for (;;) {
-        char quote = 0;
-        while (*r == ' ' || *r == '\t' || *r == '\n' || *r == '\r') r++;
-        if (!*r) return count;
-        opts[count++] = w;
-        for (; *r && (quote || (*r != ' ' && *r != '\t' && *r != '\n' && *r != '\r')); r++) {
-            if (!quote && (*r == '"' || *r == '\'')) quote = *r;
-            else if (*r == quote) quote = 0;
-            else *w++ = *r;
-        }
-        if (*r) r++;     /* the space that ended the option; w is behind it */
-        *w++ = 0;
-    }
-}
-
 /* text (complete: any prelude already in it) compiled by hiprtc into a code object for arch
    ("gfx90a:sramecc+:xnack-": --offload-arch=arch) or, with arch NULL or options that name an
    --offload-arch themselves, for what hiprtc picks (the device current on this thread); then
@@ -1130,7 +1109,7 @@ static gf_result gf__hip_hiprtc_to_code(const char *arch, const char *name, cons
         snprintf(arch_option, sizeof arch_option, "--offload-arch=%s", arch);
         opts[count++] = arch_option;
     }
-    count += gf__hiprtc_split(buf, opts + count);
+    count += gf__split_options(buf, opts + count);
     if ((r = GF__HIPRTC_CALL(CreateProgram, (&prog, text, name, 0, NULL, NULL))) != HIPRTC_SUCCESS) { call = "hiprtcCreateProgram"; goto failed; }
     r = GF__HIPRTC_CALL(CompileProgram, (prog, count, opts));
     if (r == HIPRTC_ERROR_COMPILATION || r == HIPRTC_ERROR_INVALID_OPTION) {

@@ -117,33 +117,6 @@ static void compile_fails(const char *name, const char *source, const char *opti
     free(text);
 }
 
-/* A kernel file: GF_KERNELS( ... ) is stringified by the program that includes it; its
-   contents, as written, are the same text to NVRTC (the stringizing only drops comments and
-   joins lines). */
-static void compile_file(const char *path) {
-    char *text = read_text(path), *body, *end;
-    int dialect;
-    if (!check(text != NULL, "a kernel file can be read", path)) return;
-    dialect = strstr(text, "GF_KERNEL") != NULL;
-    body = text;
-    if ((body = strstr(text, "GF_KERNELS(")) != NULL && (end = strrchr(text, ')')) != NULL && end > body) {
-        body += strlen("GF_KERNELS(");
-        *end = 0;
-    } else body = text;
-    compile_ok(path, body, dialect, NULL);
-    free(text);
-}
-
-static void split_checks(void) {
-    char buf[] = "  -DA=1 \"-DB=2 + 3\" -D'C=4 5'\t--x ";
-    const char *opts[32];
-    int n = gf__nvrtc_split(buf, opts);
-    check(n == 4 && !strcmp(opts[0], "-DA=1") && !strcmp(opts[1], "-DB=2 + 3") && !strcmp(opts[2], "-DC=4 5") && !strcmp(opts[3], "--x"),
-          "build_options split at spaces, quotes keep spaces inside one option", "");
-    buf[0] = 0;
-    check(gf__nvrtc_split(buf, opts) == 0, "empty build_options: no option", "");
-}
-
 int main(int argc, char **argv) {
     int i, require = 0, expect_missing = 0;
     gf_result r;

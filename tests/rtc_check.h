@@ -1,7 +1,8 @@
 /* rtc_check.h: what tests/nvrtc_check.c and tests/hip_on_cuda/hiprtc_check.c share: the
    counters and check(), the built-in kernels in the dialect (index math, shared memory and
    block barriers, atomics, math, a kernel without parameters, a compile error), the names a
-   kernel file declares, and reading a file. Each includes it after gpuflow.h. */
+   kernel file declares, reading and compiling a kernel file, and the checks of
+   gf__split_options. Each includes it after gpuflow.h and defines compile_ok. */
 #ifndef GF_TEST_RTC_CHECK_H
 #define GF_TEST_RTC_CHECK_H
 
@@ -121,6 +122,37 @@ static char *read_text(const char *path) {
     }
     fclose(f);
     return text;
+}
+
+/* Each checker's own: text compiled (with the dialect's prelude if dialect), every kernel it
+   declares in the result. */
+static void compile_ok(const char *name, const char *source, int dialect, const char *options);
+
+/* A kernel file: GF_KERNELS( ... ) is stringified by the program that includes it; its
+   contents, as written, are the same text to the compiler (the stringizing only drops
+   comments and joins lines). */
+static void compile_file(const char *path) {
+    char *text = read_text(path), *body, *end;
+    int dialect;
+    if (!check(text != NULL, "a kernel file can be read", path)) return;
+    dialect = strstr(text, "GF_KERNEL") != NULL;
+    if ((body = strstr(text, "GF_KERNELS(")) != NULL && (end = strrchr(text, ')')) != NULL && end > body) {
+        body += strlen("GF_KERNELS(");
+        *end = 0;
+    } else body = text;
+    compile_ok(path, body, dialect, NULL);
+    free(text);
+}
+
+/* build_options reach NVRTC and hiprtc as an argv: split at spaces, quotes keep spaces. */
+static void split_checks(void) {
+    char buf[] = "  -DA=1 \"-DB=2 + 3\" -D'C=4 5'\t--x ";
+    const char *opts[32];
+    int n = gf__split_options(buf, opts);
+    check(n == 4 && !strcmp(opts[0], "-DA=1") && !strcmp(opts[1], "-DB=2 + 3") && !strcmp(opts[2], "-DC=4 5") && !strcmp(opts[3], "--x"),
+          "build_options split at spaces, quotes keep spaces inside one option", "");
+    buf[0] = 0;
+    check(gf__split_options(buf, opts) == 0, "empty build_options: no option", "");
 }
 
 #endif
