@@ -595,7 +595,10 @@ GPUFLOW_API gf_device  *gf_stream_device(const gf_stream *s);
 /* Codes: GF_NOT_READY, GF_TIMEOUT, GF_ERROR_INVALID_STATE (never recorded for elapsed time,
    released twice, destroyed or released with a pending gf_event_on_complete), GF_ERROR_CAPTURE
    (waiting on an event recorded inside a capture in progress), GF_ERROR_NOT_FOUND (a wait id
-   that is not pending). A never-recorded event counts as complete, as in CUDA. */
+   that is not pending). A never-recorded event counts as complete, as in CUDA. An event pool
+   is shared by threads without contention: each thread takes events from a shelf of its own and
+   an event goes back to the shelf it came from; gf_event_pool_stats is a snapshot when other
+   threads use the pool meanwhile. */
 GPUFLOW_API gf_result gf_event_create(gf_device *dev, unsigned flags, gf_event **out);
 GPUFLOW_API void      gf_event_destroy(gf_event *ev);
 GPUFLOW_API gf_result gf_event_record(gf_event *ev, gf_stream *s);
@@ -1077,7 +1080,10 @@ static int gf__grow(void **items, int *cap, int need, size_t elem) {
     return 1;
 }
 
-/* A lock around a few instructions (an event pool's free lists): one atomic exchange to take,
+/* Fields that different threads write go this far apart, so that no cache line holds two. */
+#define GF__CACHE_LINE 64
+
+/* A lock around a few instructions (an event pool's shelves and lists): one atomic exchange to take,
    one store to give, where a mutex costs two atomic operations and two calls. */
 typedef int gf__spin;
 static void gf__spin_lock(gf__spin *l) {
@@ -1349,12 +1355,15 @@ struct gf_event {
     gf__spin lock;                  /* a record (driver call and the fields below) against readers */
     gf_stream *stream;              /* where it was last recorded (captures only: it may be gone since) */
     uint64_t stream_id;             /* the same, by id: what descriptions look the label up by */
-    gf_event_pool *pool; int in_pool;
+    gf_event_pool *pool;
+    int in_pool;                    /* atomic: 1 while it sits in its pool (or was never acquired) */
+    int shelf;                      /* atomic: the pool shelf it was last acquired from */
     uint64_t capture_id;            /* recorded inside this capture (0: none) */
     int capture_pos;                /* recording stream's capture_ops at the record */
     uint64_t trace_id;              /* profiler: the op it marks, for flow arrows */
     int waits;                      /* atomic: pending gf_event_on_complete waits on it */
     uint64_t *race_vc; int race_n;  /* race detector: its recording stream's clock at the record */
+    char gap[GF__CACHE_LINE];       /* pooled events cycle on different threads: no shared line */
 };
 
 /* What a wait needs to know of an event's latest record, read under the event's lock. */
@@ -2500,10 +2509,12 @@ static void gf__stream_label_of(gf_device *dev, uint64_t id, char *out, size_t c
 
 static gf_result gf__exec_counted(gf_stream *s, const gf__cmd *c) {   /* s->lock held */
     gf_result r;
-    int rec = gf__prof_begin(s, gf__cmd_op(c), c->kind == GF__CMD_LAUNCH ? c->kernel->name : NULL,
+    int rec = -1;
+    if (gf__atomic_load_int(&s->dev->profiling))   /* off: not even the call and its arguments */
+        rec = gf__prof_begin(s, gf__cmd_op(c), c->kind == GF__CMD_LAUNCH ? c->kernel->name : NULL,
                              c->kind == GF__CMD_COPY ? c->copy.bytes : c->kind == GF__CMD_FILL || c->kind == GF__CMD_COPY_2D ? c->bytes : 0, 0);
     r = gf__exec(s, c, NULL);
-    gf__prof_end(s, rec, r);
+    if (rec >= 0) gf__prof_end(s, rec, r);
     if (r != GF_OK) return r;
     if (GF__RACE_ON(s->dev)) gf__race_op(s, c);
     gf__note_op(s, gf__cmd_op(c), c->kind == GF__CMD_LAUNCH ? c->kernel->name : NULL, 0);
@@ -3230,7 +3241,7 @@ GPUFLOW_IMPL gf_result gf_event_record(gf_event *ev, gf_stream *s) {
     GF__CHECK(ev, GF__T_EVENT);
     GF__CHECK(s, GF__T_STREAM);
     GF__SAME_DEVICE(ev->dev, s->dev);
-    if (ev->in_pool) return gf__fail(GF_ERROR_INVALID_STATE, "gf_event_record: the event was released to its pool");
+    if (gf__atomic_load_int(&ev->in_pool)) return gf__fail(GF_ERROR_INVALID_STATE, "gf_event_record: the event was released to its pool");
     gf__lock(&s->lock);
     r = gf__event_record_locked(ev, s);
     gf__unlock(&s->lock);
@@ -3383,18 +3394,44 @@ GPUFLOW_IMPL gf_result gf_event_elapsed_ms(gf_event *start, gf_event *end, float
     return start->dev->be->event_elapsed_ms(start, end, ms);
 }
 
-/* ---- event pools -------------------------------------------------------------------------- */
-/* Two free lists (plain and timing), growing on demand: acquiring and releasing an event costs
-   a lock and a pointer move instead of a driver create and destroy. */
+/* ---- event pools ------------------------------------------------------------------------- */
+/* Acquiring and releasing a pooled event costs a lock and a pointer move instead of a driver
+   create and destroy. Free events sit on shelves, one per thread (threads share them past
+   GF__EVENT_SHELVES), each on cache lines of its own, so threads that cycle events never
+   touch a line another thread writes; behind them, one shared free list per kind (plain,
+   timing) takes what a full shelf cannot hold and feeds empty ones. A shelf is reachable from
+   every thread, so events a thread leaves on its shelf when it exits are found again: an empty
+   shared list collects every shelf's events before the pool makes new ones. An event goes back
+   to the shelf it came from, under that shelf's lock: two releases of one event, from any
+   threads, meet on one lock, and the second is refused.
+   Lock order: the pool's lock, then a shelf's. */
+#define GF__EVENT_SHELVES 16          /* shelves per pool; thread n uses shelf n % 16 */
+#define GF__EVENT_SHELF_SIZE 8        /* free events a shelf keeps per kind */
+
+typedef struct gf__event_shelf {
+    gf__spin lock;
+    int count[2];                                     /* [0] plain, [1] timing */
+    gf_event *items[2][GF__EVENT_SHELF_SIZE];
+} gf__event_shelf;
+
 struct gf_event_pool {
     uint32_t type;
     gf_device *dev;
-    gf__spin lock;
+    gf__spin lock;                 /* the shared lists and the list of all events */
     gf_event **free_list[2]; int free_count[2], free_cap[2];   /* [0] plain, [1] timing */
-    int created[2];                /* per kind: a free list can hold them all */
+    int created[2];                /* per kind: the shared list can hold them all */
     gf_event **all; int all_count, all_cap;
-    int in_use;
+    char gap[GF__CACHE_LINE];      /* keeps the fields above off shelf 0's line */
+    struct { gf__event_shelf shelf; char gap[GF__CACHE_LINE]; } shelves[GF__EVENT_SHELVES];
 };
+
+/* The calling thread's number, 1, 2, ... in the order threads first ask (0: not yet asked). */
+static GF__THREAD_LOCAL int gf__thread_number;
+static int gf__threads_numbered;   /* atomic */
+static int gf__thread_shelf(void) {
+    if (!gf__thread_number) gf__thread_number = gf__atomic_add_int(&gf__threads_numbered, 1) + 1;
+    return (int)((unsigned)gf__thread_number % GF__EVENT_SHELVES);
+}
 
 static gf_result gf__event_pool_grow(gf_event_pool *pool, int timing, int n) {   /* pool->lock held */
     int k = timing ? 1 : 0;
@@ -3434,31 +3471,69 @@ GPUFLOW_IMPL gf_result gf_event_pool_create(gf_device *dev, const gf_event_pool_
     return GF_OK;
 }
 
+/* An event of kind k from the shared list (pool->lock held): when it is empty, first every
+   shelf's events of that kind, then a new one. */
+static gf_result gf__event_pool_take_shared(gf_event_pool *pool, int k, gf_event **out) {
+    int i;
+    if (pool->free_count[k] == 0)
+        for (i = 0; i < GF__EVENT_SHELVES; i++) {
+            gf__event_shelf *shelf = &pool->shelves[i].shelf;
+            gf__spin_lock(&shelf->lock);
+            while (shelf->count[k]) pool->free_list[k][pool->free_count[k]++] = shelf->items[k][--shelf->count[k]];
+            gf__spin_unlock(&shelf->lock);
+        }
+    if (pool->free_count[k] == 0) {
+        gf_result r = gf__event_pool_grow(pool, k, 1);
+        if (r != GF_OK) return r;
+    }
+    *out = pool->free_list[k][--pool->free_count[k]];
+    return GF_OK;
+}
+
 static gf_result gf__event_pool_take(gf_event_pool *pool, unsigned flags, gf_event **out) {
-    int k = (flags & GF_EVENT_TIMING) ? 1 : 0;
-    gf_event *ev;
-    gf_result r;
-    gf__spin_lock(&pool->lock);
-    if (pool->free_count[k] == 0 && (r = gf__event_pool_grow(pool, k, 1)) != GF_OK) { gf__spin_unlock(&pool->lock); return r; }
-    ev = pool->free_list[k][--pool->free_count[k]];
-    ev->in_pool = 0;
-    gf__atomic_store_int(&ev->recorded, 0);   /* fresh: the pool's lock orders this for the next holder */
+    int k = (flags & GF_EVENT_TIMING) ? 1 : 0, home = gf__thread_shelf();
+    gf__event_shelf *shelf = &pool->shelves[home].shelf;
+    gf_event *ev = NULL;
+    gf__spin_lock(&shelf->lock);
+    if (shelf->count[k]) ev = shelf->items[k][--shelf->count[k]];
+    gf__spin_unlock(&shelf->lock);
+    if (!ev) {
+        gf_result r;
+        gf__spin_lock(&pool->lock);
+        r = gf__event_pool_take_shared(pool, k, &ev);
+        gf__spin_unlock(&pool->lock);
+        if (r != GF_OK) return r;
+    }
+    /* ours alone now: the lock it came out under ordered the last holder's writes before these */
+    gf__atomic_store_int(&ev->shelf, home);
+    gf__atomic_store_int(&ev->in_pool, 0);
+    gf__atomic_store_int(&ev->recorded, 0);
     ev->capture_id = 0;
-    pool->in_use++;
-    gf__spin_unlock(&pool->lock);
     *out = ev;
     return GF_OK;
 }
-static void gf__event_pool_put(gf_event_pool *pool, gf_event *ev) {   /* pool->lock held */
-    int k = (ev->flags & GF_EVENT_TIMING) ? 1 : 0;
-    ev->in_pool = 1;
-    pool->free_list[k][pool->free_count[k]++] = ev;   /* capacity: every event has a slot */
-    pool->in_use--;
+
+/* Back onto the shelf it came from (the shared list when that shelf is full). Returns 0, and
+   changes nothing, when the event is already in the pool. */
+static int gf__event_pool_put(gf_event_pool *pool, gf_event *ev) {
+    int k = (ev->flags & GF_EVENT_TIMING) ? 1 : 0, shelved = 0;
+    gf__event_shelf *shelf = &pool->shelves[gf__atomic_load_int(&ev->shelf)].shelf;
+    gf__spin_lock(&shelf->lock);
+    if (gf__atomic_load_int(&ev->in_pool)) { gf__spin_unlock(&shelf->lock); return 0; }
+    gf__atomic_store_int(&ev->in_pool, 1);
+    if (shelf->count[k] < GF__EVENT_SHELF_SIZE) { shelf->items[k][shelf->count[k]++] = ev; shelved = 1; }
+    gf__spin_unlock(&shelf->lock);
+    if (!shelved) {
+        gf__spin_lock(&pool->lock);
+        pool->free_list[k][pool->free_count[k]++] = ev;   /* capacity: every event has a slot */
+        gf__spin_unlock(&pool->lock);
+    }
+    return 1;
 }
-static void gf__event_pool_give(gf_event_pool *pool, gf_event *ev) {
-    gf__spin_lock(&pool->lock);
-    gf__event_pool_put(pool, ev);
-    gf__spin_unlock(&pool->lock);
+static void gf__event_pool_give(gf_event_pool *pool, gf_event *ev) {   /* the core's own events */
+    int put = gf__event_pool_put(pool, ev);
+    GPUFLOW_ASSERT(put);   /* the core releases each of its events once */
+    (void)put;
 }
 
 GPUFLOW_IMPL gf_result gf_event_pool_acquire(gf_event_pool *pool, unsigned flags, gf_event **out) {
@@ -3475,19 +3550,25 @@ GPUFLOW_IMPL gf_result gf_event_pool_release(gf_event_pool *pool, gf_event *ev) 
     if (ev->pool != pool) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_event_pool_release: the event does not come from this pool");
     if (gf__atomic_load_int(&ev->waits))
         return gf__fail(GF_ERROR_INVALID_STATE, "gf_event_pool_release: a gf_event_on_complete wait is pending on the event; cancel it first");
-    gf__spin_lock(&pool->lock);
-    if (ev->in_pool) { gf__spin_unlock(&pool->lock); return gf__fail(GF_ERROR_INVALID_STATE, "gf_event_pool_release: the event was already released"); }
-    gf__event_pool_put(pool, ev);
-    gf__spin_unlock(&pool->lock);
+    if (!gf__event_pool_put(pool, ev)) return gf__fail(GF_ERROR_INVALID_STATE, "gf_event_pool_release: the event was already released");
     return GF_OK;
 }
 
+/* A snapshot: events move between shelves and users while it is counted. */
 GPUFLOW_IMPL gf_result gf_event_pool_get_stats(gf_event_pool *pool, gf_event_pool_stats *out) {
+    int i, available;
     GF__CHECK(pool, GF__T_EVENT_POOL);
     GF__CHECK_OUT(out);
     gf__spin_lock(&pool->lock);
-    out->available = pool->free_count[0] + pool->free_count[1];
-    out->in_use = pool->in_use;
+    available = pool->free_count[0] + pool->free_count[1];
+    for (i = 0; i < GF__EVENT_SHELVES; i++) {
+        gf__event_shelf *shelf = &pool->shelves[i].shelf;
+        gf__spin_lock(&shelf->lock);
+        available += shelf->count[0] + shelf->count[1];
+        gf__spin_unlock(&shelf->lock);
+    }
+    out->available = available;
+    out->in_use = pool->all_count - available;
     out->created = pool->all_count;
     gf__spin_unlock(&pool->lock);
     return GF_OK;
@@ -3527,9 +3608,13 @@ struct gf_stream_pool {
     int count;
     int measure;
     gf_stream *streams[GF_POOL_MAX_STREAMS];
-    uint64_t acquisitions[GF_POOL_MAX_STREAMS];   /* atomics; held now = acquisitions - releases */
-    uint64_t releases[GF_POOL_MAX_STREAMS];
+    char gap[GF__CACHE_LINE];
     uint64_t next;                                /* atomic round-robin cursor */
+    char gap2[GF__CACHE_LINE];
+    struct {                                      /* per stream, on lines of their own: atomics */
+        uint64_t acquisitions, releases;          /* held now = acquisitions - releases */
+        char gap[GF__CACHE_LINE - 2 * sizeof(uint64_t)];
+    } lease[GF_POOL_MAX_STREAMS];
     gf__mutex lock;                               /* completion statistics */
     uint64_t completions[GF_WORKLOAD_COUNT];
     double completion_ms[GF_WORKLOAD_COUNT];
@@ -3652,7 +3737,7 @@ GPUFLOW_IMPL gf_result gf_stream_pool_acquire(gf_stream_pool *pool, const gf_acq
     *out = NULL;
     if ((r = gf__check_hint(hint)) != GF_OK) return r;
     i = gf__pool_pick(pool, hint);
-    gf__atomic_add(&pool->acquisitions[i], 1);
+    gf__atomic_add(&pool->lease[i].acquisitions, 1);
     gf__pool_note_lease(pool, i, hint);
     *out = pool->streams[i];
     return GF_OK;
@@ -3669,10 +3754,10 @@ GPUFLOW_IMPL gf_result gf_stream_pool_acquire_ready(gf_stream_pool *pool, unsign
         int i;
         for (i = 0; i < pool->count; i++) {
             gf_stream *s = pool->streams[i];
-            uint64_t held = gf__atomic_load(&pool->acquisitions[i]);
+            uint64_t held = gf__atomic_load(&pool->lease[i].acquisitions);
             /* nobody holds it, nothing runs on it, and no other thread took it meanwhile */
-            if (gf__atomic_load(&pool->releases[i]) == held && gf__pending(s) == 0 &&
-                gf__atomic_cas(&pool->acquisitions[i], held, held + 1)) {
+            if (gf__atomic_load(&pool->lease[i].releases) == held && gf__pending(s) == 0 &&
+                gf__atomic_cas(&pool->lease[i].acquisitions, held, held + 1)) {
                 gf__pool_note_lease(pool, i, NULL);
                 *out = s;
                 return GF_OK;
@@ -3708,8 +3793,8 @@ GPUFLOW_IMPL gf_result gf_stream_pool_release(gf_stream_pool *pool, gf_stream *s
     GF__CHECK(s, GF__T_STREAM);
     if (s->pool != pool) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_stream_pool_release: stream '%s' does not come from this pool", s->label);
     i = s->pool_index;
-    if (gf__atomic_add(&pool->releases[i], 1) >= gf__atomic_load(&pool->acquisitions[i])) {   /* more releases than acquires */
-        gf__atomic_add(&pool->releases[i], UINT64_MAX);   /* undo: adding 2^64 - 1 subtracts 1 */
+    if (gf__atomic_add(&pool->lease[i].releases, 1) >= gf__atomic_load(&pool->lease[i].acquisitions)) {   /* more releases than acquires */
+        gf__atomic_add(&pool->lease[i].releases, UINT64_MAX);   /* undo: adding 2^64 - 1 subtracts 1 */
         return gf__fail(GF_ERROR_INVALID_STATE, "gf_stream_pool_release: stream '%s' is not acquired", s->label);
     }
     if (pool->measure && !s->capture) {   /* time until the work given under this lease completes */
@@ -3754,7 +3839,7 @@ GPUFLOW_IMPL gf_result gf_stream_pool_get_stats(gf_stream_pool *pool, gf_stream_
     GF__CHECK_OUT(out);
     memset(out, 0, sizeof *out);
     out->count = pool->count;
-    for (i = 0; i < pool->count; i++) out->acquisitions[i] = gf__atomic_load(&pool->acquisitions[i]);
+    for (i = 0; i < pool->count; i++) out->acquisitions[i] = gf__atomic_load(&pool->lease[i].acquisitions);
     gf__lock(&pool->lock);
     for (i = 0; i < GF_WORKLOAD_COUNT; i++) {
         out->completions[i] = pool->completions[i];

@@ -38,6 +38,7 @@
 #include <string.h>
 #include <time.h>
 #include <dlfcn.h>
+#include <pthread.h>
 
 static const char bench_ptx[] =
     "//\n"
@@ -693,6 +694,28 @@ static void section_graph(bench *B) {
     CU(cu.GraphDestroy(rg));
 }
 
+/* What a thread-safe record cannot avoid, on this host: the locked instructions. gpuflow's
+   stream lock is a mutex (it may be held through a long staged copy, so waiters must sleep);
+   an event's and a pool shelf's locks are spin locks (a few instructions). ns per pair. */
+static void host_lock_costs(double *mutex_ns, double *spin_ns) {
+    pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+    int spin = 0, i, b, n = 1000000;
+    double t[2][9];
+    for (b = 0; b < 9; b++) {
+        double t0 = now_s();
+        for (i = 0; i < n; i++) { pthread_mutex_lock(&m); pthread_mutex_unlock(&m); }
+        t[0][b] = (now_s() - t0) / n * 1e9;
+        t0 = now_s();
+        for (i = 0; i < n; i++) {
+            while (__atomic_exchange_n(&spin, 1, __ATOMIC_ACQ_REL)) {}
+            __atomic_store_n(&spin, 0, __ATOMIC_RELEASE);
+        }
+        t[1][b] = (now_s() - t0) / n * 1e9;
+    }
+    *mutex_ns = median(t[0], 9);
+    *spin_ns = median(t[1], 9);
+}
+
 static void section_event(bench *B) {
     double t[4];
     GF(gf_event_pool_create(B->dev, NULL, &B->epool));
@@ -705,6 +728,13 @@ static void section_event(bench *B) {
     report("event_record_alone_us", t[2], t[1], "us", "gf_event_record vs cuEventRecord, one reused event");
     printf("%-30s gpuflow %10.3f us    (acquire + release alone, nothing recorded)\n", "event_pool_acq_rel_only_us", t[3]);
     if (machine) printf("@gf event_pool_acq_rel_only_us %.6g 0 us\n", t[3]);
+    {
+        double mutex_ns, spin_ns;
+        host_lock_costs(&mutex_ns, &spin_ns);
+        printf("%-30s %.2f ns a mutex lock+unlock, %.2f ns a spin lock+unlock (uncontended; a cycle takes "
+               "one mutex and three spin pairs and an exchange)\n", "host_lock_costs", mutex_ns, spin_ns);
+        if (machine) printf("@gf host_mutex_pair_ns %.6g 0 ns\n@gf host_spin_pair_ns %.6g 0 ns\n", mutex_ns, spin_ns);
+    }
     gf_event_destroy(B->gev);
     CU(cu.EventDestroy(B->rev));
     gf_event_pool_destroy(B->epool);

@@ -20,15 +20,19 @@
                   floor: the cheapest correct shared round robin, one atomic fetch-add on one
                          shared cursor per acquire and nothing on release, over 16 pre-made
                          streams. gpuflow / floor is what gpuflow's bookkeeping (its held counts:
-                         two more atomics per cycle, on cache lines all threads share) costs as
-                         threads are added. The issue's ">= 0.98x raw" is read against raw; the
+                         two more atomics per cycle, each stream's on a line of its own, which
+                         round robin still hands from thread to thread) costs as threads are
+                         added. The issue's ">= 0.98x raw" is read against raw; the
                          floor column says what the shared structure costs.
     event pool  one gf_event_pool shared by all threads: acquire + gf_event_record on the
                 thread's stream + release, then the stream synchronized.
                   raw:   cuEventRecord of the thread's own pre-made event on its own stream (the
                          floor: no reuse scheme avoids the driver's record)
                   raw create: cuEventCreate + cuEventRecord + cuEventDestroy on each thread
-                         (what the pool replaces)
+                         (what the pool replaces: the driver's way to a free event)
+                The pool keeps a shelf of free events per thread, so the gap to the floor is
+                the locked instructions of a thread-safe acquire, record and release, not
+                sharing (cuda_bench's event section prints what one costs on the host).
 
     Each batch: every thread waits at a start line, runs its share, synchronizes its stream;
     the batch's time is from the first thread's start to the last one's end. Sides alternate
@@ -355,7 +359,7 @@ int main(int argc, char **argv) {
     };
     gf_backend backend = GF_BACKEND_CUDA;
     const char *list = "1,2,4,8,16";
-    int counts_list[16], ncounts = 0, batches = 7, machine = 0, quick = 0, i, c;
+    int counts_list[16], ncounts = 0, batches = 11, machine = 0, quick = 0, i, c;
     double res[16][OPS][SIDES];
     gf_module *mod;
     gf_module_desc desc;

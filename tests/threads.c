@@ -116,6 +116,18 @@ static void *pool_main(void *p)
     return NULL;
 }
 
+/* Each thread takes four events of one pool and gives them back, then ends: the events stay
+   on that thread's shelf in the pool, where an acquire from another thread must still find them. */
+static void *shelf_main(void *p)
+{
+    worker *w = (worker *)p;
+    gf_event *e[4];
+    int i;
+    for (i = 0; i < 4; i++) if (gf_event_pool_acquire(w->events, 0, &e[i]) != GF_OK) { w->errors++; return NULL; }
+    for (i = 0; i < 4; i++) if (gf_event_pool_release(w->events, e[i]) != GF_OK) w->errors++;
+    return NULL;
+}
+
 /* Streams, events and buffers created and destroyed concurrently on one device. */
 static void *churn_main(void *p)
 {
@@ -287,6 +299,30 @@ int main(int argc, char **argv)
         CHECK(gf_event_pool_stats(events, &es) == GF_OK && es.in_use == 0 && es.available == es.created,
               "shared event pool: all events back");
     }
+    gf_event_pool_destroy(events);
+
+    /* events left on finished threads' shelves: found again, nothing new is made */
+    events = NULL;
+    {
+        gf_event_pool_desc ed;
+        gf_event *e[4 * NT];
+        memset(&ed, 0, sizeof ed);
+        ed.capacity = 4 * NT;
+        CHECK_EQ_RESULT(gf_event_pool_create(dev, &ed, &events), GF_OK);
+        for (i = 0; events && i < NT; i++) {   /* one thread after another: each ends holding none */
+            pthread_t t;
+            W[i].events = events;
+            if (CHECK(pthread_create(&t, NULL, shelf_main, &W[i]) == 0, "shelf thread started")) pthread_join(t, NULL);
+        }
+        CHECK(total_errors() == 0, "event pool: four acquires and releases on each of four threads");
+        for (i = 0, ok = 1; events && i < 4 * NT; i++) if (gf_event_pool_acquire(events, 0, &e[i]) != GF_OK) ok = 0;
+        CHECK(ok, "event pool: every event finished threads gave back can be acquired here");
+        CHECK(events && gf_event_pool_stats(events, &es) == GF_OK && es.created == 4 * NT + 16 && es.in_use == 4 * NT && es.available == 16,
+              "event pool: no event made beyond the capacity: the finished threads' shelves were emptied");
+        for (i = 0; events && ok && i < 4 * NT; i++) CHECK_EQ_RESULT(gf_event_pool_release(events, e[i]), GF_OK);
+    }
+    gf_event_pool_destroy(events);
+    events = NULL;
 
     run_threads(churn_main);
     CHECK(total_errors() == 0, "concurrent create / use / destroy of streams, events, async buffers");
@@ -299,7 +335,6 @@ int main(int argc, char **argv)
 
     for (i = 0; i < NT; i++) th_flag_destroy(&W[i].callbacks);
     gf_stream_pool_destroy(pool);
-    gf_event_pool_destroy(events);
     if (mod) gf_module_destroy(mod);
     gf_buffer_destroy(buf);
     gf_stream_destroy(shared);
