@@ -76,7 +76,7 @@ test: $(TEST_BINS)
 	@echo "backends compiled in:$(if $(HAVE_CUDA), cuda)$(if $(HAVE_OPENCL), opencl)$(if $(HAVE_HIP), hip) stub"
 	@TEST_TIMEOUT=$${TEST_TIMEOUT:-300} sh tests/run.sh $(TEST_RUNS)
 
-$(BUILD) $(BUILD)/asan $(BUILD)/tsan $(BUILD)/examples $(BUILD)/bench:
+$(BUILD) $(BUILD)/asan $(BUILD)/tsan $(BUILD)/msan $(BUILD)/examples $(BUILD)/bench:
 	@mkdir -p $@
 
 # Rebuild everything when the compilers, flags or compiled-in backends change.
@@ -152,6 +152,7 @@ hip-headers:
 # ---- make sanitize ---------------------------------------------------------------------------------
 ASAN = -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 TSAN = -fsanitize=thread
+MSAN = -fsanitize=memory -fno-omit-frame-pointer
 SAN_ENV = ASAN_OPTIONS=halt_on_error=1:detect_leaks=1:abort_on_error=0 \
           UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
           TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
@@ -165,14 +166,24 @@ $(BUILD)/asan/%: tests/%.c $(HDRS) | $(BUILD)/asan
 $(BUILD)/tsan/%: tests/%.c $(HDRS) | $(BUILD)/tsan
 	$(CC) $(CSTD) $(WARN) -g -O1 $(TSAN) $< -o $@ $(LDLIBS)
 
+# MemorySanitizer (clang only): a read of memory nothing wrote, e.g. a command field of
+# another kind (gf_launch fills only a launch's fields of its command)
+$(BUILD)/msan/%: tests/%.c $(HDRS) | $(BUILD)/msan
+	$(CLANG) $(CSTD) $(WARN) -g -O1 $(MSAN) $< -o $@ $(LDLIBS)
+$(BUILD)/msan/fuzz_replay: tests/fuzz.c $(HDRS) | $(BUILD)/msan
+	$(CLANG) $(CSTD) $(WARN) -g -O1 $(MSAN) -DFUZZ_REPLAY $< -o $@ $(LDLIBS)
+MSAN_TESTS = $(if $(HAVE_CLANG),$(BUILD)/msan/conformance $(BUILD)/msan/races $(BUILD)/msan/bad_input $(BUILD)/msan/fuzz_replay)
+MSAN_RUNS = $(if $(HAVE_CLANG),"$(BUILD)/msan/conformance stub" "$(BUILD)/msan/races stub" "$(BUILD)/msan/bad_input" \
+              "$(BUILD)/msan/fuzz_replay tests/fuzz_corpus")
+
 sanitize: $(BUILD)/asan/conformance $(BUILD)/asan/bad_input $(BUILD)/asan/threads $(BUILD)/asan/reliability $(BUILD)/asan/races \
           $(BUILD)/asan/faults $(BUILD)/asan/dialect $(BUILD)/tsan/dialect $(BUILD)/asan/fuzz_replay $(BUILD)/asan/debug_shells \
-          $(BUILD)/tsan/conformance $(BUILD)/tsan/threads $(BUILD)/tsan/reliability
+          $(BUILD)/tsan/conformance $(BUILD)/tsan/threads $(BUILD)/tsan/reliability $(MSAN_TESTS)
 	@$(SAN_ENV) sh tests/run.sh "$(BUILD)/asan/conformance stub" "$(BUILD)/asan/bad_input" \
 	    "$(BUILD)/asan/threads stub" "$(BUILD)/asan/reliability stub" "$(BUILD)/asan/races stub" \
 	    "$(BUILD)/asan/faults alloc stub" "$(BUILD)/asan/faults slots stub" "$(BUILD)/asan/dialect stub" "$(BUILD)/tsan/dialect stub" \
 	    "$(BUILD)/asan/fuzz_replay tests/fuzz_corpus" "$(BUILD)/asan/debug_shells" \
-	    "$(BUILD)/tsan/conformance stub" "$(BUILD)/tsan/threads stub" "$(BUILD)/tsan/reliability stub"
+	    "$(BUILD)/tsan/conformance stub" "$(BUILD)/tsan/threads stub" "$(BUILD)/tsan/reliability stub" $(MSAN_RUNS)
 
 # Every N of the fault loops rather than a sample (minutes): make faults-all
 faults-all: $(BUILD)/faults

@@ -5026,10 +5026,13 @@ static gf_arg *gf__args_copy(const gf_arg *args, int count) {
 /* The buffers a command touches are in use by the capture (sync copies into them refused). */
 static void gf__capture_use_cmd(gf__capture *cap, const gf__cmd *c) {   /* dev->lock held */
     int i;
-    gf__capture_use(cap, c->kind == GF__CMD_COPY ? c->copy.dst : c->kind == GF__CMD_COPY_2D ? c->copy2d.dst : c->buf);
-    if (c->kind == GF__CMD_COPY) gf__capture_use(cap, c->copy.src);
-    if (c->kind == GF__CMD_COPY_2D) gf__capture_use(cap, c->copy2d.src);
-    if (c->kind == GF__CMD_LAUNCH) for (i = 0; i < c->arg_count; i++) gf__capture_use(cap, c->args[i].buffer);
+    switch (c->kind) {
+    case GF__CMD_COPY: gf__capture_use(cap, c->copy.dst); gf__capture_use(cap, c->copy.src); break;
+    case GF__CMD_COPY_2D: gf__capture_use(cap, c->copy2d.dst); gf__capture_use(cap, c->copy2d.src); break;
+    case GF__CMD_FILL: case GF__CMD_PREFETCH: gf__capture_use(cap, c->buf); break;
+    case GF__CMD_LAUNCH: for (i = 0; i < c->arg_count; i++) gf__capture_use(cap, c->args[i].buffer); break;
+    case GF__CMD_CALLBACK: case GF__CMD_GRAPH: break;
+    }
 }
 
 /* Appends one command to a recording, with copies of its launch arguments. */
@@ -5815,7 +5818,8 @@ GPUFLOW_IMPL gf_result gf_launch(gf_stream *s, gf_kernel *k, gf_launch_dims dims
                             i, (unsigned long long)bytes, s->dev->be->name, (unsigned long long)limit);
         total += bytes;
     }
-    memset(&c, 0, sizeof c);
+    /* Only the launch's fields: every reader of a command looks at its kind's fields alone, and
+       zeroing all of gf__cmd was the largest item of gpuflow's own cost per launch. */
     c.kind = GF__CMD_LAUNCH; c.kernel = k; c.dims = dims; c.args = args; c.arg_count = count;
     return gf__submit(s, &c);
 }

@@ -514,7 +514,7 @@ static void test_flows(void)
 static void test_graphs(void)
 {
     gf_graph *g = NULL, *g_dev2 = NULL, *dead = NULL, *x = NULL;
-    gf_graph_info gi;
+    gf_graph_info gi = {0};
 
     CHECK_FAIL(gf_stream_begin_capture(NULL, GF_CAPTURE_GLOBAL), GF_ERROR_INVALID_HANDLE);
     CHECK_FAIL(gf_stream_begin_capture((gf_stream *)b, GF_CAPTURE_GLOBAL), GF_ERROR_INVALID_HANDLE);

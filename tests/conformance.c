@@ -1465,7 +1465,7 @@ static void test_graph_replay(void)
     gf_stream *s = mk_stream("graph"), *s2 = mk_stream("graph-other");
     gf_buffer *b = mk_buffer(N * sizeof(uint32_t));
     gf_graph *g = NULL;
-    gf_graph_info gi;
+    gf_graph_info gi = {0};
     gf_stream_stats st0, st1;
     th_flag f;
     size_t i;
@@ -1614,7 +1614,7 @@ static void test_graph_fork_join(void)
     gf_buffer *a = mk_buffer(N), *b = mk_buffer(N);
     gf_event *e1 = NULL, *e2 = NULL;
     gf_graph *g = NULL;
-    gf_graph_info gi;
+    gf_graph_info gi = {0};
 
     CHECK_EQ_RESULT(gf_event_create(C.dev, 0, &e1), GF_OK);
     CHECK_EQ_RESULT(gf_event_create(C.dev, 0, &e2), GF_OK);
@@ -1669,7 +1669,7 @@ static void test_graph_misuse(void)
     gf_event *ev = NULL;
     gf_graph *g = NULL, *dead = NULL;
     gf_result r;
-    gf_graph_info gi;
+    gf_graph_info gi = {0};
     static const gf_capture_mode modes[3] = { GF_CAPTURE_GLOBAL, GF_CAPTURE_THREAD_LOCAL, GF_CAPTURE_RELAXED };
     int i;
 
@@ -2562,7 +2562,7 @@ static void test_graph_kernel_args(void)
     gf_stream *s = mk_stream("args");
     gf_buffer *b = mk_buffer(64 * sizeof(uint32_t)), *other = mk_buffer(64 * sizeof(uint32_t));
     gf_graph *g = NULL;
-    gf_graph_info info;
+    gf_graph_info info = {0};
     gf_arg args[3];
     kernel_capture kc;
     uint32_t n = 64, v = 10;

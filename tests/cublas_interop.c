@@ -139,7 +139,7 @@ int main(void)
     gf_event *done = NULL;
     gf_buffer *da = NULL, *db = NULL, *dc = NULL, *lag = NULL;
     gf_graph *graph = NULL;
-    gf_graph_info info;
+    gf_graph_info info = {0};
     cublasHandle_t h = NULL;
     void *lib;
     gf_result r;

@@ -516,7 +516,7 @@ static int report_sane(double run_ms)
 /* ---- destroys: freed, or kept with a reason ------------------------------------------------- */
 static int graph_dead(gf_graph *g)
 {
-    gf_graph_info info;
+    gf_graph_info info = {0};
     return gf_graph_get_info(g, &info) == GF_ERROR_INVALID_HANDLE;   /* shells stay until close */
 }
 

@@ -789,7 +789,7 @@ static void fz_close_device(int d)
 /* ---- ops ---------------------------------------------------------------------------------------------------- */
 static void fz_dev_opened(int d, gf_device *dev)
 {
-    gf_device_info info;
+    gf_device_info info = {0};
     F.dev[d] = dev;
     F.profiled[d] = 0;
     if (FZ_CALL(NULL, gf_device_get_info(dev, &info)) != GF_OK || info.backend != GF_BACKEND_STUB || !info.max_kernel_args_bytes)
@@ -1655,7 +1655,7 @@ static void op_capture_end(fz_in *in)
     else if (i >= 0 && (role = fz_capture_role(s)) != 1) fz_bad(&e, GF_ERROR_CAPTURE);   /* not capturing, or joined */
     c = i >= 0 ? fz_cap_of(s) : -1;
     if (FZ_CALL(&e, gf_stream_end_capture(s, noout ? NULL : &g)) == GF_OK) {
-        gf_graph_info gi;
+        gf_graph_info gi = {0};
         if (c < 0) fz_die(__LINE__, "gf_stream_end_capture", "ended a capture the fuzzer did not begin");
         fz_graph_add(g, d, F.cap[c].deps | fz_deps_live(), F.cap[c].stale, F.cap[c].gpool);
         if (FZ_CALL(NULL, gf_graph_get_info(g, &gi)) == GF_OK && gi.nodes < 0) fz_die(__LINE__, "gf_graph_get_info", "negative node count");
@@ -1747,7 +1747,7 @@ static void op_graph_misc(fz_in *in)
     int gi, d, si;
     gf_graph *g = fz_pick_graph(in, &e, &gi);
     unsigned sel = fz_u8(in) % 5;
-    gf_graph_info info;
+    gf_graph_info info = {0};
     if (sel == 4) {
         gf_result bad;
         const char *path = fz_path(in, &bad);
