@@ -121,7 +121,7 @@ extern "C" {
 #endif
 
 #define GPUFLOW_VERSION_MAJOR 0
-#define GPUFLOW_VERSION_MINOR 1
+#define GPUFLOW_VERSION_MINOR 2
 
 /* ---- results ------------------------------------------------------------------------ */
 typedef enum gf_result {
