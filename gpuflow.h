@@ -110,7 +110,13 @@
 
 #ifndef GPUFLOW_API
 #  ifdef GPUFLOW_STATIC
-#    define GPUFLOW_API static
+/* One translation unit rarely calls every function: marked unused, the rest are dropped
+   without a "defined but not used" warning (which -Werror builds would fail on). */
+#    if defined(__GNUC__) || defined(__clang__)
+#      define GPUFLOW_API static __attribute__((unused))
+#    else
+#      define GPUFLOW_API static
+#    endif
 #  else
 #    define GPUFLOW_API extern
 #  endif
@@ -212,6 +218,11 @@ typedef struct gf_device_info {
     int    spirv;                 /* gf_module_desc.spirv is accepted */
     size_t max_kernel_args_bytes; /* a launch's arguments together (CUDA's parameter space,
                                      CL_DEVICE_MAX_PARAMETER_SIZE); larger ones are refused */
+    /* Launch limits (0: the backend did not say); gf_launch refuses dims past them with
+       GF_ERROR_INVALID_ARGUMENT on every backend, the stub included. */
+    unsigned max_threads_per_block; /* block[0] * block[1] * block[2] */
+    unsigned max_block[3];        /* block[d] */
+    unsigned max_grid[3];         /* grid[d] (blocks, not threads) */
     char   note[256];             /* for GF_BACKEND_AUTO: why other backends were passed over */
 } gf_device_info;
 
@@ -341,12 +352,21 @@ typedef struct gf_arg { const void *value; size_t size; gf_buffer *buffer; } gf_
 #define GF_ARG_BUFFER_READ(b) { 0, GF_ARG_READ_ONLY, (b) }
 
 typedef struct gf_kernel_ctx { unsigned grid[3], block[3], block_idx[3], thread_idx[3]; } gf_kernel_ctx;
+/* One parameter of a stub kernel, as GF_KERNEL declares it: gf_launch checks each argument
+   against it (a buffer for a pointer, a value of `size` bytes otherwise). */
+typedef struct gf_stub_param {
+    const char *name;             /* "n" */
+    const char *type;             /* as written: "GF_GLOBAL float *", "unsigned" */
+    size_t size;                  /* sizeof the type; a '*' in type makes it a buffer parameter */
+} gf_stub_param;
 /* A stub kernel runs once per thread; args[i] points at the argument's value, and for a
    buffer at a pointer to the buffer's host memory (as CUDA's kernelParams do). */
 typedef struct gf_stub_kernel {
     const char *name;
     void (*fn)(const gf_kernel_ctx *ctx, void *const *args);
-    int param_count;              /* arguments a launch must pass; 0: not checked */
+    int param_count;              /* arguments a launch must pass; 0: not checked (unless params) */
+    const gf_stub_param *params;  /* param_count entries checked at launch (GF_STUB_KERNEL sets
+                                     them; NULL: only the count); must outlive the module */
 } gf_stub_kernel;
 typedef struct gf_module_desc {
     const char *ptx; const void *cubin; size_t cubin_size;
@@ -430,7 +450,7 @@ typedef struct gf_race_info {
    the stream's thread, so barriers and shared arrays work as on a GPU. */
 #define GF_KERNELS_AS_TEXT(...) #__VA_ARGS__
 #define GF_KERNELS_AS_C(...)    __VA_ARGS__
-#define GF_STUB_KERNEL(name)    { #name, name##__gf_entry, name##__gf_params }   /* a gf_stub_kernel initializer */
+#define GF_STUB_KERNEL(name)    { #name, name##__gf_entry, name##__gf_params, name##__gf_param_info }   /* a gf_stub_kernel initializer */
 
 /* The dialect as C (the GPU backends get their own definitions in gpuflow's prelude). */
 #if defined(__cplusplus)
@@ -470,6 +490,8 @@ typedef struct gf_race_info {
 #define GF__PARAM_DECL_(type, name) , type name
 #define GF__PARAM_ARG(i, p) , *(GF__PARAM_TYPE_ p *)gf__args[i]
 #define GF__PARAM_TYPE_(type, name) type
+#define GF__PARAM_INFO(i, p) GF__PARAM_INFO_ p
+#define GF__PARAM_INFO_(type, name) { #name, #type, sizeof(type) },
 #define GF_PARAM(type, name) (type, name)
 #define GF_GLOBAL
 #define GF_DEVICE static
@@ -479,11 +501,13 @@ typedef struct gf_race_info {
     static void name##__gf_entry(const gf_kernel_ctx *gf__ctx, void *const *gf__args) { \
         name##__gf_body(gf__ctx GF__EACH(GF__PARAM_ARG, __VA_ARGS__)); } \
     enum { name##__gf_params = GF__COUNT(__VA_ARGS__) }; \
+    static const gf_stub_param name##__gf_param_info[] GF__UNUSED_DECL = { GF__EACH(GF__PARAM_INFO, __VA_ARGS__) }; \
     static void name##__gf_body(GF__UNUSED_DECL const gf_kernel_ctx *gf__ctx GF__EACH(GF__PARAM_DECL, __VA_ARGS__))
 #define GF_KERNEL0(name) \
     static void name##__gf_body(GF__UNUSED_DECL const gf_kernel_ctx *gf__ctx); \
     static void name##__gf_entry(const gf_kernel_ctx *gf__ctx, void *const *gf__args) { (void)gf__args; name##__gf_body(gf__ctx); } \
     enum { name##__gf_params = 0 }; \
+    static const gf_stub_param name##__gf_param_info[1] GF__UNUSED_DECL = { { 0, 0, 0 } }; \
     static void name##__gf_body(GF__UNUSED_DECL const gf_kernel_ctx *gf__ctx)
 #define gf_global_id(d)   ((unsigned)(gf__ctx->block_idx[d] * gf__ctx->block[d] + gf__ctx->thread_idx[d]))
 #define gf_local_id(d)    (gf__ctx->thread_idx[d])
@@ -1265,6 +1289,8 @@ struct gf_device {
     gf_stream *sync_stream;         /* carries the synchronous copies */
     gf_event_pool *events;          /* the device's own events: barriers, flows, profiler */
     uint64_t next_id;
+    uint64_t next_label;            /* "stream N" counts the streams the program made */
+    unsigned fork_count;            /* gf__fork_count when opened: a child of fork() differs */
     gf__capture *captures;          /* in progress */
     gf__profiler *profiler;         /* made by the first gf_profiler_enable, kept until close */
     int profiling;                  /* atomic: operations are being timed */
@@ -1389,6 +1415,8 @@ struct gf_kernel {
     void *native;                   /* CUfunction, cl_kernel, ... */
     void (*stub_fn)(const gf_kernel_ctx *, void *const *);
     int param_count;                /* arguments a launch must pass; 0: unknown, not checked */
+    const gf_stub_param *params;    /* param_count entries, each checked at launch; NULL: none */
+    uint32_t buffer_params;         /* bit i: params[i] is a pointer (a '*' in its type) */
     gf__mutex lock;                 /* OpenCL: clSetKernelArg + enqueue must not interleave */
     gf_kernel *next;
 };
@@ -1721,9 +1749,8 @@ static gf_result gf__backend_load(gf_backend b, const gf__backend **out) {
         return gf__fail(GF_ERROR_INVALID_ARGUMENT, "backend %d is not a gf_backend", (int)b);
     if (!be)
         return gf__fail(GF_ERROR_BACKEND_UNAVAILABLE,
-                        "%s backend is not compiled in (define GPUFLOW_%s and include gpuflow_%s.h)",
-                        gf_backend_name(b), b == GF_BACKEND_CUDA ? "CUDA" : b == GF_BACKEND_HIP ? "HIP" : "OPENCL",
-                        gf_backend_name(b));
+                        "%s backend is not compiled in: build with -DGPUFLOW_%s (its vendor headers on the include path)",
+                        gf_backend_name(b), b == GF_BACKEND_CUDA ? "CUDA" : b == GF_BACKEND_HIP ? "HIP" : "OPENCL");
     *out = be;
     return be->load();
 }
@@ -1796,6 +1823,34 @@ static void gf__device_env(gf_device *dev) {
 }
 
 /* Opens device index of b, or (native != NULL) a gf_device over an engine's own device. */
+/* ---- waits that could never end ------------------------------------------------------------ */
+/* fork(): the child gets the parent's memory but not its threads (stub workers, callback and
+   waiter threads) nor its driver context, so a device opened before the fork can neither run
+   work nor finish a wait there. A child handler counts forks; a device remembers the count it
+   was opened under and refuses to be used past a fork. */
+static volatile unsigned gf__fork_count;
+#if !defined(_WIN32)
+static void gf__on_fork_child(void) { gf__fork_count++; }
+static pthread_once_t gf__fork_once = PTHREAD_ONCE_INIT;
+static void gf__fork_register(void) { pthread_atfork(NULL, NULL, gf__on_fork_child); }
+#endif
+static gf_result gf__refuse_forked(const gf_device *dev, const char *fn) {
+    if (dev->fork_count == gf__fork_count) return GF_OK;
+    return gf__fail(GF_ERROR_INVALID_STATE, "%s: the device was opened before fork(); its threads and driver state stayed in the "
+                    "parent: open a fresh device in the child (and leave this one alone there)", fn);
+}
+/* The stream whose host callback this thread is running (NULL: none). A wait from inside it
+   for that stream, or for the whole device, would wait for the callback itself. */
+static GF__TLS gf_stream *gf__callback_stream;
+static gf_result gf__refuse_self_wait(const char *fn, gf_device *dev, const gf_stream *s) {
+    const gf_stream *cb = gf__callback_stream;
+    gf_result r = gf__refuse_forked(dev, fn);
+    if (r != GF_OK || !cb || (s ? cb != s : cb->dev != dev)) return r;
+    return gf__fail(GF_ERROR_INVALID_STATE, "%s: called from a host callback of stream '%s', it would wait for that callback to "
+                    "return and never end; wait outside the callback (signal a thread of your own, or use gf_event_on_complete)",
+                    fn, cb->label);
+}
+
 static gf_result gf__device_open_on(gf_backend b, int index, const gf_native_device *native, gf_device **out) {
     const gf__backend *be = NULL;
     gf_device *dev;
@@ -1813,6 +1868,10 @@ static gf_result gf__device_open_on(gf_backend b, int index, const gf_native_dev
     dev->type = GF__T_DEVICE;
     dev->be = be;
     dev->index = index;
+#if !defined(_WIN32)
+    pthread_once(&gf__fork_once, gf__fork_register);
+#endif
+    dev->fork_count = gf__fork_count;
     gf__mutex_init(&dev->lock);
     gf__cond_init(&dev->released);
     gf__mutex_init(&dev->stage_lock);
@@ -1878,6 +1937,7 @@ GPUFLOW_IMPL gf_result gf_device_open(gf_backend b, int index, gf_device **out) 
 
 GPUFLOW_IMPL void gf_device_close(gf_device *dev) {
     GF__CHECK_VOID(dev, GF__T_DEVICE);
+    if (gf__refuse_self_wait(__func__, dev, NULL) != GF_OK) return;   /* kept: closing waits for the device */
     gf_device_synchronize(dev);
     gf__waiter_stop(dev);
     gf__profiler_free(dev);
@@ -1918,6 +1978,7 @@ GPUFLOW_IMPL gf_result gf_device_synchronize(gf_device *dev) {
     uint64_t after = 0, last;
     gf_result r = GF_OK;
     GF__CHECK(dev, GF__T_DEVICE);
+    if ((r = gf__refuse_self_wait(__func__, dev, NULL)) != GF_OK) return r;
     last = gf__atomic_load(&dev->next_id);
     for (;;) {
         gf_stream *next = NULL;
@@ -2431,8 +2492,11 @@ typedef struct gf__callback_ctx { gf_callback fn; void *user; gf_stream *s; int 
 static void gf__callback_run(void *p) {
     gf__callback_ctx *c = (gf__callback_ctx *)p;
     gf_result status = c->s ? (gf_result)gf__atomic_load_int(&c->s->status) : GF_OK;
+    gf_stream *outer = gf__callback_stream;
     if (c->s) gf__atomic_store_int(&c->s->callback_running, 1);   /* for gf_device_write_state */
+    gf__callback_stream = c->s;
     c->fn(c->user, status);
+    gf__callback_stream = outer;
     if (c->s) gf__atomic_store_int(&c->s->callback_running, 0);
     if (!c->kept) gf__free(c);
 }
@@ -2531,6 +2595,7 @@ static gf_result gf__capture_add(gf_stream *s, const gf__cmd *c);
 /* The one path by which work reaches a stream: recorded when it captures, else run. */
 static gf_result gf__submit(gf_stream *s, const gf__cmd *c) {
     gf_result r;
+    if (s->dev->fork_count != gf__fork_count) return gf__refuse_forked(s->dev, "gpuflow: enqueue");
     gf__lock(&s->lock);
     r = s->capture ? gf__capture_add(s, c) : gf__exec_counted(s, c);
     gf__unlock(&s->lock);
@@ -2550,7 +2615,8 @@ static gf_result gf__stream_new_on(gf_device *dev, const char *label, gf_priorit
     s->dev = dev;
     s->id = gf__atomic_add(&dev->next_id, 1) + 1;
     if (label && *label) gf__copy_str(s->label, sizeof s->label, label);
-    else snprintf(s->label, sizeof s->label, "stream %llu", (unsigned long long)s->id);
+    else   /* numbered among the streams the program made: the device's own take ids too */
+        snprintf(s->label, sizeof s->label, "stream %llu", (unsigned long long)(gf__atomic_add(&dev->next_label, 1) + 1));
     s->priority = prio;
     s->internal = internal;
     s->borrowed = wrap != NULL;
@@ -2640,6 +2706,7 @@ GPUFLOW_IMPL void gf_stream_destroy(gf_stream *s) {
                  s->label, s->pool ? "stream pool" : "stream set, flow or device");
         return;
     }
+    if (gf__refuse_self_wait(__func__, s->dev, s) != GF_OK) return;   /* kept: it cannot drain */
     gf__stream_free(s);
 }
 
@@ -2655,6 +2722,7 @@ static gf_result gf__refuse_in_capture(gf_stream *s, const char *fn) {
 GPUFLOW_IMPL gf_result gf_stream_synchronize(gf_stream *s) {
     gf_result r;
     GF__CHECK(s, GF__T_STREAM);
+    if ((r = gf__refuse_self_wait(__func__, s->dev, s)) != GF_OK) return r;
     if ((r = gf__refuse_in_capture(s, __func__)) != GF_OK) return r;
     return gf__stream_sync(s);
 }
@@ -2846,6 +2914,7 @@ GPUFLOW_IMPL void gf_buffer_destroy(gf_buffer *buf) {
         gf__fail(GF_ERROR_CAPTURE, "gf_buffer_destroy: a capture in progress uses the buffer");
         return;
     }
+    if (gf__refuse_self_wait(__func__, buf->dev, NULL) != GF_OK) return;   /* kept: it waits for the device */
     if (GF__RACE_ON(buf->dev)) gf__race_free(buf, NULL);   /* before the wait that would hide it */
     if (gf__settle_for_destroy(buf->dev, __func__, "buffer") != GF_OK) return;
     gf__buffer_free(buf);
@@ -3168,6 +3237,7 @@ GPUFLOW_IMPL gf_result gf_device_set_memory_limit(gf_device *dev, size_t bytes) 
 GPUFLOW_IMPL gf_result gf_device_trim(gf_device *dev, size_t keep_bytes) {
     gf_result r;
     GF__CHECK(dev, GF__T_DEVICE);
+    if ((r = gf__refuse_self_wait(__func__, dev, NULL)) != GF_OK) return r;
     /* frees still queued on streams reach the driver's pool only when they run */
     if ((r = gf_device_synchronize(dev)) != GF_OK) return r;
     gf__cache_release(dev, keep_bytes, 1);
@@ -3343,7 +3413,12 @@ GPUFLOW_IMPL gf_result gf_event_synchronize(gf_event *ev) {
     gf_result r;
     GF__CHECK(ev, GF__T_EVENT);
     if ((r = gf__event_check_wait(__func__, ev)) != GF_OK) return r;
+    if ((r = gf__refuse_forked(ev->dev, __func__)) != GF_OK) return r;
     if (!gf__atomic_load_int(&ev->recorded)) return GF_OK;
+    if (gf__callback_stream && gf__callback_stream->dev == ev->dev &&
+        gf__event_latest(ev).stream_id == gf__callback_stream->id && ev->dev->be->event_query(ev) == GF_NOT_READY)
+        /* recorded after this callback on its own stream: it completes only once the callback returns */
+        return gf__refuse_self_wait(__func__, ev->dev, gf__callback_stream);
     if (ev->dev->hang_ms && gf__poll(gf__event_query_backend, ev, ev->dev->hang_ms) == GF_TIMEOUT) {
         gf__record_info rec = gf__event_latest(ev);
         char label[80], what[128];
@@ -5623,8 +5698,13 @@ static uint64_t gf__hash(uint64_t h, const void *data, size_t n) {
 }
 static uint64_t gf__hash_str(uint64_t h, const char *s) { return gf__hash(h, s ? s : "", s ? strlen(s) + 1 : 1); }
 
-static void gf__cache_path(char *path, size_t cap, const char *dir, const uint64_t key[2]) {
-    snprintf(path, cap, "%s/gpuflow-%016llx%016llx.bin", dir, (unsigned long long)key[0], (unsigned long long)key[1]);
+/* The entry's path, allocated to fit: a long directory (PATH_MAX is 4096 on Linux) is never
+   cut short, which would put the entry somewhere else. NULL: out of host memory. */
+static char *gf__cache_path(const char *dir, const uint64_t key[2]) {
+    size_t n = strlen(dir) + 64;
+    char *path = (char *)gf__malloc(n);
+    if (path) snprintf(path, n, "%s/gpuflow-%016llx%016llx.bin", dir, (unsigned long long)key[0], (unsigned long long)key[1]);
+    return path;
 }
 /* GF_OK with the binary; GF_ERROR_NOT_FOUND for a miss (or a file that does not match). */
 static gf_result gf__cache_read(const char *path, const uint64_t key[2], void **binary, size_t *size, gf__binary_kind *kind) {
@@ -5632,9 +5712,14 @@ static gf_result gf__cache_read(const char *path, const uint64_t key[2], void **
     FILE *f = fopen(path, "rb");
     void *data = NULL;
     int ok;
+    long end = -1;
     if (!f) return GF_ERROR_NOT_FOUND;
-    ok = fread(&h, sizeof h, 1, f) == 1 && !memcmp(h.magic, "gpuflow1", 8) && h.key[0] == key[0] && h.key[1] == key[1] &&
-         h.size > 0 && h.size < ((uint64_t)1 << 31) && (data = gf__malloc((size_t)h.size)) != NULL &&
+    /* The size field must be what the file holds before anything is allocated for it: a
+       forged one would otherwise allocate up to 2 GiB for a file of a few bytes. */
+    if (fseek(f, 0, SEEK_END) == 0) end = ftell(f);
+    ok = end >= (long)sizeof h && fseek(f, 0, SEEK_SET) == 0 &&
+         fread(&h, sizeof h, 1, f) == 1 && !memcmp(h.magic, "gpuflow1", 8) && h.key[0] == key[0] && h.key[1] == key[1] &&
+         h.size > 0 && h.size == (uint64_t)end - sizeof h && (data = gf__malloc((size_t)h.size)) != NULL &&
          fread(data, 1, (size_t)h.size, f) == (size_t)h.size && gf__hash(1469598103934665603u, data, (size_t)h.size) == h.sum;
     fclose(f);
     if (!ok) { gf__free(data); return GF_ERROR_NOT_FOUND; }
@@ -5645,20 +5730,27 @@ static gf_result gf__cache_read(const char *path, const uint64_t key[2], void **
 }
 static void gf__cache_write(const char *path, const uint64_t key[2], const void *binary, size_t size, gf__binary_kind kind) {
     gf__cache_header h;
-    char tmp[1100];
+    size_t n = strlen(path) + 32;
+    char *tmp = (char *)gf__malloc(n);
     FILE *f;
     int ok;
+    if (!tmp) { gf__notice(GF_LOG_WARNING, "gf_module_load: out of host memory: '%s' is not cached", path); return; }
     memset(&h, 0, sizeof h);
     memcpy(h.magic, "gpuflow1", 8);
     h.key[0] = key[0]; h.key[1] = key[1];
     h.kind = (uint32_t)kind;
     h.size = size;
     h.sum = gf__hash(1469598103934665603u, binary, size);
-    snprintf(tmp, sizeof tmp, "%s.%llx.tmp", path, (unsigned long long)(gf__now_ns() ^ (uintptr_t)&h));
-    if (!(f = fopen(tmp, "wb"))) { gf__notice(GF_LOG_WARNING, "gf_module_load: cannot write the kernel cache file '%s'", tmp); return; }
+    snprintf(tmp, n, "%s.%llx.tmp", path, (unsigned long long)(gf__now_ns() ^ (uintptr_t)&h));
+    if (!(f = fopen(tmp, "wb"))) {
+        gf__notice(GF_LOG_WARNING, "gf_module_load: cannot write the kernel cache file '%s'", tmp);
+        gf__free(tmp);
+        return;
+    }
     ok = fwrite(&h, sizeof h, 1, f) == 1 && fwrite(binary, 1, size, f) == size;
     ok = fclose(f) == 0 && ok;
     if (!ok || rename(tmp, path) != 0) { remove(tmp); gf__notice(GF_LOG_WARNING, "gf_module_load: cannot write the kernel cache file '%s'", path); }
+    gf__free(tmp);
 }
 
 /* A module from dialect source: the prelude and the source compiled for this device (through
@@ -5671,13 +5763,10 @@ static gf_result gf__module_load_source(gf_module *mod, const gf_module_desc *de
     const char *dir = desc->cache_dir ? desc->cache_dir : getenv("GPUFLOW_CACHE_DIR");
     gf_module_desc d = *desc;
     size_t n = (prelude ? strlen(prelude) : 0) + strlen(name) + strlen(desc->source) + 32;
-    char *text = (char *)gf__malloc(n), path[1024];
-    void *binary = NULL;
-    size_t size = 0;
-    gf__binary_kind kind = GF__BINARY_PTX;
+    char *text = (char *)gf__malloc(n), *path = NULL;
     uint64_t key[2] = { 0, 0 };
-    gf_result r;
-    int cached = 0;
+    gf_result r = GF_OK;
+    int attempt;
     if (!text) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_module_load: out of host memory");
     /* #line: the compiler's log counts lines and names the file as the user wrote them */
     if (strpbrk(name, "\"\\\n")) snprintf(text, n, "%s\n%s", prelude ? prelude : "", desc->source);
@@ -5695,28 +5784,35 @@ static gf_result gf__module_load_source(gf_module *mod, const gf_module_desc *de
         if (be->compiler_id) be->compiler_id(dev, id, sizeof id);
         key[0] = gf__hash_str(gf__hash_str(gf__hash_str(1469598103934665603u, text), desc->build_options), id);
         key[1] = gf__hash_str(gf__hash_str(gf__hash_str(0x84222325cbf29ce4u, id), desc->build_options), text);
-        gf__cache_path(path, sizeof path, dir, key);
-        if (gf__cache_read(path, key, &binary, &size, &kind) == GF_OK) cached = 1;
+        if (!(path = gf__cache_path(dir, key))) { gf__free(text); return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_module_load: out of host memory"); }
     }
-    if (!cached && (r = be->compile(dev, name, text, desc->build_options, &binary, &size, &kind)) != GF_OK) { gf__free(text); return r; }
-    gf__free(text);
-    if (dir && *dir) {
+    /* At most two attempts: the cached binary, then (if the driver refuses it) a fresh compile
+       that does not read the cache again, whether or not the bad entry could be removed. */
+    for (attempt = 0; attempt < 2; attempt++) {
+        void *binary = NULL;
+        size_t size = 0;
+        gf__binary_kind kind = GF__BINARY_PTX;
+        int cached = attempt == 0 && path && gf__cache_read(path, key, &binary, &size, &kind) == GF_OK;
+        if (!cached && (r = be->compile(dev, name, text, desc->build_options, &binary, &size, &kind)) != GF_OK) break;
         if (cached) gf__notice(GF_LOG_INFO, "gf_module_load: '%s' from the kernel cache (%s)", name, path);
-        else gf__cache_write(path, key, binary, size, kind);
+        else if (path) gf__cache_write(path, key, binary, size, kind);
+        d.ptx = NULL; d.cubin = d.hip_code = d.opencl_binary = NULL;
+        switch (kind) {
+        case GF__BINARY_PTX:    d.ptx = (const char *)binary; break;
+        case GF__BINARY_CUBIN:  d.cubin = binary; d.cubin_size = size; break;
+        case GF__BINARY_HIP:    d.hip_code = binary; d.hip_code_size = size; break;
+        case GF__BINARY_OPENCL: d.opencl_binary = binary; d.opencl_binary_size = size; break;
+        }
+        r = be->module_load(mod, &d);
+        gf__free(binary);
+        if (r == GF_OK || !cached) break;
+        if (remove(path) != 0)
+            gf__notice(GF_LOG_WARNING, "gf_module_load: the cached '%s' did not load and cannot be removed (%s); compiling it afresh", name, path);
+        else
+            gf__notice(GF_LOG_WARNING, "gf_module_load: the cached '%s' did not load; rebuilding it", name);
     }
-    switch (kind) {
-    case GF__BINARY_PTX:    d.ptx = (const char *)binary; break;
-    case GF__BINARY_CUBIN:  d.cubin = binary; d.cubin_size = size; break;
-    case GF__BINARY_HIP:    d.hip_code = binary; d.hip_code_size = size; break;
-    case GF__BINARY_OPENCL: d.opencl_binary = binary; d.opencl_binary_size = size; break;
-    }
-    r = be->module_load(mod, &d);
-    gf__free(binary);
-    if (r != GF_OK && cached) {   /* a cached entry the driver refuses: removed, then rebuilt once */
-        gf__notice(GF_LOG_WARNING, "gf_module_load: the cached '%s' did not load; rebuilding it", name);
-        remove(path);
-        return gf__module_load_source(mod, desc);
-    }
+    gf__free(text);
+    gf__free(path);
     return r;
 }
 
@@ -5790,19 +5886,59 @@ GPUFLOW_IMPL void gf_module_destroy(gf_module *mod) {
     gf__obj_free(mod->dev, mod);
 }
 
+/* The device's launch limits, in 64 bits: a block of 65536 x 65536 threads is 2^32, which
+   32-bit arithmetic reads as 0. */
+static gf_result gf__launch_dims_check(const gf_device_info *info, const gf_launch_dims *dims, const char *kernel) {
+    static const char axis[3] = { 'x', 'y', 'z' };
+    uint64_t threads = 1;
+    int d;
+    for (d = 0; d < 3; d++) {
+        if (dims->grid[d] == 0 || dims->block[d] == 0)
+            return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_launch: grid and block sizes must be >= 1 in every dimension (use 1 for unused ones)");
+        if (info->max_block[d] && dims->block[d] > info->max_block[d])
+            return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_launch: kernel '%s': block.%c = %u is past the device's limit of %u",
+                            kernel, axis[d], dims->block[d], info->max_block[d]);
+        if (info->max_grid[d] && dims->grid[d] > info->max_grid[d])
+            return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_launch: kernel '%s': grid.%c = %u blocks is past the device's limit of %u",
+                            kernel, axis[d], dims->grid[d], info->max_grid[d]);
+        threads *= dims->block[d];
+    }
+    if (info->max_threads_per_block && threads > info->max_threads_per_block)
+        return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_launch: kernel '%s': a block of %u x %u x %u = %llu threads is past the device's limit of %u per block",
+                        kernel, dims->block[0], dims->block[1], dims->block[2], (unsigned long long)threads, info->max_threads_per_block);
+    return GF_OK;
+}
+
+/* Each argument against the kernel's parameter as GF_KERNEL declared it: a buffer where a
+   GF_GLOBAL pointer goes, a value of the parameter's size elsewhere. GPU drivers check less
+   (CUDA not at all), so this is where a double passed for an unsigned is caught. */
+static gf_result gf__launch_param_check(const gf_kernel *k, const gf_arg *a, int i) {
+    const gf_stub_param *p = &k->params[i];
+    int pointer = i < 32 && (k->buffer_params >> i & 1u);
+    if (pointer && !a->buffer)
+        return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_launch: kernel '%s' parameter %d '%s' (%s) takes a buffer (GF_ARG_BUFFER); a %llu-byte value was given",
+                        k->name, i, p->name, p->type, (unsigned long long)a->size);
+    if (!pointer && a->buffer)
+        return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_launch: kernel '%s' parameter %d '%s' (%s) takes a %llu-byte value (GF_ARG); a buffer was given",
+                        k->name, i, p->name, p->type, (unsigned long long)p->size);
+    if (!pointer && a->size != p->size)
+        return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_launch: kernel '%s' parameter %d '%s' (%s) is %llu bytes; the argument is %llu bytes",
+                        k->name, i, p->name, p->type, (unsigned long long)p->size, (unsigned long long)a->size);
+    return GF_OK;
+}
+
 GPUFLOW_IMPL gf_result gf_launch(gf_stream *s, gf_kernel *k, gf_launch_dims dims, const gf_arg *args, int count) {
     gf__cmd c;
     size_t limit, total = 0;
+    gf_result r;
     int i;
     GF__CHECK(s, GF__T_STREAM);
     GF__CHECK(k, GF__T_KERNEL);
     GF__SAME_DEVICE(s->dev, k->mod->dev);
     limit = s->dev->info.max_kernel_args_bytes;
-    for (i = 0; i < 3; i++)
-        if (dims.grid[i] == 0 || dims.block[i] == 0)
-            return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_launch: grid and block sizes must be >= 1 in every dimension (use 1 for unused ones)");
+    if ((r = gf__launch_dims_check(&s->dev->info, &dims, k->name)) != GF_OK) return r;
     if (count < 0 || (count > 0 && !args)) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_launch: %d arguments but args is %s", count, args ? "set" : "NULL");
-    if (k->param_count && count != k->param_count)
+    if ((k->param_count || k->params) && count != k->param_count)
         return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_launch: kernel '%s' takes %d arguments; %d were given", k->name, k->param_count, count);
     for (i = 0; i < count; i++) {
         size_t bytes = args[i].buffer ? sizeof(uint64_t) : args[i].size;
@@ -5817,6 +5953,7 @@ GPUFLOW_IMPL gf_result gf_launch(gf_stream *s, gf_kernel *k, gf_launch_dims dims
             return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_launch: args[%d] (%llu bytes) takes the arguments past the %s device's limit of %llu bytes",
                             i, (unsigned long long)bytes, s->dev->be->name, (unsigned long long)limit);
         total += bytes;
+        if (k->params && (r = gf__launch_param_check(k, &args[i], i)) != GF_OK) return r;
     }
     /* Only the launch's fields: every reader of a command looks at its kind's fields alone, and
        zeroing all of gf__cmd was the largest item of gpuflow's own cost per launch. */
@@ -6336,6 +6473,10 @@ static gf_result gf__stub_device_open(gf_device *dev, int index) {
     dev->info.total_memory = (size_t)GPUFLOW_STUB_MEMORY;
     dev->info.compute_units = 1;
     dev->info.managed_memory = 1;
+    /* CUDA's limits, so that a launch the stub runs is one a GPU takes. */
+    dev->info.max_threads_per_block = 1024;
+    dev->info.max_block[0] = 1024; dev->info.max_block[1] = 1024; dev->info.max_block[2] = 64;
+    dev->info.max_grid[0] = 2147483647u; dev->info.max_grid[1] = 65535; dev->info.max_grid[2] = 65535;
     return GF_OK;
 }
 static void gf__stub_device_close(gf_device *dev) { gf__free(dev->native); }
@@ -6788,12 +6929,22 @@ static gf_result gf__stub_module_load(gf_module *mod, const gf_module_desc *desc
     return GF_OK;
 }
 static void gf__stub_module_unload(gf_module *mod) { gf__free(mod->stub_kernels); }
+/* Which parameters are pointers, read once from the types as written. */
+static uint32_t gf__buffer_params(const gf_stub_param *params, int count) {
+    uint32_t mask = 0;
+    int i;
+    for (i = 0; params && i < count && i < 32; i++)
+        if (params[i].type && strchr(params[i].type, '*')) mask |= (uint32_t)1 << i;
+    return mask;
+}
 static gf_result gf__stub_kernel_get(gf_kernel *k) {
     int i;
     for (i = 0; i < k->mod->stub_kernel_count; i++)
         if (k->mod->stub_kernels[i].name && !strcmp(k->mod->stub_kernels[i].name, k->name) && k->mod->stub_kernels[i].fn) {
             k->stub_fn = k->mod->stub_kernels[i].fn;
             k->param_count = k->mod->stub_kernels[i].param_count;
+            k->params = k->mod->stub_kernels[i].params;
+            k->buffer_params = gf__buffer_params(k->params, k->param_count);
             return GF_OK;
         }
     return gf__fail(GF_ERROR_NOT_FOUND, "stub: the module has no kernel named '%s'", k->name);
@@ -6862,12 +7013,27 @@ static const gf__backend *gf__stub_backend(void) { return gf__backend_once(&gf__
 /* One macro per backend: GPUFLOW_CUDA / _HIP / _OPENCL with the implementation pulls in the
    backend's header from this file's own directory (including it yourself as well is fine). */
 #ifdef GPUFLOW_CUDA
+#  if defined(__has_include)
+#    if !__has_include("gpuflow_cuda.h")
+#      error "gpuflow: GPUFLOW_CUDA needs gpuflow_cuda.h in the same directory as gpuflow.h (it ships with gpuflow: copy it beside gpuflow.h)"
+#    endif
+#  endif
 #  include "gpuflow_cuda.h"
 #endif
 #ifdef GPUFLOW_HIP
+#  if defined(__has_include)
+#    if !__has_include("gpuflow_hip.h")
+#      error "gpuflow: GPUFLOW_HIP needs gpuflow_hip.h in the same directory as gpuflow.h (it ships with gpuflow: copy it beside gpuflow.h)"
+#    endif
+#  endif
 #  include "gpuflow_hip.h"
 #endif
 #ifdef GPUFLOW_OPENCL
+#  if defined(__has_include)
+#    if !__has_include("gpuflow_opencl.h")
+#      error "gpuflow: GPUFLOW_OPENCL needs gpuflow_opencl.h in the same directory as gpuflow.h (it ships with gpuflow: copy it beside gpuflow.h)"
+#    endif
+#  endif
 #  include "gpuflow_opencl.h"
 #endif
 

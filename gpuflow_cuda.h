@@ -145,6 +145,16 @@
 
 #if defined(GPUFLOW_IMPLEMENTATION) && defined(GPUFLOW_CUDA) && !defined(GPUFLOW_CUDA_IMPLEMENTATION_DONE)
 #define GPUFLOW_CUDA_IMPLEMENTATION_DONE
+/* A missing vendor header is named here, with what to install, rather than left to the
+   compiler's bare "No such file". */
+#if defined(__has_include)
+#  if !__has_include(<cuda.h>)
+#    error "gpuflow: GPUFLOW_CUDA needs cuda.h from the CUDA toolkit (12.3 or newer) on the include path: add -I/usr/local/cuda/include (where NVIDIA's toolkit installs it), or leave GPUFLOW_CUDA undefined"
+#  endif
+#  if !defined(GPUFLOW_NO_NVRTC) && !__has_include(<nvrtc.h>)
+#    error "gpuflow: GPUFLOW_CUDA needs nvrtc.h beside cuda.h for kernels from source: add the toolkit's include directory, or define GPUFLOW_NO_NVRTC to leave the run-time compiler out"
+#  endif
+#endif
 /* cuda.h uses anonymous unions (C11) and NVTX converts dlsym's result directly: keep a
    -std=c99 -Wpedantic build of gpuflow quiet about headers it does not own. */
 #if defined(__GNUC__)
@@ -531,6 +541,17 @@ static gf_result gf__cuda_device_start(gf_device *dev, gf__cuda_device *d) {
     GF__CUDA_STEP(DeviceGetAttribute, (&concurrent, CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS, d->dev));
     GF__CUDA_STEP(DeviceGetAttribute, (&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, d->dev));
     GF__CUDA_STEP(DeviceGetAttribute, (&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, d->dev));
+    {   /* launch limits, which gf_launch checks before the driver does */
+        static const CUdevice_attribute limits[7] = {
+            CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X, CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y,
+            CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z, CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X, CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y,
+            CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z };
+        unsigned *into[7];
+        int v = 0, i;
+        into[0] = &info->max_threads_per_block;
+        for (i = 0; i < 3; i++) { into[1 + i] = &info->max_block[i]; into[4 + i] = &info->max_grid[i]; }
+        for (i = 0; i < 7; i++) { GF__CUDA_STEP(DeviceGetAttribute, (&v, limits[i], d->dev)); *into[i] = v > 0 ? (unsigned)v : 0; }
+    }
     info->total_memory = total;
     info->compute_units = units;
     info->native_graphs = 1;

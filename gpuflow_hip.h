@@ -159,6 +159,14 @@
 #ifndef __HIP_PLATFORM_AMD__
 #  define __HIP_PLATFORM_AMD__   /* the header's AMD declarations, without the HIP compiler */
 #endif
+#if defined(__has_include)
+#  if !__has_include(<hip/hip_version.h>) || !__has_include(<hip/hip_runtime_api.h>)
+#    error "gpuflow: GPUFLOW_HIP needs HIP's headers (5.2 or newer: hip/hip_version.h, hip/hip_runtime_api.h) on the include path: add -I/opt/rocm/include (Debian: apt-get install libamdhip64-dev), or leave GPUFLOW_HIP undefined"
+#  endif
+#  if !defined(GPUFLOW_NO_HIPRTC) && !__has_include(<hip/hiprtc.h>)
+#    error "gpuflow: GPUFLOW_HIP needs hip/hiprtc.h (part of HIP's headers: Debian's libamdhip64-dev, or ROCm's include directory) for kernels from source, or define GPUFLOW_NO_HIPRTC to leave the run-time compiler out"
+#  endif
+#endif
 #include <hip/hip_version.h>
 #if !defined(HIP_VERSION_MAJOR) || !defined(HIP_VERSION_MINOR) || \
     HIP_VERSION_MAJOR < 5 || (HIP_VERSION_MAJOR == 5 && HIP_VERSION_MINOR < 2)
@@ -577,6 +585,17 @@ static gf_result gf__hip_device_start(gf_device *dev, int ordinal, int borrowed)
     GF__HIP_OPEN_STEP(DeviceGetAttribute, (&managed, hipDeviceAttributeManagedMemory, ordinal));
     GF__HIP_OPEN_STEP(DeviceGetAttribute, (&pools, hipDeviceAttributeMemoryPoolsSupported, ordinal));
     GF__HIP_OPEN_STEP(DeviceGetAttribute, (&concurrent, hipDeviceAttributeConcurrentManagedAccess, ordinal));
+    {   /* launch limits, which gf_launch checks before the runtime does */
+        static const hipDeviceAttribute_t limits[7] = {
+            hipDeviceAttributeMaxThreadsPerBlock, hipDeviceAttributeMaxBlockDimX, hipDeviceAttributeMaxBlockDimY,
+            hipDeviceAttributeMaxBlockDimZ, hipDeviceAttributeMaxGridDimX, hipDeviceAttributeMaxGridDimY,
+            hipDeviceAttributeMaxGridDimZ };
+        unsigned *into[7];
+        int v = 0, i;
+        into[0] = &info->max_threads_per_block;
+        for (i = 0; i < 3; i++) { into[1 + i] = &info->max_block[i]; into[4 + i] = &info->max_grid[i]; }
+        for (i = 0; i < 7; i++) { GF__HIP_OPEN_STEP(DeviceGetAttribute, (&v, limits[i], ordinal)); *into[i] = v > 0 ? (unsigned)v : 0; }
+    }
     info->total_memory = total;
     info->compute_units = units;
     info->native_graphs = 1;

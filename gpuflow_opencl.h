@@ -85,6 +85,11 @@
 #ifndef CL_USE_DEPRECATED_OPENCL_1_2_APIS
 #  define CL_USE_DEPRECATED_OPENCL_1_2_APIS   /* clCreateCommandQueue, for 1.2 devices */
 #endif
+#if defined(__has_include)
+#  if !__has_include(<CL/cl.h>)
+#    error "gpuflow: GPUFLOW_OPENCL needs the Khronos OpenCL headers (CL/cl.h, 2.1 or newer) on the include path (Debian: apt-get install opencl-headers; elsewhere add -I<dir> holding CL/cl.h), or leave GPUFLOW_OPENCL undefined"
+#  endif
+#endif
 #include <CL/cl.h>
 #include <CL/cl_ext.h>
 
@@ -639,6 +644,14 @@ static gf_result gf__cl_device_init(gf_device *dev, gf__cl_device *d) {
     dev->info.managed_memory = d->fine_svm;
     dev->info.async_alloc = 0;
     dev->info.spirv = d->create_with_il != NULL;
+    {   /* launch limits, which gf_launch checks before the driver does; no limit on groups */
+        size_t group = 0, items[8] = { 0 };   /* at least 3 dimensions; room for a few more */
+        int i;
+        if (GF__CL(clGetDeviceInfo, (d->device, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof group, &group, NULL)) == CL_SUCCESS)
+            dev->info.max_threads_per_block = group > 0xffffffffu ? 0xffffffffu : (unsigned)group;
+        if (GF__CL(clGetDeviceInfo, (d->device, CL_DEVICE_MAX_WORK_ITEM_SIZES, sizeof items, items, NULL)) == CL_SUCCESS)
+            for (i = 0; i < 3; i++) dev->info.max_block[i] = items[i] > 0xffffffffu ? 0xffffffffu : (unsigned)items[i];
+    }
     return GF_OK;
 }
 

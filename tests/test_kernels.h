@@ -33,10 +33,14 @@ static void tk_stub_empty(const gf_kernel_ctx *ctx, void *const *args)
 {
     (void)ctx; (void)args;
 }
+/* What GF_KERNEL would declare for them: gf_launch checks each argument's kind and size. */
+static const gf_stub_param tk_stub_u32_params[3] = {
+    { "p", "uint32_t *", sizeof(uint32_t *) }, { "n", "uint32_t", sizeof(uint32_t) }, { "v", "uint32_t", sizeof(uint32_t) },
+};
 static const gf_stub_kernel tk_stub_kernels[] = {
-    { "fill_u32", tk_stub_fill_u32, 3 },
-    { "add_u32", tk_stub_add_u32, 3 },
-    { "empty", tk_stub_empty, 0 },
+    { "fill_u32", tk_stub_fill_u32, 3, tk_stub_u32_params },
+    { "add_u32", tk_stub_add_u32, 3, tk_stub_u32_params },
+    { "empty", tk_stub_empty, 0, NULL },
 };
 
 static const char tk_opencl_source[] =
