@@ -367,6 +367,8 @@ typedef struct gf_stub_kernel {
     int param_count;              /* arguments a launch must pass; 0: not checked (unless params) */
     const gf_stub_param *params;  /* param_count entries checked at launch (GF_STUB_KERNEL sets
                                      them; NULL: only the count); must outlive the module */
+    int line;                     /* the line of its GF_KERNEL in the kernel file (0: unknown):
+                                     build errors from the device's compiler are reported there */
 } gf_stub_kernel;
 typedef struct gf_module_desc {
     const char *ptx; const void *cubin; size_t cubin_size;
@@ -450,7 +452,7 @@ typedef struct gf_race_info {
    the stream's thread, so barriers and shared arrays work as on a GPU. */
 #define GF_KERNELS_AS_TEXT(...) #__VA_ARGS__
 #define GF_KERNELS_AS_C(...)    __VA_ARGS__
-#define GF_STUB_KERNEL(name)    { #name, name##__gf_entry, name##__gf_params, name##__gf_param_info }   /* a gf_stub_kernel initializer */
+#define GF_STUB_KERNEL(name)    { #name, name##__gf_entry, name##__gf_params, name##__gf_param_info, name##__gf_line }   /* a gf_stub_kernel initializer */
 
 /* The dialect as C (the GPU backends get their own definitions in gpuflow's prelude). */
 #if defined(__cplusplus)
@@ -500,13 +502,13 @@ typedef struct gf_race_info {
     static void name##__gf_body(GF__UNUSED_DECL const gf_kernel_ctx *gf__ctx GF__EACH(GF__PARAM_DECL, __VA_ARGS__)); \
     static void name##__gf_entry(const gf_kernel_ctx *gf__ctx, void *const *gf__args) { \
         name##__gf_body(gf__ctx GF__EACH(GF__PARAM_ARG, __VA_ARGS__)); } \
-    enum { name##__gf_params = GF__COUNT(__VA_ARGS__) }; \
+    enum { name##__gf_params = GF__COUNT(__VA_ARGS__), name##__gf_line = __LINE__ }; \
     static const gf_stub_param name##__gf_param_info[] GF__UNUSED_DECL = { GF__EACH(GF__PARAM_INFO, __VA_ARGS__) }; \
     static void name##__gf_body(GF__UNUSED_DECL const gf_kernel_ctx *gf__ctx GF__EACH(GF__PARAM_DECL, __VA_ARGS__))
 #define GF_KERNEL0(name) \
     static void name##__gf_body(GF__UNUSED_DECL const gf_kernel_ctx *gf__ctx); \
     static void name##__gf_entry(const gf_kernel_ctx *gf__ctx, void *const *gf__args) { (void)gf__args; name##__gf_body(gf__ctx); } \
-    enum { name##__gf_params = 0 }; \
+    enum { name##__gf_params = 0, name##__gf_line = __LINE__ }; \
     static const gf_stub_param name##__gf_param_info[1] GF__UNUSED_DECL = { { 0, 0, 0 } }; \
     static void name##__gf_body(GF__UNUSED_DECL const gf_kernel_ctx *gf__ctx)
 #define gf_global_id(d)   ((unsigned)(gf__ctx->block_idx[d] * gf__ctx->block[d] + gf__ctx->thread_idx[d]))
@@ -1291,6 +1293,7 @@ struct gf_device {
     uint64_t next_id;
     uint64_t next_label;            /* "stream N" counts the streams the program made */
     unsigned fork_count;            /* gf__fork_count when opened: a child of fork() differs */
+    int live[GF__T_GRAPH_POOL - GF__T_DEVICE + 1];   /* atomic: objects the program made, by type */
     gf__capture *captures;          /* in progress */
     gf__profiler *profiler;         /* made by the first gf_profiler_enable, kept until close */
     int profiling;                  /* atomic: operations are being timed */
@@ -1496,6 +1499,10 @@ struct gf_graph_pool {
 /* Frees a destroyed object. Under GPUFLOW_DEBUG it stays a refused shell (its type tag
    cleared) until its device closes, so any later use of the handle is
    GF_ERROR_INVALID_HANDLE rather than a read of freed memory. */
+/* Objects the program created and has not destroyed, counted by type for gf_device_close's
+   report (the device's own are not counted). */
+static void gf__live(gf_device *dev, gf__type type, int delta) { gf__atomic_add_int(&dev->live[type - GF__T_DEVICE], delta); }
+
 static void gf__obj_free(gf_device *dev, void *obj) {
     *(uint32_t *)obj = GF__T_DEAD;
 #ifdef GPUFLOW_DEBUG
@@ -1816,10 +1823,48 @@ static void gf__device_free(gf_device *dev) {
 
 /* Debugging switches from the environment, read at open: GPUFLOW_RACE_CHECK=1 turns the race
    detector on, GPUFLOW_HANG_MS=N logs the device's state when a wait lasts longer than N ms. */
+/* GPUFLOW_* switches, read strictly: a value that is not understood is named in a warning and
+   leaves the switch off; one that is understood is confirmed at info level. */
+static int gf__env_word(const char *v, const char *const *words) {
+    int i;
+    size_t j;
+    for (i = 0; words[i]; i++) {
+        for (j = 0; v[j] && words[i][j] && (v[j] | 0x20) == words[i][j]; j++) {}
+        if (!v[j] && !words[i][j]) return 1;
+    }
+    return 0;
+}
+/* 1 on, 0 off (also unset, empty or not understood). */
+static int gf__env_switch(const char *name) {
+    static const char *const on[] = { "1", "on", "yes", "true", NULL }, *const off[] = { "0", "off", "no", "false", NULL };
+    const char *v = getenv(name);
+    if (!v || !*v || gf__env_word(v, off)) return 0;
+    if (gf__env_word(v, on)) return 1;
+    gf__notice(GF_LOG_WARNING, "gpuflow: %s=%s is not understood (1, on, yes, true or 0, off, no, false); it stays off", name, v);
+    return 0;
+}
+/* A count of milliseconds: decimal digits only, 0 (off) to max; else a warning and 0. */
+static unsigned gf__env_ms(const char *name, unsigned max) {
+    const char *v = getenv(name), *p;
+    uint64_t n = 0;
+    if (!v || !*v) return 0;
+    for (p = v; *p >= '0' && *p <= '9' && n <= max; p++) n = n * 10 + (uint64_t)(*p - '0');
+    if (*p || p == v || n > max) {
+        gf__notice(GF_LOG_WARNING, "gpuflow: %s=%s is not understood (whole milliseconds, 0 to %u); it stays off", name, v, max);
+        return 0;
+    }
+    return (unsigned)n;
+}
 static void gf__device_env(gf_device *dev) {
-    const char *race = getenv("GPUFLOW_RACE_CHECK"), *hang = getenv("GPUFLOW_HANG_MS");
-    if (race && atoi(race) > 0) gf_race_check_enable(dev, GF_RACE_CHECK_ON);
-    if (hang && atoi(hang) > 0) dev->hang_ms = (unsigned)atoi(hang);
+    unsigned hang = gf__env_ms("GPUFLOW_HANG_MS", 86400000u);   /* a day at most */
+    if (gf__env_switch("GPUFLOW_RACE_CHECK")) {
+        gf_race_check_enable(dev, GF_RACE_CHECK_ON);
+        gf__notice(GF_LOG_INFO, "gpuflow: GPUFLOW_RACE_CHECK: the race detector is on for '%s'", dev->info.name);
+    }
+    if (hang) {
+        dev->hang_ms = hang;
+        gf__notice(GF_LOG_INFO, "gpuflow: GPUFLOW_HANG_MS=%u: a wait longer than that reports the state of '%s'", hang, dev->info.name);
+    }
 }
 
 /* Opens device index of b, or (native != NULL) a gf_device over an engine's own device. */
@@ -1935,9 +1980,64 @@ GPUFLOW_IMPL gf_result gf_device_open(gf_backend b, int index, gf_device **out) 
     return gf__fail(GF_ERROR_NO_DEVICE, "gf_device_open: no backend has device %d (%s)", index, note);
 }
 
+/* Text built in a fixed buffer: what does not fit is cut, never overrun. */
+typedef struct gf__text { char *p; size_t cap, used; } gf__text;
+static void gf__say(gf__text *t, const char *fmt, ...) GF__PRINTF(2, 3);
+static void gf__say(gf__text *t, const char *fmt, ...) {
+    va_list ap;
+    int n;
+    if (t->used + 1 >= t->cap) return;
+    va_start(ap, fmt);
+    n = vsnprintf(t->p + t->used, t->cap - t->used, fmt, ap);
+    va_end(ap);
+    if (n > 0) t->used = t->used + (size_t)n < t->cap ? t->used + (size_t)n : t->cap - 1;
+}
+
+/* What the program made on dev and did not destroy, named through the logger as Vulkan's
+   validation layer does at vkDestroyDevice: the device frees only what it owns itself. */
+static void gf__report_live(gf_device *dev) {
+    static const struct { gf__type type; const char *name; } kinds[] = {
+        { GF__T_EVENT, "event" }, { GF__T_EVENT_POOL, "event pool" }, { GF__T_STREAM_POOL, "stream pool" },
+        { GF__T_STREAM_SET, "stream set" }, { GF__T_FLOW, "flow" }, { GF__T_GRAPH_POOL, "graph pool" },
+        { GF__T_MODULE, "module" }
+    };
+    char text[768];
+    gf__text t;
+    uint64_t buffers, bytes, pinned;
+    int i, streams = 0, graphs = 0, named = 0;
+    t.p = text; t.cap = sizeof text; t.used = 0;
+    text[0] = 0;
+    gf__lock(&dev->lock);
+    for (i = 0; i < dev->stream_count; i++) streams += !dev->streams[i]->internal;
+    if (streams) {
+        gf__say(&t, "%d stream%s (", streams, streams == 1 ? "" : "s");
+        for (i = 0; i < dev->stream_count; i++)
+            if (!dev->streams[i]->internal && named++ < 4) gf__say(&t, "%s'%s'", named > 1 ? ", " : "", dev->streams[i]->label);
+        gf__say(&t, "%s)", named > 4 ? ", ..." : "");
+    }
+    for (i = 0; i < dev->graph_count; i++) graphs += dev->graphs[i]->type == GF__T_GRAPH;
+    gf__unlock(&dev->lock);
+    gf__spin_lock(&dev->mem_lock);
+    buffers = dev->mem[GF_MEMORY_DEVICE].count + dev->mem[GF_MEMORY_MANAGED].count + dev->mem[GF_MEMORY_ASYNC].count;
+    bytes = dev->mem[GF_MEMORY_DEVICE].bytes + dev->mem[GF_MEMORY_MANAGED].bytes + dev->mem[GF_MEMORY_ASYNC].bytes;
+    pinned = dev->mem[GF_MEMORY_PINNED].count;
+    gf__spin_unlock(&dev->mem_lock);
+    if (buffers) gf__say(&t, "%s%llu buffer%s (%llu bytes)", t.used ? ", " : "", (unsigned long long)buffers,
+                           buffers == 1 ? "" : "s", (unsigned long long)bytes);
+    if (pinned) gf__say(&t, "%s%llu pinned host allocation%s", t.used ? ", " : "", (unsigned long long)pinned, pinned == 1 ? "" : "s");
+    if (graphs) gf__say(&t, "%s%d graph%s", t.used ? ", " : "", graphs, graphs == 1 ? "" : "s");
+    for (i = 0; i < (int)(sizeof kinds / sizeof kinds[0]); i++) {
+        int n = gf__atomic_load_int(&dev->live[kinds[i].type - GF__T_DEVICE]) - (kinds[i].type == GF__T_EVENT_POOL);   /* less the device's own */
+        if (n > 0) gf__say(&t, "%s%d %s%s", t.used ? ", " : "", n, kinds[i].name, n == 1 ? "" : "s");
+    }
+    if (t.used) gf__notice(GF_LOG_WARNING, "gf_device_close: '%s' is closed with objects still alive: %s; destroy them first (what the device does not own leaks)",
+                        dev->info.name, text);
+}
+
 GPUFLOW_IMPL void gf_device_close(gf_device *dev) {
     GF__CHECK_VOID(dev, GF__T_DEVICE);
     if (gf__refuse_self_wait(__func__, dev, NULL) != GF_OK) return;   /* kept: closing waits for the device */
+    gf__report_live(dev);
     gf_device_synchronize(dev);
     gf__waiter_stop(dev);
     gf__profiler_free(dev);
@@ -3264,17 +3364,20 @@ static void gf__event_free(gf_event *ev) {
 }
 
 GPUFLOW_IMPL gf_result gf_event_create(gf_device *dev, unsigned flags, gf_event **out) {
+    gf_result r;
     GF__CHECK(dev, GF__T_DEVICE);
     GF__CHECK_OUT(out);
     *out = NULL;
     if (flags & ~GF_EVENT_TIMING) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_event_create: unknown flags 0x%x", flags);
-    return gf__event_new(dev, flags, out);
+    if ((r = gf__event_new(dev, flags, out)) == GF_OK) gf__live(dev, GF__T_EVENT, 1);
+    return r;
 }
 
 GPUFLOW_IMPL void gf_event_destroy(gf_event *ev) {
     GF__CHECK_VOID(ev, GF__T_EVENT);
     if (ev->pool) { gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_event_destroy: the event belongs to an event pool; release it there"); return; }
     if (gf__atomic_load_int(&ev->waits)) { gf__fail(GF_ERROR_INVALID_STATE, "gf_event_destroy: a gf_event_on_complete wait is pending on the event; cancel it first"); return; }
+    gf__live(ev->dev, GF__T_EVENT, -1);
     gf__event_free(ev);
 }
 
@@ -3542,6 +3645,7 @@ GPUFLOW_IMPL gf_result gf_event_pool_create(gf_device *dev, const gf_event_pool_
         gf__event_pool_free(pool);
         return r;
     }
+    gf__live(dev, GF__T_EVENT_POOL, 1);
     *out = pool;
     return GF_OK;
 }
@@ -3669,6 +3773,7 @@ GPUFLOW_IMPL void gf_event_pool_destroy(gf_event_pool *pool) {
             gf__fail(GF_ERROR_INVALID_STATE, "gf_event_pool_destroy: a gf_event_on_complete wait is pending on one of the pool's events; cancel it first (the pool was kept)");
             return;
         }
+    gf__live(pool->dev, GF__T_EVENT_POOL, -1);
     gf__event_pool_free(pool);
 }
 
@@ -3730,6 +3835,7 @@ GPUFLOW_IMPL gf_result gf_stream_pool_create(gf_device *dev, const gf_stream_poo
         pool->streams[i]->pool_index = i;
         pool->count = i + 1;
     }
+    gf__live(dev, GF__T_STREAM_POOL, 1);
     *out = pool;
     return GF_OK;
 }
@@ -3935,6 +4041,7 @@ GPUFLOW_IMPL void gf_stream_pool_destroy(gf_stream_pool *pool) {
     while (gf__atomic_load_int(&pool->measuring) > 0) gf__sleep_us(100);   /* waiters still refer to the pool */
     for (i = 0; i < pool->count; i++) gf__stream_free(pool->streams[i]);
     gf__mutex_destroy(&pool->lock);
+    gf__live(pool->dev, GF__T_STREAM_POOL, -1);
     gf__obj_free(pool->dev, pool);
 }
 
@@ -3979,6 +4086,7 @@ GPUFLOW_IMPL gf_result gf_stream_set_create(gf_device *dev, int depth, const cha
         }
         set->depth = i + 1;
     }
+    gf__live(dev, GF__T_STREAM_SET, 1);
     *out = set;
     return GF_OK;
 }
@@ -4019,6 +4127,7 @@ GPUFLOW_IMPL void gf_stream_set_destroy(gf_stream_set *set) {
     gf__free(set->streams);
     gf__free(set->round_done);
     gf__mutex_destroy(&set->lock);
+    gf__live(set->dev, GF__T_STREAM_SET, -1);
     gf__obj_free(set->dev, set);
 }
 
@@ -4220,17 +4329,6 @@ static void gf__waiter_stop(gf_device *dev) {
 
 /* ---- hang diagnostics: the device's state as text ------------------------------------------- */
 static const char *gf__op_name(gf_op_kind k);
-typedef struct gf__text { char *p; size_t cap, used; } gf__text;
-static void gf__say(gf__text *t, const char *fmt, ...) GF__PRINTF(2, 3);
-static void gf__say(gf__text *t, const char *fmt, ...) {
-    va_list ap;
-    int n;
-    if (t->used + 1 >= t->cap) return;
-    va_start(ap, fmt);
-    n = vsnprintf(t->p + t->used, t->cap - t->used, fmt, ap);
-    va_end(ap);
-    if (n > 0) t->used = t->used + (size_t)n < t->cap ? t->used + (size_t)n : t->cap - 1;
-}
 
 /* Per stream: what is not known to be done (from the ring of its latest operations), what it
    waits on, a callback running now; then captures in progress and async waiters. Queries the
@@ -4546,6 +4644,7 @@ GPUFLOW_IMPL gf_result gf_flow_create(gf_device *dev, const gf_flow_desc *desc, 
     gf__copy_str(flow->label, sizeof flow->label, desc && desc->label ? desc->label : "flow");
     flow->workload = desc ? desc->workload : GF_WORKLOAD_ANY;
     gf__mutex_init(&flow->lock);
+    gf__live(dev, GF__T_FLOW, 1);
     *out = flow;
     return GF_OK;
 }
@@ -4948,6 +5047,7 @@ GPUFLOW_IMPL void gf_flow_destroy(gf_flow *flow) {
     gf__free(flow->forks);
     gf__free(flow->tasks);
     gf__mutex_destroy(&flow->lock);
+    gf__live(flow->dev, GF__T_FLOW, -1);
     gf__obj_free(flow->dev, flow);
 }
 
@@ -5330,6 +5430,7 @@ GPUFLOW_IMPL gf_result gf_graph_pool_create(gf_device *dev, gf_graph_pool **out)
     pool->type = GF__T_GRAPH_POOL;
     pool->dev = dev;
     gf__mutex_init(&pool->lock);
+    gf__live(dev, GF__T_GRAPH_POOL, 1);
     *out = pool;
     return GF_OK;
 }
@@ -5348,6 +5449,7 @@ GPUFLOW_IMPL void gf_graph_pool_destroy(gf_graph_pool *pool) {
     gf__free(pool->blocks);
     gf__event_free(pool->last);
     gf__mutex_destroy(&pool->lock);
+    gf__live(pool->dev, GF__T_GRAPH_POOL, -1);
     gf__obj_free(pool->dev, pool);
 }
 
@@ -5753,6 +5855,50 @@ static void gf__cache_write(const char *path, const uint64_t key[2], const void 
     gf__free(tmp);
 }
 
+/* The text a device compiler gets: the prelude, then the source under #line. Stringified, a
+   kernel file is one line, so every error would be reported on line 1: before each GF_KERNEL
+   a #line gives the line it stands on in the user's file (the C form's GF_STUB_KERNEL table
+   knows it), or else names the kernel. Returns the length; writes only when out is set. */
+static int gf__ident_char(char c) {   /* C's, without <ctype.h>'s locale */
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+static size_t gf__dialect_text(char *out, size_t cap, const char *prelude, const char *name, const gf_module_desc *desc) {
+    const char *src = desc->source, *p, *from = src;
+    size_t n = 0;
+    gf__text t;
+    char scratch[1];
+    t.p = out ? out : scratch; t.cap = out ? cap : 1; t.used = 0;
+    if (strpbrk(name, "\"\\\n")) {   /* no name a #line could carry */
+        gf__say(&t, "%s\n%s", prelude, src);
+        return strlen(prelude) + 1 + strlen(src);
+    }
+    n += (size_t)snprintf(NULL, 0, "%s\n#line 1 \"%s\"\n", prelude, name);
+    gf__say(&t, "%s\n#line 1 \"%s\"\n", prelude, name);
+    for (p = src; !strchr(src, '\n') && (p = strstr(p, "GF_KERNEL")) != NULL; p += 9) {
+        const char *q = p + 9, *id;
+        char kernel[128], mark[320];
+        int line = 0, i, len;
+        if (p > src && gf__ident_char(p[-1])) continue;
+        if (*q == '0') q++;
+        while (*q == ' ') q++;
+        if (*q++ != '(') continue;
+        while (*q == ' ') q++;
+        for (id = q; gf__ident_char(*q); q++) {}
+        if (q == id || (size_t)(q - id) >= sizeof kernel) continue;
+        memcpy(kernel, id, (size_t)(q - id));
+        kernel[q - id] = 0;
+        for (i = 0; i < desc->stub_kernel_count; i++)
+            if (desc->stub_kernels[i].name && !strcmp(desc->stub_kernels[i].name, kernel)) line = desc->stub_kernels[i].line;
+        if (line > 0) len = snprintf(mark, sizeof mark, "\n#line %d \"%s\"\n", line, name);
+        else len = snprintf(mark, sizeof mark, "\n#line 1 \"%s, kernel %s\"\n", name, kernel);
+        n += (size_t)(p - from) + (size_t)len;
+        gf__say(&t, "%.*s%s", (int)(p - from), from, mark);
+        from = p;
+    }
+    gf__say(&t, "%s", from);
+    return n + strlen(from);
+}
+
 /* A module from dialect source: the prelude and the source compiled for this device (through
    the disk cache when one is named), then loaded as the binary the compiler made. OpenCL
    without a compile slot builds the text itself. */
@@ -5762,15 +5908,13 @@ static gf_result gf__module_load_source(gf_module *mod, const gf_module_desc *de
     const char *prelude = gf__dialect_prelude(dev->info.backend), *name = desc->source_name ? desc->source_name : "kernels";
     const char *dir = desc->cache_dir ? desc->cache_dir : getenv("GPUFLOW_CACHE_DIR");
     gf_module_desc d = *desc;
-    size_t n = (prelude ? strlen(prelude) : 0) + strlen(name) + strlen(desc->source) + 32;
+    size_t n = gf__dialect_text(NULL, 0, prelude ? prelude : "", name, desc) + 1;
     char *text = (char *)gf__malloc(n), *path = NULL;
     uint64_t key[2] = { 0, 0 };
     gf_result r = GF_OK;
     int attempt;
     if (!text) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_module_load: out of host memory");
-    /* #line: the compiler's log counts lines and names the file as the user wrote them */
-    if (strpbrk(name, "\"\\\n")) snprintf(text, n, "%s\n%s", prelude ? prelude : "", desc->source);
-    else snprintf(text, n, "%s\n#line 1 \"%s\"\n%s", prelude ? prelude : "", name, desc->source);
+    gf__dialect_text(text, n, prelude ? prelude : "", name, desc);
     d.source = NULL;
     if (!be->compile) {
         if (dev->info.backend != GF_BACKEND_OPENCL) { gf__free(text); return gf__fail(GF_ERROR_NOT_SUPPORTED, "gf_module_load: the %s backend compiles no kernel source", be->name); }
@@ -5837,6 +5981,7 @@ GPUFLOW_IMPL gf_result gf_module_load(gf_device *dev, const gf_module_desc *desc
         gf__free(mod);
         return r;
     }
+    gf__live(dev, GF__T_MODULE, 1);
     *out = mod;
     return GF_OK;
 }
@@ -5883,6 +6028,7 @@ GPUFLOW_IMPL void gf_module_destroy(gf_module *mod) {
         gf__obj_free(mod->dev, k);
     }
     gf__mutex_destroy(&mod->lock);
+    gf__live(mod->dev, GF__T_MODULE, -1);
     gf__obj_free(mod->dev, mod);
 }
 

@@ -328,11 +328,11 @@ static const gf_stub_param fz_u32_params[3] = {
     { "p", "uint32_t *", sizeof(uint32_t *) }, { "n", "uint32_t", sizeof(uint32_t) }, { "v", "uint32_t", sizeof(uint32_t) },
 };
 static const gf_stub_kernel fz_stub_kernels[] = {
-    { "fill_u32", fz_k_fill, 3, fz_u32_params },
-    { "add_u32", fz_k_add, 3, fz_u32_params },
-    { "empty", fz_k_empty, 0, NULL },
-    { "nofn", NULL, 0, NULL },       /* a kernel without a function: not found by name */
-    { NULL, fz_k_empty, 0, NULL },   /* and one without a name */
+    { "fill_u32", fz_k_fill, 3, fz_u32_params, 0 },
+    { "add_u32", fz_k_add, 3, fz_u32_params, 0 },
+    { "empty", fz_k_empty, 0, NULL, 0 },
+    { "nofn", NULL, 0, NULL, 0 },     /* a kernel without a function: not found by name */
+    { NULL, fz_k_empty, 0, NULL, 0 }, /* and one without a name */
 };
 
 static int fz_first_buf(int dev);
