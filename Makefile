@@ -44,11 +44,12 @@ BACKENDS = $(if $(HAVE_CUDA),-DGPUFLOW_CUDA $(call isys,$(CUDA_INCLUDE))) \
            $(if $(HAVE_OPENCL),-DGPUFLOW_OPENCL) \
            $(if $(HAVE_HIP),-DGPUFLOW_HIP $(call isys,$(HIP_INCLUDE)))
 
-HDRS = gpuflow.h $(wildcard gpuflow_*.h) tests/harness.h tests/backends.h tests/test_kernels.h tests/rtc_check.h tests/dialect_kernels.gfk $(BUILD)/flags
+HDRS = gpuflow.h $(wildcard gpuflow_*.h) tests/harness.h tests/backends.h tests/test_kernels.h tests/rtc_check.h tests/dialect_kernels.gfk \
+       tests/newcomer.gfk tests/newcomer_error.inc $(BUILD)/flags
 
 # ---- make test ---------------------------------------------------------------------------------
 TEST_BINS = $(BUILD)/conformance $(BUILD)/bad_input $(BUILD)/threads $(BUILD)/no_driver $(BUILD)/reliability $(BUILD)/races \
-            $(BUILD)/faults $(BUILD)/dialect $(BUILD)/fuzz_replay $(BUILD)/debug_shells \
+            $(BUILD)/faults $(BUILD)/dialect $(BUILD)/fuzz_replay $(BUILD)/debug_shells $(BUILD)/newcomer $(BUILD)/newcomer_stubonly \
             $(BUILD)/cpp_gxx $(if $(HAVE_CLANGXX),$(BUILD)/cpp_clangxx) \
             $(if $(HAVE_CLANG),$(BUILD)/conformance_clang) $(if $(HAVE_CUDA),$(BUILD)/nvrtc_check) \
             $(if $(HAVE_HIP),$(BUILD)/hiprtc_check $(BUILD)/hiprtc_missing)
@@ -59,6 +60,7 @@ TEST_RUNS = "$(BUILD)/conformance stub" "$(BUILD)/conformance opencl" \
             "$(BUILD)/races stub" "$(BUILD)/races opencl" "$(BUILD)/dialect stub" "$(BUILD)/dialect opencl" \
             "$(BUILD)/faults alloc stub" "$(BUILD)/faults slots stub" "$(BUILD)/faults slots opencl" "$(BUILD)/faults entries opencl" \
             "$(BUILD)/fuzz_replay tests/fuzz_corpus" "$(BUILD)/debug_shells" \
+            "$(BUILD)/newcomer stub" "$(BUILD)/newcomer opencl" "$(BUILD)/newcomer_stubonly stub" "sh tests/readme.sh $(BUILD)" \
             $(if $(HAVE_NVRTC),"$(BUILD)/nvrtc_check --require $(if $(wildcard $(PTXAS)),--ptxas $(PTXAS)) $(wildcard examples/*.gfk tests/*.gfk)") \
             $(if $(HAVE_HIP),"$(BUILD)/hiprtc_check --require $(wildcard examples/*.gfk tests/*.gfk)" "$(BUILD)/hiprtc_missing --expect-missing") \
             "$(BUILD)/no_driver" "$(BUILD)/cpp_gxx" \
@@ -87,6 +89,10 @@ FORCE:
 
 $(BUILD)/%: tests/%.c $(HDRS) | $(BUILD)
 	$(CC) $(CSTD) $(WARN) $(OPT) $(BACKENDS) $< -o $@ $(LDLIBS)
+
+# the newcomer regressions once more with no vendor backend: the not-compiled-in refusals
+$(BUILD)/newcomer_stubonly: tests/newcomer.c $(HDRS) | $(BUILD)
+	$(CC) $(CSTD) $(WARN) $(OPT) $< -o $@ $(LDLIBS)
 
 # cuBLAS's headers and HIP's define the same vector types: this test compiles CUDA alone
 $(BUILD)/cublas_interop: tests/cublas_interop.c $(HDRS) | $(BUILD)
@@ -122,13 +128,14 @@ $(BUILD)/cpp_clangxx: tests/cpp_compile.cpp $(HDRS) | $(BUILD)
 # library is present), then memcheck. memcheck does not report the API errors that the suite
 # provokes on purpose (unknown kernel, bad PTX, refused graph update, unjoined capture).
 NV_OPENCL ?= /usr/local/nvidia/lib64/libnvidia-opencl.so.1
-test-gpu: $(BUILD)/conformance $(BUILD)/threads $(BUILD)/reliability $(BUILD)/races $(BUILD)/faults $(BUILD)/dialect \
+test-gpu: $(BUILD)/conformance $(BUILD)/threads $(BUILD)/reliability $(BUILD)/races $(BUILD)/faults $(BUILD)/dialect $(BUILD)/newcomer \
           $(BUILD)/cublas_interop $(BUILD)/nvrtc_check $(BUILD)/cuda_backend $(BUILD)/graph_pool_measure
 	@test -n "$(HAVE_CUDA)" || { echo "test-gpu: needs $(CUDA_INCLUDE)/cuda.h and gpuflow_cuda.h"; exit 1; }
 	@if [ -f "$(NV_OPENCL)" ]; then mkdir -p $(BUILD)/icd && echo "$(NV_OPENCL)" > $(BUILD)/icd/nvidia.icd; fi
 	@status=0; \
 	OCL_ICD_VENDORS=$(abspath $(BUILD)/icd) sh tests/run.sh "$(BUILD)/conformance cuda" "$(BUILD)/threads cuda" "$(BUILD)/reliability cuda" "$(BUILD)/races cuda" \
 	    "$(BUILD)/faults entries cuda" "$(BUILD)/faults slots cuda" "$(BUILD)/dialect cuda" "$(BUILD)/dialect opencl" \
+	    "$(BUILD)/newcomer cuda" "$(BUILD)/newcomer opencl" \
 	    "$(BUILD)/conformance opencl" "$(BUILD)/threads opencl" "$(BUILD)/reliability opencl" "$(BUILD)/races opencl" \
 	    "$(BUILD)/cublas_interop" "$(BUILD)/cuda_backend" "$(BUILD)/graph_pool_measure cuda" "$(BUILD)/nvrtc_check --require --arch compute_90 --ptxas $(PTXAS) $(wildcard examples/*.gfk tests/*.gfk)" \
 	    "sh tests/examples.sh $(BUILD)/examples-gpu '$(CC) $(CSTD) $(WARN) $(BACKENDS)' cuda opencl" || status=1; \

@@ -5867,6 +5867,12 @@ static size_t gf__dialect_text(char *out, size_t cap, const char *prelude, const
     size_t n = 0;
     gf__text t;
     char scratch[1];
+    int i, j, lines_known = 1;
+    /* gcc gives every kernel the line of GF_KERNELS when that is an object-like macro
+       (#define GF_KERNELS GF_KERNELS_AS_C): lines shared by two kernels are not trusted */
+    for (i = 0; i < desc->stub_kernel_count && lines_known; i++)
+        for (j = 0; j < i; j++)
+            if (desc->stub_kernels[i].line && desc->stub_kernels[i].line == desc->stub_kernels[j].line) lines_known = 0;
     t.p = out ? out : scratch; t.cap = out ? cap : 1; t.used = 0;
     if (strpbrk(name, "\"\\\n")) {   /* no name a #line could carry */
         gf__say(&t, "%s\n%s", prelude, src);
@@ -5877,7 +5883,7 @@ static size_t gf__dialect_text(char *out, size_t cap, const char *prelude, const
     for (p = src; !strchr(src, '\n') && (p = strstr(p, "GF_KERNEL")) != NULL; p += 9) {
         const char *q = p + 9, *id;
         char kernel[128], mark[320];
-        int line = 0, i, len;
+        int line = 0, len;
         if (p > src && gf__ident_char(p[-1])) continue;
         if (*q == '0') q++;
         while (*q == ' ') q++;
@@ -5887,7 +5893,7 @@ static size_t gf__dialect_text(char *out, size_t cap, const char *prelude, const
         if (q == id || (size_t)(q - id) >= sizeof kernel) continue;
         memcpy(kernel, id, (size_t)(q - id));
         kernel[q - id] = 0;
-        for (i = 0; i < desc->stub_kernel_count; i++)
+        for (i = 0; lines_known && i < desc->stub_kernel_count; i++)
             if (desc->stub_kernels[i].name && !strcmp(desc->stub_kernels[i].name, kernel)) line = desc->stub_kernels[i].line;
         if (line > 0) len = snprintf(mark, sizeof mark, "\n#line %d \"%s\"\n", line, name);
         else len = snprintf(mark, sizeof mark, "\n#line 1 \"%s, kernel %s\"\n", name, kernel);
@@ -5950,7 +5956,7 @@ static gf_result gf__module_load_source(gf_module *mod, const gf_module_desc *de
         r = be->module_load(mod, &d);
         gf__free(binary);
         if (r == GF_OK || !cached) break;
-        if (remove(path) != 0)
+        if (GF__FAULT("remove") || remove(path) != 0)   /* a read-only cache shipped with an application */
             gf__notice(GF_LOG_WARNING, "gf_module_load: the cached '%s' did not load and cannot be removed (%s); compiling it afresh", name, path);
         else
             gf__notice(GF_LOG_WARNING, "gf_module_load: the cached '%s' did not load; rebuilding it", name);

@@ -1,0 +1,556 @@
+/* Regressions for the defects a newcomer and an outside tester found (issue "Defects found by
+   a newcomer and an outside tester"), one function per defect:
+
+     2  a backend that is not compiled in says -DGPUFLOW_<B> (one macro), not "include ..."
+     5  the stub checks launches as GPUs do: each argument against its GF_PARAM (kind, size,
+        named), block and grid sizes against gf_device_info's limits, in 64 bits
+     6  the kernel cache: a refused entry that cannot be removed is rebuilt once (no
+        recursion); a long directory is used whole; a forged size field allocates nothing big
+     7  waits that could never end are refused: from a stream's own callback (synchronize,
+        destroy, device synchronize / trim, buffer destroy, an event recorded after it), and
+        on a device opened before fork()
+     8  GPUFLOW_RACE_CHECK / GPUFLOW_HANG_MS parsed strictly, every value that is not
+        understood named in a warning
+     9  gf_device_close names the objects the program left alive
+    10  a dialect build error is reported on the line of the kernel in the user's file
+    11  the first stream the program makes is "stream 1"
+
+   (1, 3 and 4 are build-system and compile-time checks: tests/package.sh and
+   tests/compile_checks.sh.)  usage: newcomer stub|opencl|cuda|hip */
+#define _POSIX_C_SOURCE 200809L
+#define GPUFLOW_IMPLEMENTATION
+#define GPUFLOW_FAULT_INJECTION
+#include "backends.h"
+#include "harness.h"
+#include "test_kernels.h"
+#include <stdlib.h>
+#include <math.h>
+#include <unistd.h>
+#include <signal.h>
+#include <dirent.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+
+/* ---- the kernels: a good file, and one whose second kernel the device compiler refuses ---- */
+static const char nc_source[] =
+#define GF_KERNELS GF_KERNELS_AS_TEXT
+#include "newcomer.gfk"
+;
+static const char nc_error_source[] =
+#include "newcomer_error.inc"
+;
+#undef GF_KERNELS
+#define GF_KERNELS GF_KERNELS_AS_C
+#include "newcomer.gfk"
+#undef GF_KERNELS
+/* function-like, so that gcc gives each GF_KERNEL its own __LINE__ (clang does either way) */
+#define GF_KERNELS(...) GF_KERNELS_AS_C(__VA_ARGS__)
+static unsigned nc_host_only_value = 3;   /* what nc_broken reads on the host */
+#include "newcomer_error.inc"
+static const gf_stub_kernel nc_stub[] = { GF_STUB_KERNEL(nc_scale) };
+static const gf_stub_kernel nc_error_stub[] = { GF_STUB_KERNEL(nc_fine), GF_STUB_KERNEL(nc_broken) };
+
+static gf_device *dev;
+static gf_backend backend;
+static const char *backend_name;
+
+/* ---- the log, kept whole: checks look for words in what the library said ---- */
+static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
+static char log_text[1 << 16];
+static size_t log_used;
+static void nc_logger(void *user, gf_log_level level, gf_result code, const char *message)
+{
+    size_t n = strlen(message);
+    (void)user; (void)code;
+    pthread_mutex_lock(&log_lock);
+    if (log_used + n + 16 < sizeof log_text) {
+        log_used += (size_t)sprintf(log_text + log_used, "%c %s\n", level == GF_LOG_ERROR ? 'E' : level == GF_LOG_WARNING ? 'W' : 'I', message);
+    }
+    pthread_mutex_unlock(&log_lock);
+}
+static void log_clear(void) { pthread_mutex_lock(&log_lock); log_used = 0; log_text[0] = 0; pthread_mutex_unlock(&log_lock); }
+static int log_has(const char *words)
+{
+    int found;
+    pthread_mutex_lock(&log_lock);
+    found = strstr(log_text, words) != NULL;
+    pthread_mutex_unlock(&log_lock);
+    return found;
+}
+static int log_count(const char *words)
+{
+    int n = 0;
+    const char *p;
+    pthread_mutex_lock(&log_lock);
+    for (p = log_text; (p = strstr(p, words)) != NULL; p++) n++;
+    pthread_mutex_unlock(&log_lock);
+    return n;
+}
+static int contains(const char *text, const char *words) { return strstr(text, words) != NULL; }
+
+/* ---- host memory: the largest single request (the forged cache size must not reach it) ---- */
+static size_t largest_alloc;
+static void *nc_alloc(void *u, size_t n) { (void)u; if (n > largest_alloc) largest_alloc = n; return malloc(n); }
+static void *nc_realloc(void *u, void *p, size_t n) { (void)u; if (n > largest_alloc) largest_alloc = n; return realloc(p, n); }
+static void nc_free(void *u, void *p) { (void)u; free(p); }
+
+/* ---- fault injection: the cache's remove() fails while this is set ---- */
+static int fail_remove;
+int gpuflow_fault_hit(const char *entry) { return fail_remove && strcmp(entry, "remove") == 0; }
+
+static gf_module_desc source_desc(const char *source, const char *name, const gf_stub_kernel *stub, int count, const char *cache)
+{
+    gf_module_desc d;
+    memset(&d, 0, sizeof d);
+    d.source = source;
+    d.source_name = name;
+    d.stub_kernels = stub;
+    d.stub_kernel_count = count;
+    d.cache_dir = cache;
+    return d;
+}
+static gf_launch_dims dims_1d(unsigned grid, unsigned block)
+{
+    gf_launch_dims d;
+    memset(&d, 0, sizeof d);
+    d.grid[0] = grid; d.grid[1] = d.grid[2] = 1;
+    d.block[0] = block; d.block[1] = d.block[2] = 1;
+    return d;
+}
+
+/* 2: the refusal for a backend that is not compiled in names the one macro to define. */
+static void test_not_compiled_in(void)
+{
+    static const struct { gf_backend b; const char *macro; int in; } all[] = {
+#ifdef GPUFLOW_CUDA
+        { GF_BACKEND_CUDA, "-DGPUFLOW_CUDA", 1 },
+#else
+        { GF_BACKEND_CUDA, "-DGPUFLOW_CUDA", 0 },
+#endif
+#ifdef GPUFLOW_HIP
+        { GF_BACKEND_HIP, "-DGPUFLOW_HIP", 1 },
+#else
+        { GF_BACKEND_HIP, "-DGPUFLOW_HIP", 0 },
+#endif
+#ifdef GPUFLOW_OPENCL
+        { GF_BACKEND_OPENCL, "-DGPUFLOW_OPENCL", 1 },
+#else
+        { GF_BACKEND_OPENCL, "-DGPUFLOW_OPENCL", 0 },
+#endif
+    };
+    int i, tested = 0;
+    for (i = 0; i < 3; i++) {
+        gf_device *d = NULL;
+        if (all[i].in) continue;
+        tested++;
+        CHECK_FAIL(gf_device_open(all[i].b, 0, &d), GF_ERROR_BACKEND_UNAVAILABLE);
+        CHECK(contains(gf_last_error(), all[i].macro), "2: the refusal names the one macro to define");
+        CHECK(!contains(gf_last_error(), "include gpuflow_"), "2: and asks for no second step");
+    }
+    if (!tested) SKIP("2: every backend is compiled into this build (the stub-only build checks it)");
+}
+
+/* 5: launches the stub would once run wrongly (or crash on) are refused as a GPU refuses them. */
+static void test_launch_checks(gf_stream *s)
+{
+    gf_module *mod = NULL;
+    gf_kernel *k = NULL;
+    gf_buffer *y = NULL;
+    gf_device_info info;
+    gf_module_desc desc = source_desc(nc_source, "newcomer.gfk", nc_stub, 1, NULL);
+    unsigned n = 4;
+    float a = 2.0f, out[4], in[4] = { 1, 2, 3, 4 };
+    double wrong_n = 4.0;
+    gf_launch_dims d;
+    gf_arg args[3];
+    gf_result r;
+    gf_device_info(dev, &info);
+    CHECK(info.max_threads_per_block > 0 && info.max_block[0] > 0, "5: the device states its launch limits");
+    r = gf_module_load(dev, &desc, &mod);
+    if (r == GF_ERROR_NOT_SUPPORTED) { SKIP("5: no kernel compiler for this backend here"); return; }
+    if (!CHECK_EQ_RESULT(r, GF_OK)) return;
+    CHECK_EQ_RESULT(gf_kernel_get(mod, "nc_scale", &k), GF_OK);
+    CHECK_EQ_RESULT(gf_buffer_create(dev, sizeof in, &y), GF_OK);
+    CHECK_EQ_RESULT(gf_copy_to_device(y, 0, in, sizeof in), GF_OK);
+    args[0].value = NULL; args[0].size = 0; args[0].buffer = y;
+    args[1].value = &n; args[1].size = sizeof n; args[1].buffer = NULL;
+    args[2].value = &a; args[2].size = sizeof a; args[2].buffer = NULL;
+    d = dims_1d(1, 4);
+
+    if (backend == GF_BACKEND_STUB) {   /* the parameter table comes from GF_STUB_KERNEL */
+        args[1].value = &wrong_n; args[1].size = sizeof wrong_n;
+        CHECK_FAIL(gf_launch(s, k, d, args, 3), GF_ERROR_INVALID_ARGUMENT);
+        CHECK(contains(gf_last_error(), "'n'") && contains(gf_last_error(), "unsigned"), "5: a double for an unsigned is refused, naming the parameter");
+        args[1].value = &n; args[1].size = sizeof n;
+        args[0].value = &n; args[0].size = sizeof n; args[0].buffer = NULL;
+        CHECK_FAIL(gf_launch(s, k, d, args, 3), GF_ERROR_INVALID_ARGUMENT);
+        CHECK(contains(gf_last_error(), "'y'") && contains(gf_last_error(), "GF_ARG_BUFFER"), "5: a value where a GF_GLOBAL pointer goes is refused");
+        args[0].value = NULL; args[0].size = 0; args[0].buffer = y;
+        args[2].value = NULL; args[2].size = 0; args[2].buffer = y;
+        CHECK_FAIL(gf_launch(s, k, d, args, 3), GF_ERROR_INVALID_ARGUMENT);
+        CHECK(contains(gf_last_error(), "'a'"), "5: a buffer where a float goes is refused");
+        args[2].value = &a; args[2].size = sizeof a; args[2].buffer = NULL;
+        /* CUDA's limits: 1024 threads, 1024 x 1024 x 64, grids of 2^31-1 x 65535 x 65535 */
+        d = dims_1d(1, 2048);
+        CHECK_FAIL(gf_launch(s, k, d, args, 3), GF_ERROR_INVALID_ARGUMENT);
+        d = dims_1d(1, 32); d.block[1] = 33;
+        CHECK_FAIL(gf_launch(s, k, d, args, 3), GF_ERROR_INVALID_ARGUMENT);
+        CHECK(contains(gf_last_error(), "1056 threads"), "5: a 32 x 33 block (1056 threads) is past 1024");
+        d = dims_1d(1, 32); d.block[2] = 65;
+        CHECK_FAIL(gf_launch(s, k, d, args, 3), GF_ERROR_INVALID_ARGUMENT);
+        d = dims_1d(1, 1); d.grid[1] = 65536;
+        CHECK_FAIL(gf_launch(s, k, d, args, 3), GF_ERROR_INVALID_ARGUMENT);
+        d = dims_1d(1, 1024);
+        CHECK_EQ_RESULT(gf_launch(s, k, d, args, 3), GF_OK);          /* 1024 exactly: taken */
+    }
+    /* 2^32 threads read as 0 in 32 bits, 65536 x 65537 as 65536: each refused on every backend */
+    d = dims_1d(1, 65536); d.block[1] = 65536;
+    CHECK_FAIL(gf_launch(s, k, d, args, 3), GF_ERROR_INVALID_ARGUMENT);
+    d.block[1] = 65537;
+    CHECK_FAIL(gf_launch(s, k, d, args, 3), GF_ERROR_INVALID_ARGUMENT);
+    d = dims_1d(1, info.max_threads_per_block + 1u);
+    if (info.max_threads_per_block < 0xffffffffu) CHECK_FAIL(gf_launch(s, k, d, args, 3), GF_ERROR_INVALID_ARGUMENT);
+
+    d = dims_1d(1, 4);
+    CHECK_EQ_RESULT(gf_launch(s, k, d, args, 3), GF_OK);
+    CHECK_EQ_RESULT(gf_copy_to_host_async(s, out, y, 0, sizeof out), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_synchronize(s), GF_OK);
+    CHECK(out[0] == (backend == GF_BACKEND_STUB ? 4.0f : 2.0f) && out[3] == (backend == GF_BACKEND_STUB ? 16.0f : 8.0f),
+          "5: the right launches ran, and only they");
+    gf_buffer_destroy(y);
+    gf_module_destroy(mod);
+}
+
+/* ---- 6: the kernel cache against what is on disk ---- */
+static int cache_entry(const char *dir, char *path, size_t cap)   /* the one gpuflow-*.bin in dir */
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    int n = 0;
+    if (!d) return 0;
+    while ((e = readdir(d)) != NULL)
+        if (!strncmp(e->d_name, "gpuflow-", 8) && strstr(e->d_name, ".bin") && !strstr(e->d_name, ".tmp")) {
+            n++;
+            snprintf(path, cap, "%s/%s", dir, e->d_name);
+        }
+    closedir(d);
+    return n;
+}
+static int entries_in(const char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    int n = 0;
+    if (!d) return -1;
+    while ((e = readdir(d)) != NULL) n += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
+    closedir(d);
+    return n;
+}
+static uint64_t fnv(const unsigned char *p, size_t n)
+{
+    uint64_t h = 1469598103934665603u;
+    size_t i;
+    for (i = 0; i < n; i++) h = (h ^ p[i]) * 1099511628211u;
+    return h;
+}
+/* The entry's layout: magic[8], key[2], kind, pad, size, sum (48 bytes), then the payload. */
+static int rewrite_entry(const char *path, int forge_size, int garbage_payload)
+{
+    FILE *f = fopen(path, "r+b");
+    unsigned char head[48], *payload = NULL;
+    uint64_t size, sum;
+    long end;
+    int ok = 0;
+    if (!f) return 0;
+    if (fread(head, 1, sizeof head, f) == sizeof head && fseek(f, 0, SEEK_END) == 0 && (end = ftell(f)) > 48) {
+        size = (uint64_t)(end - 48);
+        if (garbage_payload && (payload = (unsigned char *)malloc((size_t)size)) != NULL) {
+            memset(payload, 'x', (size_t)size);
+            sum = fnv(payload, (size_t)size);
+            memcpy(head + 40, &sum, 8);
+            ok = fseek(f, 48, SEEK_SET) == 0 && fwrite(payload, 1, (size_t)size, f) == size;
+        }
+        if (forge_size) { size = 0x7ffffff0u; memcpy(head + 32, &size, 8); ok = 1; }
+        ok = ok && fseek(f, 0, SEEK_SET) == 0 && fwrite(head, 1, sizeof head, f) == sizeof head;
+    }
+    free(payload);
+    return fclose(f) == 0 && ok;
+}
+static void test_cache(void)
+{
+    char base[] = "/tmp/gpuflow-newcomer-XXXXXX", dir[1600], entry[1800], leaf[1700];
+    gf_module *mod = NULL;
+    gf_module_desc desc;
+    gf_result r;
+    int i, clean = 1;
+    if (backend == GF_BACKEND_STUB) { SKIP("6: the stub compiles its kernels with the program: nothing to cache"); return; }
+    if (!mkdtemp(base)) { CHECK(0, "6: a temporary directory"); return; }
+
+    /* a directory path of ~1,400 bytes (PATH_MAX is 4096): the entry lands inside it */
+    snprintf(dir, sizeof dir, "%s", base);
+    for (i = 0; i < 7; i++) {
+        size_t at = strlen(dir);
+        dir[at] = '/';
+        memset(dir + at + 1, 'a' + i, 199);
+        dir[at + 200] = 0;
+        if (mkdir(dir, 0700) != 0) { CHECK(0, "6: making the long directory"); return; }
+    }
+    desc = source_desc(nc_source, "newcomer.gfk", nc_stub, 1, dir);
+    r = gf_module_load(dev, &desc, &mod);
+    if (r == GF_ERROR_NOT_SUPPORTED) { SKIP("6: no kernel compiler for this backend here"); return; }
+    CHECK_EQ_RESULT(r, GF_OK);
+    gf_module_destroy(mod);
+    CHECK(cache_entry(dir, entry, sizeof entry) == 1, "6: a 1,400-byte cache directory holds the entry");
+    for (i = 0; i <= 7; i++) {   /* each level holds one thing: the next level, at the end the entry */
+        size_t cut = strlen(base) + (size_t)i * 200;
+        memcpy(leaf, dir, cut);
+        leaf[cut] = 0;
+        clean &= entries_in(leaf) == 1;
+    }
+    CHECK(clean, "6: nothing was written anywhere above the cache directory");
+
+    /* a forged size field: nothing near 2 GiB is allocated for a small file */
+    CHECK(rewrite_entry(entry, 1, 0), "6: forging the entry's size field");
+    largest_alloc = 0;
+    CHECK_EQ_RESULT(gf_module_load(dev, &desc, &mod), GF_OK);
+    gf_module_destroy(mod);
+    CHECK(largest_alloc < ((size_t)256 << 20), "6: a forged size field allocates nothing big (the file's size is checked first)");
+
+    /* an entry the driver refuses, in a directory it cannot be removed from: rebuilt once */
+    CHECK(cache_entry(dir, entry, sizeof entry) == 1 && rewrite_entry(entry, 0, 1), "6: an entry with a valid checksum but a binary the driver refuses");
+    log_clear();
+    fail_remove = 1;
+    r = gf_module_load(dev, &desc, &mod);
+    fail_remove = 0;
+    CHECK_EQ_RESULT(r, GF_OK);
+    if (r == GF_OK) gf_module_destroy(mod);
+    CHECK(log_count("did not load and cannot be removed") == 1, "6: one notice, one fresh compile (no recursion)");
+}
+
+/* ---- 7: waits that could never end ---- */
+typedef struct nc_inside {
+    gf_stream *s; gf_buffer *b; gf_event *before, *after;
+    gf_result stream_sync, device_sync, trim, event_before, event_after;
+    int buffer_kept, stream_kept;
+    th_flag done;
+} nc_inside;
+static void nc_waits_from_callback(void *user, gf_result status)
+{
+    nc_inside *t = (nc_inside *)user;
+    (void)status;
+    t->stream_sync = gf_stream_synchronize(t->s);
+    t->device_sync = gf_device_synchronize(dev);
+    t->trim = gf_device_trim(dev, 0);
+    t->event_before = gf_event_synchronize(t->before);
+    t->event_after = gf_event_synchronize(t->after);
+    th_prime();
+    gf_buffer_destroy(t->b);
+    t->buffer_kept = gf_buffer_size(t->b) == 64 && contains(gf_last_error(), "host callback");
+    th_prime();
+    gf_stream_destroy(t->s);
+    t->stream_kept = gf_stream_label(t->s)[0] != 0 && contains(gf_last_error(), "host callback");
+    th_flag_add(&t->done, 1);
+}
+static void test_waits_in_callbacks(void)
+{
+    nc_inside t;
+    unsigned char x = 7, back = 0;
+    memset(&t, 0, sizeof t);
+    th_flag_init(&t.done);
+    if (!CHECK_EQ_RESULT(gf_stream_create(dev, NULL, &t.s), GF_OK)) return;
+    CHECK_EQ_RESULT(gf_buffer_create(dev, 64, &t.b), GF_OK);
+    CHECK_EQ_RESULT(gf_event_create(dev, 0, &t.before), GF_OK);
+    CHECK_EQ_RESULT(gf_event_create(dev, 0, &t.after), GF_OK);
+    CHECK_EQ_RESULT(gf_event_record(t.before, t.s), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_add_callback(t.s, nc_waits_from_callback, &t), GF_OK);
+    CHECK_EQ_RESULT(gf_event_record(t.after, t.s), GF_OK);
+    if (!CHECK(th_flag_wait(&t.done, 1, TH_WAIT_MS), "7: the callback returned (no wait inside it hung)")) return;
+    CHECK_EQ_RESULT(t.stream_sync, GF_ERROR_INVALID_STATE);
+    CHECK_EQ_RESULT(t.device_sync, GF_ERROR_INVALID_STATE);
+    CHECK_EQ_RESULT(t.trim, GF_ERROR_INVALID_STATE);
+    CHECK_EQ_RESULT(t.event_before, GF_OK);                       /* done before the callback: no wait */
+    CHECK_EQ_RESULT(t.event_after, GF_ERROR_INVALID_STATE);       /* recorded after it on its stream */
+    CHECK(t.buffer_kept, "7: gf_buffer_destroy from a callback is refused, saying why, and keeps the buffer");
+    CHECK(t.stream_kept, "7: gf_stream_destroy of the callback's own stream is refused and keeps it");
+    CHECK_EQ_RESULT(gf_stream_synchronize(t.s), GF_OK);            /* outside the callback: fine */
+    CHECK_EQ_RESULT(gf_copy_to_device(t.b, 3, &x, 1), GF_OK);
+    CHECK_EQ_RESULT(gf_copy_to_host(&back, t.b, 3, 1), GF_OK);
+    CHECK(back == 7, "7: the kept buffer still works");
+    gf_event_destroy(t.before);
+    gf_event_destroy(t.after);
+    gf_buffer_destroy(t.b);
+    gf_stream_destroy(t.s);
+    th_flag_destroy(&t.done);
+}
+static void test_fork(void)
+{
+    gf_stream *s = NULL;
+    gf_buffer *b = NULL;
+    unsigned char x = 1;
+    pid_t child;
+    int status = 0, waited = 0;
+    if (!CHECK_EQ_RESULT(gf_stream_create(dev, NULL, &s), GF_OK)) return;
+    CHECK_EQ_RESULT(gf_buffer_create(dev, 16, &b), GF_OK);
+    fflush(stdout);
+    child = fork();
+    if (child == 0) {   /* the child: every call on the parent's device is refused, none hangs */
+        int bad = 0;
+        alarm(20);
+        gf_set_logger(NULL, NULL);
+        bad |= gf_copy_to_device_async(s, b, 0, &x, 1) != GF_ERROR_INVALID_STATE;
+        bad |= (!contains(gf_last_error(), "fork()")) << 1;
+        bad |= (gf_stream_synchronize(s) != GF_ERROR_INVALID_STATE) << 2;
+        bad |= (gf_device_synchronize(dev) != GF_ERROR_INVALID_STATE) << 3;
+        bad |= (gf_copy_to_device(b, 0, &x, 1) != GF_ERROR_INVALID_STATE) << 4;
+        _exit(bad);
+    }
+    if (!CHECK(child > 0, "7: fork")) return;
+    while (waited++ < 400 && waitpid(child, &status, WNOHANG) == 0) th_sleep_ms(50);
+    if (waited > 400) { kill(child, SIGKILL); waitpid(child, &status, 0); }
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+          "7: in a child of fork(), enqueues and waits on the parent's device are refused (no hang), naming fork()");
+    if (WIFEXITED(status) && WEXITSTATUS(status)) printf("  child's failed checks (bits): 0x%x\n", WEXITSTATUS(status));
+    CHECK_EQ_RESULT(gf_copy_to_device(b, 0, &x, 1), GF_OK);        /* the parent is unaffected */
+    gf_buffer_destroy(b);
+    gf_stream_destroy(s);
+}
+
+/* 8: each value opens a stub device under the variable; the log says what was understood. */
+static void test_environment(void)
+{
+    static const struct { const char *name, *value, *expect; } cases[] = {
+        { "GPUFLOW_RACE_CHECK", "yes", "race detector is on" }, { "GPUFLOW_RACE_CHECK", "ON", "race detector is on" },
+        { "GPUFLOW_RACE_CHECK", "true", "race detector is on" }, { "GPUFLOW_RACE_CHECK", "1", "race detector is on" },
+        { "GPUFLOW_RACE_CHECK", "2147483648", "GPUFLOW_RACE_CHECK=2147483648 is not understood" },
+        { "GPUFLOW_RACE_CHECK", "99999999999", "GPUFLOW_RACE_CHECK=99999999999 is not understood" },
+        { "GPUFLOW_RACE_CHECK", "maybe", "GPUFLOW_RACE_CHECK=maybe is not understood" },
+        { "GPUFLOW_HANG_MS", "1000", "GPUFLOW_HANG_MS=1000:" },
+        { "GPUFLOW_HANG_MS", "1e3", "GPUFLOW_HANG_MS=1e3 is not understood" },
+        { "GPUFLOW_HANG_MS", "abc", "GPUFLOW_HANG_MS=abc is not understood" },
+        { "GPUFLOW_HANG_MS", "-5", "GPUFLOW_HANG_MS=-5 is not understood" },
+        { "GPUFLOW_HANG_MS", "99999999999", "GPUFLOW_HANG_MS=99999999999 is not understood" },
+    };
+    int i;
+    for (i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++) {
+        gf_device *d = NULL;
+        char what[200];
+        setenv(cases[i].name, cases[i].value, 1);
+        log_clear();
+        CHECK_EQ_RESULT(gf_device_open(GF_BACKEND_STUB, 0, &d), GF_OK);
+        snprintf(what, sizeof what, "8: %s=%s: the log says \"%s\"", cases[i].name, cases[i].value, cases[i].expect);
+        CHECK(log_has(cases[i].expect), what);
+        if (d && !strcmp(cases[i].value, "yes")) {   /* and the detector is really on: a race is found */
+            gf_stream *a = NULL, *b = NULL;
+            gf_buffer *buf = NULL;
+            gf_race_info info;
+            static unsigned char in[256], out[256];
+            gf_stream_create(d, NULL, &a);
+            gf_stream_create(d, NULL, &b);
+            gf_buffer_create(d, sizeof in, &buf);
+            gf_copy_to_device_async(a, buf, 0, in, sizeof in);
+            gf_copy_to_host_async(b, out, buf, 0, sizeof out);
+            gf_stream_synchronize(a);
+            gf_stream_synchronize(b);
+            CHECK(gf_race_report(d, &info) == GF_OK && info.count >= 1, "8: GPUFLOW_RACE_CHECK=yes turns the detector on");
+            gf_buffer_destroy(buf);
+            gf_stream_destroy(a);
+            gf_stream_destroy(b);
+        }
+        if (d) gf_device_close(d);
+        unsetenv(cases[i].name);
+    }
+}
+
+/* 9 and 11 */
+static void test_close_names_the_living(void)
+{
+    gf_device *d = NULL;
+    gf_stream *s = NULL, *first = NULL;
+    gf_stream_desc sd;
+    gf_buffer *b = NULL;
+    gf_event *ev = NULL;
+    gf_module *mod = NULL;
+    if (!CHECK_EQ_RESULT(gf_device_open(GF_BACKEND_STUB, 0, &d), GF_OK)) return;
+    CHECK_EQ_RESULT(gf_stream_create(d, NULL, &first), GF_OK);
+    CHECK(!strcmp(gf_stream_label(first), "stream 1"), "11: the first stream the program makes is 'stream 1'");
+    gf_stream_destroy(first);
+    log_clear();
+    gf_device_close(d);
+    CHECK(!log_has("objects still alive"), "9: a device closed clean says nothing of the kind");
+
+    CHECK_EQ_RESULT(gf_device_open(GF_BACKEND_STUB, 0, &d), GF_OK);
+    memset(&sd, 0, sizeof sd);
+    sd.label = "decode";
+    CHECK_EQ_RESULT(gf_stream_create(d, &sd, &s), GF_OK);
+    CHECK_EQ_RESULT(gf_buffer_create(d, 4096, &b), GF_OK);
+    CHECK_EQ_RESULT(gf_event_create(d, 0, &ev), GF_OK);
+    CHECK_EQ_RESULT(gf_module_load(d, &tk_module, &mod), GF_OK);
+    log_clear();
+    gf_device_close(d);   /* deliberately: what is left leaks, and the log must name it */
+    CHECK(log_has("objects still alive"), "9: closing with objects alive is not silent");
+    CHECK(log_has("1 stream ('decode')"), "9: the streams by label");
+    CHECK(log_has("1 buffer (4096 bytes)"), "9: the buffers, with bytes");
+    CHECK(log_has("1 event") && log_has("1 module"), "9: events and modules, counted");
+}
+
+/* 10: the compiler's error lands on the line of the kernel in the user's file. */
+static void test_build_error_lines(void)
+{
+    gf_module *mod = NULL;
+    gf_module_desc desc = source_desc(nc_error_source, "newcomer_error.inc", nc_error_stub, 2, NULL);
+    gf_result r;
+    if (backend == GF_BACKEND_STUB) { SKIP("10: the stub's kernels are compiled with the program"); return; }
+    r = gf_module_load(dev, &desc, &mod);
+    if (r == GF_ERROR_NOT_SUPPORTED) { SKIP("10: no kernel compiler for this backend here"); return; }
+    if (!CHECK_EQ_RESULT(r, GF_ERROR_BUILD)) { if (r == GF_OK) gf_module_destroy(mod); return; }
+    CHECK(contains(gf_last_error(), "newcomer_error.inc:9") || contains(gf_last_error(), "newcomer_error.inc(9)"),
+          "10: the error is reported on line 9, where GF_KERNEL(nc_broken, ...) stands");
+    CHECK(!contains(gf_last_error(), "newcomer_error.inc:1:"), "10: not on line 1 of a one-line text");
+    /* without the C form's table the kernel is still named */
+    desc.stub_kernels = NULL; desc.stub_kernel_count = 0;
+    CHECK_FAIL(gf_module_load(dev, &desc, &mod), GF_ERROR_BUILD);
+    CHECK(contains(gf_last_error(), "kernel nc_broken"), "10: without line numbers, the kernel is named");
+}
+
+int main(int argc, char **argv)
+{
+    static const struct { const char *name; gf_backend b; } known[] = {
+        { "stub", GF_BACKEND_STUB }, { "cuda", GF_BACKEND_CUDA }, { "hip", GF_BACKEND_HIP }, { "opencl", GF_BACKEND_OPENCL }
+    };
+    gf_allocator counting;
+    gf_stream *s = NULL;
+    gf_result r;
+    int i;
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    for (i = 0; argc == 2 && i < 4; i++)
+        if (!strcmp(argv[1], known[i].name)) { backend_name = known[i].name; backend = known[i].b; }
+    if (!backend_name) { fprintf(stderr, "usage: %s stub|cuda|hip|opencl\n", argv[0]); return 2; }
+    counting.alloc = nc_alloc; counting.realloc = nc_realloc; counting.free = nc_free; counting.user = NULL;
+    gf_set_allocator(&counting);
+    gf_set_logger(nc_logger, NULL);
+    unsetenv("GPUFLOW_RACE_CHECK");
+    unsetenv("GPUFLOW_HANG_MS");
+    test_not_compiled_in();
+    r = gf_device_open(backend, 0, &dev);
+    if (r == GF_ERROR_BACKEND_UNAVAILABLE || r == GF_ERROR_NO_DEVICE) {
+        printf("notice: newcomer %s skipped: %s\n", backend_name, gf_last_error());
+        SKIP("backend not compiled in or no device here");
+        return th_finish();
+    }
+    if (!CHECK_EQ_RESULT(r, GF_OK)) return th_finish();
+    printf("newcomer on %s: %s\n", backend_name, gf_device_name(dev));
+    CHECK_EQ_RESULT(gf_stream_create(dev, NULL, &s), GF_OK);
+    test_launch_checks(s);
+    gf_stream_destroy(s);
+    test_cache();
+    test_waits_in_callbacks();
+    test_fork();
+    test_build_error_lines();
+    if (backend == GF_BACKEND_STUB) {
+        test_environment();
+        test_close_names_the_living();
+    }
+    gf_device_close(dev);
+    return th_finish();
+}
