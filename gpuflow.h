@@ -5905,6 +5905,45 @@ static size_t gf__dialect_text(char *out, size_t cap, const char *prelude, const
     return n + strlen(from);
 }
 
+/* Line `line` of text as its own #line directives number it: "file:N", or 0 if none covers it. */
+static int gf__say_text_line(gf__text *t, const char *text, unsigned long line) {
+    unsigned long at = 1, base = 0, directive_at = 0;
+    char file[256] = "";
+    const char *p = text;
+    while (at < line) {
+        if (!strncmp(p, "#line ", 6)) {
+            char *end;
+            const char *q;
+            size_t n;
+            base = strtoul(p + 6, &end, 10);
+            if ((q = strchr(end, '"')) != NULL && (n = strcspn(q + 1, "\"\n")) < sizeof file) { memcpy(file, q + 1, n); file[n] = 0; }
+            directive_at = at;
+        }
+        if (!(p = strchr(p, '\n'))) return 0;
+        p++, at++;
+    }
+    if (!file[0] || !directive_at) return 0;
+    gf__say(t, "%s:%lu", file, base + (line - directive_at - 1));
+    return 1;
+}
+/* A compiler that ignores #line (NVIDIA's OpenCL reports "<kernel>:38:80: error") gets its
+   line numbers mapped through the text's own directives, as they would have been read. */
+static void gf__build_log_lines(const char *text, const char *log, char *out, size_t cap) {
+    static const char mark[] = "<kernel>:";
+    const char *p = log, *q;
+    gf__text t;
+    t.p = out; t.cap = cap; t.used = 0;
+    out[0] = 0;
+    while ((q = strstr(p, mark)) != NULL) {
+        char *end;
+        unsigned long line = strtoul(q + sizeof mark - 1, &end, 10);
+        gf__say(&t, "%.*s", (int)(q - p), p);
+        if (end != q + sizeof mark - 1 && *end == ':' && gf__say_text_line(&t, text, line)) p = end;
+        else { gf__say(&t, "%s", mark); p = q + sizeof mark - 1; }
+    }
+    gf__say(&t, "%s", p);
+}
+
 /* A module from dialect source: the prelude and the source compiled for this device (through
    the disk cache when one is named), then loaded as the binary the compiler made. OpenCL
    without a compile slot builds the text itself. */

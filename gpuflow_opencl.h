@@ -1244,9 +1244,10 @@ static void gf__cl_module_unload(gf_module *mod) {
     mod->native = NULL;
 }
 
-/* clBuildProgram's failure, with as much of the build log (if any) as fits in the message. */
-static gf_result gf__cl_build_failed(cl_program prog, cl_device_id device, cl_int e) {
-    char log[900] = "";
+/* clBuildProgram's failure, with as much of the build log (if any) as fits in the message;
+   its line numbers read through the source's #line directives (text; NULL: as they are). */
+static gf_result gf__cl_build_failed(cl_program prog, cl_device_id device, cl_int e, const char *text) {
+    char log[900] = "", mapped[1000];
     size_t n = 0;
     GF__CL(clGetProgramBuildInfo, (prog, device, CL_PROGRAM_BUILD_LOG, sizeof log - 1, log, &n));
     if (n == 0)   /* a log longer than our buffer: ask for the size, then for the text */
@@ -1257,7 +1258,8 @@ static gf_result gf__cl_build_failed(cl_program prog, cl_device_id device, cl_in
             gf__copy_str(log, sizeof log, full);
         gf__free(full);
     }
-    return gf__fail(GF_ERROR_BUILD, "clBuildProgram: %s (%d)%s%s", gf__cl_error_name(e), (int)e, log[0] ? ": " : "", log);
+    if (text) gf__build_log_lines(text, log, mapped, sizeof mapped);
+    return gf__fail(GF_ERROR_BUILD, "clBuildProgram: %s (%d)%s%s", gf__cl_error_name(e), (int)e, log[0] ? ": " : "", text ? mapped : log);
 }
 
 static gf_result gf__cl_module_load(gf_module *mod, const gf_module_desc *desc) {
@@ -1289,7 +1291,7 @@ static gf_result gf__cl_module_load(gf_module *mod, const gf_module_desc *desc) 
     }
     e = GF__CL(clBuildProgram, (prog, 1, &d->device, desc->build_options, NULL, NULL));
     if (e != CL_SUCCESS) {
-        gf_result r = gf__cl_build_failed(prog, d->device, e);
+        gf_result r = gf__cl_build_failed(prog, d->device, e, desc->opencl_source);
         GF__CL(clReleaseProgram, (prog));
         return r;
     }
@@ -1312,7 +1314,7 @@ static gf_result gf__cl_compile(gf_device *dev, const char *name, const char *te
     prog = GF__CL_NEW(clCreateProgramWithSource, (d->ctx, 1, &text, NULL), &e);
     if (!prog) return gf__cl_fail("clCreateProgramWithSource", e);
     if ((e = GF__CL(clBuildProgram, (prog, 1, &d->device, options, NULL, NULL))) != CL_SUCCESS) {
-        gf_result r = gf__cl_build_failed(prog, d->device, e);
+        gf_result r = gf__cl_build_failed(prog, d->device, e, text);
         GF__CL(clReleaseProgram, (prog));
         return gf__fail(r, "OpenCL: %s: %s", name, gf__error_text);
     }
