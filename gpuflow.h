@@ -62,9 +62,11 @@
         GPUFLOW_NVTX             CUDA: stream names and gf_range_push as NVTX ranges
 
     Environment: GPUFLOW_BACKEND=cuda|hip|opencl|stub forces the backend GF_BACKEND_AUTO picks;
-    GPUFLOW_RACE_CHECK=1 turns the race detector on for every device; GPUFLOW_HANG_MS=N logs
-    the device's state when a wait lasts longer than N ms; GPUFLOW_CACHE_DIR=dir keeps compiled
-    kernels.
+    GPUFLOW_RACE_CHECK=1 (on, yes, true) turns the race detector on for every device;
+    GPUFLOW_HANG_MS=N logs the device's state when a wait lasts longer than N ms;
+    GPUFLOW_CACHE_DIR=dir keeps compiled kernels; GPUFLOW_OPENCL_PLATFORM=text narrows the
+    OpenCL platforms. Values are read strictly: one that is not understood is named in a
+    warning and the switch stays off.
 
     CONVENTIONS
     ===========
@@ -93,6 +95,11 @@
     thread and may call gpuflow freely, except gf_device_close and the waits that wait for the
     waiter itself (gf_event_cancel_wait of the wait that is running). The logger may be called
     from any thread, from inside any gpuflow call; it may call gpuflow.
+    A wait that could never end is refused (GF_ERROR_INVALID_STATE), on every backend: from a
+    stream callback, synchronizing or destroying its own stream, synchronizing or trimming the
+    device, destroying a buffer or closing the device, or synchronizing an event recorded after
+    the callback on its stream. After fork(), a device opened in the parent refuses every
+    enqueue and wait in the child: open a fresh device there.
 
     LICENSE: zlib/libpng, see the end of the file.
 */
@@ -287,7 +294,10 @@ typedef struct gf_flow_stats {
     double   avg_run_ms;          /* first task's start to last task's end, over timed_runs */
 } gf_flow_stats;
 
-typedef struct gf_graph_info { int nodes; int native; gf_capture_mode mode; int launches; } gf_graph_info;
+typedef struct gf_graph_info {
+    int nodes; int native; gf_capture_mode mode;
+    int launches;                 /* kernel launches inside the graph (not how often it replayed) */
+} gf_graph_info;
 
 /* gf_graph_capture_desc: gf_graph_capture with every option. */
 typedef struct gf_capture_desc {
@@ -342,8 +352,12 @@ typedef struct gf_native_device {
 } gf_native_device;
 
 /* Kernels. One module description carries each backend's form of the same kernels. */
+/* grid counts blocks (CUDA's gridDim), block counts threads per block; both >= 1 in every
+   dimension and within gf_device_info's max_grid / max_block / max_threads_per_block. */
 typedef struct gf_launch_dims { unsigned grid[3]; unsigned block[3]; size_t shared_bytes; } gf_launch_dims;
 typedef struct gf_arg { const void *value; size_t size; gf_buffer *buffer; } gf_arg;
+/* GF_ARG takes v's address, so v must be an lvalue (a variable, not 4 or n + 1); gf_launch
+   copies the value before it returns. */
 #define GF_ARG(v)        { &(v), sizeof(v), 0 }
 #define GF_ARG_BUFFER(b) { 0, 0, (b) }
 /* A buffer argument's size says how the kernel uses it: 0 reads and writes (the default),
@@ -447,6 +461,10 @@ typedef struct gf_race_info {
    expected, desired); and the float math functions sqrtf, rsqrtf, expf, logf, powf, sinf,
    cosf, tanhf, fabsf, fminf, fmaxf, floorf, ceilf (the C side needs <math.h> and -lm).
    The text is one line once stringified and holds no preprocessor directives of its own;
+   gpuflow puts a #line before each GF_KERNEL, from GF_STUB_KERNEL's line, so a device
+   compiler's errors name the kernel's line in your file (with gcc, define the C form
+   function-like, #define GF_KERNELS(...) GF_KERNELS_AS_C(__VA_ARGS__), for each kernel's own
+   line; else the kernel is named);
    C's rules for parameters apply (up to 16); names that are words in one of the languages
    (local, global, private, constant, kernel, __shared__, ...) are not names in the dialect. On the stub a block's threads run as fibers on
    the stream's thread, so barriers and shared arrays work as on a GPU. */
@@ -5927,7 +5945,9 @@ static int gf__say_text_line(gf__text *t, const char *text, unsigned long line) 
     return 1;
 }
 /* A compiler that ignores #line (NVIDIA's OpenCL reports "<kernel>:38:80: error") gets its
-   line numbers mapped through the text's own directives, as they would have been read. */
+   line numbers mapped through the text's own directives, as they would have been read. A
+   backend helper: unused in a build without OpenCL. */
+static void gf__build_log_lines(const char *text, const char *log, char *out, size_t cap) GF__UNUSED_DECL;
 static void gf__build_log_lines(const char *text, const char *log, char *out, size_t cap) {
     static const char mark[] = "<kernel>:";
     const char *p = log, *q;
