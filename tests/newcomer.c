@@ -90,9 +90,11 @@ static int log_count(const char *words)
 static int contains(const char *text, const char *words) { return strstr(text, words) != NULL; }
 
 /* ---- host memory: the largest single request (the forged cache size must not reach it) ---- */
-static size_t largest_alloc;
-static void *nc_alloc(void *u, size_t n) { (void)u; if (n > largest_alloc) largest_alloc = n; return malloc(n); }
-static void *nc_realloc(void *u, void *p, size_t n) { (void)u; if (n > largest_alloc) largest_alloc = n; return realloc(p, n); }
+static size_t largest_alloc;   /* under alloc_lock: stream workers allocate too */
+static pthread_mutex_t alloc_lock = PTHREAD_MUTEX_INITIALIZER;
+static void note_alloc(size_t n) { pthread_mutex_lock(&alloc_lock); if (n > largest_alloc) largest_alloc = n; pthread_mutex_unlock(&alloc_lock); }
+static void *nc_alloc(void *u, size_t n) { (void)u; note_alloc(n); return malloc(n); }
+static void *nc_realloc(void *u, void *p, size_t n) { (void)u; note_alloc(n); return realloc(p, n); }
 static void nc_free(void *u, void *p) { (void)u; free(p); }
 
 /* ---- fault injection: the cache's remove() fails while this is set ---- */
@@ -312,10 +314,15 @@ static void test_cache(void)
 
     /* a forged size field: nothing near 2 GiB is allocated for a small file */
     CHECK(rewrite_entry(entry, 1, 0), "6: forging the entry's size field");
+    pthread_mutex_lock(&alloc_lock);
     largest_alloc = 0;
+    pthread_mutex_unlock(&alloc_lock);
     CHECK_EQ_RESULT(gf_module_load(dev, &desc, &mod), GF_OK);
     gf_module_destroy(mod);
-    CHECK(largest_alloc < ((size_t)256 << 20), "6: a forged size field allocates nothing big (the file's size is checked first)");
+    pthread_mutex_lock(&alloc_lock);
+    r = largest_alloc < ((size_t)256 << 20) ? GF_OK : GF_ERROR_OUT_OF_MEMORY;
+    pthread_mutex_unlock(&alloc_lock);
+    CHECK(r == GF_OK, "6: a forged size field allocates nothing big (the file's size is checked first)");
 
     /* an entry the driver refuses, in a directory it cannot be removed from: rebuilt once */
     CHECK(cache_entry(dir, entry, sizeof entry) == 1 && rewrite_entry(entry, 0, 1), "6: an entry with a valid checksum but a binary the driver refuses");
@@ -447,13 +454,18 @@ static void test_environment(void)
             gf_buffer *buf = NULL;
             gf_race_info info;
             static unsigned char in[256], out[256];
+            th_gate gate;   /* holds a's write until b's read is done: unordered for gpuflow, not a real race */
+            th_gate_init(&gate);
             gf_stream_create(d, NULL, &a);
             gf_stream_create(d, NULL, &b);
             gf_buffer_create(d, sizeof in, &buf);
+            gf_stream_add_callback(a, th_gate_cb, &gate);
             gf_copy_to_device_async(a, buf, 0, in, sizeof in);
             gf_copy_to_host_async(b, out, buf, 0, sizeof out);
-            gf_stream_synchronize(a);
             gf_stream_synchronize(b);
+            th_gate_open(&gate);
+            gf_stream_synchronize(a);
+            th_gate_destroy(&gate);
             CHECK(gf_race_report(d, &info) == GF_OK && info.count >= 1, "8: GPUFLOW_RACE_CHECK=yes turns the detector on");
             gf_buffer_destroy(buf);
             gf_stream_destroy(a);
