@@ -49,7 +49,7 @@ HDRS = gpuflow.h $(wildcard gpuflow_*.h) tests/harness.h tests/backends.h tests/
 
 # ---- make test ---------------------------------------------------------------------------------
 TEST_BINS = $(BUILD)/conformance $(BUILD)/bad_input $(BUILD)/threads $(BUILD)/no_driver $(BUILD)/reliability $(BUILD)/races \
-            $(BUILD)/faults $(BUILD)/dialect $(BUILD)/fuzz_replay $(BUILD)/debug_shells $(BUILD)/newcomer $(BUILD)/newcomer_stubonly \
+            $(BUILD)/faults $(BUILD)/dialect $(BUILD)/cache $(BUILD)/fuzz_replay $(BUILD)/debug_shells $(BUILD)/newcomer $(BUILD)/newcomer_stubonly \
             $(BUILD)/cpp_gxx $(if $(HAVE_CLANGXX),$(BUILD)/cpp_clangxx) \
             $(if $(HAVE_CLANG),$(BUILD)/conformance_clang) $(if $(HAVE_CUDA),$(BUILD)/nvrtc_check) \
             $(if $(HAVE_HIP),$(BUILD)/hiprtc_check $(BUILD)/hiprtc_missing)
@@ -57,7 +57,7 @@ TEST_RUNS = "$(BUILD)/conformance stub" "$(BUILD)/conformance opencl" \
             "$(BUILD)/conformance cuda" "$(BUILD)/conformance hip" \
             "$(BUILD)/bad_input" "$(BUILD)/threads stub" "$(BUILD)/threads opencl" \
             "$(BUILD)/reliability stub" "$(BUILD)/reliability opencl" \
-            "$(BUILD)/races stub" "$(BUILD)/races opencl" "$(BUILD)/dialect stub" "$(BUILD)/dialect opencl" \
+            "$(BUILD)/races stub" "$(BUILD)/races opencl" "$(BUILD)/dialect stub" "$(BUILD)/dialect opencl" "$(BUILD)/cache opencl" \
             "$(BUILD)/faults alloc stub" "$(BUILD)/faults slots stub" "$(BUILD)/faults slots opencl" "$(BUILD)/faults entries opencl" \
             "$(BUILD)/fuzz_replay tests/fuzz_corpus" "$(BUILD)/debug_shells" \
             "$(BUILD)/newcomer stub" "$(BUILD)/newcomer opencl" "$(BUILD)/newcomer_stubonly stub" "sh tests/readme.sh $(BUILD)" \
@@ -128,14 +128,14 @@ $(BUILD)/cpp_clangxx: tests/cpp_compile.cpp $(HDRS) | $(BUILD)
 # library is present), then memcheck. memcheck does not report the API errors that the suite
 # provokes on purpose (unknown kernel, bad PTX, refused graph update, unjoined capture).
 NV_OPENCL ?= /usr/local/nvidia/lib64/libnvidia-opencl.so.1
-test-gpu: $(BUILD)/conformance $(BUILD)/threads $(BUILD)/reliability $(BUILD)/races $(BUILD)/faults $(BUILD)/dialect $(BUILD)/newcomer \
+test-gpu: $(BUILD)/conformance $(BUILD)/threads $(BUILD)/reliability $(BUILD)/races $(BUILD)/faults $(BUILD)/dialect $(BUILD)/newcomer $(BUILD)/cache \
           $(BUILD)/cublas_interop $(BUILD)/nvrtc_check $(BUILD)/cuda_backend $(BUILD)/graph_pool_measure
 	@test -n "$(HAVE_CUDA)" || { echo "test-gpu: needs $(CUDA_INCLUDE)/cuda.h and gpuflow_cuda.h"; exit 1; }
 	@if [ -f "$(NV_OPENCL)" ]; then mkdir -p $(BUILD)/icd && echo "$(NV_OPENCL)" > $(BUILD)/icd/nvidia.icd; fi
 	@status=0; \
 	OCL_ICD_VENDORS=$(abspath $(BUILD)/icd) sh tests/run.sh "$(BUILD)/conformance cuda" "$(BUILD)/threads cuda" "$(BUILD)/reliability cuda" "$(BUILD)/races cuda" \
 	    "$(BUILD)/faults entries cuda" "$(BUILD)/faults slots cuda" "$(BUILD)/dialect cuda" "$(BUILD)/dialect opencl" \
-	    "$(BUILD)/newcomer cuda" "$(BUILD)/newcomer opencl" \
+	    "$(BUILD)/newcomer cuda" "$(BUILD)/newcomer opencl" "$(BUILD)/cache cuda" "$(BUILD)/cache opencl" \
 	    "$(BUILD)/conformance opencl" "$(BUILD)/threads opencl" "$(BUILD)/reliability opencl" "$(BUILD)/races opencl" \
 	    "$(BUILD)/cublas_interop" "$(BUILD)/cuda_backend" "$(BUILD)/graph_pool_measure cuda" "$(BUILD)/nvrtc_check --require --arch compute_90 --ptxas $(PTXAS) $(wildcard examples/*.gfk tests/*.gfk)" \
 	    "sh tests/examples.sh $(BUILD)/examples-gpu '$(CC) $(CSTD) $(WARN) $(BACKENDS)' cuda opencl" || status=1; \

@@ -5805,18 +5805,75 @@ static const char *gf__dialect_prelude(gf_backend b) {
 }
 
 /* The disk cache: one file per compiled module, named by a 128-bit key over everything the
-   binary depends on (prelude and source, options, device, compiler and driver versions).
-   A file holds a header that repeats the key and a checksum of the payload: anything that does
-   not match is rebuilt and rewritten, never trusted. Written to a temporary name and renamed,
-   so a reader never sees half a file. */
-typedef struct gf__cache_header { char magic[8]; uint64_t key[2]; uint32_t kind, pad; uint64_t size, sum; } gf__cache_header;
+   binary depends on. A name is only a hint: the file repeats the whole identity (prelude and
+   source as compiled, build options, the compiler's id: device, compiler and driver versions)
+   and a checksum, and an entry is used only when every byte of the identity matches. An entry
+   that is there but does not match is named in a warning and rebuilt.
+   On disk it is treated as a security-conscious tool would: the directory must be a directory
+   owned by this user (or root, for a cache installed read-only) that no one else can write
+   (one that is missing is made, 0700); an entry is opened without following a symlink and
+   used only if it is a regular file; a new entry is written to a file of its own (exclusive
+   create, 0600) in the same directory and renamed over the old name, so a reader never sees
+   half an entry. Any failure of the file system costs a compile, never the load. */
+typedef struct gf__cache_header {
+    char magic[8];
+    uint64_t key[2];
+    uint32_t kind, identity_size;   /* the identity's bytes follow the header, then the binary */
+    uint64_t size, sum;             /* the binary's size; checksum of identity and binary */
+} gf__cache_header;
+#define GF__CACHE_MAGIC "gpuflow2"
 static uint64_t gf__hash(uint64_t h, const void *data, size_t n) {
     const unsigned char *p = (const unsigned char *)data;
     size_t i;
     for (i = 0; i < n; i++) h = (h ^ p[i]) * 1099511628211u;
     return h;
 }
-static uint64_t gf__hash_str(uint64_t h, const char *s) { return gf__hash(h, s ? s : "", s ? strlen(s) + 1 : 1); }
+
+/* What an entry is for, byte for byte: "<text>\0<options>\0<compiler id>\0", and its key. */
+typedef struct gf__cache_identity { char *bytes; size_t size; uint64_t key[2]; } gf__cache_identity;
+static gf_result gf__cache_identity_make(gf__cache_identity *id, const char *text, const char *options, const char *compiler) {
+    size_t t = strlen(text) + 1, o = strlen(options ? options : "") + 1, c = strlen(compiler) + 1;
+    if (t + o + c > 0xffffffffu) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_module_load: the source is larger than 4 GiB");
+    if (!(id->bytes = (char *)gf__malloc(t + o + c))) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_module_load: out of host memory");
+    memcpy(id->bytes, text, t);
+    memcpy(id->bytes + t, options ? options : "", o);
+    memcpy(id->bytes + t + o, compiler, c);
+    id->size = t + o + c;
+    id->key[0] = gf__hash(1469598103934665603u, id->bytes, id->size);
+    id->key[1] = gf__hash(gf__hash(0x84222325cbf29ce4u, compiler, c), id->bytes, t + o);   /* another order: another function */
+    return GF_OK;
+}
+
+#if defined(_WIN32)
+#  include <io.h>
+#  include <direct.h>
+#  include <fcntl.h>
+#  include <sys/stat.h>
+#  define GF__O_CACHE_READ  (_O_RDONLY | _O_BINARY)
+#  define GF__O_CACHE_NEW   (_O_WRONLY | _O_CREAT | _O_EXCL | _O_BINARY)
+#  define gf__fd_open(p, f, m) _open((p), (f), (m))
+#  define gf__fd_read(fd, b, n) _read((fd), (b), (unsigned)(n))
+#  define gf__fd_write(fd, b, n) _write((fd), (b), (unsigned)(n))
+#  define gf__fd_close(fd) _close(fd)
+#  define gf__mkdir(p) _mkdir(p)
+#  define gf__getpid() ((unsigned long)GetCurrentProcessId())
+#else
+#  include <fcntl.h>
+#  include <sys/stat.h>
+#  include <unistd.h>
+#  ifndef O_CLOEXEC
+#    define O_CLOEXEC 0
+#  endif
+/* O_NONBLOCK: opening a FIFO planted under an entry's name must not wait for a writer */
+#  define GF__O_CACHE_READ  (O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+#  define GF__O_CACHE_NEW   (O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC)
+#  define gf__fd_open(p, f, m) open((p), (f), (m))
+#  define gf__fd_read(fd, b, n) read((fd), (b), (n))
+#  define gf__fd_write(fd, b, n) write((fd), (b), (n))
+#  define gf__fd_close(fd) close(fd)
+#  define gf__mkdir(p) mkdir((p), 0700)
+#  define gf__getpid() ((unsigned long)getpid())
+#endif
 
 /* The entry's path, allocated to fit: a long directory (PATH_MAX is 4096 on Linux) is never
    cut short, which would put the entry somewhere else. NULL: out of host memory. */
@@ -5826,50 +5883,132 @@ static char *gf__cache_path(const char *dir, const uint64_t key[2]) {
     if (path) snprintf(path, n, "%s/gpuflow-%016llx%016llx.bin", dir, (unsigned long long)key[0], (unsigned long long)key[1]);
     return path;
 }
-/* GF_OK with the binary; GF_ERROR_NOT_FOUND for a miss (or a file that does not match). */
-static gf_result gf__cache_read(const char *path, const uint64_t key[2], void **binary, size_t *size, gf__binary_kind *kind) {
+
+/* The cache directory, made if missing; 0 (with a warning) when it must not be used. */
+static int gf__cache_dir_usable(const char *dir) {
+    struct stat st;
+    if (stat(dir, &st) != 0) {
+        size_t n = strlen(dir), i;
+        char *p = (char *)gf__malloc(n + 1);
+        int made = p != NULL;
+        if (!p) { gf__notice(GF_LOG_WARNING, "gf_module_load: out of host memory: the kernel cache '%s' is not used", dir); return 0; }
+        memcpy(p, dir, n + 1);
+        for (i = 1; made && i <= n; i++)   /* each missing level, as mkdir -p */
+            if (p[i] == '/' || p[i] == '\\' || p[i] == 0) {
+                char c = p[i];
+                p[i] = 0;
+                if (stat(p, &st) != 0 && (GF__FAULT("mkdir") || gf__mkdir(p) != 0)) made = 0;
+                p[i] = c;
+            }
+        gf__free(p);
+        if (!made || stat(dir, &st) != 0) {
+            gf__notice(GF_LOG_WARNING, "gf_module_load: the kernel cache directory '%s' does not exist and cannot be made: kernels are compiled without it", dir);
+            return 0;
+        }
+        gf__notice(GF_LOG_INFO, "gf_module_load: made the kernel cache directory '%s'", dir);
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        gf__notice(GF_LOG_WARNING, "gf_module_load: the kernel cache '%s' is not a directory: kernels are compiled without it", dir);
+        return 0;
+    }
+#if !defined(_WIN32)
+    if ((st.st_uid != geteuid() && st.st_uid != 0) || (st.st_mode & (S_IWGRP | S_IWOTH))) {
+        gf__notice(GF_LOG_WARNING, "gf_module_load: the kernel cache directory '%s' is %s: kernels are compiled without it "
+                   "(a cache must be yours and writable by you alone: chmod 700 it)", dir,
+                   st.st_uid != geteuid() && st.st_uid != 0 ? "owned by another user" : "writable by other users");
+        return 0;
+    }
+#endif
+    return 1;
+}
+
+static int gf__fd_read_all(int fd, void *data, size_t n) {
+    size_t at = 0;
+    while (at < n) {
+        long got = GF__FAULT("read") ? -1 : (long)gf__fd_read(fd, (char *)data + at, n - at);
+        if (got <= 0) return 0;
+        at += (size_t)got;
+    }
+    return 1;
+}
+
+/* GF_OK with the binary; GF_ERROR_NOT_FOUND for a miss, and for an entry that is not the one
+   asked for (named in a warning: it is then rebuilt over). */
+static gf_result gf__cache_read(const char *path, const gf__cache_identity *id, void **binary, size_t *size, gf__binary_kind *kind) {
     gf__cache_header h;
-    FILE *f = fopen(path, "rb");
-    void *data = NULL;
-    int ok;
-    long end = -1;
-    if (!f) return GF_ERROR_NOT_FOUND;
-    /* The size field must be what the file holds before anything is allocated for it: a
-       forged one would otherwise allocate up to 2 GiB for a file of a few bytes. */
-    if (fseek(f, 0, SEEK_END) == 0) end = ftell(f);
-    ok = end >= (long)sizeof h && fseek(f, 0, SEEK_SET) == 0 &&
-         fread(&h, sizeof h, 1, f) == 1 && !memcmp(h.magic, "gpuflow1", 8) && h.key[0] == key[0] && h.key[1] == key[1] &&
-         h.size > 0 && h.size == (uint64_t)end - sizeof h && (data = gf__malloc((size_t)h.size)) != NULL &&
-         fread(data, 1, (size_t)h.size, f) == (size_t)h.size && gf__hash(1469598103934665603u, data, (size_t)h.size) == h.sum;
-    fclose(f);
-    if (!ok) { gf__free(data); return GF_ERROR_NOT_FOUND; }
+    struct stat st;
+    char *data = NULL;
+    const char *why = NULL;
+    int fd = GF__FAULT("open") ? (errno = EIO, -1) : gf__fd_open(path, GF__O_CACHE_READ, 0);
+    if (fd < 0) {
+        if (errno != ENOENT) gf__notice(GF_LOG_WARNING, "gf_module_load: kernel cache entry '%s' cannot be opened (%s); rebuilding it", path,
+                                        errno == ELOOP ? "a symbolic link" : strerror(errno));
+        return GF_ERROR_NOT_FOUND;
+    }
+    /* The sizes must be what the file holds before anything is allocated for them: forged ones
+       would otherwise allocate gigabytes for a file of a few bytes. */
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) why = "not a regular file";
+#if !defined(_WIN32)
+    else if (st.st_uid != geteuid() && st.st_uid != 0) why = "owned by another user";
+#endif
+    else if ((uint64_t)st.st_size < sizeof h || !gf__fd_read_all(fd, &h, sizeof h)) why = "truncated";
+    else if (memcmp(h.magic, GF__CACHE_MAGIC, 8) || h.kind > GF__BINARY_OPENCL) why = "not a gpuflow kernel cache entry";
+    else if (h.key[0] != id->key[0] || h.key[1] != id->key[1] || h.identity_size != id->size)
+        why = "made for other source, options, device or compiler";
+    else if (h.size == 0 || h.size != (uint64_t)st.st_size - sizeof h - h.identity_size) why = "truncated";
+    else if (!(data = (char *)gf__malloc(id->size + (size_t)h.size))) why = "too large for the host memory left";
+    else if (!gf__fd_read_all(fd, data, id->size + (size_t)h.size)) why = "unreadable";
+    else if (memcmp(data, id->bytes, id->size)) why = "made for other source, options, device or compiler";
+    else if (gf__hash(1469598103934665603u, data, id->size + (size_t)h.size) != h.sum) why = "corrupt (its checksum does not match)";
+    gf__fd_close(fd);
+    if (why) {
+        gf__notice(GF_LOG_WARNING, "gf_module_load: kernel cache entry '%s' is %s; rebuilding it", path, why);
+        gf__free(data);
+        return GF_ERROR_NOT_FOUND;
+    }
+    memmove(data, data + id->size, (size_t)h.size);   /* the caller gets the binary alone */
     *binary = data;
     *size = (size_t)h.size;
     *kind = (gf__binary_kind)h.kind;
     return GF_OK;
 }
-static void gf__cache_write(const char *path, const uint64_t key[2], const void *binary, size_t size, gf__binary_kind kind) {
+
+static int gf__fd_write_all(int fd, const void *data, size_t n) {
+    size_t at = 0;
+    while (at < n) {
+        long put = GF__FAULT("write") ? -1 : (long)gf__fd_write(fd, (const char *)data + at, n - at);
+        if (put <= 0) return 0;
+        at += (size_t)put;
+    }
+    return 1;
+}
+static void gf__cache_write(const char *path, const gf__cache_identity *id, const void *binary, size_t size, gf__binary_kind kind) {
+    static int serial;   /* with the pid: a temporary name no other writer picks */
     gf__cache_header h;
-    size_t n = strlen(path) + 32;
+    size_t n = strlen(path) + 64;
     char *tmp = (char *)gf__malloc(n);
-    FILE *f;
-    int ok;
+    int fd, ok;
     if (!tmp) { gf__notice(GF_LOG_WARNING, "gf_module_load: out of host memory: '%s' is not cached", path); return; }
     memset(&h, 0, sizeof h);
-    memcpy(h.magic, "gpuflow1", 8);
-    h.key[0] = key[0]; h.key[1] = key[1];
+    memcpy(h.magic, GF__CACHE_MAGIC, 8);
+    h.key[0] = id->key[0]; h.key[1] = id->key[1];
     h.kind = (uint32_t)kind;
+    h.identity_size = (uint32_t)id->size;
     h.size = size;
-    h.sum = gf__hash(1469598103934665603u, binary, size);
-    snprintf(tmp, n, "%s.%llx.tmp", path, (unsigned long long)(gf__now_ns() ^ (uintptr_t)&h));
-    if (!(f = fopen(tmp, "wb"))) {
-        gf__notice(GF_LOG_WARNING, "gf_module_load: cannot write the kernel cache file '%s'", tmp);
+    h.sum = gf__hash(gf__hash(1469598103934665603u, id->bytes, id->size), binary, size);
+    snprintf(tmp, n, "%s.%lu.%d.tmp", path, gf__getpid(), gf__atomic_add_int(&serial, 1));
+    fd = GF__FAULT("open") ? (errno = EIO, -1) : gf__fd_open(tmp, GF__O_CACHE_NEW, 0600);
+    if (fd < 0) {
+        gf__notice(GF_LOG_WARNING, "gf_module_load: cannot write the kernel cache entry '%s' (%s)", tmp, strerror(errno));
         gf__free(tmp);
         return;
     }
-    ok = fwrite(&h, sizeof h, 1, f) == 1 && fwrite(binary, 1, size, f) == size;
-    ok = fclose(f) == 0 && ok;
-    if (!ok || rename(tmp, path) != 0) { remove(tmp); gf__notice(GF_LOG_WARNING, "gf_module_load: cannot write the kernel cache file '%s'", path); }
+    ok = gf__fd_write_all(fd, &h, sizeof h) && gf__fd_write_all(fd, id->bytes, id->size) && gf__fd_write_all(fd, binary, size);
+    ok = gf__fd_close(fd) == 0 && ok;
+    if (!ok || GF__FAULT("rename") || rename(tmp, path) != 0) {
+        remove(tmp);
+        gf__notice(GF_LOG_WARNING, "gf_module_load: cannot write the kernel cache entry '%s'", path);
+    }
     gf__free(tmp);
 }
 
@@ -5975,7 +6114,7 @@ static gf_result gf__module_load_source(gf_module *mod, const gf_module_desc *de
     gf_module_desc d = *desc;
     size_t n = gf__dialect_text(NULL, 0, prelude ? prelude : "", name, desc) + 1;
     char *text = (char *)gf__malloc(n), *path = NULL;
-    uint64_t key[2] = { 0, 0 };
+    gf__cache_identity id = { NULL, 0, { 0, 0 } };
     gf_result r = GF_OK;
     int attempt;
     if (!text) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_module_load: out of host memory");
@@ -5988,12 +6127,14 @@ static gf_result gf__module_load_source(gf_module *mod, const gf_module_desc *de
         gf__free(text);
         return r;
     }
-    if (dir && *dir) {
-        char id[512] = "";
-        if (be->compiler_id) be->compiler_id(dev, id, sizeof id);
-        key[0] = gf__hash_str(gf__hash_str(gf__hash_str(1469598103934665603u, text), desc->build_options), id);
-        key[1] = gf__hash_str(gf__hash_str(gf__hash_str(0x84222325cbf29ce4u, id), desc->build_options), text);
-        if (!(path = gf__cache_path(dir, key))) { gf__free(text); return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_module_load: out of host memory"); }
+    if (dir && *dir && gf__cache_dir_usable(dir)) {
+        char compiler[512] = "";
+        if (be->compiler_id) be->compiler_id(dev, compiler, sizeof compiler);
+        if ((r = gf__cache_identity_make(&id, text, desc->build_options, compiler)) != GF_OK) { gf__free(text); return r; }
+        if (!(path = gf__cache_path(dir, id.key))) {
+            gf__free(text); gf__free(id.bytes);
+            return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_module_load: out of host memory");
+        }
     }
     /* At most two attempts: the cached binary, then (if the driver refuses it) a fresh compile
        that does not read the cache again, whether or not the bad entry could be removed. */
@@ -6001,10 +6142,10 @@ static gf_result gf__module_load_source(gf_module *mod, const gf_module_desc *de
         void *binary = NULL;
         size_t size = 0;
         gf__binary_kind kind = GF__BINARY_PTX;
-        int cached = attempt == 0 && path && gf__cache_read(path, key, &binary, &size, &kind) == GF_OK;
+        int cached = attempt == 0 && path && gf__cache_read(path, &id, &binary, &size, &kind) == GF_OK;
         if (!cached && (r = be->compile(dev, name, text, desc->build_options, &binary, &size, &kind)) != GF_OK) break;
         if (cached) gf__notice(GF_LOG_INFO, "gf_module_load: '%s' from the kernel cache (%s)", name, path);
-        else if (path) gf__cache_write(path, key, binary, size, kind);
+        else if (path) gf__cache_write(path, &id, binary, size, kind);
         d.ptx = NULL; d.cubin = d.hip_code = d.opencl_binary = NULL;
         switch (kind) {
         case GF__BINARY_PTX:    d.ptx = (const char *)binary; break;
@@ -6022,6 +6163,7 @@ static gf_result gf__module_load_source(gf_module *mod, const gf_module_desc *de
     }
     gf__free(text);
     gf__free(path);
+    gf__free(id.bytes);
     return r;
 }
 

@@ -47,6 +47,9 @@
 #include <time.h>
 #include <unistd.h>
 #include <signal.h>
+#include <errno.h>
+#include <dirent.h>
+#include <sys/stat.h>
 
 /* ---- the fault switch: counts calls of each kind, fails the chosen one(s) ------------------ */
 enum { K_ALLOC, K_SLOT, K_ENTRY, K_COUNT };
@@ -73,6 +76,7 @@ static struct {
     char first_name[64];            /* the first injected call, and the step it was in */
     const char *first_step; int first_line;
     char names[32][64]; int name_count;   /* distinct names injected in this run */
+    unsigned long cache_injected, other_injected;   /* injected: the kernel cache's file operations, the rest */
     const char *step; int line;     /* the scenario step running now */
     const char *phase;              /* scenario, probe, cleanup, recovery, close */
     int tally_on;                   /* counting run: names of the calls of the failing kind */
@@ -92,6 +96,17 @@ static void tally_add(const char *name, unsigned long n)
     }
 }
 
+/* The kernel cache's file operations (GF__FAULT("open") ...): counted and failed like driver
+   entry points, but a cache that fails is only an optimisation lost: the load goes on and
+   compiles (with a warning), so such a fault must not fail it. */
+static int cache_op(const char *name)
+{
+    static const char *const ops[] = { "mkdir", "open", "read", "write", "rename", "remove" };
+    size_t i;
+    for (i = 0; i < sizeof ops / sizeof ops[0]; i++) if (!strcmp(name, ops[i])) return 1;
+    return 0;
+}
+
 /* Called before every allocation, slot call and entry point: nonzero fails it. */
 static int faults_hit(int kind, const char *name)
 {
@@ -109,6 +124,8 @@ static int faults_hit(int kind, const char *name)
     }
     for (i = 0; i < F.name_count; i++) if (!strcmp(F.names[i], name)) break;
     if (i == F.name_count && F.name_count < 32) copy_name(F.names[F.name_count++], sizeof F.names[0], name);
+    if (kind == K_ENTRY && cache_op(name)) F.cache_injected++;
+    else F.other_injected++;
     return 1;
 }
 
@@ -229,6 +246,8 @@ int gpuflow_fault_hit(const char *entry)
     X(I, event_elapsed_ms, (gf_event *a, gf_event *b, float *ms), (a, b, ms)) \
     X(I, module_load, (gf_module *mod, const gf_module_desc *desc), (mod, desc)) \
     X(I, kernel_get, (gf_kernel *k), (k)) \
+    X(I, compile, (gf_device *dev, const char *name, const char *text, const char *options, void **binary, \
+                   size_t *size, gf__binary_kind *kind), (dev, name, text, options, binary, size, kind)) \
     X(I, launch, (gf_stream *s, gf_kernel *k, const gf_launch_dims *d, const gf_arg *a, int n), (s, k, d, a, n)) \
     X(I, capture_begin, (gf_stream *s, gf_capture_mode mode), (s, mode)) \
     X(I, graph_launch, (gf_graph *g, gf_stream *s), (g, s)) \
@@ -306,6 +325,8 @@ static struct {
     unsigned long absorbed_runs;       /* a fault injected, no call reported one */
     unsigned long kept_runs, kept_objects;   /* destroys refused under a fault, redone with faults off */
     tally_item absorbed[MAX_TALLY]; int absorbed_count;
+    tally_item cache_ok[MAX_TALLY]; int cache_ok_count;         /* loads that absorbed failed cache operations */
+    tally_item cache_quiet[MAX_TALLY]; int cache_quiet_count;   /* ... and logged no warning */
 } R;
 static int max_printed = 30;        /* FAULTS_PRINT=n changes it */
 
@@ -410,6 +431,8 @@ static struct {
     gf_event_pool *ep;
     gf_module *mod;
     gf_kernel *kfill, *kadd;
+    gf_module *smod1, *smod2;       /* from dialect source: compiled (cache written), then a cache hit */
+    gf_kernel *siota1, *saxpy1, *siota2, *saxpy2;
     gf_stream_pool *pool;
     gf_stream_set *set;
     gf_flow *flow;
@@ -424,6 +447,81 @@ static struct {
 
 static unsigned char src_bytes[BUF], host[BUF];
 static gf_profile_report report;
+
+/* ---- kernels from dialect source, through the disk cache (the backends that compile) -------- */
+/* FK_MUL comes from the build options: they reach the compiler, and the cache key, on a hit too. */
+static const char fk_source[] = GF_KERNELS_AS_TEXT(
+GF_KERNEL(fk_iota, GF_PARAM(GF_GLOBAL unsigned *, p), GF_PARAM(unsigned, n), GF_PARAM(unsigned, base))
+{
+    unsigned i = gf_global_id(0);
+    if (i < n) p[i] = base + i;
+}
+GF_KERNEL(fk_axpy, GF_PARAM(GF_GLOBAL unsigned *, p), GF_PARAM(unsigned, n), GF_PARAM(unsigned, add))
+{
+    unsigned i = gf_global_id(0);
+    if (i < n) p[i] = p[i] * FK_MUL + add;
+}
+);
+#define FK_OPTIONS "-DFK_MUL=3"
+static uint32_t fk_expect(uint32_t i) { return ((100 + i) * 3 + 1) * 3 + 2; }   /* iota 100, axpy 1, axpy 2 */
+
+/* The cache: a directory of this process's own (mkdtemp: mode 0700), removed at exit; each run
+   starts without its cache_dir, a subdirectory, so that every run compiles, writes and hits
+   alike and the N-th call is the same call in every run. */
+static char cache_base[256], cache_dir[300];
+
+/* Removes what is under dir (not following links), and dir itself unless keep_top. 0: all gone. */
+static int tree_remove(const char *dir, int keep_top)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    int bad = 0;
+    if (!d) return keep_top || rmdir(dir) == 0 || errno == ENOENT ? 0 : -1;
+    while ((e = readdir(d)) != NULL) {
+        char p[600];
+        struct stat st;
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+        if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode)) bad |= tree_remove(p, 0);
+        else if (unlink(p) != 0) bad = -1;
+    }
+    closedir(d);
+    if (!keep_top && rmdir(dir) != 0) bad = -1;
+    return bad;
+}
+/* The names in cache_dir ending in suffix: how many; the first in first. */
+static int cache_files(const char *suffix, char *first, size_t cap)
+{
+    DIR *d = opendir(cache_dir);
+    struct dirent *e;
+    size_t k = strlen(suffix);
+    int n = 0;
+    if (first && cap) first[0] = 0;
+    if (!d) return 0;
+    while ((e = readdir(d)) != NULL) {
+        size_t len = strlen(e->d_name);
+        if (len < k || strcmp(e->d_name + len - k, suffix)) continue;
+        if (!n++ && first) copy_name(first, cap, e->d_name);
+    }
+    closedir(d);
+    return n;
+}
+static void cache_base_remove(void)
+{
+    if (cache_base[0]) tree_remove(cache_base, 0);
+    cache_base[0] = 0;
+}
+
+/* What the library logged from the scenario's thread: warnings (a cache it could not use) and
+   cache hits. */
+static struct { int warnings, hits; } L;
+static void faults_logger(void *user, gf_log_level level, gf_result code, const char *message)
+{
+    (void)user; (void)code;
+    if (!faults_main) return;
+    if (level == GF_LOG_WARNING) L.warnings++;
+    if (strstr(message, "from the kernel cache")) L.hits++;
+}
 
 static void count_cb(void *user, gf_result status)
 {
@@ -625,6 +723,18 @@ static void probe(void)
             gf_stream_synchronize(S.s1) != GF_OK || !all_u32(back, 64, 0xabcd))
             defect(__LINE__, "kernel fill_u32 is not usable after the fault (faults off): %s", gf_last_error());
     }
+    {
+        gf_kernel *iota[2], *axpy[2];
+        iota[0] = S.siota1; iota[1] = S.siota2; axpy[0] = S.saxpy1; axpy[1] = S.saxpy2;
+        for (i = 0; i < 2 && S.s1; i++) {
+            if (!iota[i] || !axpy[i]) continue;
+            memset(back, 0, sizeof back);
+            if (launch_u32(S.s1, iota[i], pb, 64, 100) != GF_OK || launch_u32(S.s1, axpy[i], pb, 64, 1) != GF_OK ||
+                launch_u32(S.s1, axpy[i], pb, 64, 2) != GF_OK || gf_copy_to_host_async(S.s1, back, pb, 0, 256) != GF_OK ||
+                gf_stream_synchronize(S.s1) != GF_OK || !fk_check(back, 64, fk_expect))
+                defect(__LINE__, "the kernels of S.smod%d (from source) are not usable after the fault (faults off): %s", i + 1, gf_last_error());
+        }
+    }
     if (S.g1 && S.s2 && (gf_graph_launch(S.g1, S.s2) != GF_OK || gf_stream_synchronize(S.s2) != GF_OK))
         defect(__LINE__, "graph S.g1 is not usable after the fault (faults off): %s", gf_last_error());
     if (S.flow && S.pool && S.c && (gf_flow_run(S.flow, S.pool) != GF_OK || gf_stream_pool_synchronize(S.pool) != GF_OK))
@@ -632,6 +742,63 @@ static void probe(void)
     if (gf_device_synchronize(S.dev) != GF_OK) defect(__LINE__, "device synchronize after the fault (faults off): %s", gf_last_error());
     gf_buffer_destroy(pb);
 }
+
+/* ---- loads from dialect source ---------------------------------------------------------------- */
+static int fk_check(const unsigned char *p, uint32_t n, uint32_t (*want)(uint32_t))
+{
+    uint32_t i, x;
+    for (i = 0; i < n; i++) { memcpy(&x, p + 4 * i, 4); if (x != want(i)) return 0; }
+    return 1;
+}
+static uint32_t fk_iota_5(uint32_t i) { return 0x10000u + i; }
+
+static void note(tally_item *t, int *count, const char *key)
+{
+    int i;
+    for (i = 0; i < *count; i++) if (!strcmp(t[i].name, key)) { t[i].count++; return; }
+    if (*count < MAX_TALLY) { copy_name(t[*count].name, sizeof t[0].name, key); t[(*count)++].count = 1; }
+}
+static void cache_names(char *out, size_t cap)   /* the cache operations injected so far in this run */
+{
+    size_t used = 0;
+    int i;
+    out[0] = 0;
+    for (i = 0; i < F.name_count && used < cap - 1; i++)
+        if (cache_op(F.names[i])) {
+            used += (size_t)snprintf(out + used, cap - used, "%s%s", used ? ", " : "", F.names[i]);
+            if (used >= cap) used = cap - 1;
+        }
+}
+
+/* gf_module_load of fk_source through the cache: DO's checks, and a load in which nothing but
+   the cache's file operations failed must succeed (compiling instead); the runs where one was
+   absorbed are counted, with whether a warning said so. */
+static gf_result source_load(gf_module **out, const char *what, int line)
+{
+    gf_module_desc d;
+    unsigned long cache0 = F.cache_injected, other0 = F.other_injected;
+    int warn0 = L.warnings;
+    char ops[160];
+    gf_result r;
+    memset(&d, 0, sizeof d);
+    d.source = fk_source;
+    d.source_name = "faults_kernels";
+    d.build_options = FK_OPTIONS;
+    d.cache_dir = cache_dir;
+    step_begin(what, line);
+    r = step_end(gf_module_load(S.dev, &d, out), 0, line);
+    if (F.cache_injected == cache0) return r;
+    cache_names(ops, sizeof ops);
+    if (r != GF_OK && F.other_injected == other0)
+        defect(line, "`%s` returned %s when only the kernel cache's file operations failed in it (%s): a cache it "
+               "cannot use must not fail the load (it compiles instead): \"%s\"", what, gf_result_name(r), ops, gf_last_error());
+    else if (r == GF_OK && F.other_injected == other0) {
+        note(R.cache_ok, &R.cache_ok_count, ops);
+        if (L.warnings == warn0) note(R.cache_quiet, &R.cache_quiet_count, ops);
+    }
+    return r;
+}
+#define SOURCE_LOAD(field, how) source_load(&S.field, "gf_module_load(S.dev, {fk_source, cache_dir}, &S." #field ") " how, __LINE__)
 
 /* ---- the scenario ----------------------------------------------------------------------------- */
 static void scenario_body(void)
@@ -718,6 +885,38 @@ static void scenario_body(void)
     DO(gf_copy_to_host_async(S.s1, S.pin, S.c, 0, BUF));
     DO(gf_stream_synchronize(S.s1));
     DATA(S.pin && all_u32(S.pin, N32, 7), "c = fill_u32 3 then add_u32 4");
+
+    /* kernels from dialect source, where the device compiles it (the stub runs C): the first
+       load compiles and writes the cache, the second is a hit; both modules' kernels run */
+    if (S.backend != GF_BACKEND_STUB) {
+        int hits0;
+        SOURCE_LOAD(smod1, "(compiles, writes the cache)");
+        if (!F.injected) {
+            int bins = cache_files(".bin", NULL, 0), tmps = cache_files(".tmp", NULL, 0);
+            if (bins != 1 || tmps)
+                defect(__LINE__, "after a first load from source, no fault injected, %s holds %d entr%s and %d temporary "
+                       "file%s (1 and 0 expected)", cache_dir, bins, bins == 1 ? "y" : "ies", tmps, tmps == 1 ? "" : "s");
+        }
+        hits0 = L.hits;
+        SOURCE_LOAD(smod2, "(a cache hit)");
+        if (!F.injected && L.hits == hits0)
+            defect(__LINE__, "the second load of the same source, options and device was not a cache hit (%s)", cache_dir);
+        DO(gf_kernel_get(S.smod1, "fk_iota", &S.siota1));
+        DO(gf_kernel_get(S.smod1, "fk_axpy", &S.saxpy1));
+        DO(gf_kernel_get(S.smod2, "fk_iota", &S.siota2));
+        DO(gf_kernel_get(S.smod2, "fk_axpy", &S.saxpy2));
+        DO(launch_u32(S.s1, S.siota1, S.c, N32, 100));
+        DO(launch_u32(S.s1, S.saxpy2, S.c, N32, 1));
+        DO(launch_u32(S.s1, S.saxpy1, S.c, N32, 2));
+        DO(launch_u32(S.s1, S.siota2, S.b, N32, 0x10000));
+        DO(gf_copy_to_host_async(S.s1, S.pin, S.c, 0, BUF));
+        memset(host, 0, sizeof host);
+        DO(gf_copy_to_host_async(S.s1, host, S.b, 0, BUF));
+        DO(gf_stream_synchronize(S.s1));
+        DATA(S.pin && fk_check((const unsigned char *)S.pin, N32, fk_expect),
+             "c = fk_iota 100 (compiled), fk_axpy 1 (cached), fk_axpy 2 (compiled); FK_MUL 3 from the build options");
+        DATA(fk_check(host, N32, fk_iota_5), "b = fk_iota 0x10000 (cached)");
+    }
 
     /* the profiler, from here on */
     DO(gf_profiler_enable(S.dev, GF_PROFILE_ON));
@@ -837,6 +1036,9 @@ static void scenario_cleanup(void)
     DESTROY(OBJ_EVENT, t1);
     DESTROY(OBJ_MODULE, mod);
     S.kfill = S.kadd = NULL;
+    DESTROY(OBJ_MODULE, smod1);
+    DESTROY(OBJ_MODULE, smod2);
+    S.siota1 = S.saxpy1 = S.siota2 = S.saxpy2 = NULL;
     DESTROY(OBJ_BUFFER, ab2);
     DESTROY(OBJ_BUFFER, ab);
     DESTROY(OBJ_BUFFER, a);
@@ -881,6 +1083,8 @@ static void run_once(gf_backend b)
     R.defects = 0;
     R.failed_calls = 0;
     R.first_checked = 0;
+    if (b != GF_BACKEND_STUB && tree_remove(cache_dir, 0) != 0)
+        defect(__LINE__, "cannot empty the kernel cache directory %s before the run", cache_dir);
     F.armed = 1;
     F.phase = "the scenario";
     if (DO(gf_device_open(b, 0, &S.dev)) == GF_OK) {
@@ -896,6 +1100,15 @@ static void run_once(gf_backend b)
         scenario_cleanup();
     }
     F.armed = 0;
+    if (b != GF_BACKEND_STUB) {
+        /* a cache write that failed removes its temporary file (unless that remove failed too) */
+        char tmp[256];
+        int i, removes = 0;
+        for (i = 0; i < F.name_count; i++) if (!strcmp(F.names[i], "remove")) removes = 1;
+        if (cache_files(".tmp", tmp, sizeof tmp) && !removes)
+            defect(__LINE__, "a temporary kernel cache file is left behind in %s: %s", cache_dir, tmp);
+        tree_remove(cache_dir, 0);
+    }
     F.phase = "the leak check";
 }
 
@@ -959,6 +1172,7 @@ static void *watchdog(void *arg)
             printf("     reproduce: %s %s %s --%s --only %lu\n", R.argv0, R.mode, R.backend_name, R.how, R.n);
             printf("%d passed, %d failed\n", th_passed, th_failed + 1);
             fflush(stdout);
+            cache_base_remove();
             _exit(1);
         }
         th_sleep_ms(100);
@@ -984,7 +1198,11 @@ static void crash_report(const char *why)
     fflush(stdout);
     if (n > 0 && write(1, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1) < 0) {}
 }
-static void on_sanitizer_death(void) { crash_report("the sanitizer stopped the program (its report is above)"); }
+static void on_sanitizer_death(void)
+{
+    crash_report("the sanitizer stopped the program (its report is above)");
+    cache_base_remove();   /* (not from a signal handler: opendir allocates) */
+}
 static void on_signal(int sig)
 {
     char why[64];
@@ -1031,6 +1249,7 @@ static void one(gf_backend b, int kind, unsigned long n, int from)
     F.first_step = NULL;
     F.first_line = 0;
     F.name_count = 0;
+    F.cache_injected = F.other_injected = 0;
     R.n = n;
     R.how = n == 0 ? "count" : from ? "from" : "once";
     snprintf(run_desc, sizeof run_desc, "%s %s %s N=%lu", R.mode, R.backend_name, R.how, n);
@@ -1122,6 +1341,16 @@ int main(int argc, char **argv)
         gf_device_close(d);
         leak_check();   /* nothing of the library's is allocated between runs */
     }
+    if (b != GF_BACKEND_STUB) {   /* the backends that compile dialect source: its kernel cache */
+        snprintf(cache_base, sizeof cache_base, "%s/gpuflow-faults-cache-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+        if (!mkdtemp(cache_base)) {
+            printf("faults: cannot make a directory %s: %s\n", cache_base, strerror(errno));
+            return 1;
+        }
+        atexit(cache_base_remove);
+        snprintf(cache_dir, sizeof cache_dir, "%s/kernels", cache_base);
+    }
+    gf_set_logger(faults_logger, NULL);
     crash_handlers();
     pthread_create(&wd, NULL, watchdog, NULL);
     pthread_detach(wd);
@@ -1170,6 +1399,7 @@ int main(int argc, char **argv)
         R.absorbed_runs = 0;
         R.absorbed_count = 0;
         R.kept_runs = R.kept_objects = 0;
+        R.cache_ok_count = R.cache_quiet_count = 0;
         if (only) {
             one(b, kind, only, from);
             runs = 1;
@@ -1198,6 +1428,20 @@ int main(int argc, char **argv)
             }
             printf("   absorbed (a fault was injected, no call reported one, the data checks held) in %lu run%s: %s\n",
                    R.absorbed_runs, R.absorbed_runs == 1 ? "" : "s", line);
+        }
+        if (R.cache_ok_count) {
+            char line[2048];
+            size_t used = 0;
+            for (i = 0; i < R.cache_ok_count && used < sizeof line - 1; i++) {
+                int k;
+                unsigned long quiet = 0;
+                for (k = 0; k < R.cache_quiet_count; k++) if (!strcmp(R.cache_quiet[k].name, R.cache_ok[i].name)) quiet = R.cache_quiet[k].count;
+                used += (size_t)snprintf(line + used, sizeof line - used, "%s%s x%lu%s", i ? ", " : "", R.cache_ok[i].name,
+                                         R.cache_ok[i].count, quiet ? "" : "");
+                if (quiet) used += (size_t)snprintf(line + used, sizeof line - used, " (%lu with no warning)", quiet);
+                if (used >= sizeof line) used = sizeof line - 1;
+            }
+            printf("   loads from source that went on past failed kernel cache operations (GF_OK, data checked): %s\n", line);
         }
     }
     free(pick);

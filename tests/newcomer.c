@@ -257,26 +257,31 @@ static uint64_t fnv(const unsigned char *p, size_t n)
     return h;
 }
 /* The entry's layout: magic[8], key[2], kind, pad, size, sum (48 bytes), then the payload. */
+/* An entry is a 48-byte header (magic, key, kind, identity size, binary size, checksum), the
+   identity (source, options, compiler), then the binary; the checksum covers both. */
 static int rewrite_entry(const char *path, int forge_size, int garbage_payload)
 {
     FILE *f = fopen(path, "r+b");
-    unsigned char head[48], *payload = NULL;
+    unsigned char head[48], *rest = NULL;
     uint64_t size, sum;
+    uint32_t identity;
     long end;
     int ok = 0;
     if (!f) return 0;
     if (fread(head, 1, sizeof head, f) == sizeof head && fseek(f, 0, SEEK_END) == 0 && (end = ftell(f)) > 48) {
+        memcpy(&identity, head + 28, 4);
         size = (uint64_t)(end - 48);
-        if (garbage_payload && (payload = (unsigned char *)malloc((size_t)size)) != NULL) {
-            memset(payload, 'x', (size_t)size);
-            sum = fnv(payload, (size_t)size);
+        if (garbage_payload && size > identity && (rest = (unsigned char *)malloc((size_t)size)) != NULL &&
+            fseek(f, 48, SEEK_SET) == 0 && fread(rest, 1, (size_t)size, f) == size) {
+            memset(rest + identity, 'x', (size_t)size - identity);
+            sum = fnv(rest, (size_t)size);
             memcpy(head + 40, &sum, 8);
-            ok = fseek(f, 48, SEEK_SET) == 0 && fwrite(payload, 1, (size_t)size, f) == size;
+            ok = fseek(f, 48, SEEK_SET) == 0 && fwrite(rest, 1, (size_t)size, f) == size;
         }
         if (forge_size) { size = 0x7ffffff0u; memcpy(head + 32, &size, 8); ok = 1; }
         ok = ok && fseek(f, 0, SEEK_SET) == 0 && fwrite(head, 1, sizeof head, f) == sizeof head;
     }
-    free(payload);
+    free(rest);
     return fclose(f) == 0 && ok;
 }
 static void test_cache(void)
