@@ -49,7 +49,7 @@ HDRS = gpuflow.h $(wildcard gpuflow_*.h) tests/harness.h tests/backends.h tests/
 
 # ---- make test ---------------------------------------------------------------------------------
 TEST_BINS = $(BUILD)/conformance $(BUILD)/bad_input $(BUILD)/threads $(BUILD)/no_driver $(BUILD)/reliability $(BUILD)/races \
-            $(BUILD)/faults $(BUILD)/dialect $(BUILD)/cache $(BUILD)/fuzz_replay $(BUILD)/debug_shells $(BUILD)/newcomer $(BUILD)/newcomer_stubonly \
+            $(BUILD)/faults $(BUILD)/dialect $(BUILD)/cache $(BUILD)/stub_checks $(BUILD)/fuzz_replay $(BUILD)/debug_shells $(BUILD)/newcomer $(BUILD)/newcomer_stubonly \
             $(BUILD)/cpp_gxx $(if $(HAVE_CLANGXX),$(BUILD)/cpp_clangxx) \
             $(if $(HAVE_CLANG),$(BUILD)/conformance_clang) $(if $(HAVE_CUDA),$(BUILD)/nvrtc_check) \
             $(if $(HAVE_HIP),$(BUILD)/hiprtc_check $(BUILD)/hiprtc_missing)
@@ -57,7 +57,7 @@ TEST_RUNS = "$(BUILD)/conformance stub" "$(BUILD)/conformance opencl" \
             "$(BUILD)/conformance cuda" "$(BUILD)/conformance hip" \
             "$(BUILD)/bad_input" "$(BUILD)/threads stub" "$(BUILD)/threads opencl" \
             "$(BUILD)/reliability stub" "$(BUILD)/reliability opencl" \
-            "$(BUILD)/races stub" "$(BUILD)/races opencl" "$(BUILD)/dialect stub" "$(BUILD)/dialect opencl" "$(BUILD)/cache opencl" \
+            "$(BUILD)/races stub" "$(BUILD)/races opencl" "$(BUILD)/dialect stub" "$(BUILD)/dialect opencl" "$(BUILD)/cache opencl" "$(BUILD)/stub_checks" \
             "$(BUILD)/faults alloc stub" "$(BUILD)/faults slots stub" "$(BUILD)/faults slots opencl" "$(BUILD)/faults entries opencl" \
             "$(BUILD)/fuzz_replay tests/fuzz_corpus" "$(BUILD)/debug_shells" \
             "$(BUILD)/newcomer stub" "$(BUILD)/newcomer opencl" "$(BUILD)/newcomer_stubonly stub" "sh tests/readme.sh $(BUILD)" \
@@ -185,11 +185,12 @@ MSAN_RUNS = $(if $(HAVE_CLANG),"$(BUILD)/msan/conformance stub" "$(BUILD)/msan/r
 
 sanitize: $(BUILD)/asan/conformance $(BUILD)/asan/bad_input $(BUILD)/asan/threads $(BUILD)/asan/reliability $(BUILD)/asan/races \
           $(BUILD)/asan/faults $(BUILD)/asan/dialect $(BUILD)/tsan/dialect $(BUILD)/asan/fuzz_replay $(BUILD)/asan/debug_shells \
+          $(BUILD)/asan/stub_checks $(BUILD)/tsan/stub_checks \
           $(BUILD)/tsan/conformance $(BUILD)/tsan/threads $(BUILD)/tsan/reliability $(MSAN_TESTS)
 	@$(SAN_ENV) sh tests/run.sh "$(BUILD)/asan/conformance stub" "$(BUILD)/asan/bad_input" \
 	    "$(BUILD)/asan/threads stub" "$(BUILD)/asan/reliability stub" "$(BUILD)/asan/races stub" \
 	    "$(BUILD)/asan/faults alloc stub" "$(BUILD)/asan/faults slots stub" "$(BUILD)/asan/dialect stub" "$(BUILD)/tsan/dialect stub" \
-	    "$(BUILD)/asan/fuzz_replay tests/fuzz_corpus" "$(BUILD)/asan/debug_shells" \
+	    "$(BUILD)/asan/fuzz_replay tests/fuzz_corpus" "$(BUILD)/asan/debug_shells" "$(BUILD)/asan/stub_checks" "$(BUILD)/tsan/stub_checks" \
 	    "$(BUILD)/tsan/conformance stub" "$(BUILD)/tsan/threads stub" "$(BUILD)/tsan/reliability stub" $(MSAN_RUNS)
 
 # Every N of the fault loops rather than a sample (minutes): make faults-all

@@ -1282,6 +1282,7 @@ typedef enum gf__type {
 } gf__type;
 
 typedef struct gf__backend gf__backend;
+struct gf__text;
 /* What a run-time compile produced: the gf_module_desc field it goes in. */
 typedef enum gf__binary_kind { GF__BINARY_PTX, GF__BINARY_CUBIN, GF__BINARY_HIP, GF__BINARY_OPENCL } gf__binary_kind;
 typedef struct gf__pinned { void *ptr; size_t bytes; } gf__pinned;   /* a gf_host_alloc allocation */
@@ -1621,6 +1622,9 @@ struct gf__backend {
     gf_result (*copy_2d)(gf_stream *s, const gf_copy_2d *c);    /* NULL: one copy per row */
     void      (*trim)(gf_device *dev, size_t keep_bytes);       /* the driver's stream-ordered pool */
     size_t    (*cached_bytes)(gf_device *dev);                  /* freed memory the driver's pool keeps */
+    /* What the state report (gf_device_write_state, GPUFLOW_HANG_MS) adds for s beyond the
+       core's view: a kernel running now, a failure the stream holds. Never waits. */
+    void      (*describe_stream)(gf_stream *s, struct gf__text *t);
 };
 
 /* The slots every backend fills; the others may stay NULL, with the meaning given above. */
@@ -4370,6 +4374,7 @@ static void gf__describe(gf_device *dev, gf__text *t) {
         if (!capturing && s->dev->be->stream_query(s) == GF_OK) gf__atomic_store(&s->retired, gf__atomic_load(&s->submitted));
         sub = gf__atomic_load(&s->submitted);
         ret = gf__atomic_load(&s->retired);
+        if (s->dev->be->describe_stream) s->dev->be->describe_stream(s, t);
         if (sub != ret || gf__atomic_load_int(&s->callback_running) || capturing) {
             gf__say(t, "  stream '%s': %llu operation%s not known to be done%s%s\n", s->label, (unsigned long long)(sub - ret),
                     sub - ret == 1 ? "" : "s", gf__atomic_load_int(&s->callback_running) ? "; a host callback is running now" : "",
@@ -6766,6 +6771,8 @@ typedef struct gf__stub_item {
     void (*fn)(void *); void *user;
     gf__stub_mark *mark;
     void (*kernel)(const gf_kernel_ctx *, void *const *); gf_launch_dims dims; void **argv;
+    const char *name;               /* LAUNCH: the kernel's name (a copy the item holds) */
+    struct gf__stub_guard *guards; int guard_count;   /* LAUNCH under GPUFLOW_DEBUG: buffers to check */
 } gf__stub_item;
 
 typedef struct gf__stub_stream {
@@ -6777,6 +6784,10 @@ typedef struct gf__stub_stream {
     int idle;                       /* the worker sleeps on cond: a push must wake it */
     int waiters;                    /* threads in synchronize: a finished item must wake them */
     gf__thread thread;
+    int running;                    /* the head item runs now (for the state report) */
+    int block[3];                   /* atomics: the block a running launch is at */
+    gf_result error;                /* the first failure of a launch (barrier misuse, a guard */
+    char message[384];              /* zone written), returned by every later synchronize */
 } gf__stub_stream;
 
 typedef struct gf__stub_device { uint64_t allocated; } gf__stub_device;
@@ -6841,25 +6852,55 @@ static gf_result gf__stub_memory_info(gf_device *dev, size_t *free_bytes, size_t
     return GF_OK;
 }
 
+/* GPUFLOW_DEBUG: each stub buffer lies between two guard zones of a known fill, checked after
+   every launch that was given the buffer (or a view of it): a kernel that wrote outside its
+   buffer is named, with the argument, as its stream's failure. Reads outside are not seen. */
+typedef struct gf__stub_guard { unsigned char *host; size_t size; int arg; const char *param; } gf__stub_guard;
+#ifdef GPUFLOW_DEBUG
+#define GF__GUARD_BYTES 64
+#define GF__GUARD_FILL 0xa5
+static void gf__guard_fill(unsigned char *host, size_t size) {
+    memset(host - GF__GUARD_BYTES, GF__GUARD_FILL, GF__GUARD_BYTES);
+    memset(host + size, GF__GUARD_FILL, GF__GUARD_BYTES);
+}
+/* Bytes of each zone a kernel changed; the zones are filled again for the next check. */
+static int gf__guard_check(const gf__stub_guard *g, size_t *before, size_t *after) {
+    size_t i;
+    *before = *after = 0;
+    for (i = 0; i < GF__GUARD_BYTES; i++) {
+        *before += g->host[(ptrdiff_t)i - GF__GUARD_BYTES] != GF__GUARD_FILL;
+        *after += g->host[g->size + i] != GF__GUARD_FILL;
+    }
+    if (*before || *after) gf__guard_fill(g->host, g->size);
+    return *before || *after;
+}
+#else
+#define GF__GUARD_BYTES 0
+#define gf__guard_fill(host, size) ((void)0)
+static int gf__guard_check(const gf__stub_guard *g, size_t *before, size_t *after) { (void)g; *before = *after = 0; return 0; }
+#endif
+
 static gf_result gf__stub_buffer_alloc(gf_buffer *buf) {
     gf__stub_device *sd = (gf__stub_device *)buf->dev->native;
+    unsigned char *raw;
     uint64_t before;
     if ((uint64_t)buf->size > GPUFLOW_STUB_MEMORY)   /* checked first: a size near SIZE_MAX would wrap the sum */
         return gf__fail(GF_ERROR_OUT_OF_MEMORY, "stub: cannot allocate %llu bytes (the device has %llu)",
                         (unsigned long long)buf->size, (unsigned long long)GPUFLOW_STUB_MEMORY);
     before = gf__atomic_add(&sd->allocated, (uint64_t)buf->size);
-    if (before > GPUFLOW_STUB_MEMORY - (uint64_t)buf->size || !(buf->host = gf__malloc(buf->size))) {
+    if (before > GPUFLOW_STUB_MEMORY - (uint64_t)buf->size || !(raw = (unsigned char *)gf__malloc(buf->size + 2 * GF__GUARD_BYTES))) {
         gf__atomic_add(&sd->allocated, (uint64_t)0 - (uint64_t)buf->size);
         return gf__fail(GF_ERROR_OUT_OF_MEMORY, "stub: cannot allocate %llu bytes (%llu of %llu in use)", (unsigned long long)buf->size,
                         (unsigned long long)before, (unsigned long long)GPUFLOW_STUB_MEMORY);
     }
-    buf->ptr = buf->host;
+    buf->ptr = buf->host = raw + GF__GUARD_BYTES;
+    if (GF__GUARD_BYTES) gf__guard_fill(raw + GF__GUARD_BYTES, buf->size);
     return GF_OK;
 }
 static void gf__stub_buffer_free(gf_buffer *buf) {
     if (buf->borrowed) return;   /* wrapped host memory stays its owner's */
     gf__atomic_add(&((gf__stub_device *)buf->dev->native)->allocated, (uint64_t)0 - (uint64_t)buf->size);
-    gf__free(buf->host);
+    gf__free((unsigned char *)buf->host - GF__GUARD_BYTES);
 }
 /* The stub's "native" buffer is host memory: wrapping one makes a gf_buffer over it. */
 static gf_result gf__stub_buffer_wrap(gf_buffer *buf, uint64_t native) {
@@ -6906,11 +6947,15 @@ void __tsan_switch_to_fiber(void *fiber, unsigned flags);
 typedef struct gf__block_run {
     void (*kernel)(const gf_kernel_ctx *, void *const *); void **argv;
     int count, current, hit_barrier;
+    int plain;                      /* threads run as plain calls: a barrier reached now is misuse */
+    int plain_barriers;             /* threads of this block that reached one so */
     unsigned char *state;           /* per thread: 0 runnable, 1 at the barrier, 2 finished */
+    const void **site;              /* per thread at the barrier: which gf_block_sync it called */
     gf_kernel_ctx *ctx;             /* per thread */
     gf__fiber *fibers, main;
+    char misuse[160];               /* the block's first barrier misuse, "" if none */
 } gf__block_run;
-static GF__THREAD_LOCAL gf__block_run *gf__running_block;   /* the block this thread runs as fibers */
+static GF__THREAD_LOCAL gf__block_run *gf__running_block;   /* the block this thread runs */
 
 static void gf__fiber_switch(gf__fiber *from, gf__fiber *to) {
 #ifdef GF__TSAN_FIBERS
@@ -6954,27 +6999,57 @@ static int gf__fiber_start(gf__block_run *b, int i) {   /* a fresh fiber for thr
     b->state[i] = 0;
     return 1;
 }
-/* Runs threads [first, count) of a block as fibers until all finished; 0: out of memory. */
+/* Runs threads [first, count) of a block as fibers until all finished; 0: out of memory. When
+   every thread still running waits at a barrier, the barrier opens; if some returned without
+   reaching it, or the waiting ones called different gf_block_sync calls (a barrier in
+   divergent code), that is the block's misuse: it opens all the same, so nothing hangs. */
 static int gf__block_fibers(gf__block_run *b, int first) {
     int i;
     for (i = first; i < b->count; i++) if (!gf__fiber_start(b, i)) return 0;
     for (;;) {
-        int alive = 0, waiting = 0;
+        int alive = 0, waiting = 0, other = -1, one = -1;
         for (i = 0; i < b->count; i++) {
             if (b->state[i] == 0) { b->current = i; gf__fiber_switch(&b->main, &b->fibers[i]); }
             alive += b->state[i] != 2;
             waiting += b->state[i] == 1;
         }
         if (!alive) return 1;
-        if (waiting == alive) for (i = 0; i < b->count; i++) if (b->state[i] == 1) b->state[i] = 0;   /* all arrived */
+        if (waiting != alive) continue;
+        for (i = 0; i < b->count; i++) {
+            if (b->state[i] != 1) continue;
+            if (one < 0) one = i;
+            else if (other < 0 && b->site[i] != b->site[one]) other = i;
+            b->state[i] = 0;   /* all arrived */
+        }
+        if (b->misuse[0]) continue;
+        if (alive < b->count)
+            snprintf(b->misuse, sizeof b->misuse, "%d of its %d threads reached gf_block_sync; the other %d returned without it",
+                     alive, b->count, b->count - alive);
+        else if (other >= 0)
+            snprintf(b->misuse, sizeof b->misuse, "its threads %d and %d waited at different gf_block_sync calls (a barrier in divergent code)",
+                     one, other);
     }
 }
 
-GPUFLOW_IMPL void gf_stub_barrier(void) {
+/* Where a barrier was called from: threads of a block must all call the same one. The
+   function is never inlined, so this is the call in the kernel. */
+#if defined(__GNUC__) || defined(__clang__)
+#  define GF__CALL_SITE() __builtin_return_address(0)
+#  define GF__NOINLINE __attribute__((noinline))
+#elif defined(_MSC_VER)
+#  define GF__CALL_SITE() _ReturnAddress()
+#  define GF__NOINLINE __declspec(noinline)
+#else
+#  define GF__CALL_SITE() ((void *)0)   /* divergent barriers are not told apart */
+#  define GF__NOINLINE
+#endif
+GPUFLOW_IMPL GF__NOINLINE void gf_stub_barrier(void) {
     gf__block_run *b = gf__running_block;
-    if (!b) return;   /* a plain call: a one-thread block, or no kernel at all */
+    if (!b) return;   /* a one-thread block, or no kernel at all */
+    if (b->plain) { b->plain_barriers++; return; }
     b->hit_barrier = 1;
     b->state[b->current] = 1;
+    b->site[b->current] = GF__CALL_SITE();
     gf__fiber_switch(&b->fibers[b->current], &b->main);
 }
 
@@ -6992,18 +7067,35 @@ GPUFLOW_IMPL unsigned gf_stub_atomic(gf_stub_atomic_op op, unsigned *p, unsigned
     }
 }
 
-/* Every thread of every block: plain calls, or fibers for kernels that sync their blocks. */
-static void gf__stub_launch_run(gf__stub_item *it) {
+/* The first failure of a launch on q: kept, and returned by every later synchronize. */
+static void gf__stub_fail_async(gf__stub_stream *q, const char *fmt, ...) GF__PRINTF(2, 3);
+static void gf__stub_fail_async(gf__stub_stream *q, const char *fmt, ...) {
+    va_list ap;
+    gf__lock(&q->lock);
+    if (!q->error) {
+        va_start(ap, fmt);
+        vsnprintf(q->message, sizeof q->message, fmt, ap);
+        va_end(ap);
+        q->error = GF_ERROR_DRIVER;
+    }
+    gf__unlock(&q->lock);
+}
+
+/* Every thread of every block: plain calls, or fibers for kernels that sync their blocks.
+   Misuse of barriers and (GPUFLOW_DEBUG) writes outside buffers fail the stream, naming the
+   kernel, the block and what happened; the launch itself always runs to its end. */
+static void gf__stub_launch_run(gf__stub_stream *q, gf__stub_item *it) {
     gf__block_run b;
     gf_kernel_ctx ctx;
     unsigned bx, by, bz;
-    int per_block = (int)(it->dims.block[0] * it->dims.block[1] * it->dims.block[2]), fibers = per_block > 1, i;
+    int per_block = (int)(it->dims.block[0] * it->dims.block[1] * it->dims.block[2]), fibers = per_block > 1, i, reported = 0;
     memset(&b, 0, sizeof b);
     memcpy(ctx.grid, it->dims.grid, sizeof ctx.grid);
     memcpy(ctx.block, it->dims.block, sizeof ctx.block);
     if (fibers) {
         b.kernel = it->kernel; b.argv = it->argv; b.count = per_block;
         b.state = (unsigned char *)gf__alloc((size_t)per_block);
+        b.site = (const void **)gf__alloc(sizeof *b.site * (size_t)per_block);
         b.ctx = (gf_kernel_ctx *)gf__malloc(sizeof *b.ctx * (size_t)per_block);
         b.fibers = (gf__fiber *)gf__alloc(sizeof *b.fibers * (size_t)per_block);
 #if defined(_WIN32)
@@ -7013,11 +7105,14 @@ static void gf__stub_launch_run(gf__stub_item *it) {
 #ifdef GF__TSAN_FIBERS
         b.main.tsan = __tsan_get_current_fiber();
 #endif
-        fibers = b.state && b.ctx && b.fibers;   /* no memory: plain calls (a kernel with barriers then races) */
+        fibers = b.state && b.site && b.ctx && b.fibers;   /* no memory: plain calls (a kernel with barriers then races) */
     }
     for (bz = 0; bz < ctx.grid[2]; bz++) for (by = 0; by < ctx.grid[1]; by++) for (bx = 0; bx < ctx.grid[0]; bx++) {
         int first = 0;
         ctx.block_idx[0] = bx; ctx.block_idx[1] = by; ctx.block_idx[2] = bz;
+        gf__atomic_store_int(&q->block[0], (int)bx); gf__atomic_store_int(&q->block[1], (int)by); gf__atomic_store_int(&q->block[2], (int)bz);
+        b.plain_barriers = 0;
+        gf__running_block = b.plain ? &b : NULL;
         for (i = 0; i < per_block; i++) {
             ctx.thread_idx[0] = (unsigned)i % ctx.block[0];
             ctx.thread_idx[1] = ((unsigned)i / ctx.block[0]) % ctx.block[1];
@@ -7025,23 +7120,33 @@ static void gf__stub_launch_run(gf__stub_item *it) {
             if (fibers) b.ctx[i] = ctx;
             else it->kernel(&ctx, it->argv);
         }
-        if (!fibers) continue;
+        if (!fibers) {
+            if (b.plain_barriers && !reported++)
+                gf__stub_fail_async(q, "stub: kernel '%s', block (%u, %u, %u): %d of its %d threads reached gf_block_sync, "
+                                    "but thread 0 of the launch returned without it", it->name, bx, by, bz, b.plain_barriers, per_block);
+            continue;
+        }
         gf__running_block = &b;
         if (bx == 0 && by == 0 && bz == 0) {   /* the launch's first thread says whether it syncs */
             if (!gf__fiber_start(&b, 0)) { fibers = 0; gf__running_block = NULL; for (i = 0; i < per_block; i++) it->kernel(&b.ctx[i], it->argv); continue; }
             b.current = 0;
             gf__fiber_switch(&b.main, &b.fibers[0]);   /* back when it finishes, or at its first barrier */
-            if (!b.hit_barrier) {
+            if (!b.hit_barrier) {   /* the rest as plain calls; a barrier one of them reaches is misuse */
                 fibers = 0;
-                gf__running_block = NULL;
+                b.plain = 1;
                 for (i = 1; i < per_block; i++) it->kernel(&b.ctx[i], it->argv);
+                if (b.plain_barriers && !reported++)
+                    gf__stub_fail_async(q, "stub: kernel '%s', block (0, 0, 0): %d of its %d threads reached gf_block_sync; thread 0 returned without it",
+                                        it->name, b.plain_barriers, per_block);
                 continue;
             }
             first = 1;   /* thread 0 waits at the barrier: start the others beside it */
         }
+        b.misuse[0] = 0;
         if (!gf__block_fibers(&b, first))      /* no memory for stacks: plain calls, as above */
             for (i = first; i < per_block; i++) if (b.state[i] != 2) it->kernel(&b.ctx[i], it->argv);
-        gf__running_block = NULL;
+        if (b.misuse[0] && !reported++)
+            gf__stub_fail_async(q, "stub: kernel '%s', block (%u, %u, %u): %s", it->name, bx, by, bz, b.misuse);
     }
     gf__running_block = NULL;
     for (i = 0; b.fibers && i < per_block; i++) {
@@ -7056,10 +7161,20 @@ static void gf__stub_launch_run(gf__stub_item *it) {
     }
     gf__free(b.fibers);
     gf__free(b.ctx);
+    gf__free(b.site);
     gf__free(b.state);
+    for (i = 0; i < it->guard_count; i++) {
+        size_t before, after;
+        const gf__stub_guard *g = &it->guards[i];
+        if (gf__guard_check(g, &before, &after))
+            gf__stub_fail_async(q, "stub: kernel '%s' wrote outside its buffer argument %d%s%s%s of %llu bytes: %llu of the %d guard bytes "
+                                "before it and %llu of the %d after it changed (GPUFLOW_DEBUG)", it->name, g->arg,
+                                g->param ? " '" : "", g->param ? g->param : "", g->param ? "'" : "", (unsigned long long)g->size,
+                                (unsigned long long)before, GF__GUARD_BYTES, (unsigned long long)after, GF__GUARD_BYTES);
+    }
 }
 
-static void gf__stub_run(gf__stub_item *it) {
+static void gf__stub_run(gf__stub_stream *q, gf__stub_item *it) {
     switch (it->kind) {
     case GF__STUB_COPY: memmove(it->dst, it->src, it->bytes); break;
     case GF__STUB_FILL:
@@ -7085,7 +7200,7 @@ static void gf__stub_run(gf__stub_item *it) {
         gf__stub_mark_wait(it->mark);
         gf__stub_mark_unref(it->mark);
         break;
-    case GF__STUB_LAUNCH: gf__stub_launch_run(it); break;
+    case GF__STUB_LAUNCH: gf__stub_launch_run(q, it); break;
     case GF__STUB_NOP: break;
     }
 }
@@ -7100,11 +7215,13 @@ static void gf__stub_worker(void *arg) {
         it = q->head;
         /* A record completes its mark under the queue lock, together with the count: whoever
            sees the event complete then sees the stream idle, and the other way round. */
-        if (it->kind == GF__STUB_RECORD) gf__stub_run(it);
+        if (it->kind == GF__STUB_RECORD) gf__stub_run(q, it);
         else {
+            q->running = 1;
             gf__unlock(&q->lock);
-            gf__stub_run(it);   /* stays at the head until done: FIFO, one at a time */
+            gf__stub_run(q, it);   /* stays at the head until done: FIFO, one at a time */
             gf__lock(&q->lock);
+            q->running = 0;
         }
         q->head = it->next;
         if (!q->head) q->tail = NULL;
@@ -7126,8 +7243,7 @@ static gf_result gf__stub_push(gf_stream *s, gf__stub_item *it) {
     gf__stub_stream *q = (gf__stub_stream *)s->native;
     if (!it) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "stub: out of host memory");
 #ifdef GPUFLOW_STUB_INLINE
-    (void)q;
-    gf__stub_run(it);
+    gf__stub_run(q, it);
     gf__free(it);
 #else
     gf__lock(&q->lock);
@@ -7167,6 +7283,14 @@ static void gf__stub_stream_destroy(gf_stream *s) {
     gf__mutex_destroy(&q->lock);
     gf__free(q);
 }
+/* A failure a launch left on q (q->lock held): the stream's sticky error, as a GPU's fault. */
+static gf_result gf__stub_stream_failed(gf__stub_stream *q) {
+    char message[sizeof q->message];
+    gf_result error = q->error;
+    memcpy(message, q->message, sizeof message);
+    gf__unlock(&q->lock);
+    return gf__fail(error, "%s", message);
+}
 static gf_result gf__stub_stream_synchronize(gf_stream *s) {
     gf__stub_stream *q = (gf__stub_stream *)s->native;
     uint64_t target;
@@ -7175,6 +7299,7 @@ static gf_result gf__stub_stream_synchronize(gf_stream *s) {
     q->waiters++;
     while (q->done < target) gf__cond_wait(&q->cond, &q->lock);
     q->waiters--;
+    if (q->error) return gf__stub_stream_failed(q);
     gf__unlock(&q->lock);
     return GF_OK;
 }
@@ -7182,9 +7307,20 @@ static gf_result gf__stub_stream_query(gf_stream *s) {
     gf__stub_stream *q = (gf__stub_stream *)s->native;
     int idle;
     gf__lock(&q->lock);
+    if (q->error) return gf__stub_stream_failed(q);
     idle = q->done == q->enqueued;
     gf__unlock(&q->lock);
     return idle ? GF_OK : GF_NOT_READY;
+}
+static void gf__stub_describe_stream(gf_stream *s, gf__text *t) {
+    gf__stub_stream *q = (gf__stub_stream *)s->native;
+    gf__lock(&q->lock);
+    if (q->running && q->head && q->head->kind == GF__STUB_LAUNCH)
+        gf__say(t, "  stream '%s': kernel '%s' is running now, at block (%d, %d, %d) of (%u, %u, %u)\n", s->label, q->head->name,
+                gf__atomic_load_int(&q->block[0]), gf__atomic_load_int(&q->block[1]), gf__atomic_load_int(&q->block[2]),
+                q->head->dims.grid[0], q->head->dims.grid[1], q->head->dims.grid[2]);
+    if (q->error) gf__say(t, "  stream '%s' failed: %s\n", s->label, q->message);
+    gf__unlock(&q->lock);
 }
 
 static gf_result gf__stub_copy(gf_stream *s, const gf__copy *c) {
@@ -7304,22 +7440,37 @@ static gf_result gf__stub_kernel_get(gf_kernel *k) {
 }
 
 /* The item carries argv (one pointer per argument) and the values the pointers point at. */
+/* The item carries its guard list (GPUFLOW_DEBUG: one per buffer argument whose memory has
+   guard zones), then argv, then the values, then the kernel's name. */
 static gf_result gf__stub_launch(gf_stream *s, gf_kernel *k, const gf_launch_dims *dims, const gf_arg *args, int count) {
-    size_t extra = sizeof(void *) * (size_t)count, at;
+    size_t name = strlen(k->name) + 1, guards = GF__GUARD_BYTES ? sizeof(gf__stub_guard) * (size_t)count : 0;
+    size_t extra = guards + sizeof(void *) * (size_t)count + 16 + name, at;
     gf__stub_item *it;
     unsigned char *values;
     int i;
     for (i = 0; i < count; i++) extra += ((args[i].buffer ? sizeof(void *) : args[i].size) + 15) & ~(size_t)15;
-    if (!(it = gf__stub_item_new(GF__STUB_LAUNCH, extra + 16))) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "stub: out of host memory");
+    if (!(it = gf__stub_item_new(GF__STUB_LAUNCH, extra))) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "stub: out of host memory");
     it->kernel = k->stub_fn;
     it->dims = *dims;
-    it->argv = (void **)(it + 1);
+    it->guards = (gf__stub_guard *)(void *)(it + 1);
+    it->argv = (void **)(void *)((unsigned char *)(it + 1) + guards);
     values = (unsigned char *)(it->argv + count);
     values += (16 - ((uintptr_t)values & 15)) & 15;
     for (i = 0, at = 0; i < count; i++) {
         it->argv[i] = values + at;
         if (args[i].buffer) { memcpy(values + at, &args[i].buffer->host, sizeof(void *)); at += (sizeof(void *) + 15) & ~(size_t)15; }
         else { memcpy(values + at, args[i].value, args[i].size); at += (args[i].size + 15) & ~(size_t)15; }
+    }
+    it->name = (const char *)memcpy(values + at, k->name, name);
+    for (i = 0; guards && i < count; i++) {
+        gf_buffer *root = args[i].buffer;
+        while (root && root->parent) root = root->parent;
+        if (!root || root->borrowed) continue;   /* wrapped memory has no guard zones */
+        it->guards[it->guard_count].host = (unsigned char *)root->host;
+        it->guards[it->guard_count].size = root->capacity;
+        it->guards[it->guard_count].arg = i;
+        it->guards[it->guard_count].param = k->params && i < k->param_count ? k->params[i].name : NULL;
+        it->guard_count++;
     }
     return gf__stub_push(s, it);
 }
@@ -7359,6 +7510,7 @@ static void gf__stub_fill_table(gf__backend *t) {
     t->native_handle = gf__stub_native_handle;
     t->buffer_wrap = gf__stub_buffer_wrap;
     t->fill_wide = gf__stub_fill_wide;
+    t->describe_stream = gf__stub_describe_stream;
 }
 static gf__backend gf__stub_table;
 static const gf__backend *gf__stub_backend(void) { return gf__backend_once(&gf__stub_table, gf__stub_fill_table); }

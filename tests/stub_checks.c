@@ -1,0 +1,242 @@
+/* The stub as a checker (issue "Reliability of the new surface"): kernels that misuse block
+   barriers, and (GPUFLOW_DEBUG, defined here) kernels that write outside their buffers.
+
+     barriers  a thread that returns before a barrier the others reach (thread 0 of the
+               launch, or another thread, in a later block), barriers in divergent code: the
+               launch runs to its end (no hang), the stream fails with GF_ERROR_DRIVER naming
+               the kernel, the block and how many threads arrived, the next synchronize
+               reports it, the state report shows it, and the device stays usable. Correct
+               kernels (barriers in loops, in conditions uniform across a block) never fail.
+     running   the state report names a kernel that runs now and the block it is at
+     guards    a write one element past a buffer's end, one before its start, past the end
+               through a view: the stream fails naming the kernel and the argument; wrapped
+               memory (no guard zones) and in-bounds kernels do not.
+
+   usage: stub_checks (the stub only) */
+#define GPUFLOW_IMPLEMENTATION
+#define GPUFLOW_DEBUG
+#include "../gpuflow.h"
+#include "harness.h"
+#include <stdlib.h>
+
+static gf_device *dev;
+
+/* ---- kernels: one float buffer x, then its length n ---- */
+static const gf_stub_param x_n_params[2] = { { "x", "float *", sizeof(float *) }, { "n", "unsigned", sizeof(unsigned) } };
+static unsigned lin(const gf_kernel_ctx *c) { return c->block_idx[0] * c->block[0] + c->thread_idx[0]; }
+static float *arg_x(void *const *a) { float *x; memcpy(&x, a[0], sizeof x); return x; }
+static unsigned arg_n(void *const *a) { unsigned n; memcpy(&n, a[1], sizeof n); return n; }
+
+/* block 2's thread 3 returns before the barrier the other 7 reach */
+static void k_early_return(const gf_kernel_ctx *c, void *const *a)
+{
+    float *x = arg_x(a);
+    if (c->block_idx[0] == 2 && c->thread_idx[0] == 3) return;
+    x[lin(c)] = 1.0f;
+    gf_block_sync();
+    x[lin(c)] += 1.0f;
+}
+/* thread 0 of every block returns first: the launch's first thread decides it has no barrier */
+static void k_thread0_returns(const gf_kernel_ctx *c, void *const *a)
+{
+    float *x = arg_x(a);
+    if (c->thread_idx[0] == 0) return;
+    gf_block_sync();
+    x[lin(c)] = 2.0f;
+}
+/* half the block at one barrier, half at another */
+static void k_divergent(const gf_kernel_ctx *c, void *const *a)
+{
+    float *x = arg_x(a);
+    if (c->thread_idx[0] < 4) { x[lin(c)] = 1.0f; gf_block_sync(); x[lin(c)] += 3.0f; }
+    else { x[lin(c)] = 2.0f; gf_block_sync(); x[lin(c)] *= 5.0f; }
+}
+/* correct: a shared-memory-free reverse within each block, barriers in a loop, and a barrier
+   under a condition that is the same for the whole block */
+static void k_correct(const gf_kernel_ctx *c, void *const *a)
+{
+    float *x = arg_x(a);
+    unsigned base = c->block_idx[0] * c->block[0], t = c->thread_idx[0], n = c->block[0], round;
+    for (round = 0; round < 3; round++) {
+        float mine = x[base + (n - 1 - t)];
+        gf_block_sync();
+        x[base + t] = mine;
+        gf_block_sync();
+    }
+    if (c->block_idx[0] % 2) { gf_block_sync(); x[base + t] += 1.0f; }
+}
+/* spins until the host lets it go, in block 1 */
+static int spin_release;
+static void k_spin(const gf_kernel_ctx *c, void *const *a)
+{
+    (void)a;
+    if (c->block_idx[0] == 1 && c->thread_idx[0] == 0)
+        while (!__atomic_load_n(&spin_release, __ATOMIC_ACQUIRE)) {}
+}
+/* writes x[n + off] (off = -1 - n: x[-1]) */
+static int write_at;
+static void k_write_at(const gf_kernel_ctx *c, void *const *a)
+{
+    float *x = arg_x(a);
+    if (lin(c) == 0) x[write_at] = 42.0f;
+}
+static void k_in_bounds(const gf_kernel_ctx *c, void *const *a)
+{
+    float *x = arg_x(a);
+    if (lin(c) < arg_n(a)) x[lin(c)] = 7.0f;
+}
+static const gf_stub_kernel kernels[] = {
+    { "early_return", k_early_return, 2, x_n_params, 0 }, { "thread0_returns", k_thread0_returns, 2, x_n_params, 0 },
+    { "divergent", k_divergent, 2, x_n_params, 0 },       { "correct", k_correct, 2, x_n_params, 0 },
+    { "spin", k_spin, 2, x_n_params, 0 },                 { "write_at", k_write_at, 2, x_n_params, 0 },
+    { "in_bounds", k_in_bounds, 2, x_n_params, 0 },
+};
+static gf_module *mod;
+
+/* Launches `name` with grid x block 8 threads over x (n floats) on a fresh stream; returns
+   what the stream's synchronize said, and leaves the stream in *out (or destroys it). */
+static gf_result run(const char *name, gf_buffer *x, unsigned n, unsigned grid, gf_stream **out)
+{
+    gf_kernel *k = NULL;
+    gf_stream *s = NULL;
+    gf_launch_dims d;
+    gf_arg args[2];
+    gf_result r;
+    memset(&d, 0, sizeof d);
+    d.grid[0] = grid; d.grid[1] = d.grid[2] = 1;
+    d.block[0] = 8; d.block[1] = d.block[2] = 1;
+    args[0].value = NULL; args[0].size = 0; args[0].buffer = x;
+    args[1].value = &n; args[1].size = sizeof n; args[1].buffer = NULL;
+    if (gf_kernel_get(mod, name, &k) != GF_OK || gf_stream_create(dev, NULL, &s) != GF_OK) return GF_ERROR_INVALID_STATE;
+    r = gf_launch(s, k, d, args, 2);
+    if (r == GF_OK) r = gf_stream_synchronize(s);
+    if (out) *out = s; else gf_stream_destroy(s);
+    return r;
+}
+static int error_has(const char *words) { return strstr(gf_last_error(), words) != NULL; }
+
+static void test_barriers(void)
+{
+    gf_buffer *x = NULL;
+    gf_stream *s = NULL;
+    char state[4096];
+    float host[32];
+    int i, ok;
+    CHECK_EQ_RESULT(gf_buffer_create(dev, sizeof host, &x), GF_OK);
+
+    CHECK_EQ_RESULT(run("early_return", x, 32, 4, &s), GF_ERROR_DRIVER);
+    CHECK(error_has("kernel 'early_return'") && error_has("block (2, 0, 0)") && error_has("7 of its 8 threads reached gf_block_sync"),
+          "a thread returning early: the kernel, the block and how many arrived");
+    CHECK_EQ_RESULT(gf_stream_synchronize(s), GF_ERROR_DRIVER);
+    CHECK(error_has("kernel 'early_return'"), "the stream keeps the failure: every later synchronize reports it");
+    CHECK_EQ_RESULT(gf_device_write_state(dev, state, sizeof state), GF_OK);
+    CHECK(strstr(state, "failed: stub: kernel 'early_return', block (2, 0, 0)") != NULL, "the state report (and so the hang report) shows it");
+    CHECK_EQ_RESULT(gf_copy_to_host(host, x, 0, sizeof host), GF_OK);
+    for (i = 0, ok = 1; i < 32; i++) ok &= i == 2 * 8 + 3 || host[i] == 2.0f;
+    CHECK(ok, "the launch ran to its end: every other thread passed the barrier");
+    gf_stream_destroy(s);
+
+    CHECK_EQ_RESULT(run("thread0_returns", x, 32, 4, NULL), GF_ERROR_DRIVER);
+    CHECK(error_has("kernel 'thread0_returns'") && error_has("block (0, 0, 0)") && error_has("7 of its 8 threads reached gf_block_sync") &&
+          error_has("thread 0 returned without it"), "thread 0 returning first (the launch then runs as plain calls): still named");
+
+    CHECK_EQ_RESULT(run("divergent", x, 32, 2, NULL), GF_ERROR_DRIVER);
+    CHECK(error_has("kernel 'divergent'") && error_has("block (0, 0, 0)") && error_has("different gf_block_sync calls"),
+          "barriers in divergent code: named");
+
+    /* the device stays usable, and correct kernels never fail */
+    for (i = 0; i < 32; i++) host[i] = (float)i;
+    CHECK_EQ_RESULT(gf_copy_to_device(x, 0, host, sizeof host), GF_OK);
+    CHECK_EQ_RESULT(run("correct", x, 32, 4, NULL), GF_OK);
+    CHECK_EQ_RESULT(gf_copy_to_host(host, x, 0, sizeof host), GF_OK);
+    for (i = 0, ok = 1; i < 32; i++) ok &= host[i] == (float)((i / 8) * 8 + (7 - i % 8)) + (float)((i / 8) % 2);
+    CHECK(ok, "after misuse the device runs a correct kernel with barriers in a loop and uniform conditions, right");
+    gf_buffer_destroy(x);
+}
+
+static void test_running_kernel_in_report(void)
+{
+    gf_buffer *x = NULL;
+    gf_stream *s = NULL;
+    gf_kernel *k = NULL;
+    gf_launch_dims d;
+    gf_arg args[2];
+    unsigned n = 8;
+    char state[4096];
+    int tries;
+    memset(&d, 0, sizeof d);
+    d.grid[0] = 3; d.grid[1] = d.grid[2] = 1;
+    d.block[0] = 8; d.block[1] = d.block[2] = 1;
+    CHECK_EQ_RESULT(gf_buffer_create(dev, 256, &x), GF_OK);
+    CHECK_EQ_RESULT(gf_kernel_get(mod, "spin", &k), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_create(dev, NULL, &s), GF_OK);
+    args[0].value = NULL; args[0].size = 0; args[0].buffer = x;
+    args[1].value = &n; args[1].size = sizeof n; args[1].buffer = NULL;
+    __atomic_store_n(&spin_release, 0, __ATOMIC_RELEASE);
+    CHECK_EQ_RESULT(gf_launch(s, k, d, args, 2), GF_OK);
+    for (tries = 0; tries < 2000; tries++) {   /* until the worker is inside block 1 */
+        if (gf_device_write_state(dev, state, sizeof state) == GF_OK &&
+            strstr(state, "kernel 'spin' is running now, at block (1, 0, 0) of (3, 1, 1)")) break;
+        th_sleep_ms(1);
+    }
+    CHECK(tries < 2000, "the state report names the kernel that runs now and its block");
+    __atomic_store_n(&spin_release, 1, __ATOMIC_RELEASE);
+    CHECK_EQ_RESULT(gf_stream_synchronize(s), GF_OK);
+    CHECK_EQ_RESULT(gf_device_write_state(dev, state, sizeof state), GF_OK);
+    CHECK(strstr(state, "is running now") == NULL, "... and no longer once it finished");
+    gf_stream_destroy(s);
+    gf_buffer_destroy(x);
+}
+
+static void test_guards(void)
+{
+    gf_buffer *x = NULL, *view = NULL, *wrapped = NULL;
+    static float outside[64];
+    float host[16];
+    int i, ok;
+    CHECK_EQ_RESULT(gf_buffer_create(dev, 16 * sizeof(float), &x), GF_OK);
+
+    CHECK_EQ_RESULT(run("in_bounds", x, 16, 2, NULL), GF_OK);
+    write_at = 16;
+    CHECK_EQ_RESULT(run("write_at", x, 16, 1, NULL), GF_ERROR_DRIVER);
+    CHECK(error_has("kernel 'write_at' wrote outside its buffer argument 0 'x' of 64 bytes") && error_has("4 of the 64 after it changed") &&
+          error_has("0 of the 64 guard bytes before"), "one element past the end: the kernel, the argument, the side");
+    CHECK_EQ_RESULT(run("in_bounds", x, 16, 2, NULL), GF_OK);   /* the zone was filled again */
+    write_at = -1;
+    CHECK_EQ_RESULT(run("write_at", x, 16, 1, NULL), GF_ERROR_DRIVER);
+    CHECK(error_has("4 of the 64 guard bytes before it") && error_has("0 of the 64 after"), "one element before the start: the side named");
+    CHECK_EQ_RESULT(gf_copy_to_host(host, x, 0, sizeof host), GF_OK);
+    for (i = 0, ok = 1; i < 16; i++) ok &= host[i] == 7.0f;
+    CHECK(ok, "the buffer's own bytes are untouched by the checks");
+
+    CHECK_EQ_RESULT(gf_buffer_view(x, 8 * sizeof(float), 8 * sizeof(float), &view), GF_OK);
+    write_at = 8;   /* the view's end is the buffer's end */
+    CHECK_EQ_RESULT(run("write_at", view, 8, 1, NULL), GF_ERROR_DRIVER);
+    CHECK(error_has("kernel 'write_at' wrote outside its buffer argument 0 'x'"), "past the end through a view: caught");
+    gf_buffer_destroy(view);
+
+    CHECK_EQ_RESULT(gf_buffer_wrap(dev, (uint64_t)(uintptr_t)(outside + 8), 16 * sizeof(float), &wrapped), GF_OK);
+    write_at = 16;
+    CHECK_EQ_RESULT(run("write_at", wrapped, 16, 1, NULL), GF_OK);
+    CHECK(outside[8 + 16] == 42.0f, "wrapped memory has no guard zones: no report (and the write landed in the program's own array)");
+    gf_buffer_destroy(wrapped);
+    gf_buffer_destroy(x);
+}
+
+int main(void)
+{
+    gf_module_desc md;
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    gf_set_logger(NULL, NULL);
+    if (!CHECK_EQ_RESULT(gf_device_open(GF_BACKEND_STUB, 0, &dev), GF_OK)) return th_finish();
+    memset(&md, 0, sizeof md);
+    md.stub_kernels = kernels;
+    md.stub_kernel_count = (int)(sizeof kernels / sizeof kernels[0]);
+    if (!CHECK_EQ_RESULT(gf_module_load(dev, &md, &mod), GF_OK)) return th_finish();
+    test_barriers();
+    test_running_kernel_in_report();
+    test_guards();
+    gf_module_destroy(mod);
+    gf_device_close(dev);
+    return th_finish();
+}
