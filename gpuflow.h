@@ -230,6 +230,7 @@ typedef struct gf_device_info {
     unsigned max_threads_per_block; /* block[0] * block[1] * block[2] */
     unsigned max_block[3];        /* block[d] */
     unsigned max_grid[3];         /* grid[d] (blocks, not threads) */
+    unsigned max_shared_per_block;/* bytes of shared (local) memory a block may use: shared_bytes */
     char   note[256];             /* for GF_BACKEND_AUTO: why other backends were passed over */
 } gf_device_info;
 
@@ -1243,6 +1244,32 @@ GF__MAYBE_UNUSED static int gf__split_options(char *buf, const char **opts) {
         *w++ = 0;
     }
 }
+/* The same options as one string for a driver that takes one (clBuildProgram), so that an
+   options string means the same on every backend: split as above, then each option that holds
+   white space written with its value (after the first '=') in double quotes, " and \ escaped.
+   Allocated; NULL: out of host memory. */
+GF__MAYBE_UNUSED static char *gf__options_joined(const char *options) {
+    size_t n = options ? strlen(options) : 0;
+    char *buf = (char *)gf__malloc(n + 1), *out = (char *)gf__malloc(2 * n + 3 * (n / 2 + 1) + 1), *w = out;
+    const char **opts = (const char **)gf__malloc(sizeof *opts * (n / 2 + 1));
+    int count, i;
+    if (!buf || !out || !opts) { gf__free(buf); gf__free(out); gf__free((void *)opts); return NULL; }
+    memcpy(buf, options ? options : "", n + 1);
+    count = gf__split_options(buf, opts);
+    for (i = 0; i < count; i++) {
+        const char *p = opts[i], *eq = strchr(p, '=');
+        int spaced = strpbrk(p, " \t\n\r\"\\") != NULL;
+        if (i) *w++ = ' ';
+        if (spaced && eq) { memcpy(w, p, (size_t)(eq + 1 - p)); w += eq + 1 - p; p = eq + 1; }
+        if (spaced) *w++ = '"';
+        for (; *p; p++) { if (spaced && (*p == '"' || *p == '\\')) *w++ = '\\'; *w++ = *p; }
+        if (spaced) *w++ = '"';
+    }
+    *w = 0;
+    gf__free(buf);
+    gf__free((void *)opts);
+    return out;
+}
 /* The driver loaded but found no device: remembered, and said by every device_count. */
 GF__MAYBE_UNUSED static void gf__driver_no_device(gf__driver *d, const char *fmt, ...) GF__PRINTF(2, 3);
 GF__MAYBE_UNUSED static void gf__driver_no_device(gf__driver *d, const char *fmt, ...) {
@@ -1439,6 +1466,7 @@ struct gf_kernel {
     int param_count;                /* arguments a launch must pass; 0: unknown, not checked */
     const gf_stub_param *params;    /* param_count entries, each checked at launch; NULL: none */
     uint32_t buffer_params;         /* bit i: params[i] is a pointer (a '*' in its type) */
+    size_t static_shared;           /* its own shared arrays' bytes, where the backend says (OpenCL) */
     gf__mutex lock;                 /* OpenCL: clSetKernelArg + enqueue must not interleave */
     gf_kernel *next;
 };
@@ -6246,7 +6274,7 @@ GPUFLOW_IMPL void gf_module_destroy(gf_module *mod) {
 
 /* The device's launch limits, in 64 bits: a block of 65536 x 65536 threads is 2^32, which
    32-bit arithmetic reads as 0. */
-static gf_result gf__launch_dims_check(const gf_device_info *info, const gf_launch_dims *dims, const char *kernel) {
+static gf_result gf__launch_dims_check(const gf_device_info *info, const gf_launch_dims *dims, const char *kernel, size_t static_shared) {
     static const char axis[3] = { 'x', 'y', 'z' };
     uint64_t threads = 1;
     int d;
@@ -6264,6 +6292,11 @@ static gf_result gf__launch_dims_check(const gf_device_info *info, const gf_laun
     if (info->max_threads_per_block && threads > info->max_threads_per_block)
         return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_launch: kernel '%s': a block of %u x %u x %u = %llu threads is past the device's limit of %u per block",
                         kernel, dims->block[0], dims->block[1], dims->block[2], (unsigned long long)threads, info->max_threads_per_block);
+    if (info->max_shared_per_block && (dims->shared_bytes > info->max_shared_per_block ||
+                                       static_shared > info->max_shared_per_block - dims->shared_bytes))
+        return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_launch: kernel '%s': %llu bytes of shared memory (its own arrays %llu + shared_bytes %llu) "
+                        "are past the device's %u per block", kernel, (unsigned long long)(static_shared + dims->shared_bytes),
+                        (unsigned long long)static_shared, (unsigned long long)dims->shared_bytes, info->max_shared_per_block);
     return GF_OK;
 }
 
@@ -6294,7 +6327,7 @@ GPUFLOW_IMPL gf_result gf_launch(gf_stream *s, gf_kernel *k, gf_launch_dims dims
     GF__CHECK(k, GF__T_KERNEL);
     GF__SAME_DEVICE(s->dev, k->mod->dev);
     limit = s->dev->info.max_kernel_args_bytes;
-    if ((r = gf__launch_dims_check(&s->dev->info, &dims, k->name)) != GF_OK) return r;
+    if ((r = gf__launch_dims_check(&s->dev->info, &dims, k->name, k->static_shared)) != GF_OK) return r;
     if (count < 0 || (count > 0 && !args)) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_launch: %d arguments but args is %s", count, args ? "set" : "NULL");
     if ((k->param_count || k->params) && count != k->param_count)
         return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_launch: kernel '%s' takes %d arguments; %d were given", k->name, k->param_count, count);
@@ -6841,6 +6874,7 @@ static gf_result gf__stub_device_open(gf_device *dev, int index) {
     dev->info.max_threads_per_block = 1024;
     dev->info.max_block[0] = 1024; dev->info.max_block[1] = 1024; dev->info.max_block[2] = 64;
     dev->info.max_grid[0] = 2147483647u; dev->info.max_grid[1] = 65535; dev->info.max_grid[2] = 65535;
+    dev->info.max_shared_per_block = 48 << 10;
     return GF_OK;
 }
 static void gf__stub_device_close(gf_device *dev) { gf__free(dev->native); }

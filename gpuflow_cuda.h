@@ -542,15 +542,16 @@ static gf_result gf__cuda_device_start(gf_device *dev, gf__cuda_device *d) {
     GF__CUDA_STEP(DeviceGetAttribute, (&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, d->dev));
     GF__CUDA_STEP(DeviceGetAttribute, (&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, d->dev));
     {   /* launch limits, which gf_launch checks before the driver does */
-        static const CUdevice_attribute limits[7] = {
+        static const CUdevice_attribute limits[8] = {
             CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X, CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y,
             CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z, CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X, CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y,
-            CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z };
-        unsigned *into[7];
+            CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK };
+        unsigned *into[8];
         int v = 0, i;
         into[0] = &info->max_threads_per_block;
+        into[7] = &info->max_shared_per_block;
         for (i = 0; i < 3; i++) { into[1 + i] = &info->max_block[i]; into[4 + i] = &info->max_grid[i]; }
-        for (i = 0; i < 7; i++) { GF__CUDA_STEP(DeviceGetAttribute, (&v, limits[i], d->dev)); *into[i] = v > 0 ? (unsigned)v : 0; }
+        for (i = 0; i < 8; i++) { GF__CUDA_STEP(DeviceGetAttribute, (&v, limits[i], d->dev)); *into[i] = v > 0 ? (unsigned)v : 0; }
     }
     info->total_memory = total;
     info->compute_units = units;

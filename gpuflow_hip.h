@@ -586,15 +586,16 @@ static gf_result gf__hip_device_start(gf_device *dev, int ordinal, int borrowed)
     GF__HIP_OPEN_STEP(DeviceGetAttribute, (&pools, hipDeviceAttributeMemoryPoolsSupported, ordinal));
     GF__HIP_OPEN_STEP(DeviceGetAttribute, (&concurrent, hipDeviceAttributeConcurrentManagedAccess, ordinal));
     {   /* launch limits, which gf_launch checks before the runtime does */
-        static const hipDeviceAttribute_t limits[7] = {
+        static const hipDeviceAttribute_t limits[8] = {
             hipDeviceAttributeMaxThreadsPerBlock, hipDeviceAttributeMaxBlockDimX, hipDeviceAttributeMaxBlockDimY,
             hipDeviceAttributeMaxBlockDimZ, hipDeviceAttributeMaxGridDimX, hipDeviceAttributeMaxGridDimY,
-            hipDeviceAttributeMaxGridDimZ };
-        unsigned *into[7];
+            hipDeviceAttributeMaxGridDimZ, hipDeviceAttributeMaxSharedMemoryPerBlock };
+        unsigned *into[8];
         int v = 0, i;
         into[0] = &info->max_threads_per_block;
+        into[7] = &info->max_shared_per_block;
         for (i = 0; i < 3; i++) { into[1 + i] = &info->max_block[i]; into[4 + i] = &info->max_grid[i]; }
-        for (i = 0; i < 7; i++) { GF__HIP_OPEN_STEP(DeviceGetAttribute, (&v, limits[i], ordinal)); *into[i] = v > 0 ? (unsigned)v : 0; }
+        for (i = 0; i < 8; i++) { GF__HIP_OPEN_STEP(DeviceGetAttribute, (&v, limits[i], ordinal)); *into[i] = v > 0 ? (unsigned)v : 0; }
     }
     info->total_memory = total;
     info->compute_units = units;

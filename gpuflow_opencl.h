@@ -165,6 +165,7 @@
     X(REQ, cl_int, clReleaseProgram, (cl_program)) \
     X(REQ, cl_kernel, clCreateKernel, (cl_program, const char *, cl_int *)) \
     X(REQ, cl_int, clGetKernelInfo, (cl_kernel, cl_kernel_info, size_t, void *, size_t *)) \
+    X(REQ, cl_int, clGetKernelWorkGroupInfo, (cl_kernel, cl_device_id, cl_kernel_work_group_info, size_t, void *, size_t *)) \
     X(REQ, cl_int, clReleaseKernel, (cl_kernel)) \
     X(REQ, cl_int, clSetKernelArg, (cl_kernel, cl_uint, size_t, const void *)) \
     X(REQ, cl_int, clEnqueueNDRangeKernel, (cl_command_queue, cl_kernel, cl_uint, const size_t *, const size_t *, \
@@ -646,11 +647,14 @@ static gf_result gf__cl_device_init(gf_device *dev, gf__cl_device *d) {
     dev->info.spirv = d->create_with_il != NULL;
     {   /* launch limits, which gf_launch checks before the driver does; no limit on groups */
         size_t group = 0, items[8] = { 0 };   /* at least 3 dimensions; room for a few more */
+        cl_ulong local = 0;
         int i;
         if (GF__CL(clGetDeviceInfo, (d->device, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof group, &group, NULL)) == CL_SUCCESS)
             dev->info.max_threads_per_block = group > 0xffffffffu ? 0xffffffffu : (unsigned)group;
         if (GF__CL(clGetDeviceInfo, (d->device, CL_DEVICE_MAX_WORK_ITEM_SIZES, sizeof items, items, NULL)) == CL_SUCCESS)
             for (i = 0; i < 3; i++) dev->info.max_block[i] = items[i] > 0xffffffffu ? 0xffffffffu : (unsigned)items[i];
+        if (GF__CL(clGetDeviceInfo, (d->device, CL_DEVICE_LOCAL_MEM_SIZE, sizeof local, &local, NULL)) == CL_SUCCESS)
+            dev->info.max_shared_per_block = local > 0xffffffffu ? 0xffffffffu : (unsigned)local;
     }
     return GF_OK;
 }
@@ -1289,7 +1293,12 @@ static gf_result gf__cl_module_load(gf_module *mod, const gf_module_desc *desc) 
     } else {
         return gf__fail(GF_ERROR_NOT_SUPPORTED, "OpenCL: the module has neither opencl_source nor spirv");
     }
-    e = GF__CL(clBuildProgram, (prog, 1, &d->device, desc->build_options, NULL, NULL));
+    {
+        char *options = gf__options_joined(desc->build_options);
+        if (!options) { GF__CL(clReleaseProgram, (prog)); return gf__fail(GF_ERROR_OUT_OF_MEMORY, "OpenCL: out of host memory"); }
+        e = GF__CL(clBuildProgram, (prog, 1, &d->device, options, NULL, NULL));
+        gf__free(options);
+    }
     if (e != CL_SUCCESS) {
         gf_result r = gf__cl_build_failed(prog, d->device, e, desc->opencl_source);
         GF__CL(clReleaseProgram, (prog));
@@ -1309,11 +1318,15 @@ static gf_result gf__cl_compile(gf_device *dev, const char *name, const char *te
     gf__cl_device *d = (gf__cl_device *)dev->native;
     cl_program prog;
     unsigned char *bin;
+    char *joined;
     size_t n = 0;
     cl_int e;
     prog = GF__CL_NEW(clCreateProgramWithSource, (d->ctx, 1, &text, NULL), &e);
     if (!prog) return gf__cl_fail("clCreateProgramWithSource", e);
-    if ((e = GF__CL(clBuildProgram, (prog, 1, &d->device, options, NULL, NULL))) != CL_SUCCESS) {
+    if (!(joined = gf__options_joined(options))) { GF__CL(clReleaseProgram, (prog)); return gf__fail(GF_ERROR_OUT_OF_MEMORY, "OpenCL: out of host memory"); }
+    e = GF__CL(clBuildProgram, (prog, 1, &d->device, joined, NULL, NULL));
+    gf__free(joined);
+    if (e != CL_SUCCESS) {
         gf_result r = gf__cl_build_failed(prog, d->device, e, text);
         GF__CL(clReleaseProgram, (prog));
         return gf__fail(r, "OpenCL: %s: %s", name, gf__error_text);
@@ -1356,6 +1369,13 @@ static gf_result gf__cl_kernel_get(gf_kernel *k) {
         GF__CL(clReleaseKernel, (ck->kernel));
         gf__free(ck);
         return gf__cl_fail("clGetKernelInfo(CL_KERNEL_NUM_ARGS)", e);
+    }
+    {   /* its own __local arrays: gf_launch checks them with shared_bytes against the device's
+           local memory (PoCL aborts the process on a launch past it) */
+        cl_ulong local = 0;
+        if (GF__CL(clGetKernelWorkGroupInfo, (ck->kernel, ((gf__cl_device *)k->mod->dev->native)->device, CL_KERNEL_LOCAL_MEM_SIZE,
+                                              sizeof local, &local, NULL)) == CL_SUCCESS)
+            k->static_shared = (size_t)local;
     }
     ck->next = cm->kernels;   /* the core holds mod->lock here */
     cm->kernels = ck;

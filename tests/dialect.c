@@ -25,6 +25,7 @@ static const gf_stub_kernel dialect_stub[] = {
 
 static gf_device *dev;
 static gf_stream *s;
+static void k_nothing_c(const gf_kernel_ctx *c, void *const *a) { (void)c; (void)a; }
 static const char *backend_name;
 
 static gf_module_desc desc_of(const char *source, const char *cache_dir)
@@ -169,6 +170,130 @@ static void test_build_error(void)
     CHECK(strstr(gf_last_error(), "undeclared_name") != NULL, "a build error's message carries the compiler's log");
 }
 
+/* ---- module loading under attack: each input a clear code, never a crash ---- */
+static const char good_kernel[] = "GF_KERNEL(hostile_ok, GF_PARAM(GF_GLOBAL float *, x)) { x[gf_global_id(0)] = VALUE; }\n";
+/* Loads source (defining VALUE unless options do) and runs hostile_ok on 4 floats: 1 if every
+   element is want; 0 with *code set if the load or launch failed (a message must say why). */
+static int load_run(const char *source, const char *name, const char *options, float want, gf_result *code)
+{
+    gf_module_desc d;
+    gf_module *mod = NULL;
+    gf_kernel *k = NULL;
+    gf_buffer *x = NULL;
+    gf_arg arg;
+    float out[4] = { 0, 0, 0, 0 };
+    int ok = 1, i;
+    memset(&d, 0, sizeof d);
+    d.source = source;
+    d.source_name = name;
+    d.build_options = options;
+    *code = gf_module_load(dev, &d, &mod);
+    if (*code == GF_OK) *code = gf_kernel_get(mod, "hostile_ok", &k);
+    if (*code == GF_OK) *code = gf_buffer_create(dev, sizeof out, &x);
+    arg.value = NULL; arg.size = 0; arg.buffer = x;
+    if (*code == GF_OK) *code = gf_launch(s, k, dims(1, 1, 1, 4, 1, 1), &arg, 1);
+    if (*code == GF_OK) *code = gf_stream_synchronize(s);
+    if (*code == GF_OK) *code = gf_copy_to_host(out, x, 0, sizeof out);
+    for (i = 0; i < 4; i++) ok &= *code == GF_OK && out[i] == want;
+    if (*code != GF_OK && !gf_last_error()[0]) { printf("  a failure without a message\n"); *code = GF_ERROR_INVALID_STATE; }
+    if (x) gf_buffer_destroy(x);
+    if (mod) gf_module_destroy(mod);
+    return ok;
+}
+static void test_hostile_sources(void)
+{
+    static const char *const option_forms[] = { "-DVALUE=3.0f", "  -DVALUE=3.0f\t  -DUNUSED=1  ", "\"-DVALUE=3.0f\"", "-DVALUE='3.0f'",
+                                                "-DVALUE=\"3.0f\"", "-DUNUSED=\"a b c\" -DVALUE=3.0f" };
+    static const char *const malformed[] = { "GF_KERNEL(", "GF_KERNEL(hostile_ok, GF_PARAM(GF_GLOBAL float *, x)) { x[0] = ",
+                                             "\x01\x02\x7f garbage {{{ ]]", "#error stop here\n", "GF_KERNEL(hostile_ok) }}}" };
+    size_t big = (size_t)8 << 20, at;
+    char *huge, name[600], what[200];
+    gf_result code;
+    unsigned i;
+    if (!strcmp(backend_name, "stub")) { SKIP("hostile sources: the stub compiles its kernels with the program"); return; }
+
+    /* a source of 8 MiB (comments, then one kernel) */
+    huge = (char *)malloc(big + sizeof good_kernel + 64);
+    if (CHECK(huge != NULL, "8 MiB of source")) {
+        for (at = 0; at + 64 < big; at += 64) memcpy(huge + at, "// padding padding padding padding padding padding padding padd\n", 64);
+        snprintf(huge + at, sizeof good_kernel + 64, "#define VALUE 5.0f\n%s", good_kernel);
+        CHECK(load_run(huge, "huge.gfk", NULL, 5.0f, &code), "8 MiB of source: compiled, the kernel is right");
+        free(huge);
+    }
+    /* malformed sources: GF_ERROR_BUILD with the compiler's log */
+    for (i = 0; i < sizeof malformed / sizeof malformed[0]; i++) {
+        snprintf(what, sizeof what, "malformed source %u: GF_ERROR_BUILD with a log", i);
+        CHECK(!load_run(malformed[i], "malformed.gfk", "-DVALUE=1.0f", 1.0f, &code) && code == GF_ERROR_BUILD && strlen(gf_last_error()) > 20, what);
+    }
+    /* names with path and quoting characters: the name is only a label (never a path) */
+    snprintf(name, sizeof name, "../../etc/\"quoted\"\\back\nslash/%0400d.gfk", 0);
+    {
+        char src[512];
+        snprintf(src, sizeof src, "#define VALUE 2.0f\n%s", good_kernel);
+        CHECK(load_run(src, name, NULL, 2.0f, &code), "a source name with ../, quotes, backslashes, a newline, 430 bytes: loads");
+    }
+    CHECK(!load_run("GF_KERNEL(hostile_ok, GF_PARAM(GF_GLOBAL float *, x)) { x[0] = nope; }", name, NULL, 0, &code) &&
+          code == GF_ERROR_BUILD && strstr(gf_last_error(), "nope"), "... and its build error still carries the log");
+    /* build options with spaces and quotes: the right value, or a clear refusal, never a wrong kernel */
+    for (i = 0; i < sizeof option_forms / sizeof option_forms[0]; i++) {
+        int ok = load_run(good_kernel, "options.gfk", option_forms[i], 3.0f, &code);
+        snprintf(what, sizeof what, "build options [%s]: the right value or GF_ERROR_BUILD", option_forms[i]);
+        CHECK(ok || code == GF_ERROR_BUILD, what);
+        if (!ok) printf("notice: %s refuses build options [%s]: %.120s\n", backend_name, option_forms[i], gf_last_error());
+    }
+    /* shared memory past the device's limit: a build or launch failure with a message */
+    {
+        gf_device_info info;
+        char src[512];
+        memset(&info, 0, sizeof info);
+        gf_device_info(dev, &info);
+        CHECK(info.max_shared_per_block > 0, "the device states its shared memory per block");
+        snprintf(src, sizeof src, "#define VALUE 1.0f\nGF_KERNEL(hostile_ok, GF_PARAM(GF_GLOBAL float *, x)) {\n"
+                 "    GF_SHARED float big[%u];\n    big[gf_local_id(0) * 997u %% %uu] = 1.0f;\n    gf_block_sync();\n"
+                 "    x[gf_global_id(0)] = big[gf_local_id(0) * 997u %% %uu] * VALUE;\n}\n",
+                 info.max_shared_per_block / 2 + 1024, info.max_shared_per_block / 2 + 1024, info.max_shared_per_block / 2 + 1024);
+        code = GF_OK;
+        if (!load_run(src, "shared.gfk", NULL, 1.0f, &code))
+            CHECK(code != GF_OK, "static shared memory twice the device's: refused with a message");
+        else
+            printf("notice: %s took %u bytes of static shared memory (twice its stated %u): the kernel ran right\n", backend_name,
+                   (info.max_shared_per_block / 2 + 1024) * 4, info.max_shared_per_block);
+    }
+}
+
+/* a kernel named in one form but not the other: NOT_FOUND naming it, where it is missing */
+static void test_kernel_in_one_form(void)
+{
+    static const char src[] = "GF_KERNEL(in_both, GF_PARAM(GF_GLOBAL float *, x)) { x[0] = 1.0f; }\n"
+                              "GF_KERNEL(only_in_source, GF_PARAM(GF_GLOBAL float *, x)) { x[0] = 2.0f; }\n";
+    static const gf_stub_kernel stub[] = { { "in_both", k_nothing_c, 1, NULL, 0 }, { "only_in_stub", k_nothing_c, 1, NULL, 0 } };
+    gf_module_desc d;
+    gf_module *mod = NULL;
+    gf_kernel *k = NULL;
+    char long_name[300];
+    memset(&d, 0, sizeof d);
+    d.source = src;
+    d.source_name = "forms.gfk";
+    d.stub_kernels = stub;
+    d.stub_kernel_count = 2;
+    if (!CHECK_EQ_RESULT(gf_module_load(dev, &d, &mod), GF_OK)) return;
+    CHECK_EQ_RESULT(gf_kernel_get(mod, "in_both", &k), GF_OK);
+    if (!strcmp(backend_name, "stub")) {
+        CHECK_FAIL(gf_kernel_get(mod, "only_in_source", &k), GF_ERROR_NOT_FOUND);
+        CHECK(strstr(gf_last_error(), "only_in_source") != NULL, "a kernel only in the source: NOT_FOUND on the stub, named");
+        CHECK_EQ_RESULT(gf_kernel_get(mod, "only_in_stub", &k), GF_OK);
+    } else {
+        CHECK_EQ_RESULT(gf_kernel_get(mod, "only_in_source", &k), GF_OK);
+        CHECK_FAIL(gf_kernel_get(mod, "only_in_stub", &k), GF_ERROR_NOT_FOUND);
+        CHECK(strstr(gf_last_error(), "only_in_stub") != NULL, "a kernel only in stub_kernels: NOT_FOUND on a GPU, named");
+    }
+    CHECK_FAIL(gf_kernel_get(mod, "../in_both", &k), GF_ERROR_NOT_FOUND);
+    memset(long_name, 'k', sizeof long_name - 1);
+    long_name[sizeof long_name - 1] = 0;
+    CHECK(gf_kernel_get(mod, long_name, &k) < 0 && gf_last_error()[0], "a 299-byte kernel name: refused with a message, no overflow");
+    gf_module_destroy(mod);
+}
+
 typedef struct { int hits, rebuilds; } cache_seen;
 static void cache_logger(void *user, gf_log_level level, gf_result code, const char *message)
 {
@@ -264,6 +389,8 @@ int main(int argc, char **argv)
         gf_module_destroy(mod);
     }
     test_build_error();
+    test_hostile_sources();
+    test_kernel_in_one_form();
     test_cache();
     gf_stream_destroy(s);
     gf_device_close(dev);
