@@ -607,7 +607,8 @@ GPUFLOW_API void      gf_set_allocator(const gf_allocator *allocator);          
    cl_device_id through gf_device_get_native) / cl_command_queue / cl_mem / cl_event of the
    latest record / cl_kernel; the stub: host pointers for buffers, NULL elsewhere. In: gpuflow
    uses what it is given and never destroys or resets it; a wrapped stream's destroy drains
-   what gpuflow enqueued. Codes: GF_ERROR_NOT_SUPPORTED (the stub has no native streams or
+   what gpuflow enqueued, so the native stream must outlive its wrapper; a wrapped buffer's
+   destroy does not touch the memory, which may go first (no work may still use it). Codes: GF_ERROR_NOT_SUPPORTED (the stub has no native streams or
    devices), GF_ERROR_WRONG_DEVICE (a handle of another context). */
 GPUFLOW_API void     *gf_device_native(gf_device *dev);
 GPUFLOW_API gf_result gf_device_get_native(gf_device *dev, gf_native_device *out);   /* all of it: what gf_device_open_native takes */
@@ -824,7 +825,7 @@ static void gf__free(void *p) {
 #define GF__DEFAULT_POOL_KEEP(total) ((total) / 4)  /* a driver's stream-ordered pool keeps this much freed memory */
 #define GF__RANGE_DEPTH 16                          /* nested gf_range_push spans timed per stream */
 #define GF__RECENT_OPS 8                            /* per stream, for gf_device_write_state */
-#define GF__RACE_ACCESSES 256                       /* per buffer: the oldest go beyond */
+#define GF__RACE_ACCESSES 4096                      /* per buffer, not yet known done: the oldest go beyond (a warning) */
 #define GF__STAGE_IDLE_KEEP ((size_t)64 << 20)      /* idle pinned staging memory kept for reuse */
 #define GF__FIBER_STACK ((size_t)128 << 10)         /* a stub block thread's stack, when its kernel syncs */
 #define GF__WAIT_NAP_MIN_US 20                      /* polling waits back off from this... */
@@ -2209,10 +2210,13 @@ static void gf__capture_forget(gf_stream *s, gf_buffer *buf) {   /* the buffer i
 typedef struct gf__race_access {
     uint32_t slot, epoch; uint64_t tick;
     size_t lo, hi; int write;
-    char op[64], stream[48];
+    char op[64], stream[64];        /* a whole stream label */
 } gf__race_access;
-struct gf__race_buffer { uint32_t id; gf__race_access *acc; int count, cap; };
-typedef struct gf__race_use { gf_buffer *root; size_t lo, hi; int write; char op[64]; } gf__race_use;
+struct gf__race_buffer { uint32_t id; gf__race_access *acc; int count, cap, overflowed; };
+/* One access of an operation. A graph keeps its commands' in capture order, each launch's
+   tagged with its index (launch_index of gf_graph_set_kernel_args; -1: not a launch), a launch
+   with no buffer argument as one entry without a root, so new arguments replace its own. */
+typedef struct gf__race_use { gf_buffer *root; size_t lo, hi; int write, launch; char op[64]; } gf__race_use;
 typedef struct gf__race {
     gf__mutex lock;
     uint64_t *host; int host_n; uint64_t host_version;   /* what the host knows has completed */
@@ -2221,7 +2225,7 @@ typedef struct gf__race {
     uint64_t *keys; int key_count, key_cap;                /* races reported, by a hash of both sides */
     uint32_t epoch;                                        /* bumped when turned on again: older accesses are stale */
 } gf__race;
-#define GF__RACE_MAX_USES 64   /* accesses one operation reports: launch arguments, 2D rows */
+#define GF__RACE_MAX_USES 64   /* accesses one operation has on the stack; more (2D rows) go to the heap */
 
 static int gf__vc_fit(uint64_t **vc, int *n, int need) {   /* zero-extended to need entries */
     uint64_t *grown;
@@ -2251,36 +2255,41 @@ static int gf__race_stream(gf__race *race, gf_stream *s) {
 
 /* The accesses one command makes: exact byte ranges on root buffers (a view's are its
    parent's, at the view's offset). */
-static void gf__race_add_use(gf__race_use *uses, int *n, gf_buffer *buf, size_t offset, size_t bytes, int write, const char *op) {
-    if (!buf || *n >= GF__RACE_MAX_USES) return;
-    uses[*n].root = buf->parent ? buf->parent : buf;
-    uses[*n].lo = buf->view_offset + offset;
-    uses[*n].hi = uses[*n].lo + bytes;
-    uses[*n].write = write;
-    gf__copy_str(uses[*n].op, sizeof uses[*n].op, op);
+/* Counts every access; writes those that fit in cap. */
+static void gf__race_add_use(gf__race_use *uses, int cap, int *n, gf_buffer *buf, size_t offset, size_t bytes, int write, const char *op) {
+    if (!buf) return;
+    if (*n < cap) {
+        uses[*n].root = buf->parent ? buf->parent : buf;
+        uses[*n].lo = buf->view_offset + offset;
+        uses[*n].hi = uses[*n].lo + bytes;
+        uses[*n].write = write;
+        uses[*n].launch = -1;
+        gf__copy_str(uses[*n].op, sizeof uses[*n].op, op);
+    }
     (*n)++;
 }
-static int gf__race_uses_of(const gf__cmd *c, gf__race_use *uses) {
+/* How many accesses c makes (the first cap of them in uses). */
+static int gf__race_uses_of(const gf__cmd *c, gf__race_use *uses, int cap) {
     static const char *copy_ops[3] = { "copy-to-device", "copy-to-host", "copy-buffer" };
     char op[160];
     int n = 0, i;
     size_t row;
     switch (c->kind) {
     case GF__CMD_COPY:
-        gf__race_add_use(uses, &n, c->copy.src, c->copy.src_offset, c->copy.bytes, 0, copy_ops[c->copy.kind]);
-        gf__race_add_use(uses, &n, c->copy.dst, c->copy.dst_offset, c->copy.bytes, 1, copy_ops[c->copy.kind]);
+        gf__race_add_use(uses, cap, &n, c->copy.src, c->copy.src_offset, c->copy.bytes, 0, copy_ops[c->copy.kind]);
+        gf__race_add_use(uses, cap, &n, c->copy.dst, c->copy.dst_offset, c->copy.bytes, 1, copy_ops[c->copy.kind]);
         break;
     case GF__CMD_COPY_2D:   /* row by row: a 2D copy touches its rows, not what lies between */
-        for (row = 0; row < c->copy2d.height && n < GF__RACE_MAX_USES - 1; row++) {
-            gf__race_add_use(uses, &n, c->copy2d.src, c->copy2d.src_offset + row * c->copy2d.src_pitch, c->copy2d.width, 0, "2D copy");
-            gf__race_add_use(uses, &n, c->copy2d.dst, c->copy2d.dst_offset + row * c->copy2d.dst_pitch, c->copy2d.width, 1, "2D copy");
+        for (row = 0; row < c->copy2d.height; row++) {
+            gf__race_add_use(uses, cap, &n, c->copy2d.src, c->copy2d.src_offset + row * c->copy2d.src_pitch, c->copy2d.width, 0, "2D copy");
+            gf__race_add_use(uses, cap, &n, c->copy2d.dst, c->copy2d.dst_offset + row * c->copy2d.dst_pitch, c->copy2d.width, 1, "2D copy");
         }
         break;
-    case GF__CMD_FILL: gf__race_add_use(uses, &n, c->buf, c->offset, c->bytes, 1, "fill"); break;
+    case GF__CMD_FILL: gf__race_add_use(uses, cap, &n, c->buf, c->offset, c->bytes, 1, "fill"); break;
     case GF__CMD_LAUNCH:
         snprintf(op, sizeof op, "launch '%s'", c->kernel->name);
         for (i = 0; i < c->arg_count; i++)
-            if (c->args[i].buffer) gf__race_add_use(uses, &n, c->args[i].buffer, 0, c->args[i].buffer->size, c->args[i].size != GF_ARG_READ_ONLY, op);
+            if (c->args[i].buffer) gf__race_add_use(uses, cap, &n, c->args[i].buffer, 0, c->args[i].buffer->size, c->args[i].size != GF_ARG_READ_ONLY, op);
         break;
     case GF__CMD_PREFETCH: case GF__CMD_CALLBACK: case GF__CMD_GRAPH: break;
     }
@@ -2326,7 +2335,8 @@ static void gf__race_access_one(gf__race *race, gf_stream *s, const gf__race_use
     }
     for (i = 0; i < rb->count; ) {
         a = &rb->acc[i];
-        if (a->epoch != race->epoch) { rb->acc[i] = rb->acc[--rb->count]; continue; }   /* from before the detector was last off */
+        if (a->epoch != race->epoch ||   /* from before the detector was last off, or known done: nothing can race it */
+            ((int)a->slot < race->host_n && race->host[a->slot] >= a->tick)) { rb->acc[i] = rb->acc[--rb->count]; continue; }
         if (a->lo < u->hi && u->lo < a->hi) {
             int ordered = a->slot == (uint32_t)s->race_slot || ((int)a->slot < s->race_n && s->race_vc[a->slot] >= a->tick);
             if (!ordered && (a->write || u->write)) {
@@ -2344,7 +2354,12 @@ static void gf__race_access_one(gf__race *race, gf_stream *s, const gf__race_use
         }
         i++;
     }
-    if (rb->count == GF__RACE_ACCESSES) { memmove(rb->acc, rb->acc + 1, sizeof *rb->acc * (size_t)(--rb->count)); }
+    if (rb->count == GF__RACE_ACCESSES) {   /* none known done: the oldest goes, and races with it may be missed */
+        if (!rb->overflowed++)
+            gf__notice(GF_LOG_WARNING, "race detector: buffer %u has %d accesses no synchronize has retired; the oldest are forgotten "
+                       "from now on, so a race with one of them may be missed (synchronize now and then)", rb->id, GF__RACE_ACCESSES);
+        memmove(rb->acc, rb->acc + 1, sizeof *rb->acc * (size_t)(--rb->count));
+    }
     if (!gf__grow((void **)&rb->acc, &rb->cap, rb->count + 1, sizeof *rb->acc)) return;
     a = &rb->acc[rb->count++];
     a->slot = (uint32_t)s->race_slot;
@@ -2366,30 +2381,104 @@ static void gf__race_apply(gf_stream *s, const gf__race_use *uses, int n) {
     gf__lock(&race->lock);
     if (gf__race_stream(race, s)) {
         s->race_vc[s->race_slot]++;
-        for (i = 0; i < n; i++) gf__race_access_one(race, s, &uses[i], msg, sizeof msg);
+        for (i = 0; i < n; i++) if (uses[i].root) gf__race_access_one(race, s, &uses[i], msg, sizeof msg);
     }
     gf__unlock(&race->lock);
     gf__race_log(msg);
 }
-static void gf__race_op(gf_stream *s, const gf__cmd *c) {
-    gf__race_use uses[GF__RACE_MAX_USES];
-    if (c->kind == GF__CMD_GRAPH) gf__race_apply(s, c->child->race_uses, c->child->race_use_count);   /* its own order inside */
-    else gf__race_apply(s, uses, gf__race_uses_of(c, uses));
+/* c's accesses: in stack when they fit, else on the heap (the caller frees *uses if it is
+   not stack); without memory for them, the first GF__RACE_MAX_USES. */
+static int gf__race_uses_all(const gf__cmd *c, gf__race_use *stack, gf__race_use **uses) {
+    int n = gf__race_uses_of(c, stack, GF__RACE_MAX_USES);
+    *uses = stack;
+    if (n > GF__RACE_MAX_USES) {
+        if ((*uses = (gf__race_use *)gf__malloc(sizeof **uses * (size_t)n)) != NULL) gf__race_uses_of(c, *uses, n);
+        else { *uses = stack; n = GF__RACE_MAX_USES; }
+    }
+    return n;
 }
-/* A capture keeps what its commands touch, for each replay (dev->lock held). */
+static void gf__race_op(gf_stream *s, const gf__cmd *c) {
+    gf__race_use stack[GF__RACE_MAX_USES], *uses;
+    int n;
+    if (c->kind == GF__CMD_GRAPH) {   /* its own order inside; set_kernel_args and update change it under the graph's lock */
+        gf__lock(&c->child->lock);
+        gf__race_apply(s, c->child->race_uses, c->child->race_use_count);
+        gf__unlock(&c->child->lock);
+        return;
+    }
+    n = gf__race_uses_all(c, stack, &uses);
+    gf__race_apply(s, uses, n);
+    if (uses != stack) gf__free(uses);
+}
+/* Appends n accesses to what g's replays touch; 0: out of host memory (then g tracks none). */
+static int gf__race_keep(gf_graph *g, const gf__race_use *from, int n) {
+    if (!gf__grow((void **)&g->race_uses, &g->race_use_cap, g->race_use_count + n, sizeof *g->race_uses)) { g->race_use_count = 0; return 0; }
+    memcpy(g->race_uses + g->race_use_count, from, sizeof *from * (size_t)n);
+    g->race_use_count += n;
+    return 1;
+}
+/* A capture keeps what its commands touch, for each replay (dev->lock held). A launch's are
+   tagged with its index: native graphs count their launches, recordings their launch commands. */
 static void gf__race_capture(gf_graph *g, const gf__cmd *c) {
-    gf__race_use uses[GF__RACE_MAX_USES];
-    const gf__race_use *from = uses;
-    int n, i;
-    if (c->kind == GF__CMD_GRAPH) { from = c->child->race_uses; n = c->child->race_use_count; }
-    else n = gf__race_uses_of(c, uses);
-    for (i = 0; i < n && gf__grow((void **)&g->race_uses, &g->race_use_cap, g->race_use_count + 1, sizeof *g->race_uses); i++)
-        g->race_uses[g->race_use_count++] = from[i];
+    gf__race_use stack[GF__RACE_MAX_USES], *uses, marker;
+    int n, i, launch = -1;
+    if (c->kind == GF__CMD_GRAPH) {   /* a child graph's launches are not the parent's to retarget */
+        int first = g->race_use_count;
+        if (gf__race_keep(g, c->child->race_uses, c->child->race_use_count))
+            for (i = first; i < g->race_use_count; i++) g->race_uses[i].launch = -1;
+        return;
+    }
+    if (c->kind == GF__CMD_LAUNCH) {
+        if (g->native) launch = g->launch_count - 1;
+        else for (i = 0; i < g->cmd_count; i++) launch += g->cmds[i].kind == GF__CMD_LAUNCH;
+    }
+    n = gf__race_uses_all(c, stack, &uses);
+    for (i = 0; i < n; i++) uses[i].launch = launch;
+    if (n == 0 && launch >= 0) {   /* holds the launch's place for arguments given later */
+        memset(&marker, 0, sizeof marker);
+        marker.launch = launch;
+        gf__race_keep(g, &marker, 1);
+    } else gf__race_keep(g, uses, n);
+    if (uses != stack) gf__free(uses);
+}
+/* gf_graph_set_kernel_args gave launch its new arguments (g->lock held): the accesses its
+   replays check follow. A graph captured with the detector off tracks none: nothing to do. */
+static void gf__race_retarget(gf_graph *g, int launch, const gf__cmd *c) {
+    gf__race_use stack[GF__RACE_MAX_USES], *uses, *next = NULL, marker;
+    int n, i, at = -1, count = 0, cap = 0;
+    for (i = 0; i < g->race_use_count && at < 0; i++) if (g->race_uses[i].launch == launch) at = i;
+    if (at < 0) return;
+    n = gf__race_uses_all(c, stack, &uses);
+    memset(&marker, 0, sizeof marker);
+    marker.launch = launch;
+    for (i = 0; i < n; i++) uses[i].launch = launch;
+    if (gf__grow((void **)&next, &cap, g->race_use_count + n + 1, sizeof *next)) {
+        for (i = 0; i < g->race_use_count; i++) {
+            if (i == at) {
+                memcpy(next + count, n ? uses : &marker, sizeof *next * (size_t)(n ? n : 1));
+                count += n ? n : 1;
+            }
+            if (g->race_uses[i].launch != launch) next[count++] = g->race_uses[i];
+        }
+    }
+    gf__free(g->race_uses);   /* without memory for the new list, the graph tracks none (never a stale one) */
+    g->race_uses = next;
+    g->race_use_count = count;
+    g->race_use_cap = cap;
+    if (uses != stack) gf__free(uses);
+}
+/* gf_graph_update: target replays from's commands, so it checks from's accesses (locks held). */
+static void gf__race_take(gf_graph *target, const gf_graph *from) {
+    target->race_use_count = 0;
+    gf__race_keep(target, from->race_uses, from->race_use_count);
 }
 static void gf__race_record(gf_event *ev, gf_stream *s) {   /* s->lock held */
     gf__race *race = s->dev->race;
     gf__lock(&race->lock);
-    if (gf__race_stream(race, s) && gf__vc_fit(&ev->race_vc, &ev->race_n, s->race_n)) memcpy(ev->race_vc, s->race_vc, sizeof *s->race_vc * (size_t)s->race_n);
+    if (gf__race_stream(race, s) && gf__vc_fit(&ev->race_vc, &ev->race_n, s->race_n)) {   /* the whole clock: no tick of an older record stays */
+        memcpy(ev->race_vc, s->race_vc, sizeof *s->race_vc * (size_t)s->race_n);
+        memset(ev->race_vc + s->race_n, 0, sizeof *ev->race_vc * (size_t)(ev->race_n - s->race_n));
+    }
     gf__unlock(&race->lock);
 }
 static void gf__race_wait(gf_stream *s, gf_event *ev) {     /* s->lock held */
@@ -2436,7 +2525,7 @@ static void gf__race_free(gf_buffer *buf, gf_stream *s) {
         struct gf__race_buffer *rb = root->race;
         for (i = 0; i < rb->count && !msg[0]; i++) {
             gf__race_access *a = &rb->acc[i];
-            if ((int)a->slot < race->host_n && race->host[a->slot] >= a->tick) continue;
+            if (a->epoch != race->epoch || ((int)a->slot < race->host_n && race->host[a->slot] >= a->tick)) continue;
             if (a->lo < buf->view_offset + buf->size && buf->view_offset < a->hi) {
                 char text[512];
                 snprintf(text, sizeof text, "race: buffer %u [%llu, %llu) destroyed while %s on '%s' may still use it (synchronize '%s' first)",
@@ -5305,7 +5394,11 @@ static gf_result gf__capture_add(gf_stream *s, const gf__cmd *c) {
         gf__capture_use_cmd(cap, c);
         r = gf__exec(s, c, cap->graph);
         if (r == GF_OK && c->kind == GF__CMD_LAUNCH) r = gf__graph_note_launch(cap->graph, c);
-        if (r == GF_OK && GF__RACE_ON(s->dev)) gf__race_capture(cap->graph, c);
+        if (r == GF_OK && GF__RACE_ON(s->dev)) {
+            if (c->kind == GF__CMD_GRAPH) gf__lock(&c->child->lock);   /* its race_uses, against set_kernel_args */
+            gf__race_capture(cap->graph, c);
+            if (c->kind == GF__CMD_GRAPH) gf__unlock(&c->child->lock);
+        }
     } else if (c->kind == GF__CMD_GRAPH) {
         gf__lock(&c->child->lock);   /* against a gf_graph_update swapping its commands */
         if (c->child->owned_count)
@@ -5580,6 +5673,7 @@ GPUFLOW_IMPL gf_result gf_graph_set_kernel_args(gf_graph *g, int launch_index, c
     if (r == GF_OK) {
         gf__free((void *)launch->args);
         launch->args = copy;
+        if (g->race_use_count) gf__race_retarget(g, launch_index, launch);
     }
     gf__unlock(&g->lock);
     return r;
@@ -5630,8 +5724,9 @@ static gf__cmd *gf__launches_copy(const gf_graph *from) {
    update(a, b) racing update(b, a) cannot deadlock. */
 GPUFLOW_IMPL gf_result gf_graph_update(gf_graph *target, gf_graph *from) {
     gf__cmd *cmds = NULL;
+    gf__race_use *race_uses = NULL;
     gf_result r = GF_OK;
-    int count = 0, from_owns;
+    int count = 0, from_owns, race_count = 0;
     GF__CHECK(target, GF__T_GRAPH);
     GF__CHECK(from, GF__T_GRAPH);
     GF__SAME_DEVICE(target->dev, from->dev);
@@ -5655,6 +5750,7 @@ GPUFLOW_IMPL gf_result gf_graph_update(gf_graph *target, gf_graph *from) {
             target->launches = cmds;
             target->launch_cap = from->launch_count;
             cmds = NULL;
+            gf__race_take(target, from);
         }
         if (cmds) gf__cmds_free(cmds, from->launch_count);
         gf__unlock(&second->lock);
@@ -5665,6 +5761,10 @@ GPUFLOW_IMPL gf_result gf_graph_update(gf_graph *target, gf_graph *from) {
     from_owns = from->owned_count;
     if (!from_owns && !(cmds = gf__cmds_copy(from))) r = gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_graph_update: out of host memory");
     count = from->cmd_count;
+    if (r == GF_OK && from->race_use_count && (race_uses = (gf__race_use *)gf__malloc(sizeof *race_uses * (size_t)from->race_use_count)) != NULL) {
+        memcpy(race_uses, from->race_uses, sizeof *race_uses * (size_t)from->race_use_count);
+        race_count = from->race_use_count;
+    }
     gf__unlock(&from->lock);
     if (r != GF_OK) return r;
     gf__lock(&target->lock);
@@ -5681,9 +5781,14 @@ GPUFLOW_IMPL gf_result gf_graph_update(gf_graph *target, gf_graph *from) {
         target->cmd_cap = count + 1;
         cmds = old;
         count = old_count;
+        gf__free(target->race_uses);   /* from's accesses, copied with its commands */
+        target->race_uses = race_uses;
+        target->race_use_count = target->race_use_cap = race_count;
+        race_uses = NULL;
     }
     gf__unlock(&target->lock);
     if (cmds) gf__cmds_free(cmds, count);   /* the old list, or the unused copy */
+    gf__free(race_uses);
     return r;
 }
 

@@ -1,6 +1,8 @@
 /* The race detector and hang diagnostics (issue 13).
 
        ./races stub|opencl|cuda|hip
+       RACES_TOGGLE_SECONDS=s   how long the detector is toggled from threads (default 2 on the
+                                stub, 1 elsewhere)
 
    A table of small programs, racy and correctly synchronized: each runs on a fresh device with
    the detector on, and must be reported exactly as often as it races (once, however often the
@@ -9,6 +11,13 @@
 #define GPUFLOW_IMPLEMENTATION
 #include "backends.h"
 #include <stdlib.h>
+#include <sched.h>
+#if !defined(_WIN32)
+#  include <unistd.h>
+#  include <sys/types.h>
+#  include <sys/wait.h>
+#  define RACES_HAVE_FORK 1
+#endif
 #include "harness.h"
 #include "test_kernels.h"
 
@@ -331,6 +340,633 @@ static void test_detector_limits(void)
     gf_device_close(dev);
 }
 
+/* ==== the detector past its tables, toggled from threads, and after graph argument changes ====
+   Sizes (gpuflow.h): vector clocks start empty and grow per stream slot; a buffer keeps up to
+   GF__RACE_ACCESSES (4096) accesses that no synchronize has retired; an operation's accesses
+   beyond GF__RACE_MAX_USES (64) go to the heap; GF_RACE_REPORTS (8) report texts, while count
+   counts every distinct race; an access keeps its stream's whole label. Each program below runs
+   on a fresh device: the expected count is exact. Regressions for the defects an outside tester
+   found (numbered as in the closing note of the reliability issue):
+     D1 a destroy on the host weighed accesses from before the detector was last turned off
+        (a false report);
+     D2 gf_graph_set_kernel_args and gf_graph_update did not renew what a graph's replays check
+        (false reports, missed races, and a read of a destroyed gf_buffer);
+     D3 an event recorded again kept an older record's ticks past the recording stream's clock
+        (missed races);
+     D4 the 256 newest accesses per buffer were kept, retired or not (a race with an older one
+        was missed);
+     D5 an access kept 47 characters of its stream's label (cut names; one race counted twice);
+     D6 an operation reported at most 64 accesses (rows of a 2D copy past them were missed). */
+static gf_device *fresh_device(void)
+{
+    gf_device *dev = NULL;
+    if (gf_device_open(backend, 0, &dev) != GF_OK) return NULL;
+    if (gf_race_check_enable(dev, GF_RACE_CHECK_ON) != GF_OK) { gf_device_close(dev); return NULL; }
+    return dev;
+}
+static uint64_t races_of(gf_device *dev)
+{
+    gf_race_info info;
+    memset(&info, 0, sizeof info);
+    gf_race_report(dev, &info);
+    return info.count;
+}
+static void print_reports(gf_device *dev)
+{
+    gf_race_info info;
+    int k;
+    memset(&info, 0, sizeof info);
+    gf_race_report(dev, &info);
+    for (k = 0; k < info.reports; k++) printf("    %s\n", info.report[k]);
+}
+/* Some report names both sides: what each did and on which stream, as the detector words it. */
+static int report_names(gf_device *dev, const char *first_op, const char *first_stream, const char *second_op, const char *second_stream)
+{
+    gf_race_info info;
+    char a[200], b[200];
+    int k;
+    memset(&info, 0, sizeof info);
+    gf_race_report(dev, &info);
+    snprintf(a, sizeof a, "%s on '%s'", first_op, first_stream);
+    snprintf(b, sizeof b, "%s on '%s'", second_op, second_stream);
+    for (k = 0; k < info.reports; k++)
+        if (strstr(info.report[k], a) && strstr(info.report[k], b)) return 1;
+    return 0;
+}
+static double env_seconds(const char *name, double dflt)
+{
+    const char *v = getenv(name);
+    char *end = NULL;
+    double d;
+    if (!v || !*v) return dflt;
+    d = strtod(v, &end);
+    return (end && !*end && d > 0 && d < 3600) ? d : dflt;
+}
+
+/* ---- toggled on and off from 4 threads while 4 others run correctly ordered streams ----------- */
+typedef struct tog_shared { gf_device *dev; gf_kernel *add; int stop, destroys; } tog_shared;
+typedef struct tog_worker { tog_shared *sh; int id; long rounds; int failures, wrong; } tog_worker;
+typedef struct tog_toggler { tog_shared *sh; int id; long toggles; int failures; } tog_toggler;
+
+static int tog_add(gf_stream *s, gf_kernel *k, gf_buffer *b, uint32_t n, uint32_t v)
+{
+    gf_launch_dims d;
+    gf_arg a[3];
+    memset(&d, 0, sizeof d);
+    d.grid[0] = n / 64; d.grid[1] = d.grid[2] = 1;
+    d.block[0] = 64; d.block[1] = d.block[2] = 1;
+    a[0].value = 0; a[0].size = 0; a[0].buffer = b;
+    a[1].value = &n; a[1].size = sizeof n; a[1].buffer = 0;
+    a[2].value = &v; a[2].size = sizeof v; a[2].buffer = 0;
+    return gf_launch(s, k, d, a, 3) == GF_OK;
+}
+static void *tog_work(void *p)
+{
+    enum { N = 256 };
+    tog_worker *w = (tog_worker *)p;
+    gf_device *dev = w->sh->dev;
+    gf_stream *a, *b, *both[2];
+    gf_buffer *x = NULL, *y = NULL;
+    gf_event *ev = NULL;
+    char la[32], lb[32];
+    uint32_t h[N], r;
+    int i;
+    snprintf(la, sizeof la, "worker %d a", w->id);
+    snprintf(lb, sizeof lb, "worker %d b", w->id);
+    a = stream_named(dev, la);
+    b = stream_named(dev, lb);
+    both[0] = a; both[1] = b;
+    if (!a || !b || gf_buffer_create(dev, sizeof h, &x) != GF_OK || gf_buffer_create(dev, sizeof h, &y) != GF_OK ||
+        gf_event_create(dev, 0, &ev) != GF_OK) {
+        w->failures++;
+    } else {
+        for (r = 1; !__atomic_load_n(&w->sh->stop, __ATOMIC_ACQUIRE); r++) {
+            int ok = 1;
+            ok &= gf_fill32_async(a, x, 0, r, N) == GF_OK;                  /* a writes x */
+            if (r & 1) ok &= gf_event_record(ev, a) == GF_OK && gf_stream_wait_event(b, ev) == GF_OK;
+            else ok &= gf_barrier(both, 2) == GF_OK;
+            if (w->sh->add) ok &= tog_add(b, w->sh->add, x, N, 1);          /* b: x += 1 (a kernel) */
+            else ok &= gf_fill32_async(b, x, 0, r + 1, N) == GF_OK;
+            ok &= gf_copy_buffer_async(b, y, 0, x, 0, sizeof h) == GF_OK;   /* b: y = x */
+            ok &= gf_stream_wait_stream(a, b) == GF_OK;
+            ok &= gf_copy_to_host_async(a, h, y, 0, sizeof h) == GF_OK;     /* a reads y */
+            ok &= gf_stream_synchronize(a) == GF_OK;
+            for (i = 0; i < N; i++) if (h[i] != r + 1) { w->wrong++; break; }
+            if (w->sh->destroys) {   /* a buffer that lives one round: written, synchronized, destroyed */
+                gf_buffer *tmp = NULL;
+                ok &= gf_buffer_create(dev, 256, &tmp) == GF_OK;
+                ok &= gf_fill_async(a, tmp, 0, (unsigned char)r, 256) == GF_OK;
+                ok &= gf_stream_synchronize(a) == GF_OK;
+                if (tmp) gf_buffer_destroy(tmp);
+            }
+            if (r % 4 == 2) {   /* b writes y, the host waits for an event behind it, a reads y */
+                ok &= gf_fill32_async(b, y, 0, r + 2, N) == GF_OK;
+                ok &= gf_event_record(ev, b) == GF_OK && gf_event_synchronize(ev) == GF_OK;
+                ok &= gf_copy_to_host_async(a, h, y, 0, sizeof h) == GF_OK;
+                ok &= gf_stream_synchronize(a) == GF_OK;
+                for (i = 0; i < N; i++) if (h[i] != r + 2) { w->wrong++; break; }
+            }
+            if (!ok) w->failures++;
+            w->rounds++;
+        }
+        if (gf_stream_synchronize(b) != GF_OK) w->failures++;
+    }
+    if (ev) gf_event_destroy(ev);
+    if (x) gf_buffer_destroy(x);
+    if (y) gf_buffer_destroy(y);
+    if (a) gf_stream_destroy(a);
+    if (b) gf_stream_destroy(b);
+    return NULL;
+}
+static void *tog_toggle(void *p)
+{
+    tog_toggler *t = (tog_toggler *)p;
+    unsigned i;
+    for (i = 0; !__atomic_load_n(&t->sh->stop, __ATOMIC_ACQUIRE); i++) {
+        if (gf_race_check_enable(t->sh->dev, ((i + (unsigned)t->id) & 1) ? 0 : GF_RACE_CHECK_ON) != GF_OK) t->failures++;
+        t->toggles++;
+        if (i % 4 == 3) sched_yield();
+    }
+    return NULL;
+}
+/* destroys: the workers also destroy a buffer after synchronizing its writer (defect D1 made
+   that a false report when the synchronize came while the detector was off). */
+static void toggle_program(double seconds, int destroys)
+{
+    tog_shared sh;
+    tog_worker w[4];
+    tog_toggler t[4];
+    pthread_t wt[4], tt[4];
+    gf_module *mod = NULL;
+    long rounds = 0, toggles = 0;
+    int i, failures = 0, wrong = 0, min_rounds = 1 << 30;
+    uint64_t before;
+    memset(&sh, 0, sizeof sh);
+    sh.destroys = destroys;
+    if (!(sh.dev = fresh_device())) { CHECK(0, "toggle: device"); return; }
+    if (gf_module_load(sh.dev, &tk_module, &mod) == GF_OK) gf_kernel_get(mod, "add_u32", &sh.add);
+    for (i = 0; i < 4; i++) {
+        w[i].sh = &sh; w[i].id = i; w[i].rounds = 0; w[i].failures = w[i].wrong = 0;
+        t[i].sh = &sh; t[i].id = i; t[i].toggles = 0; t[i].failures = 0;
+        pthread_create(&wt[i], NULL, tog_work, &w[i]);
+        pthread_create(&tt[i], NULL, tog_toggle, &t[i]);
+    }
+    th_sleep_ms((unsigned)(seconds * 1000));
+    __atomic_store_n(&sh.stop, 1, __ATOMIC_RELEASE);
+    for (i = 0; i < 4; i++) {
+        pthread_join(wt[i], NULL);
+        pthread_join(tt[i], NULL);
+        rounds += w[i].rounds;
+        toggles += t[i].toggles;
+        failures += w[i].failures + t[i].failures;
+        wrong += w[i].wrong;
+        if (w[i].rounds < min_rounds) min_rounds = (int)w[i].rounds;
+    }
+    printf("toggle%s: %.1f s, %ld rounds, %ld toggles\n", destroys ? " with destroys" : "", seconds, rounds, toggles);
+    CHECK(failures == 0, "toggle: every call of the workers and togglers succeeded");
+    CHECK(wrong == 0, "toggle: every round read back the values its ordered work wrote");
+    CHECK(min_rounds >= 5 && toggles >= 20, "toggle: every worker ran rounds while the detector was toggled");
+    CHECK_EQ_RESULT(gf_race_check_enable(sh.dev, GF_RACE_CHECK_ON), GF_OK);
+    before = races_of(sh.dev);
+    if (!CHECK(before == 0, destroys ? "toggle: D1: no race reported for correct programs that also destroy synchronized buffers while the detector is toggled"
+                                     : "toggle: no race reported for correctly ordered programs (copies, fills, kernels, events, barriers) while the detector was toggled"))
+        print_reports(sh.dev);
+    {   /* the detector still works once left on: a real race is seen, named by both sides */
+        gf_stream *x = stream_named(sh.dev, "after x"), *y = stream_named(sh.dev, "after y");
+        gf_buffer *b = NULL;
+        unsigned char host[256];
+        gf_buffer_create(sh.dev, 256, &b);
+        gf_fill_async(x, b, 0, 1, 256);
+        gf_copy_to_host_async(y, host, b, 0, 256);
+        gf_device_synchronize(sh.dev);
+        CHECK(races_of(sh.dev) == before + 1 && (before >= GF_RACE_REPORTS || report_names(sh.dev, "written by fill", "after x", "read by copy-to-host", "after y")),
+              "toggle: afterwards a real race is reported once, naming both streams and both operations");
+        gf_buffer_destroy(b);
+        gf_stream_destroy(x);
+        gf_stream_destroy(y);
+    }
+    if (mod) gf_module_destroy(mod);
+    gf_device_close(sh.dev);
+}
+static void test_toggle_threads(void)   /* RACES_TOGGLE_SECONDS: the whole time, split in two */
+{
+    double seconds = env_seconds("RACES_TOGGLE_SECONDS", backend == GF_BACKEND_STUB ? 2.0 : 1.0);
+    toggle_program(seconds / 2, 0);
+    toggle_program(seconds / 2, 1);
+}
+
+/* ---- D1: a buffer destroyed after a synchronize the detector did not see (it was off) --------- */
+static void test_destroy_after_toggle(void)
+{
+    gf_device *dev = fresh_device();
+    gf_stream *s;
+    gf_buffer *tmp = NULL;
+    if (!CHECK(dev != NULL, "toggle destroy: device")) return;
+    s = stream_named(dev, "toggled");
+    gf_buffer_create(dev, 256, &tmp);
+    gf_fill_async(s, tmp, 0, 1, 256);
+    gf_race_check_enable(dev, 0);
+    gf_stream_synchronize(s);                      /* not seen: the detector is off */
+    gf_race_check_enable(dev, GF_RACE_CHECK_ON);   /* on again: the fill is from before, forgotten */
+    gf_buffer_destroy(tmp);                        /* after the synchronize: correct */
+    if (!CHECK(races_of(dev) == 0, "toggle destroy: D1: destroying a buffer synchronized while the detector was off is no race"))
+        print_reports(dev);
+    /* the same with the detector on throughout: the control */
+    gf_buffer_create(dev, 256, &tmp);
+    gf_fill_async(s, tmp, 0, 1, 256);
+    gf_stream_synchronize(s);
+    gf_buffer_destroy(tmp);
+    gf_stream_destroy(s);
+    gf_device_close(dev);
+}
+
+/* ---- more streams alive at once than anything starts with: a chain of 100 ---------------------- */
+static void test_many_streams(void)
+{
+    enum { NS = 100 };
+    gf_device *dev = fresh_device();
+    gf_stream *s[NS];
+    gf_event *ev = NULL;
+    gf_buffer *b = NULL;
+    unsigned char host[512];
+    char label[32];
+    int i, ok = 1;
+    if (!CHECK(dev != NULL, "many streams: device")) return;
+    for (i = 0; i < NS; i++) {
+        snprintf(label, sizeof label, "chain %d", i);
+        if (!(s[i] = stream_named(dev, label))) ok = 0;
+    }
+    if (!CHECK(ok, "many streams: 100 streams made")) { for (i = 0; i < NS; i++) if (s[i]) gf_stream_destroy(s[i]); gf_device_close(dev); return; }
+    gf_buffer_create(dev, 512, &b);
+    gf_event_create(dev, 0, &ev);
+    gf_fill_async(s[0], b, 0, 0, 512);
+    for (i = 1; i < NS; i++) {   /* each link waits for the one before, then writes the buffer */
+        gf_event_record(ev, s[i - 1]);
+        gf_stream_wait_event(s[i], ev);
+        gf_fill_async(s[i], b, 0, (unsigned char)i, 512);
+    }
+    if (!CHECK(races_of(dev) == 0, "many streams: a chain of 100 streams ordered by events has no race"))
+        print_reports(dev);
+    gf_copy_to_host_async(s[3], host, b, 0, 512);   /* 'chain 3' has not seen 'chain 99''s fill */
+    CHECK(races_of(dev) == 1 && report_names(dev, "written by fill", "chain 99", "read by copy-to-host", "chain 3"),
+          "many streams: the last link's write and an early stream's read race, and the report names both");
+    gf_device_synchronize(dev);
+    gf_event_destroy(ev);
+    gf_buffer_destroy(b);
+    for (i = 0; i < NS; i++) gf_stream_destroy(s[i]);
+    gf_device_close(dev);
+}
+
+/* ---- more byte ranges in one buffer than it keeps (GF__RACE_ACCESSES 256) ---------------------- */
+enum { RANGES = 600, RANGE_BYTES = 8 };
+static void ranges_program(int variant)
+{
+    gf_device *dev = fresh_device();
+    gf_stream *wr, *rd;
+    gf_buffer *b = NULL;
+    gf_event *ev = NULL;
+    static unsigned char host[RANGES * RANGE_BYTES + 64];
+    int i, first = variant == 2 ? 1 : 0;
+    if (!CHECK(dev != NULL, "ranges: device")) return;
+    wr = stream_named(dev, "ranges w");
+    rd = stream_named(dev, "ranges r");
+    gf_buffer_create(dev, sizeof host, &b);
+    gf_event_create(dev, 0, &ev);
+    if (variant == 2) gf_fill_async(wr, b, 0, 0xee, RANGE_BYTES);          /* range 0 first, then 600 others */
+    for (i = first; i < RANGES + first; i++) gf_fill_async(wr, b, (size_t)i * RANGE_BYTES, (unsigned char)i, RANGE_BYTES);
+    switch (variant) {
+    case 0:   /* correct: the reader waits for the writer */
+        gf_event_record(ev, wr);
+        gf_stream_wait_event(rd, ev);
+        for (i = 0; i < RANGES; i++) gf_copy_to_host_async(rd, host + (size_t)i * RANGE_BYTES, b, (size_t)i * RANGE_BYTES, RANGE_BYTES);
+        gf_stream_wait_stream(wr, rd);
+        for (i = 0; i < RANGES; i++) gf_fill_async(wr, b, (size_t)i * RANGE_BYTES, 0, RANGE_BYTES);   /* after the reads */
+        gf_device_synchronize(dev);
+        if (!CHECK(races_of(dev) == 0, "ranges: 600 ranges written, then read after an event, then rewritten: no race"))
+            print_reports(dev);
+        CHECK(host[0] == 0 && host[(RANGES - 1) * RANGE_BYTES] == (unsigned char)(RANGES - 1), "ranges: the reads saw the writes");
+        break;
+    case 1:   /* racy: the reader reads the newest range unordered */
+        gf_copy_to_host_async(rd, host, b, (size_t)(RANGES - 1) * RANGE_BYTES, RANGE_BYTES);
+        CHECK(races_of(dev) == 1 && report_names(dev, "written by fill", "ranges w", "read by copy-to-host", "ranges r"),
+              "ranges: a read of the newest of 600 written ranges, unordered, is one race naming both sides");
+        break;
+    case 2:   /* racy: the reader reads the oldest range unordered */
+        gf_copy_to_host_async(rd, host, b, 0, RANGE_BYTES);
+        CHECK(races_of(dev) == 1 && report_names(dev, "written by fill", "ranges w", "read by copy-to-host", "ranges r"),
+              "ranges: D4: a read of the oldest of 601 written ranges, unordered, is a race too");
+        break;
+    }
+    gf_device_synchronize(dev);
+    gf_event_destroy(ev);
+    gf_buffer_destroy(b);
+    gf_stream_destroy(wr);
+    gf_stream_destroy(rd);
+    gf_device_close(dev);
+}
+static void test_many_ranges(void) { ranges_program(0); ranges_program(1); ranges_program(2); }
+
+/* ---- more buffers, and more distinct races than the report keeps (GF_RACE_REPORTS 8) ----------- */
+static void test_many_races(void)
+{
+    enum { NB = 1000, PAIRS = 12 };
+    gf_device *dev = fresh_device();
+    gf_stream *s1, *s2, *w[PAIRS], *r[PAIRS];
+    gf_buffer **bufs;
+    gf_event *ev = NULL;
+    gf_race_info info;
+    static unsigned char host[NB][16];
+    char lw[32], lr[32];
+    int i, k, named = 0, round;
+    if (!CHECK(dev != NULL, "many races: device")) return;
+    bufs = (gf_buffer **)calloc(NB, sizeof *bufs);
+    s1 = stream_named(dev, "many 1");
+    s2 = stream_named(dev, "many 2");
+    gf_event_create(dev, 0, &ev);
+    for (i = 0; i < NB; i++) { gf_buffer_create(dev, 16, &bufs[i]); gf_fill_async(s1, bufs[i], 0, 1, 16); }
+    gf_event_record(ev, s1);
+    gf_stream_wait_event(s2, ev);
+    for (i = 0; i < NB; i++) gf_copy_to_host_async(s2, host[i], bufs[i], 0, 16);
+    gf_device_synchronize(dev);
+    if (!CHECK(races_of(dev) == 0, "many races: 1000 buffers, each written then read after an event: no race"))
+        print_reports(dev);
+    for (k = 0; k < PAIRS; k++) {
+        snprintf(lw, sizeof lw, "pair %02d w", k);
+        snprintf(lr, sizeof lr, "pair %02d r", k);
+        w[k] = stream_named(dev, lw);
+        r[k] = stream_named(dev, lr);
+    }
+    for (round = 0; round < 2; round++)   /* the second round repeats every race: no new ones */
+        for (k = 0; k < PAIRS; k++) {
+            gf_fill_async(w[k], bufs[k], 0, 2, 16);
+            gf_copy_to_host_async(r[k], host[k], bufs[k], 0, 16);
+        }
+    gf_device_synchronize(dev);
+    memset(&info, 0, sizeof info);
+    gf_race_report(dev, &info);
+    CHECK(info.count == PAIRS && info.reports == GF_RACE_REPORTS, "many races: 12 distinct races counted once each, 8 of them kept as text");
+    for (k = 0; k < GF_RACE_REPORTS && k < info.reports; k++) {
+        char a[64], b[64];
+        snprintf(a, sizeof a, "written by fill on 'pair %02d w'", k);
+        snprintf(b, sizeof b, "read by copy-to-host on 'pair %02d r'", k);
+        named += strstr(info.report[k], a) && strstr(info.report[k], b);
+    }
+    CHECK(named == GF_RACE_REPORTS, "many races: the kept reports are the first 8, each naming its write and its read with their streams");
+    for (k = 0; k < PAIRS; k++) { gf_stream_destroy(w[k]); gf_stream_destroy(r[k]); }
+    for (i = 0; i < NB; i++) gf_buffer_destroy(bufs[i]);
+    free(bufs);
+    gf_event_destroy(ev);
+    gf_stream_destroy(s1);
+    gf_stream_destroy(s2);
+    gf_device_close(dev);
+}
+
+/* ---- labels as long as a stream keeps (63 characters) ----------------------------------------- */
+static void labels_program(const char *l1, const char *l2, int want_named)
+{
+    gf_device *dev = fresh_device();
+    gf_stream *s1, *s2;
+    gf_buffer *b = NULL;
+    int i;
+    char what[200];
+    if (!CHECK(dev != NULL, "labels: device")) return;
+    s1 = stream_named(dev, l1);
+    s2 = stream_named(dev, l2);
+    gf_buffer_create(dev, 1024, &b);
+    for (i = 0; i < 2; i++) {   /* the same write-write race, twice: each side comes first once */
+        gf_fill_async(s1, b, 0, 1, 600);
+        gf_fill_async(s2, b, 500, 2, 500);
+    }
+    gf_device_synchronize(dev);
+    snprintf(what, sizeof what, "labels: %s%zu-character labels: one race however often it repeats",
+             want_named ? "D5: " : "", strlen(gf_stream_label(s1)));
+    if (!CHECK(races_of(dev) == 1, what)) print_reports(dev);
+    if (want_named && !CHECK(report_names(dev, "written by fill", gf_stream_label(s1), "written by fill", gf_stream_label(s2)),
+                             "labels: D5: the report names both streams by their whole labels"))
+        print_reports(dev);
+    gf_buffer_destroy(b);
+    gf_stream_destroy(s1);
+    gf_stream_destroy(s2);
+    gf_device_close(dev);
+}
+static void test_long_labels(void)
+{
+    char l1[64], l2[64];
+    labels_program("left", "right", 0);   /* the control */
+    memset(l1, 'a', 63); l1[63] = 0; l1[62] = '1';
+    memset(l2, 'a', 63); l2[63] = 0; l2[62] = '2';
+    labels_program(l1, l2, 1);
+}
+
+/* ---- a 2D copy of more rows than one operation reports (GF__RACE_MAX_USES 64) ------------------ */
+static void rows_program(size_t read_row, int known_defect)
+{
+    enum { ROWS = 100, WIDTH = 8, PITCH = 16 };
+    gf_device *dev = fresh_device();
+    gf_stream *wr, *rd;
+    gf_buffer *b = NULL;
+    static unsigned char src[ROWS * WIDTH], host[WIDTH];
+    gf_copy_2d c;
+    char what[200];
+    if (!CHECK(dev != NULL, "rows: device")) return;
+    wr = stream_named(dev, "rows w");
+    rd = stream_named(dev, "rows r");
+    gf_buffer_create(dev, ROWS * PITCH, &b);
+    memset(&c, 0, sizeof c);
+    c.dst = b; c.dst_pitch = PITCH;
+    c.src_host = src; c.src_pitch = WIDTH;
+    c.width = WIDTH; c.height = ROWS;
+    CHECK_EQ_RESULT(gf_copy_2d_async(wr, &c), GF_OK);
+    gf_copy_to_host_async(rd, host, b, read_row * PITCH, WIDTH);   /* unordered */
+    snprintf(what, sizeof what, "rows: %sa read of row %zu of a 100-row 2D copy, unordered, is a race naming both sides",
+             known_defect ? "D6: " : "", read_row);
+    CHECK(races_of(dev) == 1 && report_names(dev, "written by 2D copy", "rows w", "read by copy-to-host", "rows r"), what);
+    gf_device_synchronize(dev);
+    gf_buffer_destroy(b);
+    gf_stream_destroy(wr);
+    gf_stream_destroy(rd);
+    gf_device_close(dev);
+}
+static void test_many_rows(void) { rows_program(5, 0); rows_program(90, 1); }
+
+/* ---- D3: an event recorded again, on a stream with a shorter clock --------------------------- */
+/* A record copies the recording stream's clock into the event; entries past that clock's end
+   must not keep what an earlier record (on a stream with a later slot) put there. */
+static void reuse_program(int how)
+{
+    gf_device *dev = fresh_device();
+    gf_stream *lo, *hi, *w, *other;
+    gf_buffer *x = NULL, *y = NULL;
+    gf_event *ev = NULL, *ev2 = NULL;
+    unsigned char host[256];
+    static const char *names[3] = { "a fresh event (control)", "gf_event_record again", "gf_stream_wait_stream's pooled events" };
+    char what[200];
+    if (!CHECK(dev != NULL, "reuse: device")) return;
+    lo = stream_named(dev, "lo");
+    hi = stream_named(dev, "hi");
+    w = stream_named(dev, "waiter");
+    other = stream_named(dev, "other");
+    gf_buffer_create(dev, 256, &x);
+    gf_buffer_create(dev, 256, &y);
+    gf_event_create(dev, 0, &ev);
+    gf_event_create(dev, 0, &ev2);
+    gf_fill_async(lo, y, 0, 1, 256);        /* lo takes the first slot of the clocks */
+    gf_fill_async(hi, x, 0, 2, 256);        /* hi a later one; it writes x */
+    switch (how) {
+    case 0:   /* the control: hi's record is another event */
+        gf_event_record(ev2, hi);
+        gf_event_record(ev, lo);
+        gf_stream_wait_event(w, ev);
+        break;
+    case 1:   /* one event: recorded on hi, then again on lo; w waits for the latest record (lo's) */
+        gf_event_record(ev, hi);
+        gf_event_record(ev, lo);
+        gf_stream_wait_event(w, ev);
+        break;
+    case 2:   /* the same through the device's event pool */
+        gf_stream_wait_stream(other, hi);
+        gf_stream_wait_stream(w, lo);
+        break;
+    }
+    gf_copy_to_host_async(w, host, x, 0, 256);   /* nothing orders hi's fill before this read */
+    snprintf(what, sizeof what, "reuse: %swith %s, a read that waited only for 'lo' races 'hi''s write",
+             how ? "D3: " : "", names[how]);
+    CHECK(races_of(dev) == 1 && report_names(dev, "written by fill", "hi", "read by copy-to-host", "waiter"), what);
+    gf_device_synchronize(dev);
+    gf_event_destroy(ev);
+    gf_event_destroy(ev2);
+    gf_buffer_destroy(x);
+    gf_buffer_destroy(y);
+    gf_stream_destroy(lo);
+    gf_stream_destroy(hi);
+    gf_stream_destroy(w);
+    gf_stream_destroy(other);
+    gf_device_close(dev);
+}
+static void test_event_reuse(void) { reuse_program(0); reuse_program(1); reuse_program(2); }
+
+/* ---- D2: a graph's launch arguments changed after its capture (set_kernel_args, update) -------- */
+static gf_graph *capture_fill_u32(gf_stream *s, gf_kernel *k, gf_buffer *b, uint32_t v)
+{
+    uint32_t n = 16;
+    gf_launch_dims d;
+    gf_arg a[3];
+    gf_graph *g = NULL;
+    memset(&d, 0, sizeof d);
+    d.grid[0] = d.grid[1] = d.grid[2] = 1;
+    d.block[0] = 16; d.block[1] = d.block[2] = 1;
+    a[0].value = 0; a[0].size = 0; a[0].buffer = b;
+    a[1].value = &n; a[1].size = sizeof n; a[1].buffer = 0;
+    a[2].value = &v; a[2].size = sizeof v; a[2].buffer = 0;
+    if (gf_stream_begin_capture(s, GF_CAPTURE_GLOBAL) != GF_OK) return NULL;
+    if (gf_launch(s, k, d, a, 3) != GF_OK) { gf_stream_end_capture(s, &g); if (g) gf_graph_destroy(g); return NULL; }
+    return gf_stream_end_capture(s, &g) == GF_OK ? g : NULL;
+}
+static int set_fill_u32(gf_graph *g, gf_buffer *b, uint32_t v)
+{
+    uint32_t n = 16;
+    gf_arg a[3];
+    a[0].value = 0; a[0].size = 0; a[0].buffer = b;
+    a[1].value = &n; a[1].size = sizeof n; a[1].buffer = 0;
+    a[2].value = &v; a[2].size = sizeof v; a[2].buffer = 0;
+    return gf_graph_set_kernel_args(g, 0, a, 3) == GF_OK;
+}
+/* how: 0 set_kernel_args to B; 1 gf_graph_update from a graph that writes B. racy: 0, another
+   stream writes A (which the graph no longer touches): correct; 1, another stream reads B. */
+static void graph_args_program(int how, int racy)
+{
+    gf_device *dev = fresh_device();
+    gf_module *mod = NULL;
+    gf_kernel *k = NULL;
+    gf_stream *gs, *os;
+    gf_buffer *a = NULL, *b = NULL;
+    gf_graph *g = NULL, *h = NULL;
+    unsigned char host[64];
+    char what[240];
+    if (!CHECK(dev != NULL, "graph args: device")) return;
+    if (gf_module_load(dev, &tk_module, &mod) != GF_OK || gf_kernel_get(mod, "fill_u32", &k) != GF_OK) {
+        SKIP("graph args: no test kernels for this backend");
+        if (mod) gf_module_destroy(mod);
+        gf_device_close(dev);
+        return;
+    }
+    gs = stream_named(dev, "graph");
+    os = stream_named(dev, "other");
+    gf_buffer_create(dev, 64, &a);
+    gf_buffer_create(dev, 64, &b);
+    g = capture_fill_u32(gs, k, a, 1);     /* captured writing A, with the detector on */
+    if (how == 0) CHECK(g && set_fill_u32(g, b, 2), "graph args: the launch now writes B");
+    else {
+        h = capture_fill_u32(gs, k, b, 2);
+        CHECK(g && h && gf_graph_update(g, h) == GF_OK, "graph args: g updated from a graph that writes B");
+    }
+    gf_graph_launch(g, gs);
+    if (!racy) gf_fill_async(os, a, 0, 7, 64);              /* A: nothing else uses it now */
+    else gf_copy_to_host_async(os, host, b, 0, 64);         /* B: the graph's launch writes it */
+    gf_device_synchronize(dev);
+    snprintf(what, sizeof what, "graph args: D2: after %s, %s",
+             how ? "gf_graph_update" : "gf_graph_set_kernel_args",
+             racy ? "reading B unordered with the launch that writes it is a race" : "writing A, which the launch no longer touches, is no race");
+    if (!CHECK(races_of(dev) == (uint64_t)racy, what)) print_reports(dev);
+    if (racy) CHECK(report_names(dev, "launch 'fill_u32'", "graph", "read by copy-to-host", "other"), "graph args: D2: and the report names the launch and the read");
+    if (g) gf_graph_destroy(g);
+    if (h) gf_graph_destroy(h);
+    gf_buffer_destroy(a);
+    gf_buffer_destroy(b);
+    gf_stream_destroy(gs);
+    gf_stream_destroy(os);
+    gf_module_destroy(mod);
+    gf_device_close(dev);
+}
+#ifdef RACES_HAVE_FORK
+/* The graph keeps the buffers its capture saw, as pointers: after set_kernel_args moved the
+   launch off A and A was destroyed, a launch with the detector on reads A's freed gf_buffer
+   (ASan: heap-use-after-free). Run in a child process so that the rest of this file still runs;
+   without ASan the child may not notice. */
+static void graph_args_freed_child(void)
+{
+    gf_device *dev = fresh_device();
+    gf_module *mod = NULL;
+    gf_kernel *k = NULL;
+    gf_stream *gs;
+    gf_buffer *a = NULL, *b = NULL;
+    gf_graph *g;
+    if (!dev || gf_module_load(dev, &tk_module, &mod) != GF_OK || gf_kernel_get(mod, "fill_u32", &k) != GF_OK) _exit(3);
+    gs = stream_named(dev, "graph");
+    gf_buffer_create(dev, 64, &a);
+    gf_buffer_create(dev, 64, &b);
+    if (!(g = capture_fill_u32(gs, k, a, 1)) || !set_fill_u32(g, b, 2)) _exit(4);
+    gf_buffer_destroy(a);                 /* the graph no longer uses A */
+    if (gf_graph_launch(g, gs) != GF_OK || gf_stream_synchronize(gs) != GF_OK) _exit(5);
+    gf_graph_destroy(g);
+    gf_buffer_destroy(b);
+    gf_stream_destroy(gs);
+    gf_module_destroy(mod);
+    gf_device_close(dev);
+    _exit(0);
+}
+#endif
+static void test_graph_args(void)
+{
+    graph_args_program(0, 0);
+    graph_args_program(0, 1);
+    graph_args_program(1, 0);
+    graph_args_program(1, 1);
+#ifdef RACES_HAVE_FORK
+    if (backend == GF_BACKEND_STUB) {
+        pid_t pid;
+        int status = 0;
+        fflush(stdout);
+        fflush(stderr);
+        pid = fork();
+        if (pid == 0) graph_args_freed_child();
+        if (CHECK(pid > 0, "graph args: fork") && waitpid(pid, &status, 0) == pid)
+            CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                  "graph args: D2: a launch after the buffer it was captured with is destroyed reads no freed memory (ASan)");
+    }
+#endif
+}
+
 /* ---- the hang ---------------------------------------------------------------------------------- */
 typedef struct { char text[8192]; int logged; pthread_mutex_t m; } hang_log;
 static void hang_logger(void *user, gf_log_level level, gf_result code, const char *message)
@@ -450,6 +1086,15 @@ int main(int argc, char **argv)
         gf_device_close(e.dev);
     }
     test_detector_limits();
+    test_toggle_threads();
+    test_destroy_after_toggle();
+    test_many_streams();
+    test_many_ranges();
+    test_many_races();
+    test_long_labels();
+    test_many_rows();
+    test_event_reuse();
+    test_graph_args();
     test_hang_report();
     return th_finish();
 }

@@ -506,6 +506,716 @@ static void test_fuzz_findings(void)
     gf_stream_destroy(b);
 }
 
+/* ==== interop: foreign streams and buffers, views of them, records across devices, graph args ====
+   A "foreign" object is one gpuflow did not make: on the stub, host memory from malloc (the
+   stub's native buffer); on OpenCL, a cl_mem and a cl_command_queue this test makes itself with
+   the OpenCL API, in the gpuflow device's own context (gf_device_get_native). The contract
+   (gpuflow.h, "interop: native handles out and in"): gpuflow uses what it is given and never
+   destroys or resets it; a wrapped stream's destroy drains what gpuflow enqueued. So after the
+   wrapper goes, the foreign object must be exactly as usable as before, its reference count
+   unchanged, and (on the stub, under ASan) never freed or touched by gpuflow. */
+#ifdef GPUFLOW_OPENCL
+#include <dlfcn.h>
+typedef struct foreign_cl {
+    int tried, ok;
+    void *lib;
+    cl_context ctx;
+    cl_device_id device;
+    cl_command_queue queue;   /* the test's own queue, for its reads and writes */
+    cl_mem (CL_API_CALL *CreateBuffer)(cl_context, cl_mem_flags, size_t, void *, cl_int *);
+    cl_int (CL_API_CALL *ReleaseMemObject)(cl_mem);
+    cl_int (CL_API_CALL *GetMemObjectInfo)(cl_mem, cl_mem_info, size_t, void *, size_t *);
+    cl_command_queue (CL_API_CALL *CreateCommandQueue)(cl_context, cl_device_id, cl_command_queue_properties, cl_int *);
+    cl_int (CL_API_CALL *ReleaseCommandQueue)(cl_command_queue);
+    cl_int (CL_API_CALL *GetCommandQueueInfo)(cl_command_queue, cl_command_queue_info, size_t, void *, size_t *);
+    cl_int (CL_API_CALL *EnqueueWriteBuffer)(cl_command_queue, cl_mem, cl_bool, size_t, size_t, const void *, cl_uint, const cl_event *, cl_event *);
+    cl_int (CL_API_CALL *EnqueueReadBuffer)(cl_command_queue, cl_mem, cl_bool, size_t, size_t, void *, cl_uint, const cl_event *, cl_event *);
+    cl_int (CL_API_CALL *Finish)(cl_command_queue);
+} foreign_cl;
+static foreign_cl FCL;
+static int fcl_sym(const char *name, void *fp, size_t size)
+{
+    void *p = dlsym(FCL.lib, name);
+    if (!p) return 0;
+    memcpy(fp, &p, size);   /* a function pointer carried as an object pointer */
+    return 1;
+}
+#define FCL_SYM(field, name) fcl_sym(name, &FCL.field, sizeof FCL.field)
+/* Loads the entry points and makes the test's queue on R.dev's context; 0 when unavailable. */
+static int fcl_ready(void)
+{
+    gf_native_device nd;
+    cl_int e = CL_SUCCESS;
+    if (FCL.tried) return FCL.ok;
+    FCL.tried = 1;
+    if (!(FCL.lib = dlopen("libOpenCL.so.1", RTLD_NOW | RTLD_LOCAL))) return 0;
+    if (!FCL_SYM(CreateBuffer, "clCreateBuffer") || !FCL_SYM(ReleaseMemObject, "clReleaseMemObject") ||
+        !FCL_SYM(GetMemObjectInfo, "clGetMemObjectInfo") || !FCL_SYM(CreateCommandQueue, "clCreateCommandQueue") ||
+        !FCL_SYM(ReleaseCommandQueue, "clReleaseCommandQueue") || !FCL_SYM(GetCommandQueueInfo, "clGetCommandQueueInfo") ||
+        !FCL_SYM(EnqueueWriteBuffer, "clEnqueueWriteBuffer") || !FCL_SYM(EnqueueReadBuffer, "clEnqueueReadBuffer") ||
+        !FCL_SYM(Finish, "clFinish"))
+        return 0;
+    if (gf_device_get_native(R.dev, &nd) != GF_OK || !nd.context || !nd.device) return 0;
+    FCL.ctx = (cl_context)nd.context;
+    FCL.device = (cl_device_id)nd.device;
+    FCL.queue = FCL.CreateCommandQueue(FCL.ctx, FCL.device, 0, &e);
+    FCL.ok = FCL.queue != NULL && e == CL_SUCCESS;
+    return FCL.ok;
+}
+static void fcl_done(void)
+{
+    if (FCL.queue) FCL.ReleaseCommandQueue(FCL.queue);
+    if (FCL.lib) dlclose(FCL.lib);
+    memset(&FCL, 0, sizeof FCL);
+}
+static long fcl_mem_refs(cl_mem m)
+{
+    cl_uint n = 0;
+    return FCL.GetMemObjectInfo(m, CL_MEM_REFERENCE_COUNT, sizeof n, &n, NULL) == CL_SUCCESS ? (long)n : -1;
+}
+static long fcl_queue_refs(cl_command_queue q)
+{
+    cl_uint n = 0;
+    return FCL.GetCommandQueueInfo(q, CL_QUEUE_REFERENCE_COUNT, sizeof n, &n, NULL) == CL_SUCCESS ? (long)n : -1;
+}
+#endif
+
+/* A foreign buffer: made, read, written and released without gpuflow. */
+typedef struct foreign_buf { uint64_t native; size_t bytes; } foreign_buf;
+/* 1: this backend has foreign buffers the test can make; 0: SKIP (said once per test). */
+static int foreign_available(void)
+{
+    if (R.backend == GF_BACKEND_STUB) return 1;
+#ifdef GPUFLOW_OPENCL
+    if (R.backend == GF_BACKEND_OPENCL) return fcl_ready();
+#endif
+    return 0;
+}
+static int foreign_make(foreign_buf *f, size_t bytes, unsigned char fill)
+{
+    f->bytes = bytes;
+    f->native = 0;
+    if (R.backend == GF_BACKEND_STUB) {
+        unsigned char *p = (unsigned char *)malloc(bytes);
+        if (!p) return 0;
+        memset(p, fill, bytes);
+        f->native = (uint64_t)(uintptr_t)p;
+        return 1;
+    }
+#ifdef GPUFLOW_OPENCL
+    if (R.backend == GF_BACKEND_OPENCL) {
+        cl_int e = CL_SUCCESS;
+        unsigned char *tmp = (unsigned char *)malloc(bytes);
+        cl_mem m = tmp ? FCL.CreateBuffer(FCL.ctx, CL_MEM_READ_WRITE, bytes, NULL, &e) : NULL;
+        if (m && tmp) {
+            memset(tmp, fill, bytes);
+            e = FCL.EnqueueWriteBuffer(FCL.queue, m, CL_TRUE, 0, bytes, tmp, 0, NULL, NULL);
+        }
+        free(tmp);
+        if (!m || e != CL_SUCCESS) { if (m) FCL.ReleaseMemObject(m); return 0; }
+        f->native = (uint64_t)(uintptr_t)m;
+        return 1;
+    }
+#endif
+    return 0;
+}
+/* Reads and writes through the foreign API only (1: the API accepted it). */
+static int foreign_read(const foreign_buf *f, size_t off, void *dst, size_t n)
+{
+    if (R.backend == GF_BACKEND_STUB) { memcpy(dst, (const unsigned char *)(uintptr_t)f->native + off, n); return 1; }
+#ifdef GPUFLOW_OPENCL
+    if (R.backend == GF_BACKEND_OPENCL)
+        return FCL.EnqueueReadBuffer(FCL.queue, (cl_mem)(uintptr_t)f->native, CL_TRUE, off, n, dst, 0, NULL, NULL) == CL_SUCCESS;
+#endif
+    return 0;
+}
+static int foreign_write(const foreign_buf *f, size_t off, const void *src, size_t n)
+{
+    if (R.backend == GF_BACKEND_STUB) { memcpy((unsigned char *)(uintptr_t)f->native + off, src, n); return 1; }
+#ifdef GPUFLOW_OPENCL
+    if (R.backend == GF_BACKEND_OPENCL)
+        return FCL.EnqueueWriteBuffer(FCL.queue, (cl_mem)(uintptr_t)f->native, CL_TRUE, off, n, src, 0, NULL, NULL) == CL_SUCCESS;
+#endif
+    return 0;
+}
+/* The owner lets it go: free() on the stub (ASan: a double free if gpuflow had freed it). */
+static int foreign_release(foreign_buf *f)
+{
+    int ok = 0;
+    if (R.backend == GF_BACKEND_STUB) { free((void *)(uintptr_t)f->native); ok = 1; }
+#ifdef GPUFLOW_OPENCL
+    if (R.backend == GF_BACKEND_OPENCL) ok = FCL.ReleaseMemObject((cl_mem)(uintptr_t)f->native) == CL_SUCCESS;
+#endif
+    f->native = 0;
+    return ok;
+}
+/* The foreign reference count (OpenCL), or -1 where there is none. */
+static long foreign_refs(const foreign_buf *f)
+{
+#ifdef GPUFLOW_OPENCL
+    if (R.backend == GF_BACKEND_OPENCL) return fcl_mem_refs((cl_mem)(uintptr_t)f->native);
+#endif
+    (void)f;
+    return -1;
+}
+/* The count once the driver has let go of finished commands that used the object (they may
+   hold it a moment after they completed): waits, bounded, for it to come down to want. */
+static long foreign_refs_settled(const foreign_buf *f, long want)
+{
+    double end = th_now_ms() + TH_WAIT_MS;
+    long now;
+    while ((now = foreign_refs(f)) > want && th_now_ms() < end) th_sleep_ms(1);
+    return now;
+}
+/* n bytes at off all equal v, read through the foreign API. */
+static int foreign_all(const foreign_buf *f, size_t off, size_t n, unsigned char v)
+{
+    unsigned char tmp[4096];
+    size_t i;
+    if (n > sizeof tmp || !foreign_read(f, off, tmp, n)) return 0;
+    for (i = 0; i < n; i++) if (tmp[i] != v) return 0;
+    return 1;
+}
+static int buffer_all(gf_buffer *b, size_t off, size_t n, unsigned char v)
+{
+    unsigned char tmp[4096];
+    size_t i;
+    if (n > sizeof tmp || gf_copy_to_host(tmp, b, off, n) != GF_OK) return 0;
+    for (i = 0; i < n; i++) if (tmp[i] != v) return 0;
+    return 1;
+}
+/* What gpuflow accounts as its own device memory: wrapping must not change it. */
+static uint64_t device_bytes(void)
+{
+    gf_memory_stats ms;
+    memset(&ms, 0, sizeof ms);
+    gf_device_memory_stats(R.dev, &ms);
+    return ms.device_bytes;
+}
+/* The last call left gf_last_error() alone: the primed sentinel is still this thread's text. */
+static int no_new_error(void) { return strcmp(gf_last_error(), th_sentinel) == 0; }
+
+/* ---- I1: a wrapped buffer is destroyed while the foreign one lives --------------------------- */
+static void test_wrap_buffer_wrapper_first(void)
+{
+    gf_stream *s;
+    gf_buffer *w = NULL;
+    foreign_buf f;
+    uint64_t before_bytes;
+    long refs0;
+    unsigned char back[64];
+    if (!foreign_available()) { SKIP("I1: no foreign buffers for this backend here"); return; }
+    if (!CHECK(foreign_make(&f, 4096, 0xab), "I1: the foreign buffer is made")) return;
+    s = mk_stream("wrap user");
+    before_bytes = device_bytes();
+    refs0 = foreign_refs(&f);
+    CHECK_EQ_RESULT(gf_buffer_wrap(R.dev, f.native, 4096, &w), GF_OK);
+    if (!w) { foreign_release(&f); gf_stream_destroy(s); return; }
+    CHECK(gf_buffer_native(w) == f.native, "I1: gf_buffer_native gives back the wrapped handle");
+    CHECK(gf_buffer_size(w) == 4096, "I1: the wrapper has the size it was given");
+    CHECK(device_bytes() == before_bytes, "I1: wrapped memory is not counted as gpuflow's device memory");
+    CHECK(foreign_refs(&f) == refs0, "I1: wrapping takes no reference on the foreign object");
+    CHECK(buffer_all(w, 0, 4096, 0xab), "I1: gpuflow reads what the foreign side wrote");
+    CHECK_EQ_RESULT(gf_fill_async(s, w, 100, 0x5c, 200), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_synchronize(s), GF_OK);
+    CHECK(foreign_all(&f, 100, 200, 0x5c) && foreign_all(&f, 0, 100, 0xab) && foreign_all(&f, 300, 3796, 0xab),
+          "I1: gpuflow's fill reached the foreign memory, in its range only");
+    th_prime();
+    gf_buffer_destroy(w);
+    CHECK(no_new_error(), "I1: destroying the wrapper succeeds");
+    CHECK(device_bytes() == before_bytes, "I1: destroying the wrapper leaves the device's accounting as it was");
+    CHECK(foreign_refs_settled(&f, refs0) == refs0, "I1: destroying the wrapper releases nothing of the foreign object");
+    CHECK(foreign_all(&f, 100, 200, 0x5c) && foreign_all(&f, 0, 100, 0xab), "I1: the foreign memory is untouched by the destroy");
+    memset(back, 0x3e, sizeof back);
+    CHECK(foreign_write(&f, 0, back, sizeof back) && foreign_all(&f, 0, sizeof back, 0x3e),
+          "I1: the foreign buffer is still usable after the wrapper is gone");
+    CHECK(foreign_release(&f), "I1: the owner releases it (not freed twice: ASan would say)");
+    gf_stream_destroy(s);
+}
+
+/* ---- I2: the foreign buffer is released first, the wrapper destroyed later ------------------- */
+/* The contract says gpuflow never destroys what it was given; it says nothing of a wrapper that
+   outlives its memory. What this asserts: with no work pending, a wrapper's (and its view's)
+   destroy touches nothing of the released memory (ASan on the stub), succeeds, and accounts
+   nothing. */
+static void test_wrap_buffer_foreign_first(void)
+{
+    gf_stream *s;
+    gf_buffer *w = NULL, *v = NULL;
+    foreign_buf f;
+    uint64_t before_bytes;
+    if (!foreign_available()) { SKIP("I2: no foreign buffers for this backend here"); return; }
+    if (!CHECK(foreign_make(&f, 4096, 0x11), "I2: the foreign buffer is made")) return;
+    s = mk_stream("released first");
+    before_bytes = device_bytes();
+    CHECK_EQ_RESULT(gf_buffer_wrap(R.dev, f.native, 4096, &w), GF_OK);
+    if (!w) { foreign_release(&f); gf_stream_destroy(s); return; }
+    CHECK_EQ_RESULT(gf_buffer_view(w, 1024, 1024, &v), GF_OK);
+    CHECK_EQ_RESULT(gf_fill_async(s, w, 0, 0x22, 4096), GF_OK);
+    CHECK_EQ_RESULT(gf_fill_async(s, v, 0, 0x33, 1024), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_synchronize(s), GF_OK);
+    CHECK(foreign_all(&f, 0, 1024, 0x22) && foreign_all(&f, 1024, 1024, 0x33), "I2: both fills reached the foreign memory");
+    CHECK(foreign_release(&f), "I2: the owner releases the foreign buffer while gpuflow still wraps it");
+    th_prime();
+    gf_buffer_destroy(v);
+    CHECK(no_new_error(), "I2: the view of released foreign memory is destroyed without complaint");
+    th_prime();
+    gf_buffer_destroy(w);
+    CHECK(no_new_error(), "I2: the wrapper of released foreign memory is destroyed without complaint");
+    CHECK(device_bytes() == before_bytes, "I2: and the device's accounting is as before");
+    CHECK_EQ_RESULT(gf_stream_synchronize(s), GF_OK);
+    gf_stream_destroy(s);
+}
+
+/* ---- I3: a wrapped stream (OpenCL: the test's own queue; the stub has none) ------------------ */
+static void test_wrap_stream(void)
+{
+    gf_stream *ws = NULL;
+    int dummy = 0;
+    if (R.backend == GF_BACKEND_STUB) {
+        CHECK_FAIL(gf_stream_wrap(R.dev, &dummy, NULL, &ws), GF_ERROR_NOT_SUPPORTED);
+        CHECK(ws == NULL && contains(gf_last_error(), "native streams"), "I3: the stub refuses to wrap a stream, and says why");
+        CHECK_FAIL(gf_stream_wrap(R.dev, NULL, NULL, &ws), GF_ERROR_INVALID_ARGUMENT);
+        {
+            gf_stream *s = mk_stream("no native");
+            CHECK(gf_stream_native(s) == NULL, "I3: a stub stream has no native handle");
+            gf_stream_destroy(s);
+        }
+        return;
+    }
+#ifdef GPUFLOW_OPENCL
+    if (R.backend == GF_BACKEND_OPENCL && fcl_ready()) {
+        cl_int e = CL_SUCCESS;
+        cl_command_queue q = FCL.CreateCommandQueue(FCL.ctx, FCL.device, 0, &e), ooo;
+        gf_stream_desc d;
+        gf_buffer *b = NULL;
+        foreign_buf f;
+        unsigned char host[4096];
+        long refs0;
+        th_gate gate;
+        opener o;
+        pthread_t t;
+        if (!CHECK(q != NULL && e == CL_SUCCESS, "I3: the foreign queue is made")) return;
+        refs0 = fcl_queue_refs(q);
+        d.label = "foreign queue";
+        d.priority = GF_PRIORITY_NORMAL;
+        CHECK_EQ_RESULT(gf_stream_wrap(R.dev, q, &d, &ws), GF_OK);
+        if (!ws) { FCL.ReleaseCommandQueue(q); return; }
+        CHECK(gf_stream_native(ws) == (void *)q, "I3: gf_stream_native gives back the wrapped queue");
+        CHECK(strcmp(gf_stream_label(ws), "foreign queue") == 0, "I3: the wrapped stream keeps its label");
+        CHECK(fcl_queue_refs(q) == refs0, "I3: wrapping takes no reference on the queue");
+        CHECK_EQ_RESULT(gf_buffer_create(R.dev, sizeof host, &b), GF_OK);
+        th_gate_init(&gate);
+        memset(host, 0, sizeof host);
+        /* destroy drains what gpuflow enqueued: held behind a gate opened 100 ms later */
+        CHECK_EQ_RESULT(gf_stream_add_callback(ws, th_gate_cb, &gate), GF_OK);
+        CHECK_EQ_RESULT(gf_fill_async(ws, b, 0, 0x6d, sizeof host), GF_OK);
+        CHECK_EQ_RESULT(gf_copy_to_host_async(ws, host, b, 0, sizeof host), GF_OK);
+        o.gate = &gate;
+        o.ms = 100;
+        pthread_create(&t, NULL, open_later, &o);
+        gf_stream_destroy(ws);
+        CHECK(TH_GATE_LEFT(&gate) == 1 && host[0] == 0x6d && host[sizeof host - 1] == 0x6d,
+              "I3: destroying a wrapped stream drained its work (the copy had landed when it returned)");
+        pthread_join(t, NULL);
+        th_gate_destroy(&gate);
+        /* Commands hold their queue: PoCL keeps a buffer's last command until the cl_mem goes, and
+           a callback's marker is let go by the callback thread just after the work it held ran.
+           So the count comes back to the owner's alone soon after; it must never drop below. */
+        gf_buffer_destroy(b);
+        b = NULL;
+        {
+            double end = th_now_ms() + TH_WAIT_MS;
+            long now;
+            while ((now = fcl_queue_refs(q)) > refs0 && th_now_ms() < end) th_sleep_ms(1);
+            CHECK(now == refs0, "I3: once its commands are let go, the queue has the owner's reference count: gpuflow released none and kept none");
+        }
+        /* the queue is still the owner's and still works */
+        if (foreign_make(&f, 256, 0)) {
+            unsigned char pat[256];
+            memset(pat, 0x47, sizeof pat);
+            e = FCL.EnqueueWriteBuffer(q, (cl_mem)(uintptr_t)f.native, CL_FALSE, 0, sizeof pat, pat, 0, NULL, NULL);
+            CHECK(e == CL_SUCCESS && FCL.Finish(q) == CL_SUCCESS && foreign_all(&f, 0, sizeof pat, 0x47),
+                  "I3: the foreign queue still runs work after its wrapper is gone");
+            foreign_release(&f);
+        }
+        CHECK(FCL.ReleaseCommandQueue(q) == CL_SUCCESS, "I3: the owner releases the queue (its last reference)");
+        /* an out-of-order queue cannot be a stream */
+        ooo = FCL.CreateCommandQueue(FCL.ctx, FCL.device, CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE, &e);
+        if (ooo && e == CL_SUCCESS) {
+            long r0 = fcl_queue_refs(ooo);
+            ws = NULL;
+            CHECK_FAIL(gf_stream_wrap(R.dev, ooo, NULL, &ws), GF_ERROR_INVALID_ARGUMENT);
+            CHECK(ws == NULL && contains(gf_last_error(), "in-order") && fcl_queue_refs(ooo) == r0,
+                  "I3: an out-of-order queue is refused, named, and left as it was");
+            FCL.ReleaseCommandQueue(ooo);
+        } else {
+            SKIP("I3: the OpenCL device has no out-of-order queues");
+        }
+        return;
+    }
+#endif
+    SKIP("I3: no foreign streams for this backend here");
+}
+
+/* ---- I4: views of wrapped buffers, the parent destroyed before and after the view ------------- */
+static void test_wrap_views(void)
+{
+    gf_stream *s;
+    gf_buffer *w = NULL, *v = NULL, *vv = NULL, *src = NULL;
+    gf_module *mod = NULL;
+    gf_kernel *fill = NULL;
+    foreign_buf f;
+    unsigned char pat[512];
+    long refs0;
+    int order;
+    if (!foreign_available()) { SKIP("I4: no foreign buffers for this backend here"); return; }
+    s = mk_stream("views");
+    if (gf_module_load(R.dev, &tk_module, &mod) == GF_OK) gf_kernel_get(mod, "fill_u32", &fill);
+    CHECK_EQ_RESULT(gf_buffer_create(R.dev, 512, &src), GF_OK);
+    memset(pat, 0x77, sizeof pat);
+    CHECK_EQ_RESULT(gf_copy_to_device(src, 0, pat, sizeof pat), GF_OK);
+    for (order = 0; order < 2; order++) {   /* 0: the parent goes first; 1: the view goes first */
+        if (!CHECK(foreign_make(&f, 4096, 0x01), "I4: the foreign buffer is made")) break;
+        refs0 = foreign_refs(&f);
+        w = v = NULL;
+        CHECK_EQ_RESULT(gf_buffer_wrap(R.dev, f.native, 4096, &w), GF_OK);
+        CHECK_EQ_RESULT(gf_buffer_view(w, 1024, 512, &v), GF_OK);
+        if (!w || !v) { if (v) gf_buffer_destroy(v); if (w) gf_buffer_destroy(w); foreign_release(&f); break; }
+        CHECK_FAIL(gf_buffer_view(v, 0, 16, &vv), GF_ERROR_INVALID_ARGUMENT);        /* views of views */
+        CHECK_FAIL(gf_buffer_view(w, 3840, 512, &vv), GF_ERROR_OUT_OF_RANGE);        /* past the end */
+        CHECK(gf_buffer_size(v) == 512, "I4: the view has its own size");
+        /* copy through the view: buffer -> view, then the view -> host */
+        CHECK_EQ_RESULT(gf_copy_buffer_async(s, v, 0, src, 0, 512), GF_OK);
+        CHECK_EQ_RESULT(gf_stream_synchronize(s), GF_OK);
+        CHECK(foreign_all(&f, 1024, 512, 0x77) && foreign_all(&f, 0, 1024, 0x01) && foreign_all(&f, 1536, 2560, 0x01),
+              "I4: a copy into the view lands at its offset in the foreign memory, and only there");
+        pat[0] = 0x55;
+        CHECK(foreign_write(&f, 1024, pat, 1), "I4: the foreign side writes under the view");
+        {
+            unsigned char h[512];
+            CHECK(gf_copy_to_host(h, v, 0, sizeof h) == GF_OK && h[0] == 0x55 && h[1] == 0x77 && h[511] == 0x77,
+                  "I4: a copy out of the view reads the foreign memory at its offset");
+        }
+        if (order == 0) {
+            th_prime();
+            gf_buffer_destroy(w);               /* the parent first: the view keeps using the memory */
+            CHECK(no_new_error(), "I4: the wrapped parent is destroyed while its view lives");
+            CHECK_EQ_RESULT(gf_fill_async(s, v, 256, 0x99, 256), GF_OK);
+            if (fill) {                          /* and a kernel writes through it */
+                uint32_t n = 64, val = 0x42424242u;
+                gf_arg a[3];
+                gf_launch_dims d;
+                memset(&d, 0, sizeof d);
+                d.grid[0] = d.grid[1] = d.grid[2] = 1;
+                d.block[0] = 64; d.block[1] = d.block[2] = 1;
+                a[0].value = 0; a[0].size = 0; a[0].buffer = v;
+                a[1].value = &n; a[1].size = sizeof n; a[1].buffer = 0;
+                a[2].value = &val; a[2].size = sizeof val; a[2].buffer = 0;
+                CHECK_EQ_RESULT(gf_launch(s, fill, d, a, 3), GF_OK);   /* bytes 0..255 of the view */
+            }
+            CHECK_EQ_RESULT(gf_stream_synchronize(s), GF_OK);
+            CHECK(foreign_all(&f, 1024 + 256, 256, 0x99) && (!fill || foreign_all(&f, 1024, 256, 0x42)),
+                  "I4: work through the view of a destroyed wrapper still reaches the foreign memory");
+            th_prime();
+            gf_buffer_destroy(v);
+            CHECK(no_new_error(), "I4: then the view is destroyed");
+        } else {
+            th_prime();
+            gf_buffer_destroy(v);               /* the view first: the parent is unaffected */
+            CHECK(no_new_error(), "I4: the view of a wrapped buffer is destroyed first");
+            CHECK_EQ_RESULT(gf_fill_async(s, w, 1024, 0x66, 512), GF_OK);
+            CHECK_EQ_RESULT(gf_stream_synchronize(s), GF_OK);
+            CHECK(foreign_all(&f, 1024, 512, 0x66), "I4: the wrapped parent still works after its view is gone");
+            th_prime();
+            gf_buffer_destroy(w);
+            CHECK(no_new_error(), "I4: then the parent is destroyed");
+        }
+        CHECK(foreign_refs_settled(&f, refs0) == refs0, "I4: wrapper and view together leave the foreign reference count as it was");
+        memset(pat, 0x12, sizeof pat);
+        CHECK(foreign_write(&f, 0, pat, sizeof pat) && foreign_all(&f, 0, sizeof pat, 0x12),
+              "I4: the foreign buffer is still usable after wrapper and view are gone");
+        CHECK(foreign_release(&f), "I4: the owner releases it (once: ASan would see a double free)");
+        memset(pat, 0x77, sizeof pat);
+    }
+    gf_buffer_destroy(src);
+    if (mod) gf_module_destroy(mod);
+    gf_stream_destroy(s);
+}
+
+/* ---- I5: gf_buffer_record_stream with a stream of another device ------------------------------ */
+static void test_record_stream_two_devices(void)
+{
+    gf_device *d2 = NULL;
+    gf_stream *s1, *s1b, *s2 = NULL;
+    gf_buffer *b1 = NULL, *b2 = NULL, *w = NULL, *v = NULL, *a = NULL;
+    gf_stream_stats st0, st1;
+    foreign_buf f;
+    int have_foreign = foreign_available() && foreign_make(&f, 1024, 0x0f);
+    if (!CHECK_EQ_RESULT(gf_device_open(R.backend, 0, &d2), GF_OK)) return;
+    CHECK(d2 != R.dev, "I5: a second open is a second device");
+    s1 = mk_stream("dev1 a");
+    s1b = mk_stream("dev1 b");
+    CHECK_EQ_RESULT(gf_stream_create(d2, NULL, &s2), GF_OK);
+    CHECK_EQ_RESULT(gf_buffer_create(R.dev, 1024, &b1), GF_OK);
+    CHECK_EQ_RESULT(gf_buffer_create(d2, 1024, &b2), GF_OK);
+    if (have_foreign) {
+        CHECK_EQ_RESULT(gf_buffer_wrap(R.dev, f.native, 1024, &w), GF_OK);
+        CHECK_EQ_RESULT(gf_buffer_view(w, 0, 512, &v), GF_OK);
+    }
+    memset(&st0, 0, sizeof st0);
+    memset(&st1, 0, sizeof st1);
+    gf_stream_get_stats(s2, &st0);
+    CHECK_FAIL(gf_buffer_record_stream(b1, s2), GF_ERROR_WRONG_DEVICE);
+    CHECK(contains(gf_last_error(), "gf_buffer_record_stream") && contains(gf_last_error(), "device"),
+          "I5: the refusal names the call and the mixed devices");
+    CHECK_FAIL(gf_buffer_record_stream(b2, s1), GF_ERROR_WRONG_DEVICE);
+    if (w) CHECK_FAIL(gf_buffer_record_stream(w, s2), GF_ERROR_WRONG_DEVICE);
+    if (v) CHECK_FAIL(gf_buffer_record_stream(v, s2), GF_ERROR_WRONG_DEVICE);
+    CHECK_FAIL(gf_buffer_record_stream(b1, NULL), GF_ERROR_INVALID_HANDLE);
+    CHECK_FAIL(gf_buffer_record_stream(b1, (gf_stream *)b2), GF_ERROR_INVALID_HANDLE);
+    gf_stream_get_stats(s2, &st1);
+    CHECK(st1.ops == st0.ops && gf_stream_query(s2) == GF_OK, "I5: the refused records enqueued nothing on the other device's stream");
+#ifdef GPUFLOW_OPENCL
+    if (R.backend == GF_BACKEND_OPENCL && have_foreign) {   /* a cl_mem of device 1's context, wrapped on device 2 */
+        gf_buffer *x = NULL;
+        CHECK_FAIL(gf_buffer_wrap(d2, f.native, 1024, &x), GF_ERROR_WRONG_DEVICE);
+        CHECK(x == NULL, "I5: a cl_mem of another context is refused by gf_buffer_wrap");
+        CHECK_FAIL(gf_buffer_wrap(R.dev, f.native, 4096, &x), GF_ERROR_OUT_OF_RANGE);   /* more than the cl_mem holds */
+    }
+#endif
+    /* the refusals changed nothing: the same objects record and free in order on their own device */
+    CHECK_EQ_RESULT(gf_buffer_create_async(s1, 1024, &a), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_wait_stream(s1b, s1), GF_OK);
+    CHECK_EQ_RESULT(gf_fill_async(s1b, a, 0, 3, 1024), GF_OK);
+    CHECK_FAIL(gf_buffer_record_stream(a, s2), GF_ERROR_WRONG_DEVICE);
+    CHECK_EQ_RESULT(gf_buffer_record_stream(a, s1b), GF_OK);
+    CHECK_EQ_RESULT(gf_buffer_destroy_async(s1, a), GF_OK);
+    CHECK_EQ_RESULT(gf_buffer_record_stream(b1, s1), GF_OK);
+    if (w) {
+        CHECK_EQ_RESULT(gf_fill_async(s1, w, 0, 0x44, 1024), GF_OK);
+        CHECK_EQ_RESULT(gf_buffer_record_stream(w, s1), GF_OK);   /* a wrapped buffer's record goes with it */
+        CHECK_EQ_RESULT(gf_buffer_record_stream(v, s1b), GF_OK);
+    }
+    CHECK_EQ_RESULT(gf_stream_synchronize(s1), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_synchronize(s1b), GF_OK);
+    if (v) gf_buffer_destroy(v);
+    if (w) gf_buffer_destroy(w);
+    if (have_foreign) {
+        CHECK(foreign_all(&f, 0, 1024, 0x44), "I5: the wrapped buffer's work landed, and its destroy left the memory");
+        CHECK(foreign_release(&f), "I5: the foreign buffer is released by its owner");
+    }
+    gf_buffer_destroy(b1);
+    gf_buffer_destroy(b2);
+    gf_stream_destroy(s1);
+    gf_stream_destroy(s1b);
+    gf_stream_destroy(s2);
+    gf_device_close(d2);
+}
+
+/* ---- I6: gf_graph_set_kernel_args after gf_graph_update, and on a destroyed graph -------------- */
+static gf_kernel *ga_fill;
+static gf_launch_dims ga_dims(void)
+{
+    gf_launch_dims d;
+    memset(&d, 0, sizeof d);
+    d.grid[0] = d.grid[1] = d.grid[2] = 1;
+    d.block[0] = 16; d.block[1] = d.block[2] = 1;
+    return d;
+}
+static void ga_args(gf_arg a[3], gf_buffer *b, const uint32_t *n, const uint32_t *v)
+{
+    a[0].value = 0; a[0].size = 0; a[0].buffer = b;
+    a[1].value = n; a[1].size = sizeof *n; a[1].buffer = 0;
+    a[2].value = v; a[2].size = sizeof *v; a[2].buffer = 0;
+}
+static gf_graph *ga_capture(gf_stream *s, gf_buffer *b, uint32_t v)
+{
+    static const uint32_t n = 16;
+    gf_graph *g = NULL;
+    gf_arg a[3];
+    ga_args(a, b, &n, &v);
+    if (gf_stream_begin_capture(s, GF_CAPTURE_GLOBAL) != GF_OK) return NULL;
+    if (gf_launch(s, ga_fill, ga_dims(), a, 3) != GF_OK) { gf_stream_end_capture(s, &g); if (g) gf_graph_destroy(g); return NULL; }
+    if (gf_stream_end_capture(s, &g) != GF_OK) return NULL;
+    return g;
+}
+static int u32_all(gf_buffer *b, uint32_t v)
+{
+    uint32_t h[16];
+    int i;
+    if (gf_copy_to_host(h, b, 0, sizeof h) != GF_OK) return 0;
+    for (i = 0; i < 16; i++) if (h[i] != v) return 0;
+    return 1;
+}
+static int u32_zero(gf_buffer *b)
+{
+    static const uint32_t z[16];
+    return gf_copy_to_device(b, 0, z, sizeof z) == GF_OK;
+}
+static int launch_sync(gf_graph *g, gf_stream *s) { return gf_graph_launch(g, s) == GF_OK && gf_stream_synchronize(s) == GF_OK; }
+
+static void test_graph_args_after_update(void)
+{
+    gf_module *mod = NULL;
+    gf_stream *s;
+    gf_buffer *b1 = NULL, *b2 = NULL, *w = NULL;
+    gf_graph *g, *h;
+    gf_graph_info gi;
+    gf_arg a[3];
+    uint32_t n = 16, v3 = 3, v7 = 7, v9 = 9, v5 = 0x05050505u;
+    foreign_buf f;
+    gf_result r = gf_module_load(R.dev, &tk_module, &mod);
+    if (r == GF_ERROR_NOT_SUPPORTED) { SKIP("I6: no form of the test kernels for this backend"); return; }
+    if (!CHECK_EQ_RESULT(r, GF_OK) || !CHECK_EQ_RESULT(gf_kernel_get(mod, "fill_u32", &ga_fill), GF_OK)) return;
+    s = mk_stream("graph args");
+    CHECK_EQ_RESULT(gf_buffer_create(R.dev, 64, &b1), GF_OK);
+    CHECK_EQ_RESULT(gf_buffer_create(R.dev, 64, &b2), GF_OK);
+    u32_zero(b1);
+    u32_zero(b2);
+    g = ga_capture(s, b1, 1);
+    h = ga_capture(s, b2, 2);
+    if (!CHECK(g && h, "I6: two one-launch graphs are captured")) goto out;
+    /* set before the update: the update replaces it with h's arguments */
+    ga_args(a, b1, &n, &v7);
+    CHECK_EQ_RESULT(gf_graph_set_kernel_args(g, 0, a, 3), GF_OK);
+    CHECK_EQ_RESULT(gf_graph_update(g, h), GF_OK);
+    CHECK(launch_sync(g, s) && u32_all(b1, 0) && u32_all(b2, 2), "I6: after the update g runs h's launch (b2 = 2), not its earlier arguments");
+    /* set after the update: a defined result, and the next launch uses the new arguments */
+    u32_zero(b2);
+    ga_args(a, b1, &n, &v3);
+    CHECK_EQ_RESULT(gf_graph_set_kernel_args(g, 0, a, 3), GF_OK);
+    CHECK(launch_sync(g, s) && u32_all(b1, 3) && u32_all(b2, 0), "I6: arguments set after the update are what the next launch uses");
+    CHECK_EQ_RESULT(gf_graph_get_info(g, &gi), GF_OK);
+    CHECK(gi.launches == 1, "I6: the updated graph still has one launch");
+    /* g took copies: changing or destroying h leaves g alone */
+    ga_args(a, b1, &n, &v9);
+    CHECK_EQ_RESULT(gf_graph_set_kernel_args(h, 0, a, 3), GF_OK);
+    u32_zero(b1);
+    CHECK(launch_sync(g, s) && u32_all(b1, 3), "I6: new arguments for the graph g was updated from do not reach g");
+    gf_graph_destroy(h);
+    h = NULL;
+    u32_zero(b1);
+    CHECK(launch_sync(g, s) && u32_all(b1, 3), "I6: g still runs after the graph it was updated from is destroyed");
+    /* refusals change nothing */
+    CHECK_FAIL(gf_graph_set_kernel_args(g, 1, a, 3), GF_ERROR_OUT_OF_RANGE);
+    CHECK_FAIL(gf_graph_set_kernel_args(g, 0, a, 2), GF_ERROR_INVALID_ARGUMENT);
+    a[0].buffer = 0; a[0].value = &n; a[0].size = sizeof n;
+    CHECK_FAIL(gf_graph_set_kernel_args(g, 0, a, 3), GF_ERROR_INVALID_ARGUMENT);   /* a value where a buffer was */
+    ga_args(a, b1, &n, &v9);
+    a[2].size = 2;
+    CHECK_FAIL(gf_graph_set_kernel_args(g, 0, a, 3), GF_ERROR_INVALID_ARGUMENT);   /* another size */
+    u32_zero(b1);
+    CHECK(launch_sync(g, s) && u32_all(b1, 3), "I6: refused set_kernel_args calls left the launch as it was");
+    /* the new arguments may name a wrapped buffer: the launch writes the foreign memory */
+    if (foreign_available() && foreign_make(&f, 64, 0)) {
+        CHECK_EQ_RESULT(gf_buffer_wrap(R.dev, f.native, 64, &w), GF_OK);
+        ga_args(a, w, &n, &v5);
+        if (w && CHECK_EQ_RESULT(gf_graph_set_kernel_args(g, 0, a, 3), GF_OK))
+            CHECK(launch_sync(g, s) && foreign_all(&f, 0, 64, 0x05), "I6: a graph launch with a wrapped buffer set as its argument writes the foreign memory");
+        ga_args(a, b1, &n, &v3);
+        CHECK_EQ_RESULT(gf_graph_set_kernel_args(g, 0, a, 3), GF_OK);   /* before the wrapper goes */
+        if (w) gf_buffer_destroy(w);
+        CHECK(foreign_release(&f), "I6: the foreign buffer is released by its owner");
+    }
+    /* a destroyed graph: its handle is refused (graphs are recycled as shells, so this reads no
+       freed memory even without GPUFLOW_DEBUG; no graph is made in between) */
+    u32_zero(b1);
+    gf_graph_destroy(g);
+    ga_args(a, b1, &n, &v3);
+    CHECK_FAIL(gf_graph_set_kernel_args(g, 0, a, 3), GF_ERROR_INVALID_HANDLE);
+    CHECK(contains(gf_last_error(), "gf_graph_set_kernel_args"), "I6: the refusal names the call");
+    CHECK_FAIL(gf_graph_set_kernel_args(g, 0, NULL, 0), GF_ERROR_INVALID_HANDLE);
+    CHECK_FAIL(gf_graph_launch(g, s), GF_ERROR_INVALID_HANDLE);
+    CHECK_FAIL(gf_graph_update(g, g), GF_ERROR_INVALID_HANDLE);
+    CHECK_FAIL(gf_graph_get_info(g, &gi), GF_ERROR_INVALID_HANDLE);
+    CHECK_SETS_ERROR(gf_graph_destroy(g));
+    g = NULL;
+    CHECK_EQ_RESULT(gf_stream_synchronize(s), GF_OK);
+    CHECK(u32_all(b1, 0), "I6: the refused launch of the destroyed graph ran nothing");
+out:
+    if (g) gf_graph_destroy(g);
+    if (h) gf_graph_destroy(h);
+    gf_buffer_destroy(b1);
+    gf_buffer_destroy(b2);
+    gf_stream_destroy(s);
+    gf_module_destroy(mod);
+}
+
+/* ---- I7: set_kernel_args and launches of a graph while another thread updates it --------------- */
+typedef struct { gf_graph *g, *h, *k; int iters, failures; } ga_upd;
+typedef struct { gf_graph *g; gf_stream *s; gf_buffer *b; int iters, failures; } ga_set;
+static void *ga_updater(void *p)
+{
+    ga_upd *u = (ga_upd *)p;
+    int i;
+    for (i = 0; i < u->iters; i++)
+        if (gf_graph_update(u->g, (i & 1) ? u->h : u->k) != GF_OK) u->failures++;
+    return NULL;
+}
+static void *ga_setter(void *p)
+{
+    ga_set *t = (ga_set *)p;
+    uint32_t n = 16, v;
+    gf_arg a[3];
+    int i;
+    for (i = 0; i < t->iters; i++) {
+        v = (uint32_t)i + 100;
+        ga_args(a, t->b, &n, &v);
+        if (gf_graph_set_kernel_args(t->g, 0, a, 3) != GF_OK) t->failures++;
+        if (gf_graph_launch(t->g, t->s) != GF_OK) t->failures++;
+    }
+    return NULL;
+}
+static void test_graph_args_update_threads(void)
+{
+    gf_module *mod = NULL;
+    gf_stream *s;
+    gf_buffer *bg = NULL, *bh = NULL, *bk = NULL, *ba = NULL;
+    ga_upd u;
+    ga_set t;
+    pthread_t t1, t2;
+    uint32_t n = 16, v = 77;
+    gf_arg a[3];
+    gf_result r = gf_module_load(R.dev, &tk_module, &mod);
+    if (r == GF_ERROR_NOT_SUPPORTED) { SKIP("I7: no form of the test kernels for this backend"); return; }
+    if (!CHECK_EQ_RESULT(r, GF_OK) || !CHECK_EQ_RESULT(gf_kernel_get(mod, "fill_u32", &ga_fill), GF_OK)) return;
+    s = mk_stream("args vs update");
+    gf_buffer_create(R.dev, 64, &bg);
+    gf_buffer_create(R.dev, 64, &bh);
+    gf_buffer_create(R.dev, 64, &bk);
+    gf_buffer_create(R.dev, 64, &ba);
+    memset(&u, 0, sizeof u);
+    memset(&t, 0, sizeof t);
+    u.g = t.g = ga_capture(s, bg, 1);
+    u.h = ga_capture(s, bh, 2);
+    u.k = ga_capture(s, bk, 3);
+    if (CHECK(u.g && u.h && u.k, "I7: three graphs captured")) {
+        u.iters = t.iters = 300;
+        t.s = s;
+        t.b = ba;
+        pthread_create(&t1, NULL, ga_updater, &u);
+        pthread_create(&t2, NULL, ga_setter, &t);
+        pthread_join(t1, NULL);
+        pthread_join(t2, NULL);
+        CHECK(u.failures == 0 && t.failures == 0, "I7: updates, set_kernel_args and launches of one graph from two threads all succeed");
+        CHECK_EQ_RESULT(gf_stream_synchronize(s), GF_OK);
+        ga_args(a, ba, &n, &v);
+        u32_zero(ba);
+        CHECK(gf_graph_set_kernel_args(u.g, 0, a, 3) == GF_OK && launch_sync(u.g, s) && u32_all(ba, 77),
+              "I7: afterwards the graph runs exactly the arguments set last");
+    }
+    if (u.g) gf_graph_destroy(u.g);
+    if (u.h) gf_graph_destroy(u.h);
+    if (u.k) gf_graph_destroy(u.k);
+    gf_buffer_destroy(bg);
+    gf_buffer_destroy(bh);
+    gf_buffer_destroy(bk);
+    gf_buffer_destroy(ba);
+    gf_stream_destroy(s);
+    gf_module_destroy(mod);
+}
+
 int main(int argc, char **argv)
 {
     static const struct { const char *name; gf_backend b; } known[] = {
@@ -539,6 +1249,16 @@ int main(int argc, char **argv)
     test_logger();
     test_timeouts();
     test_fuzz_findings();
+    test_wrap_buffer_wrapper_first();
+    test_wrap_buffer_foreign_first();
+    test_wrap_stream();
+    test_wrap_views();
+    test_record_stream_two_devices();
+    test_graph_args_after_update();
+    test_graph_args_update_threads();
+#ifdef GPUFLOW_OPENCL
+    fcl_done();
+#endif
     gf_device_close(R.dev);
     return th_finish();
 }
