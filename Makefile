@@ -4,7 +4,8 @@
 #   make test-gpu              on the GPU machine: the conformance suite on CUDA (+ memcheck)
 #   make sanitize              the tests under ASan+UBSan, then under TSan
 #   make stress                8 threads over shared objects, then a create/destroy soak (bounded)
-#   make fuzz                  the API-sequence fuzzer for FUZZ_TIME seconds (clang, libFuzzer)
+#   make fuzz                  the API-sequence fuzzer for FUZZ_TIME seconds (clang, libFuzzer), then
+#                              the lines of gpuflow.h its corpus reaches (clang source-based coverage)
 #   make examples | bench      build (and run) examples/*.c; build bench/*.c
 #   make install PREFIX=dir    headers to dir/include, gpuflow.pc, a CMake package (gpuflow::gpuflow)
 #   make ptx                   regenerate the test kernels' PTX (needs nvcc)
@@ -213,6 +214,7 @@ fuzz: $(BUILD)/fuzz
 	@mkdir -p $(BUILD)/fuzz_corpus
 	$(BUILD)/fuzz -max_total_time=$(FUZZ_TIME) -timeout=10 -print_final_stats=1 -artifact_prefix=$(BUILD)/ \
 	    $(BUILD)/fuzz_corpus tests/fuzz_corpus
+	@sh tests/fuzz_coverage.sh $(BUILD) $(BUILD)/fuzz_corpus
 
 # ---- make stress -----------------------------------------------------------------------------------
 # 8 threads over shared streams, pools, event pools, waiters, flows and graphs for STRESS_SECONDS,

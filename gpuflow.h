@@ -1631,7 +1631,7 @@ struct gf__backend {
        compiler's log; a compiler library that is missing is GF_ERROR_NOT_SUPPORTED naming it
        and what to install. NULL: no run-time compiler (OpenCL then builds the source itself).
        compiler_id: what a cache key must hold beyond the text and options: device, compiler
-       and driver versions. */
+       and driver versions; "" when they cannot be read (the cache is then not used). */
     gf_result (*compile)(gf_device *dev, const char *name, const char *text, const char *options,
                          void **binary, size_t *size, gf__binary_kind *kind);
     void      (*compiler_id)(gf_device *dev, char *out, size_t cap);
@@ -6268,8 +6268,10 @@ static gf_result gf__module_load_source(gf_module *mod, const gf_module_desc *de
     if (dir && *dir && gf__cache_dir_usable(dir)) {
         char compiler[512] = "";
         if (be->compiler_id) be->compiler_id(dev, compiler, sizeof compiler);
-        if ((r = gf__cache_identity_make(&id, text, desc->build_options, compiler)) != GF_OK) { gf__free(text); return r; }
-        if (!(path = gf__cache_path(dir, id.key))) {
+        if (!compiler[0])
+            gf__notice(GF_LOG_WARNING, "gf_module_load: the %s driver did not say its versions, which a cached binary must match: '%s' is compiled without the cache", be->name, name);
+        else if ((r = gf__cache_identity_make(&id, text, desc->build_options, compiler)) != GF_OK) { gf__free(text); return r; }
+        else if (!(path = gf__cache_path(dir, id.key))) {
             gf__free(text); gf__free(id.bytes);
             return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_module_load: out of host memory");
         }
@@ -7088,6 +7090,7 @@ typedef struct gf__block_run {
     int count, current, hit_barrier;
     int plain;                      /* threads run as plain calls: a barrier reached now is misuse */
     int plain_barriers;             /* threads of this block that reached one so */
+    int plain_thread_hit;           /* the plain call running now reached one */
     unsigned char *state;           /* per thread: 0 runnable, 1 at the barrier, 2 finished */
     const void **site;              /* per thread at the barrier: which gf_block_sync it called */
     gf_kernel_ctx *ctx;             /* per thread */
@@ -7185,7 +7188,7 @@ static int gf__block_fibers(gf__block_run *b, int first) {
 GPUFLOW_IMPL GF__NOINLINE void gf_stub_barrier(void) {
     gf__block_run *b = gf__running_block;
     if (!b) return;   /* a one-thread block, or no kernel at all */
-    if (b->plain) { b->plain_barriers++; return; }
+    if (b->plain) { if (!b->plain_thread_hit++) b->plain_barriers++; return; }
     b->hit_barrier = 1;
     b->state[b->current] = 1;
     b->site[b->current] = GF__CALL_SITE();
@@ -7207,32 +7210,35 @@ GPUFLOW_IMPL unsigned gf_stub_atomic(gf_stub_atomic_op op, unsigned *p, unsigned
 }
 
 /* The first failure of a launch on q: kept, and returned by every later synchronize. */
-static void gf__stub_fail_async(gf__stub_stream *q, const char *fmt, ...) GF__PRINTF(2, 3);
-static void gf__stub_fail_async(gf__stub_stream *q, const char *fmt, ...) {
+static void gf__stub_fail_async(gf__stub_stream *q, gf_result code, const char *fmt, ...) GF__PRINTF(3, 4);
+static void gf__stub_fail_async(gf__stub_stream *q, gf_result code, const char *fmt, ...) {
     va_list ap;
     gf__lock(&q->lock);
     if (!q->error) {
         va_start(ap, fmt);
         vsnprintf(q->message, sizeof q->message, fmt, ap);
         va_end(ap);
-        q->error = GF_ERROR_DRIVER;
+        q->error = code;
     }
     gf__unlock(&q->lock);
 }
 
-/* Every thread of every block: plain calls, or fibers for kernels that sync their blocks.
-   Misuse of barriers and (GPUFLOW_DEBUG) writes outside buffers fail the stream, naming the
-   kernel, the block and what happened; the launch itself always runs to its end. */
+/* Every thread of every block: plain calls, or fibers for a block whose threads sync. Each
+   block's thread 0 runs first as a fiber to find out: if it finishes without reaching a
+   barrier, the block's other threads run as plain calls (and one that reaches a barrier then
+   is misuse). Misuse of barriers and (GPUFLOW_DEBUG) writes outside buffers fail the stream,
+   naming the kernel, the block and what happened; the launch runs to its end. Without memory
+   for the fibers a block that syncs cannot run right: the stream fails and the launch stops. */
 static void gf__stub_launch_run(gf__stub_stream *q, gf__stub_item *it) {
     gf__block_run b;
     gf_kernel_ctx ctx;
     unsigned bx, by, bz;
-    int per_block = (int)(it->dims.block[0] * it->dims.block[1] * it->dims.block[2]), fibers = per_block > 1, i, reported = 0;
+    int per_block = (int)(it->dims.block[0] * it->dims.block[1] * it->dims.block[2]), fibers = per_block > 1, i, reported = 0, stop = 0;
     memset(&b, 0, sizeof b);
     memcpy(ctx.grid, it->dims.grid, sizeof ctx.grid);
     memcpy(ctx.block, it->dims.block, sizeof ctx.block);
+    b.kernel = it->kernel; b.argv = it->argv; b.count = per_block;
     if (fibers) {
-        b.kernel = it->kernel; b.argv = it->argv; b.count = per_block;
         b.state = (unsigned char *)gf__alloc((size_t)per_block);
         b.site = (const void **)gf__alloc(sizeof *b.site * (size_t)per_block);
         b.ctx = (gf_kernel_ctx *)gf__malloc(sizeof *b.ctx * (size_t)per_block);
@@ -7244,48 +7250,55 @@ static void gf__stub_launch_run(gf__stub_stream *q, gf__stub_item *it) {
 #ifdef GF__TSAN_FIBERS
         b.main.tsan = __tsan_get_current_fiber();
 #endif
-        fibers = b.state && b.site && b.ctx && b.fibers;   /* no memory: plain calls (a kernel with barriers then races) */
+        fibers = b.state && b.site && b.ctx && b.fibers;
     }
-    for (bz = 0; bz < ctx.grid[2]; bz++) for (by = 0; by < ctx.grid[1]; by++) for (bx = 0; bx < ctx.grid[0]; bx++) {
-        int first = 0;
+    for (bz = 0; bz < ctx.grid[2] && !stop; bz++) for (by = 0; by < ctx.grid[1] && !stop; by++) for (bx = 0; bx < ctx.grid[0] && !stop; bx++) {
+        int first = 1;   /* plain calls from this thread on */
         ctx.block_idx[0] = bx; ctx.block_idx[1] = by; ctx.block_idx[2] = bz;
         gf__atomic_store_int(&q->block[0], (int)bx); gf__atomic_store_int(&q->block[1], (int)by); gf__atomic_store_int(&q->block[2], (int)bz);
-        b.plain_barriers = 0;
-        gf__running_block = b.plain ? &b : NULL;
+        b.plain = b.plain_barriers = b.hit_barrier = 0;
+        b.misuse[0] = 0;
         for (i = 0; i < per_block; i++) {
             ctx.thread_idx[0] = (unsigned)i % ctx.block[0];
             ctx.thread_idx[1] = ((unsigned)i / ctx.block[0]) % ctx.block[1];
             ctx.thread_idx[2] = (unsigned)i / (ctx.block[0] * ctx.block[1]);
             if (fibers) b.ctx[i] = ctx;
-            else it->kernel(&ctx, it->argv);
-        }
-        if (!fibers) {
-            if (b.plain_barriers && !reported++)
-                gf__stub_fail_async(q, "stub: kernel '%s', block (%u, %u, %u): %d of its %d threads reached gf_block_sync, "
-                                    "but thread 0 of the launch returned without it", it->name, bx, by, bz, b.plain_barriers, per_block);
-            continue;
-        }
-        gf__running_block = &b;
-        if (bx == 0 && by == 0 && bz == 0) {   /* the launch's first thread says whether it syncs */
-            if (!gf__fiber_start(&b, 0)) { fibers = 0; gf__running_block = NULL; for (i = 0; i < per_block; i++) it->kernel(&b.ctx[i], it->argv); continue; }
-            b.current = 0;
-            gf__fiber_switch(&b.main, &b.fibers[0]);   /* back when it finishes, or at its first barrier */
-            if (!b.hit_barrier) {   /* the rest as plain calls; a barrier one of them reaches is misuse */
-                fibers = 0;
+            else {   /* one thread, or no memory for fibers: a barrier reached now cannot hold */
+                gf__running_block = per_block > 1 ? &b : NULL;
                 b.plain = 1;
-                for (i = 1; i < per_block; i++) it->kernel(&b.ctx[i], it->argv);
-                if (b.plain_barriers && !reported++)
-                    gf__stub_fail_async(q, "stub: kernel '%s', block (0, 0, 0): %d of its %d threads reached gf_block_sync; thread 0 returned without it",
-                                        it->name, b.plain_barriers, per_block);
-                continue;
+                b.plain_thread_hit = 0;
+                it->kernel(&ctx, it->argv);
             }
-            first = 1;   /* thread 0 waits at the barrier: start the others beside it */
         }
-        b.misuse[0] = 0;
-        if (!gf__block_fibers(&b, first))      /* no memory for stacks: plain calls, as above */
-            for (i = first; i < per_block; i++) if (b.state[i] != 2) it->kernel(&b.ctx[i], it->argv);
+        if (fibers) {
+            gf__running_block = &b;
+            if (!gf__fiber_start(&b, 0)) first = 0;
+            else {
+                b.current = 0;
+                gf__fiber_switch(&b.main, &b.fibers[0]);   /* back when it finishes, or at its first barrier */
+                if (b.hit_barrier) first = gf__block_fibers(&b, 1) ? per_block : -1;
+                else {   /* no barrier for thread 0: none for the block */
+                    b.plain = 1;
+                    for (i = 1; i < per_block; i++) { b.plain_thread_hit = 0; it->kernel(&b.ctx[i], it->argv); }
+                }
+            }
+            if (first <= 0) {   /* its threads could not all become fibers: those started are left unfinished */
+                gf__stub_fail_async(q, GF_ERROR_OUT_OF_MEMORY, "stub: kernel '%s', block (%u, %u, %u): no host memory for its threads' fiber stacks (%d x %llu bytes); "
+                                    "the launch stopped there", it->name, bx, by, bz, per_block, (unsigned long long)GF__FIBER_STACK);
+                stop = reported = 1;
+            }
+        }
+        gf__running_block = NULL;
+        if (b.plain_barriers && !reported++) {
+            if (fibers)
+                gf__stub_fail_async(q, GF_ERROR_DRIVER, "stub: kernel '%s', block (%u, %u, %u): %d of its %d threads reached gf_block_sync; thread 0 returned without it",
+                                    it->name, bx, by, bz, b.plain_barriers, per_block);
+            else
+                gf__stub_fail_async(q, GF_ERROR_OUT_OF_MEMORY, "stub: kernel '%s', block (%u, %u, %u): %d of its %d threads reached gf_block_sync, which did not hold: "
+                                    "no host memory to run them as fibers", it->name, bx, by, bz, b.plain_barriers, per_block);
+        }
         if (b.misuse[0] && !reported++)
-            gf__stub_fail_async(q, "stub: kernel '%s', block (%u, %u, %u): %s", it->name, bx, by, bz, b.misuse);
+            gf__stub_fail_async(q, GF_ERROR_DRIVER, "stub: kernel '%s', block (%u, %u, %u): %s", it->name, bx, by, bz, b.misuse);
     }
     gf__running_block = NULL;
     for (i = 0; b.fibers && i < per_block; i++) {
@@ -7306,7 +7319,7 @@ static void gf__stub_launch_run(gf__stub_stream *q, gf__stub_item *it) {
         size_t before, after;
         const gf__stub_guard *g = &it->guards[i];
         if (gf__guard_check(g, &before, &after))
-            gf__stub_fail_async(q, "stub: kernel '%s' wrote outside its buffer argument %d%s%s%s of %llu bytes: %llu of the %d guard bytes "
+            gf__stub_fail_async(q, GF_ERROR_DRIVER, "stub: kernel '%s' wrote outside its buffer argument %d%s%s%s of %llu bytes: %llu of the %d guard bytes "
                                 "before it and %llu of the %d after it changed (GPUFLOW_DEBUG)", it->name, g->arg,
                                 g->param ? " '" : "", g->param ? g->param : "", g->param ? "'" : "", (unsigned long long)g->size,
                                 (unsigned long long)before, GF__GUARD_BYTES, (unsigned long long)after, GF__GUARD_BYTES);

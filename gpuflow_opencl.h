@@ -1346,8 +1346,11 @@ static gf_result gf__cl_compile(gf_device *dev, const char *name, const char *te
 static void gf__cl_compiler_id(gf_device *dev, char *out, size_t cap) {
     gf__cl_device *d = (gf__cl_device *)dev->native;
     char driver[128] = "", version[128] = "";
-    GF__CL(clGetDeviceInfo, (d->device, CL_DRIVER_VERSION, sizeof driver - 1, driver, NULL));
-    GF__CL(clGetDeviceInfo, (d->device, CL_DEVICE_VERSION, sizeof version - 1, version, NULL));
+    if (GF__CL(clGetDeviceInfo, (d->device, CL_DRIVER_VERSION, sizeof driver - 1, driver, NULL)) != CL_SUCCESS ||
+        GF__CL(clGetDeviceInfo, (d->device, CL_DEVICE_VERSION, sizeof version - 1, version, NULL)) != CL_SUCCESS) {
+        out[0] = 0;   /* unknown: the core compiles without the cache */
+        return;
+    }
     snprintf(out, cap, "opencl|%s|%s|%s", dev->info.name, driver, version);
 }
 

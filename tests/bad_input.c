@@ -626,6 +626,16 @@ static void test_kernels_and_profiler(void)
     b_unchanged("refused launches wrote nothing");
     CHECK(gf_launch(s, k, dims, args, 3) == GF_OK && gf_stream_synchronize(s) == GF_OK &&
           gf_copy_to_host(h, b, 0, sizeof h) == GF_OK && h[0] == 9 && h[3] == 9, "the kernel launches after refusals");
+    {   /* a captured launch's new arguments: another device's buffer is WRONG_DEVICE, as for gf_launch (fuzzer KD3) */
+        gf_graph *g = NULL;
+        CHECK_EQ_RESULT(gf_stream_begin_capture(s, GF_CAPTURE_GLOBAL), GF_OK);
+        CHECK_EQ_RESULT(gf_launch(s, k, dims, args, 3), GF_OK);
+        CHECK_EQ_RESULT(gf_stream_end_capture(s, &g), GF_OK);
+        bad_args[0].buffer = b2;
+        if (g) CHECK_FAIL(gf_graph_set_kernel_args(g, 0, bad_args, 3), GF_ERROR_WRONG_DEVICE);
+        bad_args[0] = args[0];
+        if (g) gf_graph_destroy(g);
+    }
     CHECK_EQ_RESULT(gf_copy_to_device(b, 0, pattern, 16), GF_OK);
     CHECK_SETS_ERROR(gf_module_destroy(NULL));
     CHECK_SETS_ERROR(gf_module_destroy((gf_module *)k));

@@ -7,8 +7,9 @@
    capturing, a synchronize inside a capture); flow edges that close cycles; double releases.
    The calls cover devices, buffers (views, wrapped host memory, stream-ordered ones), copies
    and fills (2D, 16/32-bit), streams, events and waiters, event and stream pools, stream sets,
-   barriers, flows, captures, graphs and graph pools, stub kernels, the profiler, memory
-   accounting and limits, native handles, the race checker and the state dump; op_oom runs
+   barriers, flows, captures, graphs and graph pools, stub kernels (block barriers and atomics
+   included, launches at and past the device's limits), the profiler, memory accounting and
+   limits, native handles, the race checker and the state dump; op_oom runs
    another call while gpuflow's allocations fail (gf_set_allocator). At most a few objects of
    each kind are live at once, and everything is destroyed and the devices closed at the end
    of each input, so inputs are independent and leaks show.
@@ -25,7 +26,12 @@
      end of an input succeeds (sets no error text);
    - every failure reaches the logger (gf_set_logger), at GF_LOG_ERROR, with the same text;
    - the results that can be checked cheaply are: sizes of new buffers and views, a view's
-     native handle, memory statistics that add up, a limit that shows, stats of pools.
+     native handle, memory statistics that add up, a limit that shows, stats of pools, plain
+     gf_stub_atomic calls, and what a barrier or atomics kernel leaves in a new buffer (the
+     host computes the same);
+   - a refused gf_graph_capture never ran its function nor touched the stream's capture;
+   - a kernel whose barriers diverge (misuse) fails its stream with GF_ERROR_DRIVER, and only
+     that stream, which keeps the failure.
 
    The fuzzer keeps itself memory-safe, so that what the sanitizers find is the library's: it
    never uses a handle after destroying it (a destroyed graph only within the same call, while
@@ -33,7 +39,8 @@
    pinned allocation that is freed only after the devices are synchronized; a recorded graph is
    not launched once a buffer, pinned allocation or module that was live while it was captured
    is gone (it is "stale": its commands may point at freed memory, by the user's fault); stub
-   kernels are launched with the arguments they declare and an element count within the buffer.
+   kernels are launched with the arguments they declare and an element count within the buffer,
+   and a kernel with misused barriers only on a stream of its own.
    Two facts the public API does not give are read from the implementation (fz_graph_owned,
    fz_capture_role): whether a buffer belongs to a graph, and whether a stream is capturing.
 
@@ -43,28 +50,15 @@
      cc -std=c99 -DFUZZ_REPLAY tests/fuzz.c -o fuzz_replay -pthread -ldl   (no libFuzzer)
          ./fuzz_replay DIR|FILE...      runs each input once; prints `N passed, 0 failed`
          ./fuzz_replay --generate DIR   writes the seed corpus (tests/fuzz_corpus)
+     sh tests/fuzz_coverage.sh BUILD [CORPUS]   the lines and functions of gpuflow.h that the corpus
+         (and CORPUS, e.g. build/fuzz_corpus) reaches: clang source-based coverage of fuzz_replay
    Environment: FUZZ_TRACE=1 prints every call, the handles picked and the result (to read a
-   reproducer). FUZZ_KNOWN_DEFECTS=1 also drives the inputs that reach a library defect that
-   is known and not fixed yet; by default the fuzzer steers around each (so that a run finds
-   new ones), at the one place marked with its name:
-     KD1  gf_copy_buffer_async judges "ranges overlap" before it checks its handles: one
-          wrong-type object given as both dst and src gets GF_ERROR_INVALID_ARGUMENT, not
-          GF_ERROR_INVALID_HANDLE.
-     KD2  gf_buffer_destroy of a view marks its parent dead (gf__buffer_free sets the type
-          before it drops the reference, and recurses into the parent): the parent's handle is
-          refused from then on and its memory leaks. Steered around by destroying the parent
-          first, which is allowed (the memory stays until the last view goes).
-     KD3  gf_graph_set_kernel_args calls a buffer of another device "not a live gf_buffer"
-          (GF_ERROR_INVALID_HANDLE); gf_launch and the contract say GF_ERROR_WRONG_DEVICE.
-     KD4  gf_graph_capture_desc checks desc->pool and desc->mode only after the warm-up runs:
-          bad input is refused after fn ran and the stream was synchronized (side effects,
-          and a capture in progress on the stream discarded), and with another code when a
-          warm-up run fails first.
-     KD5  an event keeps a pointer to the stream it was last recorded on, and
-          gf_stream_wait_event formats that stream's label (so do the GPUFLOW_HANG_MS report
-          of gf_event_synchronize and gf_device_write_state): once that stream is destroyed,
-          which is allowed, waiting on the event reads freed memory (heap-use-after-free).
-          Steered around by not waiting on such an event. */
+   reproducer). FUZZ_KNOWN_DEFECTS=1 would drive inputs that reach a library defect that is
+   known and not fixed yet, which the fuzzer otherwise steers around at a place marked with
+   the defect's name (KDn); there are none at present (KD1-KD7 are fixed, each with a test).
+   One thing the oracle does not model: a stub stream that fails on its own, as a kernel with
+   barriers does when its fiber stacks cannot be allocated (GF_ERROR_OUT_OF_MEMORY, kept by the
+   stream). So op_oom first waits for queued barrier kernels and starts none itself. */
 #define GPUFLOW_IMPLEMENTATION
 #define GPUFLOW_STUB_MEMORY ((uint64_t)64 << 20)   /* small: out-of-memory is reachable */
 #include "../gpuflow.h"
@@ -118,16 +112,17 @@ enum { FZ_S_PLAIN, FZ_S_LEASE, FZ_S_SET };   /* where a stream comes from */
 typedef struct fz_buf { fz_hdr h; gf_buffer *b; size_t size; int async, view, parent, wrapped; } fz_buf;
 typedef struct fz_host { fz_hdr h; unsigned char *p; size_t size; } fz_host;
 typedef struct fz_str { fz_hdr h; gf_stream *s; int kind; int owner; } fz_str;   /* owner: pool or set slot */
-/* pool: -1 plain; rec: the stream of its last record (compared only), rec_kind/rec_owner where
-   that stream comes from, orphan: that stream was destroyed since (KD5) */
-typedef struct fz_ev { fz_hdr h; gf_event *e; int pool; unsigned flags; int recorded; gf_stream *rec; int rec_kind, rec_owner, orphan; } fz_ev;
+/* pool: -1 plain; recorded: gf_event_record succeeded on it once */
+typedef struct fz_ev { fz_hdr h; gf_event *e; int pool; unsigned flags; int recorded; } fz_ev;
 typedef struct fz_epool { fz_hdr h; gf_event_pool *p; } fz_epool;
 typedef struct fz_spool { fz_hdr h; gf_stream_pool *p; } fz_spool;
 typedef struct fz_set { fz_hdr h; gf_stream_set *s; int depth; } fz_set;
 typedef struct fz_flow { fz_hdr h; gf_flow *f; gf_task task[FZ_TASKS]; int tasks; unsigned succ[FZ_TASKS]; } fz_flow;
 typedef struct fz_graph { fz_hdr h; gf_graph *g; unsigned deps; int stale, gpool; } fz_graph;   /* gpool: slot or -1 */
 typedef struct fz_gpool { fz_hdr h; gf_graph_pool *p; } fz_gpool;
-typedef struct fz_mod { fz_hdr h; gf_module *m; gf_kernel *k[3]; } fz_mod;
+/* k: kernels fetched by name, FZ_K_* order (op_launch and op_kernel_get use the first three) */
+#define FZ_NKERN    6
+typedef struct fz_mod { fz_hdr h; gf_module *m; gf_kernel *k[FZ_NKERN]; } fz_mod;
 /* id 0: made without a wait id, so it cannot be cancelled and must fire; e is compared only */
 typedef struct fz_wait { fz_hdr h; uint64_t id; gf_event *e; } fz_wait;
 /* A capture begun on s (a stream of kind/owner): what its graph will depend on. */
@@ -137,6 +132,7 @@ typedef struct fz_state {
     gf_device *dev[2];               /* dev[0] is open for the whole input; dev[1] on demand */
     int profiled[2];                 /* the profiler was enabled once: reports are allowed */
     size_t arg_limit[2];             /* gf_device_info.max_kernel_args_bytes */
+    gf_device_info info[2];          /* launch limits (op_block_kernels) */
     fz_buf buf[FZ_NBUF];
     fz_host host[FZ_NHOST];
     fz_str str[FZ_NSTREAM];
@@ -151,6 +147,7 @@ typedef struct fz_state {
     fz_wait wait[FZ_NWAIT];
     fz_cap cap[FZ_NCAP];
     unsigned op_deps;                /* deps of graphs launched in this op (copied into captures) */
+    int kb_queued;                   /* a kernel with barriers was queued or captured (op_oom) */
     int op;                          /* index of the op being run, for messages */
     const char *op_name;
 } fz_state;
@@ -322,8 +319,81 @@ static void fz_k_add(const gf_kernel_ctx *ctx, void *const *args)
 }
 static void fz_k_empty(const gf_kernel_ctx *ctx, void *const *args) { (void)ctx; (void)args; }
 
-static const char *const fz_kernel_names[3] = { "fill_u32", "add_u32", "empty" };
-static const int fz_kernel_params[3] = { 3, 3, 0 };
+/* Kernels of the dialect's C side (gf_stub_barrier, gf_stub_atomic), run by op_block_kernels.
+   Same parameters as fill_u32, and they touch only p[i] for i < n, so that any launch of them
+   (through gf_graph_set_kernel_args too) stays within its buffer. Blocks have at most
+   FZ_KB_THREADS threads. */
+#define FZ_KB_THREADS 64
+#define FZ_KB_PAD     0xa5a5a5a5u   /* what a thread past n holds */
+static unsigned fz_k_thread(const gf_kernel_ctx *c)   /* within its block */
+{
+    return (c->thread_idx[2] * c->block[1] + c->thread_idx[1]) * c->block[0] + c->thread_idx[0];
+}
+/* The rounds of reverse_u32 in block b: (v >> 30) + b mod 4, so that block 0 may have none
+   while others have some (barriers in block-uniform code, KD6). */
+static unsigned fz_kb_rounds(uint32_t v, unsigned block)
+{
+    return ((v >> 30) + block) % 4;
+}
+/* reverse_u32: rounds of "each thread takes the value of thread nt-1-t of its block, plus v",
+   through block-shared memory with a barrier after the writes and one after the reads; then
+   p[i] = the value, for i < n. A thread past n holds FZ_KB_PAD. fz_kb_check does the same on
+   the host. The barriers are in block-uniform code, as CUDA requires. */
+static void fz_k_reverse(const gf_kernel_ctx *ctx, void *const *args)
+{
+    GF_SHARED uint32_t sh[FZ_KB_THREADS];
+    unsigned char *p = *(unsigned char *const *)args[0];
+    uint32_t n, v, cur = FZ_KB_PAD;
+    unsigned i = fz_k_index(ctx), t = fz_k_thread(ctx), nt = ctx->block[0] * ctx->block[1] * ctx->block[2], r, rounds;
+    memcpy(&n, args[1], sizeof n);
+    memcpy(&v, args[2], sizeof v);
+    if (nt > FZ_KB_THREADS) return;   /* never launched so */
+    rounds = fz_kb_rounds(v, i / nt);
+    if (i < n) memcpy(&cur, p + 4 * (size_t)i, sizeof cur);
+    for (r = 0; r < rounds; r++) {
+        sh[t] = cur;
+        gf_block_sync();
+        cur = sh[nt - 1 - t] + v;
+        gf_block_sync();
+    }
+    if (i < n) memcpy(p + 4 * (size_t)i, &cur, sizeof cur);
+}
+/* atomics_u32 (p 4-byte aligned): each thread g (global index) does p[0] += v, p[1] = max(p[1], g ^ v),
+   p[2] = min(p[2], g ^ v), p[3] = g ^ v (exchange), p[4] += 1 by a compare-and-swap loop, and
+   p[5] = v + 1 + g if p[5] == v (one compare-and-swap; only the first can succeed). */
+static void fz_k_atomics(const gf_kernel_ctx *ctx, void *const *args)
+{
+    unsigned *p = *(unsigned *const *)args[0];
+    uint32_t n, v;
+    unsigned g = fz_k_index(ctx), old, seen;
+    memcpy(&n, args[1], sizeof n);
+    memcpy(&v, args[2], sizeof v);
+    if ((uintptr_t)p % sizeof *p) return;   /* a view or wrapped memory at an odd offset: no atomics there */
+    if (n > 0) gf_atomic_add(&p[0], v);
+    if (n > 1) gf_atomic_max(&p[1], g ^ v);
+    if (n > 2) gf_atomic_min(&p[2], g ^ v);
+    if (n > 3) gf_atomic_xchg(&p[3], g ^ v);
+    if (n > 4) for (old = gf_atomic_add(&p[4], 0); (seen = gf_atomic_cas(&p[4], old, old + 1)) != old; ) old = seen;
+    if (n > 5) gf_atomic_cas(&p[5], v, v + 1 + g);
+}
+/* diverge_u32: thread t of its block meets (t + v) % 3 barriers: misuse (undefined on a GPU),
+   which the stub reports as a failure of the stream (GF_ERROR_DRIVER, kept); then p[i] += its
+   count, for i < n. Launched only on a stream of its own (op_block_kernels). */
+static void fz_k_diverge(const gf_kernel_ctx *ctx, void *const *args)
+{
+    unsigned *p = *(unsigned *const *)args[0];
+    uint32_t n, v;
+    unsigned i = fz_k_index(ctx), k, j;
+    memcpy(&n, args[1], sizeof n);
+    memcpy(&v, args[2], sizeof v);
+    k = (fz_k_thread(ctx) + v) % 3;
+    for (j = 0; j < k; j++) gf_block_sync();
+    if (i < n && (uintptr_t)p % sizeof *p == 0) gf_atomic_add(&p[i], k);
+}
+
+enum { FZ_K_FILL, FZ_K_ADD, FZ_K_EMPTY, FZ_K_REVERSE, FZ_K_ATOMICS, FZ_K_DIVERGE };
+static const char *const fz_kernel_names[FZ_NKERN] = { "fill_u32", "add_u32", "empty", "reverse_u32", "atomics_u32", "diverge_u32" };
+static const int fz_kernel_params[FZ_NKERN] = { 3, 3, 0, 3, 3, 3 };
 static const gf_stub_param fz_u32_params[3] = {
     { "p", "uint32_t *", sizeof(uint32_t *) }, { "n", "uint32_t", sizeof(uint32_t) }, { "v", "uint32_t", sizeof(uint32_t) },
 };
@@ -333,6 +403,9 @@ static const gf_stub_kernel fz_stub_kernels[] = {
     { "empty", fz_k_empty, 0, NULL, 0 },
     { "nofn", NULL, 0, NULL, 0 },     /* a kernel without a function: not found by name */
     { NULL, fz_k_empty, 0, NULL, 0 }, /* and one without a name */
+    { "reverse_u32", fz_k_reverse, 3, fz_u32_params, 0 },
+    { "atomics_u32", fz_k_atomics, 3, fz_u32_params, 0 },
+    { "diverge_u32", fz_k_diverge, 3, fz_u32_params, 0 },
 };
 
 static int fz_first_buf(int dev);
@@ -424,7 +497,7 @@ static void *fz_foreign(int want, unsigned sel)
     FZ_ADD(K_GPOOL, F.gpool, p);
 #undef FZ_ADD
     if (want != K_KERNEL)
-        for (i = 0; i < FZ_NMOD; i++) for (k = 0; k < 3; k++) if (F.mod[i].h.live && F.mod[i].k[k] && n < 64) c[n++] = F.mod[i].k[k];
+        for (i = 0; i < FZ_NMOD; i++) for (k = 0; k < FZ_NKERN; k++) if (F.mod[i].h.live && F.mod[i].k[k] && n < 64) c[n++] = F.mod[i].k[k];
     return c[sel % (unsigned)n];
 }
 
@@ -578,20 +651,17 @@ static void fz_cap_begun(int si, int gpool)
     F.cap[i].s = F.str[si].s; F.cap[i].kind = F.str[si].kind; F.cap[i].owner = F.str[si].owner;
     F.cap[i].deps = fz_deps_live(); F.cap[i].stale = 0; F.cap[i].gpool = gpool;
 }
-/* Streams that are freed: their capture records go, before anything peeks at them, and the
-   events last recorded on them are orphans (KD5). */
+/* Streams that are freed: their capture records go, before anything peeks at them. Events
+   last recorded on them stay usable (waits name the stream by id: "a destroyed stream"). */
 static void fz_stream_gone(const gf_stream *s)
 {
     int i = fz_cap_of(s);
     if (i >= 0) F.cap[i].h.live = 0;
-    for (i = 0; i < FZ_NEVENT; i++) if (F.ev[i].h.live && F.ev[i].recorded && F.ev[i].rec == s) F.ev[i].orphan = 1;
 }
 static void fz_streams_gone(int kind, int owner)   /* a pool's or a set's streams */
 {
     int i;
     for (i = 0; i < FZ_NCAP; i++) if (F.cap[i].h.live && F.cap[i].kind == kind && F.cap[i].owner == owner) F.cap[i].h.live = 0;
-    for (i = 0; i < FZ_NEVENT; i++)
-        if (F.ev[i].h.live && F.ev[i].recorded && F.ev[i].rec_kind == kind && F.ev[i].rec_owner == owner) F.ev[i].orphan = 1;
 }
 /* After each op: captures still going collect what is live; ended ones are forgotten. */
 static void fz_caps_update(void)
@@ -741,8 +811,7 @@ static int fz_destroy_stream(int i)   /* a plain one */
 }
 static int fz_destroy_buf(int i)
 {
-    /* KD2: a view destroyed before its parent kills the parent's handle: the parent goes first */
-    if (F.buf[i].view && F.buf[i].parent >= 0 && !fz_known_defects && !fz_destroy_buf(F.buf[i].parent)) return 0;
+    /* a view and its parent may go in either order: the memory stays until the last of them */
     if (FZ_VOID(0, 0, gf_buffer_destroy(F.buf[i].b))) return 0;   /* refused while a capture uses it */
     fz_drop_buf(i);
     return 1;
@@ -777,9 +846,7 @@ static void fz_close_device(int d)
     for (i = 0; i < FZ_NEVENT; i++) if (F.ev[i].h.live && F.ev[i].h.dev == d && !fz_destroy_event(i))
         fz_die(__LINE__, "gf_event_destroy", "refused after every wait on it ended");
     for (i = 0; i < FZ_NWAIT; i++) if (F.wait[i].h.live && F.wait[i].h.dev == d) F.wait[i].h.live = 0;
-    /* parents first: a parent destroyed before its views gives up its handle, its memory goes with the last view */
-    for (i = 0; i < FZ_NBUF; i++) if (F.buf[i].h.live && F.buf[i].h.dev == d && !F.buf[i].view && !fz_destroy_buf(i))
-        fz_die(__LINE__, "gf_buffer_destroy", "refused with no capture left");
+    /* views and parents in slot order: either may go first, the memory goes with the last */
     for (i = 0; i < FZ_NBUF; i++) if (F.buf[i].h.live && F.buf[i].h.dev == d && !fz_destroy_buf(i))
         fz_die(__LINE__, "gf_buffer_destroy", "refused with no capture left");
     for (i = 0; i < FZ_NHOST; i++) if (F.host[i].h.live && F.host[i].h.dev == d) fz_free_host(i);
@@ -798,6 +865,7 @@ static void fz_dev_opened(int d, gf_device *dev)
     if (FZ_CALL(NULL, gf_device_get_info(dev, &info)) != GF_OK || info.backend != GF_BACKEND_STUB || !info.max_kernel_args_bytes)
         fz_die(__LINE__, "gf_device_get_info", "does not describe an open stub device");
     F.arg_limit[d] = info.max_kernel_args_bytes;
+    F.info[d] = info;
 }
 
 /* Each op reads its arguments from in (zeros past the record's end: a zeroed record is a
@@ -1021,8 +1089,6 @@ static void op_copy_d2d_async(fz_in *in)
     if (b2 >= 0) fz_range(&e, s2, soff, bytes);
     if (b1 >= 0 && b1 == b2 && bytes && (doff < soff ? soff - doff : doff - soff) < bytes)
         fz_bad(&e, GF_ERROR_INVALID_ARGUMENT);   /* overlapping ranges of one buffer */
-    if (b1 < 0 && dst && dst == src && (doff < soff ? soff - doff : doff - soff) < bytes && !fz_known_defects)
-        fz_alt(&e, GF_ERROR_INVALID_ARGUMENT);   /* KD1: the overlap is judged before the handles */
     if (fz_trace) printf("      dst_offset %zu, src_offset %zu, bytes %zu\n", doff, soff, bytes);
     FZ_CALL(&e, gf_copy_buffer_async(s, dst, doff, src, soff, bytes));
 }
@@ -1150,7 +1216,6 @@ static void op_stream_wait(fz_in *in)
     gf_stream *s = fz_pick_stream(in, &e, &ds, &si);
     if (fz_u8(in) & 1) {
         gf_event *ev = fz_pick_event(in, &e, &dx, &xi);
-        if (xi >= 0 && F.ev[xi].orphan && !fz_known_defects) return;   /* KD5: its recording stream is gone */
         fz_same_dev(&e, ds, dx);
         if (!e.bad) fz_alt(&e, GF_ERROR_CAPTURE);   /* capture rules: another capture's event, ... */
         FZ_CALL(&e, gf_stream_wait_event(s, ev));
@@ -1206,8 +1271,7 @@ static void op_event_record(fz_in *in)
     gf_stream *s = fz_pick_stream(in, &e, &ds, &si);
     fz_same_dev(&e, dx, ds);
     if (FZ_CALL(&e, gf_event_record(ev, s)) == GF_OK) {
-        F.ev[xi].recorded = 1; F.ev[xi].rec = s; F.ev[xi].orphan = 0;
-        F.ev[xi].rec_kind = F.str[si].kind; F.ev[xi].rec_owner = F.str[si].owner;
+        F.ev[xi].recorded = 1;
     }
 }
 
@@ -1699,11 +1763,12 @@ static void op_graph_update(fz_in *in)
     }
 }
 
-/* gf_graph_capture runs fn warmup times, then once under capture. */
+/* gf_graph_capture runs fn warmup times, then once under capture. Its arguments (desc's mode
+   and pool included) are checked before the first run: a refused call changes nothing. */
 static void op_graph_capture(fz_in *in)
 {
-    fz_exp e = { 0 };
-    int d, si;
+    fz_exp e = { 0 }, run = { 0 };   /* e: refused up front; run: failures of fn's runs */
+    int d, si, runs = fz_task_runs, role;
     gf_stream *s = fz_pick_stream(in, &e, &d, &si);
     unsigned sel = fz_u8(in) % 16, kind = fz_u8(in) % FZ_T_COUNT;
     int warmup = (int)(fz_u8(in) % 3);
@@ -1712,24 +1777,25 @@ static void op_graph_capture(fz_in *in)
     if (sel == 13) { warmup = -1 - (int)fz_u8(in); fz_bad(&e, GF_ERROR_INVALID_ARGUMENT); }
     if (sel == 14) { fz_bad(&e, GF_ERROR_INVALID_ARGUMENT); FZ_CALL(&e, gf_graph_capture(s, warmup, NULL, NULL, &g)); return; }
     if (sel == 15) { fz_bad(&e, GF_ERROR_INVALID_ARGUMENT); FZ_CALL(&e, gf_graph_capture(s, warmup, fz_task, (void *)&fz_task_kind[kind], NULL)); return; }
-    if (!e.bad && si >= 0 && fz_capture_role(s) && warmup == 0) fz_bad(&e, GF_ERROR_CAPTURE);
-    if (!e.bad && kind == FZ_T_FAIL) fz_bad(&e, GF_ERROR_INVALID_STATE);   /* fn's own failure comes back */
-    if (!e.bad && kind == FZ_T_SYNC) fz_bad(&e, GF_ERROR_CAPTURE);         /* a sync inside the capture */
+    role = si >= 0 ? fz_capture_role(s) : 0;
+    if (si >= 0 && role && warmup == 0) fz_bad(&run, GF_ERROR_CAPTURE);   /* captures do not nest */
+    else if (kind == FZ_T_FAIL) fz_bad(&run, GF_ERROR_INVALID_STATE);     /* fn's own failure comes back */
+    else if (kind == FZ_T_SYNC) fz_bad(&run, GF_ERROR_CAPTURE);           /* a sync inside the capture */
     if (fz_u8(in) & 1) {   /* the desc form: warm-up runs, mode and a graph pool */
         gf_capture_desc desc;
-        int pi = -1, nodesc = fz_u8(in) % 16 == 15, before = e.bad;
+        int pi = -1, nodesc = fz_u8(in) % 16 == 15;
         desc.warmup_runs = warmup;
         desc.mode = (gf_capture_mode)(fz_u8(in) % 4);
         if (desc.mode == 3) { desc.mode = (gf_capture_mode)(3 + fz_u8(in)); fz_bad(&e, GF_ERROR_INVALID_ARGUMENT); }
         desc.pool = fz_pick_gpool(in, &e, d, &pi);
-        /* KD4: the pool and the mode are checked only after the warm-up runs, whose own
-           failures (a synchronize of a capturing stream, fn failing) then come first */
-        if (e.bad > before && warmup > 0 && !fz_known_defects) e.code = GF_OK;
         if (nodesc) fz_bad(&e, GF_ERROR_INVALID_ARGUMENT);
-        if (FZ_CALL(&e, gf_graph_capture_desc(s, nodesc ? NULL : &desc, fz_task, (void *)&fz_task_kind[kind], &g)) == GF_OK)
+        if (FZ_CALL(e.bad ? &e : &run, gf_graph_capture_desc(s, nodesc ? NULL : &desc, fz_task, (void *)&fz_task_kind[kind], &g)) == GF_OK)
             fz_graph_add(g, d, deps | fz_deps_live(), 0, pi);
-    } else if (FZ_CALL(&e, gf_graph_capture(s, warmup, fz_task, (void *)&fz_task_kind[kind], &g)) == GF_OK)
+    } else if (FZ_CALL(e.bad ? &e : &run, gf_graph_capture(s, warmup, fz_task, (void *)&fz_task_kind[kind], &g)) == GF_OK)
         fz_graph_add(g, d, deps | fz_deps_live(), 0, -1);
+    if (e.bad && !fz_oom && fz_task_runs != runs) fz_die(__LINE__, "gf_graph_capture", "ran fn although its arguments were refused");
+    if (e.bad && !fz_oom && si >= 0 && fz_capture_role(s) != role)
+        fz_die(__LINE__, "gf_graph_capture", "a refused call changed the stream's capture");
     if (si >= 0 && fz_capture_role(s) == 1 && fz_cap_of(s) < 0) fz_die(__LINE__, "gf_graph_capture", "left the stream capturing");
 }
 
@@ -2173,12 +2239,18 @@ static void op_native(fz_in *in)
    Every failure must be clean (a code, a message, nothing half-done or leaked). */
 static const struct fz_op *fz_op_at(unsigned i);
 static void fz_run_op(const struct fz_op *op, fz_in *in);
+static int fz_op_may_start_barriers(const struct fz_op *op);
 static void op_oom(fz_in *in)
 {
     gf_allocator a;
     unsigned n = fz_u8(in) % 48, all = fz_u8(in) & 1;
     const struct fz_op *sub = fz_op_at(fz_u8(in));
+    int d;
     if (!sub) return;   /* not itself, nor device close (its destroys must succeed) */
+    /* no worker may start a kernel with barriers while allocations fail: its stream would
+       fail on its own (see the header) */
+    if (fz_op_may_start_barriers(sub)) return;
+    for (d = 0; d < 2 && F.kb_queued; d++) if (F.dev[d] && FZ_CALL(NULL, gf_device_synchronize(F.dev[d])) != GF_OK) return;
     a.alloc = fz_alloc; a.realloc = fz_realloc; a.free = fz_free; a.user = NULL;
     __atomic_store_n(&fz_alloc_all, (int)all, __ATOMIC_RELAXED);
     __atomic_store_n(&fz_alloc_at, (int)n, __ATOMIC_RELAXED);
@@ -2255,10 +2327,7 @@ static void op_graph_set_args(fz_in *in)
     if (sel == 14) args[1].size = 8;
     if (count < 0 || sel == 15) fz_bad(&e, GF_ERROR_INVALID_ARGUMENT);
     if (!e.bad && count > 0 && bi < 0 && b) fz_alt(&e, GF_ERROR_INVALID_HANDLE);   /* if the launch took a buffer there */
-    if (!e.bad && count > 0 && bi >= 0 && gi >= 0 && db != F.graph[gi].h.dev) {
-        fz_alt(&e, GF_ERROR_WRONG_DEVICE);
-        if (!fz_known_defects) fz_alt(&e, GF_ERROR_INVALID_HANDLE);   /* KD3: another device's buffer is called not live */
-    }
+    if (!e.bad && count > 0 && bi >= 0 && gi >= 0 && db != F.graph[gi].h.dev) fz_alt(&e, GF_ERROR_WRONG_DEVICE);
     if (FZ_CALL(&e, gf_graph_set_kernel_args(g, index, sel == 15 ? NULL : args, sel == 15 ? 3 : count)) == GF_OK && bi >= 0)
         F.graph[gi].deps |= FZ_BIT_BUF(bi);   /* the graph now uses it */
 }
@@ -2323,7 +2392,7 @@ static void op_range(fz_in *in)
 static void op_race_state(fz_in *in)
 {
     fz_exp e = { 0 };
-    int d, k;
+    int d;
     gf_device *dev = fz_pick_dev(in, &e, &d);
     unsigned sel = fz_u8(in) % 6;
     if (sel < 2) {
@@ -2341,11 +2410,6 @@ static void op_race_state(fz_in *in)
         size_t size = fz_u8(in) % 4 == 0 ? 1 + fz_u8(in) % 16 : 64 + (size_t)fz_u16(in) % 8192;
         char *text;
         unsigned how = fz_u8(in) % 8;
-        for (k = 0; k < FZ_NWAIT && !fz_known_defects; k++) {   /* KD5: it names each waited event's recording stream */
-            int x;
-            if (!F.wait[k].h.live) continue;
-            for (x = 0; x < FZ_NEVENT; x++) if (F.ev[x].h.live && F.ev[x].e == F.wait[k].e && F.ev[x].orphan) return;
-        }
         if (how == 6) size = 0;
         if (how >= 6) fz_bad(&e, GF_ERROR_INVALID_ARGUMENT);
         if (!(text = (char *)malloc(size ? size : 1))) return;
@@ -2353,6 +2417,204 @@ static void op_race_state(fz_in *in)
             fz_die(__LINE__, "gf_device_write_state", "the text is not NUL-terminated within the size given");
         free(text);
     }
+}
+
+/* The dialect's C side. gf_stub_barrier and gf_stub_atomic called plainly (outside a kernel:
+   the barrier returns, each atomic gives the old value and leaves the new one), and the kernels
+   that use them (reverse_u32, atomics_u32, diverge_u32) launched with dimensions around the
+   device's limits (gf_device_info: max_block, max_grid, max_threads_per_block) and arguments
+   of the wrong kind or size, which gf_launch judges against the declared parameters. A launch
+   of reverse_u32 or atomics_u32 on a stream that is not capturing may be checked: a new
+   buffer of known words, the launch, a synchronize, and every word compared with the host's
+   computation (the barrier orders each block's reads before its writes; atomics lose nothing). */
+static uint32_t fz_kb_rng(uint32_t *x) { *x = *x * 1664525u + 1013904223u; return *x >> 8 ^ *x << 9; }
+
+static void fz_kb_host_calls(fz_in *in)
+{
+    uint32_t a = fz_u32(in), b = fz_u32(in), c = fz_u8(in) & 1 ? a : fz_u32(in), x, r;
+    unsigned op = fz_u8(in) % 5;
+    uint32_t want;
+    gf_stub_barrier();   /* not in a kernel: returns at once */
+    x = a;
+    r = gf_stub_atomic((gf_stub_atomic_op)op, &x, b, c);
+    switch (op) {
+    case GF_STUB_ATOMIC_ADD: want = a + b; break;
+    case GF_STUB_ATOMIC_MIN: want = b < a ? b : a; break;
+    case GF_STUB_ATOMIC_MAX: want = b > a ? b : a; break;
+    case GF_STUB_ATOMIC_XCHG: want = b; break;
+    default: want = a == b ? c : a; break;   /* CAS: b is the expected value, c the desired one */
+    }
+    if (fz_trace) printf("    gf_stub_atomic(%u, %u -> %u, %u, %u) -> old %u\n", op, (unsigned)a, (unsigned)x, (unsigned)b, (unsigned)c, (unsigned)r);
+    if (r != a || x != want) fz_die(__LINE__, "gf_stub_atomic", "a plain call gave a wrong old value or left a wrong value");
+}
+
+/* What reverse_u32 and atomics_u32 leave in p (words in all, n given): 0, or the index of the
+   first word that is wrong, plus 1. */
+static size_t fz_kb_check(int kind, const gf_launch_dims *dims, const uint32_t *init, const uint32_t *got, size_t words, uint32_t n, uint32_t v)
+{
+    unsigned nt = dims->block[0] * dims->block[1] * dims->block[2], blocks = dims->grid[0] * dims->grid[1] * dims->grid[2];
+    unsigned total = nt * blocks, b, t, r, g;
+    size_t i;
+    if (kind == FZ_K_REVERSE) {
+        uint32_t cur[FZ_KB_THREADS], next[FZ_KB_THREADS];
+        for (i = 0; i < words; i++) if (i >= n || i >= (size_t)total) { if (got[i] != init[i]) return i + 1; }
+        for (b = 0; b < blocks; b++) {
+            for (t = 0; t < nt; t++) cur[t] = (size_t)b * nt + t < n ? init[(size_t)b * nt + t] : FZ_KB_PAD;
+            for (r = 0; r < fz_kb_rounds(v, b); r++) {
+                for (t = 0; t < nt; t++) next[t] = cur[nt - 1 - t] + v;
+                memcpy(cur, next, sizeof cur[0] * nt);
+            }
+            for (t = 0; t < nt; t++) if ((i = (size_t)b * nt + t) < n && got[i] != cur[t]) return i + 1;
+        }
+        return 0;
+    }
+    {   /* atomics */
+        uint32_t mx = init[1], mn = init[2];
+        int xchg = 0;
+        for (g = 0; g < total; g++) {
+            if ((g ^ v) > mx) mx = g ^ v;
+            if ((g ^ v) < mn) mn = g ^ v;
+            if (n > 3 && got[3] == (g ^ v)) xchg = 1;
+        }
+        if (n > 0 && got[0] != init[0] + total * v) return 1;
+        if (n > 1 && got[1] != mx) return 2;
+        if (n > 2 && got[2] != mn) return 3;
+        if (n > 3 && !xchg) return 4;
+        if (n > 4 && got[4] != init[4] + total) return 5;
+        if (n > 5 && (init[5] != v ? got[5] != init[5] : got[5] - v - 1 >= total)) return 6;
+        for (i = n < 6 ? n : 6; i < words; i++) if (got[i] != init[i]) return i + 1;
+        return 0;
+    }
+}
+
+static void op_block_kernels(fz_in *in)
+{
+    fz_exp e = { 0 }, ignored = { 0 };
+    unsigned sel = fz_u8(in) % 8, dsel, gsel, bad, how, nb;
+    int kind = sel < 3 ? FZ_K_REVERSE : sel < 6 ? FZ_K_ATOMICS : FZ_K_DIVERGE;
+    int d, si, mi = -1, db = -1, bi = -1, check, slot, k;
+    gf_stream *s;
+    gf_kernel *kp = NULL;
+    gf_launch_dims dims;
+    gf_arg args[3];
+    gf_buffer *b;
+    uint32_t n, v, seed, total;
+    const gf_device_info *info;
+    if (sel == 7) { fz_kb_host_calls(in); return; }
+    s = fz_pick_stream(in, &e, &d, &si);
+    info = &F.info[d >= 0 ? d : 0];
+    if (fz_hmode(in) == FZ_LIVE && (mi = FZ_NTH(F.mod, fz_u8(in), -1)) >= 0) {
+        if (!F.mod[mi].k[kind]) {
+            gf_kernel *got = NULL;
+            if (FZ_CALL(NULL, gf_kernel_get(F.mod[mi].m, fz_kernel_names[kind], &got)) != GF_OK) return;
+            F.mod[mi].k[kind] = got;
+        }
+        kp = F.mod[mi].k[kind];
+        fz_same_dev(&e, d, F.mod[mi].h.dev);
+    } else {
+        kp = fz_u8(in) & 1 ? (gf_kernel *)fz_foreign(K_KERNEL, fz_u8(in)) : NULL;
+        fz_bad(&e, GF_ERROR_INVALID_HANDLE);
+    }
+    /* blocks of at most 8 x 4 x 2 threads, grids of at most 4 x 2 x 2 blocks */
+    dsel = fz_u8(in); gsel = fz_u8(in);
+    dims.block[0] = 1 + (dsel & 7); dims.block[1] = 1 + ((dsel >> 3) & 3); dims.block[2] = 1 + ((dsel >> 5) & 1);
+    dims.grid[0] = 1 + (gsel & 3); dims.grid[1] = 1 + ((gsel >> 2) & 1); dims.grid[2] = 1 + ((gsel >> 3) & 1);
+    dims.shared_bytes = 0;
+    bad = fz_u8(in) % 16;
+    switch (bad) {   /* past the limits (each call refused before anything runs) */
+    case 1: dims.grid[dsel % 3] = 0; break;
+    case 2: dims.block[dsel % 3] = 0; break;
+    case 3: dims.block[dsel % 3] = info->max_block[dsel % 3] + 1; break;
+    case 4: dims.grid[dsel % 3] = info->max_grid[dsel % 3] + 1; break;   /* 2^31 - 1 + 1 for x */
+    case 5: dims.block[0] = info->max_threads_per_block; dims.block[1] = 2; dims.block[2] = 1; break;
+    case 6: dims.block[0] = dims.block[1] = 65536; dims.block[2] = 1; break;   /* 2^32 threads: 0 in 32 bits */
+    default: break;
+    }
+    for (k = 0; k < 3; k++) {   /* the contract: each dimension >= 1 and within its limit, threads within theirs */
+        if (!dims.grid[k] || !dims.block[k] || (info->max_block[k] && dims.block[k] > info->max_block[k]) ||
+            (info->max_grid[k] && dims.grid[k] > info->max_grid[k])) fz_bad(&e, GF_ERROR_INVALID_ARGUMENT);
+    }
+    if (info->max_threads_per_block && (uint64_t)dims.block[0] * dims.block[1] * dims.block[2] > info->max_threads_per_block)
+        fz_bad(&e, GF_ERROR_INVALID_ARGUMENT);
+    if (bad >= 1 && bad <= 6 && !e.bad) fz_die(__LINE__, "op_block_kernels", "a launch past the limits was not modelled as bad");
+    total = dims.block[0] * dims.block[1] * dims.block[2] * dims.grid[0] * dims.grid[1] * dims.grid[2];
+    if (kind == FZ_K_DIVERGE && mi >= 0 && (bad == 0 || bad > 6)) {
+        /* misuse, on a stream of its own: the launch is taken, its synchronize fails with
+           GF_ERROR_DRIVER (or succeeds: one thread a block, no barrier met), the failure stays
+           with that stream, and destroying the stream frees it (reporting the failure) */
+        gf_stream *own = NULL;
+        gf_result r;
+        int md = F.mod[mi].h.dev, ok;
+        if ((bi = FZ_NTH(F.buf, fz_u8(in), md)) < 0) return;
+        n = (uint32_t)(F.buf[bi].size / 4);
+        v = fz_u8(in);
+        args[0].value = NULL; args[0].size = 0; args[0].buffer = F.buf[bi].b;
+        args[1].value = &n; args[1].size = 4; args[1].buffer = NULL;
+        args[2].value = &v; args[2].size = 4; args[2].buffer = NULL;
+        if (FZ_CALL(NULL, gf_stream_create(F.dev[md], NULL, &own)) != GF_OK) return;
+        if (fz_trace) printf("      %s, %u threads, n %u, v %u, on a stream of its own\n", fz_kernel_names[kind], (unsigned)total, (unsigned)n, (unsigned)v);
+        r = FZ_CALL(NULL, gf_launch(own, kp, dims, args, 3));
+        if (r != GF_OK && !fz_oom) fz_die(__LINE__, "gf_launch", "refused a launch of a kernel whose barriers diverge (that is found when it runs)");
+        r = FZ_CALL(NULL, gf_stream_synchronize(own));
+        ok = r == GF_OK || (r == GF_ERROR_DRIVER && total > dims.grid[0] * dims.grid[1] * dims.grid[2]);
+        if (!ok && !fz_oom) fz_die(__LINE__, "gf_stream_synchronize", "a stream whose kernel's barriers diverged did not fail with GF_ERROR_DRIVER, or one-thread blocks failed");
+        if (r == GF_ERROR_DRIVER && FZ_CALL(NULL, gf_stream_query(own)) != GF_ERROR_DRIVER && !fz_oom)
+            fz_die(__LINE__, "gf_stream_query", "the stream's failure was not kept");
+        FZ_VOID(0, r == GF_OK, gf_stream_destroy(own));   /* reports the kept failure, frees the stream */
+        return;
+    }
+    how = fz_u8(in) % 4;
+    v = (uint32_t)fz_u16(in) * 0x9e3779b1u;   /* high bits too: reverse_u32's rounds */
+    /* a checked launch: a new buffer, a stream that is not capturing, nothing else wrong */
+    check = how < 3 && kind != FZ_K_DIVERGE && !e.bad && si >= 0 && !fz_oom && !fz_capture_role(s) && (slot = FZ_FREE(F.buf)) >= 0 && bad < 7;
+    if (check) {
+        uint32_t init[FZ_KB_THREADS * 16 + 16], got[FZ_KB_THREADS * 16 + 16];
+        size_t words, at;
+        int dv = d;
+        nb = fz_u8(in) % 9;
+        if (kind == FZ_K_ATOMICS) n = (nb + 6) % 8;                       /* 6 words are used */
+        else n = nb < 5 ? total + nb : total > nb - 4 ? total - (nb - 4) : 0;   /* around the thread count */
+        words = n + fz_u8(in) % 8;
+        if (!words) words = 1;
+        seed = (uint32_t)fz_u16(in) << 8 | 1u;
+        for (at = 0; at < words; at++) init[at] = fz_kb_rng(&seed);
+        if (kind == FZ_K_ATOMICS && words > 5 && (v & 1)) init[5] = v;   /* the compare-and-swap succeeds once */
+        if (FZ_CALL(NULL, gf_buffer_create(F.dev[dv], words * 4, &b)) != GF_OK) return;
+        F.buf[slot].h.live = 1; F.buf[slot].h.dev = dv; F.buf[slot].b = b; F.buf[slot].size = words * 4;
+        F.buf[slot].async = 0; F.buf[slot].view = 0; F.buf[slot].parent = -1; F.buf[slot].wrapped = 0;
+        if (FZ_CALL(NULL, gf_copy_to_device(b, 0, init, words * 4)) != GF_OK) return;
+        if (FZ_CALL(NULL, gf_stream_synchronize(s)) != GF_OK) return;   /* a failure kept from earlier work: not checked */
+        args[0].value = NULL; args[0].size = 0; args[0].buffer = b;
+        args[1].value = &n; args[1].size = 4; args[1].buffer = NULL;
+        args[2].value = &v; args[2].size = 4; args[2].buffer = NULL;
+        if (fz_trace) printf("      %s, %u threads, n %u of %lu words, v %#x: checked\n", fz_kernel_names[kind], (unsigned)total, (unsigned)n, (unsigned long)words, (unsigned)v);
+        if (FZ_CALL(&e, gf_launch(s, kp, dims, args, 3)) != GF_OK) return;
+        if (FZ_CALL(NULL, gf_stream_synchronize(s)) != GF_OK) fz_die(__LINE__, fz_kernel_names[kind], "a valid launch failed when it ran");
+        if (FZ_CALL(NULL, gf_copy_to_host(got, b, 0, words * 4)) != GF_OK) return;
+        if ((at = fz_kb_check(kind, &dims, init, got, words, n, v)) != 0) {
+            char why[200];
+            snprintf(why, sizeof why, "word %lu of the buffer is %#x after the launch (it was %#x); %u threads, n %u, v %#x",
+                     (unsigned long)(at - 1), (unsigned)got[at - 1], (unsigned)init[at - 1], (unsigned)total, (unsigned)n, (unsigned)v);
+            fz_die(__LINE__, fz_kernel_names[kind], why);
+        }
+        fz_destroy_buf(slot);   /* its slot for the next one (kept if refused) */
+        return;
+    }
+    /* on a buffer of the tables (or NULL, or of another type): the kernel touches p[i < n] */
+    b = fz_pick_buf(in, &ignored, &db, &bi);
+    n = (uint32_t)fz_u8(in) * 4;
+    if (bi >= 0 && n > F.buf[bi].size / 4) n = (uint32_t)(F.buf[bi].size / 4);
+    if (!b) fz_bad(&e, GF_ERROR_INVALID_ARGUMENT);    /* neither a buffer nor a value */
+    else if (bi < 0) fz_bad(&e, GF_ERROR_INVALID_HANDLE);
+    else fz_same_dev(&e, d, db);
+    args[0].value = NULL; args[0].size = 0; args[0].buffer = b;
+    args[1].value = &n; args[1].size = 4; args[1].buffer = NULL;
+    args[2].value = &v; args[2].size = 4; args[2].buffer = NULL;
+    if (bad == 7) { args[0].value = &n; args[0].size = 4; args[0].buffer = NULL; fz_bad(&e, GF_ERROR_INVALID_ARGUMENT); }   /* a value for the buffer */
+    if (bad == 8) { args[2].size = 8; fz_bad(&e, GF_ERROR_INVALID_ARGUMENT); }   /* 8 bytes for a uint32_t */
+    if (bad == 9 && bi >= 0) { args[1].buffer = b; fz_bad(&e, GF_ERROR_INVALID_ARGUMENT); }   /* a buffer for a value */
+    if (fz_trace) printf("      %s, %u threads, n %u, v %#x\n", fz_kernel_names[kind], (unsigned)total, (unsigned)n, (unsigned)v);
+    if (FZ_CALL(&e, gf_launch(s, kp, dims, args, 3)) == GF_OK && kind != FZ_K_ATOMICS) F.kb_queued = 1;   /* op_oom */
 }
 
 static void op_profiler(fz_in *in)
@@ -2422,11 +2684,15 @@ static const fz_op fz_ops[] = {
     { "oom", op_oom },                     { "allocator", op_allocator },
     { "gpool", op_gpool },                 { "graph_set_args", op_graph_set_args },
     { "flow_misc", op_flow_misc },         { "range", op_range },
-    { "race_state", op_race_state },
+    { "race_state", op_race_state },       { "block_kernels", op_block_kernels },
 };
 #define FZ_OPS ((unsigned)(sizeof fz_ops / sizeof fz_ops[0]))
 
 static void fz_run_op(const struct fz_op *op, fz_in *in) { op->fn(in); }
+static int fz_op_may_start_barriers(const struct fz_op *op)   /* op_oom */
+{
+    return op->fn == op_block_kernels || (F.kb_queued && op->fn == op_graph_launch);
+}
 static const struct fz_op *fz_op_at(unsigned i)   /* an op to run under op_oom */
 {
     const fz_op *op = &fz_ops[i % FZ_OPS];
@@ -2568,6 +2834,7 @@ static const char *const fz_families[][10] = {
     { "graph-pools", "gpool", "capture_begin", "buf_create_async", "capture_end", "graph_capture", "graph_launch", "graph_misc", "gpool", "graph_set_args" },
     { "flows-more", "flow_misc", "flow_misc", "flow_depend", "flow_run", "flow_misc", "range", "range", "spool_create", "flow_run" },
     { "races-state", "race_state", "race_state", "fill_async", "launch", "copy_d2d_async", "stream_wait", "event_wait", "race_state", "race_state" },
+    { "block-kernels", "block_kernels", "block_kernels", "block_kernels", "capture_begin", "capture_end", "graph_launch", "graph_set_args", "stream_sync", "oom" },
 };
 #define FZ_FAMILIES (sizeof fz_families / sizeof fz_families[0])
 
@@ -2582,7 +2849,7 @@ static void fz_generate(const char *dir)
             if (!(f = fopen(path, "wb"))) { fprintf(stderr, "fuzz_replay: cannot write %s\n", path); exit(2); }
             fz_rng = 1000u * fam + seed + 1;
             for (i = 0; i < sizeof fz_setup / sizeof fz_setup[0]; i++) fz_emit(f, fz_setup[i], 0);
-            if (!strcmp(fz_families[fam][0], "kernels")) { fz_emit(f, "module", 0); fz_emit(f, "kernel_get", 0); }
+            if (!strcmp(fz_families[fam][0], "kernels") || !strcmp(fz_families[fam][0], "block-kernels")) { fz_emit(f, "module", 0); fz_emit(f, "kernel_get", 0); }
             if (!strcmp(fz_families[fam][0], "flows")) { fz_emit(f, "spool_create", 0); fz_emit(f, "flow_create", 0); }
             for (i = 0; i < 24 + 8 * seed; i++) {
                 /* the first seed of each family calls plainly, the others with random arguments */

@@ -65,6 +65,17 @@ static void k_correct(const gf_kernel_ctx *c, void *const *a)
     }
     if (c->block_idx[0] % 2) { gf_block_sync(); x[base + t] += 1.0f; }
 }
+/* block 0 returns at once; the others reverse their 8 elements through a barrier: legal (the
+   condition is the same for a whole block) */
+static void k_block0_skips(const gf_kernel_ctx *c, void *const *a)
+{
+    float *x = arg_x(a), mine;
+    unsigned base = c->block_idx[0] * c->block[0], t = c->thread_idx[0];
+    if (c->block_idx[0] == 0) return;
+    mine = x[base + 7 - t];
+    gf_block_sync();
+    x[base + t] = mine;
+}
 /* spins until the host lets it go, in block 1 */
 static int spin_release;
 static void k_spin(const gf_kernel_ctx *c, void *const *a)
@@ -89,7 +100,7 @@ static const gf_stub_kernel kernels[] = {
     { "early_return", k_early_return, 2, x_n_params, 0 }, { "thread0_returns", k_thread0_returns, 2, x_n_params, 0 },
     { "divergent", k_divergent, 2, x_n_params, 0 },       { "correct", k_correct, 2, x_n_params, 0 },
     { "spin", k_spin, 2, x_n_params, 0 },                 { "write_at", k_write_at, 2, x_n_params, 0 },
-    { "in_bounds", k_in_bounds, 2, x_n_params, 0 },
+    { "in_bounds", k_in_bounds, 2, x_n_params, 0 },       { "block0_skips", k_block0_skips, 2, x_n_params, 0 },
 };
 static gf_module *mod;
 
@@ -135,6 +146,8 @@ static void test_barriers(void)
     for (i = 0, ok = 1; i < 32; i++) ok &= i == 2 * 8 + 3 || host[i] == 2.0f;
     CHECK(ok, "the launch ran to its end: every other thread passed the barrier");
     gf_stream_destroy(s);
+    CHECK(error_has("kernel 'early_return'"), "destroying the failed stream says its failure once more, and frees it");
+    CHECK_EQ_RESULT(gf_device_synchronize(dev), GF_OK);   /* no failed stream is left: the device is usable */
 
     CHECK_EQ_RESULT(run("thread0_returns", x, 32, 4, NULL), GF_ERROR_DRIVER);
     CHECK(error_has("kernel 'thread0_returns'") && error_has("block (0, 0, 0)") && error_has("7 of its 8 threads reached gf_block_sync") &&
@@ -151,6 +164,64 @@ static void test_barriers(void)
     CHECK_EQ_RESULT(gf_copy_to_host(host, x, 0, sizeof host), GF_OK);
     for (i = 0, ok = 1; i < 32; i++) ok &= host[i] == (float)((i / 8) * 8 + (7 - i % 8)) + (float)((i / 8) % 2);
     CHECK(ok, "after misuse the device runs a correct kernel with barriers in a loop and uniform conditions, right");
+
+    /* fuzzer KD6: block 0 decided for the whole launch, so later blocks' barriers did not hold */
+    for (i = 0; i < 32; i++) host[i] = (float)i;
+    CHECK_EQ_RESULT(gf_copy_to_device(x, 0, host, sizeof host), GF_OK);
+    CHECK_EQ_RESULT(run("block0_skips", x, 32, 4, NULL), GF_OK);
+    CHECK_EQ_RESULT(gf_copy_to_host(host, x, 0, sizeof host), GF_OK);
+    for (i = 0, ok = 1; i < 32; i++) ok &= host[i] == (i < 8 ? (float)i : (float)((i / 8) * 8 + 7 - i % 8));
+    CHECK(ok, "a barrier that block 0 skips and the other blocks reach (uniform per block): no failure, every block right");
+    gf_buffer_destroy(x);
+}
+
+/* fuzzer KD7: no memory for a block's fiber stacks: the stream fails with OUT_OF_MEMORY, no
+   thread runs twice, nothing crashes (ASan) */
+static int stacks_left = -1;   /* atomic: fiber stacks that may still be allocated (-1: any) */
+static void *stacks_alloc(void *user, size_t n)
+{
+    (void)user;
+    if (n == GF__FIBER_STACK && __atomic_fetch_sub(&stacks_left, 1, __ATOMIC_ACQ_REL) <= 0) return NULL;
+    return malloc(n);
+}
+static void *stacks_realloc(void *user, void *p, size_t n) { (void)user; return realloc(p, n); }
+static void stacks_free(void *user, void *p) { (void)user; free(p); }
+static void test_no_memory_for_fibers(void)
+{
+    gf_allocator a;
+    gf_buffer *x = NULL;
+    gf_stream *s = NULL;
+    float host[32];
+    int i, ok;
+    a.alloc = stacks_alloc; a.realloc = stacks_realloc; a.free = stacks_free; a.user = NULL;
+    CHECK_EQ_RESULT(gf_buffer_create(dev, sizeof host, &x), GF_OK);
+    for (i = 0; i < 32; i++) host[i] = (float)i;
+    CHECK_EQ_RESULT(gf_copy_to_device(x, 0, host, sizeof host), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_create(dev, NULL, &s), GF_OK);
+    __atomic_store_n(&stacks_left, 1, __ATOMIC_RELEASE);   /* thread 0's stack, then none */
+    gf_set_allocator(&a);
+    {
+        gf_kernel *k = NULL;
+        gf_launch_dims d;
+        gf_arg args[2];
+        unsigned n = 32;
+        memset(&d, 0, sizeof d);
+        d.grid[0] = 4; d.grid[1] = d.grid[2] = 1;
+        d.block[0] = 8; d.block[1] = d.block[2] = 1;
+        args[0].value = NULL; args[0].size = 0; args[0].buffer = x;
+        args[1].value = &n; args[1].size = sizeof n; args[1].buffer = NULL;
+        CHECK_EQ_RESULT(gf_kernel_get(mod, "correct", &k), GF_OK);
+        CHECK_EQ_RESULT(gf_launch(s, k, d, args, 2), GF_OK);
+        CHECK_EQ_RESULT(gf_stream_synchronize(s), GF_ERROR_OUT_OF_MEMORY);
+    }
+    gf_set_allocator(NULL);
+    CHECK(error_has("kernel 'correct', block (0, 0, 0): no host memory for its threads' fiber stacks") && error_has("the launch stopped there"),
+          "no memory for fiber stacks: OUT_OF_MEMORY naming the kernel and block");
+    gf_stream_destroy(s);
+    __atomic_store_n(&stacks_left, -1, __ATOMIC_RELEASE);
+    CHECK_EQ_RESULT(gf_copy_to_host(host, x, 0, sizeof host), GF_OK);
+    for (i = 8, ok = 1; i < 32; i++) ok &= host[i] == (float)i;
+    CHECK(ok, "... and the blocks after it did not run");
     gf_buffer_destroy(x);
 }
 
@@ -234,6 +305,7 @@ int main(void)
     md.stub_kernel_count = (int)(sizeof kernels / sizeof kernels[0]);
     if (!CHECK_EQ_RESULT(gf_module_load(dev, &md, &mod), GF_OK)) return th_finish();
     test_barriers();
+    test_no_memory_for_fibers();
     test_running_kernel_in_report();
     test_guards();
     gf_module_destroy(mod);
