@@ -3,7 +3,8 @@
 #   make test                  build and run every test and example; the last line is `N passed, N failed`
 #   make test-gpu              on the GPU machine: the conformance suite on CUDA (+ memcheck)
 #   make sanitize              the tests under ASan+UBSan, then under TSan
-#   make stress                8 threads over shared objects, then a create/destroy soak (bounded)
+#   make stress                8 threads over shared objects, a create/destroy soak, a race-detector
+#                              toggle storm, the kernel cache under 6 processes and a corrupter (bounded)
 #   make fuzz                  the API-sequence fuzzer for FUZZ_TIME seconds (clang, libFuzzer), then
 #                              the lines of gpuflow.h its corpus reaches (clang source-based coverage)
 #   make examples | bench      build (and run) examples/*.c; build bench/*.c
@@ -219,16 +220,22 @@ fuzz: $(BUILD)/fuzz
 # ---- make stress -----------------------------------------------------------------------------------
 # 8 threads over shared streams, pools, event pools, waiters, flows and graphs for STRESS_SECONDS,
 # then a create/destroy soak on a fresh device (50k rounds or STRESS_SECONDS, whichever ends first),
-# per backend in STRESS_BACKENDS, printing RSS, fds and threads per 10k rounds. STRESS_UPDATE=update
-# also races gf_graph_update against launches of the same graph. stress-sanitize: shorter, under
+# per backend in STRESS_BACKENDS, printing RSS, fds and threads per 10k rounds, then the race
+# detector switched on and off from 2 threads while 4 run correct work (no race may be reported).
+# STRESS_UPDATE=update also races gf_graph_update against launches of the same graph. Then the
+# kernel cache: 6 processes loading 3 modules against one directory for CACHE_STRESS_SECONDS while
+# a 7th damages its entries, on each backend that compiles source (CACHE_STRESS_BACKENDS). stress-sanitize: shorter, under
 # ASan+UBSan and TSan, with a soak sample every 500 rounds so the short soak is still judged.
 STRESS_SECONDS     ?= 20
 STRESS_SAN_SECONDS ?= 5
 STRESS_BACKENDS    ?= stub
 STRESS_UPDATE      ?= update
-stress: $(BUILD)/stress
-	@STRESS_SECONDS=$(STRESS_SECONDS) TEST_TIMEOUT=$$((2 * $(STRESS_SECONDS) + 120)) sh tests/run.sh \
-	    $(foreach b,$(STRESS_BACKENDS),"$(BUILD)/stress $(b) $(STRESS_UPDATE)")
+CACHE_STRESS_SECONDS  ?= 10
+CACHE_STRESS_BACKENDS ?= $(if $(HAVE_OPENCL),opencl) $(if $(HAVE_CUDA),cuda) $(if $(HAVE_HIP),hip)
+stress: $(BUILD)/stress $(BUILD)/cache_stress
+	@STRESS_SECONDS=$(STRESS_SECONDS) CACHE_STRESS_SECONDS=$(CACHE_STRESS_SECONDS) TEST_TIMEOUT=$$((3 * $(STRESS_SECONDS) + 120)) sh tests/run.sh \
+	    $(foreach b,$(STRESS_BACKENDS),"$(BUILD)/stress $(b) $(STRESS_UPDATE)") \
+	    $(foreach b,$(CACHE_STRESS_BACKENDS),"$(BUILD)/cache_stress $(b)")
 
 stress-sanitize: $(BUILD)/asan/stress $(BUILD)/tsan/stress
 	@$(SAN_ENV) STRESS_SECONDS=$(STRESS_SAN_SECONDS) STRESS_SOAK_EVERY=500 TEST_TIMEOUT=$$((4 * $(STRESS_SAN_SECONDS) + 240)) \

@@ -2379,6 +2379,7 @@ static void gf__race_apply(gf_stream *s, const gf__race_use *uses, int n) {
     int i;
     msg[0] = 0;
     gf__lock(&race->lock);
+    if (!gf__atomic_load_int(&s->dev->race_on)) { gf__unlock(&race->lock); return; }   /* switched off since the caller looked */
     if (gf__race_stream(race, s)) {
         s->race_vc[s->race_slot]++;
         for (i = 0; i < n; i++) if (uses[i].root) gf__race_access_one(race, s, &uses[i], msg, sizeof msg);
@@ -2475,6 +2476,7 @@ static void gf__race_take(gf_graph *target, const gf_graph *from) {
 static void gf__race_record(gf_event *ev, gf_stream *s) {   /* s->lock held */
     gf__race *race = s->dev->race;
     gf__lock(&race->lock);
+    if (!gf__atomic_load_int(&s->dev->race_on)) { gf__unlock(&race->lock); return; }   /* switched off since the caller looked */
     if (gf__race_stream(race, s) && gf__vc_fit(&ev->race_vc, &ev->race_n, s->race_n)) {   /* the whole clock: no tick of an older record stays */
         memcpy(ev->race_vc, s->race_vc, sizeof *s->race_vc * (size_t)s->race_n);
         memset(ev->race_vc + s->race_n, 0, sizeof *ev->race_vc * (size_t)(ev->race_n - s->race_n));
@@ -2484,6 +2486,7 @@ static void gf__race_record(gf_event *ev, gf_stream *s) {   /* s->lock held */
 static void gf__race_wait(gf_stream *s, gf_event *ev) {     /* s->lock held */
     gf__race *race = s->dev->race;
     gf__lock(&race->lock);
+    if (!gf__atomic_load_int(&s->dev->race_on)) { gf__unlock(&race->lock); return; }   /* switched off since the caller looked */
     if (gf__race_stream(race, s)) gf__vc_join(&s->race_vc, &s->race_n, ev->race_vc, ev->race_n);
     gf__unlock(&race->lock);
 }
@@ -2497,12 +2500,14 @@ static void gf__race_host_knows(gf__race *race, uint64_t *const *vc, const int *
 static void gf__race_stream_done(gf_stream *s) {
     gf__race *race = s->dev->race;
     gf__lock(&race->lock);
+    if (!gf__atomic_load_int(&s->dev->race_on)) { gf__unlock(&race->lock); return; }   /* switched off since the caller looked */
     gf__race_host_knows(race, &s->race_vc, &s->race_n);
     gf__unlock(&race->lock);
 }
 static void gf__race_event_done(gf_event *ev) {
     gf__race *race = ev->dev->race;
     gf__lock(&race->lock);
+    if (!gf__atomic_load_int(&ev->dev->race_on)) { gf__unlock(&race->lock); return; }   /* switched off since the caller looked */
     gf__race_host_knows(race, &ev->race_vc, &ev->race_n);
     gf__unlock(&race->lock);
 }
@@ -2515,7 +2520,8 @@ static void gf__race_free(gf_buffer *buf, gf_stream *s) {
     int i;
     msg[0] = 0;
     gf__lock(&race->lock);
-    if (s && root == buf) {
+    if (!gf__atomic_load_int(&buf->dev->race_on)) {}   /* switched off since the caller looked: nothing to judge */
+    else if (s && root == buf) {
         gf__race_use u;
         memset(&u, 0, sizeof u);
         u.root = root; u.lo = 0; u.hi = root->capacity; u.write = 1;
@@ -2556,14 +2562,17 @@ GPUFLOW_IMPL gf_result gf_race_check_enable(gf_device *dev, unsigned flags) {
     if (flags && !dev->race) {
         if (!(dev->race = (gf__race *)gf__alloc(sizeof *dev->race))) r = gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_race_check_enable: out of host memory");
         else gf__mutex_init(&dev->race->lock);
-    } else if (flags && !gf__atomic_load_int(&dev->race_on)) {
-        /* on again: what happened while it was off was not seen (synchronizes included), so
-           the accesses it recorded before are forgotten rather than misjudged */
+    }
+    /* on again: what happened while it was off was not seen, so older accesses are forgotten.
+       The epoch and the switch change together under the detector's lock, and each recorder
+       looks at the switch again under that lock: an operation that saw "on" before a toggle
+       cannot land in the new epoch while a later one of the same thread saw "off". */
+    if (r == GF_OK && dev->race) {
         gf__lock(&dev->race->lock);
-        dev->race->epoch++;
+        if (flags && !gf__atomic_load_int(&dev->race_on)) dev->race->epoch++;
+        gf__atomic_store_int(&dev->race_on, flags ? 1 : 0);
         gf__unlock(&dev->race->lock);
     }
-    if (r == GF_OK) gf__atomic_store_int(&dev->race_on, flags ? 1 : 0);
     gf__unlock(&dev->lock);
     return r;
 }
@@ -5957,7 +5966,7 @@ typedef struct gf__cache_header {
     char magic[8];
     uint64_t key[2];
     uint32_t kind, identity_size;   /* the identity's bytes follow the header, then the binary */
-    uint64_t size, sum;             /* the binary's size; checksum of identity and binary */
+    uint64_t size, sum;             /* the binary's size; checksum of identity, binary and kind */
 } gf__cache_header;
 #define GF__CACHE_MAGIC "gpuflow2"
 static uint64_t gf__hash(uint64_t h, const void *data, size_t n) {
@@ -6097,7 +6106,8 @@ static gf_result gf__cache_read(const char *path, const gf__cache_identity *id, 
     else if (!(data = (char *)gf__malloc(id->size + (size_t)h.size))) why = "too large for the host memory left";
     else if (!gf__fd_read_all(fd, data, id->size + (size_t)h.size)) why = "unreadable";
     else if (memcmp(data, id->bytes, id->size)) why = "made for other source, options, device or compiler";
-    else if (gf__hash(1469598103934665603u, data, id->size + (size_t)h.size) != h.sum) why = "corrupt (its checksum does not match)";
+    else if (gf__hash(gf__hash(1469598103934665603u, data, id->size + (size_t)h.size), &h.kind, sizeof h.kind) != h.sum)
+        why = "corrupt (its checksum does not match)";
     gf__fd_close(fd);
     if (why) {
         gf__notice(GF_LOG_WARNING, "gf_module_load: kernel cache entry '%s' is %s; rebuilding it", path, why);
@@ -6133,7 +6143,7 @@ static void gf__cache_write(const char *path, const gf__cache_identity *id, cons
     h.kind = (uint32_t)kind;
     h.identity_size = (uint32_t)id->size;
     h.size = size;
-    h.sum = gf__hash(gf__hash(1469598103934665603u, id->bytes, id->size), binary, size);
+    h.sum = gf__hash(gf__hash(gf__hash(1469598103934665603u, id->bytes, id->size), binary, size), &h.kind, sizeof h.kind);
     snprintf(tmp, n, "%s.%lu.%d.tmp", path, gf__getpid(), gf__atomic_add_int(&serial, 1));
     fd = GF__FAULT("open") ? (errno = EIO, -1) : gf__fd_open(tmp, GF__O_CACHE_NEW, 0600);
     if (fd < 0) {
@@ -7253,7 +7263,7 @@ static void gf__stub_launch_run(gf__stub_stream *q, gf__stub_item *it) {
         fibers = b.state && b.site && b.ctx && b.fibers;
     }
     for (bz = 0; bz < ctx.grid[2] && !stop; bz++) for (by = 0; by < ctx.grid[1] && !stop; by++) for (bx = 0; bx < ctx.grid[0] && !stop; bx++) {
-        int first = 1;   /* plain calls from this thread on */
+        int probed = 0;   /* thread 0 ran as a fiber */
         ctx.block_idx[0] = bx; ctx.block_idx[1] = by; ctx.block_idx[2] = bz;
         gf__atomic_store_int(&q->block[0], (int)bx); gf__atomic_store_int(&q->block[1], (int)by); gf__atomic_store_int(&q->block[2], (int)bz);
         b.plain = b.plain_barriers = b.hit_barrier = 0;
@@ -7272,30 +7282,28 @@ static void gf__stub_launch_run(gf__stub_stream *q, gf__stub_item *it) {
         }
         if (fibers) {
             gf__running_block = &b;
-            if (!gf__fiber_start(&b, 0)) first = 0;
-            else {
+            if ((probed = gf__fiber_start(&b, 0)) != 0) {
                 b.current = 0;
                 gf__fiber_switch(&b.main, &b.fibers[0]);   /* back when it finishes, or at its first barrier */
-                if (b.hit_barrier) first = gf__block_fibers(&b, 1) ? per_block : -1;
-                else {   /* no barrier for thread 0: none for the block */
-                    b.plain = 1;
-                    for (i = 1; i < per_block; i++) { b.plain_thread_hit = 0; it->kernel(&b.ctx[i], it->argv); }
+                if (b.hit_barrier && !gf__block_fibers(&b, 1)) {   /* the threads started are left unfinished */
+                    gf__stub_fail_async(q, GF_ERROR_OUT_OF_MEMORY, "stub: kernel '%s', block (%u, %u, %u): no host memory for its threads' fiber stacks "
+                                        "(%d x %llu bytes); the launch stopped there", it->name, bx, by, bz, per_block, (unsigned long long)GF__FIBER_STACK);
+                    stop = reported = 1;
                 }
             }
-            if (first <= 0) {   /* its threads could not all become fibers: those started are left unfinished */
-                gf__stub_fail_async(q, GF_ERROR_OUT_OF_MEMORY, "stub: kernel '%s', block (%u, %u, %u): no host memory for its threads' fiber stacks (%d x %llu bytes); "
-                                    "the launch stopped there", it->name, bx, by, bz, per_block, (unsigned long long)GF__FIBER_STACK);
-                stop = reported = 1;
+            if (!b.hit_barrier) {   /* thread 0 reached no barrier (or had no stack): none for the block, as plain calls */
+                b.plain = 1;
+                for (i = probed; i < per_block; i++) { b.plain_thread_hit = 0; it->kernel(&b.ctx[i], it->argv); }
             }
         }
         gf__running_block = NULL;
         if (b.plain_barriers && !reported++) {
-            if (fibers)
+            if (probed)
                 gf__stub_fail_async(q, GF_ERROR_DRIVER, "stub: kernel '%s', block (%u, %u, %u): %d of its %d threads reached gf_block_sync; thread 0 returned without it",
                                     it->name, bx, by, bz, b.plain_barriers, per_block);
             else
-                gf__stub_fail_async(q, GF_ERROR_OUT_OF_MEMORY, "stub: kernel '%s', block (%u, %u, %u): %d of its %d threads reached gf_block_sync, which did not hold: "
-                                    "no host memory to run them as fibers", it->name, bx, by, bz, b.plain_barriers, per_block);
+                gf__stub_fail_async(q, GF_ERROR_OUT_OF_MEMORY, "stub: kernel '%s', block (%u, %u, %u): %d of its %d threads reached gf_block_sync, "
+                                    "which did not hold: no host memory to run them as fibers", it->name, bx, by, bz, b.plain_barriers, per_block);
         }
         if (b.misuse[0] && !reported++)
             gf__stub_fail_async(q, GF_ERROR_DRIVER, "stub: kernel '%s', block (%u, %u, %u): %s", it->name, bx, by, bz, b.misuse);

@@ -146,13 +146,13 @@ static int write_file(const char *path, const void *data, long size)
     int ok = f && (size == 0 || fwrite(data, 1, (size_t)size, f) == (size_t)size);
     return f ? (fclose(f) == 0 && ok) : 0;
 }
-static uint64_t fnv(const unsigned char *p, size_t n)
+static uint64_t fnv_more(uint64_t h, const unsigned char *p, size_t n)
 {
-    uint64_t h = 1469598103934665603u;
     size_t i;
     for (i = 0; i < n; i++) h = (h ^ p[i]) * 1099511628211u;
     return h;
 }
+static uint64_t fnv(const unsigned char *p, size_t n) { return fnv_more(1469598103934665603u, p, n); }
 
 /* ---- entries ---- */
 typedef enum { DAMAGE_TRUNCATE, DAMAGE_EMPTY, DAMAGE_FLIP, DAMAGE_FOREIGN, DAMAGE_IDENTITY } damage;
@@ -191,7 +191,7 @@ static void test_entries(const char *dir)
                 uint64_t sum;
                 memcpy(&identity, data + 28, 4);
                 data[48 + identity / 2] ^= 0x01;
-                sum = fnv(data + 48, (size_t)size - 48);
+                sum = fnv_more(fnv(data + 48, (size_t)size - 48), data + 24, 4);   /* identity, binary, kind */
                 memcpy(data + 40, &sum, 8);
                 damaged = write_file(entry, data, size);
                 break;

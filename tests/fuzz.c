@@ -266,6 +266,7 @@ static void fz_log(void *user, gf_log_level level, gf_result code, const char *m
     if (code < 0 && level != GF_LOG_ERROR) fz_die(__LINE__, "logger", "a failure was not logged at GF_LOG_ERROR");
     if (code == GF_OK && level == GF_LOG_ERROR) fz_die(__LINE__, "logger", "a notice was logged as an error");
     if (code != GF_OK && strcmp(message, gf_last_error()) != 0) fz_die(__LINE__, "logger", "the message is not this thread's gf_last_error()");
+    if (fz_trace) printf("    log: %s\n", message);
     __atomic_fetch_add(&fz_logged, 1, __ATOMIC_RELAXED);
 }
 
@@ -2419,6 +2420,99 @@ static void op_race_state(fz_in *in)
     }
 }
 
+/* The kernel cache's reader against what a file system can hold (the stub compiles no source,
+   so the op calls the library's own cache functions): a valid entry for one of a few
+   identities is written, then damaged as the input says (truncated, bytes changed, a header
+   field forged, replaced by the input's own bytes, by a symlink, a FIFO, a directory, or left
+   valid), and read back for an identity the input picks. The oracle: the reader never crashes
+   or blocks, and it returns GF_OK only for an undamaged entry of the same identity, with the
+   exact binary and kind that were written; every entry it refuses is named in a warning. */
+static char fz_cache_dir[64];
+static void fz_cache_cleanup(void)
+{
+    char cmd[160];
+    if (!fz_cache_dir[0]) return;
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", fz_cache_dir);
+    if (system(cmd) != 0) fprintf(stderr, "fuzz: could not remove %s\n", fz_cache_dir);
+}
+static void op_cache_file(fz_in *in)
+{
+    static const char *const texts[3] = { "GF_KERNEL(a, GF_GLOBAL float *x) { x[0] = 1.0f; }", "GF_KERNEL(a, GF_GLOBAL float *x) { x[0] = 2.0f; }", "" };
+    static const char *const options[3] = { NULL, "-DX=1", "-DX=1 " };
+    static const char *const compilers[3] = { "stub compiler 1", "stub compiler 1", "stub compiler 2" };   /* identities differ in one part each */
+    unsigned write_as = fz_u8(in) % 3, read_as = fz_u8(in) % 3, how = fz_u8(in) % 10, at = fz_u16(in), value = fz_u8(in);
+    unsigned kind = fz_u8(in) % 4, size = 1 + fz_u8(in) % 200;
+    gf__cache_identity w, r;
+    unsigned char binary[200], raw[16];
+    char path[128];
+    void *got = NULL;
+    size_t got_size = 0;
+    gf__binary_kind got_kind = GF__BINARY_PTX;
+    FILE *f;
+    long end;
+    int i, damaged = how != 0, logged;
+    if (!fz_cache_dir[0]) {
+        snprintf(fz_cache_dir, sizeof fz_cache_dir, "/tmp/gpuflow-fuzz-cache-XXXXXX");
+        if (!mkdtemp(fz_cache_dir)) { fz_cache_dir[0] = 0; return; }
+        atexit(fz_cache_cleanup);
+    }
+    for (i = 0; i < (int)sizeof raw; i++) raw[i] = (unsigned char)fz_u8(in);
+    for (i = 0; i < (int)size; i++) binary[i] = (unsigned char)(raw[i % 16] ^ i);
+    if (gf__cache_identity_make(&w, texts[write_as], options[write_as], compilers[write_as]) != GF_OK) return;
+    if (gf__cache_identity_make(&r, texts[read_as], options[read_as], compilers[read_as]) != GF_OK) { gf__free(w.bytes); return; }
+    snprintf(path, sizeof path, "%s/entry.bin", fz_cache_dir);
+    remove(path);
+    rmdir(path);
+    gf__cache_write(path, &w, binary, size, (gf__binary_kind)kind);   /* under op_oom it may write nothing */
+    f = fopen(path, "r+b");
+    if (!f) damaged = 1;
+    end = -1;
+    if (f && fseek(f, 0, SEEK_END) == 0) end = ftell(f);
+    if (f && end > 0) {
+        switch (how) {
+        case 1: if (truncate(path, (off_t)(at % (unsigned long)end)) != 0) damaged = 0; break;
+        case 2: case 3:   /* a byte changed: in the header, or anywhere */
+            if (fseek(f, (long)(how == 2 ? at % 48 : at % (unsigned long)end), SEEK_SET) == 0) {
+                int old = fgetc(f);
+                if (old == EOF || old == (int)value) { damaged = 0; break; }
+                fseek(f, -1, SEEK_CUR);
+                fputc((int)value, f);
+            }
+            break;
+        case 4: {   /* a header field forged: kind, identity size or binary size */
+            static const long fields[3] = { 24, 28, 32 };
+            uint64_t big = (uint64_t)at << (value % 48), was = 0;
+            size_t width = value % 3 == 2 ? 8 : 4;
+            if (fseek(f, fields[value % 3], SEEK_SET) != 0 || fread(&was, width, 1, f) != 1 || !memcmp(&was, &big, width)) { damaged = 0; break; }
+            fseek(f, fields[value % 3], SEEK_SET);
+            if (fwrite(&big, width, 1, f) != 1) damaged = 0;
+            break;
+        }
+        case 5: fclose(f); f = NULL; remove(path); f = fopen(path, "wb"); if (f) fwrite(raw, 1, sizeof raw, f); break;
+        case 6: fclose(f); f = NULL; remove(path); if (symlink("/etc/hostname", path) != 0) damaged = 0; break;
+        case 7: fclose(f); f = NULL; remove(path); if (mkfifo(path, 0600) != 0) damaged = 0; break;
+        case 8: fclose(f); f = NULL; remove(path); if (mkdir(path, 0700) != 0) damaged = 0; break;
+        default: damaged = 0; break;   /* 0 and 9: left as written */
+        }
+    }
+    if (f) fclose(f);
+    logged = __atomic_load_n(&fz_logged, __ATOMIC_RELAXED);
+    if (gf__cache_read(path, &r, &got, &got_size, &got_kind) == GF_OK) {
+        if (damaged || write_as != read_as)
+            fz_die(__LINE__, "gf__cache_read", "a damaged entry, or another identity's, was taken for the one asked for");
+        if (got_size != size || memcmp(got, binary, size) || got_kind != (gf__binary_kind)kind)
+            fz_die(__LINE__, "gf__cache_read", "the binary read back is not the one written");
+        gf__free(got);
+    } else if (!damaged && write_as == read_as) {
+        fz_die(__LINE__, "gf__cache_read", "an undamaged entry of the same identity was refused");
+    } else if (__atomic_load_n(&fz_logged, __ATOMIC_RELAXED) == logged && (damaged || write_as != read_as)) {
+        struct stat st;
+        if (lstat(path, &st) == 0) fz_die(__LINE__, "gf__cache_read", "a refused entry was not named in a warning");
+    }
+    gf__free(w.bytes);
+    gf__free(r.bytes);
+}
+
 /* The dialect's C side. gf_stub_barrier and gf_stub_atomic called plainly (outside a kernel:
    the barrier returns, each atomic gives the old value and leaves the new one), and the kernels
    that use them (reverse_u32, atomics_u32, diverge_u32) launched with dimensions around the
@@ -2685,6 +2779,7 @@ static const fz_op fz_ops[] = {
     { "gpool", op_gpool },                 { "graph_set_args", op_graph_set_args },
     { "flow_misc", op_flow_misc },         { "range", op_range },
     { "race_state", op_race_state },       { "block_kernels", op_block_kernels },
+    { "cache_file", op_cache_file },
 };
 #define FZ_OPS ((unsigned)(sizeof fz_ops / sizeof fz_ops[0]))
 
@@ -2835,6 +2930,7 @@ static const char *const fz_families[][10] = {
     { "flows-more", "flow_misc", "flow_misc", "flow_depend", "flow_run", "flow_misc", "range", "range", "spool_create", "flow_run" },
     { "races-state", "race_state", "race_state", "fill_async", "launch", "copy_d2d_async", "stream_wait", "event_wait", "race_state", "race_state" },
     { "block-kernels", "block_kernels", "block_kernels", "block_kernels", "capture_begin", "capture_end", "graph_launch", "graph_set_args", "stream_sync", "oom" },
+    { "cache-files", "cache_file", "cache_file", "cache_file", "cache_file", "cache_file", "cache_file", "cache_file", "cache_file", "race_state" },
 };
 #define FZ_FAMILIES (sizeof fz_families / sizeof fz_families[0])
 

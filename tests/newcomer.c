@@ -249,14 +249,13 @@ static int entries_in(const char *dir)
     closedir(d);
     return n;
 }
-static uint64_t fnv(const unsigned char *p, size_t n)
+static uint64_t fnv_more(uint64_t h, const unsigned char *p, size_t n)
 {
-    uint64_t h = 1469598103934665603u;
     size_t i;
     for (i = 0; i < n; i++) h = (h ^ p[i]) * 1099511628211u;
     return h;
 }
-/* The entry's layout: magic[8], key[2], kind, pad, size, sum (48 bytes), then the payload. */
+static uint64_t fnv(const unsigned char *p, size_t n) { return fnv_more(1469598103934665603u, p, n); }
 /* An entry is a 48-byte header (magic, key, kind, identity size, binary size, checksum), the
    identity (source, options, compiler), then the binary; the checksum covers both. */
 static int rewrite_entry(const char *path, int forge_size, int garbage_payload)
@@ -274,7 +273,7 @@ static int rewrite_entry(const char *path, int forge_size, int garbage_payload)
         if (garbage_payload && size > identity && (rest = (unsigned char *)malloc((size_t)size)) != NULL &&
             fseek(f, 48, SEEK_SET) == 0 && fread(rest, 1, (size_t)size, f) == size) {
             memset(rest + identity, 'x', (size_t)size - identity);
-            sum = fnv(rest, (size_t)size);
+            sum = fnv_more(fnv(rest, (size_t)size), head + 24, 4);   /* identity, binary, then the kind */
             memcpy(head + 40, &sum, 8);
             ok = fseek(f, 48, SEEK_SET) == 0 && fwrite(rest, 1, (size_t)size, f) == size;
         }

@@ -218,6 +218,30 @@ static void test_no_memory_for_fibers(void)
     CHECK(error_has("kernel 'correct', block (0, 0, 0): no host memory for its threads' fiber stacks") && error_has("the launch stopped there"),
           "no memory for fiber stacks: OUT_OF_MEMORY naming the kernel and block");
     gf_stream_destroy(s);
+    {   /* no stack at all: a kernel without barriers runs as plain calls, right */
+        gf_stream *t = NULL;
+        gf_kernel *k = NULL;
+        gf_launch_dims d;
+        gf_arg args[2];
+        unsigned n = 8;
+        float y[8];
+        memset(&d, 0, sizeof d);
+        d.grid[0] = d.grid[1] = d.grid[2] = 1;
+        d.block[0] = 8; d.block[1] = d.block[2] = 1;
+        args[0].value = NULL; args[0].size = 0; args[0].buffer = x;
+        args[1].value = &n; args[1].size = sizeof n; args[1].buffer = NULL;
+        CHECK_EQ_RESULT(gf_stream_create(dev, NULL, &t), GF_OK);
+        CHECK_EQ_RESULT(gf_kernel_get(mod, "in_bounds", &k), GF_OK);
+        __atomic_store_n(&stacks_left, 0, __ATOMIC_RELEASE);
+        gf_set_allocator(&a);
+        CHECK_EQ_RESULT(gf_launch(t, k, d, args, 2), GF_OK);
+        CHECK_EQ_RESULT(gf_stream_synchronize(t), GF_OK);
+        gf_set_allocator(NULL);
+        CHECK_EQ_RESULT(gf_copy_to_host(y, x, 0, sizeof y), GF_OK);
+        for (i = 0, ok = 1; i < 8; i++) ok &= y[i] == 7.0f;
+        CHECK(ok, "no memory for any fiber stack: a kernel without barriers runs right as plain calls");
+        gf_stream_destroy(t);
+    }
     __atomic_store_n(&stacks_left, -1, __ATOMIC_RELEASE);
     CHECK_EQ_RESULT(gf_copy_to_host(host, x, 0, sizeof host), GF_OK);
     for (i = 8, ok = 1; i < 32; i++) ok &= host[i] == (float)i;
