@@ -1511,6 +1511,7 @@ struct gf_graph {
     void **blocks; int block_count, block_cap;      /* callback contexts a native graph refers to */
     gf_graph_pool *pool;                            /* its allocations come from there */
     gf__cmd *launches; int launch_count, launch_cap;/* native graphs: each launch, in capture order */
+    int recorded_launches;                          /* recordings: launch commands so far (race detector) */
     struct gf__race_use *race_uses; int race_use_count, race_use_cap;   /* what its replays touch */
     void **launch_nodes; int launch_node_count, launch_node_cap;   /* the backend's node per launch */
 };
@@ -2419,19 +2420,15 @@ static int gf__race_keep(gf_graph *g, const gf__race_use *from, int n) {
     return 1;
 }
 /* A capture keeps what its commands touch, for each replay (dev->lock held). A launch's are
-   tagged with its index: native graphs count their launches, recordings their launch commands. */
-static void gf__race_capture(gf_graph *g, const gf__cmd *c) {
+   tagged with its index among the graph's launches (launch; -1 for other commands). */
+static void gf__race_capture(gf_graph *g, const gf__cmd *c, int launch) {
     gf__race_use stack[GF__RACE_MAX_USES], *uses, marker;
-    int n, i, launch = -1;
+    int n, i;
     if (c->kind == GF__CMD_GRAPH) {   /* a child graph's launches are not the parent's to retarget */
         int first = g->race_use_count;
         if (gf__race_keep(g, c->child->race_uses, c->child->race_use_count))
             for (i = first; i < g->race_use_count; i++) g->race_uses[i].launch = -1;
         return;
-    }
-    if (c->kind == GF__CMD_LAUNCH) {
-        if (g->native) launch = g->launch_count - 1;
-        else for (i = 0; i < g->cmd_count; i++) launch += g->cmds[i].kind == GF__CMD_LAUNCH;
     }
     n = gf__race_uses_all(c, stack, &uses);
     for (i = 0; i < n; i++) uses[i].launch = launch;
@@ -5369,7 +5366,8 @@ static gf_result gf__record(gf__capture *cap, const gf__cmd *c) {   /* dev->lock
         return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gpuflow: capture: out of host memory");
     g->cmd_count++;
     gf__capture_use_cmd(cap, c);
-    if (GF__RACE_ON(g->dev)) gf__race_capture(g, c);
+    if (c->kind == GF__CMD_LAUNCH) g->recorded_launches++;
+    if (GF__RACE_ON(g->dev)) gf__race_capture(g, c, c->kind == GF__CMD_LAUNCH ? g->recorded_launches - 1 : -1);
     return GF_OK;
 }
 
@@ -5405,7 +5403,7 @@ static gf_result gf__capture_add(gf_stream *s, const gf__cmd *c) {
         if (r == GF_OK && c->kind == GF__CMD_LAUNCH) r = gf__graph_note_launch(cap->graph, c);
         if (r == GF_OK && GF__RACE_ON(s->dev)) {
             if (c->kind == GF__CMD_GRAPH) gf__lock(&c->child->lock);   /* its race_uses, against set_kernel_args */
-            gf__race_capture(cap->graph, c);
+            gf__race_capture(cap->graph, c, c->kind == GF__CMD_LAUNCH ? cap->graph->launch_count - 1 : -1);
             if (c->kind == GF__CMD_GRAPH) gf__unlock(&c->child->lock);
         }
     } else if (c->kind == GF__CMD_GRAPH) {
