@@ -536,7 +536,13 @@ typedef struct gf_race_info {
 #define gf_local_size(d)  (gf__ctx->block[d])
 #define gf_num_groups(d)  (gf__ctx->grid[d])
 #define gf_global_size(d) (gf__ctx->grid[d] * gf__ctx->block[d])
-#define gf_block_sync()   gf_stub_barrier()
+/* Each gf_block_sync in the source is one barrier: the threads of a block must all wait at the
+   same one (__COUNTER__ numbers them, even inside GF_KERNELS; 0: not told apart). */
+#ifdef __COUNTER__
+#  define gf_block_sync() gf_stub_barrier_at(__COUNTER__ + 1)
+#else
+#  define gf_block_sync() gf_stub_barrier_at(0)
+#endif
 typedef enum gf_stub_atomic_op { GF_STUB_ATOMIC_ADD, GF_STUB_ATOMIC_MIN, GF_STUB_ATOMIC_MAX, GF_STUB_ATOMIC_XCHG, GF_STUB_ATOMIC_CAS } gf_stub_atomic_op;
 #define gf_atomic_add(p, v)     gf_stub_atomic(GF_STUB_ATOMIC_ADD, (p), (v), 0)
 #define gf_atomic_min(p, v)     gf_stub_atomic(GF_STUB_ATOMIC_MIN, (p), (v), 0)
@@ -731,7 +737,8 @@ GPUFLOW_API gf_result gf_kernel_get(gf_module *mod, const char *name, gf_kernel 
 GPUFLOW_API void      gf_module_destroy(gf_module *mod);
 GPUFLOW_API gf_result gf_launch(gf_stream *s, gf_kernel *k, gf_launch_dims dims, const gf_arg *args, int count);
 /* What the dialect's C side calls (only from a stub kernel's thread): */
-GPUFLOW_API void      gf_stub_barrier(void);
+GPUFLOW_API void      gf_stub_barrier(void);              /* gf_stub_barrier_at(0) */
+GPUFLOW_API void      gf_stub_barrier_at(int site);       /* site: which gf_block_sync; 0: unknown */
 GPUFLOW_API unsigned  gf_stub_atomic(gf_stub_atomic_op op, unsigned *p, unsigned v, unsigned desired);
 
 /* ---- profiling ----------------------------------------------------------------------- */
@@ -7100,7 +7107,7 @@ typedef struct gf__block_run {
     int plain_barriers;             /* threads of this block that reached one so */
     int plain_thread_hit;           /* the plain call running now reached one */
     unsigned char *state;           /* per thread: 0 runnable, 1 at the barrier, 2 finished */
-    const void **site;              /* per thread at the barrier: which gf_block_sync it called */
+    int *site;                      /* per thread at the barrier: which gf_block_sync it called */
     gf_kernel_ctx *ctx;             /* per thread */
     gf__fiber *fibers, main;
     char misuse[160];               /* the block's first barrier misuse, "" if none */
@@ -7168,7 +7175,7 @@ static int gf__block_fibers(gf__block_run *b, int first) {
         for (i = 0; i < b->count; i++) {
             if (b->state[i] != 1) continue;
             if (one < 0) one = i;
-            else if (other < 0 && b->site[i] != b->site[one]) other = i;
+            else if (other < 0 && b->site[i] && b->site[one] && b->site[i] != b->site[one]) other = i;
             b->state[i] = 0;   /* all arrived */
         }
         if (b->misuse[0]) continue;
@@ -7181,27 +7188,16 @@ static int gf__block_fibers(gf__block_run *b, int first) {
     }
 }
 
-/* Where a barrier was called from: threads of a block must all call the same one. The
-   function is never inlined, so this is the call in the kernel. */
-#if defined(__GNUC__) || defined(__clang__)
-#  define GF__CALL_SITE() __builtin_return_address(0)
-#  define GF__NOINLINE __attribute__((noinline))
-#elif defined(_MSC_VER)
-#  define GF__CALL_SITE() _ReturnAddress()
-#  define GF__NOINLINE __declspec(noinline)
-#else
-#  define GF__CALL_SITE() ((void *)0)   /* divergent barriers are not told apart */
-#  define GF__NOINLINE
-#endif
-GPUFLOW_IMPL GF__NOINLINE void gf_stub_barrier(void) {
+GPUFLOW_IMPL void gf_stub_barrier_at(int site) {
     gf__block_run *b = gf__running_block;
     if (!b) return;   /* a one-thread block, or no kernel at all */
     if (b->plain) { if (!b->plain_thread_hit++) b->plain_barriers++; return; }
     b->hit_barrier = 1;
     b->state[b->current] = 1;
-    b->site[b->current] = GF__CALL_SITE();
+    b->site[b->current] = site;
     gf__fiber_switch(&b->fibers[b->current], &b->main);
 }
+GPUFLOW_IMPL void gf_stub_barrier(void) { gf_stub_barrier_at(0); }
 
 GPUFLOW_IMPL unsigned gf_stub_atomic(gf_stub_atomic_op op, unsigned *p, unsigned v, unsigned desired) {
     unsigned old = gf__atomic_load_u32(p), next;
@@ -7248,7 +7244,7 @@ static void gf__stub_launch_run(gf__stub_stream *q, gf__stub_item *it) {
     b.kernel = it->kernel; b.argv = it->argv; b.count = per_block;
     if (fibers) {
         b.state = (unsigned char *)gf__alloc((size_t)per_block);
-        b.site = (const void **)gf__alloc(sizeof *b.site * (size_t)per_block);
+        b.site = (int *)gf__alloc(sizeof *b.site * (size_t)per_block);
         b.ctx = (gf_kernel_ctx *)gf__malloc(sizeof *b.ctx * (size_t)per_block);
         b.fibers = (gf__fiber *)gf__alloc(sizeof *b.fibers * (size_t)per_block);
 #if defined(_WIN32)
