@@ -362,6 +362,17 @@ static void fz_k_reverse(const gf_kernel_ctx *ctx, void *const *args)
 /* atomics_u32 (p 4-byte aligned): each thread g (global index) does p[0] += v, p[1] = max(p[1], g ^ v),
    p[2] = min(p[2], g ^ v), p[3] = g ^ v (exchange), p[4] += 1 by a compare-and-swap loop, and
    p[5] = v + 1 + g if p[5] == v (one compare-and-swap; only the first can succeed). */
+/* Device memory nobody wrote holds unknown but defined bits, as on a GPU: MemorySanitizer is
+   told so before atomics branch on it (a compare-and-swap compares). */
+#if defined(__has_feature)
+#  if __has_feature(memory_sanitizer)
+#    include <sanitizer/msan_interface.h>
+#    define FZ_DEVICE_BYTES(p, n) __msan_unpoison((p), (n))
+#  endif
+#endif
+#ifndef FZ_DEVICE_BYTES
+#  define FZ_DEVICE_BYTES(p, n) ((void)0)
+#endif
 static void fz_k_atomics(const gf_kernel_ctx *ctx, void *const *args)
 {
     unsigned *p = *(unsigned *const *)args[0];
@@ -370,6 +381,7 @@ static void fz_k_atomics(const gf_kernel_ctx *ctx, void *const *args)
     memcpy(&n, args[1], sizeof n);
     memcpy(&v, args[2], sizeof v);
     if ((uintptr_t)p % sizeof *p) return;   /* a view or wrapped memory at an odd offset: no atomics there */
+    FZ_DEVICE_BYTES(p, sizeof *p * (n < 6 ? n : 6));
     if (n > 0) gf_atomic_add(&p[0], v);
     if (n > 1) gf_atomic_max(&p[1], g ^ v);
     if (n > 2) gf_atomic_min(&p[2], g ^ v);
@@ -389,7 +401,7 @@ static void fz_k_diverge(const gf_kernel_ctx *ctx, void *const *args)
     memcpy(&v, args[2], sizeof v);
     k = (fz_k_thread(ctx) + v) % 3;
     for (j = 0; j < k; j++) gf_block_sync();
-    if (i < n && (uintptr_t)p % sizeof *p == 0) gf_atomic_add(&p[i], k);
+    if (i < n && (uintptr_t)p % sizeof *p == 0) { FZ_DEVICE_BYTES(&p[i], sizeof *p); gf_atomic_add(&p[i], k); }
 }
 
 enum { FZ_K_FILL, FZ_K_ADD, FZ_K_EMPTY, FZ_K_REVERSE, FZ_K_ATOMICS, FZ_K_DIVERGE };

@@ -177,29 +177,32 @@ static void test_barriers(void)
 
 /* fuzzer KD7: no memory for a block's fiber stacks: the stream fails with OUT_OF_MEMORY, no
    thread runs twice, nothing crashes (ASan) */
-static int stacks_left = -1;   /* atomic: fiber stacks that may still be allocated (-1: any) */
+static int stacks_limited, stacks_left;   /* atomics: while limited, fiber stacks that may still be allocated */
 static void *stacks_alloc(void *user, size_t n)
 {
     (void)user;
-    if (n == GF__FIBER_STACK && __atomic_fetch_sub(&stacks_left, 1, __ATOMIC_ACQ_REL) <= 0) return NULL;
+    if (n == GF__FIBER_STACK && __atomic_load_n(&stacks_limited, __ATOMIC_ACQUIRE) && __atomic_fetch_sub(&stacks_left, 1, __ATOMIC_ACQ_REL) <= 0)
+        return NULL;
     return malloc(n);
+}
+static void stacks_limit(int left)   /* -1: no limit */
+{
+    __atomic_store_n(&stacks_left, left, __ATOMIC_RELEASE);
+    __atomic_store_n(&stacks_limited, left >= 0, __ATOMIC_RELEASE);
 }
 static void *stacks_realloc(void *user, void *p, size_t n) { (void)user; return realloc(p, n); }
 static void stacks_free(void *user, void *p) { (void)user; free(p); }
 static void test_no_memory_for_fibers(void)
 {
-    gf_allocator a;
     gf_buffer *x = NULL;
     gf_stream *s = NULL;
     float host[32];
     int i, ok;
-    a.alloc = stacks_alloc; a.realloc = stacks_realloc; a.free = stacks_free; a.user = NULL;
     CHECK_EQ_RESULT(gf_buffer_create(dev, sizeof host, &x), GF_OK);
     for (i = 0; i < 32; i++) host[i] = (float)i;
     CHECK_EQ_RESULT(gf_copy_to_device(x, 0, host, sizeof host), GF_OK);
     CHECK_EQ_RESULT(gf_stream_create(dev, NULL, &s), GF_OK);
-    __atomic_store_n(&stacks_left, 1, __ATOMIC_RELEASE);   /* thread 0's stack, then none */
-    gf_set_allocator(&a);
+    stacks_limit(1);   /* thread 0's stack, then none */
     {
         gf_kernel *k = NULL;
         gf_launch_dims d;
@@ -214,7 +217,6 @@ static void test_no_memory_for_fibers(void)
         CHECK_EQ_RESULT(gf_launch(s, k, d, args, 2), GF_OK);
         CHECK_EQ_RESULT(gf_stream_synchronize(s), GF_ERROR_OUT_OF_MEMORY);
     }
-    gf_set_allocator(NULL);
     CHECK(error_has("kernel 'correct', block (0, 0, 0): no host memory for its threads' fiber stacks") && error_has("the launch stopped there"),
           "no memory for fiber stacks: OUT_OF_MEMORY naming the kernel and block");
     gf_stream_destroy(s);
@@ -232,17 +234,16 @@ static void test_no_memory_for_fibers(void)
         args[1].value = &n; args[1].size = sizeof n; args[1].buffer = NULL;
         CHECK_EQ_RESULT(gf_stream_create(dev, NULL, &t), GF_OK);
         CHECK_EQ_RESULT(gf_kernel_get(mod, "in_bounds", &k), GF_OK);
-        __atomic_store_n(&stacks_left, 0, __ATOMIC_RELEASE);
-        gf_set_allocator(&a);
+        stacks_limit(0);
         CHECK_EQ_RESULT(gf_launch(t, k, d, args, 2), GF_OK);
         CHECK_EQ_RESULT(gf_stream_synchronize(t), GF_OK);
-        gf_set_allocator(NULL);
+        stacks_limit(-1);
         CHECK_EQ_RESULT(gf_copy_to_host(y, x, 0, sizeof y), GF_OK);
         for (i = 0, ok = 1; i < 8; i++) ok &= y[i] == 7.0f;
         CHECK(ok, "no memory for any fiber stack: a kernel without barriers runs right as plain calls");
         gf_stream_destroy(t);
     }
-    __atomic_store_n(&stacks_left, -1, __ATOMIC_RELEASE);
+    stacks_limit(-1);
     CHECK_EQ_RESULT(gf_copy_to_host(host, x, 0, sizeof host), GF_OK);
     for (i = 8, ok = 1; i < 32; i++) ok &= host[i] == (float)i;
     CHECK(ok, "... and the blocks after it did not run");
@@ -321,6 +322,9 @@ static void test_guards(void)
 int main(void)
 {
     gf_module_desc md;
+    gf_allocator a;   /* set before anything: the library's threads allocate too */
+    a.alloc = stacks_alloc; a.realloc = stacks_realloc; a.free = stacks_free; a.user = NULL;
+    gf_set_allocator(&a);
     setvbuf(stdout, NULL, _IOLBF, 0);
     gf_set_logger(NULL, NULL);
     if (!CHECK_EQ_RESULT(gf_device_open(GF_BACKEND_STUB, 0, &dev), GF_OK)) return th_finish();
