@@ -4352,10 +4352,13 @@ static int gf__waiter_fire_one(gf__waiter *w) {
         gf_event *ev = w->waits[i].ev;
         gf_result r = gf__atomic_load_int(&ev->recorded) ? ev->dev->be->event_query(ev) : GF_OK;
         if (r != GF_NOT_READY) {
-            gf__wait fire = gf__waiter_remove(w, i);   /* before the call: fn may destroy the event */
+            gf__wait fire;
+            /* what fn enqueues comes after; and while the wait is counted the event cannot be
+               destroyed, so this is the last look at it */
+            if (r == GF_OK && GF__RACE_ON(ev->dev)) gf__race_event_done(ev);
+            fire = gf__waiter_remove(w, i);   /* before the call: fn may destroy the event */
             w->firing = fire.id;
             gf__unlock(&w->lock);
-            if (r == GF_OK && GF__RACE_ON(ev->dev)) gf__race_event_done(ev);   /* what fn enqueues comes after */
             fire.fn(fire.user, r);
             gf__lock(&w->lock);
             w->firing = 0;
