@@ -448,6 +448,7 @@ typedef struct gf_race_info {
        ;
        #undef GF_KERNELS
        #define GF_KERNELS GF_KERNELS_AS_C
+       #include "gpuflow.h"      (again, for a kernel that calls rsqrtf: the C side's rsqrtf)
        #include "saxpy.gfk"
        static const gf_stub_kernel saxpy_stub[] = { GF_STUB_KERNEL(saxpy) };   (one per kernel)
 
@@ -549,7 +550,6 @@ typedef enum gf_stub_atomic_op { GF_STUB_ATOMIC_ADD, GF_STUB_ATOMIC_MIN, GF_STUB
 #define gf_atomic_max(p, v)     gf_stub_atomic(GF_STUB_ATOMIC_MAX, (p), (v), 0)
 #define gf_atomic_xchg(p, v)    gf_stub_atomic(GF_STUB_ATOMIC_XCHG, (p), (v), 0)
 #define gf_atomic_cas(p, e, d)  gf_stub_atomic(GF_STUB_ATOMIC_CAS, (p), (e), (d))
-#define rsqrtf(x) (1.0f / sqrtf(x))
 
 /* ---- results, backends --------------------------------------------------------------- */
 GPUFLOW_API const char *gf_result_name(gf_result r);
@@ -782,6 +782,13 @@ GPUFLOW_API gf_result gf_device_write_state(gf_device *dev, char *text, size_t s
 #endif
 #endif /* GPUFLOW_H */
 
+/* The dialect's one C word outside gpuflow's names: rsqrtf, which C lacks. Only a kernel file
+   compiled as C sees it: gpuflow.h included (again) with GF_KERNELS defined, or with
+   GPUFLOW_DIALECT_C; any other includer may have its own rsqrtf. */
+#if (defined(GF_KERNELS) || defined(GPUFLOW_DIALECT_C)) && !defined(rsqrtf)
+#  define rsqrtf(x) (1.0f / sqrtf(x))
+#endif
+
 /* ======================================================================================= */
 /*                                  IMPLEMENTATION                                         */
 /* ======================================================================================= */
@@ -848,6 +855,19 @@ typedef CRITICAL_SECTION   gf__mutex;
 typedef CONDITION_VARIABLE gf__cond;
 typedef HANDLE             gf__thread;
 #else
+#  if defined(__GLIBC__) && !defined(__USE_XOPEN2K8)
+     /* A system header came before the implementation under strict C (-std=c99), so glibc
+        chose its features without POSIX 2008 (or with the 1995 level that -pthread's
+        _REENTRANT implies). <features.h> clears and makes that choice again when read again;
+        the POSIX headers read next then declare what the implementation needs. One the program
+        read already stays as it was (the #errors below say so). */
+#    if !defined(_GNU_SOURCE) && (!defined(_POSIX_C_SOURCE) || _POSIX_C_SOURCE < 200809L)
+#      undef _POSIX_C_SOURCE
+#      define _POSIX_C_SOURCE 200809L
+#    endif
+#    undef _FEATURES_H
+#    include <features.h>
+#  endif
 #  include <pthread.h>
 #  include <sched.h>
 #  include <time.h>
@@ -855,7 +875,7 @@ typedef HANDLE             gf__thread;
 #  include <dlfcn.h>
 #  include <ucontext.h>   /* the stub runs a syncing block's threads as fibers */
 #  if !defined(CLOCK_MONOTONIC)
-#    error "gpuflow: include gpuflow.h before other headers in the implementation file, or define _POSIX_C_SOURCE=200809L"
+#    error "gpuflow: the implementation needs POSIX 2008 (clock_gettime, CLOCK_MONOTONIC), which <time.h> (or a header that reads it, as <pthread.h> does), read before it under strict C, hid: in the file that defines GPUFLOW_IMPLEMENTATION include gpuflow.h before it, or compile with -D_POSIX_C_SOURCE=200809L"
 #  endif
 typedef pthread_mutex_t gf__mutex;
 typedef pthread_cond_t  gf__cond;
@@ -6016,6 +6036,9 @@ static gf_result gf__cache_identity_make(gf__cache_identity *id, const char *tex
 #  include <fcntl.h>
 #  include <sys/stat.h>
 #  include <unistd.h>
+#  ifndef O_NOFOLLOW
+#    error "gpuflow: the kernel cache needs POSIX 2008 (O_NOFOLLOW), which <fcntl.h>, read before it under strict C, hid: in the file that defines GPUFLOW_IMPLEMENTATION include gpuflow.h before <fcntl.h>, or compile with -D_POSIX_C_SOURCE=200809L"
+#  endif
 #  ifndef O_CLOEXEC
 #    define O_CLOEXEC 0
 #  endif

@@ -39,29 +39,10 @@ static gf_backend backend;
 static const char *backend_name;
 static int as_root;
 
-/* ---- the log: what the library said since the last clear ---- */
-static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
-static char log_text[1 << 16];
-static size_t log_used;
-static void cache_logger(void *user, gf_log_level level, gf_result code, const char *message)
-{
-    size_t n = strlen(message);
-    (void)user; (void)code;
-    pthread_mutex_lock(&log_lock);
-    if (log_used + n + 8 < sizeof log_text)
-        log_used += (size_t)sprintf(log_text + log_used, "%c %s\n", level == GF_LOG_ERROR ? 'E' : level == GF_LOG_WARNING ? 'W' : 'I', message);
-    pthread_mutex_unlock(&log_lock);
-}
-static void log_clear(void) { pthread_mutex_lock(&log_lock); log_used = 0; log_text[0] = 0; pthread_mutex_unlock(&log_lock); }
-static int log_count(const char *words)
-{
-    int n = 0;
-    const char *p;
-    pthread_mutex_lock(&log_lock);
-    for (p = log_text; (p = strstr(p, words)) != NULL; p++) n++;
-    pthread_mutex_unlock(&log_lock);
-    return n;
-}
+/* ---- the log (tests/harness.h keeps what the library said) ---- */
+#define log_clear th_said_clear
+#define log_count th_said_count
+#define log_has(words) (th_said_count(words) > 0)
 
 /* ---- loads, each checked by running its kernel ---- */
 /* Loads (source, options) from dir and runs the kernel on {1, 2, 3, 4}: 1 when every element
@@ -346,7 +327,7 @@ int main(int argc, char **argv)
         if (!strcmp(argv[1], known[i].name)) { backend_name = known[i].name; backend = known[i].b; }
     if (!backend_name) { fprintf(stderr, "usage: %s stub|cuda|hip|opencl\n", argv[0]); return 2; }
     as_root = geteuid() == 0;
-    gf_set_logger(cache_logger, NULL);
+    gf_set_logger(th_said_logger, NULL);
     unsetenv("GPUFLOW_CACHE_DIR");
     r = gf_device_open(backend, 0, &dev);
     if (r == GF_ERROR_BACKEND_UNAVAILABLE || r == GF_ERROR_NO_DEVICE) {

@@ -5,7 +5,11 @@
 #   - a backend macro without its vendor header, or without gpuflow_<b>.h beside gpuflow.h,
 #     stops with an #error naming what to install or add (skipped where the header is on
 #     the compiler's default path, so it cannot be taken away);
-#   - GPUFLOW_STATIC builds warning-free under -Werror though the program calls one function.
+#   - GPUFLOW_STATIC builds warning-free under -Werror though the program calls one function;
+#   - only gf_/GF_/GPUFLOW_ names reach an includer: a program with its own rsqrtf builds, and a
+#     kernel file compiled as C (gpuflow.h included again with GF_KERNELS) gets the dialect's;
+#   - the implementation builds after <stdio.h> and <math.h> under -std=c99, and after a header
+#     that already hid POSIX (<time.h>, <fcntl.h>) stops with an #error saying what to do.
 # usage: compile_checks.sh BUILD_DIR 'CC FLAGS' [backend...]   (backends whose headers are here)
 set -u
 dir=$1/compile-checks; cc=$2; shift 2
@@ -82,6 +86,30 @@ for b in "$@"; do
     else
         fail "GPUFLOW_STATIC with GPUFLOW_$B: $(grep -m1 -E 'warning|error' "$dir/static.err")"
     fi
+done
+
+# The dialect's C words stay out of other includers; a kernel file compiled as C gets them.
+printf '#include <math.h>\n#define GPUFLOW_IMPLEMENTATION\n#include "gpuflow.h"\nstatic float rsqrtf(float x) { return 1.0f / sqrtf(x); }\nint main(void){ return rsqrtf(4.0f) == 0.5f ? 0 : 1; }\n' > "$dir/own.c"
+for c in "$cc" "$(echo "$cc" | sed 's/^[^ ]*/clang/')"; do
+    command -v "${c%% *}" >/dev/null 2>&1 || continue
+    if $c -I. "$dir/own.c" -o "$dir/own" -pthread -ldl -lm 2>"$dir/own.err" && "$dir/own"; then
+        ok "a program with its own rsqrtf builds and calls it (${c%% *})"
+    else fail "a program with its own rsqrtf (${c%% *}): $(head -c 300 "$dir/own.err")"; fi
+done
+printf '#include <math.h>\n#define GPUFLOW_IMPLEMENTATION\n#include "gpuflow.h"\n#define GF_KERNELS GF_KERNELS_AS_C\n#include "gpuflow.h"\nGF_KERNELS(GF_KERNEL(k, GF_PARAM(GF_GLOBAL float *, x)) { x[gf_global_id(0)] = rsqrtf(x[0]); })\nstatic const gf_stub_kernel ks[] = { GF_STUB_KERNEL(k) };\nint main(void){ return ks[0].fn ? 0 : 1; }\n' > "$dir/kernel_c.c"
+if $cc -I. -c "$dir/kernel_c.c" -o "$dir/kernel_c.o" 2>"$dir/kernel_c.err"; then ok "a kernel file compiled as C gets the dialect's rsqrtf"
+else fail "a kernel file compiled as C: $(head -c 300 "$dir/kernel_c.err")"; fi
+
+# Include order under -std=c99: system headers first.
+printf '#include <stdio.h>\n#include <math.h>\n#define GPUFLOW_IMPLEMENTATION\n#include "gpuflow.h"\nfloat rsqrtf(float x);\nint main(void){return 0;}\n' > "$dir/order.c"
+if $cc -I. -c "$dir/order.c" -o "$dir/order.o" 2>"$dir/order.err"; then ok "<stdio.h> and <math.h> before the implementation (-std=c99): it builds"
+else fail "<stdio.h> and <math.h> before the implementation: $(head -c 300 "$dir/order.err")"; fi
+for h in time.h pthread.h fcntl.h; do
+    printf '#include <%s>\n#define GPUFLOW_IMPLEMENTATION\n#include "gpuflow.h"\nint main(void){return 0;}\n' "$h" > "$dir/order_$h.c"
+    if printf '#include <%s>\n#ifndef CLOCK_MONOTONIC\n#ifndef O_NOFOLLOW\nhidden\n#endif\n#endif\n' "$h" | $cc -E -x c - 2>/dev/null | grep -q '^hidden$'; then
+        expect_error "<$h> before the implementation (-std=c99)" "$dir/order_$h.c" "-I. $(echo "$cc" | sed 's/^[^ ]* //')" "gpuflow: the .* needs POSIX 2008"
+    elif $cc -I. -c "$dir/order_$h.c" -o "$dir/order.o" 2>"$dir/order.err"; then ok "<$h> before the implementation: it builds (the header hid nothing)"
+    else fail "<$h> before the implementation: $(head -c 300 "$dir/order.err")"; fi
 done
 
 if [ "$skipped" -gt 0 ]; then echo "$passed passed, $failed failed, $skipped skipped"; else echo "$passed passed, $failed failed"; fi

@@ -18,6 +18,7 @@ static const char dialect_source[] =
 ;
 #undef GF_KERNELS
 #define GF_KERNELS GF_KERNELS_AS_C
+#include "../gpuflow.h"   /* again: the C side's rsqrtf, which the math kernel calls */
 #include "dialect_kernels.gfk"
 static const gf_stub_kernel dialect_stub[] = {
     GF_STUB_KERNEL(index3d), GF_STUB_KERNEL(block_sum), GF_STUB_KERNEL(atomics), GF_STUB_KERNEL(math), GF_STUB_KERNEL(nothing)

@@ -245,6 +245,38 @@ TH_FN int th_gate_get(th_gate *g, const int *field)
 #define TH_GATE_LEFT(g) th_gate_get((g), &(g)->left)
 #define TH_GATE_TIMED_OUT(g) th_gate_get((g), &(g)->timed_out)
 
+/* ---- what the library said: a logger that keeps the text, for checks that look for words --- */
+static pthread_mutex_t th_said_lock = PTHREAD_MUTEX_INITIALIZER;
+static char th_said_text[1 << 16];
+static size_t th_said_used;
+/* gf_set_logger(th_said_logger, NULL): each message as "E|W|I text" on a line of its own */
+TH_FN void th_said_logger(void *user, gf_log_level level, gf_result code, const char *message)
+{
+    size_t n = strlen(message);
+    (void)user; (void)code;
+    pthread_mutex_lock(&th_said_lock);
+    if (th_said_used + n + 8 < sizeof th_said_text)
+        th_said_used += (size_t)sprintf(th_said_text + th_said_used, "%c %s\n",
+                                        level == GF_LOG_ERROR ? 'E' : level == GF_LOG_WARNING ? 'W' : 'I', message);
+    pthread_mutex_unlock(&th_said_lock);
+}
+TH_FN void th_said_clear(void)
+{
+    pthread_mutex_lock(&th_said_lock);
+    th_said_used = 0;
+    th_said_text[0] = 0;
+    pthread_mutex_unlock(&th_said_lock);
+}
+TH_FN int th_said_count(const char *words)   /* how many times words appear */
+{
+    int n = 0;
+    const char *p;
+    pthread_mutex_lock(&th_said_lock);
+    for (p = th_said_text; (p = strstr(p, words)) != NULL; p++) n++;
+    pthread_mutex_unlock(&th_said_lock);
+    return n;
+}
+
 /* ---- an order log: callbacks append small integers; the test reads it after a sync ------- */
 typedef struct th_log {
     pthread_mutex_t m;

@@ -55,38 +55,11 @@ static gf_device *dev;
 static gf_backend backend;
 static const char *backend_name;
 
-/* ---- the log, kept whole: checks look for words in what the library said ---- */
-static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
-static char log_text[1 << 16];
-static size_t log_used;
-static void nc_logger(void *user, gf_log_level level, gf_result code, const char *message)
-{
-    size_t n = strlen(message);
-    (void)user; (void)code;
-    pthread_mutex_lock(&log_lock);
-    if (log_used + n + 16 < sizeof log_text) {
-        log_used += (size_t)sprintf(log_text + log_used, "%c %s\n", level == GF_LOG_ERROR ? 'E' : level == GF_LOG_WARNING ? 'W' : 'I', message);
-    }
-    pthread_mutex_unlock(&log_lock);
-}
-static void log_clear(void) { pthread_mutex_lock(&log_lock); log_used = 0; log_text[0] = 0; pthread_mutex_unlock(&log_lock); }
-static int log_has(const char *words)
-{
-    int found;
-    pthread_mutex_lock(&log_lock);
-    found = strstr(log_text, words) != NULL;
-    pthread_mutex_unlock(&log_lock);
-    return found;
-}
-static int log_count(const char *words)
-{
-    int n = 0;
-    const char *p;
-    pthread_mutex_lock(&log_lock);
-    for (p = log_text; (p = strstr(p, words)) != NULL; p++) n++;
-    pthread_mutex_unlock(&log_lock);
-    return n;
-}
+/* ---- the log (tests/harness.h keeps what the library said) ---- */
+#define log_clear th_said_clear
+#define log_count th_said_count
+#define log_has(words) (th_said_count(words) > 0)
+
 static int contains(const char *text, const char *words) { return strstr(text, words) != NULL; }
 
 /* ---- host memory: the largest single request (the forged cache size must not reach it) ---- */
@@ -551,7 +524,7 @@ int main(int argc, char **argv)
     if (!backend_name) { fprintf(stderr, "usage: %s stub|cuda|hip|opencl\n", argv[0]); return 2; }
     counting.alloc = nc_alloc; counting.realloc = nc_realloc; counting.free = nc_free; counting.user = NULL;
     gf_set_allocator(&counting);
-    gf_set_logger(nc_logger, NULL);
+    gf_set_logger(th_said_logger, NULL);
     unsetenv("GPUFLOW_RACE_CHECK");
     unsetenv("GPUFLOW_HANG_MS");
     test_not_compiled_in();
