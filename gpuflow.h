@@ -1519,6 +1519,8 @@ typedef struct gf__cmd {
     uint32_t pattern; int width;                    /* FILL of 2- or 4-byte values (width 1: value) */
     gf_copy_2d copy2d;                              /* COPY_2D */
     gf_kernel *kernel; gf_launch_dims dims; const gf_arg *args; int arg_count; /* LAUNCH */
+    const char *kernel_name;        /* LAUNCH: k->name; in a graph, a copy in its args block (the
+                                       module may go first: describing the graph stays safe) */
     gf_callback fn; void *user;                     /* CALLBACK */
     gf_graph *child;                                /* GRAPH: a graph launched inside a capture */
 } gf__cmd;
@@ -2315,7 +2317,7 @@ static int gf__race_uses_of(const gf__cmd *c, gf__race_use *uses, int cap) {
         break;
     case GF__CMD_FILL: gf__race_add_use(uses, cap, &n, c->buf, c->offset, c->bytes, 1, "fill"); break;
     case GF__CMD_LAUNCH:
-        snprintf(op, sizeof op, "launch '%s'", c->kernel->name);
+        snprintf(op, sizeof op, "launch '%s'", c->kernel_name);
         for (i = 0; i < c->arg_count; i++)
             if (c->args[i].buffer) gf__race_add_use(uses, cap, &n, c->args[i].buffer, 0, c->args[i].buffer->size, c->args[i].size != GF_ARG_READ_ONLY, op);
         break;
@@ -2847,13 +2849,13 @@ static gf_result gf__exec_counted(gf_stream *s, const gf__cmd *c) {   /* s->lock
     gf_result r;
     int rec = -1;
     if (gf__atomic_load_int(&s->dev->profiling))   /* off: not even the call and its arguments */
-        rec = gf__prof_begin(s, gf__cmd_op(c), c->kind == GF__CMD_LAUNCH ? c->kernel->name : NULL,
+        rec = gf__prof_begin(s, gf__cmd_op(c), c->kind == GF__CMD_LAUNCH ? c->kernel_name : NULL,
                              c->kind == GF__CMD_COPY ? c->copy.bytes : c->kind == GF__CMD_FILL || c->kind == GF__CMD_COPY_2D ? c->bytes : 0, 0);
     r = gf__exec(s, c, NULL);
     if (rec >= 0) gf__prof_end(s, rec, r);
     if (r != GF_OK) return r;
     if (GF__RACE_ON(s->dev)) gf__race_op(s, c);
-    gf__note_op(s, gf__cmd_op(c), c->kind == GF__CMD_LAUNCH ? c->kernel->name : NULL, 0);
+    gf__note_op(s, gf__cmd_op(c), c->kind == GF__CMD_LAUNCH ? c->kernel_name : NULL, 0);
     gf__counter_add(&s->ops, 1);   /* s->lock held: one writer; stats read them lock-free */
     if (c->kind == GF__CMD_COPY) { gf__counter_add(&s->copies, 1); gf__counter_add(&s->bytes_copied, c->copy.bytes); }
     if (c->kind == GF__CMD_COPY_2D) { gf__counter_add(&s->copies, 1); gf__counter_add(&s->bytes_copied, c->bytes); }
@@ -5355,13 +5357,13 @@ static void gf__graph_release(gf_graph *g) {   /* back to a shell of its device;
 }
 
 /* Copies a launch's arguments into one block the recording owns: gf_arg array, then values. */
-static gf_arg *gf__args_copy(const gf_arg *args, int count) {
-    size_t bytes = sizeof(gf_arg) * (size_t)count, at;
+static gf_arg *gf__args_copy(const gf_arg *args, int count, const char *name, const char **name_copy) {
+    size_t bytes = sizeof(gf_arg) * (size_t)count + strlen(name) + 1, at;
     gf_arg *copy;
     unsigned char *values;
     int i;
     for (i = 0; i < count; i++) if (!args[i].buffer) bytes += (args[i].size + 15) & ~(size_t)15;
-    if (!(copy = (gf_arg *)gf__malloc(bytes ? bytes : 1))) return NULL;
+    if (!(copy = (gf_arg *)gf__malloc(bytes))) return NULL;
     values = (unsigned char *)(copy + count);
     for (i = 0, at = 0; i < count; i++) {
         copy[i] = args[i];
@@ -5371,6 +5373,7 @@ static gf_arg *gf__args_copy(const gf_arg *args, int count) {
             at += (args[i].size + 15) & ~(size_t)15;
         }
     }
+    *name_copy = (const char *)memcpy(values + at, name, strlen(name) + 1);
     return copy;
 }
 
@@ -5392,7 +5395,7 @@ static gf_result gf__record(gf__capture *cap, const gf__cmd *c) {   /* dev->lock
     if (!gf__grow((void **)&g->cmds, &g->cmd_cap, g->cmd_count + 1, sizeof *g->cmds))
         return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gpuflow: capture: out of host memory");
     g->cmds[g->cmd_count] = *c;
-    if (c->kind == GF__CMD_LAUNCH && !(g->cmds[g->cmd_count].args = gf__args_copy(c->args, c->arg_count)))
+    if (c->kind == GF__CMD_LAUNCH && !(g->cmds[g->cmd_count].args = gf__args_copy(c->args, c->arg_count, c->kernel_name, &g->cmds[g->cmd_count].kernel_name)))
         return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gpuflow: capture: out of host memory");
     g->cmd_count++;
     gf__capture_use_cmd(cap, c);
@@ -5409,7 +5412,7 @@ static gf_result gf__graph_note_launch(gf_graph *g, const gf__cmd *c) {
         return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gpuflow: capture: out of host memory");
     kept = &g->launches[g->launch_count];
     *kept = *c;
-    if (!(kept->args = gf__args_copy(c->args, c->arg_count))) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gpuflow: capture: out of host memory");
+    if (!(kept->args = gf__args_copy(c->args, c->arg_count, c->kernel_name, &kept->kernel_name))) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gpuflow: capture: out of host memory");
     g->launch_count++;
     return GF_OK;
 }
@@ -5675,6 +5678,7 @@ static gf_result gf__pool_alloc(gf__capture *cap, size_t bytes, gf_buffer **out)
 GPUFLOW_IMPL gf_result gf_graph_set_kernel_args(gf_graph *g, int launch_index, const gf_arg *args, int count) {
     gf__cmd *launch = NULL;
     gf_arg *copy;
+    const char *name = NULL;   /* the kernel's name, kept in copy */
     gf_result r = GF_OK;
     int i, seen = 0;
     GF__CHECK(g, GF__T_GRAPH);
@@ -5691,7 +5695,7 @@ GPUFLOW_IMPL gf_result gf_graph_set_kernel_args(gf_graph *g, int launch_index, c
     }
     if (count != launch->arg_count)
         r = gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_graph_set_kernel_args: launch %d of kernel '%s' was captured with %d arguments, not %d",
-                     launch_index, launch->kernel->name, launch->arg_count, count);
+                     launch_index, launch->kernel_name, launch->arg_count, count);
     for (i = 0; r == GF_OK && i < count; i++) {
         const gf_arg *was = &launch->args[i];
         if (!args[i].buffer != !was->buffer || (!args[i].buffer && (args[i].size != was->size || !args[i].value)))
@@ -5704,12 +5708,13 @@ GPUFLOW_IMPL gf_result gf_graph_set_kernel_args(gf_graph *g, int launch_index, c
     }
     if (r == GF_OK && g->native && !g->dev->be->graph_set_kernel_args)
         r = gf__fail(GF_ERROR_NOT_SUPPORTED, "gf_graph_set_kernel_args: the %s backend cannot change a native graph's launch", g->dev->be->name);
-    if (r == GF_OK && !(copy = gf__args_copy(args, count))) r = gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_graph_set_kernel_args: out of host memory");
+    if (r == GF_OK && !(copy = gf__args_copy(args, count, launch->kernel_name, &name))) r = gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_graph_set_kernel_args: out of host memory");
     if (r == GF_OK && g->native && (r = g->dev->be->graph_set_kernel_args(g, launch_index, launch->kernel, copy, count)) != GF_OK)
         gf__free(copy);
     if (r == GF_OK) {
         gf__free((void *)launch->args);
         launch->args = copy;
+        launch->kernel_name = name;
         if (g->race_use_count) gf__race_retarget(g, launch_index, launch);
     }
     gf__unlock(&g->lock);
@@ -5736,7 +5741,7 @@ static gf__cmd *gf__cmds_copy(const gf_graph *from) {
     if (!cmds) return NULL;
     for (i = 0; i < from->cmd_count; i++) {
         cmds[i] = from->cmds[i];
-        if (cmds[i].kind == GF__CMD_LAUNCH && !(cmds[i].args = gf__args_copy(from->cmds[i].args, from->cmds[i].arg_count))) {
+        if (cmds[i].kind == GF__CMD_LAUNCH && !(cmds[i].args = gf__args_copy(from->cmds[i].args, from->cmds[i].arg_count, from->cmds[i].kernel_name, &cmds[i].kernel_name))) {
             gf__cmds_free(cmds, i);
             return NULL;
         }
@@ -5751,7 +5756,7 @@ static gf__cmd *gf__launches_copy(const gf_graph *from) {
     if (!from->launch_count || !(cmds = (gf__cmd *)gf__malloc(sizeof *cmds * (size_t)from->launch_count))) return NULL;
     for (i = 0; i < from->launch_count; i++) {
         cmds[i] = from->launches[i];
-        if (!(cmds[i].args = gf__args_copy(from->launches[i].args, from->launches[i].arg_count))) { gf__cmds_free(cmds, i); return NULL; }
+        if (!(cmds[i].args = gf__args_copy(from->launches[i].args, from->launches[i].arg_count, from->launches[i].kernel_name, &cmds[i].kernel_name))) { gf__cmds_free(cmds, i); return NULL; }
     }
     return cmds;
 }
@@ -5893,7 +5898,7 @@ GPUFLOW_IMPL gf_result gf_graph_write_dot(gf_graph *g, const char *path) {
         case GF__CMD_COPY_2D: snprintf(label, sizeof label, "2D copy\\n%llu x %llu", (unsigned long long)c->copy2d.width, (unsigned long long)c->copy2d.height); break;
         case GF__CMD_FILL: snprintf(label, sizeof label, "fill\\n%llu bytes", (unsigned long long)c->bytes); break;
         case GF__CMD_PREFETCH: snprintf(label, sizeof label, "prefetch"); break;
-        case GF__CMD_LAUNCH: snprintf(label, sizeof label, "launch %s\\n%d args", c->kernel->name, c->arg_count); break;
+        case GF__CMD_LAUNCH: snprintf(label, sizeof label, "launch %s\\n%d args", c->kernel_name, c->arg_count); break;
         case GF__CMD_CALLBACK: snprintf(label, sizeof label, "host callback"); break;
         case GF__CMD_GRAPH: snprintf(label, sizeof label, "graph"); break;
         }
@@ -6496,7 +6501,7 @@ GPUFLOW_IMPL gf_result gf_launch(gf_stream *s, gf_kernel *k, gf_launch_dims dims
     }
     /* Only the launch's fields: every reader of a command looks at its kind's fields alone, and
        zeroing all of gf__cmd was the largest item of gpuflow's own cost per launch. */
-    c.kind = GF__CMD_LAUNCH; c.kernel = k; c.dims = dims; c.args = args; c.arg_count = count;
+    c.kind = GF__CMD_LAUNCH; c.kernel = k; c.kernel_name = k->name; c.dims = dims; c.args = args; c.arg_count = count;
     return gf__submit(s, &c);
 }
 
