@@ -148,6 +148,7 @@ typedef struct fz_state {
     fz_cap cap[FZ_NCAP];
     unsigned op_deps;                /* deps of graphs launched in this op (copied into captures) */
     int kb_queued;                   /* a kernel with barriers was queued or captured (op_oom) */
+    gf_buffer *kept[8]; int kept_dev[8], kept_count;   /* task buffers whose destroy was refused (kept, as the contract says) */
     int op;                          /* index of the op being run, for messages */
     const char *op_name;
 } fz_state;
@@ -447,11 +448,17 @@ static gf_result fz_task(gf_stream *s, void *user)
         return gf_copy_to_host_async(s, fz_scratch, F.buf[i].b, 0, F.buf[i].size < 64 ? F.buf[i].size : 64);
     case FZ_T_CALLBACK: return gf_stream_add_callback(s, fz_count_cb, NULL);
     case FZ_T_FAIL: return GF_ERROR_INVALID_STATE;   /* a task whose work cannot be enqueued */
-    case FZ_T_ASYNC_BUF:   /* stream-ordered memory: inside a capture the graph owns it */
+    case FZ_T_ASYNC_BUF: {   /* stream-ordered memory: inside a capture the graph owns it */
+        gf_result freed;
         if ((r = gf_buffer_create_async(s, 256, &tmp)) != GF_OK) return r;
-        if ((r = gf_fill_async(s, tmp, 0, 1, 256)) == GF_OK) r = gf_buffer_destroy_async(s, tmp);
-        else gf_buffer_destroy_async(s, tmp);
-        return r;
+        r = gf_fill_async(s, tmp, 0, 1, 256);
+        /* a refused destroy keeps the buffer (out of memory, say): it is destroyed at the end */
+        if ((freed = gf_buffer_destroy_async(s, tmp)) != GF_OK && F.kept_count < 8) {
+            F.kept_dev[F.kept_count] = dev;
+            F.kept[F.kept_count++] = tmp;
+        }
+        return r != GF_OK ? r : freed;
+    }
     case FZ_T_SYNC: return gf_stream_synchronize(s);   /* inside a capture: misuse, refused */
     default: return GF_OK;
     }
@@ -864,6 +871,8 @@ static void fz_close_device(int d)
         fz_die(__LINE__, "gf_buffer_destroy", "refused with no capture left");
     for (i = 0; i < FZ_NHOST; i++) if (F.host[i].h.live && F.host[i].h.dev == d) fz_free_host(i);
     for (i = 0; i < FZ_NCAP; i++) if (F.cap[i].h.live && F.cap[i].h.dev == d) F.cap[i].h.live = 0;
+    for (i = 0; i < F.kept_count; i++)
+        if (F.kept[i] && F.kept_dev[i] == d) { FZ_VOID(0, 1, gf_buffer_destroy(F.kept[i])); F.kept[i] = NULL; }
     FZ_VOID(0, 1, gf_device_close(F.dev[d]));
     F.dev[d] = NULL;
     F.profiled[d] = 0;
