@@ -148,7 +148,7 @@ typedef struct fz_state {
     fz_cap cap[FZ_NCAP];
     unsigned op_deps;                /* deps of graphs launched in this op (copied into captures) */
     int kb_queued;                   /* a kernel with barriers was queued or captured (op_oom) */
-    gf_buffer *kept[8]; int kept_dev[8], kept_count;   /* task buffers whose destroy was refused (kept, as the contract says) */
+    gf_buffer *kept[64]; int kept_dev[64], kept_count;   /* task buffers whose destroy was refused (kept, as the contract says) */
     int op;                          /* index of the op being run, for messages */
     const char *op_name;
 } fz_state;
@@ -431,6 +431,15 @@ enum { FZ_T_FILL, FZ_T_CALLBACK, FZ_T_COPY, FZ_T_NOP, FZ_T_FAIL, FZ_T_ASYNC_BUF,
 static const int fz_task_kind[FZ_T_COUNT] = { FZ_T_FILL, FZ_T_CALLBACK, FZ_T_COPY, FZ_T_NOP, FZ_T_FAIL, FZ_T_ASYNC_BUF, FZ_T_SYNC };
 static const char *const fz_task_names[FZ_T_COUNT] = { "fill", "callback", "copy", "nop", "fail", "async-buffer", "sync" };
 
+/* A buffer whose destroy the library refused (and so kept, with a message): destroyed when the
+   input ends, with allocations working again. */
+static void fz_keep(gf_buffer *b, int dev)
+{
+    if (F.kept_count == 64) fz_die(__LINE__, "fz_keep", "more than 64 buffers kept");
+    F.kept_dev[F.kept_count] = dev;
+    F.kept[F.kept_count++] = b;
+}
+
 static gf_result fz_task(gf_stream *s, void *user)
 {
     int kind = *(const int *)user, i, dev;
@@ -453,10 +462,7 @@ static gf_result fz_task(gf_stream *s, void *user)
         if ((r = gf_buffer_create_async(s, 256, &tmp)) != GF_OK) return r;
         r = gf_fill_async(s, tmp, 0, 1, 256);
         /* a refused destroy keeps the buffer (out of memory, say): it is destroyed at the end */
-        if ((freed = gf_buffer_destroy_async(s, tmp)) != GF_OK && F.kept_count < 8) {
-            F.kept_dev[F.kept_count] = dev;
-            F.kept[F.kept_count++] = tmp;
-        }
+        if ((freed = gf_buffer_destroy_async(s, tmp)) != GF_OK) fz_keep(tmp, dev);
         return r != GF_OK ? r : freed;
     }
     case FZ_T_SYNC: return gf_stream_synchronize(s);   /* inside a capture: misuse, refused */
@@ -1031,7 +1037,11 @@ static void op_buf_create_async(fz_in *in)
         FZ_CALL(&own, gf_buffer_destroy_async(s, b));   /* a no-op: GF_OK */
         return;
     }
-    if (i < 0) { fz_exp ok = { 0 }; FZ_CALL(&ok, gf_buffer_destroy_async(s, b)); return; }   /* not capturing: to the cache */
+    if (i < 0) {   /* not capturing: to the cache (under op_oom that may be refused: the buffer is kept) */
+        fz_exp ok = { 0 };
+        if (FZ_CALL(fz_oom ? NULL : &ok, gf_buffer_destroy_async(s, b)) != GF_OK) fz_keep(b, d);
+        return;
+    }
     F.buf[i].h.live = 1; F.buf[i].h.dev = d; F.buf[i].b = b; F.buf[i].size = size; F.buf[i].async = 1;
     F.buf[i].view = 0; F.buf[i].parent = -1; F.buf[i].wrapped = 0;
 }
