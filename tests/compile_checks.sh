@@ -9,7 +9,10 @@
 #   - only gf_/GF_/GPUFLOW_ names reach an includer: a program with its own rsqrtf builds, and a
 #     kernel file compiled as C (gpuflow.h included again with GF_KERNELS) gets the dialect's;
 #   - the implementation builds after <stdio.h> and <math.h> under -std=c99, and after a header
-#     that already hid POSIX (<time.h>, <fcntl.h>) stops with an #error saying what to do.
+#     that already hid POSIX (<time.h>, <fcntl.h>) stops with an #error saying what to do;
+#   - the driver tables are checked against the vendor headers: tests/cuda_sigcheck_fail.c and
+#     tests/opencl_sigcheck_fail.c (an entry of another signature) must not compile, and
+#     compile once nothing is redirected.
 # usage: compile_checks.sh BUILD_DIR 'CC FLAGS' [backend...]   (backends whose headers are here)
 set -u
 dir=$1/compile-checks; cc=$2; shift 2
@@ -110,6 +113,20 @@ for h in time.h pthread.h fcntl.h; do
         expect_error "<$h> before the implementation (-std=c99)" "$dir/order_$h.c" "-I. $(echo "$cc" | sed 's/^[^ ]* //')" "gpuflow: the .* needs POSIX 2008"
     elif $cc -I. -c "$dir/order_$h.c" -o "$dir/order.o" 2>"$dir/order.err"; then ok "<$h> before the implementation: it builds (the header hid nothing)"
     else fail "<$h> before the implementation: $(head -c 300 "$dir/order.err")"; fi
+done
+
+# The driver tables' compile-time signature checks, both ways.
+for pair in cuda:GF_SIGCHECK_ABI opencl:GF_SIGCHECK_OK; do
+    b=${pair%%:*} ok_macro=${pair#*:}
+    case " $* " in *" $b "*) ;; *) skip "signature check of the $b table: its headers are not here"; continue ;; esac
+    if $cc -I. -c "tests/${b}_sigcheck_fail.c" -o "$dir/sig.o" 2>"$dir/sig.err"; then
+        fail "tests/${b}_sigcheck_fail.c compiled: an entry of another signature went unseen"
+    elif grep -q "distinct pointer types\|incompatible pointer types" "$dir/sig.err"; then
+        ok "the $b table refuses an entry of another signature at compile time"
+    else fail "tests/${b}_sigcheck_fail.c failed otherwise: $(head -c 300 "$dir/sig.err")"; fi
+    if $cc -I. "-D$ok_macro" -c "tests/${b}_sigcheck_fail.c" -o "$dir/sig.o" 2>"$dir/sig.err"; then
+        ok "the $b table matches the headers (-D$ok_macro)"
+    else fail "tests/${b}_sigcheck_fail.c -D$ok_macro: $(head -c 300 "$dir/sig.err")"; fi
 done
 
 if [ "$skipped" -gt 0 ]; then echo "$passed passed, $failed failed, $skipped skipped"; else echo "$passed passed, $failed failed"; fi

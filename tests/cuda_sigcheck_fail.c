@@ -1,4 +1,4 @@
-/* Not built by make: shows that the CUDA backend's driver table (GF__CUDA_API in
+/* Compiled by tests/compile_checks.sh (make test), which wants it to fail: shows that the CUDA backend's driver table (GF__CUDA_API in
    gpuflow_cuda.h) is checked against cuda.h when the implementation compiles.
 
    As it stands this file must FAIL to compile. It stands in for a cuda.h whose cuMemAlloc

@@ -1,4 +1,4 @@
-/* Not built by make: shows that the OpenCL backend's driver table (GF__CL_ENTRIES in
+/* Compiled by tests/compile_checks.sh (make test), which wants it to fail: shows that the OpenCL backend's driver table (GF__CL_ENTRIES in
    gpuflow_opencl.h) is checked against CL/cl.h when the implementation compiles.
 
    As it stands this file must FAIL to compile. It stands in for a CL/cl.h whose
