@@ -1129,7 +1129,7 @@ GPUFLOW_IMPL void gf_set_allocator(const gf_allocator *allocator) {
     else memset(&gf__allocator, 0, sizeof gf__allocator);
 }
 
-static void *gf__alloc(size_t bytes) {   /* zeroed */
+static void *gf__calloc(size_t bytes) {   /* zeroed, as calloc */
     void *p = gf__malloc(bytes);
     if (p) memset(p, 0, bytes);
     return p;
@@ -1990,7 +1990,7 @@ static gf_result gf__device_open_on(gf_backend b, int index, const gf_native_dev
     if (!native && (index < 0 || index >= count))
         return gf__fail(GF_ERROR_NO_DEVICE, "%s: device index %d is out of range (%d device%s)",
                         gf_backend_name(b), index, count, count == 1 ? "" : "s");
-    if (!(dev = (gf_device *)gf__alloc(sizeof *dev))) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_device_open: out of host memory");
+    if (!(dev = (gf_device *)gf__calloc(sizeof *dev))) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_device_open: out of host memory");
     dev->type = GF__T_DEVICE;
     dev->be = be;
     dev->index = index;
@@ -2359,7 +2359,7 @@ static void gf__race_access_one(gf__race *race, gf_stream *s, const gf__race_use
     gf__race_access *a;
     int i;
     if (!rb) {
-        if (!(rb = (struct gf__race_buffer *)gf__alloc(sizeof *rb))) return;
+        if (!(rb = (struct gf__race_buffer *)gf__calloc(sizeof *rb))) return;
         rb->id = ++race->next_buffer;
         u->root->race = rb;
     }
@@ -2586,7 +2586,7 @@ GPUFLOW_IMPL gf_result gf_race_check_enable(gf_device *dev, unsigned flags) {
     if (flags & ~GF_RACE_CHECK_ON) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_race_check_enable: unknown flags 0x%x", flags);
     gf__lock(&dev->lock);
     if (flags && !dev->race) {
-        if (!(dev->race = (gf__race *)gf__alloc(sizeof *dev->race))) r = gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_race_check_enable: out of host memory");
+        if (!(dev->race = (gf__race *)gf__calloc(sizeof *dev->race))) r = gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_race_check_enable: out of host memory");
         else gf__mutex_init(&dev->race->lock);
     }
     /* on again: what happened while it was off was not seen, so older accesses are forgotten.
@@ -2680,7 +2680,7 @@ static gf_result gf__stage_get(gf_device *dev, size_t bytes, gf__stage **out) {
     gf__unlock(&dev->stage_lock);
     gf__stages_free(dev, idle);
     if (!st) {
-        if (!(st = (gf__stage *)gf__alloc(sizeof *st))) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gpuflow: out of host memory for a staging buffer");
+        if (!(st = (gf__stage *)gf__calloc(sizeof *st))) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gpuflow: out of host memory for a staging buffer");
         if ((r = dev->be->host_alloc(dev, cap, &st->pinned)) != GF_OK) { gf__free(st); return r; }
         st->dev = dev;
         st->cap = cap;
@@ -2793,7 +2793,7 @@ static gf_result gf__exec(gf_stream *s, const gf__cmd *c, gf_graph *owner) {
     case GF__CMD_GRAPH: return gf__graph_replay(c->child, s);
     case GF__CMD_CALLBACK: {
         gf_result r;
-        gf__callback_ctx *ctx = (gf__callback_ctx *)gf__alloc(sizeof *ctx);
+        gf__callback_ctx *ctx = (gf__callback_ctx *)gf__calloc(sizeof *ctx);
         if (!ctx) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_stream_add_callback: out of host memory");
         ctx->fn = c->fn; ctx->user = c->user; ctx->s = owner ? NULL : s; ctx->kept = owner != NULL;
         if (owner && !gf__keep_block(owner, ctx)) {
@@ -2882,7 +2882,7 @@ static gf_result gf__stream_new(gf_device *dev, const char *label, gf_priority p
     return gf__stream_new_on(dev, label, prio, internal, NULL, out);
 }
 static gf_result gf__stream_new_on(gf_device *dev, const char *label, gf_priority prio, int internal, void *wrap, gf_stream **out) {
-    gf_stream *s = (gf_stream *)gf__alloc(sizeof *s);
+    gf_stream *s = (gf_stream *)gf__calloc(sizeof *s);
     gf_result r;
     if (!s) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_stream_create: out of host memory");
     s->type = GF__T_STREAM;
@@ -3121,7 +3121,7 @@ static gf_result gf__buffer_alloc(gf_buffer *buf) {
 static gf_result gf__buffer_new(gf_device *dev, size_t bytes, gf_memory_kind kind, gf_buffer **out) {
     gf_buffer *buf;
     gf_result r;
-    if (!(buf = (gf_buffer *)gf__alloc(sizeof *buf))) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_buffer_create: out of host memory");
+    if (!(buf = (gf_buffer *)gf__calloc(sizeof *buf))) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_buffer_create: out of host memory");
     buf->type = GF__T_BUFFER;
     buf->dev = dev;
     buf->size = bytes;
@@ -3342,7 +3342,7 @@ GPUFLOW_IMPL gf_result gf_buffer_view(gf_buffer *buf, size_t offset, size_t byte
         return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_buffer_view: the buffer is itself a view; make the view from its parent at offset %llu + %llu",
                         (unsigned long long)buf->view_offset, (unsigned long long)offset);
     if ((r = gf__check_range(__func__, buf, offset, bytes)) != GF_OK) return r;
-    if (!(view = (gf_buffer *)gf__alloc(sizeof *view))) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_buffer_view: out of host memory");
+    if (!(view = (gf_buffer *)gf__calloc(sizeof *view))) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_buffer_view: out of host memory");
     view->type = GF__T_BUFFER;
     view->dev = buf->dev;
     view->size = view->capacity = bytes;
@@ -3521,7 +3521,7 @@ GPUFLOW_IMPL gf_result gf_device_trim(gf_device *dev, size_t keep_bytes) {
 
 /* ---- events ------------------------------------------------------------------------------- */
 static gf_result gf__event_new(gf_device *dev, unsigned flags, gf_event **out) {
-    gf_event *ev = (gf_event *)gf__alloc(sizeof *ev);
+    gf_event *ev = (gf_event *)gf__calloc(sizeof *ev);
     gf_result r;
     if (!ev) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_event_create: out of host memory");
     ev->type = GF__T_EVENT;
@@ -3811,7 +3811,7 @@ GPUFLOW_IMPL gf_result gf_event_pool_create(gf_device *dev, const gf_event_pool_
     GF__CHECK_OUT(out);
     *out = NULL;
     if (plain < 0 || timing < 0) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_event_pool_create: capacities must be >= 0");
-    if (!(pool = (gf_event_pool *)gf__alloc(sizeof *pool))) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_event_pool_create: out of host memory");
+    if (!(pool = (gf_event_pool *)gf__calloc(sizeof *pool))) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_event_pool_create: out of host memory");
     pool->type = GF__T_EVENT_POOL;
     pool->dev = dev;
     if ((r = gf__event_pool_grow(pool, 0, plain ? plain : GF__DEFAULT_EVENT_POOL)) != GF_OK ||
@@ -3989,7 +3989,7 @@ GPUFLOW_IMPL gf_result gf_stream_pool_create(gf_device *dev, const gf_stream_poo
         return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_stream_pool_create: count %d is outside 1..%d", count, GF_POOL_MAX_STREAMS);
     if (strategy < GF_POOL_ROUND_ROBIN || strategy > GF_POOL_WORKLOAD)
         return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_stream_pool_create: strategy %d is not a gf_pool_strategy", (int)strategy);
-    if (!(pool = (gf_stream_pool *)gf__alloc(sizeof *pool))) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_stream_pool_create: out of host memory");
+    if (!(pool = (gf_stream_pool *)gf__calloc(sizeof *pool))) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_stream_pool_create: out of host memory");
     pool->type = GF__T_STREAM_POOL;
     pool->dev = dev;
     pool->strategy = strategy;
@@ -4153,7 +4153,7 @@ GPUFLOW_IMPL gf_result gf_stream_pool_release(gf_stream_pool *pool, gf_stream *s
         return gf__fail(GF_ERROR_INVALID_STATE, "gf_stream_pool_release: stream '%s' is not acquired", s->label);
     }
     if (pool->measure && !s->capture) {   /* time until the work given under this lease completes */
-        gf__completion *c = (gf__completion *)gf__alloc(sizeof *c);
+        gf__completion *c = (gf__completion *)gf__calloc(sizeof *c);
         if (c && gf__event_pool_take(pool->dev->events, 0, &c->ev) == GF_OK) {
             c->pool = pool;
             gf__lock(&s->lock);
@@ -4238,9 +4238,9 @@ GPUFLOW_IMPL gf_result gf_stream_set_create(gf_device *dev, int depth, const cha
     *out = NULL;
     if (depth < 1 || depth > GF_POOL_MAX_STREAMS)
         return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_stream_set_create: depth %d is outside 1..%d", depth, GF_POOL_MAX_STREAMS);
-    if (!(set = (gf_stream_set *)gf__alloc(sizeof *set)) ||
-        !(set->streams = (gf_stream **)gf__alloc(sizeof *set->streams * (size_t)depth)) ||
-        !(set->round_done = (gf_event **)gf__alloc(sizeof *set->round_done * (size_t)depth))) {
+    if (!(set = (gf_stream_set *)gf__calloc(sizeof *set)) ||
+        !(set->streams = (gf_stream **)gf__calloc(sizeof *set->streams * (size_t)depth)) ||
+        !(set->round_done = (gf_event **)gf__calloc(sizeof *set->round_done * (size_t)depth))) {
         if (set) { gf__free(set->streams); gf__free(set); }
         return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_stream_set_create: out of host memory");
     }
@@ -4411,7 +4411,7 @@ static gf_result gf__waiter_add(gf_event *ev, gf_callback fn, void *user, uint64
     gf__waiter *w;
     gf__lock(&dev->lock);
     if (!dev->waiter) {
-        if (!(w = (gf__waiter *)gf__alloc(sizeof *w))) { gf__unlock(&dev->lock); return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_event_on_complete: out of host memory"); }
+        if (!(w = (gf__waiter *)gf__calloc(sizeof *w))) { gf__unlock(&dev->lock); return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_event_on_complete: out of host memory"); }
         gf__mutex_init(&w->lock);
         gf__cond_init(&w->cond);
         if (!gf__thread_create(&w->thread, gf__waiter_main, w)) {
@@ -4630,7 +4630,7 @@ static gf_buffer *gf__cache_take(gf_stream *s, size_t bytes) {
     gf_buffer *fresh, *buf = NULL;
     int i, best = -1;
     /* a new handle for reused memory: a stale handle to the freed buffer stays refused */
-    if (!(fresh = (gf_buffer *)gf__alloc(sizeof *fresh))) return NULL;
+    if (!(fresh = (gf_buffer *)gf__calloc(sizeof *fresh))) return NULL;
     gf__lock(&cache->lock);
     for (i = 0; i < cache->count; i++) {
         gf__block *b = &cache->blocks[i];
@@ -4723,7 +4723,7 @@ GPUFLOW_IMPL gf_result gf_buffer_create_async(gf_stream *s, size_t bytes, gf_buf
         }
     } else if (be->buffer_alloc_async) {
         if ((r = gf__mem_admit(s->dev, bytes, "gf_buffer_create_async")) != GF_OK) {}
-        else if (!(buf = (gf_buffer *)gf__alloc(sizeof *buf))) r = gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_buffer_create_async: out of host memory");
+        else if (!(buf = (gf_buffer *)gf__calloc(sizeof *buf))) r = gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_buffer_create_async: out of host memory");
         else {
             buf->type = GF__T_BUFFER; buf->dev = s->dev; buf->size = buf->capacity = bytes;
             buf->refs = 1; buf->kind = GF_MEMORY_ASYNC;
@@ -4815,7 +4815,7 @@ GPUFLOW_IMPL gf_result gf_flow_create(gf_device *dev, const gf_flow_desc *desc, 
     *out = NULL;
     if (desc && (desc->workload < GF_WORKLOAD_ANY || desc->workload > GF_WORKLOAD_COORDINATION))
         return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_flow_create: workload %d is not a gf_workload", (int)desc->workload);
-    if (!(flow = (gf_flow *)gf__alloc(sizeof *flow))) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_flow_create: out of host memory");
+    if (!(flow = (gf_flow *)gf__calloc(sizeof *flow))) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_flow_create: out of host memory");
     flow->type = GF__T_FLOW;
     flow->dev = dev;
     flow->id = (uint32_t)(gf__atomic_add(&gf__flow_ids, 1) % 0xffffu) + 1u;   /* 1..0xffff */
@@ -4906,7 +4906,7 @@ GPUFLOW_IMPL gf_result gf_flow_depend(gf_flow *flow, gf_task before, gf_task aft
     b = &flow->tasks[bi];
     for (k = 0; k < b->succ_count; k++) if (b->succ[k] == ai) { gf__unlock(&flow->lock); return GF_OK; }
     path = (int *)gf__malloc(sizeof *path * (size_t)flow->count);
-    seen = (unsigned char *)gf__alloc((size_t)flow->count);
+    seen = (unsigned char *)gf__calloc((size_t)flow->count);
     if (!path || !seen) {
         gf__free(path); gf__free(seen);
         gf__unlock(&flow->lock);
@@ -4956,13 +4956,13 @@ static gf_result gf__flow_plan_make(const gf_flow *flow, gf__flow_plan *p) {   /
     p->order = (int *)gf__malloc(sizeof(int) * (size_t)(n + 1));
     p->lane = (int *)gf__malloc(sizeof(int) * (size_t)(n + 1));
     p->preds = (int *)gf__malloc(sizeof(int) * (size_t)(edges + 1));
-    p->pred_first = (int *)gf__alloc(sizeof(int) * (size_t)(n + 1));
-    p->pred_count = (int *)gf__alloc(sizeof(int) * (size_t)(n + 1));
-    p->signals = (unsigned char *)gf__alloc((size_t)(n + 1));
+    p->pred_first = (int *)gf__calloc(sizeof(int) * (size_t)(n + 1));
+    p->pred_count = (int *)gf__calloc(sizeof(int) * (size_t)(n + 1));
+    p->signals = (unsigned char *)gf__calloc((size_t)(n + 1));
     p->lane_first = (int *)gf__malloc(sizeof(int) * (size_t)(n + 1));
-    indeg = (int *)gf__alloc(sizeof(int) * (size_t)(n + 1));
+    indeg = (int *)gf__calloc(sizeof(int) * (size_t)(n + 1));
     lane_tail = (int *)gf__malloc(sizeof(int) * (size_t)(n + 1));
-    fill = (int *)gf__alloc(sizeof(int) * (size_t)(n + 1));
+    fill = (int *)gf__calloc(sizeof(int) * (size_t)(n + 1));
     if (!p->order || !p->lane || !p->preds || !p->pred_first || !p->pred_count || !p->signals || !p->lane_first ||
         !indeg || !lane_tail || !fill) {
         gf__plan_free(p); gf__free(indeg); gf__free(lane_tail); gf__free(fill);
@@ -5014,7 +5014,7 @@ static void gf__task_completed(void *p, gf_result status) {
     gf__free(d);
 }
 static gf_result gf__task_on_complete(gf_flow *flow, gf__task *t, gf_stream *s) {
-    gf__task_done *d = (gf__task_done *)gf__alloc(sizeof *d);
+    gf__task_done *d = (gf__task_done *)gf__calloc(sizeof *d);
     gf_result r;
     if (!d) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_flow_run: out of host memory");
     d->fn = t->on_complete;
@@ -5033,7 +5033,7 @@ static gf_result gf__task_on_complete(gf_flow *flow, gf__task *t, gf_stream *s) 
    crosses streams, each task inside a range of its name (seen in the trace). The host never
    blocks. run: a gf_flow_run (completion callbacks apply), not a capture. */
 static gf_result gf__flow_enqueue(gf_flow *flow, const gf__flow_plan *p, gf_stream **lanes, int run) {
-    gf_event **done = (gf_event **)gf__alloc(sizeof *done * (size_t)(flow->count + 1));
+    gf_event **done = (gf_event **)gf__calloc(sizeof *done * (size_t)(flow->count + 1));
     gf_result r = GF_OK;
     int i, k;
     if (!done) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_flow: out of host memory");
@@ -5073,7 +5073,7 @@ static void gf__flow_timing_start(gf_flow *flow, gf_stream **lanes, int count, g
     int i;
     memset(t, 0, sizeof *t);
     if (!gf__atomic_load_int(&flow->dev->profiling)) return;
-    if (!(t->ends = (gf_event **)gf__alloc(sizeof *t->ends * (size_t)count))) return;
+    if (!(t->ends = (gf_event **)gf__calloc(sizeof *t->ends * (size_t)count))) return;
     if (gf__event_pool_take(events, GF_EVENT_TIMING, &t->start) != GF_OK || gf_event_record(t->start, lanes[0]) != GF_OK) {
         if (t->start) gf__event_pool_give(events, t->start);
         gf__free(t->ends);
@@ -5137,7 +5137,7 @@ GPUFLOW_IMPL gf_result gf_flow_run(gf_flow *flow, gf_stream_pool *pool) {
     GF__SAME_DEVICE(flow->dev, pool->dev);
     gf__lock(&flow->lock);
     if ((r = gf__flow_plan_make(flow, &plan)) != GF_OK) { gf__unlock(&flow->lock); return r; }
-    if (!(lanes = (gf_stream **)gf__alloc(sizeof *lanes * (size_t)(plan.lanes + 1)))) {
+    if (!(lanes = (gf_stream **)gf__calloc(sizeof *lanes * (size_t)(plan.lanes + 1)))) {
         gf__plan_free(&plan);
         gf__unlock(&flow->lock);
         return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_flow_run: out of host memory");
@@ -5177,7 +5177,7 @@ GPUFLOW_IMPL gf_result gf_flow_capture(gf_flow *flow, gf_stream *s, gf_graph **o
     *out = NULL;
     gf__lock(&flow->lock);
     if ((r = gf__flow_plan_make(flow, &plan)) != GF_OK) { gf__unlock(&flow->lock); return r; }
-    if (!(lanes = (gf_stream **)gf__alloc(sizeof *lanes * (size_t)(plan.lanes + 1))))
+    if (!(lanes = (gf_stream **)gf__calloc(sizeof *lanes * (size_t)(plan.lanes + 1))))
         r = gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_flow_capture: out of host memory");
     if (r == GF_OK && plan.lanes - 1 > flow->fork_count) {   /* the flow keeps its fork streams */
         gf_stream **forks = (gf_stream **)gf__realloc(flow->forks, sizeof *forks * (size_t)(plan.lanes - 1));
@@ -5498,7 +5498,7 @@ GPUFLOW_IMPL gf_result gf_stream_begin_capture_pool(gf_stream *s, gf_capture_mod
     if (mode < GF_CAPTURE_GLOBAL || mode > GF_CAPTURE_RELAXED)
         return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_stream_begin_capture: mode %d is not a gf_capture_mode", (int)mode);
     if (s == s->dev->sync_stream) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_stream_begin_capture: the device's own stream cannot capture");
-    if (!(c = (gf__capture *)gf__alloc(sizeof *c)) || !(c->graph = gf__graph_new(s->dev, mode))) {
+    if (!(c = (gf__capture *)gf__calloc(sizeof *c)) || !(c->graph = gf__graph_new(s->dev, mode))) {
         gf__free(c);
         return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_stream_begin_capture: out of host memory");
     }
@@ -5609,7 +5609,7 @@ GPUFLOW_IMPL gf_result gf_graph_pool_create(gf_device *dev, gf_graph_pool **out)
     GF__CHECK(dev, GF__T_DEVICE);
     GF__CHECK_OUT(out);
     *out = NULL;
-    if (!(pool = (gf_graph_pool *)gf__alloc(sizeof *pool))) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_graph_pool_create: out of host memory");
+    if (!(pool = (gf_graph_pool *)gf__calloc(sizeof *pool))) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_graph_pool_create: out of host memory");
     if ((r = gf__event_new(dev, 0, &pool->last)) != GF_OK) { gf__free(pool); return r; }
     pool->type = GF__T_GRAPH_POOL;
     pool->dev = dev;
@@ -6363,7 +6363,7 @@ GPUFLOW_IMPL gf_result gf_module_load(gf_device *dev, const gf_module_desc *desc
     *out = NULL;
     if (desc->stub_kernel_count < 0 || (desc->stub_kernel_count > 0 && !desc->stub_kernels))
         return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_module_load: stub_kernels and stub_kernel_count disagree");
-    if (!(mod = (gf_module *)gf__alloc(sizeof *mod))) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_module_load: out of host memory");
+    if (!(mod = (gf_module *)gf__calloc(sizeof *mod))) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_module_load: out of host memory");
     mod->type = GF__T_MODULE;
     mod->dev = dev;
     gf__mutex_init(&mod->lock);
@@ -6390,7 +6390,7 @@ GPUFLOW_IMPL gf_result gf_kernel_get(gf_module *mod, const char *name, gf_kernel
     gf__lock(&mod->lock);
     for (k = mod->kernels; k; k = k->next)
         if (!strcmp(k->name, name)) { gf__unlock(&mod->lock); *out = k; return GF_OK; }
-    if (!(k = (gf_kernel *)gf__alloc(sizeof *k))) { gf__unlock(&mod->lock); return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_kernel_get: out of host memory"); }
+    if (!(k = (gf_kernel *)gf__calloc(sizeof *k))) { gf__unlock(&mod->lock); return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_kernel_get: out of host memory"); }
     k->type = GF__T_KERNEL;
     k->mod = mod;
     gf__copy_str(k->name, sizeof k->name, name);
@@ -6573,7 +6573,7 @@ GPUFLOW_IMPL gf_result gf_buffer_wrap(gf_device *dev, uint64_t native_buffer, si
     if (!native_buffer) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_buffer_wrap: native_buffer is 0");
     if (bytes == 0) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_buffer_wrap: size is 0");
     if (!dev->be->buffer_wrap) return gf__fail(GF_ERROR_NOT_SUPPORTED, "gf_buffer_wrap: the %s backend cannot wrap memory", dev->be->name);
-    if (!(buf = (gf_buffer *)gf__alloc(sizeof *buf))) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_buffer_wrap: out of host memory");
+    if (!(buf = (gf_buffer *)gf__calloc(sizeof *buf))) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_buffer_wrap: out of host memory");
     buf->type = GF__T_BUFFER;
     buf->dev = dev;
     buf->size = buf->capacity = bytes;
@@ -6737,7 +6737,7 @@ GPUFLOW_IMPL gf_result gf_profiler_enable(gf_device *dev, unsigned flags) {
     if (flags && !dev->profiler) {
         /* The base every time is read against: recorded and completed now, on the device's own
            stream, so that every profiled op on any stream comes after it. */
-        gf__profiler *p = (gf__profiler *)gf__alloc(sizeof *p);
+        gf__profiler *p = (gf__profiler *)gf__calloc(sizeof *p);
         if (!p) r = gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_profiler_enable: out of host memory");
         else if ((r = gf__event_pool_take(dev->events, GF_EVENT_TIMING, &p->base)) != GF_OK) gf__free(p);
         else if ((r = dev->be->event_record(p->base, dev->sync_stream)) != GF_OK || (r = dev->be->event_synchronize(p->base)) != GF_OK) {
@@ -6979,7 +6979,7 @@ typedef struct gf__stub_stream {
 typedef struct gf__stub_device { uint64_t allocated; } gf__stub_device;
 
 static gf__stub_mark *gf__stub_mark_new(void) {
-    gf__stub_mark *m = (gf__stub_mark *)gf__alloc(sizeof *m);
+    gf__stub_mark *m = (gf__stub_mark *)gf__calloc(sizeof *m);
     if (!m) return NULL;
     gf__mutex_init(&m->lock);
     gf__cond_init(&m->cond);
@@ -7018,7 +7018,7 @@ static gf_result gf__stub_device_count(int *count) { *count = 1; return GF_OK; }
 
 static gf_result gf__stub_device_open(gf_device *dev, int index) {
     (void)index;
-    if (!(dev->native = gf__alloc(sizeof(gf__stub_device)))) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "stub: out of host memory");
+    if (!(dev->native = gf__calloc(sizeof(gf__stub_device)))) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "stub: out of host memory");
     gf__copy_str(dev->info.name, sizeof dev->info.name, "gpuflow CPU stub");
     dev->info.total_memory = (size_t)GPUFLOW_STUB_MEMORY;
     dev->info.compute_units = 1;
@@ -7274,10 +7274,10 @@ static void gf__stub_launch_run(gf__stub_stream *q, gf__stub_item *it) {
     memcpy(ctx.block, it->dims.block, sizeof ctx.block);
     b.kernel = it->kernel; b.argv = it->argv; b.count = per_block;
     if (fibers) {
-        b.state = (unsigned char *)gf__alloc((size_t)per_block);
-        b.site = (int *)gf__alloc(sizeof *b.site * (size_t)per_block);
+        b.state = (unsigned char *)gf__calloc((size_t)per_block);
+        b.site = (int *)gf__calloc(sizeof *b.site * (size_t)per_block);
         b.ctx = (gf_kernel_ctx *)gf__malloc(sizeof *b.ctx * (size_t)per_block);
-        b.fibers = (gf__fiber *)gf__alloc(sizeof *b.fibers * (size_t)per_block);
+        b.fibers = (gf__fiber *)gf__calloc(sizeof *b.fibers * (size_t)per_block);
 #if defined(_WIN32)
         b.main.fiber = ConvertThreadToFiber(NULL);
         if (!b.main.fiber) b.main.fiber = GetCurrentFiber();   /* already a fiber */
@@ -7442,7 +7442,7 @@ static gf_result gf__stub_push(gf_stream *s, gf__stub_item *it) {
 }
 
 static gf_result gf__stub_stream_create(gf_stream *s) {
-    gf__stub_stream *q = (gf__stub_stream *)gf__alloc(sizeof *q);
+    gf__stub_stream *q = (gf__stub_stream *)gf__calloc(sizeof *q);
     if (!q) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "stub: out of host memory");
     gf__mutex_init(&q->lock);
     gf__cond_init(&q->cond);
@@ -7538,7 +7538,7 @@ static gf_result gf__stub_host_callback(gf_stream *s, void (*fn)(void *), void *
 }
 
 static gf_result gf__stub_event_create(gf_event *ev) {
-    gf__stub_event *e = (gf__stub_event *)gf__alloc(sizeof *e);
+    gf__stub_event *e = (gf__stub_event *)gf__calloc(sizeof *e);
     if (!e) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "stub: out of host memory");
     gf__mutex_init(&e->lock);
     ev->native = e;

@@ -581,7 +581,7 @@ undo:
 }
 
 static gf_result gf__cuda_device_open(gf_device *dev, int index) {
-    gf__cuda_device *d = (gf__cuda_device *)gf__alloc(sizeof *d);
+    gf__cuda_device *d = (gf__cuda_device *)gf__calloc(sizeof *d);
     const char *call;
     CUresult r;
     if (!d) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "CUDA: out of host memory opening device %d", index);
@@ -602,7 +602,7 @@ static gf_result gf__cuda_device_open_native(gf_device *dev, const gf_native_dev
     gf_result e;
     if (!native->context) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_device_open_native: CUDA takes native->context, a CUcontext; it is NULL");
     if ((e = gf__cuda_set_current((CUcontext)native->context)) != GF_OK) return e;
-    if (!(d = (gf__cuda_device *)gf__alloc(sizeof *d))) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "CUDA: out of host memory opening a native device");
+    if (!(d = (gf__cuda_device *)gf__calloc(sizeof *d))) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "CUDA: out of host memory opening a native device");
     d->ctx = (CUcontext)native->context;
     d->borrowed = 1;
     GF__CUDA_STEP(CtxGetDevice, (&d->dev));
@@ -1229,7 +1229,7 @@ static gf_result gf__cuda_capture_end(gf_stream *s, gf_graph *g) {
         (void)GF__CUDA_CALL(GraphDestroy, (graph));
         return gf__cuda_fail(r, call);
     }
-    if (!(cg = (gf__cuda_graph *)gf__alloc(sizeof *cg))) {
+    if (!(cg = (gf__cuda_graph *)gf__calloc(sizeof *cg))) {
         (void)GF__CUDA_CALL(GraphExecDestroy, (exec));
         (void)GF__CUDA_CALL(GraphDestroy, (graph));
         return gf__fail(GF_ERROR_OUT_OF_MEMORY, "CUDA: out of host memory for a graph");

@@ -564,7 +564,7 @@ static void gf__hip_device_arch(int ordinal, char *out, size_t cap) {
 /* Both opens: device ordinal made current and described in dev->info. A borrowed device (the
    caller's, gf_device_open_native) keeps its owner's pool settings, here and at close. */
 static gf_result gf__hip_device_start(gf_device *dev, int ordinal, int borrowed) {
-    gf__hip_device *d = (gf__hip_device *)gf__alloc(sizeof *d);
+    gf__hip_device *d = (gf__hip_device *)gf__calloc(sizeof *d);
     gf_device_info *info = &dev->info;
     size_t total = 0;
     int units = 0, managed = 0, pools = 0, concurrent = 0;
@@ -1300,7 +1300,7 @@ static gf_result gf__hip_capture_end(gf_stream *s, gf_graph *g) {
         (void)GF__HIP_CALL(GraphDestroy, (graph));
         return gf__hip_fail(r, call);
     }
-    if (!(hg = (gf__hip_graph *)gf__alloc(sizeof *hg))) {
+    if (!(hg = (gf__hip_graph *)gf__calloc(sizeof *hg))) {
         (void)GF__HIP_CALL(GraphExecDestroy, (exec));
         (void)GF__HIP_CALL(GraphDestroy, (graph));
         return gf__fail(GF_ERROR_OUT_OF_MEMORY, "HIP: out of host memory for a graph");

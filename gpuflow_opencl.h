@@ -355,7 +355,7 @@ static gf_result gf__cl_list(gf__cl_pick **out, int *count) {
     *out = NULL; *count = 0;
     e = GF__CL(clGetPlatformIDs, (0, NULL, &np));
     if (e != CL_SUCCESS) return gf__cl_fail("clGetPlatformIDs", e);
-    plats = (cl_platform_id *)gf__alloc(sizeof *plats * (np ? np : 1));
+    plats = (cl_platform_id *)gf__calloc(sizeof *plats * (np ? np : 1));
     if (!plats) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "OpenCL: out of host memory listing platforms");
     e = GF__CL(clGetPlatformIDs, (np, plats, NULL));
     if (e != CL_SUCCESS) { gf__free(plats); return gf__cl_fail("clGetPlatformIDs", e); }
@@ -372,7 +372,7 @@ static gf_result gf__cl_list(gf__cl_pick **out, int *count) {
             cl_device_id *ids;
             e = GF__CL(clGetDeviceIDs, (plats[p], order[t], 0, NULL, &nd));
             if (e != CL_SUCCESS || nd == 0) { if (e != CL_DEVICE_NOT_FOUND) listing = e; continue; }
-            ids = (cl_device_id *)gf__alloc(sizeof *ids * nd);
+            ids = (cl_device_id *)gf__calloc(sizeof *ids * nd);
             if (!ids || !gf__grow((void **)&picks, &cap, n + (int)nd, sizeof *picks)) {
                 gf__free(ids); gf__free(picks); gf__free(plats);
                 return gf__fail(GF_ERROR_OUT_OF_MEMORY, "OpenCL: out of host memory listing devices");
@@ -445,7 +445,7 @@ typedef struct gf__cl_device {
 /* A job counts as live from its making to its end, so that the device outlives every marker
    callback still to come. */
 static gf__cl_job *gf__cl_job_new(gf__cl_device *d, void (*fn)(void *user), void *user) {
-    gf__cl_job *job = (gf__cl_job *)gf__alloc(sizeof *job);
+    gf__cl_job *job = (gf__cl_job *)gf__calloc(sizeof *job);
     if (!job) return NULL;
     job->fn = fn; job->user = user; job->dev = d;
     gf__lock(&d->lock);
@@ -603,7 +603,7 @@ static gf_result gf__cl_device_init(gf_device *dev, gf__cl_device *d) {
     d->total = mem;
     d->sub_align = align_bits / 8;
     if (GF__CL(clGetDeviceInfo, (d->device, CL_DEVICE_EXTENSIONS, 0, NULL, &ext_size)) == CL_SUCCESS &&
-        (exts = (char *)gf__alloc(ext_size + 1)) != NULL)
+        (exts = (char *)gf__calloc(ext_size + 1)) != NULL)
         GF__CL(clGetDeviceInfo, (d->device, CL_DEVICE_EXTENSIONS, ext_size, exts, NULL));
     d->priorities = exts && gf__cl_has_ext(exts, "cl_khr_priority_hints") &&
                     gf__cl.clCreateCommandQueueWithProperties && d->version >= 20;
@@ -669,7 +669,7 @@ static gf_result gf__cl_device_open(gf_device *dev, int index) {
         gf__free(picks);
         return gf__fail(GF_ERROR_NO_DEVICE, "OpenCL: no device %d (there are %d)", index, count);
     }
-    d = (gf__cl_device *)gf__alloc(sizeof *d);
+    d = (gf__cl_device *)gf__calloc(sizeof *d);
     if (!d) { gf__free(picks); return gf__fail(GF_ERROR_OUT_OF_MEMORY, "OpenCL: out of host memory"); }
     d->platform = picks[index].platform;
     d->device = picks[index].device;
@@ -688,7 +688,7 @@ static gf_result gf__cl_device_open_native(gf_device *dev, const gf_native_devic
                         "and device (a cl_device_id of it)");
     e = GF__CL(clGetDeviceInfo, ((cl_device_id)native->device, CL_DEVICE_PLATFORM, sizeof platform, &platform, NULL));
     if (e != CL_SUCCESS) return gf__cl_fail("clGetDeviceInfo(CL_DEVICE_PLATFORM)", e);
-    d = (gf__cl_device *)gf__alloc(sizeof *d);
+    d = (gf__cl_device *)gf__calloc(sizeof *d);
     if (!d) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "OpenCL: out of host memory");
     d->platform = platform;
     d->device = (cl_device_id)native->device;
@@ -732,7 +732,7 @@ static gf_result gf__cl_svm_alloc(gf_buffer *buf, cl_mem *out) {
         return gf__fail(GF_ERROR_NOT_SUPPORTED, "OpenCL: managed buffers need fine-grained SVM, "
                         "which %s lacks", buf->dev->info.name);
     GPUFLOW_ASSERT(gf__cl.clSVMAlloc && gf__cl.clSVMFree);   /* fine_svm is set only with both */
-    svm = (gf__cl_svm *)gf__alloc(sizeof *svm);
+    svm = (gf__cl_svm *)gf__calloc(sizeof *svm);
     if (!svm) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "OpenCL: out of host memory");
     svm->ctx = d->ctx;
     svm->ptr = GF__CL_PTR(clSVMAlloc, (d->ctx, CL_MEM_READ_WRITE | CL_MEM_SVM_FINE_GRAIN_BUFFER, buf->size, 0));
@@ -839,7 +839,7 @@ static cl_mem gf__cl_mem(const gf_buffer *buf, size_t *offset) {
 
 static gf_result gf__cl_host_alloc(gf_device *dev, size_t bytes, void **out) {
     gf__cl_device *d = (gf__cl_device *)dev->native;
-    gf__cl_pinned *p = (gf__cl_pinned *)gf__alloc(sizeof *p);
+    gf__cl_pinned *p = (gf__cl_pinned *)gf__calloc(sizeof *p);
     cl_int e;
     if (!p) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "OpenCL: out of host memory");
     p->mem = GF__CL_NEW(clCreateBuffer, (d->ctx, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, bytes, NULL), &e);
@@ -915,7 +915,7 @@ static gf_result gf__cl_enqueued(gf_stream *s, const char *call, cl_int e, cl_ev
 }
 
 static gf_result gf__cl_stream_on(gf_stream *s, cl_command_queue queue) {
-    gf__cl_stream *cs = (gf__cl_stream *)gf__alloc(sizeof *cs);
+    gf__cl_stream *cs = (gf__cl_stream *)gf__calloc(sizeof *cs);
     if (!cs) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "OpenCL: out of host memory");
     cs->queue = queue;
     gf__mutex_init(&cs->lock);
@@ -1117,7 +1117,7 @@ typedef struct gf__cl_event {
 } gf__cl_event;
 
 static gf_result gf__cl_event_create(gf_event *ev) {
-    gf__cl_event *ce = (gf__cl_event *)gf__alloc(sizeof *ce);
+    gf__cl_event *ce = (gf__cl_event *)gf__calloc(sizeof *ce);
     if (!ce) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "OpenCL: out of host memory");
     gf__mutex_init(&ce->lock);
     ev->native = ce;
@@ -1257,7 +1257,7 @@ static gf_result gf__cl_build_failed(cl_program prog, cl_device_id device, cl_in
     if (n == 0)   /* a log longer than our buffer: ask for the size, then for the text */
         GF__CL(clGetProgramBuildInfo, (prog, device, CL_PROGRAM_BUILD_LOG, 0, NULL, &n));
     if (n > sizeof log - 1) {
-        char *full = (char *)gf__alloc(n + 1);
+        char *full = (char *)gf__calloc(n + 1);
         if (full && GF__CL(clGetProgramBuildInfo, (prog, device, CL_PROGRAM_BUILD_LOG, n, full, NULL)) == CL_SUCCESS)
             gf__copy_str(log, sizeof log, full);
         gf__free(full);
@@ -1304,7 +1304,7 @@ static gf_result gf__cl_module_load(gf_module *mod, const gf_module_desc *desc) 
         GF__CL(clReleaseProgram, (prog));
         return r;
     }
-    cm = (gf__cl_module *)gf__alloc(sizeof *cm);
+    cm = (gf__cl_module *)gf__calloc(sizeof *cm);
     if (!cm) { GF__CL(clReleaseProgram, (prog)); return gf__fail(GF_ERROR_OUT_OF_MEMORY, "OpenCL: out of host memory"); }
     cm->program = prog;
     mod->native = cm;
@@ -1356,7 +1356,7 @@ static void gf__cl_compiler_id(gf_device *dev, char *out, size_t cap) {
 
 static gf_result gf__cl_kernel_get(gf_kernel *k) {
     gf__cl_module *cm = (gf__cl_module *)k->mod->native;
-    gf__cl_kernel *ck = (gf__cl_kernel *)gf__alloc(sizeof *ck);
+    gf__cl_kernel *ck = (gf__cl_kernel *)gf__calloc(sizeof *ck);
     cl_int e;
     if (!ck) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "OpenCL: out of host memory");
     ck->kernel = GF__CL_NEW(clCreateKernel, (cm->program, k->name), &e);
