@@ -316,16 +316,10 @@ static void test_threads(const char *base)
 
 int main(int argc, char **argv)
 {
-    static const struct { const char *name; gf_backend b; } known[] = {
-        { "stub", GF_BACKEND_STUB }, { "cuda", GF_BACKEND_CUDA }, { "hip", GF_BACKEND_HIP }, { "opencl", GF_BACKEND_OPENCL }
-    };
     char base[] = "/tmp/gpuflow-cache-XXXXXX", dir[1024];
     gf_result r;
-    int i;
     setvbuf(stdout, NULL, _IOLBF, 0);
-    for (i = 0; argc == 2 && i < 4; i++)
-        if (!strcmp(argv[1], known[i].name)) { backend_name = known[i].name; backend = known[i].b; }
-    if (!backend_name) { fprintf(stderr, "usage: %s stub|cuda|hip|opencl\n", argv[0]); return 2; }
+    if (!(backend_name = th_backend_arg(argc, argv, &backend))) return 2;
     as_root = geteuid() == 0;
     gf_set_logger(th_said_logger, NULL);
     unsetenv("GPUFLOW_CACHE_DIR");

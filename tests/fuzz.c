@@ -53,9 +53,8 @@
      sh tests/fuzz_coverage.sh BUILD [CORPUS]   the lines and functions of gpuflow.h that the corpus
          (and CORPUS, e.g. build/fuzz_corpus) reaches: clang source-based coverage of fuzz_replay
    Environment: FUZZ_TRACE=1 prints every call, the handles picked and the result (to read a
-   reproducer). FUZZ_KNOWN_DEFECTS=1 would drive inputs that reach a library defect that is
-   known and not fixed yet, which the fuzzer otherwise steers around at a place marked with
-   the defect's name (KDn); there are none at present (KD1-KD7 are fixed, each with a test).
+   reproducer). A library defect that is known and not fixed yet is steered around at one place
+   marked with its name (KDn); there are none at present (KD1-KD7 are fixed, each with a test).
    One thing the oracle does not model: a stub stream that fails on its own, as a kernel with
    barriers does when its fiber stacks cannot be allocated (GF_ERROR_OUT_OF_MEMORY, kept by the
    stream). So op_oom first waits for queued barrier kernels and starts none itself. */
@@ -157,7 +156,7 @@ static fz_state F;
 static unsigned char fz_scratch[FZ_SCRATCH];
 static unsigned char fz_wrapmem[2 * 4096];   /* host memory that stub buffers wrap (gf_buffer_wrap) */
 static uint32_t fz_garbage[16] = { 0xdeadbeefu, 0xdeadbeefu };   /* a "handle" of no gpuflow type */
-static int fz_trace, fz_known_defects;
+static int fz_trace;
 static int fz_oom;                   /* allocations may fail (op_oom): destroys may be refused */
 static int fz_logged;                /* atomic: messages the logger got (fz_log) */
 static int fz_callbacks;             /* atomic: stream callbacks and waiters that ran */
@@ -2831,9 +2830,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     gf_device *dev = NULL;
     size_t at;
     if (!started) {
-        const char *t = getenv("FUZZ_TRACE"), *k = getenv("FUZZ_KNOWN_DEFECTS");
+        const char *t = getenv("FUZZ_TRACE");
         fz_trace = t && *t && *t != '0';
-        fz_known_defects = k && *k && *k != '0';
         gf_set_logger(fz_log, NULL);
         fz_prime();
         started = 1;

@@ -245,6 +245,21 @@ TH_FN int th_gate_get(th_gate *g, const int *field)
 #define TH_GATE_LEFT(g) th_gate_get((g), &(g)->left)
 #define TH_GATE_TIMED_OUT(g) th_gate_get((g), &(g)->timed_out)
 
+/* ---- the backend a test runs on: its one argument ----------------------------------------- */
+/* "stub", "cuda", "hip" or "opencl" as argv[1]: its name, with *b set; NULL after printing the
+   usage (the caller returns 2). */
+TH_FN const char *th_backend_arg(int argc, char **argv, gf_backend *b)
+{
+    static const struct { const char *name; gf_backend b; } known[] = {
+        { "stub", GF_BACKEND_STUB }, { "cuda", GF_BACKEND_CUDA }, { "hip", GF_BACKEND_HIP }, { "opencl", GF_BACKEND_OPENCL }
+    };
+    int i;
+    for (i = 0; argc == 2 && i < 4; i++)
+        if (!strcmp(argv[1], known[i].name)) { *b = known[i].b; return known[i].name; }
+    fprintf(stderr, "usage: %s stub|cuda|hip|opencl\n", argv[0]);
+    return NULL;
+}
+
 /* ---- what the library said: a logger that keeps the text, for checks that look for words --- */
 static pthread_mutex_t th_said_lock = PTHREAD_MUTEX_INITIALIZER;
 static char th_said_text[1 << 16];

@@ -511,17 +511,11 @@ static void test_build_error_lines(void)
 
 int main(int argc, char **argv)
 {
-    static const struct { const char *name; gf_backend b; } known[] = {
-        { "stub", GF_BACKEND_STUB }, { "cuda", GF_BACKEND_CUDA }, { "hip", GF_BACKEND_HIP }, { "opencl", GF_BACKEND_OPENCL }
-    };
     gf_allocator counting;
     gf_stream *s = NULL;
     gf_result r;
-    int i;
     setvbuf(stdout, NULL, _IOLBF, 0);
-    for (i = 0; argc == 2 && i < 4; i++)
-        if (!strcmp(argv[1], known[i].name)) { backend_name = known[i].name; backend = known[i].b; }
-    if (!backend_name) { fprintf(stderr, "usage: %s stub|cuda|hip|opencl\n", argv[0]); return 2; }
+    if (!(backend_name = th_backend_arg(argc, argv, &backend))) return 2;
     counting.alloc = nc_alloc; counting.realloc = nc_realloc; counting.free = nc_free; counting.user = NULL;
     gf_set_allocator(&counting);
     gf_set_logger(th_said_logger, NULL);
