@@ -29,19 +29,18 @@ static const char example_scale_source[] =        /* the kernel as text, for the
 
 static inline gf_module_desc example_module_desc(void) {
     static const gf_stub_kernel stub_kernels[] = { GF_STUB_KERNEL(scale) };
-    gf_module_desc d;
-    memset(&d, 0, sizeof d);
-    d.source = example_scale_source;
-    d.source_name = "scale.gfk";
-    d.stub_kernels = stub_kernels;
-    d.stub_kernel_count = 1;
+    gf_module_desc d = {
+        .source = example_scale_source,     /* every field not named here is zero: the default */
+        .source_name = "scale.gfk",
+        .stub_kernels = stub_kernels,
+        .stub_kernel_count = 1,
+    };
     return d;
 }
 
 /* One thread per element, 128 to a block. */
 static inline gf_launch_dims example_dims(unsigned n) {
-    gf_launch_dims d = { { 1, 1, 1 }, { 128, 1, 1 }, 0 };
-    d.grid[0] = (n + 127) / 128;
+    gf_launch_dims d = { .grid = { (n + 127) / 128, 1, 1 }, .block = { 128, 1, 1 } };
     return d;
 }
 #endif

@@ -126,17 +126,12 @@ int main(void) {
     gf_device *dev;
     gf_module *mod;
     gf_module_desc desc = example_module_desc();
-    gf_stream_pool_desc pool_desc;
     gf_stream_pool *pool;
-    gf_flow_desc flow_desc;
     gf_flow *flow;
     gf_flow_stats stats;
-    gf_task_desc td;
     gf_task t_upload, t_simulate, t_light, t_particles, t_readback;
-    gf_acquire_hint high, low;
     gf_stream *s;
     gf_graph_pool *graph_pool;
-    gf_capture_desc cd;
     gf_graph *graph;
     gf_graph_info info;
     char range[32];
@@ -153,19 +148,17 @@ int main(void) {
     CHECK(gf_host_alloc(dev, N * sizeof(float), (void **)&f.light_out));
     CHECK(gf_host_alloc(dev, N * sizeof(float), (void **)&f.particles_out));
 
-    memset(&pool_desc, 0, sizeof pool_desc);
-    pool_desc.count = 3;                       /* one stream per priority: high, normal, low */
-    pool_desc.strategy = GF_POOL_PRIORITY;
-    pool_desc.label = "frame";
+    gf_stream_pool_desc pool_desc = {
+        .count = 3,                            /* one stream per priority: high, normal, low */
+        .strategy = GF_POOL_PRIORITY,
+        .label = "frame",
+    };
     CHECK(gf_stream_pool_create(dev, &pool_desc, &pool));
 
     /* The flow: tasks with priorities, then the edges. */
-    memset(&flow_desc, 0, sizeof flow_desc);
-    flow_desc.label = "frame";
+    gf_flow_desc flow_desc = { .label = "frame" };
     CHECK(gf_flow_create(dev, &flow_desc, &flow));
-    memset(&td, 0, sizeof td);
-    td.user = &f;
-    td.priority = GF_PRIORITY_HIGH;
+    gf_task_desc td = { .user = &f, .priority = GF_PRIORITY_HIGH };   /* name and fn: per task, below */
     td.name = "upload";    td.fn = upload;    CHECK(gf_flow_add_desc(flow, &td, &t_upload));
     td.name = "simulate";  td.fn = simulate;  CHECK(gf_flow_add_desc(flow, &td, &t_simulate));
     td.name = "light";     td.fn = light;     CHECK(gf_flow_add_desc(flow, &td, &t_light));
@@ -189,16 +182,12 @@ int main(void) {
            (unsigned long long)stats.tasks_run, (unsigned long long)stats.cross_edges, stats.cross_edges == 1 ? "" : "s");
 
     /* The same frame, captured once on the pool's high and low streams, in a graph pool. */
-    memset(&high, 0, sizeof high);
-    high.priority = GF_PRIORITY_HIGH;
-    memset(&low, 0, sizeof low);
-    low.priority = GF_PRIORITY_LOW;
+    gf_acquire_hint high = { .priority = GF_PRIORITY_HIGH }, low = { .priority = GF_PRIORITY_LOW };
     CHECK(gf_stream_pool_acquire(pool, &high, &s));
     CHECK(gf_stream_pool_acquire(pool, &low, &fc.low));
     fc.f = &f;
     CHECK(gf_graph_pool_create(dev, &graph_pool));
-    memset(&cd, 0, sizeof cd);
-    cd.pool = graph_pool;
+    gf_capture_desc cd = { .pool = graph_pool };
     CHECK(gf_graph_capture_desc(s, &cd, capture_frame, &fc, &graph));
     CHECK(gf_graph_info(graph, &info));
     printf("captured: %d nodes, %d launches (%s graph)\n", info.nodes, info.launches, info.native ? "native" : "recorded");

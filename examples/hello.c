@@ -21,7 +21,7 @@ int main(void) {
     gf_device *dev;
     gf_device_info info;
     gf_stream *up, *down;
-    gf_stream_desc up_desc = { "upload", GF_PRIORITY_NORMAL }, down_desc = { "download", GF_PRIORITY_NORMAL };
+    gf_stream_desc up_desc = { .label = "upload" }, down_desc = { .label = "download" };
     gf_event *uploaded;
     gf_buffer *buf;
     int i;

@@ -7,7 +7,6 @@
 #define GPUFLOW_IMPLEMENTATION
 #include "gpuflow.h"
 #include <stdio.h>
-#include <string.h>
 
 static const char histogram_source[] =
 #define GF_KERNELS GF_KERNELS_AS_TEXT
@@ -29,8 +28,7 @@ int main(void) {
     gf_module *mod;
     gf_kernel *k;
     gf_buffer *dwords, *dbins;
-    gf_module_desc desc;
-    gf_launch_dims dims = { { 64, 1, 1 }, { 256, 1, 1 }, 0 };   /* fewer threads than words: each loops */
+    gf_launch_dims dims = { .grid = { 64, 1, 1 }, .block = { 256, 1, 1 } };   /* fewer threads than words: each loops */
     unsigned n = WORDS, seed = 12345;
     int i, b, bad = 0;
 
@@ -41,11 +39,12 @@ int main(void) {
     }
     CHECK(gf_device_open(GF_BACKEND_AUTO, 0, &dev));
     CHECK(gf_stream_create(dev, NULL, &s));
-    memset(&desc, 0, sizeof desc);
-    desc.source = histogram_source;
-    desc.source_name = "histogram.gfk";
-    desc.stub_kernels = stub;
-    desc.stub_kernel_count = 1;
+    gf_module_desc desc = {
+        .source = histogram_source,
+        .source_name = "histogram.gfk",
+        .stub_kernels = stub,
+        .stub_kernel_count = 1,
+    };
     CHECK(gf_module_load(dev, &desc, &mod));
     CHECK(gf_kernel_get(mod, "histogram", &k));
     CHECK(gf_buffer_create(dev, sizeof words, &dwords));

@@ -98,7 +98,6 @@ static int on_cuda(void) {
     CUcontext ctx;
     CUstream cu_stream;
     CUdeviceptr mem;
-    gf_native_device native;
     gf_device *dev;
     gf_stream *s;
     gf_buffer *buf;
@@ -121,8 +120,7 @@ static int on_cuda(void) {
     CU(cu.MemAlloc(&mem, sizeof input));
 
     /* gpuflow on them. */
-    memset(&native, 0, sizeof native);
-    native.context = ctx;
+    gf_native_device native = { .context = ctx };
     CHECK(gf_device_open_native(GF_BACKEND_CUDA, &native, &dev));
     CHECK(gf_stream_wrap(dev, cu_stream, NULL, &s));
     CHECK(gf_buffer_wrap(dev, (uint64_t)mem, sizeof input, &buf));
@@ -179,7 +177,6 @@ static int on_opencl(void) {
     cl_context ctx;
     cl_command_queue queue;
     cl_mem mem;
-    gf_native_device native;
     gf_device *dev;
     gf_stream *s;
     gf_buffer *buf;
@@ -208,9 +205,7 @@ static int on_opencl(void) {
     CL(err);
 
     /* gpuflow on them: OpenCL names the device as well as the context. */
-    memset(&native, 0, sizeof native);
-    native.context = ctx;
-    native.device = cl_dev;
+    gf_native_device native = { .context = ctx, .device = cl_dev };
     CHECK(gf_device_open_native(GF_BACKEND_OPENCL, &native, &dev));
     CHECK(gf_stream_wrap(dev, queue, NULL, &s));
     CHECK(gf_buffer_wrap(dev, (uint64_t)(uintptr_t)mem, sizeof input, &buf));
@@ -260,7 +255,6 @@ static int on_hip(void) {
     void *lib = dlopen("libamdhip64.so." HIP_XSTR(HIP_VERSION_MAJOR), RTLD_NOW | RTLD_LOCAL);
     hipStream_t hip_stream;
     void *mem;
-    gf_native_device native;
     gf_device *dev;
     gf_stream *s;
     gf_buffer *buf;
@@ -281,8 +275,7 @@ static int on_hip(void) {
     HIPCHECK(hip.Malloc(&mem, sizeof input));
 
     /* gpuflow on them: HIP names a device by its ordinal (contexts are deprecated in HIP). */
-    memset(&native, 0, sizeof native);
-    native.ordinal = 0;
+    gf_native_device native = { .ordinal = 0 };
     CHECK(gf_device_open_native(GF_BACKEND_HIP, &native, &dev));
     CHECK(gf_stream_wrap(dev, hip_stream, NULL, &s));
     CHECK(gf_buffer_wrap(dev, (uint64_t)(uintptr_t)mem, sizeof input, &buf));

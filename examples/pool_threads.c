@@ -23,7 +23,7 @@ static void *work(void *arg) {
     int round, i;
     if (gf_buffer_create(w->dev, BYTES, &buf) != GF_OK) { w->failures++; return NULL; }
     for (round = 0; round < ROUNDS; round++) {
-        gf_acquire_hint hint = { GF_PRIORITY_NORMAL, GF_WORKLOAD_MEMORY };
+        gf_acquire_hint hint = { .workload = GF_WORKLOAD_MEMORY };
         unsigned char value = (unsigned char)(w->id * 16 + round);
         gf_stream *s;
         if (gf_stream_pool_acquire(w->pool, &hint, &s) != GF_OK) { w->failures++; break; }
@@ -42,17 +42,13 @@ static void *work(void *arg) {
 int main(void) {
     gf_device *dev;
     gf_stream_pool *pool;
-    gf_stream_pool_desc desc;
     gf_stream_pool_stats stats;
     pthread_t threads[THREADS];
     worker workers[THREADS];
     int i, failures = 0;
 
     if (gf_device_open(GF_BACKEND_AUTO, 0, &dev) != GF_OK) { fprintf(stderr, "open: %s\n", gf_last_error()); return 1; }
-    memset(&desc, 0, sizeof desc);
-    desc.count = 6;
-    desc.strategy = GF_POOL_WORKLOAD;
-    desc.label = "workers";
+    gf_stream_pool_desc desc = { .count = 6, .strategy = GF_POOL_WORKLOAD, .label = "workers" };
     if (gf_stream_pool_create(dev, &desc, &pool) != GF_OK) { fprintf(stderr, "pool: %s\n", gf_last_error()); return 1; }
 
     for (i = 0; i < THREADS; i++) {

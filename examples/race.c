@@ -37,7 +37,6 @@ static int run(int fixed) {
     gf_kernel *scale;
     gf_module_desc desc = example_module_desc();
     gf_stream *upload, *compute;
-    gf_stream_desc sd;
     gf_event *uploaded;
     gf_buffer *x;
     gf_race_info info;
@@ -49,11 +48,10 @@ static int run(int fixed) {
     CHECK(gf_race_check_enable(dev, GF_RACE_CHECK_ON));
     CHECK(gf_module_load(dev, &desc, &mod));
     CHECK(gf_kernel_get(mod, "scale", &scale));
-    memset(&sd, 0, sizeof sd);
-    sd.label = "upload";                        /* reports name streams by their labels */
-    CHECK(gf_stream_create(dev, &sd, &upload));
-    sd.label = "compute";
-    CHECK(gf_stream_create(dev, &sd, &compute));
+    gf_stream_desc upload_desc = { .label = "upload" };     /* reports name streams by their labels */
+    gf_stream_desc compute_desc = { .label = "compute" };
+    CHECK(gf_stream_create(dev, &upload_desc, &upload));
+    CHECK(gf_stream_create(dev, &compute_desc, &compute));
     CHECK(gf_event_create(dev, 0, &uploaded));
     CHECK(gf_buffer_create(dev, sizeof input, &x));
     for (i = 0; i < N; i++) input[i] = (float)i;

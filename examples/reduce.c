@@ -8,7 +8,6 @@
 #define GPUFLOW_IMPLEMENTATION
 #include "gpuflow.h"
 #include <stdio.h>
-#include <string.h>
 
 static const char reduce_source[] =
 #define GF_KERNELS GF_KERNELS_AS_TEXT
@@ -30,8 +29,7 @@ int main(void) {
     gf_module *mod;
     gf_kernel *k;
     gf_buffer *dx, *dsums;
-    gf_module_desc desc;
-    gf_launch_dims dims = { { BLOCKS, 1, 1 }, { BLOCK, 1, 1 }, 0 };   /* the kernel's shared array holds 256 */
+    gf_launch_dims dims = { .grid = { BLOCKS, 1, 1 }, .block = { BLOCK, 1, 1 } };   /* the kernel's shared array holds 256 */
     unsigned n = N;
     double total = 0, want = 0;
     int i;
@@ -39,11 +37,12 @@ int main(void) {
     for (i = 0; i < N; i++) { x[i] = (float)(i % 100) * 0.25f; want += x[i]; }
     CHECK(gf_device_open(GF_BACKEND_AUTO, 0, &dev));
     CHECK(gf_stream_create(dev, NULL, &s));
-    memset(&desc, 0, sizeof desc);
-    desc.source = reduce_source;
-    desc.source_name = "reduce.gfk";
-    desc.stub_kernels = stub;
-    desc.stub_kernel_count = 1;
+    gf_module_desc desc = {
+        .source = reduce_source,
+        .source_name = "reduce.gfk",
+        .stub_kernels = stub,
+        .stub_kernel_count = 1,
+    };
     CHECK(gf_module_load(dev, &desc, &mod));
     CHECK(gf_kernel_get(mod, "block_sum", &k));
     CHECK(gf_buffer_create(dev, sizeof x, &dx));

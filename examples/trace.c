@@ -124,9 +124,9 @@ int main(void) {
     gf_device *dev;
     gf_stream_set *set;
     gf_stream *side;
-    gf_stream_desc side_desc = { "side \"checks\"", GF_PRIORITY_NORMAL };
+    gf_stream_desc side_desc = { .label = "side \"checks\"" };
     gf_stream_pool *pool;
-    gf_stream_pool_desc pool_desc = { 2, GF_POOL_ROUND_ROBIN, "flow", 0 };
+    gf_stream_pool_desc pool_desc = { .count = 2, .strategy = GF_POOL_ROUND_ROBIN, .label = "flow" };
     gf_flow *flow;
     gf_flow_stats fstats;
     gf_task t_load, t_a, t_b, t_gather;

@@ -9,7 +9,6 @@
 #define GPUFLOW_IMPLEMENTATION
 #include "gpuflow.h"
 #include <stdio.h>
-#include <string.h>
 
 static const char vector_add_source[] =
 #define GF_KERNELS GF_KERNELS_AS_TEXT
@@ -31,8 +30,7 @@ int main(void) {
     gf_module *mod;
     gf_kernel *k;
     gf_buffer *da, *db, *dc;
-    gf_module_desc desc;
-    gf_launch_dims dims = { { (N + 255) / 256, 1, 1 }, { 256, 1, 1 }, 0 };
+    gf_launch_dims dims = { .grid = { (N + 255) / 256, 1, 1 }, .block = { 256, 1, 1 } };
     unsigned n = N;
     int i, bad = 0;
 
@@ -40,11 +38,12 @@ int main(void) {
     CHECK(gf_device_open(GF_BACKEND_AUTO, 0, &dev));
     CHECK(gf_stream_create(dev, NULL, &s));
 
-    memset(&desc, 0, sizeof desc);          /* one module: the source for devices, C for the stub */
-    desc.source = vector_add_source;
-    desc.source_name = "vector_add.gfk";
-    desc.stub_kernels = stub;
-    desc.stub_kernel_count = 1;
+    gf_module_desc desc = {   /* one module: the source for devices, C for the stub */
+        .source = vector_add_source,
+        .source_name = "vector_add.gfk",
+        .stub_kernels = stub,
+        .stub_kernel_count = 1,
+    };
     CHECK(gf_module_load(dev, &desc, &mod));
     CHECK(gf_kernel_get(mod, "vector_add", &k));
 
