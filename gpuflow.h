@@ -172,9 +172,26 @@ typedef struct gf_kernel      gf_kernel;
 typedef struct gf_graph_pool  gf_graph_pool;
 typedef uint32_t gf_task;
 
+/* >>registry The backends, in the order GF_BACKEND_AUTO tries them; the stub, always compiled
+   in, last. X(ID, name): GF_BACKEND_<ID> names it, GPUFLOW_<ID> compiles it in (the
+   implementation's "backend headers" block pulls in gpuflow_<name>.h, whose table getter is
+   gf__<name>_backend), GPUFLOW_BACKEND=<name> forces it, gf_backend_name gives <name>.
+   Adding a backend: a row here, its three lines in "backend headers", its header, the build
+   files (Makefile, CMake, meson); nothing else of the core names a backend (tests/core_names.sh). */
+#define GF__BACKENDS(X) \
+    X(CUDA,   cuda)     \
+    X(HIP,    hip)      \
+    X(OPENCL, opencl)   \
+    X(STUB,   stub)
+
+/* GF_BACKEND_CUDA, GF_BACKEND_HIP, GF_BACKEND_OPENCL, GF_BACKEND_STUB: from the registry. */
+#define GF__BACKEND_ENUM_ROW(ID, name) GF_BACKEND_##ID,
 typedef enum gf_backend {
-    GF_BACKEND_AUTO = 0, GF_BACKEND_CUDA, GF_BACKEND_HIP, GF_BACKEND_OPENCL, GF_BACKEND_STUB
+    GF_BACKEND_AUTO = 0,          /* the first backend that opens a device, in registry order */
+    GF__BACKENDS(GF__BACKEND_ENUM_ROW)
+    GF_BACKEND_COUNT              /* one past the last backend */
 } gf_backend;
+#undef GF__BACKEND_ENUM_ROW
 
 typedef enum gf_priority { GF_PRIORITY_NORMAL = 0, GF_PRIORITY_HIGH, GF_PRIORITY_LOW } gf_priority;
 
@@ -1165,7 +1182,8 @@ static void gf__spin_lock(gf__spin *l) {
 static void gf__spin_unlock(gf__spin *l) { gf__atomic_store_int(l, 0); }
 
 /* ---- driver loading (only vendor backends need it) --------------------------------------- */
-#if defined(GPUFLOW_CUDA) || defined(GPUFLOW_HIP) || defined(GPUFLOW_OPENCL)
+/* Used by vendor backends only (GF__UNUSED_DECL: a build with none has them unused). */
+
 /* Lazy driver loading: each backend loads its library once, under one process-wide lock,
    and keeps the outcome (and why it failed) for every later caller. */
 typedef struct gf__driver {
@@ -1176,25 +1194,18 @@ typedef struct gf__driver {
     int no_device;                  /* loaded, but the driver found no device: why says so */
 } gf__driver;
 #if defined(_WIN32)
-static void *gf__dlopen(const char *name)            { return (void *)LoadLibraryA(name); }
-static void *gf__dlsym(void *lib, const char *name) {   /* a function pointer, carried as an object pointer */
+GF__UNUSED_DECL static void *gf__dlopen(const char *name) { return (void *)LoadLibraryA(name); }
+GF__UNUSED_DECL static void *gf__dlsym(void *lib, const char *name) {   /* a function pointer, carried as an object pointer */
     FARPROC f = GetProcAddress((HMODULE)lib, name);
     void *p;
     memcpy(&p, &f, sizeof p);
     return p;
 }
-static const char *gf__dlerror(void)                 { return "LoadLibrary failed"; }
+GF__UNUSED_DECL static const char *gf__dlerror(void) { return "LoadLibrary failed"; }
 #else
-static void *gf__dlopen(const char *name)           { return dlopen(name, RTLD_NOW | RTLD_LOCAL); }
-static void *gf__dlsym(void *lib, const char *name) { return dlsym(lib, name); }
-static const char *gf__dlerror(void)                { const char *e = dlerror(); return e ? e : "unknown dlopen error"; }
-#endif
-
-/* Shared by only some backends: not every build uses each. */
-#if defined(__GNUC__)
-#  define GF__MAYBE_UNUSED __attribute__((unused))
-#else
-#  define GF__MAYBE_UNUSED
+GF__UNUSED_DECL static void *gf__dlopen(const char *name) { return dlopen(name, RTLD_NOW | RTLD_LOCAL); }
+GF__UNUSED_DECL static void *gf__dlsym(void *lib, const char *name) { return dlsym(lib, name); }
+GF__UNUSED_DECL static const char *gf__dlerror(void) { const char *e = dlerror(); return e ? e : "unknown dlopen error"; }
 #endif
 
 /* What vendor backends share, so that each says only what is its own: how a driver's result
@@ -1206,7 +1217,7 @@ typedef struct gf__native_codes {
     const char *(*name)(int r);                /* the driver's name for a code */
 } gf__native_codes;
 
-GF__MAYBE_UNUSED static gf_result gf__native_code(const gf__native_codes *c, int r) {
+GF__UNUSED_DECL static gf_result gf__native_code(const gf__native_codes *c, int r) {
     int i;
     if (r == c->success) return GF_OK;
     if (r == c->not_ready) return GF_NOT_READY;
@@ -1218,33 +1229,33 @@ GF__MAYBE_UNUSED static gf_result gf__native_code(const gf__native_codes *c, int
     return GF_ERROR_DRIVER;
 }
 /* "call: NAME (n)", with the gpuflow code r maps to. */
-GF__MAYBE_UNUSED static gf_result gf__native_fail(const gf__native_codes *c, int r, const char *call) {
+GF__UNUSED_DECL static gf_result gf__native_fail(const gf__native_codes *c, int r, const char *call) {
     gf_result code = gf__native_code(c, r);
     return gf__fail(code, "%s: %s (%d)%s", call, c->name(r), r, code == GF_ERROR_CAPTURE ? ": not allowed in this stream capture" : "");
 }
 /* A query's answer: done, not yet, or a failure to report. */
-GF__MAYBE_UNUSED static gf_result gf__native_ready(const gf__native_codes *c, int r, const char *call) {
+GF__UNUSED_DECL static gf_result gf__native_ready(const gf__native_codes *c, int r, const char *call) {
     gf_result code = gf__native_code(c, r);
     return code == GF_OK || code == GF_NOT_READY ? code : gf__native_fail(c, r, call);
 }
 /* A capture the driver ended with a failure: gone, and the stream usable again. */
-GF__MAYBE_UNUSED static gf_result gf__native_capture_broken(const gf__native_codes *c, int r, const char *call) {
+GF__UNUSED_DECL static gf_result gf__native_capture_broken(const gf__native_codes *c, int r, const char *call) {
     return gf__fail(GF_ERROR_CAPTURE, "%s: %s (%d): the capture was broken and is discarded", call, c->name(r), r);
 }
 /* A refused graph update: why (the driver's reason, in words), and that nothing changed. */
-GF__MAYBE_UNUSED static gf_result gf__native_update_refused(const char *call, const char *error_name, int r, const char *why, int native_why) {
+GF__UNUSED_DECL static gf_result gf__native_update_refused(const char *call, const char *error_name, int r, const char *why, int native_why) {
     return gf__fail(GF_ERROR_INVALID_ARGUMENT, "%s: %s (%d): %s (result %d); the target graph is unchanged", call, error_name, r, why, native_why);
 }
 /* gpuflow's priorities on a driver's range, where "greatest" is the most urgent: NORMAL in
    the middle (rounding toward least). */
-GF__MAYBE_UNUSED static int gf__native_priority(gf_priority p, int least, int greatest) {
+GF__UNUSED_DECL static int gf__native_priority(gf_priority p, int least, int greatest) {
     return p == GF_PRIORITY_HIGH ? greatest : p == GF_PRIORITY_LOW ? least : (least + greatest) / 2;
 }
 /* kernelParams for a launch: args[i].value, or for a buffer the address of its native
    pointer-sized handle (at buffer_handle, an offsetof into gf_buffer). The table is stack when
    count fits, else allocated (the caller frees it if it is not stack); NULL: out of memory. */
 #define GF__STACK_ARGS 32
-GF__MAYBE_UNUSED static void **gf__kernel_params(const gf_arg *args, int count, size_t buffer_handle, void **stack) {
+GF__UNUSED_DECL static void **gf__kernel_params(const gf_arg *args, int count, size_t buffer_handle, void **stack) {
     void **params = count > GF__STACK_ARGS ? (void **)gf__malloc(sizeof *params * (size_t)count) : stack;
     int i;
     if (!params) { gf__fail(GF_ERROR_OUT_OF_MEMORY, "gpuflow: out of host memory for %d kernel arguments", count); return NULL; }
@@ -1255,7 +1266,7 @@ GF__MAYBE_UNUSED static void **gf__kernel_params(const gf_arg *args, int count, 
 /* Splits a build_options string into opts at spaces, for the runtime compilers (NVRTC,
    hiprtc) that take an argv; "..." or '...' keep spaces inside one option (the quotes go). In
    place: buf is changed. Returns how many; opts has room for strlen(buf) / 2 + 1. */
-GF__MAYBE_UNUSED static int gf__split_options(char *buf, const char **opts) {
+GF__UNUSED_DECL static int gf__split_options(char *buf, const char **opts) {
     char *r = buf, *w = buf;
     int count = 0;
     for (;;) {
@@ -1276,7 +1287,7 @@ GF__MAYBE_UNUSED static int gf__split_options(char *buf, const char **opts) {
    options string means the same on every backend: split as above, then each option that holds
    white space written with its value (after the first '=') in double quotes, " and \ escaped.
    Allocated; NULL: out of host memory. */
-GF__MAYBE_UNUSED static char *gf__options_joined(const char *options) {
+GF__UNUSED_DECL static char *gf__options_joined(const char *options) {
     size_t n = options ? strlen(options) : 0;
     char *buf = (char *)gf__malloc(n + 1), *out = (char *)gf__malloc(2 * n + 3 * (n / 2 + 1) + 1), *w = out;
     const char **opts = (const char **)gf__malloc(sizeof *opts * (n / 2 + 1));
@@ -1299,21 +1310,21 @@ GF__MAYBE_UNUSED static char *gf__options_joined(const char *options) {
     return out;
 }
 /* The driver loaded but found no device: remembered, and said by every device_count. */
-GF__MAYBE_UNUSED static void gf__driver_no_device(gf__driver *d, const char *fmt, ...) GF__PRINTF(2, 3);
-GF__MAYBE_UNUSED static void gf__driver_no_device(gf__driver *d, const char *fmt, ...) {
+GF__UNUSED_DECL static void gf__driver_no_device(gf__driver *d, const char *fmt, ...) GF__PRINTF(2, 3);
+GF__UNUSED_DECL static void gf__driver_no_device(gf__driver *d, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(d->why, sizeof d->why, fmt, ap);
     va_end(ap);
     d->no_device = 1;
 }
-GF__MAYBE_UNUSED static gf_result gf__driver_has_device(const gf__driver *d) {
+GF__UNUSED_DECL static gf_result gf__driver_has_device(const gf__driver *d) {
     return d->no_device ? gf__fail(GF_ERROR_NO_DEVICE, "%s", d->why) : GF_OK;
 }
 
 /* Loads a driver once: load_fn fills d (lib, result, why) the first time; every call returns
    the stored outcome with its reason as this thread's error detail. */
-static gf_result gf__driver_load(gf__driver *d, void (*load_fn)(gf__driver *d)) {
+GF__UNUSED_DECL static gf_result gf__driver_load(gf__driver *d, void (*load_fn)(gf__driver *d)) {
     gf_result r;
     gf__driver_lock_acquire();
     if (!d->tried) { load_fn(d); d->tried = 1; }
@@ -1322,8 +1333,6 @@ static gf_result gf__driver_load(gf__driver *d, void (*load_fn)(gf__driver *d)) 
     if (r != GF_OK) return gf__fail(r, "%s", d->why);
     return GF_OK;
 }
-
-#endif
 
 /* ---- objects ---------------------------------------------------------------------------- */
 /* Every object starts with a type tag, so a handle of the wrong type is refused instead of
@@ -1339,7 +1348,6 @@ typedef enum gf__type {
 typedef struct gf__backend gf__backend;
 struct gf__text;
 /* What a run-time compile produced: the gf_module_desc field it goes in. */
-typedef enum gf__binary_kind { GF__BINARY_PTX, GF__BINARY_CUBIN, GF__BINARY_HIP, GF__BINARY_OPENCL } gf__binary_kind;
 typedef struct gf__pinned { void *ptr; size_t bytes; } gf__pinned;   /* a gf_host_alloc allocation */
 typedef struct gf__capture gf__capture;
 typedef struct gf__profiler gf__profiler;
@@ -1655,15 +1663,19 @@ struct gf__backend {
     gf_result (*graph_write_dot)(gf_graph *g, const char *path);   /* NULL: the core writes the recording */
     void      (*range)(gf_stream *s, const char *name);    /* a tool's range (NVTX): push a name, pop with NULL */
 
-    /* Kernels from one source. compile: the whole text (gpuflow's prelude for this backend,
-       then the user's source) with options, into what module_load takes: *binary (from
-       gf__malloc; the core frees it) of *kind. A compile error is GF_ERROR_BUILD with the
+    /* Kernels from one source (all three or none; none: gf_module_desc.source goes to
+       module_load, as the stub's C kernels do). kernel_prelude: what the dialect's words mean
+       to this compiler (gf__kernel_prelude_cxx or _clc), put before the user's source.
+       compile: that whole text with options into *binary (from gf__malloc; the core frees it
+       and may keep it in the disk cache). A compile error is GF_ERROR_BUILD with the
        compiler's log; a compiler library that is missing is GF_ERROR_NOT_SUPPORTED naming it
-       and what to install. NULL: no run-time compiler (OpenCL then builds the source itself).
-       compiler_id: what a cache key must hold beyond the text and options: device, compiler
-       and driver versions; "" when they cannot be read (the cache is then not used). */
+       and what to install. module_load_compiled: module_load for such a binary.
+       compiler_id (optional): what a cache key must hold beyond the text and options: device,
+       compiler and driver versions; "" when they cannot be read (the cache is then not used). */
+    const char *kernel_prelude;
     gf_result (*compile)(gf_device *dev, const char *name, const char *text, const char *options,
-                         void **binary, size_t *size, gf__binary_kind *kind);
+                         void **binary, size_t *size);
+    gf_result (*module_load_compiled)(gf_module *mod, const void *binary, size_t size);
     void      (*compiler_id)(gf_device *dev, char *out, size_t cap);
 
     /* NULL: the driver copies from any host memory asynchronously. Else: whether p is pinned;
@@ -1717,22 +1729,16 @@ static const gf__backend *gf__backend_once(gf__backend *table, void (*fill)(gf__
         GPUFLOW_ASSERT(!t.capture_begin == !t.capture_end && !t.capture_begin == !t.graph_launch &&
                        !t.capture_begin == !t.graph_update && !t.capture_begin == !t.graph_destroy);
         GPUFLOW_ASSERT(!t.buffer_alloc_async == !t.buffer_free_async);
+        GPUFLOW_ASSERT(!t.compile == !t.module_load_compiled && !t.compile == !t.kernel_prelude);
         *table = t;
     }
     gf__driver_lock_release();
     return GF__BACKEND_WRAP(table);
 }
 
-static const gf__backend *gf__stub_backend(void);
-#ifdef GPUFLOW_CUDA
-static const gf__backend *gf__cuda_backend(void);     /* gpuflow_cuda.h */
-#endif
-#ifdef GPUFLOW_HIP
-static const gf__backend *gf__hip_backend(void);      /* gpuflow_hip.h */
-#endif
-#ifdef GPUFLOW_OPENCL
-static const gf__backend *gf__opencl_backend(void);   /* gpuflow_opencl.h */
-#endif
+/* The table of a registered backend, NULL when it is not compiled in (defined after the
+   backend headers, at the end of the implementation). */
+static const gf__backend *gf__backend_of(gf_backend b);
 
 /* ---- names ------------------------------------------------------------------------------ */
 GPUFLOW_IMPL const char *gf_result_name(gf_result r) {
@@ -1760,15 +1766,12 @@ GPUFLOW_IMPL const char *gf_result_name(gf_result r) {
 
 GPUFLOW_IMPL const char *gf_last_error(void) { return gf__error_text; }
 
+#define GF__BACKEND_NAME_ROW(ID, name) #name,
+static const char *const gf__backend_names[GF_BACKEND_COUNT] = { "auto", GF__BACKENDS(GF__BACKEND_NAME_ROW) };
+#undef GF__BACKEND_NAME_ROW
+
 GPUFLOW_IMPL const char *gf_backend_name(gf_backend b) {
-    switch (b) {
-    case GF_BACKEND_AUTO: return "auto";
-    case GF_BACKEND_CUDA: return "cuda";
-    case GF_BACKEND_HIP: return "hip";
-    case GF_BACKEND_OPENCL: return "opencl";
-    case GF_BACKEND_STUB: return "stub";
-    }
-    return "unknown";
+    return b >= GF_BACKEND_AUTO && b < GF_BACKEND_COUNT ? gf__backend_names[b] : "unknown";
 }
 
 /* ---- validation ------------------------------------------------------------------------- */
@@ -1814,31 +1817,21 @@ static gf_result gf__check_range(const char *fn, const gf_buffer *buf, size_t of
 }
 
 /* ---- backends --------------------------------------------------------------------------- */
-static const gf__backend *gf__backend_of(gf_backend b) {
-    switch (b) {
-#ifdef GPUFLOW_CUDA
-    case GF_BACKEND_CUDA: return gf__cuda_backend();
-#endif
-#ifdef GPUFLOW_HIP
-    case GF_BACKEND_HIP: return gf__hip_backend();
-#endif
-#ifdef GPUFLOW_OPENCL
-    case GF_BACKEND_OPENCL: return gf__opencl_backend();
-#endif
-    case GF_BACKEND_STUB: return gf__stub_backend();
-    default: return NULL;
-    }
-}
+#define GF__BACKEND_MACRO_ROW(ID, name) "GPUFLOW_" #ID,
+static const char *const gf__backend_macros[GF_BACKEND_COUNT] = { "", GF__BACKENDS(GF__BACKEND_MACRO_ROW) };
+#undef GF__BACKEND_MACRO_ROW
+
+static int gf__backend_valid(gf_backend b) { return b > GF_BACKEND_AUTO && b < GF_BACKEND_COUNT; }
 
 /* Loads b's driver; GF_OK, or why not (compiled out, library missing, ...). */
 static gf_result gf__backend_load(gf_backend b, const gf__backend **out) {
-    const gf__backend *be = gf__backend_of(b);
-    if (b <= GF_BACKEND_AUTO || b > GF_BACKEND_STUB)
+    const gf__backend *be;
+    if (!gf__backend_valid(b))
         return gf__fail(GF_ERROR_INVALID_ARGUMENT, "backend %d is not a gf_backend", (int)b);
-    if (!be)
+    if (!(be = gf__backend_of(b)))
         return gf__fail(GF_ERROR_BACKEND_UNAVAILABLE,
-                        "%s backend is not compiled in: build with -DGPUFLOW_%s (its vendor headers on the include path)",
-                        gf_backend_name(b), b == GF_BACKEND_CUDA ? "CUDA" : b == GF_BACKEND_HIP ? "HIP" : "OPENCL");
+                        "%s backend is not compiled in: build with -D%s (its vendor headers on the include path)",
+                        gf_backend_name(b), gf__backend_macros[b]);
     *out = be;
     return be->load();
 }
@@ -1854,7 +1847,7 @@ GPUFLOW_IMPL int gf_device_count(gf_backend b) {
     if (b == GF_BACKEND_AUTO) {
         int total = 0;
         gf_backend k;
-        for (k = GF_BACKEND_CUDA; k <= GF_BACKEND_STUB; k = (gf_backend)(k + 1)) total += gf_device_count(k);
+        for (k = (gf_backend)(GF_BACKEND_AUTO + 1); k < GF_BACKEND_COUNT; k = (gf_backend)(k + 1)) total += gf_device_count(k);
         return total;
     }
     if (gf__backend_load(b, &be) != GF_OK) return 0;
@@ -2016,46 +2009,48 @@ static gf_result gf__device_open_on(gf_backend b, int index, const gf_native_dev
     return GF_OK;
 }
 
+/* GPUFLOW_BACKEND's value: a backend's name, else AUTO (refused by the caller). */
 static gf_backend gf__backend_from_env(const char *v) {
-    if (!strcmp(v, "cuda")) return GF_BACKEND_CUDA;
-    if (!strcmp(v, "hip")) return GF_BACKEND_HIP;
-    if (!strcmp(v, "opencl")) return GF_BACKEND_OPENCL;
-    if (!strcmp(v, "stub")) return GF_BACKEND_STUB;
+    gf_backend b;
+    for (b = (gf_backend)(GF_BACKEND_AUTO + 1); b < GF_BACKEND_COUNT; b = (gf_backend)(b + 1))
+        if (!strcmp(v, gf__backend_names[b])) return b;
     return GF_BACKEND_AUTO;
 }
 
 GPUFLOW_IMPL gf_result gf_device_open(gf_backend b, int index, gf_device **out) {
-    static const gf_backend order[] = { GF_BACKEND_CUDA, GF_BACKEND_HIP, GF_BACKEND_OPENCL, GF_BACKEND_STUB };
+#define GF__BACKEND_WORD_ROW(ID, name) " " #name
+    static const char every_name[] = GF__BACKENDS(GF__BACKEND_WORD_ROW);
+#undef GF__BACKEND_WORD_ROW
     const char *env;
     char note[256] = "";
     size_t used = 0;
-    int i;
+    gf_backend k;
     GF__CHECK_OUT(out);
     *out = NULL;
-    if (b < GF_BACKEND_AUTO || b > GF_BACKEND_STUB)
+    if (b != GF_BACKEND_AUTO && !gf__backend_valid(b))
         return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_device_open: backend %d is not a gf_backend", (int)b);
     if (b != GF_BACKEND_AUTO) return gf__device_open_on(b, index, NULL, out);
     env = getenv("GPUFLOW_BACKEND");
     if (env && *env) {
         gf_backend forced = gf__backend_from_env(env);
         if (forced == GF_BACKEND_AUTO)
-            return gf__fail(GF_ERROR_INVALID_ARGUMENT, "GPUFLOW_BACKEND=%s: expected cuda, hip, opencl or stub", env);
+            return gf__fail(GF_ERROR_INVALID_ARGUMENT, "GPUFLOW_BACKEND=%s: expected one of:%s", env, every_name);
         return gf__device_open_on(forced, index, NULL, out);
     }
-    /* AUTO: the first compiled-in backend that opens, remembering why the others did not. */
-    for (i = 0; i < 4; i++) {
-        gf_result r;
-        if (!gf__backend_of(order[i])) continue;
-        if ((r = gf__device_open_on(order[i], index, NULL, out)) == GF_OK) {
+    /* AUTO: the first compiled-in backend that opens, in registry order, remembering why the
+       others did not. */
+    for (k = (gf_backend)(GF_BACKEND_AUTO + 1); k < GF_BACKEND_COUNT; k = (gf_backend)(k + 1)) {
+        if (!gf__backend_of(k)) continue;
+        if (gf__device_open_on(k, index, NULL, out) == GF_OK) {
             if (used) {
                 gf__copy_str((*out)->info.note, sizeof (*out)->info.note, note);
-                gf__notice(GF_LOG_INFO, "gf_device_open: chose %s; passed over %s", gf_backend_name(order[i]), note);
+                gf__notice(GF_LOG_INFO, "gf_device_open: chose %s; passed over %s", gf_backend_name(k), note);
             }
             return GF_OK;
         }
         if (used < sizeof note - 1)
             used += (size_t)snprintf(note + used, sizeof note - used, "%s%s: %s", used ? "; " : "",
-                                     gf_backend_name(order[i]), gf_last_error());
+                                     gf_backend_name(k), gf_last_error());
         if (used >= sizeof note) used = sizeof note - 1;
     }
     return gf__fail(GF_ERROR_NO_DEVICE, "gf_device_open: no backend has device %d (%s)", index, note);
@@ -5933,9 +5928,10 @@ GPUFLOW_IMPL void gf_graph_destroy(gf_graph *g) {
 }
 
 /* ---- kernels from one source: preludes, run-time compiles, the disk cache ------------------------ */
-/* What the dialect's words mean to each device compiler. CUDA's serves HIP too (hiprtc takes
-   the same CUDA-style builtins). */
-static const char gf__prelude_cuda[] =
+/* What the dialect's words mean to a device compiler, one prelude per kernel language; a
+   backend names its own in its table (kernel_prelude). The C++ one serves NVRTC and hiprtc
+   (the same CUDA-style builtins), the OpenCL C one clBuildProgram. */
+static const char gf__kernel_prelude_cxx[] GF__UNUSED_DECL =
     "#define GF_PARAM(type, name) type name\n"
     "#define GF_GLOBAL\n"
     "#define GF_DEVICE __device__ static\n"
@@ -5955,7 +5951,7 @@ static const char gf__prelude_cuda[] =
     "#define gf_atomic_max(p, v) atomicMax((p), (v))\n"
     "#define gf_atomic_xchg(p, v) atomicExch((p), (v))\n"
     "#define gf_atomic_cas(p, e, d) atomicCAS((p), (e), (d))\n";
-static const char gf__prelude_opencl[] =
+static const char gf__kernel_prelude_clc[] GF__UNUSED_DECL =
     "#define GF_PARAM(type, name) type name\n"
     "#define GF_GLOBAL __global\n"
     "#define GF_DEVICE\n"
@@ -5979,10 +5975,6 @@ static const char gf__prelude_opencl[] =
     "#define fabsf(x) fabs(x)\n#define fminf(x, y) fmin((x), (y))\n#define fmaxf(x, y) fmax((x), (y))\n"
     "#define floorf(x) floor(x)\n#define ceilf(x) ceil(x)\n";
 
-/* The prelude for a backend's compiler, or NULL (the stub compiles the source as C). */
-static const char *gf__dialect_prelude(gf_backend b) {
-    return b == GF_BACKEND_CUDA || b == GF_BACKEND_HIP ? gf__prelude_cuda : b == GF_BACKEND_OPENCL ? gf__prelude_opencl : NULL;
-}
 
 /* The disk cache: one file per compiled module, named by a 128-bit key over everything the
    binary depends on. A name is only a hint: the file repeats the whole identity (prelude and
@@ -5998,10 +5990,11 @@ static const char *gf__dialect_prelude(gf_backend b) {
 typedef struct gf__cache_header {
     char magic[8];
     uint64_t key[2];
-    uint32_t kind, identity_size;   /* the identity's bytes follow the header, then the binary */
-    uint64_t size, sum;             /* the binary's size; checksum of identity, binary and kind */
+    uint32_t backend, identity_size;/* whose compiler made it (gf_backend); the identity's bytes
+                                       follow the header, then the binary */
+    uint64_t size, sum;             /* the binary's size; checksum of identity, binary, backend */
 } gf__cache_header;
-#define GF__CACHE_MAGIC "gpuflow2"
+#define GF__CACHE_MAGIC "gpuflow3"
 static uint64_t gf__hash(uint64_t h, const void *data, size_t n) {
     const unsigned char *p = (const unsigned char *)data;
     size_t i;
@@ -6117,7 +6110,7 @@ static int gf__fd_read_all(int fd, void *data, size_t n) {
 
 /* GF_OK with the binary; GF_ERROR_NOT_FOUND for a miss, and for an entry that is not the one
    asked for (named in a warning: it is then rebuilt over). */
-static gf_result gf__cache_read(const char *path, const gf__cache_identity *id, void **binary, size_t *size, gf__binary_kind *kind) {
+static gf_result gf__cache_read(const char *path, const gf__cache_identity *id, gf_backend backend, void **binary, size_t *size) {
     gf__cache_header h;
     struct stat st;
     char *data = NULL;
@@ -6135,14 +6128,15 @@ static gf_result gf__cache_read(const char *path, const gf__cache_identity *id, 
     else if (st.st_uid != geteuid() && st.st_uid != 0) why = "owned by another user";
 #endif
     else if ((uint64_t)st.st_size < sizeof h || !gf__fd_read_all(fd, &h, sizeof h)) why = "truncated";
-    else if (memcmp(h.magic, GF__CACHE_MAGIC, 8) || h.kind > GF__BINARY_OPENCL) why = "not a gpuflow kernel cache entry";
+    else if (memcmp(h.magic, GF__CACHE_MAGIC, 8)) why = "not a gpuflow kernel cache entry";
+    else if (h.backend != (uint32_t)backend) why = "made by another backend's compiler";
     else if (h.key[0] != id->key[0] || h.key[1] != id->key[1] || h.identity_size != id->size)
         why = "made for other source, options, device or compiler";
     else if (h.size == 0 || h.size != (uint64_t)st.st_size - sizeof h - h.identity_size) why = "truncated";
     else if (!(data = (char *)gf__malloc(id->size + (size_t)h.size))) why = "too large for the host memory left";
     else if (!gf__fd_read_all(fd, data, id->size + (size_t)h.size)) why = "unreadable";
     else if (memcmp(data, id->bytes, id->size)) why = "made for other source, options, device or compiler";
-    else if (gf__hash(gf__hash(1469598103934665603u, data, id->size + (size_t)h.size), &h.kind, sizeof h.kind) != h.sum)
+    else if (gf__hash(gf__hash(1469598103934665603u, data, id->size + (size_t)h.size), &h.backend, sizeof h.backend) != h.sum)
         why = "corrupt (its checksum does not match)";
     gf__fd_close(fd);
     if (why) {
@@ -6153,7 +6147,6 @@ static gf_result gf__cache_read(const char *path, const gf__cache_identity *id, 
     memmove(data, data + id->size, (size_t)h.size);   /* the caller gets the binary alone */
     *binary = data;
     *size = (size_t)h.size;
-    *kind = (gf__binary_kind)h.kind;
     return GF_OK;
 }
 
@@ -6166,7 +6159,7 @@ static int gf__fd_write_all(int fd, const void *data, size_t n) {
     }
     return 1;
 }
-static void gf__cache_write(const char *path, const gf__cache_identity *id, const void *binary, size_t size, gf__binary_kind kind) {
+static void gf__cache_write(const char *path, const gf__cache_identity *id, gf_backend backend, const void *binary, size_t size) {
     static int serial;   /* with the pid: a temporary name no other writer picks */
     gf__cache_header h;
     size_t n = strlen(path) + 64;
@@ -6176,10 +6169,10 @@ static void gf__cache_write(const char *path, const gf__cache_identity *id, cons
     memset(&h, 0, sizeof h);
     memcpy(h.magic, GF__CACHE_MAGIC, 8);
     h.key[0] = id->key[0]; h.key[1] = id->key[1];
-    h.kind = (uint32_t)kind;
+    h.backend = (uint32_t)backend;
     h.identity_size = (uint32_t)id->size;
     h.size = size;
-    h.sum = gf__hash(gf__hash(gf__hash(1469598103934665603u, id->bytes, id->size), binary, size), &h.kind, sizeof h.kind);
+    h.sum = gf__hash(gf__hash(gf__hash(1469598103934665603u, id->bytes, id->size), binary, size), &h.backend, sizeof h.backend);
     snprintf(tmp, n, "%s.%lu.%d.tmp", path, gf__getpid(), gf__atomic_add_int(&serial, 1));
     fd = GF__FAULT("open") ? (errno = EIO, -1) : gf__fd_open(tmp, GF__O_CACHE_NEW, 0600);
     if (fd < 0) {
@@ -6287,30 +6280,21 @@ static void gf__build_log_lines(const char *text, const char *log, char *out, si
     gf__say(&t, "%s", p);
 }
 
-/* A module from dialect source: the prelude and the source compiled for this device (through
-   the disk cache when one is named), then loaded as the binary the compiler made. OpenCL
-   without a compile slot builds the text itself. */
+/* A module from dialect source, on a backend with a compiler: its prelude and the source
+   compiled for this device (through the disk cache when one is named), then loaded as the
+   binary the compiler made. */
 static gf_result gf__module_load_source(gf_module *mod, const gf_module_desc *desc) {
     gf_device *dev = mod->dev;
     const gf__backend *be = dev->be;
-    const char *prelude = gf__dialect_prelude(dev->info.backend), *name = desc->source_name ? desc->source_name : "kernels";
+    const char *name = desc->source_name ? desc->source_name : "kernels";
     const char *dir = desc->cache_dir ? desc->cache_dir : getenv("GPUFLOW_CACHE_DIR");
-    gf_module_desc d = *desc;
-    size_t n = gf__dialect_text(NULL, 0, prelude ? prelude : "", name, desc) + 1;
+    size_t n = gf__dialect_text(NULL, 0, be->kernel_prelude, name, desc) + 1;
     char *text = (char *)gf__malloc(n), *path = NULL;
     gf__cache_identity id = { NULL, 0, { 0, 0 } };
     gf_result r = GF_OK;
     int attempt;
     if (!text) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_module_load: out of host memory");
-    gf__dialect_text(text, n, prelude ? prelude : "", name, desc);
-    d.source = NULL;
-    if (!be->compile) {
-        if (dev->info.backend != GF_BACKEND_OPENCL) { gf__free(text); return gf__fail(GF_ERROR_NOT_SUPPORTED, "gf_module_load: the %s backend compiles no kernel source", be->name); }
-        d.opencl_source = text;
-        r = be->module_load(mod, &d);
-        gf__free(text);
-        return r;
-    }
+    gf__dialect_text(text, n, be->kernel_prelude, name, desc);
     if (dir && *dir && gf__cache_dir_usable(dir)) {
         char compiler[512] = "";
         if (be->compiler_id) be->compiler_id(dev, compiler, sizeof compiler);
@@ -6327,19 +6311,11 @@ static gf_result gf__module_load_source(gf_module *mod, const gf_module_desc *de
     for (attempt = 0; attempt < 2; attempt++) {
         void *binary = NULL;
         size_t size = 0;
-        gf__binary_kind kind = GF__BINARY_PTX;
-        int cached = attempt == 0 && path && gf__cache_read(path, &id, &binary, &size, &kind) == GF_OK;
-        if (!cached && (r = be->compile(dev, name, text, desc->build_options, &binary, &size, &kind)) != GF_OK) break;
+        int cached = attempt == 0 && path && gf__cache_read(path, &id, be->kind, &binary, &size) == GF_OK;
+        if (!cached && (r = be->compile(dev, name, text, desc->build_options, &binary, &size)) != GF_OK) break;
         if (cached) gf__notice(GF_LOG_INFO, "gf_module_load: '%s' from the kernel cache (%s)", name, path);
-        else if (path) gf__cache_write(path, &id, binary, size, kind);
-        d.ptx = NULL; d.cubin = d.hip_code = d.opencl_binary = NULL;
-        switch (kind) {
-        case GF__BINARY_PTX:    d.ptx = (const char *)binary; break;
-        case GF__BINARY_CUBIN:  d.cubin = binary; d.cubin_size = size; break;
-        case GF__BINARY_HIP:    d.hip_code = binary; d.hip_code_size = size; break;
-        case GF__BINARY_OPENCL: d.opencl_binary = binary; d.opencl_binary_size = size; break;
-        }
-        r = be->module_load(mod, &d);
+        else if (path) gf__cache_write(path, &id, be->kind, binary, size);
+        r = be->module_load_compiled(mod, binary, size);
         gf__free(binary);
         if (r == GF_OK || !cached) break;
         if (GF__FAULT("remove") || remove(path) != 0)   /* a read-only cache shipped with an application */
@@ -6368,7 +6344,7 @@ GPUFLOW_IMPL gf_result gf_module_load(gf_device *dev, const gf_module_desc *desc
     mod->dev = dev;
     gf__mutex_init(&mod->lock);
     /* dialect source goes to the device's compiler; the stub runs stub_kernels, its C form */
-    r = desc->source && gf__dialect_prelude(dev->info.backend) ? gf__module_load_source(mod, desc) : dev->be->module_load(mod, desc);
+    r = desc->source && dev->be->compile ? gf__module_load_source(mod, desc) : dev->be->module_load(mod, desc);
     if (r != GF_OK) {
         gf__mutex_destroy(&mod->lock);
         gf__free(mod);
@@ -6547,7 +6523,7 @@ GPUFLOW_IMPL gf_result gf_device_open_native(gf_backend b, const gf_native_devic
     GF__CHECK_OUT(out);
     *out = NULL;
     GF__CHECK_OUT(native);
-    if (b <= GF_BACKEND_AUTO || b > GF_BACKEND_STUB)
+    if (!gf__backend_valid(b))
         return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_device_open_native: name the backend of the native device (%d is not one)", (int)b);
     return gf__device_open_on(b, 0, native, out);
 }
@@ -7700,8 +7676,11 @@ static void gf__stub_fill_table(gf__backend *t) {
 static gf__backend gf__stub_table;
 static const gf__backend *gf__stub_backend(void) { return gf__backend_once(&gf__stub_table, gf__stub_fill_table); }
 
-/* One macro per backend: GPUFLOW_CUDA / _HIP / _OPENCL with the implementation pulls in the
-   backend's header from this file's own directory (including it yourself as well is fine). */
+/* ---- backend headers: the registry's other half ------------------------------------- >>registry */
+/* GPUFLOW_<ID> with the implementation pulls in gpuflow_<name>.h from this file's own directory
+   (including it yourself as well is fine); a backend not compiled in gets the getter that says
+   so. One block per vendor backend. */
+GF__UNUSED_DECL static const gf__backend *gf__backend_not_compiled(void) { return NULL; }
 #ifdef GPUFLOW_CUDA
 #  if defined(__has_include)
 #    if !__has_include("gpuflow_cuda.h")
@@ -7709,6 +7688,8 @@ static const gf__backend *gf__stub_backend(void) { return gf__backend_once(&gf__
 #    endif
 #  endif
 #  include "gpuflow_cuda.h"
+#else
+#  define gf__cuda_backend gf__backend_not_compiled
 #endif
 #ifdef GPUFLOW_HIP
 #  if defined(__has_include)
@@ -7717,6 +7698,8 @@ static const gf__backend *gf__stub_backend(void) { return gf__backend_once(&gf__
 #    endif
 #  endif
 #  include "gpuflow_hip.h"
+#else
+#  define gf__hip_backend gf__backend_not_compiled
 #endif
 #ifdef GPUFLOW_OPENCL
 #  if defined(__has_include)
@@ -7725,7 +7708,18 @@ static const gf__backend *gf__stub_backend(void) { return gf__backend_once(&gf__
 #    endif
 #  endif
 #  include "gpuflow_opencl.h"
+#else
+#  define gf__opencl_backend gf__backend_not_compiled
 #endif
+
+static const gf__backend *gf__backend_of(gf_backend b) {
+#define GF__BACKEND_CASE_ROW(ID, name) case GF_BACKEND_##ID: return gf__##name##_backend();
+    switch (b) {
+    GF__BACKENDS(GF__BACKEND_CASE_ROW)
+    default: return NULL;
+    }
+#undef GF__BACKEND_CASE_ROW
+}
 
 #endif /* GPUFLOW_IMPLEMENTATION */
 

@@ -1098,14 +1098,21 @@ static int gf__nvrtc_arch(int cc) {
 /* The compile slot: the core's text (its prelude, then the user's source) to PTX for this
    device, which module_load then JITs. */
 static gf_result gf__cuda_compile(gf_device *dev, const char *name, const char *text, const char *options,
-                                  void **binary, size_t *size, gf__binary_kind *kind) {
+                                  void **binary, size_t *size) {
     const gf__cuda_device *d = (const gf__cuda_device *)dev->native;
     char arch[32];
     gf_result e;
-    *kind = GF__BINARY_PTX;
     if ((e = gf__nvrtc_load()) != GF_OK) return e;
     snprintf(arch, sizeof arch, "compute_%d", gf__nvrtc_arch(d->cc));
     return gf__cuda_nvrtc_to_ptx(arch, name, text, options, binary, size);
+}
+/* What compile made is PTX (NUL-terminated text). */
+static gf_result gf__cuda_module_load_compiled(gf_module *mod, const void *binary, size_t size) {
+    gf_module_desc d;
+    (void)size;
+    memset(&d, 0, sizeof d);
+    d.ptx = (const char *)binary;
+    return gf__cuda_module_load(mod, &d);
 }
 
 /* What a cached binary depends on beyond the text and options. */
@@ -1475,7 +1482,9 @@ static void gf__cuda_fill_table(gf__backend *t) {
     t->graph_destroy = gf__cuda_graph_destroy;
 #ifndef GPUFLOW_NO_NVRTC
     (void)gf__nvrtc_check_signatures;   /* compile-time only; never called */
+    t->kernel_prelude = gf__kernel_prelude_cxx;
     t->compile = gf__cuda_compile;
+    t->module_load_compiled = gf__cuda_module_load_compiled;
     t->compiler_id = gf__cuda_compiler_id;
 #endif
     t->graph_set_kernel_args = gf__cuda_graph_set_kernel_args;

@@ -1168,13 +1168,20 @@ done:
    this device's gcnArchName, which module_load then loads. Where the runtime did not say the
    name, hiprtc compiles for the current device: this one, made current first. */
 static gf_result gf__hip_compile(gf_device *dev, const char *name, const char *text, const char *options,
-                                 void **binary, size_t *size, gf__binary_kind *kind) {
+                                 void **binary, size_t *size) {
     const gf__hip_device *d = (const gf__hip_device *)dev->native;
     gf_result e;
-    *kind = GF__BINARY_HIP;
     if ((e = gf__hiprtc_load()) != GF_OK) return e;
     if (!d->arch[0]) GF__HIP_USE(dev);
     return gf__hip_hiprtc_to_code(d->arch, name, text, options, binary, size);
+}
+/* What compile made is a code object. */
+static gf_result gf__hip_module_load_compiled(gf_module *mod, const void *binary, size_t size) {
+    gf_module_desc d;
+    memset(&d, 0, sizeof d);
+    d.hip_code = binary;
+    d.hip_code_size = size;
+    return gf__hip_module_load(mod, &d);
 }
 
 /* What a cached code object depends on beyond the text and options. */
@@ -1537,7 +1544,9 @@ static void gf__hip_fill_table(gf__backend *t) {
     t->graph_write_dot = gf__hip_graph_write_dot;   /* NOT_SUPPORTED before HIP 5.5: the core's DOT */
 #ifndef GPUFLOW_NO_HIPRTC
     (void)gf__hiprtc_check_signatures;   /* compile-time only; never called */
+    t->kernel_prelude = gf__kernel_prelude_cxx;
     t->compile = gf__hip_compile;
+    t->module_load_compiled = gf__hip_module_load_compiled;
     t->compiler_id = gf__hip_compiler_id;
 #endif
 #ifdef GF__HIP_ROCTX

@@ -1314,7 +1314,7 @@ static gf_result gf__cl_module_load(gf_module *mod, const gf_module_desc *desc) 
 /* Kernels from one source: the driver builds the text, and its program binary is what the
    core keeps in the disk cache and loads (clCreateProgramWithBinary). */
 static gf_result gf__cl_compile(gf_device *dev, const char *name, const char *text, const char *options,
-                                void **binary, size_t *size, gf__binary_kind *kind) {
+                                void **binary, size_t *size) {
     gf__cl_device *d = (gf__cl_device *)dev->native;
     cl_program prog;
     unsigned char *bin;
@@ -1339,8 +1339,15 @@ static gf_result gf__cl_compile(gf_device *dev, const char *name, const char *te
     if (e != CL_SUCCESS) { gf__free(bin); return gf__cl_fail("clGetProgramInfo(CL_PROGRAM_BINARIES)", e); }
     *binary = bin;
     *size = n;
-    *kind = GF__BINARY_OPENCL;
     return GF_OK;
+}
+/* What compile made is a program binary for this device. */
+static gf_result gf__cl_module_load_compiled(gf_module *mod, const void *binary, size_t size) {
+    gf_module_desc d;
+    memset(&d, 0, sizeof d);
+    d.opencl_binary = binary;
+    d.opencl_binary_size = size;
+    return gf__cl_module_load(mod, &d);
 }
 /* A binary is only good for the same device and driver: both go into the cache key. */
 static void gf__cl_compiler_id(gf_device *dev, char *out, size_t cap) {
@@ -1461,7 +1468,9 @@ static uint64_t gf__cl_native_handle(gf__type type, void *obj) {
 static void gf__cl_fill_table(gf__backend *t) {
     t->kind = GF_BACKEND_OPENCL;
     t->name = "opencl";
+    t->kernel_prelude = gf__kernel_prelude_clc;
     t->compile = gf__cl_compile;
+    t->module_load_compiled = gf__cl_module_load_compiled;
     t->compiler_id = gf__cl_compiler_id;
     t->load = gf__cl_load;
     t->device_count = gf__cl_device_count;

@@ -256,15 +256,16 @@ int gpuflow_fault_hit(const char *entry)
     X(I, module_load, (gf_module *mod, const gf_module_desc *desc), (mod, desc)) \
     X(I, kernel_get, (gf_kernel *k), (k)) \
     X(I, compile, (gf_device *dev, const char *name, const char *text, const char *options, void **binary, \
-                   size_t *size, gf__binary_kind *kind), (dev, name, text, options, binary, size, kind)) \
+                   size_t *size), (dev, name, text, options, binary, size)) \
+    X(I, module_load_compiled, (gf_module *mod, const void *binary, size_t size), (mod, binary, size)) \
     X(I, launch, (gf_stream *s, gf_kernel *k, const gf_launch_dims *d, const gf_arg *a, int n), (s, k, d, a, n)) \
     X(I, capture_begin, (gf_stream *s, gf_capture_mode mode), (s, mode)) \
     X(I, graph_launch, (gf_graph *g, gf_stream *s), (g, s)) \
     X(I, graph_update, (gf_graph *target, gf_graph *from), (target, from))
 
-static const gf__backend *faults_orig[GF_BACKEND_STUB + 1];
-static gf__backend faults_wrapped[GF_BACKEND_STUB + 1];
-static int faults_wrapped_ready[GF_BACKEND_STUB + 1];
+static const gf__backend *faults_orig[GF_BACKEND_COUNT];
+static gf__backend faults_wrapped[GF_BACKEND_COUNT];
+static int faults_wrapped_ready[GF_BACKEND_COUNT];
 static pthread_mutex_t faults_wrap_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static gf_result faults_slot_fail(const char *slot)

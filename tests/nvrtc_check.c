@@ -69,7 +69,7 @@ static int assemble(const char *name, const char *ptx) {
 /* text compiled as CUDA source (with the dialect's prelude if dialect): it must compile, and
    every kernel it declares must be in the PTX. */
 static void compile_ok(const char *name, const char *source, int dialect, const char *options) {
-    const char *prelude = dialect ? gf__dialect_prelude(GF_BACKEND_CUDA) : "";
+    const char *prelude = dialect ? gf__kernel_prelude_cxx : "";
     size_t n = strlen(prelude) + strlen(source) + 2, size = 0;
     char *text = (char *)malloc(n), what[512], names[64][64];
     void *ptx = NULL;
@@ -98,7 +98,7 @@ static void compile_ok(const char *name, const char *source, int dialect, const 
 
 /* Must fail as a build error whose message holds each of want[]. */
 static void compile_fails(const char *name, const char *source, const char *options, const char *const *want, int wants) {
-    const char *prelude = gf__dialect_prelude(GF_BACKEND_CUDA);
+    const char *prelude = gf__kernel_prelude_cxx;
     size_t n = strlen(prelude) + strlen(source) + 2, size = 0;
     char *text = (char *)malloc(n), what[512];
     void *ptx = NULL;
