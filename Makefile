@@ -69,11 +69,12 @@ TEST_RUNS = "$(BUILD)/conformance stub" "$(BUILD)/conformance opencl" \
             $(if $(HAVE_CLANGXX),"$(BUILD)/cpp_clangxx") \
             $(if $(HAVE_CLANG),"$(BUILD)/conformance_clang stub") \
             "sh tests/examples.sh $(BUILD)/examples-test '$(CC) $(CSTD) $(WARN) $(BACKENDS)' stub $(if $(HAVE_OPENCL),opencl)" \
-            "sh tests/windows.sh $(BUILD)" "sh tests/package.sh $(BUILD)" \
+            "sh tests/windows.sh $(BUILD)" "sh tests/package.sh $(BUILD)" "sh tests/backend_rules.sh $(CC)" \
             "sh tests/compile_checks.sh $(BUILD) '$(CC) $(CSTD) $(WARN) $(call isys,$(CUDA_INCLUDE)) $(call isys,$(HIP_INCLUDE))' \
-                $(if $(HAVE_CUDA),cuda) $(if $(HAVE_OPENCL),opencl) $(if $(HAVE_HIP),hip)"
+                $(if $(HAVE_CUDA),cuda) $(if $(HAVE_OPENCL),opencl) $(if $(HAVE_HIP),hip)" \
+            "CC='$(CC)' CXX='$(GXX)' sh tests/header_versions.sh $(VENDOR_HEADERS) $(CUDA_INCLUDE)"
 
-.PHONY: test test-gpu sanitize examples bench install clean ptx stress stress-sanitize fuzz faults-all hip-headers FORCE
+.PHONY: test test-gpu sanitize examples bench install clean ptx stress stress-sanitize fuzz faults-all hip-headers vendor-headers FORCE
 .DELETE_ON_ERROR:
 
 test: $(TEST_BINS)
@@ -154,6 +155,14 @@ test-gpu: $(BUILD)/conformance $(BUILD)/threads $(BUILD)/reliability $(BUILD)/ra
 # HIP on the GPU machine: tests/hip_on_cuda builds a stand-in libamdhip64.so over the CUDA driver
 # API and runs the HIP suite through it. That machine has no HIP headers: `make hip-headers` here
 # copies Debian's into $(HIP_HEADERS) (git-ignored), which the device run carries.
+# Vendor headers of the oldest and newest versions the backends support (git-ignored), for
+# tests/header_versions.sh, which make test runs (a set not fetched is skipped): CUDA 12.3's
+# cuda.h, cudaTypedefs.h, nvrtc.h and nvtx3 (NVIDIA's redistributable archives, sha256-checked)
+# and the oldest and newest Khronos OpenCL headers (GitHub tags, else Debian's opencl-c-headers).
+VENDOR_HEADERS ?= .vendor-headers
+vendor-headers:
+	sh tests/fetch_headers.sh $(VENDOR_HEADERS)
+
 HIP_HEADERS ?= .hip-headers
 hip-headers:
 	mkdir -p $(HIP_HEADERS) && rm -rf $(HIP_HEADERS)/hip && cp -r $(HIP_INCLUDE)/hip $(HIP_HEADERS)/

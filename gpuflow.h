@@ -1181,159 +1181,6 @@ static void gf__spin_lock(gf__spin *l) {
 }
 static void gf__spin_unlock(gf__spin *l) { gf__atomic_store_int(l, 0); }
 
-/* ---- driver loading (only vendor backends need it) --------------------------------------- */
-/* Used by vendor backends only (GF__UNUSED_DECL: a build with none has them unused). */
-
-/* Lazy driver loading: each backend loads its library once, under one process-wide lock,
-   and keeps the outcome (and why it failed) for every later caller. */
-typedef struct gf__driver {
-    int tried;
-    gf_result result;
-    char why[512];
-    void *lib;
-    int no_device;                  /* loaded, but the driver found no device: why says so */
-} gf__driver;
-#if defined(_WIN32)
-GF__UNUSED_DECL static void *gf__dlopen(const char *name) { return (void *)LoadLibraryA(name); }
-GF__UNUSED_DECL static void *gf__dlsym(void *lib, const char *name) {   /* a function pointer, carried as an object pointer */
-    FARPROC f = GetProcAddress((HMODULE)lib, name);
-    void *p;
-    memcpy(&p, &f, sizeof p);
-    return p;
-}
-GF__UNUSED_DECL static const char *gf__dlerror(void) { return "LoadLibrary failed"; }
-#else
-GF__UNUSED_DECL static void *gf__dlopen(const char *name) { return dlopen(name, RTLD_NOW | RTLD_LOCAL); }
-GF__UNUSED_DECL static void *gf__dlsym(void *lib, const char *name) { return dlsym(lib, name); }
-GF__UNUSED_DECL static const char *gf__dlerror(void) { const char *e = dlerror(); return e ? e : "unknown dlopen error"; }
-#endif
-
-/* What vendor backends share, so that each says only what is its own: how a driver's result
-   codes map onto gpuflow's and are named in messages, "loaded but no device", stream
-   priorities, the launch parameter table, and the words of common refusals. */
-typedef struct gf__native_codes {
-    int success, not_ready, out_of_memory, not_found, not_supported, no_device;
-    const int *capture; int capture_count;     /* codes that mean "not allowed in this capture" */
-    const char *(*name)(int r);                /* the driver's name for a code */
-} gf__native_codes;
-
-GF__UNUSED_DECL static gf_result gf__native_code(const gf__native_codes *c, int r) {
-    int i;
-    if (r == c->success) return GF_OK;
-    if (r == c->not_ready) return GF_NOT_READY;
-    if (r == c->out_of_memory) return GF_ERROR_OUT_OF_MEMORY;
-    if (r == c->not_found) return GF_ERROR_NOT_FOUND;
-    if (r == c->not_supported) return GF_ERROR_NOT_SUPPORTED;
-    if (r == c->no_device) return GF_ERROR_NO_DEVICE;
-    for (i = 0; i < c->capture_count; i++) if (r == c->capture[i]) return GF_ERROR_CAPTURE;
-    return GF_ERROR_DRIVER;
-}
-/* "call: NAME (n)", with the gpuflow code r maps to. */
-GF__UNUSED_DECL static gf_result gf__native_fail(const gf__native_codes *c, int r, const char *call) {
-    gf_result code = gf__native_code(c, r);
-    return gf__fail(code, "%s: %s (%d)%s", call, c->name(r), r, code == GF_ERROR_CAPTURE ? ": not allowed in this stream capture" : "");
-}
-/* A query's answer: done, not yet, or a failure to report. */
-GF__UNUSED_DECL static gf_result gf__native_ready(const gf__native_codes *c, int r, const char *call) {
-    gf_result code = gf__native_code(c, r);
-    return code == GF_OK || code == GF_NOT_READY ? code : gf__native_fail(c, r, call);
-}
-/* A capture the driver ended with a failure: gone, and the stream usable again. */
-GF__UNUSED_DECL static gf_result gf__native_capture_broken(const gf__native_codes *c, int r, const char *call) {
-    return gf__fail(GF_ERROR_CAPTURE, "%s: %s (%d): the capture was broken and is discarded", call, c->name(r), r);
-}
-/* A refused graph update: why (the driver's reason, in words), and that nothing changed. */
-GF__UNUSED_DECL static gf_result gf__native_update_refused(const char *call, const char *error_name, int r, const char *why, int native_why) {
-    return gf__fail(GF_ERROR_INVALID_ARGUMENT, "%s: %s (%d): %s (result %d); the target graph is unchanged", call, error_name, r, why, native_why);
-}
-/* gpuflow's priorities on a driver's range, where "greatest" is the most urgent: NORMAL in
-   the middle (rounding toward least). */
-GF__UNUSED_DECL static int gf__native_priority(gf_priority p, int least, int greatest) {
-    return p == GF_PRIORITY_HIGH ? greatest : p == GF_PRIORITY_LOW ? least : (least + greatest) / 2;
-}
-/* kernelParams for a launch: args[i].value, or for a buffer the address of its native
-   pointer-sized handle (at buffer_handle, an offsetof into gf_buffer). The table is stack when
-   count fits, else allocated (the caller frees it if it is not stack); NULL: out of memory. */
-#define GF__STACK_ARGS 32
-GF__UNUSED_DECL static void **gf__kernel_params(const gf_arg *args, int count, size_t buffer_handle, void **stack) {
-    void **params = count > GF__STACK_ARGS ? (void **)gf__malloc(sizeof *params * (size_t)count) : stack;
-    int i;
-    if (!params) { gf__fail(GF_ERROR_OUT_OF_MEMORY, "gpuflow: out of host memory for %d kernel arguments", count); return NULL; }
-    for (i = 0; i < count; i++)
-        params[i] = args[i].buffer ? (void *)((char *)args[i].buffer + buffer_handle) : (void *)args[i].value;
-    return params;
-}
-/* Splits a build_options string into opts at spaces, for the runtime compilers (NVRTC,
-   hiprtc) that take an argv; "..." or '...' keep spaces inside one option (the quotes go). In
-   place: buf is changed. Returns how many; opts has room for strlen(buf) / 2 + 1. */
-GF__UNUSED_DECL static int gf__split_options(char *buf, const char **opts) {
-    char *r = buf, *w = buf;
-    int count = 0;
-    for (;;) {
-        char quote = 0;
-        while (*r == ' ' || *r == '\t' || *r == '\n' || *r == '\r') r++;
-        if (!*r) return count;
-        opts[count++] = w;
-        for (; *r && (quote || (*r != ' ' && *r != '\t' && *r != '\n' && *r != '\r')); r++) {
-            if (!quote && (*r == '"' || *r == '\'')) quote = *r;
-            else if (*r == quote) quote = 0;
-            else *w++ = *r;
-        }
-        if (*r) r++;     /* the space that ended the option; w is behind it */
-        *w++ = 0;
-    }
-}
-/* The same options as one string for a driver that takes one (clBuildProgram), so that an
-   options string means the same on every backend: split as above, then each option that holds
-   white space written with its value (after the first '=') in double quotes, " and \ escaped.
-   Allocated; NULL: out of host memory. */
-GF__UNUSED_DECL static char *gf__options_joined(const char *options) {
-    size_t n = options ? strlen(options) : 0;
-    char *buf = (char *)gf__malloc(n + 1), *out = (char *)gf__malloc(2 * n + 3 * (n / 2 + 1) + 1), *w = out;
-    const char **opts = (const char **)gf__malloc(sizeof *opts * (n / 2 + 1));
-    int count, i;
-    if (!buf || !out || !opts) { gf__free(buf); gf__free(out); gf__free((void *)opts); return NULL; }
-    memcpy(buf, options ? options : "", n + 1);
-    count = gf__split_options(buf, opts);
-    for (i = 0; i < count; i++) {
-        const char *p = opts[i], *eq = strchr(p, '=');
-        int spaced = strpbrk(p, " \t\n\r\"\\") != NULL;
-        if (i) *w++ = ' ';
-        if (spaced && eq) { memcpy(w, p, (size_t)(eq + 1 - p)); w += eq + 1 - p; p = eq + 1; }
-        if (spaced) *w++ = '"';
-        for (; *p; p++) { if (spaced && (*p == '"' || *p == '\\')) *w++ = '\\'; *w++ = *p; }
-        if (spaced) *w++ = '"';
-    }
-    *w = 0;
-    gf__free(buf);
-    gf__free((void *)opts);
-    return out;
-}
-/* The driver loaded but found no device: remembered, and said by every device_count. */
-GF__UNUSED_DECL static void gf__driver_no_device(gf__driver *d, const char *fmt, ...) GF__PRINTF(2, 3);
-GF__UNUSED_DECL static void gf__driver_no_device(gf__driver *d, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(d->why, sizeof d->why, fmt, ap);
-    va_end(ap);
-    d->no_device = 1;
-}
-GF__UNUSED_DECL static gf_result gf__driver_has_device(const gf__driver *d) {
-    return d->no_device ? gf__fail(GF_ERROR_NO_DEVICE, "%s", d->why) : GF_OK;
-}
-
-/* Loads a driver once: load_fn fills d (lib, result, why) the first time; every call returns
-   the stored outcome with its reason as this thread's error detail. */
-GF__UNUSED_DECL static gf_result gf__driver_load(gf__driver *d, void (*load_fn)(gf__driver *d)) {
-    gf_result r;
-    gf__driver_lock_acquire();
-    if (!d->tried) { load_fn(d); d->tried = 1; }
-    r = d->result;
-    gf__driver_lock_release();
-    if (r != GF_OK) return gf__fail(r, "%s", d->why);
-    return GF_OK;
-}
-
 /* ---- objects ---------------------------------------------------------------------------- */
 /* Every object starts with a type tag, so a handle of the wrong type is refused instead of
    misused. A destroyed object's tag is cleared before it is freed, which catches some stale
@@ -1401,9 +1248,14 @@ struct gf_buffer {
     size_t size;
     size_t capacity;                /* bytes allocated (stream-ordered reuse may hand out less) */
     int managed;
-    void *ptr;                      /* native pointer-like handle: cl_mem, host memory, ... */
-    uint64_t addr;                  /* native address-like handle: CUdeviceptr */
-    void *host;                     /* host memory a stub kernel sees (stub only) */
+    /* The memory's handle, one rule for every backend: what the driver calls it, as an integer
+       (CUdeviceptr, a HIP device pointer, a cl_mem; the stub's host address). It is what
+       gf_buffer_native returns, and a buffer kernel argument passes its address as the
+       argument's value (pointer-sized on the 64-bit hosts CUDA and HIP run on). A view's is
+       its own (parent's plus offset where the handle is an address; a sub-buffer on OpenCL). */
+    uint64_t native;
+    void *host;                     /* where the host reaches the bytes directly, or NULL: stub
+                                       memory, OpenCL's fine-grained SVM */
     int capture_uses;               /* captures in progress that use it (sync copies refused) */
     int async_state;                /* 0 plain, 1 live stream-ordered, 2 freed stream-ordered */
     gf_graph *graph_owner;          /* allocated inside a capture: the graph owns it */
@@ -1550,7 +1402,8 @@ struct gf_graph {
     gf__cmd *launches; int launch_count, launch_cap;/* native graphs: each launch, in capture order */
     int recorded_launches;                          /* recordings: launch commands so far (race detector) */
     struct gf__race_use *race_uses; int race_use_count, race_use_cap;   /* what its replays touch */
-    void **launch_nodes; int launch_node_count, launch_node_cap;   /* the backend's node per launch */
+    void **launch_nodes; int launch_node_cap;       /* native graphs: the driver's node per launch
+                                                       (backend's captured_node; NULL: unknown) */
 };
 
 /* A capture in progress: the streams in it, the buffers it uses, the graph it becomes. */
@@ -1657,8 +1510,11 @@ struct gf__backend {
     gf_result (*graph_launch)(gf_graph *g, gf_stream *s);
     gf_result (*graph_update)(gf_graph *target, gf_graph *from);/* shape mismatch: INVALID_ARGUMENT */
     void      (*graph_destroy)(gf_graph *g);
-    /* Optional with native graphs: new arguments for the launch_index-th launch (its node in
-       g->launch_nodes, which the backend's launch appends while capturing). */
+    /* Optional with native graphs. captured_node: the driver's node for the launch of k that
+       just succeeded in s's native capture, NULL where the driver cannot say; the core keeps
+       it per launch (gf__graph_launch_node). graph_set_kernel_args: new arguments for the
+       launch_index-th launch. */
+    void     *(*captured_node)(gf_stream *s, gf_kernel *k);
     gf_result (*graph_set_kernel_args)(gf_graph *g, int launch_index, gf_kernel *k, const gf_arg *args, int count);
     gf_result (*graph_write_dot)(gf_graph *g, const char *path);   /* NULL: the core writes the recording */
     void      (*range)(gf_stream *s, const char *name);    /* a tool's range (NVTX): push a name, pop with NULL */
@@ -1683,7 +1539,7 @@ struct gf__backend {
     int       (*host_pinned)(gf_device *dev, const void *p);
 
     /* Interop and memory; NULL: GF_ERROR_NOT_SUPPORTED, or the core's fallback where named. */
-    uint64_t  (*native_handle)(gf__type type, void *obj);      /* what gf_<object>_native returns (not devices) */
+    uint64_t  (*native_handle)(gf__type type, void *obj);      /* what gf_<object>_native returns (not devices, not buffers: buf->native) */
     void      (*device_native)(gf_device *dev, gf_native_device *out);
     gf_result (*device_open_native)(gf_device *dev, const gf_native_device *native);   /* uses, never owns */
     gf_result (*stream_wrap)(gf_stream *s, void *native);       /* s->borrowed: destroy leaves it */
@@ -1739,6 +1595,201 @@ static const gf__backend *gf__backend_once(gf__backend *table, void (*fill)(gf__
 /* The table of a registered backend, NULL when it is not compiled in (defined after the
    backend headers, at the end of the implementation). */
 static const gf__backend *gf__backend_of(gf_backend b);
+
+/* ---- the backend kit ----------------------------------------------------------- >>kit */
+/* Everything of the core a backend header may use, and nothing else: the vtable above, the
+   fields of the objects (gf_device, gf_buffer, gf_stream, gf_event, gf_module, gf_kernel,
+   gf_graph) that the vtable's notes name (dev, size, label, native, host, ...), and these
+   names. tests/kit_names.sh checks every gf__/GF__ name the backend headers use against this
+   list. Most are defined in earlier sections (the platform, errors, objects) and only named
+   here; the rest follow. A name used by only some backends is GF__UNUSED_DECL, so a build
+   with none of them stays warning-free.
+     kit: gf__backend gf__backend_once GF__T_BUFFER GF__T_STREAM GF__T_EVENT GF__T_KERNEL
+          GF__T_MODULE gf__type gf__copy GF__COPY_H2D GF__COPY_D2H GF__DEFAULT_POOL_KEEP
+          GF__FAULT GF__THREAD_LOCAL gf__error_text
+     errors and logging: gf__fail gf__notice gf__quiet gf__copy_str
+     host memory: gf__malloc gf__calloc gf__free gf__grow
+     threads: gf__mutex gf__mutex_init gf__mutex_destroy gf__lock gf__unlock gf__cond
+          gf__cond_init gf__cond_destroy gf__cond_wait gf__cond_broadcast gf__thread
+          gf__thread_create gf__thread_join gf__atomic_add gf__atomic_load
+     drivers: gf__driver gf__driver_load gf__driver_no_device gf__driver_has_device
+          gf__dlopen gf__dlsym gf__dlerror gf__native_codes gf__native_fail gf__native_ready
+          gf__native_capture_broken gf__native_update_refused gf__native_priority
+     launches: gf__kernel_params GF__STACK_ARGS gf__split_options gf__options_joined
+          gf__kernel_prelude_cxx gf__kernel_prelude_clc gf__build_log_lines
+     captures and graphs: gf__stream_capturing gf__graph_launch_count gf__graph_launch_node
+          gf__graph_launch_args
+*/
+
+/* Whether s is in a capture now (s->lock held, as it is in every slot that enqueues). */
+static int gf__stream_capturing(const gf_stream *s) GF__UNUSED_DECL;
+static int gf__stream_capturing(const gf_stream *s) { return s->capture != NULL; }
+/* A native graph's launches, in capture order: how many, the driver's node for launch i (what
+   the backend's captured_node said; NULL: unknown), and the arguments and dimensions it runs
+   with now. */
+static int gf__graph_launch_count(const gf_graph *g) GF__UNUSED_DECL;
+static int gf__graph_launch_count(const gf_graph *g) { return g->launch_count; }
+static void *gf__graph_launch_node(const gf_graph *g, int i) GF__UNUSED_DECL;
+static void *gf__graph_launch_node(const gf_graph *g, int i) { return i >= 0 && i < g->launch_count ? g->launch_nodes[i] : NULL; }
+static void gf__graph_launch_args(const gf_graph *g, int i, const gf_arg **args, int *count, gf_launch_dims *dims) GF__UNUSED_DECL;
+static void gf__graph_launch_args(const gf_graph *g, int i, const gf_arg **args, int *count, gf_launch_dims *dims) {
+    GPUFLOW_ASSERT(i >= 0 && i < g->launch_count);
+    *args = g->launches[i].args;
+    *count = g->launches[i].arg_count;
+    if (dims) *dims = g->launches[i].dims;
+}
+
+
+/* Lazy driver loading: each backend loads its library once, under one process-wide lock,
+   and keeps the outcome (and why it failed) for every later caller. */
+typedef struct gf__driver {
+    int tried;
+    gf_result result;
+    char why[512];
+    void *lib;
+    int no_device;                  /* loaded, but the driver found no device: why says so */
+} gf__driver;
+#if defined(_WIN32)
+GF__UNUSED_DECL static void *gf__dlopen(const char *name) { return (void *)LoadLibraryA(name); }
+GF__UNUSED_DECL static void *gf__dlsym(void *lib, const char *name) {   /* a function pointer, carried as an object pointer */
+    FARPROC f = GetProcAddress((HMODULE)lib, name);
+    void *p;
+    memcpy(&p, &f, sizeof p);
+    return p;
+}
+GF__UNUSED_DECL static const char *gf__dlerror(void) { return "LoadLibrary failed"; }
+#else
+GF__UNUSED_DECL static void *gf__dlopen(const char *name) { return dlopen(name, RTLD_NOW | RTLD_LOCAL); }
+GF__UNUSED_DECL static void *gf__dlsym(void *lib, const char *name) { return dlsym(lib, name); }
+GF__UNUSED_DECL static const char *gf__dlerror(void) { const char *e = dlerror(); return e ? e : "unknown dlopen error"; }
+#endif
+
+/* What vendor backends share, so that each says only what is its own: how a driver's result
+   codes map onto gpuflow's and are named in messages, "loaded but no device", stream
+   priorities, the launch parameter table, and the words of common refusals. */
+typedef struct gf__native_codes {
+    int success, not_ready, out_of_memory, not_found, not_supported, no_device;
+    const int *capture; int capture_count;     /* codes that mean "not allowed in this capture" */
+    const char *(*name)(int r);                /* the driver's name for a code */
+} gf__native_codes;
+
+GF__UNUSED_DECL static gf_result gf__native_code(const gf__native_codes *c, int r) {
+    int i;
+    if (r == c->success) return GF_OK;
+    if (r == c->not_ready) return GF_NOT_READY;
+    if (r == c->out_of_memory) return GF_ERROR_OUT_OF_MEMORY;
+    if (r == c->not_found) return GF_ERROR_NOT_FOUND;
+    if (r == c->not_supported) return GF_ERROR_NOT_SUPPORTED;
+    if (r == c->no_device) return GF_ERROR_NO_DEVICE;
+    for (i = 0; i < c->capture_count; i++) if (r == c->capture[i]) return GF_ERROR_CAPTURE;
+    return GF_ERROR_DRIVER;
+}
+/* "call: NAME (n)", with the gpuflow code r maps to. */
+GF__UNUSED_DECL static gf_result gf__native_fail(const gf__native_codes *c, int r, const char *call) {
+    gf_result code = gf__native_code(c, r);
+    return gf__fail(code, "%s: %s (%d)%s", call, c->name(r), r, code == GF_ERROR_CAPTURE ? ": not allowed in this stream capture" : "");
+}
+/* A query's answer: done, not yet, or a failure to report. */
+GF__UNUSED_DECL static gf_result gf__native_ready(const gf__native_codes *c, int r, const char *call) {
+    gf_result code = gf__native_code(c, r);
+    return code == GF_OK || code == GF_NOT_READY ? code : gf__native_fail(c, r, call);
+}
+/* A capture the driver ended with a failure: gone, and the stream usable again. */
+GF__UNUSED_DECL static gf_result gf__native_capture_broken(const gf__native_codes *c, int r, const char *call) {
+    return gf__fail(GF_ERROR_CAPTURE, "%s: %s (%d): the capture was broken and is discarded", call, c->name(r), r);
+}
+/* A refused graph update: why (the driver's reason, in words), and that nothing changed. */
+GF__UNUSED_DECL static gf_result gf__native_update_refused(const char *call, const char *error_name, int r, const char *why, int native_why) {
+    return gf__fail(GF_ERROR_INVALID_ARGUMENT, "%s: %s (%d): %s (result %d); the target graph is unchanged", call, error_name, r, why, native_why);
+}
+/* gpuflow's priorities on a driver's range, where "greatest" is the most urgent: NORMAL in
+   the middle (rounding toward least). */
+GF__UNUSED_DECL static int gf__native_priority(gf_priority p, int least, int greatest) {
+    return p == GF_PRIORITY_HIGH ? greatest : p == GF_PRIORITY_LOW ? least : (least + greatest) / 2;
+}
+/* kernelParams for a launch: args[i].value, or for a buffer the address of its handle
+   (buf->native). The table is stack when count fits, else allocated (the caller frees it if it
+   is not stack); NULL: out of memory. */
+#define GF__STACK_ARGS 32
+GF__UNUSED_DECL static void **gf__kernel_params(const gf_arg *args, int count, void **stack) {
+    void **params = count > GF__STACK_ARGS ? (void **)gf__malloc(sizeof *params * (size_t)count) : stack;
+    int i;
+    if (!params) { gf__fail(GF_ERROR_OUT_OF_MEMORY, "gpuflow: out of host memory for %d kernel arguments", count); return NULL; }
+    for (i = 0; i < count; i++)
+        params[i] = args[i].buffer ? (void *)&args[i].buffer->native : (void *)args[i].value;
+    return params;
+}
+/* Splits a build_options string into opts at spaces, for the runtime compilers (NVRTC,
+   hiprtc) that take an argv; "..." or '...' keep spaces inside one option (the quotes go). In
+   place: buf is changed. Returns how many; opts has room for strlen(buf) / 2 + 1. */
+GF__UNUSED_DECL static int gf__split_options(char *buf, const char **opts) {
+    char *r = buf, *w = buf;
+    int count = 0;
+    for (;;) {
+        char quote = 0;
+        while (*r == ' ' || *r == '\t' || *r == '\n' || *r == '\r') r++;
+        if (!*r) return count;
+        opts[count++] = w;
+        for (; *r && (quote || (*r != ' ' && *r != '\t' && *r != '\n' && *r != '\r')); r++) {
+            if (!quote && (*r == '"' || *r == '\'')) quote = *r;
+            else if (*r == quote) quote = 0;
+            else *w++ = *r;
+        }
+        if (*r) r++;     /* the space that ended the option; w is behind it */
+        *w++ = 0;
+    }
+}
+/* The same options as one string for a driver that takes one (clBuildProgram), so that an
+   options string means the same on every backend: split as above, then each option that holds
+   white space written with its value (after the first '=') in double quotes, " and \ escaped.
+   Allocated; NULL: out of host memory. */
+GF__UNUSED_DECL static char *gf__options_joined(const char *options) {
+    size_t n = options ? strlen(options) : 0;
+    char *buf = (char *)gf__malloc(n + 1), *out = (char *)gf__malloc(2 * n + 3 * (n / 2 + 1) + 1), *w = out;
+    const char **opts = (const char **)gf__malloc(sizeof *opts * (n / 2 + 1));
+    int count, i;
+    if (!buf || !out || !opts) { gf__free(buf); gf__free(out); gf__free((void *)opts); return NULL; }
+    memcpy(buf, options ? options : "", n + 1);
+    count = gf__split_options(buf, opts);
+    for (i = 0; i < count; i++) {
+        const char *p = opts[i], *eq = strchr(p, '=');
+        int spaced = strpbrk(p, " \t\n\r\"\\") != NULL;
+        if (i) *w++ = ' ';
+        if (spaced && eq) { memcpy(w, p, (size_t)(eq + 1 - p)); w += eq + 1 - p; p = eq + 1; }
+        if (spaced) *w++ = '"';
+        for (; *p; p++) { if (spaced && (*p == '"' || *p == '\\')) *w++ = '\\'; *w++ = *p; }
+        if (spaced) *w++ = '"';
+    }
+    *w = 0;
+    gf__free(buf);
+    gf__free((void *)opts);
+    return out;
+}
+/* The driver loaded but found no device: remembered, and said by every device_count. */
+GF__UNUSED_DECL static void gf__driver_no_device(gf__driver *d, const char *fmt, ...) GF__PRINTF(2, 3);
+GF__UNUSED_DECL static void gf__driver_no_device(gf__driver *d, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(d->why, sizeof d->why, fmt, ap);
+    va_end(ap);
+    d->no_device = 1;
+}
+GF__UNUSED_DECL static gf_result gf__driver_has_device(const gf__driver *d) {
+    return d->no_device ? gf__fail(GF_ERROR_NO_DEVICE, "%s", d->why) : GF_OK;
+}
+
+/* Loads a driver once: load_fn fills d (lib, result, why) the first time; every call returns
+   the stored outcome with its reason as this thread's error detail. */
+GF__UNUSED_DECL static gf_result gf__driver_load(gf__driver *d, void (*load_fn)(gf__driver *d)) {
+    gf_result r;
+    gf__driver_lock_acquire();
+    if (!d->tried) { load_fn(d); d->tried = 1; }
+    r = d->result;
+    gf__driver_lock_release();
+    if (r != GF_OK) return gf__fail(r, "%s", d->why);
+    return GF_OK;
+}
+
 
 /* ---- names ------------------------------------------------------------------------------ */
 GPUFLOW_IMPL const char *gf_result_name(gf_result r) {
@@ -3350,8 +3401,7 @@ GPUFLOW_IMPL gf_result gf_buffer_view(gf_buffer *buf, size_t offset, size_t byte
     if (buf->dev->be->buffer_view) {
         if ((r = buf->dev->be->buffer_view(view)) != GF_OK) { gf__free(view); return r; }
     } else {
-        view->addr = buf->addr ? buf->addr + offset : 0;
-        view->ptr = buf->ptr ? (void *)((char *)buf->ptr + offset) : NULL;
+        view->native = buf->native ? buf->native + offset : 0;
         view->host = buf->host ? (void *)((char *)buf->host + offset) : NULL;
     }
     gf__atomic_add_int(&buf->refs, 1);
@@ -5399,15 +5449,24 @@ static gf_result gf__record(gf__capture *cap, const gf__cmd *c) {   /* dev->lock
     return GF_OK;
 }
 
-/* A native graph keeps a copy of each launch, in capture order: gf_graph_set_kernel_args
-   checks new arguments against it. */
-static gf_result gf__graph_note_launch(gf_graph *g, const gf__cmd *c) {
+/* Work on a natively capturing stream goes to the driver. A native graph also keeps, per
+   launch in capture order, a copy of the launch (gf_graph_set_kernel_args checks new arguments
+   against it) and the driver's node for it (the backend's captured_node hook). All that can
+   fail is made before the launch reaches the driver: a launch the driver captured is noted. */
+static gf_result gf__capture_native(gf_stream *s, gf_graph *g, const gf__cmd *c) {
+    const gf__backend *be = s->dev->be;
     gf__cmd *kept;
-    if (!gf__grow((void **)&g->launches, &g->launch_cap, g->launch_count + 1, sizeof *g->launches))
+    gf_result r;
+    if (c->kind != GF__CMD_LAUNCH) return gf__exec(s, c, g);
+    if (!gf__grow((void **)&g->launches, &g->launch_cap, g->launch_count + 1, sizeof *g->launches) ||
+        !gf__grow((void **)&g->launch_nodes, &g->launch_node_cap, g->launch_count + 1, sizeof *g->launch_nodes))
         return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gpuflow: capture: out of host memory");
     kept = &g->launches[g->launch_count];
     *kept = *c;
-    if (!(kept->args = gf__args_copy(c->args, c->arg_count, c->kernel_name, &kept->kernel_name))) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gpuflow: capture: out of host memory");
+    if (!(kept->args = gf__args_copy(c->args, c->arg_count, c->kernel_name, &kept->kernel_name)))
+        return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gpuflow: capture: out of host memory");
+    if ((r = gf__exec(s, c, g)) != GF_OK) { gf__free((void *)kept->args); return r; }
+    g->launch_nodes[g->launch_count] = be->captured_node ? be->captured_node(s, c->kernel) : NULL;
     g->launch_count++;
     return GF_OK;
 }
@@ -5427,8 +5486,7 @@ static gf_result gf__capture_add(gf_stream *s, const gf__cmd *c) {
     }
     if (cap->native) {
         gf__capture_use_cmd(cap, c);
-        r = gf__exec(s, c, cap->graph);
-        if (r == GF_OK && c->kind == GF__CMD_LAUNCH) r = gf__graph_note_launch(cap->graph, c);
+        r = gf__capture_native(s, cap->graph, c);
         if (r == GF_OK && GF__RACE_ON(s->dev)) {
             if (c->kind == GF__CMD_GRAPH) gf__lock(&c->child->lock);   /* its race_uses, against set_kernel_args */
             gf__race_capture(cap->graph, c, c->kind == GF__CMD_LAUNCH ? cap->graph->launch_count - 1 : -1);
@@ -6508,7 +6566,7 @@ GPUFLOW_IMPL void *gf_stream_native(gf_stream *s) {
 }
 GPUFLOW_IMPL uint64_t gf_buffer_native(gf_buffer *buf) {
     if (!gf__is(buf, GF__T_BUFFER)) { gf__bad_handle(__func__, "buf", buf, GF__T_BUFFER); return 0; }
-    return gf__native_of(buf->dev, GF__T_BUFFER, buf);
+    return buf->native;   /* one rule for every backend: see gf_buffer.native */
 }
 GPUFLOW_IMPL void *gf_event_native(gf_event *ev) {
     if (!gf__is(ev, GF__T_EVENT)) { gf__bad_handle(__func__, "ev", ev, GF__T_EVENT); return NULL; }
@@ -7056,7 +7114,8 @@ static gf_result gf__stub_buffer_alloc(gf_buffer *buf) {
         return gf__fail(GF_ERROR_OUT_OF_MEMORY, "stub: cannot allocate %llu bytes (%llu of %llu in use)", (unsigned long long)buf->size,
                         (unsigned long long)before, (unsigned long long)GPUFLOW_STUB_MEMORY);
     }
-    buf->ptr = buf->host = raw + GF__GUARD_BYTES;
+    buf->host = raw + GF__GUARD_BYTES;
+    buf->native = (uint64_t)(uintptr_t)buf->host;
     if (GF__GUARD_BYTES) gf__guard_fill(raw + GF__GUARD_BYTES, buf->size);
     return GF_OK;
 }
@@ -7067,11 +7126,9 @@ static void gf__stub_buffer_free(gf_buffer *buf) {
 }
 /* The stub's "native" buffer is host memory: wrapping one makes a gf_buffer over it. */
 static gf_result gf__stub_buffer_wrap(gf_buffer *buf, uint64_t native) {
-    buf->host = buf->ptr = (void *)(uintptr_t)native;
+    buf->host = (void *)(uintptr_t)native;
+    buf->native = native;
     return GF_OK;
-}
-static uint64_t gf__stub_native_handle(gf__type type, void *obj) {
-    return type == GF__T_BUFFER ? (uint64_t)(uintptr_t)((gf_buffer *)obj)->host : 0;
 }
 static gf_result gf__stub_host_alloc(gf_device *dev, size_t bytes, void **out) {
     (void)dev;
@@ -7668,7 +7725,6 @@ static void gf__stub_fill_table(gf__backend *t) {
     t->module_unload = gf__stub_module_unload;
     t->kernel_get = gf__stub_kernel_get;
     t->launch = gf__stub_launch;
-    t->native_handle = gf__stub_native_handle;
     t->buffer_wrap = gf__stub_buffer_wrap;
     t->fill_wide = gf__stub_fill_wide;
     t->describe_stream = gf__stub_describe_stream;

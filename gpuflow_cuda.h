@@ -47,7 +47,7 @@
       caller's context: gf_device_open_native, below). Every backend entry makes it current
       on the calling thread; a thread-local cache makes that one compare when it already is
       (see gf__cuda_enter for the one rule it implies).
-    - gf_buffer: CUdeviceptr in buf->addr (cuMemAlloc, or cuMemAllocManaged for managed
+    - gf_buffer: CUdeviceptr in buf->native (cuMemAlloc, or cuMemAllocManaged for managed
       buffers); stream-ordered buffers come from the device's default memory pool, which
       keeps freed memory for reuse up to a release threshold of the core's default
       (GF__DEFAULT_POOL_KEEP: a quarter of the device).
@@ -486,7 +486,7 @@ static gf_result gf__cuda_enter(gf_device *dev) {
 #define GF__CUSTREAM(s) ((CUstream)(s)->native)
 #define GF__CUEVENT(e)  ((CUevent)(e)->native)
 
-static CUdeviceptr gf__cuda_at(const gf_buffer *buf, size_t offset) { return (CUdeviceptr)(buf->addr + offset); }
+static CUdeviceptr gf__cuda_at(const gf_buffer *buf, size_t offset) { return (CUdeviceptr)(buf->native + offset); }
 
 /* ---- devices ---------------------------------------------------------------------------- */
 /* No device is reported as GF_ERROR_NO_DEVICE with the driver's reason (count 0): the core
@@ -641,18 +641,18 @@ static gf_result gf__cuda_buffer_alloc(gf_buffer *buf) {
         GF__CUDA_CHECK_RELAXED(MemAllocManaged, (&p, buf->size, CU_MEM_ATTACH_GLOBAL));
     else
         GF__CUDA_CHECK_RELAXED(MemAlloc, (&p, buf->size));
-    buf->addr = (uint64_t)p;
+    buf->native = (uint64_t)p;
     return GF_OK;
 }
 
 static void gf__cuda_buffer_free(gf_buffer *buf) {
-    if (buf->addr && !buf->borrowed && gf__cuda_enter(buf->dev) == GF_OK) GF__CUDA_RELAXED_VOID(MemFree, ((CUdeviceptr)buf->addr));
-    buf->addr = 0;
+    if (buf->native && !buf->borrowed && gf__cuda_enter(buf->dev) == GF_OK) GF__CUDA_RELAXED_VOID(MemFree, ((CUdeviceptr)buf->native));
+    buf->native = 0;
 }
 
 /* Memory of the caller's (gf_buffer_wrap): used as given, left to its owner on destroy. */
 static gf_result gf__cuda_buffer_wrap(gf_buffer *buf, uint64_t native) {
-    buf->addr = native;
+    buf->native = native;
     return GF_OK;
 }
 
@@ -662,7 +662,7 @@ static gf_result gf__cuda_buffer_alloc_async(gf_stream *s, gf_buffer *buf) {
     if (!d->pool) return gf__fail(GF_ERROR_NOT_SUPPORTED, "CUDA: device %s has no memory pools (stream-ordered allocation)", s->dev->info.name);
     GF__CUDA_ENTER(s->dev);
     GF__CUDA_CHECK(MemAllocFromPoolAsync, (&p, buf->size, d->pool, GF__CUSTREAM(s)));
-    buf->addr = (uint64_t)p;
+    buf->native = (uint64_t)p;
     return GF_OK;
 }
 
@@ -686,10 +686,10 @@ static size_t gf__cuda_cached_bytes(gf_device *dev) {
 }
 
 static gf_result gf__cuda_buffer_free_async(gf_stream *s, gf_buffer *buf) {
-    GPUFLOW_ASSERT(buf->addr != 0);   /* the core frees only what buffer_alloc_async handed out */
+    GPUFLOW_ASSERT(buf->native != 0);   /* the core frees only what buffer_alloc_async handed out */
     GF__CUDA_ENTER(s->dev);
-    GF__CUDA_CHECK(MemFreeAsync, ((CUdeviceptr)buf->addr, GF__CUSTREAM(s)));
-    buf->addr = 0;
+    GF__CUDA_CHECK(MemFreeAsync, ((CUdeviceptr)buf->native, GF__CUSTREAM(s)));
+    buf->native = 0;
     return GF_OK;
 }
 
@@ -823,7 +823,7 @@ static gf_result gf__cuda_prefetch(gf_stream *s, gf_buffer *buf, int to_device) 
     memset(&loc, 0, sizeof loc);
     loc.type = to_device ? CU_MEM_LOCATION_TYPE_DEVICE : CU_MEM_LOCATION_TYPE_HOST;
     loc.id = to_device ? (int)d->dev : 0;
-    GF__CUDA_CHECK(MemPrefetchAsync, ((CUdeviceptr)buf->addr, buf->size, loc, 0, GF__CUSTREAM(s)));
+    GF__CUDA_CHECK(MemPrefetchAsync, ((CUdeviceptr)buf->native, buf->size, loc, 0, GF__CUSTREAM(s)));
     return GF_OK;
 }
 
@@ -1131,8 +1131,8 @@ static void gf__cuda_compiler_id(gf_device *dev, char *out, size_t cap) {
 /* ---- launches and graphs ---------------------------------------------------------------- */
 /* A native graph's CUDA half, in g->native_exec. cuGraphExec*SetParams names a node of the
    exec by its node in the CUgraph the exec was instantiated from (which must still hold it),
-   also after cuGraphExecUpdate; so that graph, source, lives as long as the exec, and
-   g->launch_nodes holds each launch's node in it. g->native_graph describes what the exec
+   also after cuGraphExecUpdate; so that graph, source, lives as long as the exec, and the
+   core keeps each launch's node in it (gf__graph_launch_node, from captured_node). g->native_graph describes what the exec
    runs (a launch inside a capture embeds a copy of it): source itself, until gf_graph_update
    makes it a copy of the other graph's, where the launches' nodes are copy_nodes. */
 typedef struct gf__cuda_graph {
@@ -1144,7 +1144,7 @@ typedef struct gf__cuda_graph {
 
 /* Launch i's node in source, and in native_graph; NULL where it is not known. */
 static CUgraphNode gf__cuda_exec_node(const gf_graph *g, int i) {
-    return i < g->launch_node_count ? (CUgraphNode)g->launch_nodes[i] : NULL;
+    return (CUgraphNode)gf__graph_launch_node(g, i);
 }
 static CUgraphNode gf__cuda_desc_node(const gf_graph *g, int i) {
     const gf__cuda_graph *cg = GF__CUGRAPH(g);
@@ -1152,10 +1152,10 @@ static CUgraphNode gf__cuda_desc_node(const gf_graph *g, int i) {
     return i < cg->copy_count ? cg->copy_nodes[i] : NULL;
 }
 
-/* The node a launch just added to the capture of s: right after the launch, the capture's
-   dependencies are that node alone. NULL where the driver cannot say (no
+/* captured_node: the node a launch just added to the capture of s: right after the launch, the
+   capture's dependencies are that node alone. NULL where the driver cannot say (no
    cuStreamGetCaptureInfo_v3 before CUDA 12.3, or the question failed: a warning says so). */
-static CUgraphNode gf__cuda_launch_node(gf_stream *s, const gf_kernel *k) {
+static void *gf__cuda_captured_node(gf_stream *s, gf_kernel *k) {
     CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
     cuuint64_t id = 0;
     CUgraph capturing = NULL;
@@ -1173,31 +1173,20 @@ static CUgraphNode gf__cuda_launch_node(gf_stream *s, const gf_kernel *k) {
 }
 
 /* The hot path: one context check, the parameter table on the stack, one driver call.
-   kernelParams[i] points at the argument's bytes; for a buffer, at its CUdeviceptr. Inside a
-   capture the launch's node goes in g->launch_nodes at the launch's index among the graph's
-   launches: the core counts the launch once this returns, so a launch that fails (here or in
-   the core) leaves its place to the next one. */
+   kernelParams[i] points at the argument's bytes; for a buffer, at its CUdeviceptr. */
 static gf_result gf__cuda_launch(gf_stream *s, gf_kernel *k, const gf_launch_dims *dims,
                                  const gf_arg *args, int count) {
-    gf_graph *g = s->capture && s->capture->native ? s->capture->graph : NULL;   /* the core's, under s->lock */
-    int at = g ? g->launch_count : 0;
     void *stack[GF__STACK_ARGS];
     void **params;
     CUresult r;
     GPUFLOW_ASSERT(count >= 0 && (count == 0 || args != NULL));   /* gf_launch validated them */
     GF__CUDA_ENTER(s->dev);
-    if (g && !gf__grow((void **)&g->launch_nodes, &g->launch_node_cap, at + 1, sizeof *g->launch_nodes))
-        return gf__fail(GF_ERROR_OUT_OF_MEMORY, "CUDA: out of host memory for a captured launch");
-    if (!(params = gf__kernel_params(args, count, offsetof(gf_buffer, addr), stack))) return GF_ERROR_OUT_OF_MEMORY;
+    if (!(params = gf__kernel_params(args, count, stack))) return GF_ERROR_OUT_OF_MEMORY;
     r = GF__CUDA_CALL(LaunchKernel, ((CUfunction)k->native, dims->grid[0], dims->grid[1], dims->grid[2],
                                      dims->block[0], dims->block[1], dims->block[2], (unsigned int)dims->shared_bytes,
                                      GF__CUSTREAM(s), count ? params : NULL, NULL));
     if (params != stack) gf__free(params);
     if (r != CUDA_SUCCESS) return gf__cuda_fail(r, "cuLaunchKernel");
-    if (g) {
-        g->launch_nodes[at] = gf__cuda_launch_node(s, k);
-        g->launch_node_count = at + 1;
-    }
     return GF_OK;
 }
 
@@ -1276,7 +1265,7 @@ static gf_result gf__cuda_graph_add_child(gf_graph *g, gf_stream *s) {
 static gf_result gf__cuda_graph_launch(gf_graph *g, gf_stream *s) {
     GPUFLOW_ASSERT(g->native);   /* the core replays recorded graphs itself */
     GF__CUDA_ENTER(s->dev);
-    if (s->capture) return gf__cuda_graph_add_child(g, s);   /* s->capture: the core's, under s->lock */
+    if (gf__stream_capturing(s)) return gf__cuda_graph_add_child(g, s);
     GF__CUDA_CHECK(GraphLaunch, (GF__CUGRAPH(g)->exec, GF__CUSTREAM(s)));
     return GF_OK;
 }
@@ -1304,7 +1293,7 @@ static gf_result gf__cuda_graph_update(gf_graph *target, gf_graph *from) {
     CUgraphExecUpdateResultInfo info;
     CUgraph copy = NULL;
     CUgraphNode *nodes = NULL;
-    int i, n = from->launch_count;
+    int i, n = gf__graph_launch_count(from);
     CUresult r;
     GPUFLOW_ASSERT(target->native && from->native);
     GF__CUDA_ENTER(target->dev);
@@ -1358,7 +1347,7 @@ static gf_result gf__cuda_graph_set_kernel_args(gf_graph *g, int i, gf_kernel *k
     GF__CUDA_ENTER(g->dev);
     memset(&p, 0, sizeof p);
     GF__CUDA_CHECK(GraphKernelNodeGetParams, (desc, &p));
-    if (!(params = gf__kernel_params(args, count, offsetof(gf_buffer, addr), stack))) return GF_ERROR_OUT_OF_MEMORY;
+    if (!(params = gf__kernel_params(args, count, stack))) return GF_ERROR_OUT_OF_MEMORY;
     p.kernelParams = count ? params : NULL;
     p.extra = NULL;
     r = GF__CUDA_CALL(GraphKernelNodeSetParams, (desc, &p));
@@ -1369,9 +1358,11 @@ static gf_result gf__cuda_graph_set_kernel_args(gf_graph *g, int i, gf_kernel *k
     r = GF__CUDA_CALL(GraphExecKernelNodeSetParams, (GF__CUGRAPH(g)->exec, node, &p));
     if (params != stack) gf__free(params);   /* only now: p.kernelParams points at it until the exec took it */
     if (r != CUDA_SUCCESS) {
-        const gf__cmd *now = &g->launches[i];
-        if ((params = gf__kernel_params(now->args, now->arg_count, offsetof(gf_buffer, addr), stack)) != NULL) {
-            p.kernelParams = now->arg_count ? params : NULL;
+        const gf_arg *now;
+        int now_count;
+        gf__graph_launch_args(g, i, &now, &now_count, NULL);
+        if ((params = gf__kernel_params(now, now_count, stack)) != NULL) {
+            p.kernelParams = now_count ? params : NULL;
             (void)GF__CUDA_CALL(GraphKernelNodeSetParams, (desc, &p));
             if (params != stack) gf__free(params);
         }
@@ -1423,7 +1414,6 @@ static void gf__cuda_range(gf_stream *s, const char *name) {
 /* What gf_<object>_native gives: CUdeviceptr, CUstream, CUevent, CUfunction (CUmodule). */
 static uint64_t gf__cuda_native_handle(gf__type type, void *obj) {
     switch (type) {
-    case GF__T_BUFFER: return ((gf_buffer *)obj)->addr;
     case GF__T_STREAM: return (uint64_t)(uintptr_t)((gf_stream *)obj)->native;
     case GF__T_EVENT:  return (uint64_t)(uintptr_t)((gf_event *)obj)->native;
     case GF__T_KERNEL: return (uint64_t)(uintptr_t)((gf_kernel *)obj)->native;
@@ -1475,6 +1465,7 @@ static void gf__cuda_fill_table(gf__backend *t) {
     t->module_unload = gf__cuda_module_unload;
     t->kernel_get = gf__cuda_kernel_get;
     t->launch = gf__cuda_launch;
+    t->captured_node = gf__cuda_captured_node;
     t->capture_begin = gf__cuda_capture_begin;
     t->capture_end = gf__cuda_capture_end;
     t->graph_launch = gf__cuda_graph_launch;

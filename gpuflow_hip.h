@@ -49,7 +49,7 @@
       gf_device's ordinal current with hipSetDevice; stream-ordered work goes through the
       stream, which carries its device. So gpuflow leaves the calling thread's current
       device set to the last gf_device it created something on.
-    - gf_buffer: the device pointer in buf->ptr (hipMalloc, or hipMallocManaged for managed
+    - gf_buffer: the device pointer in buf->native (hipMalloc, or hipMallocManaged for managed
       buffers); stream-ordered buffers come from the device's default memory pool
       (hipMallocFromPoolAsync / hipFreeAsync), which keeps freed memory for reuse up to the
       core's default (GF__DEFAULT_POOL_KEEP, a quarter of the device). Pinned host memory:
@@ -520,9 +520,10 @@ static gf_result gf__hip_use(gf_device *dev) {
 #define GF__HIP_USE(dev) do { gf_result gf__u_ = gf__hip_use(dev); if (gf__u_ != GF_OK) return gf__u_; } while (0)
 
 #define GF__HIPSTREAM(s) ((hipStream_t)(s)->native)
+#define GF__HIP_PTR(buf) ((void *)(uintptr_t)(buf)->native)   /* a buffer's device pointer */
 #define GF__HIPEVENT(e)  ((hipEvent_t)(e)->native)
 
-static void *gf__hip_at(const gf_buffer *buf, size_t offset) { return (char *)buf->ptr + offset; }
+static void *gf__hip_at(const gf_buffer *buf, size_t offset) { return (char *)GF__HIP_PTR(buf) + offset; }
 
 /* ---- devices ---------------------------------------------------------------------------- */
 /* No device is GF_ERROR_NO_DEVICE with the runtime's reason (count 0): the core passes that
@@ -667,13 +668,13 @@ static gf_result gf__hip_buffer_alloc(gf_buffer *buf) {
         GF__HIP_CHECK_RELAXED(MallocManaged, (&p, buf->size, hipMemAttachGlobal));
     else
         GF__HIP_CHECK_RELAXED(Malloc, (&p, buf->size));
-    buf->ptr = p;
+    buf->native = (uint64_t)(uintptr_t)p;
     return GF_OK;
 }
 
 static void gf__hip_buffer_free(gf_buffer *buf) {
-    if (buf->ptr && !buf->borrowed) GF__HIP_RELAXED_VOID(Free, (buf->ptr));
-    buf->ptr = NULL;
+    if (buf->native && !buf->borrowed) GF__HIP_RELAXED_VOID(Free, (GF__HIP_PTR(buf)));
+    buf->native = 0;
 }
 
 /* Memory of the caller's (gf_buffer_wrap), left to its owner on destroy. Checked first: memory
@@ -702,7 +703,7 @@ static gf_result gf__hip_buffer_wrap(gf_buffer *buf, uint64_t native) {
         return gf__fail(GF_ERROR_OUT_OF_RANGE, "gf_buffer_wrap: %llu bytes from 0x%llx run past the end of its allocation "
                         "(%llu bytes from 0x%llx)", (unsigned long long)buf->size, (unsigned long long)native,
                         (unsigned long long)size, (unsigned long long)(uintptr_t)base);
-    buf->ptr = p;
+    buf->native = (uint64_t)(uintptr_t)p;
     return GF_OK;
 }
 
@@ -713,13 +714,13 @@ static gf_result gf__hip_buffer_alloc_async(gf_stream *s, gf_buffer *buf) {
         return gf__fail(GF_ERROR_NOT_SUPPORTED, "HIP: device %s or this runtime has no memory pools (stream-ordered allocation)",
                         s->dev->info.name);
     GF__HIP_CHECK(MallocFromPoolAsync, (&p, buf->size, d->pool, GF__HIPSTREAM(s)));
-    buf->ptr = p;
+    buf->native = (uint64_t)(uintptr_t)p;
     return GF_OK;
 }
 
 static gf_result gf__hip_buffer_free_async(gf_stream *s, gf_buffer *buf) {
-    GF__HIP_CHECK(FreeAsync, (buf->ptr, GF__HIPSTREAM(s)));
-    buf->ptr = NULL;
+    GF__HIP_CHECK(FreeAsync, (GF__HIP_PTR(buf), GF__HIPSTREAM(s)));
+    buf->native = 0;
     return GF_OK;
 }
 
@@ -785,9 +786,9 @@ static gf_result gf__hip_host_callback(gf_stream *s, void (*fn)(void *user), voi
         GF__HIP_CHECK(LaunchHostFunc, (GF__HIPSTREAM(s), fn, user));
         return GF_OK;
     }
-    /* s->capture: the core's, under s->lock. HIP would refuse hipStreamAddCallback and
-       invalidate the capture with it: the callback becomes a host node of the graph. */
-    if (s->capture) {
+    /* HIP would refuse hipStreamAddCallback in a capture and invalidate the capture with it:
+       the callback becomes a host node of the graph. */
+    if (gf__stream_capturing(s)) {
         hipHostNodeParams host;
         host.fn = fn;
         host.userData = user;
@@ -898,7 +899,7 @@ static gf_result gf__hip_prefetch(gf_stream *s, gf_buffer *buf, int to_device) {
     /* Without concurrent managed access (XNACK off) the runtime migrates managed memory
        itself around each launch: the hint has nothing left to do. */
     if (!d->concurrent_managed) return GF_OK;
-    GF__HIP_CHECK(MemPrefetchAsync, (buf->ptr, buf->size, to_device ? d->ordinal : hipCpuDeviceId, GF__HIPSTREAM(s)));
+    GF__HIP_CHECK(MemPrefetchAsync, (GF__HIP_PTR(buf), buf->size, to_device ? d->ordinal : hipCpuDeviceId, GF__HIPSTREAM(s)));
     return GF_OK;
 }
 
@@ -1201,7 +1202,8 @@ static void gf__hip_compiler_id(gf_device *dev, char *out, size_t cap) {
 /* ---- launches and graphs ---------------------------------------------------------------- */
 /* A native graph's HIP half, in g->native_exec. The exec names its nodes by those of the graph
    it was instantiated from (hipGraphExecKernelNodeSetParams), so that graph, source, lives as
-   long as the exec; g->launch_nodes holds each launch's node in it. g->native_graph describes
+   long as the exec; the core keeps each launch's node in it (gf__graph_launch_node, from
+   captured_node). g->native_graph describes
    what the exec runs (a launch inside a capture embeds a copy of it): source itself, until
    gf_graph_update makes it a copy of the other graph's, whose launch nodes are desc_nodes. */
 typedef struct gf__hip_graph {
@@ -1213,7 +1215,7 @@ typedef struct gf__hip_graph {
 
 /* Launch i's node in the exec's source, and in the graph that describes the exec. */
 static hipGraphNode_t gf__hip_exec_node(gf_graph *g, int i) {
-    return i < g->launch_node_count ? (hipGraphNode_t)g->launch_nodes[i] : NULL;
+    return (hipGraphNode_t)gf__graph_launch_node(g, i);
 }
 static hipGraphNode_t gf__hip_desc_node(gf_graph *g, int i) {
     gf__hip_graph *hg = GF__HIPGRAPH(g);
@@ -1230,10 +1232,10 @@ static hipError_t gf__hip_capture_tail(gf_stream *s, hipGraph_t *graph, const hi
     return r == hipSuccess && status != hipStreamCaptureStatusActive ? hipErrorStreamCaptureInvalidated : r;
 }
 
-/* The node a launch just added to the capture of s: right after the launch, the capture's
-   dependencies are that node alone. NULL where the runtime cannot say (no
+/* captured_node: the node a launch just added to the capture of s: right after the launch, the
+   capture's dependencies are that node alone. NULL where the runtime cannot say (no
    hipStreamGetCaptureInfo_v2, or the question failed: a warning says so). */
-static hipGraphNode_t gf__hip_launch_node(gf_stream *s, const gf_kernel *k) {
+static void *gf__hip_captured_node(gf_stream *s, gf_kernel *k) {
     hipGraph_t capturing = NULL;
     const hipGraphNode_t *deps = NULL;
     size_t ndeps = 0;
@@ -1247,29 +1249,18 @@ static hipGraphNode_t gf__hip_launch_node(gf_stream *s, const gf_kernel *k) {
 }
 
 /* The hot path: the parameter table on the stack and one runtime call. kernelParams[i]
-   points at the argument's bytes; for a buffer, at its device pointer. Inside a capture the
-   launch's node goes in g->launch_nodes at the launch's index among the graph's launches:
-   the core counts the launch once this returns, so a launch that fails (here or in the core)
-   leaves its place to the next one. */
+   points at the argument's bytes; for a buffer, at its device pointer. */
 static gf_result gf__hip_launch(gf_stream *s, gf_kernel *k, const gf_launch_dims *dims,
                                 const gf_arg *args, int count) {
-    gf_graph *g = s->capture && s->capture->native ? s->capture->graph : NULL;   /* the core's, under s->lock */
-    int at = g ? g->launch_count : 0;
     void *stack[GF__STACK_ARGS];
     void **params;
     hipError_t r;
-    if (g && !gf__grow((void **)&g->launch_nodes, &g->launch_node_cap, at + 1, sizeof *g->launch_nodes))
-        return gf__fail(GF_ERROR_OUT_OF_MEMORY, "HIP: out of host memory for a captured launch");
-    if (!(params = gf__kernel_params(args, count, offsetof(gf_buffer, ptr), stack))) return GF_ERROR_OUT_OF_MEMORY;
+    if (!(params = gf__kernel_params(args, count, stack))) return GF_ERROR_OUT_OF_MEMORY;
     r = GF__HIP_CALL(ModuleLaunchKernel, ((hipFunction_t)k->native, dims->grid[0], dims->grid[1], dims->grid[2],
                                           dims->block[0], dims->block[1], dims->block[2], (unsigned int)dims->shared_bytes,
                                           GF__HIPSTREAM(s), count ? params : NULL, NULL));
     if (params != stack) gf__free(params);
     if (r != hipSuccess) return gf__hip_fail(r, "hipModuleLaunchKernel");
-    if (g) {
-        g->launch_nodes[at] = gf__hip_launch_node(s, k);
-        g->launch_node_count = at + 1;
-    }
     return GF_OK;
 }
 
@@ -1345,7 +1336,7 @@ static gf_result gf__hip_capture_append(gf_stream *s, gf_graph *child, const hip
 }
 
 static gf_result gf__hip_graph_launch(gf_graph *g, gf_stream *s) {
-    if (s->capture) return gf__hip_capture_append(s, g, NULL);   /* s->capture: the core's, under s->lock */
+    if (gf__stream_capturing(s)) return gf__hip_capture_append(s, g, NULL);
     GF__HIP_CHECK(GraphLaunch, (GF__HIPGRAPH(g)->exec, GF__HIPSTREAM(s)));
     return GF_OK;
 }
@@ -1372,7 +1363,7 @@ static gf_result gf__hip_graph_update(gf_graph *target, gf_graph *from) {
     hipGraphExecUpdateResult result = hipGraphExecUpdateSuccess;
     hipGraphNode_t failed = NULL, *desc = NULL;
     hipGraph_t copy = NULL;
-    int i, n = from->launch_node_count;
+    int i, n = gf__graph_launch_count(from);
     hipError_t r;
     GF__HIP_CHECK(GraphClone, (&copy, (hipGraph_t)from->native_graph));
     if (n && !(desc = (hipGraphNode_t *)gf__malloc(sizeof *desc * (size_t)n))) {
@@ -1415,7 +1406,9 @@ static void gf__hip_kernel_node(hipKernelNodeParams *p, const gf_kernel *k, cons
    refuses, the description goes back to what the exec still runs (the core's copy of the
    launch's arguments), and the refusal is what the error says. */
 static gf_result gf__hip_graph_set_kernel_args(gf_graph *g, int i, gf_kernel *k, const gf_arg *args, int count) {
-    const gf__cmd *now = &g->launches[i];
+    const gf_arg *now;
+    int now_count;
+    gf_launch_dims now_dims;
     hipGraphNode_t node = gf__hip_exec_node(g, i), desc = gf__hip_desc_node(g, i);
     hipKernelNodeParams p;   /* no memset: in C++ its dim3 members have constructors */
     void *stack[GF__STACK_ARGS];
@@ -1426,15 +1419,16 @@ static gf_result gf__hip_graph_set_kernel_args(gf_graph *g, int i, gf_kernel *k,
         return gf__fail(GF_ERROR_NOT_SUPPORTED, "gf_graph_set_kernel_args: which graph node launch %d (kernel '%s') became is not "
                         "known: hipStreamGetCaptureInfo_v2 did not say when it was captured", i, k->name);
     GF__HIP_USE(g->dev);   /* the runtime looks the function up on the current device */
-    if (!(params = gf__kernel_params(args, count, offsetof(gf_buffer, ptr), stack))) return GF_ERROR_OUT_OF_MEMORY;
-    gf__hip_kernel_node(&p, k, &now->dims, count ? params : NULL);
+    gf__graph_launch_args(g, i, &now, &now_count, &now_dims);
+    if (!(params = gf__kernel_params(args, count, stack))) return GF_ERROR_OUT_OF_MEMORY;
+    gf__hip_kernel_node(&p, k, &now_dims, count ? params : NULL);
     r = GF__HIP_CALL(GraphKernelNodeSetParams, (desc, &p));
     if (r == hipSuccess && (r = GF__HIP_CALL(GraphExecKernelNodeSetParams, (GF__HIPGRAPH(g)->exec, node, &p))) != hipSuccess) {
         void *was_stack[GF__STACK_ARGS];
-        void **was = gf__kernel_params(now->args, now->arg_count, offsetof(gf_buffer, ptr), was_stack);
+        void **was = gf__kernel_params(now, now_count, was_stack);
         call = "hipGraphExecKernelNodeSetParams";
         if (was) {
-            gf__hip_kernel_node(&p, k, &now->dims, now->arg_count ? was : NULL);
+            gf__hip_kernel_node(&p, k, &now_dims, now_count ? was : NULL);
             (void)GF__HIP_CALL(GraphKernelNodeSetParams, (desc, &p));
             if (was != was_stack) gf__free(was);
         }
@@ -1482,7 +1476,6 @@ static void gf__hip_graph_destroy(gf_graph *g) {
    (and hipModule_t). */
 static uint64_t gf__hip_native_handle(gf__type type, void *obj) {
     switch (type) {
-    case GF__T_BUFFER: return (uint64_t)(uintptr_t)((gf_buffer *)obj)->ptr;
     case GF__T_STREAM: return (uint64_t)(uintptr_t)((gf_stream *)obj)->native;
     case GF__T_EVENT:  return (uint64_t)(uintptr_t)((gf_event *)obj)->native;
     case GF__T_KERNEL: return (uint64_t)(uintptr_t)((gf_kernel *)obj)->native;
@@ -1535,6 +1528,7 @@ static void gf__hip_fill_table(gf__backend *t) {
     t->module_unload = gf__hip_module_unload;
     t->kernel_get = gf__hip_kernel_get;
     t->launch = gf__hip_launch;
+    t->captured_node = gf__hip_captured_node;
     t->capture_begin = gf__hip_capture_begin;
     t->capture_end = gf__hip_capture_end;
     t->graph_launch = gf__hip_graph_launch;

@@ -41,13 +41,13 @@
                 event. So fn may block (on a host flag, say) without stalling the driver's own
                 threads or other queues; a new callback thread starts whenever every existing
                 one is busy. Closing the device waits for callbacks still to come.
-    memory      buffers are cl_mem (buf->ptr); copies and fills are non-blocking
+    memory      buffers are cl_mem (buf->native); copies and fills are non-blocking
                 clEnqueueRead/Write/Copy/FillBuffer. Pinned host memory is a
                 CL_MEM_ALLOC_HOST_PTR buffer mapped once (the device keeps host pointer ->
                 cl_mem to unmap and release it). Managed buffers are fine-grained SVM
                 (clSVMAlloc) wrapped in a CL_MEM_USE_HOST_PTR cl_mem, so copies, fills and
                 kernel arguments treat them like any buffer; the SVM address is kept in
-                buf->addr and freed when the wrapper is destroyed. Without fine-grained SVM they
+                buf->host and freed when the wrapper is destroyed. Without fine-grained SVM they
                 are GF_ERROR_NOT_SUPPORTED. Prefetch and stream-ordered allocation are left to
                 the core (NULL entries). A view is a sub-buffer (clCreateSubBuffer) where its
                 offset is a multiple of CL_DEVICE_MEM_BASE_ADDR_ALIGN; copies and fills reach
@@ -711,6 +711,7 @@ static gf_result gf__cl_memory_info(gf_device *dev, size_t *free_bytes, size_t *
 }
 
 /* ---- memory ----------------------------------------------------------------------------- */
+#define GF__CL_MEM(buf) ((cl_mem)(uintptr_t)(buf)->native)   /* a buffer's (or a view's sub-buffer's) cl_mem */
 typedef struct gf__cl_svm { cl_context ctx; void *ptr; } gf__cl_svm;
 
 /* clSVMFree does not wait for commands using the memory; the wrapper's destructor runs only
@@ -753,7 +754,7 @@ static gf_result gf__cl_svm_alloc(gf_buffer *buf, cl_mem *out) {
         gf__free(svm);
         return gf__cl_fail("clSetMemObjectDestructorCallback", e);
     }
-    buf->addr = (uint64_t)(uintptr_t)svm->ptr;
+    buf->host = svm->ptr;
     *out = mem;
     return GF_OK;
 }
@@ -773,7 +774,7 @@ static gf_result gf__cl_buffer_alloc(gf_buffer *buf) {
         mem = GF__CL_NEW(clCreateBuffer, (d->ctx, CL_MEM_READ_WRITE, buf->size, NULL), &e);
         if (!mem) return gf__cl_fail("clCreateBuffer", e);
     }
-    buf->ptr = mem;
+    buf->native = (uint64_t)(uintptr_t)mem;
     gf__atomic_add(&d->allocated, (uint64_t)buf->size);
     return GF_OK;
 }
@@ -785,15 +786,16 @@ static gf_result gf__cl_buffer_view(gf_buffer *view) {
     gf__cl_device *d = (gf__cl_device *)view->dev->native;
     const gf_buffer *parent = view->parent;
     GPUFLOW_ASSERT(parent && !parent->parent);   /* the core makes views of whole buffers only */
-    view->addr = parent->addr ? parent->addr + view->view_offset : 0;   /* managed: the SVM address */
-    view->ptr = NULL;
+    view->host = parent->host ? (char *)parent->host + view->view_offset : NULL;   /* managed: the SVM address */
+    view->native = 0;
     if (d->sub_align && view->view_offset % d->sub_align == 0) {
         cl_buffer_region region;
         cl_int e;
         region.origin = view->view_offset;
         region.size = view->size;
-        view->ptr = GF__CL_NEW(clCreateSubBuffer, ((cl_mem)parent->ptr, 0, CL_BUFFER_CREATE_TYPE_REGION, &region), &e);
-        if (!view->ptr) return gf__cl_fail("clCreateSubBuffer", e);
+        cl_mem sub = GF__CL_NEW(clCreateSubBuffer, (GF__CL_MEM(parent), 0, CL_BUFFER_CREATE_TYPE_REGION, &region), &e);
+        if (!sub) return gf__cl_fail("clCreateSubBuffer", e);
+        view->native = (uint64_t)(uintptr_t)sub;
     }
     return GF_OK;
 }
@@ -814,7 +816,7 @@ static gf_result gf__cl_buffer_wrap(gf_buffer *buf, uint64_t native) {
     if (buf->size > size)
         return gf__fail(GF_ERROR_OUT_OF_RANGE, "gf_buffer_wrap: the cl_mem has %llu bytes, %llu asked for",
                         (unsigned long long)size, (unsigned long long)buf->size);
-    buf->ptr = mem;
+    buf->native = native;
     return GF_OK;
 }
 
@@ -822,19 +824,19 @@ static gf_result gf__cl_buffer_wrap(gf_buffer *buf, uint64_t native) {
 static void gf__cl_buffer_free(gf_buffer *buf) {
     gf__cl_device *d = (gf__cl_device *)buf->dev->native;
     int allocated = !buf->borrowed;
-    if (buf->ptr && (allocated || buf->parent))
-        GF__CL(clReleaseMemObject, ((cl_mem)buf->ptr));   /* deferred by OpenCL until its commands finish */
+    if (buf->native && (allocated || buf->parent))
+        GF__CL(clReleaseMemObject, (GF__CL_MEM(buf)));   /* deferred by OpenCL until its commands finish */
     if (allocated) gf__atomic_add(&d->allocated, (uint64_t)0 - (uint64_t)buf->size);
-    buf->ptr = NULL;
-    buf->addr = 0;
+    buf->native = 0;
+    buf->host = NULL;
 }
 
 /* The cl_mem a copy or fill addresses, with *offset moved to where in it: a view's window lies
    in its parent's memory. */
 static cl_mem gf__cl_mem(const gf_buffer *buf, size_t *offset) {
-    if (!buf->parent) return (cl_mem)buf->ptr;
+    if (!buf->parent) return GF__CL_MEM(buf);
     *offset += buf->view_offset;
-    return (cl_mem)buf->parent->ptr;
+    return GF__CL_MEM(buf->parent);
 }
 
 static gf_result gf__cl_host_alloc(gf_device *dev, size_t bytes, void **out) {
@@ -1407,7 +1409,7 @@ static gf_result gf__cl_launch(gf_stream *s, gf_kernel *k, const gf_launch_dims 
                         k->name, (unsigned)ck->args, (unsigned)given,
                         dims->shared_bytes ? " (shared_bytes adds a trailing __local one)" : "");
     for (i = 0; i < (cl_uint)count; i++)
-        if (args[i].buffer && !args[i].buffer->ptr)   /* a view whose offset no sub-buffer can have */
+        if (args[i].buffer && !args[i].buffer->native)   /* a view whose offset no sub-buffer can have */
             return gf__fail(GF_ERROR_INVALID_ARGUMENT, "OpenCL: kernel %s, argument %u: a view at byte %llu of its "
                             "buffer cannot be a kernel argument here (its offset must be a multiple of %llu bytes, "
                             "CL_DEVICE_MEM_BASE_ADDR_ALIGN)", k->name, (unsigned)i,
@@ -1423,7 +1425,7 @@ static gf_result gf__cl_launch(gf_stream *s, gf_kernel *k, const gf_launch_dims 
         if (i == (cl_uint)count) {   /* the __local argument of dims.shared_bytes */
             e = GF__CL(clSetKernelArg, (ck->kernel, i, dims->shared_bytes, NULL));
         } else if (args[i].buffer) {
-            cl_mem m = (cl_mem)args[i].buffer->ptr;
+            cl_mem m = GF__CL_MEM(args[i].buffer);
             e = GF__CL(clSetKernelArg, (ck->kernel, i, sizeof m, &m));
         } else {
             e = GF__CL(clSetKernelArg, (ck->kernel, i, args[i].size, args[i].value));
@@ -1446,7 +1448,6 @@ static gf_result gf__cl_launch(gf_stream *s, gf_kernel *k, const gf_launch_dims 
 static uint64_t gf__cl_native_handle(gf__type type, void *obj) {
     void *handle = NULL;
     switch (type) {
-    case GF__T_BUFFER: handle = ((gf_buffer *)obj)->ptr; break;
     case GF__T_STREAM: handle = GF__CL_QUEUE((gf_stream *)obj); break;
     case GF__T_KERNEL: handle = ((gf__cl_kernel *)((gf_kernel *)obj)->native)->kernel; break;
     case GF__T_EVENT: {
