@@ -1372,17 +1372,27 @@ struct gf_module {
 typedef enum gf__cmd_kind {
     GF__CMD_COPY, GF__CMD_FILL, GF__CMD_LAUNCH, GF__CMD_CALLBACK, GF__CMD_PREFETCH, GF__CMD_GRAPH, GF__CMD_COPY_2D
 } gf__cmd_kind;
+/* One operation on a stream: its kind, and that kind's fields alone (c->as.<kind>). */
+typedef struct gf__cmd_fill {
+    gf_buffer *buf; size_t offset, bytes;
+    uint32_t pattern; int width;    /* width 1, 2 or 4 bytes; width 1: the low byte of pattern */
+} gf__cmd_fill;
+typedef struct gf__cmd_launch {
+    gf_kernel *kernel; gf_launch_dims dims; const gf_arg *args; int arg_count;
+    const char *kernel_name;        /* k->name; in a graph, a copy in its args block (the module
+                                       may go first: describing the graph stays safe) */
+} gf__cmd_launch;
 typedef struct gf__cmd {
     gf__cmd_kind kind;
-    gf__copy copy;                                  /* COPY */
-    gf_buffer *buf; size_t offset, bytes; unsigned char value; int to_device;  /* FILL, PREFETCH */
-    uint32_t pattern; int width;                    /* FILL of 2- or 4-byte values (width 1: value) */
-    gf_copy_2d copy2d;                              /* COPY_2D */
-    gf_kernel *kernel; gf_launch_dims dims; const gf_arg *args; int arg_count; /* LAUNCH */
-    const char *kernel_name;        /* LAUNCH: k->name; in a graph, a copy in its args block (the
-                                       module may go first: describing the graph stays safe) */
-    gf_callback fn; void *user;                     /* CALLBACK */
-    gf_graph *child;                                /* GRAPH: a graph launched inside a capture */
+    union {
+        gf__copy copy;                                          /* COPY */
+        gf_copy_2d copy_2d;                                     /* COPY_2D */
+        gf__cmd_fill fill;                                      /* FILL */
+        struct { gf_buffer *buf; int to_device; } prefetch;     /* PREFETCH */
+        gf__cmd_launch launch;                                  /* LAUNCH */
+        struct { gf_callback fn; void *user; } callback;        /* CALLBACK */
+        gf_graph *child;                                        /* GRAPH: launched inside a capture */
+    } as;
 } gf__cmd;
 
 struct gf_graph {
@@ -1634,9 +1644,9 @@ static void *gf__graph_launch_node(const gf_graph *g, int i) { return i >= 0 && 
 static void gf__graph_launch_args(const gf_graph *g, int i, const gf_arg **args, int *count, gf_launch_dims *dims) GF__UNUSED_DECL;
 static void gf__graph_launch_args(const gf_graph *g, int i, const gf_arg **args, int *count, gf_launch_dims *dims) {
     GPUFLOW_ASSERT(i >= 0 && i < g->launch_count);
-    *args = g->launches[i].args;
-    *count = g->launches[i].arg_count;
-    if (dims) *dims = g->launches[i].dims;
+    *args = g->launches[i].as.launch.args;
+    *count = g->launches[i].as.launch.arg_count;
+    if (dims) *dims = g->launches[i].as.launch.dims;
 }
 
 
@@ -2352,21 +2362,25 @@ static int gf__race_uses_of(const gf__cmd *c, gf__race_use *uses, int cap) {
     size_t row;
     switch (c->kind) {
     case GF__CMD_COPY:
-        gf__race_add_use(uses, cap, &n, c->copy.src, c->copy.src_offset, c->copy.bytes, 0, copy_ops[c->copy.kind]);
-        gf__race_add_use(uses, cap, &n, c->copy.dst, c->copy.dst_offset, c->copy.bytes, 1, copy_ops[c->copy.kind]);
+        gf__race_add_use(uses, cap, &n, c->as.copy.src, c->as.copy.src_offset, c->as.copy.bytes, 0, copy_ops[c->as.copy.kind]);
+        gf__race_add_use(uses, cap, &n, c->as.copy.dst, c->as.copy.dst_offset, c->as.copy.bytes, 1, copy_ops[c->as.copy.kind]);
         break;
-    case GF__CMD_COPY_2D:   /* row by row: a 2D copy touches its rows, not what lies between */
-        for (row = 0; row < c->copy2d.height; row++) {
-            gf__race_add_use(uses, cap, &n, c->copy2d.src, c->copy2d.src_offset + row * c->copy2d.src_pitch, c->copy2d.width, 0, "2D copy");
-            gf__race_add_use(uses, cap, &n, c->copy2d.dst, c->copy2d.dst_offset + row * c->copy2d.dst_pitch, c->copy2d.width, 1, "2D copy");
+    case GF__CMD_COPY_2D: {   /* row by row: a 2D copy touches its rows, not what lies between */
+        const gf_copy_2d *c2 = &c->as.copy_2d;
+        for (row = 0; row < c2->height; row++) {
+            gf__race_add_use(uses, cap, &n, c2->src, c2->src_offset + row * c2->src_pitch, c2->width, 0, "2D copy");
+            gf__race_add_use(uses, cap, &n, c2->dst, c2->dst_offset + row * c2->dst_pitch, c2->width, 1, "2D copy");
         }
         break;
-    case GF__CMD_FILL: gf__race_add_use(uses, cap, &n, c->buf, c->offset, c->bytes, 1, "fill"); break;
-    case GF__CMD_LAUNCH:
-        snprintf(op, sizeof op, "launch '%s'", c->kernel_name);
-        for (i = 0; i < c->arg_count; i++)
-            if (c->args[i].buffer) gf__race_add_use(uses, cap, &n, c->args[i].buffer, 0, c->args[i].buffer->size, c->args[i].size != GF_ARG_READ_ONLY, op);
+    }
+    case GF__CMD_FILL: gf__race_add_use(uses, cap, &n, c->as.fill.buf, c->as.fill.offset, c->as.fill.bytes, 1, "fill"); break;
+    case GF__CMD_LAUNCH: {
+        const gf__cmd_launch *l = &c->as.launch;
+        snprintf(op, sizeof op, "launch '%s'", l->kernel_name);
+        for (i = 0; i < l->arg_count; i++)
+            if (l->args[i].buffer) gf__race_add_use(uses, cap, &n, l->args[i].buffer, 0, l->args[i].buffer->size, l->args[i].size != GF_ARG_READ_ONLY, op);
         break;
+    }
     case GF__CMD_PREFETCH: case GF__CMD_CALLBACK: case GF__CMD_GRAPH: break;
     }
     return n;
@@ -2478,9 +2492,9 @@ static void gf__race_op(gf_stream *s, const gf__cmd *c) {
     gf__race_use stack[GF__RACE_MAX_USES], *uses;
     int n;
     if (c->kind == GF__CMD_GRAPH) {   /* its own order inside; set_kernel_args and update change it under the graph's lock */
-        gf__lock(&c->child->lock);
-        gf__race_apply(s, c->child->race_uses, c->child->race_use_count);
-        gf__unlock(&c->child->lock);
+        gf__lock(&c->as.child->lock);
+        gf__race_apply(s, c->as.child->race_uses, c->as.child->race_use_count);
+        gf__unlock(&c->as.child->lock);
         return;
     }
     n = gf__race_uses_all(c, stack, &uses);
@@ -2501,7 +2515,7 @@ static void gf__race_capture(gf_graph *g, const gf__cmd *c, int launch) {
     int n, i;
     if (c->kind == GF__CMD_GRAPH) {   /* a child graph's launches are not the parent's to retarget */
         int first = g->race_use_count;
-        if (gf__race_keep(g, c->child->race_uses, c->child->race_use_count))
+        if (gf__race_keep(g, c->as.child->race_uses, c->as.child->race_use_count))
             for (i = first; i < g->race_use_count; i++) g->race_uses[i].launch = -1;
         return;
     }
@@ -2829,19 +2843,21 @@ static int gf__keep_block(gf_graph *g, void *block);
 static gf_result gf__exec(gf_stream *s, const gf__cmd *c, gf_graph *owner) {
     const gf__backend *be = s->dev->be;
     switch (c->kind) {
-    case GF__CMD_COPY: return gf__copy_exec(s, &c->copy);
-    case GF__CMD_FILL:
-        return c->width > 1 ? be->fill_wide(s, c->buf, c->offset, c->pattern, c->width, c->bytes / (size_t)c->width)
-                            : be->fill(s, c->buf, c->offset, c->value, c->bytes);
-    case GF__CMD_COPY_2D: return gf__copy_2d_exec(s, &c->copy2d);
-    case GF__CMD_PREFETCH: return be->prefetch(s, c->buf, c->to_device);
-    case GF__CMD_LAUNCH: return be->launch(s, c->kernel, &c->dims, c->args, c->arg_count);
-    case GF__CMD_GRAPH: return gf__graph_replay(c->child, s);
+    case GF__CMD_COPY: return gf__copy_exec(s, &c->as.copy);
+    case GF__CMD_FILL: {
+        const gf__cmd_fill *f = &c->as.fill;
+        return f->width > 1 ? be->fill_wide(s, f->buf, f->offset, f->pattern, f->width, f->bytes / (size_t)f->width)
+                            : be->fill(s, f->buf, f->offset, (unsigned char)f->pattern, f->bytes);
+    }
+    case GF__CMD_COPY_2D: return gf__copy_2d_exec(s, &c->as.copy_2d);
+    case GF__CMD_PREFETCH: return be->prefetch(s, c->as.prefetch.buf, c->as.prefetch.to_device);
+    case GF__CMD_LAUNCH: return be->launch(s, c->as.launch.kernel, &c->as.launch.dims, c->as.launch.args, c->as.launch.arg_count);
+    case GF__CMD_GRAPH: return gf__graph_replay(c->as.child, s);
     case GF__CMD_CALLBACK: {
         gf_result r;
         gf__callback_ctx *ctx = (gf__callback_ctx *)gf__calloc(sizeof *ctx);
         if (!ctx) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_stream_add_callback: out of host memory");
-        ctx->fn = c->fn; ctx->user = c->user; ctx->s = owner ? NULL : s; ctx->kept = owner != NULL;
+        ctx->fn = c->as.callback.fn; ctx->user = c->as.callback.user; ctx->s = owner ? NULL : s; ctx->kept = owner != NULL;
         if (owner && !gf__keep_block(owner, ctx)) {
             gf__free(ctx);
             return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_stream_add_callback: out of host memory");
@@ -2863,6 +2879,15 @@ static gf_op_kind gf__cmd_op(const gf__cmd *c) {
     case GF__CMD_GRAPH: return GF_OP_GRAPH;
     }
     return GF_OP_COPY;
+}
+/* The bytes a copy or fill moves (what the profiler and the stream's stats count); 0 else. */
+static size_t gf__cmd_bytes(const gf__cmd *c) {
+    switch (c->kind) {
+    case GF__CMD_COPY: return c->as.copy.bytes;
+    case GF__CMD_COPY_2D: return c->as.copy_2d.width * c->as.copy_2d.height;
+    case GF__CMD_FILL: return c->as.fill.bytes;
+    default: return 0;
+    }
 }
 
 /* The profiler wraps each operation in two timing events (gf__prof_* below); begin returns
@@ -2895,16 +2920,14 @@ static gf_result gf__exec_counted(gf_stream *s, const gf__cmd *c) {   /* s->lock
     gf_result r;
     int rec = -1;
     if (gf__atomic_load_int(&s->dev->profiling))   /* off: not even the call and its arguments */
-        rec = gf__prof_begin(s, gf__cmd_op(c), c->kind == GF__CMD_LAUNCH ? c->kernel_name : NULL,
-                             c->kind == GF__CMD_COPY ? c->copy.bytes : c->kind == GF__CMD_FILL || c->kind == GF__CMD_COPY_2D ? c->bytes : 0, 0);
+        rec = gf__prof_begin(s, gf__cmd_op(c), c->kind == GF__CMD_LAUNCH ? c->as.launch.kernel_name : NULL, gf__cmd_bytes(c), 0);
     r = gf__exec(s, c, NULL);
     if (rec >= 0) gf__prof_end(s, rec, r);
     if (r != GF_OK) return r;
     if (GF__RACE_ON(s->dev)) gf__race_op(s, c);
-    gf__note_op(s, gf__cmd_op(c), c->kind == GF__CMD_LAUNCH ? c->kernel_name : NULL, 0);
+    gf__note_op(s, gf__cmd_op(c), c->kind == GF__CMD_LAUNCH ? c->as.launch.kernel_name : NULL, 0);
     gf__counter_add(&s->ops, 1);   /* s->lock held: one writer; stats read them lock-free */
-    if (c->kind == GF__CMD_COPY) { gf__counter_add(&s->copies, 1); gf__counter_add(&s->bytes_copied, c->copy.bytes); }
-    if (c->kind == GF__CMD_COPY_2D) { gf__counter_add(&s->copies, 1); gf__counter_add(&s->bytes_copied, c->bytes); }
+    if (c->kind == GF__CMD_COPY || c->kind == GF__CMD_COPY_2D) { gf__counter_add(&s->copies, 1); gf__counter_add(&s->bytes_copied, gf__cmd_bytes(c)); }
     if (c->kind == GF__CMD_LAUNCH) gf__counter_add(&s->launches, 1);
     if (c->kind == GF__CMD_CALLBACK) gf__counter_add(&s->callbacks, 1);
     return GF_OK;
@@ -3089,8 +3112,7 @@ GPUFLOW_IMPL gf_result gf_stream_add_callback(gf_stream *s, gf_callback fn, void
     gf__cmd c;
     GF__CHECK(s, GF__T_STREAM);
     if (!fn) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_stream_add_callback: fn is NULL");
-    memset(&c, 0, sizeof c);
-    c.kind = GF__CMD_CALLBACK; c.fn = fn; c.user = user;
+    c.kind = GF__CMD_CALLBACK; c.as.callback.fn = fn; c.as.callback.user = user;
     return gf__submit(s, &c);
 }
 
@@ -3295,9 +3317,8 @@ static gf_result gf__copy_async(const char *fn, gf_stream *s, const gf__copy *co
     gf__cmd c;
     GF__CHECK(s, GF__T_STREAM);
     if ((r = gf__check_copy(fn, s, copy)) != GF_OK) return r;
-    memset(&c, 0, sizeof c);
     c.kind = GF__CMD_COPY;
-    c.copy = *copy;
+    c.as.copy = *copy;
     return gf__submit(s, &c);
 }
 
@@ -3353,8 +3374,8 @@ GPUFLOW_IMPL gf_result gf_fill_async(gf_stream *s, gf_buffer *buf, size_t offset
     GF__CHECK(buf, GF__T_BUFFER);
     GF__SAME_DEVICE(s->dev, buf->dev);
     if ((r = gf__check_range(__func__, buf, offset, bytes)) != GF_OK) return r;
-    memset(&c, 0, sizeof c);
-    c.kind = GF__CMD_FILL; c.buf = buf; c.offset = offset; c.value = value; c.bytes = bytes;
+    c.kind = GF__CMD_FILL;
+    c.as.fill.buf = buf; c.as.fill.offset = offset; c.as.fill.bytes = bytes; c.as.fill.pattern = value; c.as.fill.width = 1;
     return gf__submit(s, &c);
 }
 
@@ -3366,8 +3387,7 @@ GPUFLOW_IMPL gf_result gf_prefetch_async(gf_stream *s, gf_buffer *buf, int to_de
     if (!buf->managed) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_prefetch_async: the buffer is not managed");
     if (!s->dev->be->prefetch)
         return gf__fail(GF_ERROR_NOT_SUPPORTED, "gf_prefetch_async: the %s backend cannot prefetch", s->dev->be->name);
-    memset(&c, 0, sizeof c);
-    c.kind = GF__CMD_PREFETCH; c.buf = buf; c.to_device = to_device != 0;
+    c.kind = GF__CMD_PREFETCH; c.as.prefetch.buf = buf; c.as.prefetch.to_device = to_device != 0;
     return gf__submit(s, &c);
 }
 
@@ -3468,9 +3488,9 @@ static gf_result gf__fill_wide(const char *fn, gf_stream *s, gf_buffer *buf, siz
     if ((r = gf__check_range(fn, buf, offset, count * (size_t)width)) != GF_OK) return r;
     if (!s->dev->be->fill_wide)
         return gf__fail(GF_ERROR_NOT_SUPPORTED, "%s: the %s backend cannot fill %d-byte values", fn, s->dev->be->name, width);
-    memset(&c, 0, sizeof c);
-    c.kind = GF__CMD_FILL; c.buf = buf; c.offset = offset; c.bytes = count * (size_t)width;
-    c.pattern = value; c.width = width;
+    c.kind = GF__CMD_FILL;
+    c.as.fill.buf = buf; c.as.fill.offset = offset; c.as.fill.bytes = count * (size_t)width;
+    c.as.fill.pattern = value; c.as.fill.width = width;
     return gf__submit(s, &c);
 }
 GPUFLOW_IMPL gf_result gf_fill16_async(gf_stream *s, gf_buffer *buf, size_t offset, uint16_t value, size_t count) {
@@ -3510,10 +3530,8 @@ GPUFLOW_IMPL gf_result gf_copy_2d_async(gf_stream *s, const gf_copy_2d *copy) {
     if (!copy->dst && !copy->src) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_copy_2d_async: host to host is not a device copy");
     if (copy->dst && copy->dst == copy->src)
         return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_copy_2d_async: source and destination are the same buffer");
-    memset(&c, 0, sizeof c);
     c.kind = GF__CMD_COPY_2D;
-    c.copy2d = *copy;
-    c.bytes = copy->width * copy->height;
+    c.as.copy_2d = *copy;
     return gf__submit(s, &c);
 }
 
@@ -5379,7 +5397,7 @@ static gf_graph *gf__graph_new(gf_device *dev, gf_capture_mode mode) {   /* a pe
 
 static void gf__cmds_free(gf__cmd *cmds, int count) {
     int i;
-    for (i = 0; i < count; i++) if (cmds[i].kind == GF__CMD_LAUNCH) gf__free((void *)cmds[i].args);
+    for (i = 0; i < count; i++) if (cmds[i].kind == GF__CMD_LAUNCH) gf__free((void *)cmds[i].as.launch.args);
     gf__free(cmds);
 }
 
@@ -5421,15 +5439,25 @@ static gf_arg *gf__args_copy(const gf_arg *args, int count, const char *name, co
     *name_copy = (const char *)memcpy(values + at, name, strlen(name) + 1);
     return copy;
 }
+/* A command a graph keeps: a copy whose launch arguments (and kernel name) are its own
+   block, so the caller's may go. 0: out of host memory (dst then holds nothing to free). */
+static int gf__cmd_keep(gf__cmd *dst, const gf__cmd *src) {
+    *dst = *src;
+    if (src->kind != GF__CMD_LAUNCH) return 1;
+    dst->as.launch.args = gf__args_copy(src->as.launch.args, src->as.launch.arg_count, src->as.launch.kernel_name,
+                                        &dst->as.launch.kernel_name);
+    return dst->as.launch.args != NULL;
+}
 
 /* The buffers a command touches are in use by the capture (sync copies into them refused). */
 static void gf__capture_use_cmd(gf__capture *cap, const gf__cmd *c) {   /* dev->lock held */
     int i;
     switch (c->kind) {
-    case GF__CMD_COPY: gf__capture_use(cap, c->copy.dst); gf__capture_use(cap, c->copy.src); break;
-    case GF__CMD_COPY_2D: gf__capture_use(cap, c->copy2d.dst); gf__capture_use(cap, c->copy2d.src); break;
-    case GF__CMD_FILL: case GF__CMD_PREFETCH: gf__capture_use(cap, c->buf); break;
-    case GF__CMD_LAUNCH: for (i = 0; i < c->arg_count; i++) gf__capture_use(cap, c->args[i].buffer); break;
+    case GF__CMD_COPY: gf__capture_use(cap, c->as.copy.dst); gf__capture_use(cap, c->as.copy.src); break;
+    case GF__CMD_COPY_2D: gf__capture_use(cap, c->as.copy_2d.dst); gf__capture_use(cap, c->as.copy_2d.src); break;
+    case GF__CMD_FILL: gf__capture_use(cap, c->as.fill.buf); break;
+    case GF__CMD_PREFETCH: gf__capture_use(cap, c->as.prefetch.buf); break;
+    case GF__CMD_LAUNCH: for (i = 0; i < c->as.launch.arg_count; i++) gf__capture_use(cap, c->as.launch.args[i].buffer); break;
     case GF__CMD_CALLBACK: case GF__CMD_GRAPH: break;
     }
 }
@@ -5439,9 +5467,7 @@ static gf_result gf__record(gf__capture *cap, const gf__cmd *c) {   /* dev->lock
     gf_graph *g = cap->graph;
     if (!gf__grow((void **)&g->cmds, &g->cmd_cap, g->cmd_count + 1, sizeof *g->cmds))
         return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gpuflow: capture: out of host memory");
-    g->cmds[g->cmd_count] = *c;
-    if (c->kind == GF__CMD_LAUNCH && !(g->cmds[g->cmd_count].args = gf__args_copy(c->args, c->arg_count, c->kernel_name, &g->cmds[g->cmd_count].kernel_name)))
-        return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gpuflow: capture: out of host memory");
+    if (!gf__cmd_keep(&g->cmds[g->cmd_count], c)) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gpuflow: capture: out of host memory");
     g->cmd_count++;
     gf__capture_use_cmd(cap, c);
     if (c->kind == GF__CMD_LAUNCH) g->recorded_launches++;
@@ -5462,11 +5488,9 @@ static gf_result gf__capture_native(gf_stream *s, gf_graph *g, const gf__cmd *c)
         !gf__grow((void **)&g->launch_nodes, &g->launch_node_cap, g->launch_count + 1, sizeof *g->launch_nodes))
         return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gpuflow: capture: out of host memory");
     kept = &g->launches[g->launch_count];
-    *kept = *c;
-    if (!(kept->args = gf__args_copy(c->args, c->arg_count, c->kernel_name, &kept->kernel_name)))
-        return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gpuflow: capture: out of host memory");
-    if ((r = gf__exec(s, c, g)) != GF_OK) { gf__free((void *)kept->args); return r; }
-    g->launch_nodes[g->launch_count] = be->captured_node ? be->captured_node(s, c->kernel) : NULL;
+    if (!gf__cmd_keep(kept, c)) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gpuflow: capture: out of host memory");
+    if ((r = gf__exec(s, c, g)) != GF_OK) { gf__free((void *)kept->as.launch.args); return r; }
+    g->launch_nodes[g->launch_count] = be->captured_node ? be->captured_node(s, c->as.launch.kernel) : NULL;
     g->launch_count++;
     return GF_OK;
 }
@@ -5488,16 +5512,16 @@ static gf_result gf__capture_add(gf_stream *s, const gf__cmd *c) {
         gf__capture_use_cmd(cap, c);
         r = gf__capture_native(s, cap->graph, c);
         if (r == GF_OK && GF__RACE_ON(s->dev)) {
-            if (c->kind == GF__CMD_GRAPH) gf__lock(&c->child->lock);   /* its race_uses, against set_kernel_args */
+            if (c->kind == GF__CMD_GRAPH) gf__lock(&c->as.child->lock);   /* its race_uses, against set_kernel_args */
             gf__race_capture(cap->graph, c, c->kind == GF__CMD_LAUNCH ? cap->graph->launch_count - 1 : -1);
-            if (c->kind == GF__CMD_GRAPH) gf__unlock(&c->child->lock);
+            if (c->kind == GF__CMD_GRAPH) gf__unlock(&c->as.child->lock);
         }
     } else if (c->kind == GF__CMD_GRAPH) {
-        gf__lock(&c->child->lock);   /* against a gf_graph_update swapping its commands */
-        if (c->child->owned_count)
+        gf__lock(&c->as.child->lock);   /* against a gf_graph_update swapping its commands */
+        if (c->as.child->owned_count)
             r = gf__fail(GF_ERROR_NOT_SUPPORTED, "gf_graph_launch: a graph that allocated memory in its own capture cannot be launched inside another capture");
-        for (i = 0; r == GF_OK && i < c->child->cmd_count; i++) r = gf__record(cap, &c->child->cmds[i]);
-        gf__unlock(&c->child->lock);
+        for (i = 0; r == GF_OK && i < c->as.child->cmd_count; i++) r = gf__record(cap, &c->as.child->cmds[i]);
+        gf__unlock(&c->as.child->lock);
     } else {
         r = gf__record(cap, c);
     }
@@ -5637,9 +5661,8 @@ GPUFLOW_IMPL gf_result gf_graph_launch(gf_graph *g, gf_stream *s) {
     GF__CHECK(g, GF__T_GRAPH);
     GF__CHECK(s, GF__T_STREAM);
     GF__SAME_DEVICE(g->dev, s->dev);
-    memset(&c, 0, sizeof c);
     c.kind = GF__CMD_GRAPH;
-    c.child = g;
+    c.as.child = g;
     gf__atomic_store_int(&g->launched, 1);
     if (!(pool = g->owned_count ? g->pool : NULL)) return gf__submit(s, &c);
     /* graphs sharing a pool's memory run one at a time: after the pool's previous launch
@@ -5729,7 +5752,8 @@ static gf_result gf__pool_alloc(gf__capture *cap, size_t bytes, gf_buffer **out)
 /* New arguments for the launch_index-th launch of a graph (in capture order), checked against
    the captured launch: same count, and each argument the same kind and size. */
 GPUFLOW_IMPL gf_result gf_graph_set_kernel_args(gf_graph *g, int launch_index, const gf_arg *args, int count) {
-    gf__cmd *launch = NULL;
+    gf__cmd *cmd = NULL;
+    gf__cmd_launch *launch;
     gf_arg *copy;
     const char *name = NULL;   /* the kernel's name, kept in copy */
     gf_result r = GF_OK;
@@ -5737,15 +5761,16 @@ GPUFLOW_IMPL gf_result gf_graph_set_kernel_args(gf_graph *g, int launch_index, c
     GF__CHECK(g, GF__T_GRAPH);
     if (count < 0 || (count > 0 && !args)) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_graph_set_kernel_args: %d arguments but args is %s", count, args ? "set" : "NULL");
     gf__lock(&g->lock);
-    if (g->native) launch = launch_index >= 0 && launch_index < g->launch_count ? &g->launches[launch_index] : NULL;
-    else for (i = 0; i < g->cmd_count && !launch; i++)
-        if (g->cmds[i].kind == GF__CMD_LAUNCH && seen++ == launch_index) launch = &g->cmds[i];
-    if (!launch) {
+    if (g->native) cmd = launch_index >= 0 && launch_index < g->launch_count ? &g->launches[launch_index] : NULL;
+    else for (i = 0; i < g->cmd_count && !cmd; i++)
+        if (g->cmds[i].kind == GF__CMD_LAUNCH && seen++ == launch_index) cmd = &g->cmds[i];
+    if (!cmd) {
         int launches = g->native ? g->launch_count : seen;
         gf__unlock(&g->lock);
         return gf__fail(GF_ERROR_OUT_OF_RANGE, "gf_graph_set_kernel_args: launch %d is not in the graph (it has %d launch%s)",
                         launch_index, launches, launches == 1 ? "" : "es");
     }
+    launch = &cmd->as.launch;
     if (count != launch->arg_count)
         r = gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_graph_set_kernel_args: launch %d of kernel '%s' was captured with %d arguments, not %d",
                      launch_index, launch->kernel_name, launch->arg_count, count);
@@ -5768,7 +5793,7 @@ GPUFLOW_IMPL gf_result gf_graph_set_kernel_args(gf_graph *g, int launch_index, c
         gf__free((void *)launch->args);
         launch->args = copy;
         launch->kernel_name = name;
-        if (g->race_use_count) gf__race_retarget(g, launch_index, launch);
+        if (g->race_use_count) gf__race_retarget(g, launch_index, cmd);
     }
     gf__unlock(&g->lock);
     return r;
@@ -5780,9 +5805,9 @@ static int gf__same_shape(const gf__cmd *a, int a_count, const gf__cmd *b, int b
     for (i = 0; i < a_count; i++) {
         const gf__cmd *x = &a[i], *y = &b[i];
         if (x->kind != y->kind) return 0;
-        if (x->kind == GF__CMD_COPY && x->copy.kind != y->copy.kind) return 0;
-        if (x->kind == GF__CMD_FILL && x->width != y->width) return 0;
-        if (x->kind == GF__CMD_LAUNCH && (x->kernel != y->kernel || x->arg_count != y->arg_count)) return 0;
+        if (x->kind == GF__CMD_COPY && x->as.copy.kind != y->as.copy.kind) return 0;
+        if (x->kind == GF__CMD_FILL && x->as.fill.width != y->as.fill.width) return 0;
+        if (x->kind == GF__CMD_LAUNCH && (x->as.launch.kernel != y->as.launch.kernel || x->as.launch.arg_count != y->as.launch.arg_count)) return 0;
     }
     return 1;
 }
@@ -5792,13 +5817,8 @@ static gf__cmd *gf__cmds_copy(const gf_graph *from) {
     gf__cmd *cmds = (gf__cmd *)gf__malloc(sizeof *cmds * (size_t)(from->cmd_count + 1));
     int i;
     if (!cmds) return NULL;
-    for (i = 0; i < from->cmd_count; i++) {
-        cmds[i] = from->cmds[i];
-        if (cmds[i].kind == GF__CMD_LAUNCH && !(cmds[i].args = gf__args_copy(from->cmds[i].args, from->cmds[i].arg_count, from->cmds[i].kernel_name, &cmds[i].kernel_name))) {
-            gf__cmds_free(cmds, i);
-            return NULL;
-        }
-    }
+    for (i = 0; i < from->cmd_count; i++)
+        if (!gf__cmd_keep(&cmds[i], &from->cmds[i])) { gf__cmds_free(cmds, i); return NULL; }
     return cmds;
 }
 
@@ -5807,10 +5827,8 @@ static gf__cmd *gf__launches_copy(const gf_graph *from) {
     gf__cmd *cmds;
     int i;
     if (!from->launch_count || !(cmds = (gf__cmd *)gf__malloc(sizeof *cmds * (size_t)from->launch_count))) return NULL;
-    for (i = 0; i < from->launch_count; i++) {
-        cmds[i] = from->launches[i];
-        if (!(cmds[i].args = gf__args_copy(from->launches[i].args, from->launches[i].arg_count, from->launches[i].kernel_name, &cmds[i].kernel_name))) { gf__cmds_free(cmds, i); return NULL; }
-    }
+    for (i = 0; i < from->launch_count; i++)
+        if (!gf__cmd_keep(&cmds[i], &from->launches[i])) { gf__cmds_free(cmds, i); return NULL; }
     return cmds;
 }
 
@@ -5947,11 +5965,11 @@ GPUFLOW_IMPL gf_result gf_graph_write_dot(gf_graph *g, const char *path) {
         const gf__cmd *c = g->native ? &g->launches[i] : &g->cmds[i];
         char label[160];
         switch (c->kind) {
-        case GF__CMD_COPY: snprintf(label, sizeof label, "%s\\n%llu bytes", copy_names[c->copy.kind], (unsigned long long)c->copy.bytes); break;
-        case GF__CMD_COPY_2D: snprintf(label, sizeof label, "2D copy\\n%llu x %llu", (unsigned long long)c->copy2d.width, (unsigned long long)c->copy2d.height); break;
-        case GF__CMD_FILL: snprintf(label, sizeof label, "fill\\n%llu bytes", (unsigned long long)c->bytes); break;
+        case GF__CMD_COPY: snprintf(label, sizeof label, "%s\\n%llu bytes", copy_names[c->as.copy.kind], (unsigned long long)c->as.copy.bytes); break;
+        case GF__CMD_COPY_2D: snprintf(label, sizeof label, "2D copy\\n%llu x %llu", (unsigned long long)c->as.copy_2d.width, (unsigned long long)c->as.copy_2d.height); break;
+        case GF__CMD_FILL: snprintf(label, sizeof label, "fill\\n%llu bytes", (unsigned long long)c->as.fill.bytes); break;
         case GF__CMD_PREFETCH: snprintf(label, sizeof label, "prefetch"); break;
-        case GF__CMD_LAUNCH: snprintf(label, sizeof label, "launch %s\\n%d args", c->kernel_name, c->arg_count); break;
+        case GF__CMD_LAUNCH: snprintf(label, sizeof label, "launch %s\\n%d args", c->as.launch.kernel_name, c->as.launch.arg_count); break;
         case GF__CMD_CALLBACK: snprintf(label, sizeof label, "host callback"); break;
         case GF__CMD_GRAPH: snprintf(label, sizeof label, "graph"); break;
         }
@@ -6533,9 +6551,9 @@ GPUFLOW_IMPL gf_result gf_launch(gf_stream *s, gf_kernel *k, gf_launch_dims dims
         total += bytes;
         if (k->params && (r = gf__launch_param_check(k, &args[i], i)) != GF_OK) return r;
     }
-    /* Only the launch's fields: every reader of a command looks at its kind's fields alone, and
-       zeroing all of gf__cmd was the largest item of gpuflow's own cost per launch. */
-    c.kind = GF__CMD_LAUNCH; c.kernel = k; c.kernel_name = k->name; c.dims = dims; c.args = args; c.arg_count = count;
+    c.kind = GF__CMD_LAUNCH;   /* its own fields only: zeroing a command costs more than a launch's checks */
+    c.as.launch.kernel = k; c.as.launch.kernel_name = k->name; c.as.launch.dims = dims;
+    c.as.launch.args = args; c.as.launch.arg_count = count;
     return gf__submit(s, &c);
 }
 
