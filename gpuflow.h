@@ -15,23 +15,27 @@
     No vendor library is linked: a backend loads its driver at run time, so a program built
     with every backend runs on a machine with none of them and falls back to the CPU stub.
 
-    SECTIONS (each name is a `---- name` marker below)
+    SECTIONS (each is a `---- name` banner below; grep its >>tag to jump there)
     ========
-    Declarations:  results | opaque objects | logging | callbacks | descriptions and reports |
-                   kernels from one source | results, backends | devices | memory |
-                   interop: native handles out and in | streams | events and event pools |
-                   stream pools | stream sets | barriers | flows | graphs | kernels |
-                   profiling | races and hangs
-    Implementation: defaults | platform | errors and the logger | driver loading | objects |
-                   the backend vtable | names | validation | backends | devices |
-                   captures in progress | race detector | staged copies | commands | streams |
-                   memory | memory accounting | events | event pools | stream pools |
-                   stream sets | barriers | async waiters | hang diagnostics |
-                   stream-ordered allocation | flows | graphs | graph pools |
-                   kernels from one source: preludes, run-time compiles, the disk cache |
-                   kernels | interop | profiler | Stub backend
-    Backends:      gpuflow_cuda.h, gpuflow_hip.h, gpuflow_opencl.h (each says how gpuflow maps
-                   onto its driver, and what it needs)
+    Declarations:  results | opaque objects | the backend registry (>>registry) | logging |
+                   callbacks | descriptions and reports | kernels from one source |
+                   results, backends | devices | memory | interop: native handles out and in |
+                   streams | events and event pools | stream pools | stream sets | barriers |
+                   flows | graphs | kernels | profiling | races and hangs
+    Implementation, the core and what it stands on:
+                   >>defaults >>platform >>errors (and the logger) >>utils (host memory,
+                   growable arrays, spin locks) >>objects
+                   >>vtable (what a backend fills; "writing a backend" is there) >>kit (all of
+                   the core a backend may use) >>forward (every forward declaration)
+    The core path: >>names >>validation >>backends >>devices >>deadlocks >>captures >>staged
+                   >>commands >>streams >>memory >>accounting >>events >>eventpools
+                   >>streampools >>streamsets >>barriers >>waiters >>asyncalloc >>flows
+                   >>graphs >>graphpools >>dialect (kernels from one source, the disk cache)
+                   >>kernels >>interop
+    Diagnostics:   >>diagnostics: >>races >>hangs >>profiler
+    Backends:      >>stub (the CPU stub, in this file), then >>registry's other half, which
+                   pulls in gpuflow_cuda.h, gpuflow_hip.h, gpuflow_opencl.h (each says how
+                   gpuflow maps onto its driver, and what it needs)
 
     OVERVIEW
     ========
@@ -848,7 +852,7 @@ static void gf__free(void *p) {
 #  define GPUFLOW_IMPL
 #endif
 
-/* ---- defaults: every default the library applies, in one place ----------------------------- */
+/* ---- defaults: every default the library applies, in one place -------------------- >>defaults */
 #define GF__DEFAULT_POOL_STREAMS 4           /* gf_stream_pool_desc.count */
 #define GF__DEFAULT_EVENT_POOL 16            /* gf_event_pool_desc capacities: events made up front, per kind */
 #define GF__DEFAULT_KERNEL_ARGS_BYTES 4096   /* CUDA's classic parameter space; backends may say more */
@@ -862,13 +866,13 @@ static void gf__free(void *p) {
 #define GF__WAIT_NAP_MIN_US 20                      /* polling waits back off from this... */
 #define GF__WAIT_NAP_MAX_US 1000                    /* ...to this */
 
-/* ---- platform: threads, locks, atomics, clocks, dynamic libraries ----------------------- */
+/* ---- platform: threads, locks, atomics, clocks, dynamic libraries ----------------- >>platform */
 #if defined(_WIN32)
 #  ifndef WIN32_LEAN_AND_MEAN
 #    define WIN32_LEAN_AND_MEAN
 #  endif
 #  include <windows.h>
-typedef CRITICAL_SECTION   gf__mutex;
+typedef CRITICAL_SECTION   gf__os_mutex;
 typedef CONDITION_VARIABLE gf__cond;
 typedef HANDLE             gf__thread;
 #else
@@ -894,15 +898,35 @@ typedef HANDLE             gf__thread;
 #  if !defined(CLOCK_MONOTONIC)
 #    error "gpuflow: the implementation needs POSIX 2008 (clock_gettime, CLOCK_MONOTONIC), which <time.h> (or a header that reads it, as <pthread.h> does), read before it under strict C, hid: in the file that defines GPUFLOW_IMPLEMENTATION include gpuflow.h before it, or compile with -D_POSIX_C_SOURCE=200809L"
 #  endif
-typedef pthread_mutex_t gf__mutex;
+typedef pthread_mutex_t gf__os_mutex;
 typedef pthread_cond_t  gf__cond;
 typedef pthread_t       gf__thread;
 #endif
-#if defined(_MSC_VER) && !defined(__clang__)
-#  define GF__THREAD_LOCAL __declspec(thread)
+/* thread-local storage: GF__TLS, defined with the dialect (its shared arrays use it) */
+
+/* Under GPUFLOW_DEBUG a mutex knows the thread that holds it, so that a function's "lock held"
+   is an assert (GF__HELD) instead of a comment. A thread is named by the address of a
+   thread-local byte. Without it a gf__mutex is the system's, and the checks cost nothing. */
+#ifdef GPUFLOW_DEBUG
+typedef struct gf__mutex { gf__os_mutex os; void *owner; } gf__mutex;
+static GF__TLS char gf__thread_mark;
+#  if defined(__GNUC__) || defined(__clang__)
+#    define GF__OWNER_SET(m, who) __atomic_store_n(&(m)->owner, (void *)(who), __ATOMIC_RELAXED)
+#    define GF__OWNER(m) __atomic_load_n(&(m)->owner, __ATOMIC_RELAXED)
+#  else
+#    define GF__OWNER_SET(m, who) ((m)->owner = (void *)(who))
+#    define GF__OWNER(m) ((m)->owner)
+#  endif
+#  define GF__OS_MUTEX(m) (&(m)->os)
+#  define GF__HELD(m) GPUFLOW_ASSERT(GF__OWNER(m) == (void *)&gf__thread_mark && "the caller holds this lock")
 #else
-#  define GF__THREAD_LOCAL __thread
+typedef gf__os_mutex gf__mutex;
+#  define GF__OWNER_SET(m, who) ((void)0)
+#  define GF__OS_MUTEX(m) (m)
+#  define GF__HELD(m) ((void)0)
 #endif
+#define GF__OWNED(m) GF__OWNER_SET((m), &gf__thread_mark)
+#define GF__DISOWNED(m) GF__OWNER_SET((m), NULL)
 
 #if defined(_MSC_VER) && !defined(__clang__)
 #  include <intrin.h>
@@ -944,15 +968,17 @@ static int gf__cas_u64(uint64_t *p, uint64_t expected, uint64_t desired) {   /* 
 #endif
 
 #if defined(_WIN32)
-static void gf__mutex_init(gf__mutex *m)    { InitializeCriticalSection(m); }
-static void gf__mutex_destroy(gf__mutex *m) { DeleteCriticalSection(m); }
-static void gf__lock(gf__mutex *m)          { EnterCriticalSection(m); }
-static void gf__unlock(gf__mutex *m)        { LeaveCriticalSection(m); }
+static void gf__mutex_init(gf__mutex *m)    { InitializeCriticalSection(GF__OS_MUTEX(m)); GF__DISOWNED(m); }
+static void gf__mutex_destroy(gf__mutex *m) { DeleteCriticalSection(GF__OS_MUTEX(m)); }
+static void gf__lock(gf__mutex *m)          { EnterCriticalSection(GF__OS_MUTEX(m)); GF__OWNED(m); }
+static void gf__unlock(gf__mutex *m)        { GF__DISOWNED(m); LeaveCriticalSection(GF__OS_MUTEX(m)); }
 static void gf__cond_init(gf__cond *c)      { InitializeConditionVariable(c); }
 static void gf__cond_destroy(gf__cond *c)   { (void)c; }
-static void gf__cond_wait(gf__cond *c, gf__mutex *m) { SleepConditionVariableCS(c, m, INFINITE); }
+static void gf__cond_wait(gf__cond *c, gf__mutex *m) {
+    GF__DISOWNED(m); SleepConditionVariableCS(c, GF__OS_MUTEX(m), INFINITE); GF__OWNED(m);
+}
 static void gf__cond_timedwait_us(gf__cond *c, gf__mutex *m, uint64_t us) {
-    SleepConditionVariableCS(c, m, (DWORD)((us + 999) / 1000));
+    GF__DISOWNED(m); SleepConditionVariableCS(c, GF__OS_MUTEX(m), (DWORD)((us + 999) / 1000)); GF__OWNED(m);
 }
 static void gf__cond_broadcast(gf__cond *c) { WakeAllConditionVariable(c); }
 typedef struct { void (*fn)(void *); void *arg; } gf__thread_start;
@@ -979,10 +1005,10 @@ static uint64_t gf__now_ns(void) {
 static void gf__sleep_us(unsigned us) { Sleep((us + 999) / 1000); }
 static void gf__yield(void) { SwitchToThread(); }
 #else
-static void gf__mutex_init(gf__mutex *m)    { pthread_mutex_init(m, NULL); }
-static void gf__mutex_destroy(gf__mutex *m) { pthread_mutex_destroy(m); }
-static void gf__lock(gf__mutex *m)          { pthread_mutex_lock(m); }
-static void gf__unlock(gf__mutex *m)        { pthread_mutex_unlock(m); }
+static void gf__mutex_init(gf__mutex *m)    { pthread_mutex_init(GF__OS_MUTEX(m), NULL); GF__DISOWNED(m); }
+static void gf__mutex_destroy(gf__mutex *m) { pthread_mutex_destroy(GF__OS_MUTEX(m)); }
+static void gf__lock(gf__mutex *m)          { pthread_mutex_lock(GF__OS_MUTEX(m)); GF__OWNED(m); }
+static void gf__unlock(gf__mutex *m)        { GF__DISOWNED(m); pthread_mutex_unlock(GF__OS_MUTEX(m)); }
 static void gf__cond_init(gf__cond *c) {
     pthread_condattr_t a;
     pthread_condattr_init(&a);
@@ -993,7 +1019,7 @@ static void gf__cond_init(gf__cond *c) {
     pthread_condattr_destroy(&a);
 }
 static void gf__cond_destroy(gf__cond *c)   { pthread_cond_destroy(c); }
-static void gf__cond_wait(gf__cond *c, gf__mutex *m) { pthread_cond_wait(c, m); }
+static void gf__cond_wait(gf__cond *c, gf__mutex *m) { GF__DISOWNED(m); pthread_cond_wait(c, GF__OS_MUTEX(m)); GF__OWNED(m); }
 static void gf__cond_timedwait_us(gf__cond *c, gf__mutex *m, uint64_t us) {
     struct timespec ts;
 #  if defined(__APPLE__)
@@ -1004,7 +1030,9 @@ static void gf__cond_timedwait_us(gf__cond *c, gf__mutex *m, uint64_t us) {
     ts.tv_sec += (time_t)(us / 1000000u);
     ts.tv_nsec += (long)(us % 1000000u) * 1000L;
     if (ts.tv_nsec >= 1000000000L) { ts.tv_sec += 1; ts.tv_nsec -= 1000000000L; }
-    pthread_cond_timedwait(c, m, &ts);
+    GF__DISOWNED(m);
+    pthread_cond_timedwait(c, GF__OS_MUTEX(m), &ts);
+    GF__OWNED(m);
 }
 static void gf__cond_broadcast(gf__cond *c) { pthread_cond_broadcast(c); }
 typedef struct { void (*fn)(void *); void *arg; } gf__thread_start;
@@ -1052,12 +1080,12 @@ static void gf__log_lock_acquire(void)    { pthread_mutex_lock(&gf__log_lock); }
 static void gf__log_lock_release(void)    { pthread_mutex_unlock(&gf__log_lock); }
 #endif
 
-/* ---- errors and the logger ------------------------------------------------------------------ */
+/* ---- errors and the logger ---------------------------------------------------------- >>errors */
 /* Every failure sets this thread's detail text and goes to the process-wide logger. Success
    never touches the text, so gf_last_error() keeps describing the last failure. */
-static GF__THREAD_LOCAL char gf__error_text[1024];
-static GF__THREAD_LOCAL unsigned gf__error_serial;   /* bumped by every failure on this thread */
-static GF__THREAD_LOCAL int gf__quiet;                /* > 0: a failure the caller may still recover from is not logged */
+static GF__TLS char gf__error_text[1024];
+static GF__TLS unsigned gf__error_serial;   /* bumped by every failure on this thread */
+static GF__TLS int gf__quiet;                /* > 0: a failure the caller may still recover from is not logged */
 static gf_log_fn gf__log_fn;
 static void *gf__log_user;
 
@@ -1135,6 +1163,7 @@ int gpuflow_fault_hit(const char *entry);
 #  define GF__FAULT(entry) 0
 #endif
 
+/* ---- host memory, strings, growable arrays, spin locks ---------------------------- >>utils */
 /* Process-wide, like the macros: set it before the first gpuflow call (or while no gpuflow
    object is alive), since memory must go back to the allocator that gave it. */
 GPUFLOW_IMPL void gf_set_allocator(const gf_allocator *allocator) {
@@ -1181,7 +1210,7 @@ static void gf__spin_lock(gf__spin *l) {
 }
 static void gf__spin_unlock(gf__spin *l) { gf__atomic_store_int(l, 0); }
 
-/* ---- objects ---------------------------------------------------------------------------- */
+/* ---- objects ----------------------------------------------------------------------- >>objects */
 /* Every object starts with a type tag, so a handle of the wrong type is refused instead of
    misused. A destroyed object's tag is cleared before it is freed, which catches some stale
    handles, but reading freed memory is no check: only graphs, whose memory the device keeps
@@ -1399,7 +1428,7 @@ struct gf_graph {
     uint32_t type;
     gf_device *dev;
     gf_capture_mode mode;
-    int native;                     /* a driver graph (else a recording) */
+    int by_driver;                  /* a driver graph (else the core's recording) */
     int launched;                   /* ever launched: releasing it waits for the device */
     gf__mutex lock;                 /* a replay's enqueue against an update's swap */
     void *native_exec;              /* CUgraphExec / hipGraphExec_t / command buffer */
@@ -1420,7 +1449,7 @@ struct gf_graph {
 struct gf__capture {
     uint64_t id;
     gf_stream *origin;              /* began it; must end it */
-    int native;                     /* the driver captures; else the core records */
+    int by_driver;                  /* the driver captures; else the core records */
     gf_graph *graph;                /* what the capture becomes */
     gf_stream **members; int member_count, member_cap;   /* origin and forked streams */
     gf_buffer **buffers; int buffer_count, buffer_cap;   /* used: sync copies into them refused */
@@ -1468,12 +1497,31 @@ static void gf__obj_free(gf_device *dev, void *obj) {
     gf__free(obj);
 }
 
-/* ---- the backend vtable ----------------------------------------------------------------- */
-/* The primitive operations the core is written over. Every function returns GF_OK or a
-   failure whose detail it has set with gf__fail (naming the native call and error). The
-   graph entries are NULL where the driver has no native capture: the core then records
-   the stream's commands and replays them. buffer_alloc_async / buffer_free_async are NULL
-   where the driver has no stream-ordered allocator: the core then keeps a cache. */
+/* ---- the backend vtable ------------------------------------------------------------- >>vtable */
+/* WRITING A BACKEND
+   A backend is one header, gpuflow_<name>.h, that fills this table and nothing else:
+   - Register it: a row X(ID, name) in GF__BACKENDS (in the order AUTO should try it) and its
+     block in "backend headers" at the end of this file; its header defines
+     `static const gf__backend *gf__<name>_backend(void)` returning
+     gf__backend_once(&its_table, its_fill), the fill setting each slot by name.
+   - Required slots: GF__BACKEND_REQUIRED_SLOTS below (checked when the table is filled). The
+     rest may stay NULL, each with the meaning written beside it: the core then supplies the
+     behaviour (records and replays captures, caches stream-ordered memory, copies 2D row by
+     row, ...) or answers GF_ERROR_NOT_SUPPORTED. Native graphs are all five graph slots or
+     none; compile, module_load_compiled and kernel_prelude come together.
+   - Handles: each object has `void *native` for the backend's own state (a buffer: the
+     uint64_t `native`, the one rule for a device handle, see gf_buffer); devices carry
+     `info` for the backend to fill at open.
+   - Use only the kit (the next section): the core's helpers for errors, memory, threads,
+     drivers and launches, and the hooks for native graphs. tests/backend_rules.sh checks it.
+   - Every slot returns GF_OK or a failure whose detail it has set with gf__fail (naming the
+     native call and error); gf__native_codes maps a driver's codes in one table.
+   - Tests: the conformance suite takes the backend's name (tests/backends.h); run it, the
+     faults suite (every slot failed in turn) and the race suite on the new backend.
+   The primitive operations the core is written over follow. The graph entries are NULL where
+   the driver has no native capture: the core then records the stream's commands and replays
+   them. buffer_alloc_async / buffer_free_async are NULL where the driver has no
+   stream-ordered allocator: the core then keeps a cache. */
 struct gf__backend {
     gf_backend kind;
     const char *name;
@@ -1515,7 +1563,7 @@ struct gf__backend {
                         const gf_arg *args, int count);
 
     gf_result (*capture_begin)(gf_stream *s, gf_capture_mode mode);
-    gf_result (*capture_end)(gf_stream *s, gf_graph *g);        /* sets g->native, g->nodes; on
+    gf_result (*capture_end)(gf_stream *s, gf_graph *g);        /* sets g->by_driver, g->nodes; on
                                                                    failure the capture is over */
     gf_result (*graph_launch)(gf_graph *g, gf_stream *s);
     gf_result (*graph_update)(gf_graph *target, gf_graph *from);/* shape mismatch: INVALID_ARGUMENT */
@@ -1554,7 +1602,7 @@ struct gf__backend {
     gf_result (*device_open_native)(gf_device *dev, const gf_native_device *native);   /* uses, never owns */
     gf_result (*stream_wrap)(gf_stream *s, void *native);       /* s->borrowed: destroy leaves it */
     gf_result (*buffer_wrap)(gf_buffer *buf, uint64_t native);  /* buf->borrowed: free leaves it */
-    gf_result (*buffer_view)(gf_buffer *view);   /* parent, view_offset set; NULL: addr/ptr/host offset */
+    gf_result (*buffer_view)(gf_buffer *view);   /* parent, view_offset set; NULL: native and host offset */
     gf_result (*fill_wide)(gf_stream *s, gf_buffer *buf, size_t offset, uint32_t value, int width, size_t count);
     gf_result (*copy_2d)(gf_stream *s, const gf_copy_2d *c);    /* NULL: one copy per row */
     void      (*trim)(gf_device *dev, size_t keep_bytes);       /* the driver's stream-ordered pool */
@@ -1616,7 +1664,7 @@ static const gf__backend *gf__backend_of(gf_backend b);
    with none of them stays warning-free.
      kit: gf__backend gf__backend_once GF__T_BUFFER GF__T_STREAM GF__T_EVENT GF__T_KERNEL
           GF__T_MODULE gf__type gf__copy GF__COPY_H2D GF__COPY_D2H GF__DEFAULT_POOL_KEEP
-          GF__FAULT GF__THREAD_LOCAL gf__error_text
+          GF__FAULT GF__TLS gf__error_text
      errors and logging: gf__fail gf__notice gf__quiet gf__copy_str
      host memory: gf__malloc gf__calloc gf__free gf__grow
      threads: gf__mutex gf__mutex_init gf__mutex_destroy gf__lock gf__unlock gf__cond
@@ -1801,7 +1849,69 @@ GF__UNUSED_DECL static gf_result gf__driver_load(gf__driver *d, void (*load_fn)(
 }
 
 
-/* ---- names ------------------------------------------------------------------------------ */
+/* ---- forward declarations --------------------------------------------------- >>forward */
+/* Every function of the core used before its section defines it, in one place; what a section
+   calls of a later one is then plain to see. */
+typedef gf_result (*gf__query_fn)(void *obj);   /* GF_OK done, GF_NOT_READY not yet, or a failure */
+/* devices and streams */
+static gf_result gf__stream_new(gf_device *dev, const char *label, gf_priority prio, int internal, gf_stream **out);
+static gf_result gf__stream_new_on(gf_device *dev, const char *label, gf_priority prio, int internal, void *wrap, gf_stream **out);
+static void gf__stream_free(gf_stream *s);
+static gf_result gf__stream_sync(gf_stream *s);
+static gf_result gf__stream_query_settled(void *p);
+static gf_result gf__poll(gf__query_fn query, void *obj, unsigned timeout_ms);
+static gf_result gf__capture_add(gf_stream *s, const gf__cmd *c);
+static void gf__capture_discard(gf__capture *c);
+static void gf__capture_abandon(gf_stream *s);
+/* memory */
+static void gf__buffer_uses_drop(gf_buffer *buf);
+static void gf__cache_init(gf_device *dev);
+static void gf__cache_trim(gf_device *dev);
+static void gf__cache_release(gf_device *dev, size_t keep, int wait);
+static void gf__stages_free(gf_device *dev, struct gf__stage *st);
+/* events, event pools, async waiters */
+static gf_result gf__wait_locked(gf_stream *s, gf_event *ev);
+static gf_result gf__event_record_locked(gf_event *ev, gf_stream *s);
+static gf_result gf__event_query_backend(void *p);
+static gf_result gf__event_pool_take(gf_event_pool *pool, unsigned flags, gf_event **out);
+static void gf__event_pool_give(gf_event_pool *pool, gf_event *ev);
+static void gf__event_pool_free(gf_event_pool *pool);
+static gf_result gf__waiter_add(gf_event *ev, gf_callback fn, void *user, uint64_t *wait_id);
+static void gf__waiter_drop_pool(gf_stream_pool *pool);
+static void gf__waiter_stop(gf_device *dev);
+/* graphs and graph pools */
+static gf_result gf__graph_replay(gf_graph *g, gf_stream *s);
+static int gf__keep_block(gf_graph *g, void *block);
+static void gf__graph_release(gf_graph *g);
+static int gf__graph_own(gf_graph *g, gf_buffer *buf);
+static gf_result gf__pool_alloc(gf__capture *cap, size_t bytes, gf_buffer **out);
+/* diagnostics: race detector, hang report, profiler. The core path asks GF__RACE_ON before
+   each call into the detector: off, it costs that one load. */
+#define GF__RACE_ON(dev) gf__atomic_load_int(&(dev)->race_on)
+/* One access of an operation. A graph keeps its commands' in capture order, each launch's
+   tagged with its index (launch_index of gf_graph_set_kernel_args; -1: not a launch), a launch
+   with no buffer argument as one entry without a root, so new arguments replace its own. */
+typedef struct gf__race_use { gf_buffer *root; size_t lo, hi; int write, launch; char op[64]; } gf__race_use;
+static void gf__race_op(gf_stream *s, const gf__cmd *c);
+static void gf__race_capture(gf_graph *g, const gf__cmd *c, int launch);
+static void gf__race_retarget(gf_graph *g, int launch, const gf__cmd *c);
+static void gf__race_take(gf_graph *target, const gf_graph *from);
+static void gf__race_record(gf_event *ev, gf_stream *s);
+static void gf__race_wait(gf_stream *s, gf_event *ev);
+static void gf__race_event_done(gf_event *ev);
+static void gf__race_stream_done(gf_stream *s);
+static void gf__race_free(gf_buffer *buf, gf_stream *s);
+static void gf__race_forget(gf_buffer *buf);
+static void gf__race_close(gf_device *dev);
+static void gf__hang_report(gf_device *dev, const char *what);
+static const char *gf__op_name(gf_op_kind k);
+/* the profiler wraps each operation in two timing events: begin gives the record's index, or
+   -1 when profiling is off */
+static int gf__prof_begin(gf_stream *s, gf_op_kind kind, const char *name, uint64_t bytes, uint64_t flow_from);
+static void gf__prof_end(gf_stream *s, int rec, gf_result r);
+static void gf__profiler_free(gf_device *dev);
+
+/* ---- names --------------------------------------------------------------------------- >>names */
 GPUFLOW_IMPL const char *gf_result_name(gf_result r) {
     switch (r) {
     case GF_OK: return "GF_OK";
@@ -1835,7 +1945,7 @@ GPUFLOW_IMPL const char *gf_backend_name(gf_backend b) {
     return b >= GF_BACKEND_AUTO && b < GF_BACKEND_COUNT ? gf__backend_names[b] : "unknown";
 }
 
-/* ---- validation ------------------------------------------------------------------------- */
+/* ---- validation ----------------------------------------------------------------- >>validation */
 static int gf__is(const void *obj, gf__type type) {
     return obj != NULL && *(const uint32_t *)obj == (uint32_t)type;
 }
@@ -1877,7 +1987,7 @@ static gf_result gf__check_range(const char *fn, const gf_buffer *buf, size_t of
     return GF_OK;
 }
 
-/* ---- backends --------------------------------------------------------------------------- */
+/* ---- backends --------------------------------------------------------------------- >>backends */
 #define GF__BACKEND_MACRO_ROW(ID, name) "GPUFLOW_" #ID,
 static const char *const gf__backend_macros[GF_BACKEND_COUNT] = { "", GF__BACKENDS(GF__BACKEND_MACRO_ROW) };
 #undef GF__BACKEND_MACRO_ROW
@@ -1916,21 +2026,7 @@ GPUFLOW_IMPL int gf_device_count(gf_backend b) {
     return n;
 }
 
-/* ---- devices ---------------------------------------------------------------------------- */
-static gf_result gf__stream_new(gf_device *dev, const char *label, gf_priority prio, int internal, gf_stream **out);
-static void gf__stream_free(gf_stream *s);
-static gf_result gf__stream_sync(gf_stream *s);
-static void gf__waiter_stop(gf_device *dev);
-static void gf__cache_trim(gf_device *dev);
-static void gf__cache_init(gf_device *dev);
-static void gf__cache_release(gf_device *dev, size_t keep, int wait);
-static void gf__profiler_free(gf_device *dev);
-
-static void gf__graph_release(gf_graph *g);
-static void gf__race_close(gf_device *dev);
-static void gf__event_pool_free(gf_event_pool *pool);
-static void gf__stages_free(gf_device *dev, struct gf__stage *st);
-
+/* ---- devices ----------------------------------------------------------------------- >>devices */
 static void gf__device_free(gf_device *dev) {
     int i;
     gf__cache_trim(dev);
@@ -2003,7 +2099,7 @@ static void gf__device_env(gf_device *dev) {
 }
 
 /* Opens device index of b, or (native != NULL) a gf_device over an engine's own device. */
-/* ---- waits that could never end ------------------------------------------------------------ */
+/* ---- waits that could never end -------------------------------------------------- >>deadlocks */
 /* fork(): the child gets the parent's memory but not its threads (stub workers, callback and
    waiter threads) nor its driver context, so a device opened before the fork can neither run
    work nor finish a wait there. A child handler counts forks; a device remembers the count it
@@ -2226,7 +2322,7 @@ GPUFLOW_IMPL gf_result gf_device_synchronize(gf_device *dev) {
             gf_stream *c = dev->streams[i];
             if (c->id > after && c->id <= last && (!next || c->id < next->id)) next = c;
         }
-        if (next) { next->sync_refs++; native_capture = next->capture != NULL && next->capture->native; }
+        if (next) { next->sync_refs++; native_capture = next->capture != NULL && next->capture->by_driver; }
         gf__unlock(&dev->lock);
         if (!next) break;
         after = next->id;
@@ -2248,8 +2344,9 @@ static gf_result gf__settle_for_destroy(gf_device *dev, const char *fn, const ch
     return GF_OK;
 }
 
-/* ---- captures in progress ----------------------------------------------------------------- */
+/* ---- captures in progress --------------------------------------------------------- >>captures */
 static gf__capture *gf__capture_find(gf_device *dev, uint64_t id) {  /* dev->lock held */
+    GF__HELD(&dev->lock);
     gf__capture *c;
     for (c = dev->captures; c; c = c->next) if (c->id == id) return c;
     return NULL;
@@ -2264,6 +2361,7 @@ static int gf__event_in_capture(gf_event *ev) {
     return live;
 }
 static void gf__capture_use(gf__capture *c, gf_buffer *buf) {       /* dev->lock held */
+    GF__HELD(&c->origin->dev->lock);
     int i;
     if (!buf) return;
     for (i = 0; i < c->buffer_count; i++) if (c->buffers[i] == buf) return;
@@ -2285,407 +2383,7 @@ static void gf__capture_forget(gf_stream *s, gf_buffer *buf) {   /* the buffer i
     gf__unlock(&s->dev->lock);
 }
 
-/* ---- race detector: happens-before over streams, by byte range --------------------------------- */
-/* Vector clocks: each stream has a slot and a clock per slot; an operation on stream t ticks
-   t's own entry; an event record copies the recording stream's clock, a wait joins it into the
-   waiter's; a host synchronize joins what it waited for into the host clock, which every
-   stream folds in before its next operation. An access (stream slot, tick) is ordered before
-   a later operation on t when t's clock has reached that tick in that slot. Each root buffer
-   keeps its recent accesses by byte range; two that overlap, one a write, unordered, are a
-   race. All of it is under one lock per device, taken only while the detector is on. */
-typedef struct gf__race_access {
-    uint32_t slot, epoch; uint64_t tick;
-    size_t lo, hi; int write;
-    char op[64], stream[64];        /* a whole stream label */
-} gf__race_access;
-struct gf__race_buffer { uint32_t id; gf__race_access *acc; int count, cap, overflowed; };
-/* One access of an operation. A graph keeps its commands' in capture order, each launch's
-   tagged with its index (launch_index of gf_graph_set_kernel_args; -1: not a launch), a launch
-   with no buffer argument as one entry without a root, so new arguments replace its own. */
-typedef struct gf__race_use { gf_buffer *root; size_t lo, hi; int write, launch; char op[64]; } gf__race_use;
-typedef struct gf__race {
-    gf__mutex lock;
-    uint64_t *host; int host_n; uint64_t host_version;   /* what the host knows has completed */
-    int next_slot; uint32_t next_buffer;
-    uint64_t count; int reports; char report[GF_RACE_REPORTS][512];
-    uint64_t *keys; int key_count, key_cap;                /* races reported, by a hash of both sides */
-    uint32_t epoch;                                        /* bumped when turned on again: older accesses are stale */
-} gf__race;
-#define GF__RACE_MAX_USES 64   /* accesses one operation has on the stack; more (2D rows) go to the heap */
-
-static int gf__vc_fit(uint64_t **vc, int *n, int need) {   /* zero-extended to need entries */
-    uint64_t *grown;
-    if (*n >= need) return 1;
-    if (!(grown = (uint64_t *)gf__realloc(*vc, sizeof *grown * (size_t)need))) return 0;
-    memset(grown + *n, 0, sizeof *grown * (size_t)(need - *n));
-    *vc = grown;
-    *n = need;
-    return 1;
-}
-static void gf__vc_join(uint64_t **dst, int *dst_n, const uint64_t *src, int src_n) {
-    int i;
-    if (!gf__vc_fit(dst, dst_n, src_n)) return;
-    for (i = 0; i < src_n; i++) if (src[i] > (*dst)[i]) (*dst)[i] = src[i];
-}
-
-/* The stream's slot and clock, with the host clock folded in (race->lock held). */
-static int gf__race_stream(gf__race *race, gf_stream *s) {
-    if (s->race_slot < 0) s->race_slot = race->next_slot++;
-    if (!gf__vc_fit(&s->race_vc, &s->race_n, s->race_slot + 1)) return 0;
-    if (s->race_host_seen != race->host_version) {
-        gf__vc_join(&s->race_vc, &s->race_n, race->host, race->host_n);
-        s->race_host_seen = race->host_version;
-    }
-    return 1;
-}
-
-/* The accesses one command makes: exact byte ranges on root buffers (a view's are its
-   parent's, at the view's offset). */
-/* Counts every access; writes those that fit in cap. */
-static void gf__race_add_use(gf__race_use *uses, int cap, int *n, gf_buffer *buf, size_t offset, size_t bytes, int write, const char *op) {
-    if (!buf) return;
-    if (*n < cap) {
-        uses[*n].root = buf->parent ? buf->parent : buf;
-        uses[*n].lo = buf->view_offset + offset;
-        uses[*n].hi = uses[*n].lo + bytes;
-        uses[*n].write = write;
-        uses[*n].launch = -1;
-        gf__copy_str(uses[*n].op, sizeof uses[*n].op, op);
-    }
-    (*n)++;
-}
-/* How many accesses c makes (the first cap of them in uses). */
-static int gf__race_uses_of(const gf__cmd *c, gf__race_use *uses, int cap) {
-    static const char *copy_ops[3] = { "copy-to-device", "copy-to-host", "copy-buffer" };
-    char op[160];
-    int n = 0, i;
-    size_t row;
-    switch (c->kind) {
-    case GF__CMD_COPY:
-        gf__race_add_use(uses, cap, &n, c->as.copy.src, c->as.copy.src_offset, c->as.copy.bytes, 0, copy_ops[c->as.copy.kind]);
-        gf__race_add_use(uses, cap, &n, c->as.copy.dst, c->as.copy.dst_offset, c->as.copy.bytes, 1, copy_ops[c->as.copy.kind]);
-        break;
-    case GF__CMD_COPY_2D: {   /* row by row: a 2D copy touches its rows, not what lies between */
-        const gf_copy_2d *c2 = &c->as.copy_2d;
-        for (row = 0; row < c2->height; row++) {
-            gf__race_add_use(uses, cap, &n, c2->src, c2->src_offset + row * c2->src_pitch, c2->width, 0, "2D copy");
-            gf__race_add_use(uses, cap, &n, c2->dst, c2->dst_offset + row * c2->dst_pitch, c2->width, 1, "2D copy");
-        }
-        break;
-    }
-    case GF__CMD_FILL: gf__race_add_use(uses, cap, &n, c->as.fill.buf, c->as.fill.offset, c->as.fill.bytes, 1, "fill"); break;
-    case GF__CMD_LAUNCH: {
-        const gf__cmd_launch *l = &c->as.launch;
-        snprintf(op, sizeof op, "launch '%s'", l->kernel_name);
-        for (i = 0; i < l->arg_count; i++)
-            if (l->args[i].buffer) gf__race_add_use(uses, cap, &n, l->args[i].buffer, 0, l->args[i].buffer->size, l->args[i].size != GF_ARG_READ_ONLY, op);
-        break;
-    }
-    case GF__CMD_PREFETCH: case GF__CMD_CALLBACK: case GF__CMD_GRAPH: break;
-    }
-    return n;
-}
-
-/* A race is the pair of operations (op and stream on each side) on one buffer, whichever came
-   first: a write-then-read repeated in a loop is one race, reported once. */
-static uint64_t gf__race_side(const char *op, const char *stream) {
-    uint64_t h = 1469598103934665603u;
-    const char *p;
-    for (p = op; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211u;
-    h = (h ^ 0xff) * 1099511628211u;
-    for (p = stream; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211u;
-    return h;
-}
-static uint64_t gf__race_key(const char *a_op, const char *a_stream, const char *b_op, const char *b_stream, uint32_t id) {
-    uint64_t x = gf__race_side(a_op, a_stream), y = gf__race_side(b_op, b_stream);
-    return (x < y ? x * 31 + y : y * 31 + x) ^ ((uint64_t)id * 0x9e3779b97f4a7c15u);
-}
-/* A new race (race->lock held): counted and kept once; its text goes to out for logging. */
-static int gf__race_found(gf__race *race, uint64_t key, const char *text, char *out, size_t cap) {
-    int i;
-    for (i = 0; i < race->key_count; i++) if (race->keys[i] == key) return 0;
-    if (gf__grow((void **)&race->keys, &race->key_cap, race->key_count + 1, sizeof *race->keys)) race->keys[race->key_count++] = key;
-    race->count++;
-    if (race->reports < GF_RACE_REPORTS) gf__copy_str(race->report[race->reports++], sizeof race->report[0], text);
-    gf__copy_str(out, cap, text);
-    return 1;
-}
-
-/* Checks one access by stream s against the root buffer's earlier ones, then keeps it
-   (race->lock held). A found race's text goes to msg. */
-static void gf__race_access_one(gf__race *race, gf_stream *s, const gf__race_use *u, char *msg, size_t cap) {
-    struct gf__race_buffer *rb = u->root->race;
-    uint64_t tick = s->race_vc[s->race_slot];
-    gf__race_access *a;
-    int i;
-    if (!rb) {
-        if (!(rb = (struct gf__race_buffer *)gf__calloc(sizeof *rb))) return;
-        rb->id = ++race->next_buffer;
-        u->root->race = rb;
-    }
-    for (i = 0; i < rb->count; ) {
-        a = &rb->acc[i];
-        if (a->epoch != race->epoch ||   /* from before the detector was last off, or known done: nothing can race it */
-            ((int)a->slot < race->host_n && race->host[a->slot] >= a->tick)) { rb->acc[i] = rb->acc[--rb->count]; continue; }
-        if (a->lo < u->hi && u->lo < a->hi) {
-            int ordered = a->slot == (uint32_t)s->race_slot || ((int)a->slot < s->race_n && s->race_vc[a->slot] >= a->tick);
-            if (!ordered && (a->write || u->write)) {
-                char text[1024];
-                size_t lo = a->lo > u->lo ? a->lo : u->lo, hi = a->hi < u->hi ? a->hi : u->hi;
-                snprintf(text, sizeof text, "race: buffer %u [%llu, %llu) %s by %s on '%s', %s by %s on '%s': no event orders them "
-                         "(record an event on '%s' after the %s and make '%s' wait on it)",
-                         rb->id, (unsigned long long)lo, (unsigned long long)hi, a->write ? "written" : "read", a->op, a->stream,
-                         u->write ? "written" : "read", u->op, s->label, a->stream, a->op, s->label);
-                if (!msg[0]) gf__race_found(race, gf__race_key(a->op, a->stream, u->op, s->label, rb->id), text, msg, cap);
-                else gf__race_found(race, gf__race_key(a->op, a->stream, u->op, s->label, rb->id), text, text, sizeof text);
-            }
-            /* an earlier access this one orders and covers can never race with later ones */
-            if (ordered && u->lo <= a->lo && a->hi <= u->hi && (u->write || !a->write)) { rb->acc[i] = rb->acc[--rb->count]; continue; }
-        }
-        i++;
-    }
-    if (rb->count == GF__RACE_ACCESSES) {   /* none known done: the oldest goes, and races with it may be missed */
-        if (!rb->overflowed++)
-            gf__notice(GF_LOG_WARNING, "race detector: buffer %u has %d accesses no synchronize has retired; the oldest are forgotten "
-                       "from now on, so a race with one of them may be missed (synchronize now and then)", rb->id, GF__RACE_ACCESSES);
-        memmove(rb->acc, rb->acc + 1, sizeof *rb->acc * (size_t)(--rb->count));
-    }
-    if (!gf__grow((void **)&rb->acc, &rb->cap, rb->count + 1, sizeof *rb->acc)) return;
-    a = &rb->acc[rb->count++];
-    a->slot = (uint32_t)s->race_slot;
-    a->epoch = race->epoch;
-    a->tick = tick;
-    a->lo = u->lo; a->hi = u->hi; a->write = u->write;
-    gf__copy_str(a->op, sizeof a->op, u->op);
-    gf__copy_str(a->stream, sizeof a->stream, s->label);
-}
-
-static void gf__race_log(const char *msg) { if (msg[0]) gf__log_text(GF_LOG_WARNING, GF_OK, msg); }
-
-/* An operation on s (s->lock held): one tick, then each of its accesses. */
-static void gf__race_apply(gf_stream *s, const gf__race_use *uses, int n) {
-    gf__race *race = s->dev->race;
-    char msg[512];
-    int i;
-    msg[0] = 0;
-    gf__lock(&race->lock);
-    if (!gf__atomic_load_int(&s->dev->race_on)) { gf__unlock(&race->lock); return; }   /* switched off since the caller looked */
-    if (gf__race_stream(race, s)) {
-        s->race_vc[s->race_slot]++;
-        for (i = 0; i < n; i++) if (uses[i].root) gf__race_access_one(race, s, &uses[i], msg, sizeof msg);
-    }
-    gf__unlock(&race->lock);
-    gf__race_log(msg);
-}
-/* c's accesses: in stack when they fit, else on the heap (the caller frees *uses if it is
-   not stack); without memory for them, the first GF__RACE_MAX_USES. */
-static int gf__race_uses_all(const gf__cmd *c, gf__race_use *stack, gf__race_use **uses) {
-    int n = gf__race_uses_of(c, stack, GF__RACE_MAX_USES);
-    *uses = stack;
-    if (n > GF__RACE_MAX_USES) {
-        if ((*uses = (gf__race_use *)gf__malloc(sizeof **uses * (size_t)n)) != NULL) gf__race_uses_of(c, *uses, n);
-        else { *uses = stack; n = GF__RACE_MAX_USES; }
-    }
-    return n;
-}
-static void gf__race_op(gf_stream *s, const gf__cmd *c) {
-    gf__race_use stack[GF__RACE_MAX_USES], *uses;
-    int n;
-    if (c->kind == GF__CMD_GRAPH) {   /* its own order inside; set_kernel_args and update change it under the graph's lock */
-        gf__lock(&c->as.child->lock);
-        gf__race_apply(s, c->as.child->race_uses, c->as.child->race_use_count);
-        gf__unlock(&c->as.child->lock);
-        return;
-    }
-    n = gf__race_uses_all(c, stack, &uses);
-    gf__race_apply(s, uses, n);
-    if (uses != stack) gf__free(uses);
-}
-/* Appends n accesses to what g's replays touch; 0: out of host memory (then g tracks none). */
-static int gf__race_keep(gf_graph *g, const gf__race_use *from, int n) {
-    if (!gf__grow((void **)&g->race_uses, &g->race_use_cap, g->race_use_count + n, sizeof *g->race_uses)) { g->race_use_count = 0; return 0; }
-    memcpy(g->race_uses + g->race_use_count, from, sizeof *from * (size_t)n);
-    g->race_use_count += n;
-    return 1;
-}
-/* A capture keeps what its commands touch, for each replay (dev->lock held). A launch's are
-   tagged with its index among the graph's launches (launch; -1 for other commands). */
-static void gf__race_capture(gf_graph *g, const gf__cmd *c, int launch) {
-    gf__race_use stack[GF__RACE_MAX_USES], *uses, marker;
-    int n, i;
-    if (c->kind == GF__CMD_GRAPH) {   /* a child graph's launches are not the parent's to retarget */
-        int first = g->race_use_count;
-        if (gf__race_keep(g, c->as.child->race_uses, c->as.child->race_use_count))
-            for (i = first; i < g->race_use_count; i++) g->race_uses[i].launch = -1;
-        return;
-    }
-    n = gf__race_uses_all(c, stack, &uses);
-    for (i = 0; i < n; i++) uses[i].launch = launch;
-    if (n == 0 && launch >= 0) {   /* holds the launch's place for arguments given later */
-        memset(&marker, 0, sizeof marker);
-        marker.launch = launch;
-        gf__race_keep(g, &marker, 1);
-    } else gf__race_keep(g, uses, n);
-    if (uses != stack) gf__free(uses);
-}
-/* gf_graph_set_kernel_args gave launch its new arguments (g->lock held): the accesses its
-   replays check follow. A graph captured with the detector off tracks none: nothing to do. */
-static void gf__race_retarget(gf_graph *g, int launch, const gf__cmd *c) {
-    gf__race_use stack[GF__RACE_MAX_USES], *uses, *next = NULL, marker;
-    int n, i, at = -1, count = 0, cap = 0;
-    for (i = 0; i < g->race_use_count && at < 0; i++) if (g->race_uses[i].launch == launch) at = i;
-    if (at < 0) return;
-    n = gf__race_uses_all(c, stack, &uses);
-    memset(&marker, 0, sizeof marker);
-    marker.launch = launch;
-    for (i = 0; i < n; i++) uses[i].launch = launch;
-    if (gf__grow((void **)&next, &cap, g->race_use_count + n + 1, sizeof *next)) {
-        for (i = 0; i < g->race_use_count; i++) {
-            if (i == at) {
-                memcpy(next + count, n ? uses : &marker, sizeof *next * (size_t)(n ? n : 1));
-                count += n ? n : 1;
-            }
-            if (g->race_uses[i].launch != launch) next[count++] = g->race_uses[i];
-        }
-    }
-    gf__free(g->race_uses);   /* without memory for the new list, the graph tracks none (never a stale one) */
-    g->race_uses = next;
-    g->race_use_count = count;
-    g->race_use_cap = cap;
-    if (uses != stack) gf__free(uses);
-}
-/* gf_graph_update: target replays from's commands, so it checks from's accesses (locks held). */
-static void gf__race_take(gf_graph *target, const gf_graph *from) {
-    target->race_use_count = 0;
-    gf__race_keep(target, from->race_uses, from->race_use_count);
-}
-static void gf__race_record(gf_event *ev, gf_stream *s) {   /* s->lock held */
-    gf__race *race = s->dev->race;
-    gf__lock(&race->lock);
-    if (!gf__atomic_load_int(&s->dev->race_on)) { gf__unlock(&race->lock); return; }   /* switched off since the caller looked */
-    if (gf__race_stream(race, s) && gf__vc_fit(&ev->race_vc, &ev->race_n, s->race_n)) {   /* the whole clock: no tick of an older record stays */
-        memcpy(ev->race_vc, s->race_vc, sizeof *s->race_vc * (size_t)s->race_n);
-        memset(ev->race_vc + s->race_n, 0, sizeof *ev->race_vc * (size_t)(ev->race_n - s->race_n));
-    }
-    gf__unlock(&race->lock);
-}
-static void gf__race_wait(gf_stream *s, gf_event *ev) {     /* s->lock held */
-    gf__race *race = s->dev->race;
-    gf__lock(&race->lock);
-    if (!gf__atomic_load_int(&s->dev->race_on)) { gf__unlock(&race->lock); return; }   /* switched off since the caller looked */
-    if (gf__race_stream(race, s)) gf__vc_join(&s->race_vc, &s->race_n, ev->race_vc, ev->race_n);
-    gf__unlock(&race->lock);
-}
-/* The host learnt that what vc describes has completed (a synchronize, a query that said done,
-   a waiter that fired): every stream's next operation is ordered after it. */
-static void gf__race_host_knows(gf__race *race, uint64_t *const *vc, const int *n) {   /* under race->lock */
-    if (!*n) return;
-    gf__vc_join(&race->host, &race->host_n, *vc, *n);
-    race->host_version++;
-}
-static void gf__race_stream_done(gf_stream *s) {
-    gf__race *race = s->dev->race;
-    gf__lock(&race->lock);
-    if (!gf__atomic_load_int(&s->dev->race_on)) { gf__unlock(&race->lock); return; }   /* switched off since the caller looked */
-    gf__race_host_knows(race, &s->race_vc, &s->race_n);
-    gf__unlock(&race->lock);
-}
-static void gf__race_event_done(gf_event *ev) {
-    gf__race *race = ev->dev->race;
-    gf__lock(&race->lock);
-    if (!gf__atomic_load_int(&ev->dev->race_on)) { gf__unlock(&race->lock); return; }   /* switched off since the caller looked */
-    gf__race_host_knows(race, &ev->race_vc, &ev->race_n);
-    gf__unlock(&race->lock);
-}
-/* A buffer's memory is going (s: freed on that stream, ordered there; NULL: a destroy on the
-   host, ordered only by what the host knows). Either way its accesses are forgotten. */
-static void gf__race_free(gf_buffer *buf, gf_stream *s) {
-    gf__race *race = buf->dev->race;
-    gf_buffer *root = buf->parent ? buf->parent : buf;
-    char msg[512];
-    int i;
-    msg[0] = 0;
-    gf__lock(&race->lock);
-    if (!gf__atomic_load_int(&buf->dev->race_on)) {}   /* switched off since the caller looked: nothing to judge */
-    else if (s && root == buf) {
-        gf__race_use u;
-        memset(&u, 0, sizeof u);
-        u.root = root; u.lo = 0; u.hi = root->capacity; u.write = 1;
-        gf__copy_str(u.op, sizeof u.op, "free (gf_buffer_destroy_async)");
-        if (gf__race_stream(race, s)) { s->race_vc[s->race_slot]++; gf__race_access_one(race, s, &u, msg, sizeof msg); }
-    } else if (!s && root->race) {
-        struct gf__race_buffer *rb = root->race;
-        for (i = 0; i < rb->count && !msg[0]; i++) {
-            gf__race_access *a = &rb->acc[i];
-            if (a->epoch != race->epoch || ((int)a->slot < race->host_n && race->host[a->slot] >= a->tick)) continue;
-            if (a->lo < buf->view_offset + buf->size && buf->view_offset < a->hi) {
-                char text[512];
-                snprintf(text, sizeof text, "race: buffer %u [%llu, %llu) destroyed while %s on '%s' may still use it (synchronize '%s' first)",
-                         rb->id, (unsigned long long)a->lo, (unsigned long long)a->hi, a->op, a->stream, a->stream);
-                gf__race_found(race, gf__race_key("destroy", "", a->op, a->stream, rb->id), text, msg, sizeof msg);
-            }
-        }
-    }
-    if (root == buf && root->race) { gf__free(root->race->acc); gf__free(root->race); root->race = NULL; }
-    gf__unlock(&race->lock);
-    gf__race_log(msg);
-}
-#define GF__RACE_ON(dev) gf__atomic_load_int(&(dev)->race_on)
-static void gf__race_forget(gf_buffer *buf) {   /* the memory is gone: so are its accesses */
-    gf__race *race = buf->dev->race;
-    gf__lock(&race->lock);
-    gf__free(buf->race->acc);
-    gf__free(buf->race);
-    buf->race = NULL;
-    gf__unlock(&race->lock);
-}
-
-GPUFLOW_IMPL gf_result gf_race_check_enable(gf_device *dev, unsigned flags) {
-    gf_result r = GF_OK;
-    GF__CHECK(dev, GF__T_DEVICE);
-    if (flags & ~GF_RACE_CHECK_ON) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_race_check_enable: unknown flags 0x%x", flags);
-    gf__lock(&dev->lock);
-    if (flags && !dev->race) {
-        if (!(dev->race = (gf__race *)gf__calloc(sizeof *dev->race))) r = gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_race_check_enable: out of host memory");
-        else gf__mutex_init(&dev->race->lock);
-    }
-    /* on again: what happened while it was off was not seen, so older accesses are forgotten.
-       The epoch and the switch change together under the detector's lock, and each recorder
-       looks at the switch again under that lock: an operation that saw "on" before a toggle
-       cannot land in the new epoch while a later one of the same thread saw "off". */
-    if (r == GF_OK && dev->race) {
-        gf__lock(&dev->race->lock);
-        if (flags && !gf__atomic_load_int(&dev->race_on)) dev->race->epoch++;
-        gf__atomic_store_int(&dev->race_on, flags ? 1 : 0);
-        gf__unlock(&dev->race->lock);
-    }
-    gf__unlock(&dev->lock);
-    return r;
-}
-
-GPUFLOW_IMPL gf_result gf_race_report(gf_device *dev, gf_race_info *out) {
-    GF__CHECK(dev, GF__T_DEVICE);
-    GF__CHECK_OUT(out);
-    memset(out, 0, sizeof *out);
-    if (!dev->race) return GF_OK;
-    gf__lock(&dev->race->lock);
-    out->count = dev->race->count;
-    out->reports = dev->race->reports;
-    memcpy(out->report, dev->race->report, sizeof out->report);
-    gf__unlock(&dev->race->lock);
-    return GF_OK;
-}
-
-static void gf__race_close(gf_device *dev) {
-    if (!dev->race) return;
-    gf__free(dev->race->host);
-    gf__free(dev->race->keys);
-    gf__mutex_destroy(&dev->race->lock);
-    gf__free(dev->race);
-    dev->race = NULL;
-}
-
-/* ---- staged copies: pageable host memory on drivers that would block ------------------------ */
+/* ---- staged copies: pageable host memory on drivers that would block ---------------- >>staged */
 /* CUDA and HIP run a copy to or from pageable (malloc'd) memory synchronously with the host: a
    D2H into it waits for all earlier work on the stream. gpuflow's copies are asynchronous on
    every backend, so where the backend says so (host_pinned), a copy outside a capture from
@@ -2820,7 +2518,7 @@ static gf_result gf__copy_2d_exec(gf_stream *s, const gf_copy_2d *c) {
     return GF_OK;
 }
 
-/* ---- commands: every operation on a stream is one gf__cmd ----------------------------------- */
+/* ---- commands: every operation on a stream is one gf__cmd ------------------------- >>commands */
 typedef struct gf__callback_ctx { gf_callback fn; void *user; gf_stream *s; int kept; } gf__callback_ctx;
 
 static void gf__callback_run(void *p) {
@@ -2834,9 +2532,6 @@ static void gf__callback_run(void *p) {
     if (c->s) gf__atomic_store_int(&c->s->callback_running, 0);
     if (!c->kept) gf__free(c);
 }
-
-static gf_result gf__graph_replay(gf_graph *g, gf_stream *s);
-static int gf__keep_block(gf_graph *g, void *block);
 
 /* Runs one command on s through the backend. owner: a native graph being captured, which
    then keeps what the driver will refer to at every replay. */
@@ -2890,14 +2585,10 @@ static size_t gf__cmd_bytes(const gf__cmd *c) {
     }
 }
 
-/* The profiler wraps each operation in two timing events (gf__prof_* below); begin returns
-   the record's index, or -1 when profiling is off. */
-static int gf__prof_begin(gf_stream *s, gf_op_kind kind, const char *name, uint64_t bytes, uint64_t flow_from);
-static void gf__prof_end(gf_stream *s, int rec, gf_result r);
-
 /* What a stream did last, for gf_device_write_state: a ring of its latest operations, each
    with its place in the stream's order (s->lock held). */
 static void gf__note_op(gf_stream *s, gf_op_kind kind, const char *name, uint64_t waits_on) {
+    GF__HELD(&s->lock);
     uint64_t seq = gf__atomic_load(&s->submitted) + 1;   /* s->lock held: the only writer */
     gf__counter_add(&s->submitted, 1);
     gf__op_note *n = &s->recent[seq % GF__RECENT_OPS];
@@ -2917,6 +2608,7 @@ static void gf__stream_label_of(gf_device *dev, uint64_t id, char *out, size_t c
 }
 
 static gf_result gf__exec_counted(gf_stream *s, const gf__cmd *c) {   /* s->lock held */
+    GF__HELD(&s->lock);
     gf_result r;
     int rec = -1;
     if (gf__atomic_load_int(&s->dev->profiling))   /* off: not even the call and its arguments */
@@ -2933,8 +2625,6 @@ static gf_result gf__exec_counted(gf_stream *s, const gf__cmd *c) {   /* s->lock
     return GF_OK;
 }
 
-static gf_result gf__capture_add(gf_stream *s, const gf__cmd *c);
-
 /* The one path by which work reaches a stream: recorded when it captures, else run. */
 static gf_result gf__submit(gf_stream *s, const gf__cmd *c) {
     gf_result r;
@@ -2945,8 +2635,7 @@ static gf_result gf__submit(gf_stream *s, const gf__cmd *c) {
     return r;
 }
 
-/* ---- streams ------------------------------------------------------------------------------ */
-static gf_result gf__stream_new_on(gf_device *dev, const char *label, gf_priority prio, int internal, void *wrap, gf_stream **out);
+/* ---- streams ----------------------------------------------------------------------- >>streams */
 static gf_result gf__stream_new(gf_device *dev, const char *label, gf_priority prio, int internal, gf_stream **out) {
     return gf__stream_new_on(dev, label, prio, internal, NULL, out);
 }
@@ -2993,10 +2682,6 @@ static gf_result gf__stream_settle(gf_stream *s, gf_result r, uint64_t seen) {
     } else if (r != GF_NOT_READY) gf__atomic_store_int(&s->status, (int)r);
     return r;
 }
-typedef gf_result (*gf__query_fn)(void *obj);
-static gf_result gf__poll(gf__query_fn query, void *obj, unsigned timeout_ms);
-static gf_result gf__stream_query_settled(void *p);
-static void gf__hang_report(gf_device *dev, const char *what);
 
 /* A blocking wait; with GPUFLOW_HANG_MS set it first polls that long, and if the stream is
    still busy logs the device's state once, then keeps waiting. */
@@ -3009,8 +2694,6 @@ static gf_result gf__stream_sync(gf_stream *s) {
     }
     return gf__stream_settle(s, s->dev->be->stream_synchronize(s), seen);
 }
-
-static void gf__capture_discard(gf__capture *c);
 
 static void gf__stream_free(gf_stream *s) {
     gf_device *dev = s->dev;
@@ -3121,7 +2804,7 @@ GPUFLOW_IMPL const char *gf_stream_label(const gf_stream *s) { return gf__is(s, 
 GPUFLOW_IMPL uint64_t gf_stream_id(const gf_stream *s) { return gf__is(s, GF__T_STREAM) ? s->id : 0; }
 GPUFLOW_IMPL gf_device *gf_stream_device(const gf_stream *s) { return gf__is(s, GF__T_STREAM) ? s->dev : NULL; }
 
-/* ---- memory ------------------------------------------------------------------------------- */
+/* ---- memory ------------------------------------------------------------------------- >>memory */
 /* Accounting: every allocation gpuflow makes is counted under its kind, with peaks; the limit
    (gf_device_set_memory_limit) is held against the device kinds together. */
 static void gf__mem_count(gf_device *dev, int kind, uint64_t bytes, int sign) {
@@ -3221,8 +2904,6 @@ GPUFLOW_IMPL gf_result gf_buffer_create(gf_device *dev, size_t bytes, gf_buffer 
     d.size = bytes;
     return gf_buffer_create_desc(dev, &d, out);
 }
-
-static void gf__buffer_uses_drop(gf_buffer *buf);
 
 /* Drops one reference (the handle's, or a view's on its parent). At the last the memory goes:
    the backend frees what it allocated (a wrapped buffer's backend leaves what it borrowed),
@@ -3391,11 +3072,6 @@ GPUFLOW_IMPL gf_result gf_prefetch_async(gf_stream *s, gf_buffer *buf, int to_de
     return gf__submit(s, &c);
 }
 
-static gf_result gf__wait_locked(gf_stream *s, gf_event *ev);
-static gf_result gf__event_record_locked(gf_event *ev, gf_stream *s);
-static gf_result gf__event_pool_take(gf_event_pool *pool, unsigned flags, gf_event **out);
-static void gf__event_pool_give(gf_event_pool *pool, gf_event *ev);
-
 /* Views: a window on a buffer, usable wherever a buffer is. The view holds a reference on its
    parent, so destroying the parent first is safe: the memory stays until its last view goes. */
 GPUFLOW_IMPL gf_result gf_buffer_view(gf_buffer *buf, size_t offset, size_t bytes, gf_buffer **out) {
@@ -3535,7 +3211,7 @@ GPUFLOW_IMPL gf_result gf_copy_2d_async(gf_stream *s, const gf_copy_2d *copy) {
     return gf__submit(s, &c);
 }
 
-/* ---- memory accounting, limits, trimming ------------------------------------------------------ */
+/* ---- memory accounting, limits, trimming ---------------------------------------- >>accounting */
 GPUFLOW_IMPL gf_result gf_device_memory_stats(gf_device *dev, gf_memory_stats *out) {
     size_t driver_cached;
     GF__CHECK(dev, GF__T_DEVICE);
@@ -3582,7 +3258,7 @@ GPUFLOW_IMPL gf_result gf_device_trim(gf_device *dev, size_t keep_bytes) {
     return GF_OK;
 }
 
-/* ---- events ------------------------------------------------------------------------------- */
+/* ---- events ------------------------------------------------------------------------- >>events */
 static gf_result gf__event_new(gf_device *dev, unsigned flags, gf_event **out) {
     gf_event *ev = (gf_event *)gf__calloc(sizeof *ev);
     gf_result r;
@@ -3622,6 +3298,7 @@ GPUFLOW_IMPL void gf_event_destroy(gf_event *ev) {
    under the event's lock, so two threads recording one event leave the fields describing the
    record the driver kept. */
 static gf_result gf__event_record_locked(gf_event *ev, gf_stream *s) {
+    GF__HELD(&s->lock);
     gf_result r = GF_OK;
     uint64_t capture_id = 0;
     int capture_pos = 0;
@@ -3632,7 +3309,7 @@ static gf_result gf__event_record_locked(gf_event *ev, gf_stream *s) {
         gf__unlock(&s->dev->lock);
     }
     gf__spin_lock(&ev->lock);
-    if (!s->capture || s->capture->native) r = s->dev->be->event_record(ev, s);
+    if (!s->capture || s->capture->by_driver) r = s->dev->be->event_record(ev, s);
     if (r == GF_OK) {
         ev->capture_id = capture_id;
         ev->capture_pos = capture_pos;
@@ -3660,6 +3337,7 @@ GPUFLOW_IMPL gf_result gf_event_record(gf_event *ev, gf_stream *s) {
 
 /* s waits for ev (s->lock held). Inside a capture this is how streams fork and join. */
 static gf_result gf__wait_locked(gf_stream *s, gf_event *ev) {
+    GF__HELD(&s->lock);
     gf_device *dev = s->dev;
     gf__capture *c;
     gf_result r = GF_OK;
@@ -3690,7 +3368,7 @@ static gf_result gf__wait_locked(gf_stream *s, gf_event *ev) {
         }
         s->capture_ops++;
         gf__unlock(&dev->lock);
-        return c->native ? dev->be->stream_wait_event(s, ev) : GF_OK;
+        return c->by_driver ? dev->be->stream_wait_event(s, ev) : GF_OK;
     }
     gf__unlock(&dev->lock);
     {
@@ -3742,7 +3420,6 @@ static gf_result gf__event_check_wait(const char *fn, gf_event *ev) {
     return GF_OK;
 }
 
-static gf_result gf__event_query_backend(void *p);
 /* An event's wait or query answered: done means the host knows its record completed. */
 static gf_result gf__event_settle(gf_event *ev, gf_result r) {
     if (r == GF_OK && GF__RACE_ON(ev->dev)) gf__race_event_done(ev);
@@ -3809,7 +3486,7 @@ GPUFLOW_IMPL gf_result gf_event_elapsed_ms(gf_event *start, gf_event *end, float
     return start->dev->be->event_elapsed_ms(start, end, ms);
 }
 
-/* ---- event pools ------------------------------------------------------------------------- */
+/* ---- event pools ---------------------------------------------------------------- >>eventpools */
 /* Acquiring and releasing a pooled event costs a lock and a pointer move instead of a driver
    create and destroy. Free events sit on shelves, one per thread (threads share them past
    GF__EVENT_SHELVES), each on cache lines of its own, so threads that cycle events never
@@ -3841,7 +3518,7 @@ struct gf_event_pool {
 };
 
 /* The calling thread's number, 1, 2, ... in the order threads first ask (0: not yet asked). */
-static GF__THREAD_LOCAL int gf__thread_number;
+static GF__TLS int gf__thread_number;
 static int gf__threads_numbered;   /* atomic */
 static int gf__thread_shelf(void) {
     if (!gf__thread_number) gf__thread_number = gf__atomic_add_int(&gf__threads_numbered, 1) + 1;
@@ -4014,7 +3691,7 @@ GPUFLOW_IMPL void gf_event_pool_destroy(gf_event_pool *pool) {
     gf__event_pool_free(pool);
 }
 
-/* ---- stream pools ------------------------------------------------------------------------- */
+/* ---- stream pools -------------------------------------------------------------- >>streampools */
 /* A fixed set of streams made once; acquiring picks one by strategy and costs no driver call
    (LEAST_PENDING queries the busy ones). Streams are shared, not exclusive: a lease counts
    users so that acquire_ready can find a stream nobody holds and nothing runs on. */
@@ -4203,8 +3880,6 @@ static void gf__pool_completed(void *user, gf_result status) {
     gf__atomic_add_int(&pool->measuring, -1);
 }
 
-static gf_result gf__waiter_add(gf_event *ev, gf_callback fn, void *user, uint64_t *wait_id);
-
 GPUFLOW_IMPL gf_result gf_stream_pool_release(gf_stream_pool *pool, gf_stream *s) {
     int i;
     GF__CHECK(pool, GF__T_STREAM_POOL);
@@ -4267,8 +3942,7 @@ GPUFLOW_IMPL gf_result gf_stream_pool_get_stats(gf_stream_pool *pool, gf_stream_
     return GF_OK;
 }
 
-static GF__THREAD_LOCAL int gf__on_waiter_thread;
-static void gf__waiter_drop_pool(gf_stream_pool *pool);
+static GF__TLS int gf__on_waiter_thread;
 
 GPUFLOW_IMPL void gf_stream_pool_destroy(gf_stream_pool *pool) {
     int i;
@@ -4282,7 +3956,7 @@ GPUFLOW_IMPL void gf_stream_pool_destroy(gf_stream_pool *pool) {
     gf__obj_free(pool->dev, pool);
 }
 
-/* ---- stream sets: a ring of streams for pipelines ------------------------------------------ */
+/* ---- stream sets: a ring of streams for pipelines ------------------------------- >>streamsets */
 struct gf_stream_set {
     uint32_t type;
     gf_device *dev;
@@ -4368,7 +4042,7 @@ GPUFLOW_IMPL void gf_stream_set_destroy(gf_stream_set *set) {
     gf__obj_free(set->dev, set);
 }
 
-/* ---- barriers ----------------------------------------------------------------------------- */
+/* ---- barriers --------------------------------------------------------------------- >>barriers */
 static gf_result gf__check_stream_list(const char *fn, gf_stream *const *streams, int count) {
     int i;
     if (!streams) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "%s: streams is NULL", fn);
@@ -4408,7 +4082,7 @@ GPUFLOW_IMPL gf_result gf_synchronize_all(gf_stream *const *streams, int count, 
     return GF_OK;
 }
 
-/* ---- async waiters: callbacks when events complete ----------------------------------------- */
+/* ---- async waiters: callbacks when events complete --------------------------------- >>waiters */
 /* One thread per device (started on first use) polls the pending events with a backoff from
    20 us to 1 ms, so it never spins at full speed, and calls each callback once. */
 typedef struct gf__wait { uint64_t id; gf_event *ev; gf_callback fn; void *user; } gf__wait;
@@ -4424,6 +4098,7 @@ struct gf__waiter {
 
 /* Takes wait i off the list (w->lock held); its event no longer counts it. */
 static gf__wait gf__waiter_remove(gf__waiter *w, int i) {
+    GF__HELD(&w->lock);
     gf__wait taken = w->waits[i];
     w->waits[i] = w->waits[--w->count];
     gf__atomic_add_int(&taken.ev->waits, -1);
@@ -4432,6 +4107,7 @@ static gf__wait gf__waiter_remove(gf__waiter *w, int i) {
 
 /* Fires one completed wait (w->lock held, released around the callback); 0 if none is done. */
 static int gf__waiter_fire_one(gf__waiter *w) {
+    GF__HELD(&w->lock);
     int i;
     for (i = 0; i < w->count; i++) {
         gf_event *ev = w->waits[i].ev;
@@ -4567,96 +4243,7 @@ static void gf__waiter_stop(gf_device *dev) {
     dev->waiter = NULL;
 }
 
-/* ---- hang diagnostics: the device's state as text ------------------------------------------- */
-static const char *gf__op_name(gf_op_kind k);
-
-/* Per stream: what is not known to be done (from the ring of its latest operations), what it
-   waits on, a callback running now; then captures in progress and async waiters. Queries the
-   driver but never waits. */
-static void gf__describe(gf_device *dev, gf__text *t) {
-    uint64_t after = 0, last = gf__atomic_load(&dev->next_id);
-    gf__capture *c;
-    int i;
-    gf__say(t, "device '%s' (%s):\n", dev->info.name, gf_backend_name(dev->info.backend));
-    for (;;) {   /* streams in id order, each held as a device synchronize holds it */
-        gf_stream *s = NULL;
-        uint64_t sub, ret;
-        int capturing = 0, k;
-        gf__lock(&dev->lock);
-        for (i = 0; i < dev->stream_count; i++)
-            if (dev->streams[i]->id > after && dev->streams[i]->id <= last && (!s || dev->streams[i]->id < s->id)) s = dev->streams[i];
-        if (s) { s->sync_refs++; capturing = s->capture != NULL; }
-        gf__unlock(&dev->lock);
-        if (!s) break;
-        after = s->id;
-        if (!capturing && s->dev->be->stream_query(s) == GF_OK) gf__atomic_store(&s->retired, gf__atomic_load(&s->submitted));
-        sub = gf__atomic_load(&s->submitted);
-        ret = gf__atomic_load(&s->retired);
-        if (s->dev->be->describe_stream) s->dev->be->describe_stream(s, t);
-        if (sub != ret || gf__atomic_load_int(&s->callback_running) || capturing) {
-            gf__say(t, "  stream '%s': %llu operation%s not known to be done%s%s\n", s->label, (unsigned long long)(sub - ret),
-                    sub - ret == 1 ? "" : "s", gf__atomic_load_int(&s->callback_running) ? "; a host callback is running now" : "",
-                    capturing ? "; capturing" : "");
-            gf__lock(&s->lock);
-            for (k = 0; k < GF__RECENT_OPS; k++) {
-                const gf__op_note *n = &s->recent[(sub + 1 + (uint64_t)k) % GF__RECENT_OPS];
-                if (!n->seq || n->seq <= ret || n->seq > sub) continue;
-                gf__say(t, "    #%llu %s%s%s%s\n", (unsigned long long)n->seq, gf__op_name(n->kind),
-                        n->name ? " '" : "", n->name ? n->name : "", n->name ? "'" : "");
-                if (n->waits_on) {
-                    char label[80];
-                    gf__stream_label_of(dev, n->waits_on, label, sizeof label);
-                    gf__say(t, "       waits for the event recorded on %s\n", label);
-                }
-            }
-            gf__unlock(&s->lock);
-        }
-        gf__lock(&dev->lock);
-        s->sync_refs--;
-        gf__cond_broadcast(&dev->released);
-        gf__unlock(&dev->lock);
-    }
-    gf__lock(&dev->lock);
-    for (c = dev->captures; c; c = c->next)
-        gf__say(t, "  capture in progress on stream '%s' (%d stream%s in it)\n", c->origin->label, c->member_count, c->member_count == 1 ? "" : "s");
-    gf__unlock(&dev->lock);
-    if (dev->waiter) {
-        gf__waiter *w = dev->waiter;
-        gf__lock(&w->lock);
-        for (i = 0; i < w->count; i++) {
-            gf__record_info rec = gf__event_latest(w->waits[i].ev);
-            char label[80] = "";
-            if (rec.recorded) gf__stream_label_of(dev, rec.stream_id, label, sizeof label);
-            gf__say(t, "  async waiter %llu: on an event %s%s\n", (unsigned long long)w->waits[i].id,
-                    rec.recorded ? "recorded on " : "never recorded", label);
-        }
-        if (w->firing) gf__say(t, "  async waiter %llu: its callback is running now\n", (unsigned long long)w->firing);
-        gf__unlock(&w->lock);
-    }
-}
-
-GPUFLOW_IMPL gf_result gf_device_write_state(gf_device *dev, char *text, size_t size) {
-    gf__text t;
-    GF__CHECK(dev, GF__T_DEVICE);
-    if (!text || size == 0) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_device_write_state: text is NULL or size is 0");
-    t.p = text; t.cap = size; t.used = 0;
-    text[0] = 0;
-    gf__describe(dev, &t);
-    return GF_OK;
-}
-
-/* GPUFLOW_HANG_MS: a wait past its bound logs the state, once per wait. */
-static void gf__hang_report(gf_device *dev, const char *what) {
-    char text[4096];
-    gf__text t;
-    t.p = text; t.cap = sizeof text; t.used = 0;
-    text[0] = 0;
-    gf__say(&t, "gpuflow: %s for more than %u ms (GPUFLOW_HANG_MS); still waiting. ", what, dev->hang_ms);
-    gf__describe(dev, &t);
-    gf__log_text(GF_LOG_WARNING, GF_TIMEOUT, text);
-}
-
-/* ---- stream-ordered allocation -------------------------------------------------------------- */
+/* ---- stream-ordered allocation -------------------------------------------------- >>asyncalloc */
 /* Where the driver has no stream-ordered allocator, the core caches freed buffers. A freed
    block carries an event recorded on the freeing stream: the same stream may reuse it at once
    (its later work is ordered after the free); another stream only once that event completed.
@@ -4672,6 +4259,7 @@ static void gf__cache_init(gf_device *dev) {
 static void gf__cache_release_locked(gf_device *dev, size_t keep, int wait) {
     gf__alloc_cache *cache = &dev->cache;
     int i = 0;
+    GF__HELD(&cache->lock);
     while (cache->bytes > keep && i < cache->count) {
         gf__block b = cache->blocks[i];
         gf_result r = wait ? dev->be->event_synchronize(b.freed) : dev->be->event_query(b.freed);
@@ -4722,6 +4310,7 @@ static gf_buffer *gf__cache_take(gf_stream *s, size_t bytes) {
 }
 
 static gf_result gf__cache_put(gf_stream *s, gf_buffer *buf) {   /* s->lock held */
+    GF__HELD(&s->lock);
     gf_device *dev = s->dev;
     gf__alloc_cache *cache = &dev->cache;
     gf_event *ev;
@@ -4763,9 +4352,6 @@ static void gf__cache_trim(gf_device *dev) {   /* device close: idle */
     gf__mutex_destroy(&dev->cache.lock);
 }
 
-static int gf__graph_own(gf_graph *g, gf_buffer *buf);
-static gf_result gf__pool_alloc(gf__capture *cap, size_t bytes, gf_buffer **out);
-
 GPUFLOW_IMPL gf_result gf_buffer_create_async(gf_stream *s, size_t bytes, gf_buffer **out) {
     const gf__backend *be;
     gf_buffer *buf = NULL;
@@ -4778,7 +4364,7 @@ GPUFLOW_IMPL gf_result gf_buffer_create_async(gf_stream *s, size_t bytes, gf_buf
     gf__lock(&s->lock);
     if (s->capture && s->capture->graph->pool) {
         r = gf__pool_alloc(s->capture, bytes, &buf);
-    } else if (s->capture && !s->capture->native) {
+    } else if (s->capture && !s->capture->by_driver) {
         /* recorded graphs keep their memory for their whole life: allocate once, now */
         if ((r = gf__buffer_new(s->dev, bytes, GF_MEMORY_DEVICE, &buf)) == GF_OK && !gf__graph_own(s->capture->graph, buf)) {
             gf__buffer_free(buf);
@@ -4817,7 +4403,7 @@ GPUFLOW_IMPL gf_result gf_buffer_destroy_async(gf_stream *s, gf_buffer *buf) {
     gf__lock(&s->lock);
     gf__lock(&s->dev->lock);
     capturing = s->capture != NULL;
-    native = capturing && s->capture->native;
+    native = capturing && s->capture->by_driver;
     gf__unlock(&s->dev->lock);
     if (capturing && !native)
         r = gf__fail(GF_ERROR_NOT_SUPPORTED, "gf_buffer_destroy_async: a recorded capture cannot free a buffer made outside it (its replays would use freed memory)");
@@ -4840,7 +4426,7 @@ GPUFLOW_IMPL gf_result gf_buffer_destroy_async(gf_stream *s, gf_buffer *buf) {
     return r;
 }
 
-/* ---- flows: a DAG of tasks over streams ------------------------------------------------------ */
+/* ---- flows: a DAG of tasks over streams ---------------------------------------------- >>flows */
 /* A task id carries its flow's id in the high 16 bits, so an id of another flow is refused. */
 typedef struct gf__task {
     char name[64];
@@ -4930,6 +4516,7 @@ GPUFLOW_IMPL gf_result gf_flow_add_desc(gf_flow *flow, const gf_task_desc *desc,
 }
 
 static int gf__task_index(const gf_flow *flow, gf_task t) {   /* flow->lock held; -1 if not ours */
+    GF__HELD(&flow->lock);
     int i = (int)(t & 0xffffu);
     return (t >> 16) == flow->id && i < flow->count ? i : -1;
 }
@@ -5012,6 +4599,7 @@ static void gf__plan_free(gf__flow_plan *p) {
 }
 
 static gf_result gf__flow_plan_make(const gf_flow *flow, gf__flow_plan *p) {   /* flow->lock held */
+    GF__HELD(&flow->lock);
     int n = flow->count, edges = 0, i, k, head = 0, tail = 0;
     int *indeg, *lane_tail, *fill;
     memset(p, 0, sizeof *p);
@@ -5066,7 +4654,6 @@ static gf_result gf__flow_plan_make(const gf_flow *flow, gf__flow_plan *p) {   /
 
 /* Enqueues the plan's tasks on the lanes' streams, with an event wait for each edge that
    crosses streams. The host never blocks. */
-static void gf__capture_abandon(gf_stream *s);
 
 /* A task's completion callback: fires on the waiter thread, then gives its event back. */
 typedef struct gf__task_done { gf_callback fn; void *user; gf_event *ev; } gf__task_done;
@@ -5154,6 +4741,7 @@ static void gf__flow_timing_release(gf_flow *flow, gf__flow_timing *t) {
     memset(t, 0, sizeof *t);
 }
 static void gf__flow_timing_end(gf_flow *flow, gf_stream **lanes, gf__flow_timing *t) {   /* flow->lock held */
+    GF__HELD(&flow->lock);
     int i, ok = t->start != NULL;
     for (i = 0; ok && i < t->lanes; i++)
         ok = gf__event_pool_take(flow->dev->events, GF_EVENT_TIMING, &t->ends[i]) == GF_OK && gf_event_record(t->ends[i], lanes[i]) == GF_OK;
@@ -5162,6 +4750,7 @@ static void gf__flow_timing_end(gf_flow *flow, gf_stream **lanes, gf__flow_timin
 }
 /* Folds the runs whose events completed into the average (flow->lock held; never blocks). */
 static void gf__flow_timing_resolve(gf_flow *flow) {
+    GF__HELD(&flow->lock);
     const gf__backend *be = flow->dev->be;
     int i = 0, k;
     while (i < flow->timing_count) {
@@ -5181,6 +4770,7 @@ static void gf__flow_timing_resolve(gf_flow *flow) {
 
 /* The streams of the last run or capture, by lane: what gf_flow_write_dot labels lanes with. */
 static void gf__flow_remember_lanes(gf_flow *flow, gf_stream **lanes, int count) {   /* flow->lock held */
+    GF__HELD(&flow->lock);
     int i;
     char (*names)[64] = (char (*)[64])gf__realloc(flow->last_lanes, sizeof *names * (size_t)(count ? count : 1));
     if (!names) return;
@@ -5358,7 +4948,7 @@ GPUFLOW_IMPL gf_result gf_flow_write_dot(gf_flow *flow, const char *path) {
     return GF_OK;
 }
 
-/* ---- graphs ------------------------------------------------------------------------------- */
+/* ---- graphs ------------------------------------------------------------------------- >>graphs */
 /* Where the driver has native capture the graph is the driver's; elsewhere the capture records
    the stream's commands and a launch re-issues them, without the per-call validation. Graph
    objects are recycled by their device rather than freed, so a destroyed graph's handle stays
@@ -5403,7 +4993,7 @@ static void gf__cmds_free(gf__cmd *cmds, int count) {
 
 static void gf__graph_release(gf_graph *g) {   /* back to a shell of its device; nothing runs it */
     int i;
-    if (g->native && g->dev->be->graph_destroy) g->dev->be->graph_destroy(g);
+    if (g->by_driver && g->dev->be->graph_destroy) g->dev->be->graph_destroy(g);
     gf__cmds_free(g->cmds, g->cmd_count);
     gf__cmds_free(g->launches, g->launch_count);
     gf__free(g->launch_nodes);
@@ -5451,6 +5041,7 @@ static int gf__cmd_keep(gf__cmd *dst, const gf__cmd *src) {
 
 /* The buffers a command touches are in use by the capture (sync copies into them refused). */
 static void gf__capture_use_cmd(gf__capture *cap, const gf__cmd *c) {   /* dev->lock held */
+    GF__HELD(&cap->origin->dev->lock);
     int i;
     switch (c->kind) {
     case GF__CMD_COPY: gf__capture_use(cap, c->as.copy.dst); gf__capture_use(cap, c->as.copy.src); break;
@@ -5464,6 +5055,7 @@ static void gf__capture_use_cmd(gf__capture *cap, const gf__cmd *c) {   /* dev->
 
 /* Appends one command to a recording, with copies of its launch arguments. */
 static gf_result gf__record(gf__capture *cap, const gf__cmd *c) {   /* dev->lock held */
+    GF__HELD(&cap->origin->dev->lock);
     gf_graph *g = cap->graph;
     if (!gf__grow((void **)&g->cmds, &g->cmd_cap, g->cmd_count + 1, sizeof *g->cmds))
         return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gpuflow: capture: out of host memory");
@@ -5500,6 +5092,7 @@ static gf_result gf__capture_native(gf_stream *s, gf_graph *g, const gf__cmd *c)
    A recorded graph launched inside a recorded capture is copied in, command by command: the
    parent then owns all it replays, and no graph can come to contain itself. */
 static gf_result gf__capture_add(gf_stream *s, const gf__cmd *c) {
+    GF__HELD(&s->lock);
     gf__capture *cap;
     gf_result r = GF_OK;
     int i;
@@ -5508,7 +5101,7 @@ static gf_result gf__capture_add(gf_stream *s, const gf__cmd *c) {
         gf__unlock(&s->dev->lock);
         return gf__fail(GF_ERROR_CAPTURE, "gpuflow: the capture of stream '%s' was discarded by another call", s->label);
     }
-    if (cap->native) {
+    if (cap->by_driver) {
         gf__capture_use_cmd(cap, c);
         r = gf__capture_native(s, cap->graph, c);
         if (r == GF_OK && GF__RACE_ON(s->dev)) {
@@ -5551,7 +5144,7 @@ static void gf__capture_discard(gf__capture *c) {
     char why[sizeof gf__error_text];
     gf_graph *g = c->graph;
     memcpy(why, gf__error_text, sizeof why);
-    if (c->native && c->origin->dev->be->capture_end(c->origin, g) == GF_OK) g->native = 1;
+    if (c->by_driver && c->origin->dev->be->capture_end(c->origin, g) == GF_OK) g->by_driver = 1;
     gf__capture_detach(c);
     gf__graph_release(g);
     memcpy(gf__error_text, why, sizeof why);
@@ -5580,7 +5173,7 @@ GPUFLOW_IMPL gf_result gf_stream_begin_capture_pool(gf_stream *s, gf_capture_mod
         return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_stream_begin_capture: out of host memory");
     }
     c->origin = s;
-    c->native = s->dev->be->capture_begin != NULL;
+    c->by_driver = s->dev->be->capture_begin != NULL;
     if (pool) { c->graph->pool = pool; gf__atomic_add_int(&pool->graphs, 1); }   /* released with the graph */
     gf__lock(&s->lock);
     if (s->capture)
@@ -5588,7 +5181,7 @@ GPUFLOW_IMPL gf_result gf_stream_begin_capture_pool(gf_stream *s, gf_capture_mod
                      s->capture->origin == s ? "capturing (captures do not nest)" : "part of another stream's capture");
     else if (!gf__grow((void **)&c->members, &c->member_cap, 1, sizeof *c->members))
         r = gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_stream_begin_capture: out of host memory");
-    else if (c->native)
+    else if (c->by_driver)
         r = s->dev->be->capture_begin(s, mode);
     if (r != GF_OK) {
         gf__unlock(&s->lock);
@@ -5631,9 +5224,9 @@ GPUFLOW_IMPL gf_result gf_stream_end_capture(gf_stream *s, gf_graph **out) {
     gf__unlock(&s->dev->lock);
     if (r != GF_OK) { gf__capture_discard(c); gf__unlock(&s->lock); return r; }
     g = c->graph;
-    if (c->native) r = s->dev->be->capture_end(s, g);
+    if (c->by_driver) r = s->dev->be->capture_end(s, g);
     else g->nodes = g->cmd_count;
-    g->native = c->native && r == GF_OK;
+    g->by_driver = c->by_driver && r == GF_OK;
     gf__capture_detach(c);
     gf__unlock(&s->lock);
     if (r != GF_OK) { gf__graph_release(g); return r; }
@@ -5648,8 +5241,8 @@ static gf_result gf__graph_replay(gf_graph *g, gf_stream *s) {
     gf_result r = GF_OK;
     int i;
     gf__lock(&g->lock);
-    if (g->native) r = s->dev->be->graph_launch(g, s);
-    for (i = 0; !g->native && r == GF_OK && i < g->cmd_count; i++) r = gf__exec(s, &g->cmds[i], NULL);
+    if (g->by_driver) r = s->dev->be->graph_launch(g, s);
+    for (i = 0; !g->by_driver && r == GF_OK && i < g->cmd_count; i++) r = gf__exec(s, &g->cmds[i], NULL);
     gf__unlock(&g->lock);
     return r;
 }
@@ -5678,7 +5271,7 @@ GPUFLOW_IMPL gf_result gf_graph_launch(gf_graph *g, gf_stream *s) {
     return r;
 }
 
-/* ---- graph pools: memory shared by the graphs captured into one ------------------------------ */
+/* ---- graph pools: memory shared by the graphs captured into one ----------------- >>graphpools */
 GPUFLOW_IMPL gf_result gf_graph_pool_create(gf_device *dev, gf_graph_pool **out) {
     gf_graph_pool *pool;
     gf_result r;
@@ -5761,11 +5354,11 @@ GPUFLOW_IMPL gf_result gf_graph_set_kernel_args(gf_graph *g, int launch_index, c
     GF__CHECK(g, GF__T_GRAPH);
     if (count < 0 || (count > 0 && !args)) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_graph_set_kernel_args: %d arguments but args is %s", count, args ? "set" : "NULL");
     gf__lock(&g->lock);
-    if (g->native) cmd = launch_index >= 0 && launch_index < g->launch_count ? &g->launches[launch_index] : NULL;
+    if (g->by_driver) cmd = launch_index >= 0 && launch_index < g->launch_count ? &g->launches[launch_index] : NULL;
     else for (i = 0; i < g->cmd_count && !cmd; i++)
         if (g->cmds[i].kind == GF__CMD_LAUNCH && seen++ == launch_index) cmd = &g->cmds[i];
     if (!cmd) {
-        int launches = g->native ? g->launch_count : seen;
+        int launches = g->by_driver ? g->launch_count : seen;
         gf__unlock(&g->lock);
         return gf__fail(GF_ERROR_OUT_OF_RANGE, "gf_graph_set_kernel_args: launch %d is not in the graph (it has %d launch%s)",
                         launch_index, launches, launches == 1 ? "" : "es");
@@ -5784,10 +5377,10 @@ GPUFLOW_IMPL gf_result gf_graph_set_kernel_args(gf_graph *g, int launch_index, c
         else if (args[i].buffer && args[i].buffer->dev != g->dev)
             r = gf__fail(GF_ERROR_WRONG_DEVICE, "gf_graph_set_kernel_args: args[%d].buffer belongs to another device", i);
     }
-    if (r == GF_OK && g->native && !g->dev->be->graph_set_kernel_args)
+    if (r == GF_OK && g->by_driver && !g->dev->be->graph_set_kernel_args)
         r = gf__fail(GF_ERROR_NOT_SUPPORTED, "gf_graph_set_kernel_args: the %s backend cannot change a native graph's launch", g->dev->be->name);
     if (r == GF_OK && !(copy = gf__args_copy(args, count, launch->kernel_name, &name))) r = gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_graph_set_kernel_args: out of host memory");
-    if (r == GF_OK && g->native && (r = g->dev->be->graph_set_kernel_args(g, launch_index, launch->kernel, copy, count)) != GF_OK)
+    if (r == GF_OK && g->by_driver && (r = g->dev->be->graph_set_kernel_args(g, launch_index, launch->kernel, copy, count)) != GF_OK)
         gf__free(copy);
     if (r == GF_OK) {
         gf__free((void *)launch->args);
@@ -5844,9 +5437,9 @@ GPUFLOW_IMPL gf_result gf_graph_update(gf_graph *target, gf_graph *from) {
     GF__CHECK(from, GF__T_GRAPH);
     GF__SAME_DEVICE(target->dev, from->dev);
     if (target == from) return GF_OK;
-    if (target->native != from->native)
+    if (target->by_driver != from->by_driver)
         return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_graph_update: one graph is native and the other recorded; target unchanged");
-    if (target->native) {
+    if (target->by_driver) {
         gf_graph *first = target < from ? target : from, *second = target < from ? from : target;
         gf__lock(&first->lock);
         gf__lock(&second->lock);
@@ -5953,16 +5546,16 @@ GPUFLOW_IMPL gf_result gf_graph_write_dot(gf_graph *g, const char *path) {
     GF__CHECK(g, GF__T_GRAPH);
     if (!path || !*path) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_graph_write_dot: path is empty");
     gf__lock(&g->lock);
-    if (g->native && g->dev->be->graph_write_dot && (r = g->dev->be->graph_write_dot(g, path)) != GF_ERROR_NOT_SUPPORTED) {
+    if (g->by_driver && g->dev->be->graph_write_dot && (r = g->dev->be->graph_write_dot(g, path)) != GF_ERROR_NOT_SUPPORTED) {
         gf__unlock(&g->lock);
         return r;
     }
     if (!(f = fopen(path, "w"))) { gf__unlock(&g->lock); return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_graph_write_dot: cannot open '%s' for writing", path); }
     fprintf(f, "digraph gpuflow_graph {\n  node [shape=box, style=rounded];\n  label=\"%s graph, %d node%s\";\n",
-            g->native ? "native" : "recorded", g->native ? g->launch_count : g->cmd_count,
-            (g->native ? g->launch_count : g->cmd_count) == 1 ? "" : "s");
-    for (i = 0; i < (g->native ? g->launch_count : g->cmd_count); i++) {
-        const gf__cmd *c = g->native ? &g->launches[i] : &g->cmds[i];
+            g->by_driver ? "native" : "recorded", g->by_driver ? g->launch_count : g->cmd_count,
+            (g->by_driver ? g->launch_count : g->cmd_count) == 1 ? "" : "s");
+    for (i = 0; i < (g->by_driver ? g->launch_count : g->cmd_count); i++) {
+        const gf__cmd *c = g->by_driver ? &g->launches[i] : &g->cmds[i];
         char label[160];
         switch (c->kind) {
         case GF__CMD_COPY: snprintf(label, sizeof label, "%s\\n%llu bytes", copy_names[c->as.copy.kind], (unsigned long long)c->as.copy.bytes); break;
@@ -5986,10 +5579,10 @@ GPUFLOW_IMPL gf_result gf_graph_get_info(gf_graph *g, gf_graph_info *out) {
     GF__CHECK(g, GF__T_GRAPH);
     GF__CHECK_OUT(out);
     out->nodes = g->nodes;
-    out->native = g->native;
+    out->native = g->by_driver;
     out->mode = g->mode;
     gf__lock(&g->lock);
-    if (g->native) out->launches = g->launch_count;
+    if (g->by_driver) out->launches = g->launch_count;
     else { int i; for (out->launches = 0, i = 0; i < g->cmd_count; i++) out->launches += g->cmds[i].kind == GF__CMD_LAUNCH; }
     gf__unlock(&g->lock);
     return GF_OK;
@@ -6003,7 +5596,7 @@ GPUFLOW_IMPL void gf_graph_destroy(gf_graph *g) {
     gf__graph_release(g);
 }
 
-/* ---- kernels from one source: preludes, run-time compiles, the disk cache ------------------------ */
+/* ---- kernels from one source: preludes, run-time compiles, the disk cache ---------- >>dialect */
 /* What the dialect's words mean to a device compiler, one prelude per kernel language; a
    backend names its own in its table (kernel_prelude). The C++ one serves NVRTC and hiprtc
    (the same CUDA-style builtins), the OpenCL C one clBuildProgram. */
@@ -6405,7 +5998,7 @@ static gf_result gf__module_load_source(gf_module *mod, const gf_module_desc *de
     return r;
 }
 
-/* ---- kernels ------------------------------------------------------------------------------ */
+/* ---- kernels ----------------------------------------------------------------------- >>kernels */
 GPUFLOW_IMPL gf_result gf_module_load(gf_device *dev, const gf_module_desc *desc, gf_module **out) {
     gf_module *mod;
     gf_result r;
@@ -6557,7 +6150,7 @@ GPUFLOW_IMPL gf_result gf_launch(gf_stream *s, gf_kernel *k, gf_launch_dims dims
     return gf__submit(s, &c);
 }
 
-/* ---- interop: native handles out and in ---------------------------------------------------- */
+/* ---- interop: native handles out and in -------------------------------------------- >>interop */
 /* Out: each backend says what its handle is (gpuflow_<b>.h's top comment); NULL or 0 where it
    has none (the stub: host pointers only). In: gpuflow uses what it is given and never
    destroys it; a wrapped stream's destroy drains what gpuflow enqueued and leaves the stream. */
@@ -6637,7 +6230,501 @@ GPUFLOW_IMPL gf_result gf_buffer_wrap(gf_device *dev, uint64_t native_buffer, si
     return GF_OK;
 }
 
-/* ---- profiler ----------------------------------------------------------------------------- */
+/* ======================================================================================== */
+/*  Diagnostics: the race detector, hang reports, the profiler. Off the core path: the core  */
+/*  calls in through the forward declarations, and only while a switch is on.  >>diagnostics */
+/* ======================================================================================== */
+/* ---- race detector: happens-before over streams, by byte range ----------------------- >>races */
+/* Vector clocks: each stream has a slot and a clock per slot; an operation on stream t ticks
+   t's own entry; an event record copies the recording stream's clock, a wait joins it into the
+   waiter's; a host synchronize joins what it waited for into the host clock, which every
+   stream folds in before its next operation. An access (stream slot, tick) is ordered before
+   a later operation on t when t's clock has reached that tick in that slot. Each root buffer
+   keeps its recent accesses by byte range; two that overlap, one a write, unordered, are a
+   race. All of it is under one lock per device, taken only while the detector is on. */
+typedef struct gf__race_access {
+    uint32_t slot, epoch; uint64_t tick;
+    size_t lo, hi; int write;
+    char op[64], stream[64];        /* a whole stream label */
+} gf__race_access;
+struct gf__race_buffer { uint32_t id; gf__race_access *acc; int count, cap, overflowed; };
+typedef struct gf__race {
+    gf__mutex lock;
+    uint64_t *host; int host_n; uint64_t host_version;   /* what the host knows has completed */
+    int next_slot; uint32_t next_buffer;
+    uint64_t count; int reports; char report[GF_RACE_REPORTS][512];
+    uint64_t *keys; int key_count, key_cap;                /* races reported, by a hash of both sides */
+    uint32_t epoch;                                        /* bumped when turned on again: older accesses are stale */
+} gf__race;
+#define GF__RACE_MAX_USES 64   /* accesses one operation has on the stack; more (2D rows) go to the heap */
+
+static int gf__vc_fit(uint64_t **vc, int *n, int need) {   /* zero-extended to need entries */
+    uint64_t *grown;
+    if (*n >= need) return 1;
+    if (!(grown = (uint64_t *)gf__realloc(*vc, sizeof *grown * (size_t)need))) return 0;
+    memset(grown + *n, 0, sizeof *grown * (size_t)(need - *n));
+    *vc = grown;
+    *n = need;
+    return 1;
+}
+static void gf__vc_join(uint64_t **dst, int *dst_n, const uint64_t *src, int src_n) {
+    int i;
+    if (!gf__vc_fit(dst, dst_n, src_n)) return;
+    for (i = 0; i < src_n; i++) if (src[i] > (*dst)[i]) (*dst)[i] = src[i];
+}
+
+/* The stream's slot and clock, with the host clock folded in (race->lock held). */
+static int gf__race_stream(gf__race *race, gf_stream *s) {
+    GF__HELD(&race->lock);
+    if (s->race_slot < 0) s->race_slot = race->next_slot++;
+    if (!gf__vc_fit(&s->race_vc, &s->race_n, s->race_slot + 1)) return 0;
+    if (s->race_host_seen != race->host_version) {
+        gf__vc_join(&s->race_vc, &s->race_n, race->host, race->host_n);
+        s->race_host_seen = race->host_version;
+    }
+    return 1;
+}
+
+/* The accesses one command makes: exact byte ranges on root buffers (a view's are its
+   parent's, at the view's offset). */
+/* Counts every access; writes those that fit in cap. */
+static void gf__race_add_use(gf__race_use *uses, int cap, int *n, gf_buffer *buf, size_t offset, size_t bytes, int write, const char *op) {
+    if (!buf) return;
+    if (*n < cap) {
+        uses[*n].root = buf->parent ? buf->parent : buf;
+        uses[*n].lo = buf->view_offset + offset;
+        uses[*n].hi = uses[*n].lo + bytes;
+        uses[*n].write = write;
+        uses[*n].launch = -1;
+        gf__copy_str(uses[*n].op, sizeof uses[*n].op, op);
+    }
+    (*n)++;
+}
+/* How many accesses c makes (the first cap of them in uses). */
+static int gf__race_uses_of(const gf__cmd *c, gf__race_use *uses, int cap) {
+    static const char *copy_ops[3] = { "copy-to-device", "copy-to-host", "copy-buffer" };
+    char op[160];
+    int n = 0, i;
+    size_t row;
+    switch (c->kind) {
+    case GF__CMD_COPY:
+        gf__race_add_use(uses, cap, &n, c->as.copy.src, c->as.copy.src_offset, c->as.copy.bytes, 0, copy_ops[c->as.copy.kind]);
+        gf__race_add_use(uses, cap, &n, c->as.copy.dst, c->as.copy.dst_offset, c->as.copy.bytes, 1, copy_ops[c->as.copy.kind]);
+        break;
+    case GF__CMD_COPY_2D: {   /* row by row: a 2D copy touches its rows, not what lies between */
+        const gf_copy_2d *c2 = &c->as.copy_2d;
+        for (row = 0; row < c2->height; row++) {
+            gf__race_add_use(uses, cap, &n, c2->src, c2->src_offset + row * c2->src_pitch, c2->width, 0, "2D copy");
+            gf__race_add_use(uses, cap, &n, c2->dst, c2->dst_offset + row * c2->dst_pitch, c2->width, 1, "2D copy");
+        }
+        break;
+    }
+    case GF__CMD_FILL: gf__race_add_use(uses, cap, &n, c->as.fill.buf, c->as.fill.offset, c->as.fill.bytes, 1, "fill"); break;
+    case GF__CMD_LAUNCH: {
+        const gf__cmd_launch *l = &c->as.launch;
+        snprintf(op, sizeof op, "launch '%s'", l->kernel_name);
+        for (i = 0; i < l->arg_count; i++)
+            if (l->args[i].buffer) gf__race_add_use(uses, cap, &n, l->args[i].buffer, 0, l->args[i].buffer->size, l->args[i].size != GF_ARG_READ_ONLY, op);
+        break;
+    }
+    case GF__CMD_PREFETCH: case GF__CMD_CALLBACK: case GF__CMD_GRAPH: break;
+    }
+    return n;
+}
+
+/* A race is the pair of operations (op and stream on each side) on one buffer, whichever came
+   first: a write-then-read repeated in a loop is one race, reported once. */
+static uint64_t gf__race_side(const char *op, const char *stream) {
+    uint64_t h = 1469598103934665603u;
+    const char *p;
+    for (p = op; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211u;
+    h = (h ^ 0xff) * 1099511628211u;
+    for (p = stream; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211u;
+    return h;
+}
+static uint64_t gf__race_key(const char *a_op, const char *a_stream, const char *b_op, const char *b_stream, uint32_t id) {
+    uint64_t x = gf__race_side(a_op, a_stream), y = gf__race_side(b_op, b_stream);
+    return (x < y ? x * 31 + y : y * 31 + x) ^ ((uint64_t)id * 0x9e3779b97f4a7c15u);
+}
+/* A new race (race->lock held): counted and kept once; its text goes to out for logging. */
+static int gf__race_found(gf__race *race, uint64_t key, const char *text, char *out, size_t cap) {
+    GF__HELD(&race->lock);
+    int i;
+    for (i = 0; i < race->key_count; i++) if (race->keys[i] == key) return 0;
+    if (gf__grow((void **)&race->keys, &race->key_cap, race->key_count + 1, sizeof *race->keys)) race->keys[race->key_count++] = key;
+    race->count++;
+    if (race->reports < GF_RACE_REPORTS) gf__copy_str(race->report[race->reports++], sizeof race->report[0], text);
+    gf__copy_str(out, cap, text);
+    return 1;
+}
+
+/* Checks one access by stream s against the root buffer's earlier ones, then keeps it
+   (race->lock held). A found race's text goes to msg. */
+static void gf__race_access_one(gf__race *race, gf_stream *s, const gf__race_use *u, char *msg, size_t cap) {
+    GF__HELD(&race->lock);
+    struct gf__race_buffer *rb = u->root->race;
+    uint64_t tick = s->race_vc[s->race_slot];
+    gf__race_access *a;
+    int i;
+    if (!rb) {
+        if (!(rb = (struct gf__race_buffer *)gf__calloc(sizeof *rb))) return;
+        rb->id = ++race->next_buffer;
+        u->root->race = rb;
+    }
+    for (i = 0; i < rb->count; ) {
+        a = &rb->acc[i];
+        if (a->epoch != race->epoch ||   /* from before the detector was last off, or known done: nothing can race it */
+            ((int)a->slot < race->host_n && race->host[a->slot] >= a->tick)) { rb->acc[i] = rb->acc[--rb->count]; continue; }
+        if (a->lo < u->hi && u->lo < a->hi) {
+            int ordered = a->slot == (uint32_t)s->race_slot || ((int)a->slot < s->race_n && s->race_vc[a->slot] >= a->tick);
+            if (!ordered && (a->write || u->write)) {
+                char text[1024];
+                size_t lo = a->lo > u->lo ? a->lo : u->lo, hi = a->hi < u->hi ? a->hi : u->hi;
+                snprintf(text, sizeof text, "race: buffer %u [%llu, %llu) %s by %s on '%s', %s by %s on '%s': no event orders them "
+                         "(record an event on '%s' after the %s and make '%s' wait on it)",
+                         rb->id, (unsigned long long)lo, (unsigned long long)hi, a->write ? "written" : "read", a->op, a->stream,
+                         u->write ? "written" : "read", u->op, s->label, a->stream, a->op, s->label);
+                if (!msg[0]) gf__race_found(race, gf__race_key(a->op, a->stream, u->op, s->label, rb->id), text, msg, cap);
+                else gf__race_found(race, gf__race_key(a->op, a->stream, u->op, s->label, rb->id), text, text, sizeof text);
+            }
+            /* an earlier access this one orders and covers can never race with later ones */
+            if (ordered && u->lo <= a->lo && a->hi <= u->hi && (u->write || !a->write)) { rb->acc[i] = rb->acc[--rb->count]; continue; }
+        }
+        i++;
+    }
+    if (rb->count == GF__RACE_ACCESSES) {   /* none known done: the oldest goes, and races with it may be missed */
+        if (!rb->overflowed++)
+            gf__notice(GF_LOG_WARNING, "race detector: buffer %u has %d accesses no synchronize has retired; the oldest are forgotten "
+                       "from now on, so a race with one of them may be missed (synchronize now and then)", rb->id, GF__RACE_ACCESSES);
+        memmove(rb->acc, rb->acc + 1, sizeof *rb->acc * (size_t)(--rb->count));
+    }
+    if (!gf__grow((void **)&rb->acc, &rb->cap, rb->count + 1, sizeof *rb->acc)) return;
+    a = &rb->acc[rb->count++];
+    a->slot = (uint32_t)s->race_slot;
+    a->epoch = race->epoch;
+    a->tick = tick;
+    a->lo = u->lo; a->hi = u->hi; a->write = u->write;
+    gf__copy_str(a->op, sizeof a->op, u->op);
+    gf__copy_str(a->stream, sizeof a->stream, s->label);
+}
+
+static void gf__race_log(const char *msg) { if (msg[0]) gf__log_text(GF_LOG_WARNING, GF_OK, msg); }
+
+/* An operation on s (s->lock held): one tick, then each of its accesses. */
+static void gf__race_apply(gf_stream *s, const gf__race_use *uses, int n) {
+    GF__HELD(&s->lock);
+    gf__race *race = s->dev->race;
+    char msg[512];
+    int i;
+    msg[0] = 0;
+    gf__lock(&race->lock);
+    if (!gf__atomic_load_int(&s->dev->race_on)) { gf__unlock(&race->lock); return; }   /* switched off since the caller looked */
+    if (gf__race_stream(race, s)) {
+        s->race_vc[s->race_slot]++;
+        for (i = 0; i < n; i++) if (uses[i].root) gf__race_access_one(race, s, &uses[i], msg, sizeof msg);
+    }
+    gf__unlock(&race->lock);
+    gf__race_log(msg);
+}
+/* c's accesses: in stack when they fit, else on the heap (the caller frees *uses if it is
+   not stack); without memory for them, the first GF__RACE_MAX_USES. */
+static int gf__race_uses_all(const gf__cmd *c, gf__race_use *stack, gf__race_use **uses) {
+    int n = gf__race_uses_of(c, stack, GF__RACE_MAX_USES);
+    *uses = stack;
+    if (n > GF__RACE_MAX_USES) {
+        if ((*uses = (gf__race_use *)gf__malloc(sizeof **uses * (size_t)n)) != NULL) gf__race_uses_of(c, *uses, n);
+        else { *uses = stack; n = GF__RACE_MAX_USES; }
+    }
+    return n;
+}
+static void gf__race_op(gf_stream *s, const gf__cmd *c) {
+    gf__race_use stack[GF__RACE_MAX_USES], *uses;
+    int n;
+    if (c->kind == GF__CMD_GRAPH) {   /* its own order inside; set_kernel_args and update change it under the graph's lock */
+        gf__lock(&c->as.child->lock);
+        gf__race_apply(s, c->as.child->race_uses, c->as.child->race_use_count);
+        gf__unlock(&c->as.child->lock);
+        return;
+    }
+    n = gf__race_uses_all(c, stack, &uses);
+    gf__race_apply(s, uses, n);
+    if (uses != stack) gf__free(uses);
+}
+/* Appends n accesses to what g's replays touch; 0: out of host memory (then g tracks none). */
+static int gf__race_keep(gf_graph *g, const gf__race_use *from, int n) {
+    if (!gf__grow((void **)&g->race_uses, &g->race_use_cap, g->race_use_count + n, sizeof *g->race_uses)) { g->race_use_count = 0; return 0; }
+    memcpy(g->race_uses + g->race_use_count, from, sizeof *from * (size_t)n);
+    g->race_use_count += n;
+    return 1;
+}
+/* A capture keeps what its commands touch, for each replay (dev->lock held). A launch's are
+   tagged with its index among the graph's launches (launch; -1 for other commands). */
+static void gf__race_capture(gf_graph *g, const gf__cmd *c, int launch) {
+    GF__HELD(&g->dev->lock);
+    gf__race_use stack[GF__RACE_MAX_USES], *uses, marker;
+    int n, i;
+    if (c->kind == GF__CMD_GRAPH) {   /* a child graph's launches are not the parent's to retarget */
+        int first = g->race_use_count;
+        if (gf__race_keep(g, c->as.child->race_uses, c->as.child->race_use_count))
+            for (i = first; i < g->race_use_count; i++) g->race_uses[i].launch = -1;
+        return;
+    }
+    n = gf__race_uses_all(c, stack, &uses);
+    for (i = 0; i < n; i++) uses[i].launch = launch;
+    if (n == 0 && launch >= 0) {   /* holds the launch's place for arguments given later */
+        memset(&marker, 0, sizeof marker);
+        marker.launch = launch;
+        gf__race_keep(g, &marker, 1);
+    } else gf__race_keep(g, uses, n);
+    if (uses != stack) gf__free(uses);
+}
+/* gf_graph_set_kernel_args gave launch its new arguments (g->lock held): the accesses its
+   replays check follow. A graph captured with the detector off tracks none: nothing to do. */
+static void gf__race_retarget(gf_graph *g, int launch, const gf__cmd *c) {
+    GF__HELD(&g->lock);
+    gf__race_use stack[GF__RACE_MAX_USES], *uses, *next = NULL, marker;
+    int n, i, at = -1, count = 0, cap = 0;
+    for (i = 0; i < g->race_use_count && at < 0; i++) if (g->race_uses[i].launch == launch) at = i;
+    if (at < 0) return;
+    n = gf__race_uses_all(c, stack, &uses);
+    memset(&marker, 0, sizeof marker);
+    marker.launch = launch;
+    for (i = 0; i < n; i++) uses[i].launch = launch;
+    if (gf__grow((void **)&next, &cap, g->race_use_count + n + 1, sizeof *next)) {
+        for (i = 0; i < g->race_use_count; i++) {
+            if (i == at) {
+                memcpy(next + count, n ? uses : &marker, sizeof *next * (size_t)(n ? n : 1));
+                count += n ? n : 1;
+            }
+            if (g->race_uses[i].launch != launch) next[count++] = g->race_uses[i];
+        }
+    }
+    gf__free(g->race_uses);   /* without memory for the new list, the graph tracks none (never a stale one) */
+    g->race_uses = next;
+    g->race_use_count = count;
+    g->race_use_cap = cap;
+    if (uses != stack) gf__free(uses);
+}
+/* gf_graph_update: target replays from's commands, so it checks from's accesses (locks held). */
+static void gf__race_take(gf_graph *target, const gf_graph *from) {
+    target->race_use_count = 0;
+    gf__race_keep(target, from->race_uses, from->race_use_count);
+}
+static void gf__race_record(gf_event *ev, gf_stream *s) {   /* s->lock held */
+    GF__HELD(&s->lock);
+    gf__race *race = s->dev->race;
+    gf__lock(&race->lock);
+    if (!gf__atomic_load_int(&s->dev->race_on)) { gf__unlock(&race->lock); return; }   /* switched off since the caller looked */
+    if (gf__race_stream(race, s) && gf__vc_fit(&ev->race_vc, &ev->race_n, s->race_n)) {   /* the whole clock: no tick of an older record stays */
+        memcpy(ev->race_vc, s->race_vc, sizeof *s->race_vc * (size_t)s->race_n);
+        memset(ev->race_vc + s->race_n, 0, sizeof *ev->race_vc * (size_t)(ev->race_n - s->race_n));
+    }
+    gf__unlock(&race->lock);
+}
+static void gf__race_wait(gf_stream *s, gf_event *ev) {     /* s->lock held */
+    GF__HELD(&s->lock);
+    gf__race *race = s->dev->race;
+    gf__lock(&race->lock);
+    if (!gf__atomic_load_int(&s->dev->race_on)) { gf__unlock(&race->lock); return; }   /* switched off since the caller looked */
+    if (gf__race_stream(race, s)) gf__vc_join(&s->race_vc, &s->race_n, ev->race_vc, ev->race_n);
+    gf__unlock(&race->lock);
+}
+/* The host learnt that what vc describes has completed (a synchronize, a query that said done,
+   a waiter that fired): every stream's next operation is ordered after it. */
+static void gf__race_host_knows(gf__race *race, uint64_t *const *vc, const int *n) {   /* under race->lock */
+    if (!*n) return;
+    gf__vc_join(&race->host, &race->host_n, *vc, *n);
+    race->host_version++;
+}
+static void gf__race_stream_done(gf_stream *s) {
+    gf__race *race = s->dev->race;
+    gf__lock(&race->lock);
+    if (!gf__atomic_load_int(&s->dev->race_on)) { gf__unlock(&race->lock); return; }   /* switched off since the caller looked */
+    gf__race_host_knows(race, &s->race_vc, &s->race_n);
+    gf__unlock(&race->lock);
+}
+static void gf__race_event_done(gf_event *ev) {
+    gf__race *race = ev->dev->race;
+    gf__lock(&race->lock);
+    if (!gf__atomic_load_int(&ev->dev->race_on)) { gf__unlock(&race->lock); return; }   /* switched off since the caller looked */
+    gf__race_host_knows(race, &ev->race_vc, &ev->race_n);
+    gf__unlock(&race->lock);
+}
+/* A buffer's memory is going (s: freed on that stream, ordered there; NULL: a destroy on the
+   host, ordered only by what the host knows). Either way its accesses are forgotten. */
+static void gf__race_free(gf_buffer *buf, gf_stream *s) {
+    gf__race *race = buf->dev->race;
+    gf_buffer *root = buf->parent ? buf->parent : buf;
+    char msg[512];
+    int i;
+    msg[0] = 0;
+    gf__lock(&race->lock);
+    if (!gf__atomic_load_int(&buf->dev->race_on)) {}   /* switched off since the caller looked: nothing to judge */
+    else if (s && root == buf) {
+        gf__race_use u;
+        memset(&u, 0, sizeof u);
+        u.root = root; u.lo = 0; u.hi = root->capacity; u.write = 1;
+        gf__copy_str(u.op, sizeof u.op, "free (gf_buffer_destroy_async)");
+        if (gf__race_stream(race, s)) { s->race_vc[s->race_slot]++; gf__race_access_one(race, s, &u, msg, sizeof msg); }
+    } else if (!s && root->race) {
+        struct gf__race_buffer *rb = root->race;
+        for (i = 0; i < rb->count && !msg[0]; i++) {
+            gf__race_access *a = &rb->acc[i];
+            if (a->epoch != race->epoch || ((int)a->slot < race->host_n && race->host[a->slot] >= a->tick)) continue;
+            if (a->lo < buf->view_offset + buf->size && buf->view_offset < a->hi) {
+                char text[512];
+                snprintf(text, sizeof text, "race: buffer %u [%llu, %llu) destroyed while %s on '%s' may still use it (synchronize '%s' first)",
+                         rb->id, (unsigned long long)a->lo, (unsigned long long)a->hi, a->op, a->stream, a->stream);
+                gf__race_found(race, gf__race_key("destroy", "", a->op, a->stream, rb->id), text, msg, sizeof msg);
+            }
+        }
+    }
+    if (root == buf && root->race) { gf__free(root->race->acc); gf__free(root->race); root->race = NULL; }
+    gf__unlock(&race->lock);
+    gf__race_log(msg);
+}
+static void gf__race_forget(gf_buffer *buf) {   /* the memory is gone: so are its accesses */
+    gf__race *race = buf->dev->race;
+    gf__lock(&race->lock);
+    gf__free(buf->race->acc);
+    gf__free(buf->race);
+    buf->race = NULL;
+    gf__unlock(&race->lock);
+}
+
+GPUFLOW_IMPL gf_result gf_race_check_enable(gf_device *dev, unsigned flags) {
+    gf_result r = GF_OK;
+    GF__CHECK(dev, GF__T_DEVICE);
+    if (flags & ~GF_RACE_CHECK_ON) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_race_check_enable: unknown flags 0x%x", flags);
+    gf__lock(&dev->lock);
+    if (flags && !dev->race) {
+        if (!(dev->race = (gf__race *)gf__calloc(sizeof *dev->race))) r = gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_race_check_enable: out of host memory");
+        else gf__mutex_init(&dev->race->lock);
+    }
+    /* on again: what happened while it was off was not seen, so older accesses are forgotten.
+       The epoch and the switch change together under the detector's lock, and each recorder
+       looks at the switch again under that lock: an operation that saw "on" before a toggle
+       cannot land in the new epoch while a later one of the same thread saw "off". */
+    if (r == GF_OK && dev->race) {
+        gf__lock(&dev->race->lock);
+        if (flags && !gf__atomic_load_int(&dev->race_on)) dev->race->epoch++;
+        gf__atomic_store_int(&dev->race_on, flags ? 1 : 0);
+        gf__unlock(&dev->race->lock);
+    }
+    gf__unlock(&dev->lock);
+    return r;
+}
+
+GPUFLOW_IMPL gf_result gf_race_report(gf_device *dev, gf_race_info *out) {
+    GF__CHECK(dev, GF__T_DEVICE);
+    GF__CHECK_OUT(out);
+    memset(out, 0, sizeof *out);
+    if (!dev->race) return GF_OK;
+    gf__lock(&dev->race->lock);
+    out->count = dev->race->count;
+    out->reports = dev->race->reports;
+    memcpy(out->report, dev->race->report, sizeof out->report);
+    gf__unlock(&dev->race->lock);
+    return GF_OK;
+}
+
+static void gf__race_close(gf_device *dev) {
+    if (!dev->race) return;
+    gf__free(dev->race->host);
+    gf__free(dev->race->keys);
+    gf__mutex_destroy(&dev->race->lock);
+    gf__free(dev->race);
+    dev->race = NULL;
+}
+
+/* ---- hang diagnostics: the device's state as text ------------------------------------ >>hangs */
+/* Per stream: what is not known to be done (from the ring of its latest operations), what it
+   waits on, a callback running now; then captures in progress and async waiters. Queries the
+   driver but never waits. */
+static void gf__describe(gf_device *dev, gf__text *t) {
+    uint64_t after = 0, last = gf__atomic_load(&dev->next_id);
+    gf__capture *c;
+    int i;
+    gf__say(t, "device '%s' (%s):\n", dev->info.name, gf_backend_name(dev->info.backend));
+    for (;;) {   /* streams in id order, each held as a device synchronize holds it */
+        gf_stream *s = NULL;
+        uint64_t sub, ret;
+        int capturing = 0, k;
+        gf__lock(&dev->lock);
+        for (i = 0; i < dev->stream_count; i++)
+            if (dev->streams[i]->id > after && dev->streams[i]->id <= last && (!s || dev->streams[i]->id < s->id)) s = dev->streams[i];
+        if (s) { s->sync_refs++; capturing = s->capture != NULL; }
+        gf__unlock(&dev->lock);
+        if (!s) break;
+        after = s->id;
+        if (!capturing && s->dev->be->stream_query(s) == GF_OK) gf__atomic_store(&s->retired, gf__atomic_load(&s->submitted));
+        sub = gf__atomic_load(&s->submitted);
+        ret = gf__atomic_load(&s->retired);
+        if (s->dev->be->describe_stream) s->dev->be->describe_stream(s, t);
+        if (sub != ret || gf__atomic_load_int(&s->callback_running) || capturing) {
+            gf__say(t, "  stream '%s': %llu operation%s not known to be done%s%s\n", s->label, (unsigned long long)(sub - ret),
+                    sub - ret == 1 ? "" : "s", gf__atomic_load_int(&s->callback_running) ? "; a host callback is running now" : "",
+                    capturing ? "; capturing" : "");
+            gf__lock(&s->lock);
+            for (k = 0; k < GF__RECENT_OPS; k++) {
+                const gf__op_note *n = &s->recent[(sub + 1 + (uint64_t)k) % GF__RECENT_OPS];
+                if (!n->seq || n->seq <= ret || n->seq > sub) continue;
+                gf__say(t, "    #%llu %s%s%s%s\n", (unsigned long long)n->seq, gf__op_name(n->kind),
+                        n->name ? " '" : "", n->name ? n->name : "", n->name ? "'" : "");
+                if (n->waits_on) {
+                    char label[80];
+                    gf__stream_label_of(dev, n->waits_on, label, sizeof label);
+                    gf__say(t, "       waits for the event recorded on %s\n", label);
+                }
+            }
+            gf__unlock(&s->lock);
+        }
+        gf__lock(&dev->lock);
+        s->sync_refs--;
+        gf__cond_broadcast(&dev->released);
+        gf__unlock(&dev->lock);
+    }
+    gf__lock(&dev->lock);
+    for (c = dev->captures; c; c = c->next)
+        gf__say(t, "  capture in progress on stream '%s' (%d stream%s in it)\n", c->origin->label, c->member_count, c->member_count == 1 ? "" : "s");
+    gf__unlock(&dev->lock);
+    if (dev->waiter) {
+        gf__waiter *w = dev->waiter;
+        gf__lock(&w->lock);
+        for (i = 0; i < w->count; i++) {
+            gf__record_info rec = gf__event_latest(w->waits[i].ev);
+            char label[80] = "";
+            if (rec.recorded) gf__stream_label_of(dev, rec.stream_id, label, sizeof label);
+            gf__say(t, "  async waiter %llu: on an event %s%s\n", (unsigned long long)w->waits[i].id,
+                    rec.recorded ? "recorded on " : "never recorded", label);
+        }
+        if (w->firing) gf__say(t, "  async waiter %llu: its callback is running now\n", (unsigned long long)w->firing);
+        gf__unlock(&w->lock);
+    }
+}
+
+GPUFLOW_IMPL gf_result gf_device_write_state(gf_device *dev, char *text, size_t size) {
+    gf__text t;
+    GF__CHECK(dev, GF__T_DEVICE);
+    if (!text || size == 0) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_device_write_state: text is NULL or size is 0");
+    t.p = text; t.cap = size; t.used = 0;
+    text[0] = 0;
+    gf__describe(dev, &t);
+    return GF_OK;
+}
+
+/* GPUFLOW_HANG_MS: a wait past its bound logs the state, once per wait. */
+static void gf__hang_report(gf_device *dev, const char *what) {
+    char text[4096];
+    gf__text t;
+    t.p = text; t.cap = sizeof text; t.used = 0;
+    text[0] = 0;
+    gf__say(&t, "gpuflow: %s for more than %u ms (GPUFLOW_HANG_MS); still waiting. ", what, dev->hang_ms);
+    gf__describe(dev, &t);
+    gf__log_text(GF_LOG_WARNING, GF_TIMEOUT, text);
+}
+
+/* ---- profiler --------------------------------------------------------------------- >>profiler */
 /* Every operation is bracketed by two timing events from the device's event pool; they are
    read, and given back, when a report or trace resolves them. Times are relative to a base
    event recorded before the first timed operation. */
@@ -6971,7 +7058,7 @@ GPUFLOW_IMPL gf_result gf_profiler_write_trace(gf_device *dev, const char *path)
 }
 
 /* ======================================================================================== */
-/*  Stub backend: a CPU emulation of a GPU                                                   */
+/*  Stub backend: a CPU emulation of a GPU                                          >>stub   */
 /* ======================================================================================== */
 /* Each stream is a FIFO run by its own worker thread, so asynchronous calls return before
    their work runs, exactly as on a GPU. Each record of an event is a mark: the record item
@@ -7194,7 +7281,7 @@ typedef struct gf__block_run {
     gf__fiber *fibers, main;
     char misuse[160];               /* the block's first barrier misuse, "" if none */
 } gf__block_run;
-static GF__THREAD_LOCAL gf__block_run *gf__running_block;   /* the block this thread runs */
+static GF__TLS gf__block_run *gf__running_block;   /* the block this thread runs */
 
 static void gf__fiber_switch(gf__fiber *from, gf__fiber *to) {
 #ifdef GF__TSAN_FIBERS
@@ -7521,6 +7608,7 @@ static void gf__stub_stream_destroy(gf_stream *s) {
 }
 /* A failure a launch left on q (q->lock held): the stream's sticky error, as a GPU's fault. */
 static gf_result gf__stub_stream_failed(gf__stub_stream *q) {
+    GF__HELD(&q->lock);
     char message[sizeof q->message];
     gf_result error = q->error;
     memcpy(message, q->message, sizeof message);

@@ -182,7 +182,9 @@
 #endif
 
 /* ---- the driver's entry points ------------------------------------------------------------ */
-/* X(name, decl, abi, fails_as, (parameters)) a required entry, OPT(...) an optional one:
+/* X(name, return type, (parameters), fails_as, decl, abi) a required entry, OPT(...) an
+   optional one; every driver list of gpuflow has this column order (name, return type,
+   parameters, need, fails_as, then what is the driver's own):
      name      cu<name> is what cuGetProcAddress is asked for; gf__cu.<name> is the slot
      decl      the cuda.h declaration the slot's type must equal (cuda.h's macros map most
                names to a versioned variant: cuMemAlloc is cuMemAlloc_v2). Three name their
@@ -193,87 +195,87 @@
    loader asks for. An optional entry stays NULL on drivers that lack it; the code asks
    before using it. */
 #define GF__CUDA_API(X, OPT) \
-    X(DriverGetVersion, cuDriverGetVersion, 2020, UNKNOWN, (int *)) \
-    X(GetErrorName, cuGetErrorName, 6000, UNKNOWN, (CUresult, const char **)) \
-    X(Init, cuInit, 2000, UNKNOWN, (unsigned int)) \
-    X(DeviceGetCount, cuDeviceGetCount, 2000, UNKNOWN, (int *)) \
-    X(DeviceGet, cuDeviceGet, 2000, UNKNOWN, (CUdevice *, int)) \
-    X(DeviceGetName, cuDeviceGetName, 2000, UNKNOWN, (char *, int, CUdevice)) \
-    X(DeviceTotalMem, cuDeviceTotalMem, 3020, UNKNOWN, (size_t *, CUdevice)) \
-    X(DeviceGetAttribute, cuDeviceGetAttribute, 2000, UNKNOWN, (int *, CUdevice_attribute, CUdevice)) \
-    X(DevicePrimaryCtxRetain, cuDevicePrimaryCtxRetain, 7000, UNKNOWN, (CUcontext *, CUdevice)) \
-    X(DevicePrimaryCtxRelease, cuDevicePrimaryCtxRelease, 11000, UNKNOWN, (CUdevice)) \
-    X(CtxSetCurrent, cuCtxSetCurrent, 4000, UNKNOWN, (CUcontext)) \
-    X(CtxGetDevice, cuCtxGetDevice, 2000, UNKNOWN, (CUdevice *)) \
-    X(CtxGetStreamPriorityRange, cuCtxGetStreamPriorityRange, 5050, UNKNOWN, (int *, int *)) \
-    X(MemGetInfo, cuMemGetInfo, 3020, UNKNOWN, (size_t *, size_t *)) \
-    X(MemAlloc, cuMemAlloc, 3020, OUT_OF_MEMORY, (CUdeviceptr *, size_t)) \
-    X(MemAllocManaged, cuMemAllocManaged, 6000, OUT_OF_MEMORY, (CUdeviceptr *, size_t, unsigned int)) \
-    X(MemFree, cuMemFree, 3020, UNKNOWN, (CUdeviceptr)) \
-    X(MemHostAlloc, cuMemHostAlloc, 2020, OUT_OF_MEMORY, (void **, size_t, unsigned int)) \
-    X(MemFreeHost, cuMemFreeHost, 2000, UNKNOWN, (void *)) \
-    X(DeviceGetDefaultMemPool, cuDeviceGetDefaultMemPool, 11020, UNKNOWN, (CUmemoryPool *, CUdevice)) \
-    X(MemPoolSetAttribute, cuMemPoolSetAttribute, 11020, UNKNOWN, (CUmemoryPool, CUmemPool_attribute, void *)) \
-    X(MemPoolGetAttribute, cuMemPoolGetAttribute, 11020, UNKNOWN, (CUmemoryPool, CUmemPool_attribute, void *)) \
-    X(MemPoolTrimTo, cuMemPoolTrimTo, 11020, UNKNOWN, (CUmemoryPool, size_t)) \
-    X(MemAllocFromPoolAsync, cuMemAllocFromPoolAsync, 11020, OUT_OF_MEMORY, (CUdeviceptr *, size_t, CUmemoryPool, CUstream)) \
-    X(MemFreeAsync, cuMemFreeAsync, 11020, UNKNOWN, (CUdeviceptr, CUstream)) \
+    X(DriverGetVersion, CUresult, (int *), UNKNOWN, cuDriverGetVersion, 2020) \
+    X(GetErrorName, CUresult, (CUresult, const char **), UNKNOWN, cuGetErrorName, 6000) \
+    X(Init, CUresult, (unsigned int), UNKNOWN, cuInit, 2000) \
+    X(DeviceGetCount, CUresult, (int *), UNKNOWN, cuDeviceGetCount, 2000) \
+    X(DeviceGet, CUresult, (CUdevice *, int), UNKNOWN, cuDeviceGet, 2000) \
+    X(DeviceGetName, CUresult, (char *, int, CUdevice), UNKNOWN, cuDeviceGetName, 2000) \
+    X(DeviceTotalMem, CUresult, (size_t *, CUdevice), UNKNOWN, cuDeviceTotalMem, 3020) \
+    X(DeviceGetAttribute, CUresult, (int *, CUdevice_attribute, CUdevice), UNKNOWN, cuDeviceGetAttribute, 2000) \
+    X(DevicePrimaryCtxRetain, CUresult, (CUcontext *, CUdevice), UNKNOWN, cuDevicePrimaryCtxRetain, 7000) \
+    X(DevicePrimaryCtxRelease, CUresult, (CUdevice), UNKNOWN, cuDevicePrimaryCtxRelease, 11000) \
+    X(CtxSetCurrent, CUresult, (CUcontext), UNKNOWN, cuCtxSetCurrent, 4000) \
+    X(CtxGetDevice, CUresult, (CUdevice *), UNKNOWN, cuCtxGetDevice, 2000) \
+    X(CtxGetStreamPriorityRange, CUresult, (int *, int *), UNKNOWN, cuCtxGetStreamPriorityRange, 5050) \
+    X(MemGetInfo, CUresult, (size_t *, size_t *), UNKNOWN, cuMemGetInfo, 3020) \
+    X(MemAlloc, CUresult, (CUdeviceptr *, size_t), OUT_OF_MEMORY, cuMemAlloc, 3020) \
+    X(MemAllocManaged, CUresult, (CUdeviceptr *, size_t, unsigned int), OUT_OF_MEMORY, cuMemAllocManaged, 6000) \
+    X(MemFree, CUresult, (CUdeviceptr), UNKNOWN, cuMemFree, 3020) \
+    X(MemHostAlloc, CUresult, (void **, size_t, unsigned int), OUT_OF_MEMORY, cuMemHostAlloc, 2020) \
+    X(MemFreeHost, CUresult, (void *), UNKNOWN, cuMemFreeHost, 2000) \
+    X(DeviceGetDefaultMemPool, CUresult, (CUmemoryPool *, CUdevice), UNKNOWN, cuDeviceGetDefaultMemPool, 11020) \
+    X(MemPoolSetAttribute, CUresult, (CUmemoryPool, CUmemPool_attribute, void *), UNKNOWN, cuMemPoolSetAttribute, 11020) \
+    X(MemPoolGetAttribute, CUresult, (CUmemoryPool, CUmemPool_attribute, void *), UNKNOWN, cuMemPoolGetAttribute, 11020) \
+    X(MemPoolTrimTo, CUresult, (CUmemoryPool, size_t), UNKNOWN, cuMemPoolTrimTo, 11020) \
+    X(MemAllocFromPoolAsync, CUresult, (CUdeviceptr *, size_t, CUmemoryPool, CUstream), OUT_OF_MEMORY, cuMemAllocFromPoolAsync, 11020) \
+    X(MemFreeAsync, CUresult, (CUdeviceptr, CUstream), UNKNOWN, cuMemFreeAsync, 11020) \
     /* gf_prefetch_async: the CUmemLocation form, CUDA 12.2 drivers on */ \
-    OPT(MemPrefetchAsync, cuMemPrefetchAsync_v2, 12020, UNKNOWN, (CUdeviceptr, size_t, CUmemLocation, unsigned int, CUstream)) \
-    X(MemcpyHtoDAsync, cuMemcpyHtoDAsync, 3020, UNKNOWN, (CUdeviceptr, const void *, size_t, CUstream)) \
-    X(MemcpyDtoHAsync, cuMemcpyDtoHAsync, 3020, UNKNOWN, (void *, CUdeviceptr, size_t, CUstream)) \
-    X(MemcpyDtoDAsync, cuMemcpyDtoDAsync, 3020, UNKNOWN, (CUdeviceptr, CUdeviceptr, size_t, CUstream)) \
-    X(Memcpy2DAsync, cuMemcpy2DAsync, 3020, UNKNOWN, (const CUDA_MEMCPY2D *, CUstream)) \
-    X(MemsetD8Async, cuMemsetD8Async, 3020, UNKNOWN, (CUdeviceptr, unsigned char, size_t, CUstream)) \
-    X(MemsetD16Async, cuMemsetD16Async, 3020, UNKNOWN, (CUdeviceptr, unsigned short, size_t, CUstream)) \
-    X(MemsetD32Async, cuMemsetD32Async, 3020, UNKNOWN, (CUdeviceptr, unsigned int, size_t, CUstream)) \
-    X(PointerGetAttributes, cuPointerGetAttributes, 7000, UNKNOWN, (unsigned int, CUpointer_attribute *, void **, CUdeviceptr)) \
-    X(StreamCreateWithPriority, cuStreamCreateWithPriority, 5050, UNKNOWN, (CUstream *, unsigned int, int)) \
-    X(StreamDestroy, cuStreamDestroy, 4000, UNKNOWN, (CUstream)) \
-    X(StreamGetCtx, cuStreamGetCtx, 9020, UNKNOWN, (CUstream, CUcontext *)) \
-    X(StreamQuery, cuStreamQuery, 2000, UNKNOWN, (CUstream)) \
-    X(StreamSynchronize, cuStreamSynchronize, 2000, UNKNOWN, (CUstream)) \
-    X(StreamWaitEvent, cuStreamWaitEvent, 3020, UNKNOWN, (CUstream, CUevent, unsigned int)) \
-    X(LaunchHostFunc, cuLaunchHostFunc, 10000, UNKNOWN, (CUstream, CUhostFn, void *)) \
-    X(EventCreate, cuEventCreate, 2000, UNKNOWN, (CUevent *, unsigned int)) \
-    X(EventDestroy, cuEventDestroy, 4000, UNKNOWN, (CUevent)) \
-    X(EventRecord, cuEventRecord, 2000, UNKNOWN, (CUevent, CUstream)) \
-    X(EventQuery, cuEventQuery, 2000, UNKNOWN, (CUevent)) \
-    X(EventSynchronize, cuEventSynchronize, 2000, UNKNOWN, (CUevent)) \
+    OPT(MemPrefetchAsync, CUresult, (CUdeviceptr, size_t, CUmemLocation, unsigned int, CUstream), UNKNOWN, cuMemPrefetchAsync_v2, 12020) \
+    X(MemcpyHtoDAsync, CUresult, (CUdeviceptr, const void *, size_t, CUstream), UNKNOWN, cuMemcpyHtoDAsync, 3020) \
+    X(MemcpyDtoHAsync, CUresult, (void *, CUdeviceptr, size_t, CUstream), UNKNOWN, cuMemcpyDtoHAsync, 3020) \
+    X(MemcpyDtoDAsync, CUresult, (CUdeviceptr, CUdeviceptr, size_t, CUstream), UNKNOWN, cuMemcpyDtoDAsync, 3020) \
+    X(Memcpy2DAsync, CUresult, (const CUDA_MEMCPY2D *, CUstream), UNKNOWN, cuMemcpy2DAsync, 3020) \
+    X(MemsetD8Async, CUresult, (CUdeviceptr, unsigned char, size_t, CUstream), UNKNOWN, cuMemsetD8Async, 3020) \
+    X(MemsetD16Async, CUresult, (CUdeviceptr, unsigned short, size_t, CUstream), UNKNOWN, cuMemsetD16Async, 3020) \
+    X(MemsetD32Async, CUresult, (CUdeviceptr, unsigned int, size_t, CUstream), UNKNOWN, cuMemsetD32Async, 3020) \
+    X(PointerGetAttributes, CUresult, (unsigned int, CUpointer_attribute *, void **, CUdeviceptr), UNKNOWN, cuPointerGetAttributes, 7000) \
+    X(StreamCreateWithPriority, CUresult, (CUstream *, unsigned int, int), UNKNOWN, cuStreamCreateWithPriority, 5050) \
+    X(StreamDestroy, CUresult, (CUstream), UNKNOWN, cuStreamDestroy, 4000) \
+    X(StreamGetCtx, CUresult, (CUstream, CUcontext *), UNKNOWN, cuStreamGetCtx, 9020) \
+    X(StreamQuery, CUresult, (CUstream), UNKNOWN, cuStreamQuery, 2000) \
+    X(StreamSynchronize, CUresult, (CUstream), UNKNOWN, cuStreamSynchronize, 2000) \
+    X(StreamWaitEvent, CUresult, (CUstream, CUevent, unsigned int), UNKNOWN, cuStreamWaitEvent, 3020) \
+    X(LaunchHostFunc, CUresult, (CUstream, CUhostFn, void *), UNKNOWN, cuLaunchHostFunc, 10000) \
+    X(EventCreate, CUresult, (CUevent *, unsigned int), UNKNOWN, cuEventCreate, 2000) \
+    X(EventDestroy, CUresult, (CUevent), UNKNOWN, cuEventDestroy, 4000) \
+    X(EventRecord, CUresult, (CUevent, CUstream), UNKNOWN, cuEventRecord, 2000) \
+    X(EventQuery, CUresult, (CUevent), UNKNOWN, cuEventQuery, 2000) \
+    X(EventSynchronize, CUresult, (CUevent), UNKNOWN, cuEventSynchronize, 2000) \
     /* the first variant, on every driver (12.8's _v2 only stops reporting earlier errors) */ \
-    X(EventElapsedTime, cuEventElapsedTime, 2000, UNKNOWN, (float *, CUevent, CUevent)) \
-    X(ModuleLoadDataEx, cuModuleLoadDataEx, 2010, UNKNOWN, (CUmodule *, const void *, unsigned int, CUjit_option *, void **)) \
-    X(ModuleUnload, cuModuleUnload, 2000, UNKNOWN, (CUmodule)) \
-    X(ModuleGetFunction, cuModuleGetFunction, 2000, UNKNOWN, (CUfunction *, CUmodule, const char *)) \
-    X(LaunchKernel, cuLaunchKernel, 4000, UNKNOWN, (CUfunction, unsigned int, unsigned int, unsigned int, \
+    X(EventElapsedTime, CUresult, (float *, CUevent, CUevent), UNKNOWN, cuEventElapsedTime, 2000) \
+    X(ModuleLoadDataEx, CUresult, (CUmodule *, const void *, unsigned int, CUjit_option *, void **), UNKNOWN, cuModuleLoadDataEx, 2010) \
+    X(ModuleUnload, CUresult, (CUmodule), UNKNOWN, cuModuleUnload, 2000) \
+    X(ModuleGetFunction, CUresult, (CUfunction *, CUmodule, const char *), UNKNOWN, cuModuleGetFunction, 2000) \
+    X(LaunchKernel, CUresult, (CUfunction, unsigned int, unsigned int, unsigned int, \
                                                     unsigned int, unsigned int, unsigned int, unsigned int, \
-                                                    CUstream, void **, void **)) \
-    X(StreamBeginCapture, cuStreamBeginCapture, 10010, UNKNOWN, (CUstream, CUstreamCaptureMode)) \
-    X(StreamEndCapture, cuStreamEndCapture, 10000, UNKNOWN, (CUstream, CUgraph *)) \
-    X(ThreadExchangeStreamCaptureMode, cuThreadExchangeStreamCaptureMode, 10010, UNKNOWN, (CUstreamCaptureMode *)) \
-    X(GraphGetNodes, cuGraphGetNodes, 10000, UNKNOWN, (CUgraph, CUgraphNode *, size_t *)) \
-    X(GraphInstantiateWithFlags, cuGraphInstantiateWithFlags, 11040, UNKNOWN, (CUgraphExec *, CUgraph, unsigned long long)) \
-    X(GraphLaunch, cuGraphLaunch, 10000, UNKNOWN, (CUgraphExec, CUstream)) \
-    X(GraphExecUpdate, cuGraphExecUpdate, 12000, UNKNOWN, (CUgraphExec, CUgraph, CUgraphExecUpdateResultInfo *)) \
-    X(GraphExecDestroy, cuGraphExecDestroy, 10000, UNKNOWN, (CUgraphExec)) \
-    X(GraphDestroy, cuGraphDestroy, 10000, UNKNOWN, (CUgraph)) \
-    X(GraphClone, cuGraphClone, 10000, UNKNOWN, (CUgraph *, CUgraph)) \
-    X(GraphAddChildGraphNode, cuGraphAddChildGraphNode, 10000, UNKNOWN, (CUgraphNode *, CUgraph, const CUgraphNode *, size_t, CUgraph)) \
-    X(GraphNodeFindInClone, cuGraphNodeFindInClone, 10000, UNKNOWN, (CUgraphNode *, CUgraphNode, CUgraph)) \
+                                                    CUstream, void **, void **), UNKNOWN, cuLaunchKernel, 4000) \
+    X(StreamBeginCapture, CUresult, (CUstream, CUstreamCaptureMode), UNKNOWN, cuStreamBeginCapture, 10010) \
+    X(StreamEndCapture, CUresult, (CUstream, CUgraph *), UNKNOWN, cuStreamEndCapture, 10000) \
+    X(ThreadExchangeStreamCaptureMode, CUresult, (CUstreamCaptureMode *), UNKNOWN, cuThreadExchangeStreamCaptureMode, 10010) \
+    X(GraphGetNodes, CUresult, (CUgraph, CUgraphNode *, size_t *), UNKNOWN, cuGraphGetNodes, 10000) \
+    X(GraphInstantiateWithFlags, CUresult, (CUgraphExec *, CUgraph, unsigned long long), UNKNOWN, cuGraphInstantiateWithFlags, 11040) \
+    X(GraphLaunch, CUresult, (CUgraphExec, CUstream), UNKNOWN, cuGraphLaunch, 10000) \
+    X(GraphExecUpdate, CUresult, (CUgraphExec, CUgraph, CUgraphExecUpdateResultInfo *), UNKNOWN, cuGraphExecUpdate, 12000) \
+    X(GraphExecDestroy, CUresult, (CUgraphExec), UNKNOWN, cuGraphExecDestroy, 10000) \
+    X(GraphDestroy, CUresult, (CUgraph), UNKNOWN, cuGraphDestroy, 10000) \
+    X(GraphClone, CUresult, (CUgraph *, CUgraph), UNKNOWN, cuGraphClone, 10000) \
+    X(GraphAddChildGraphNode, CUresult, (CUgraphNode *, CUgraph, const CUgraphNode *, size_t, CUgraph), UNKNOWN, cuGraphAddChildGraphNode, 10000) \
+    X(GraphNodeFindInClone, CUresult, (CUgraphNode *, CUgraphNode, CUgraph), UNKNOWN, cuGraphNodeFindInClone, 10000) \
     /* gf_graph_set_kernel_args: the forms with CUDA_KERNEL_NODE_PARAMS_v2 */ \
-    X(GraphKernelNodeGetParams, cuGraphKernelNodeGetParams, 12000, UNKNOWN, (CUgraphNode, CUDA_KERNEL_NODE_PARAMS *)) \
-    X(GraphKernelNodeSetParams, cuGraphKernelNodeSetParams, 12000, UNKNOWN, (CUgraphNode, const CUDA_KERNEL_NODE_PARAMS *)) \
-    X(GraphExecKernelNodeSetParams, cuGraphExecKernelNodeSetParams, 12000, UNKNOWN, (CUgraphExec, CUgraphNode, const CUDA_KERNEL_NODE_PARAMS *)) \
-    OPT(GraphDebugDotPrint, cuGraphDebugDotPrint, 11030, UNKNOWN, (CUgraph, const char *, unsigned int)) \
+    X(GraphKernelNodeGetParams, CUresult, (CUgraphNode, CUDA_KERNEL_NODE_PARAMS *), UNKNOWN, cuGraphKernelNodeGetParams, 12000) \
+    X(GraphKernelNodeSetParams, CUresult, (CUgraphNode, const CUDA_KERNEL_NODE_PARAMS *), UNKNOWN, cuGraphKernelNodeSetParams, 12000) \
+    X(GraphExecKernelNodeSetParams, CUresult, (CUgraphExec, CUgraphNode, const CUDA_KERNEL_NODE_PARAMS *), UNKNOWN, cuGraphExecKernelNodeSetParams, 12000) \
+    OPT(GraphDebugDotPrint, CUresult, (CUgraph, const char *, unsigned int), UNKNOWN, cuGraphDebugDotPrint, 11030) \
     /* a graph launched inside a capture: the edge-data forms, CUDA 12.3 drivers on */ \
-    OPT(StreamGetCaptureInfo, cuStreamGetCaptureInfo_v3, 12030, UNKNOWN, (CUstream, CUstreamCaptureStatus *, cuuint64_t *, CUgraph *, \
-                                                                          const CUgraphNode **, const CUgraphEdgeData **, size_t *)) \
-    OPT(StreamUpdateCaptureDependencies, cuStreamUpdateCaptureDependencies_v2, 12030, UNKNOWN, \
-        (CUstream, CUgraphNode *, const CUgraphEdgeData *, size_t, unsigned int))
+    OPT(StreamGetCaptureInfo, CUresult, (CUstream, CUstreamCaptureStatus *, cuuint64_t *, CUgraph *, \
+                                                                          const CUgraphNode **, const CUgraphEdgeData **, size_t *), UNKNOWN, cuStreamGetCaptureInfo_v3, 12030) \
+    OPT(StreamUpdateCaptureDependencies, CUresult, \
+        (CUstream, CUgraphNode *, const CUgraphEdgeData *, size_t, unsigned int), UNKNOWN, cuStreamUpdateCaptureDependencies_v2, 12030)
 
 /* The table, filled once by gf__cuda_load_driver; read-only afterwards. */
 typedef struct gf__cuda_api {
-#define GF__CUDA_SLOT(name, decl, abi, fails_as, params) CUresult (CUDAAPI *name) params;
+#define GF__CUDA_SLOT(name, ret, params, fails_as, decl, abi) ret (CUDAAPI *name) params;
     GF__CUDA_API(GF__CUDA_SLOT, GF__CUDA_SLOT)
 #undef GF__CUDA_SLOT
 } gf__cuda_api;
@@ -281,8 +283,8 @@ static gf__cuda_api gf__cu;
 
 typedef struct gf__cuda_entry { const char *name; size_t offset; int abi; int optional; } gf__cuda_entry;
 static const gf__cuda_entry gf__cuda_entries[] = {
-#define GF__CUDA_REQUIRED(name, decl, abi, fails_as, params) { "cu" #name, offsetof(gf__cuda_api, name), abi, 0 },
-#define GF__CUDA_OPTIONAL(name, decl, abi, fails_as, params) { "cu" #name, offsetof(gf__cuda_api, name), abi, 1 },
+#define GF__CUDA_REQUIRED(name, ret, params, fails_as, decl, abi) { "cu" #name, offsetof(gf__cuda_api, name), abi, 0 },
+#define GF__CUDA_OPTIONAL(name, ret, params, fails_as, decl, abi) { "cu" #name, offsetof(gf__cuda_api, name), abi, 1 },
     GF__CUDA_API(GF__CUDA_REQUIRED, GF__CUDA_OPTIONAL)
 #undef GF__CUDA_REQUIRED
 #undef GF__CUDA_OPTIONAL
@@ -296,7 +298,7 @@ typedef CUresult (CUDAAPI *gf__cuda_get_proc_fn)(const char *, void **, int, cuu
    -Werror makes one in C); sizeof does not evaluate, so no driver symbol is referenced and
    nothing is needed at link time. */
 static void gf__cuda_check_signatures(void) {
-#define GF__CUDA_SAME(name, decl, abi, fails_as, params) (void)sizeof(gf__cu.name == &decl);
+#define GF__CUDA_SAME(name, ret, params, fails_as, decl, abi) (void)sizeof(gf__cu.name == &decl);
     GF__CUDA_API(GF__CUDA_SAME, GF__CUDA_SAME)
 #undef GF__CUDA_SAME
     (void)sizeof((gf__cuda_get_proc_fn)0 == &cuGetProcAddress);
@@ -304,7 +306,7 @@ static void gf__cuda_check_signatures(void) {
 
 /* What a fault-injected call of each entry point returns: gf__cuda_fault_<name>. */
 enum {
-#define GF__CUDA_FAULT_CODE(name, decl, abi, fails_as, params) gf__cuda_fault_##name = CUDA_ERROR_##fails_as,
+#define GF__CUDA_FAULT_CODE(name, ret, params, fails_as, decl, abi) gf__cuda_fault_##name = CUDA_ERROR_##fails_as,
     GF__CUDA_API(GF__CUDA_FAULT_CODE, GF__CUDA_FAULT_CODE)
 #undef GF__CUDA_FAULT_CODE
     gf__cuda_fault_codes_end
@@ -461,8 +463,8 @@ static gf_result gf__cuda_load(void) { return gf__driver_load(&gf__cuda_driver, 
    context is set again. The rule this implies: a thread that makes another context current
    itself (cuCtxSetCurrent / cuCtxPushCurrent outside gpuflow) must restore gpuflow's before
    calling gpuflow again, or call it from another thread. */
-static GF__THREAD_LOCAL CUcontext gf__cuda_tls_ctx;
-static GF__THREAD_LOCAL uint64_t gf__cuda_tls_gen;
+static GF__TLS CUcontext gf__cuda_tls_ctx;
+static GF__TLS uint64_t gf__cuda_tls_gen;
 static uint64_t gf__cuda_generation = 1;
 
 /* Makes ctx current on this thread, and remembers that it is. */
@@ -922,25 +924,25 @@ static gf_result gf__cuda_kernel_get(gf_kernel *k) {
 
 /* ---- kernels from one source: NVRTC, loaded at run time ----------------------------------- */
 #ifndef GPUFLOW_NO_NVRTC
-/* X(type, name, fails_as, (parameters)): nvrtc<name>, a slot of gf__nvrtc typed as nvrtc.h
+/* X(name, return type, (parameters), fails_as): nvrtc<name>, a slot of gf__nvrtc typed as nvrtc.h
    declares it (checked at compile time, as the driver's entries are), called through the
    fault seam: a fault-injected call returns NVRTC_ERROR_<fails_as>. nvrtcGetErrorString is
    no fault point: it names the others. */
 #define GF__NVRTC_API(X) \
-    X(nvrtcResult, Version, INTERNAL_ERROR, (int *, int *)) \
-    X(const char *, GetErrorString, INTERNAL_ERROR, (nvrtcResult)) \
-    X(nvrtcResult, CreateProgram, OUT_OF_MEMORY, (nvrtcProgram *, const char *, const char *, int, const char *const *, const char *const *)) \
-    X(nvrtcResult, CompileProgram, OUT_OF_MEMORY, (nvrtcProgram, int, const char *const *)) \
-    X(nvrtcResult, GetProgramLogSize, INTERNAL_ERROR, (nvrtcProgram, size_t *)) \
-    X(nvrtcResult, GetProgramLog, INTERNAL_ERROR, (nvrtcProgram, char *)) \
-    X(nvrtcResult, GetPTXSize, INTERNAL_ERROR, (nvrtcProgram, size_t *)) \
-    X(nvrtcResult, GetPTX, INTERNAL_ERROR, (nvrtcProgram, char *)) \
-    X(nvrtcResult, DestroyProgram, INTERNAL_ERROR, (nvrtcProgram *)) \
-    X(nvrtcResult, GetNumSupportedArchs, INTERNAL_ERROR, (int *)) \
-    X(nvrtcResult, GetSupportedArchs, INTERNAL_ERROR, (int *))
+    X(Version, nvrtcResult, (int *, int *), INTERNAL_ERROR) \
+    X(GetErrorString, const char *, (nvrtcResult), INTERNAL_ERROR) \
+    X(CreateProgram, nvrtcResult, (nvrtcProgram *, const char *, const char *, int, const char *const *, const char *const *), OUT_OF_MEMORY) \
+    X(CompileProgram, nvrtcResult, (nvrtcProgram, int, const char *const *), OUT_OF_MEMORY) \
+    X(GetProgramLogSize, nvrtcResult, (nvrtcProgram, size_t *), INTERNAL_ERROR) \
+    X(GetProgramLog, nvrtcResult, (nvrtcProgram, char *), INTERNAL_ERROR) \
+    X(GetPTXSize, nvrtcResult, (nvrtcProgram, size_t *), INTERNAL_ERROR) \
+    X(GetPTX, nvrtcResult, (nvrtcProgram, char *), INTERNAL_ERROR) \
+    X(DestroyProgram, nvrtcResult, (nvrtcProgram *), INTERNAL_ERROR) \
+    X(GetNumSupportedArchs, nvrtcResult, (int *), INTERNAL_ERROR) \
+    X(GetSupportedArchs, nvrtcResult, (int *), INTERNAL_ERROR)
 
 typedef struct gf__nvrtc_api {
-#define GF__NVRTC_SLOT(type, name, fails_as, params) type (*name) params;
+#define GF__NVRTC_SLOT(name, type, params, fails_as) type (*name) params;
     GF__NVRTC_API(GF__NVRTC_SLOT)
 #undef GF__NVRTC_SLOT
 } gf__nvrtc_api;
@@ -950,13 +952,13 @@ static int gf__nvrtc_version;            /* nvrtcVersion's answer as 1000 * majo
 
 /* Never called: each slot's type against nvrtc.h's declaration (see gf__cuda_check_signatures). */
 static void gf__nvrtc_check_signatures(void) {
-#define GF__NVRTC_SAME(type, name, fails_as, params) (void)sizeof(gf__nvrtc.name == &nvrtc##name);
+#define GF__NVRTC_SAME(name, type, params, fails_as) (void)sizeof(gf__nvrtc.name == &nvrtc##name);
     GF__NVRTC_API(GF__NVRTC_SAME)
 #undef GF__NVRTC_SAME
 }
 
 enum {
-#define GF__NVRTC_FAULT_CODE(type, name, fails_as, params) gf__nvrtc_fault_##name = NVRTC_ERROR_##fails_as,
+#define GF__NVRTC_FAULT_CODE(name, type, params, fails_as) gf__nvrtc_fault_##name = NVRTC_ERROR_##fails_as,
     GF__NVRTC_API(GF__NVRTC_FAULT_CODE)
 #undef GF__NVRTC_FAULT_CODE
     gf__nvrtc_fault_codes_end
@@ -1009,7 +1011,7 @@ static void gf__nvrtc_load_library(gf__driver *d) {
                  "package, or pip install nvidia-cuda-nvrtc); PTX and cubin modules work without it", names[0], first_error);
         return;
     }
-#define GF__NVRTC_RESOLVE(type, name, fails_as, params) \
+#define GF__NVRTC_RESOLVE(name, type, params, fails_as) \
     if (!(sym = gf__dlsym(d->lib, "nvrtc" #name))) { \
         snprintf(d->why, sizeof d->why, "NVRTC: %s has no nvrtc" #name ": it is older than NVRTC 11.2", loaded); \
         return; } \
@@ -1232,7 +1234,7 @@ static gf_result gf__cuda_capture_end(gf_stream *s, gf_graph *g) {
     }
     cg->exec = exec;
     cg->source = graph;
-    g->native = 1;
+    g->by_driver = 1;
     g->native_graph = graph;
     g->native_exec = cg;
     g->nodes = (int)nodes;
@@ -1263,7 +1265,7 @@ static gf_result gf__cuda_graph_add_child(gf_graph *g, gf_stream *s) {
 }
 
 static gf_result gf__cuda_graph_launch(gf_graph *g, gf_stream *s) {
-    GPUFLOW_ASSERT(g->native);   /* the core replays recorded graphs itself */
+    GPUFLOW_ASSERT(g->by_driver);   /* the core replays recorded graphs itself */
     GF__CUDA_ENTER(s->dev);
     if (gf__stream_capturing(s)) return gf__cuda_graph_add_child(g, s);
     GF__CUDA_CHECK(GraphLaunch, (GF__CUGRAPH(g)->exec, GF__CUSTREAM(s)));
@@ -1295,7 +1297,7 @@ static gf_result gf__cuda_graph_update(gf_graph *target, gf_graph *from) {
     CUgraphNode *nodes = NULL;
     int i, n = gf__graph_launch_count(from);
     CUresult r;
-    GPUFLOW_ASSERT(target->native && from->native);
+    GPUFLOW_ASSERT(target->by_driver && from->by_driver);
     GF__CUDA_ENTER(target->dev);
     if (n && !(nodes = (CUgraphNode *)gf__malloc(sizeof *nodes * (size_t)n)))
         return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_graph_update: out of host memory");

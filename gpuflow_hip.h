@@ -979,20 +979,20 @@ static gf_result gf__hip_kernel_get(gf_kernel *k) {
 
 /* ---- kernels from one source: hiprtc, loaded at run time ---------------------------------- */
 #ifndef GPUFLOW_NO_HIPRTC
-/* R(name, return type, parameters, fails_as): hiprtc<name>, a slot of gf__hiprtc typed as
+/* X(name, return type, parameters, fails_as): hiprtc<name>, a slot of gf__hiprtc typed as
    hiprtc.h declares it (checked at compile time, as the runtime's entries are), called
    through the fault seam: a fault-injected call returns HIPRTC_ERROR_<fails_as>.
    hiprtcGetErrorString is no fault point: it names the others. */
-#define GF__HIPRTC_API(R) \
-    R(Version, hiprtcResult, (int *, int *), INTERNAL_ERROR) \
-    R(GetErrorString, const char *, (hiprtcResult), INTERNAL_ERROR) \
-    R(CreateProgram, hiprtcResult, (hiprtcProgram *, const char *, const char *, int, const char **, const char **), OUT_OF_MEMORY) \
-    R(CompileProgram, hiprtcResult, (hiprtcProgram, int, const char **), OUT_OF_MEMORY) \
-    R(GetProgramLogSize, hiprtcResult, (hiprtcProgram, size_t *), INTERNAL_ERROR) \
-    R(GetProgramLog, hiprtcResult, (hiprtcProgram, char *), INTERNAL_ERROR) \
-    R(GetCodeSize, hiprtcResult, (hiprtcProgram, size_t *), INTERNAL_ERROR) \
-    R(GetCode, hiprtcResult, (hiprtcProgram, char *), INTERNAL_ERROR) \
-    R(DestroyProgram, hiprtcResult, (hiprtcProgram *), INTERNAL_ERROR)
+#define GF__HIPRTC_API(X) \
+    X(Version, hiprtcResult, (int *, int *), INTERNAL_ERROR) \
+    X(GetErrorString, const char *, (hiprtcResult), INTERNAL_ERROR) \
+    X(CreateProgram, hiprtcResult, (hiprtcProgram *, const char *, const char *, int, const char **, const char **), OUT_OF_MEMORY) \
+    X(CompileProgram, hiprtcResult, (hiprtcProgram, int, const char **), OUT_OF_MEMORY) \
+    X(GetProgramLogSize, hiprtcResult, (hiprtcProgram, size_t *), INTERNAL_ERROR) \
+    X(GetProgramLog, hiprtcResult, (hiprtcProgram, char *), INTERNAL_ERROR) \
+    X(GetCodeSize, hiprtcResult, (hiprtcProgram, size_t *), INTERNAL_ERROR) \
+    X(GetCode, hiprtcResult, (hiprtcProgram, char *), INTERNAL_ERROR) \
+    X(DestroyProgram, hiprtcResult, (hiprtcProgram *), INTERNAL_ERROR)
 
 typedef struct gf__hiprtc_api {
 #define GF__HIPRTC_SLOT(name, ret, params, fails_as) ret (*name) params;
@@ -1305,7 +1305,7 @@ static gf_result gf__hip_capture_end(gf_stream *s, gf_graph *g) {
     }
     hg->exec = exec;
     hg->source = graph;
-    g->native = 1;
+    g->by_driver = 1;
     g->native_graph = graph;
     g->native_exec = hg;
     g->nodes = (int)nodes;

@@ -105,82 +105,83 @@
 #endif
 
 /* ---- the driver table ------------------------------------------------------------------- */
-/* Every entry point, once: X(need, return type, name, parameter types). REQ entries are
+/* Every entry point, once: X(name, return type, (parameter types), need), the column order of
+   every driver list of gpuflow. REQ entries are
    OpenCL 1.2, and a loader without one is no OpenCL for gpuflow; OPT entries are 2.0+ and
    stay NULL where missing (the features using them report GF_ERROR_NOT_SUPPORTED or fall
    back). The list becomes the table's types and fields, the loader, and a compile-time check
    of each signature against CL/cl.h. */
 #define GF__CL_ENTRIES(X) \
-    X(REQ, cl_int, clGetPlatformIDs, (cl_uint, cl_platform_id *, cl_uint *)) \
-    X(REQ, cl_int, clGetPlatformInfo, (cl_platform_id, cl_platform_info, size_t, void *, size_t *)) \
-    X(REQ, cl_int, clGetDeviceIDs, (cl_platform_id, cl_device_type, cl_uint, cl_device_id *, cl_uint *)) \
-    X(REQ, cl_int, clGetDeviceInfo, (cl_device_id, cl_device_info, size_t, void *, size_t *)) \
-    X(REQ, void *, clGetExtensionFunctionAddressForPlatform, (cl_platform_id, const char *)) \
-    X(REQ, cl_context, clCreateContext, (const cl_context_properties *, cl_uint, const cl_device_id *, \
-        void (CL_CALLBACK *)(const char *, const void *, size_t, void *), void *, cl_int *)) \
-    X(REQ, cl_int, clReleaseContext, (cl_context)) \
-    X(REQ, cl_command_queue, clCreateCommandQueue, (cl_context, cl_device_id, cl_command_queue_properties, cl_int *)) \
-    X(OPT, cl_command_queue, clCreateCommandQueueWithProperties, (cl_context, cl_device_id, \
-        const cl_queue_properties *, cl_int *)) \
-    X(REQ, cl_int, clGetCommandQueueInfo, (cl_command_queue, cl_command_queue_info, size_t, void *, size_t *)) \
-    X(REQ, cl_int, clReleaseCommandQueue, (cl_command_queue)) \
-    X(REQ, cl_int, clFlush, (cl_command_queue)) \
-    X(REQ, cl_int, clFinish, (cl_command_queue)) \
-    X(REQ, cl_mem, clCreateBuffer, (cl_context, cl_mem_flags, size_t, void *, cl_int *)) \
-    X(REQ, cl_mem, clCreateSubBuffer, (cl_mem, cl_mem_flags, cl_buffer_create_type, const void *, cl_int *)) \
-    X(REQ, cl_int, clGetMemObjectInfo, (cl_mem, cl_mem_info, size_t, void *, size_t *)) \
-    X(REQ, cl_int, clReleaseMemObject, (cl_mem)) \
-    X(REQ, cl_int, clSetMemObjectDestructorCallback, (cl_mem, void (CL_CALLBACK *)(cl_mem, void *), void *)) \
-    X(OPT, void *, clSVMAlloc, (cl_context, cl_svm_mem_flags, size_t, cl_uint)) \
-    X(OPT, void, clSVMFree, (cl_context, void *)) \
-    X(REQ, cl_int, clEnqueueReadBuffer, (cl_command_queue, cl_mem, cl_bool, size_t, size_t, void *, \
-        cl_uint, const cl_event *, cl_event *)) \
-    X(REQ, cl_int, clEnqueueWriteBuffer, (cl_command_queue, cl_mem, cl_bool, size_t, size_t, const void *, \
-        cl_uint, const cl_event *, cl_event *)) \
-    X(REQ, cl_int, clEnqueueCopyBuffer, (cl_command_queue, cl_mem, cl_mem, size_t, size_t, size_t, \
-        cl_uint, const cl_event *, cl_event *)) \
-    X(REQ, cl_int, clEnqueueFillBuffer, (cl_command_queue, cl_mem, const void *, size_t, size_t, size_t, \
-        cl_uint, const cl_event *, cl_event *)) \
-    X(REQ, void *, clEnqueueMapBuffer, (cl_command_queue, cl_mem, cl_bool, cl_map_flags, size_t, size_t, \
-        cl_uint, const cl_event *, cl_event *, cl_int *)) \
-    X(REQ, cl_int, clEnqueueUnmapMemObject, (cl_command_queue, cl_mem, void *, cl_uint, const cl_event *, cl_event *)) \
-    X(REQ, cl_int, clEnqueueMarkerWithWaitList, (cl_command_queue, cl_uint, const cl_event *, cl_event *)) \
-    X(REQ, cl_int, clEnqueueBarrierWithWaitList, (cl_command_queue, cl_uint, const cl_event *, cl_event *)) \
-    X(REQ, cl_int, clWaitForEvents, (cl_uint, const cl_event *)) \
-    X(REQ, cl_int, clGetEventInfo, (cl_event, cl_event_info, size_t, void *, size_t *)) \
-    X(REQ, cl_int, clGetEventProfilingInfo, (cl_event, cl_profiling_info, size_t, void *, size_t *)) \
-    X(REQ, cl_int, clRetainEvent, (cl_event)) \
-    X(REQ, cl_int, clReleaseEvent, (cl_event)) \
-    X(REQ, cl_event, clCreateUserEvent, (cl_context, cl_int *)) \
-    X(REQ, cl_int, clSetUserEventStatus, (cl_event, cl_int)) \
-    X(REQ, cl_int, clSetEventCallback, (cl_event, cl_int, void (CL_CALLBACK *)(cl_event, cl_int, void *), void *)) \
-    X(REQ, cl_program, clCreateProgramWithSource, (cl_context, cl_uint, const char **, const size_t *, cl_int *)) \
-    X(OPT, cl_program, clCreateProgramWithIL, (cl_context, const void *, size_t, cl_int *)) \
-    X(REQ, cl_program, clCreateProgramWithBinary, (cl_context, cl_uint, const cl_device_id *, const size_t *, \
-        const unsigned char **, cl_int *, cl_int *)) \
-    X(REQ, cl_int, clGetProgramInfo, (cl_program, cl_program_info, size_t, void *, size_t *)) \
-    X(REQ, cl_int, clBuildProgram, (cl_program, cl_uint, const cl_device_id *, const char *, \
-        void (CL_CALLBACK *)(cl_program, void *), void *)) \
-    X(REQ, cl_int, clGetProgramBuildInfo, (cl_program, cl_device_id, cl_program_build_info, size_t, void *, size_t *)) \
-    X(REQ, cl_int, clReleaseProgram, (cl_program)) \
-    X(REQ, cl_kernel, clCreateKernel, (cl_program, const char *, cl_int *)) \
-    X(REQ, cl_int, clGetKernelInfo, (cl_kernel, cl_kernel_info, size_t, void *, size_t *)) \
-    X(REQ, cl_int, clGetKernelWorkGroupInfo, (cl_kernel, cl_device_id, cl_kernel_work_group_info, size_t, void *, size_t *)) \
-    X(REQ, cl_int, clReleaseKernel, (cl_kernel)) \
-    X(REQ, cl_int, clSetKernelArg, (cl_kernel, cl_uint, size_t, const void *)) \
-    X(REQ, cl_int, clEnqueueNDRangeKernel, (cl_command_queue, cl_kernel, cl_uint, const size_t *, const size_t *, \
-        const size_t *, cl_uint, const cl_event *, cl_event *))
+    X(clGetPlatformIDs, cl_int, (cl_uint, cl_platform_id *, cl_uint *), REQ) \
+    X(clGetPlatformInfo, cl_int, (cl_platform_id, cl_platform_info, size_t, void *, size_t *), REQ) \
+    X(clGetDeviceIDs, cl_int, (cl_platform_id, cl_device_type, cl_uint, cl_device_id *, cl_uint *), REQ) \
+    X(clGetDeviceInfo, cl_int, (cl_device_id, cl_device_info, size_t, void *, size_t *), REQ) \
+    X(clGetExtensionFunctionAddressForPlatform, void *, (cl_platform_id, const char *), REQ) \
+    X(clCreateContext, cl_context, (const cl_context_properties *, cl_uint, const cl_device_id *, \
+        void (CL_CALLBACK *)(const char *, const void *, size_t, void *), void *, cl_int *), REQ) \
+    X(clReleaseContext, cl_int, (cl_context), REQ) \
+    X(clCreateCommandQueue, cl_command_queue, (cl_context, cl_device_id, cl_command_queue_properties, cl_int *), REQ) \
+    X(clCreateCommandQueueWithProperties, cl_command_queue, (cl_context, cl_device_id, \
+        const cl_queue_properties *, cl_int *), OPT) \
+    X(clGetCommandQueueInfo, cl_int, (cl_command_queue, cl_command_queue_info, size_t, void *, size_t *), REQ) \
+    X(clReleaseCommandQueue, cl_int, (cl_command_queue), REQ) \
+    X(clFlush, cl_int, (cl_command_queue), REQ) \
+    X(clFinish, cl_int, (cl_command_queue), REQ) \
+    X(clCreateBuffer, cl_mem, (cl_context, cl_mem_flags, size_t, void *, cl_int *), REQ) \
+    X(clCreateSubBuffer, cl_mem, (cl_mem, cl_mem_flags, cl_buffer_create_type, const void *, cl_int *), REQ) \
+    X(clGetMemObjectInfo, cl_int, (cl_mem, cl_mem_info, size_t, void *, size_t *), REQ) \
+    X(clReleaseMemObject, cl_int, (cl_mem), REQ) \
+    X(clSetMemObjectDestructorCallback, cl_int, (cl_mem, void (CL_CALLBACK *)(cl_mem, void *), void *), REQ) \
+    X(clSVMAlloc, void *, (cl_context, cl_svm_mem_flags, size_t, cl_uint), OPT) \
+    X(clSVMFree, void, (cl_context, void *), OPT) \
+    X(clEnqueueReadBuffer, cl_int, (cl_command_queue, cl_mem, cl_bool, size_t, size_t, void *, \
+        cl_uint, const cl_event *, cl_event *), REQ) \
+    X(clEnqueueWriteBuffer, cl_int, (cl_command_queue, cl_mem, cl_bool, size_t, size_t, const void *, \
+        cl_uint, const cl_event *, cl_event *), REQ) \
+    X(clEnqueueCopyBuffer, cl_int, (cl_command_queue, cl_mem, cl_mem, size_t, size_t, size_t, \
+        cl_uint, const cl_event *, cl_event *), REQ) \
+    X(clEnqueueFillBuffer, cl_int, (cl_command_queue, cl_mem, const void *, size_t, size_t, size_t, \
+        cl_uint, const cl_event *, cl_event *), REQ) \
+    X(clEnqueueMapBuffer, void *, (cl_command_queue, cl_mem, cl_bool, cl_map_flags, size_t, size_t, \
+        cl_uint, const cl_event *, cl_event *, cl_int *), REQ) \
+    X(clEnqueueUnmapMemObject, cl_int, (cl_command_queue, cl_mem, void *, cl_uint, const cl_event *, cl_event *), REQ) \
+    X(clEnqueueMarkerWithWaitList, cl_int, (cl_command_queue, cl_uint, const cl_event *, cl_event *), REQ) \
+    X(clEnqueueBarrierWithWaitList, cl_int, (cl_command_queue, cl_uint, const cl_event *, cl_event *), REQ) \
+    X(clWaitForEvents, cl_int, (cl_uint, const cl_event *), REQ) \
+    X(clGetEventInfo, cl_int, (cl_event, cl_event_info, size_t, void *, size_t *), REQ) \
+    X(clGetEventProfilingInfo, cl_int, (cl_event, cl_profiling_info, size_t, void *, size_t *), REQ) \
+    X(clRetainEvent, cl_int, (cl_event), REQ) \
+    X(clReleaseEvent, cl_int, (cl_event), REQ) \
+    X(clCreateUserEvent, cl_event, (cl_context, cl_int *), REQ) \
+    X(clSetUserEventStatus, cl_int, (cl_event, cl_int), REQ) \
+    X(clSetEventCallback, cl_int, (cl_event, cl_int, void (CL_CALLBACK *)(cl_event, cl_int, void *), void *), REQ) \
+    X(clCreateProgramWithSource, cl_program, (cl_context, cl_uint, const char **, const size_t *, cl_int *), REQ) \
+    X(clCreateProgramWithIL, cl_program, (cl_context, const void *, size_t, cl_int *), OPT) \
+    X(clCreateProgramWithBinary, cl_program, (cl_context, cl_uint, const cl_device_id *, const size_t *, \
+        const unsigned char **, cl_int *, cl_int *), REQ) \
+    X(clGetProgramInfo, cl_int, (cl_program, cl_program_info, size_t, void *, size_t *), REQ) \
+    X(clBuildProgram, cl_int, (cl_program, cl_uint, const cl_device_id *, const char *, \
+        void (CL_CALLBACK *)(cl_program, void *), void *), REQ) \
+    X(clGetProgramBuildInfo, cl_int, (cl_program, cl_device_id, cl_program_build_info, size_t, void *, size_t *), REQ) \
+    X(clReleaseProgram, cl_int, (cl_program), REQ) \
+    X(clCreateKernel, cl_kernel, (cl_program, const char *, cl_int *), REQ) \
+    X(clGetKernelInfo, cl_int, (cl_kernel, cl_kernel_info, size_t, void *, size_t *), REQ) \
+    X(clGetKernelWorkGroupInfo, cl_int, (cl_kernel, cl_device_id, cl_kernel_work_group_info, size_t, void *, size_t *), REQ) \
+    X(clReleaseKernel, cl_int, (cl_kernel), REQ) \
+    X(clSetKernelArg, cl_int, (cl_kernel, cl_uint, size_t, const void *), REQ) \
+    X(clEnqueueNDRangeKernel, cl_int, (cl_command_queue, cl_kernel, cl_uint, const size_t *, const size_t *, \
+        const size_t *, cl_uint, const cl_event *, cl_event *), REQ)
 
 #define GF__CL_IS_REQ 1
 #define GF__CL_IS_OPT 0
 
 /* gf__cl_<name>_fn: an entry's pointer type (the SPIR-V entry also arrives as an extension). */
-#define GF__CL_TYPEDEF(need, ret, name, params) typedef ret (CL_API_CALL *gf__cl_##name##_fn) params;
+#define GF__CL_TYPEDEF(name, ret, params, need) typedef ret (CL_API_CALL *gf__cl_##name##_fn) params;
 GF__CL_ENTRIES(GF__CL_TYPEDEF)
 #undef GF__CL_TYPEDEF
 
 typedef struct gf__cl_api {
-#define GF__CL_FIELD(need, ret, name, params) gf__cl_##name##_fn name;
+#define GF__CL_FIELD(name, ret, params, need) gf__cl_##name##_fn name;
     GF__CL_ENTRIES(GF__CL_FIELD)
 #undef GF__CL_FIELD
 } gf__cl_api;
@@ -296,7 +297,7 @@ static void gf__cl_load_driver(gf__driver *drv) {
                  GF__CL_LIBRARY, gf__dlerror());
         return;
     }
-#define GF__CL_RESOLVE(need, ret, name, params) \
+#define GF__CL_RESOLVE(name, ret, params, need) \
     if (!gf__cl_sym(drv, &gf__cl.name, #name, GF__CL_IS_##need)) return;
     GF__CL_ENTRIES(GF__CL_RESOLVE)
 #undef GF__CL_RESOLVE
@@ -311,7 +312,7 @@ static void gf__cl_load_driver(gf__driver *drv) {
 #  pragma warning(push)
 #  pragma warning(disable: 4996)
 #endif
-#define GF__CL_SAME_TYPE(need, ret, name, params) (void)sizeof(gf__cl.name == &name);
+#define GF__CL_SAME_TYPE(name, ret, params, need) (void)sizeof(gf__cl.name == &name);
     GF__CL_ENTRIES(GF__CL_SAME_TYPE)
 #undef GF__CL_SAME_TYPE
 #if defined(__GNUC__)
@@ -1401,7 +1402,7 @@ static gf_result gf__cl_launch(gf_stream *s, gf_kernel *k, const gf_launch_dims 
     cl_uint given = (cl_uint)count + (dims->shared_bytes ? 1u : 0u), work_dim = 1, i;
     size_t global[3], local[3];
     cl_int e = CL_SUCCESS;
-    char call[192];   /* k->name is under 128 */
+    char call[sizeof k->name + 64];   /* the longest: "clSetKernelArg(<name>, argument <u>)" */
     GPUFLOW_ASSERT(ck != NULL);   /* kernel_get succeeded */
     /* A cl_kernel keeps arguments between launches: a short list would reuse stale ones. */
     if (given != ck->args)

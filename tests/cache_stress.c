@@ -822,9 +822,6 @@ static void cleanup_dir(void)
 
 int main(int argc, char **argv)
 {
-    static const struct { const char *name; gf_backend b; } known[] = {
-        { "stub", GF_BACKEND_STUB }, { "cuda", GF_BACKEND_CUDA }, { "hip", GF_BACKEND_HIP }, { "opencl", GF_BACKEND_OPENCL }
-    };
     child c[MAX_PROCS + 1], tc, fc;
     char shm_path[300], what[600];
     const char *tmpdir = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
@@ -841,12 +838,13 @@ int main(int argc, char **argv)
     cfg.rounds = (int)env_num("CACHE_STRESS_THREAD_ROUNDS", 6);
     cfg.seed = (unsigned)env_num("CACHE_STRESS_SEED", 1);
     for (i = 1; i < argc; i++) {
+        const char *name = th_backend_named(argv[i], &cfg.backend);
         int ok = 0;
-        for (k = 0; k < 4; k++) if (!strcmp(argv[i], known[k].name)) { cfg.backend = known[k].b; cfg.backend_name = known[k].name; ok = 1; }
+        if (name) { cfg.backend_name = name; ok = 1; }
         if (!ok && atof(argv[i]) > 0) { cfg.seconds = atof(argv[i]); ok = 1; }
-        if (!ok) { printf("usage: %s opencl|cuda|hip|stub [seconds]\n", argv[0]); return 2; }
+        if (!ok) { printf("usage: %s %s [seconds]\n", argv[0], th_backend_choices()); return 2; }
     }
-    if (!cfg.backend_name) { printf("usage: %s opencl|cuda|hip|stub [seconds]\n", argv[0]); return 2; }
+    if (!cfg.backend_name) { printf("usage: %s %s [seconds]\n", argv[0], th_backend_choices()); return 2; }
     if (cfg.procs < 1) cfg.procs = 1;
     if (cfg.procs > MAX_PROCS) cfg.procs = MAX_PROCS;
     if (cfg.pace_ms < 0) cfg.pace_ms = 0;
@@ -977,15 +975,16 @@ int main(int argc, char **argv)
         static char names[MAX_NAMES][128];
         int n = list_dir(cfg.dir, names, MAX_NAMES), entries = 0, loose = 0, leftover = 0, j;
         char p[512], firstl[200] = "", firstm[200] = "";
+        /* names[i] printed with its row's bound: without it GCC's -Wformat-truncation may take it as the whole array */
         for (i = 0; i < n; i++) {
             int is_entry = 0;
             path_of(p, sizeof p, names[i]);
             for (j = 0; j < NM; j++) if (!strcmp(p, sh->final_path[j])) is_entry = 1;
             if (lstat(p, &st) != 0) continue;
-            if (!is_entry) { if (!leftover++) snprintf(firstl, sizeof firstl, "%s", names[i]); continue; }
+            if (!is_entry) { if (!leftover++) snprintf(firstl, sizeof firstl, "%.*s", (int)sizeof names[i] - 1, names[i]); continue; }
             entries++;
             if (!S_ISREG(st.st_mode) || (st.st_mode & 0777) != 0600) {
-                if (!loose++) snprintf(firstm, sizeof firstm, "%s: mode %06o", names[i], (unsigned)st.st_mode);
+                if (!loose++) snprintf(firstm, sizeof firstm, "%.*s: mode %06o", (int)sizeof names[i] - 1, names[i], (unsigned)st.st_mode);
             }
         }
         printf("after: the directory holds %d names: %d entries of the three modules, %d others%s%s\n", n, entries, leftover,

@@ -129,9 +129,6 @@ static void test_results_and_backends(void)
         GF_ERROR_NO_DEVICE, GF_ERROR_NOT_SUPPORTED, GF_ERROR_WRONG_DEVICE, GF_ERROR_CAPTURE,
         GF_ERROR_CYCLE, GF_ERROR_INVALID_STATE, GF_ERROR_NOT_FOUND, GF_ERROR_BUILD, GF_ERROR_DRIVER
     };
-    static const gf_backend backends[] = {
-        GF_BACKEND_AUTO, GF_BACKEND_CUDA, GF_BACKEND_HIP, GF_BACKEND_OPENCL, GF_BACKEND_STUB
-    };
     int n = (int)(sizeof codes / sizeof codes[0]), i, j, named = 1, distinct = 1;
     for (i = 0; i < n; i++) {
         const char *a = gf_result_name(codes[i]);
@@ -143,11 +140,11 @@ static void test_results_and_backends(void)
     CHECK(distinct, "gf_result_name gives each code its own name");
     CHECK(strstr(gf_result_name(GF_ERROR_CYCLE), "CYCLE") != NULL, "gf_result_name(GF_ERROR_CYCLE) says CYCLE");
     named = 1; distinct = 1;
-    for (i = 0; i < 5; i++) {
-        const char *a = gf_backend_name(backends[i]);
+    for (i = GF_BACKEND_AUTO; i < GF_BACKEND_COUNT; i++) {   /* AUTO and every backend in the registry */
+        const char *a = gf_backend_name((gf_backend)i);
         if (!a || !a[0]) named = 0;
-        for (j = 0; j < i && a; j++)
-            if (gf_backend_name(backends[j]) && strcmp(a, gf_backend_name(backends[j])) == 0) distinct = 0;
+        for (j = GF_BACKEND_AUTO; j < i && a; j++)
+            if (gf_backend_name((gf_backend)j) && strcmp(a, gf_backend_name((gf_backend)j)) == 0) distinct = 0;
     }
     CHECK(named && distinct, "gf_backend_name names each backend distinctly");
     CHECK(gf_backend_available(C.backend) == 1, "gf_backend_available for the backend under test");
@@ -2707,10 +2704,6 @@ static void test_flow_tasks(void)
 
 int main(int argc, char **argv)
 {
-    static const struct { const char *name; gf_backend b; } known[] = {
-        { "stub", GF_BACKEND_STUB }, { "cuda", GF_BACKEND_CUDA },
-        { "hip", GF_BACKEND_HIP }, { "opencl", GF_BACKEND_OPENCL }
-    };
     static const struct { const char *name; void (*fn)(void); } tests[] = {
         { "results_and_backends", test_results_and_backends },
         { "device", test_device },
@@ -2764,15 +2757,13 @@ int main(int argc, char **argv)
         for (i = 0; i < test_count; i++) printf("%s\n", tests[i].name);
         return 0;
     }
-    C.name = NULL;
-    for (i = 0; argc >= 2 && i < 4; i++)
-        if (strcmp(argv[1], known[i].name) == 0) { C.name = known[i].name; C.backend = known[i].b; }
+    C.name = argc >= 2 ? th_backend_named(argv[1], &C.backend) : NULL;
     for (k = 2; C.name && k < argc; k++) {   /* named tests must exist */
         for (i = 0; i < test_count && strcmp(argv[k], tests[i].name) != 0; i++) {}
         if (i == test_count) { fprintf(stderr, "%s: no test named '%s' (--list lists them)\n", argv[0], argv[k]); return 2; }
     }
     if (!C.name) {
-        fprintf(stderr, "usage: %s stub|cuda|hip|opencl [TEST...]   or   %s --list\n", argv[0], argv[0]);
+        fprintf(stderr, "usage: %s %s [TEST...]   or   %s --list\n", argv[0], th_backend_choices(), argv[0]);
         return 2;
     }
     r = gf_device_open(C.backend, 0, &C.dev);

@@ -33,7 +33,7 @@ CUresult CUDAAPI gf_sigcheck_cuMemAlloc_v1(CUdeviceptr *dptr, unsigned int bytes
 #ifdef GF_SIGCHECK_ABI
 #include <cudaTypedefs.h>
 static void sigcheck_abi_versions(void) {
-#define SIGCHECK_ABI(name, decl, abi, fails_as, params) (void)sizeof(gf__cu.name == (PFN_cu##name##_v##abi)0);
+#define SIGCHECK_ABI(name, ret, params, fails_as, decl, abi) (void)sizeof(gf__cu.name == (PFN_cu##name##_v##abi)0);
     GF__CUDA_API(SIGCHECK_ABI, SIGCHECK_ABI)
 #undef SIGCHECK_ABI
 }

@@ -276,15 +276,15 @@ static gf_result faults_slot_fail(const char *slot)
 #define FAULTS_DEFINE(I, slot, params, args) \
     static gf_result faults_##slot##_##I params { \
         if (faults_hit(K_SLOT, "slot:" #slot)) return faults_slot_fail("slot:" #slot); \
-        return faults_orig[I]->slot args; \
+        return faults_orig[GF_BACKEND_##I]->slot args; \
     }
 /* capture_end's contract is that on failure the capture is over, as a failing driver leaves
    it: so its fault ends the driver's capture for real, throws that graph away, then fails. */
 #define FAULTS_DEFINE_CAPTURE_END(I) \
     static gf_result faults_capture_end_##I(gf_stream *s, gf_graph *g) { \
-        gf_result r = faults_orig[I]->capture_end(s, g); \
+        gf_result r = faults_orig[GF_BACKEND_##I]->capture_end(s, g); \
         if (!faults_hit(K_SLOT, "slot:capture_end")) return r; \
-        if (r == GF_OK && faults_orig[I]->graph_destroy) faults_orig[I]->graph_destroy(g); \
+        if (r == GF_OK && faults_orig[GF_BACKEND_##I]->graph_destroy) faults_orig[GF_BACKEND_##I]->graph_destroy(g); \
         return faults_slot_fail("slot:capture_end"); \
     }
 #define FAULTS_INSTALL(I, slot, params, args) if (w->slot) w->slot = faults_##slot##_##I;
@@ -295,24 +295,24 @@ static gf_result faults_slot_fail(const char *slot)
         FAULTS_SLOTS(FAULTS_INSTALL, I) \
         if (w->capture_end) w->capture_end = faults_capture_end_##I; \
     }
-FAULTS_FAMILY(1)
-FAULTS_FAMILY(2)
-FAULTS_FAMILY(3)
-FAULTS_FAMILY(4)
+/* one family per backend in the registry (I is its ID: CUDA, HIP, ...) */
+#define FAULTS_FAMILY_ROW(ID, name) FAULTS_FAMILY(ID)
+GF__BACKENDS(FAULTS_FAMILY_ROW)
+#undef FAULTS_FAMILY_ROW
 
 static const struct gf__backend *faults_wrap(const struct gf__backend *be)
 {
     int i = (int)be->kind;
-    if (i < 1 || i > GF_BACKEND_STUB) return be;
+    if (i <= GF_BACKEND_AUTO || i >= GF_BACKEND_COUNT) return be;
     pthread_mutex_lock(&faults_wrap_lock);
     if (!faults_wrapped_ready[i]) {
         faults_orig[i] = be;
         faults_wrapped[i] = *be;
-        switch (i) {
-        case 1: faults_install_1(&faults_wrapped[i]); break;
-        case 2: faults_install_2(&faults_wrapped[i]); break;
-        case 3: faults_install_3(&faults_wrapped[i]); break;
-        default: faults_install_4(&faults_wrapped[i]); break;
+        switch ((gf_backend)i) {
+#define FAULTS_INSTALL_CASE(ID, name) case GF_BACKEND_##ID: faults_install_##ID(&faults_wrapped[i]); break;
+        GF__BACKENDS(FAULTS_INSTALL_CASE)
+#undef FAULTS_INSTALL_CASE
+        default: break;
         }
         faults_wrapped_ready[i] = 1;
     }
@@ -1288,10 +1288,6 @@ static unsigned long opt_ul(const char *s)
 
 int main(int argc, char **argv)
 {
-    static const struct { const char *name; gf_backend b; } known[] = {
-        { "stub", GF_BACKEND_STUB }, { "cuda", GF_BACKEND_CUDA },
-        { "hip", GF_BACKEND_HIP }, { "opencl", GF_BACKEND_OPENCL }
-    };
     const char *mode = argc > 1 ? argv[1] : "";
     const char *bname = NULL;
     gf_backend b = GF_BACKEND_STUB;
@@ -1309,9 +1305,8 @@ int main(int argc, char **argv)
     else if (!strcmp(mode, "entries")) kind = K_ENTRY;
     else kind = -1;
     for (i = 2; kind >= 0 && i < argc; i++) {
-        int k, found = 0;
-        for (k = 0; k < 4; k++) if (!strcmp(argv[i], known[k].name)) { bname = known[k].name; b = known[k].b; found = 1; }
-        if (found) continue;
+        const char *named = th_backend_named(argv[i], &b);
+        if (named) { bname = named; continue; }
         if (!strcmp(argv[i], "--once")) { want_once = 1; want_from = 0; }
         else if (!strcmp(argv[i], "--from")) { want_from = 1; want_once = 0; }
         else if (!strcmp(argv[i], "--all")) all = 1;
@@ -1322,8 +1317,9 @@ int main(int argc, char **argv)
     }
     if (kind == K_ALLOC && !bname) bname = "stub";
     if (kind < 0 || !bname || (kind == K_ENTRY && b == GF_BACKEND_STUB)) {
-        fprintf(stderr, "usage: %s alloc [stub|opencl] | slots stub|opencl|cuda|hip | entries opencl|cuda|hip\n"
-                        "          [--once|--from] [--only N] [--every K] [--all] [-v]\n", argv[0]);
+        fprintf(stderr, "usage: %s alloc [BACKEND] | slots BACKEND | entries BACKEND (not stub)\n"
+                        "          [--once|--from] [--only N] [--every K] [--all] [-v]\n"
+                        "       BACKEND: %s (alloc: stub if none)\n", argv[0], th_backend_choices());
         return 2;
     }
     R.argv0 = argv[0];

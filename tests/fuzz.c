@@ -904,7 +904,7 @@ static void op_dev_open(fz_in *in)
     gf_device *d = NULL;
     unsigned sel = fz_u8(in) % 8;
     if (sel == 1) { fz_bad(&e, GF_ERROR_INVALID_ARGUMENT); FZ_CALL(&e, gf_device_open(GF_BACKEND_STUB, 0, NULL)); return; }
-    if (sel == 2) { fz_bad(&e, GF_ERROR_INVALID_ARGUMENT); FZ_CALL(&e, gf_device_open((gf_backend)(5 + fz_u8(in)), 0, &d)); return; }
+    if (sel == 2) { fz_bad(&e, GF_ERROR_INVALID_ARGUMENT); FZ_CALL(&e, gf_device_open((gf_backend)(GF_BACKEND_COUNT + fz_u8(in)), 0, &d)); return; }
     if (sel == 3) {   /* a stub device index that does not exist */
         int index = fz_u8(in) & 1 ? -1 : 1 + (int)fz_u8(in);
         fz_bad(&e, GF_ERROR_NO_DEVICE);
@@ -2235,7 +2235,7 @@ static void op_native(fz_in *in)
         memset(&nd, 0, sizeof nd);
         nd.context = fz_garbage;
         fz_bad(&e, how == 0 ? GF_ERROR_NOT_SUPPORTED : how == 4 ? GF_ERROR_BACKEND_UNAVAILABLE : GF_ERROR_INVALID_ARGUMENT);
-        FZ_CALL(&e, gf_device_open_native(how == 3 ? (gf_backend)(5 + fz_u8(in)) : how == 4 ? GF_BACKEND_CUDA : GF_BACKEND_STUB,
+        FZ_CALL(&e, gf_device_open_native(how == 3 ? (gf_backend)(GF_BACKEND_COUNT + fz_u8(in)) : how == 4 ? GF_BACKEND_CUDA : GF_BACKEND_STUB,
                                           how == 1 ? NULL : &nd, how == 2 ? NULL : &dev));
         break;
     }

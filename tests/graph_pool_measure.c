@@ -71,18 +71,14 @@ static double pair(gf_device *dev, gf_stream *s, gf_graph_pool *pool, const char
 
 int main(int argc, char **argv)
 {
-    static const struct { const char *name; gf_backend b; } known[] = {
-        { "stub", GF_BACKEND_STUB }, { "cuda", GF_BACKEND_CUDA }, { "hip", GF_BACKEND_HIP }, { "opencl", GF_BACKEND_OPENCL }
-    };
     gf_backend b = GF_BACKEND_CUDA;
     gf_device *dev = NULL;
     gf_stream *s = NULL;
     gf_graph_pool *pool = NULL;
     double shared, apart;
     gf_result r;
-    int i;
     setvbuf(stdout, NULL, _IOLBF, 0);
-    for (i = 0; argc == 2 && i < 4; i++) if (!strcmp(argv[1], known[i].name)) b = known[i].b;
+    if (argc == 2) th_backend_named(argv[1], &b);   /* a backend's name, else CUDA */
     if ((r = gf_device_open(b, 0, &dev)) != GF_OK) {
         printf("notice: graph_pool_measure skipped: %s\n", gf_last_error());
         SKIP("no device");

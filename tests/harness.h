@@ -248,16 +248,29 @@ TH_FN int th_gate_get(th_gate *g, const int *field)
 /* ---- the backend a test runs on: its one argument ----------------------------------------- */
 /* "stub", "cuda", "hip" or "opencl" as argv[1]: its name, with *b set; NULL after printing the
    usage (the caller returns 2). */
+/* A backend by its registry name (gf_backend_name): the name, with *b set; NULL if none has it. */
+TH_FN const char *th_backend_named(const char *name, gf_backend *b)
+{
+    gf_backend k;
+    for (k = (gf_backend)(GF_BACKEND_AUTO + 1); name && k < GF_BACKEND_COUNT; k = (gf_backend)(k + 1))
+        if (!strcmp(name, gf_backend_name(k))) { *b = k; return gf_backend_name(k); }
+    return NULL;
+}
+/* "stub|cuda|..." from the registry, for usage lines. */
+TH_FN const char *th_backend_choices(void)
+{
+    static char text[128];
+    gf_backend k;
+    text[0] = 0;
+    for (k = (gf_backend)(GF_BACKEND_AUTO + 1); k < GF_BACKEND_COUNT; k = (gf_backend)(k + 1))
+        snprintf(text + strlen(text), sizeof text - strlen(text), "%s%s", text[0] ? "|" : "", gf_backend_name(k));
+    return text;
+}
 TH_FN const char *th_backend_arg(int argc, char **argv, gf_backend *b)
 {
-    static const struct { const char *name; gf_backend b; } known[] = {
-        { "stub", GF_BACKEND_STUB }, { "cuda", GF_BACKEND_CUDA }, { "hip", GF_BACKEND_HIP }, { "opencl", GF_BACKEND_OPENCL }
-    };
-    int i;
-    for (i = 0; argc == 2 && i < 4; i++)
-        if (!strcmp(argv[1], known[i].name)) { *b = known[i].b; return known[i].name; }
-    fprintf(stderr, "usage: %s stub|cuda|hip|opencl\n", argv[0]);
-    return NULL;
+    const char *name = argc == 2 ? th_backend_named(argv[1], b) : NULL;
+    if (!name) fprintf(stderr, "usage: %s %s\n", argv[0], th_backend_choices());
+    return name;
 }
 
 /* ---- what the library said: a logger that keeps the text, for checks that look for words --- */

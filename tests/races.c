@@ -1037,16 +1037,11 @@ static void test_hang_report(void)
 
 int main(int argc, char **argv)
 {
-    static const struct { const char *name; gf_backend b; } known[] = {
-        { "stub", GF_BACKEND_STUB }, { "cuda", GF_BACKEND_CUDA }, { "hip", GF_BACKEND_HIP }, { "opencl", GF_BACKEND_OPENCL }
-    };
     gf_device *probe = NULL;
     gf_result r;
     int i;
     setvbuf(stdout, NULL, _IOLBF, 0);
-    for (i = 0; argc == 2 && i < 4; i++)
-        if (strcmp(argv[1], known[i].name) == 0) { backend_name = known[i].name; backend = known[i].b; }
-    if (!backend_name) { fprintf(stderr, "usage: %s stub|cuda|hip|opencl\n", argv[0]); return 2; }
+    if (!(backend_name = th_backend_arg(argc, argv, &backend))) return 2;
     r = gf_device_open(backend, 0, &probe);
     if (r == GF_ERROR_BACKEND_UNAVAILABLE || r == GF_ERROR_NO_DEVICE) {
         printf("notice: races %s skipped: %s: %s\n", backend_name, gf_result_name(r), gf_last_error());

@@ -1218,16 +1218,9 @@ static void test_graph_args_update_threads(void)
 
 int main(int argc, char **argv)
 {
-    static const struct { const char *name; gf_backend b; } known[] = {
-        { "stub", GF_BACKEND_STUB }, { "cuda", GF_BACKEND_CUDA },
-        { "hip", GF_BACKEND_HIP }, { "opencl", GF_BACKEND_OPENCL }
-    };
     gf_result r;
-    int i;
     setvbuf(stdout, NULL, _IOLBF, 0);
-    for (i = 0; argc == 2 && i < 4; i++)
-        if (strcmp(argv[1], known[i].name) == 0) { R.name = known[i].name; R.backend = known[i].b; }
-    if (!R.name) { fprintf(stderr, "usage: %s stub|cuda|hip|opencl\n", argv[0]); return 2; }
+    if (!(R.name = th_backend_arg(argc, argv, &R.backend))) return 2;
     r = gf_device_open(R.backend, 0, &R.dev);
     if (r == GF_ERROR_BACKEND_UNAVAILABLE || r == GF_ERROR_NO_DEVICE) {
         printf("notice: reliability %s skipped: %s: %s\n", R.name, gf_result_name(r), gf_last_error());

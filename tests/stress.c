@@ -1605,12 +1605,8 @@ static void run_toggle(void)
 /* ---- main --------------------------------------------------------------------------------- */
 int main(int argc, char **argv)
 {
-    static const struct { const char *name; gf_backend b; } known[] = {
-        { "stub", GF_BACKEND_STUB }, { "cuda", GF_BACKEND_CUDA },
-        { "hip", GF_BACKEND_HIP }, { "opencl", GF_BACKEND_OPENCL }
-    };
     pthread_t wd;
-    int i, k, wd_started;
+    int i, wd_started;
     gf_result r;
 
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -1623,16 +1619,14 @@ int main(int argc, char **argv)
     cfg.seed = (uint32_t)env_num("STRESS_SEED", 1);
     cfg.run_stress = cfg.run_soak = cfg.run_toggle = 0;
     for (i = 1; i < argc; i++) {
-        int known_arg = 0;
-        for (k = 0; k < 4; k++)
-            if (strcmp(argv[i], known[k].name) == 0) { cfg.backend = known[k].b; known_arg = 1; }
+        int known_arg = th_backend_named(argv[i], &cfg.backend) != NULL;
         if (strcmp(argv[i], "update") == 0) { cfg.update = 1; known_arg = 1; }
         if (strcmp(argv[i], "stress") == 0) { cfg.run_stress = 1; known_arg = 1; }
         if (strcmp(argv[i], "soak") == 0) { cfg.run_soak = 1; known_arg = 1; }
         if (strcmp(argv[i], "toggle") == 0) { cfg.run_toggle = 1; known_arg = 1; }
         if (!known_arg && atof(argv[i]) > 0) { cfg.seconds = atof(argv[i]); known_arg = 1; }
         if (!known_arg) {
-            printf("usage: %s [stub|opencl|cuda|hip] [seconds] [update] [stress] [soak] [toggle]\n", argv[0]);
+            printf("usage: %s [%s] [seconds] [update] [stress] [soak] [toggle]\n", argv[0], th_backend_choices());
             return 2;
         }
     }

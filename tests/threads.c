@@ -220,10 +220,6 @@ static void *waiter_main(void *p)
 
 int main(int argc, char **argv)
 {
-    static const struct { const char *name; gf_backend b; } known[] = {
-        { "stub", GF_BACKEND_STUB }, { "cuda", GF_BACKEND_CUDA },
-        { "hip", GF_BACKEND_HIP }, { "opencl", GF_BACKEND_OPENCL }
-    };
     gf_backend backend = GF_BACKEND_STUB;
     gf_module *mod = NULL;
     gf_stream *shared = NULL;
@@ -236,8 +232,7 @@ int main(int argc, char **argv)
     int i, j, ok;
 
     setvbuf(stdout, NULL, _IOLBF, 0);
-    for (i = 0; argc == 2 && i < 4; i++)
-        if (strcmp(argv[1], known[i].name) == 0) backend = known[i].b;
+    if (argc == 2) th_backend_named(argv[1], &backend);   /* a backend's name, else the stub */
     r = gf_device_open(backend, 0, &dev);
     if (r == GF_ERROR_BACKEND_UNAVAILABLE || r == GF_ERROR_NO_DEVICE) {
         printf("notice: threads on %s skipped: %s\n", gf_backend_name(backend), gf_last_error());
