@@ -69,7 +69,7 @@
     GPUFLOW_RACE_CHECK=1 (on, yes, true) turns the race detector on for every device;
     GPUFLOW_HANG_MS=N logs the device's state when a wait lasts longer than N ms;
     GPUFLOW_CACHE_DIR=dir keeps compiled kernels; GPUFLOW_OPENCL_PLATFORM=text narrows the
-    OpenCL platforms. Values are read strictly: one that is not understood is named in a
+    OpenCL platforms; GPUFLOW_SYNC_DEBUG=warn|error reports (or refuses) each hidden wait. Values are read strictly: one that is not understood is named in a
     warning and the switch stays off.
 
     CONVENTIONS
@@ -86,8 +86,13 @@
       (a NULL, wrong-type or destroyed object) and GF_ERROR_INVALID_ARGUMENT.
     - Every object may be used from several threads. The order of work on one stream is the
       order in which its enqueue calls returned.
-    - Destroying a stream that still has work first waits for that work (it drains); a
-      destroy that must wait for the device and cannot keeps the object (and says so).
+    - No destroy waits for the device. Destroying a buffer, a view, a module, a graph or a graph
+      pool returns at once: the handle is gone, and what the object still lends to work queued
+      before the destroy (memory, code, callback contexts) goes once that work has passed
+      (memory stats count it as GF_MEMORY_PENDING meanwhile). Destroying a stream (or a stream
+      pool) waits for that stream's own queued work, and only that. Every call that can hold
+      the host says so beside it ("blocks until ..."); GPUFLOW_SYNC_DEBUG=warn names each such
+      wait a program did not ask for by name (a synchronize, a wait, a close), =error refuses it.
 
     CALLBACKS
     =========
@@ -348,12 +353,14 @@ typedef enum gf_memory_kind {
     GF_MEMORY_MANAGED,            /* managed buffers */
     GF_MEMORY_ASYNC,              /* live stream-ordered buffers (gf_buffer_create_async) */
     GF_MEMORY_CACHED,             /* freed stream-ordered memory kept for reuse */
+    GF_MEMORY_PENDING,            /* destroyed buffers' memory, freed once the work queued
+                                     before the destroy has passed (gf_buffer_destroy) */
     GF_MEMORY_KIND_COUNT
 } gf_memory_kind;
 typedef struct gf_memory_counter { uint64_t bytes, peak_bytes, count, peak_count; } gf_memory_counter;
 typedef struct gf_memory_stats {
     gf_memory_counter kind[GF_MEMORY_KIND_COUNT];
-    uint64_t device_bytes;        /* DEVICE + MANAGED + ASYNC + CACHED: what the limit is held against */
+    uint64_t device_bytes;        /* DEVICE + MANAGED + ASYNC + CACHED + PENDING: what the limit is held against */
     uint64_t limit;               /* gf_device_set_memory_limit; 0: none */
 } gf_memory_stats;
 
@@ -598,10 +605,13 @@ GPUFLOW_API gf_result  gf_device_synchronize(gf_device *dev);
    (a range past a buffer's end), GF_ERROR_WRONG_DEVICE, GF_ERROR_CAPTURE (a synchronous copy
    into a buffer a capture uses), GF_ERROR_NOT_SUPPORTED (managed memory, prefetch, wide fills
    where the backend has none), GF_ERROR_DRIVER. Async calls return at once; host memory given
-   to them must stay valid until the stream reaches them. gf_buffer_destroy waits for the
-   device (as cuMemFree does); gf_buffer_destroy_async frees in stream order. A view keeps its
-   parent's memory alive; views of views are refused. Synchronous calls: not from a CUDA/HIP
-   stream callback. */
+   to them must stay valid until the stream reaches them. gf_buffer_destroy never waits: the
+   memory is freed once the work queued (on any stream) before the destroy has passed, checked
+   at the next allocation or synchronize; gf_buffer_destroy_async frees in one stream's order.
+   A view keeps its parent's memory alive; its destroy only lets go of that. Views of views are
+   refused. Blocks until the copy is done: gf_copy_to_device, gf_copy_to_host. Blocks until all
+   queued work has run: gf_device_trim. An allocation that finds the memory short first waits
+   for destroyed buffers' pending frees. Synchronous calls: not from a CUDA/HIP stream callback. */
 GPUFLOW_API gf_result gf_buffer_create(gf_device *dev, size_t bytes, gf_buffer **out);
 GPUFLOW_API gf_result gf_buffer_create_desc(gf_device *dev, const gf_buffer_desc *desc, gf_buffer **out);
 GPUFLOW_API void      gf_buffer_destroy(gf_buffer *buf);
@@ -652,7 +662,7 @@ GPUFLOW_API gf_result gf_buffer_wrap(gf_device *dev, uint64_t native_buffer, siz
    of a capturing stream ends the capture), GF_ERROR_DRIVER, or the stream's sticky error.
    gf_stream_add_callback's fn gets the stream's error status (GF_OK normally). */
 GPUFLOW_API gf_result   gf_stream_create(gf_device *dev, const gf_stream_desc *desc, gf_stream **out);
-GPUFLOW_API void        gf_stream_destroy(gf_stream *s);   /* drains pending work first */
+GPUFLOW_API void        gf_stream_destroy(gf_stream *s);   /* blocks until this stream's queued work has run */
 GPUFLOW_API gf_result   gf_stream_synchronize(gf_stream *s);
 GPUFLOW_API gf_result   gf_stream_synchronize_timeout(gf_stream *s, unsigned timeout_ms);   /* GF_TIMEOUT */
 GPUFLOW_API gf_result   gf_stream_query(gf_stream *s);     /* GF_OK or GF_NOT_READY */
@@ -697,7 +707,7 @@ GPUFLOW_API gf_result gf_stream_pool_release(gf_stream_pool *pool, gf_stream *s)
 GPUFLOW_API gf_result gf_stream_pool_acquire_ready(gf_stream_pool *pool, unsigned timeout_ms, gf_stream **out);
 GPUFLOW_API gf_result gf_stream_pool_synchronize(gf_stream_pool *pool);
 GPUFLOW_API gf_result gf_stream_pool_get_stats(gf_stream_pool *pool, gf_stream_pool_stats *out);
-GPUFLOW_API void      gf_stream_pool_destroy(gf_stream_pool *pool);
+GPUFLOW_API void      gf_stream_pool_destroy(gf_stream_pool *pool);   /* blocks until its streams' work has run */
 
 /* ---- stream sets: a fixed-depth ring for pipelines ------------------------------------- */
 GPUFLOW_API gf_result  gf_stream_set_create(gf_device *dev, int depth, const char *label, gf_stream_set **out);
@@ -744,9 +754,9 @@ GPUFLOW_API gf_result gf_graph_write_dot(gf_graph *g, const char *path);
    the device, for the pool's previous launch to finish. A pool outlives its graphs: destroying
    it while one is alive is refused. */
 GPUFLOW_API gf_result gf_graph_pool_create(gf_device *dev, gf_graph_pool **out);
-GPUFLOW_API void      gf_graph_pool_destroy(gf_graph_pool *pool);
+GPUFLOW_API void      gf_graph_pool_destroy(gf_graph_pool *pool);   /* never waits: its memory goes after queued replays */
 GPUFLOW_API gf_result gf_stream_begin_capture_pool(gf_stream *s, gf_capture_mode mode, gf_graph_pool *pool);
-GPUFLOW_API void      gf_graph_destroy(gf_graph *g);
+GPUFLOW_API void      gf_graph_destroy(gf_graph *g);   /* never waits: what queued replays use goes after them */
 
 /* ---- kernels ------------------------------------------------------------------------- */
 /* Codes: GF_ERROR_BUILD (with the compiler's log), GF_ERROR_NOT_FOUND (no such kernel),
@@ -755,7 +765,7 @@ GPUFLOW_API void      gf_graph_destroy(gf_graph *g);
    sizes the kernel or device cannot take). */
 GPUFLOW_API gf_result gf_module_load(gf_device *dev, const gf_module_desc *desc, gf_module **out);
 GPUFLOW_API gf_result gf_kernel_get(gf_module *mod, const char *name, gf_kernel **out);
-GPUFLOW_API void      gf_module_destroy(gf_module *mod);
+GPUFLOW_API void      gf_module_destroy(gf_module *mod);   /* never waits: the code goes after queued launches */
 GPUFLOW_API gf_result gf_launch(gf_stream *s, gf_kernel *k, gf_launch_dims dims, const gf_arg *args, int count);
 /* What the dialect's C side calls (only from a stub kernel's thread): */
 GPUFLOW_API void      gf_stub_barrier(void);              /* gf_stub_barrier_at(0) */
@@ -1257,6 +1267,9 @@ struct gf_device {
     int profiling;                  /* atomic: operations are being timed */
     gf__waiter *waiter;
     gf__alloc_cache cache;          /* stream-ordered allocator where the driver has none */
+    gf__mutex retired_lock;         /* retired[]: what destroys let go of, waiting for queued work */
+    struct gf__retired *retired; int retired_count, retired_cap;
+    int retired_pending;            /* atomic: retired_count, read without the lock */
     gf__mutex stage_lock;           /* stage_idle, stage_idle_bytes: host callbacks take it too */
     struct gf__stage *stage_idle; size_t stage_idle_bytes;
     struct gf__stage *stage_lost;   /* stages the device may still write: freed only at close */
@@ -1308,7 +1321,8 @@ typedef struct gf__copy {
 
 /* One of a stream's latest operations (gf_device_write_state); a wait names the stream that
    recorded its event by id (that stream may be gone by the time anyone reads this). */
-typedef struct gf__op_note { uint64_t seq; gf_op_kind kind; const char *name; uint64_t waits_on; } gf__op_note;
+/* The name is a copy: the kernel (its module) may be destroyed before anyone reads the note. */
+typedef struct gf__op_note { uint64_t seq; gf_op_kind kind; char name[48]; uint64_t waits_on; } gf__op_note;
 
 struct gf_stream {
     uint32_t type;
@@ -1869,6 +1883,9 @@ static void gf__cache_init(gf_device *dev);
 static void gf__cache_trim(gf_device *dev);
 static void gf__cache_release(gf_device *dev, size_t keep, int wait);
 static void gf__stages_free(gf_device *dev, struct gf__stage *st);
+static void gf__retire(gf_device *dev, void (*release)(void *obj), void *obj, int kind, size_t bytes);
+static void gf__buffer_unref(gf_buffer *buf, int retire);
+static void gf__retired_collect(gf_device *dev, int wait);
 /* events, event pools, async waiters */
 static gf_result gf__wait_locked(gf_stream *s, gf_event *ev);
 static gf_result gf__event_record_locked(gf_event *ev, gf_stream *s);
@@ -2029,6 +2046,9 @@ GPUFLOW_IMPL int gf_device_count(gf_backend b) {
 /* ---- devices ----------------------------------------------------------------------- >>devices */
 static void gf__device_free(gf_device *dev) {
     int i;
+    gf__retired_collect(dev, 1);   /* the device is idle: every fence has passed */
+    gf__free(dev->retired);
+    gf__mutex_destroy(&dev->retired_lock);
     gf__cache_trim(dev);
     for (i = 0; i < dev->graph_count; i++) {   /* graphs are shells the device recycles */
         if (dev->graphs[i]->type == GF__T_GRAPH) gf__graph_release(dev->graphs[i]);
@@ -2099,6 +2119,41 @@ static void gf__device_env(gf_device *dev) {
 }
 
 /* Opens device index of b, or (native != NULL) a gf_device over an engine's own device. */
+/* ---- hidden waits: GPUFLOW_SYNC_DEBUG ----------------------------------------------- >>syncdebug */
+/* Every place where a call other than a synchronize, a wait or a close holds the host until
+   work on the device has passed calls this first, with the call, the stream (or NULL: the
+   device) and what it waits for. GPUFLOW_SYNC_DEBUG=warn logs each such wait (a warning, with
+   the call and the stream), error makes the call fail instead (GF_ERROR_INVALID_STATE; a
+   destroy keeps its object), unset or off says nothing. Read at each such wait, which costs
+   nothing beside the wait itself. */
+static int gf__sync_debug_mode(void) {   /* 0 off, 1 warn, 2 error */
+    const char *v = getenv("GPUFLOW_SYNC_DEBUG");
+    if (!v || !*v || !strcmp(v, "off") || !strcmp(v, "0")) return 0;
+    if (!strcmp(v, "warn") || !strcmp(v, "1")) return 1;
+    if (!strcmp(v, "error") || !strcmp(v, "2")) return 2;
+    gf__notice(GF_LOG_WARNING, "GPUFLOW_SYNC_DEBUG=%s: expected warn, error or off; the check stays off", v);
+    return 0;
+}
+static gf_result gf__hidden_wait(const char *call, const gf_stream *s, const char *what) {
+    int mode = gf__sync_debug_mode();
+    char where[96] = "the device";
+    if (!mode) return GF_OK;
+    if (s) snprintf(where, sizeof where, "stream '%s'", s->label);
+    if (mode == 1) {
+        gf__notice(GF_LOG_WARNING, "GPUFLOW_SYNC_DEBUG: %s holds the host until %s on %s", call, what, where);
+        return GF_OK;
+    }
+    return gf__fail(GF_ERROR_INVALID_STATE, "GPUFLOW_SYNC_DEBUG=error: %s would hold the host until %s on %s; refused", call, what, where);
+}
+/* Whether s has work outstanding now: a destroy then has to wait for it. */
+static int gf__stream_busy(gf_stream *s) {
+    gf_result r;
+    gf__lock(&s->lock);
+    r = s->capture && s->capture->by_driver ? GF_OK : s->dev->be->stream_query(s);
+    gf__unlock(&s->lock);
+    return r != GF_OK;
+}
+
 /* ---- waits that could never end -------------------------------------------------- >>deadlocks */
 /* fork(): the child gets the parent's memory but not its threads (stub workers, callback and
    waiter threads) nor its driver context, so a device opened before the fork can neither run
@@ -2151,6 +2206,7 @@ static gf_result gf__device_open_on(gf_backend b, int index, const gf_native_dev
     gf__mutex_init(&dev->lock);
     gf__cond_init(&dev->released);
     gf__mutex_init(&dev->stage_lock);
+    gf__mutex_init(&dev->retired_lock);
     gf__cache_init(dev);
     r = native ? be->device_open_native(dev, native) : be->device_open(dev, index);
     if (r != GF_OK) { dev->native = NULL; gf__device_free(dev); return r; }
@@ -2332,6 +2388,7 @@ GPUFLOW_IMPL gf_result gf_device_synchronize(gf_device *dev) {
         gf__cond_broadcast(&dev->released);
         gf__unlock(&dev->lock);
     }
+    gf__retired_collect(dev, 0);   /* what waited for the work just finished */
     return r;
 }
 
@@ -2594,7 +2651,7 @@ static void gf__note_op(gf_stream *s, gf_op_kind kind, const char *name, uint64_
     gf__op_note *n = &s->recent[seq % GF__RECENT_OPS];
     n->seq = seq;
     n->kind = kind;
-    n->name = name;
+    if (name) gf__copy_str(n->name, sizeof n->name, name); else n->name[0] = 0;
     n->waits_on = waits_on;
 }
 /* A stream's label by id, for descriptions: "a destroyed stream" once it is gone. */
@@ -2733,6 +2790,7 @@ GPUFLOW_IMPL void gf_stream_destroy(gf_stream *s) {
         return;
     }
     if (gf__refuse_self_wait(__func__, s->dev, s) != GF_OK) return;   /* kept: it cannot drain */
+    if (gf__stream_busy(s) && gf__hidden_wait(__func__, s, "its queued work has run") != GF_OK) return;
     gf__stream_free(s);
 }
 
@@ -2750,7 +2808,9 @@ GPUFLOW_IMPL gf_result gf_stream_synchronize(gf_stream *s) {
     GF__CHECK(s, GF__T_STREAM);
     if ((r = gf__refuse_self_wait(__func__, s->dev, s)) != GF_OK) return r;
     if ((r = gf__refuse_in_capture(s, __func__)) != GF_OK) return r;
-    return gf__stream_sync(s);
+    r = gf__stream_sync(s);
+    gf__retired_collect(s->dev, 0);   /* what waited only for this stream goes now */
+    return r;
 }
 
 /* Bounded waits poll the driver's query with a backoff from 20 us to 1 ms (never past the
@@ -2823,7 +2883,7 @@ static void gf__mem_count(gf_device *dev, int kind, uint64_t bytes, int sign) {
 }
 static uint64_t gf__mem_device_bytes(gf_device *dev) {   /* dev->mem_lock held */
     return dev->mem[GF_MEMORY_DEVICE].bytes + dev->mem[GF_MEMORY_MANAGED].bytes +
-           dev->mem[GF_MEMORY_ASYNC].bytes + dev->mem[GF_MEMORY_CACHED].bytes;
+           dev->mem[GF_MEMORY_ASYNC].bytes + dev->mem[GF_MEMORY_CACHED].bytes + dev->mem[GF_MEMORY_PENDING].bytes;
 }
 /* GF_OK if bytes more device memory stays within the limit; else gives cached blocks back and
    asks again, then refuses naming the limit and the use. */
@@ -2836,7 +2896,7 @@ static gf_result gf__mem_admit(gf_device *dev, size_t bytes, const char *fn) {
         limit = dev->mem_limit;
         gf__spin_unlock(&dev->mem_lock);
         if (!limit || (bytes <= limit && used <= limit - bytes)) return GF_OK;
-        if (pass == 0) { gf__cache_release(dev, 0, 1); continue; }
+        if (pass == 0) { gf__cache_release(dev, 0, 1); gf__retired_collect(dev, 1); continue; }
         return gf__fail(GF_ERROR_OUT_OF_MEMORY, "%s: %llu more bytes would pass the device's memory limit of %llu bytes (%llu in use)",
                         fn, (unsigned long long)bytes, (unsigned long long)limit, (unsigned long long)used);
     }
@@ -2851,19 +2911,22 @@ static gf_result gf__buffer_alloc(gf_buffer *buf) {
     char before[sizeof gf__error_text];
     unsigned serial = gf__error_serial;
     gf_result r;
-    int cached;
+    int reclaimable;
+    gf__retired_collect(dev, 0);   /* memory whose queued work has passed goes first */
     if ((r = gf__mem_admit(dev, buf->size, "gf_buffer_create")) != GF_OK) return r;
     gf__lock(&dev->cache.lock);
-    cached = dev->cache.count > 0;
+    reclaimable = dev->cache.count > 0 || gf__atomic_load_int(&dev->retired_pending);
     gf__unlock(&dev->cache.lock);
-    if (!cached) return dev->be->buffer_alloc(buf);
+    if (!reclaimable) return dev->be->buffer_alloc(buf);
     memcpy(before, gf__error_text, sizeof before);
     gf__quiet++;
     r = dev->be->buffer_alloc(buf);
     gf__quiet--;
     if (r == GF_OK) return r;
     if (r != GF_ERROR_OUT_OF_MEMORY) { gf__log_text(gf__level_of(r), r, gf__error_text); return r; }
+    if (gf__atomic_load_int(&dev->retired_pending) && (r = gf__hidden_wait("gf_buffer_create", NULL, "destroyed buffers' queued work has passed (the memory is short)")) != GF_OK) return r;
     gf__cache_release(dev, 0, 1);
+    gf__retired_collect(dev, 1);   /* an allocation that would fail waits for pending frees */
     memcpy(gf__error_text, before, sizeof before);
     gf__error_serial = serial;
     return dev->be->buffer_alloc(buf);
@@ -2908,25 +2971,35 @@ GPUFLOW_IMPL gf_result gf_buffer_create(gf_device *dev, size_t bytes, gf_buffer 
 /* Drops one reference (the handle's, or a view's on its parent). At the last the memory goes:
    the backend frees what it allocated (a wrapped buffer's backend leaves what it borrowed),
    and a view lets go of its parent. */
-static void gf__buffer_unref(gf_buffer *buf) {
+static void gf__buffer_release(void *p) {   /* the memory itself, once nothing queued uses it */
+    gf_buffer *buf = (gf_buffer *)p;
     gf_device *dev = buf->dev;
     gf_buffer *parent = buf->parent;
-    if (gf__atomic_add_int(&buf->refs, -1) > 1) return;   /* views still use the memory */
-    gf__buffer_uses_drop(buf);
-    if (buf->race) gf__race_forget(buf);
-    gf__mem_count(dev, buf->kind, buf->capacity, -1);
     buf->size = buf->capacity;
     if (!parent || dev->be->buffer_view) dev->be->buffer_free(buf);
     gf__free(buf->uses);
     gf__obj_free(dev, buf);
-    if (parent) gf__buffer_unref(parent);   /* the view's hold on its parent's memory */
+    if (parent) gf__buffer_unref(parent, 1);   /* the view's hold on its parent's memory */
+}
+/* Drops one reference. At the last the memory goes: at once (retire 0: the device is idle, or
+   nothing can still use it), else retired until the work queued before now has passed. A
+   view's own release is at once: it holds no memory of its own (an OpenCL sub-buffer's release
+   is deferred by OpenCL itself), and its parent's memory is the parent's to retire. */
+static void gf__buffer_unref(gf_buffer *buf, int retire) {
+    gf_device *dev = buf->dev;
+    if (gf__atomic_add_int(&buf->refs, -1) > 1) return;   /* views still use the memory */
+    gf__buffer_uses_drop(buf);
+    if (buf->race) gf__race_forget(buf);
+    if (retire && !buf->parent && !buf->borrowed) gf__retire(dev, gf__buffer_release, buf, buf->kind, buf->capacity);
+    else { gf__mem_count(dev, buf->kind, buf->capacity, -1); gf__buffer_release(buf); }
 }
 static void gf__buffer_free(gf_buffer *buf) {   /* the handle goes; the memory with its last reference */
     buf->type = GF__T_DEAD;
-    gf__buffer_unref(buf);
+    gf__buffer_unref(buf, 0);
 }
 
-/* Like cuMemFree, destroying a buffer waits for the device, so no queued work still uses it. */
+/* Never waits: the handle goes now, the memory once the work queued before the destroy has
+   passed (retired; see "deferred releases"). */
 GPUFLOW_IMPL void gf_buffer_destroy(gf_buffer *buf) {
     GF__CHECK_VOID(buf, GF__T_BUFFER);
     if (buf->graph_owner) {
@@ -2937,10 +3010,10 @@ GPUFLOW_IMPL void gf_buffer_destroy(gf_buffer *buf) {
         gf__fail(GF_ERROR_CAPTURE, "gf_buffer_destroy: a capture in progress uses the buffer");
         return;
     }
-    if (gf__refuse_self_wait(__func__, buf->dev, NULL) != GF_OK) return;   /* kept: it waits for the device */
-    if (GF__RACE_ON(buf->dev)) gf__race_free(buf, NULL);   /* before the wait that would hide it */
-    if (gf__settle_for_destroy(buf->dev, __func__, "buffer") != GF_OK) return;
-    gf__buffer_free(buf);
+    if (gf__refuse_self_wait(__func__, buf->dev, NULL) != GF_OK) return;   /* kept: fencing the streams calls the driver */
+    if (GF__RACE_ON(buf->dev)) gf__race_free(buf, NULL);
+    buf->type = GF__T_DEAD;
+    gf__buffer_unref(buf, 1);
 }
 
 GPUFLOW_IMPL size_t gf_buffer_size(const gf_buffer *buf) { return gf__is(buf, GF__T_BUFFER) ? buf->size : 0; }
@@ -3009,6 +3082,7 @@ static gf_result gf__copy_sync(const char *fn, gf_buffer *buf, const gf__copy *c
     GF__CHECK(buf, GF__T_BUFFER);
     if (gf__atomic_load_int(&buf->capture_uses))
         return gf__fail(GF_ERROR_CAPTURE, "%s: a capture in progress uses this buffer; a synchronous copy would race it", fn);
+    if ((r = gf__hidden_wait(fn, NULL, "the copy is done (a synchronous copy: the _async form does not wait)")) != GF_OK) return r;
     if ((r = gf__copy_async(fn, buf->dev->sync_stream, copy)) != GF_OK) return r;
     return gf__stream_sync(buf->dev->sync_stream);
 }
@@ -3251,11 +3325,159 @@ GPUFLOW_IMPL gf_result gf_device_trim(gf_device *dev, size_t keep_bytes) {
     gf_result r;
     GF__CHECK(dev, GF__T_DEVICE);
     if ((r = gf__refuse_self_wait(__func__, dev, NULL)) != GF_OK) return r;
+    if ((r = gf__hidden_wait(__func__, NULL, "all queued work has run (frees reach the driver's pool only when they run)")) != GF_OK) return r;
     /* frees still queued on streams reach the driver's pool only when they run */
     if ((r = gf_device_synchronize(dev)) != GF_OK) return r;
+    gf__retired_collect(dev, 1);
     gf__cache_release(dev, keep_bytes, 1);
     if (dev->be->trim) dev->be->trim(dev, keep_bytes);
     return GF_OK;
+}
+
+/* ---- deferred releases: what a destroy lets go of, freed when queued work has passed -- >>retired */
+/* A destroy never waits for the device. What the destroyed object still lends to work queued
+   before the destroy (a buffer's memory, a module's code, a graph's memory) is retired: each
+   stream of the device with work outstanding gets a fence (a raw driver event, outside the
+   race detector's bookkeeping: passing a fence tells the host nothing about the program's
+   order), and the release runs once every fence has passed. That is checked at the next
+   allocation, gf_device_synchronize and gf_stream_synchronize; an allocation that would fail,
+   gf_device_trim and close wait for it. A stream in a driver's capture gets no fence (the driver
+   refuses a record there that is not captured), as gf_device_synchronize does not wait for it
+   either: what it ran before the capture began is not waited for. */
+typedef struct gf__retired {
+    void (*release)(void *obj); void *obj;
+    int kind; size_t bytes;         /* counted as GF_MEMORY_PENDING meanwhile (kind: before) */
+    gf_event **fences; int fence_count;
+    int hold;                       /* unfenced (the device could not be waited for): kept until a
+                                       trim, an allocation that waits, or close */
+} gf__retired;
+
+static void gf__fences_free(gf_device *dev, gf_event **fences, int count) {
+    int i;
+    for (i = 0; i < count; i++) gf__event_pool_give(dev->events, fences[i]);
+    gf__free(fences);
+}
+/* A fence on s if it has work outstanding (its lock held while the record is made). */
+static gf_result gf__fence_on(gf_stream *s, gf_event ***fences, int *count, int *cap) {
+    const gf__backend *be = s->dev->be;
+    gf_event *ev = NULL;
+    gf_result r;
+    gf__lock(&s->lock);
+    r = be->stream_query(s);   /* a stream that fails to answer is fenced as a busy one */
+    if (r != GF_OK) {
+        if (!gf__grow((void **)fences, cap, *count + 1, sizeof **fences))
+            r = gf__fail(GF_ERROR_OUT_OF_MEMORY, "gpuflow: out of host memory for a deferred release");
+        else if ((r = gf__event_pool_take(s->dev->events, 0, &ev)) == GF_OK) {
+            if ((r = be->event_record(ev, s)) == GF_OK) (*fences)[(*count)++] = ev;
+            else gf__event_pool_give(s->dev->events, ev);
+        }
+    }
+    gf__unlock(&s->lock);
+    return r;
+}
+/* Fences on every stream of the device with work outstanding, visited as gf_device_synchronize
+   visits them (in id order, each held by a sync reference). */
+static gf_result gf__fences_make(gf_device *dev, gf_event ***out, int *count) {
+    uint64_t after = 0, last = gf__atomic_load(&dev->next_id);
+    gf_event **fences = NULL;
+    int n = 0, cap = 0;
+    gf_result r = GF_OK;
+    while (r == GF_OK) {
+        gf_stream *next = NULL;
+        int i, skip = 0;
+        gf__lock(&dev->lock);
+        for (i = 0; i < dev->stream_count; i++) {
+            gf_stream *c = dev->streams[i];
+            if (c->id > after && c->id <= last && (!next || c->id < next->id)) next = c;
+        }
+        if (next) { next->sync_refs++; skip = next->capture != NULL && next->capture->by_driver; }
+        gf__unlock(&dev->lock);
+        if (!next) break;
+        after = next->id;
+        if (!skip) r = gf__fence_on(next, &fences, &n, &cap);
+        gf__lock(&dev->lock);
+        next->sync_refs--;
+        gf__cond_broadcast(&dev->released);
+        gf__unlock(&dev->lock);
+    }
+    if (r != GF_OK) { gf__fences_free(dev, fences, n); return r; }
+    *out = fences;
+    *count = n;
+    return GF_OK;
+}
+
+static void gf__retired_release(gf_device *dev, gf__retired *item) {
+    gf__fences_free(dev, item->fences, item->fence_count);
+    gf__mem_count(dev, GF_MEMORY_PENDING, item->bytes, -1);
+    item->release(item->obj);
+}
+
+/* Waits for every fence of an item (a fence that fails to answer counts as passed: the
+   device is broken or closing). */
+static void gf__retired_wait(gf_device *dev, const gf__retired *item) {
+    int i;
+    for (i = 0; i < item->fence_count; i++) (void)dev->be->event_synchronize(item->fences[i]);
+}
+
+/* obj's release, deferred until the work queued on the device before now has passed; at once
+   when no stream has work outstanding. If the fences cannot be made (out of host memory, a
+   driver failure) the device is waited for instead, as destroys did before; if that fails too,
+   the memory is kept (and said): never a release under work that may still use it. */
+static void gf__retire(gf_device *dev, void (*release)(void *obj), void *obj, int kind, size_t bytes) {
+    gf__retired item;
+    int kept;
+    item.release = release; item.obj = obj; item.kind = kind; item.bytes = bytes;
+    item.fences = NULL; item.fence_count = 0; item.hold = 0;
+    gf__mem_count(dev, kind, bytes, -1);
+    gf__mem_count(dev, GF_MEMORY_PENDING, bytes, +1);
+    if (gf__fences_make(dev, &item.fences, &item.fence_count) != GF_OK) {
+        gf__notice(GF_LOG_WARNING, "gpuflow: a destroy could not fence the device's streams (%s); waiting for the device instead", gf__error_text);
+        if (gf_device_synchronize(dev) != GF_OK) {
+            gf__notice(GF_LOG_WARNING, "gpuflow: waiting for the device failed too (%s): the memory is kept until a trim or the device's close",
+                       gf__error_text);
+            item.hold = 1;
+        }
+    }
+    if (item.fence_count || item.hold) {
+        gf__lock(&dev->retired_lock);
+        kept = gf__grow((void **)&dev->retired, &dev->retired_cap, dev->retired_count + 1, sizeof *dev->retired);
+        if (kept) { dev->retired[dev->retired_count++] = item; gf__atomic_store_int(&dev->retired_pending, dev->retired_count); }
+        gf__unlock(&dev->retired_lock);
+        if (kept) return;
+        gf__retired_wait(dev, &item);   /* no room to keep it: wait now */
+    }
+    gf__retired_release(dev, &item);
+}
+
+/* Releases what retired and whose fences have all passed; wait: waits for each fence first. */
+static void gf__retired_collect(gf_device *dev, int wait) {
+    gf__retired *items;
+    int count, i, j, kept = 0;
+    if (!gf__atomic_load_int(&dev->retired_pending)) return;   /* the common case: one load */
+    gf__lock(&dev->retired_lock);
+    items = dev->retired; count = dev->retired_count;
+    dev->retired = NULL; dev->retired_count = dev->retired_cap = 0;
+    gf__atomic_store_int(&dev->retired_pending, 0);
+    gf__unlock(&dev->retired_lock);
+    for (i = 0; i < count; i++) {
+        int passed = 1;
+        if (wait) gf__retired_wait(dev, &items[i]);
+        else for (j = 0, passed = !items[i].hold; j < items[i].fence_count && passed; j++) passed = dev->be->event_query(items[i].fences[j]) == GF_OK;
+        if (passed) gf__retired_release(dev, &items[i]);
+        else items[kept++] = items[i];
+    }
+    if (kept) {   /* back, beside any retired meanwhile; without room, wait for them now */
+        gf__lock(&dev->retired_lock);
+        if (gf__grow((void **)&dev->retired, &dev->retired_cap, dev->retired_count + kept, sizeof *dev->retired)) {
+            memcpy(dev->retired + dev->retired_count, items, sizeof *items * (size_t)kept);
+            dev->retired_count += kept;
+            kept = 0;
+        }
+        gf__atomic_store_int(&dev->retired_pending, dev->retired_count);
+        gf__unlock(&dev->retired_lock);
+        for (i = 0; i < kept; i++) { gf__retired_wait(dev, &items[i]); gf__retired_release(dev, &items[i]); }
+    }
+    gf__free(items);
 }
 
 /* ---- events ------------------------------------------------------------------------- >>events */
@@ -3947,6 +4169,8 @@ static GF__TLS int gf__on_waiter_thread;
 GPUFLOW_IMPL void gf_stream_pool_destroy(gf_stream_pool *pool) {
     int i;
     GF__CHECK_VOID(pool, GF__T_STREAM_POOL);
+    for (i = 0; i < pool->count; i++)
+        if (gf__stream_busy(pool->streams[i]) && gf__hidden_wait(__func__, pool->streams[i], "its queued work has run") != GF_OK) return;
     for (i = 0; i < pool->count; i++) gf__stream_sync(pool->streams[i]);
     if (gf__on_waiter_thread) gf__waiter_drop_pool(pool);
     while (gf__atomic_load_int(&pool->measuring) > 0) gf__sleep_us(100);   /* waiters still refer to the pool */
@@ -5297,8 +5521,11 @@ GPUFLOW_IMPL void gf_graph_pool_destroy(gf_graph_pool *pool) {
                  gf__atomic_load_int(&pool->graphs) == 1 ? "is" : "are");
         return;
     }
-    if (pool->block_count && gf__settle_for_destroy(pool->dev, __func__, "graph pool") != GF_OK) return;
-    for (i = 0; i < pool->block_count; i++) gf__buffer_free(pool->blocks[i]);
+    if (pool->block_count && gf__refuse_self_wait(__func__, pool->dev, NULL) != GF_OK) return;   /* kept: fencing calls the driver */
+    for (i = 0; i < pool->block_count; i++) {   /* each block's memory once replays queued before now have passed */
+        pool->blocks[i]->type = GF__T_DEAD;
+        gf__buffer_unref(pool->blocks[i], 1);
+    }
     gf__free(pool->blocks);
     gf__event_free(pool->last);
     gf__mutex_destroy(&pool->lock);
@@ -5588,11 +5815,35 @@ GPUFLOW_IMPL gf_result gf_graph_get_info(gf_graph *g, gf_graph_info *out) {
     return GF_OK;
 }
 
+/* The callback contexts a destroyed graph's replays may still run, freed once they have passed. */
+typedef struct gf__blocks { void **blocks; int count; } gf__blocks;
+static void gf__blocks_release(void *p) {
+    gf__blocks *b = (gf__blocks *)p;
+    int i;
+    for (i = 0; i < b->count; i++) gf__free(b->blocks[i]);
+    gf__free(b->blocks);
+    gf__free(b);
+}
+/* Never waits: replays launched before the destroy may still use the memory and callback
+   contexts the graph owns, so those are retired (see "deferred releases"); the rest goes now. */
 GPUFLOW_IMPL void gf_graph_destroy(gf_graph *g) {
+    int i;
     GF__CHECK_VOID(g, GF__T_GRAPH);
-    /* launched replays may still use the memory and callback contexts the graph owns */
-    if (gf__atomic_load_int(&g->launched) && (g->owned_count || g->block_count) &&
-        gf__settle_for_destroy(g->dev, __func__, "graph") != GF_OK) return;
+    if (gf__atomic_load_int(&g->launched) && (g->owned_count || g->block_count)) {
+        gf__blocks *b = NULL;
+        if (gf__refuse_self_wait(__func__, g->dev, NULL) != GF_OK) return;   /* kept: fencing calls the driver */
+        if (g->block_count && !(b = (gf__blocks *)gf__calloc(sizeof *b))) {
+            if (gf__settle_for_destroy(g->dev, __func__, "graph") != GF_OK) return;   /* no room to defer: wait */
+        } else {
+            for (i = 0; i < g->owned_count; i++) { g->owned[i]->graph_owner = NULL; g->owned[i]->type = GF__T_DEAD; gf__buffer_unref(g->owned[i], 1); }
+            g->owned_count = 0;
+            if (b) {
+                b->blocks = g->blocks; b->count = g->block_count;
+                g->blocks = NULL; g->block_count = g->block_cap = 0;
+                gf__retire(g->dev, gf__blocks_release, b, GF_MEMORY_KIND_COUNT, 0);
+            }
+        }
+    }
     gf__graph_release(g);
 }
 
@@ -6054,11 +6305,9 @@ GPUFLOW_IMPL gf_result gf_kernel_get(gf_module *mod, const char *name, gf_kernel
     return GF_OK;
 }
 
-/* Waits for the device first: queued launches may still use the module's code. */
-GPUFLOW_IMPL void gf_module_destroy(gf_module *mod) {
+static void gf__module_release(void *p) {   /* the code itself, once no queued launch uses it */
+    gf_module *mod = (gf_module *)p;
     gf_kernel *k, *next;
-    GF__CHECK_VOID(mod, GF__T_MODULE);
-    if (gf__settle_for_destroy(mod->dev, __func__, "module") != GF_OK) return;
     mod->dev->be->module_unload(mod);   /* may still read the kernels' native handles */
     for (k = mod->kernels; k; k = next) {
         next = k->next;
@@ -6066,8 +6315,20 @@ GPUFLOW_IMPL void gf_module_destroy(gf_module *mod) {
         gf__obj_free(mod->dev, k);
     }
     gf__mutex_destroy(&mod->lock);
-    gf__live(mod->dev, GF__T_MODULE, -1);
     gf__obj_free(mod->dev, mod);
+}
+/* Never waits: the module and its kernels are refused from now on; the code is unloaded once
+   the launches queued before the destroy have passed. */
+GPUFLOW_IMPL void gf_module_destroy(gf_module *mod) {
+    gf_kernel *k;
+    GF__CHECK_VOID(mod, GF__T_MODULE);
+    if (gf__refuse_self_wait(__func__, mod->dev, NULL) != GF_OK) return;   /* kept: fencing the streams calls the driver */
+    gf__lock(&mod->lock);
+    for (k = mod->kernels; k; k = k->next) k->type = GF__T_DEAD;
+    gf__unlock(&mod->lock);
+    mod->type = GF__T_DEAD;
+    gf__live(mod->dev, GF__T_MODULE, -1);
+    gf__retire(mod->dev, gf__module_release, mod, GF_MEMORY_KIND_COUNT, 0);
 }
 
 /* The device's launch limits, in 64 bits: a block of 65536 x 65536 threads is 2^32, which
@@ -6670,7 +6931,7 @@ static void gf__describe(gf_device *dev, gf__text *t) {
                 const gf__op_note *n = &s->recent[(sub + 1 + (uint64_t)k) % GF__RECENT_OPS];
                 if (!n->seq || n->seq <= ret || n->seq > sub) continue;
                 gf__say(t, "    #%llu %s%s%s%s\n", (unsigned long long)n->seq, gf__op_name(n->kind),
-                        n->name ? " '" : "", n->name ? n->name : "", n->name ? "'" : "");
+                        n->name[0] ? " '" : "", n->name, n->name[0] ? "'" : "");
                 if (n->waits_on) {
                     char label[80];
                     gf__stream_label_of(dev, n->waits_on, label, sizeof label);

@@ -937,6 +937,8 @@ static gf_result gf__cuda_kernel_get(gf_kernel *k) {
     X(GetProgramLog, nvrtcResult, (nvrtcProgram, char *), INTERNAL_ERROR) \
     X(GetPTXSize, nvrtcResult, (nvrtcProgram, size_t *), INTERNAL_ERROR) \
     X(GetPTX, nvrtcResult, (nvrtcProgram, char *), INTERNAL_ERROR) \
+    X(GetCUBINSize, nvrtcResult, (nvrtcProgram, size_t *), INTERNAL_ERROR) \
+    X(GetCUBIN, nvrtcResult, (nvrtcProgram, char *), INTERNAL_ERROR) \
     X(DestroyProgram, nvrtcResult, (nvrtcProgram *), INTERNAL_ERROR) \
     X(GetNumSupportedArchs, nvrtcResult, (int *), INTERNAL_ERROR) \
     X(GetSupportedArchs, nvrtcResult, (int *), INTERNAL_ERROR)
@@ -1023,13 +1025,15 @@ static void gf__nvrtc_load_library(gf__driver *d) {
 }
 static gf_result gf__nvrtc_load(void) { return gf__driver_load(&gf__nvrtc_library, gf__nvrtc_load_library); }
 
-/* text (complete: any prelude already in it) compiled by NVRTC to PTX for arch ("compute_75"),
-   with "-default-device" and then the user's options; name names it in the log. *ptx: the
-   NUL-terminated PTX from gf__malloc, *size counting the NUL. A compile error, or an option
-   NVRTC refuses, is GF_ERROR_BUILD "NVRTC: name: <log>"; no NVRTC is GF_ERROR_NOT_SUPPORTED.
-   Needs no GPU and no driver: CI compiles kernels with it (tests/nvrtc_check.c). */
-static gf_result gf__cuda_nvrtc_to_ptx(const char *arch, const char *name, const char *text, const char *options,
-                                       void **ptx, size_t *size) {
+/* text (complete: any prelude already in it) compiled by NVRTC for arch, with
+   "-default-device" and then the user's options; name names it in the log. A virtual arch
+   ("compute_75") gives NUL-terminated PTX, a real one ("sm_90") a cubin (ELF), in *ptx from
+   gf__malloc, *size counting the PTX's NUL. A compile error, or an option NVRTC refuses, is
+   GF_ERROR_BUILD "NVRTC: name: <log>"; no NVRTC is GF_ERROR_NOT_SUPPORTED. Needs no GPU and
+   no driver: CI compiles kernels with it (tests/nvrtc_check.c). */
+static gf_result gf__cuda_nvrtc_build(const char *arch, const char *name, const char *text, const char *options,
+                                      void **ptx, size_t *size) {
+    int cubin = strncmp(arch, "sm_", 3) == 0;   /* a real architecture: the GPU's own code, no JIT at load */
     nvrtcProgram prog = NULL;
     char arch_option[64], *buf = NULL, *log = NULL, *out = NULL;
     const char **opts = NULL;
@@ -1063,9 +1067,15 @@ static gf_result gf__cuda_nvrtc_to_ptx(const char *arch, const char *name, const
         goto done;
     }
     if (r != NVRTC_SUCCESS) { call = "nvrtcCompileProgram"; goto failed; }
-    if ((r = GF__NVRTC_CALL(GetPTXSize, (prog, &n))) != NVRTC_SUCCESS) { call = "nvrtcGetPTXSize"; goto failed; }
-    if (!(out = (char *)gf__malloc(n + 1))) { e = gf__fail(GF_ERROR_OUT_OF_MEMORY, "NVRTC: out of host memory for %s's PTX", name); goto done; }
-    if ((r = GF__NVRTC_CALL(GetPTX, (prog, out))) != NVRTC_SUCCESS) { call = "nvrtcGetPTX"; goto failed; }
+    if ((r = cubin ? GF__NVRTC_CALL(GetCUBINSize, (prog, &n)) : GF__NVRTC_CALL(GetPTXSize, (prog, &n))) != NVRTC_SUCCESS) {
+        call = cubin ? "nvrtcGetCUBINSize" : "nvrtcGetPTXSize";
+        goto failed;
+    }
+    if (!(out = (char *)gf__malloc(n + 1))) { e = gf__fail(GF_ERROR_OUT_OF_MEMORY, "NVRTC: out of host memory for %s's code", name); goto done; }
+    if ((r = cubin ? GF__NVRTC_CALL(GetCUBIN, (prog, out)) : GF__NVRTC_CALL(GetPTX, (prog, out))) != NVRTC_SUCCESS) {
+        call = cubin ? "nvrtcGetCUBIN" : "nvrtcGetPTX";
+        goto failed;
+    }
     out[n] = 0;   /* n counts NVRTC's own NUL; one more, should a version not write it */
     *ptx = out;
     *size = n;
@@ -1083,8 +1093,8 @@ done:
     return e;
 }
 
-/* The virtual architecture for a device of compute capability cc (90: 9.0): its own, or the
-   newest this NVRTC knows if the device is newer (PTX JITs on newer GPUs). */
+/* The architecture for a device of compute capability cc (90: 9.0): its own, or the newest
+   this NVRTC knows if the device is newer (then PTX, which JITs on newer GPUs). */
 static int gf__nvrtc_arch(int cc) {
     int archs[64], count = 0, i, best = 0;
     if (GF__NVRTC_CALL(GetNumSupportedArchs, (&count)) != NVRTC_SUCCESS || count <= 0 || count > 64 ||
@@ -1097,23 +1107,26 @@ static int gf__nvrtc_arch(int cc) {
     return best ? best : cc;   /* an older device than NVRTC supports: NVRTC says so */
 }
 
-/* The compile slot: the core's text (its prelude, then the user's source) to PTX for this
-   device, which module_load then JITs. */
+/* The compile slot: the core's text (its prelude, then the user's source) to this device's
+   cubin (PTX where NVRTC does not know the device, which module_load then JITs). */
 static gf_result gf__cuda_compile(gf_device *dev, const char *name, const char *text, const char *options,
                                   void **binary, size_t *size) {
     const gf__cuda_device *d = (const gf__cuda_device *)dev->native;
     char arch[32];
     gf_result e;
+    int best;
     if ((e = gf__nvrtc_load()) != GF_OK) return e;
-    snprintf(arch, sizeof arch, "compute_%d", gf__nvrtc_arch(d->cc));
-    return gf__cuda_nvrtc_to_ptx(arch, name, text, options, binary, size);
+    best = gf__nvrtc_arch(d->cc);
+    /* the device's own code when NVRTC knows it: a cached cubin loads at once, PTX would JIT */
+    snprintf(arch, sizeof arch, "%s_%d", best == d->cc ? "sm" : "compute", best);
+    return gf__cuda_nvrtc_build(arch, name, text, options, binary, size);
 }
-/* What compile made is PTX (NUL-terminated text). */
+/* What compile made: a cubin (an ELF image) or PTX (text). */
 static gf_result gf__cuda_module_load_compiled(gf_module *mod, const void *binary, size_t size) {
     gf_module_desc d;
-    (void)size;
     memset(&d, 0, sizeof d);
-    d.ptx = (const char *)binary;
+    if (size >= 4 && !memcmp(binary, "\177ELF", 4)) { d.cubin = binary; d.cubin_size = size; }
+    else d.ptx = (const char *)binary;
     return gf__cuda_module_load(mod, &d);
 }
 

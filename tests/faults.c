@@ -665,6 +665,10 @@ static int destroy_once(obj_kind kind, void *p, const char *name, int line)
     F.step = NULL;
     if (kind == OBJ_HOST) return 1;   /* cannot be refused; OpenCL's pinned memory is not a block of ours */
     freed = kind == OBJ_GRAPH ? graph_dead((gf_graph *)p) : __atomic_load_n(&watch_hit, __ATOMIC_ACQUIRE);
+    /* a buffer's or module's destroy may retire it instead (its memory or code goes once the
+       work queued before it has passed): the handle is dead at once, the object not yet freed,
+       so its tag can still be read */
+    if (!freed && (kind == OBJ_BUFFER || kind == OBJ_MODULE)) freed = *(const uint32_t *)p == GF__T_DEAD;
     if (freed) return 1;
     if (!said) defect(line, "destroy of %s neither freed it nor said why (no gf_last_error)", name);
     else if (!F.injected) defect(line, "destroy of %s kept it with no fault injected: %s", name, gf_last_error());

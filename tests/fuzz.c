@@ -2152,7 +2152,8 @@ static void op_memory(fz_in *in)
     size_t bytes;
     memset(&st, 0, sizeof st);
     if (d >= 0 && FZ_CALL(NULL, gf_device_memory_stats(dev, &st)) == GF_OK) {
-        uint64_t sum = st.kind[GF_MEMORY_DEVICE].bytes + st.kind[GF_MEMORY_MANAGED].bytes + st.kind[GF_MEMORY_ASYNC].bytes + st.kind[GF_MEMORY_CACHED].bytes;
+        uint64_t sum = st.kind[GF_MEMORY_DEVICE].bytes + st.kind[GF_MEMORY_MANAGED].bytes + st.kind[GF_MEMORY_ASYNC].bytes +
+                       st.kind[GF_MEMORY_CACHED].bytes + st.kind[GF_MEMORY_PENDING].bytes;
         if (sum != st.device_bytes) fz_die(__LINE__, "gf_device_memory_stats", "device_bytes is not the sum of the device kinds");
         for (k = 0; k < GF_MEMORY_KIND_COUNT; k++)
             if (st.kind[k].peak_bytes < st.kind[k].bytes || st.kind[k].peak_count < st.kind[k].count)

@@ -77,7 +77,7 @@ static void compile_ok(const char *name, const char *source, int dialect, const 
     int i, count;
     if (!text) { check(0, name, "out of memory"); return; }
     snprintf(text, n, "%s\n%s", prelude, source);
-    r = gf__cuda_nvrtc_to_ptx(arch, name, text, options, &ptx, &size);
+    r = gf__cuda_nvrtc_build(arch, name, text, options, &ptx, &size);
     snprintf(what, sizeof what, "%s compiles to PTX for %s", name, arch);
     if (check(r == GF_OK && ptx && size > 1, what, r == GF_OK ? "" : gf_last_error())) {
         snprintf(what, sizeof what, "%s: the PTX is text of the size NVRTC gave, for the architecture", name);
@@ -106,7 +106,7 @@ static void compile_fails(const char *name, const char *source, const char *opti
     int i;
     if (!text) { check(0, name, "out of memory"); return; }
     snprintf(text, n, "%s\n%s", prelude, source);
-    r = gf__cuda_nvrtc_to_ptx(arch, name, text, options, &ptx, &size);
+    r = gf__cuda_nvrtc_build(arch, name, text, options, &ptx, &size);
     snprintf(what, sizeof what, "%s is refused as GF_ERROR_BUILD, with no PTX", name);
     check(r == GF_ERROR_BUILD && !ptx && !size, what, gf_result_name(r));
     for (i = 0; i < wants; i++) {
@@ -137,7 +137,7 @@ int main(int argc, char **argv) {
         {
             void *ptx = NULL;
             size_t size = 0;
-            r = gf__cuda_nvrtc_to_ptx(arch, "kernels", k_plain_cuda, NULL, &ptx, &size);
+            r = gf__cuda_nvrtc_build(arch, "kernels", k_plain_cuda, NULL, &ptx, &size);
             check(r == GF_ERROR_NOT_SUPPORTED && !ptx && !size, "a compile without NVRTC is GF_ERROR_NOT_SUPPORTED as well", gf_result_name(r));
         }
         printf("%d passed, %d failed\n", passed, failed);
