@@ -1303,6 +1303,7 @@ struct gf_buffer {
     gf_graph *graph_owner;          /* allocated inside a capture: the graph owns it */
     int borrowed;                   /* wrapped (or a view): the memory is not this handle's to free */
     gf_buffer *parent; size_t view_offset;   /* a view: a window on parent's memory */
+    int parent_dropped;             /* a retired view whose hold on parent already went */
     int refs;                       /* atomic: the live handle plus each view; the memory goes at 0 */
     int kind;                       /* gf_memory_kind it is counted under; GF_MEMORY_KIND_COUNT: none */
     gf__spin use_lock;              /* uses */
@@ -2896,7 +2897,14 @@ static gf_result gf__mem_admit(gf_device *dev, size_t bytes, const char *fn) {
         limit = dev->mem_limit;
         gf__spin_unlock(&dev->mem_lock);
         if (!limit || (bytes <= limit && used <= limit - bytes)) return GF_OK;
-        if (pass == 0) { gf__cache_release(dev, 0, 1); gf__retired_collect(dev, 1); continue; }
+        if (pass == 0) {
+            gf_result r;
+            if (gf__atomic_load_int(&dev->retired_pending) &&
+                (r = gf__hidden_wait(fn, NULL, "destroyed buffers' queued work has passed (the memory limit is reached)")) != GF_OK) return r;
+            gf__cache_release(dev, 0, 1);
+            gf__retired_collect(dev, 1);
+            continue;
+        }
         return gf__fail(GF_ERROR_OUT_OF_MEMORY, "%s: %llu more bytes would pass the device's memory limit of %llu bytes (%llu in use)",
                         fn, (unsigned long long)bytes, (unsigned long long)limit, (unsigned long long)used);
     }
@@ -2979,19 +2987,29 @@ static void gf__buffer_release(void *p) {   /* the memory itself, once nothing q
     if (!parent || dev->be->buffer_view) dev->be->buffer_free(buf);
     gf__free(buf->uses);
     gf__obj_free(dev, buf);
-    if (parent) gf__buffer_unref(parent, 1);   /* the view's hold on its parent's memory */
+    if (parent && !buf->parent_dropped) gf__buffer_unref(parent, 1);   /* the view's hold on its parent's memory */
 }
 /* Drops one reference. At the last the memory goes: at once (retire 0: the device is idle, or
    nothing can still use it), else retired until the work queued before now has passed. A
-   view's own release is at once: it holds no memory of its own (an OpenCL sub-buffer's release
-   is deferred by OpenCL itself), and its parent's memory is the parent's to retire. */
+   view holds no memory of its own (its parent's memory is the parent's to retire), but a
+   backend's handle for it (an OpenCL sub-buffer) is retired too: NVIDIA's OpenCL holds the
+   host in clReleaseMemObject of a sub-buffer that queued work uses (20 ms on an H100). */
 static void gf__buffer_unref(gf_buffer *buf, int retire) {
     gf_device *dev = buf->dev;
     if (gf__atomic_add_int(&buf->refs, -1) > 1) return;   /* views still use the memory */
     gf__buffer_uses_drop(buf);
     if (buf->race) gf__race_forget(buf);
-    if (retire && !buf->parent && !buf->borrowed) gf__retire(dev, gf__buffer_release, buf, buf->kind, buf->capacity);
-    else { gf__mem_count(dev, buf->kind, buf->capacity, -1); gf__buffer_release(buf); }
+    if (retire && buf->parent && dev->be->buffer_view) {   /* the view's handle, and at once its hold on the parent */
+        gf_buffer *parent = buf->parent;
+        buf->parent_dropped = 1;
+        gf__retire(dev, gf__buffer_release, buf, buf->kind, 0);
+        gf__buffer_unref(parent, 1);
+    } else if (retire && !buf->parent && !buf->borrowed) {
+        gf__retire(dev, gf__buffer_release, buf, buf->kind, buf->capacity);
+    } else {
+        gf__mem_count(dev, buf->kind, buf->capacity, -1);
+        gf__buffer_release(buf);
+    }
 }
 static void gf__buffer_free(gf_buffer *buf) {   /* the handle goes; the memory with its last reference */
     buf->type = GF__T_DEAD;
@@ -5750,6 +5768,7 @@ GPUFLOW_IMPL gf_result gf_graph_capture_desc(gf_stream *s, const gf_capture_desc
         unsigned serial = gf__error_serial;
         if ((r = fn(s, user)) != GF_OK) return gf__fail_user(r, serial, "gf_graph_capture: the capture function (warm-up run)");
     }
+    if (warmup_runs && (r = gf__hidden_wait("gf_graph_capture", s, "its warm-up runs have run")) != GF_OK) return r;
     if (warmup_runs && (r = gf_stream_synchronize(s)) != GF_OK) return r;
     if ((r = gf_stream_begin_capture_pool(s, desc->mode, desc->pool)) != GF_OK) return r;
     {
