@@ -2983,11 +2983,12 @@ static void gf__buffer_release(void *p) {   /* the memory itself, once nothing q
     gf_buffer *buf = (gf_buffer *)p;
     gf_device *dev = buf->dev;
     gf_buffer *parent = buf->parent;
+    int holds_parent = parent && !buf->parent_dropped;
     buf->size = buf->capacity;
     if (!parent || dev->be->buffer_view) dev->be->buffer_free(buf);
     gf__free(buf->uses);
     gf__obj_free(dev, buf);
-    if (parent && !buf->parent_dropped) gf__buffer_unref(parent, 1);   /* the view's hold on its parent's memory */
+    if (holds_parent) gf__buffer_unref(parent, 1);   /* the view's hold on its parent's memory */
 }
 /* Drops one reference. At the last the memory goes: at once (retire 0: the device is idle, or
    nothing can still use it), else retired until the work queued before now has passed. A
