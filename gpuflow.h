@@ -69,7 +69,8 @@
     GPUFLOW_RACE_CHECK=1 (on, yes, true) turns the race detector on for every device;
     GPUFLOW_HANG_MS=N logs the device's state when a wait lasts longer than N ms;
     GPUFLOW_CACHE_DIR=dir keeps compiled kernels; GPUFLOW_OPENCL_PLATFORM=text narrows the
-    OpenCL platforms; GPUFLOW_SYNC_DEBUG=warn|error reports (or refuses) each hidden wait. Values are read strictly: one that is not understood is named in a
+    OpenCL platforms; GPUFLOW_SYNC_DEBUG=warn|error reports (or refuses) each hidden wait;
+    GPUFLOW_LOG=error|warning|info|off: what goes to stderr when no logger is installed. Values are read strictly: one that is not understood is named in a
     warning and the switch stays off.
 
     CONVENTIONS
@@ -79,7 +80,9 @@
       (each field's default is written beside it).
     - Every fallible call returns gf_result: GF_OK == 0, failures negative, GF_NOT_READY and
       GF_TIMEOUT positive. gf_last_error() gives this thread's text for the last failure (a
-      success leaves it alone); every failure also goes to the logger (gf_set_logger).
+      success leaves it alone); every failure also goes to the logger (gf_set_logger), or with
+      none installed to stderr at the level GPUFLOW_LOG names (default: nothing, or warnings
+      while a debugging switch is on).
     - Bad input (NULL or wrong-type handles, out-of-range sizes, objects of another device,
       misuse during capture, ...) returns a specific code and changes nothing. Every group of
       declarations below names the codes its calls return beyond GF_ERROR_INVALID_HANDLE
@@ -582,7 +585,7 @@ typedef enum gf_stub_atomic_op { GF_STUB_ATOMIC_ADD, GF_STUB_ATOMIC_MIN, GF_STUB
 /* ---- results, backends --------------------------------------------------------------- */
 GPUFLOW_API const char *gf_result_name(gf_result r);
 GPUFLOW_API const char *gf_last_error(void);
-GPUFLOW_API void        gf_set_logger(gf_log_fn fn, void *user);   /* process-wide; NULL: silent */
+GPUFLOW_API void        gf_set_logger(gf_log_fn fn, void *user);   /* process-wide; NULL: stderr as GPUFLOW_LOG says */
 GPUFLOW_API const char *gf_backend_name(gf_backend b);
 GPUFLOW_API int         gf_backend_available(gf_backend b);
 
@@ -1106,6 +1109,33 @@ GPUFLOW_IMPL void gf_set_logger(gf_log_fn fn, void *user) {
     gf__log_lock_release();
 }
 
+/* With no logger installed, messages up to GPUFLOW_LOG's level go to stderr, one line each,
+   "gpuflow: <text>". GPUFLOW_LOG=error|warning|info|off; unset, it is off, or warning while a
+   debugging switch is on (GPUFLOW_RACE_CHECK, GPUFLOW_HANG_MS, GPUFLOW_SYNC_DEBUG): a vendored
+   library says nothing unless asked, and a switch the user turned on is heard. Read once. */
+static int gf__stderr_level = -2;   /* atomic; -2: not read yet, -1: off, else the last level printed */
+static int gf__switch_on(const char *name) {
+    const char *v = getenv(name);
+    return v && *v && strcmp(v, "0") && strcmp(v, "off") && strcmp(v, "no") && strcmp(v, "false");
+}
+static int gf__stderr_level_now(void) {
+    static const char *const names[] = { "error", "warning", "info" };
+    const char *v;
+    int level = gf__atomic_load_int(&gf__stderr_level), i;
+    if (level != -2) return level;
+    v = getenv("GPUFLOW_LOG");
+    level = gf__switch_on("GPUFLOW_RACE_CHECK") || gf__switch_on("GPUFLOW_HANG_MS") || gf__switch_on("GPUFLOW_SYNC_DEBUG")
+            ? (int)GF_LOG_WARNING : -1;
+    if (v && *v) {
+        for (i = 0; i < 3 && strcmp(v, names[i]); i++) {}
+        if (i < 3) level = i;
+        else if (!strcmp(v, "off")) level = -1;
+        else fprintf(stderr, "gpuflow: GPUFLOW_LOG=%s: expected error, warning, info or off; it is ignored\n", v);
+    }
+    gf__atomic_store_int(&gf__stderr_level, level);
+    return level;
+}
+
 static void gf__log_text(gf_log_level level, gf_result code, const char *text) {
     gf_log_fn fn;
     void *user;
@@ -1114,6 +1144,7 @@ static void gf__log_text(gf_log_level level, gf_result code, const char *text) {
     user = gf__log_user;
     gf__log_lock_release();
     if (fn) fn(user, level, code, text);   /* outside the lock: a logger may call gpuflow */
+    else if ((int)level <= gf__stderr_level_now()) fprintf(stderr, "gpuflow: %s\n", text);
 }
 
 static gf_log_level gf__level_of(gf_result code) {

@@ -1,0 +1,45 @@
+/* An unmodified program (no logger installed, nothing of gpuflow's debugging in its code) that
+   tests/env_debug.sh runs under the environment's debugging switches, checking what reaches
+   stderr. It makes a race (a copy to the device on one stream, a copy back on another, no
+   event between), holds a stream for a while with a host callback and synchronizes it, makes
+   one failed call (a zero-sized buffer) and one synchronous copy. Its own output: one line, "done". */
+#define _POSIX_C_SOURCE 200809L
+#define GPUFLOW_IMPLEMENTATION
+#include "backends.h"
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+static void hold(void *user, gf_result status)
+{
+    struct timespec ts = { 0, 0 };
+    (void)user; (void)status;
+    ts.tv_nsec = 400 * 1000000L;   /* a stream held 0.4 s: GPUFLOW_HANG_MS=100 reports it */
+    nanosleep(&ts, NULL);
+}
+
+int main(void)
+{
+    gf_device *dev;
+    gf_stream *a, *b;
+    gf_buffer *buf, *none = NULL;
+    char host[1024], back[1024];
+    memset(host, 1, sizeof host);
+    if (gf_device_open(GF_BACKEND_STUB, 0, &dev) != GF_OK) return 1;
+    if (gf_stream_create(dev, NULL, &a) != GF_OK || gf_stream_create(dev, NULL, &b) != GF_OK ||
+        gf_buffer_create(dev, sizeof host, &buf) != GF_OK) return 1;
+    gf_copy_to_device_async(a, buf, 0, host, sizeof host);
+    gf_copy_to_host_async(b, back, buf, 0, sizeof back);   /* races the copy on a */
+    gf_stream_synchronize(a);
+    gf_stream_synchronize(b);
+    gf_stream_add_callback(a, hold, NULL);
+    gf_stream_synchronize(a);
+    (void)gf_buffer_create(dev, 0, &none);                  /* fails: size 0 */
+    gf_copy_to_host(back, buf, 0, sizeof back);             /* a synchronous copy: a wait by another name */
+    gf_buffer_destroy(buf);
+    gf_stream_destroy(a);
+    gf_stream_destroy(b);
+    gf_device_close(dev);
+    puts("done");
+    return 0;
+}

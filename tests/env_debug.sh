@@ -1,0 +1,55 @@
+#!/bin/sh
+# Debugging an unmodified program from the environment: tests/env_debug.c (no logger, nothing
+# of gpuflow's debugging in its code) run under each switch, its stderr checked.
+#   usage: tests/env_debug.sh BUILD_DIR "CC AND FLAGS"     Ends with `N passed, N failed`.
+set -u
+out=$1 cc=$2
+passed=0 failed=0
+ok()   { echo "ok   $1"; passed=$((passed + 1)); }
+fail() { echo "FAIL $1"; failed=$((failed + 1)); }
+mkdir -p "$out" || exit 1
+if ! $cc -I. tests/env_debug.c -o "$out/env_debug" -pthread -ldl; then
+    echo "FAIL tests/env_debug.c does not build"; echo "0 passed, 1 failed"; exit 1
+fi
+# run VARS...: the program under env VARS (the GPUFLOW_ switches of the caller's own
+# environment are cleared first), stderr in $out/err
+run() {
+    env -u GPUFLOW_LOG -u GPUFLOW_RACE_CHECK -u GPUFLOW_HANG_MS -u GPUFLOW_SYNC_DEBUG "$@" "$out/env_debug" \
+        >"$out/out" 2>"$out/err"
+}
+has()   { grep -q "$1" "$out/err"; }
+lines() { grep -c '^gpuflow: ' "$out/err"; }
+
+run
+if [ "$(lines)" -eq 0 ] && grep -q '^done$' "$out/out"; then ok "no switch: nothing on stderr (a vendored library says nothing unless asked)"
+else fail "no switch: stderr has: $(head -c 300 "$out/err")"; fi
+
+run GPUFLOW_LOG=error
+if has '^gpuflow: gf_buffer_create: size is 0$' && ! has 'race'; then ok "GPUFLOW_LOG=error: the failed call, one line, prefixed gpuflow:"
+else fail "GPUFLOW_LOG=error: stderr has: $(head -c 300 "$out/err")"; fi
+
+run GPUFLOW_RACE_CHECK=1
+if has "^gpuflow: race: buffer .* written by copy-to-device on 'stream 1', read by copy-to-host on 'stream 2'"; then
+    ok "GPUFLOW_RACE_CHECK=1: the race report reaches stderr with no logger installed"
+else fail "GPUFLOW_RACE_CHECK=1: no race report on stderr: $(head -c 300 "$out/err")"; fi
+if has '^gpuflow: gf_buffer_create: size is 0$'; then ok "GPUFLOW_RACE_CHECK=1: errors too (the default level while a switch is on is warning: errors and warnings)"
+else fail "GPUFLOW_RACE_CHECK=1: the failed call is missing: $(head -c 300 "$out/err")"; fi
+
+run GPUFLOW_RACE_CHECK=1 GPUFLOW_LOG=off
+if [ "$(lines)" -eq 0 ]; then ok "GPUFLOW_LOG=off silences even a switch's reports"
+else fail "GPUFLOW_LOG=off: stderr has: $(head -c 300 "$out/err")"; fi
+
+run GPUFLOW_HANG_MS=100
+if has "^gpuflow: .*100 ms" || has "^gpuflow: .*still waiting\|^gpuflow: .*hang"; then ok "GPUFLOW_HANG_MS=100: the hang report reaches stderr"
+else fail "GPUFLOW_HANG_MS=100: no hang report on stderr: $(head -c 400 "$out/err")"; fi
+
+run GPUFLOW_SYNC_DEBUG=warn
+if has "^gpuflow: GPUFLOW_SYNC_DEBUG: gf_copy_to_host holds the host until the copy is done"; then ok "GPUFLOW_SYNC_DEBUG=warn: hidden waits reach stderr"
+else fail "GPUFLOW_SYNC_DEBUG=warn: stderr has: $(head -c 300 "$out/err")"; fi
+
+run GPUFLOW_LOG=loud
+if has '^gpuflow: GPUFLOW_LOG=loud: expected error, warning, info or off'; then ok "GPUFLOW_LOG=loud: the value is named and ignored"
+else fail "GPUFLOW_LOG=loud: stderr has: $(head -c 300 "$out/err")"; fi
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
