@@ -70,7 +70,10 @@
     GPUFLOW_HANG_MS=N logs the device's state when a wait lasts longer than N ms;
     GPUFLOW_CACHE_DIR=dir keeps compiled kernels; GPUFLOW_OPENCL_PLATFORM=text narrows the
     OpenCL platforms; GPUFLOW_SYNC_DEBUG=warn|error reports (or refuses) each hidden wait;
-    GPUFLOW_LOG=error|warning|info|off: what goes to stderr when no logger is installed. Values are read strictly: one that is not understood is named in a
+    GPUFLOW_LOG=error|warning|info|off: what goes to stderr when no logger is installed;
+    GPUFLOW_SYNC=1: every operation waits for itself (the first failure named at its call);
+    GPUFLOW_STATS=1: each device's statistics at close; GPUFLOW_TRACE=file.json: the run's
+    Perfetto trace written at close. Any other GPUFLOW_* variable is named in a warning. Values are read strictly: one that is not understood is named in a
     warning and the switch stays off.
 
     CONVENTIONS
@@ -907,6 +910,7 @@ typedef HANDLE             gf__thread;
 #  include <time.h>
 #  include <errno.h>
 #  include <dlfcn.h>
+#  include <unistd.h>
 #  include <ucontext.h>   /* the stub runs a syncing block's threads as fibers */
 #  if !defined(CLOCK_MONOTONIC)
 #    error "gpuflow: the implementation needs POSIX 2008 (clock_gettime, CLOCK_MONOTONIC), which <time.h> (or a header that reads it, as <pthread.h> does), read before it under strict C, hid: in the file that defines GPUFLOW_IMPLEMENTATION include gpuflow.h before it, or compile with -D_POSIX_C_SOURCE=200809L"
@@ -1111,9 +1115,36 @@ GPUFLOW_IMPL void gf_set_logger(gf_log_fn fn, void *user) {
 
 /* With no logger installed, messages up to GPUFLOW_LOG's level go to stderr, one line each,
    "gpuflow: <text>". GPUFLOW_LOG=error|warning|info|off; unset, it is off, or warning while a
-   debugging switch is on (GPUFLOW_RACE_CHECK, GPUFLOW_HANG_MS, GPUFLOW_SYNC_DEBUG): a vendored
-   library says nothing unless asked, and a switch the user turned on is heard. Read once. */
+   debugging switch is on (GPUFLOW_RACE_CHECK, _HANG_MS, _SYNC_DEBUG, _SYNC), info with
+   GPUFLOW_STATS or GPUFLOW_TRACE (what they print is info): a vendored library says nothing
+   unless asked, and a switch the user turned on is heard. Read once. */
 static int gf__stderr_level = -2;   /* atomic; -2: not read yet, -1: off, else the last level printed */
+/* The environment's variables that gpuflow reads; any other GPUFLOW_* is named in a warning
+   (a misspelt switch would otherwise stay silently off). */
+static const char *const gf__env_known[] = {
+    "GPUFLOW_BACKEND", "GPUFLOW_CACHE_DIR", "GPUFLOW_HANG_MS", "GPUFLOW_LOG", "GPUFLOW_OPENCL_PLATFORM",
+    "GPUFLOW_RACE_CHECK", "GPUFLOW_STATS", "GPUFLOW_SYNC", "GPUFLOW_SYNC_DEBUG", "GPUFLOW_TRACE", NULL
+};
+#if !defined(_WIN32) && !defined(__USE_GNU)   /* glibc's <unistd.h> declares it under _GNU_SOURCE */
+extern char **environ;
+#endif
+/* The next GPUFLOW_* variable of the environment gpuflow does not read, from *at on: its name
+   (*n characters), or NULL. Not on Windows (no portable environ there). */
+static const char *gf__env_next_unknown(int *at, size_t *n) {
+#if !defined(_WIN32)
+    for (; environ && environ[*at]; (*at)++) {
+        const char *e = environ[*at], *eq = strchr(e, '=');
+        int i, known = 0;
+        if (strncmp(e, "GPUFLOW_", 8)) continue;
+        *n = eq ? (size_t)(eq - e) : strlen(e);
+        for (i = 0; gf__env_known[i] && !known; i++) known = strlen(gf__env_known[i]) == *n && !strncmp(e, gf__env_known[i], *n);
+        if (!known) { (*at)++; return e; }
+    }
+#else
+    (void)at; (void)n;
+#endif
+    return NULL;
+}
 static int gf__switch_on(const char *name) {
     const char *v = getenv(name);
     return v && *v && strcmp(v, "0") && strcmp(v, "off") && strcmp(v, "no") && strcmp(v, "false");
@@ -1121,11 +1152,13 @@ static int gf__switch_on(const char *name) {
 static int gf__stderr_level_now(void) {
     static const char *const names[] = { "error", "warning", "info" };
     const char *v;
-    int level = gf__atomic_load_int(&gf__stderr_level), i;
+    int level = gf__atomic_load_int(&gf__stderr_level), i = 0;
+    size_t n;
     if (level != -2) return level;
     v = getenv("GPUFLOW_LOG");
-    level = gf__switch_on("GPUFLOW_RACE_CHECK") || gf__switch_on("GPUFLOW_HANG_MS") || gf__switch_on("GPUFLOW_SYNC_DEBUG")
-            ? (int)GF_LOG_WARNING : -1;
+    level = gf__switch_on("GPUFLOW_STATS") || gf__switch_on("GPUFLOW_TRACE") ? (int)GF_LOG_INFO   /* what they print is info */
+          : gf__switch_on("GPUFLOW_RACE_CHECK") || gf__switch_on("GPUFLOW_HANG_MS") || gf__switch_on("GPUFLOW_SYNC_DEBUG") ||
+            gf__switch_on("GPUFLOW_SYNC") || gf__env_next_unknown(&i, &n) ? (int)GF_LOG_WARNING : -1;   /* a misspelt switch is heard */
     if (v && *v) {
         for (i = 0; i < 3 && strcmp(v, names[i]); i++) {}
         if (i < 3) level = i;
@@ -1144,7 +1177,7 @@ static void gf__log_text(gf_log_level level, gf_result code, const char *text) {
     user = gf__log_user;
     gf__log_lock_release();
     if (fn) fn(user, level, code, text);   /* outside the lock: a logger may call gpuflow */
-    else if ((int)level <= gf__stderr_level_now()) fprintf(stderr, "gpuflow: %s\n", text);
+    else if ((int)level <= gf__stderr_level_now()) fprintf(stderr, "%s%s\n", strncmp(text, "gpuflow:", 8) ? "gpuflow: " : "", text);
 }
 
 static gf_log_level gf__level_of(gf_result code) {
@@ -1312,7 +1345,10 @@ struct gf_device {
     gf__pinned *pinned; int pinned_count, pinned_cap;
     int race_on;                    /* atomic: the race detector checks operations */
     struct gf__race *race;          /* its state, made by the first enable, kept until close */
-    unsigned hang_ms;               /* GPUFLOW_HANG_MS: a wait this long logs the device state */
+    unsigned hang_ms;               /* GPUFLOW_HANG_MS: a wait longer than this logs the device state */
+    char *trace_path;               /* GPUFLOW_TRACE: the Perfetto trace written at close */
+    int sync_each;                  /* GPUFLOW_SYNC: every operation waits for itself */
+    int stats_at_close;             /* GPUFLOW_STATS: the device's statistics logged at close */
 };
 
 struct gf_buffer {
@@ -2080,6 +2116,7 @@ static void gf__device_free(gf_device *dev) {
     int i;
     gf__retired_collect(dev, 1);   /* the device is idle: every fence has passed */
     gf__free(dev->retired);
+    gf__free(dev->trace_path);
     gf__mutex_destroy(&dev->retired_lock);
     gf__cache_trim(dev);
     for (i = 0; i < dev->graph_count; i++) {   /* graphs are shells the device recycles */
@@ -2138,8 +2175,37 @@ static unsigned gf__env_ms(const char *name, unsigned max) {
     }
     return (unsigned)n;
 }
+static void gf__env_unknown(void) {   /* once per process, at the first device's open */
+    static int checked;
+    const char *name;
+    size_t n;
+    int at = 0;
+    if (gf__atomic_xchg_int(&checked, 1)) return;   /* once per process */
+    while ((name = gf__env_next_unknown(&at, &n)) != NULL)
+        gf__notice(GF_LOG_WARNING, "gpuflow: %.*s is not a variable gpuflow reads (it reads GPUFLOW_BACKEND, _CACHE_DIR, _HANG_MS, _LOG, "
+                   "_OPENCL_PLATFORM, _RACE_CHECK, _STATS, _SYNC, _SYNC_DEBUG, _TRACE)", (int)n, name);
+}
+
 static void gf__device_env(gf_device *dev) {
     unsigned hang = gf__env_ms("GPUFLOW_HANG_MS", 86400000u);   /* a day at most */
+    const char *trace = getenv("GPUFLOW_TRACE");
+    gf__env_unknown();
+    if (trace && *trace) {
+        size_t n = strlen(trace) + 1;
+        if ((dev->trace_path = (char *)gf__malloc(n)) != NULL && gf_profiler_enable(dev, GF_PROFILE_ON) == GF_OK) {
+            memcpy(dev->trace_path, trace, n);
+            gf__notice(GF_LOG_INFO, "gpuflow: GPUFLOW_TRACE: '%s' is profiled; its trace goes to %s at close", dev->info.name, trace);
+        } else {
+            gf__notice(GF_LOG_WARNING, "gpuflow: GPUFLOW_TRACE=%s: the profiler could not be turned on (%s)", trace, gf__error_text);
+            gf__free(dev->trace_path);
+            dev->trace_path = NULL;
+        }
+    }
+    if (gf__env_switch("GPUFLOW_SYNC")) {
+        dev->sync_each = 1;
+        gf__notice(GF_LOG_INFO, "gpuflow: GPUFLOW_SYNC: every operation on '%s' waits for itself", dev->info.name);
+    }
+    dev->stats_at_close = gf__env_switch("GPUFLOW_STATS");
     if (gf__env_switch("GPUFLOW_RACE_CHECK")) {
         gf_race_check_enable(dev, GF_RACE_CHECK_ON);
         gf__notice(GF_LOG_INFO, "gpuflow: GPUFLOW_RACE_CHECK: the race detector is on for '%s'", dev->info.name);
@@ -2150,7 +2216,6 @@ static void gf__device_env(gf_device *dev) {
     }
 }
 
-/* Opens device index of b, or (native != NULL) a gf_device over an engine's own device. */
 /* ---- hidden waits: GPUFLOW_SYNC_DEBUG ----------------------------------------------- >>syncdebug */
 /* Every place where a call other than a synchronize, a wait or a close holds the host until
    work on the device has passed calls this first, with the call, the stream (or NULL: the
@@ -2214,6 +2279,7 @@ static gf_result gf__refuse_self_wait(const char *fn, gf_device *dev, const gf_s
                     fn, cb->label);
 }
 
+/* Opens device index of b, or (native != NULL) a gf_device over an engine's own device. */
 static gf_result gf__device_open_on(gf_backend b, int index, const gf_native_device *native, gf_device **out) {
     const gf__backend *be = NULL;
     gf_device *dev;
@@ -2244,12 +2310,12 @@ static gf_result gf__device_open_on(gf_backend b, int index, const gf_native_dev
     if (r != GF_OK) { dev->native = NULL; gf__device_free(dev); return r; }
     dev->info.backend = b;
     if (!dev->info.max_kernel_args_bytes) dev->info.max_kernel_args_bytes = GF__DEFAULT_KERNEL_ARGS_BYTES;
-    gf__device_env(dev);
     if ((r = gf_event_pool_create(dev, NULL, &dev->events)) != GF_OK ||
         (r = gf__stream_new(dev, "gpuflow/sync", GF_PRIORITY_NORMAL, 1, &dev->sync_stream)) != GF_OK) {
         gf__device_free(dev);
         return r;
     }
+    gf__device_env(dev);   /* last: the switches use the device's own events and streams */
     *out = dev;
     return GF_OK;
 }
@@ -2355,11 +2421,42 @@ static void gf__report_live(gf_device *dev) {
                         dev->info.name, text);
 }
 
+/* At close, what the environment asked for: GPUFLOW_TRACE's trace file, GPUFLOW_STATS's block
+   (memory by kind with peaks, then each stream's counters), both after the device is idle. */
+static void gf__env_at_close(gf_device *dev) {
+    static const char *const kinds[GF_MEMORY_KIND_COUNT] = { "device", "pinned", "managed", "async", "cached", "pending" };
+    gf_memory_stats st;
+    int i, k;
+    if (dev->trace_path) {
+        if (gf_profiler_write_trace(dev, dev->trace_path) == GF_OK)
+            gf__notice(GF_LOG_INFO, "gpuflow: GPUFLOW_TRACE: the trace of '%s' is in %s (open it in https://ui.perfetto.dev)", dev->info.name, dev->trace_path);
+        else
+            gf__notice(GF_LOG_WARNING, "gpuflow: GPUFLOW_TRACE: the trace of '%s' could not be written: %s", dev->info.name, gf__error_text);
+    }
+    if (!dev->stats_at_close || gf_device_memory_stats(dev, &st) != GF_OK) return;
+    gf__notice(GF_LOG_INFO, "gpuflow: GPUFLOW_STATS: '%s' (%s) at close", dev->info.name, gf_backend_name(dev->info.backend));
+    for (k = 0; k < GF_MEMORY_KIND_COUNT; k++)
+        gf__notice(GF_LOG_INFO, "gpuflow: GPUFLOW_STATS:   memory %-8s %llu bytes in %llu (peak %llu bytes in %llu)", kinds[k],
+                   (unsigned long long)st.kind[k].bytes, (unsigned long long)st.kind[k].count,
+                   (unsigned long long)st.kind[k].peak_bytes, (unsigned long long)st.kind[k].peak_count);
+    gf__lock(&dev->lock);
+    for (i = 0; i < dev->stream_count; i++) {
+        gf_stream *s = dev->streams[i];
+        if (s->internal && !gf__atomic_load(&s->ops)) continue;   /* the device's own streams, when unused */
+        gf__notice(GF_LOG_INFO, "gpuflow: GPUFLOW_STATS:   stream '%s': %llu operations, %llu launches, %llu copies (%llu bytes), %llu callbacks",
+                   s->label, (unsigned long long)gf__atomic_load(&s->ops), (unsigned long long)gf__atomic_load(&s->launches),
+                   (unsigned long long)gf__atomic_load(&s->copies), (unsigned long long)gf__atomic_load(&s->bytes_copied),
+                   (unsigned long long)gf__atomic_load(&s->callbacks));
+    }
+    gf__unlock(&dev->lock);
+}
+
 GPUFLOW_IMPL void gf_device_close(gf_device *dev) {
     GF__CHECK_VOID(dev, GF__T_DEVICE);
     if (gf__refuse_self_wait(__func__, dev, NULL) != GF_OK) return;   /* kept: closing waits for the device */
     gf__report_live(dev);
     gf_device_synchronize(dev);
+    gf__env_at_close(dev);
     gf__waiter_stop(dev);
     gf__profiler_free(dev);
     gf__device_free(dev);
@@ -2714,13 +2811,28 @@ static gf_result gf__exec_counted(gf_stream *s, const gf__cmd *c) {   /* s->lock
     return GF_OK;
 }
 
+/* GPUFLOW_SYNC: the operation just enqueued is waited for, so the first that fails is named
+   with its stream (as CUDA_LAUNCH_BLOCKING does). Not from a stream callback (that wait could
+   never end), and not inside a capture. */
+static gf_result gf__sync_each(gf_stream *s, const gf__cmd *c) {
+    gf_result r;
+    if (gf__callback_stream) return GF_OK;
+    if ((r = gf__stream_sync(s)) == GF_OK) return GF_OK;
+    return gf__fail(r, "GPUFLOW_SYNC: %s%s%s%s on stream '%s' failed: %s", gf__op_name(gf__cmd_op(c)),
+                    c->kind == GF__CMD_LAUNCH ? " of '" : "", c->kind == GF__CMD_LAUNCH ? c->as.launch.kernel_name : "",
+                    c->kind == GF__CMD_LAUNCH ? "'" : "", s->label, gf__error_text);
+}
+
 /* The one path by which work reaches a stream: recorded when it captures, else run. */
 static gf_result gf__submit(gf_stream *s, const gf__cmd *c) {
     gf_result r;
+    int capturing;
     if (s->dev->fork_count != gf__fork_count) return gf__refuse_forked(s->dev, "gpuflow: enqueue");
     gf__lock(&s->lock);
-    r = s->capture ? gf__capture_add(s, c) : gf__exec_counted(s, c);
+    capturing = s->capture != NULL;
+    r = capturing ? gf__capture_add(s, c) : gf__exec_counted(s, c);
     gf__unlock(&s->lock);
+    if (r == GF_OK && s->dev->sync_each && !capturing) r = gf__sync_each(s, c);
     return r;
 }
 

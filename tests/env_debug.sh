@@ -14,7 +14,8 @@ fi
 # run VARS...: the program under env VARS (the GPUFLOW_ switches of the caller's own
 # environment are cleared first), stderr in $out/err
 run() {
-    env -u GPUFLOW_LOG -u GPUFLOW_RACE_CHECK -u GPUFLOW_HANG_MS -u GPUFLOW_SYNC_DEBUG "$@" "$out/env_debug" \
+    env -u GPUFLOW_LOG -u GPUFLOW_RACE_CHECK -u GPUFLOW_HANG_MS -u GPUFLOW_SYNC_DEBUG -u GPUFLOW_SYNC -u GPUFLOW_STATS \
+        -u GPUFLOW_TRACE "$@" "$out/env_debug" \
         >"$out/out" 2>"$out/err"
 }
 has()   { grep -q "$1" "$out/err"; }
@@ -46,6 +47,28 @@ else fail "GPUFLOW_HANG_MS=100: no hang report on stderr: $(head -c 400 "$out/er
 run GPUFLOW_SYNC_DEBUG=warn
 if has "^gpuflow: GPUFLOW_SYNC_DEBUG: gf_copy_to_host holds the host until the copy is done"; then ok "GPUFLOW_SYNC_DEBUG=warn: hidden waits reach stderr"
 else fail "GPUFLOW_SYNC_DEBUG=warn: stderr has: $(head -c 300 "$out/err")"; fi
+
+run GPUFLOW_SYNC=1
+if has "^gpuflow: GPUFLOW_SYNC: launch of 'bad_sync' on stream 'stream 3' failed: " && grep -q '^done$' "$out/out"; then
+    ok "GPUFLOW_SYNC=1: the launch that fails is named with its kernel and stream, at the launch"
+else fail "GPUFLOW_SYNC=1: stderr has: $(head -c 400 "$out/err")"; fi
+
+run GPUFLOW_STATS=1
+if has "^gpuflow: GPUFLOW_STATS: 'gpuflow CPU stub' (stub) at close" && has "^gpuflow: GPUFLOW_STATS:   memory device " &&
+   has "^gpuflow: GPUFLOW_STATS:   memory pending  0 bytes in 0 (peak 1024 bytes" &&
+   has "^gpuflow: GPUFLOW_STATS:   stream 'gpuflow/sync': 1 operations, 0 launches, 1 copies (1024 bytes)"; then
+    ok "GPUFLOW_STATS=1: memory by kind with peaks, and each stream still open (here the device's own), at close"
+else fail "GPUFLOW_STATS=1: stderr has: $(head -c 400 "$out/err")"; fi
+
+rm -f "$out/trace.json"
+run GPUFLOW_TRACE="$out/trace.json"
+if [ -s "$out/trace.json" ] && grep -q '"traceEvents"' "$out/trace.json" && grep -q "copy" "$out/trace.json" && has "GPUFLOW_TRACE: the trace of"; then
+    ok "GPUFLOW_TRACE=file: the whole run profiled, its Perfetto trace written at close"
+else fail "GPUFLOW_TRACE: no trace ($(ls -l "$out/trace.json" 2>&1)); stderr: $(head -c 300 "$out/err")"; fi
+
+run GPUFLOW_RACECHECK=1
+if has "^gpuflow: GPUFLOW_RACECHECK is not a variable gpuflow reads"; then ok "a misspelt GPUFLOW_ variable is named in a warning"
+else fail "GPUFLOW_RACECHECK=1: stderr has: $(head -c 300 "$out/err")"; fi
 
 run GPUFLOW_LOG=loud
 if has '^gpuflow: GPUFLOW_LOG=loud: expected error, warning, info or off'; then ok "GPUFLOW_LOG=loud: the value is named and ignored"
