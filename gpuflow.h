@@ -2492,12 +2492,13 @@ GPUFLOW_IMPL gf_result gf_device_memory_info(gf_device *dev, size_t *free_bytes,
    for us rather than freeing it. A driver that is capturing a stream refuses to wait for it;
    a recording leaves the stream itself running what came before the capture, so that is
    waited for. */
-GPUFLOW_IMPL gf_result gf_device_synchronize(gf_device *dev) {
-    uint64_t after = 0, last;
+/* Visits every stream the device had when the call began, one at a time in id order, each
+   held by a sync reference meanwhile (a concurrent gf_stream_destroy waits for the visit rather
+   than freeing the stream), and passes over a stream in a driver's capture. Returns the first
+   failure of visit; stop: the visits end at it (else they go on). Allocates nothing. */
+static gf_result gf__streams_visit(gf_device *dev, gf_result (*visit)(gf_stream *s, void *ctx), void *ctx, int stop) {
+    uint64_t after = 0, last = gf__atomic_load(&dev->next_id);
     gf_result r = GF_OK;
-    GF__CHECK(dev, GF__T_DEVICE);
-    if ((r = gf__refuse_self_wait(__func__, dev, NULL)) != GF_OK) return r;
-    last = gf__atomic_load(&dev->next_id);
     for (;;) {
         gf_stream *next = NULL;
         int i, native_capture = 0;
@@ -2511,12 +2512,22 @@ GPUFLOW_IMPL gf_result gf_device_synchronize(gf_device *dev) {
         gf__unlock(&dev->lock);
         if (!next) break;
         after = next->id;
-        if (!native_capture && (ri = gf__stream_sync(next)) != GF_OK && r == GF_OK) r = ri;
+        if (!native_capture && (ri = visit(next, ctx)) != GF_OK && r == GF_OK) r = ri;
         gf__lock(&dev->lock);
         next->sync_refs--;
         gf__cond_broadcast(&dev->released);
         gf__unlock(&dev->lock);
+        if (r != GF_OK && stop) break;
     }
+    return r;
+}
+static gf_result gf__visit_sync(gf_stream *s, void *ctx) { (void)ctx; return gf__stream_sync(s); }
+
+GPUFLOW_IMPL gf_result gf_device_synchronize(gf_device *dev) {
+    gf_result r;
+    GF__CHECK(dev, GF__T_DEVICE);
+    if ((r = gf__refuse_self_wait(__func__, dev, NULL)) != GF_OK) return r;
+    r = gf__streams_visit(dev, gf__visit_sync, NULL, 0);
     gf__retired_collect(dev, 0);   /* what waited for the work just finished */
     return r;
 }
@@ -3520,7 +3531,11 @@ static void gf__fences_free(gf_device *dev, gf_event **fences, int count) {
     gf__free(fences);
 }
 /* A fence on s if it has work outstanding (its lock held while the record is made). */
-static gf_result gf__fence_on(gf_stream *s, gf_event ***fences, int *count, int *cap) {
+typedef struct gf__fence_list { gf_event **fences; int count, cap; } gf__fence_list;
+static gf_result gf__fence_on(gf_stream *s, void *ctx) {
+    gf__fence_list *list = (gf__fence_list *)ctx;
+    gf_event ***fences = &list->fences;
+    int *count = &list->count, *cap = &list->cap;
     const gf__backend *be = s->dev->be;
     gf_event *ev = NULL;
     gf_result r;
@@ -3538,33 +3553,13 @@ static gf_result gf__fence_on(gf_stream *s, gf_event ***fences, int *count, int 
     return r;
 }
 /* Fences on every stream of the device with work outstanding, visited as gf_device_synchronize
-   visits them (in id order, each held by a sync reference). */
+   visits them. */
 static gf_result gf__fences_make(gf_device *dev, gf_event ***out, int *count) {
-    uint64_t after = 0, last = gf__atomic_load(&dev->next_id);
-    gf_event **fences = NULL;
-    int n = 0, cap = 0;
-    gf_result r = GF_OK;
-    while (r == GF_OK) {
-        gf_stream *next = NULL;
-        int i, skip = 0;
-        gf__lock(&dev->lock);
-        for (i = 0; i < dev->stream_count; i++) {
-            gf_stream *c = dev->streams[i];
-            if (c->id > after && c->id <= last && (!next || c->id < next->id)) next = c;
-        }
-        if (next) { next->sync_refs++; skip = next->capture != NULL && next->capture->by_driver; }
-        gf__unlock(&dev->lock);
-        if (!next) break;
-        after = next->id;
-        if (!skip) r = gf__fence_on(next, &fences, &n, &cap);
-        gf__lock(&dev->lock);
-        next->sync_refs--;
-        gf__cond_broadcast(&dev->released);
-        gf__unlock(&dev->lock);
-    }
-    if (r != GF_OK) { gf__fences_free(dev, fences, n); return r; }
-    *out = fences;
-    *count = n;
+    gf__fence_list list = { NULL, 0, 0 };
+    gf_result r = gf__streams_visit(dev, gf__fence_on, &list, 1);
+    if (r != GF_OK) { gf__fences_free(dev, list.fences, list.count); return r; }
+    *out = list.fences;
+    *count = list.count;
     return GF_OK;
 }
 
