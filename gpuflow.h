@@ -2486,16 +2486,13 @@ GPUFLOW_IMPL gf_result gf_device_memory_info(gf_device *dev, size_t *free_bytes,
     return GF_OK;
 }
 
-/* Waits for every stream the device had when the call began, one at a time in id order, and
-   allocates nothing: the destroys that wait here must not fail for want of memory. A stream
-   is held by a sync reference while it is waited for, so a concurrent gf_stream_destroy waits
-   for us rather than freeing it. A driver that is capturing a stream refuses to wait for it;
-   a recording leaves the stream itself running what came before the capture, so that is
-   waited for. */
 /* Visits every stream the device had when the call began, one at a time in id order, each
    held by a sync reference meanwhile (a concurrent gf_stream_destroy waits for the visit rather
-   than freeing the stream), and passes over a stream in a driver's capture. Returns the first
-   failure of visit; stop: the visits end at it (else they go on). Allocates nothing. */
+   than freeing the stream). A driver that is capturing a stream refuses to wait for it or to
+   record there, so such a stream is passed over; a recording leaves the stream itself running
+   what came before the capture, so that one is visited. Returns the first failure of visit;
+   stop: the visits end at it (else they go on). Allocates nothing: the fallback of a destroy
+   that cannot fence waits through it, and must not fail for want of memory. */
 static gf_result gf__streams_visit(gf_device *dev, gf_result (*visit)(gf_stream *s, void *ctx), void *ctx, int stop) {
     uint64_t after = 0, last = gf__atomic_load(&dev->next_id);
     gf_result r = GF_OK;
@@ -2522,6 +2519,8 @@ static gf_result gf__streams_visit(gf_device *dev, gf_result (*visit)(gf_stream 
     return r;
 }
 static gf_result gf__visit_sync(gf_stream *s, void *ctx) { (void)ctx; return gf__stream_sync(s); }
+/* Waits for every stream the device had when the call began (as gf__streams_visit visits
+   them), then frees what waited only for that work. */
 
 GPUFLOW_IMPL gf_result gf_device_synchronize(gf_device *dev) {
     gf_result r;
