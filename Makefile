@@ -3,6 +3,7 @@
 #   make test                  build and run every test and example; the last line is `N passed, N failed`
 #   make test-gpu              on the GPU machine: the conformance suite on CUDA (+ memcheck)
 #   make sanitize              the tests under ASan+UBSan, then under TSan
+#   make analyze               clang's static analyzer over the header (every backend) and the tests; in make test
 #   make stress                8 threads over shared objects, a create/destroy soak, a race-detector
 #                              toggle storm, the kernel cache under 6 processes and a corrupter (bounded)
 #   make fuzz                  the API-sequence fuzzer for FUZZ_TIME seconds (clang, libFuzzer), then
@@ -51,7 +52,7 @@ HDRS = gpuflow.h $(wildcard gpuflow_*.h) tests/harness.h tests/backends.h tests/
 
 # ---- make test ---------------------------------------------------------------------------------
 TEST_BINS = $(BUILD)/conformance $(BUILD)/bad_input $(BUILD)/threads $(BUILD)/no_driver $(BUILD)/reliability $(BUILD)/races \
-            $(BUILD)/faults $(BUILD)/dialect $(BUILD)/cache $(BUILD)/stub_checks $(BUILD)/no_stalls $(BUILD)/fuzz_replay $(BUILD)/debug_shells $(BUILD)/newcomer $(BUILD)/newcomer_stubonly \
+            $(BUILD)/faults $(BUILD)/dialect $(BUILD)/cache $(BUILD)/stub_checks $(BUILD)/no_stalls $(BUILD)/interop $(BUILD)/fuzz_replay $(BUILD)/debug_shells $(BUILD)/newcomer $(BUILD)/newcomer_stubonly \
             $(BUILD)/cpp_gxx $(if $(HAVE_CLANGXX),$(BUILD)/cpp_clangxx) \
             $(if $(HAVE_CLANG),$(BUILD)/conformance_clang) $(BUILD)/conformance_debug $(if $(HAVE_CUDA),$(BUILD)/nvrtc_check) \
             $(if $(HAVE_HIP),$(BUILD)/hiprtc_check $(BUILD)/hiprtc_missing)
@@ -60,7 +61,7 @@ TEST_RUNS = "$(BUILD)/conformance stub" "$(BUILD)/conformance opencl" \
             "$(BUILD)/bad_input" "$(BUILD)/threads stub" "$(BUILD)/threads opencl" \
             "$(BUILD)/reliability stub" "$(BUILD)/reliability opencl" \
             "$(BUILD)/races stub" "$(BUILD)/races opencl" "$(BUILD)/dialect stub" "$(BUILD)/dialect opencl" "$(BUILD)/cache opencl" "$(BUILD)/stub_checks" \
-            "$(BUILD)/no_stalls stub" "$(BUILD)/no_stalls opencl" \
+            "$(BUILD)/no_stalls stub" "$(BUILD)/no_stalls opencl" "$(BUILD)/interop stub" "$(BUILD)/interop opencl" \
             "$(BUILD)/faults alloc stub" "$(BUILD)/faults slots stub" "$(BUILD)/faults slots opencl" "$(BUILD)/faults entries opencl" \
             "$(BUILD)/fuzz_replay tests/fuzz_corpus" "$(BUILD)/debug_shells" \
             "$(BUILD)/newcomer stub" "$(BUILD)/newcomer opencl" "$(BUILD)/newcomer_stubonly stub" "sh tests/readme.sh $(BUILD)" \
@@ -75,9 +76,18 @@ TEST_RUNS = "$(BUILD)/conformance stub" "$(BUILD)/conformance opencl" \
             "sh tests/env_debug.sh $(BUILD)/env-debug '$(CC) $(CSTD) $(WARN)'" \
             "sh tests/compile_checks.sh $(BUILD) '$(CC) $(CSTD) $(WARN) $(call isys,$(CUDA_INCLUDE)) $(call isys,$(HIP_INCLUDE))' \
                 $(if $(HAVE_CUDA),cuda) $(if $(HAVE_OPENCL),opencl) $(if $(HAVE_HIP),hip)" \
-            "CC='$(CC)' CXX='$(GXX)' sh tests/header_versions.sh $(VENDOR_HEADERS) $(CUDA_INCLUDE)"
+            "CC='$(CC)' CXX='$(GXX)' sh tests/header_versions.sh $(VENDOR_HEADERS) $(CUDA_INCLUDE)" \
+            "sh tests/analyze.sh $(BUILD)/analyze '$(CC) $(CSTD) $(BACKENDS)' $(ANALYZE_FILES)"
 
-.PHONY: test test-gpu sanitize examples bench install clean ptx stress stress-sanitize fuzz faults-all hip-headers vendor-headers FORCE
+# make analyze: the header with every backend, and each test program as make test builds it
+# (the *_sigcheck_fail files must not compile; cuBLAS's test compiles CUDA alone)
+ANALYZE_FILES = gpuflow.h $(filter-out tests/%_sigcheck_fail.c tests/cublas_interop.c $(if $(HAVE_CUDA),,tests/cuda_backend.c tests/nvrtc_check.c), \
+                  $(sort $(wildcard tests/*.c))) \
+                $(if $(HAVE_CUDA),'tests/cublas_interop.c=$(CC) $(CSTD) -DGPUFLOW_CUDA $(call isys,$(CUDA_INCLUDE))')
+analyze:
+	@sh tests/analyze.sh $(BUILD)/analyze '$(CC) $(CSTD) $(BACKENDS)' $(ANALYZE_FILES)
+
+.PHONY: test test-gpu analyze sanitize examples bench install clean ptx stress stress-sanitize fuzz faults-all hip-headers vendor-headers FORCE
 .DELETE_ON_ERROR:
 
 test: $(TEST_BINS)
@@ -138,7 +148,7 @@ $(BUILD)/cpp_clangxx: tests/cpp_compile.cpp $(HDRS) | $(BUILD)
 # library is present), then memcheck. memcheck does not report the API errors that the suite
 # provokes on purpose (unknown kernel, bad PTX, refused graph update, unjoined capture).
 NV_OPENCL ?= /usr/local/nvidia/lib64/libnvidia-opencl.so.1
-test-gpu: $(BUILD)/conformance $(BUILD)/threads $(BUILD)/reliability $(BUILD)/races $(BUILD)/faults $(BUILD)/dialect $(BUILD)/newcomer $(BUILD)/cache $(BUILD)/no_stalls \
+test-gpu: $(BUILD)/conformance $(BUILD)/threads $(BUILD)/reliability $(BUILD)/races $(BUILD)/faults $(BUILD)/dialect $(BUILD)/newcomer $(BUILD)/cache $(BUILD)/no_stalls $(BUILD)/interop \
           $(BUILD)/cublas_interop $(BUILD)/nvrtc_check $(BUILD)/cuda_backend $(BUILD)/graph_pool_measure $(BUILD)/conformance_debug
 	@test -n "$(HAVE_CUDA)" || { echo "test-gpu: needs $(CUDA_INCLUDE)/cuda.h and gpuflow_cuda.h"; exit 1; }
 	@if [ -f "$(NV_OPENCL)" ]; then mkdir -p $(BUILD)/icd && echo "$(NV_OPENCL)" > $(BUILD)/icd/nvidia.icd; fi
@@ -147,7 +157,7 @@ test-gpu: $(BUILD)/conformance $(BUILD)/threads $(BUILD)/reliability $(BUILD)/ra
 	    "$(BUILD)/faults entries cuda" "$(BUILD)/faults slots cuda" "$(BUILD)/dialect cuda" "$(BUILD)/dialect opencl" \
 	    "$(BUILD)/newcomer cuda" "$(BUILD)/newcomer opencl" "$(BUILD)/cache cuda" "$(BUILD)/cache opencl" \
 	    "$(BUILD)/conformance opencl" "$(BUILD)/threads opencl" "$(BUILD)/reliability opencl" "$(BUILD)/races opencl" \
-	    "$(BUILD)/conformance_debug cuda" "$(BUILD)/conformance_debug opencl" "$(BUILD)/no_stalls cuda" "$(BUILD)/no_stalls opencl" \
+	    "$(BUILD)/conformance_debug cuda" "$(BUILD)/conformance_debug opencl" "$(BUILD)/no_stalls cuda" "$(BUILD)/no_stalls opencl" "$(BUILD)/interop cuda" "$(BUILD)/interop opencl" \
 	    "$(BUILD)/cublas_interop" "$(BUILD)/cuda_backend" "$(BUILD)/graph_pool_measure cuda" "$(BUILD)/nvrtc_check --require --arch compute_90 --ptxas $(PTXAS) $(wildcard examples/*.gfk tests/*.gfk)" \
 	    "sh tests/examples.sh $(BUILD)/examples-gpu '$(CC) $(CSTD) $(WARN) $(BACKENDS)' cuda opencl" || status=1; \
 	if [ -f $(HIP_HEADERS)/hip/hip_runtime_api.h ]; then \
@@ -157,6 +167,8 @@ test-gpu: $(BUILD)/conformance $(BUILD)/threads $(BUILD)/reliability $(BUILD)/ra
 	if command -v compute-sanitizer >/dev/null 2>&1; then \
 	    echo "== compute-sanitizer --tool memcheck --report-api-errors no $(BUILD)/conformance cuda"; \
 	    compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 1 $(BUILD)/conformance cuda || status=1; \
+	    echo "== compute-sanitizer --tool memcheck --report-api-errors no $(BUILD)/interop cuda"; \
+	    compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 1 $(BUILD)/interop cuda || status=1; \
 	else echo "notice: compute-sanitizer not found; memcheck skipped"; fi; \
 	exit $$status
 
@@ -204,13 +216,13 @@ MSAN_RUNS = $(if $(HAVE_CLANG),"$(BUILD)/msan/conformance stub" "$(BUILD)/msan/r
 
 sanitize: $(BUILD)/asan/conformance $(BUILD)/asan/bad_input $(BUILD)/asan/threads $(BUILD)/asan/reliability $(BUILD)/asan/races \
           $(BUILD)/asan/faults $(BUILD)/asan/dialect $(BUILD)/tsan/dialect $(BUILD)/asan/fuzz_replay $(BUILD)/asan/debug_shells \
-          $(BUILD)/asan/stub_checks $(BUILD)/tsan/stub_checks $(BUILD)/asan/no_stalls $(BUILD)/tsan/no_stalls \
+          $(BUILD)/asan/stub_checks $(BUILD)/tsan/stub_checks $(BUILD)/asan/no_stalls $(BUILD)/tsan/no_stalls $(BUILD)/asan/interop $(BUILD)/tsan/interop \
           $(BUILD)/tsan/conformance $(BUILD)/tsan/threads $(BUILD)/tsan/reliability $(MSAN_TESTS)
 	@$(SAN_ENV) sh tests/run.sh "$(BUILD)/asan/conformance stub" "$(BUILD)/asan/bad_input" \
 	    "$(BUILD)/asan/threads stub" "$(BUILD)/asan/reliability stub" "$(BUILD)/asan/races stub" \
 	    "$(BUILD)/asan/faults alloc stub" "$(BUILD)/asan/faults slots stub" "$(BUILD)/asan/dialect stub" "$(BUILD)/tsan/dialect stub" \
 	    "$(BUILD)/asan/fuzz_replay tests/fuzz_corpus" "$(BUILD)/asan/debug_shells" "$(BUILD)/asan/stub_checks" "$(BUILD)/tsan/stub_checks" \
-	    "$(BUILD)/asan/no_stalls stub" "$(BUILD)/tsan/no_stalls stub" "$(BUILD)/asan/no_stalls opencl" \
+	    "$(BUILD)/asan/no_stalls stub" "$(BUILD)/tsan/no_stalls stub" "$(BUILD)/asan/interop stub" "$(BUILD)/tsan/interop stub" "$(BUILD)/asan/no_stalls opencl" \
 	    "$(BUILD)/tsan/conformance stub" "$(BUILD)/tsan/threads stub" "$(BUILD)/tsan/reliability stub" $(MSAN_RUNS)
 
 # Every N of the fault loops rather than a sample (minutes): make faults-all

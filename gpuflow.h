@@ -20,6 +20,7 @@
     Declarations:  results | opaque objects | the backend registry (>>registry) | logging |
                    callbacks | descriptions and reports | kernels from one source |
                    results, backends | devices | memory | interop: native handles out and in |
+                   interop: external memory and semaphores |
                    streams | events and event pools | stream pools | stream sets | barriers |
                    flows | graphs | kernels | profiling | races and hangs
     Implementation, the core and what it stands on:
@@ -31,7 +32,7 @@
                    >>commands >>streams >>memory >>accounting >>events >>eventpools
                    >>streampools >>streamsets >>barriers >>waiters >>asyncalloc >>flows
                    >>graphs >>graphpools >>dialect (kernels from one source, the disk cache)
-                   >>kernels >>interop
+                   >>kernels >>interop >>external
     Diagnostics:   >>diagnostics: >>races >>hangs >>profiler
     Backends:      >>stub (the CPU stub, in this file), then >>registry's other half, which
                    pulls in gpuflow_cuda.h, gpuflow_hip.h, gpuflow_opencl.h (each says how
@@ -185,6 +186,7 @@ typedef struct gf_graph       gf_graph;
 typedef struct gf_module      gf_module;
 typedef struct gf_kernel      gf_kernel;
 typedef struct gf_graph_pool  gf_graph_pool;
+typedef struct gf_semaphore   gf_semaphore;
 typedef uint32_t gf_task;
 
 /* >>registry The backends, in the order GF_BACKEND_AUTO tries them; the stub, always compiled
@@ -231,6 +233,7 @@ typedef enum gf_capture_mode {
 typedef enum gf_op_kind {
     GF_OP_COPY = 0, GF_OP_FILL, GF_OP_LAUNCH, GF_OP_CALLBACK, GF_OP_GRAPH, GF_OP_WAIT,
     GF_OP_RANGE,                  /* gf_range_push .. gf_range_pop, and flow tasks: spans, not work */
+    GF_OP_SIGNAL,                 /* gf_semaphore_signal_async (its wait counts as GF_OP_WAIT) */
     GF_OP_KIND_COUNT
 } gf_op_kind;
 
@@ -342,6 +345,7 @@ typedef struct gf_capture_desc {
 typedef struct gf_buffer_desc {
     size_t size;                  /* required */
     int managed;                  /* unified (managed) memory, where the device has it (default off) */
+    int exportable;               /* memory gf_buffer_export can hand out (default off; see interop) */
 } gf_buffer_desc;
 
 /* A 2D copy (gf_copy_2d_async): height rows of width bytes. Each side is a buffer (with an
@@ -361,6 +365,7 @@ typedef enum gf_memory_kind {
     GF_MEMORY_CACHED,             /* freed stream-ordered memory kept for reuse */
     GF_MEMORY_PENDING,            /* destroyed buffers' memory, freed once the work queued
                                      before the destroy has passed (gf_buffer_destroy) */
+    GF_MEMORY_IMPORTED,           /* another API's or process's memory (gf_buffer_import) */
     GF_MEMORY_KIND_COUNT
 } gf_memory_kind;
 typedef struct gf_memory_counter { uint64_t bytes, peak_bytes, count, peak_count; } gf_memory_counter;
@@ -663,6 +668,77 @@ GPUFLOW_API gf_result gf_device_open_native(gf_backend b, const gf_native_device
 GPUFLOW_API gf_result gf_stream_wrap(gf_device *dev, void *native_stream, const gf_stream_desc *desc, gf_stream **out);
 GPUFLOW_API gf_result gf_buffer_wrap(gf_device *dev, uint64_t native_buffer, size_t bytes, gf_buffer **out);
 
+/* ---- interop: external memory and semaphores (Vulkan, D3D12, other processes) ------------ */
+/* Memory or a semaphore another API (Vulkan, D3D12, OpenCL) or process exported comes in as a
+   gf_buffer or gf_semaphore that works like gpuflow's own; gpuflow's go out as handles.
+   Ownership, one rule on every backend: a handle you pass in stays yours, whether the call
+   succeeds or fails (gpuflow hands the driver a duplicate where the driver would take it:
+   CUDA and HIP own an fd they import); a handle gpuflow gives out is yours to close. An
+   exported fd is close-on-exec: to hand it to a program you start, clear FD_CLOEXEC in the
+   child before exec (or send it over a Unix socket, SCM_RIGHTS).
+   An imported buffer covers [offset, size) of the exported allocation, counts as
+   GF_MEMORY_IMPORTED, and is freed like any buffer (never waiting); the exporter's memory
+   must outlive it. Semaphores: binary (a signal's value is ignored; a wait consumes the
+   signal) or timeline (a wait passes once the value is >= its value; signals must increase).
+   Signal and wait are stream-ordered; a wait for a value nobody signals holds its stream
+   (bounded waits time out; the hang report names the semaphore). The race detector orders a
+   wait after the signals queued before it, as an event wait after the record it sees. A
+   destroy never waits: the semaphore goes once the work queued before it has passed. Inside a
+   capture a signal or wait becomes part of the graph (CUDA: external-semaphore nodes;
+   elsewhere recorded): every replay waits for and signals the values captured (new values:
+   capture again and gf_graph_update), and the graph holds the semaphore until it goes. Which
+   backend takes which type: README "Interop".
+   Codes: GF_ERROR_NOT_SUPPORTED (a type the backend does not take: the message names the ones
+   it does), GF_ERROR_INVALID_ARGUMENT (a bad desc: no fd, size 0, offset past size, a memory
+   type for a semaphore or the reverse; an fd that is not open), GF_ERROR_OUT_OF_RANGE (size
+   past what the handle holds, where that can be read), GF_ERROR_DRIVER. */
+typedef enum gf_external_type {
+    GF_EXTERNAL_NONE = 0,
+    GF_EXTERNAL_OPAQUE_FD,        /* a driver's opaque POSIX fd (Vulkan, OpenCL): memory, semaphores */
+    GF_EXTERNAL_OPAQUE_WIN32,     /* an NT handle (or win32_name): memory, semaphores */
+    GF_EXTERNAL_OPAQUE_WIN32_KMT, /* a global share handle: memory, semaphores */
+    GF_EXTERNAL_D3D12_HEAP,       /* memory */
+    GF_EXTERNAL_D3D12_RESOURCE,   /* memory (a committed resource: GF_EXTERNAL_DEDICATED) */
+    GF_EXTERNAL_D3D11_RESOURCE,   /* memory */
+    GF_EXTERNAL_D3D12_FENCE,      /* a semaphore (a timeline) */
+    GF_EXTERNAL_SHAREABLE_FD,     /* a CUDA/HIP virtual-memory allocation's POSIX fd: memory */
+    GF_EXTERNAL_HOST_FD,          /* an fd the host maps (memfd, POSIX shm, dma-buf): memory,
+                                     semaphores (the stub's: a 64-bit counter at its start) */
+    GF_EXTERNAL_TYPE_COUNT
+} gf_external_type;
+#define GF_EXTERNAL_DEDICATED 1u  /* gf_external_memory_desc.flags: a dedicated allocation */
+typedef struct gf_external_memory_desc {
+    gf_external_type type;        /* required */
+    int fd;                       /* the fd types */
+    void *win32_handle;           /* the Windows types: a handle, or */
+    const void *win32_name;       /* a name (wide string) of a named NT handle */
+    uint64_t size;                /* required: bytes of the whole exported allocation */
+    uint64_t offset;              /* where the buffer starts in it (default 0) */
+    unsigned flags;               /* GF_EXTERNAL_DEDICATED */
+} gf_external_memory_desc;
+typedef struct gf_external_handle {
+    gf_external_type type;
+    int fd;                       /* -1 unless an fd type */
+    void *win32_handle;
+    uint64_t size;                /* memory: bytes of the exported allocation (what an importer gives as size) */
+} gf_external_handle;
+typedef struct gf_semaphore_desc {
+    gf_external_type type;        /* GF_EXTERNAL_NONE: a semaphore of gpuflow's own (exportable) */
+    int fd;
+    void *win32_handle;
+    const void *win32_name;
+    int timeline;                 /* a timeline semaphore (else binary) */
+} gf_semaphore_desc;
+GPUFLOW_API gf_result gf_buffer_import(gf_device *dev, const gf_external_memory_desc *desc, gf_buffer **out);
+GPUFLOW_API gf_result gf_buffer_export(gf_buffer *buf, gf_external_type type, gf_external_handle *out);   /* an exportable buffer */
+GPUFLOW_API gf_result gf_semaphore_import(gf_device *dev, const gf_semaphore_desc *desc, gf_semaphore **out);
+GPUFLOW_API gf_result gf_semaphore_create(gf_device *dev, int timeline, gf_semaphore **out);
+GPUFLOW_API gf_result gf_semaphore_export(gf_semaphore *sem, gf_external_type type, gf_external_handle *out);
+GPUFLOW_API gf_result gf_semaphore_signal_async(gf_stream *s, gf_semaphore *sem, uint64_t value);
+GPUFLOW_API gf_result gf_semaphore_wait_async(gf_stream *s, gf_semaphore *sem, uint64_t value);
+GPUFLOW_API void      gf_semaphore_destroy(gf_semaphore *sem);
+GPUFLOW_API const char *gf_external_type_name(gf_external_type type);
+
 /* ---- streams ------------------------------------------------------------------------- */
 /* Codes: GF_NOT_READY (query), GF_TIMEOUT (bounded waits), GF_ERROR_CAPTURE (a wait or query
    of a capturing stream ends the capture), GF_ERROR_DRIVER, or the stream's sticky error.
@@ -912,6 +988,9 @@ typedef HANDLE             gf__thread;
 #  include <dlfcn.h>
 #  include <unistd.h>
 #  include <ucontext.h>   /* the stub runs a syncing block's threads as fibers */
+#  include <fcntl.h>      /* the stub's shared memory (interop) */
+#  include <sys/mman.h>
+#  include <sys/stat.h>
 #  if !defined(CLOCK_MONOTONIC)
 #    error "gpuflow: the implementation needs POSIX 2008 (clock_gettime, CLOCK_MONOTONIC), which <time.h> (or a header that reads it, as <pthread.h> does), read before it under strict C, hid: in the file that defines GPUFLOW_IMPLEMENTATION include gpuflow.h before it, or compile with -D_POSIX_C_SOURCE=200809L"
 #  endif
@@ -1190,10 +1269,11 @@ static gf_log_level gf__level_of(gf_result code) {
 #  define GF__PRINTF(f, a)
 #endif
 
-/* Sets this thread's detail message, logs it, and returns code, so failures read
-   `return gf__fail(...)`. */
-static gf_result gf__fail(gf_result code, const char *fmt, ...) GF__PRINTF(2, 3);
-static gf_result gf__fail(gf_result code, const char *fmt, ...) {
+/* Sets this thread's detail message and logs it. Failures read `return gf__fail(code, ...)`:
+   the macro's value is code itself, so every reader (and the static analyzer, which does not
+   follow variadic calls) sees that a failure path returns its failure. */
+static void gf__set_error(gf_result code, const char *fmt, ...) GF__PRINTF(2, 3);
+static void gf__set_error(gf_result code, const char *fmt, ...) {
     char text[sizeof gf__error_text];
     va_list ap;
     va_start(ap, fmt);
@@ -1202,8 +1282,8 @@ static gf_result gf__fail(gf_result code, const char *fmt, ...) {
     memcpy(gf__error_text, text, sizeof text);
     gf__error_serial++;
     if (!gf__quiet) gf__log_text(gf__level_of(code), code, text);
-    return code;
 }
+#define gf__fail(code, ...) (gf__set_error((code), __VA_ARGS__), (code))
 
 /* A user function (flow task, capture function) returned r: fail with what (a context
    prefix) and the function's own message, or say that it gave none. serial: gf__error_serial
@@ -1242,7 +1322,7 @@ int gpuflow_fault_hit(const char *entry);
    object is alive), since memory must go back to the allocator that gave it. */
 GPUFLOW_IMPL void gf_set_allocator(const gf_allocator *allocator) {
     if (allocator && (!allocator->alloc || !allocator->realloc || !allocator->free)) {
-        gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_set_allocator: alloc, realloc and free are all required; the allocator is unchanged");
+        gf__set_error(GF_ERROR_INVALID_ARGUMENT, "gf_set_allocator: alloc, realloc and free are all required; the allocator is unchanged");
         return;
     }
     if (allocator) gf__allocator = *allocator;
@@ -1292,7 +1372,7 @@ static void gf__spin_unlock(gf__spin *l) { gf__atomic_store_int(l, 0); }
 typedef enum gf__type {
     GF__T_DEAD = 0, GF__T_PENDING = 1 /* a graph still being captured */, GF__T_DEVICE = 0x67660001, GF__T_BUFFER, GF__T_STREAM, GF__T_EVENT,
     GF__T_EVENT_POOL, GF__T_STREAM_POOL, GF__T_STREAM_SET, GF__T_FLOW, GF__T_GRAPH,
-    GF__T_MODULE, GF__T_KERNEL, GF__T_GRAPH_POOL
+    GF__T_MODULE, GF__T_KERNEL, GF__T_GRAPH_POOL, GF__T_SEMAPHORE
 } gf__type;
 
 typedef struct gf__backend gf__backend;
@@ -1302,6 +1382,7 @@ typedef struct gf__pinned { void *ptr; size_t bytes; } gf__pinned;   /* a gf_hos
 typedef struct gf__capture gf__capture;
 typedef struct gf__profiler gf__profiler;
 typedef struct gf__waiter gf__waiter;
+typedef struct gf__completion gf__completion;
 typedef struct gf__block { gf_buffer *buf; gf_event *freed; uint64_t stream_id; } gf__block;
 typedef struct gf__alloc_cache {
     gf__mutex lock;
@@ -1325,7 +1406,7 @@ struct gf_device {
     uint64_t next_id;
     uint64_t next_label;            /* "stream N" counts the streams the program made */
     unsigned fork_count;            /* gf__fork_count when opened: a child of fork() differs */
-    int live[GF__T_GRAPH_POOL - GF__T_DEVICE + 1];   /* atomic: objects the program made, by type */
+    int live[GF__T_SEMAPHORE - GF__T_DEVICE + 1];   /* atomic: objects the program made, by type */
     gf__capture *captures;          /* in progress */
     gf__profiler *profiler;         /* made by the first gf_profiler_enable, kept until close */
     int profiling;                  /* atomic: operations are being timed */
@@ -1369,6 +1450,8 @@ struct gf_buffer {
     int async_state;                /* 0 plain, 1 live stream-ordered, 2 freed stream-ordered */
     gf_graph *graph_owner;          /* allocated inside a capture: the graph owns it */
     int borrowed;                   /* wrapped (or a view): the memory is not this handle's to free */
+    int exportable;                 /* gf_buffer_desc.exportable: allocated so gf_buffer_export can hand it out */
+    void *external;                 /* the backend's state of an import or an exportable allocation */
     gf_buffer *parent; size_t view_offset;   /* a view: a window on parent's memory */
     int parent_dropped;             /* a retired view whose hold on parent already went */
     int refs;                       /* atomic: the live handle plus each view; the memory goes at 0 */
@@ -1441,6 +1524,18 @@ struct gf_event {
 };
 
 /* What a wait needs to know of an event's latest record, read under the event's lock. */
+struct gf_semaphore {
+    uint32_t type;
+    gf_device *dev;
+    uint64_t id;
+    int timeline;
+    gf_external_type imported;      /* what it came from; GF_EXTERNAL_NONE: gpuflow's own */
+    char label[32];                 /* "semaphore N": what hang reports and op notes call it */
+    void *native;                   /* the backend's */
+    uint64_t *race_vc; int race_n;  /* race detector: the clocks of the signals so far, joined */
+    int refs;                       /* atomic: the handle, and each graph that signals or waits on it */
+};
+
 typedef struct gf__record_info { int recorded; gf_stream *stream; uint64_t stream_id, capture_id, trace_id; int capture_pos; } gf__record_info;
 static gf__record_info gf__event_latest(gf_event *ev) {
     gf__record_info info;
@@ -1481,7 +1576,8 @@ struct gf_module {
 
 /* A recorded command: what a capture without native graphs keeps, and replay re-issues. */
 typedef enum gf__cmd_kind {
-    GF__CMD_COPY, GF__CMD_FILL, GF__CMD_LAUNCH, GF__CMD_CALLBACK, GF__CMD_PREFETCH, GF__CMD_GRAPH, GF__CMD_COPY_2D
+    GF__CMD_COPY, GF__CMD_FILL, GF__CMD_LAUNCH, GF__CMD_CALLBACK, GF__CMD_PREFETCH, GF__CMD_GRAPH, GF__CMD_COPY_2D,
+    GF__CMD_SIGNAL, GF__CMD_SEM_WAIT
 } gf__cmd_kind;
 /* One operation on a stream: its kind, and that kind's fields alone (c->as.<kind>). */
 typedef struct gf__cmd_fill {
@@ -1503,6 +1599,7 @@ typedef struct gf__cmd {
         gf__cmd_launch launch;                                  /* LAUNCH */
         struct { gf_callback fn; void *user; } callback;        /* CALLBACK */
         gf_graph *child;                                        /* GRAPH: launched inside a capture */
+        struct { gf_semaphore *sem; uint64_t value; } sem;      /* SIGNAL, SEM_WAIT */
     } as;
 } gf__cmd;
 
@@ -1525,6 +1622,7 @@ struct gf_graph {
     struct gf__race_use *race_uses; int race_use_count, race_use_cap;   /* what its replays touch */
     void **launch_nodes; int launch_node_cap;       /* native graphs: the driver's node per launch
                                                        (backend's captured_node; NULL: unknown) */
+    gf_semaphore **sems; int sem_count, sem_cap;    /* semaphores its replays signal or wait: held */
 };
 
 /* A capture in progress: the streams in it, the buffers it uses, the graph it becomes. */
@@ -1692,7 +1790,26 @@ struct gf__backend {
     /* What the state report (gf_device_write_state, GPUFLOW_HANG_MS) adds for s beyond the
        core's view: a kernel running now, a failure the stream holds. Never waits. */
     void      (*describe_stream)(gf_stream *s, struct gf__text *t);
+
+    /* External memory and semaphores (all of them, or none: GF_ERROR_NOT_SUPPORTED).
+       external_types: the handle types the device takes for a use (GF__EXT_*), as bits
+       1u << type; the core refuses any other type before a slot runs, naming these.
+       buffer_import: buf->size set (the bytes from desc->offset on); sets native, host,
+       external; buffer_free then frees the import. buffer_alloc gets buf->exportable. The
+       semaphore slots: timeline set (import: also imported); signal and wait are enqueued on s
+       in its order, refused by the core inside a capture. */
+    unsigned  (*external_types)(gf_device *dev, int use);
+    gf_result (*buffer_import)(gf_buffer *buf, const gf_external_memory_desc *desc);
+    gf_result (*buffer_export)(gf_buffer *buf, gf_external_type type, gf_external_handle *out);
+    gf_result (*semaphore_create)(gf_semaphore *sem);
+    gf_result (*semaphore_import)(gf_semaphore *sem, const gf_semaphore_desc *desc);
+    gf_result (*semaphore_export)(gf_semaphore *sem, gf_external_type type, gf_external_handle *out);
+    void      (*semaphore_destroy)(gf_semaphore *sem);
+    gf_result (*semaphore_signal)(gf_stream *s, gf_semaphore *sem, uint64_t value);
+    gf_result (*semaphore_wait)(gf_stream *s, gf_semaphore *sem, uint64_t value);
 };
+/* The uses external_types answers for. */
+enum { GF__EXT_IMPORT_MEMORY, GF__EXT_EXPORT_MEMORY, GF__EXT_IMPORT_SEMAPHORE, GF__EXT_EXPORT_SEMAPHORE };
 
 /* The slots every backend fills; the others may stay NULL, with the meaning given above. */
 #define GF__BACKEND_REQUIRED_SLOTS(X) \
@@ -1726,6 +1843,10 @@ static const gf__backend *gf__backend_once(gf__backend *table, void (*fill)(gf__
                        !t.capture_begin == !t.graph_update && !t.capture_begin == !t.graph_destroy);
         GPUFLOW_ASSERT(!t.buffer_alloc_async == !t.buffer_free_async);
         GPUFLOW_ASSERT(!t.compile == !t.module_load_compiled && !t.compile == !t.kernel_prelude);
+        GPUFLOW_ASSERT(!t.external_types == !t.buffer_import && !t.external_types == !t.buffer_export &&
+                       !t.external_types == !t.semaphore_create && !t.external_types == !t.semaphore_import &&
+                       !t.external_types == !t.semaphore_export && !t.external_types == !t.semaphore_destroy &&
+                       !t.external_types == !t.semaphore_signal && !t.external_types == !t.semaphore_wait);
         *table = t;
     }
     gf__driver_lock_release();
@@ -1747,7 +1868,7 @@ static const gf__backend *gf__backend_of(gf_backend b);
      kit: gf__backend gf__backend_once GF__T_BUFFER GF__T_STREAM GF__T_EVENT GF__T_KERNEL
           GF__T_MODULE gf__type gf__copy GF__COPY_H2D GF__COPY_D2H GF__DEFAULT_POOL_KEEP
           GF__FAULT GF__TLS gf__error_text
-     errors and logging: gf__fail gf__notice gf__quiet gf__copy_str
+     errors and logging: gf__fail gf__set_error gf__notice gf__quiet gf__copy_str
      host memory: gf__malloc gf__calloc gf__free gf__grow
      threads: gf__mutex gf__mutex_init gf__mutex_destroy gf__lock gf__unlock gf__cond
           gf__cond_init gf__cond_destroy gf__cond_wait gf__cond_broadcast gf__thread
@@ -1759,6 +1880,8 @@ static const gf__backend *gf__backend_of(gf_backend b);
           gf__kernel_prelude_cxx gf__kernel_prelude_clc gf__build_log_lines
      captures and graphs: gf__stream_capturing gf__graph_launch_count gf__graph_launch_node
           gf__graph_launch_args
+     external memory and semaphores: GF__EXT_BIT GF__EXT_IMPORT_MEMORY GF__EXT_EXPORT_MEMORY
+          GF__EXT_IMPORT_SEMAPHORE GF__EXT_EXPORT_SEMAPHORE GF__T_SEMAPHORE
 */
 
 /* Whether s is in a capture now (s->lock held, as it is in every slot that enqueues). */
@@ -1854,7 +1977,7 @@ GF__UNUSED_DECL static int gf__native_priority(gf_priority p, int least, int gre
 GF__UNUSED_DECL static void **gf__kernel_params(const gf_arg *args, int count, void **stack) {
     void **params = count > GF__STACK_ARGS ? (void **)gf__malloc(sizeof *params * (size_t)count) : stack;
     int i;
-    if (!params) { gf__fail(GF_ERROR_OUT_OF_MEMORY, "gpuflow: out of host memory for %d kernel arguments", count); return NULL; }
+    if (!params) { gf__set_error(GF_ERROR_OUT_OF_MEMORY, "gpuflow: out of host memory for %d kernel arguments", count); return NULL; }
     for (i = 0; i < count; i++)
         params[i] = args[i].buffer ? (void *)&args[i].buffer->native : (void *)args[i].value;
     return params;
@@ -1952,6 +2075,7 @@ static void gf__cache_trim(gf_device *dev);
 static void gf__cache_release(gf_device *dev, size_t keep, int wait);
 static void gf__stages_free(gf_device *dev, struct gf__stage *st);
 static void gf__retire(gf_device *dev, void (*release)(void *obj), void *obj, int kind, size_t bytes);
+#define GF__KIND_NO_MEMORY (-1)   /* gf__retire's kind for an object that holds no memory (a semaphore) */
 static void gf__buffer_unref(gf_buffer *buf, int retire);
 static void gf__retired_collect(gf_device *dev, int wait);
 /* events, event pools, async waiters */
@@ -1962,13 +2086,16 @@ static gf_result gf__event_pool_take(gf_event_pool *pool, unsigned flags, gf_eve
 static void gf__event_pool_give(gf_event_pool *pool, gf_event *ev);
 static void gf__event_pool_free(gf_event_pool *pool);
 static gf_result gf__waiter_add(gf_event *ev, gf_callback fn, void *user, uint64_t *wait_id);
-static void gf__waiter_drop_pool(gf_stream_pool *pool);
+static void gf__pool_drop_completions(gf_stream_pool *pool);
 static void gf__waiter_stop(gf_device *dev);
 /* graphs and graph pools */
 static gf_result gf__graph_replay(gf_graph *g, gf_stream *s);
 static int gf__keep_block(gf_graph *g, void *block);
 static void gf__graph_release(gf_graph *g);
 static int gf__graph_own(gf_graph *g, gf_buffer *buf);
+static int gf__graph_hold_semaphore(gf_graph *g, gf_semaphore *sem);
+static int gf__graph_hold_semaphores_of(gf_graph *g, gf_semaphore *const *sems, int count);
+static void gf__semaphore_unref(void *sem);
 static gf_result gf__pool_alloc(gf__capture *cap, size_t bytes, gf_buffer **out);
 /* diagnostics: race detector, hang report, profiler. The core path asks GF__RACE_ON before
    each call into the detector: off, it costs that one load. */
@@ -1983,6 +2110,8 @@ static void gf__race_retarget(gf_graph *g, int launch, const gf__cmd *c);
 static void gf__race_take(gf_graph *target, const gf_graph *from);
 static void gf__race_record(gf_event *ev, gf_stream *s);
 static void gf__race_wait(gf_stream *s, gf_event *ev);
+static void gf__race_signal(gf_stream *s, gf_semaphore *sem);
+static void gf__race_sem_wait(gf_stream *s, gf_semaphore *sem);
 static void gf__race_event_done(gf_event *ev);
 static void gf__race_stream_done(gf_stream *s);
 static void gf__race_free(gf_buffer *buf, gf_stream *s);
@@ -2042,21 +2171,23 @@ static const char *gf__type_name(gf__type t) {
     case GF__T_STREAM_SET: return "gf_stream_set"; case GF__T_FLOW: return "gf_flow";
     case GF__T_GRAPH: return "gf_graph"; case GF__T_MODULE: return "gf_module";
     case GF__T_KERNEL: return "gf_kernel"; case GF__T_GRAPH_POOL: return "gf_graph_pool";
+    case GF__T_SEMAPHORE: return "gf_semaphore";
     case GF__T_DEAD: case GF__T_PENDING: break;
     }
     return "object";
 }
-static gf_result gf__bad_handle(const char *fn, const char *param, const void *obj, gf__type want) {
-    if (!obj) return gf__fail(GF_ERROR_INVALID_HANDLE, "%s: %s is NULL", fn, param);
-    return gf__fail(GF_ERROR_INVALID_HANDLE, "%s: %s is not a live %s (wrong type or destroyed)",
-                    fn, param, gf__type_name(want));
+/* Says why a handle is refused; gf__bad_handle's value is always GF_ERROR_INVALID_HANDLE. */
+static void gf__say_bad_handle(const char *fn, const char *param, const void *obj, gf__type want) {
+    if (!obj) gf__set_error(GF_ERROR_INVALID_HANDLE, "%s: %s is NULL", fn, param);
+    else gf__set_error(GF_ERROR_INVALID_HANDLE, "%s: %s is not a live %s (wrong type or destroyed)", fn, param, gf__type_name(want));
 }
+#define gf__bad_handle(fn, param, obj, want) (gf__say_bad_handle((fn), (param), (obj), (want)), GF_ERROR_INVALID_HANDLE)
 /* Returns from the calling function when obj is not a live object of the given type. */
 #define GF__CHECK(obj, T) \
     do { if (!gf__is((obj), (T))) return gf__bad_handle(__func__, #obj, (obj), (T)); } while (0)
 /* The same for functions that return nothing (destroy, close): they only set the error text. */
 #define GF__CHECK_VOID(obj, T) \
-    do { if (!gf__is((obj), (T))) { gf__bad_handle(__func__, #obj, (obj), (T)); return; } } while (0)
+    do { if (!gf__is((obj), (T))) { gf__say_bad_handle(__func__, #obj, (obj), (T)); return; } } while (0)
 #define GF__CHECK_OUT(out) \
     do { if (!(out)) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "%s: %s is NULL", __func__, #out); } while (0)
 #define GF__SAME_DEVICE(a, b) \
@@ -2386,7 +2517,7 @@ static void gf__report_live(gf_device *dev) {
     static const struct { gf__type type; const char *name; } kinds[] = {
         { GF__T_EVENT, "event" }, { GF__T_EVENT_POOL, "event pool" }, { GF__T_STREAM_POOL, "stream pool" },
         { GF__T_STREAM_SET, "stream set" }, { GF__T_FLOW, "flow" }, { GF__T_GRAPH_POOL, "graph pool" },
-        { GF__T_MODULE, "module" }
+        { GF__T_MODULE, "module" }, { GF__T_SEMAPHORE, "semaphore" }
     };
     char text[768];
     gf__text t;
@@ -2424,7 +2555,7 @@ static void gf__report_live(gf_device *dev) {
 /* At close, what the environment asked for: GPUFLOW_TRACE's trace file, GPUFLOW_STATS's block
    (memory by kind with peaks, then each stream's counters), both after the device is idle. */
 static void gf__env_at_close(gf_device *dev) {
-    static const char *const kinds[GF_MEMORY_KIND_COUNT] = { "device", "pinned", "managed", "async", "cached", "pending" };
+    static const char *const kinds[GF_MEMORY_KIND_COUNT] = { "device", "pinned", "managed", "async", "cached", "pending", "imported" };
     gf_memory_stats st;
     int i, k;
     if (dev->trace_path) {
@@ -2744,6 +2875,8 @@ static gf_result gf__exec(gf_stream *s, const gf__cmd *c, gf_graph *owner) {
     case GF__CMD_PREFETCH: return be->prefetch(s, c->as.prefetch.buf, c->as.prefetch.to_device);
     case GF__CMD_LAUNCH: return be->launch(s, c->as.launch.kernel, &c->as.launch.dims, c->as.launch.args, c->as.launch.arg_count);
     case GF__CMD_GRAPH: return gf__graph_replay(c->as.child, s);
+    case GF__CMD_SIGNAL: return be->semaphore_signal(s, c->as.sem.sem, c->as.sem.value);
+    case GF__CMD_SEM_WAIT: return be->semaphore_wait(s, c->as.sem.sem, c->as.sem.value);
     case GF__CMD_CALLBACK: {
         gf_result r;
         gf__callback_ctx *ctx = (gf__callback_ctx *)gf__calloc(sizeof *ctx);
@@ -2768,8 +2901,18 @@ static gf_op_kind gf__cmd_op(const gf__cmd *c) {
     case GF__CMD_LAUNCH: return GF_OP_LAUNCH;
     case GF__CMD_CALLBACK: return GF_OP_CALLBACK;
     case GF__CMD_GRAPH: return GF_OP_GRAPH;
+    case GF__CMD_SIGNAL: return GF_OP_SIGNAL;
+    case GF__CMD_SEM_WAIT: return GF_OP_WAIT;
     }
     return GF_OP_COPY;
+}
+/* What names a command in notes and traces: a launch's kernel; a semaphore's label and value
+   ("semaphore 5: 7", written into buf). */
+static const char *gf__cmd_name(const gf__cmd *c, char *buf, size_t cap) {
+    if (c->kind == GF__CMD_LAUNCH) return c->as.launch.kernel_name;
+    if (c->kind != GF__CMD_SIGNAL && c->kind != GF__CMD_SEM_WAIT) return NULL;
+    snprintf(buf, cap, "%s: %llu", c->as.sem.sem->label, (unsigned long long)c->as.sem.value);
+    return buf;
 }
 /* The bytes a copy or fill moves (what the profiler and the stream's stats count); 0 else. */
 static size_t gf__cmd_bytes(const gf__cmd *c) {
@@ -2805,15 +2948,16 @@ static void gf__stream_label_of(gf_device *dev, uint64_t id, char *out, size_t c
 
 static gf_result gf__exec_counted(gf_stream *s, const gf__cmd *c) {   /* s->lock held */
     GF__HELD(&s->lock);
+    char name[48];
     gf_result r;
     int rec = -1;
     if (gf__atomic_load_int(&s->dev->profiling))   /* off: not even the call and its arguments */
-        rec = gf__prof_begin(s, gf__cmd_op(c), c->kind == GF__CMD_LAUNCH ? c->as.launch.kernel_name : NULL, gf__cmd_bytes(c), 0);
+        rec = gf__prof_begin(s, gf__cmd_op(c), gf__cmd_name(c, name, sizeof name), gf__cmd_bytes(c), 0);
     r = gf__exec(s, c, NULL);
     if (rec >= 0) gf__prof_end(s, rec, r);
     if (r != GF_OK) return r;
     if (GF__RACE_ON(s->dev)) gf__race_op(s, c);
-    gf__note_op(s, gf__cmd_op(c), c->kind == GF__CMD_LAUNCH ? c->as.launch.kernel_name : NULL, 0);
+    gf__note_op(s, gf__cmd_op(c), gf__cmd_name(c, name, sizeof name), 0);
     gf__counter_add(&s->ops, 1);   /* s->lock held: one writer; stats read them lock-free */
     if (c->kind == GF__CMD_COPY || c->kind == GF__CMD_COPY_2D) { gf__counter_add(&s->copies, 1); gf__counter_add(&s->bytes_copied, gf__cmd_bytes(c)); }
     if (c->kind == GF__CMD_LAUNCH) gf__counter_add(&s->launches, 1);
@@ -2939,7 +3083,7 @@ GPUFLOW_IMPL gf_result gf_stream_create(gf_device *dev, const gf_stream_desc *de
 GPUFLOW_IMPL void gf_stream_destroy(gf_stream *s) {
     GF__CHECK_VOID(s, GF__T_STREAM);
     if (s->internal) {
-        gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_stream_destroy: stream '%s' belongs to a %s; destroy that instead",
+        gf__set_error(GF_ERROR_INVALID_ARGUMENT, "gf_stream_destroy: stream '%s' belongs to a %s; destroy that instead",
                  s->label, s->pool ? "stream pool" : "stream set, flow or device");
         return;
     }
@@ -3093,12 +3237,13 @@ static gf_result gf__buffer_alloc(gf_buffer *buf) {
     return dev->be->buffer_alloc(buf);
 }
 
-static gf_result gf__buffer_new(gf_device *dev, size_t bytes, gf_memory_kind kind, gf_buffer **out) {
+static gf_result gf__buffer_new_as(gf_device *dev, size_t bytes, gf_memory_kind kind, int exportable, gf_buffer **out) {
     gf_buffer *buf;
     gf_result r;
     if (!(buf = (gf_buffer *)gf__calloc(sizeof *buf))) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_buffer_create: out of host memory");
     buf->type = GF__T_BUFFER;
     buf->dev = dev;
+    buf->exportable = exportable;
     buf->size = bytes;
     buf->managed = kind == GF_MEMORY_MANAGED;
     buf->refs = 1;
@@ -3108,6 +3253,9 @@ static gf_result gf__buffer_new(gf_device *dev, size_t bytes, gf_memory_kind kin
     gf__mem_count(dev, buf->kind, bytes, +1);
     *out = buf;
     return GF_OK;
+}
+static gf_result gf__buffer_new(gf_device *dev, size_t bytes, gf_memory_kind kind, gf_buffer **out) {
+    return gf__buffer_new_as(dev, bytes, kind, 0, out);
 }
 
 GPUFLOW_IMPL gf_result gf_buffer_create_desc(gf_device *dev, const gf_buffer_desc *desc, gf_buffer **out) {
@@ -3119,7 +3267,11 @@ GPUFLOW_IMPL gf_result gf_buffer_create_desc(gf_device *dev, const gf_buffer_des
     if (desc->managed && !dev->info.managed_memory)
         return gf__fail(GF_ERROR_NOT_SUPPORTED, "gf_buffer_create: %s device '%s' has no managed memory",
                         gf_backend_name(dev->info.backend), dev->info.name);
-    return gf__buffer_new(dev, desc->size, desc->managed ? GF_MEMORY_MANAGED : GF_MEMORY_DEVICE, out);
+    if (desc->exportable && desc->managed)
+        return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_buffer_create: a managed buffer cannot be exportable");
+    if (desc->exportable && !(dev->be->external_types ? dev->be->external_types(dev, GF__EXT_EXPORT_MEMORY) : 0))
+        return gf__fail(GF_ERROR_NOT_SUPPORTED, "gf_buffer_create: the %s backend (device '%s') exports no memory", dev->be->name, dev->info.name);
+    return gf__buffer_new_as(dev, desc->size, desc->managed ? GF_MEMORY_MANAGED : GF_MEMORY_DEVICE, desc->exportable != 0, out);
 }
 
 GPUFLOW_IMPL gf_result gf_buffer_create(gf_device *dev, size_t bytes, gf_buffer **out) {
@@ -3175,11 +3327,11 @@ static void gf__buffer_free(gf_buffer *buf) {   /* the handle goes; the memory w
 GPUFLOW_IMPL void gf_buffer_destroy(gf_buffer *buf) {
     GF__CHECK_VOID(buf, GF__T_BUFFER);
     if (buf->graph_owner) {
-        gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_buffer_destroy: the buffer was allocated inside a capture; its graph owns it");
+        gf__set_error(GF_ERROR_INVALID_ARGUMENT, "gf_buffer_destroy: the buffer was allocated inside a capture; its graph owns it");
         return;
     }
     if (gf__atomic_load_int(&buf->capture_uses)) {
-        gf__fail(GF_ERROR_CAPTURE, "gf_buffer_destroy: a capture in progress uses the buffer");
+        gf__set_error(GF_ERROR_CAPTURE, "gf_buffer_destroy: a capture in progress uses the buffer");
         return;
     }
     if (gf__refuse_self_wait(__func__, buf->dev, NULL) != GF_OK) return;   /* kept: fencing the streams calls the driver */
@@ -3221,7 +3373,7 @@ GPUFLOW_IMPL void gf_host_free(gf_device *dev, void *ptr) {
     for (i = 0; i < dev->pinned_count && !found; i++)
         if (dev->pinned[i].ptr == ptr) { bytes = dev->pinned[i].bytes; dev->pinned[i] = dev->pinned[--dev->pinned_count]; found = 1; }
     gf__spin_unlock(&dev->mem_lock);
-    if (!found) { gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_host_free: the pointer was not allocated by gf_host_alloc on this device"); return; }
+    if (!found) { gf__set_error(GF_ERROR_INVALID_ARGUMENT, "gf_host_free: the pointer was not allocated by gf_host_alloc on this device"); return; }
     gf__mem_count(dev, GF_MEMORY_PINNED, bytes, -1);
     dev->be->host_free(dev, ptr);
 }
@@ -3564,7 +3716,7 @@ static gf_result gf__fences_make(gf_device *dev, gf_event ***out, int *count) {
 
 static void gf__retired_release(gf_device *dev, gf__retired *item) {
     gf__fences_free(dev, item->fences, item->fence_count);
-    gf__mem_count(dev, GF_MEMORY_PENDING, item->bytes, -1);
+    if (item->kind != GF__KIND_NO_MEMORY) gf__mem_count(dev, GF_MEMORY_PENDING, item->bytes, -1);
     item->release(item->obj);
 }
 
@@ -3584,8 +3736,10 @@ static void gf__retire(gf_device *dev, void (*release)(void *obj), void *obj, in
     int kept;
     item.release = release; item.obj = obj; item.kind = kind; item.bytes = bytes;
     item.fences = NULL; item.fence_count = 0; item.hold = 0;
-    gf__mem_count(dev, kind, bytes, -1);
-    gf__mem_count(dev, GF_MEMORY_PENDING, bytes, +1);
+    if (kind != GF__KIND_NO_MEMORY) {   /* pending until it goes (a view's handle too: 0 bytes) */
+        gf__mem_count(dev, kind, bytes, -1);
+        gf__mem_count(dev, GF_MEMORY_PENDING, bytes, +1);
+    }
     if (gf__fences_make(dev, &item.fences, &item.fence_count) != GF_OK) {
         gf__notice(GF_LOG_WARNING, "gpuflow: a destroy could not fence the device's streams (%s); waiting for the device instead", gf__error_text);
         if (gf_device_synchronize(dev) != GF_OK) {
@@ -3666,8 +3820,8 @@ GPUFLOW_IMPL gf_result gf_event_create(gf_device *dev, unsigned flags, gf_event 
 
 GPUFLOW_IMPL void gf_event_destroy(gf_event *ev) {
     GF__CHECK_VOID(ev, GF__T_EVENT);
-    if (ev->pool) { gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_event_destroy: the event belongs to an event pool; release it there"); return; }
-    if (gf__atomic_load_int(&ev->waits)) { gf__fail(GF_ERROR_INVALID_STATE, "gf_event_destroy: a gf_event_on_complete wait is pending on the event; cancel it first"); return; }
+    if (ev->pool) { gf__set_error(GF_ERROR_INVALID_ARGUMENT, "gf_event_destroy: the event belongs to an event pool; release it there"); return; }
+    if (gf__atomic_load_int(&ev->waits)) { gf__set_error(GF_ERROR_INVALID_STATE, "gf_event_destroy: a gf_event_on_complete wait is pending on the event; cancel it first"); return; }
     gf__live(ev->dev, GF__T_EVENT, -1);
     gf__event_free(ev);
 }
@@ -3858,7 +4012,7 @@ GPUFLOW_IMPL gf_result gf_event_elapsed_ms(gf_event *start, gf_event *end, float
                         !gf__atomic_load_int(&start->recorded) ? "the start" : "the end");
     if ((r = gf__event_check_wait(__func__, start)) != GF_OK || (r = gf__event_check_wait(__func__, end)) != GF_OK) return r;
     if ((r = start->dev->be->event_query(start)) != GF_OK || (r = end->dev->be->event_query(end)) != GF_OK) {
-        if (r == GF_NOT_READY) gf__fail(GF_NOT_READY, "gf_event_elapsed_ms: the events have not completed yet");
+        if (r == GF_NOT_READY) gf__set_error(GF_NOT_READY, "gf_event_elapsed_ms: the events have not completed yet");
         return r;
     }
     return start->dev->be->event_elapsed_ms(start, end, ms);
@@ -4062,7 +4216,7 @@ GPUFLOW_IMPL void gf_event_pool_destroy(gf_event_pool *pool) {
     GF__CHECK_VOID(pool, GF__T_EVENT_POOL);
     for (i = 0; i < pool->all_count; i++)
         if (gf__atomic_load_int(&pool->all[i]->waits)) {
-            gf__fail(GF_ERROR_INVALID_STATE, "gf_event_pool_destroy: a gf_event_on_complete wait is pending on one of the pool's events; cancel it first (the pool was kept)");
+            gf__set_error(GF_ERROR_INVALID_STATE, "gf_event_pool_destroy: a gf_event_on_complete wait is pending on one of the pool's events; cancel it first (the pool was kept)");
             return;
         }
     gf__live(pool->dev, GF__T_EVENT_POOL, -1);
@@ -4091,6 +4245,7 @@ struct gf_stream_pool {
     uint64_t completions[GF_WORKLOAD_COUNT];
     double completion_ms[GF_WORKLOAD_COUNT];
     int measuring;                                /* completion waits in flight (atomic) */
+    gf__completion *in_flight;                    /* those waits' completions (lock) */
 };
 
 static const gf_priority gf__pool_priorities[3] = { GF_PRIORITY_HIGH, GF_PRIORITY_NORMAL, GF_PRIORITY_LOW };
@@ -4243,19 +4398,36 @@ GPUFLOW_IMPL gf_result gf_stream_pool_acquire_ready(gf_stream_pool *pool, unsign
     }
 }
 
-typedef struct gf__completion { gf_stream_pool *pool; gf_workload workload; uint64_t t0; gf_event *ev; } gf__completion;
+/* A lease's completion being measured: on its pool's in_flight list (pool->lock) from before its
+   wait is added until it is settled, so the pool can always find and settle its own. */
+struct gf__completion {
+    gf_stream_pool *pool; gf_workload workload; uint64_t t0; gf_event *ev;
+    uint64_t wait_id;
+    gf__completion *prev, *next;
+};
+static void gf__completion_unlink(gf__completion *c) {
+    GF__HELD(&c->pool->lock);
+    if (c->prev) c->prev->next = c->next; else c->pool->in_flight = c->next;
+    if (c->next) c->next->prev = c->prev;
+    c->prev = c->next = NULL;
+}
+static void gf__completion_settle(gf__completion *c) {   /* off the list already */
+    gf_stream_pool *pool = c->pool;
+    gf__event_pool_give(pool->dev->events, c->ev);
+    gf__free(c);
+    gf__atomic_add_int(&pool->measuring, -1);
+}
 
 static void gf__pool_completed(void *user, gf_result status) {
     gf__completion *c = (gf__completion *)user;
     gf_stream_pool *pool = c->pool;
     (void)status;
     gf__lock(&pool->lock);
+    gf__completion_unlink(c);
     pool->completions[c->workload]++;
     pool->completion_ms[c->workload] += (double)(gf__now_ns() - c->t0) / 1e6;
     gf__unlock(&pool->lock);
-    gf__event_pool_give(pool->dev->events, c->ev);
-    gf__free(c);
-    gf__atomic_add_int(&pool->measuring, -1);
+    gf__completion_settle(c);
 }
 
 GPUFLOW_IMPL gf_result gf_stream_pool_release(gf_stream_pool *pool, gf_stream *s) {
@@ -4277,10 +4449,15 @@ GPUFLOW_IMPL gf_result gf_stream_pool_release(gf_stream_pool *pool, gf_stream *s
             c->workload = s->lease_workload;
             gf__unlock(&s->lock);
             gf__atomic_add_int(&pool->measuring, 1);
-            if (gf_event_record(c->ev, s) != GF_OK || gf__waiter_add(c->ev, gf__pool_completed, c, NULL) != GF_OK) {
-                gf__atomic_add_int(&pool->measuring, -1);
-                gf__event_pool_give(pool->dev->events, c->ev);
-                gf__free(c);
+            gf__lock(&pool->lock);
+            if ((c->next = pool->in_flight) != NULL) c->next->prev = c;
+            pool->in_flight = c;
+            gf__unlock(&pool->lock);
+            if (gf_event_record(c->ev, s) != GF_OK || gf__waiter_add(c->ev, gf__pool_completed, c, &c->wait_id) != GF_OK) {
+                gf__lock(&pool->lock);
+                gf__completion_unlink(c);
+                gf__unlock(&pool->lock);
+                gf__completion_settle(c);
             }
         } else {
             gf__free(c);
@@ -4328,7 +4505,7 @@ GPUFLOW_IMPL void gf_stream_pool_destroy(gf_stream_pool *pool) {
     for (i = 0; i < pool->count; i++)
         if (gf__stream_busy(pool->streams[i]) && gf__hidden_wait(__func__, pool->streams[i], "its queued work has run") != GF_OK) return;
     for (i = 0; i < pool->count; i++) gf__stream_sync(pool->streams[i]);
-    if (gf__on_waiter_thread) gf__waiter_drop_pool(pool);
+    if (gf__on_waiter_thread) gf__pool_drop_completions(pool);
     while (gf__atomic_load_int(&pool->measuring) > 0) gf__sleep_us(100);   /* waiters still refer to the pool */
     for (i = 0; i < pool->count; i++) gf__stream_free(pool->streams[i]);
     gf__mutex_destroy(&pool->lock);
@@ -4383,7 +4560,7 @@ GPUFLOW_IMPL gf_result gf_stream_set_create(gf_device *dev, int depth, const cha
 }
 
 GPUFLOW_IMPL gf_stream *gf_stream_set_get(gf_stream_set *set, size_t i) {
-    if (!gf__is(set, GF__T_STREAM_SET)) { gf__bad_handle(__func__, "set", set, GF__T_STREAM_SET); return NULL; }
+    if (!gf__is(set, GF__T_STREAM_SET)) { gf__say_bad_handle(__func__, "set", set, GF__T_STREAM_SET); return NULL; }
     return set->streams[i % (size_t)set->depth];
 }
 
@@ -4567,45 +4744,47 @@ GPUFLOW_IMPL gf_result gf_event_on_complete(gf_event *ev, gf_callback fn, void *
     return gf__waiter_add(ev, fn, user, wait_id);
 }
 
-GPUFLOW_IMPL gf_result gf_event_cancel_wait(gf_device *dev, uint64_t wait_id) {
+/* Takes wait wait_id off the list: 1, or 0 if it is not there (fired, running, cancelled). A
+   wait running right now is let finish first (unless this is the waiter thread, which runs
+   it), so after a return it is not running. */
+static int gf__waiter_cancel(gf_device *dev, uint64_t wait_id) {
     gf__waiter *w;
     int i;
-    GF__CHECK(dev, GF__T_DEVICE);
     gf__lock(&dev->lock);
     w = dev->waiter;
     gf__unlock(&dev->lock);
-    if (w) {
-        gf__lock(&w->lock);
-        for (i = 0; i < w->count; i++)
-            if (w->waits[i].id == wait_id) {
-                gf__waiter_remove(w, i);
-                gf__unlock(&w->lock);
-                return GF_OK;
-            }
-        /* Running right now: let it finish, so after we return it is not running. */
-        while (w->firing == wait_id && wait_id && !gf__on_waiter_thread) gf__cond_wait(&w->cond, &w->lock);
-        gf__unlock(&w->lock);
-    }
+    if (!w) return 0;
+    gf__lock(&w->lock);
+    for (i = 0; i < w->count; i++)
+        if (w->waits[i].id == wait_id) {
+            gf__waiter_remove(w, i);
+            gf__unlock(&w->lock);
+            return 1;
+        }
+    while (w->firing == wait_id && wait_id && !gf__on_waiter_thread) gf__cond_wait(&w->cond, &w->lock);
+    gf__unlock(&w->lock);
+    return 0;
+}
+
+GPUFLOW_IMPL gf_result gf_event_cancel_wait(gf_device *dev, uint64_t wait_id) {
+    GF__CHECK(dev, GF__T_DEVICE);
+    if (gf__waiter_cancel(dev, wait_id)) return GF_OK;
     return gf__fail(GF_ERROR_NOT_FOUND, "gf_event_cancel_wait: no pending wait %llu (already fired, cancelled or never made)",
                     (unsigned long long)wait_id);
 }
 
 /* A pool destroyed from the waiter thread cannot wait for its completion callbacks, which
-   that same thread would run: it takes them off the list and settles them itself. */
-static void gf__waiter_drop_pool(gf_stream_pool *pool) {
-    gf__waiter *w = pool->dev->waiter;
-    int i;
-    if (!w) return;
-    gf__lock(&w->lock);
-    for (i = 0; i < w->count; ) {
-        gf__completion *c = (gf__completion *)w->waits[i].user;
-        if (w->waits[i].fn != gf__pool_completed || c->pool != pool) { i++; continue; }
-        gf__waiter_remove(w, i);
-        gf__event_pool_give(pool->dev->events, c->ev);
-        gf__free(c);
-        gf__atomic_add_int(&pool->measuring, -1);
+   that same thread would run: it cancels their waits and settles them itself. */
+static void gf__pool_drop_completions(gf_stream_pool *pool) {
+    for (;;) {
+        gf__completion *c;
+        gf__lock(&pool->lock);
+        if ((c = pool->in_flight) != NULL) gf__completion_unlink(c);
+        gf__unlock(&pool->lock);
+        if (!c) return;
+        gf__waiter_cancel(pool->dev, c->wait_id);
+        gf__completion_settle(c);
     }
-    gf__unlock(&w->lock);
 }
 
 static void gf__waiter_stop(gf_device *dev) {
@@ -5102,7 +5281,7 @@ static void gf__flow_timing_start(gf_flow *flow, gf_stream **lanes, int count, g
     gf_event_pool *events = flow->dev->events;
     int i;
     memset(t, 0, sizeof *t);
-    if (!gf__atomic_load_int(&flow->dev->profiling)) return;
+    if (!gf__atomic_load_int(&flow->dev->profiling) || count < 1) return;   /* an empty flow has no lane to time */
     if (!(t->ends = (gf_event **)gf__calloc(sizeof *t->ends * (size_t)count))) return;
     if (gf__event_pool_take(events, GF_EVENT_TIMING, &t->start) != GF_OK || gf_event_record(t->start, lanes[0]) != GF_OK) {
         if (t->start) gf__event_pool_give(events, t->start);
@@ -5371,8 +5550,26 @@ static void gf__cmds_free(gf__cmd *cmds, int count) {
     gf__free(cmds);
 }
 
+/* g holds sems (each once) while it may replay a signal or wait of them; 0: out of host memory. */
+static int gf__graph_hold_semaphores_of(gf_graph *g, gf_semaphore *const *sems, int count) {
+    int i;
+    for (i = 0; i < count; i++) if (!gf__graph_hold_semaphore(g, sems[i])) return 0;
+    return 1;
+}
+/* g holds sem (once) while it may replay a signal or wait of it. */
+static int gf__graph_hold_semaphore(gf_graph *g, gf_semaphore *sem) {
+    int i;
+    for (i = 0; i < g->sem_count; i++) if (g->sems[i] == sem) return 1;
+    if (!gf__grow((void **)&g->sems, &g->sem_cap, g->sem_count + 1, sizeof *g->sems)) return 0;
+    gf__atomic_add_int(&sem->refs, 1);
+    g->sems[g->sem_count++] = sem;
+    return 1;
+}
+
 static void gf__graph_release(gf_graph *g) {   /* back to a shell of its device; nothing runs it */
     int i;
+    for (i = 0; i < g->sem_count; i++) gf__semaphore_unref(g->sems[i]);
+    gf__free(g->sems);
     if (g->by_driver && g->dev->be->graph_destroy) g->dev->be->graph_destroy(g);
     gf__cmds_free(g->cmds, g->cmd_count);
     gf__cmds_free(g->launches, g->launch_count);
@@ -5429,7 +5626,7 @@ static void gf__capture_use_cmd(gf__capture *cap, const gf__cmd *c) {   /* dev->
     case GF__CMD_FILL: gf__capture_use(cap, c->as.fill.buf); break;
     case GF__CMD_PREFETCH: gf__capture_use(cap, c->as.prefetch.buf); break;
     case GF__CMD_LAUNCH: for (i = 0; i < c->as.launch.arg_count; i++) gf__capture_use(cap, c->as.launch.args[i].buffer); break;
-    case GF__CMD_CALLBACK: case GF__CMD_GRAPH: break;
+    case GF__CMD_CALLBACK: case GF__CMD_GRAPH: case GF__CMD_SIGNAL: case GF__CMD_SEM_WAIT: break;
     }
 }
 
@@ -5480,6 +5677,17 @@ static gf_result gf__capture_add(gf_stream *s, const gf__cmd *c) {
     if (!(cap = s->capture)) {
         gf__unlock(&s->dev->lock);
         return gf__fail(GF_ERROR_CAPTURE, "gpuflow: the capture of stream '%s' was discarded by another call", s->label);
+    }
+    if ((c->kind == GF__CMD_SIGNAL || c->kind == GF__CMD_SEM_WAIT) && !gf__graph_hold_semaphore(cap->graph, c->as.sem.sem)) {
+        gf__unlock(&s->dev->lock);
+        return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gpuflow: capture: out of host memory");
+    }
+    if (c->kind == GF__CMD_GRAPH) {   /* a graph inside this one: what it signals and waits on, held too */
+        gf__lock(&c->as.child->lock);
+        for (i = 0; i < c->as.child->sem_count; i++)
+            if (!gf__graph_hold_semaphore(cap->graph, c->as.child->sems[i])) r = gf__fail(GF_ERROR_OUT_OF_MEMORY, "gpuflow: capture: out of host memory");
+        gf__unlock(&c->as.child->lock);
+        if (r != GF_OK) { gf__unlock(&s->dev->lock); return r; }
     }
     if (cap->by_driver) {
         gf__capture_use_cmd(cap, c);
@@ -5672,7 +5880,7 @@ GPUFLOW_IMPL void gf_graph_pool_destroy(gf_graph_pool *pool) {
     int i;
     GF__CHECK_VOID(pool, GF__T_GRAPH_POOL);
     if (gf__atomic_load_int(&pool->graphs)) {
-        gf__fail(GF_ERROR_INVALID_STATE, "gf_graph_pool_destroy: %d graph%s captured in the pool %s alive; destroy them first (the pool was kept)",
+        gf__set_error(GF_ERROR_INVALID_STATE, "gf_graph_pool_destroy: %d graph%s captured in the pool %s alive; destroy them first (the pool was kept)",
                  gf__atomic_load_int(&pool->graphs), gf__atomic_load_int(&pool->graphs) == 1 ? "" : "s",
                  gf__atomic_load_int(&pool->graphs) == 1 ? "is" : "are");
         return;
@@ -5798,12 +6006,12 @@ static gf__cmd *gf__cmds_copy(const gf_graph *from) {
     return cmds;
 }
 
-/* Copies of a native graph's launches (their arguments included), or NULL. */
-static gf__cmd *gf__launches_copy(const gf_graph *from) {
+/* Copies of the first count of a native graph's launches (their arguments included), or NULL. */
+static gf__cmd *gf__launches_copy(const gf_graph *from, int count) {
     gf__cmd *cmds;
     int i;
-    if (!from->launch_count || !(cmds = (gf__cmd *)gf__malloc(sizeof *cmds * (size_t)from->launch_count))) return NULL;
-    for (i = 0; i < from->launch_count; i++)
+    if (count <= 0 || !(cmds = (gf__cmd *)gf__malloc(sizeof *cmds * (size_t)count))) return NULL;
+    for (i = 0; i < count; i++)
         if (!gf__cmd_keep(&cmds[i], &from->launches[i])) { gf__cmds_free(cmds, i); return NULL; }
     return cmds;
 }
@@ -5815,7 +6023,8 @@ GPUFLOW_IMPL gf_result gf_graph_update(gf_graph *target, gf_graph *from) {
     gf__cmd *cmds = NULL;
     gf__race_use *race_uses = NULL;
     gf_result r = GF_OK;
-    int count = 0, from_owns, race_count = 0;
+    int count = 0, from_owns, race_count = 0, sem_count = 0;
+    gf_semaphore **sems = NULL;       /* recordings: from's semaphores, held while the locks change hands */
     GF__CHECK(target, GF__T_GRAPH);
     GF__CHECK(from, GF__T_GRAPH);
     GF__SAME_DEVICE(target->dev, from->dev);
@@ -5824,30 +6033,40 @@ GPUFLOW_IMPL gf_result gf_graph_update(gf_graph *target, gf_graph *from) {
         return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_graph_update: one graph is native and the other recorded; target unchanged");
     if (target->by_driver) {
         gf_graph *first = target < from ? target : from, *second = target < from ? from : target;
+        int launches;
         gf__lock(&first->lock);
         gf__lock(&second->lock);
+        launches = from->launch_count;   /* both graphs hold still from here on */
         if (target->owned_count || from->owned_count)   /* as in CUDA: memory nodes do not update */
             r = gf__fail(GF_ERROR_NOT_SUPPORTED, "gf_graph_update: a graph that allocated memory in its capture cannot be updated; target unchanged");
-        else if (target->launch_count != from->launch_count)
+        else if (target->launch_count != launches)
             r = gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_graph_update: the graphs differ in shape (%d and %d launches); target unchanged",
-                         target->launch_count, from->launch_count);
-        else if ((cmds = gf__launches_copy(from)) == NULL && from->launch_count)
+                         target->launch_count, launches);
+        else if ((cmds = gf__launches_copy(from, launches)) == NULL && launches)
+            r = gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_graph_update: out of host memory");
+        else if (!gf__graph_hold_semaphores_of(target, from->sems, from->sem_count))   /* the exec replays from's from now on */
             r = gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_graph_update: out of host memory");
         else if ((r = target->dev->be->graph_update(target, from)) == GF_OK) {
             /* the exec now runs from's arguments: what gf_graph_set_kernel_args checks follows */
-            gf__cmds_free(target->launches, target->launch_count);
+            gf__cmds_free(target->launches, launches);
             target->launches = cmds;
-            target->launch_cap = from->launch_count;
+            target->launch_count = target->launch_cap = launches;
             cmds = NULL;
             gf__race_take(target, from);
         }
-        if (cmds) gf__cmds_free(cmds, from->launch_count);
+        if (cmds) gf__cmds_free(cmds, launches);
         gf__unlock(&second->lock);
         gf__unlock(&first->lock);
         return r;
     }
     gf__lock(&from->lock);
     from_owns = from->owned_count;
+    if (from->sem_count && (sems = (gf_semaphore **)gf__malloc(sizeof *sems * (size_t)from->sem_count)) != NULL) {
+        for (sem_count = 0; sem_count < from->sem_count; sem_count++) {   /* held across the unlocked gap */
+            sems[sem_count] = from->sems[sem_count];
+            gf__atomic_add_int(&sems[sem_count]->refs, 1);
+        }
+    } else if (from->sem_count) r = gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_graph_update: out of host memory");
     if (!from_owns && !(cmds = gf__cmds_copy(from))) r = gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_graph_update: out of host memory");
     count = from->cmd_count;
     if (r == GF_OK && from->race_use_count && (race_uses = (gf__race_use *)gf__malloc(sizeof *race_uses * (size_t)from->race_use_count)) != NULL) {
@@ -5855,29 +6074,34 @@ GPUFLOW_IMPL gf_result gf_graph_update(gf_graph *target, gf_graph *from) {
         race_count = from->race_use_count;
     }
     gf__unlock(&from->lock);
-    if (r != GF_OK) return r;
-    gf__lock(&target->lock);
-    if (target->owned_count || from_owns)
-        r = gf__fail(GF_ERROR_NOT_SUPPORTED, "gf_graph_update: a graph that allocated memory in its capture cannot be updated; target unchanged");
-    else if (!gf__same_shape(target->cmds, target->cmd_count, cmds, count))
-        r = gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_graph_update: the graphs differ in shape (%d and %d nodes, or other kinds); target unchanged",
-                     target->cmd_count, count);
-    else {
-        gf__cmd *old = target->cmds;
-        int old_count = target->cmd_count;
-        target->cmds = cmds;
-        target->cmd_count = count;
-        target->cmd_cap = count + 1;
-        cmds = old;
-        count = old_count;
-        gf__free(target->race_uses);   /* from's accesses, copied with its commands */
-        target->race_uses = race_uses;
-        target->race_use_count = target->race_use_cap = race_count;
-        race_uses = NULL;
+    if (r == GF_OK) {   /* else only the copies go (below) */
+        gf__lock(&target->lock);
+        if (target->owned_count || from_owns)
+            r = gf__fail(GF_ERROR_NOT_SUPPORTED, "gf_graph_update: a graph that allocated memory in its capture cannot be updated; target unchanged");
+        else if (!gf__same_shape(target->cmds, target->cmd_count, cmds, count))
+            r = gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_graph_update: the graphs differ in shape (%d and %d nodes, or other kinds); target unchanged",
+                         target->cmd_count, count);
+        else if (!gf__graph_hold_semaphores_of(target, sems, sem_count))
+            r = gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_graph_update: out of host memory");
+        else {
+            gf__cmd *old = target->cmds;
+            int old_count = target->cmd_count;
+            target->cmds = cmds;
+            target->cmd_count = count;
+            target->cmd_cap = count + 1;
+            cmds = old;
+            count = old_count;
+            gf__free(target->race_uses);   /* from's accesses, copied with its commands */
+            target->race_uses = race_uses;
+            target->race_use_count = target->race_use_cap = race_count;
+            race_uses = NULL;
+        }
+        gf__unlock(&target->lock);
     }
-    gf__unlock(&target->lock);
     if (cmds) gf__cmds_free(cmds, count);   /* the old list, or the unused copy */
     gf__free(race_uses);
+    while (sem_count > 0) gf__semaphore_unref(sems[--sem_count]);
+    gf__free(sems);
     return r;
 }
 
@@ -5949,6 +6173,8 @@ GPUFLOW_IMPL gf_result gf_graph_write_dot(gf_graph *g, const char *path) {
         case GF__CMD_LAUNCH: snprintf(label, sizeof label, "launch %s\\n%d args", c->as.launch.kernel_name, c->as.launch.arg_count); break;
         case GF__CMD_CALLBACK: snprintf(label, sizeof label, "host callback"); break;
         case GF__CMD_GRAPH: snprintf(label, sizeof label, "graph"); break;
+        case GF__CMD_SIGNAL: snprintf(label, sizeof label, "signal %s\\nto %llu", c->as.sem.sem->label, (unsigned long long)c->as.sem.value); break;
+        case GF__CMD_SEM_WAIT: snprintf(label, sizeof label, "wait %s\\nfor %llu", c->as.sem.sem->label, (unsigned long long)c->as.sem.value); break;
         }
         fprintf(f, "  n%d [label=\"%s\"];\n", i, label);
         if (i) fprintf(f, "  n%d -> n%d;\n", i - 1, i);
@@ -6590,19 +6816,19 @@ GPUFLOW_IMPL void *gf_device_native(gf_device *dev) {
     return nd.context ? nd.context : (void *)(intptr_t)nd.ordinal;
 }
 GPUFLOW_IMPL void *gf_stream_native(gf_stream *s) {
-    if (!gf__is(s, GF__T_STREAM)) { gf__bad_handle(__func__, "s", s, GF__T_STREAM); return NULL; }
+    if (!gf__is(s, GF__T_STREAM)) { gf__say_bad_handle(__func__, "s", s, GF__T_STREAM); return NULL; }
     return (void *)(uintptr_t)gf__native_of(s->dev, GF__T_STREAM, s);
 }
 GPUFLOW_IMPL uint64_t gf_buffer_native(gf_buffer *buf) {
-    if (!gf__is(buf, GF__T_BUFFER)) { gf__bad_handle(__func__, "buf", buf, GF__T_BUFFER); return 0; }
+    if (!gf__is(buf, GF__T_BUFFER)) { gf__say_bad_handle(__func__, "buf", buf, GF__T_BUFFER); return 0; }
     return buf->native;   /* one rule for every backend: see gf_buffer.native */
 }
 GPUFLOW_IMPL void *gf_event_native(gf_event *ev) {
-    if (!gf__is(ev, GF__T_EVENT)) { gf__bad_handle(__func__, "ev", ev, GF__T_EVENT); return NULL; }
+    if (!gf__is(ev, GF__T_EVENT)) { gf__say_bad_handle(__func__, "ev", ev, GF__T_EVENT); return NULL; }
     return (void *)(uintptr_t)gf__native_of(ev->dev, GF__T_EVENT, ev);
 }
 GPUFLOW_IMPL void *gf_kernel_native(gf_kernel *k) {
-    if (!gf__is(k, GF__T_KERNEL)) { gf__bad_handle(__func__, "k", k, GF__T_KERNEL); return NULL; }
+    if (!gf__is(k, GF__T_KERNEL)) { gf__say_bad_handle(__func__, "k", k, GF__T_KERNEL); return NULL; }
     return (void *)(uintptr_t)gf__native_of(k->mod->dev, GF__T_KERNEL, k);
 }
 
@@ -6646,6 +6872,200 @@ GPUFLOW_IMPL gf_result gf_buffer_wrap(gf_device *dev, uint64_t native_buffer, si
     if ((r = dev->be->buffer_wrap(buf, native_buffer)) != GF_OK) { gf__free(buf); return r; }
     *out = buf;
     return GF_OK;
+}
+
+/* ---- external memory and semaphores ------------------------------------------------ >>external */
+GPUFLOW_IMPL const char *gf_external_type_name(gf_external_type type) {
+    static const char *const names[GF_EXTERNAL_TYPE_COUNT] = {
+        "GF_EXTERNAL_NONE", "GF_EXTERNAL_OPAQUE_FD", "GF_EXTERNAL_OPAQUE_WIN32", "GF_EXTERNAL_OPAQUE_WIN32_KMT",
+        "GF_EXTERNAL_D3D12_HEAP", "GF_EXTERNAL_D3D12_RESOURCE", "GF_EXTERNAL_D3D11_RESOURCE", "GF_EXTERNAL_D3D12_FENCE",
+        "GF_EXTERNAL_SHAREABLE_FD", "GF_EXTERNAL_HOST_FD" };
+    return (int)type >= 0 && type < GF_EXTERNAL_TYPE_COUNT ? names[type] : "(not a gf_external_type)";
+}
+
+/* Which types are memory and which semaphores; which carry an fd. */
+#define GF__EXT_BIT(t) (1u << (unsigned)(t))
+#define GF__EXT_MEMORY_TYPES (GF__EXT_BIT(GF_EXTERNAL_OPAQUE_FD) | GF__EXT_BIT(GF_EXTERNAL_OPAQUE_WIN32) | \
+    GF__EXT_BIT(GF_EXTERNAL_OPAQUE_WIN32_KMT) | GF__EXT_BIT(GF_EXTERNAL_D3D12_HEAP) | GF__EXT_BIT(GF_EXTERNAL_D3D12_RESOURCE) | \
+    GF__EXT_BIT(GF_EXTERNAL_D3D11_RESOURCE) | GF__EXT_BIT(GF_EXTERNAL_SHAREABLE_FD) | GF__EXT_BIT(GF_EXTERNAL_HOST_FD))
+#define GF__EXT_SEMAPHORE_TYPES (GF__EXT_BIT(GF_EXTERNAL_OPAQUE_FD) | GF__EXT_BIT(GF_EXTERNAL_OPAQUE_WIN32) | \
+    GF__EXT_BIT(GF_EXTERNAL_OPAQUE_WIN32_KMT) | GF__EXT_BIT(GF_EXTERNAL_D3D12_FENCE) | GF__EXT_BIT(GF_EXTERNAL_HOST_FD))
+#define GF__EXT_FD_TYPES (GF__EXT_BIT(GF_EXTERNAL_OPAQUE_FD) | GF__EXT_BIT(GF_EXTERNAL_SHAREABLE_FD) | GF__EXT_BIT(GF_EXTERNAL_HOST_FD))
+
+/* GF_OK when dev takes type for use; else why not, naming what it does take. */
+static gf_result gf__external_check(const char *fn, gf_device *dev, gf_external_type type, int use) {
+    static const char *const uses[] = { "imports as memory", "exports as memory", "imports as semaphores", "exports as semaphores" };
+    int semaphores = use == GF__EXT_IMPORT_SEMAPHORE || use == GF__EXT_EXPORT_SEMAPHORE;
+    unsigned kinds = semaphores ? GF__EXT_SEMAPHORE_TYPES : GF__EXT_MEMORY_TYPES;
+    unsigned takes = dev->be->external_types ? dev->be->external_types(dev, use) : 0;
+    char list[256] = "";
+    size_t used = 0;
+    int t;
+    if ((int)type <= 0 || type >= GF_EXTERNAL_TYPE_COUNT)
+        return gf__fail(GF_ERROR_INVALID_ARGUMENT, "%s: type %d is not a gf_external_type", fn, (int)type);
+    if (!(kinds & GF__EXT_BIT(type)))
+        return gf__fail(GF_ERROR_INVALID_ARGUMENT, "%s: %s is not a %s handle type", fn, gf_external_type_name(type),
+                        semaphores ? "semaphore" : "memory");
+    if (takes & GF__EXT_BIT(type)) return GF_OK;
+    for (t = 1; t < GF_EXTERNAL_TYPE_COUNT; t++)
+        if (takes & GF__EXT_BIT(t)) {
+            int n = snprintf(list + used, sizeof list - used, "%s%s", used ? ", " : "", gf_external_type_name((gf_external_type)t));
+            if (n > 0 && used + (size_t)n < sizeof list) used += (size_t)n;
+        }
+    return gf__fail(GF_ERROR_NOT_SUPPORTED, "%s: the %s backend (device '%s') does not take %s; it %s: %s", fn, dev->be->name,
+                    dev->info.name, gf_external_type_name(type), uses[use], used ? list : "none");
+}
+/* An fd type's fd must be open (a closed one is named here, before a driver sees it). */
+static gf_result gf__external_fd_check(const char *fn, gf_external_type type, int fd) {
+    if (!(GF__EXT_FD_TYPES & GF__EXT_BIT(type))) return GF_OK;
+#if defined(_WIN32)
+    (void)fd;
+    return gf__fail(GF_ERROR_NOT_SUPPORTED, "%s: %s is a POSIX fd type; this is Windows", fn, gf_external_type_name(type));
+#else
+    if (fd < 0) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "%s: fd %d is not a file descriptor", fn, fd);
+    if (fcntl(fd, F_GETFD) < 0) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "%s: fd %d is not open", fn, fd);
+    return GF_OK;
+#endif
+}
+
+GPUFLOW_IMPL gf_result gf_buffer_import(gf_device *dev, const gf_external_memory_desc *desc, gf_buffer **out) {
+    gf_buffer *buf;
+    gf_result r;
+    GF__CHECK(dev, GF__T_DEVICE);
+    GF__CHECK_OUT(desc);
+    GF__CHECK_OUT(out);
+    *out = NULL;
+    if ((r = gf__external_check(__func__, dev, desc->type, GF__EXT_IMPORT_MEMORY)) != GF_OK) return r;
+    if ((r = gf__external_fd_check(__func__, desc->type, desc->fd)) != GF_OK) return r;
+    if (desc->size == 0) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_buffer_import: size is 0 (give the exported allocation's size)");
+    if (desc->offset >= desc->size)
+        return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_buffer_import: offset %llu is not inside the %llu bytes exported",
+                        (unsigned long long)desc->offset, (unsigned long long)desc->size);
+    if (desc->size - desc->offset > (uint64_t)SIZE_MAX) return gf__fail(GF_ERROR_OUT_OF_RANGE, "gf_buffer_import: size does not fit this host");
+    if (!(buf = (gf_buffer *)gf__calloc(sizeof *buf))) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_buffer_import: out of host memory");
+    buf->type = GF__T_BUFFER;
+    buf->dev = dev;
+    buf->size = buf->capacity = (size_t)(desc->size - desc->offset);
+    buf->refs = 1;
+    buf->kind = GF_MEMORY_IMPORTED;
+    if ((r = dev->be->buffer_import(buf, desc)) != GF_OK) { gf__free(buf); return r; }
+    gf__mem_count(dev, GF_MEMORY_IMPORTED, buf->size, +1);
+    *out = buf;
+    return GF_OK;
+}
+
+GPUFLOW_IMPL gf_result gf_buffer_export(gf_buffer *buf, gf_external_type type, gf_external_handle *out) {
+    gf_result r;
+    GF__CHECK(buf, GF__T_BUFFER);
+    GF__CHECK_OUT(out);
+    memset(out, 0, sizeof *out);
+    out->fd = -1;
+    if ((r = gf__external_check(__func__, buf->dev, type, GF__EXT_EXPORT_MEMORY)) != GF_OK) return r;
+    if (buf->parent) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_buffer_export: a view cannot be exported; export its parent (importers take an offset)");
+    if (!buf->exportable)
+        return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_buffer_export: the buffer was not created exportable (gf_buffer_desc.exportable)");
+    if ((r = buf->dev->be->buffer_export(buf, type, out)) != GF_OK) { memset(out, 0, sizeof *out); out->fd = -1; return r; }
+    out->type = type;
+    return GF_OK;
+}
+
+static gf_result gf__semaphore_new(gf_device *dev, const gf_semaphore_desc *desc, gf_semaphore **out) {
+    gf_semaphore *sem;
+    gf_result r;
+    if (!(sem = (gf_semaphore *)gf__calloc(sizeof *sem))) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_semaphore: out of host memory");
+    sem->type = GF__T_SEMAPHORE;
+    sem->dev = dev;
+    sem->id = gf__atomic_add(&dev->next_id, 1) + 1;
+    sem->timeline = desc->timeline != 0;
+    sem->imported = desc->type;
+    sem->refs = 1;
+    snprintf(sem->label, sizeof sem->label, "semaphore %llu", (unsigned long long)sem->id);
+    r = desc->type == GF_EXTERNAL_NONE ? dev->be->semaphore_create(sem) : dev->be->semaphore_import(sem, desc);
+    if (r != GF_OK) { gf__free(sem); return r; }
+    gf__live(dev, GF__T_SEMAPHORE, 1);
+    *out = sem;
+    return GF_OK;
+}
+
+GPUFLOW_IMPL gf_result gf_semaphore_import(gf_device *dev, const gf_semaphore_desc *desc, gf_semaphore **out) {
+    gf_result r;
+    GF__CHECK(dev, GF__T_DEVICE);
+    GF__CHECK_OUT(desc);
+    GF__CHECK_OUT(out);
+    *out = NULL;
+    if ((r = gf__external_check(__func__, dev, desc->type, GF__EXT_IMPORT_SEMAPHORE)) != GF_OK) return r;
+    if ((r = gf__external_fd_check(__func__, desc->type, desc->fd)) != GF_OK) return r;
+    if (desc->type == GF_EXTERNAL_D3D12_FENCE && !desc->timeline)
+        return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_semaphore_import: a D3D12 fence is a timeline (set timeline)");
+    return gf__semaphore_new(dev, desc, out);
+}
+
+GPUFLOW_IMPL gf_result gf_semaphore_create(gf_device *dev, int timeline, gf_semaphore **out) {
+    gf_semaphore_desc d;
+    GF__CHECK(dev, GF__T_DEVICE);
+    GF__CHECK_OUT(out);
+    *out = NULL;
+    if (!dev->be->semaphore_create)
+        return gf__fail(GF_ERROR_NOT_SUPPORTED, "gf_semaphore_create: the %s backend has no semaphores of its own", dev->be->name);
+    memset(&d, 0, sizeof d);
+    d.timeline = timeline;
+    return gf__semaphore_new(dev, &d, out);
+}
+
+GPUFLOW_IMPL gf_result gf_semaphore_export(gf_semaphore *sem, gf_external_type type, gf_external_handle *out) {
+    gf_result r;
+    GF__CHECK(sem, GF__T_SEMAPHORE);
+    GF__CHECK_OUT(out);
+    memset(out, 0, sizeof *out);
+    out->fd = -1;
+    if ((r = gf__external_check(__func__, sem->dev, type, GF__EXT_EXPORT_SEMAPHORE)) != GF_OK) return r;
+    if (sem->imported != GF_EXTERNAL_NONE)
+        return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_semaphore_export: %s was imported (%s): export it from where it was made",
+                        sem->label, gf_external_type_name(sem->imported));
+    if ((r = sem->dev->be->semaphore_export(sem, type, out)) != GF_OK) { memset(out, 0, sizeof *out); out->fd = -1; return r; }
+    out->type = type;
+    return GF_OK;
+}
+
+/* Signal and wait: commands like any other (gf__submit): stream-ordered, recorded in a
+   capture (the graph holds the semaphore), noted for the state report with the semaphore's
+   label, ordered for the race detector like an event's record and wait. */
+static gf_result gf__semaphore_enqueue(gf_stream *s, gf_semaphore *sem, uint64_t value, gf__cmd_kind kind) {
+    gf__cmd c;
+    c.kind = kind;
+    c.as.sem.sem = sem;
+    c.as.sem.value = value;
+    return gf__submit(s, &c);
+}
+GPUFLOW_IMPL gf_result gf_semaphore_signal_async(gf_stream *s, gf_semaphore *sem, uint64_t value) {
+    GF__CHECK(s, GF__T_STREAM);
+    GF__CHECK(sem, GF__T_SEMAPHORE);
+    GF__SAME_DEVICE(s->dev, sem->dev);
+    if (sem->timeline && value == 0) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_semaphore_signal_async: a timeline starts at 0: signal a value above it");
+    return gf__semaphore_enqueue(s, sem, value, GF__CMD_SIGNAL);
+}
+GPUFLOW_IMPL gf_result gf_semaphore_wait_async(gf_stream *s, gf_semaphore *sem, uint64_t value) {
+    GF__CHECK(s, GF__T_STREAM);
+    GF__CHECK(sem, GF__T_SEMAPHORE);
+    GF__SAME_DEVICE(s->dev, sem->dev);
+    return gf__semaphore_enqueue(s, sem, value, GF__CMD_SEM_WAIT);
+}
+
+/* Drops one hold (the handle's, once its queued work passed; a graph's, at its release); the
+   last frees it. */
+static void gf__semaphore_unref(void *p) {
+    gf_semaphore *sem = (gf_semaphore *)p;
+    gf_device *dev = sem->dev;
+    if (gf__atomic_add_int(&sem->refs, -1) > 1) return;
+    dev->be->semaphore_destroy(sem);
+    gf__free(sem->race_vc);
+    gf__obj_free(dev, sem);
+}
+GPUFLOW_IMPL void gf_semaphore_destroy(gf_semaphore *sem) {
+    GF__CHECK_VOID(sem, GF__T_SEMAPHORE);
+    sem->type = GF__T_DEAD;
+    gf__live(sem->dev, GF__T_SEMAPHORE, -1);
+    gf__retire(sem->dev, gf__semaphore_unref, sem, GF__KIND_NO_MEMORY, 0);
 }
 
 /* ======================================================================================== */
@@ -6745,7 +7165,7 @@ static int gf__race_uses_of(const gf__cmd *c, gf__race_use *uses, int cap) {
             if (l->args[i].buffer) gf__race_add_use(uses, cap, &n, l->args[i].buffer, 0, l->args[i].buffer->size, l->args[i].size != GF_ARG_READ_ONLY, op);
         break;
     }
-    case GF__CMD_PREFETCH: case GF__CMD_CALLBACK: case GF__CMD_GRAPH: break;
+    case GF__CMD_PREFETCH: case GF__CMD_CALLBACK: case GF__CMD_GRAPH: case GF__CMD_SIGNAL: case GF__CMD_SEM_WAIT: break;
     }
     return n;
 }
@@ -6864,6 +7284,8 @@ static void gf__race_op(gf_stream *s, const gf__cmd *c) {
         gf__unlock(&c->as.child->lock);
         return;
     }
+    if (c->kind == GF__CMD_SIGNAL) { gf__race_signal(s, c->as.sem.sem); return; }
+    if (c->kind == GF__CMD_SEM_WAIT) { gf__race_sem_wait(s, c->as.sem.sem); return; }
     n = gf__race_uses_all(c, stack, &uses);
     gf__race_apply(s, uses, n);
     if (uses != stack) gf__free(uses);
@@ -6937,6 +7359,22 @@ static void gf__race_record(gf_event *ev, gf_stream *s) {   /* s->lock held */
         memcpy(ev->race_vc, s->race_vc, sizeof *s->race_vc * (size_t)s->race_n);
         memset(ev->race_vc + s->race_n, 0, sizeof *ev->race_vc * (size_t)(ev->race_n - s->race_n));
     }
+    gf__unlock(&race->lock);
+}
+/* A semaphore carries the clocks of all its signals so far, joined (a wait for an earlier value
+   may so order more than it does: a race can go unseen, never a false one reported). */
+static void gf__race_signal(gf_stream *s, gf_semaphore *sem) {   /* s->lock held */
+    GF__HELD(&s->lock);
+    gf__race *race = s->dev->race;
+    gf__lock(&race->lock);
+    if (gf__atomic_load_int(&s->dev->race_on) && gf__race_stream(race, s)) gf__vc_join(&sem->race_vc, &sem->race_n, s->race_vc, s->race_n);
+    gf__unlock(&race->lock);
+}
+static void gf__race_sem_wait(gf_stream *s, gf_semaphore *sem) {   /* s->lock held */
+    GF__HELD(&s->lock);
+    gf__race *race = s->dev->race;
+    gf__lock(&race->lock);
+    if (gf__atomic_load_int(&s->dev->race_on) && gf__race_stream(race, s)) gf__vc_join(&s->race_vc, &s->race_n, sem->race_vc, sem->race_n);
     gf__unlock(&race->lock);
 }
 static void gf__race_wait(gf_stream *s, gf_event *ev) {     /* s->lock held */
@@ -7165,7 +7603,7 @@ struct gf__profiler {
 };
 
 static const char *gf__op_name(gf_op_kind k) {
-    static const char *names[GF_OP_KIND_COUNT] = { "copy", "fill", "launch", "callback", "graph", "wait", "range" };
+    static const char *names[GF_OP_KIND_COUNT] = { "copy", "fill", "launch", "callback", "graph", "wait", "range", "signal" };
     return k < GF_OP_KIND_COUNT ? names[k] : "op";
 }
 
@@ -7340,8 +7778,8 @@ static gf__profiler *gf__profiler_ready(gf_device *dev, const char *fn) {
     gf__lock(&dev->lock);
     p = dev->profiler;
     gf__unlock(&dev->lock);
-    if (!p) gf__fail(GF_ERROR_INVALID_STATE, "%s: the profiler was never enabled on this device", fn);
-    else if (gf__prof_resolve(dev, 1) != GF_OK) { gf__fail(GF_ERROR_DRIVER, "%s: some profiled operations could not be timed (dropped): %s", fn, gf__error_text); p = NULL; }
+    if (!p) gf__set_error(GF_ERROR_INVALID_STATE, "%s: the profiler was never enabled on this device", fn);
+    else if (gf__prof_resolve(dev, 1) != GF_OK) { gf__set_error(GF_ERROR_DRIVER, "%s: some profiled operations could not be timed (dropped): %s", fn, gf__error_text); p = NULL; }
     return p;
 }
 
@@ -7503,7 +7941,8 @@ typedef struct gf__stub_event {
 } gf__stub_event;
 
 typedef enum gf__stub_kind {
-    GF__STUB_COPY, GF__STUB_FILL, GF__STUB_LAUNCH, GF__STUB_CALLBACK, GF__STUB_RECORD, GF__STUB_WAIT, GF__STUB_NOP
+    GF__STUB_COPY, GF__STUB_FILL, GF__STUB_LAUNCH, GF__STUB_CALLBACK, GF__STUB_RECORD, GF__STUB_WAIT, GF__STUB_NOP,
+    GF__STUB_SIGNAL, GF__STUB_SEM_WAIT
 } gf__stub_kind;
 
 typedef struct gf__stub_item {
@@ -7514,7 +7953,9 @@ typedef struct gf__stub_item {
     void (*fn)(void *); void *user;
     gf__stub_mark *mark;
     void (*kernel)(const gf_kernel_ctx *, void *const *); gf_launch_dims dims; void **argv;
-    const char *name;               /* LAUNCH: the kernel's name (a copy the item holds) */
+    const char *name;               /* LAUNCH: the kernel's name (a copy the item holds); SIGNAL,
+                                       SEM_WAIT: the semaphore's label (a copy) */
+    struct gf__stub_sem *sem; uint64_t sem_value;   /* SIGNAL, SEM_WAIT */
     struct gf__stub_guard *guards; int guard_count;   /* LAUNCH under GPUFLOW_DEBUG: buffers to check */
 } gf__stub_item;
 
@@ -7534,6 +7975,30 @@ typedef struct gf__stub_stream {
 } gf__stub_stream;
 
 typedef struct gf__stub_device { uint64_t allocated; } gf__stub_device;
+/* An exportable buffer or an import (buf->external): the mapping, and the fd an export
+   duplicates (-1: none). Made and freed in "the stub's interop" below. */
+typedef struct gf__stub_mapping { unsigned char *base; size_t bytes; int fd; int imported; } gf__stub_mapping;
+static gf_result gf__stub_alloc_shared(gf_buffer *buf);
+static void gf__stub_mapping_free(gf__stub_mapping *m);
+
+/* Stub semaphores: a 64-bit counter (a timeline's value; a binary's 1 when signalled), in a
+   shared memory object where the host has them (another process maps the exported fd), else
+   in the object itself. A wait polls the counter, backing off to GF__WAIT_NAP_MAX_US. */
+typedef struct gf__stub_sem { uint64_t *value; int fd; int timeline; uint64_t own; } gf__stub_sem;
+static void gf__stub_sem_signal(gf__stub_sem *m, uint64_t value) {
+    uint64_t seen = gf__atomic_load(m->value);
+    if (!m->timeline) { gf__atomic_store(m->value, (uint64_t)1); return; }
+    while (seen < value && !gf__atomic_cas(m->value, seen, value)) seen = gf__atomic_load(m->value);   /* a timeline never goes back */
+}
+static void gf__stub_sem_wait(gf__stub_sem *m, uint64_t value) {
+    unsigned nap = GF__WAIT_NAP_MIN_US;
+    for (;;) {
+        uint64_t seen = gf__atomic_load(m->value);
+        if (m->timeline ? seen >= value : seen != 0 && gf__atomic_cas(m->value, seen, (uint64_t)0)) return;
+        gf__sleep_us(nap);
+        if (nap < GF__WAIT_NAP_MAX_US) nap *= 2;
+    }
+}
 
 static gf__stub_mark *gf__stub_mark_new(void) {
     gf__stub_mark *m = (gf__stub_mark *)gf__calloc(sizeof *m);
@@ -7632,6 +8097,11 @@ static gf_result gf__stub_buffer_alloc(gf_buffer *buf) {
         return gf__fail(GF_ERROR_OUT_OF_MEMORY, "stub: cannot allocate %llu bytes (the device has %llu)",
                         (unsigned long long)buf->size, (unsigned long long)GPUFLOW_STUB_MEMORY);
     before = gf__atomic_add(&sd->allocated, (uint64_t)buf->size);
+    if (buf->exportable && before <= GPUFLOW_STUB_MEMORY - (uint64_t)buf->size) {   /* shared memory another process can map */
+        gf_result r = gf__stub_alloc_shared(buf);
+        if (r != GF_OK) gf__atomic_add(&sd->allocated, (uint64_t)0 - (uint64_t)buf->size);
+        return r;
+    }
     if (before > GPUFLOW_STUB_MEMORY - (uint64_t)buf->size || !(raw = (unsigned char *)gf__malloc(buf->size + 2 * GF__GUARD_BYTES))) {
         gf__atomic_add(&sd->allocated, (uint64_t)0 - (uint64_t)buf->size);
         return gf__fail(GF_ERROR_OUT_OF_MEMORY, "stub: cannot allocate %llu bytes (%llu of %llu in use)", (unsigned long long)buf->size,
@@ -7643,9 +8113,11 @@ static gf_result gf__stub_buffer_alloc(gf_buffer *buf) {
     return GF_OK;
 }
 static void gf__stub_buffer_free(gf_buffer *buf) {
+    gf__stub_mapping *m = (gf__stub_mapping *)buf->external;
     if (buf->borrowed) return;   /* wrapped host memory stays its owner's */
-    gf__atomic_add(&((gf__stub_device *)buf->dev->native)->allocated, (uint64_t)0 - (uint64_t)buf->size);
-    gf__free((unsigned char *)buf->host - GF__GUARD_BYTES);
+    if (buf->kind != GF_MEMORY_IMPORTED) gf__atomic_add(&((gf__stub_device *)buf->dev->native)->allocated, (uint64_t)0 - (uint64_t)buf->size);
+    if (m) gf__stub_mapping_free(m);
+    else gf__free((unsigned char *)buf->host - GF__GUARD_BYTES);
 }
 /* The stub's "native" buffer is host memory: wrapping one makes a gf_buffer over it. */
 static gf_result gf__stub_buffer_wrap(gf_buffer *buf, uint64_t native) {
@@ -7943,6 +8415,8 @@ static void gf__stub_run(gf__stub_stream *q, gf__stub_item *it) {
         break;
     case GF__STUB_LAUNCH: gf__stub_launch_run(q, it); break;
     case GF__STUB_NOP: break;
+    case GF__STUB_SIGNAL: gf__stub_sem_signal(it->sem, it->sem_value); break;
+    case GF__STUB_SEM_WAIT: gf__stub_sem_wait(it->sem, it->sem_value); break;
     }
 }
 
@@ -8061,6 +8535,9 @@ static void gf__stub_describe_stream(gf_stream *s, gf__text *t) {
         gf__say(t, "  stream '%s': kernel '%s' is running now, at block (%d, %d, %d) of (%u, %u, %u)\n", s->label, q->head->name,
                 gf__atomic_load_int(&q->block[0]), gf__atomic_load_int(&q->block[1]), gf__atomic_load_int(&q->block[2]),
                 q->head->dims.grid[0], q->head->dims.grid[1], q->head->dims.grid[2]);
+    if (q->running && q->head && q->head->kind == GF__STUB_SEM_WAIT)
+        gf__say(t, "  stream '%s': waiting for %s to reach %llu (it is at %llu)\n", s->label, q->head->name,
+                (unsigned long long)q->head->sem_value, (unsigned long long)gf__atomic_load(q->head->sem->value));
     if (q->error) gf__say(t, "  stream '%s' failed: %s\n", s->label, q->message);
     gf__unlock(&q->lock);
 }
@@ -8218,6 +8695,156 @@ static gf_result gf__stub_launch(gf_stream *s, gf_kernel *k, const gf_launch_dim
 }
 
 /* Stream-ordered allocation and graphs stay NULL: the core's cache and recorded replay. */
+/* ---- the stub's interop: memory and semaphores the host maps ----------------------------- */
+#if !defined(_WIN32)
+static unsigned gf__stub_external_types(gf_device *dev, int use) { (void)dev; (void)use; return GF__EXT_BIT(GF_EXTERNAL_HOST_FD); }
+/* A fresh POSIX shared-memory object of bytes whose name is gone at once: only fds reach it. */
+static int gf__stub_shm(size_t bytes) {
+    static int serial;
+    char name[64];
+    int tries, fd = -1;
+    for (tries = 0; tries < 16 && fd < 0; tries++) {
+        snprintf(name, sizeof name, "/gpuflow-%ld-%d", (long)getpid(), gf__atomic_add_int(&serial, 1));
+        if ((fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600)) >= 0) shm_unlink(name);
+    }
+    if (fd >= 0 && ftruncate(fd, (off_t)bytes) != 0) { close(fd); fd = -1; }
+    return fd;
+}
+static void *gf__stub_map(int fd, size_t bytes) {
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+/* The bytes behind fd where it says (a memfd, shm or file); 0 where it cannot (a dma-buf). */
+static uint64_t gf__stub_fd_bytes(int fd) {
+    struct stat st;
+    return fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? (uint64_t)st.st_size : 0;
+}
+static gf_result gf__stub_alloc_shared(gf_buffer *buf) {
+    gf__stub_mapping *m = (gf__stub_mapping *)gf__calloc(sizeof *m);
+    if (!m) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "stub: out of host memory");
+    m->bytes = buf->size;
+    if ((m->fd = gf__stub_shm(m->bytes)) < 0 || !(m->base = (unsigned char *)gf__stub_map(m->fd, m->bytes))) {
+        int err = errno;
+        if (m->fd >= 0) close(m->fd);
+        gf__free(m);
+        return gf__fail(GF_ERROR_OUT_OF_MEMORY, "stub: cannot make %llu bytes of exportable shared memory (%s)",
+                        (unsigned long long)buf->size, strerror(err));
+    }
+    buf->external = m;
+    buf->host = m->base;
+    buf->native = (uint64_t)(uintptr_t)m->base;
+    return GF_OK;
+}
+static void gf__stub_mapping_free(gf__stub_mapping *m) {
+    munmap(m->base, m->bytes);
+    if (m->fd >= 0) close(m->fd);
+    gf__free(m);
+}
+static gf_result gf__stub_buffer_import(gf_buffer *buf, const gf_external_memory_desc *d) {
+    gf__stub_mapping *m;
+    uint64_t has = gf__stub_fd_bytes(d->fd);
+    if (has && d->size > has)
+        return gf__fail(GF_ERROR_OUT_OF_RANGE, "gf_buffer_import: size %llu is past the %llu bytes fd %d holds",
+                        (unsigned long long)d->size, (unsigned long long)has, d->fd);
+    if (d->size > (uint64_t)SIZE_MAX) return gf__fail(GF_ERROR_OUT_OF_RANGE, "gf_buffer_import: size does not fit this host");
+    if (!(m = (gf__stub_mapping *)gf__calloc(sizeof *m))) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "stub: out of host memory");
+    m->bytes = (size_t)d->size;
+    m->fd = -1;   /* the caller's fd stays the caller's: the mapping outlives it */
+    m->imported = 1;
+    if (!(m->base = (unsigned char *)gf__stub_map(d->fd, m->bytes))) {
+        int err = errno;
+        gf__free(m);
+        return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_buffer_import: fd %d cannot be mapped (%s); the stub takes fds the host maps "
+                        "(memfd, POSIX shm, dma-buf), not a driver's opaque fd", d->fd, strerror(err));
+    }
+    buf->external = m;
+    buf->host = m->base + d->offset;
+    buf->native = (uint64_t)(uintptr_t)buf->host;
+    return GF_OK;
+}
+static gf_result gf__stub_buffer_export(gf_buffer *buf, gf_external_type type, gf_external_handle *out) {
+    gf__stub_mapping *m = (gf__stub_mapping *)buf->external;
+    (void)type;
+    if (!m || m->fd < 0) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_buffer_export: the buffer has no exportable memory");
+    if ((out->fd = fcntl(m->fd, F_DUPFD_CLOEXEC, 0)) < 0) return gf__fail(GF_ERROR_DRIVER, "gf_buffer_export: dup failed (%s)", strerror(errno));
+    out->size = m->bytes;
+    return GF_OK;
+}
+static gf_result gf__stub_semaphore_create(gf_semaphore *sem) {
+    gf__stub_sem *m = (gf__stub_sem *)gf__calloc(sizeof *m);
+    if (!m) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "stub: out of host memory");
+    m->timeline = sem->timeline;
+    if ((m->fd = gf__stub_shm(sizeof(uint64_t))) < 0 || !(m->value = (uint64_t *)gf__stub_map(m->fd, sizeof(uint64_t)))) {
+        int err = errno;
+        if (m->fd >= 0) close(m->fd);
+        gf__free(m);
+        return gf__fail(GF_ERROR_OUT_OF_MEMORY, "stub: cannot make a shared semaphore (%s)", strerror(err));
+    }
+    sem->native = m;
+    return GF_OK;
+}
+static gf_result gf__stub_semaphore_import(gf_semaphore *sem, const gf_semaphore_desc *d) {
+    gf__stub_sem *m;
+    uint64_t has = gf__stub_fd_bytes(d->fd);
+    if (has && has < sizeof(uint64_t))
+        return gf__fail(GF_ERROR_OUT_OF_RANGE, "gf_semaphore_import: fd %d holds %llu bytes; a stub semaphore is 8", d->fd, (unsigned long long)has);
+    if (!(m = (gf__stub_sem *)gf__calloc(sizeof *m))) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "stub: out of host memory");
+    m->timeline = sem->timeline;
+    m->fd = -1;
+    if (!(m->value = (uint64_t *)gf__stub_map(d->fd, sizeof(uint64_t)))) {
+        int err = errno;
+        gf__free(m);
+        return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_semaphore_import: fd %d cannot be mapped (%s); the stub takes a host fd "
+                        "whose first 8 bytes are the counter (what a stub semaphore exports)", d->fd, strerror(err));
+    }
+    sem->native = m;
+    return GF_OK;
+}
+static gf_result gf__stub_semaphore_export(gf_semaphore *sem, gf_external_type type, gf_external_handle *out) {
+    gf__stub_sem *m = (gf__stub_sem *)sem->native;
+    (void)type;
+    if ((out->fd = fcntl(m->fd, F_DUPFD_CLOEXEC, 0)) < 0) return gf__fail(GF_ERROR_DRIVER, "gf_semaphore_export: dup failed (%s)", strerror(errno));
+    out->size = sizeof(uint64_t);
+    return GF_OK;
+}
+static void gf__stub_semaphore_destroy(gf_semaphore *sem) {
+    gf__stub_sem *m = (gf__stub_sem *)sem->native;
+    munmap((void *)m->value, sizeof(uint64_t));
+    if (m->fd >= 0) close(m->fd);
+    gf__free(m);
+}
+#else   /* Windows: no host fds; semaphores live in the process */
+static unsigned gf__stub_external_types(gf_device *dev, int use) { (void)dev; (void)use; return 0; }
+static gf_result gf__stub_alloc_shared(gf_buffer *buf) { (void)buf; return gf__fail(GF_ERROR_NOT_SUPPORTED, "stub: no exportable memory on Windows"); }
+static void gf__stub_mapping_free(gf__stub_mapping *m) { gf__free(m); }
+static gf_result gf__stub_buffer_import(gf_buffer *buf, const gf_external_memory_desc *d) { (void)buf; (void)d; return gf__fail(GF_ERROR_NOT_SUPPORTED, "stub: no imports on Windows"); }
+static gf_result gf__stub_buffer_export(gf_buffer *buf, gf_external_type type, gf_external_handle *out) { (void)buf; (void)type; (void)out; return gf__fail(GF_ERROR_NOT_SUPPORTED, "stub: no exports on Windows"); }
+static gf_result gf__stub_semaphore_create(gf_semaphore *sem) {
+    gf__stub_sem *m = (gf__stub_sem *)gf__calloc(sizeof *m);
+    if (!m) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "stub: out of host memory");
+    m->timeline = sem->timeline;
+    m->fd = -1;
+    m->value = &m->own;
+    sem->native = m;
+    return GF_OK;
+}
+static gf_result gf__stub_semaphore_import(gf_semaphore *sem, const gf_semaphore_desc *d) { (void)sem; (void)d; return gf__fail(GF_ERROR_NOT_SUPPORTED, "stub: no imports on Windows"); }
+static gf_result gf__stub_semaphore_export(gf_semaphore *sem, gf_external_type type, gf_external_handle *out) { (void)sem; (void)type; (void)out; return gf__fail(GF_ERROR_NOT_SUPPORTED, "stub: no exports on Windows"); }
+static void gf__stub_semaphore_destroy(gf_semaphore *sem) { gf__free(sem->native); }
+#endif
+static gf_result gf__stub_semaphore_enqueue(gf_stream *s, gf_semaphore *sem, uint64_t value, gf__stub_kind kind) {
+    size_t n = strlen(sem->label) + 1;
+    gf__stub_item *it = gf__stub_item_new(kind, n);
+    if (it) {
+        it->sem = (gf__stub_sem *)sem->native;
+        it->sem_value = value;
+        it->name = (const char *)memcpy(it + 1, sem->label, n);
+    }
+    return gf__stub_push(s, it);
+}
+static gf_result gf__stub_semaphore_signal(gf_stream *s, gf_semaphore *sem, uint64_t value) { return gf__stub_semaphore_enqueue(s, sem, value, GF__STUB_SIGNAL); }
+static gf_result gf__stub_semaphore_wait(gf_stream *s, gf_semaphore *sem, uint64_t value) { return gf__stub_semaphore_enqueue(s, sem, value, GF__STUB_SEM_WAIT); }
+
 static void gf__stub_fill_table(gf__backend *t) {
     t->kind = GF_BACKEND_STUB;
     t->name = "stub";
@@ -8252,6 +8879,15 @@ static void gf__stub_fill_table(gf__backend *t) {
     t->buffer_wrap = gf__stub_buffer_wrap;
     t->fill_wide = gf__stub_fill_wide;
     t->describe_stream = gf__stub_describe_stream;
+    t->external_types = gf__stub_external_types;
+    t->buffer_import = gf__stub_buffer_import;
+    t->buffer_export = gf__stub_buffer_export;
+    t->semaphore_create = gf__stub_semaphore_create;
+    t->semaphore_import = gf__stub_semaphore_import;
+    t->semaphore_export = gf__stub_semaphore_export;
+    t->semaphore_destroy = gf__stub_semaphore_destroy;
+    t->semaphore_signal = gf__stub_semaphore_signal;
+    t->semaphore_wait = gf__stub_semaphore_wait;
 }
 static gf__backend gf__stub_table;
 static const gf__backend *gf__stub_backend(void) { return gf__backend_once(&gf__stub_table, gf__stub_fill_table); }

@@ -78,6 +78,15 @@
       the wrappers leaves both to their owner. gf_fill16/32_async are cuMemsetD16/D32Async,
       gf_copy_2d_async one cuMemcpy2DAsync (pageable host memory: row by row through the
       core's stages); gf_device_trim is cuMemPoolTrimTo.
+    - External memory and semaphores (gf_buffer_import, ...): an opaque fd (Vulkan, OpenCL) is
+      cuImportExternalMemory + cuExternalMemoryGetMappedBuffer of the whole allocation, the
+      buffer at its offset; CUDA owns an fd it imports, so it gets a dup() and the caller's stays
+      the caller's. An exportable buffer (gf_buffer_desc.exportable) is cuMemCreate with a POSIX
+      fd handle type (its size rounded up to the granularity), mapped at a range of its own and
+      exported with cuMemExportToShareableHandle (GF_EXTERNAL_SHAREABLE_FD, close-on-exec);
+      another process maps it back with cuMemImportFromShareableHandle. Semaphores: opaque fds
+      (binary, or timeline as CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_FD), signalled
+      and waited with cuSignal/WaitExternalSemaphoresAsync; CUDA makes none of its own to export.
     - gf_graph: native stream capture (cuStreamBeginCapture / EndCapture), instantiated once,
       replayed with one cuGraphLaunch; gf_graph_update is cuGraphExecUpdate. A graph launched
       on a capturing stream (which CUDA refuses) is embedded as a child graph node instead: a
@@ -271,7 +280,30 @@
     OPT(StreamGetCaptureInfo, CUresult, (CUstream, CUstreamCaptureStatus *, cuuint64_t *, CUgraph *, \
                                                                           const CUgraphNode **, const CUgraphEdgeData **, size_t *), UNKNOWN, cuStreamGetCaptureInfo_v3, 12030) \
     OPT(StreamUpdateCaptureDependencies, CUresult, \
-        (CUstream, CUgraphNode *, const CUgraphEdgeData *, size_t, unsigned int), UNKNOWN, cuStreamUpdateCaptureDependencies_v2, 12030)
+        (CUstream, CUgraphNode *, const CUgraphEdgeData *, size_t, unsigned int), UNKNOWN, cuStreamUpdateCaptureDependencies_v2, 12030) \
+    /* interop: other APIs' memory and semaphores; exportable memory (virtual memory management) */ \
+    OPT(ImportExternalMemory, CUresult, (CUexternalMemory *, const CUDA_EXTERNAL_MEMORY_HANDLE_DESC *), UNKNOWN, cuImportExternalMemory, 10000) \
+    OPT(ExternalMemoryGetMappedBuffer, CUresult, (CUdeviceptr *, CUexternalMemory, const CUDA_EXTERNAL_MEMORY_BUFFER_DESC *), UNKNOWN, cuExternalMemoryGetMappedBuffer, 10000) \
+    OPT(DestroyExternalMemory, CUresult, (CUexternalMemory), UNKNOWN, cuDestroyExternalMemory, 10000) \
+    OPT(ImportExternalSemaphore, CUresult, (CUexternalSemaphore *, const CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC *), UNKNOWN, cuImportExternalSemaphore, 10000) \
+    OPT(SignalExternalSemaphoresAsync, CUresult, (const CUexternalSemaphore *, const CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS *, unsigned int, CUstream), \
+        UNKNOWN, cuSignalExternalSemaphoresAsync, 10000) \
+    OPT(WaitExternalSemaphoresAsync, CUresult, (const CUexternalSemaphore *, const CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS *, unsigned int, CUstream), \
+        UNKNOWN, cuWaitExternalSemaphoresAsync, 10000) \
+    OPT(DestroyExternalSemaphore, CUresult, (CUexternalSemaphore), UNKNOWN, cuDestroyExternalSemaphore, 10000) \
+    OPT(MemCreate, CUresult, (CUmemGenericAllocationHandle *, size_t, const CUmemAllocationProp *, unsigned long long), OUT_OF_MEMORY, cuMemCreate, 10020) \
+    OPT(MemRelease, CUresult, (CUmemGenericAllocationHandle), UNKNOWN, cuMemRelease, 10020) \
+    OPT(MemAddressReserve, CUresult, (CUdeviceptr *, size_t, size_t, CUdeviceptr, unsigned long long), OUT_OF_MEMORY, cuMemAddressReserve, 10020) \
+    OPT(MemAddressFree, CUresult, (CUdeviceptr, size_t), UNKNOWN, cuMemAddressFree, 10020) \
+    OPT(MemMap, CUresult, (CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle, unsigned long long), UNKNOWN, cuMemMap, 10020) \
+    OPT(MemUnmap, CUresult, (CUdeviceptr, size_t), UNKNOWN, cuMemUnmap, 10020) \
+    OPT(MemSetAccess, CUresult, (CUdeviceptr, size_t, const CUmemAccessDesc *, size_t), UNKNOWN, cuMemSetAccess, 10020) \
+    OPT(MemGetAllocationGranularity, CUresult, (size_t *, const CUmemAllocationProp *, CUmemAllocationGranularity_flags), UNKNOWN, \
+        cuMemGetAllocationGranularity, 10020) \
+    OPT(MemExportToShareableHandle, CUresult, (void *, CUmemGenericAllocationHandle, CUmemAllocationHandleType, unsigned long long), UNKNOWN, \
+        cuMemExportToShareableHandle, 10020) \
+    OPT(MemImportFromShareableHandle, CUresult, (CUmemGenericAllocationHandle *, void *, CUmemAllocationHandleType), UNKNOWN, \
+        cuMemImportFromShareableHandle, 10020)
 
 /* The table, filled once by gf__cuda_load_driver; read-only afterwards. */
 typedef struct gf__cuda_api {
@@ -636,9 +668,13 @@ static gf_result gf__cuda_memory_info(gf_device *dev, size_t *free_bytes, size_t
 }
 
 /* ---- memory ----------------------------------------------------------------------------- */
+static void gf__cuda_external_free(gf_buffer *buf);          /* interop, below */
+static gf_result gf__cuda_alloc_exportable(gf_buffer *buf);
+
 static gf_result gf__cuda_buffer_alloc(gf_buffer *buf) {
     CUdeviceptr p = 0;
     GF__CUDA_ENTER(buf->dev);
+    if (buf->exportable) return gf__cuda_alloc_exportable(buf);
     if (buf->managed)
         GF__CUDA_CHECK_RELAXED(MemAllocManaged, (&p, buf->size, CU_MEM_ATTACH_GLOBAL));
     else
@@ -648,7 +684,8 @@ static gf_result gf__cuda_buffer_alloc(gf_buffer *buf) {
 }
 
 static void gf__cuda_buffer_free(gf_buffer *buf) {
-    if (buf->native && !buf->borrowed && gf__cuda_enter(buf->dev) == GF_OK) GF__CUDA_RELAXED_VOID(MemFree, ((CUdeviceptr)buf->native));
+    if (buf->external) gf__cuda_external_free(buf);
+    else if (buf->native && !buf->borrowed && gf__cuda_enter(buf->dev) == GF_OK) GF__CUDA_RELAXED_VOID(MemFree, ((CUdeviceptr)buf->native));
     buf->native = 0;
 }
 
@@ -1425,6 +1462,246 @@ static void gf__cuda_range(gf_stream *s, const char *name) {
 }
 #endif
 
+/* ---- interop: external memory and semaphores ---------------------------------------------- */
+/* An import (cuImportExternalMemory, or a shareable handle mapped into a range of our own) or
+   an exportable allocation (cuMemCreate with a POSIX fd handle type, mapped the same way):
+   what buffer_free undoes. buf->native is the mapping's start plus the import's offset. */
+typedef struct gf__cuda_external {
+    CUexternalMemory ext;             /* cuImportExternalMemory's; NULL for a mapped handle */
+    CUmemGenericAllocationHandle handle;   /* a mapped handle (exportable or SHAREABLE_FD); 0 else */
+    CUdeviceptr base; size_t bytes;   /* the mapping (or the external memory's buffer) */
+} gf__cuda_external;
+
+static unsigned gf__cuda_external_types(gf_device *dev, int use) {
+    gf__cuda_device *d = (gf__cuda_device *)dev->native;
+    int vmm = 0, posix = 0;
+    if (!gf__cu.ImportExternalMemory || !gf__cu.ImportExternalSemaphore) return 0;
+    if (gf__cu.MemCreate && gf__cuda_enter(dev) == GF_OK) {
+        (void)GF__CUDA_CALL(DeviceGetAttribute, (&vmm, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, d->dev));
+        (void)GF__CUDA_CALL(DeviceGetAttribute, (&posix, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED, d->dev));
+    }
+    switch (use) {
+#if defined(_WIN32)
+    case GF__EXT_IMPORT_MEMORY:
+        return GF__EXT_BIT(GF_EXTERNAL_OPAQUE_WIN32) | GF__EXT_BIT(GF_EXTERNAL_OPAQUE_WIN32_KMT) | GF__EXT_BIT(GF_EXTERNAL_D3D12_HEAP) |
+               GF__EXT_BIT(GF_EXTERNAL_D3D12_RESOURCE) | GF__EXT_BIT(GF_EXTERNAL_D3D11_RESOURCE);
+    case GF__EXT_IMPORT_SEMAPHORE:
+        return GF__EXT_BIT(GF_EXTERNAL_OPAQUE_WIN32) | GF__EXT_BIT(GF_EXTERNAL_OPAQUE_WIN32_KMT) | GF__EXT_BIT(GF_EXTERNAL_D3D12_FENCE);
+#else
+    case GF__EXT_IMPORT_MEMORY: return GF__EXT_BIT(GF_EXTERNAL_OPAQUE_FD) | (vmm ? GF__EXT_BIT(GF_EXTERNAL_SHAREABLE_FD) : 0u);
+    case GF__EXT_EXPORT_MEMORY: return vmm && posix ? GF__EXT_BIT(GF_EXTERNAL_SHAREABLE_FD) : 0u;
+    case GF__EXT_IMPORT_SEMAPHORE: return GF__EXT_BIT(GF_EXTERNAL_OPAQUE_FD);
+#endif
+    default: return 0;   /* CUDA makes no semaphore another API can import */
+    }
+}
+
+/* The device's allocation properties for memory another process may map (POSIX fd). */
+static CUmemAllocationProp gf__cuda_vmm_prop(gf_device *dev) {
+    CUmemAllocationProp prop;
+    memset(&prop, 0, sizeof prop);
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location.id = ((gf__cuda_device *)dev->native)->dev;
+    prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+    return prop;
+}
+/* Maps handle (bytes) at a fresh range of this context, readable and writable by the device. */
+static gf_result gf__cuda_map_handle(gf_device *dev, gf__cuda_external *x) {
+    CUmemAccessDesc access;
+    CUresult r;
+    memset(&access, 0, sizeof access);
+    access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    access.location.id = ((gf__cuda_device *)dev->native)->dev;
+    access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    GF__CUDA_CHECK(MemAddressReserve, (&x->base, x->bytes, 0, 0, 0));
+    if ((r = GF__CUDA_CALL(MemMap, (x->base, x->bytes, 0, x->handle, 0))) != CUDA_SUCCESS) {
+        (void)gf__cu.MemAddressFree(x->base, x->bytes);
+        return gf__cuda_fail(r, "cuMemMap");
+    }
+    if ((r = GF__CUDA_CALL(MemSetAccess, (x->base, x->bytes, &access, 1))) != CUDA_SUCCESS) {
+        (void)gf__cu.MemUnmap(x->base, x->bytes);
+        (void)gf__cu.MemAddressFree(x->base, x->bytes);
+        return gf__cuda_fail(r, "cuMemSetAccess");
+    }
+    return GF_OK;
+}
+
+/* gf_buffer_desc.exportable: cuMemCreate (size rounded up to the granularity) mapped here. */
+static gf_result gf__cuda_alloc_exportable(gf_buffer *buf) {
+    CUmemAllocationProp prop = gf__cuda_vmm_prop(buf->dev);
+    gf__cuda_external *x;
+    size_t grain = 0;
+    gf_result r;
+    CUresult cr;
+    GF__CUDA_CHECK(MemGetAllocationGranularity, (&grain, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+    if (!(x = (gf__cuda_external *)gf__calloc(sizeof *x))) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "CUDA: out of host memory");
+    x->bytes = grain ? (buf->size + grain - 1) / grain * grain : buf->size;
+    if ((cr = GF__CUDA_CALL(MemCreate, (&x->handle, x->bytes, &prop, 0))) != CUDA_SUCCESS) { gf__free(x); return gf__cuda_fail(cr, "cuMemCreate"); }
+    if ((r = gf__cuda_map_handle(buf->dev, x)) != GF_OK) {
+        (void)gf__cu.MemRelease(x->handle);
+        gf__free(x);
+        return r;
+    }
+    buf->external = x;
+    buf->native = (uint64_t)x->base;
+    return GF_OK;
+}
+
+static void gf__cuda_external_free(gf_buffer *buf) {
+    gf__cuda_external *x = (gf__cuda_external *)buf->external;
+    if (gf__cuda_enter(buf->dev) == GF_OK) {
+        if (x->ext) {
+            GF__CUDA_RELAXED_VOID(MemFree, (x->base));   /* the mapped buffer first, then the memory */
+            (void)GF__CUDA_CALL(DestroyExternalMemory, (x->ext));
+        } else {
+            (void)GF__CUDA_CALL(MemUnmap, (x->base, x->bytes));
+            (void)GF__CUDA_CALL(MemAddressFree, (x->base, x->bytes));
+            (void)GF__CUDA_CALL(MemRelease, (x->handle));
+        }
+    }
+    gf__free(x);
+    buf->external = NULL;
+}
+
+#if !defined(_WIN32)
+/* CUDA owns an imported fd once the import succeeds: it gets a duplicate, so the caller's
+   stays the caller's (gpuflow's one rule). -1: no duplicate (errno). */
+static int gf__cuda_dup(int fd) { return dup(fd); }
+#endif
+
+static gf_result gf__cuda_buffer_import(gf_buffer *buf, const gf_external_memory_desc *d) {
+    gf__cuda_external *x;
+    CUresult r;
+    GF__CUDA_ENTER(buf->dev);
+    if (!(x = (gf__cuda_external *)gf__calloc(sizeof *x))) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "CUDA: out of host memory");
+    if (d->type == GF_EXTERNAL_SHAREABLE_FD) {   /* another process's cuMemCreate allocation */
+#if !defined(_WIN32)
+        x->bytes = (size_t)d->size;
+        if ((r = GF__CUDA_CALL(MemImportFromShareableHandle, (&x->handle, (void *)(intptr_t)d->fd, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR))) != CUDA_SUCCESS) {
+            gf__free(x);
+            return gf__cuda_fail(r, "cuMemImportFromShareableHandle");
+        }
+        gf_result why;
+        if ((why = gf__cuda_map_handle(buf->dev, x)) != GF_OK) {
+            (void)gf__cu.MemRelease(x->handle);
+            gf__free(x);
+            return why;
+        }
+#endif
+    } else {
+        CUDA_EXTERNAL_MEMORY_HANDLE_DESC hd;
+        CUDA_EXTERNAL_MEMORY_BUFFER_DESC bd;
+        memset(&hd, 0, sizeof hd);
+        memset(&bd, 0, sizeof bd);
+        hd.size = d->size;
+        hd.flags = (d->flags & GF_EXTERNAL_DEDICATED) ? CUDA_EXTERNAL_MEMORY_DEDICATED : 0;
+        switch (d->type) {
+#if defined(_WIN32)
+        case GF_EXTERNAL_OPAQUE_WIN32: hd.type = CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_WIN32; break;
+        case GF_EXTERNAL_OPAQUE_WIN32_KMT: hd.type = CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_WIN32_KMT; break;
+        case GF_EXTERNAL_D3D12_HEAP: hd.type = CU_EXTERNAL_MEMORY_HANDLE_TYPE_D3D12_HEAP; break;
+        case GF_EXTERNAL_D3D12_RESOURCE: hd.type = CU_EXTERNAL_MEMORY_HANDLE_TYPE_D3D12_RESOURCE; break;
+        default: hd.type = CU_EXTERNAL_MEMORY_HANDLE_TYPE_D3D11_RESOURCE; break;
+        }
+        hd.handle.win32.handle = d->win32_handle;
+        hd.handle.win32.name = d->win32_name;
+#else
+        default: hd.type = CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD; break;
+        }
+        if ((hd.handle.fd = gf__cuda_dup(d->fd)) < 0) { gf__free(x); return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_buffer_import: dup of fd %d failed", d->fd); }
+#endif
+        if ((r = GF__CUDA_CALL(ImportExternalMemory, (&x->ext, &hd))) != CUDA_SUCCESS) {
+#if !defined(_WIN32)
+            close(hd.handle.fd);   /* CUDA took it only on success */
+#endif
+            gf__free(x);
+            return gf__cuda_fail(r, "cuImportExternalMemory");
+        }
+        bd.offset = 0;
+        bd.size = d->size;
+        x->bytes = (size_t)d->size;
+        if ((r = GF__CUDA_CALL(ExternalMemoryGetMappedBuffer, (&x->base, x->ext, &bd))) != CUDA_SUCCESS) {
+            (void)gf__cu.DestroyExternalMemory(x->ext);
+            gf__free(x);
+            return gf__cuda_fail(r, "cuExternalMemoryGetMappedBuffer");
+        }
+    }
+    buf->external = x;
+    buf->native = (uint64_t)(x->base + (CUdeviceptr)d->offset);
+    return GF_OK;
+}
+
+static gf_result gf__cuda_buffer_export(gf_buffer *buf, gf_external_type type, gf_external_handle *out) {
+    gf__cuda_external *x = (gf__cuda_external *)buf->external;
+    int fd = -1;
+    (void)type;
+    GF__CUDA_ENTER(buf->dev);
+    if (!x || !x->handle) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_buffer_export: the buffer has no exportable memory");
+    GF__CUDA_CHECK(MemExportToShareableHandle, (&fd, x->handle, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+    out->fd = fd;
+    out->size = x->bytes;
+    return GF_OK;
+}
+
+static gf_result gf__cuda_semaphore_create(gf_semaphore *sem) {
+    (void)sem;
+    return gf__fail(GF_ERROR_NOT_SUPPORTED, "gf_semaphore_create: CUDA makes no semaphore of its own; create one in Vulkan, "
+                    "D3D12 or OpenCL and import it (gf_semaphore_import)");
+}
+static gf_result gf__cuda_semaphore_import(gf_semaphore *sem, const gf_semaphore_desc *d) {
+    CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC hd;
+    CUexternalSemaphore ext = NULL;
+    CUresult r;
+    GF__CUDA_ENTER(sem->dev);
+    memset(&hd, 0, sizeof hd);
+#if defined(_WIN32)
+    if (d->type == GF_EXTERNAL_D3D12_FENCE) hd.type = CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_D3D12_FENCE;
+    else if (d->type == GF_EXTERNAL_OPAQUE_WIN32_KMT) {
+        if (d->timeline) return gf__fail(GF_ERROR_NOT_SUPPORTED, "gf_semaphore_import: CUDA takes no timeline semaphore as a KMT handle");
+        hd.type = CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_WIN32_KMT;
+    } else hd.type = d->timeline ? CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_WIN32 : CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_WIN32;
+    hd.handle.win32.handle = d->win32_handle;
+    hd.handle.win32.name = d->win32_name;
+#else
+    hd.type = d->timeline ? CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_FD : CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_FD;
+    if ((hd.handle.fd = gf__cuda_dup(d->fd)) < 0) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_semaphore_import: dup of fd %d failed", d->fd);
+#endif
+    if ((r = GF__CUDA_CALL(ImportExternalSemaphore, (&ext, &hd))) != CUDA_SUCCESS) {
+#if !defined(_WIN32)
+        close(hd.handle.fd);   /* CUDA took it only on success */
+#endif
+        return gf__cuda_fail(r, "cuImportExternalSemaphore");
+    }
+    sem->native = ext;
+    return GF_OK;
+}
+static gf_result gf__cuda_semaphore_export(gf_semaphore *sem, gf_external_type type, gf_external_handle *out) {
+    (void)sem; (void)type; (void)out;
+    return gf__fail(GF_ERROR_NOT_SUPPORTED, "gf_semaphore_export: CUDA exports no semaphore");
+}
+static void gf__cuda_semaphore_destroy(gf_semaphore *sem) {
+    if (sem->native && gf__cuda_enter(sem->dev) == GF_OK) (void)GF__CUDA_CALL(DestroyExternalSemaphore, ((CUexternalSemaphore)sem->native));
+}
+static gf_result gf__cuda_semaphore_signal(gf_stream *s, gf_semaphore *sem, uint64_t value) {
+    CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS p;
+    CUexternalSemaphore ext = (CUexternalSemaphore)sem->native;
+    memset(&p, 0, sizeof p);
+    p.params.fence.value = value;   /* timelines and D3D12 fences; ignored for binary ones */
+    GF__CUDA_ENTER(s->dev);
+    GF__CUDA_CHECK(SignalExternalSemaphoresAsync, (&ext, &p, 1, GF__CUSTREAM(s)));
+    return GF_OK;
+}
+static gf_result gf__cuda_semaphore_wait(gf_stream *s, gf_semaphore *sem, uint64_t value) {
+    CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS p;
+    CUexternalSemaphore ext = (CUexternalSemaphore)sem->native;
+    memset(&p, 0, sizeof p);
+    p.params.fence.value = value;
+    GF__CUDA_ENTER(s->dev);
+    GF__CUDA_CHECK(WaitExternalSemaphoresAsync, (&ext, &p, 1, GF__CUSTREAM(s)));
+    return GF_OK;
+}
+
 /* ---- native handles --------------------------------------------------------------------- */
 /* What gf_<object>_native gives: CUdeviceptr, CUstream, CUevent, CUfunction (CUmodule). */
 static uint64_t gf__cuda_native_handle(gf__type type, void *obj) {
@@ -1508,6 +1785,15 @@ static void gf__cuda_fill_table(gf__backend *t) {
     t->copy_2d = gf__cuda_copy_2d;
     t->trim = gf__cuda_trim;
     t->cached_bytes = gf__cuda_cached_bytes;
+    t->external_types = gf__cuda_external_types;
+    t->buffer_import = gf__cuda_buffer_import;
+    t->buffer_export = gf__cuda_buffer_export;
+    t->semaphore_create = gf__cuda_semaphore_create;
+    t->semaphore_import = gf__cuda_semaphore_import;
+    t->semaphore_export = gf__cuda_semaphore_export;
+    t->semaphore_destroy = gf__cuda_semaphore_destroy;
+    t->semaphore_signal = gf__cuda_semaphore_signal;
+    t->semaphore_wait = gf__cuda_semaphore_wait;
 }
 static gf__backend gf__cuda_table;
 static const gf__backend *gf__cuda_backend(void) { return gf__backend_once(&gf__cuda_table, gf__cuda_fill_table); }

@@ -876,7 +876,7 @@ static void gf__cl_host_free(gf_device *dev, void *ptr) {
         if ((*link)->ptr == ptr) { p = *link; *link = p->next; break; }
     gf__unlock(&d->lock);
     if (!p) {
-        gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_host_free: %p is not pinned memory of this device", ptr);
+        gf__set_error(GF_ERROR_INVALID_ARGUMENT, "gf_host_free: %p is not pinned memory of this device", ptr);
         return;
     }
     /* The buffer is released once the unmap has run. */

@@ -48,7 +48,7 @@ static void stream_works(gf_stream *st, const char *what)
 static void test_results_and_devices(void)
 {
     gf_device *d = NULL;
-    gf_device_info info;
+    gf_device_info info = {0};
     size_t fr, tot;
     const char *n;
     gf_result r;
@@ -101,6 +101,7 @@ static void test_memory(void)
     CHECK_FAIL(gf_buffer_create(dev, 0, &x), GF_ERROR_INVALID_ARGUMENT);
     CHECK_FAIL(gf_buffer_create(dev, 16, NULL), GF_ERROR_INVALID_ARGUMENT);
     CHECK_FAIL(gf_buffer_create_desc(dev, NULL, &x), GF_ERROR_INVALID_ARGUMENT);
+    memset(&d, 0, sizeof d);   /* only the size is wrong: every other field at its default */
     d.size = 0;
     d.managed = 0;
     CHECK_FAIL(gf_buffer_create_desc(dev, &d, &x), GF_ERROR_INVALID_ARGUMENT);
@@ -195,7 +196,7 @@ static void test_streams_and_events(void)
 {
     gf_stream *x = NULL;
     gf_stream_desc d;
-    gf_stream_stats st;
+    gf_stream_stats st = {0};
     gf_event *e = NULL;
     float ms;
     uint64_t id = 0;
@@ -271,6 +272,12 @@ static void test_pools(void)
     gf_stream *m = NULL, *m_other = NULL;
     gf_stream_set *set = NULL, *sx = NULL;
     gf_result r;
+
+    /* zeros, not garbage, where a failing get_stats call (itself a reported failure) writes nothing */
+    memset(&es, 0, sizeof es);
+    memset(&es0, 0, sizeof es0);
+    memset(&ps, 0, sizeof ps);
+    memset(&ps0, 0, sizeof ps0);
 
     /* event pools */
     ed.capacity = -1;
@@ -573,7 +580,7 @@ static void test_kernels_and_profiler(void)
     gf_launch_dims dims;
     gf_arg args[3], bad_args[3];
     uint32_t n = 4, v = 9, h[4];
-    gf_profile_report *rep = (gf_profile_report *)malloc(sizeof *rep);
+    gf_profile_report *rep;
 
     memset(&none, 0, sizeof none);
     none.opencl_source = tk_module.opencl_source;
@@ -643,6 +650,7 @@ static void test_kernels_and_profiler(void)
     gf_module_destroy(m);
     gf_module_destroy(m2);
 
+    rep = (gf_profile_report *)malloc(sizeof *rep);   /* here: the early returns above have nothing to free */
     CHECK_FAIL(gf_profiler_enable(NULL, GF_PROFILE_ON), GF_ERROR_INVALID_HANDLE);
     CHECK_FAIL(gf_profiler_enable((gf_device *)s, GF_PROFILE_ON), GF_ERROR_INVALID_HANDLE);
     CHECK_FAIL(gf_profiler_report(NULL, rep), GF_ERROR_INVALID_HANDLE);

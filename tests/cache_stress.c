@@ -824,13 +824,14 @@ int main(int argc, char **argv)
 {
     child c[MAX_PROCS + 1], tc, fc;
     char shm_path[300], what[600];
-    const char *tmpdir = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+    const char *tmpdir = getenv("TMPDIR");
     int fd, i, k, nc = 0;
     long loads = 0, hits = 0, rebuilds = 0, other_w = 0, failed = 0, wrong = 0, hit_wrong = 0, damages = 0;
     double max_ms = 0, sum_ms = 0;
     struct stat st;
 
     setvbuf(stdout, NULL, _IOLBF, 0);
+    if (!tmpdir || !*tmpdir) tmpdir = "/tmp";
     cfg.seconds = env_num("CACHE_STRESS_SECONDS", 10);
     cfg.procs = (int)env_num("CACHE_STRESS_PROCS", 6);
     cfg.pace_ms = (int)env_num("CACHE_STRESS_PACE_MS", 10);

@@ -109,7 +109,7 @@ static gf_result launch_u32(gf_stream *s, gf_kernel *k, gf_buffer *b, uint32_t n
 /* Reads a buffer of n u32 back synchronously and checks every element is v. */
 static int buffer_is_u32(gf_buffer *b, uint32_t n, uint32_t v, const char *what)
 {
-    uint32_t *h = (uint32_t *)malloc(n * sizeof *h);
+    uint32_t *h = (uint32_t *)calloc(n, sizeof *h);   /* zeros where a failing copy wrote nothing */
     int ok = h && gf_copy_to_host(h, b, 0, n * sizeof *h) == GF_OK && all_u32(h, n, v);
     free(h);
     return CHECK(ok, what);
@@ -155,7 +155,7 @@ static void test_results_and_backends(void)
 
 static void test_device(void)
 {
-    gf_device_info info;
+    gf_device_info info = {0};
     gf_device *second = NULL;
     size_t free_b = 0, total_b = 0;
     const char *name = gf_device_name(C.dev);
@@ -253,8 +253,9 @@ static void test_managed(void)
     gf_stream *s;
     unsigned char h[256], back[256];
     gf_result r;
-    gf_stream_stats st;
+    gf_stream_stats st = {0};
 
+    memset(&d, 0, sizeof d);   /* every field this test does not name at its default */
     d.size = sizeof h;
     d.managed = 1;
     r = gf_buffer_create_desc(C.dev, &d, &m);
@@ -313,7 +314,7 @@ static void test_async_copies(void)
     static unsigned char src[N], dst[N], model[N];
     gf_stream *s = mk_stream("copies");
     gf_buffer *a = mk_buffer(N), *b = mk_buffer(N);
-    gf_stream_stats st;
+    gf_stream_stats st = {0};
     size_t i;
 
     for (i = 0; i < N; i++) src[i] = (unsigned char)(i * 31 + 1);
@@ -419,7 +420,7 @@ static void test_callbacks(void)
     static uint32_t h[1024];
     check_after ca;
     th_flag f;
-    gf_stream_stats st;
+    gf_stream_stats st = {0};
     int i, in_order = 1;
 
     th_log_init(&log);
@@ -469,7 +470,7 @@ static void test_async_faithful(void)
     gf_stream *s1 = mk_stream("gated"), *s2 = mk_stream("waiter"), *s3 = mk_stream("other");
     gf_buffer *b = mk_buffer(N);
     gf_event *ev = NULL;
-    gf_stream_stats st;
+    gf_stream_stats st = {0};
     th_gate g;
 
     th_gate_init(&g);
@@ -661,7 +662,7 @@ static void test_kernels(void)
     gf_stream *s, *s2;
     gf_buffer *b, *b2;
     gf_event *ev = NULL;
-    gf_stream_stats st;
+    gf_stream_stats st = {0};
     gf_arg none[1];
     uint32_t i;
     int ok = 1;
@@ -764,7 +765,7 @@ static void test_pool_round_robin(void)
 {
     gf_stream_pool *p = mk_pool(4, GF_POOL_ROUND_ROBIN, "rr", 0);
     gf_stream *got[8], *plain = mk_stream("not-in-pool");
-    gf_stream_pool_stats st;
+    gf_stream_pool_stats st = {0};
     int i, ok = 1;
 
     if (!p) return;
@@ -903,7 +904,7 @@ static void test_pool_acquire_ready(void)
 static void test_pool_completion_stats(void)
 {
     gf_stream_pool *p = mk_pool(2, GF_POOL_ROUND_ROBIN, "meas", 1);
-    gf_stream_pool_stats st;
+    gf_stream_pool_stats st = {0};
     gf_stream *s;
     th_flag f;
     double end;
@@ -935,6 +936,52 @@ static void test_pool_completion_stats(void)
     CHECK(st.acquisitions[0] + st.acquisitions[1] == 2, "2 acquisitions counted");
     gf_stream_pool_destroy(p);
     th_flag_destroy(&f);
+}
+
+/* A measuring pool destroyed from a gf_event_on_complete callback: on the waiter thread, which
+   would run the pool's completion callbacks itself. The destroy settles them (cancels their
+   waits, gives their events back) and returns; under ASan a completion leaked or used after
+   the destroy is a failure too. */
+typedef struct pool_destroyer { gf_stream_pool *pool; th_flag done; } pool_destroyer;
+static void destroy_pool_cb(void *user, gf_result status)
+{
+    pool_destroyer *d = (pool_destroyer *)user;
+    (void)status;
+    gf_stream_pool_destroy(d->pool);
+    th_flag_add(&d->done, 1);
+}
+
+static void test_pool_destroy_on_waiter_thread(void)
+{
+    pool_destroyer d;
+    gf_stream *t = NULL, *s;
+    gf_event *e = NULL;
+    th_gate g;
+    int i;
+
+    if (!(d.pool = mk_pool(2, GF_POOL_ROUND_ROBIN, "dropped", 1))) return;
+    th_flag_init(&d.done);
+    th_gate_init(&g);
+    if (gf_stream_create(C.dev, NULL, &t) != GF_OK || gf_event_create(C.dev, 0, &e) != GF_OK) {
+        CHECK(0, "a stream and an event for the waiter-thread destroy");
+        return;
+    }
+    gf_stream_add_callback(t, th_gate_cb, &g);
+    gf_event_record(e, t);
+    CHECK_EQ_RESULT(gf_event_on_complete(e, destroy_pool_cb, &d, NULL), GF_OK);
+    for (i = 0; i < 2; i++)   /* two leases whose completions wait behind e */
+        if ((s = pool_take(d.pool, GF_PRIORITY_NORMAL, GF_WORKLOAD_COMPUTE)) != NULL) {
+            gf_stream_wait_event(s, e);
+            CHECK_EQ_RESULT(gf_stream_pool_release(d.pool, s), GF_OK);
+        }
+    th_gate_open(&g);
+    CHECK(th_flag_wait(&d.done, 1, TH_WAIT_MS),
+          "a measuring pool destroyed on the waiter thread returns (it settles its own pending completions)");
+    CHECK_EQ_RESULT(gf_stream_synchronize(t), GF_OK);
+    gf_event_destroy(e);
+    gf_stream_destroy(t);
+    th_gate_destroy(&g);
+    th_flag_destroy(&d.done);
 }
 
 /* ---- stream sets ------------------------------------------------------------------------------ */
@@ -1031,7 +1078,7 @@ static void test_event_pools(void)
     gf_event_pool_desc d;
     gf_event_pool *p = NULL, *q = NULL;
     gf_event *e[3] = { 0, 0, 0 }, *t[2] = { 0, 0 }, *r = NULL, *mine = NULL, *other = NULL;
-    gf_event_pool_stats st;
+    gf_event_pool_stats st = {0};
     gf_stream *s = mk_stream("evpool");
     th_flag f;
     float ms = 0.0f;
@@ -1463,7 +1510,7 @@ static void test_graph_replay(void)
     gf_buffer *b = mk_buffer(N * sizeof(uint32_t));
     gf_graph *g = NULL;
     gf_graph_info gi = {0};
-    gf_stream_stats st0, st1;
+    gf_stream_stats st0 = {0}, st1 = {0};
     th_flag f;
     size_t i;
 
@@ -2033,7 +2080,7 @@ static void test_profiler(void)
     gf_buffer *b = mk_buffer(sizeof h), *k = mk_buffer(256 * sizeof(uint32_t));
     gf_event *ev = NULL;
     const gf_profile_stream *p1, *p2;
-    gf_stream_stats st;
+    gf_stream_stats st = {0};
     char path[256];
     char *text;
     size_t n = 0;
@@ -2165,8 +2212,8 @@ static void test_eight_threads(void)
     static gf_event *owned[T8];
     pthread_mutex_t own_lock;
     pthread_t t[T8];
-    gf_stream_pool_stats ps;
-    gf_event_pool_stats es;
+    gf_stream_pool_stats ps = {0};
+    gf_event_pool_stats es = {0};
     int i, started = 0, errors = 0, all_ran = 1;
     uint64_t sum = 0;
 
@@ -2258,8 +2305,8 @@ static void test_wide_fills(void)
 {
     gf_stream *s = mk_stream("fills");
     gf_buffer *b = mk_buffer(1024);
-    uint16_t h16[512];
-    uint32_t h32[256];
+    uint16_t h16[512] = { 0 };
+    uint32_t h32[256] = { 0 };
     int i, ok16 = 1, ok32 = 1;
     CHECK_EQ_RESULT(gf_fill_async(s, b, 0, 0, 1024), GF_OK);
     CHECK_EQ_RESULT(gf_fill16_async(s, b, 2, 0xbeef, 100), GF_OK);
@@ -2339,7 +2386,7 @@ static void test_record_stream(void)
     gf_stream *a = mk_stream("owner"), *b = mk_stream("user");
     gf_buffer *buf = NULL, *next = NULL;
     th_gate gate;
-    unsigned char h[256];
+    unsigned char h[256] = { 0 };   /* written by the copy, on the stream's thread */
     th_gate_init(&gate);
     CHECK_EQ_RESULT(gf_buffer_create_async(a, 256, &buf), GF_OK);
     CHECK_EQ_RESULT(gf_fill_async(a, buf, 0, 0x77, 256), GF_OK);
@@ -2365,7 +2412,7 @@ static void test_record_stream(void)
 
 static void test_memory_stats(void)
 {
-    gf_memory_stats st, st2;
+    gf_memory_stats st = {0}, st2 = {0};
     gf_buffer *b = NULL, *over = NULL;
     void *pinned = NULL;
     uint64_t base;
@@ -2497,10 +2544,10 @@ static void test_graph_pools(void)
     gf_graph_pool *pool = NULL;
     gf_graph *g1 = NULL, *g2 = NULL, *g3 = NULL, *g4 = NULL;
     gf_buffer *out1 = mk_buffer(64), *out2 = mk_buffer(64), *m1 = NULL, *m2 = NULL;
-    gf_memory_stats before, pooled, privately;
+    gf_memory_stats before = {0}, pooled = {0}, privately = {0};
     gf_capture_desc d;
     pool_capture pc;
-    unsigned char h[64];
+    unsigned char h[64] = { 0 };
     CHECK_EQ_RESULT(gf_graph_pool_create(C.dev, &pool), GF_OK);
     CHECK_EQ_RESULT(gf_device_trim(C.dev, 0), GF_OK);
     CHECK_EQ_RESULT(gf_device_memory_stats(C.dev, &before), GF_OK);
@@ -2623,7 +2670,7 @@ static void test_flow_tasks(void)
     gf_buffer *b = mk_buffer(256);
     gf_task_desc td;
     gf_task t[4];
-    gf_flow_stats st;
+    gf_flow_stats st = {0};
     flow_fill ff[4];
     th_flag done;
     unsigned char h[256];
@@ -2722,6 +2769,7 @@ int main(int argc, char **argv)
         { "pool_priority_and_workload", test_pool_priority_and_workload },
         { "pool_acquire_ready", test_pool_acquire_ready },
         { "pool_completion_stats", test_pool_completion_stats },
+        { "pool_destroy_on_waiter_thread", test_pool_destroy_on_waiter_thread },
         { "stream_sets", test_stream_sets },
         { "event_pools", test_event_pools },
         { "barriers", test_barriers },

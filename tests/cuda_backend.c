@@ -18,7 +18,9 @@
 #include <stdint.h>
 
 #define GPUFLOW_IMPLEMENTATION
+#ifndef GPUFLOW_CUDA
 #define GPUFLOW_CUDA
+#endif
 #include "../gpuflow.h"
 #include "harness.h"
 #include "test_kernels.h"
@@ -55,9 +57,11 @@ static int is_u32(gf_buffer *b, uint32_t v, const char *what)
 {
     uint32_t h[N];
     unsigned i;
-    int ok = gf_copy_to_host(h, b, 0, sizeof h) == GF_OK;
+    gf_result r = gf_copy_to_host(h, b, 0, sizeof h);
+    int ok = r == GF_OK;
     for (i = 0; ok && i < N; i++) ok = h[i] == v;
-    if (!ok) printf("  %s: element 0 is %u, expected %u\n", what, (unsigned)h[0], (unsigned)v);
+    if (r != GF_OK) printf("  %s: copying the buffer back failed: %s\n", what, gf_result_name(r));
+    else if (!ok) printf("  %s: element 0 is %u, expected %u\n", what, (unsigned)h[0], (unsigned)v);
     return CHECK(ok, what);
 }
 

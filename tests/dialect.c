@@ -108,7 +108,7 @@ static void test_block_sum(gf_module *mod)
 static void test_atomics(gf_module *mod)
 {
     enum { N = 1000 };
-    unsigned init[6] = { 0, 0xffffffffu, 0, 0, 5, 0 }, got[6], n = N;
+    unsigned init[6] = { 0, 0xffffffffu, 0, 0, 5, 0 }, got[6] = { 0 }, n = N;   /* got: zeros if the copy fails */
     gf_kernel *k = NULL;
     gf_buffer *b = NULL;
     gf_arg a[2];
@@ -130,7 +130,7 @@ static void test_atomics(gf_module *mod)
 
 static void test_math(gf_module *mod)
 {
-    float x = 2.25f, out[14];
+    float x = 2.25f, out[14] = { 0 };   /* zeros (all wrong) if the launch or copy fails */
     double want[14];
     gf_kernel *k = NULL;
     gf_buffer *b = NULL;
@@ -244,7 +244,7 @@ static void test_hostile_sources(void)
     }
     /* shared memory past the device's limit: a build or launch failure with a message */
     {
-        gf_device_info info;
+        gf_device_info info = { 0 };
         char src[512];
         memset(&info, 0, sizeof info);
         gf_device_info(dev, &info);

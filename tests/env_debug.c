@@ -2,17 +2,30 @@
    tests/env_debug.sh runs under the environment's debugging switches, checking what reaches
    stderr. It makes a race (a copy to the device on one stream, a copy back on another, no
    event between), holds a stream for a while with a host callback and synchronizes it, makes
-   one failed call (a zero-sized buffer) and one synchronous copy, and launches a kernel with a
-   barrier that not every thread reaches on a third stream. Its own output: one line, "done". */
+   one failed call (a zero-sized buffer) and one synchronous copy, launches a kernel with a
+   barrier that not every thread reaches on a third stream, and a kernel that runs 0.4 s on a
+   fourth (GPUFLOW_HANG_MS=100 names it). Its own output: one line, "done". */
 #define _POSIX_C_SOURCE 200809L
 #define GPUFLOW_IMPLEMENTATION
 #include "backends.h"
 #include <stdio.h>
 
+#include <time.h>
+static void nap_400ms(void)
+{
+    struct timespec ts = { 0, 400 * 1000000L };
+    nanosleep(&ts, NULL);
+}
 /* A kernel whose barrier only thread 0 of each block reaches: the stub fails its stream (on a
-   GPU it would hang). */
+   GPU it would hang). And one that takes 0.4 s: a kernel that "does not end" for a hang
+   report of 100 ms. */
 #define GF_KERNELS GF_KERNELS_AS_C
 GF_KERNELS(
+GF_KERNEL(slow_kernel, GF_PARAM(GF_GLOBAL float *, x))
+{
+    nap_400ms();
+    x[gf_global_id(0)] = 2.0f;
+}
 GF_KERNEL(bad_sync, GF_PARAM(GF_GLOBAL float *, x))
 {
     if (gf_local_id(0) == 0) gf_block_sync();
@@ -33,13 +46,15 @@ static void hold(void *user, gf_result status)
 
 int main(void)
 {
-    static const gf_stub_kernel stub[] = { GF_STUB_KERNEL(bad_sync) };
+    static const gf_stub_kernel stub[] = { GF_STUB_KERNEL(bad_sync), GF_STUB_KERNEL(slow_kernel) };
+    gf_launch_dims one = { { 1, 1, 1 }, { 1, 1, 1 }, 0 };
+    gf_kernel *slow = NULL;
     gf_launch_dims dims = { { 1, 1, 1 }, { 32, 1, 1 }, 0 };
     gf_module_desc md;
     gf_module *mod = NULL;
     gf_kernel *k = NULL;
     gf_device *dev;
-    gf_stream *a, *b, *c;
+    gf_stream *a, *b, *c, *d;
     gf_buffer *buf, *none = NULL;
     char host[1024], back[1024];
     memset(host, 1, sizeof host);
@@ -56,12 +71,17 @@ int main(void)
     gf_copy_to_host(back, buf, 0, sizeof back);             /* a synchronous copy: a wait by another name */
     memset(&md, 0, sizeof md);
     md.stub_kernels = stub;
-    md.stub_kernel_count = 1;
+    md.stub_kernel_count = 2;
     if (gf_stream_create(dev, NULL, &c) == GF_OK && gf_module_load(dev, &md, &mod) == GF_OK &&
         gf_kernel_get(mod, "bad_sync", &k) == GF_OK) {
         gf_arg args[1] = { GF_ARG_BUFFER(buf) };
         gf_launch(c, k, dims, args, 1);                     /* its failure shows at the stream's next wait */
         gf_stream_synchronize(c);
+        if (gf_kernel_get(mod, "slow_kernel", &slow) == GF_OK && gf_stream_create(dev, NULL, &d) == GF_OK) {
+            gf_launch(d, slow, one, args, 1);
+            gf_stream_synchronize(d);                       /* GPUFLOW_HANG_MS=100: names the running kernel */
+            gf_stream_destroy(d);
+        }
         gf_module_destroy(mod);
         gf_stream_destroy(c);
     }

@@ -43,6 +43,8 @@ else fail "GPUFLOW_LOG=off: stderr has: $(head -c 300 "$out/err")"; fi
 run GPUFLOW_HANG_MS=100
 if has "^gpuflow: .*100 ms" || has "^gpuflow: .*still waiting\|^gpuflow: .*hang"; then ok "GPUFLOW_HANG_MS=100: the hang report reaches stderr"
 else fail "GPUFLOW_HANG_MS=100: no hang report on stderr: $(head -c 400 "$out/err")"; fi
+if has "kernel 'slow_kernel' is running now"; then ok "GPUFLOW_HANG_MS=100: the report names the kernel that does not end"
+else fail "GPUFLOW_HANG_MS=100: the running kernel is not named: $(head -c 600 "$out/err")"; fi
 
 run GPUFLOW_SYNC_DEBUG=warn
 if has "^gpuflow: GPUFLOW_SYNC_DEBUG: gf_copy_to_host holds the host until the copy is done"; then ok "GPUFLOW_SYNC_DEBUG=warn: hidden waits reach stderr"

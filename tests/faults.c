@@ -261,7 +261,14 @@ int gpuflow_fault_hit(const char *entry)
     X(I, launch, (gf_stream *s, gf_kernel *k, const gf_launch_dims *d, const gf_arg *a, int n), (s, k, d, a, n)) \
     X(I, capture_begin, (gf_stream *s, gf_capture_mode mode), (s, mode)) \
     X(I, graph_launch, (gf_graph *g, gf_stream *s), (g, s)) \
-    X(I, graph_update, (gf_graph *target, gf_graph *from), (target, from))
+    X(I, graph_update, (gf_graph *target, gf_graph *from), (target, from)) \
+    X(I, buffer_import, (gf_buffer *buf, const gf_external_memory_desc *d), (buf, d)) \
+    X(I, buffer_export, (gf_buffer *buf, gf_external_type t, gf_external_handle *o), (buf, t, o)) \
+    X(I, semaphore_create, (gf_semaphore *sem), (sem)) \
+    X(I, semaphore_import, (gf_semaphore *sem, const gf_semaphore_desc *d), (sem, d)) \
+    X(I, semaphore_export, (gf_semaphore *sem, gf_external_type t, gf_external_handle *o), (sem, t, o)) \
+    X(I, semaphore_signal, (gf_stream *s, gf_semaphore *sem, uint64_t v), (s, sem, v)) \
+    X(I, semaphore_wait, (gf_stream *s, gf_semaphore *sem, uint64_t v), (s, sem, v))
 
 static const gf__backend *faults_orig[GF_BACKEND_COUNT];
 static gf__backend faults_wrapped[GF_BACKEND_COUNT];
@@ -427,7 +434,7 @@ static gf_result step_end(gf_result r, int allow_pos, int line)
 #define N32 (BUF / 4)
 
 typedef enum { OBJ_STREAM, OBJ_BUFFER, OBJ_EVENT, OBJ_EVENT_POOL, OBJ_STREAM_POOL, OBJ_STREAM_SET,
-               OBJ_FLOW, OBJ_GRAPH, OBJ_MODULE, OBJ_HOST } obj_kind;
+               OBJ_FLOW, OBJ_GRAPH, OBJ_MODULE, OBJ_HOST, OBJ_SEMAPHORE } obj_kind;
 typedef struct { obj_kind kind; void *p; const char *name; } kept_obj;
 
 static struct {
@@ -435,6 +442,8 @@ static struct {
     gf_device *dev;
     gf_stream *s1, *s2;
     gf_buffer *a, *b, *c, *ab, *ab2;
+    gf_buffer *xb, *xi;             /* interop (the stub): an exportable buffer, and it imported again */
+    gf_semaphore *sem, *sem2;       /* a semaphore, and it imported again */
     void *pin;
     gf_event *t0, *t1, *pe;
     gf_event_pool *ep;
@@ -647,6 +656,7 @@ static void destroy_call(obj_kind kind, void *p)
     case OBJ_GRAPH: gf_graph_destroy((gf_graph *)p); break;
     case OBJ_MODULE: gf_module_destroy((gf_module *)p); break;
     case OBJ_HOST: gf_host_free(S.dev, p); break;
+    case OBJ_SEMAPHORE: gf_semaphore_destroy((gf_semaphore *)p); break;
     }
 }
 
@@ -665,10 +675,10 @@ static int destroy_once(obj_kind kind, void *p, const char *name, int line)
     F.step = NULL;
     if (kind == OBJ_HOST) return 1;   /* cannot be refused; OpenCL's pinned memory is not a block of ours */
     freed = kind == OBJ_GRAPH ? graph_dead((gf_graph *)p) : __atomic_load_n(&watch_hit, __ATOMIC_ACQUIRE);
-    /* a buffer's or module's destroy may retire it instead (its memory or code goes once the
+    /* a buffer's, module's or semaphore's destroy may retire it instead (its memory or code goes once the
        work queued before it has passed): the handle is dead at once, the object not yet freed,
        so its tag can still be read */
-    if (!freed && (kind == OBJ_BUFFER || kind == OBJ_MODULE)) freed = *(const uint32_t *)p == GF__T_DEAD;
+    if (!freed && (kind == OBJ_BUFFER || kind == OBJ_MODULE || kind == OBJ_SEMAPHORE)) freed = *(const uint32_t *)p == GF__T_DEAD;
     if (freed) return 1;
     if (!said) defect(line, "destroy of %s neither freed it nor said why (no gf_last_error)", name);
     else if (!F.injected) defect(line, "destroy of %s kept it with no fault injected: %s", name, gf_last_error());
@@ -1022,6 +1032,39 @@ static void scenario_body(void)
     DO(gf_stream_synchronize(S.s2));
     DATA(S.pin && all_bytes(S.pin, 512, 0x33), "a stream-ordered buffer: fill 0x33, read back before its free");
 
+    /* interop (the stub's host fds): an exportable buffer exported and imported again, a
+       semaphore exported, imported again and signalled through one handle, waited through the other */
+    if (S.backend == GF_BACKEND_STUB) {
+        gf_buffer_desc xd;
+        gf_external_handle h = { GF_EXTERNAL_NONE, -1, NULL, 0 };
+        gf_external_memory_desc md;
+        gf_semaphore_desc smd;
+        memset(&xd, 0, sizeof xd);
+        xd.size = BUF;
+        xd.exportable = 1;
+        if (DO(gf_buffer_create_desc(S.dev, &xd, &S.xb)) == GF_OK && DO(gf_buffer_export(S.xb, GF_EXTERNAL_HOST_FD, &h)) == GF_OK) {
+            memset(&md, 0, sizeof md);
+            md.type = GF_EXTERNAL_HOST_FD; md.fd = h.fd; md.size = h.size;
+            DO(gf_buffer_import(S.dev, &md, &S.xi));
+            close(h.fd);
+        }
+        h.fd = -1;
+        if (DO(gf_semaphore_create(S.dev, 1, &S.sem)) == GF_OK && DO(gf_semaphore_export(S.sem, GF_EXTERNAL_HOST_FD, &h)) == GF_OK) {
+            memset(&smd, 0, sizeof smd);
+            smd.type = GF_EXTERNAL_HOST_FD; smd.fd = h.fd; smd.timeline = 1;
+            DO(gf_semaphore_import(S.dev, &smd, &S.sem2));
+            close(h.fd);
+        }
+        if (S.xb) DO(gf_fill_async(S.s1, S.xb, 0, 0x5e, BUF));
+        /* a wait only behind a signal that was enqueued: else it would wait for ever */
+        if (S.sem && DO(gf_semaphore_signal_async(S.s1, S.sem, 1)) == GF_OK && S.sem2)
+            DO(gf_semaphore_wait_async(S.s2, S.sem2, 1));
+        if (S.xi) DO(gf_copy_to_host_async(S.s2, S.pin, S.xi, 0, BUF));
+        DO(gf_stream_synchronize(S.s1));
+        DO(gf_stream_synchronize(S.s2));
+        DATA(S.pin && all_bytes(S.pin, BUF, 0x5e), "interop: a fill of the exported buffer, read through its import after the semaphore");
+    }
+
     /* the profiler's report and trace */
     memset(&report, 0, sizeof report);
     DO(gf_profiler_report(S.dev, &report));
@@ -1053,6 +1096,10 @@ static void scenario_cleanup(void)
     DESTROY(OBJ_MODULE, smod1);
     DESTROY(OBJ_MODULE, smod2);
     S.siota1 = S.saxpy1 = S.siota2 = S.saxpy2 = NULL;
+    DESTROY(OBJ_SEMAPHORE, sem2);
+    DESTROY(OBJ_SEMAPHORE, sem);
+    DESTROY(OBJ_BUFFER, xi);
+    DESTROY(OBJ_BUFFER, xb);
     DESTROY(OBJ_BUFFER, ab2);
     DESTROY(OBJ_BUFFER, ab);
     DESTROY(OBJ_BUFFER, a);
@@ -1293,7 +1340,7 @@ static unsigned long opt_ul(const char *s)
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "";
-    const char *bname = NULL;
+    const char *bname = NULL, *env;
     gf_backend b = GF_BACKEND_STUB;
     int kind, i, want_once = 1, want_from = 1, all = 0, pass;
     unsigned long only = 0, every = 0, total, budget, n;
@@ -1329,9 +1376,10 @@ int main(int argc, char **argv)
     R.argv0 = argv[0];
     R.mode = mode;
     R.backend_name = bname;
-    R.no_recovery = getenv("FAULTS_NO_RECOVERY") && atoi(getenv("FAULTS_NO_RECOVERY")) != 0;
-    if (getenv("FAULTS_PRINT") && atoi(getenv("FAULTS_PRINT")) > 0) max_printed = atoi(getenv("FAULTS_PRINT"));
-    if (getenv("FAULTS_RUN_LIMIT_S") && atof(getenv("FAULTS_RUN_LIMIT_S")) > 0) run_limit_ms = atof(getenv("FAULTS_RUN_LIMIT_S")) * 1000;
+    env = getenv("FAULTS_NO_RECOVERY");
+    R.no_recovery = env && atoi(env) != 0;
+    if ((env = getenv("FAULTS_PRINT")) != NULL && atoi(env) > 0) max_printed = atoi(env);
+    if ((env = getenv("FAULTS_RUN_LIMIT_S")) != NULL && atof(env) > 0) run_limit_ms = atof(env) * 1000;
     for (i = 0; i < BUF; i++) src_bytes[i] = (unsigned char)(i * 7 + 3);
     th_prime();
 
@@ -1393,7 +1441,7 @@ int main(int argc, char **argv)
     /* The loop: every N up to the budget; beyond it a sample: every K-th N, the first call of
        each slot / entry point / allocating step, and the last call (or --every / --all). */
     budget = b == GF_BACKEND_STUB ? 600 : 80;   /* runs per kind: a driver's device open costs ~50-300 ms */
-    if (getenv("FAULTS_BUDGET") && atol(getenv("FAULTS_BUDGET")) > 0) budget = (unsigned long)atol(getenv("FAULTS_BUDGET"));
+    if ((env = getenv("FAULTS_BUDGET")) != NULL && atol(env) > 0) budget = (unsigned long)atol(env);
     if (!every) every = all || total <= budget ? 1 : (total + budget - 1) / budget;
     if (!(pick = (unsigned char *)calloc(total + 1, 1))) { printf("faults: out of memory\n"); return 1; }
     for (n = 1; n <= total; n += every) pick[n] = 1;

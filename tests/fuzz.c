@@ -243,6 +243,14 @@ static gf_result fz_check(gf_result r, const fz_exp *e, const char *call, int li
 }
 /* A call with its expectation (e may be NULL: anything, but a failure must say why). */
 #define FZ_CALL(e, expr) (fz_prime(), fz_check((expr), (e), #expr, __LINE__))
+/* A create's other half of the contract, after FZ_CALL checked r: GF_OK gives a handle in *out,
+   a failure leaves *out NULL (nothing made, nothing to free). 1: it made out. */
+static int fz_made(gf_result r, const void *out, const char *call, int line)
+{
+    if (r == GF_OK && !out) fz_die(line, call, "returned GF_OK but gave no handle");
+    if (r != GF_OK && out) fz_die(line, call, "failed but left a handle in *out");
+    return r == GF_OK && out != NULL;
+}
 
 /* A void call (destroy, close): 1 if it refused, which it says only by setting the error text. */
 static int fz_void_done(const char *call, int line, int must_refuse, int must_succeed)
@@ -933,7 +941,7 @@ static void op_dev_query(fz_in *in)
     fz_exp e = { 0 };
     int d;
     gf_device *dev = fz_pick_dev(in, &e, &d);
-    gf_device_info info;
+    gf_device_info info = { 0 };
     size_t fr = 0, tot = 0;
     unsigned sel = fz_u8(in) % 6;
     const char *n;
@@ -990,6 +998,7 @@ static void op_buf_create(fz_in *in)
     if (fz_u8(in) & 1) {   /* the desc variant, sometimes managed (the stub has managed memory) */
         gf_buffer_desc desc;
         int nodesc = fz_u8(in) % 16 == 15;
+        memset(&desc, 0, sizeof desc);   /* the fields not fuzzed here at their defaults */
         desc.size = size;
         desc.managed = (int)(fz_u8(in) & 1);
         if (nodesc) fz_bad(&e, GF_ERROR_INVALID_ARGUMENT);
@@ -1025,15 +1034,16 @@ static void op_buf_create_async(fz_in *in)
     if (sel == 13) fz_bad(&e, GF_ERROR_INVALID_ARGUMENT);
     if (sel == 14) fz_bad(&e, GF_ERROR_OUT_OF_MEMORY);
     if (sel == 15) { fz_bad(&e, GF_ERROR_INVALID_ARGUMENT); FZ_CALL(&e, gf_buffer_create_async(s, size, NULL)); return; }
-    if ((r = FZ_CALL(&e, gf_buffer_create_async(s, size, &b))) != GF_OK) return;
+    r = FZ_CALL(&e, gf_buffer_create_async(s, size, &b));
+    if (!fz_made(r, b, "gf_buffer_create_async", __LINE__)) return;
     if (fz_graph_owned(b)) {
         /* Made inside a capture: the graph owns it and frees it with itself (or when the
            capture is discarded), so it is used now, within the capture, and not kept. */
         fz_exp own = { 0 };
         FZ_CALL(NULL, gf_fill_async(s, b, 0, (unsigned char)v, size < 512 ? size : 512));
         FZ_CALL(NULL, gf_copy_to_host_async(s, fz_scratch, b, 0, size < 512 ? size : 512));
-        FZ_VOID(1, 0, gf_buffer_destroy(b));   /* the graph's: refused */
         FZ_CALL(&own, gf_buffer_destroy_async(s, b));   /* a no-op: GF_OK */
+        FZ_VOID(1, 0, gf_buffer_destroy(b));   /* the graph's: refused (the last use of b here) */
         return;
     }
     if (i < 0) {   /* not capturing: to the cache (under op_oom that may be refused: the buffer is kept) */
@@ -1156,6 +1166,7 @@ static void op_prefetch(fz_in *in)
 static void op_host(fz_in *in)
 {
     fz_exp e = { 0 };
+    gf_result r;
     int d, i;
     unsigned sel = fz_u8(in) % 8;
     if (sel >= 5) {   /* free one (after the devices are idle) */
@@ -1172,7 +1183,8 @@ static void op_host(fz_in *in)
         if (sel == 4) { fz_bad(&e, GF_ERROR_INVALID_ARGUMENT); FZ_CALL(&e, gf_host_alloc(dev, size, NULL)); return; }
         i = FZ_FREE(F.host);
         if (i < 0 && !e.bad) return;
-        if (FZ_CALL(&e, gf_host_alloc(dev, size, &p)) != GF_OK) return;
+        r = FZ_CALL(&e, gf_host_alloc(dev, size, &p));
+        if (!fz_made(r, p, "gf_host_alloc", __LINE__)) return;
         memset(p, 0x3c, size);
         F.host[i].h.live = 1; F.host[i].h.dev = d; F.host[i].p = (unsigned char *)p; F.host[i].size = size;
     }
@@ -1219,7 +1231,7 @@ static void op_stream_sync(fz_in *in)
     fz_exp e = { 0 };
     int d, i, sel;
     gf_stream *s = fz_pick_stream(in, &e, &d, &i);
-    gf_stream_stats st;
+    gf_stream_stats st = { 0 };
     sel = (int)(fz_u8(in) % 5);
     if (i >= 0 && (sel < 2 || sel == 4) && fz_capture_role(s)) fz_bad(&e, GF_ERROR_CAPTURE);
     switch (sel) {
@@ -1429,7 +1441,7 @@ static void op_epool_use(fz_in *in)
             FZ_CALL(&rec, gf_event_record(ev, F.str[k].s));
         }
     } else {
-        gf_event_pool_stats st;
+        gf_event_pool_stats st = { 0 };
         int noout = sel == 7 && fz_u8(in) % 4 == 3;
         if (noout) fz_bad(&e, GF_ERROR_INVALID_ARGUMENT);
         if (FZ_CALL(&e, gf_event_pool_get_stats(p, noout ? NULL : &st)) == GF_OK && (st.available < 0 || st.in_use < 0 || st.available + st.in_use != st.created))
@@ -1511,7 +1523,7 @@ static void op_spool_use(fz_in *in)
         if (!e.bad) fz_alt(&e, GF_ERROR_CAPTURE);   /* a pool stream was capturing */
         FZ_CALL(&e, gf_stream_pool_synchronize(p));
     } else {
-        gf_stream_pool_stats st;
+        gf_stream_pool_stats st = { 0 };
         int noout = fz_u8(in) % 4 == 3;
         if (noout) fz_bad(&e, GF_ERROR_INVALID_ARGUMENT);
         FZ_CALL(&e, gf_stream_pool_get_stats(p, noout ? NULL : &st));
@@ -1579,7 +1591,7 @@ static void op_set_use(fz_in *in)
 static void op_barrier(fz_in *in)
 {
     fz_exp e = { 0 };
-    gf_stream *list[6];
+    gf_stream *list[6] = { 0 };
     int n = 1 + (int)(fz_u8(in) % 5), i, d, d0 = -1, si;
     unsigned sel = fz_u8(in) % 8;
     double ms = 0;
@@ -1687,7 +1699,8 @@ static void op_flow_depend(fz_in *in)
     } else if (!e.bad && fz_reaches(&F.flow[i], b, a)) {
         fz_bad(&e, GF_ERROR_CYCLE);               /* after already leads to before */
     }
-    if (FZ_CALL(&e, gf_flow_depend(f, before, after)) == GF_OK) F.flow[i].succ[a] |= 1u << b;
+    /* a refusal was expected (and checked) wherever i, a or b is -1: only a real edge is recorded */
+    if (FZ_CALL(&e, gf_flow_depend(f, before, after)) == GF_OK && i >= 0 && a >= 0 && b >= 0) F.flow[i].succ[a] |= 1u << b;
 }
 
 static void op_flow_run(fz_in *in)
@@ -2016,6 +2029,7 @@ static void op_launch(fz_in *in)
 static void op_buf_view(fz_in *in)
 {
     fz_exp e = { 0 };
+    gf_result r;
     int d, bi, i = FZ_FREE(F.buf);
     gf_buffer *b = fz_pick_buf(in, &e, &d, &bi), *v = NULL;
     size_t size = bi >= 0 ? F.buf[bi].size : 64;
@@ -2026,7 +2040,8 @@ static void op_buf_view(fz_in *in)
     if (bi >= 0) fz_range(&e, size, off, bytes);
     if (i < 0 && !e.bad) return;
     if (fz_trace) printf("      offset %zu, bytes %zu\n", off, bytes);
-    if (FZ_CALL(&e, gf_buffer_view(b, off, bytes, noout ? NULL : &v)) != GF_OK) return;
+    r = FZ_CALL(&e, gf_buffer_view(b, off, bytes, noout ? NULL : &v));
+    if (!fz_made(r, v, "gf_buffer_view", __LINE__)) return;
     if (gf_buffer_size(v) != bytes) fz_die(__LINE__, "gf_buffer_size", "a view's size is not the bytes asked for");
     if (gf_buffer_native(v) != gf_buffer_native(b) + off) fz_die(__LINE__, "gf_buffer_native", "a stub view is not at its parent's memory + offset");
     F.buf[i].h.live = 1; F.buf[i].h.dev = d; F.buf[i].b = v; F.buf[i].size = bytes;
@@ -2147,7 +2162,7 @@ static void op_memory(fz_in *in)
     fz_exp e = { 0 };
     int d, k;
     gf_device *dev = fz_pick_dev(in, &e, &d);
-    gf_memory_stats st, after;
+    gf_memory_stats st, after = { 0 };
     unsigned sel = fz_u8(in) % 8;
     size_t bytes;
     memset(&st, 0, sizeof st);
@@ -2393,7 +2408,7 @@ static void op_flow_misc(fz_in *in)
         F.flow[i].succ[F.flow[i].tasks] = 0;
         F.flow[i].tasks++;
     } else if (sel < 5) {
-        gf_flow_stats st;
+        gf_flow_stats st = { 0 };
         int noout = fz_u8(in) % 8 == 7;
         if (noout) fz_bad(&e, GF_ERROR_INVALID_ARGUMENT);
         if (FZ_CALL(&e, gf_flow_get_stats(f, noout ? NULL : &st)) == GF_OK && (st.timed_runs > st.runs || st.avg_run_ms < 0))

@@ -76,10 +76,9 @@ int main(int argc, char **argv)
     gf_stream *s = NULL;
     gf_graph_pool *pool = NULL;
     double shared, apart;
-    gf_result r;
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (argc == 2) th_backend_named(argv[1], &b);   /* a backend's name, else CUDA */
-    if ((r = gf_device_open(b, 0, &dev)) != GF_OK) {
+    if (gf_device_open(b, 0, &dev) != GF_OK) {
         printf("notice: graph_pool_measure skipped: %s\n", gf_last_error());
         SKIP("no device");
         return th_finish();

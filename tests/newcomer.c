@@ -132,10 +132,10 @@ static void test_launch_checks(gf_stream *s)
     gf_module *mod = NULL;
     gf_kernel *k = NULL;
     gf_buffer *y = NULL;
-    gf_device_info info;
+    gf_device_info info = {0};   /* zeros (no limits) if gf_device_info fails */
     gf_module_desc desc = source_desc(nc_source, "newcomer.gfk", nc_stub, 1, NULL);
     unsigned n = 4;
-    float a = 2.0f, out[4], in[4] = { 1, 2, 3, 4 };
+    float a = 2.0f, out[4] = {0}, in[4] = { 1, 2, 3, 4 };
     double wrong_n = 4.0;
     gf_launch_dims d;
     gf_arg args[3];
@@ -329,8 +329,8 @@ static void nc_waits_from_callback(void *user, gf_result status)
     t->event_before = gf_event_synchronize(t->before);
     t->event_after = gf_event_synchronize(t->after);
     th_prime();
-    gf_buffer_destroy(t->b);
-    t->buffer_kept = gf_buffer_size(t->b) == 64 && contains(gf_last_error(), "host callback");
+    gf_buffer_destroy(t->b);   /* refused: the buffer stays (its destroy outside the callback frees it; ASan sees a double free) */
+    t->buffer_kept = contains(gf_last_error(), "host callback");
     th_prime();
     gf_stream_destroy(t->s);
     t->stream_kept = gf_stream_label(t->s)[0] != 0 && contains(gf_last_error(), "host callback");

@@ -39,7 +39,7 @@ static void check_clean_refusal(gf_backend b, const char *name)
 int main(void)
 {
     gf_device *d = NULL;
-    gf_device_info info;
+    gf_device_info info = {0};
     gf_result r;
 
     setvbuf(stdout, NULL, _IOLBF, 0);

@@ -48,13 +48,13 @@ static gf_backend backend;
 
 static uint64_t pending_count(void)
 {
-    gf_memory_stats st;
+    gf_memory_stats st = {0};
     if (gf_device_memory_stats(dev, &st) != GF_OK) return (uint64_t)-1;
     return st.kind[GF_MEMORY_PENDING].count;
 }
 static uint64_t pending_bytes(void)
 {
-    gf_memory_stats st;
+    gf_memory_stats st = {0};
     if (gf_device_memory_stats(dev, &st) != GF_OK) return (uint64_t)-1;
     return st.kind[GF_MEMORY_PENDING].bytes;
 }
@@ -119,7 +119,7 @@ static void test_buffer(gf_stream *s)
 static void test_views(gf_stream *s, gf_kernel *k)
 {
     gf_buffer *p = NULL, *v = NULL, *w = NULL;
-    float back[NS_N];
+    float back[NS_N] = {0};   /* zeros if the copy back fails */
     th_gate g;
     unsigned i;
     CHECK_EQ_RESULT(gf_buffer_create(dev, 2 * NS_N * sizeof(float), &p), GF_OK);
@@ -160,7 +160,7 @@ static void test_module(gf_stream *s)
     gf_module *m = load_module();
     gf_kernel *k = NULL;
     gf_buffer *x = NULL;
-    float back[NS_N];
+    float back[NS_N] = {0};   /* zeros if the copy back fails */
     unsigned i;
     th_gate g;
     if (!m) return;
@@ -227,7 +227,7 @@ static void *open_later(void *p)
 
 static void test_alloc_and_trim(gf_stream *s)
 {
-    gf_memory_stats st;
+    gf_memory_stats st = {0};
     gf_buffer *a = NULL, *b = NULL;
     size_t big = 3u << 20;
     pthread_t opener;

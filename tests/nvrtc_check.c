@@ -30,7 +30,9 @@
 #include <string.h>
 
 #define GPUFLOW_IMPLEMENTATION
+#ifndef GPUFLOW_CUDA
 #define GPUFLOW_CUDA
+#endif
 #include "../gpuflow.h"
 
 #include "rtc_check.h"

@@ -68,7 +68,7 @@ static void test_pool_destroy_with_pending_wait(void)
     gf_event_pool *pool = NULL;
     gf_event *ev = NULL;
     gf_stream *s = mk_stream("gated");
-    gf_event_pool_stats st;
+    gf_event_pool_stats st = {0};
     th_gate gate;
     th_flag fired;
     th_gate_init(&gate);
@@ -290,7 +290,7 @@ static void test_failure_messages(void)
     gf_flow *flow = NULL;
     gf_stream *s = mk_stream("capturer");
     gf_graph *g = NULL;
-    gf_task a, b;
+    gf_task a = 0, b = 0;   /* 0: no task, if an add fails */
     CHECK_EQ_RESULT(gf_buffer_create(R.dev, 256, &msg_buf), GF_OK);
     CHECK_EQ_RESULT(gf_stream_pool_create(R.dev, NULL, &pool), GF_OK);
     CHECK_EQ_RESULT(gf_flow_create(R.dev, NULL, &flow), GF_OK);
@@ -301,6 +301,7 @@ static void test_failure_messages(void)
     CHECK(contains(gf_last_error(), "task 'ranged'") && contains(gf_last_error(), "past the buffer"),
           "7: a failing task's message names the task and keeps the task's own detail");
     gf_flow_destroy(flow);
+    flow = NULL;   /* not the freed one, should the next create fail before it writes flow */
     CHECK_EQ_RESULT(gf_flow_create(R.dev, NULL, &flow), GF_OK);
     CHECK_EQ_RESULT(gf_flow_add(flow, "silent", task_silent_failure, NULL, &a), GF_OK);
     CHECK_FAIL(gf_flow_run(flow, pool), GF_ERROR_INVALID_STATE);
@@ -345,7 +346,7 @@ static void test_launch_arguments(void)
     gf_kernel *fill = NULL;
     gf_stream *s = mk_stream("launcher");
     gf_buffer *b = NULL;
-    gf_device_info info;
+    gf_device_info info = {0};   /* zeros if gf_device_info fails */
     gf_launch_dims dims;
     gf_arg args[4];
     uint32_t n = 16, v = 7;
@@ -380,7 +381,7 @@ static void test_launch_arguments(void)
     CHECK_EQ_RESULT(gf_launch(s, fill, dims, args, 3), GF_OK);          /* the right launch still runs */
     CHECK_EQ_RESULT(gf_stream_synchronize(s), GF_OK);
     {
-        uint32_t h[16];
+        uint32_t h[16] = { 0 };
         int i, ok = 1;
         CHECK_EQ_RESULT(gf_copy_to_host(h, b, 0, sizeof h), GF_OK);
         for (i = 0; i < 16; i++) ok &= h[i] == 7;
@@ -581,7 +582,7 @@ static long fcl_queue_refs(cl_command_queue q)
 #endif
 
 /* A foreign buffer: made, read, written and released without gpuflow. */
-typedef struct foreign_buf { uint64_t native; size_t bytes; } foreign_buf;
+typedef struct foreign_buf { uint64_t native; size_t bytes; gf_backend kind; } foreign_buf;   /* kind: whose API made it */
 /* 1: this backend has foreign buffers the test can make; 0: SKIP (said once per test). */
 static int foreign_available(void)
 {
@@ -595,7 +596,8 @@ static int foreign_make(foreign_buf *f, size_t bytes, unsigned char fill)
 {
     f->bytes = bytes;
     f->native = 0;
-    if (R.backend == GF_BACKEND_STUB) {
+    f->kind = R.backend;   /* read, written and released through the API that made it */
+    if (f->kind == GF_BACKEND_STUB) {
         unsigned char *p = (unsigned char *)malloc(bytes);
         if (!p) return 0;
         memset(p, fill, bytes);
@@ -603,7 +605,7 @@ static int foreign_make(foreign_buf *f, size_t bytes, unsigned char fill)
         return 1;
     }
 #ifdef GPUFLOW_OPENCL
-    if (R.backend == GF_BACKEND_OPENCL) {
+    if (f->kind == GF_BACKEND_OPENCL) {
         cl_int e = CL_SUCCESS;
         unsigned char *tmp = (unsigned char *)malloc(bytes);
         cl_mem m = tmp ? FCL.CreateBuffer(FCL.ctx, CL_MEM_READ_WRITE, bytes, NULL, &e) : NULL;
@@ -622,18 +624,18 @@ static int foreign_make(foreign_buf *f, size_t bytes, unsigned char fill)
 /* Reads and writes through the foreign API only (1: the API accepted it). */
 static int foreign_read(const foreign_buf *f, size_t off, void *dst, size_t n)
 {
-    if (R.backend == GF_BACKEND_STUB) { memcpy(dst, (const unsigned char *)(uintptr_t)f->native + off, n); return 1; }
+    if (f->kind == GF_BACKEND_STUB) { memcpy(dst, (const unsigned char *)(uintptr_t)f->native + off, n); return 1; }
 #ifdef GPUFLOW_OPENCL
-    if (R.backend == GF_BACKEND_OPENCL)
+    if (f->kind == GF_BACKEND_OPENCL)
         return FCL.EnqueueReadBuffer(FCL.queue, (cl_mem)(uintptr_t)f->native, CL_TRUE, off, n, dst, 0, NULL, NULL) == CL_SUCCESS;
 #endif
     return 0;
 }
 static int foreign_write(const foreign_buf *f, size_t off, const void *src, size_t n)
 {
-    if (R.backend == GF_BACKEND_STUB) { memcpy((unsigned char *)(uintptr_t)f->native + off, src, n); return 1; }
+    if (f->kind == GF_BACKEND_STUB) { memcpy((unsigned char *)(uintptr_t)f->native + off, src, n); return 1; }
 #ifdef GPUFLOW_OPENCL
-    if (R.backend == GF_BACKEND_OPENCL)
+    if (f->kind == GF_BACKEND_OPENCL)
         return FCL.EnqueueWriteBuffer(FCL.queue, (cl_mem)(uintptr_t)f->native, CL_TRUE, off, n, src, 0, NULL, NULL) == CL_SUCCESS;
 #endif
     return 0;
@@ -642,9 +644,9 @@ static int foreign_write(const foreign_buf *f, size_t off, const void *src, size
 static int foreign_release(foreign_buf *f)
 {
     int ok = 0;
-    if (R.backend == GF_BACKEND_STUB) { free((void *)(uintptr_t)f->native); ok = 1; }
+    if (f->kind == GF_BACKEND_STUB) { free((void *)(uintptr_t)f->native); ok = 1; }
 #ifdef GPUFLOW_OPENCL
-    if (R.backend == GF_BACKEND_OPENCL) ok = FCL.ReleaseMemObject((cl_mem)(uintptr_t)f->native) == CL_SUCCESS;
+    if (f->kind == GF_BACKEND_OPENCL) ok = FCL.ReleaseMemObject((cl_mem)(uintptr_t)f->native) == CL_SUCCESS;
 #endif
     f->native = 0;
     return ok;
@@ -653,7 +655,7 @@ static int foreign_release(foreign_buf *f)
 static long foreign_refs(const foreign_buf *f)
 {
 #ifdef GPUFLOW_OPENCL
-    if (R.backend == GF_BACKEND_OPENCL) return fcl_mem_refs((cl_mem)(uintptr_t)f->native);
+    if (f->kind == GF_BACKEND_OPENCL) return fcl_mem_refs((cl_mem)(uintptr_t)f->native);
 #endif
     (void)f;
     return -1;
@@ -678,7 +680,7 @@ static int foreign_all(const foreign_buf *f, size_t off, size_t n, unsigned char
 }
 static int buffer_all(gf_buffer *b, size_t off, size_t n, unsigned char v)
 {
-    unsigned char tmp[4096];
+    unsigned char tmp[4096] = { 0 };   /* the copy writes it from the stream's thread: said here for a reader (and the analyzer) */
     size_t i;
     if (n > sizeof tmp || gf_copy_to_host(tmp, b, off, n) != GF_OK) return 0;
     for (i = 0; i < n; i++) if (tmp[i] != v) return 0;
@@ -687,7 +689,7 @@ static int buffer_all(gf_buffer *b, size_t off, size_t n, unsigned char v)
 /* What gpuflow accounts as its own device memory: wrapping must not change it. */
 static uint64_t device_bytes(void)
 {
-    gf_memory_stats ms;
+    gf_memory_stats ms = {0};
     memset(&ms, 0, sizeof ms);
     gf_device_memory_stats(R.dev, &ms);
     return ms.device_bytes;
@@ -949,10 +951,11 @@ static void test_record_stream_two_devices(void)
     gf_device *d2 = NULL;
     gf_stream *s1, *s1b, *s2 = NULL;
     gf_buffer *b1 = NULL, *b2 = NULL, *w = NULL, *v = NULL, *a = NULL;
-    gf_stream_stats st0, st1;
+    gf_stream_stats st0 = {0}, st1 = {0};
     foreign_buf f;
-    int have_foreign = foreign_available() && foreign_make(&f, 1024, 0x0f);
+    int have_foreign;
     if (!CHECK_EQ_RESULT(gf_device_open(R.backend, 0, &d2), GF_OK)) return;
+    have_foreign = foreign_available() && foreign_make(&f, 1024, 0x0f);   /* after the open: nothing to free on its failure */
     CHECK(d2 != R.dev, "I5: a second open is a second device");
     s1 = mk_stream("dev1 a");
     s1b = mk_stream("dev1 b");
@@ -1061,7 +1064,7 @@ static void test_graph_args_after_update(void)
     gf_stream *s;
     gf_buffer *b1 = NULL, *b2 = NULL, *w = NULL;
     gf_graph *g, *h;
-    gf_graph_info gi;
+    gf_graph_info gi = {0};
     gf_arg a[3];
     uint32_t n = 16, v3 = 3, v7 = 7, v9 = 9, v5 = 0x05050505u;
     foreign_buf f;

@@ -509,8 +509,8 @@ static void do_update(worker *w)
 static void do_misc(worker *w)
 {
     gf_stream *a = shared[rnd(w) % NS], *b = shared[rnd(w) % NS];
-    gf_stream_stats st;
-    gf_event_pool_stats es;
+    gf_stream_stats st = { 0 };
+    gf_event_pool_stats es = { 0 };
     gf_result r;
     w->n_misc++;
     switch (rnd(w) % 8) {
@@ -657,8 +657,8 @@ static void run_stress(void)
     gf_module *mod = NULL;
     gf_stream_pool_desc pd;
     gf_event_pool_desc ed;
-    gf_stream_pool_stats ps;
-    gf_event_pool_stats es;
+    gf_stream_pool_stats ps = { 0 };
+    gf_event_pool_stats es = { 0 };
     gf_task t[4];
     gf_result r;
     pthread_t tid[MAX_THREADS];
@@ -825,7 +825,7 @@ static void run_stress(void)
     for (i = 0; i < NS + 1; i++) {
         gf_stream *s = i < NS ? shared[i] : ustream;
         sstats *e = i < NS ? &expect_shared[i] : &expect_u;
-        gf_stream_stats st;
+        gf_stream_stats st = { 0 };
         if (!s) continue;
         CHECK_EQ_RESULT(gf_stream_get_stats(s, &st), GF_OK);
         snprintf(what, sizeof what, "stress: stats of '%s': ops %llu/%llu copies %llu/%llu bytes %llu/%llu launches %llu/%llu callbacks %llu/%llu pending %llu (got/submitted)",
@@ -867,7 +867,7 @@ static void run_stress(void)
         }
         CHECK(n == POOL_STREAMS && distinct, "stress: afterwards acquire_ready leases every pool stream once (no lease leaked)");
         for (i = 0; i < n; i++) {
-            gf_stream_stats st;
+            gf_stream_stats st = { 0 };
             if (gf_stream_get_stats(got[i], &st) == GF_OK) {
                 sum.ops += st.ops; sum.launches += st.launches; sum.callbacks += st.callbacks; sum.copies += st.copies;
             }

@@ -130,8 +130,8 @@ static void test_barriers(void)
 {
     gf_buffer *x = NULL;
     gf_stream *s = NULL;
-    char state[4096];
-    float host[32];
+    char state[4096] = "";
+    float host[32] = {0};   /* zeros if the copy back fails */
     int i, ok;
     CHECK_EQ_RESULT(gf_buffer_create(dev, sizeof host, &x), GF_OK);
 
@@ -196,7 +196,7 @@ static void test_no_memory_for_fibers(void)
 {
     gf_buffer *x = NULL;
     gf_stream *s = NULL;
-    float host[32];
+    float host[32] = {0};   /* zeros if the copy back fails */
     int i, ok;
     CHECK_EQ_RESULT(gf_buffer_create(dev, sizeof host, &x), GF_OK);
     for (i = 0; i < 32; i++) host[i] = (float)i;
@@ -258,7 +258,7 @@ static void test_running_kernel_in_report(void)
     gf_launch_dims d;
     gf_arg args[2];
     unsigned n = 8;
-    char state[4096];
+    char state[4096] = "";
     int tries;
     memset(&d, 0, sizeof d);
     d.grid[0] = 3; d.grid[1] = d.grid[2] = 1;
@@ -288,7 +288,7 @@ static void test_guards(void)
 {
     gf_buffer *x = NULL, *view = NULL, *wrapped = NULL;
     static float outside[64];
-    float host[16];
+    float host[16] = {0};   /* zeros if the copy back fails */
     int i, ok;
     CHECK_EQ_RESULT(gf_buffer_create(dev, 16 * sizeof(float), &x), GF_OK);
 

@@ -227,7 +227,7 @@ int main(int argc, char **argv)
     gf_stream_pool_desc pd;
     gf_stream_pool *pool = NULL;
     gf_event_pool *events = NULL;
-    gf_event_pool_stats es;
+    gf_event_pool_stats es = {0};
     gf_result r;
     int i, j, ok;
 
