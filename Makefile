@@ -2,6 +2,7 @@
 #
 #   make test                  build and run every test and example; the last line is `N passed, N failed`
 #   make test-gpu              on the GPU machine: the conformance suite on CUDA (+ memcheck)
+#   make test-vulkan           gpuflow with a real Vulkan driver (NVIDIA's on the GPU machine; VULKAN_INCLUDE=dir)
 #   make sanitize              the tests under ASan+UBSan, then under TSan
 #   make analyze               clang's static analyzer over the header (every backend) and the tests; in make test
 #   make stress                8 threads over shared objects, a create/destroy soak, a race-detector
@@ -52,7 +53,7 @@ HDRS = gpuflow.h $(wildcard gpuflow_*.h) tests/harness.h tests/backends.h tests/
 
 # ---- make test ---------------------------------------------------------------------------------
 TEST_BINS = $(BUILD)/conformance $(BUILD)/bad_input $(BUILD)/threads $(BUILD)/no_driver $(BUILD)/reliability $(BUILD)/races \
-            $(BUILD)/faults $(BUILD)/dialect $(BUILD)/cache $(BUILD)/stub_checks $(BUILD)/no_stalls $(BUILD)/interop $(BUILD)/fuzz_replay $(BUILD)/debug_shells $(BUILD)/newcomer $(BUILD)/newcomer_stubonly \
+            $(BUILD)/faults $(BUILD)/dialect $(BUILD)/cache $(BUILD)/stub_checks $(BUILD)/no_stalls $(BUILD)/interop $(BUILD)/vulkan $(BUILD)/fuzz_replay $(BUILD)/debug_shells $(BUILD)/newcomer $(BUILD)/newcomer_stubonly \
             $(BUILD)/cpp_gxx $(if $(HAVE_CLANGXX),$(BUILD)/cpp_clangxx) \
             $(if $(HAVE_CLANG),$(BUILD)/conformance_clang) $(BUILD)/conformance_debug $(if $(HAVE_CUDA),$(BUILD)/nvrtc_check) \
             $(if $(HAVE_HIP),$(BUILD)/hiprtc_check $(BUILD)/hiprtc_missing)
@@ -61,7 +62,7 @@ TEST_RUNS = "$(BUILD)/conformance stub" "$(BUILD)/conformance opencl" \
             "$(BUILD)/bad_input" "$(BUILD)/threads stub" "$(BUILD)/threads opencl" \
             "$(BUILD)/reliability stub" "$(BUILD)/reliability opencl" \
             "$(BUILD)/races stub" "$(BUILD)/races opencl" "$(BUILD)/dialect stub" "$(BUILD)/dialect opencl" "$(BUILD)/cache opencl" "$(BUILD)/stub_checks" \
-            "$(BUILD)/no_stalls stub" "$(BUILD)/no_stalls opencl" "$(BUILD)/interop stub" "$(BUILD)/interop opencl" \
+            "$(BUILD)/no_stalls stub" "$(BUILD)/no_stalls opencl" "$(BUILD)/interop stub" "$(BUILD)/interop opencl" "$(BUILD)/vulkan stub" \
             "$(BUILD)/faults alloc stub" "$(BUILD)/faults slots stub" "$(BUILD)/faults slots opencl" "$(BUILD)/faults entries opencl" \
             "$(BUILD)/fuzz_replay tests/fuzz_corpus" "$(BUILD)/debug_shells" \
             "$(BUILD)/newcomer stub" "$(BUILD)/newcomer opencl" "$(BUILD)/newcomer_stubonly stub" "sh tests/readme.sh $(BUILD)" \
@@ -87,7 +88,7 @@ ANALYZE_FILES = gpuflow.h $(filter-out tests/%_sigcheck_fail.c tests/cublas_inte
 analyze:
 	@sh tests/analyze.sh $(BUILD)/analyze '$(CC) $(CSTD) $(BACKENDS)' $(ANALYZE_FILES)
 
-.PHONY: test test-gpu analyze sanitize examples bench install clean ptx stress stress-sanitize fuzz faults-all hip-headers vendor-headers FORCE
+.PHONY: test test-gpu test-vulkan analyze sanitize examples bench install clean ptx stress stress-sanitize fuzz faults-all hip-headers vendor-headers FORCE
 .DELETE_ON_ERROR:
 
 test: $(TEST_BINS)
@@ -109,6 +110,17 @@ $(BUILD)/%: tests/%.c $(HDRS) | $(BUILD)
 # the newcomer regressions once more with no vendor backend: the not-compiled-in refusals
 $(BUILD)/newcomer_stubonly: tests/newcomer.c $(HDRS) | $(BUILD)
 	$(CC) $(CSTD) $(WARN) $(OPT) $< -o $@ $(LDLIBS)
+
+# Vulkan's headers (types only: the loader is opened at run time): Debian's libvulkan-dev, or
+# VULKAN_INCLUDE=dir (the GPU machine: a copy carried in .gl/include)
+VULKAN_INCLUDE ?=
+$(BUILD)/vulkan: tests/vulkan.c examples/vulkan_setup.h examples/scale.gfk $(HDRS) | $(BUILD)
+	$(CC) $(CSTD) $(WARN) $(OPT) $(BACKENDS) $(if $(VULKAN_INCLUDE),-isystem $(VULKAN_INCLUDE)) $< -o $@ $(LDLIBS)
+
+# make test-vulkan: gpuflow with a real Vulkan driver (NVIDIA's on the GPU machine: the loader
+# carried as the device README says); skips where no driver exports opaque fds
+test-vulkan: $(BUILD)/vulkan
+	@sh tests/run.sh "$(BUILD)/vulkan cuda" "$(BUILD)/vulkan hip" "$(BUILD)/vulkan opencl" "$(BUILD)/vulkan stub"
 
 # cuBLAS's headers and HIP's define the same vector types: this test compiles CUDA alone
 $(BUILD)/cublas_interop: tests/cublas_interop.c $(HDRS) | $(BUILD)
