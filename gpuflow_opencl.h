@@ -98,6 +98,18 @@
 #ifndef CL_VERSION_2_1
 #  error "gpuflow_opencl.h needs CL/cl.h of OpenCL 2.1 or later (the Khronos OpenCL-Headers); if CL_TARGET_OPENCL_VERSION is set before CL/cl.h is included, it must be 210 or higher"
 #endif
+/* cl_khr_semaphore and cl_khr_external_semaphore(_opaque_fd): the values the extensions give,
+   for headers older than them (the types gpuflow uses are its own, below). */
+#ifndef CL_SEMAPHORE_TYPE_KHR
+#  define CL_SEMAPHORE_TYPE_KHR                         0x203D
+#  define CL_SEMAPHORE_TYPE_BINARY_KHR                  1
+#endif
+#ifndef CL_SEMAPHORE_HANDLE_OPAQUE_FD_KHR
+#  define CL_SEMAPHORE_HANDLE_OPAQUE_FD_KHR             0x2055
+#endif
+#ifndef CL_DEVICE_SEMAPHORE_IMPORT_HANDLE_TYPES_KHR
+#  define CL_DEVICE_SEMAPHORE_IMPORT_HANDLE_TYPES_KHR   0x204D
+#endif
 #ifndef CL_QUEUE_PRIORITY_KHR   /* cl_khr_priority_hints, missing from some 2.1 headers */
 #  define CL_QUEUE_PRIORITY_KHR      0x1096
 #  define CL_QUEUE_PRIORITY_HIGH_KHR (1 << 0)
@@ -422,6 +434,19 @@ typedef struct gf__cl_job {
 
 typedef struct gf__cl_pinned { void *ptr; cl_mem mem; struct gf__cl_pinned *next; } gf__cl_pinned;
 
+/* cl_khr_semaphore's entry points, found per platform (clGetExtensionFunctionAddressForPlatform). */
+typedef struct gf__cl_sem_s *gf__cl_sem;   /* a cl_semaphore_khr */
+typedef gf__cl_sem (CL_API_CALL *gf__cl_sem_create_fn)(cl_context, const cl_ulong *, cl_int *);
+typedef cl_int (CL_API_CALL *gf__cl_sem_enqueue_fn)(cl_command_queue, cl_uint, const gf__cl_sem *, const cl_ulong *, cl_uint,
+                                                    const cl_event *, cl_event *);
+typedef cl_int (CL_API_CALL *gf__cl_sem_release_fn)(gf__cl_sem);
+typedef struct gf__cl_semaphores {
+    gf__cl_sem_create_fn create;      /* clCreateSemaphoreWithPropertiesKHR; NULL: no semaphores */
+    gf__cl_sem_enqueue_fn wait;       /* clEnqueueWaitSemaphoresKHR */
+    gf__cl_sem_release_fn release;    /* clReleaseSemaphoreKHR */
+    int import_fd;                    /* the device imports opaque fds */
+} gf__cl_semaphores;
+
 typedef struct gf__cl_device {
     cl_platform_id platform;
     cl_device_id device;
@@ -443,6 +468,7 @@ typedef struct gf__cl_device {
     gf__thread *cb_threads; int cb_thread_count, cb_thread_cap;
     gf__mutex fill_lock;            /* the fill kernel: built once, its arguments set per enqueue */
     cl_program fill_program; cl_kernel fill_kernel; int fill_failed;
+    gf__cl_semaphores sem;
 } gf__cl_device;
 
 /* A job counts as live from its making to its end, so that the device outlives every marker
@@ -457,12 +483,13 @@ static gf__cl_job *gf__cl_job_new(gf__cl_device *d, void (*fn)(void *user), void
     return job;
 }
 
-/* Frees the job; one that ran first completes its user event, so that the work held behind it
-   runs. An event left unset would stall its queue for good: a failed attempt is tried once
-   more. */
+/* Frees the job; its user event is completed first, so that the work held behind it runs (a
+   job that ran), and so that no driver keeps an unset one alive (a dropped job: NVIDIA's
+   OpenCL then hangs the context's release). An event left unset would stall its queue for
+   good: a failed attempt is tried once more. */
 static void gf__cl_job_end(gf__cl_job *job) {
     gf__cl_device *d = job->dev;
-    if (job->state == GF__CL_JOB_RUN) {
+    if (job->done) {
         cl_int e = GF__CL(clSetUserEventStatus, (job->done, CL_COMPLETE));
         if (e != CL_SUCCESS) e = GF__CL(clSetUserEventStatus, (job->done, CL_COMPLETE));
         if (e != CL_SUCCESS)
@@ -569,6 +596,28 @@ static int gf__cl_has_ext(const char *list, const char *ext) {
     return 0;
 }
 
+/* The cl_khr_semaphore entries gpuflow uses (all, or none kept), and whether the device imports
+   opaque fds. */
+static int gf__cl_handle_listed(gf__cl_device *d, cl_device_info what, cl_uint type) {
+    cl_uint list[16];
+    size_t size = 0, i;
+    if (GF__CL(clGetDeviceInfo, (d->device, what, sizeof list, list, &size)) != CL_SUCCESS) return 0;
+    for (i = 0; i < size / sizeof *list && i < 16; i++) if (list[i] == type) return 1;
+    return 0;
+}
+static void gf__cl_semaphores_load(gf__cl_device *d, const char *exts) {
+    static const char *const names[3] = { "clCreateSemaphoreWithPropertiesKHR", "clEnqueueWaitSemaphoresKHR", "clReleaseSemaphoreKHR" };
+    void *f[3];
+    int i;
+    for (i = 0; i < 3; i++)
+        if (!(f[i] = GF__CL_PTR(clGetExtensionFunctionAddressForPlatform, (d->platform, names[i])))) return;
+    memcpy(&d->sem.create, &f[0], sizeof f[0]);
+    memcpy(&d->sem.wait, &f[1], sizeof f[1]);
+    memcpy(&d->sem.release, &f[2], sizeof f[2]);
+    d->sem.import_fd = gf__cl_has_ext(exts, "cl_khr_external_semaphore_opaque_fd") &&
+                       gf__cl_handle_listed(d, CL_DEVICE_SEMAPHORE_IMPORT_HANDLE_TYPES_KHR, CL_SEMAPHORE_HANDLE_OPAQUE_FD_KHR);
+}
+
 /* An in-order queue with profiling; priority is a CL_QUEUE_PRIORITY_*_KHR value or 0. */
 static gf_result gf__cl_queue(gf__cl_device *d, cl_ulong priority, cl_command_queue *out) {
     cl_int e;
@@ -626,6 +675,7 @@ static gf_result gf__cl_device_init(gf_device *dev, gf__cl_device *d) {
         void *f = GF__CL_PTR(clGetExtensionFunctionAddressForPlatform, (d->platform, "clCreateProgramWithILKHR"));
         memcpy(&d->create_with_il, &f, sizeof f);
     }
+    if (exts && gf__cl_has_ext(exts, "cl_khr_semaphore")) gf__cl_semaphores_load(d, exts);
     gf__free(exts);
 
     if (!d->ctx) {
@@ -1525,6 +1575,83 @@ static uint64_t gf__cl_native_handle(gf__type type, void *obj) {
 /* Left NULL: stream-ordered allocation (the core's cache), prefetch (SVM needs none), graphs
    (the core's recorded replay), host_pinned (the driver copies from any host memory), 2D
    copies (the core's copy per row), trim and cached_bytes (no driver pool). */
+/* ---- interop: semaphores ------------------------------------------------------------------ */
+/* Binary semaphores (cl_khr_semaphore has no timelines) imported from opaque fds where the
+   device lists them, and waited on in stream order. Not signalled, made or exported: on
+   NVIDIA's OpenCL (580, the one driver here with the extension) clEnqueueSignalSemaphoresKHR
+   signals before the work queued ahead of it, a marker in its wait list included (measured
+   by tests/vulkan.c: Vulkan's wait passed while the signal sat behind a held host callback).
+   No external memory yet: cl_khr_external_memory wants every use of an imported buffer
+   between acquire and release commands. An extension entry point goes through the fault seam
+   by its name, as the table's do. */
+#define GF__CL_SEM(d, slot, name, args) (GF__FAULT(name) ? GF__CL_INJECTED : (d)->sem.slot args)
+static unsigned gf__cl_external_types(gf_device *dev, int use) {
+    gf__cl_device *d = (gf__cl_device *)dev->native;
+    if (!d->sem.create) return 0;
+    if (use == GF__EXT_IMPORT_SEMAPHORE && d->sem.import_fd) return GF__EXT_BIT(GF_EXTERNAL_OPAQUE_FD);
+    return 0;
+}
+static gf_result gf__cl_buffer_import(gf_buffer *buf, const gf_external_memory_desc *desc) {
+    (void)buf; (void)desc;
+    return gf__fail(GF_ERROR_NOT_SUPPORTED, "OpenCL: gpuflow imports no external memory yet");
+}
+static gf_result gf__cl_buffer_export(gf_buffer *buf, gf_external_type type, gf_external_handle *out) {
+    (void)buf; (void)type; (void)out;
+    return gf__fail(GF_ERROR_NOT_SUPPORTED, "OpenCL: gpuflow exports no memory yet");
+}
+static gf_result gf__cl_semaphore_make(gf_semaphore *sem, const cl_ulong *props) {
+    gf__cl_device *d = (gf__cl_device *)sem->dev->native;
+    cl_int e = CL_SUCCESS;
+    gf__cl_sem made;
+    if (!d->sem.create) return gf__fail(GF_ERROR_NOT_SUPPORTED, "OpenCL: device '%s' has no cl_khr_semaphore", sem->dev->info.name);
+    if (sem->timeline) return gf__fail(GF_ERROR_NOT_SUPPORTED, "OpenCL: semaphores are binary (cl_khr_semaphore has no timelines)");
+    made = GF__FAULT("clCreateSemaphoreWithPropertiesKHR") ? NULL : d->sem.create(d->ctx, props, &e);
+    if (!made) return gf__cl_fail("clCreateSemaphoreWithPropertiesKHR", e == CL_SUCCESS ? GF__CL_INJECTED : e);
+    sem->native = made;
+    return GF_OK;
+}
+static const char gf__cl_no_signal[] = "OpenCL: gpuflow does not signal OpenCL semaphores (NVIDIA's OpenCL signals before "
+    "the work queued ahead of the signal): import a semaphore another API signals, and wait on it";
+static gf_result gf__cl_semaphore_create(gf_semaphore *sem) {
+    (void)sem;
+    return gf__fail(GF_ERROR_NOT_SUPPORTED, "gf_semaphore_create: %s", gf__cl_no_signal);
+}
+static gf_result gf__cl_semaphore_import(gf_semaphore *sem, const gf_semaphore_desc *desc) {
+#if defined(_WIN32)
+    (void)sem; (void)desc;
+    return gf__fail(GF_ERROR_NOT_SUPPORTED, "OpenCL: no fds on Windows");
+#else
+    cl_ulong props[5];
+    gf_result r;
+    int fd;
+    if (sem->timeline) return gf__fail(GF_ERROR_NOT_SUPPORTED, "OpenCL: semaphores are binary (cl_khr_semaphore has no timelines)");
+    if ((fd = dup(desc->fd)) < 0) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_semaphore_import: dup of fd %d failed", desc->fd);
+    props[0] = CL_SEMAPHORE_TYPE_KHR; props[1] = CL_SEMAPHORE_TYPE_BINARY_KHR;
+    props[2] = CL_SEMAPHORE_HANDLE_OPAQUE_FD_KHR; props[3] = (cl_ulong)fd; props[4] = 0;
+    if ((r = gf__cl_semaphore_make(sem, props)) != GF_OK) close(fd);   /* the driver takes the duplicate only on success */
+    return r;
+#endif
+}
+static gf_result gf__cl_semaphore_export(gf_semaphore *sem, gf_external_type type, gf_external_handle *out) {
+    (void)sem; (void)type; (void)out;
+    return gf__fail(GF_ERROR_NOT_SUPPORTED, "gf_semaphore_export: OpenCL exports no semaphore");
+}
+static void gf__cl_semaphore_destroy(gf_semaphore *sem) {
+    gf__cl_device *d = (gf__cl_device *)sem->dev->native;
+    if (sem->native && d->sem.release) (void)GF__CL_SEM(d, release, "clReleaseSemaphoreKHR", ((gf__cl_sem)sem->native));
+}
+static gf_result gf__cl_semaphore_signal(gf_stream *s, gf_semaphore *sem, uint64_t value) {
+    (void)s; (void)sem; (void)value;
+    return gf__fail(GF_ERROR_NOT_SUPPORTED, "gf_semaphore_signal_async: %s", gf__cl_no_signal);
+}
+static gf_result gf__cl_semaphore_wait(gf_stream *s, gf_semaphore *sem, uint64_t value) {
+    gf__cl_device *d = (gf__cl_device *)s->dev->native;
+    gf__cl_sem h = (gf__cl_sem)sem->native;
+    (void)value;
+    return gf__cl_enqueued(s, "clEnqueueWaitSemaphoresKHR",
+                           GF__CL_SEM(d, wait, "clEnqueueWaitSemaphoresKHR", (GF__CL_QUEUE(s), 1, &h, NULL, 0, NULL, NULL)), NULL);
+}
+
 static void gf__cl_fill_table(gf__backend *t) {
     t->kind = GF_BACKEND_OPENCL;
     t->name = "opencl";
@@ -1566,6 +1693,15 @@ static void gf__cl_fill_table(gf__backend *t) {
     t->buffer_wrap = gf__cl_buffer_wrap;
     t->buffer_view = gf__cl_buffer_view;
     t->fill_wide = gf__cl_fill_wide;
+    t->external_types = gf__cl_external_types;
+    t->buffer_import = gf__cl_buffer_import;
+    t->buffer_export = gf__cl_buffer_export;
+    t->semaphore_create = gf__cl_semaphore_create;
+    t->semaphore_import = gf__cl_semaphore_import;
+    t->semaphore_export = gf__cl_semaphore_export;
+    t->semaphore_destroy = gf__cl_semaphore_destroy;
+    t->semaphore_signal = gf__cl_semaphore_signal;
+    t->semaphore_wait = gf__cl_semaphore_wait;
 }
 static gf__backend gf__cl_table;
 static const gf__backend *gf__opencl_backend(void) { return gf__backend_once(&gf__cl_table, gf__cl_fill_table); }

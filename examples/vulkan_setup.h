@@ -43,7 +43,7 @@
     X(vkCreateCommandPool) X(vkDestroyCommandPool) X(vkAllocateCommandBuffers) X(vkBeginCommandBuffer) \
     X(vkEndCommandBuffer) X(vkResetCommandBuffer) X(vkCmdFillBuffer) X(vkCmdCopyBuffer) X(vkQueueSubmit) \
     X(vkCreateFence) X(vkDestroyFence) X(vkWaitForFences) X(vkResetFences) X(vkCreateSemaphore) X(vkDestroySemaphore) \
-    X(vkWaitSemaphores)
+    X(vkWaitSemaphores) X(vkGetFenceStatus)
 #define VK_OPTIONAL_DEVICE_FNS(X) X(vkGetMemoryFdKHR) X(vkGetSemaphoreFdKHR) X(vkGetMemoryHostPointerPropertiesEXT) X(vkSignalSemaphore)
 #define VK_SLOT(name) PFN_##name name;
 static struct {

@@ -666,6 +666,65 @@ static void test_kernels_and_profiler(void)
     free(rep);
 }
 
+/* External memory and semaphores: bad handles, types and values; each refusal leaves nothing. */
+static void test_interop(void)
+{
+    gf_external_memory_desc md;
+    gf_semaphore_desc sd;
+    gf_external_handle h;
+    gf_buffer *out = (gf_buffer *)&h;     /* set to NULL by each refusal that has an out */
+    gf_semaphore *sem = NULL, *sem2 = NULL;
+    gf_buffer_desc bd;
+    memset(&md, 0, sizeof md);
+    memset(&sd, 0, sizeof sd);
+    memset(&h, 0, sizeof h);
+    md.type = GF_EXTERNAL_HOST_FD; md.fd = -1; md.size = 16;
+    CHECK_FAIL(gf_buffer_import(NULL, &md, &out), GF_ERROR_INVALID_HANDLE);
+    CHECK_FAIL(gf_buffer_import((gf_device *)s, &md, &out), GF_ERROR_INVALID_HANDLE);
+    CHECK_FAIL(gf_buffer_import(dev, &md, &out), GF_ERROR_INVALID_ARGUMENT);           /* fd -1 */
+    CHECK(out == NULL, "a refused import sets *out to NULL");
+    md.type = (gf_external_type)-3;
+    CHECK_FAIL(gf_buffer_import(dev, &md, &out), GF_ERROR_INVALID_ARGUMENT);
+    md.type = GF_EXTERNAL_TYPE_COUNT;
+    CHECK_FAIL(gf_buffer_import(dev, &md, &out), GF_ERROR_INVALID_ARGUMENT);
+    CHECK_FAIL(gf_buffer_export(NULL, GF_EXTERNAL_HOST_FD, &h), GF_ERROR_INVALID_HANDLE);
+    CHECK_FAIL(gf_buffer_export((gf_buffer *)ev, GF_EXTERNAL_HOST_FD, &h), GF_ERROR_INVALID_HANDLE);
+    CHECK_FAIL(gf_buffer_export(b, GF_EXTERNAL_HOST_FD, NULL), GF_ERROR_INVALID_ARGUMENT);
+    CHECK_FAIL(gf_buffer_export(b, GF_EXTERNAL_D3D12_FENCE, &h), GF_ERROR_INVALID_ARGUMENT);   /* a semaphore type */
+    CHECK(h.fd == -1, "a refused export gives fd -1");
+    memset(&bd, 0, sizeof bd);
+    bd.size = 16; bd.exportable = 1; bd.managed = 1;
+    CHECK_FAIL(gf_buffer_create_desc(dev, &bd, &out), GF_ERROR_INVALID_ARGUMENT);          /* managed and exportable */
+    sd.type = GF_EXTERNAL_HOST_FD; sd.fd = -1;
+    CHECK_FAIL(gf_semaphore_import(NULL, &sd, &sem), GF_ERROR_INVALID_HANDLE);
+    CHECK_FAIL(gf_semaphore_import(dev, NULL, &sem), GF_ERROR_INVALID_ARGUMENT);
+    CHECK_FAIL(gf_semaphore_import(dev, &sd, NULL), GF_ERROR_INVALID_ARGUMENT);
+    CHECK_FAIL(gf_semaphore_import(dev, &sd, &sem), GF_ERROR_INVALID_ARGUMENT);              /* fd -1 */
+    sd.type = GF_EXTERNAL_D3D12_HEAP;
+    CHECK_FAIL(gf_semaphore_import(dev, &sd, &sem), GF_ERROR_INVALID_ARGUMENT);              /* a memory type */
+    CHECK_FAIL(gf_semaphore_create(NULL, 1, &sem), GF_ERROR_INVALID_HANDLE);
+    CHECK_FAIL(gf_semaphore_create(dev, 1, NULL), GF_ERROR_INVALID_ARGUMENT);
+    CHECK(sem == NULL, "refused semaphore calls made none");
+    if (!CHECK_EQ_RESULT(gf_semaphore_create(dev, 1, &sem), GF_OK) || !CHECK_EQ_RESULT(gf_semaphore_create(dev2, 0, &sem2), GF_OK)) return;
+    CHECK_FAIL(gf_semaphore_signal_async(s2, sem, 1), GF_ERROR_WRONG_DEVICE);
+    CHECK_FAIL(gf_semaphore_wait_async(s, sem2, 1), GF_ERROR_WRONG_DEVICE);
+    CHECK_FAIL(gf_semaphore_signal_async((gf_stream *)b, sem, 1), GF_ERROR_INVALID_HANDLE);
+    CHECK_FAIL(gf_semaphore_signal_async(s, (gf_semaphore *)ev, 1), GF_ERROR_INVALID_HANDLE);
+    CHECK_FAIL(gf_semaphore_signal_async(s, sem, 0), GF_ERROR_INVALID_ARGUMENT);            /* a timeline is at 0 already */
+    CHECK_FAIL(gf_semaphore_export(sem, GF_EXTERNAL_D3D12_HEAP, &h), GF_ERROR_INVALID_ARGUMENT);
+    CHECK_FAIL(gf_semaphore_export(sem, GF_EXTERNAL_HOST_FD, NULL), GF_ERROR_INVALID_ARGUMENT);
+    CHECK_FAIL(gf_semaphore_export((gf_semaphore *)s, GF_EXTERNAL_HOST_FD, &h), GF_ERROR_INVALID_HANDLE);
+    CHECK_SETS_ERROR(gf_semaphore_destroy(NULL));
+    CHECK_SETS_ERROR(gf_semaphore_destroy((gf_semaphore *)b));
+    b_unchanged("refused interop calls left the buffer as it was");
+    stream_works(s, "refused interop calls left the stream working");
+    CHECK_EQ_RESULT(gf_semaphore_signal_async(s, sem, 3), GF_OK);
+    CHECK_EQ_RESULT(gf_semaphore_wait_async(s, sem, 3), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_synchronize(s), GF_OK);
+    gf_semaphore_destroy(sem);
+    gf_semaphore_destroy(sem2);
+}
+
 int main(void)
 {
     int i;
@@ -689,6 +748,7 @@ int main(void)
     test_flows();
     test_graphs();
     test_kernels_and_profiler();
+    test_interop();
     gf_event_destroy(ev);
     gf_event_destroy(ev2);
     gf_buffer_destroy(b);

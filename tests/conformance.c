@@ -77,7 +77,7 @@ static void log_cb(void *user, gf_result status)
 /* A stream "stays usable": a fill and a read-back on it work and give the right bytes. */
 static int stream_usable(gf_stream *s, const char *what)
 {
-    unsigned char h[64];
+    unsigned char h[64] = { 0 };
     gf_result r1, r2, r3;
     memset(h, 0, sizeof h);
     r1 = gf_fill_async(s, C.scratch, 0, 0x3c, sizeof h);
@@ -200,7 +200,7 @@ static void test_buffers(void)
 {
     enum { N = 4096 };
     static unsigned char src[N], dst[N], expect[N];
-    unsigned char part[9];
+    unsigned char part[9] = { 0 };
     size_t i, big_n = (size_t)8 << 20;
     unsigned char *big_src, *big_dst;
     gf_buffer *b = mk_buffer(N), *one = mk_buffer(1), *big = mk_buffer(big_n);
@@ -251,7 +251,7 @@ static void test_managed(void)
     gf_buffer_desc d;
     gf_buffer *m = NULL;
     gf_stream *s;
-    unsigned char h[256], back[256];
+    unsigned char h[256] = { 0 }, back[256] = { 0 };
     gf_result r;
     gf_stream_stats st = {0};
 
@@ -358,7 +358,7 @@ static void test_streams(void)
     char long_label[100];
     const char *l;
     th_flag f;
-    unsigned char h[128];
+    unsigned char h[128] = { 0 };
     gf_buffer *buf = mk_buffer(sizeof h);
 
     d.label = "alpha";
@@ -2261,7 +2261,7 @@ static void test_views(void)
 {
     gf_stream *s = mk_stream("views");
     gf_buffer *b = mk_buffer(4096), *v = NULL, *w = NULL, *vv = NULL;
-    unsigned char h[4096];
+    unsigned char h[4096] = { 0 };
     int ok;
     CHECK_EQ_RESULT(gf_fill_async(s, b, 0, 0x11, 4096), GF_OK);
     CHECK_EQ_RESULT(gf_buffer_view(b, 1024, 1024, &v), GF_OK);
@@ -2333,7 +2333,7 @@ static void test_copy_2d(void)
     enum { W = 24, H = 10, HP = 32, DP = 40 };
     gf_stream *s = mk_stream("2d");
     gf_buffer *d = mk_buffer(DP * H), *e = mk_buffer(DP * H);
-    unsigned char host[HP * H], back[HP * H], raw[DP * H];
+    unsigned char host[HP * H] = { 0 }, back[HP * H] = { 0 }, raw[DP * H] = { 0 };
     gf_copy_2d c;
     int x, y, ok = 1;
     for (y = 0; y < H; y++) for (x = 0; x < HP; x++) host[y * HP + x] = (unsigned char)(y * 16 + x);
@@ -2481,7 +2481,7 @@ static void test_interop(void)
         CHECK_EQ_RESULT(gf_buffer_wrap(C.dev, gf_buffer_native(b), 256, &w), GF_OK);
     }
     if (w) {
-        unsigned char h[128];
+        unsigned char h[128] = { 0 };
         gf_stream *use = ws ? ws : s;
         CHECK_EQ_RESULT(gf_fill_async(use, w, 0, 0x6b, 128), GF_OK);
         CHECK_EQ_RESULT(gf_copy_to_host_async(use, h, w, 0, 128), GF_OK);
@@ -2673,7 +2673,7 @@ static void test_flow_tasks(void)
     gf_flow_stats st = {0};
     flow_fill ff[4];
     th_flag done;
-    unsigned char h[256];
+    unsigned char h[256] = { 0 };
     char path[256];
     size_t len = 0;
     char *text;
