@@ -1599,17 +1599,6 @@ static gf_result gf__cl_buffer_export(gf_buffer *buf, gf_external_type type, gf_
     (void)buf; (void)type; (void)out;
     return gf__fail(GF_ERROR_NOT_SUPPORTED, "OpenCL: gpuflow exports no memory yet");
 }
-static gf_result gf__cl_semaphore_make(gf_semaphore *sem, const cl_ulong *props) {
-    gf__cl_device *d = (gf__cl_device *)sem->dev->native;
-    cl_int e = CL_SUCCESS;
-    gf__cl_sem made;
-    if (!d->sem.create) return gf__fail(GF_ERROR_NOT_SUPPORTED, "OpenCL: device '%s' has no cl_khr_semaphore", sem->dev->info.name);
-    if (sem->timeline) return gf__fail(GF_ERROR_NOT_SUPPORTED, "OpenCL: semaphores are binary (cl_khr_semaphore has no timelines)");
-    made = GF__FAULT("clCreateSemaphoreWithPropertiesKHR") ? NULL : d->sem.create(d->ctx, props, &e);
-    if (!made) return gf__cl_fail("clCreateSemaphoreWithPropertiesKHR", e == CL_SUCCESS ? GF__CL_INJECTED : e);
-    sem->native = made;
-    return GF_OK;
-}
 static const char gf__cl_no_signal[] = "OpenCL: gpuflow does not signal OpenCL semaphores (NVIDIA's OpenCL signals before "
     "the work queued ahead of the signal): import a semaphore another API signals, and wait on it";
 static gf_result gf__cl_semaphore_create(gf_semaphore *sem) {
@@ -1621,15 +1610,22 @@ static gf_result gf__cl_semaphore_import(gf_semaphore *sem, const gf_semaphore_d
     (void)sem; (void)desc;
     return gf__fail(GF_ERROR_NOT_SUPPORTED, "OpenCL: no fds on Windows");
 #else
+    gf__cl_device *d = (gf__cl_device *)sem->dev->native;
     cl_ulong props[5];
-    gf_result r;
+    cl_int e = CL_SUCCESS;
+    gf__cl_sem made;
     int fd;
     if (sem->timeline) return gf__fail(GF_ERROR_NOT_SUPPORTED, "OpenCL: semaphores are binary (cl_khr_semaphore has no timelines)");
     if ((fd = dup(desc->fd)) < 0) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_semaphore_import: dup of fd %d failed", desc->fd);
     props[0] = CL_SEMAPHORE_TYPE_KHR; props[1] = CL_SEMAPHORE_TYPE_BINARY_KHR;
     props[2] = CL_SEMAPHORE_HANDLE_OPAQUE_FD_KHR; props[3] = (cl_ulong)fd; props[4] = 0;
-    if ((r = gf__cl_semaphore_make(sem, props)) != GF_OK) close(fd);   /* the driver takes the duplicate only on success */
-    return r;
+    made = GF__FAULT("clCreateSemaphoreWithPropertiesKHR") ? NULL : d->sem.create(d->ctx, props, &e);
+    if (!made) {
+        close(fd);   /* the driver takes the duplicate only on success */
+        return gf__cl_fail("clCreateSemaphoreWithPropertiesKHR", e == CL_SUCCESS ? GF__CL_INJECTED : e);
+    }
+    sem->native = made;
+    return GF_OK;
 #endif
 }
 static gf_result gf__cl_semaphore_export(gf_semaphore *sem, gf_external_type type, gf_external_handle *out) {
