@@ -687,7 +687,11 @@ GPUFLOW_API gf_result gf_buffer_wrap(gf_device *dev, uint64_t native_buffer, siz
    capture a signal or wait becomes part of the graph (CUDA: external-semaphore nodes;
    elsewhere recorded): every replay waits for and signals the values captured (new values:
    capture again and gf_graph_update), and the graph holds the semaphore until it goes. Which
-   backend takes which type: README "Interop".
+   backend takes which type: README "Interop". Threads: as any enqueue (any thread; not from a
+   CUDA/HIP host callback). A trap: a synchronous call (gf_copy_to_host, a synchronize) queued
+   behind a wait for a value that this same thread has yet to ask the other API to signal
+   never returns; signal first, or keep that call asynchronous (GPUFLOW_HANG_MS names the
+   pending wait and its value).
    Codes: GF_ERROR_NOT_SUPPORTED (a type the backend does not take: the message names the ones
    it does), GF_ERROR_INVALID_ARGUMENT (a bad desc: no fd, size 0, offset past size, a memory
    type for a semaphore or the reverse; an fd that is not open), GF_ERROR_OUT_OF_RANGE (size
