@@ -55,7 +55,7 @@ HDRS = gpuflow.h $(wildcard gpuflow_*.h) tests/harness.h tests/backends.h tests/
 TEST_BINS = $(BUILD)/conformance $(BUILD)/bad_input $(BUILD)/threads $(BUILD)/no_driver $(BUILD)/reliability $(BUILD)/races \
             $(BUILD)/faults $(BUILD)/dialect $(BUILD)/cache $(BUILD)/stub_checks $(BUILD)/no_stalls $(BUILD)/interop $(BUILD)/vulkan $(BUILD)/fuzz_replay $(BUILD)/debug_shells $(BUILD)/newcomer $(BUILD)/newcomer_stubonly \
             $(BUILD)/cpp_gxx $(if $(HAVE_CLANGXX),$(BUILD)/cpp_clangxx) \
-            $(if $(HAVE_CLANG),$(BUILD)/conformance_clang) $(BUILD)/conformance_debug $(if $(HAVE_CUDA),$(BUILD)/nvrtc_check) \
+            $(if $(HAVE_CLANG),$(BUILD)/conformance_clang) $(BUILD)/conformance_debug $(BUILD)/interop_debug $(if $(HAVE_CUDA),$(BUILD)/nvrtc_check) \
             $(if $(HAVE_HIP),$(BUILD)/hiprtc_check $(BUILD)/hiprtc_missing)
 TEST_RUNS = "$(BUILD)/conformance stub" "$(BUILD)/conformance opencl" \
             "$(BUILD)/conformance cuda" "$(BUILD)/conformance hip" \
@@ -71,7 +71,7 @@ TEST_RUNS = "$(BUILD)/conformance stub" "$(BUILD)/conformance opencl" \
             "$(BUILD)/no_driver" "$(BUILD)/cpp_gxx" \
             $(if $(HAVE_CLANGXX),"$(BUILD)/cpp_clangxx") \
             $(if $(HAVE_CLANG),"$(BUILD)/conformance_clang stub") \
-            "$(BUILD)/conformance_debug stub" $(if $(HAVE_OPENCL),"$(BUILD)/conformance_debug opencl") \
+            "$(BUILD)/conformance_debug stub" $(if $(HAVE_OPENCL),"$(BUILD)/conformance_debug opencl") "$(BUILD)/interop_debug stub" \
             "sh tests/examples.sh $(BUILD)/examples-test '$(CC) $(CSTD) $(WARN) $(BACKENDS)' stub $(if $(HAVE_OPENCL),opencl)" \
             "sh tests/windows.sh $(BUILD)" "sh tests/package.sh $(BUILD)" "sh tests/backend_rules.sh $(CC)" \
             "sh tests/env_debug.sh $(BUILD)/env-debug '$(CC) $(CSTD) $(WARN)'" \
@@ -144,6 +144,9 @@ $(BUILD)/hiprtc_missing: tests/hip_on_cuda/hiprtc_check.c $(HDRS) | $(BUILD)
 
 # GPUFLOW_DEBUG: every "caller holds this lock" is an assert (GF__HELD), destroyed objects stay shells
 $(BUILD)/conformance_debug: tests/conformance.c $(HDRS) | $(BUILD)
+	$(CC) $(CSTD) $(WARN) -O1 -g -DGPUFLOW_DEBUG $(BACKENDS) $< -o $@ $(LDLIBS)
+# interop under GPUFLOW_DEBUG: imported and shared memory has no guard zones to check
+$(BUILD)/interop_debug: tests/interop.c $(HDRS) | $(BUILD)
 	$(CC) $(CSTD) $(WARN) -O1 -g -DGPUFLOW_DEBUG $(BACKENDS) $< -o $@ $(LDLIBS)
 
 $(BUILD)/conformance_clang: tests/conformance.c $(HDRS) | $(BUILD)

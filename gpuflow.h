@@ -690,8 +690,8 @@ GPUFLOW_API gf_result gf_buffer_wrap(gf_device *dev, uint64_t native_buffer, siz
    backend takes which type: README "Interop". Threads: as any enqueue (any thread; not from a
    CUDA/HIP host callback). A trap: a synchronous call (gf_copy_to_host, a synchronize) queued
    behind a wait for a value that this same thread has yet to ask the other API to signal
-   never returns; signal first, or keep that call asynchronous (GPUFLOW_HANG_MS names the
-   pending wait and its value).
+   never returns; signal first, or keep that call asynchronous. gpuflow warns once at such a
+   host wait, naming the semaphore and the value (the hang report names them too).
    Codes: GF_ERROR_NOT_SUPPORTED (a type the backend does not take: the message names the ones
    it does), GF_ERROR_INVALID_ARGUMENT (a bad desc: no fd, size 0, offset past size, a memory
    type for a semaphore or the reverse; an fd that is not open), GF_ERROR_OUT_OF_RANGE (size
@@ -1503,6 +1503,9 @@ struct gf_stream {
     uint64_t *race_vc; int race_n;  /* its vector clock */
     uint64_t race_host_seen;        /* version of the host clock folded in */
     gf__op_note recent[GF__RECENT_OPS];
+    uint64_t foreign_wait_seq;      /* the latest wait for an imported semaphore (its place in order); lock */
+    uint64_t foreign_warned;        /* the one gf__warn_foreign_wait last named */
+    char foreign_wait[48];          /* "semaphore N: value" */
     int callback_running;           /* atomic: a host callback of this stream is running now */
     int range_depth;                /* may exceed GF__RANGE_DEPTH: deeper ranges are not timed */
 };
@@ -2962,6 +2965,10 @@ static gf_result gf__exec_counted(gf_stream *s, const gf__cmd *c) {   /* s->lock
     if (r != GF_OK) return r;
     if (GF__RACE_ON(s->dev)) gf__race_op(s, c);
     gf__note_op(s, gf__cmd_op(c), gf__cmd_name(c, name, sizeof name), 0);
+    if (c->kind == GF__CMD_SEM_WAIT && c->as.sem.sem->imported != GF_EXTERNAL_NONE) {   /* another API signals it */
+        s->foreign_wait_seq = gf__atomic_load(&s->submitted);
+        gf__copy_str(s->foreign_wait, sizeof s->foreign_wait, name);
+    }
     gf__counter_add(&s->ops, 1);   /* s->lock held: one writer; stats read them lock-free */
     if (c->kind == GF__CMD_COPY || c->kind == GF__CMD_COPY_2D) { gf__counter_add(&s->copies, 1); gf__counter_add(&s->bytes_copied, gf__cmd_bytes(c)); }
     if (c->kind == GF__CMD_LAUNCH) gf__counter_add(&s->launches, 1);
@@ -3044,8 +3051,25 @@ static gf_result gf__stream_settle(gf_stream *s, gf_result r, uint64_t seen) {
 
 /* A blocking wait; with GPUFLOW_HANG_MS set it first polls that long, and if the stream is
    still busy logs the device's state once, then keeps waiting. */
+/* A host wait behind a wait for an imported semaphore: said once per such wait, since the
+   signal may be this very thread's to give (then the host wait never returns). */
+static void gf__warn_foreign_wait(gf_stream *s) {
+    uint64_t seq;
+    char what[48];
+    gf__lock(&s->lock);
+    seq = s->foreign_wait_seq;
+    if (!seq || seq == s->foreign_warned || gf__atomic_load(&s->retired) >= seq || s->capture) seq = 0;
+    else s->foreign_warned = seq;
+    gf__copy_str(what, sizeof what, s->foreign_wait);
+    gf__unlock(&s->lock);
+    if (!seq || s->dev->be->stream_query(s) == GF_OK) return;
+    gf__notice(GF_LOG_WARNING, "gpuflow: waiting for stream '%s', which first waits for %s, imported: another API signals it. If "
+               "that signal is this thread's to give after this wait, the wait never returns", s->label, what);
+}
+
 static gf_result gf__stream_sync(gf_stream *s) {
     uint64_t seen = gf__atomic_load(&s->submitted);
+    gf__warn_foreign_wait(s);
     if (s->dev->hang_ms && gf__poll(gf__stream_query_settled, s, s->dev->hang_ms) == GF_TIMEOUT) {
         char what[128];
         snprintf(what, sizeof what, "waiting for stream '%s'", s->label);
@@ -8688,7 +8712,7 @@ static gf_result gf__stub_launch(gf_stream *s, gf_kernel *k, const gf_launch_dim
     for (i = 0; guards && i < count; i++) {
         gf_buffer *root = args[i].buffer;
         while (root && root->parent) root = root->parent;
-        if (!root || root->borrowed) continue;   /* wrapped memory has no guard zones */
+        if (!root || root->borrowed || root->external) continue;   /* wrapped, imported or shared memory has no guard zones */
         it->guards[it->guard_count].host = (unsigned char *)root->host;
         it->guards[it->guard_count].size = root->capacity;
         it->guards[it->guard_count].arg = i;

@@ -26,6 +26,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <pthread.h>
 #include <unistd.h>
 
 #define GF_KERNELS GF_KERNELS_AS_C
@@ -370,6 +371,52 @@ static void test_semaphores(void)
     if (alias) gf_stream_destroy(c);   /* else c waits for ever: left to the close's report */
 }
 
+/* The trap of a host wait behind a wait for an imported semaphore: gpuflow says so once (here
+   the signal comes from another thread, so the wait does return). */
+typedef struct late_signal { gf_stream *s; gf_semaphore *sem; uint64_t value; } late_signal;
+static void *signal_later(void *arg)
+{
+    late_signal *l = (late_signal *)arg;
+    th_sleep_ms(100);
+    gf_semaphore_signal_async(l->s, l->sem, l->value);
+    return NULL;
+}
+static void test_foreign_wait_warning(void)
+{
+    gf_semaphore *t = NULL, *alias = NULL;
+    gf_semaphore_desc sd;
+    gf_external_handle h = { GF_EXTERNAL_NONE, -1, NULL, 0 };
+    gf_stream *waiter = NULL, *other = NULL;
+    late_signal l;
+    pthread_t th;
+    CHECK_EQ_RESULT(gf_semaphore_create(dev, 1, &t), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_create(dev, NULL, &waiter), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_create(dev, NULL, &other), GF_OK);
+    if (!t || !waiter || !other || gf_semaphore_export(t, GF_EXTERNAL_HOST_FD, &h) != GF_OK) return;
+    memset(&sd, 0, sizeof sd);
+    sd.type = GF_EXTERNAL_HOST_FD; sd.fd = h.fd; sd.timeline = 1;
+    CHECK_EQ_RESULT(gf_semaphore_import(dev, &sd, &alias), GF_OK);
+    close(h.fd);
+    if (!alias) return;
+    th_said_clear();
+    gf_set_logger(th_said_logger, NULL);
+    CHECK_EQ_RESULT(gf_semaphore_wait_async(waiter, alias, 9), GF_OK);   /* imported: another API's to signal */
+    l.s = other; l.sem = t; l.value = 9;
+    pthread_create(&th, NULL, signal_later, &l);
+    CHECK_EQ_RESULT(gf_stream_synchronize(waiter), GF_OK);
+    pthread_join(th, NULL);
+    CHECK(th_said_count("never returns") == 1 && th_said_count(": 9, imported") == 1,
+          "a host wait behind a wait for an imported semaphore: said once, naming the semaphore and the value");
+    CHECK_EQ_RESULT(gf_stream_synchronize(waiter), GF_OK);
+    CHECK(th_said_count("never returns") == 1, "said once per such wait (a second synchronize says nothing)");
+    gf_set_logger(NULL, NULL);
+    gf_stream_synchronize(other);
+    gf_semaphore_destroy(alias);
+    gf_semaphore_destroy(t);
+    gf_stream_destroy(waiter);
+    gf_stream_destroy(other);
+}
+
 /* Semaphores inside a capture: the graph waits and signals on each replay (recorded on the
    stub, a native graph's nodes on CUDA) and holds the semaphore: its handle destroyed, the
    graph still replays. */
@@ -547,6 +594,7 @@ int main(int argc, char **argv)
         test_import(k);
         test_semaphores();
         test_captured();
+        test_foreign_wait_warning();
     }
     if (exports) {
         test_export();
