@@ -7389,30 +7389,23 @@ static void gf__race_record(gf_event *ev, gf_stream *s) {   /* s->lock held */
     }
     gf__unlock(&race->lock);
 }
-/* A semaphore carries the clocks of all its signals so far, joined (a wait for an earlier value
-   may so order more than it does: a race can go unseen, never a false one reported). */
-static void gf__race_signal(gf_stream *s, gf_semaphore *sem) {   /* s->lock held */
+/* One clock joined into another, for s (s->lock held): into s's own (a wait: of an event's
+   record, of a semaphore's signals), or s's into *vc (a signal: a semaphore carries the clocks
+   of all its signals so far, so a wait for an earlier value may order more than it does: a
+   race can go unseen, never a false one reported). */
+static void gf__race_join(gf_stream *s, uint64_t **vc, int *n, int into_stream) {
     GF__HELD(&s->lock);
     gf__race *race = s->dev->race;
     gf__lock(&race->lock);
-    if (gf__atomic_load_int(&s->dev->race_on) && gf__race_stream(race, s)) gf__vc_join(&sem->race_vc, &sem->race_n, s->race_vc, s->race_n);
+    if (gf__atomic_load_int(&s->dev->race_on) && gf__race_stream(race, s)) {   /* may have been switched off since the caller looked */
+        if (into_stream) gf__vc_join(&s->race_vc, &s->race_n, *vc, *n);
+        else gf__vc_join(vc, n, s->race_vc, s->race_n);
+    }
     gf__unlock(&race->lock);
 }
-static void gf__race_sem_wait(gf_stream *s, gf_semaphore *sem) {   /* s->lock held */
-    GF__HELD(&s->lock);
-    gf__race *race = s->dev->race;
-    gf__lock(&race->lock);
-    if (gf__atomic_load_int(&s->dev->race_on) && gf__race_stream(race, s)) gf__vc_join(&s->race_vc, &s->race_n, sem->race_vc, sem->race_n);
-    gf__unlock(&race->lock);
-}
-static void gf__race_wait(gf_stream *s, gf_event *ev) {     /* s->lock held */
-    GF__HELD(&s->lock);
-    gf__race *race = s->dev->race;
-    gf__lock(&race->lock);
-    if (!gf__atomic_load_int(&s->dev->race_on)) { gf__unlock(&race->lock); return; }   /* switched off since the caller looked */
-    if (gf__race_stream(race, s)) gf__vc_join(&s->race_vc, &s->race_n, ev->race_vc, ev->race_n);
-    gf__unlock(&race->lock);
-}
+static void gf__race_wait(gf_stream *s, gf_event *ev) { gf__race_join(s, &ev->race_vc, &ev->race_n, 1); }
+static void gf__race_signal(gf_stream *s, gf_semaphore *sem) { gf__race_join(s, &sem->race_vc, &sem->race_n, 0); }
+static void gf__race_sem_wait(gf_stream *s, gf_semaphore *sem) { gf__race_join(s, &sem->race_vc, &sem->race_n, 1); }
 /* The host learnt that what vc describes has completed (a synchronize, a query that said done,
    a waiter that fired): every stream's next operation is ordered after it. */
 static void gf__race_host_knows(gf__race *race, uint64_t *const *vc, const int *n) {   /* under race->lock */

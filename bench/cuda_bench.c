@@ -38,6 +38,7 @@
 #include <string.h>
 #include <time.h>
 #include <dlfcn.h>
+#include "bench_stats.h"
 #include <pthread.h>
 
 static const char bench_ptx[] =
@@ -226,20 +227,6 @@ static void raw_load(void) {
 }
 
 /* ---- measuring ---------------------------------------------------------------------------- */
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-static double median(double *v, int n) {
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 static int machine, quick;
 static void report(const char *key, double gpuflow, double raw, const char *unit, const char *target) {
     printf("%-30s gpuflow %10.3f %-5s raw %10.3f %-5s ratio %7.4f   (target %s)\n",

@@ -24,6 +24,7 @@
 #define GPUFLOW_CUDA
 #include "gpuflow.h"
 #include "examples/vulkan_setup.h"
+#include "bench_stats.h"
 #include <dlfcn.h>
 #include <stdlib.h>
 #include <time.h>
@@ -64,20 +65,6 @@ static CUexternalSemaphore rsem;
 static CUdeviceptr rptr;
 static uint64_t next_value;    /* the timeline only goes up: every side takes the next values */
 static vk_ctx v;
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-static double median(double *t, int n) {
-    qsort(t, (size_t)n, sizeof *t, cmp_double);
-    return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
-}
 
 /* One batch of side (0: gpuflow, 1: raw, 2: gpuflow on a native buffer); seconds per unit. */
 static double batch_signal(int side) {
