@@ -1477,7 +1477,10 @@ typedef struct gf__copy {
 /* One of a stream's latest operations (gf_device_write_state); a wait names the stream that
    recorded its event by id (that stream may be gone by the time anyone reads this). */
 /* The name is a copy: the kernel (its module) may be destroyed before anyone reads the note. */
-typedef struct gf__op_note { uint64_t seq; gf_op_kind kind; char name[48]; uint64_t waits_on; } gf__op_note;
+typedef struct gf__op_note {
+    uint64_t seq; gf_op_kind kind; char name[48]; uint64_t waits_on;
+    int has_value; uint64_t value;  /* a semaphore's signal or wait: the value (name: its label) */
+} gf__op_note;
 
 struct gf_stream {
     uint32_t type;
@@ -2933,7 +2936,7 @@ static size_t gf__cmd_bytes(const gf__cmd *c) {
 
 /* What a stream did last, for gf_device_write_state: a ring of its latest operations, each
    with its place in the stream's order (s->lock held). */
-static void gf__note_op(gf_stream *s, gf_op_kind kind, const char *name, uint64_t waits_on) {
+static gf__op_note *gf__note_op(gf_stream *s, gf_op_kind kind, const char *name, uint64_t waits_on) {
     GF__HELD(&s->lock);
     uint64_t seq = gf__atomic_load(&s->submitted) + 1;   /* s->lock held: the only writer */
     gf__counter_add(&s->submitted, 1);
@@ -2942,6 +2945,8 @@ static void gf__note_op(gf_stream *s, gf_op_kind kind, const char *name, uint64_
     n->kind = kind;
     if (name) gf__copy_str(n->name, sizeof n->name, name); else n->name[0] = 0;
     n->waits_on = waits_on;
+    n->has_value = 0;
+    return n;
 }
 /* A stream's label by id, for descriptions: "a destroyed stream" once it is gone. */
 static void gf__stream_label_of(gf_device *dev, uint64_t id, char *out, size_t cap) {
@@ -2964,10 +2969,16 @@ static gf_result gf__exec_counted(gf_stream *s, const gf__cmd *c) {   /* s->lock
     if (rec >= 0) gf__prof_end(s, rec, r);
     if (r != GF_OK) return r;
     if (GF__RACE_ON(s->dev)) gf__race_op(s, c);
-    gf__note_op(s, gf__cmd_op(c), gf__cmd_name(c, name, sizeof name), 0);
-    if (c->kind == GF__CMD_SEM_WAIT && c->as.sem.sem->imported != GF_EXTERNAL_NONE) {   /* another API signals it */
-        s->foreign_wait_seq = gf__atomic_load(&s->submitted);
-        gf__copy_str(s->foreign_wait, sizeof s->foreign_wait, name);
+    if (c->kind == GF__CMD_SIGNAL || c->kind == GF__CMD_SEM_WAIT) {   /* the label and the value, unformatted: the hot path */
+        gf__op_note *n = gf__note_op(s, gf__cmd_op(c), c->as.sem.sem->label, 0);
+        n->has_value = 1;
+        n->value = c->as.sem.value;
+        if (c->kind == GF__CMD_SEM_WAIT && c->as.sem.sem->imported != GF_EXTERNAL_NONE) {   /* another API signals it */
+            s->foreign_wait_seq = n->seq;
+            gf__cmd_name(c, s->foreign_wait, sizeof s->foreign_wait);
+        }
+    } else {
+        gf__note_op(s, gf__cmd_op(c), c->kind == GF__CMD_LAUNCH ? c->as.launch.kernel_name : NULL, 0);
     }
     gf__counter_add(&s->ops, 1);   /* s->lock held: one writer; stats read them lock-free */
     if (c->kind == GF__CMD_COPY || c->kind == GF__CMD_COPY_2D) { gf__counter_add(&s->copies, 1); gf__counter_add(&s->bytes_copied, gf__cmd_bytes(c)); }
@@ -7546,8 +7557,11 @@ static void gf__describe(gf_device *dev, gf__text *t) {
             for (k = 0; k < GF__RECENT_OPS; k++) {
                 const gf__op_note *n = &s->recent[(sub + 1 + (uint64_t)k) % GF__RECENT_OPS];
                 if (!n->seq || n->seq <= ret || n->seq > sub) continue;
-                gf__say(t, "    #%llu %s%s%s%s\n", (unsigned long long)n->seq, gf__op_name(n->kind),
-                        n->name[0] ? " '" : "", n->name, n->name[0] ? "'" : "");
+                if (n->has_value)
+                    gf__say(t, "    #%llu %s '%s: %llu'\n", (unsigned long long)n->seq, gf__op_name(n->kind), n->name, (unsigned long long)n->value);
+                else
+                    gf__say(t, "    #%llu %s%s%s%s\n", (unsigned long long)n->seq, gf__op_name(n->kind),
+                            n->name[0] ? " '" : "", n->name, n->name[0] ? "'" : "");
                 if (n->waits_on) {
                     char label[80];
                     gf__stream_label_of(dev, n->waits_on, label, sizeof label);
