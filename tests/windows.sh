@@ -1,6 +1,6 @@
 #!/bin/sh
 # Windows, built with MinGW (x86_64-w64-mingw32-gcc) and run under wine64 on the stub: the
-# conformance suite, the thread test, the reliability, race and dialect tests, and every
+# conformance suite, the thread test, the reliability, race, dialect and interop tests, and every
 # example. Also compile checks of the CUDA and OpenCL backends for Windows (no driver there).
 # One check per build and per run; skipped without MinGW, runs skipped without wine64.
 #   usage: tests/windows.sh BUILD_DIR
@@ -43,7 +43,7 @@ else
             *) fail "wine: $what (exit $rc)"; echo "$log" | tail -n 8 ;;
         esac
     }
-    for t in conformance threads reliability races dialect; do
+    for t in conformance threads reliability races dialect interop; do
         if $cc $flags -Itests "tests/$t.c" -o "$out/$t.exe" -lm; then run "$t stub" "$t.exe" stub; else fail "windows build: tests/$t.c"; fi
     done
     for src in examples/*.c; do
