@@ -99,6 +99,13 @@
       before), gf_buffer_wrap a device pointer (checked with hipPointerGetAttributes: memory
       of this device, and hipMemGetAddressRange: the size fits its allocation); destroying
       the wrappers leaves the stream and the memory to their owner.
+    - External memory and semaphores (gf_buffer_import, ...): an opaque fd (Vulkan) is
+      hipImportExternalMemory + hipExternalMemoryGetMappedBuffer of the whole allocation, the
+      buffer at its offset; the runtime owns an fd it imports, so it gets a dup() and the
+      caller's stays the caller's. Semaphores: opaque fds, binary or timeline (HIP 5's headers
+      lack the timeline type's name; CUDA's value 9 is ROCm 6's), signalled and waited with
+      hipSignal/WaitExternalSemaphoresAsync. Windows: the Win32, KMT and D3D types. HIP exports
+      nothing and makes no semaphore of its own (GF_ERROR_NOT_SUPPORTED).
 
     KERNELS FROM ONE SOURCE: HIPRTC
     ===============================
@@ -296,7 +303,17 @@ static const char *const gf__hip_libraries[] = { "libamdhip64.so." GF__HIP_XSTR(
     X(StreamUpdateCaptureDependencies, hipError_t, (hipStream_t, hipGraphNode_t *, size_t, unsigned int), 1, Unknown) \
     X(ThreadExchangeStreamCaptureMode, hipError_t, (hipStreamCaptureMode *), 0, Unknown) \
     /* newer than HIP 5.2 (declared above where the header lacks it): else the core's DOT */ \
-    X(GraphDebugDotPrint, hipError_t, (hipGraph_t, const char *, unsigned int), 1, Unknown)
+    X(GraphDebugDotPrint, hipError_t, (hipGraph_t, const char *, unsigned int), 1, Unknown) \
+    /* interop (optional: without them the backend takes no handle type) */ \
+    X(ImportExternalMemory, hipError_t, (hipExternalMemory_t *, const hipExternalMemoryHandleDesc *), 1, Unknown) \
+    X(ExternalMemoryGetMappedBuffer, hipError_t, (void **, hipExternalMemory_t, const hipExternalMemoryBufferDesc *), 1, Unknown) \
+    X(DestroyExternalMemory, hipError_t, (hipExternalMemory_t), 1, Unknown) \
+    X(ImportExternalSemaphore, hipError_t, (hipExternalSemaphore_t *, const hipExternalSemaphoreHandleDesc *), 1, Unknown) \
+    X(SignalExternalSemaphoresAsync, hipError_t, (const hipExternalSemaphore_t *, const hipExternalSemaphoreSignalParams *, \
+                                                  unsigned int, hipStream_t), 1, Unknown) \
+    X(WaitExternalSemaphoresAsync, hipError_t, (const hipExternalSemaphore_t *, const hipExternalSemaphoreWaitParams *, \
+                                                unsigned int, hipStream_t), 1, Unknown) \
+    X(DestroyExternalSemaphore, hipError_t, (hipExternalSemaphore_t), 1, Unknown)
 
 /* V(name, return type, parameters, fails_as): entry points whose exported name is the one the
    headers give them after their own macros. ROCm 6's headers rename hipGetDeviceProperties to
@@ -672,8 +689,10 @@ static gf_result gf__hip_buffer_alloc(gf_buffer *buf) {
     return GF_OK;
 }
 
+static void gf__hip_external_free(gf_buffer *buf);   /* interop, below */
 static void gf__hip_buffer_free(gf_buffer *buf) {
-    if (buf->native && !buf->borrowed) GF__HIP_RELAXED_VOID(Free, (GF__HIP_PTR(buf)));
+    if (buf->external) gf__hip_external_free(buf);
+    else if (buf->native && !buf->borrowed) GF__HIP_RELAXED_VOID(Free, (GF__HIP_PTR(buf)));
     buf->native = 0;
 }
 
@@ -1471,6 +1490,161 @@ static void gf__hip_graph_destroy(gf_graph *g) {
     g->native_graph = NULL;
 }
 
+/* ---- interop: external memory and semaphores ---------------------------------------------- */
+/* What the runtime imports (hipImportExternalMemory and hipImportExternalSemaphore, the CUDA
+   calls' twins). HIP 5's headers name no timeline semaphore type; its value is CUDA's, as
+   ROCm 6 gives it. HIP exports nothing: no virtual memory with a shareable handle is loaded,
+   and the runtime makes no semaphore of its own. */
+#define GF__HIP_TIMELINE_SEMAPHORE_FD ((hipExternalSemaphoreHandleType)9)      /* hipExternalSemaphoreHandleTypeTimelineSemaphoreFd */
+#define GF__HIP_TIMELINE_SEMAPHORE_WIN32 ((hipExternalSemaphoreHandleType)10)  /* ...TimelineSemaphoreWin32 */
+
+static unsigned gf__hip_external_types(gf_device *dev, int use) {
+    (void)dev;
+    if (!gf__hip.ImportExternalMemory || !gf__hip.ExternalMemoryGetMappedBuffer || !gf__hip.ImportExternalSemaphore ||
+        !gf__hip.SignalExternalSemaphoresAsync || !gf__hip.WaitExternalSemaphoresAsync)
+        return 0;
+    switch (use) {
+#if defined(_WIN32)
+    case GF__EXT_IMPORT_MEMORY:
+        return GF__EXT_BIT(GF_EXTERNAL_OPAQUE_WIN32) | GF__EXT_BIT(GF_EXTERNAL_OPAQUE_WIN32_KMT) | GF__EXT_BIT(GF_EXTERNAL_D3D12_HEAP) |
+               GF__EXT_BIT(GF_EXTERNAL_D3D12_RESOURCE) | GF__EXT_BIT(GF_EXTERNAL_D3D11_RESOURCE);
+    case GF__EXT_IMPORT_SEMAPHORE:
+        return GF__EXT_BIT(GF_EXTERNAL_OPAQUE_WIN32) | GF__EXT_BIT(GF_EXTERNAL_OPAQUE_WIN32_KMT) | GF__EXT_BIT(GF_EXTERNAL_D3D12_FENCE);
+#else
+    case GF__EXT_IMPORT_MEMORY: return GF__EXT_BIT(GF_EXTERNAL_OPAQUE_FD);
+    case GF__EXT_IMPORT_SEMAPHORE: return GF__EXT_BIT(GF_EXTERNAL_OPAQUE_FD);
+#endif
+    default: return 0;
+    }
+}
+
+/* An import: what buffer_free undoes (buf->native is base plus the import's offset). */
+typedef struct gf__hip_external { hipExternalMemory_t ext; void *base; } gf__hip_external;
+
+static void gf__hip_external_free(gf_buffer *buf) {
+    gf__hip_external *x = (gf__hip_external *)buf->external;
+    if (gf__hip_use(buf->dev) == GF_OK) {
+        GF__HIP_RELAXED_VOID(Free, (x->base));   /* the mapped buffer, then the memory */
+        if (gf__hip.DestroyExternalMemory) (void)GF__HIP_CALL(DestroyExternalMemory, (x->ext));
+    }
+    gf__free(x);
+    buf->external = NULL;
+}
+
+/* The runtime owns an fd it imports: it gets a duplicate, so the caller's stays the caller's
+   (gpuflow's one rule); the duplicate is closed here where the import fails. */
+static gf_result gf__hip_buffer_import(gf_buffer *buf, const gf_external_memory_desc *d) {
+    hipExternalMemoryHandleDesc hd;
+    hipExternalMemoryBufferDesc bd;
+    hipExternalMemory_t ext = NULL;
+    gf__hip_external *x;
+    void *base = NULL;
+    hipError_t r;
+    GF__HIP_USE(buf->dev);
+    memset(&hd, 0, sizeof hd);
+    memset(&bd, 0, sizeof bd);
+    hd.size = d->size;
+    hd.flags = (d->flags & GF_EXTERNAL_DEDICATED) ? 1u : 0u;   /* hipExternalMemoryDedicated */
+#if defined(_WIN32)
+    switch (d->type) {
+    case GF_EXTERNAL_OPAQUE_WIN32: hd.type = hipExternalMemoryHandleTypeOpaqueWin32; break;
+    case GF_EXTERNAL_OPAQUE_WIN32_KMT: hd.type = hipExternalMemoryHandleTypeOpaqueWin32Kmt; break;
+    case GF_EXTERNAL_D3D12_HEAP: hd.type = hipExternalMemoryHandleTypeD3D12Heap; break;
+    case GF_EXTERNAL_D3D12_RESOURCE: hd.type = hipExternalMemoryHandleTypeD3D12Resource; break;
+    default: hd.type = hipExternalMemoryHandleTypeD3D11Resource; break;
+    }
+    hd.handle.win32.handle = d->win32_handle;
+    hd.handle.win32.name = d->win32_name;
+#else
+    hd.type = hipExternalMemoryHandleTypeOpaqueFd;
+    if ((hd.handle.fd = dup(d->fd)) < 0) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_buffer_import: dup of fd %d failed", d->fd);
+#endif
+    if ((r = GF__HIP_CALL(ImportExternalMemory, (&ext, &hd))) != hipSuccess) {
+#if !defined(_WIN32)
+        close(hd.handle.fd);
+#endif
+        return gf__hip_fail(r, "hipImportExternalMemory");
+    }
+    bd.size = d->size;
+    if ((r = GF__HIP_CALL(ExternalMemoryGetMappedBuffer, (&base, ext, &bd))) != hipSuccess) {
+        if (gf__hip.DestroyExternalMemory) (void)gf__hip.DestroyExternalMemory(ext);
+        return gf__hip_fail(r, "hipExternalMemoryGetMappedBuffer");
+    }
+    if (!(x = (gf__hip_external *)gf__calloc(sizeof *x))) {
+        GF__HIP_RELAXED_VOID(Free, (base));
+        if (gf__hip.DestroyExternalMemory) (void)gf__hip.DestroyExternalMemory(ext);
+        return gf__fail(GF_ERROR_OUT_OF_MEMORY, "HIP: out of host memory");
+    }
+    x->ext = ext;
+    x->base = base;
+    buf->external = x;
+    buf->native = (uint64_t)(uintptr_t)base + d->offset;
+    return GF_OK;
+}
+static gf_result gf__hip_buffer_export(gf_buffer *buf, gf_external_type type, gf_external_handle *out) {
+    (void)buf; (void)type; (void)out;   /* external_types names no export type: the core refuses first */
+    return gf__fail(GF_ERROR_NOT_SUPPORTED, "gf_buffer_export: HIP exports no memory");
+}
+
+static gf_result gf__hip_semaphore_create(gf_semaphore *sem) {
+    (void)sem;
+    return gf__fail(GF_ERROR_NOT_SUPPORTED, "gf_semaphore_create: HIP makes no semaphore of its own; create one in Vulkan "
+                    "or D3D12 and import it (gf_semaphore_import)");
+}
+static gf_result gf__hip_semaphore_import(gf_semaphore *sem, const gf_semaphore_desc *d) {
+    hipExternalSemaphoreHandleDesc hd;
+    hipExternalSemaphore_t ext = NULL;
+    hipError_t r;
+    GF__HIP_USE(sem->dev);
+    memset(&hd, 0, sizeof hd);
+#if defined(_WIN32)
+    if (d->type == GF_EXTERNAL_D3D12_FENCE) hd.type = hipExternalSemaphoreHandleTypeD3D12Fence;
+    else if (d->type == GF_EXTERNAL_OPAQUE_WIN32_KMT) {
+        if (d->timeline) return gf__fail(GF_ERROR_NOT_SUPPORTED, "gf_semaphore_import: HIP takes no timeline semaphore as a KMT handle");
+        hd.type = hipExternalSemaphoreHandleTypeOpaqueWin32Kmt;
+    } else hd.type = d->timeline ? GF__HIP_TIMELINE_SEMAPHORE_WIN32 : hipExternalSemaphoreHandleTypeOpaqueWin32;
+    hd.handle.win32.handle = d->win32_handle;
+    hd.handle.win32.name = d->win32_name;
+#else
+    hd.type = d->timeline ? GF__HIP_TIMELINE_SEMAPHORE_FD : hipExternalSemaphoreHandleTypeOpaqueFd;
+    if ((hd.handle.fd = dup(d->fd)) < 0) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_semaphore_import: dup of fd %d failed", d->fd);
+#endif
+    if ((r = GF__HIP_CALL(ImportExternalSemaphore, (&ext, &hd))) != hipSuccess) {
+#if !defined(_WIN32)
+        close(hd.handle.fd);
+#endif
+        return gf__hip_fail(r, "hipImportExternalSemaphore");
+    }
+    sem->native = ext;
+    return GF_OK;
+}
+static gf_result gf__hip_semaphore_export(gf_semaphore *sem, gf_external_type type, gf_external_handle *out) {
+    (void)sem; (void)type; (void)out;
+    return gf__fail(GF_ERROR_NOT_SUPPORTED, "gf_semaphore_export: HIP exports no semaphore");
+}
+static void gf__hip_semaphore_destroy(gf_semaphore *sem) {
+    if (sem->native && gf__hip.DestroyExternalSemaphore && gf__hip_use(sem->dev) == GF_OK)
+        (void)GF__HIP_CALL(DestroyExternalSemaphore, ((hipExternalSemaphore_t)sem->native));
+}
+static gf_result gf__hip_semaphore_signal(gf_stream *s, gf_semaphore *sem, uint64_t value) {
+    hipExternalSemaphoreSignalParams p;
+    hipExternalSemaphore_t ext = (hipExternalSemaphore_t)sem->native;
+    memset(&p, 0, sizeof p);
+    p.params.fence.value = value;   /* timelines and D3D12 fences; ignored for binary ones */
+    GF__HIP_USE(s->dev);
+    GF__HIP_CHECK(SignalExternalSemaphoresAsync, (&ext, &p, 1, GF__HIPSTREAM(s)));
+    return GF_OK;
+}
+static gf_result gf__hip_semaphore_wait(gf_stream *s, gf_semaphore *sem, uint64_t value) {
+    hipExternalSemaphoreWaitParams p;
+    hipExternalSemaphore_t ext = (hipExternalSemaphore_t)sem->native;
+    memset(&p, 0, sizeof p);
+    p.params.fence.value = value;
+    GF__HIP_USE(s->dev);
+    GF__HIP_CHECK(WaitExternalSemaphoresAsync, (&ext, &p, 1, GF__HIPSTREAM(s)));
+    return GF_OK;
+}
+
 /* ---- native handles --------------------------------------------------------------------- */
 /* What gf_<object>_native gives: the device pointer, hipStream_t, hipEvent_t, hipFunction_t
    (and hipModule_t). */
@@ -1556,6 +1730,15 @@ static void gf__hip_fill_table(gf__backend *t) {
     t->copy_2d = gf__hip_copy_2d;
     t->trim = gf__hip_trim;
     t->cached_bytes = gf__hip_cached_bytes;
+    t->external_types = gf__hip_external_types;
+    t->buffer_import = gf__hip_buffer_import;
+    t->buffer_export = gf__hip_buffer_export;
+    t->semaphore_create = gf__hip_semaphore_create;
+    t->semaphore_import = gf__hip_semaphore_import;
+    t->semaphore_export = gf__hip_semaphore_export;
+    t->semaphore_destroy = gf__hip_semaphore_destroy;
+    t->semaphore_signal = gf__hip_semaphore_signal;
+    t->semaphore_wait = gf__hip_semaphore_wait;
 }
 static gf__backend gf__hip_table;
 static const gf__backend *gf__hip_backend(void) { return gf__backend_once(&gf__hip_table, gf__hip_fill_table); }

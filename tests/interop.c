@@ -189,11 +189,11 @@ static void test_refusals(void)
         CHECK(r == GF_OK || r == GF_ERROR_NOT_SUPPORTED, "gf_semaphore_create: made, or NOT_SUPPORTED with a reason");
         if (r == GF_OK) gf_semaphore_destroy(sem);
         sem = NULL;
-        if (backend == GF_BACKEND_CUDA) {   /* a shared-memory fd is no driver's opaque fd: the driver refuses it */
+        if (backend == GF_BACKEND_CUDA || backend == GF_BACKEND_HIP) {   /* a shared-memory fd is no driver's opaque fd */
             d = mem_desc(GF_EXTERNAL_OPAQUE_FD, fd, IP_N, 0);
             r = gf_buffer_import(dev, &d, &b);
-            CHECK(r != GF_OK && b == NULL && strstr(gf_last_error(), "cuImportExternalMemory") != NULL,
-                  "CUDA: a host fd given as an opaque fd is refused by the driver, and named");
+            CHECK(r != GF_OK && b == NULL && strstr(gf_last_error(), backend == GF_BACKEND_HIP ? "hipImportExternalMemory" : "cuImportExternalMemory") != NULL,
+                  "CUDA, HIP: a host fd given as an opaque fd is refused by the driver, and named");
             closed = dup(fd);
             close(closed);
             d = mem_desc(GF_EXTERNAL_OPAQUE_FD, closed, IP_N, 0);

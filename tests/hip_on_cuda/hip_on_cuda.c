@@ -787,6 +787,66 @@ hipError_t hipStreamUpdateCaptureDependencies(hipStream_t stream, hipGraphNode_t
     HOC_CALL(cuStreamUpdateCaptureDependencies(HOC_STREAM(stream), (CUgraphNode *)deps, ndeps, cu));
 #endif
 }
+
+/* ---- interop: external memory and semaphores ---------------------------------------------- */
+/* HIP's handle types and flags are CUDA's values (HIP 5's headers stop at the D3D12 fence; 9,
+   the timeline fd, is what ROCm 6 names hipExternalSemaphoreHandleTypeTimelineSemaphoreFd);
+   the descriptions differ in layout, so each is copied field by field. */
+hipError_t hipImportExternalMemory(hipExternalMemory_t *out, const hipExternalMemoryHandleDesc *d) {
+    CUDA_EXTERNAL_MEMORY_HANDLE_DESC c;
+    if (!out || !d) return hipErrorInvalidValue;
+    memset(&c, 0, sizeof c);
+    c.type = (CUexternalMemoryHandleType)d->type;
+    if (d->type == hipExternalMemoryHandleTypeOpaqueFd) c.handle.fd = d->handle.fd;
+    else { c.handle.win32.handle = d->handle.win32.handle; c.handle.win32.name = d->handle.win32.name; }
+    c.size = d->size;
+    c.flags = d->flags;
+    HOC_CALL(cuImportExternalMemory((CUexternalMemory *)out, &c));
+}
+hipError_t hipExternalMemoryGetMappedBuffer(void **ptr, hipExternalMemory_t mem, const hipExternalMemoryBufferDesc *d) {
+    CUDA_EXTERNAL_MEMORY_BUFFER_DESC c;
+    if (!ptr || !d) return hipErrorInvalidValue;
+    memset(&c, 0, sizeof c);
+    c.offset = d->offset;
+    c.size = d->size;
+    c.flags = d->flags;
+    HOC_CALL(cuExternalMemoryGetMappedBuffer((CUdeviceptr *)ptr, (CUexternalMemory)mem, &c));
+}
+hipError_t hipDestroyExternalMemory(hipExternalMemory_t mem) { HOC_CALL(cuDestroyExternalMemory((CUexternalMemory)mem)); }
+hipError_t hipImportExternalSemaphore(hipExternalSemaphore_t *out, const hipExternalSemaphoreHandleDesc *d) {
+    CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC c;
+    if (!out || !d) return hipErrorInvalidValue;
+    memset(&c, 0, sizeof c);
+    c.type = (CUexternalSemaphoreHandleType)d->type;
+    if (c.type == CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_FD || c.type == CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_FD)
+        c.handle.fd = d->handle.fd;
+    else { c.handle.win32.handle = d->handle.win32.handle; c.handle.win32.name = d->handle.win32.name; }
+    c.flags = d->flags;
+    HOC_CALL(cuImportExternalSemaphore((CUexternalSemaphore *)out, &c));
+}
+/* One semaphore at a time: gpuflow signals and waits one per call. */
+hipError_t hipSignalExternalSemaphoresAsync(const hipExternalSemaphore_t *sems, const hipExternalSemaphoreSignalParams *p,
+                                            unsigned int n, hipStream_t stream) {
+    CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS c;
+    if (!sems || !p || n != 1) return hipErrorInvalidValue;
+    memset(&c, 0, sizeof c);
+    c.params.fence.value = p->params.fence.value;
+    c.params.keyedMutex.key = p->params.keyedMutex.key;
+    c.flags = p->flags;
+    HOC_CALL(cuSignalExternalSemaphoresAsync((const CUexternalSemaphore *)sems, &c, 1, HOC_STREAM(stream)));
+}
+hipError_t hipWaitExternalSemaphoresAsync(const hipExternalSemaphore_t *sems, const hipExternalSemaphoreWaitParams *p,
+                                          unsigned int n, hipStream_t stream) {
+    CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS c;
+    if (!sems || !p || n != 1) return hipErrorInvalidValue;
+    memset(&c, 0, sizeof c);
+    c.params.fence.value = p->params.fence.value;
+    c.params.keyedMutex.key = p->params.keyedMutex.key;
+    c.params.keyedMutex.timeoutMs = p->params.keyedMutex.timeoutMs;
+    c.flags = p->flags;
+    HOC_CALL(cuWaitExternalSemaphoresAsync((const CUexternalSemaphore *)sems, &c, 1, HOC_STREAM(stream)));
+}
+hipError_t hipDestroyExternalSemaphore(hipExternalSemaphore_t sem) { HOC_CALL(cuDestroyExternalSemaphore((CUexternalSemaphore)sem)); }
 #endif /* HOC_HIPRTC_ONLY */
 
 /* ---- hiprtc over NVRTC ------------------------------------------------------------------ */

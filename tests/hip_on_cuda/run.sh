@@ -6,8 +6,9 @@
 # ROCm 6 has it (libamdhip64 without hiprtc, and without hipGetDeviceProperties so that hiprtc
 # compiles for the current device, beside a libhiprtc.so.5). Then the tests and the examples
 # with GPUFLOW_HIP and GPUFLOW_TEST_HIP_ON_CUDA against the carried HIP headers, run on the hip
-# backend: conformance and threads on the first two, reliability, races, the dialect, the
-# hiprtc check and every example on the full one, the dialect on the split one. Ends with
+# backend: conformance and threads on the first two, reliability, races, the dialect, interop,
+# Vulkan interop (VULKAN_INCLUDE: its headers), the hiprtc check and every example on the full
+# one, the dialect on the split one. Ends with
 # `N passed, N failed` (tests/run.sh sums the parts). Run from the repository root.
 #   usage: sh tests/hip_on_cuda/run.sh [OUT_DIR]        (default build/hip_on_cuda)
 #   environment: CC (cc), HIP_HEADERS (.hip-headers: holds hip/hip_runtime_api.h and
@@ -41,10 +42,15 @@ stand_in "$out/lib/libamdhip64.so" && ln -sf libamdhip64.so "$out/lib/libamdhip6
 stand_in "$out/lib-hip52/libamdhip64.so" -DHOC_HIP_5_2 && ln -sf libamdhip64.so "$out/lib-hip52/libamdhip64.so.5"
 stand_in "$out/lib-split/libamdhip64.so" "-DHOC_NO_HIPRTC -DHOC_NO_PROPERTIES" && ln -sf libamdhip64.so "$out/lib-split/libamdhip64.so.5"
 stand_in "$out/lib-split/libhiprtc.so.5" -DHOC_HIPRTC_ONLY
-for t in conformance threads reliability races dialect faults cache newcomer no_stalls; do
+for t in conformance threads reliability races dialect faults cache newcomer no_stalls interop; do
     echo "$cc -std=c99 $warn -g -O1 $gf tests/$t.c -o $out/$t -pthread -ldl -lm"
     $cc -std=c99 $warn -g -O1 $gf "tests/$t.c" -o "$out/$t" -pthread -ldl -lm
 done
+# tests/vulkan.c with Vulkan's headers from VULKAN_INCLUDE (else the system's; without them it
+# skips, as it does without a Vulkan driver)
+vk=${VULKAN_INCLUDE:+-isystem $VULKAN_INCLUDE}
+echo "$cc -std=c99 $warn -g -O1 $gf $vk tests/vulkan.c -o $out/vulkan -pthread -ldl -lm"
+$cc -std=c99 $warn -g -O1 $gf $vk tests/vulkan.c -o "$out/vulkan" -pthread -ldl -lm
 echo "$cc -std=c99 $warn -g -O1 -isystem $hip tests/hip_on_cuda/hiprtc_check.c -o $out/hiprtc_check -pthread -ldl -lm"
 $cc -std=c99 $warn -g -O1 -isystem "$hip" tests/hip_on_cuda/hiprtc_check.c -o "$out/hiprtc_check" -pthread -ldl -lm
 
@@ -64,6 +70,8 @@ TEST_TIMEOUT=${TEST_TIMEOUT:-240} sh tests/run.sh \
     "LD_LIBRARY_PATH=$lib $out/cache hip" \
     "LD_LIBRARY_PATH=$lib $out/newcomer hip" \
     "LD_LIBRARY_PATH=$lib $out/no_stalls hip" \
+    "LD_LIBRARY_PATH=$lib $out/interop hip" \
+    "LD_LIBRARY_PATH=$lib $out/vulkan hip" \
     "LD_LIBRARY_PATH=$lib $out/faults entries hip" \
     "LD_LIBRARY_PATH=$lib $out/faults slots hip" \
     "LD_LIBRARY_PATH=$lib $out/hiprtc_check --require --arch sm_75 $kernels" \
