@@ -54,7 +54,7 @@ static struct { RAW_FNS(RAW_SLOT) } raw;
 #define BYTES ((VkDeviceSize)256 << 20)
 #define COPY_BYTES ((size_t)128 << 20)
 #define SIGNALS 1000
-#define BATCHES 15
+#define BATCHES 41
 
 static gf_device *dev;
 static gf_stream *gs;
