@@ -30,7 +30,8 @@
                    the core a backend may use) >>forward (every forward declaration)
     The core path: >>names >>validation >>backends >>devices >>deadlocks >>captures >>staged
                    >>commands >>streams >>memory >>accounting >>events >>eventpools
-                   >>streampools >>streamsets >>barriers >>waiters >>asyncalloc >>flows
+                   >>streampools >>streamsets >>barriers >>peers (more than one device)
+                   >>waiters >>asyncalloc >>flows
                    >>graphs >>graphpools >>dialect (kernels from one source, the disk cache)
                    >>kernels >>interop >>external
     Diagnostics:   >>diagnostics: >>races >>hangs >>profiler
@@ -74,7 +75,7 @@
     GPUFLOW_LOG=error|warning|info|off: what goes to stderr when no logger is installed;
     GPUFLOW_SYNC=1: every operation waits for itself (the first failure named at its call);
     GPUFLOW_STATS=1: each device's statistics at close; GPUFLOW_TRACE=file.json: the run's
-    Perfetto trace written at close. Any other GPUFLOW_* variable is named in a warning. Values are read strictly: one that is not understood is named in a
+    Perfetto trace written at close; GPUFLOW_STUB_DEVICES=N: the stub is N devices (1 to 16). Any other GPUFLOW_* variable is named in a warning. Values are read strictly: one that is not understood is named in a
     warning and the switch stays off.
 
     CONVENTIONS
@@ -278,6 +279,8 @@ typedef struct gf_stream_stats {
     uint64_t ops, copies, bytes_copied, launches, callbacks;
     uint64_t pending;             /* operations not yet known to be complete */
     double   busy_ms;             /* device time of profiled operations (profiler on) */
+    uint64_t staged_copies;       /* copies between devices that went through host memory */
+    uint64_t bridged_waits;       /* waits for another device's events held in a host callback */
 } gf_stream_stats;
 
 #define GF_EVENT_TIMING 1u        /* gf_event_create flag: the event can be timed */
@@ -320,6 +323,8 @@ typedef struct gf_task_desc {
     gf_workload workload;         /* default: the flow's */
     gf_callback on_complete;      /* optional */
     void *on_complete_user;
+    gf_device *device;            /* where the task runs (default NULL: the flow's device); run
+                                     with gf_flow_run_multi, one pool per device */
 } gf_task_desc;
 
 typedef struct gf_flow_stats {
@@ -611,6 +616,32 @@ GPUFLOW_API gf_result  gf_device_get_info(gf_device *dev, gf_device_info *out);
 GPUFLOW_API gf_result  gf_device_memory_info(gf_device *dev, size_t *free_bytes, size_t *total_bytes);
 GPUFLOW_API gf_result  gf_device_synchronize(gf_device *dev);
 
+/* ---- more than one device ---------------------------------------------------------------- */
+/* Devices of one backend or of several work together: a copy between buffers of two devices
+   (gf_copy_buffer_async on a stream of either), a stream waiting for another device's event
+   (gf_stream_wait_event, gf_stream_wait_stream), barriers and gf_synchronize_all over streams
+   of several devices, flows whose tasks name their device (gf_task_desc.device). How each
+   runs: CUDA and HIP copy with the driver's peer copy and wait natively across devices; the
+   stub copies and waits on the host; anything else (OpenCL's devices, each in its own
+   context, and two backends) is bridged by gpuflow: a copy goes through host memory in 8 MiB
+   chunks, two in flight (gf_stream_stats.staged_copies counts them), and a wait holds the
+   waiting stream in a host callback until the event completes (that backend's callback
+   thread is held meanwhile). gf_device_can_access_peer: 1 where a's kernels and copies reach
+   b's memory directly over the link once gf_device_enable_peer(a, b) has run (CUDA/HIP:
+   cuCtxEnablePeerAccess / hipDeviceEnablePeerAccess; the stub: always; a device and itself,
+   and two gf_devices opened on one GPU: always). Copies between devices never need it: a
+   CUDA/HIP copy without peer access goes through the driver's own staging, slower. Two
+   gf_devices opened on one ordinal are distinct devices to gpuflow's rules (memory
+   accounting, events, streams) and share the driver's context. Not captured: a copy or wait
+   across devices inside a capture is GF_ERROR_CAPTURE. The race detector checks each
+   device's own side. Closing a device waits for other devices' streams still bridged to its
+   events. GPUFLOW_STUB_DEVICES=N (1 to 16; default 1) makes the stub N devices, each with its
+   own memory capacity and accounting. Codes: GF_ERROR_WRONG_DEVICE (a stream of neither
+   device), GF_ERROR_NOT_SUPPORTED (gf_device_enable_peer where there is no link: the message
+   says why), GF_ERROR_CAPTURE, GF_ERROR_DRIVER. Thread-safe. */
+GPUFLOW_API int       gf_device_can_access_peer(gf_device *a, gf_device *b);   /* 0 for bad handles */
+GPUFLOW_API gf_result gf_device_enable_peer(gf_device *a, gf_device *b);       /* a reaches b; again: GF_OK */
+
 /* ---- memory -------------------------------------------------------------------------- */
 /* Codes: GF_ERROR_OUT_OF_MEMORY (device memory, the memory limit, host memory), GF_ERROR_OUT_OF_RANGE
    (a range past a buffer's end), GF_ERROR_WRONG_DEVICE, GF_ERROR_CAPTURE (a synchronous copy
@@ -819,6 +850,12 @@ GPUFLOW_API void      gf_flow_destroy(gf_flow *flow);
 GPUFLOW_API gf_result gf_flow_add_desc(gf_flow *flow, const gf_task_desc *desc, gf_task *out);
 GPUFLOW_API gf_result gf_flow_get_stats(gf_flow *flow, gf_flow_stats *out);
 GPUFLOW_API gf_result gf_flow_write_dot(gf_flow *flow, const char *path);   /* tasks, edges, lanes, events */
+/* A flow whose tasks name devices (gf_task_desc.device): each task takes a stream of the pool
+   of its device, and an edge between devices is a wait across devices (see "more than one
+   device"). pools: one per device the tasks use, in any order (GF_ERROR_WRONG_DEVICE names a
+   device without one; GF_ERROR_INVALID_ARGUMENT: two pools of one device). Such a flow is not
+   captured (GF_ERROR_CAPTURE) and its runs are not timed on the device. */
+GPUFLOW_API gf_result gf_flow_run_multi(gf_flow *flow, gf_stream_pool *const *pools, int count);
 
 /* ---- graphs -------------------------------------------------------------------------- */
 /* Native driver graphs on CUDA and HIP, recorded replay elsewhere (gf_graph_info says which).
@@ -1206,7 +1243,7 @@ static int gf__stderr_level = -2;   /* atomic; -2: not read yet, -1: off, else t
    (a misspelt switch would otherwise stay silently off). */
 static const char *const gf__env_known[] = {
     "GPUFLOW_BACKEND", "GPUFLOW_CACHE_DIR", "GPUFLOW_HANG_MS", "GPUFLOW_LOG", "GPUFLOW_OPENCL_PLATFORM",
-    "GPUFLOW_RACE_CHECK", "GPUFLOW_STATS", "GPUFLOW_SYNC", "GPUFLOW_SYNC_DEBUG", "GPUFLOW_TRACE", NULL
+    "GPUFLOW_RACE_CHECK", "GPUFLOW_STATS", "GPUFLOW_STUB_DEVICES", "GPUFLOW_SYNC", "GPUFLOW_SYNC_DEBUG", "GPUFLOW_TRACE", NULL
 };
 #if !defined(_WIN32) && !defined(__USE_GNU)   /* glibc's <unistd.h> declares it under _GNU_SOURCE */
 extern char **environ;
@@ -1241,7 +1278,7 @@ static int gf__stderr_level_now(void) {
     v = getenv("GPUFLOW_LOG");
     level = gf__switch_on("GPUFLOW_STATS") || gf__switch_on("GPUFLOW_TRACE") ? (int)GF_LOG_INFO   /* what they print is info */
           : gf__switch_on("GPUFLOW_RACE_CHECK") || gf__switch_on("GPUFLOW_HANG_MS") || gf__switch_on("GPUFLOW_SYNC_DEBUG") ||
-            gf__switch_on("GPUFLOW_SYNC") || gf__env_next_unknown(&i, &n) ? (int)GF_LOG_WARNING : -1;   /* a misspelt switch is heard */
+            gf__switch_on("GPUFLOW_SYNC") || getenv("GPUFLOW_STUB_DEVICES") || gf__env_next_unknown(&i, &n) ? (int)GF_LOG_WARNING : -1;   /* a misspelt switch is heard */
     if (v && *v) {
         for (i = 0; i < 3 && strcmp(v, names[i]); i++) {}
         if (i < 3) level = i;
@@ -1406,6 +1443,9 @@ struct gf_device {
     gf_stream **streams; int stream_count, stream_cap;
     gf_graph **graphs; int graph_count, graph_cap;   /* live graphs, to refuse destroyed ones */
     gf_stream *sync_stream;         /* carries the synchronous copies */
+    gf_stream *peer_stream;         /* made at first need: this device's side of copies and waits
+                                       bridged to other devices (gpuflow's own: "gpuflow/peer") */
+    int bridges;                    /* atomic: host callbacks of other devices waiting on its events */
     gf_event_pool *events;          /* the device's own events: barriers, flows, profiler */
     uint64_t next_id;
     uint64_t next_label;            /* "stream N" counts the streams the program made */
@@ -1492,6 +1532,7 @@ struct gf_stream {
     gf__mutex lock;                 /* enqueue order, capture state, profiler records */
     int status;                     /* gf_result: sticky asynchronous error, given to callbacks */
     uint64_t ops, copies, bytes_copied, launches, callbacks;   /* atomics */
+    uint64_t staged_copies, bridged_waits;                    /* atomics: across devices */
     uint64_t submitted, retired;    /* pending = submitted - retired, refreshed by query */
     gf__capture *capture;           /* capture this stream takes part in, or NULL */
     int capture_ops, capture_joined;/* ops since joining; ops covered by a join back */
@@ -1817,6 +1858,17 @@ struct gf__backend {
     void      (*semaphore_destroy)(gf_semaphore *sem);
     gf_result (*semaphore_signal)(gf_stream *s, gf_semaphore *sem, uint64_t value);
     gf_result (*semaphore_wait)(gf_stream *s, gf_semaphore *sem, uint64_t value);
+
+    /* More than one device of this backend (each optional). peer_can_access: whether a's
+       kernels and copies can reach b's memory once peer_enable(a, b) ran (NULL: never; the
+       core answers for a device and itself). copy_peer: a D2D copy whose dst and src belong
+       to two devices of this backend, on s (a stream of one of them); NULL: the core stages
+       it through host memory. stream_wait_peer: s waits for ev's latest record, made on
+       another device of this backend; NULL: the core bridges it through a host callback. */
+    int       (*peer_can_access)(gf_device *a, gf_device *b);
+    gf_result (*peer_enable)(gf_device *a, gf_device *b);
+    gf_result (*copy_peer)(gf_stream *s, const gf__copy *c);
+    gf_result (*stream_wait_peer)(gf_stream *s, gf_event *ev);
 };
 /* The uses external_types answers for. */
 enum { GF__EXT_IMPORT_MEMORY, GF__EXT_EXPORT_MEMORY, GF__EXT_IMPORT_SEMAPHORE, GF__EXT_EXPORT_SEMAPHORE };
@@ -2076,6 +2128,10 @@ static gf_result gf__stream_sync(gf_stream *s);
 static gf_result gf__stream_query_settled(void *p);
 static gf_result gf__poll(gf__query_fn query, void *obj, unsigned timeout_ms);
 static gf_result gf__capture_add(gf_stream *s, const gf__cmd *c);
+static gf_result gf__copy_between_devices(gf_stream *s, const gf__copy *c);   /* >>peers */
+static gf_result gf__wait_event_across(gf_stream *s, gf_event *ev);
+static gf_result gf__wait_stream_across(gf_stream *waiter, gf_stream *other);
+#define gf__copy_across(c) ((c)->kind == GF__COPY_D2D && (c)->dst->dev != (c)->src->dev)
 static void gf__capture_discard(gf__capture *c);
 static void gf__capture_abandon(gf_stream *s);
 /* memory */
@@ -2265,6 +2321,7 @@ static void gf__device_free(gf_device *dev) {
         gf__free(dev->graphs[i]);
     }
     if (dev->sync_stream) gf__stream_free(dev->sync_stream);
+    if (dev->peer_stream) gf__stream_free(dev->peer_stream);
     if (dev->events) gf__event_pool_free(dev->events);   /* the waiter thread has stopped */
     gf__stages_free(dev, dev->stage_idle);   /* every stream drained: no callback holds one */
     gf__stages_free(dev, dev->stage_lost);
@@ -2324,7 +2381,7 @@ static void gf__env_unknown(void) {   /* once per process, at the first device's
     if (gf__atomic_xchg_int(&checked, 1)) return;   /* once per process */
     while ((name = gf__env_next_unknown(&at, &n)) != NULL)
         gf__notice(GF_LOG_WARNING, "gpuflow: %.*s is not a variable gpuflow reads (it reads GPUFLOW_BACKEND, _CACHE_DIR, _HANG_MS, _LOG, "
-                   "_OPENCL_PLATFORM, _RACE_CHECK, _STATS, _SYNC, _SYNC_DEBUG, _TRACE)", (int)n, name);
+                   "_OPENCL_PLATFORM, _RACE_CHECK, _STATS, _STUB_DEVICES, _SYNC, _SYNC_DEBUG, _TRACE)", (int)n, name);
 }
 
 static void gf__device_env(gf_device *dev) {
@@ -2597,6 +2654,7 @@ GPUFLOW_IMPL void gf_device_close(gf_device *dev) {
     if (gf__refuse_self_wait(__func__, dev, NULL) != GF_OK) return;   /* kept: closing waits for the device */
     gf__report_live(dev);
     gf_device_synchronize(dev);
+    while (gf__atomic_load_int(&dev->bridges)) gf__sleep_us(200);   /* other devices' callbacks still hold its marks */
     gf__env_at_close(dev);
     gf__waiter_stop(dev);
     gf__profiler_free(dev);
@@ -2828,6 +2886,7 @@ static gf_result gf__copy_staged(gf_stream *s, const gf__copy *c) {
 
 static gf_result gf__copy_exec(gf_stream *s, const gf__copy *c) {
     const gf__backend *be = s->dev->be;
+    if (gf__copy_across(c)) return gf__copy_between_devices(s, c);
     if (be->host_pinned && c->kind != GF__COPY_D2D && !s->capture && !be->host_pinned(s->dev, c->host))
         return gf__copy_staged(s, c);
     return be->copy(s, c);
@@ -3422,10 +3481,16 @@ static gf_result gf__check_copy(const char *fn, gf_stream *s, const gf__copy *c)
     if (c->dst && !gf__is(c->dst, GF__T_BUFFER)) return gf__bad_handle(fn, "dst", c->dst, GF__T_BUFFER);
     if (c->src && !gf__is(c->src, GF__T_BUFFER)) return gf__bad_handle(fn, "src", c->src, GF__T_BUFFER);
     if (c->kind != GF__COPY_D2D && !c->host) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "%s: host pointer is NULL", fn);
-    if (c->dst) { if (c->dst->dev != s->dev) return gf__fail(GF_ERROR_WRONG_DEVICE, "%s: dst belongs to another device", fn);
-                  if ((r = gf__check_range(fn, c->dst, c->dst_offset, c->bytes)) != GF_OK) return r; }
-    if (c->src) { if (c->src->dev != s->dev) return gf__fail(GF_ERROR_WRONG_DEVICE, "%s: src belongs to another device", fn);
-                  if ((r = gf__check_range(fn, c->src, c->src_offset, c->bytes)) != GF_OK) return r; }
+    if (c->dst && c->src && c->dst->dev != c->src->dev) {   /* between devices: s belongs to one of them */
+        if (s->dev != c->dst->dev && s->dev != c->src->dev)
+            return gf__fail(GF_ERROR_WRONG_DEVICE, "%s: a copy between devices '%s' and '%s' runs on a stream of one of them, not of '%s'",
+                            fn, c->src->dev->info.name, c->dst->dev->info.name, s->dev->info.name);
+    } else {
+        if (c->dst && c->dst->dev != s->dev) return gf__fail(GF_ERROR_WRONG_DEVICE, "%s: dst belongs to another device", fn);
+        if (c->src && c->src->dev != s->dev) return gf__fail(GF_ERROR_WRONG_DEVICE, "%s: src belongs to another device", fn);
+    }
+    if (c->dst && (r = gf__check_range(fn, c->dst, c->dst_offset, c->bytes)) != GF_OK) return r;
+    if (c->src && (r = gf__check_range(fn, c->src, c->src_offset, c->bytes)) != GF_OK) return r;
     return GF_OK;
 }
 
@@ -3958,7 +4023,7 @@ GPUFLOW_IMPL gf_result gf_stream_wait_event(gf_stream *s, gf_event *ev) {
     gf_result r;
     GF__CHECK(s, GF__T_STREAM);
     GF__CHECK(ev, GF__T_EVENT);
-    GF__SAME_DEVICE(s->dev, ev->dev);
+    if (s->dev != ev->dev) return gf__wait_event_across(s, ev);
     gf__lock(&s->lock);
     r = gf__wait_locked(s, ev);
     gf__unlock(&s->lock);
@@ -3970,7 +4035,7 @@ GPUFLOW_IMPL gf_result gf_stream_wait_stream(gf_stream *waiter, gf_stream *other
     gf_result r;
     GF__CHECK(waiter, GF__T_STREAM);
     GF__CHECK(other, GF__T_STREAM);
-    GF__SAME_DEVICE(waiter->dev, other->dev);
+    if (waiter->dev != other->dev) return gf__wait_stream_across(waiter, other);
     if (waiter == other) return GF_OK;
     if ((r = gf__event_pool_take(waiter->dev->events, 0, &ev)) != GF_OK) return r;
     gf__lock(&other->lock);
@@ -4645,7 +4710,6 @@ static gf_result gf__check_stream_list(const char *fn, gf_stream *const *streams
     if (count < 1) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "%s: count %d must be >= 1", fn, count);
     for (i = 0; i < count; i++) {
         if (!gf__is(streams[i], GF__T_STREAM)) return gf__bad_handle(fn, "streams[i]", streams[i], GF__T_STREAM);
-        if (streams[i]->dev != streams[0]->dev) return gf__fail(GF_ERROR_WRONG_DEVICE, "%s: streams[%d] belongs to another device", fn, i);
     }
     return GF_OK;
 }
@@ -4657,15 +4721,15 @@ GPUFLOW_IMPL gf_result gf_barrier(gf_stream *const *streams, int count) {
     int i, j, taken = 0;
     if ((r = gf__check_stream_list(__func__, streams, count)) != GF_OK) return r;
     if (count > GF_POOL_MAX_STREAMS) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_barrier: count %d exceeds %d", count, GF_POOL_MAX_STREAMS);
-    for (i = 0; i < count && r == GF_OK; i++) {
-        if ((r = gf__event_pool_take(streams[0]->dev->events, 0, &marks[i])) != GF_OK) break;
+    for (i = 0; i < count && r == GF_OK; i++) {   /* each mark from its stream's device: they may differ */
+        if ((r = gf__event_pool_take(streams[i]->dev->events, 0, &marks[i])) != GF_OK) break;
         taken++;
         r = gf_event_record(marks[i], streams[i]);
     }
     for (j = 0; j < count && r == GF_OK; j++)
         for (i = 0; i < count && r == GF_OK; i++)
             if (streams[i] != streams[j]) r = gf_stream_wait_event(streams[j], marks[i]);
-    for (i = 0; i < taken; i++) gf__event_pool_give(streams[0]->dev->events, marks[i]);
+    for (i = 0; i < taken; i++) gf__event_pool_give(streams[i]->dev->events, marks[i]);
     return r;
 }
 
@@ -4676,6 +4740,221 @@ GPUFLOW_IMPL gf_result gf_synchronize_all(gf_stream *const *streams, int count, 
     if ((r = gf__sync_streams(streams, count)) != GF_OK) return r;
     if (elapsed_ms) *elapsed_ms = (double)(gf__now_ns() - t0) / 1e6;
     return GF_OK;
+}
+
+/* ---- more than one device -------------------------------------------------------------- >>peers */
+/* Each device's side of the work bridged to other devices runs on its peer stream, made at
+   first need: an internal stream, so nothing of the program's waits behind it. */
+static gf_result gf__peer_stream(gf_device *dev, gf_stream **out) {
+    gf_stream *made = NULL;
+    gf_result r;
+    gf__lock(&dev->lock);
+    *out = dev->peer_stream;
+    gf__unlock(&dev->lock);
+    if (*out) return GF_OK;
+    if ((r = gf__stream_new(dev, "gpuflow/peer", GF_PRIORITY_NORMAL, 1, &made)) != GF_OK) return r;
+    gf__lock(&dev->lock);
+    if (!dev->peer_stream) { dev->peer_stream = made; made = NULL; }   /* else another thread made it first */
+    *out = dev->peer_stream;
+    gf__unlock(&dev->lock);
+    if (made) gf__stream_free(made);
+    return GF_OK;
+}
+
+/* A mark: one of t's device's own events, recorded on t now (t->lock held). */
+static gf_result gf__mark(gf_stream *t, gf_event **out) {
+    GF__HELD(&t->lock);
+    gf_result r;
+    if ((r = gf__event_pool_take(t->dev->events, 0, out)) != GF_OK) return r;
+    if ((r = t->dev->be->event_record(*out, t)) != GF_OK) { gf__event_pool_give(t->dev->events, *out); *out = NULL; }
+    return r;
+}
+
+/* A bridged wait: the waiting stream's host callback blocks until the mark, an event of
+   another device (or backend), completes; then the mark goes back to its pool. The mark's
+   device counts it, so its close waits for the callback. */
+typedef struct gf__bridge { gf_event *mark; } gf__bridge;
+static void gf__bridge_run(void *user, gf_result status) {
+    gf__bridge *b = (gf__bridge *)user;
+    gf_device *dev = b->mark->dev;
+    (void)status;
+    (void)dev->be->event_synchronize(b->mark);   /* a failure there is that device's to report */
+    gf__event_pool_give(dev->events, b->mark);
+    gf__free(b);
+    gf__atomic_add_int(&dev->bridges, -1);
+}
+
+/* t (lock held) waits for mark, a gpuflow event of another device that nobody records again:
+   natively where t's backend waits across its devices, else bridged. The mark is given back. */
+static gf_result gf__wait_mark(gf_stream *t, gf_event *mark) {
+    GF__HELD(&t->lock);
+    const gf__backend *be = t->dev->be;
+    gf__bridge *b;
+    gf__cmd c;
+    gf_result r;
+    if (mark->dev == t->dev || (mark->dev->be == be && be->stream_wait_peer)) {
+        r = mark->dev == t->dev ? be->stream_wait_event(t, mark) : be->stream_wait_peer(t, mark);
+        gf__event_pool_give(mark->dev->events, mark);   /* the wait saw the record: the mark may go */
+        return r;
+    }
+    if (!(b = (gf__bridge *)gf__calloc(sizeof *b))) {
+        gf__event_pool_give(mark->dev->events, mark);
+        return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gpuflow: out of host memory for a wait across devices");
+    }
+    b->mark = mark;
+    gf__atomic_add_int(&mark->dev->bridges, 1);
+    c.kind = GF__CMD_CALLBACK;
+    c.as.callback.fn = gf__bridge_run;
+    c.as.callback.user = b;
+    if ((r = gf__exec_counted(t, &c)) != GF_OK) {
+        gf__atomic_add_int(&mark->dev->bridges, -1);
+        gf__event_pool_give(mark->dev->events, mark);
+        gf__free(b);
+        return r;
+    }
+    gf__counter_add(&t->bridged_waits, 1);
+    return GF_OK;
+}
+
+static gf_result gf__refuse_capture_across(const char *fn, gf_stream *s) {
+    GF__HELD(&s->lock);
+    return s->capture ? gf__fail(GF_ERROR_CAPTURE, "%s: stream '%s' is capturing; a wait across devices cannot be captured", fn, s->label) : GF_OK;
+}
+
+/* s waits for ev of another device: natively where the backend can (it sees ev's latest
+   record), else ev's device's peer stream waits for ev and records a mark there, which s waits
+   for (the mark is gpuflow's: the program may record ev again or destroy it at once). */
+static gf_result gf__wait_event_across(gf_stream *s, gf_event *ev) {
+    gf__record_info rec = gf__event_latest(ev);
+    const gf__backend *be = s->dev->be;
+    gf_event *mark = NULL;
+    gf_stream *peer;
+    gf_result r;
+    if (!rec.recorded) return GF_OK;   /* as in CUDA: a never-recorded event is complete */
+    if (rec.capture_id) return gf__fail(GF_ERROR_CAPTURE, "gf_stream_wait_event: the event was recorded inside a capture of device '%s'", ev->dev->info.name);
+    if (ev->dev->be == be && be->stream_wait_peer) {
+        gf__lock(&s->lock);
+        if ((r = gf__refuse_capture_across(__func__, s)) == GF_OK && (r = be->stream_wait_peer(s, ev)) == GF_OK)
+            gf__note_op(s, GF_OP_WAIT, NULL, rec.stream_id);
+        gf__unlock(&s->lock);
+        return r;
+    }
+    if ((r = gf__peer_stream(ev->dev, &peer)) != GF_OK) return r;
+    gf__lock(&peer->lock);
+    if ((r = ev->dev->be->stream_wait_event(peer, ev)) == GF_OK) r = gf__mark(peer, &mark);
+    gf__unlock(&peer->lock);
+    if (r != GF_OK) return r;
+    gf__lock(&s->lock);
+    if ((r = gf__refuse_capture_across(__func__, s)) != GF_OK) gf__event_pool_give(ev->dev->events, mark);
+    else if ((r = gf__wait_mark(s, mark)) == GF_OK) gf__note_op(s, GF_OP_WAIT, NULL, rec.stream_id);
+    gf__unlock(&s->lock);
+    return r;
+}
+
+static gf_result gf__wait_stream_across(gf_stream *waiter, gf_stream *other) {
+    gf_event *mark = NULL;
+    gf_result r;
+    gf__lock(&other->lock);
+    r = other->capture ? gf__fail(GF_ERROR_CAPTURE, "gf_stream_wait_stream: stream '%s' is capturing; a wait across devices cannot be captured", other->label)
+                       : gf__mark(other, &mark);
+    gf__unlock(&other->lock);
+    if (r != GF_OK) return r;
+    gf__lock(&waiter->lock);
+    if ((r = gf__refuse_capture_across(__func__, waiter)) != GF_OK) gf__event_pool_give(other->dev->events, mark);
+    else if ((r = gf__wait_mark(waiter, mark)) == GF_OK) gf__note_op(waiter, GF_OP_WAIT, NULL, other->id);
+    gf__unlock(&waiter->lock);
+    return r;
+}
+
+/* t (lock held unless it is the peer stream, locked here) takes one copy. */
+static gf_result gf__copy_on(gf_stream *t, gf_stream *held, const gf__copy *c) {
+    gf_result r;
+    if (t != held) gf__lock(&t->lock);
+    r = gf__copy_exec(t, c);
+    if (t != held) gf__unlock(&t->lock);
+    return r;
+}
+/* waiter waits for a mark made on from now (each locked here unless it is held). */
+static gf_result gf__order_after(gf_stream *waiter, gf_stream *from, gf_stream *held) {
+    gf_event *mark = NULL;
+    gf_result r;
+    if (from != held) gf__lock(&from->lock);
+    r = gf__mark(from, &mark);
+    if (from != held) gf__unlock(&from->lock);
+    if (r != GF_OK) return r;
+    if (waiter != held) gf__lock(&waiter->lock);
+    r = gf__wait_mark(waiter, mark);
+    if (waiter != held) gf__unlock(&waiter->lock);
+    return r;
+}
+
+/* A copy between buffers of two devices on s (lock held), a stream of one of them: the
+   backend's peer copy where it has one for the pair, else through host memory. There the
+   source's device reads a chunk into a stage, the destination's writes it on; two stages
+   alternate, so one chunk is read while the last is written. The other device's part runs on
+   its peer stream, ordered after what s had queued, and s goes on only after the last chunk
+   is written: in order on both sides. The stages are pinned for the device whose backend
+   needs pinned memory. */
+#define GF__PEER_CHUNK ((size_t)8 << 20)
+static gf_result gf__copy_between_devices(gf_stream *s, const gf__copy *c) {
+    GF__HELD(&s->lock);
+    gf_device *src_dev = c->src->dev, *dst_dev = c->dst->dev;
+    gf_device *other = s->dev == dst_dev ? src_dev : dst_dev;
+    gf_device *stage_dev = dst_dev->be->host_pinned ? dst_dev : src_dev;
+    gf_stream *peer, *reader, *writer;
+    gf__stage *st[2] = { NULL, NULL };
+    size_t chunk = c->bytes < GF__PEER_CHUNK ? c->bytes : GF__PEER_CHUNK, done = 0;
+    int k = 0, used[2] = { 0, 0 };
+    gf_result r;
+    if (src_dev->be == dst_dev->be && s->dev->be->copy_peer) return s->dev->be->copy_peer(s, c);
+    if ((r = gf__peer_stream(other, &peer)) != GF_OK) return r;
+    reader = s->dev == src_dev ? s : peer;
+    writer = reader == s ? peer : s;
+    if ((r = gf__stage_get(stage_dev, chunk, &st[0])) != GF_OK) return r;
+    if (c->bytes > chunk && (r = gf__stage_get(stage_dev, chunk, &st[1])) != GF_OK) { st[0]->dst = NULL; gf__stage_done(st[0]); return r; }
+    r = gf__order_after(peer, s, s);   /* the peer stream starts where s is now */
+    for (; r == GF_OK && done < c->bytes; done += chunk, k ^= 1) {
+        gf__copy in, out;
+        size_t n = c->bytes - done < chunk ? c->bytes - done : chunk;
+        if (used[k] && (r = gf__order_after(reader, writer, s)) != GF_OK) break;   /* stage k written on before it is refilled */
+        in = gf__copy_desc(GF__COPY_D2H, NULL, 0, c->src, c->src_offset + done, st[k]->pinned, n);
+        out = gf__copy_desc(GF__COPY_H2D, c->dst, c->dst_offset + done, NULL, 0, st[k]->pinned, n);
+        if ((r = gf__copy_on(reader, s, &in)) != GF_OK || (r = gf__order_after(writer, reader, s)) != GF_OK ||
+            (r = gf__copy_on(writer, s, &out)) != GF_OK) break;
+        used[k] = 1;
+    }
+    if (r == GF_OK && writer != s) r = gf__order_after(s, writer, s);   /* s goes on once the bytes are there */
+    /* The stages go back when s passes this point: s has waited for every use of them. If the
+       wait could not be queued, the device is waited for instead (as a failed destroy fence). */
+    for (k = 0; k < 2; k++) {
+        if (!st[k]) continue;
+        st[k]->dst = NULL;
+        if (r != GF_OK || s->dev->be->host_callback(s, gf__stage_done, st[k]) != GF_OK) {
+            (void)peer->dev->be->stream_synchronize(peer);
+            (void)s->dev->be->stream_synchronize(s);
+            gf__stage_done(st[k]);
+        }
+    }
+    if (r == GF_OK) gf__counter_add(&s->staged_copies, 1);
+    return r;
+}
+
+GPUFLOW_IMPL int gf_device_can_access_peer(gf_device *a, gf_device *b) {
+    if (!gf__is(a, GF__T_DEVICE) || !gf__is(b, GF__T_DEVICE)) return 0;
+    if (a == b) return 1;
+    return a->be == b->be && a->be->peer_can_access ? a->be->peer_can_access(a, b) : 0;
+}
+GPUFLOW_IMPL gf_result gf_device_enable_peer(gf_device *a, gf_device *b) {
+    GF__CHECK(a, GF__T_DEVICE);
+    GF__CHECK(b, GF__T_DEVICE);
+    if (a == b) return GF_OK;
+    if (a->be != b->be)
+        return gf__fail(GF_ERROR_NOT_SUPPORTED, "gf_device_enable_peer: '%s' (%s) and '%s' (%s) are of two backends: copies between them go through host memory",
+                        a->info.name, a->be->name, b->info.name, b->be->name);
+    if (!a->be->peer_enable || !gf_device_can_access_peer(a, b))
+        return gf__fail(GF_ERROR_NOT_SUPPORTED, "gf_device_enable_peer: '%s' cannot reach the memory of '%s' directly (%s); copies between them go through host memory",
+                        a->info.name, b->info.name, a->be->peer_enable ? "the driver says no link" : "the backend has no peer access");
+    return a->be->peer_enable(a, b);
 }
 
 /* ---- async waiters: callbacks when events complete --------------------------------- >>waiters */
@@ -5032,6 +5311,7 @@ typedef struct gf__task {
     void *user;
     gf_acquire_hint hint;           /* what the pool's strategy picks its stream by */
     gf_callback on_complete; void *on_complete_user;
+    gf_device *dev;                 /* where it runs: the flow's or gf_task_desc.device */
     int *succ; int succ_count, succ_cap;
 } gf__task;
 
@@ -5093,6 +5373,7 @@ GPUFLOW_IMPL gf_result gf_flow_add_desc(gf_flow *flow, const gf_task_desc *desc,
     hint.workload = desc->workload;
     if (gf__check_hint(&hint) != GF_OK)
         return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_flow_add_desc: priority %d or workload %d is out of range", (int)desc->priority, (int)desc->workload);
+    if (desc->device && !gf__is(desc->device, GF__T_DEVICE)) return gf__bad_handle(__func__, "desc->device", desc->device, GF__T_DEVICE);
     gf__lock(&flow->lock);
     if (flow->count >= 0xffff || !gf__grow((void **)&flow->tasks, &flow->cap, flow->count + 1, sizeof *flow->tasks)) {
         gf__unlock(&flow->lock);
@@ -5107,6 +5388,7 @@ GPUFLOW_IMPL gf_result gf_flow_add_desc(gf_flow *flow, const gf_task_desc *desc,
     t->hint = hint;
     t->on_complete = desc->on_complete;
     t->on_complete_user = desc->on_complete_user;
+    t->dev = desc->device ? desc->device : flow->dev;
     *out = (gf_task)(flow->id << 16 | (uint32_t)flow->count);
     flow->count++;
     gf__unlock(&flow->lock);
@@ -5235,7 +5517,7 @@ static gf_result gf__flow_plan_make(const gf_flow *flow, gf__flow_plan *p) {   /
         for (k = 0; k < p->pred_count[t] && chosen < 0; k++) {
             int pr = p->preds[p->pred_first[t] + k];
             if (lane_tail[p->lane[pr]] == pr && flow->tasks[pr].hint.priority == flow->tasks[t].hint.priority &&
-                flow->tasks[pr].hint.workload == flow->tasks[t].hint.workload)
+                flow->tasks[pr].hint.workload == flow->tasks[t].hint.workload && flow->tasks[pr].dev == flow->tasks[t].dev)
                 chosen = p->lane[pr];
         }
         if (chosen < 0) { chosen = p->lanes++; p->lane_first[chosen] = t; }
@@ -5267,9 +5549,9 @@ static gf_result gf__task_on_complete(gf_flow *flow, gf__task *t, gf_stream *s) 
     if (!d) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_flow_run: out of host memory");
     d->fn = t->on_complete;
     d->user = t->on_complete_user;
-    if ((r = gf__event_pool_take(flow->dev->events, 0, &d->ev)) != GF_OK) { gf__free(d); return r; }
+    if ((r = gf__event_pool_take(s->dev->events, 0, &d->ev)) != GF_OK) { gf__free(d); return r; }
     if ((r = gf_event_record(d->ev, s)) != GF_OK || (r = gf__waiter_add(d->ev, gf__task_completed, d, NULL)) != GF_OK) {
-        gf__event_pool_give(flow->dev->events, d->ev);
+        gf__event_pool_give(s->dev->events, d->ev);
         gf__free(d);
         return r;
     }
@@ -5303,14 +5585,14 @@ static gf_result gf__flow_enqueue(gf_flow *flow, const gf__flow_plan *p, gf_stre
             }
             gf_range_pop(s);
         }
-        if (r == GF_OK && p->signals[t] && (r = gf__event_pool_take(flow->dev->events, 0, &done[t])) == GF_OK) {
+        if (r == GF_OK && p->signals[t] && (r = gf__event_pool_take(s->dev->events, 0, &done[t])) == GF_OK) {
             r = gf_event_record(done[t], s);
             if (run) flow->stats.events++;
         }
         if (r == GF_OK && run && task->on_complete) r = gf__task_on_complete(flow, task, s);
         if (r == GF_OK && run) flow->stats.tasks_run++;
     }
-    for (i = 0; i < flow->count; i++) if (done[i]) gf__event_pool_give(flow->dev->events, done[i]);
+    for (i = 0; i < flow->count; i++) if (done[i]) gf__event_pool_give(done[i]->dev->events, done[i]);
     gf__free(done);
     return r;
 }
@@ -5321,6 +5603,7 @@ static void gf__flow_timing_start(gf_flow *flow, gf_stream **lanes, int count, g
     int i;
     memset(t, 0, sizeof *t);
     if (!gf__atomic_load_int(&flow->dev->profiling) || count < 1) return;   /* an empty flow has no lane to time */
+    for (i = 0; i < count; i++) if (lanes[i]->dev != flow->dev) return;   /* no one clock over several devices */
     if (!(t->ends = (gf_event **)gf__calloc(sizeof *t->ends * (size_t)count))) return;
     if (gf__event_pool_take(events, GF_EVENT_TIMING, &t->start) != GF_OK || gf_event_record(t->start, lanes[0]) != GF_OK) {
         if (t->start) gf__event_pool_give(events, t->start);
@@ -5377,25 +5660,41 @@ static void gf__flow_remember_lanes(gf_flow *flow, gf_stream **lanes, int count)
     flow->last_lane_count = count;
 }
 
-GPUFLOW_IMPL gf_result gf_flow_run(gf_flow *flow, gf_stream_pool *pool) {
+/* The pool of dev among pools, else NULL. */
+static gf_stream_pool *gf__pool_of(gf_stream_pool *const *pools, int count, gf_device *dev) {
+    int i;
+    for (i = 0; i < count; i++) if (pools[i]->dev == dev) return pools[i];
+    return NULL;
+}
+static gf_result gf__flow_run(const char *fn, gf_flow *flow, gf_stream_pool *const *pools, int count) {
     gf__flow_plan plan;
     gf_stream **lanes;
+    gf_stream_pool **lane_pool;
     gf_acquire_hint hint;
-    gf_result r;
+    gf_result r = GF_OK;
     int i;
-    GF__CHECK(flow, GF__T_FLOW);
-    GF__CHECK(pool, GF__T_STREAM_POOL);
-    GF__SAME_DEVICE(flow->dev, pool->dev);
     gf__lock(&flow->lock);
+    for (i = 0; i < flow->count; i++)
+        if (!gf__pool_of(pools, count, flow->tasks[i].dev)) {
+            gf__unlock(&flow->lock);
+            return gf__fail(GF_ERROR_WRONG_DEVICE, "%s: task '%s' of flow '%s' runs on device '%s', which no pool given belongs to%s", fn,
+                            flow->tasks[i].name, flow->label, flow->tasks[i].dev->info.name,
+                            count == 1 ? " (tasks on several devices: gf_flow_run_multi with one pool per device)" : "");
+        }
     if ((r = gf__flow_plan_make(flow, &plan)) != GF_OK) { gf__unlock(&flow->lock); return r; }
-    if (!(lanes = (gf_stream **)gf__calloc(sizeof *lanes * (size_t)(plan.lanes + 1)))) {
+    lanes = (gf_stream **)gf__calloc(sizeof *lanes * (size_t)(plan.lanes + 1));
+    lane_pool = (gf_stream_pool **)gf__calloc(sizeof *lane_pool * (size_t)(plan.lanes + 1));
+    if (!lanes || !lane_pool) {
+        gf__free(lanes);
+        gf__free(lane_pool);
         gf__plan_free(&plan);
         gf__unlock(&flow->lock);
-        return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_flow_run: out of host memory");
+        return gf__fail(GF_ERROR_OUT_OF_MEMORY, "%s: out of host memory", fn);
     }
-    for (i = 0; i < plan.lanes && r == GF_OK; i++) {
+    for (i = 0; i < plan.lanes && r == GF_OK; i++) {   /* a lane runs on its first task's device */
         hint = flow->tasks[plan.lane_first[i]].hint;
-        r = gf_stream_pool_acquire(pool, &hint, &lanes[i]);
+        lane_pool[i] = gf__pool_of(pools, count, flow->tasks[plan.lane_first[i]].dev);
+        r = gf_stream_pool_acquire(lane_pool[i], &hint, &lanes[i]);
     }
     if (r == GF_OK) {
         gf__flow_timing timing;
@@ -5406,11 +5705,31 @@ GPUFLOW_IMPL gf_result gf_flow_run(gf_flow *flow, gf_stream_pool *pool) {
         if (r == GF_OK) flow->stats.runs++;
         gf__flow_remember_lanes(flow, lanes, plan.lanes);
     }
-    for (i = 0; i < plan.lanes; i++) if (lanes[i]) gf_stream_pool_release(pool, lanes[i]);
+    for (i = 0; i < plan.lanes; i++) if (lanes[i]) gf_stream_pool_release(lane_pool[i], lanes[i]);
     gf__free(lanes);
+    gf__free(lane_pool);
     gf__plan_free(&plan);
     gf__unlock(&flow->lock);
     return r;
+}
+
+GPUFLOW_IMPL gf_result gf_flow_run(gf_flow *flow, gf_stream_pool *pool) {
+    GF__CHECK(flow, GF__T_FLOW);
+    GF__CHECK(pool, GF__T_STREAM_POOL);
+    GF__SAME_DEVICE(flow->dev, pool->dev);
+    return gf__flow_run(__func__, flow, &pool, 1);
+}
+GPUFLOW_IMPL gf_result gf_flow_run_multi(gf_flow *flow, gf_stream_pool *const *pools, int count) {
+    int i, j;
+    GF__CHECK(flow, GF__T_FLOW);
+    if (!pools || count < 1) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_flow_run_multi: give one pool per device the tasks use (count %d)", count);
+    for (i = 0; i < count; i++) {
+        if (!gf__is(pools[i], GF__T_STREAM_POOL)) return gf__bad_handle(__func__, "pools[i]", pools[i], GF__T_STREAM_POOL);
+        for (j = 0; j < i; j++)
+            if (pools[j]->dev == pools[i]->dev)
+                return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_flow_run_multi: pools[%d] and pools[%d] belong to one device ('%s')", j, i, pools[i]->dev->info.name);
+    }
+    return gf__flow_run(__func__, flow, pools, count);
 }
 
 /* Capture forks a stream per extra lane off s and joins them all back, so a driver with native
@@ -5427,6 +5746,12 @@ GPUFLOW_IMPL gf_result gf_flow_capture(gf_flow *flow, gf_stream *s, gf_graph **o
     GF__SAME_DEVICE(flow->dev, s->dev);
     *out = NULL;
     gf__lock(&flow->lock);
+    for (i = 0; i < flow->count; i++)
+        if (flow->tasks[i].dev != flow->dev) {
+            gf__unlock(&flow->lock);
+            return gf__fail(GF_ERROR_CAPTURE, "gf_flow_capture: task '%s' runs on another device ('%s'): a flow over several devices is run, not captured",
+                            flow->tasks[i].name, flow->tasks[i].dev->info.name);
+        }
     if ((r = gf__flow_plan_make(flow, &plan)) != GF_OK) { gf__unlock(&flow->lock); return r; }
     if (!(lanes = (gf_stream **)gf__calloc(sizeof *lanes * (size_t)(plan.lanes + 1))))
         r = gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_flow_capture: out of host memory");
@@ -5526,9 +5851,12 @@ GPUFLOW_IMPL gf_result gf_flow_write_dot(gf_flow *flow, const char *path) {
         else fprintf(f, "\"lane %d\"", lane);
         fputs(";\n", f);
         for (i = 0; i < flow->count; i++)
-            if (plan.lane[i] == lane) {
+            if (plan.lane[i] == lane) {   /* a task on another device than the flow's says which */
+                char label[64 + sizeof flow->dev->info.name + 8];
+                if (flow->tasks[i].dev != flow->dev) snprintf(label, sizeof label, "%s\non %s", flow->tasks[i].name, flow->tasks[i].dev->info.name);
+                else gf__copy_str(label, sizeof label, flow->tasks[i].name);
                 fprintf(f, "    t%d [label=", i);
-                gf__dot_string(f, flow->tasks[i].name);
+                gf__dot_string(f, label);
                 fputs("];\n", f);
             }
         fputs("  }\n", f);
@@ -5720,6 +6048,10 @@ static gf_result gf__capture_add(gf_stream *s, const gf__cmd *c) {
     if ((c->kind == GF__CMD_SIGNAL || c->kind == GF__CMD_SEM_WAIT) && !gf__graph_hold_semaphore(cap->graph, c->as.sem.sem)) {
         gf__unlock(&s->dev->lock);
         return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gpuflow: capture: out of host memory");
+    }
+    if (c->kind == GF__CMD_COPY && gf__copy_across(&c->as.copy)) {
+        gf__unlock(&s->dev->lock);
+        return gf__fail(GF_ERROR_CAPTURE, "gf_copy_buffer_async: a copy between two devices cannot be captured (stream '%s' is capturing)", s->label);
     }
     if (c->kind == GF__CMD_GRAPH) {   /* a graph inside this one: what it signals and waits on, held too */
         gf__lock(&c->as.child->lock);
@@ -7298,7 +7630,8 @@ static void gf__race_apply(gf_stream *s, const gf__race_use *uses, int n) {
     if (!gf__atomic_load_int(&s->dev->race_on)) { gf__unlock(&race->lock); return; }   /* switched off since the caller looked */
     if (gf__race_stream(race, s)) {
         s->race_vc[s->race_slot]++;
-        for (i = 0; i < n; i++) if (uses[i].root) gf__race_access_one(race, s, &uses[i], msg, sizeof msg);
+        /* each device keeps its own clocks: the other side of a copy between devices is not checked */
+        for (i = 0; i < n; i++) if (uses[i].root && uses[i].root->dev == s->dev) gf__race_access_one(race, s, &uses[i], msg, sizeof msg);
     }
     gf__unlock(&race->lock);
     gf__race_log(msg);
@@ -7791,6 +8124,8 @@ GPUFLOW_IMPL gf_result gf_stream_get_stats(gf_stream *s, gf_stream_stats *out) {
     out->bytes_copied = gf__atomic_load(&s->bytes_copied);
     out->launches = gf__atomic_load(&s->launches);
     out->callbacks = gf__atomic_load(&s->callbacks);
+    out->staged_copies = gf__atomic_load(&s->staged_copies);
+    out->bridged_waits = gf__atomic_load(&s->bridged_waits);
     sub = gf__atomic_load(&s->submitted);
     out->pending = sub - gf__atomic_load(&s->retired);
     gf__lock(&s->dev->lock);
@@ -8071,12 +8406,30 @@ static gf__stub_mark *gf__stub_latest(gf_event *ev) {
 }
 
 static gf_result gf__stub_load(void) { return GF_OK; }
-static gf_result gf__stub_device_count(int *count) { *count = 1; return GF_OK; }
+/* GPUFLOW_STUB_DEVICES=N: N stub devices (1 to 16), so every multi-device path runs anywhere;
+   a value not understood is said once and one device is kept. */
+#define GF__STUB_MAX_DEVICES 16
+static gf_result gf__stub_device_count(int *count) {
+    static int warned;
+    const char *v = getenv("GPUFLOW_STUB_DEVICES");
+    int n = 0;
+    const char *p;
+    *count = 1;
+    if (!v || !*v) return GF_OK;
+    for (p = v; *p >= '0' && *p <= '9' && n <= GF__STUB_MAX_DEVICES; p++) n = n * 10 + (*p - '0');
+    if (*p || n < 1 || n > GF__STUB_MAX_DEVICES) {
+        if (!gf__atomic_add_int(&warned, 1))
+            gf__notice(GF_LOG_WARNING, "gpuflow: GPUFLOW_STUB_DEVICES=%s is not understood (a count, 1 to %d); the stub has one device", v, GF__STUB_MAX_DEVICES);
+        return GF_OK;
+    }
+    *count = n;
+    return GF_OK;
+}
 
 static gf_result gf__stub_device_open(gf_device *dev, int index) {
-    (void)index;
     if (!(dev->native = gf__calloc(sizeof(gf__stub_device)))) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "stub: out of host memory");
-    gf__copy_str(dev->info.name, sizeof dev->info.name, "gpuflow CPU stub");
+    if (index == 0) gf__copy_str(dev->info.name, sizeof dev->info.name, "gpuflow CPU stub");
+    else snprintf(dev->info.name, sizeof dev->info.name, "gpuflow CPU stub #%d", index);
     dev->info.total_memory = (size_t)GPUFLOW_STUB_MEMORY;
     dev->info.compute_units = 1;
     dev->info.managed_memory = 1;
@@ -8640,6 +8993,8 @@ static gf_result gf__stub_stream_wait_event(gf_stream *s, gf_event *ev) {
     it->mark = m;
     return gf__stub_push(s, it);
 }
+static int gf__stub_peer_can_access(gf_device *a, gf_device *b) { (void)a; (void)b; return 1; }
+static gf_result gf__stub_peer_enable(gf_device *a, gf_device *b) { (void)a; (void)b; return GF_OK; }
 static gf_result gf__stub_event_synchronize(gf_event *ev) {
     gf__stub_mark *m = gf__stub_latest(ev);
     if (m) { gf__stub_mark_wait(m); gf__stub_mark_unref(m); }
@@ -8914,6 +9269,10 @@ static void gf__stub_fill_table(gf__backend *t) {
     t->buffer_wrap = gf__stub_buffer_wrap;
     t->fill_wide = gf__stub_fill_wide;
     t->describe_stream = gf__stub_describe_stream;
+    t->peer_can_access = gf__stub_peer_can_access;
+    t->peer_enable = gf__stub_peer_enable;
+    t->copy_peer = gf__stub_copy;               /* host memory on both sides */
+    t->stream_wait_peer = gf__stub_stream_wait_event;   /* stub events are host objects */
     t->external_types = gf__stub_external_types;
     t->buffer_import = gf__stub_buffer_import;
     t->buffer_export = gf__stub_buffer_export;

@@ -281,6 +281,10 @@
                                                                           const CUgraphNode **, const CUgraphEdgeData **, size_t *), UNKNOWN, cuStreamGetCaptureInfo_v3, 12030) \
     OPT(StreamUpdateCaptureDependencies, CUresult, \
         (CUstream, CUgraphNode *, const CUgraphEdgeData *, size_t, unsigned int), UNKNOWN, cuStreamUpdateCaptureDependencies_v2, 12030) \
+    /* more than one device */ \
+    X(DeviceCanAccessPeer, CUresult, (int *, CUdevice, CUdevice), UNKNOWN, cuDeviceCanAccessPeer, 4000) \
+    X(CtxEnablePeerAccess, CUresult, (CUcontext, unsigned int), UNKNOWN, cuCtxEnablePeerAccess, 4000) \
+    X(MemcpyPeerAsync, CUresult, (CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, size_t, CUstream), UNKNOWN, cuMemcpyPeerAsync, 4000) \
     /* interop: other APIs' memory and semaphores; exportable memory (virtual memory management) */ \
     OPT(ImportExternalMemory, CUresult, (CUexternalMemory *, const CUDA_EXTERNAL_MEMORY_HANDLE_DESC *), UNKNOWN, cuImportExternalMemory, 10000) \
     OPT(ExternalMemoryGetMappedBuffer, CUresult, (CUdeviceptr *, CUexternalMemory, const CUDA_EXTERNAL_MEMORY_BUFFER_DESC *), UNKNOWN, cuExternalMemoryGetMappedBuffer, 10000) \
@@ -814,6 +818,35 @@ static gf_result gf__cuda_copy(gf_stream *s, const gf__copy *c) {
         GF__CUDA_CHECK(MemcpyDtoDAsync, (gf__cuda_at(c->dst, c->dst_offset), gf__cuda_at(c->src, c->src_offset), c->bytes, cs));
         break;
     }
+    return GF_OK;
+}
+
+/* ---- more than one device: peers --------------------------------------------------------- */
+/* Two gf_devices opened on one GPU share its primary context: each reaches the other's memory
+   already. Across GPUs the driver decides, and a copy without peer access is staged by it. */
+#define GF__CUCTX(dev) (((gf__cuda_device *)(dev)->native)->ctx)
+static int gf__cuda_peer_can_access(gf_device *a, gf_device *b) {
+    int can = 0;
+    if (GF__CUCTX(a) == GF__CUCTX(b)) return 1;
+    if (gf__cuda_enter(a) != GF_OK) return 0;
+    if (GF__CUDA_CALL(DeviceCanAccessPeer, (&can, ((gf__cuda_device *)a->native)->dev, ((gf__cuda_device *)b->native)->dev)) != CUDA_SUCCESS) return 0;
+    return can;
+}
+static gf_result gf__cuda_peer_enable(gf_device *a, gf_device *b) {
+    CUresult r;
+    if (GF__CUCTX(a) == GF__CUCTX(b)) return GF_OK;
+    GF__CUDA_ENTER(a);
+    r = GF__CUDA_CALL(CtxEnablePeerAccess, (GF__CUCTX(b), 0));
+    if (r != CUDA_SUCCESS && r != CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED) return gf__cuda_fail(r, "cuCtxEnablePeerAccess");
+    return GF_OK;
+}
+static gf_result gf__cuda_copy_peer(gf_stream *s, const gf__copy *c) {
+    CUdeviceptr dst = gf__cuda_at(c->dst, c->dst_offset), src = gf__cuda_at(c->src, c->src_offset);
+    GF__CUDA_ENTER(s->dev);
+    if (GF__CUCTX(c->dst->dev) == GF__CUCTX(c->src->dev))
+        GF__CUDA_CHECK(MemcpyDtoDAsync, (dst, src, c->bytes, GF__CUSTREAM(s)));
+    else
+        GF__CUDA_CHECK(MemcpyPeerAsync, (dst, GF__CUCTX(c->dst->dev), src, GF__CUCTX(c->src->dev), c->bytes, GF__CUSTREAM(s)));
     return GF_OK;
 }
 
@@ -1780,6 +1813,10 @@ static void gf__cuda_fill_table(gf__backend *t) {
     t->copy_2d = gf__cuda_copy_2d;
     t->trim = gf__cuda_trim;
     t->cached_bytes = gf__cuda_cached_bytes;
+    t->peer_can_access = gf__cuda_peer_can_access;
+    t->peer_enable = gf__cuda_peer_enable;
+    t->copy_peer = gf__cuda_copy_peer;
+    t->stream_wait_peer = gf__cuda_stream_wait_event;   /* cuStreamWaitEvent takes another context's event */
     t->external_types = gf__cuda_external_types;
     t->buffer_import = gf__cuda_buffer_import;
     t->buffer_export = gf__cuda_buffer_export;

@@ -304,6 +304,10 @@ static const char *const gf__hip_libraries[] = { "libamdhip64.so." GF__HIP_XSTR(
     X(ThreadExchangeStreamCaptureMode, hipError_t, (hipStreamCaptureMode *), 0, Unknown) \
     /* newer than HIP 5.2 (declared above where the header lacks it): else the core's DOT */ \
     X(GraphDebugDotPrint, hipError_t, (hipGraph_t, const char *, unsigned int), 1, Unknown) \
+    /* more than one device */ \
+    X(DeviceCanAccessPeer, hipError_t, (int *, int, int), 0, Unknown) \
+    X(DeviceEnablePeerAccess, hipError_t, (int, unsigned int), 0, Unknown) \
+    X(MemcpyPeerAsync, hipError_t, (void *, int, const void *, int, size_t, hipStream_t), 0, Unknown) \
     /* interop (optional: without them the backend takes no handle type) */ \
     X(ImportExternalMemory, hipError_t, (hipExternalMemory_t *, const hipExternalMemoryHandleDesc *), 1, Unknown) \
     X(ExternalMemoryGetMappedBuffer, hipError_t, (void **, hipExternalMemory_t, const hipExternalMemoryBufferDesc *), 1, Unknown) \
@@ -938,6 +942,30 @@ static void gf__hip_event_destroy(gf_event *ev) {
 
 static gf_result gf__hip_event_record(gf_event *ev, gf_stream *s) {
     GF__HIP_CHECK(EventRecord, (GF__HIPEVENT(ev), GF__HIPSTREAM(s)));
+    return GF_OK;
+}
+
+/* ---- more than one device: peers --------------------------------------------------------- */
+/* Two gf_devices opened on one ordinal are one HIP device: each reaches the other's memory. */
+#define GF__HIP_ORDINAL(dev) (((gf__hip_device *)(dev)->native)->ordinal)
+static int gf__hip_peer_can_access(gf_device *a, gf_device *b) {
+    int can = 0;
+    if (GF__HIP_ORDINAL(a) == GF__HIP_ORDINAL(b)) return 1;
+    if (GF__HIP_CALL(DeviceCanAccessPeer, (&can, GF__HIP_ORDINAL(a), GF__HIP_ORDINAL(b))) != hipSuccess) return 0;
+    return can;
+}
+static gf_result gf__hip_peer_enable(gf_device *a, gf_device *b) {
+    hipError_t r;
+    if (GF__HIP_ORDINAL(a) == GF__HIP_ORDINAL(b)) return GF_OK;
+    GF__HIP_USE(a);
+    r = GF__HIP_CALL(DeviceEnablePeerAccess, (GF__HIP_ORDINAL(b), 0));
+    if (r != hipSuccess && r != hipErrorPeerAccessAlreadyEnabled) return gf__hip_fail(r, "hipDeviceEnablePeerAccess");
+    return GF_OK;
+}
+static gf_result gf__hip_copy_peer(gf_stream *s, const gf__copy *c) {
+    GF__HIP_USE(s->dev);
+    GF__HIP_CHECK(MemcpyPeerAsync, (gf__hip_at(c->dst, c->dst_offset), GF__HIP_ORDINAL(c->dst->dev),
+                                    gf__hip_at(c->src, c->src_offset), GF__HIP_ORDINAL(c->src->dev), c->bytes, GF__HIPSTREAM(s)));
     return GF_OK;
 }
 
@@ -1730,6 +1758,10 @@ static void gf__hip_fill_table(gf__backend *t) {
     t->copy_2d = gf__hip_copy_2d;
     t->trim = gf__hip_trim;
     t->cached_bytes = gf__hip_cached_bytes;
+    t->peer_can_access = gf__hip_peer_can_access;
+    t->peer_enable = gf__hip_peer_enable;
+    t->copy_peer = gf__hip_copy_peer;
+    t->stream_wait_peer = gf__hip_stream_wait_event;   /* hipStreamWaitEvent takes another device's event */
     t->external_types = gf__hip_external_types;
     t->buffer_import = gf__hip_buffer_import;
     t->buffer_export = gf__hip_buffer_export;

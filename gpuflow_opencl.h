@@ -1295,6 +1295,33 @@ static gf_result gf__cl_stream_wait_event(gf_stream *s, gf_event *ev) {
     return gf__cl_enqueued(s, "clEnqueueBarrierWithWaitList", e, &barrier);
 }
 
+/* s waits for ev of another OpenCL device, whose context is another: a user event of s's
+   context, completed from the marker's callback (with its status), is what s's queue waits
+   for. No thread is held meanwhile. */
+static void CL_CALLBACK gf__cl_on_peer_marker(cl_event marker, cl_int status, void *arg) {
+    cl_event user = (cl_event)arg;
+    (void)marker;
+    GF__CL(clSetUserEventStatus, (user, status < 0 ? status : CL_COMPLETE));
+    GF__CL(clReleaseEvent, (user));   /* the callback's reference */
+}
+static gf_result gf__cl_stream_wait_peer(gf_stream *s, gf_event *ev) {
+    gf__cl_device *d = (gf__cl_device *)s->dev->native;
+    cl_event barrier = NULL, user;
+    cl_int e;
+    cl_event m = gf__cl_marker(ev, &e);
+    if (e != CL_SUCCESS) return gf__cl_fail("clRetainEvent", e);
+    if (!m) return GF_OK;   /* never recorded: nothing to wait for */
+    if (!(user = GF__CL_NEW(clCreateUserEvent, (d->ctx), &e))) { GF__CL(clReleaseEvent, (m)); return gf__cl_fail("clCreateUserEvent", e); }
+    if ((e = GF__CL(clRetainEvent, (user))) == CL_SUCCESS &&
+        (e = GF__CL(clSetEventCallback, (m, CL_COMPLETE, gf__cl_on_peer_marker, user))) != CL_SUCCESS)
+        GF__CL(clReleaseEvent, (user));   /* no callback holds it */
+    GF__CL(clReleaseEvent, (m));
+    if (e != CL_SUCCESS) { GF__CL(clReleaseEvent, (user)); return gf__cl_fail("clSetEventCallback", e); }
+    e = GF__CL(clEnqueueBarrierWithWaitList, (GF__CL_QUEUE(s), 1, &user, &barrier));
+    GF__CL(clReleaseEvent, (user));
+    return gf__cl_enqueued(s, "clEnqueueBarrierWithWaitList", e, &barrier);
+}
+
 static gf_result gf__cl_event_synchronize(gf_event *ev) {
     gf_result r;
     cl_int e;
@@ -1675,6 +1702,7 @@ static void gf__cl_fill_table(gf__backend *t) {
     t->event_destroy = gf__cl_event_destroy;
     t->event_record = gf__cl_event_record;
     t->stream_wait_event = gf__cl_stream_wait_event;
+    t->stream_wait_peer = gf__cl_stream_wait_peer;   /* copies between its devices: the core stages them */
     t->event_synchronize = gf__cl_event_synchronize;
     t->event_query = gf__cl_event_query;
     t->event_elapsed_ms = gf__cl_event_elapsed_ms;

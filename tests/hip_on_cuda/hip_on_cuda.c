@@ -138,6 +138,8 @@ static CUresult hoc_ctx(void) {
     X(CUDA_ERROR_CAPTURED_EVENT, hipErrorCapturedEvent) \
     X(CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD, hipErrorStreamCaptureWrongThread) \
     X(CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE, hipErrorGraphExecUpdateFailure) \
+    X(CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED, hipErrorPeerAccessAlreadyEnabled) \
+    X(CUDA_ERROR_PEER_ACCESS_UNSUPPORTED, hipErrorPeerAccessUnsupported) \
     X(CUDA_ERROR_UNKNOWN, hipErrorUnknown)
 
 static hipError_t hoc_err(CUresult r) {
@@ -786,6 +788,41 @@ hipError_t hipStreamUpdateCaptureDependencies(hipStream_t stream, hipGraphNode_t
 #else
     HOC_CALL(cuStreamUpdateCaptureDependencies(HOC_STREAM(stream), (CUgraphNode *)deps, ndeps, cu));
 #endif
+}
+
+/* ---- more than one device ------------------------------------------------------------------- */
+/* A device's primary context, retained as hoc_use does (the current one stays current). */
+static CUresult hoc_primary_of(int ordinal, CUcontext *out) {
+    CUcontext keep = NULL;
+    CUresult r = cuCtxGetCurrent(&keep);
+    if (r == CUDA_SUCCESS) r = hoc_use(ordinal);
+    if (r == CUDA_SUCCESS) r = cuCtxGetCurrent(out);
+    if (keep) cuCtxSetCurrent(keep);
+    return r;
+}
+hipError_t hipDeviceCanAccessPeer(int *can, int ordinal, int peer) {
+    CUdevice a, b;
+    CUresult r = hoc_init();
+    if (!can) return hipErrorInvalidValue;
+    if (r == CUDA_SUCCESS) r = cuDeviceGet(&a, ordinal);
+    if (r == CUDA_SUCCESS) r = cuDeviceGet(&b, peer);
+    if (r == CUDA_SUCCESS) r = cuDeviceCanAccessPeer(can, a, b);
+    return hoc_err(r);
+}
+hipError_t hipDeviceEnablePeerAccess(int peer, unsigned int flags) {
+    CUcontext peer_ctx = NULL;
+    CUresult r = hoc_ctx();
+    if (r == CUDA_SUCCESS) r = hoc_primary_of(peer, &peer_ctx);
+    if (r == CUDA_SUCCESS) r = cuCtxEnablePeerAccess(peer_ctx, flags);
+    return hoc_err(r);
+}
+hipError_t hipMemcpyPeerAsync(void *dst, int dst_ordinal, const void *src, int src_ordinal, size_t bytes, hipStream_t stream) {
+    CUcontext dc = NULL, sc = NULL;
+    CUresult r = hoc_ctx();
+    if (r == CUDA_SUCCESS) r = hoc_primary_of(dst_ordinal, &dc);
+    if (r == CUDA_SUCCESS) r = hoc_primary_of(src_ordinal, &sc);
+    if (r == CUDA_SUCCESS) r = cuMemcpyPeerAsync(HOC_DPTR(dst), dc, HOC_DPTR(src), sc, bytes, HOC_STREAM(stream));
+    return hoc_err(r);
 }
 
 /* ---- interop: external memory and semaphores ---------------------------------------------- */

@@ -1,0 +1,348 @@
+/* More than one device (issue "More than one GPU"): peers, copies between devices, waits
+   across devices, barriers and flows over several devices. Runs on whatever devices there are:
+
+     multi_device stub      GPUFLOW_STUB_DEVICES=4 unless set: four stub devices
+     multi_device cuda|hip|opencl   the first two devices of the backend; with one, two
+                            gf_devices opened on it (distinct devices to gpuflow's rules)
+     multi_device mixed     a stub device and a device of another backend (OpenCL, else CUDA,
+                            else HIP): copies through host memory, waits bridged by the host
+
+   Each pair is checked both ways round:
+     peers      a device reaches itself; enable where the backend says it can, a clear refusal
+                where not; bad handles
+     copies     a stream of either device copies between them (4 KiB and 20 MiB + 123 bytes at
+                offsets: several chunks where the copy is staged), every byte checked; a stream
+                of a third device is refused; past the other buffer's end is refused
+     order      a copy queued after a wait for the other device's event sees what came before
+                the event (the event's stream held by a gate meanwhile); the event destroyed at
+                once after the wait; a never-recorded event is complete
+     barriers   gf_stream_wait_stream, gf_barrier and gf_synchronize_all over both devices
+     capture    a copy or a wait across devices inside a capture: GF_ERROR_CAPTURE
+     memory     each device counts its own buffers
+     flows      a flow whose tasks sit on two devices: each edge across devices is waited for */
+#define GPUFLOW_IMPLEMENTATION
+#include "backends.h"
+#include "harness.h"
+#include <stdlib.h>
+
+#define MD_BIG ((size_t)20 * 1024 * 1024 + 123)
+
+static void pattern(unsigned char *p, size_t n, unsigned seed)
+{
+    size_t i;
+    for (i = 0; i < n; i++) p[i] = (unsigned char)(i * 131u + seed);
+}
+
+static void test_peers(gf_device *a, gf_device *b)
+{
+    int can = gf_device_can_access_peer(a, b);
+    gf_result r;
+    CHECK(gf_device_can_access_peer(a, a) == 1, "peers: a device reaches itself");
+    CHECK(can == 0 || can == 1, "peers: can_access_peer is 0 or 1");
+    r = gf_device_enable_peer(a, b);
+    CHECK(can ? r == GF_OK : r == GF_ERROR_NOT_SUPPORTED, "peers: enable succeeds where the backend says it can, else NOT_SUPPORTED");
+    if (r == GF_ERROR_NOT_SUPPORTED) CHECK(strstr(gf_last_error(), "host memory") != NULL, "peers: the refusal says copies still go through host memory");
+    if (can) CHECK_EQ_RESULT(gf_device_enable_peer(a, b), GF_OK);   /* again: still fine */
+    CHECK(gf_device_can_access_peer(NULL, b) == 0, "peers: a bad handle is 0");
+    CHECK_FAIL(gf_device_enable_peer(NULL, b), GF_ERROR_INVALID_HANDLE);
+}
+
+/* src on a, dst on b, copied on s (of a or b) at offsets; every byte checked. */
+static void copy_checked(gf_stream *s, gf_device *a, gf_device *b, size_t n, const char *what)
+{
+    gf_buffer *src = NULL, *dst = NULL;
+    unsigned char *in = (unsigned char *)malloc(n), *out = (unsigned char *)calloc(1, n);
+    char msg[160];
+    CHECK_EQ_RESULT(gf_buffer_create(a, n + 64, &src), GF_OK);
+    CHECK_EQ_RESULT(gf_buffer_create(b, n + 32, &dst), GF_OK);
+    if (!src || !dst || !in || !out) goto done;
+    pattern(in, n, (unsigned)n);
+    CHECK_EQ_RESULT(gf_copy_to_device(src, 64, in, n), GF_OK);
+    CHECK_EQ_RESULT(gf_copy_buffer_async(s, dst, 32, src, 64, n), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_synchronize(s), GF_OK);
+    CHECK_EQ_RESULT(gf_copy_to_host(out, dst, 32, n), GF_OK);
+    snprintf(msg, sizeof msg, "copies: %s, %zu bytes at offsets: every byte arrived", what, n);
+    CHECK(memcmp(in, out, n) == 0, msg);
+done:
+    gf_buffer_destroy(src);
+    gf_buffer_destroy(dst);
+    free(in);
+    free(out);
+}
+
+static void test_copies(gf_device *a, gf_device *b, gf_device *third, int staged)
+{
+    gf_stream *sa = NULL, *sb = NULL, *sc = NULL;
+    gf_buffer *x = NULL, *y = NULL;
+    gf_stream_stats st;
+    CHECK_EQ_RESULT(gf_stream_create(a, NULL, &sa), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_create(b, NULL, &sb), GF_OK);
+    if (!sa || !sb) return;
+    copy_checked(sb, a, b, 4096, "pulled by the destination's stream");
+    copy_checked(sa, a, b, 4096, "pushed by the source's stream");
+    copy_checked(sb, a, b, MD_BIG, "pulled by the destination's stream");
+    copy_checked(sa, a, b, MD_BIG, "pushed by the source's stream");
+    copy_checked(sa, b, a, MD_BIG, "pulled, the other way round");
+    memset(&st, 0, sizeof st);
+    CHECK_EQ_RESULT(gf_stream_get_stats(sb, &st), GF_OK);
+    CHECK(staged ? st.staged_copies == 2 : st.staged_copies == 0,
+          staged ? "copies: each copy through host memory counted as staged" : "copies: the backend's peer copies are not staged");
+    CHECK_EQ_RESULT(gf_buffer_create(a, 4096, &x), GF_OK);
+    CHECK_EQ_RESULT(gf_buffer_create(b, 4096, &y), GF_OK);
+    if (x && y) {
+        CHECK_FAIL(gf_copy_buffer_async(sb, y, 0, x, 1, 4096), GF_ERROR_OUT_OF_RANGE);   /* past the other device's buffer */
+        CHECK_FAIL(gf_copy_buffer_async(sa, y, 4095, x, 0, 2), GF_ERROR_OUT_OF_RANGE);
+        if (third && gf_stream_create(third, NULL, &sc) == GF_OK) {
+            CHECK_FAIL(gf_copy_buffer_async(sc, y, 0, x, 0, 16), GF_ERROR_WRONG_DEVICE);
+            CHECK(strstr(gf_last_error(), "runs on a stream of one of them") != NULL, "copies: a third device's stream is refused, said why");
+            gf_stream_destroy(sc);
+        }
+    }
+    gf_buffer_destroy(x);
+    gf_buffer_destroy(y);
+    gf_stream_destroy(sa);
+    gf_stream_destroy(sb);
+}
+
+static void test_order(gf_device *a, gf_device *b)
+{
+    gf_stream *sa = NULL, *sb = NULL;
+    gf_buffer *x = NULL, *y = NULL;
+    gf_event *ev = NULL, *never = NULL;
+    unsigned char host[8192];
+    th_gate gate;
+    CHECK_EQ_RESULT(gf_stream_create(a, NULL, &sa), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_create(b, NULL, &sb), GF_OK);
+    CHECK_EQ_RESULT(gf_buffer_create(a, sizeof host, &x), GF_OK);
+    CHECK_EQ_RESULT(gf_buffer_create(b, sizeof host, &y), GF_OK);
+    CHECK_EQ_RESULT(gf_event_create(a, 0, &ev), GF_OK);
+    CHECK_EQ_RESULT(gf_event_create(a, 0, &never), GF_OK);
+    if (!sa || !sb || !x || !y || !ev || !never) return;
+    /* a never-recorded event of another device is complete */
+    CHECK_EQ_RESULT(gf_stream_wait_event(sb, never), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_synchronize_timeout(sb, TH_WAIT_MS), GF_OK);
+    /* sb's copy waits for a's fill behind a gate */
+    th_gate_init(&gate);
+    CHECK_EQ_RESULT(gf_fill_async(sa, x, 0, 0x11, sizeof host), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_synchronize(sa), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_add_callback(sa, th_gate_cb, &gate), GF_OK);
+    CHECK_EQ_RESULT(gf_fill_async(sa, x, 0, 0x33, sizeof host), GF_OK);
+    CHECK_EQ_RESULT(gf_event_record(ev, sa), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_wait_event(sb, ev), GF_OK);
+    gf_event_destroy(ev);   /* at once: the wait holds what it needs */
+    CHECK_EQ_RESULT(gf_copy_buffer_async(sb, y, 0, x, 0, sizeof host), GF_OK);
+    CHECK_EQ_RESULT(gf_copy_to_host_async(sb, host, y, 0, sizeof host), GF_OK);
+    th_sleep_ms(30);
+    CHECK_EQ_RESULT(gf_stream_query(sb), GF_NOT_READY);
+    th_gate_open(&gate);
+    CHECK_EQ_RESULT(gf_stream_synchronize_timeout(sb, TH_WAIT_MS), GF_OK);
+    CHECK(host[0] == 0x33 && host[sizeof host - 1] == 0x33, "order: the copy after a wait for the other device's event saw the fill before it");
+    gf_stream_synchronize(sa);
+    th_gate_destroy(&gate);
+    /* gf_stream_wait_stream across devices */
+    th_gate_init(&gate);
+    CHECK_EQ_RESULT(gf_stream_add_callback(sa, th_gate_cb, &gate), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_wait_stream(sb, sa), GF_OK);
+    th_sleep_ms(20);
+    CHECK_EQ_RESULT(gf_stream_query(sb), GF_NOT_READY);
+    th_gate_open(&gate);
+    CHECK_EQ_RESULT(gf_stream_synchronize_timeout(sb, TH_WAIT_MS), GF_OK);
+    gf_stream_synchronize(sa);
+    th_gate_destroy(&gate);
+    gf_event_destroy(never);
+    gf_buffer_destroy(x);
+    gf_buffer_destroy(y);
+    gf_stream_destroy(sa);
+    gf_stream_destroy(sb);
+}
+
+static void test_barriers(gf_device *a, gf_device *b)
+{
+    gf_stream *st[2] = { NULL, NULL };
+    gf_graph *g = NULL;
+    gf_buffer *x = NULL, *y = NULL;
+    gf_event *ev = NULL;
+    th_gate gate;
+    double ms = -1;
+    CHECK_EQ_RESULT(gf_stream_create(a, NULL, &st[0]), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_create(b, NULL, &st[1]), GF_OK);
+    if (!st[0] || !st[1]) return;
+    th_gate_init(&gate);
+    CHECK_EQ_RESULT(gf_stream_add_callback(st[0], th_gate_cb, &gate), GF_OK);
+    CHECK_EQ_RESULT(gf_barrier(st, 2), GF_OK);
+    th_sleep_ms(20);
+    CHECK_EQ_RESULT(gf_stream_query(st[1]), GF_NOT_READY);   /* held by a's gate through the barrier */
+    th_gate_open(&gate);
+    CHECK_EQ_RESULT(gf_synchronize_all(st, 2, &ms), GF_OK);
+    CHECK(ms >= 0, "barriers: synchronize_all over two devices gives its time");
+    th_gate_destroy(&gate);
+    /* across devices inside a capture: refused */
+    CHECK_EQ_RESULT(gf_buffer_create(a, 256, &x), GF_OK);
+    CHECK_EQ_RESULT(gf_buffer_create(b, 256, &y), GF_OK);
+    CHECK_EQ_RESULT(gf_event_create(a, 0, &ev), GF_OK);
+    if (x && y && ev && gf_stream_begin_capture(st[1], GF_CAPTURE_GLOBAL) == GF_OK) {
+        CHECK_EQ_RESULT(gf_event_record(ev, st[0]), GF_OK);
+        CHECK_FAIL(gf_copy_buffer_async(st[1], y, 0, x, 0, 256), GF_ERROR_CAPTURE);
+        CHECK_FAIL(gf_stream_wait_event(st[1], ev), GF_ERROR_CAPTURE);
+        CHECK_FAIL(gf_stream_wait_stream(st[1], st[0]), GF_ERROR_CAPTURE);
+        CHECK_EQ_RESULT(gf_fill_async(st[1], y, 0, 1, 256), GF_OK);
+        CHECK_EQ_RESULT(gf_stream_end_capture(st[1], &g), GF_OK);   /* the capture itself goes on */
+        if (g) gf_graph_destroy(g);
+    }
+    gf_stream_synchronize(st[0]);
+    gf_event_destroy(ev);
+    gf_buffer_destroy(x);
+    gf_buffer_destroy(y);
+    gf_stream_destroy(st[0]);
+    gf_stream_destroy(st[1]);
+}
+
+static void test_memory(gf_device *a, gf_device *b)
+{
+    gf_memory_stats before_a, before_b, after_a, after_b;
+    gf_buffer *x = NULL;
+    memset(&before_a, 0, sizeof before_a); memset(&before_b, 0, sizeof before_b);
+    memset(&after_a, 0, sizeof after_a); memset(&after_b, 0, sizeof after_b);
+    gf_device_memory_stats(a, &before_a);
+    gf_device_memory_stats(b, &before_b);
+    CHECK_EQ_RESULT(gf_buffer_create(a, 1 << 20, &x), GF_OK);
+    gf_device_memory_stats(a, &after_a);
+    gf_device_memory_stats(b, &after_b);
+    CHECK(after_a.kind[GF_MEMORY_DEVICE].bytes == before_a.kind[GF_MEMORY_DEVICE].bytes + (1 << 20) &&
+          after_b.kind[GF_MEMORY_DEVICE].bytes == before_b.kind[GF_MEMORY_DEVICE].bytes,
+          "memory: a buffer counts on its own device only");
+    gf_buffer_destroy(x);
+}
+
+/* A flow of three tasks: fill on a, copy to b on b, read back on b; edges across devices. */
+typedef struct flow_ctx { gf_buffer *x, *y; unsigned char *host; size_t n; } flow_ctx;
+static gf_result task_fill(gf_stream *s, void *user) { flow_ctx *c = (flow_ctx *)user; return gf_fill_async(s, c->x, 0, 0x5c, c->n); }
+static gf_result task_copy(gf_stream *s, void *user) { flow_ctx *c = (flow_ctx *)user; return gf_copy_buffer_async(s, c->y, 0, c->x, 0, c->n); }
+static gf_result task_read(gf_stream *s, void *user) { flow_ctx *c = (flow_ctx *)user; return gf_copy_to_host_async(s, c->host, c->y, 0, c->n); }
+
+static void test_flow(gf_device *a, gf_device *b)
+{
+    gf_flow *flow = NULL;
+    gf_stream_pool *pools[2] = { NULL, NULL };
+    gf_task t1 = 0, t2 = 0, t3 = 0;
+    gf_task_desc d;
+    unsigned char host[4096];
+    flow_ctx ctx;
+    char dot[8192];
+    FILE *f;
+    size_t got;
+    memset(host, 0, sizeof host);
+    ctx.n = sizeof host;
+    ctx.host = host;
+    ctx.x = ctx.y = NULL;
+    CHECK_EQ_RESULT(gf_buffer_create(a, ctx.n, &ctx.x), GF_OK);
+    CHECK_EQ_RESULT(gf_buffer_create(b, ctx.n, &ctx.y), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_pool_create(a, NULL, &pools[0]), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_pool_create(b, NULL, &pools[1]), GF_OK);
+    CHECK_EQ_RESULT(gf_flow_create(a, NULL, &flow), GF_OK);
+    if (!ctx.x || !ctx.y || !pools[0] || !pools[1] || !flow) goto done;
+    memset(&d, 0, sizeof d);
+    d.name = "fill on a"; d.fn = task_fill; d.user = &ctx;
+    CHECK_EQ_RESULT(gf_flow_add_desc(flow, &d, &t1), GF_OK);
+    d.name = "copy to b"; d.fn = task_copy; d.device = b;
+    CHECK_EQ_RESULT(gf_flow_add_desc(flow, &d, &t2), GF_OK);
+    d.name = "read on b"; d.fn = task_read; d.device = b;
+    CHECK_EQ_RESULT(gf_flow_add_desc(flow, &d, &t3), GF_OK);
+    CHECK_EQ_RESULT(gf_flow_depend(flow, t1, t2), GF_OK);
+    CHECK_EQ_RESULT(gf_flow_depend(flow, t2, t3), GF_OK);
+    CHECK_FAIL(gf_flow_run(flow, pools[0]), GF_ERROR_WRONG_DEVICE);   /* a task on b needs b's pool */
+    CHECK(strstr(gf_last_error(), "gf_flow_run_multi") != NULL, "flows: one pool for tasks on two devices: refused, naming gf_flow_run_multi");
+    CHECK_FAIL(gf_flow_run_multi(flow, pools, 1), GF_ERROR_WRONG_DEVICE);
+    CHECK_FAIL(gf_flow_run_multi(flow, pools, 0), GF_ERROR_INVALID_ARGUMENT);
+    {
+        gf_stream_pool *twice[2];
+        twice[0] = twice[1] = pools[1];
+        CHECK_FAIL(gf_flow_run_multi(flow, twice, 2), GF_ERROR_INVALID_ARGUMENT);
+    }
+    CHECK_EQ_RESULT(gf_flow_run_multi(flow, pools, 2), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_pool_synchronize(pools[1]), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_pool_synchronize(pools[0]), GF_OK);   /* each device's race detector sees its own waits only */
+    CHECK(host[0] == 0x5c && host[sizeof host - 1] == 0x5c, "flows: tasks on two devices ran in their order (each edge across devices waited for)");
+    memset(host, 0, sizeof host);
+    CHECK_EQ_RESULT(gf_flow_run_multi(flow, pools, 2), GF_OK);   /* again */
+    CHECK_EQ_RESULT(gf_stream_pool_synchronize(pools[1]), GF_OK);
+    CHECK(host[0] == 0x5c, "flows: a second run too");
+    if (gf_flow_write_dot(flow, "build/multi_device_flow.dot") == GF_OK && (f = fopen("build/multi_device_flow.dot", "r")) != NULL) {
+        got = fread(dot, 1, sizeof dot - 1, f);
+        dot[got] = 0;
+        fclose(f);
+        CHECK(strstr(dot, gf_device_name(b)) != NULL, "flows: the DOT names each task's device");
+    }
+done:
+    if (flow) gf_flow_destroy(flow);
+    if (pools[0]) gf_stream_pool_destroy(pools[0]);
+    if (pools[1]) gf_stream_pool_destroy(pools[1]);
+    gf_buffer_destroy(ctx.x);
+    gf_buffer_destroy(ctx.y);
+}
+
+static void run_pair(gf_device *a, gf_device *b, gf_device *third, int staged)
+{
+    printf("pair: '%s' (%s) and '%s' (%s)%s\n", gf_device_name(a), gf_backend_name(gf_device_backend(a)), gf_device_name(b),
+           gf_backend_name(gf_device_backend(b)), staged ? ": copies through host memory" : "");
+    test_peers(a, b);
+    test_peers(b, a);
+    test_copies(a, b, third, staged);
+    test_order(a, b);
+    test_order(b, a);
+    test_barriers(a, b);
+    test_memory(a, b);
+    test_flow(a, b);
+}
+
+int main(int argc, char **argv)
+{
+    gf_device *dev[4] = { NULL, NULL, NULL, NULL };
+    gf_backend backend = GF_BACKEND_STUB, other = GF_BACKEND_AUTO;
+    int n = 0, i, count, mixed = argc == 2 && !strcmp(argv[1], "mixed");
+    gf_result r;
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    if (!mixed && !th_backend_arg(argc, argv, &backend)) return 2;
+    if (mixed) {
+        static const gf_backend others[] = { GF_BACKEND_OPENCL, GF_BACKEND_CUDA, GF_BACKEND_HIP };
+        for (i = 0; i < 3 && other == GF_BACKEND_AUTO; i++)
+            if (gf_device_count(others[i]) > 0) other = others[i];
+        if (other == GF_BACKEND_AUTO) {
+            printf("notice: multi_device mixed skipped: no device of another backend than the stub here\n");
+            SKIP("no second backend");
+            return th_finish();
+        }
+        CHECK_EQ_RESULT(gf_device_open(GF_BACKEND_STUB, 0, &dev[0]), GF_OK);
+        CHECK_EQ_RESULT(gf_device_open(other, 0, &dev[1]), GF_OK);
+        if (dev[0] && dev[1]) {
+            run_pair(dev[0], dev[1], NULL, 1);
+            run_pair(dev[1], dev[0], NULL, 1);
+        }
+        for (i = 0; i < 2; i++) if (dev[i]) gf_device_close(dev[i]);
+        return th_finish();
+    }
+#if !defined(_WIN32)
+    if (backend == GF_BACKEND_STUB) setenv("GPUFLOW_STUB_DEVICES", "4", 0);
+#endif
+    count = gf_device_count(backend);
+    if (count < 1) {
+        printf("notice: multi_device %s skipped: no device\n", gf_backend_name(backend));
+        SKIP("backend not compiled in or no device here");
+        return th_finish();
+    }
+    if (backend == GF_BACKEND_STUB) CHECK(count == 4 || getenv("GPUFLOW_STUB_DEVICES"), "GPUFLOW_STUB_DEVICES=4: four stub devices");
+    for (i = 0; i < (count < 4 ? (count < 2 ? 2 : count) : 4); i++) {   /* one device: two gf_devices on it */
+        r = gf_device_open(backend, count < 2 ? 0 : i, &dev[n]);
+        CHECK_EQ_RESULT(r, GF_OK);
+        if (r == GF_OK) n++;
+    }
+    printf("multi_device on %s: %d device(s) present, %d gf_devices open%s\n", gf_backend_name(backend), count, n,
+           count < 2 ? " (two on one device)" : "");
+    if (n >= 2) {
+        if (backend == GF_BACKEND_STUB && count > 1) CHECK(strcmp(gf_device_name(dev[0]), gf_device_name(dev[1])) != 0, "stub devices have names of their own");
+        run_pair(dev[0], dev[1], n > 2 ? dev[2] : NULL, backend == GF_BACKEND_OPENCL);
+        if (n > 3) run_pair(dev[3], dev[2], dev[0], backend == GF_BACKEND_OPENCL);
+    }
+    for (i = 0; i < n; i++) gf_device_close(dev[i]);
+    return th_finish();
+}
