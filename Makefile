@@ -2,6 +2,7 @@
 #
 #   make test                  build and run every test and example; the last line is `N passed, N failed`
 #   make test-gpu              on the GPU machine: the conformance suite on CUDA (+ memcheck)
+#   make test-multigpu         the multi-device tests and NCCL on every GPU present (one GPU: two devices on it)
 #   make test-vulkan           gpuflow with a real Vulkan driver (NVIDIA's on the GPU machine; VULKAN_INCLUDE=dir)
 #   make sanitize              the tests under ASan+UBSan, then under TSan
 #   make analyze               clang's static analyzer over the header (every backend) and the tests; in make test
@@ -53,7 +54,7 @@ HDRS = gpuflow.h $(wildcard gpuflow_*.h) tests/harness.h tests/backends.h tests/
 
 # ---- make test ---------------------------------------------------------------------------------
 TEST_BINS = $(BUILD)/conformance $(BUILD)/bad_input $(BUILD)/threads $(BUILD)/no_driver $(BUILD)/reliability $(BUILD)/races \
-            $(BUILD)/faults $(BUILD)/dialect $(BUILD)/cache $(BUILD)/stub_checks $(BUILD)/no_stalls $(BUILD)/interop $(BUILD)/vulkan $(BUILD)/fuzz_replay $(BUILD)/debug_shells $(BUILD)/newcomer $(BUILD)/newcomer_stubonly \
+            $(BUILD)/faults $(BUILD)/dialect $(BUILD)/cache $(BUILD)/stub_checks $(BUILD)/no_stalls $(BUILD)/interop $(BUILD)/multi_device $(BUILD)/vulkan $(BUILD)/fuzz_replay $(BUILD)/debug_shells $(BUILD)/newcomer $(BUILD)/newcomer_stubonly \
             $(BUILD)/cpp_gxx $(if $(HAVE_CLANGXX),$(BUILD)/cpp_clangxx) \
             $(if $(HAVE_CLANG),$(BUILD)/conformance_clang) $(BUILD)/conformance_debug $(BUILD)/interop_debug $(if $(HAVE_CUDA),$(BUILD)/nvrtc_check) \
             $(if $(HAVE_HIP),$(BUILD)/hiprtc_check $(BUILD)/hiprtc_missing)
@@ -63,6 +64,7 @@ TEST_RUNS = "$(BUILD)/conformance stub" "$(BUILD)/conformance opencl" \
             "$(BUILD)/reliability stub" "$(BUILD)/reliability opencl" \
             "$(BUILD)/races stub" "$(BUILD)/races opencl" "$(BUILD)/dialect stub" "$(BUILD)/dialect opencl" "$(BUILD)/cache opencl" "$(BUILD)/stub_checks" \
             "$(BUILD)/no_stalls stub" "$(BUILD)/no_stalls opencl" "$(BUILD)/interop stub" "$(BUILD)/interop opencl" "$(BUILD)/vulkan stub" \
+            "$(BUILD)/multi_device stub" "$(BUILD)/multi_device opencl" "$(BUILD)/multi_device mixed" \
             "$(BUILD)/faults alloc stub" "$(BUILD)/faults slots stub" "$(BUILD)/faults slots opencl" "$(BUILD)/faults entries opencl" \
             "$(BUILD)/fuzz_replay tests/fuzz_corpus" "$(BUILD)/debug_shells" \
             "$(BUILD)/newcomer stub" "$(BUILD)/newcomer opencl" "$(BUILD)/newcomer_stubonly stub" "sh tests/readme.sh $(BUILD)" \
@@ -88,7 +90,7 @@ ANALYZE_FILES = gpuflow.h $(filter-out tests/%_sigcheck_fail.c tests/cublas_inte
 analyze:
 	@sh tests/analyze.sh $(BUILD)/analyze '$(CC) $(CSTD) $(BACKENDS)' $(ANALYZE_FILES)
 
-.PHONY: test test-gpu test-vulkan analyze sanitize examples bench install clean ptx stress stress-sanitize fuzz faults-all hip-headers vendor-headers FORCE
+.PHONY: test test-gpu test-multigpu test-vulkan analyze sanitize examples bench install clean ptx stress stress-sanitize fuzz faults-all hip-headers vendor-headers FORCE
 .DELETE_ON_ERROR:
 
 test: $(TEST_BINS)
@@ -163,7 +165,7 @@ $(BUILD)/cpp_clangxx: tests/cpp_compile.cpp $(HDRS) | $(BUILD)
 # library is present), then memcheck. memcheck does not report the API errors that the suite
 # provokes on purpose (unknown kernel, bad PTX, refused graph update, unjoined capture).
 NV_OPENCL ?= /usr/local/nvidia/lib64/libnvidia-opencl.so.1
-test-gpu: $(BUILD)/conformance $(BUILD)/threads $(BUILD)/reliability $(BUILD)/races $(BUILD)/faults $(BUILD)/dialect $(BUILD)/newcomer $(BUILD)/cache $(BUILD)/no_stalls $(BUILD)/interop \
+test-gpu: $(BUILD)/conformance $(BUILD)/threads $(BUILD)/reliability $(BUILD)/races $(BUILD)/faults $(BUILD)/dialect $(BUILD)/newcomer $(BUILD)/cache $(BUILD)/no_stalls $(BUILD)/interop $(BUILD)/multi_device \
           $(BUILD)/cublas_interop $(BUILD)/nvrtc_check $(BUILD)/cuda_backend $(BUILD)/graph_pool_measure $(BUILD)/conformance_debug
 	@test -n "$(HAVE_CUDA)" || { echo "test-gpu: needs $(CUDA_INCLUDE)/cuda.h and gpuflow_cuda.h"; exit 1; }
 	@if [ -f "$(NV_OPENCL)" ]; then mkdir -p $(BUILD)/icd && echo "$(NV_OPENCL)" > $(BUILD)/icd/nvidia.icd; fi
@@ -173,6 +175,7 @@ test-gpu: $(BUILD)/conformance $(BUILD)/threads $(BUILD)/reliability $(BUILD)/ra
 	    "$(BUILD)/newcomer cuda" "$(BUILD)/newcomer opencl" "$(BUILD)/cache cuda" "$(BUILD)/cache opencl" \
 	    "$(BUILD)/conformance opencl" "$(BUILD)/threads opencl" "$(BUILD)/reliability opencl" "$(BUILD)/races opencl" \
 	    "$(BUILD)/conformance_debug cuda" "$(BUILD)/conformance_debug opencl" "$(BUILD)/no_stalls cuda" "$(BUILD)/no_stalls opencl" "$(BUILD)/interop cuda" "$(BUILD)/interop opencl" \
+	    "$(BUILD)/multi_device cuda" "$(BUILD)/multi_device opencl" "$(BUILD)/multi_device mixed cuda" \
 	    "$(BUILD)/cublas_interop" "$(BUILD)/cuda_backend" "$(BUILD)/graph_pool_measure cuda" "$(BUILD)/nvrtc_check --require --arch compute_90 --ptxas $(PTXAS) $(wildcard examples/*.gfk tests/*.gfk)" \
 	    "sh tests/examples.sh $(BUILD)/examples-gpu '$(CC) $(CSTD) $(WARN) $(BACKENDS)' cuda opencl" || status=1; \
 	if [ -f $(HIP_HEADERS)/hip/hip_runtime_api.h ]; then \
@@ -186,6 +189,24 @@ test-gpu: $(BUILD)/conformance $(BUILD)/threads $(BUILD)/reliability $(BUILD)/ra
 	    compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 1 $(BUILD)/interop cuda || status=1; \
 	else echo "notice: compute-sanitizer not found; memcheck skipped"; fi; \
 	exit $$status
+
+# ---- make test-multigpu (every GPU present; unchanged from one GPU to several) ----------------------
+# The multi-device tests on CUDA, NVIDIA's OpenCL and a stub + CUDA pair (with one GPU: two
+# gf_devices on it), the NCCL all-reduce over every GPU (skipped without libnccl.so.2), and
+# memcheck over the CUDA run. NCCL_* variables already set are left as they are.
+test-multigpu: $(BUILD)/multi_device $(BUILD)/examples/nccl_allreduce
+	@test -n "$(HAVE_CUDA)" || { echo "test-multigpu: needs $(CUDA_INCLUDE)/cuda.h and gpuflow_cuda.h"; exit 1; }
+	@if [ -f "$(NV_OPENCL)" ]; then mkdir -p $(BUILD)/icd && echo "$(NV_OPENCL)" > $(BUILD)/icd/nvidia.icd; fi
+	@status=0; \
+	OCL_ICD_VENDORS=$(abspath $(BUILD)/icd) GPUFLOW_OPENCL_PLATFORM=$${GPUFLOW_OPENCL_PLATFORM:-NVIDIA} sh tests/run.sh \
+	    "$(BUILD)/multi_device cuda" "$(BUILD)/multi_device opencl" "$(BUILD)/multi_device mixed cuda" "$(BUILD)/examples/nccl_allreduce" || status=1; \
+	if command -v compute-sanitizer >/dev/null 2>&1; then \
+	    echo "== compute-sanitizer --tool memcheck --report-api-errors no $(BUILD)/multi_device cuda"; \
+	    compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 1 $(BUILD)/multi_device cuda || status=1; \
+	else echo "notice: compute-sanitizer not found; memcheck skipped"; fi; \
+	exit $$status
+$(BUILD)/examples/nccl_allreduce: examples/nccl_allreduce.c $(HDRS) | $(BUILD)/examples
+	$(CC) $(CSTD) $(WARN) $(OPT) -I. $(call isys,$(CUDA_INCLUDE)) $< -o $@ $(LDLIBS)
 
 # HIP on the GPU machine: tests/hip_on_cuda builds a stand-in libamdhip64.so over the CUDA driver
 # API and runs the HIP suite through it. That machine has no HIP headers: `make hip-headers` here
@@ -232,12 +253,13 @@ MSAN_RUNS = $(if $(HAVE_CLANG),"$(BUILD)/msan/conformance stub" "$(BUILD)/msan/r
 sanitize: $(BUILD)/asan/conformance $(BUILD)/asan/bad_input $(BUILD)/asan/threads $(BUILD)/asan/reliability $(BUILD)/asan/races \
           $(BUILD)/asan/faults $(BUILD)/asan/dialect $(BUILD)/tsan/dialect $(BUILD)/asan/fuzz_replay $(BUILD)/asan/debug_shells \
           $(BUILD)/asan/stub_checks $(BUILD)/tsan/stub_checks $(BUILD)/asan/no_stalls $(BUILD)/tsan/no_stalls $(BUILD)/asan/interop $(BUILD)/tsan/interop \
-          $(BUILD)/tsan/conformance $(BUILD)/tsan/threads $(BUILD)/tsan/reliability $(MSAN_TESTS)
+          $(BUILD)/asan/multi_device $(BUILD)/tsan/multi_device $(BUILD)/tsan/conformance $(BUILD)/tsan/threads $(BUILD)/tsan/reliability $(MSAN_TESTS)
 	@$(SAN_ENV) sh tests/run.sh "$(BUILD)/asan/conformance stub" "$(BUILD)/asan/bad_input" \
 	    "$(BUILD)/asan/threads stub" "$(BUILD)/asan/reliability stub" "$(BUILD)/asan/races stub" \
 	    "$(BUILD)/asan/faults alloc stub" "$(BUILD)/asan/faults slots stub" "$(BUILD)/asan/dialect stub" "$(BUILD)/tsan/dialect stub" \
 	    "$(BUILD)/asan/fuzz_replay tests/fuzz_corpus" "$(BUILD)/asan/debug_shells" "$(BUILD)/asan/stub_checks" "$(BUILD)/tsan/stub_checks" \
 	    "$(BUILD)/asan/no_stalls stub" "$(BUILD)/tsan/no_stalls stub" "$(BUILD)/asan/interop stub" "$(BUILD)/tsan/interop stub" "$(BUILD)/asan/no_stalls opencl" \
+	    "$(BUILD)/asan/multi_device stub" "$(BUILD)/tsan/multi_device stub" \
 	    "$(BUILD)/tsan/conformance stub" "$(BUILD)/tsan/threads stub" "$(BUILD)/tsan/reliability stub" $(MSAN_RUNS)
 
 # Every N of the fault loops rather than a sample (minutes): make faults-all

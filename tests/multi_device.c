@@ -4,8 +4,8 @@
      multi_device stub      GPUFLOW_STUB_DEVICES=4 unless set: four stub devices
      multi_device cuda|hip|opencl   the first two devices of the backend; with one, two
                             gf_devices opened on it (distinct devices to gpuflow's rules)
-     multi_device mixed     a stub device and a device of another backend (OpenCL, else CUDA,
-                            else HIP): copies through host memory, waits bridged by the host
+     multi_device mixed [B] a stub device and a device of backend B (default: OpenCL, else
+                            CUDA, else HIP): copies through host memory, waits bridged by the host
 
    Each pair is checked both ways round:
      peers      a device reaches itself; enable where the backend says it can, a clear refusal
@@ -299,14 +299,16 @@ int main(int argc, char **argv)
 {
     gf_device *dev[4] = { NULL, NULL, NULL, NULL };
     gf_backend backend = GF_BACKEND_STUB, other = GF_BACKEND_AUTO;
-    int n = 0, i, count, mixed = argc == 2 && !strcmp(argv[1], "mixed");
+    int n = 0, i, count, mixed = argc >= 2 && !strcmp(argv[1], "mixed");
     gf_result r;
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (!mixed && !th_backend_arg(argc, argv, &backend)) return 2;
     if (mixed) {
         static const gf_backend others[] = { GF_BACKEND_OPENCL, GF_BACKEND_CUDA, GF_BACKEND_HIP };
+        gf_backend named = GF_BACKEND_AUTO;
+        if (argc == 3 && !th_backend_named(argv[2], &named)) { printf("usage: multi_device mixed [%s]\n", th_backend_choices()); return 2; }
         for (i = 0; i < 3 && other == GF_BACKEND_AUTO; i++)
-            if (gf_device_count(others[i]) > 0) other = others[i];
+            if ((named == GF_BACKEND_AUTO || named == others[i]) && gf_device_count(others[i]) > 0) other = others[i];
         if (other == GF_BACKEND_AUTO) {
             printf("notice: multi_device mixed skipped: no device of another backend than the stub here\n");
             SKIP("no second backend");

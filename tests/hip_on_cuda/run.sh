@@ -7,6 +7,7 @@
 # compiles for the current device, beside a libhiprtc.so.5). Then the tests and the examples
 # with GPUFLOW_HIP and GPUFLOW_TEST_HIP_ON_CUDA against the carried HIP headers, run on the hip
 # backend: conformance and threads on the first two, reliability, races, the dialect, interop,
+# the multi-device tests (alone and beside a stub device),
 # Vulkan interop (VULKAN_INCLUDE: its headers), the hiprtc check and every example on the full
 # one, the dialect on the split one. Ends with
 # `N passed, N failed` (tests/run.sh sums the parts). Run from the repository root.
@@ -42,7 +43,7 @@ stand_in "$out/lib/libamdhip64.so" && ln -sf libamdhip64.so "$out/lib/libamdhip6
 stand_in "$out/lib-hip52/libamdhip64.so" -DHOC_HIP_5_2 && ln -sf libamdhip64.so "$out/lib-hip52/libamdhip64.so.5"
 stand_in "$out/lib-split/libamdhip64.so" "-DHOC_NO_HIPRTC -DHOC_NO_PROPERTIES" && ln -sf libamdhip64.so "$out/lib-split/libamdhip64.so.5"
 stand_in "$out/lib-split/libhiprtc.so.5" -DHOC_HIPRTC_ONLY
-for t in conformance threads reliability races dialect faults cache newcomer no_stalls interop; do
+for t in conformance threads reliability races dialect faults cache newcomer no_stalls interop multi_device; do
     echo "$cc -std=c99 $warn -g -O1 $gf tests/$t.c -o $out/$t -pthread -ldl -lm"
     $cc -std=c99 $warn -g -O1 $gf "tests/$t.c" -o "$out/$t" -pthread -ldl -lm
 done
@@ -71,6 +72,8 @@ TEST_TIMEOUT=${TEST_TIMEOUT:-240} sh tests/run.sh \
     "LD_LIBRARY_PATH=$lib $out/newcomer hip" \
     "LD_LIBRARY_PATH=$lib $out/no_stalls hip" \
     "LD_LIBRARY_PATH=$lib $out/interop hip" \
+    "LD_LIBRARY_PATH=$lib $out/multi_device hip" \
+    "LD_LIBRARY_PATH=$lib $out/multi_device mixed hip" \
     "LD_LIBRARY_PATH=$lib $out/vulkan hip" \
     "LD_LIBRARY_PATH=$lib $out/faults entries hip" \
     "LD_LIBRARY_PATH=$lib $out/faults slots hip" \
