@@ -834,6 +834,10 @@ GPUFLOW_API gf_result  gf_stream_set_synchronize(gf_stream_set *set);
 GPUFLOW_API void       gf_stream_set_destroy(gf_stream_set *set);
 
 /* ---- barriers ------------------------------------------------------------------------ */
+/* The streams may belong to several devices (waits across devices, see "more than one
+   device"). gf_barrier: each stream waits, on the device, for what the others had queued;
+   gf_synchronize_all: the host waits for them all. Codes: GF_ERROR_INVALID_ARGUMENT (count
+   outside 1..GF_POOL_MAX_STREAMS for gf_barrier), GF_ERROR_CAPTURE, GF_ERROR_DRIVER. */
 GPUFLOW_API gf_result gf_barrier(gf_stream *const *streams, int count);
 GPUFLOW_API gf_result gf_synchronize_all(gf_stream *const *streams, int count, double *elapsed_ms);
 

@@ -8,11 +8,12 @@
                             CUDA, else HIP): copies through host memory, waits bridged by the host
 
    Each pair is checked both ways round:
-     peers      a device reaches itself; enable where the backend says it can, a clear refusal
-                where not; bad handles
-     copies     a stream of either device copies between them (4 KiB and 20 MiB + 123 bytes at
+     copies     before any peer access is enabled (none is needed), a stream of either device
+                copies between them (4 KiB and 20 MiB + 123 bytes at
                 offsets: several chunks where the copy is staged), every byte checked; a stream
                 of a third device is refused; past the other buffer's end is refused
+     peers      a device reaches itself; enable where the backend says it can, a clear refusal
+                where not; bad handles
      order      a copy queued after a wait for the other device's event sees what came before
                 the event (the event's stream held by a gate meanwhile); the event destroyed at
                 once after the wait; a never-recorded event is complete
@@ -285,9 +286,9 @@ static void run_pair(gf_device *a, gf_device *b, gf_device *third, int staged)
 {
     printf("pair: '%s' (%s) and '%s' (%s)%s\n", gf_device_name(a), gf_backend_name(gf_device_backend(a)), gf_device_name(b),
            gf_backend_name(gf_device_backend(b)), staged ? ": copies through host memory" : "");
+    test_copies(a, b, third, staged);   /* first: copies need no peer access */
     test_peers(a, b);
     test_peers(b, a);
-    test_copies(a, b, third, staged);
     test_order(a, b);
     test_order(b, a);
     test_barriers(a, b);

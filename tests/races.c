@@ -573,6 +573,7 @@ static void test_destroy_after_toggle(void)
     if (!CHECK(races_of(dev) == 0, "toggle destroy: D1: destroying a buffer synchronized while the detector was off is no race"))
         print_reports(dev);
     /* the same with the detector on throughout: the control */
+    tmp = NULL;   /* a create that fails early leaves its out alone: no stale handle */
     gf_buffer_create(dev, 256, &tmp);
     gf_fill_async(s, tmp, 0, 1, 256);
     gf_stream_synchronize(s);
