@@ -199,14 +199,14 @@ test-multigpu: $(BUILD)/multi_device $(BUILD)/examples/nccl_allreduce
 	@if [ -f "$(NV_OPENCL)" ]; then mkdir -p $(BUILD)/icd && echo "$(NV_OPENCL)" > $(BUILD)/icd/nvidia.icd; fi
 	@status=0; \
 	OCL_ICD_VENDORS=$(abspath $(BUILD)/icd) GPUFLOW_OPENCL_PLATFORM=$${GPUFLOW_OPENCL_PLATFORM:-NVIDIA} sh tests/run.sh \
-	    "$(BUILD)/multi_device cuda" "$(BUILD)/multi_device opencl" "$(BUILD)/multi_device mixed cuda" "$(BUILD)/examples/nccl_allreduce" || status=1; \
+	    "$(BUILD)/multi_device cuda" "$(BUILD)/multi_device opencl" "$(BUILD)/multi_device mixed cuda" "sh tests/nccl_check.sh $(BUILD)/examples/nccl_allreduce" || status=1; \
 	if command -v compute-sanitizer >/dev/null 2>&1; then \
 	    echo "== compute-sanitizer --tool memcheck --report-api-errors no $(BUILD)/multi_device cuda"; \
 	    compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 1 $(BUILD)/multi_device cuda || status=1; \
 	else echo "notice: compute-sanitizer not found; memcheck skipped"; fi; \
 	exit $$status
 $(BUILD)/examples/nccl_allreduce: examples/nccl_allreduce.c $(HDRS) | $(BUILD)/examples
-	$(CC) $(CSTD) $(WARN) $(OPT) -I. $(call isys,$(CUDA_INCLUDE)) $< -o $@ $(LDLIBS)
+	$(CC) $(CSTD) $(WARN) $(OPT) -I. -DGPUFLOW_CUDA $(call isys,$(CUDA_INCLUDE)) $< -o $@ $(LDLIBS)
 
 # HIP on the GPU machine: tests/hip_on_cuda builds a stand-in libamdhip64.so over the CUDA driver
 # API and runs the HIP suite through it. That machine has no HIP headers: `make hip-headers` here
