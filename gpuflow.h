@@ -2133,6 +2133,7 @@ static gf_result gf__stream_query_settled(void *p);
 static gf_result gf__poll(gf__query_fn query, void *obj, unsigned timeout_ms);
 static gf_result gf__capture_add(gf_stream *s, const gf__cmd *c);
 static gf_result gf__copy_between_devices(gf_stream *s, const gf__copy *c);   /* >>peers */
+static int gf__device_is_open(const gf_device *dev);                          /* >>devices */
 static gf_result gf__wait_event_across(gf_stream *s, gf_event *ev);
 static gf_result gf__wait_stream_across(gf_stream *waiter, gf_stream *other);
 #define gf__copy_across(c) ((c)->kind == GF__COPY_D2D && (c)->dst->dev != (c)->src->dev)
@@ -2313,6 +2314,35 @@ GPUFLOW_IMPL int gf_device_count(gf_backend b) {
 }
 
 /* ---- devices ----------------------------------------------------------------------- >>devices */
+/* The devices open now, process-wide: the other side of a copy or wait across devices is
+   checked against it, so an object left over from a closed device is refused by name without
+   its device being read. */
+static gf__spin gf__open_lock;
+static gf_device **gf__open_list;
+static int gf__open_count, gf__open_cap;
+static int gf__open_devices_add(gf_device *dev) {
+    int ok;
+    gf__spin_lock(&gf__open_lock);
+    if ((ok = gf__grow((void **)&gf__open_list, &gf__open_cap, gf__open_count + 1, sizeof *gf__open_list)) != 0) gf__open_list[gf__open_count++] = dev;
+    gf__spin_unlock(&gf__open_lock);
+    return ok;
+}
+static void gf__open_devices_remove(gf_device *dev) {
+    int i;
+    gf__spin_lock(&gf__open_lock);
+    for (i = 0; i < gf__open_count; i++)
+        if (gf__open_list[i] == dev) { gf__open_list[i] = gf__open_list[--gf__open_count]; break; }
+    if (!gf__open_count) { gf__free(gf__open_list); gf__open_list = NULL; gf__open_cap = 0; }
+    gf__spin_unlock(&gf__open_lock);
+}
+static int gf__device_is_open(const gf_device *dev) {   /* never reads *dev */
+    int i, open = 0;
+    gf__spin_lock(&gf__open_lock);
+    for (i = 0; i < gf__open_count && !open; i++) open = gf__open_list[i] == dev;
+    gf__spin_unlock(&gf__open_lock);
+    return open;
+}
+
 static void gf__device_free(gf_device *dev) {
     int i;
     gf__retired_collect(dev, 1);   /* the device is idle: every fence has passed */
@@ -2517,6 +2547,7 @@ static gf_result gf__device_open_on(gf_backend b, int index, const gf_native_dev
         gf__device_free(dev);
         return r;
     }
+    if (!gf__open_devices_add(dev)) { gf__device_free(dev); return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_device_open: out of host memory"); }
     gf__device_env(dev);   /* last: the switches use the device's own events and streams */
     *out = dev;
     return GF_OK;
@@ -2656,6 +2687,7 @@ static void gf__env_at_close(gf_device *dev) {
 GPUFLOW_IMPL void gf_device_close(gf_device *dev) {
     GF__CHECK_VOID(dev, GF__T_DEVICE);
     if (gf__refuse_self_wait(__func__, dev, NULL) != GF_OK) return;   /* kept: closing waits for the device */
+    gf__open_devices_remove(dev);
     gf__report_live(dev);
     gf_device_synchronize(dev);
     while (gf__atomic_load_int(&dev->bridges)) gf__sleep_us(200);   /* other devices' callbacks still hold its marks */
@@ -3486,6 +3518,8 @@ static gf_result gf__check_copy(const char *fn, gf_stream *s, const gf__copy *c)
     if (c->src && !gf__is(c->src, GF__T_BUFFER)) return gf__bad_handle(fn, "src", c->src, GF__T_BUFFER);
     if (c->kind != GF__COPY_D2D && !c->host) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "%s: host pointer is NULL", fn);
     if (c->dst && c->src && c->dst->dev != c->src->dev) {   /* between devices: s belongs to one of them */
+        if (!gf__device_is_open(c->dst->dev) || !gf__device_is_open(c->src->dev))
+            return gf__fail(GF_ERROR_INVALID_HANDLE, "%s: %s belongs to a device that was closed", fn, gf__device_is_open(c->dst->dev) ? "src" : "dst");
         if (s->dev != c->dst->dev && s->dev != c->src->dev)
             return gf__fail(GF_ERROR_WRONG_DEVICE, "%s: a copy between devices '%s' and '%s' runs on a stream of one of them, not of '%s'",
                             fn, c->src->dev->info.name, c->dst->dev->info.name, s->dev->info.name);
@@ -4027,7 +4061,10 @@ GPUFLOW_IMPL gf_result gf_stream_wait_event(gf_stream *s, gf_event *ev) {
     gf_result r;
     GF__CHECK(s, GF__T_STREAM);
     GF__CHECK(ev, GF__T_EVENT);
-    if (s->dev != ev->dev) return gf__wait_event_across(s, ev);
+    if (s->dev != ev->dev) {
+        if (!gf__device_is_open(ev->dev)) return gf__fail(GF_ERROR_INVALID_HANDLE, "gf_stream_wait_event: the event belongs to a device that was closed");
+        return gf__wait_event_across(s, ev);
+    }
     gf__lock(&s->lock);
     r = gf__wait_locked(s, ev);
     gf__unlock(&s->lock);
@@ -4039,7 +4076,11 @@ GPUFLOW_IMPL gf_result gf_stream_wait_stream(gf_stream *waiter, gf_stream *other
     gf_result r;
     GF__CHECK(waiter, GF__T_STREAM);
     GF__CHECK(other, GF__T_STREAM);
-    if (waiter->dev != other->dev) return gf__wait_stream_across(waiter, other);
+    if (waiter->dev != other->dev) {
+        if (!gf__device_is_open(other->dev) || !gf__device_is_open(waiter->dev))
+            return gf__fail(GF_ERROR_INVALID_HANDLE, "gf_stream_wait_stream: a stream of a device that was closed");
+        return gf__wait_stream_across(waiter, other);
+    }
     if (waiter == other) return GF_OK;
     if ((r = gf__event_pool_take(waiter->dev->events, 0, &ev)) != GF_OK) return r;
     gf__lock(&other->lock);
@@ -4838,7 +4879,7 @@ static gf_result gf__wait_event_across(gf_stream *s, gf_event *ev) {
     if (rec.capture_id) return gf__fail(GF_ERROR_CAPTURE, "gf_stream_wait_event: the event was recorded inside a capture of device '%s'", ev->dev->info.name);
     if (ev->dev->be == be && be->stream_wait_peer) {
         gf__lock(&s->lock);
-        if ((r = gf__refuse_capture_across(__func__, s)) == GF_OK && (r = be->stream_wait_peer(s, ev)) == GF_OK)
+        if ((r = gf__refuse_capture_across("gf_stream_wait_event", s)) == GF_OK && (r = be->stream_wait_peer(s, ev)) == GF_OK)
             gf__note_op(s, GF_OP_WAIT, NULL, rec.stream_id);
         gf__unlock(&s->lock);
         return r;
@@ -4849,7 +4890,7 @@ static gf_result gf__wait_event_across(gf_stream *s, gf_event *ev) {
     gf__unlock(&peer->lock);
     if (r != GF_OK) return r;
     gf__lock(&s->lock);
-    if ((r = gf__refuse_capture_across(__func__, s)) != GF_OK) gf__event_pool_give(ev->dev->events, mark);
+    if ((r = gf__refuse_capture_across("gf_stream_wait_event", s)) != GF_OK) gf__event_pool_give(ev->dev->events, mark);
     else if ((r = gf__wait_mark(s, mark)) == GF_OK) gf__note_op(s, GF_OP_WAIT, NULL, rec.stream_id);
     gf__unlock(&s->lock);
     return r;
@@ -4864,7 +4905,7 @@ static gf_result gf__wait_stream_across(gf_stream *waiter, gf_stream *other) {
     gf__unlock(&other->lock);
     if (r != GF_OK) return r;
     gf__lock(&waiter->lock);
-    if ((r = gf__refuse_capture_across(__func__, waiter)) != GF_OK) gf__event_pool_give(other->dev->events, mark);
+    if ((r = gf__refuse_capture_across("gf_stream_wait_stream", waiter)) != GF_OK) gf__event_pool_give(other->dev->events, mark);
     else if ((r = gf__wait_mark(waiter, mark)) == GF_OK) gf__note_op(waiter, GF_OP_WAIT, NULL, other->id);
     gf__unlock(&waiter->lock);
     return r;
@@ -5377,7 +5418,8 @@ GPUFLOW_IMPL gf_result gf_flow_add_desc(gf_flow *flow, const gf_task_desc *desc,
     hint.workload = desc->workload;
     if (gf__check_hint(&hint) != GF_OK)
         return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_flow_add_desc: priority %d or workload %d is out of range", (int)desc->priority, (int)desc->workload);
-    if (desc->device && !gf__is(desc->device, GF__T_DEVICE)) return gf__bad_handle(__func__, "desc->device", desc->device, GF__T_DEVICE);
+    if (desc->device && (!gf__device_is_open(desc->device) || !gf__is(desc->device, GF__T_DEVICE)))
+        return gf__fail(GF_ERROR_INVALID_HANDLE, "gf_flow_add_desc: desc->device is not an open device");
     gf__lock(&flow->lock);
     if (flow->count >= 0xffff || !gf__grow((void **)&flow->tasks, &flow->cap, flow->count + 1, sizeof *flow->tasks)) {
         gf__unlock(&flow->lock);
