@@ -64,7 +64,7 @@ TEST_RUNS = "$(BUILD)/conformance stub" "$(BUILD)/conformance opencl" \
             "$(BUILD)/reliability stub" "$(BUILD)/reliability opencl" \
             "$(BUILD)/races stub" "$(BUILD)/races opencl" "$(BUILD)/dialect stub" "$(BUILD)/dialect opencl" "$(BUILD)/cache opencl" "$(BUILD)/stub_checks" \
             "$(BUILD)/no_stalls stub" "$(BUILD)/no_stalls opencl" "$(BUILD)/interop stub" "$(BUILD)/interop opencl" "$(BUILD)/vulkan stub" \
-            "$(BUILD)/multi_device stub" "$(BUILD)/multi_device opencl" "$(BUILD)/multi_device mixed" \
+            "$(BUILD)/multi_device stub" "GPUFLOW_STUB_DEVICES=2 $(BUILD)/multi_device stub" "$(BUILD)/multi_device opencl" "$(BUILD)/multi_device mixed" \
             "$(BUILD)/faults alloc stub" "$(BUILD)/faults slots stub" "$(BUILD)/faults slots opencl" "$(BUILD)/faults entries opencl" \
             "$(BUILD)/fuzz_replay tests/fuzz_corpus" "$(BUILD)/debug_shells" \
             "$(BUILD)/newcomer stub" "$(BUILD)/newcomer opencl" "$(BUILD)/newcomer_stubonly stub" "sh tests/readme.sh $(BUILD)" \
