@@ -75,7 +75,8 @@
     GPUFLOW_LOG=error|warning|info|off: what goes to stderr when no logger is installed;
     GPUFLOW_SYNC=1: every operation waits for itself (the first failure named at its call);
     GPUFLOW_STATS=1: each device's statistics at close; GPUFLOW_TRACE=file.json: the run's
-    Perfetto trace written at close; GPUFLOW_STUB_DEVICES=N: the stub is N devices (1 to 16). Any other GPUFLOW_* variable is named in a warning. Values are read strictly: one that is not understood is named in a
+    Perfetto trace written at close; GPUFLOW_STUB_DEVICES=N: the stub is N devices (1 to 16);
+    GPUFLOW_STUB_THREADS=N: threads that run one stub launch's blocks (default: the cores). Any other GPUFLOW_* variable is named in a warning. Values are read strictly: one that is not understood is named in a
     warning and the switch stays off.
 
     CONVENTIONS
@@ -1247,7 +1248,7 @@ static int gf__stderr_level = -2;   /* atomic; -2: not read yet, -1: off, else t
    (a misspelt switch would otherwise stay silently off). */
 static const char *const gf__env_known[] = {
     "GPUFLOW_BACKEND", "GPUFLOW_CACHE_DIR", "GPUFLOW_HANG_MS", "GPUFLOW_LOG", "GPUFLOW_OPENCL_PLATFORM",
-    "GPUFLOW_RACE_CHECK", "GPUFLOW_STATS", "GPUFLOW_STUB_DEVICES", "GPUFLOW_SYNC", "GPUFLOW_SYNC_DEBUG", "GPUFLOW_TRACE", NULL
+    "GPUFLOW_RACE_CHECK", "GPUFLOW_STATS", "GPUFLOW_STUB_DEVICES", "GPUFLOW_STUB_THREADS", "GPUFLOW_SYNC", "GPUFLOW_SYNC_DEBUG", "GPUFLOW_TRACE", NULL
 };
 #if !defined(_WIN32) && !defined(__USE_GNU)   /* glibc's <unistd.h> declares it under _GNU_SOURCE */
 extern char **environ;
@@ -2415,7 +2416,7 @@ static void gf__env_unknown(void) {   /* once per process, at the first device's
     if (gf__atomic_xchg_int(&checked, 1)) return;   /* once per process */
     while ((name = gf__env_next_unknown(&at, &n)) != NULL)
         gf__notice(GF_LOG_WARNING, "gpuflow: %.*s is not a variable gpuflow reads (it reads GPUFLOW_BACKEND, _CACHE_DIR, _HANG_MS, _LOG, "
-                   "_OPENCL_PLATFORM, _RACE_CHECK, _STATS, _STUB_DEVICES, _SYNC, _SYNC_DEBUG, _TRACE)", (int)n, name);
+                   "_OPENCL_PLATFORM, _RACE_CHECK, _STATS, _STUB_DEVICES, _STUB_THREADS, _SYNC, _SYNC_DEBUG, _TRACE)", (int)n, name);
 }
 
 static void gf__device_env(gf_device *dev) {
@@ -8385,12 +8386,33 @@ typedef struct gf__stub_stream {
     int waiters;                    /* threads in synchronize: a finished item must wake them */
     gf__thread thread;
     int running;                    /* the head item runs now (for the state report) */
-    int block[3];                   /* atomics: the block a running launch is at */
+    int block[3];                   /* atomics: the block a running launch last started */
+    struct gf__block_pool *pool;    /* the device's block workers */
     gf_result error;                /* the first failure of a launch (barrier misuse, a guard */
     char message[384];              /* zone written), returned by every later synchronize */
 } gf__stub_stream;
 
-typedef struct gf__stub_device { uint64_t allocated; } gf__stub_device;
+/* One launch's blocks run on every core: the stream's own thread takes blocks, and so do its
+   device's block workers (GPUFLOW_STUB_THREADS in all, default one per core), started at the
+   first launch of more than one block. Blocks are independent on a GPU too; the stream still
+   runs the launch as one command that ends when its last block has, so the stream's order and
+   every rule around it hold as before. */
+typedef struct gf__grid {
+    struct gf__stub_stream *q; struct gf__stub_item *it;
+    uint64_t total, next;           /* next: atomic, the next block to take */
+    int stop;                       /* atomic: a block could not run: take no more */
+    int active;                     /* workers inside it (the pool's lock) */
+    gf__spin shown_lock;            /* the block the state report names: the lowest of those */
+    uint64_t shown; int shown_done; /* running, kept until it ends (a stuck block stays named) */
+    struct gf__grid *link;
+} gf__grid;
+typedef struct gf__block_pool {
+    gf__mutex lock;
+    gf__cond wake, left;            /* a grid to help with; a worker left a grid */
+    gf__grid *grids;                /* launches with blocks left to take */
+    gf__thread *threads; int want, started, stop;
+} gf__block_pool;
+typedef struct gf__stub_device { uint64_t allocated; gf__block_pool pool; } gf__stub_device;
 /* An exportable buffer or an import (buf->external): the mapping, and the fd an export
    duplicates (-1: none). Made and freed in "the stub's interop" below. */
 typedef struct gf__stub_mapping { unsigned char *base; size_t bytes; int fd; int imported; } gf__stub_mapping;
@@ -8472,8 +8494,11 @@ static gf_result gf__stub_device_count(int *count) {
     return GF_OK;
 }
 
+static void gf__block_pool_init(struct gf__block_pool *p);    /* the block workers, below */
+static void gf__block_pool_close(struct gf__block_pool *p);
 static gf_result gf__stub_device_open(gf_device *dev, int index) {
     if (!(dev->native = gf__calloc(sizeof(gf__stub_device)))) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "stub: out of host memory");
+    gf__block_pool_init(&((gf__stub_device *)dev->native)->pool);
     if (index == 0) gf__copy_str(dev->info.name, sizeof dev->info.name, "gpuflow CPU stub");
     else snprintf(dev->info.name, sizeof dev->info.name, "gpuflow CPU stub #%d", index);
     dev->info.total_memory = (size_t)GPUFLOW_STUB_MEMORY;
@@ -8486,7 +8511,10 @@ static gf_result gf__stub_device_open(gf_device *dev, int index) {
     dev->info.max_shared_per_block = 48 << 10;
     return GF_OK;
 }
-static void gf__stub_device_close(gf_device *dev) { gf__free(dev->native); }
+static void gf__stub_device_close(gf_device *dev) {
+    gf__block_pool_close(&((gf__stub_device *)dev->native)->pool);
+    gf__free(dev->native);
+}
 
 static gf_result gf__stub_memory_info(gf_device *dev, size_t *free_bytes, size_t *total_bytes) {
     uint64_t used = gf__atomic_load(&((gf__stub_device *)dev->native)->allocated);
@@ -8566,18 +8594,13 @@ static gf_result gf__stub_host_alloc(gf_device *dev, size_t bytes, void **out) {
 }
 static void gf__stub_host_free(gf_device *dev, void *ptr) { (void)dev; gf__free(ptr); }
 
-/* A launch runs every thread of every block in order. A kernel that syncs its block
-   (gf_block_sync) needs the block's threads to run together: they become fibers on the stream's
-   thread, each running until it reaches the barrier, released when all have. The first thread
-   of the launch runs as a fiber to find out: if it finishes without a barrier, the rest of the
-   launch runs as plain calls. Shared arrays (GF_SHARED) are thread-local statics, so a block's
-   fibers share them and other streams' launches do not. */
-#if defined(_WIN32)
-typedef struct gf__fiber { void *fiber; void *tsan; } gf__fiber;
-#else
-typedef struct gf__fiber { ucontext_t ctx; void *stack; void *tsan; } gf__fiber;
-#endif
-
+/* A launch's blocks run on every core (the block workers, below), each block's threads in
+   order. A kernel that syncs its block (gf_block_sync) needs the block's threads to run
+   together: they become fibers on the thread that runs the block, each running until it
+   reaches the barrier, then handing on to the next (fiber to fiber), released when all have.
+   Each block's first thread runs as a fiber to find out: if it finishes without a barrier, the
+   block's other threads run as plain calls. Shared arrays (GF_SHARED) are thread-local
+   statics, so a block's fibers share them and blocks running on other threads do not. */
 /* ThreadSanitizer must be told about fiber switches; nothing else needs to be. */
 #if defined(__SANITIZE_THREAD__)
 #  define GF__TSAN_FIBERS 1
@@ -8585,6 +8608,41 @@ typedef struct gf__fiber { ucontext_t ctx; void *stack; void *tsan; } gf__fiber;
 #  if __has_feature(thread_sanitizer)
 #    define GF__TSAN_FIBERS 1
 #  endif
+#endif
+/* A switch is a few instructions on x86-64 (System V): swapcontext also sets the signal mask,
+   a system call each time (~0.5 us). The sanitizers keep swapcontext, which they follow. */
+#if defined(__SANITIZE_ADDRESS__) || defined(GF__TSAN_FIBERS)
+#  define GF__FIBER_SANITIZED 1
+#elif defined(__has_feature)
+#  if __has_feature(address_sanitizer) || __has_feature(memory_sanitizer)
+#    define GF__FIBER_SANITIZED 1
+#  endif
+#endif
+#if defined(__x86_64__) && !defined(_WIN32) && (defined(__GNUC__) || defined(__clang__)) && !defined(GF__FIBER_SANITIZED)
+#  define GF__FIBER_ASM 1
+#endif
+
+#if defined(_WIN32)
+typedef struct gf__fiber { void *fiber; void *tsan; } gf__fiber;
+#elif defined(GF__FIBER_ASM)
+typedef struct gf__fiber { void *sp; void *stack; void *tsan; } gf__fiber;
+#else
+typedef struct gf__fiber { ucontext_t ctx; void *stack; void *tsan; } gf__fiber;
+#endif
+
+#ifdef GF__FIBER_ASM
+/* Saves the callee-saved registers on the current stack, stores the stack pointer in *from
+   (rdi), takes to (rsi) as the new one and restores what is saved there; ret goes on where
+   that fiber left off (or, the first time, at its entry). MXCSR and the x87 control word are
+   left alone: a block's fibers share the thread's floating-point modes, which kernels do not
+   change (and restoring them costs more than the rest of the switch). */
+void gf__fiber_swap(void **from, void *to) __asm__("gf__fiber_swap");   /* a symbol of this object file alone */
+__asm__(".text\n\t.p2align 4\n\t.type gf__fiber_swap, @function\n"
+        "gf__fiber_swap:\n\t"
+        "pushq %rbp\n\tpushq %rbx\n\tpushq %r12\n\tpushq %r13\n\tpushq %r14\n\tpushq %r15\n\t"
+        "movq %rsp, (%rdi)\n\tmovq %rsi, %rsp\n\t"
+        "popq %r15\n\tpopq %r14\n\tpopq %r13\n\tpopq %r12\n\tpopq %rbx\n\tpopq %rbp\n\tret\n\t"
+        ".size gf__fiber_swap, .-gf__fiber_swap\n\t.previous\n");
 #endif
 #ifdef GF__TSAN_FIBERS
 void *__tsan_get_current_fiber(void);
@@ -8596,6 +8654,7 @@ void __tsan_switch_to_fiber(void *fiber, unsigned flags);
 typedef struct gf__block_run {
     void (*kernel)(const gf_kernel_ctx *, void *const *); void **argv;
     int count, current, hit_barrier;
+    int started;                    /* fibers [0, started) were made for this block */
     int plain;                      /* threads run as plain calls: a barrier reached now is misuse */
     int plain_barriers;             /* threads of this block that reached one so */
     int plain_thread_hit;           /* the plain call running now reached one */
@@ -8614,16 +8673,27 @@ static void gf__fiber_switch(gf__fiber *from, gf__fiber *to) {
 #if defined(_WIN32)
     (void)from;
     SwitchToFiber(to->fiber);
+#elif defined(GF__FIBER_ASM)
+    gf__fiber_swap(&from->sp, to->sp);
 #else
     swapcontext(&from->ctx, &to->ctx);
 #endif
+}
+/* Thread b->current stops (at a barrier, or finished): on to the next thread that can run,
+   fiber to fiber, else back to the block's loop, which opens the barrier. One switch per
+   thread and round rather than two. */
+static void gf__fiber_yield(gf__block_run *b) {
+    int from = b->current, next;
+    for (next = from + 1; next < b->started && b->state[next] != 0; next++) {}
+    if (next < b->started) { b->current = next; gf__fiber_switch(&b->fibers[from], &b->fibers[next]); }
+    else gf__fiber_switch(&b->fibers[from], &b->main);
 }
 static void gf__fiber_body(void) {
     gf__block_run *b = gf__running_block;
     int i = b->current;
     b->kernel(&b->ctx[i], b->argv);
     b->state[i] = 2;
-    gf__fiber_switch(&b->fibers[i], &b->main);   /* never resumed */
+    gf__fiber_yield(b);   /* never resumed */
 }
 #if defined(_WIN32)
 static VOID CALLBACK gf__fiber_main(LPVOID unused) { (void)unused; gf__fiber_body(); }
@@ -8635,6 +8705,20 @@ static int gf__fiber_start(gf__block_run *b, int i) {   /* a fresh fiber for thr
 #if defined(_WIN32)
     if (f->fiber) DeleteFiber(f->fiber);
     if (!(f->fiber = CreateFiber(GF__FIBER_STACK, gf__fiber_main, NULL))) return 0;
+#elif defined(GF__FIBER_ASM)
+    {   /* the first switch "returns" into gf__fiber_main with the stack aligned as by a call */
+        void (*entry)(void) = gf__fiber_main;
+        uintptr_t top;
+        uint64_t *saved;
+        if (!f->stack && !(f->stack = gf__malloc(GF__FIBER_STACK))) return 0;
+        /* stack tops staggered by thread: 128 KiB apart they would all fall in one cache set */
+        top = ((uintptr_t)f->stack + GF__FIBER_STACK - 16 - (uintptr_t)(i % 61) * 64) & ~(uintptr_t)15;
+        memcpy((void *)top, &entry, sizeof entry);            /* where ret goes */
+        memset((void *)(top + 8), 0, 8);                      /* the entry's own return: never taken */
+        saved = (uint64_t *)(top - 48);                       /* r15 ... rbp, as the switch pops them */
+        memset(saved, 0, 48);
+        f->sp = saved;
+    }
 #else
     if (!f->stack && !(f->stack = gf__malloc(GF__FIBER_STACK))) return 0;
     getcontext(&f->ctx);
@@ -8656,6 +8740,7 @@ static int gf__fiber_start(gf__block_run *b, int i) {   /* a fresh fiber for thr
 static int gf__block_fibers(gf__block_run *b, int first) {
     int i;
     for (i = first; i < b->count; i++) if (!gf__fiber_start(b, i)) return 0;
+    b->started = b->count;
     for (;;) {
         int alive = 0, waiting = 0, other = -1, one = -1;
         for (i = 0; i < b->count; i++) {
@@ -8688,7 +8773,7 @@ GPUFLOW_IMPL void gf_stub_barrier_at(int site) {
     b->hit_barrier = 1;
     b->state[b->current] = 1;
     b->site[b->current] = site;
-    gf__fiber_switch(&b->fibers[b->current], &b->main);
+    gf__fiber_yield(b);
 }
 GPUFLOW_IMPL void gf_stub_barrier(void) { gf_stub_barrier_at(0); }
 
@@ -8720,17 +8805,29 @@ static void gf__stub_fail_async(gf__stub_stream *q, gf_result code, const char *
     gf__unlock(&q->lock);
 }
 
-/* Every thread of every block: plain calls, or fibers for a block whose threads sync. Each
-   block's thread 0 runs first as a fiber to find out: if it finishes without reaching a
-   barrier, the block's other threads run as plain calls (and one that reaches a barrier then
-   is misuse). Misuse of barriers and (GPUFLOW_DEBUG) writes outside buffers fail the stream,
-   naming the kernel, the block and what happened; the launch runs to its end. Without memory
-   for the fibers a block that syncs cannot run right: the stream fails and the launch stops. */
-static void gf__stub_launch_run(gf__stub_stream *q, gf__stub_item *it) {
+/* The next thread of a block, x fastest (a division per thread costs more than most kernels). */
+static void gf__next_thread(gf_kernel_ctx *c) {
+    if (++c->thread_idx[0] < c->block[0]) return;
+    c->thread_idx[0] = 0;
+    if (++c->thread_idx[1] < c->block[1]) return;
+    c->thread_idx[1] = 0;
+    c->thread_idx[2]++;
+}
+
+/* Every thread of blocks taken from g until none is left: plain calls, or fibers for a block
+   whose threads sync. Each block's thread 0 runs first as a fiber to find out: if it finishes
+   without reaching a barrier, the block's other threads run as plain calls (and one that
+   reaches a barrier then is misuse). Misuse of barriers and (GPUFLOW_DEBUG) writes outside
+   buffers fail the stream, naming the kernel, the block and what happened; the launch runs to
+   its end. Without memory for the fibers a block that syncs cannot run right: the stream fails
+   and no more blocks are taken. Each thread that runs blocks has its own fibers. */
+static void gf__grid_run(gf__grid *g) {
+    gf__stub_stream *q = g->q;
+    gf__stub_item *it = g->it;
     gf__block_run b;
     gf_kernel_ctx ctx;
-    unsigned bx, by, bz;
-    int per_block = (int)(it->dims.block[0] * it->dims.block[1] * it->dims.block[2]), fibers = per_block > 1, i, reported = 0, stop = 0;
+    uint64_t n;
+    int per_block = (int)(it->dims.block[0] * it->dims.block[1] * it->dims.block[2]), fibers = per_block > 1, i;
     memset(&b, 0, sizeof b);
     memcpy(ctx.grid, it->dims.grid, sizeof ctx.grid);
     memcpy(ctx.block, it->dims.block, sizeof ctx.block);
@@ -8749,38 +8846,44 @@ static void gf__stub_launch_run(gf__stub_stream *q, gf__stub_item *it) {
 #endif
         fibers = b.state && b.site && b.ctx && b.fibers;
     }
-    for (bz = 0; bz < ctx.grid[2] && !stop; bz++) for (by = 0; by < ctx.grid[1] && !stop; by++) for (bx = 0; bx < ctx.grid[0] && !stop; bx++) {
-        int probed = 0;   /* thread 0 ran as a fiber */
+    while (!gf__atomic_load_int(&g->stop) && (n = gf__atomic_add(&g->next, 1)) < g->total) {
+        unsigned bx = (unsigned)(n % ctx.grid[0]), by = (unsigned)(n / ctx.grid[0] % ctx.grid[1]);
+        unsigned bz = (unsigned)(n / ((uint64_t)ctx.grid[0] * ctx.grid[1]));
+        int probed = 0, reported = 0;   /* probed: thread 0 ran as a fiber */
         ctx.block_idx[0] = bx; ctx.block_idx[1] = by; ctx.block_idx[2] = bz;
-        gf__atomic_store_int(&q->block[0], (int)bx); gf__atomic_store_int(&q->block[1], (int)by); gf__atomic_store_int(&q->block[2], (int)bz);
+        gf__spin_lock(&g->shown_lock);
+        if (g->shown_done || n < g->shown) {
+            g->shown = n;
+            g->shown_done = 0;
+            gf__atomic_store_int(&q->block[0], (int)bx); gf__atomic_store_int(&q->block[1], (int)by); gf__atomic_store_int(&q->block[2], (int)bz);
+        }
+        gf__spin_unlock(&g->shown_lock);
         b.plain = b.plain_barriers = b.hit_barrier = 0;
         b.misuse[0] = 0;
-        for (i = 0; i < per_block; i++) {
-            ctx.thread_idx[0] = (unsigned)i % ctx.block[0];
-            ctx.thread_idx[1] = ((unsigned)i / ctx.block[0]) % ctx.block[1];
-            ctx.thread_idx[2] = (unsigned)i / (ctx.block[0] * ctx.block[1]);
-            if (fibers) b.ctx[i] = ctx;
-            else {   /* one thread, or no memory for fibers: a barrier reached now cannot hold */
-                gf__running_block = per_block > 1 ? &b : NULL;
-                b.plain = 1;
-                b.plain_thread_hit = 0;
-                it->kernel(&ctx, it->argv);
-            }
-        }
-        if (fibers) {
+        ctx.thread_idx[0] = ctx.thread_idx[1] = ctx.thread_idx[2] = 0;
+        if (!fibers) {   /* one thread, or no memory for fibers: a barrier reached now cannot hold */
+            gf__running_block = per_block > 1 ? &b : NULL;
+            b.plain = 1;
+            for (i = 0; i < per_block; i++, gf__next_thread(&ctx)) { b.plain_thread_hit = 0; it->kernel(&ctx, it->argv); }
+        } else {
             gf__running_block = &b;
+            b.started = 1;   /* the others are made only if thread 0 reaches a barrier */
+            b.ctx[0] = ctx;
             if ((probed = gf__fiber_start(&b, 0)) != 0) {
                 b.current = 0;
                 gf__fiber_switch(&b.main, &b.fibers[0]);   /* back when it finishes, or at its first barrier */
+                if (b.hit_barrier) for (i = 1; i < per_block; i++) { gf__next_thread(&ctx); b.ctx[i] = ctx; }
                 if (b.hit_barrier && !gf__block_fibers(&b, 1)) {   /* the threads started are left unfinished */
                     gf__stub_fail_async(q, GF_ERROR_OUT_OF_MEMORY, "stub: kernel '%s', block (%u, %u, %u): no host memory for its threads' fiber stacks "
                                         "(%d x %llu bytes); the launch stopped there", it->name, bx, by, bz, per_block, (unsigned long long)GF__FIBER_STACK);
-                    stop = reported = 1;
+                    gf__atomic_store_int(&g->stop, 1);
+                    reported = 1;
                 }
             }
             if (!b.hit_barrier) {   /* thread 0 reached no barrier (or had no stack): none for the block, as plain calls */
                 b.plain = 1;
-                for (i = probed; i < per_block; i++) { b.plain_thread_hit = 0; it->kernel(&b.ctx[i], it->argv); }
+                if (probed) gf__next_thread(&ctx);
+                for (i = probed; i < per_block; i++, gf__next_thread(&ctx)) { b.plain_thread_hit = 0; it->kernel(&ctx, it->argv); }
             }
         }
         gf__running_block = NULL;
@@ -8794,6 +8897,9 @@ static void gf__stub_launch_run(gf__stub_stream *q, gf__stub_item *it) {
         }
         if (b.misuse[0] && !reported++)
             gf__stub_fail_async(q, GF_ERROR_DRIVER, "stub: kernel '%s', block (%u, %u, %u): %s", it->name, bx, by, bz, b.misuse);
+        gf__spin_lock(&g->shown_lock);
+        if (g->shown == n) g->shown_done = 1;
+        gf__spin_unlock(&g->shown_lock);
     }
     gf__running_block = NULL;
     for (i = 0; b.fibers && i < per_block; i++) {
@@ -8810,13 +8916,115 @@ static void gf__stub_launch_run(gf__stub_stream *q, gf__stub_item *it) {
     gf__free(b.ctx);
     gf__free(b.site);
     gf__free(b.state);
+}
+
+/* A block worker: helps with any grid that has blocks left, sleeps when none has. */
+static void gf__block_worker(void *arg) {
+    gf__block_pool *p = (gf__block_pool *)arg;
+    gf__lock(&p->lock);
+    for (;;) {
+        gf__grid *g;
+        for (g = p->grids; g && (gf__atomic_load(&g->next) >= g->total || gf__atomic_load_int(&g->stop)); g = g->link) {}
+        if (!g) {
+            if (p->stop) break;
+            gf__cond_wait(&p->wake, &p->lock);
+            continue;
+        }
+        g->active++;
+        gf__unlock(&p->lock);
+        gf__grid_run(g);
+        gf__lock(&p->lock);
+        if (--g->active == 0) gf__cond_broadcast(&p->left);
+    }
+    gf__unlock(&p->lock);
+}
+/* How many threads run one launch's blocks: GPUFLOW_STUB_THREADS, else the cores. */
+static int gf__stub_threads(void) {
+    const char *v = getenv("GPUFLOW_STUB_THREADS");
+    long n = 0;
+    if (v && *v) {
+        char *end;
+        n = strtol(v, &end, 10);
+        if (*end || n < 1 || n > 1024) {
+            gf__notice(GF_LOG_WARNING, "gpuflow: GPUFLOW_STUB_THREADS=%s is not understood (a count, 1 to 1024); one per core", v);
+            n = 0;
+        }
+    }
+    if (n < 1) {
+#if defined(_WIN32)
+        SYSTEM_INFO si;
+        GetSystemInfo(&si);
+        n = (long)si.dwNumberOfProcessors;
+#else
+        n = sysconf(_SC_NPROCESSORS_ONLN);
+#endif
+    }
+    return n < 1 ? 1 : (int)n;
+}
+static void gf__block_pool_init(gf__block_pool *p) {
+    memset(p, 0, sizeof *p);
+    gf__mutex_init(&p->lock);
+    gf__cond_init(&p->wake);
+    gf__cond_init(&p->left);
+    p->want = gf__stub_threads() - 1;   /* the stream's own thread is one */
+}
+static void gf__block_pool_close(gf__block_pool *p) {
+    int i;
+    gf__lock(&p->lock);
+    p->stop = 1;
+    gf__cond_broadcast(&p->wake);
+    gf__unlock(&p->lock);
+    for (i = 0; i < p->started; i++) gf__thread_join(p->threads[i]);
+    gf__free(p->threads);
+    gf__cond_destroy(&p->left);
+    gf__cond_destroy(&p->wake);
+    gf__mutex_destroy(&p->lock);
+}
+/* The workers, started at the first grid that can use them (p->lock held); as many as start. */
+static int gf__block_pool_start(gf__block_pool *p) {
+    GF__HELD(&p->lock);
+    if (!p->threads && p->want > 0 && !(p->threads = (gf__thread *)gf__calloc(sizeof *p->threads * (size_t)p->want))) p->want = 0;
+    while (p->started < p->want && gf__thread_create(&p->threads[p->started], gf__block_worker, p)) p->started++;
+    p->want = p->started;   /* one that failed to start is not tried again */
+    return p->started;
+}
+
+/* A launch: its blocks on the stream's thread and, for more than one block, on the device's
+   block workers; returns when every block has run. Then the guard zones are checked. */
+static void gf__stub_launch_run(gf__stub_stream *q, gf__stub_item *it) {
+    gf__grid g;
+    gf__block_pool *p = q->pool;
+    int helped = 0, i;
+    memset(&g, 0, sizeof g);
+    g.q = q; g.it = it;
+    g.shown_done = 1;
+    g.total = (uint64_t)it->dims.grid[0] * it->dims.grid[1] * it->dims.grid[2];
+    if (g.total > 1 && p) {
+        gf__lock(&p->lock);
+        if (gf__block_pool_start(p) > 0) {
+            g.link = p->grids;
+            p->grids = &g;
+            gf__cond_broadcast(&p->wake);
+            helped = 1;
+        }
+        gf__unlock(&p->lock);
+    }
+    gf__grid_run(&g);
+    if (helped) {   /* every block is taken: off the list, then wait for the workers still in one */
+        gf__grid **link;
+        gf__lock(&p->lock);
+        for (link = &p->grids; *link != &g; link = &(*link)->link) {}
+        *link = g.link;
+        while (g.active) gf__cond_wait(&p->left, &p->lock);
+        gf__unlock(&p->lock);
+    }
     for (i = 0; i < it->guard_count; i++) {
         size_t before, after;
-        const gf__stub_guard *g = &it->guards[i];
-        if (gf__guard_check(g, &before, &after))
+        const gf__stub_guard *gd = &it->guards[i];
+        if (gf__guard_check(gd, &before, &after))
             gf__stub_fail_async(q, GF_ERROR_DRIVER, "stub: kernel '%s' wrote outside its buffer argument %d%s%s%s of %llu bytes: %llu of the %d guard bytes "
-                                "before it and %llu of the %d after it changed (GPUFLOW_DEBUG)", it->name, g->arg,
-                                g->param ? " '" : "", g->param ? g->param : "", g->param ? "'" : "", (unsigned long long)g->size,
+                                "before it and %llu of the %d after it changed (GPUFLOW_DEBUG)", it->name, gd->arg,
+                                gd->param ? " '" : "", gd->param ? gd->param : "", gd->param ? "'" : "", (unsigned long long)gd->size,
                                 (unsigned long long)before, GF__GUARD_BYTES, (unsigned long long)after, GF__GUARD_BYTES);
     }
 }
@@ -8910,6 +9118,7 @@ static gf_result gf__stub_stream_create(gf_stream *s) {
     if (!q) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "stub: out of host memory");
     gf__mutex_init(&q->lock);
     gf__cond_init(&q->cond);
+    q->pool = &((gf__stub_device *)s->dev->native)->pool;
 #ifndef GPUFLOW_STUB_INLINE
     if (!gf__thread_create(&q->thread, gf__stub_worker, q)) {
         gf__cond_destroy(&q->cond); gf__mutex_destroy(&q->lock); gf__free(q);
