@@ -8983,7 +8983,8 @@ static void gf__block_pool_close(gf__block_pool *p) {
 /* The workers, started at the first grid that can use them (p->lock held); as many as start. */
 static int gf__block_pool_start(gf__block_pool *p) {
     GF__HELD(&p->lock);
-    if (!p->threads && p->want > 0 && !(p->threads = (gf__thread *)gf__calloc(sizeof *p->threads * (size_t)p->want))) p->want = 0;
+    if (p->started >= p->want) return p->started;
+    if (!p->threads && !(p->threads = (gf__thread *)gf__calloc(sizeof *p->threads * (size_t)p->want))) { p->want = 0; return 0; }
     while (p->started < p->want && gf__thread_create(&p->threads[p->started], gf__block_worker, p)) p->started++;
     p->want = p->started;   /* one that failed to start is not tried again */
     return p->started;
