@@ -8386,7 +8386,7 @@ typedef struct gf__stub_stream {
     int waiters;                    /* threads in synchronize: a finished item must wake them */
     gf__thread thread;
     int running;                    /* the head item runs now (for the state report) */
-    int block[3];                   /* atomics: the block a running launch last started */
+    struct gf__grid *grid;          /* the launch running now (q->lock): the blocks it is at */
     struct gf__block_pool *pool;    /* the device's block workers */
     gf_result error;                /* the first failure of a launch (barrier misuse, a guard */
     char message[384];              /* zone written), returned by every later synchronize */
@@ -8397,13 +8397,15 @@ typedef struct gf__stub_stream {
    first launch of more than one block. Blocks are independent on a GPU too; the stream still
    runs the launch as one command that ends when its last block has, so the stream's order and
    every rule around it hold as before. */
+#define GF__GRID_SLOTS 64               /* runners whose block the state report can name */
+#define GF__GRID_CHUNK_PER_RUNNER 16    /* blocks are taken in chunks: about this many per runner */
 typedef struct gf__grid {
     struct gf__stub_stream *q; struct gf__stub_item *it;
-    uint64_t total, next;           /* next: atomic, the next block to take */
+    uint64_t total, next, chunk;    /* next: atomic, the next block to take; chunk: how many at once */
     int stop;                       /* atomic: a block could not run: take no more */
     int active;                     /* workers inside it (the pool's lock) */
-    gf__spin shown_lock;            /* the block the state report names: the lowest of those */
-    uint64_t shown; int shown_done; /* running, kept until it ends (a stuck block stays named) */
+    int runners;                    /* atomic: threads that took part, each its own slot */
+    struct { uint64_t block; char pad[56]; } at[GF__GRID_SLOTS];   /* atomic: 1 + the block a runner is in, 0 idle; a line each */
     struct gf__grid *link;
 } gf__grid;
 typedef struct gf__block_pool {
@@ -8826,8 +8828,8 @@ static void gf__grid_run(gf__grid *g) {
     gf__stub_item *it = g->it;
     gf__block_run b;
     gf_kernel_ctx ctx;
-    uint64_t n;
-    int per_block = (int)(it->dims.block[0] * it->dims.block[1] * it->dims.block[2]), fibers = per_block > 1, i;
+    uint64_t n, first, last;
+    int slot, per_block = (int)(it->dims.block[0] * it->dims.block[1] * it->dims.block[2]), fibers = per_block > 1, i;
     memset(&b, 0, sizeof b);
     memcpy(ctx.grid, it->dims.grid, sizeof ctx.grid);
     memcpy(ctx.block, it->dims.block, sizeof ctx.block);
@@ -8846,18 +8848,19 @@ static void gf__grid_run(gf__grid *g) {
 #endif
         fibers = b.state && b.site && b.ctx && b.fibers;
     }
-    while (!gf__atomic_load_int(&g->stop) && (n = gf__atomic_add(&g->next, 1)) < g->total) {
-        unsigned bx = (unsigned)(n % ctx.grid[0]), by = (unsigned)(n / ctx.grid[0] % ctx.grid[1]);
-        unsigned bz = (unsigned)(n / ((uint64_t)ctx.grid[0] * ctx.grid[1]));
+    slot = gf__atomic_add_int(&g->runners, 1);
+    for (first = last = 0, n = 0; !gf__atomic_load_int(&g->stop); n++) {
+        unsigned bx, by, bz;
         int probed = 0, reported = 0;   /* probed: thread 0 ran as a fiber */
-        ctx.block_idx[0] = bx; ctx.block_idx[1] = by; ctx.block_idx[2] = bz;
-        gf__spin_lock(&g->shown_lock);
-        if (g->shown_done || n < g->shown) {
-            g->shown = n;
-            g->shown_done = 0;
-            gf__atomic_store_int(&q->block[0], (int)bx); gf__atomic_store_int(&q->block[1], (int)by); gf__atomic_store_int(&q->block[2], (int)bz);
+        if (n == last) {   /* the next chunk: fewer atomics on the shared counter */
+            if ((first = gf__atomic_add(&g->next, g->chunk)) >= g->total) break;
+            n = first;
+            last = first + g->chunk < g->total ? first + g->chunk : g->total;
         }
-        gf__spin_unlock(&g->shown_lock);
+        if (slot < GF__GRID_SLOTS) gf__atomic_store(&g->at[slot].block, n + 1);
+        bx = (unsigned)(n % ctx.grid[0]); by = (unsigned)(n / ctx.grid[0] % ctx.grid[1]);
+        bz = (unsigned)(n / ((uint64_t)ctx.grid[0] * ctx.grid[1]));
+        ctx.block_idx[0] = bx; ctx.block_idx[1] = by; ctx.block_idx[2] = bz;
         b.plain = b.plain_barriers = b.hit_barrier = 0;
         b.misuse[0] = 0;
         ctx.thread_idx[0] = ctx.thread_idx[1] = ctx.thread_idx[2] = 0;
@@ -8897,10 +8900,8 @@ static void gf__grid_run(gf__grid *g) {
         }
         if (b.misuse[0] && !reported++)
             gf__stub_fail_async(q, GF_ERROR_DRIVER, "stub: kernel '%s', block (%u, %u, %u): %s", it->name, bx, by, bz, b.misuse);
-        gf__spin_lock(&g->shown_lock);
-        if (g->shown == n) g->shown_done = 1;
-        gf__spin_unlock(&g->shown_lock);
     }
+    if (slot < GF__GRID_SLOTS) gf__atomic_store(&g->at[slot].block, 0);
     gf__running_block = NULL;
     for (i = 0; b.fibers && i < per_block; i++) {
 #if defined(_WIN32)
@@ -8998,8 +8999,12 @@ static void gf__stub_launch_run(gf__stub_stream *q, gf__stub_item *it) {
     int helped = 0, i;
     memset(&g, 0, sizeof g);
     g.q = q; g.it = it;
-    g.shown_done = 1;
     g.total = (uint64_t)it->dims.grid[0] * it->dims.grid[1] * it->dims.grid[2];
+    g.chunk = p ? g.total / ((uint64_t)(p->want + 1) * GF__GRID_CHUNK_PER_RUNNER) : 1;
+    if (g.chunk < 1) g.chunk = 1;
+    gf__lock(&q->lock);
+    q->grid = &g;
+    gf__unlock(&q->lock);
     if (g.total > 1 && p) {
         gf__lock(&p->lock);
         if (gf__block_pool_start(p) > 0) {
@@ -9019,6 +9024,9 @@ static void gf__stub_launch_run(gf__stub_stream *q, gf__stub_item *it) {
         while (g.active) gf__cond_wait(&p->left, &p->lock);
         gf__unlock(&p->lock);
     }
+    gf__lock(&q->lock);
+    q->grid = NULL;
+    gf__unlock(&q->lock);
     for (i = 0; i < it->guard_count; i++) {
         size_t before, after;
         const gf__stub_guard *gd = &it->guards[i];
@@ -9175,10 +9183,17 @@ static gf_result gf__stub_stream_query(gf_stream *s) {
 static void gf__stub_describe_stream(gf_stream *s, gf__text *t) {
     gf__stub_stream *q = (gf__stub_stream *)s->native;
     gf__lock(&q->lock);
-    if (q->running && q->head && q->head->kind == GF__STUB_LAUNCH)
-        gf__say(t, "  stream '%s': kernel '%s' is running now, at block (%d, %d, %d) of (%u, %u, %u)\n", s->label, q->head->name,
-                gf__atomic_load_int(&q->block[0]), gf__atomic_load_int(&q->block[1]), gf__atomic_load_int(&q->block[2]),
-                q->head->dims.grid[0], q->head->dims.grid[1], q->head->dims.grid[2]);
+    if (q->running && q->head && q->head->kind == GF__STUB_LAUNCH && q->grid) {   /* the lowest block running: a stuck one stays named */
+        const unsigned *grid = q->head->dims.grid;
+        uint64_t low = 0, at;
+        int i;
+        for (i = 0; i < GF__GRID_SLOTS; i++)
+            if ((at = gf__atomic_load(&q->grid->at[i].block)) != 0 && (!low || at < low)) low = at;
+        if (low--)
+            gf__say(t, "  stream '%s': kernel '%s' is running now, at block (%u, %u, %u) of (%u, %u, %u)\n", s->label, q->head->name,
+                    (unsigned)(low % grid[0]), (unsigned)(low / grid[0] % grid[1]), (unsigned)(low / ((uint64_t)grid[0] * grid[1])),
+                    grid[0], grid[1], grid[2]);
+    }
     if (q->running && q->head && q->head->kind == GF__STUB_SEM_WAIT)
         gf__say(t, "  stream '%s': waiting for %s to reach %llu (it is at %llu)\n", s->label, q->head->name,
                 (unsigned long long)q->head->sem_value, (unsigned long long)gf__atomic_load(q->head->sem->value));
