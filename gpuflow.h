@@ -151,8 +151,25 @@
 extern "C" {
 #endif
 
+/* One version everywhere (gpuflow.pc, the CMake package, meson.build: checked by make test);
+   GPUFLOW_VERSION compares: #if GPUFLOW_VERSION >= 300 (0.3.0). CHANGELOG.md says what each
+   release changed and the compatibility rule. */
 #define GPUFLOW_VERSION_MAJOR 0
-#define GPUFLOW_VERSION_MINOR 2
+#define GPUFLOW_VERSION_MINOR 3
+#define GPUFLOW_VERSION_PATCH 0
+#define GPUFLOW_VERSION (GPUFLOW_VERSION_MAJOR * 10000 + GPUFLOW_VERSION_MINOR * 100 + GPUFLOW_VERSION_PATCH)
+
+/* Marks a call that a later minor release removes: each use warns, naming what replaces it
+   (define GPUFLOW_NO_DEPRECATION_WARNINGS to silence them). */
+#if defined(GPUFLOW_NO_DEPRECATION_WARNINGS)
+#  define GPUFLOW_DEPRECATED(why)
+#elif defined(__GNUC__) || defined(__clang__)
+#  define GPUFLOW_DEPRECATED(why) __attribute__((deprecated(why)))
+#elif defined(_MSC_VER)
+#  define GPUFLOW_DEPRECATED(why) __declspec(deprecated(why))
+#else
+#  define GPUFLOW_DEPRECATED(why)
+#endif
 
 /* ---- results ------------------------------------------------------------------------ */
 typedef enum gf_result {
@@ -8828,7 +8845,7 @@ static void gf__grid_run(gf__grid *g) {
     gf__stub_item *it = g->it;
     gf__block_run b;
     gf_kernel_ctx ctx;
-    uint64_t n, first, last;
+    uint64_t n, last;
     int slot, per_block = (int)(it->dims.block[0] * it->dims.block[1] * it->dims.block[2]), fibers = per_block > 1, i;
     memset(&b, 0, sizeof b);
     memcpy(ctx.grid, it->dims.grid, sizeof ctx.grid);
@@ -8849,13 +8866,12 @@ static void gf__grid_run(gf__grid *g) {
         fibers = b.state && b.site && b.ctx && b.fibers;
     }
     slot = gf__atomic_add_int(&g->runners, 1);
-    for (first = last = 0, n = 0; !gf__atomic_load_int(&g->stop); n++) {
+    for (last = 0, n = 0; !gf__atomic_load_int(&g->stop); n++) {
         unsigned bx, by, bz;
         int probed = 0, reported = 0;   /* probed: thread 0 ran as a fiber */
         if (n == last) {   /* the next chunk: fewer atomics on the shared counter */
-            if ((first = gf__atomic_add(&g->next, g->chunk)) >= g->total) break;
-            n = first;
-            last = first + g->chunk < g->total ? first + g->chunk : g->total;
+            if ((n = gf__atomic_add(&g->next, g->chunk)) >= g->total) break;
+            last = n + g->chunk < g->total ? n + g->chunk : g->total;
         }
         if (slot < GF__GRID_SLOTS) gf__atomic_store(&g->at[slot].block, n + 1);
         bx = (unsigned)(n % ctx.grid[0]); by = (unsigned)(n / ctx.grid[0] % ctx.grid[1]);
@@ -9000,14 +9016,15 @@ static void gf__stub_launch_run(gf__stub_stream *q, gf__stub_item *it) {
     memset(&g, 0, sizeof g);
     g.q = q; g.it = it;
     g.total = (uint64_t)it->dims.grid[0] * it->dims.grid[1] * it->dims.grid[2];
-    g.chunk = p ? g.total / ((uint64_t)(p->want + 1) * GF__GRID_CHUNK_PER_RUNNER) : 1;
-    if (g.chunk < 1) g.chunk = 1;
+    g.chunk = 1;
     gf__lock(&q->lock);
     q->grid = &g;
     gf__unlock(&q->lock);
     if (g.total > 1 && p) {
         gf__lock(&p->lock);
         if (gf__block_pool_start(p) > 0) {
+            g.chunk = g.total / ((uint64_t)(p->started + 1) * GF__GRID_CHUNK_PER_RUNNER);
+            if (g.chunk < 1) g.chunk = 1;
             g.link = p->grids;
             p->grids = &g;
             gf__cond_broadcast(&p->wake);

@@ -10,6 +10,7 @@
 #     kernel file compiled as C (gpuflow.h included again with GF_KERNELS) gets the dialect's;
 #   - the implementation builds after <stdio.h> and <math.h> under -std=c99, and after a header
 #     that already hid POSIX (<time.h>, <fcntl.h>) stops with an #error saying what to do;
+#   - GPUFLOW_DEPRECATED makes a use warn with its message; GPUFLOW_NO_DEPRECATION_WARNINGS not;
 #   - the driver tables are checked against the vendor headers: tests/cuda_sigcheck_fail.c and
 #     tests/opencl_sigcheck_fail.c (an entry of another signature) must not compile, and
 #     compile once nothing is redirected.
@@ -34,6 +35,18 @@ for only in "GPUFLOW_MALLOC(n)=malloc(n)" "GPUFLOW_FREE(p)=free(p)" "GPUFLOW_MAL
         fail "defining only -D$only failed without the message: $(head -c 300 "$dir/partial.err")"
     fi
 done
+
+# GPUFLOW_DEPRECATED: a use of a call so marked warns, naming what replaces it (an error under
+# -Werror); GPUFLOW_NO_DEPRECATION_WARNINGS silences it.
+printf '#include "gpuflow.h"\nGPUFLOW_DEPRECATED("use gf_new_call instead") int gf_old_call(void);\nint main(void){ return gf_old_call(); }\nint gf_old_call(void) { return 0; }\n' > "$dir/deprecated.c"
+if $cc -I. -c "$dir/deprecated.c" -o "$dir/deprecated.o" 2>"$dir/deprecated.err"; then
+    fail "a call marked GPUFLOW_DEPRECATED was used without a warning"
+elif grep -q "use gf_new_call instead" "$dir/deprecated.err"; then
+    ok "a call marked GPUFLOW_DEPRECATED warns at its use, saying what replaces it"
+else fail "GPUFLOW_DEPRECATED: $(head -c 300 "$dir/deprecated.err")"; fi
+if $cc -I. -DGPUFLOW_NO_DEPRECATION_WARNINGS -c "$dir/deprecated.c" -o "$dir/deprecated.o" 2>"$dir/deprecated.err"; then
+    ok "GPUFLOW_NO_DEPRECATION_WARNINGS silences it"
+else fail "GPUFLOW_NO_DEPRECATION_WARNINGS: $(head -c 300 "$dir/deprecated.err")"; fi
 
 for b in "$@"; do
     B=$(echo "$b" | tr a-z A-Z)

@@ -53,13 +53,21 @@ else
     fail "make install"
 fi
 
-# One version everywhere: the header's macros, CMakeLists.txt, the CMake package and gpuflow.pc.
-hv="$(sed -n 's/^#define GPUFLOW_VERSION_MAJOR \([0-9]*\)$/\1/p' gpuflow.h).$(sed -n 's/^#define GPUFLOW_VERSION_MINOR \([0-9]*\)$/\1/p' gpuflow.h)"
+# One version everywhere: the header's macros (and the number they make), CMakeLists.txt, the
+# CMake package, gpuflow.pc, meson.build, and CHANGELOG.md's current release.
+macro() { sed -n "s/^#define GPUFLOW_VERSION_$1 \\([0-9]*\\)\$/\\1/p" gpuflow.h; }
+hv="$(macro MAJOR).$(macro MINOR).$(macro PATCH)"
+nv=$(printf '#include "gpuflow.h"\nGPUFLOW_VERSION\n' | cc -E -P -I. -x c - 2>/dev/null | tail -n 1 | tr -d ' ()')
 cv=$(sed -n 's/^project(gpuflow VERSION \([0-9.]*\) .*/\1/p' CMakeLists.txt)
 kv=$(sed -n 's/^set(gpuflow_VERSION \([0-9.]*\))$/\1/p' cmake/gpuflowConfig.cmake)
 pv=$(sed -n 's/^Version: //p' cmake/gpuflow.pc.in)
-if [ -n "$hv" ] && [ "$hv" = "$cv" ] && [ "$hv" = "$kv" ] && [ "$hv" = "$pv" ]; then ok "one version everywhere: $hv"
-else fail "versions differ: gpuflow.h $hv, CMakeLists.txt $cv, gpuflowConfig.cmake $kv, gpuflow.pc $pv"; fi
+mv=$(sed -n "s/^project('gpuflow', 'c', version : '\([0-9.]*\)'.*/\1/p" meson.build)
+lv=$(sed -n 's/^## \([0-9.]*\) .* -- current$/\1/p' CHANGELOG.md)
+want=$(echo "$hv" | awk -F. '{ print $1 * 10000 + $2 * 100 + $3 }')
+case $nv in *[!0-9+*]*|"") nv=invalid ;; *) nv=$(( $nv )) ;; esac   # the macro's expression, evaluated
+if [ -n "$hv" ] && [ "$hv" = "$cv" ] && [ "$hv" = "$kv" ] && [ "$hv" = "$pv" ] && [ "$hv" = "$mv" ] && [ "$hv" = "$lv" ] &&
+   [ "$nv" = "$want" ]; then ok "one version everywhere: $hv (GPUFLOW_VERSION $want)"
+else fail "versions differ: gpuflow.h $hv ($nv), CMakeLists.txt $cv, gpuflowConfig.cmake $kv, gpuflow.pc $pv, meson.build $mv, CHANGELOG.md $lv"; fi
 
 if command -v pkg-config >/dev/null 2>&1; then
     if PKG_CONFIG_PATH="$out/prefix/lib/pkgconfig" sh -c \
@@ -125,6 +133,28 @@ if command -v cmake >/dev/null 2>&1; then
         else fail "cmake: $how, defaults (AUTO)"; fi
     done
 else skip "cmake not installed"; fi
+
+# Meson: the checkout as a subproject (dependency() with a fallback), built with ninja; then the
+# stub alone with every backend disabled, and an enabled backend whose header is missing stops.
+meson_consumer() {   # name, meson setup options
+    d="$out/meson_$1"
+    rm -rf "$d" && mkdir -p "$d/subprojects" && ln -s "$src" "$d/subprojects/gpuflow" && cp "$out/consumer/main.c" "$d/" || return 1
+    printf "%s\n" "project('consumer', 'c', default_options : ['c_std=c99', 'warning_level=3', 'werror=true'])" \
+        "executable('consumer', 'main.c', dependencies : dependency('gpuflow', fallback : ['gpuflow', 'gpuflow_dep']))" > "$d/meson.build"
+    # shellcheck disable=SC2086
+    (cd "$d" && meson setup build $2 >"$out/log" 2>&1 && ninja -C build >>"$out/log" 2>&1 && ./build/consumer >>"$out/log" 2>&1)
+}
+if command -v meson >/dev/null 2>&1 && command -v ninja >/dev/null 2>&1; then
+    if meson_consumer auto ""; then ok "meson: a subproject, defaults (auto): $(grep '^backends:' "$out/log")"
+    else fail "meson: a subproject, defaults"; fi
+    if meson_consumer off "-Dgpuflow:cuda=disabled -Dgpuflow:hip=disabled -Dgpuflow:opencl=disabled" && grep -qx "backends: stub" "$out/log"; then
+        ok "meson: every backend disabled: the stub alone"
+    else fail "meson: every backend disabled"; fi
+    if ! meson_consumer enabled_missing "-Dgpuflow:cuda=enabled -Dgpuflow:include_cuda=$out/no_such_dir" &&
+       grep -q "the cuda option is enabled but cuda.h was not found" "$out/log"; then
+        ok "meson: cuda enabled without its header stops and says why"
+    else fail "meson: cuda enabled without its header"; fi
+else skip "meson or ninja not installed (Debian: meson, ninja-build)"; fi
 
 if [ "$skipped" -gt 0 ]; then echo "$passed passed, $failed failed, $skipped skipped"; else echo "$passed passed, $failed failed"; fi
 [ "$failed" -eq 0 ]
