@@ -64,7 +64,7 @@ TEST_RUNS = "$(BUILD)/conformance stub" "$(BUILD)/conformance opencl" \
             "$(BUILD)/reliability stub" "$(BUILD)/reliability opencl" \
             "$(BUILD)/races stub" "$(BUILD)/races opencl" "$(BUILD)/dialect stub" "$(BUILD)/dialect opencl" "$(BUILD)/cache opencl" "$(BUILD)/stub_checks" \
             "$(BUILD)/no_stalls stub" "$(BUILD)/no_stalls opencl" "$(BUILD)/interop stub" "$(BUILD)/interop opencl" "$(BUILD)/vulkan stub" \
-            "$(BUILD)/multi_device stub" "GPUFLOW_STUB_DEVICES=2 $(BUILD)/multi_device stub" "$(BUILD)/multi_device opencl" "$(BUILD)/multi_device mixed" \
+            "$(BUILD)/multi_device stub" "GPUFLOW_STUB_DEVICES=2 $(BUILD)/multi_device stub" "$(BUILD)/multi_device staged" "$(BUILD)/multi_device opencl" "$(BUILD)/multi_device mixed" \
             "$(BUILD)/faults alloc stub" "$(BUILD)/faults slots stub" "$(BUILD)/faults slots opencl" "$(BUILD)/faults entries opencl" \
             "$(BUILD)/fuzz_replay tests/fuzz_corpus" "$(BUILD)/debug_shells" \
             "$(BUILD)/newcomer stub" "$(BUILD)/newcomer opencl" "$(BUILD)/newcomer_stubonly stub" "sh tests/readme.sh $(BUILD)" \
@@ -259,7 +259,7 @@ sanitize: $(BUILD)/asan/conformance $(BUILD)/asan/bad_input $(BUILD)/asan/thread
 	    "$(BUILD)/asan/faults alloc stub" "$(BUILD)/asan/faults slots stub" "$(BUILD)/asan/dialect stub" "$(BUILD)/tsan/dialect stub" \
 	    "$(BUILD)/asan/fuzz_replay tests/fuzz_corpus" "$(BUILD)/asan/debug_shells" "$(BUILD)/asan/stub_checks" "$(BUILD)/tsan/stub_checks" \
 	    "$(BUILD)/asan/no_stalls stub" "$(BUILD)/tsan/no_stalls stub" "$(BUILD)/asan/interop stub" "$(BUILD)/tsan/interop stub" "$(BUILD)/asan/no_stalls opencl" \
-	    "$(BUILD)/asan/multi_device stub" "$(BUILD)/tsan/multi_device stub" \
+	    "$(BUILD)/asan/multi_device stub" "$(BUILD)/tsan/multi_device stub" "$(BUILD)/asan/multi_device staged" "$(BUILD)/tsan/multi_device staged" \
 	    "$(BUILD)/tsan/conformance stub" "$(BUILD)/tsan/threads stub" "$(BUILD)/tsan/reliability stub" $(MSAN_RUNS)
 
 # Every N of the fault loops rather than a sample (minutes): make faults-all

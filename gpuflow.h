@@ -1467,7 +1467,7 @@ struct gf_device {
     gf_stream *sync_stream;         /* carries the synchronous copies */
     gf_stream *peer_stream;         /* made at first need: this device's side of copies and waits
                                        bridged to other devices (gpuflow's own: "gpuflow/peer") */
-    int bridges;                    /* atomic: host callbacks of other devices waiting on its events */
+    int bridges;                    /* atomic: other devices' callbacks that hold its marks or stages */
     gf_event_pool *events;          /* the device's own events: barriers, flows, profiler */
     uint64_t next_id;
     uint64_t next_label;            /* "stream N" counts the streams the program made */
@@ -2708,7 +2708,7 @@ GPUFLOW_IMPL void gf_device_close(gf_device *dev) {
     gf__open_devices_remove(dev);
     gf__report_live(dev);
     gf_device_synchronize(dev);
-    while (gf__atomic_load_int(&dev->bridges)) gf__sleep_us(200);   /* other devices' callbacks still hold its marks */
+    while (gf__atomic_load_int(&dev->bridges)) gf__sleep_us(200);   /* other devices' callbacks still hold its marks or stages */
     gf__env_at_close(dev);
     gf__waiter_stop(dev);
     gf__profiler_free(dev);
@@ -4929,6 +4929,13 @@ static gf_result gf__wait_stream_across(gf_stream *waiter, gf_stream *other) {
     return r;
 }
 
+/* A stage of a copy between devices goes back to its device, which then stops counting it. */
+static void gf__stage_done_across(void *p) {
+    gf_device *dev = ((gf__stage *)p)->dev;
+    gf__stage_done(p);
+    gf__atomic_add_int(&dev->bridges, -1);
+}
+
 /* t (lock held unless it is the peer stream, locked here) takes one copy. */
 static gf_result gf__copy_on(gf_stream *t, gf_stream *held, const gf__copy *c) {
     gf_result r;
@@ -4987,15 +4994,17 @@ static gf_result gf__copy_between_devices(gf_stream *s, const gf__copy *c) {
         used[k] = 1;
     }
     if (r == GF_OK && writer != s) r = gf__order_after(s, writer, s);   /* s goes on once the bytes are there */
-    /* The stages go back when s passes this point: s has waited for every use of them. If the
-       wait could not be queued, the device is waited for instead (as a failed destroy fence). */
+    /* The stages go back when s passes this point: s has waited for every use of them. They
+       belong to stage_dev, which counts them meanwhile (its close waits, as for a bridge). If the
+       callback could not be queued, both streams are waited for instead. */
     for (k = 0; k < 2; k++) {
         if (!st[k]) continue;
         st[k]->dst = NULL;
-        if (r != GF_OK || s->dev->be->host_callback(s, gf__stage_done, st[k]) != GF_OK) {
+        gf__atomic_add_int(&stage_dev->bridges, 1);
+        if (r != GF_OK || s->dev->be->host_callback(s, gf__stage_done_across, st[k]) != GF_OK) {
             (void)peer->dev->be->stream_synchronize(peer);
             (void)s->dev->be->stream_synchronize(s);
-            gf__stage_done(st[k]);
+            gf__stage_done_across(st[k]);
         }
     }
     if (r == GF_OK) gf__counter_add(&s->staged_copies, 1);

@@ -6,6 +6,10 @@
                             gf_devices opened on it (distinct devices to gpuflow's rules)
      multi_device mixed [B] a stub device and a device of backend B (default: OpenCL, else
                             CUDA, else HIP): copies through host memory, waits bridged by the host
+     multi_device staged    four stub devices with the stub's peer copy and waits switched off:
+                            the paths through host memory and host bridges, under the sanitizers
+                            too (make sanitize), and a device closed while another's stream
+                            still has to hand its stages back
 
    Each pair is checked both ways round:
      copies     before any peer access is enabled (none is needed), a stream of either device
@@ -27,6 +31,15 @@
 #include <stdlib.h>
 
 #define MD_BIG ((size_t)20 * 1024 * 1024 + 123)
+
+static void *open_later(void *gates)   /* two gates, 100 ms apart */
+{
+    th_sleep_ms(100);
+    th_gate_open(&((th_gate *)gates)[0]);
+    th_sleep_ms(150);
+    th_gate_open(&((th_gate *)gates)[1]);
+    return NULL;
+}
 
 static void pattern(unsigned char *p, size_t n, unsigned seed)
 {
@@ -326,6 +339,48 @@ static void test_closed_device(gf_device *a, gf_backend backend, int index)
 #endif
 }
 
+/* The source's device closed right after the copy is queued, while the destination's stream
+   (held by a gate before the copy and one after it) has yet to hand the source device's stages
+   back: the close waits for that (ASan saw a use after free before). */
+static void test_close_during_staged_copy(void)
+{
+    gf_device *src_dev = NULL, *dst_dev = NULL;
+    gf_buffer *src = NULL, *dst = NULL;
+    gf_stream *s = NULL;
+    th_gate gate[2];
+    pthread_t opener;
+    unsigned char *in = (unsigned char *)malloc(MD_BIG), *out = (unsigned char *)calloc(1, MD_BIG);
+    if (!in || !out) { free(in); free(out); return; }
+    CHECK_EQ_RESULT(gf_device_open(GF_BACKEND_STUB, 2, &src_dev), GF_OK);
+    CHECK_EQ_RESULT(gf_device_open(GF_BACKEND_STUB, 3, &dst_dev), GF_OK);
+    if (src_dev && dst_dev && gf_buffer_create(src_dev, MD_BIG, &src) == GF_OK && gf_buffer_create(dst_dev, MD_BIG, &dst) == GF_OK &&
+        gf_stream_create(dst_dev, NULL, &s) == GF_OK) {
+        pattern(in, MD_BIG, 7);
+        CHECK_EQ_RESULT(gf_copy_to_device(src, 0, in, MD_BIG), GF_OK);
+        th_gate_init(&gate[0]);
+        th_gate_init(&gate[1]);
+        CHECK_EQ_RESULT(gf_stream_add_callback(s, th_gate_cb, &gate[0]), GF_OK);
+        CHECK_EQ_RESULT(gf_copy_buffer_async(s, dst, 0, src, 0, MD_BIG), GF_OK);
+        CHECK_EQ_RESULT(gf_stream_add_callback(s, th_gate_cb, &gate[1]), GF_OK);   /* before the stages go back */
+        gf_buffer_destroy(src);   /* retired: freed once the source device's queued work passed */
+        pthread_create(&opener, NULL, open_later, gate);
+        gf_device_close(src_dev);   /* waits for the peer stream (behind the gate), then for the stages */
+        src_dev = NULL;
+        CHECK_EQ_RESULT(gf_stream_synchronize(s), GF_OK);
+        pthread_join(opener, NULL);
+        CHECK_EQ_RESULT(gf_copy_to_host(out, dst, 0, MD_BIG), GF_OK);
+        CHECK(memcmp(in, out, MD_BIG) == 0, "staged: the source device closed while the copy was queued: every byte arrived");
+        th_gate_destroy(&gate[0]);
+        th_gate_destroy(&gate[1]);
+    }
+    gf_stream_destroy(s);
+    gf_buffer_destroy(dst);
+    if (src_dev) gf_device_close(src_dev);
+    if (dst_dev) gf_device_close(dst_dev);
+    free(in);
+    free(out);
+}
+
 static void run_pair(gf_device *a, gf_device *b, gf_device *third, int staged)
 {
     printf("pair: '%s' (%s) and '%s' (%s)%s\n", gf_device_name(a), gf_backend_name(gf_device_backend(a)), gf_device_name(b),
@@ -344,10 +399,14 @@ int main(int argc, char **argv)
 {
     gf_device *dev[4] = { NULL, NULL, NULL, NULL };
     gf_backend backend = GF_BACKEND_STUB, other = GF_BACKEND_AUTO;
-    int n = 0, i, count, mixed = argc >= 2 && !strcmp(argv[1], "mixed");
+    int n = 0, i, count, mixed = argc >= 2 && !strcmp(argv[1], "mixed"), staged = argc == 2 && !strcmp(argv[1], "staged");
     gf_result r;
     setvbuf(stdout, NULL, _IOLBF, 0);
-    if (!mixed && !th_backend_arg(argc, argv, &backend)) return 2;
+    if (staged) {   /* the stub without its peer copy and waits: what other backends' pairs take */
+        gf__backend *t = (gf__backend *)gf__stub_backend();
+        t->copy_peer = NULL;
+        t->stream_wait_peer = NULL;
+    } else if (!mixed && !th_backend_arg(argc, argv, &backend)) return 2;
     if (mixed) {
         static const gf_backend others[] = { GF_BACKEND_OPENCL, GF_BACKEND_CUDA, GF_BACKEND_HIP };
         gf_backend named = GF_BACKEND_AUTO;
@@ -387,9 +446,10 @@ int main(int argc, char **argv)
            count < 2 ? " (two on one device)" : "");
     if (n >= 2) {
         if (backend == GF_BACKEND_STUB && count > 1) CHECK(strcmp(gf_device_name(dev[0]), gf_device_name(dev[1])) != 0, "stub devices have names of their own");
-        run_pair(dev[0], dev[1], n > 2 ? dev[2] : NULL, backend == GF_BACKEND_OPENCL);
-        if (n > 3) run_pair(dev[3], dev[2], dev[0], backend == GF_BACKEND_OPENCL);
+        run_pair(dev[0], dev[1], n > 2 ? dev[2] : NULL, backend == GF_BACKEND_OPENCL || staged);
+        if (n > 3) run_pair(dev[3], dev[2], dev[0], backend == GF_BACKEND_OPENCL || staged);
         test_closed_device(dev[0], backend, count < 2 ? 0 : count - 1);
+        if (staged && count >= 4) test_close_during_staged_copy();
     }
     for (i = 0; i < n; i++) gf_device_close(dev[i]);
     return th_finish();
