@@ -653,7 +653,7 @@ GPUFLOW_API gf_result  gf_device_synchronize(gf_device *dev);
    accounting, events, streams) and share the driver's context. Not captured: a copy or wait
    across devices inside a capture is GF_ERROR_CAPTURE. The race detector checks each
    device's own side. Closing a device waits for other devices' streams still bridged to its
-   events. GPUFLOW_STUB_DEVICES=N (1 to 16; default 1) makes the stub N devices, each with its
+   events or holding its staging memory. GPUFLOW_STUB_DEVICES=N (1 to 16; default 1) makes the stub N devices, each with its
    own memory capacity and accounting. Codes: GF_ERROR_WRONG_DEVICE (a stream of neither
    device), GF_ERROR_NOT_SUPPORTED (gf_device_enable_peer where there is no link: the message
    says why), GF_ERROR_CAPTURE, GF_ERROR_DRIVER. Thread-safe. */
