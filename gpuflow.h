@@ -2579,14 +2579,28 @@ static gf_backend gf__backend_from_env(const char *v) {
     return GF_BACKEND_AUTO;
 }
 
+/* Text built in a fixed buffer: what does not fit is cut, never overrun. */
+typedef struct gf__text { char *p; size_t cap, used; } gf__text;
+static void gf__say(gf__text *t, const char *fmt, ...) GF__PRINTF(2, 3);
+static void gf__say(gf__text *t, const char *fmt, ...) {
+    va_list ap;
+    int n;
+    if (t->used + 1 >= t->cap) return;
+    va_start(ap, fmt);
+    n = vsnprintf(t->p + t->used, t->cap - t->used, fmt, ap);
+    va_end(ap);
+    if (n > 0) t->used = t->used + (size_t)n < t->cap ? t->used + (size_t)n : t->cap - 1;
+}
+
 GPUFLOW_IMPL gf_result gf_device_open(gf_backend b, int index, gf_device **out) {
 #define GF__BACKEND_WORD_ROW(ID, name) " " #name
     static const char every_name[] = GF__BACKENDS(GF__BACKEND_WORD_ROW);
 #undef GF__BACKEND_WORD_ROW
     const char *env;
     char note[256] = "";
-    size_t used = 0;
+    gf__text said;   /* why each backend passed over did not open */
     gf_backend k;
+    said.p = note; said.cap = sizeof note; said.used = 0;
     GF__CHECK_OUT(out);
     *out = NULL;
     if (b != GF_BACKEND_AUTO && !gf__backend_valid(b))
@@ -2604,32 +2618,17 @@ GPUFLOW_IMPL gf_result gf_device_open(gf_backend b, int index, gf_device **out) 
     for (k = (gf_backend)(GF_BACKEND_AUTO + 1); k < GF_BACKEND_COUNT; k = (gf_backend)(k + 1)) {
         if (!gf__backend_of(k)) continue;
         if (gf__device_open_on(k, index, NULL, out) == GF_OK) {
-            if (used) {
+            if (said.used) {
                 gf__copy_str((*out)->info.note, sizeof (*out)->info.note, note);
                 gf__notice(GF_LOG_INFO, "gf_device_open: chose %s; passed over %s", gf_backend_name(k), note);
             }
             return GF_OK;
         }
-        if (used < sizeof note - 1)
-            used += (size_t)snprintf(note + used, sizeof note - used, "%s%s: %s", used ? "; " : "",
-                                     gf_backend_name(k), gf_last_error());
-        if (used >= sizeof note) used = sizeof note - 1;
+        gf__say(&said, "%s%s: %s", said.used ? "; " : "", gf_backend_name(k), gf_last_error());
     }
     return gf__fail(GF_ERROR_NO_DEVICE, "gf_device_open: no backend has device %d (%s)", index, note);
 }
 
-/* Text built in a fixed buffer: what does not fit is cut, never overrun. */
-typedef struct gf__text { char *p; size_t cap, used; } gf__text;
-static void gf__say(gf__text *t, const char *fmt, ...) GF__PRINTF(2, 3);
-static void gf__say(gf__text *t, const char *fmt, ...) {
-    va_list ap;
-    int n;
-    if (t->used + 1 >= t->cap) return;
-    va_start(ap, fmt);
-    n = vsnprintf(t->p + t->used, t->cap - t->used, fmt, ap);
-    va_end(ap);
-    if (n > 0) t->used = t->used + (size_t)n < t->cap ? t->used + (size_t)n : t->cap - 1;
-}
 
 /* What the program made on dev and did not destroy, named through the logger as Vulkan's
    validation layer does at vkDestroyDevice: the device frees only what it owns itself. */

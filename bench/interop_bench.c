@@ -114,17 +114,7 @@ static double batch_copy(int side) {
     return (now_s() - t0) / 4;
 }
 
-static void measure(double (*fn)(int), int sides, double *med) {
-    double t[3][BATCHES];
-    int b, k;
-    for (k = 0; k < sides; k++) (void)fn(k);   /* warm-up */
-    for (b = 0; b < BATCHES; b++)
-        for (k = 0; k < sides; k++) {
-            int side = (b + k) % sides;
-            t[side][b] = fn(side);
-        }
-    for (k = 0; k < sides; k++) med[k] = median(t[k], BATCHES);
-}
+static void measure(double (*fn)(int), int sides, double *med) { measure_sides(fn, sides, BATCHES, med); }
 
 int main(void) {
     gf_external_memory_desc md = { .type = GF_EXTERNAL_OPAQUE_FD };

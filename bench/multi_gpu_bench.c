@@ -65,17 +65,7 @@ static int ndev;
 static void ctx_on(int i) { raw.cuCtxSetCurrent(ctx[i]); }
 static CUdeviceptr ptr(gf_buffer *b) { return (CUdeviceptr)gf_buffer_native(b); }
 
-static void measure(double (*fn)(int), int sides, double *med) {
-    double t[3][64];
-    int b, k;
-    for (k = 0; k < sides; k++) (void)fn(k);   /* warm-up */
-    for (b = 0; b < BATCHES; b++)
-        for (k = 0; k < sides; k++) {
-            int side = (b + k) % sides;
-            t[side][b] = fn(side);
-        }
-    for (k = 0; k < sides; k++) med[k] = median(t[k], BATCHES);
-}
+static void measure(double (*fn)(int), int sides, double *med) { measure_sides(fn, sides, BATCHES, med); }
 
 /* one way: GPU 0's buffer to GPU 1's, on GPU 1's stream */
 static double batch_peer(int side) {

@@ -10,6 +10,7 @@
 #     kernel file compiled as C (gpuflow.h included again with GF_KERNELS) gets the dialect's;
 #   - the implementation builds after <stdio.h> and <math.h> under -std=c99, and after a header
 #     that already hid POSIX (<time.h>, <fcntl.h>) stops with an #error saying what to do;
+#   - a program calling gf_device_open(GF_BACKEND_AUTO) builds warning-free at -O2 and -O3;
 #   - GPUFLOW_DEPRECATED makes a use warn with its message; GPUFLOW_NO_DEPRECATION_WARNINGS not;
 #   - the driver tables are checked against the vendor headers: tests/cuda_sigcheck_fail.c and
 #     tests/opencl_sigcheck_fail.c (an entry of another signature) must not compile, and
@@ -34,6 +35,14 @@ for only in "GPUFLOW_MALLOC(n)=malloc(n)" "GPUFLOW_FREE(p)=free(p)" "GPUFLOW_MAL
     else
         fail "defining only -D$only failed without the message: $(head -c 300 "$dir/partial.err")"
     fi
+done
+
+# Optimised builds warn no more than the tests' -O1: gcc's -O2 and -O3 see through inlining
+# (a bounded snprintf in gf_device_open's AUTO path was once -Wformat-truncation there).
+printf '#define GPUFLOW_IMPLEMENTATION\n#include "gpuflow.h"\nint main(void) { gf_device *d; if (gf_device_open(GF_BACKEND_AUTO, 0, &d) != GF_OK) return 1; gf_device_close(d); return 0; }\n' > "$dir/optimised.c"
+for o in -O2 -O3; do
+    if $cc $o -I. -c "$dir/optimised.c" -o "$dir/optimised.o" 2>"$dir/optimised.err"; then ok "warning-free at $o (gf_device_open with AUTO inlined)"
+    else fail "$o: $(head -c 300 "$dir/optimised.err")"; fi
 done
 
 # GPUFLOW_DEPRECATED: a use of a call so marked warns, naming what replaces it (an error under
