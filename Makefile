@@ -122,7 +122,9 @@ $(BUILD)/vulkan: tests/vulkan.c examples/vulkan_setup.h examples/scale.gfk $(HDR
 # make test-vulkan: gpuflow with a real Vulkan driver (NVIDIA's on the GPU machine: the loader
 # carried as the device README says); skips where no driver exports opaque fds
 test-vulkan: $(BUILD)/vulkan
-	@sh tests/run.sh "$(BUILD)/vulkan cuda" "$(BUILD)/vulkan hip" "$(BUILD)/vulkan opencl" "$(BUILD)/vulkan stub"
+	@if [ -f "$(NV_OPENCL)" ]; then mkdir -p $(BUILD)/icd && echo "$(NV_OPENCL)" > $(BUILD)/icd/nvidia.icd; fi
+	@if [ -f "$(NV_OPENCL)" ]; then export OCL_ICD_VENDORS=$(abspath $(BUILD)/icd); fi; \
+	sh tests/run.sh "$(BUILD)/vulkan cuda" "$(BUILD)/vulkan hip" "$(BUILD)/vulkan opencl" "$(BUILD)/vulkan stub"
 
 # cuBLAS's headers and HIP's define the same vector types: this test compiles CUDA alone
 $(BUILD)/cublas_interop: tests/cublas_interop.c $(HDRS) | $(BUILD)

@@ -69,7 +69,10 @@
                 is retained for you. gf_device_open_native takes a cl_context and one of its
                 devices; gf_stream_wrap an in-order queue of the device's context (without
                 profiling on it, elapsed times fail); gf_buffer_wrap a cl_mem of that context.
-                gpuflow never releases what it was given.
+                gpuflow never releases what it was given. External memory: opaque fds
+                (cl_khr_external_memory_opaque_fd), each command on an import between an
+                acquire and a release; external semaphores: binary, opaque fds, waited only
+                (see "interop: semaphores" and "interop: memory" below).
 */
 #ifndef GPUFLOW_OPENCL_H
 #define GPUFLOW_OPENCL_H
@@ -110,6 +113,17 @@
 #ifndef CL_DEVICE_SEMAPHORE_IMPORT_HANDLE_TYPES_KHR
 #  define CL_DEVICE_SEMAPHORE_IMPORT_HANDLE_TYPES_KHR   0x204D
 #endif
+/* cl_khr_external_memory(_opaque_fd), likewise. */
+#ifndef CL_EXTERNAL_MEMORY_HANDLE_OPAQUE_FD_KHR
+#  define CL_EXTERNAL_MEMORY_HANDLE_OPAQUE_FD_KHR       0x2060
+#endif
+#ifndef CL_DEVICE_EXTERNAL_MEMORY_IMPORT_HANDLE_TYPES_KHR
+#  define CL_DEVICE_EXTERNAL_MEMORY_IMPORT_HANDLE_TYPES_KHR 0x204F
+#endif
+#ifndef CL_MEM_DEVICE_HANDLE_LIST_KHR
+#  define CL_MEM_DEVICE_HANDLE_LIST_KHR                 0x2051
+#  define CL_MEM_DEVICE_HANDLE_LIST_END_KHR             0
+#endif
 #ifndef CL_QUEUE_PRIORITY_KHR   /* cl_khr_priority_hints, missing from some 2.1 headers */
 #  define CL_QUEUE_PRIORITY_KHR      0x1096
 #  define CL_QUEUE_PRIORITY_HIGH_KHR (1 << 0)
@@ -121,7 +135,8 @@
    every driver list of gpuflow. REQ entries are
    OpenCL 1.2, and a loader without one is no OpenCL for gpuflow; OPT entries are 2.0+ and
    stay NULL where missing (the features using them report GF_ERROR_NOT_SUPPORTED or fall
-   back). The list becomes the table's types and fields, the loader, and a compile-time check
+   back); OPT30 ones are OPT entries of 3.0, checked against CL/cl.h only where it declares
+   them. The list becomes the table's types and fields, the loader, and a compile-time check
    of each signature against CL/cl.h. */
 #define GF__CL_ENTRIES(X) \
     X(clGetPlatformIDs, cl_int, (cl_uint, cl_platform_id *, cl_uint *), REQ) \
@@ -141,6 +156,7 @@
     X(clFinish, cl_int, (cl_command_queue), REQ) \
     X(clCreateBuffer, cl_mem, (cl_context, cl_mem_flags, size_t, void *, cl_int *), REQ) \
     X(clCreateSubBuffer, cl_mem, (cl_mem, cl_mem_flags, cl_buffer_create_type, const void *, cl_int *), REQ) \
+    X(clCreateBufferWithProperties, cl_mem, (cl_context, const cl_ulong *, cl_mem_flags, size_t, void *, cl_int *), OPT30) \
     X(clGetMemObjectInfo, cl_int, (cl_mem, cl_mem_info, size_t, void *, size_t *), REQ) \
     X(clReleaseMemObject, cl_int, (cl_mem), REQ) \
     X(clSetMemObjectDestructorCallback, cl_int, (cl_mem, void (CL_CALLBACK *)(cl_mem, void *), void *), REQ) \
@@ -186,6 +202,7 @@
 
 #define GF__CL_IS_REQ 1
 #define GF__CL_IS_OPT 0
+#define GF__CL_IS_OPT30 0   /* an OPT entry of OpenCL 3.0, which CL/cl.h declares only at that target */
 
 /* gf__cl_<name>_fn: an entry's pointer type (the SPIR-V entry also arrives as an extension). */
 #define GF__CL_TYPEDEF(name, ret, params, need) typedef ret (CL_API_CALL *gf__cl_##name##_fn) params;
@@ -324,7 +341,14 @@ static void gf__cl_load_driver(gf__driver *drv) {
 #  pragma warning(push)
 #  pragma warning(disable: 4996)
 #endif
-#define GF__CL_SAME_TYPE(name, ret, params, need) (void)sizeof(gf__cl.name == &name);
+#define GF__CL_SAME_TYPE_REQ(name) (void)sizeof(gf__cl.name == &name);
+#define GF__CL_SAME_TYPE_OPT(name) GF__CL_SAME_TYPE_REQ(name)
+#if defined(CL_VERSION_3_0)
+#  define GF__CL_SAME_TYPE_OPT30(name) GF__CL_SAME_TYPE_REQ(name)
+#else
+#  define GF__CL_SAME_TYPE_OPT30(name)
+#endif
+#define GF__CL_SAME_TYPE(name, ret, params, need) GF__CL_SAME_TYPE_##need(name)
     GF__CL_ENTRIES(GF__CL_SAME_TYPE)
 #undef GF__CL_SAME_TYPE
 #if defined(__GNUC__)
@@ -447,6 +471,14 @@ typedef struct gf__cl_semaphores {
     int import_fd;                    /* the device imports opaque fds */
 } gf__cl_semaphores;
 
+/* cl_khr_external_memory's entry points: imported memory is OpenCL's only between the two. */
+typedef cl_int (CL_API_CALL *gf__cl_handoff_fn)(cl_command_queue, cl_uint, const cl_mem *, cl_uint, const cl_event *, cl_event *);
+typedef struct gf__cl_external_memory {
+    gf__cl_handoff_fn acquire;        /* clEnqueueAcquireExternalMemObjectsKHR */
+    gf__cl_handoff_fn release;        /* clEnqueueReleaseExternalMemObjectsKHR */
+    int import_fd;                    /* both found, clCreateBufferWithProperties too, opaque fds listed */
+} gf__cl_external_memory;
+
 typedef struct gf__cl_device {
     cl_platform_id platform;
     cl_device_id device;
@@ -469,6 +501,7 @@ typedef struct gf__cl_device {
     gf__mutex fill_lock;            /* the fill kernel: built once, its arguments set per enqueue */
     cl_program fill_program; cl_kernel fill_kernel; int fill_failed;
     gf__cl_semaphores sem;
+    gf__cl_external_memory xmem;
 } gf__cl_device;
 
 /* A job counts as live from its making to its end, so that the device outlives every marker
@@ -617,6 +650,16 @@ static void gf__cl_semaphores_load(gf__cl_device *d, const char *exts) {
     d->sem.import_fd = gf__cl_has_ext(exts, "cl_khr_external_semaphore_opaque_fd") &&
                        gf__cl_handle_listed(d, CL_DEVICE_SEMAPHORE_IMPORT_HANDLE_TYPES_KHR, CL_SEMAPHORE_HANDLE_OPAQUE_FD_KHR);
 }
+/* cl_khr_external_memory's hand-off pair, and whether the device imports opaque fds. */
+static void gf__cl_external_memory_load(gf__cl_device *d, const char *exts) {
+    void *acquire = GF__CL_PTR(clGetExtensionFunctionAddressForPlatform, (d->platform, "clEnqueueAcquireExternalMemObjectsKHR"));
+    void *release = GF__CL_PTR(clGetExtensionFunctionAddressForPlatform, (d->platform, "clEnqueueReleaseExternalMemObjectsKHR"));
+    if (!acquire || !release || !gf__cl.clCreateBufferWithProperties) return;
+    memcpy(&d->xmem.acquire, &acquire, sizeof acquire);
+    memcpy(&d->xmem.release, &release, sizeof release);
+    d->xmem.import_fd = gf__cl_has_ext(exts, "cl_khr_external_memory_opaque_fd") &&
+                        gf__cl_handle_listed(d, CL_DEVICE_EXTERNAL_MEMORY_IMPORT_HANDLE_TYPES_KHR, CL_EXTERNAL_MEMORY_HANDLE_OPAQUE_FD_KHR);
+}
 
 /* An in-order queue with profiling; priority is a CL_QUEUE_PRIORITY_*_KHR value or 0. */
 static gf_result gf__cl_queue(gf__cl_device *d, cl_ulong priority, cl_command_queue *out) {
@@ -676,6 +719,7 @@ static gf_result gf__cl_device_init(gf_device *dev, gf__cl_device *d) {
         memcpy(&d->create_with_il, &f, sizeof f);
     }
     if (exts && gf__cl_has_ext(exts, "cl_khr_semaphore")) gf__cl_semaphores_load(d, exts);
+    if (exts && gf__cl_has_ext(exts, "cl_khr_external_memory")) gf__cl_external_memory_load(d, exts);
     gf__free(exts);
 
     if (!d->ctx) {
@@ -877,15 +921,20 @@ static gf_result gf__cl_buffer_wrap(gf_buffer *buf, uint64_t native) {
     return GF_OK;
 }
 
-/* Frees what this backend made: an allocation, or a view's sub-buffer; a wrapped cl_mem stays. */
+/* Frees what this backend made: an allocation, a view's sub-buffer, an import (its window's
+   sub-buffer, then the cl_mem of the whole import in buf->external); a wrapped cl_mem stays.
+   OpenCL defers each release until the commands using it have finished. */
 static void gf__cl_buffer_free(gf_buffer *buf) {
     gf__cl_device *d = (gf__cl_device *)buf->dev->native;
-    int allocated = !buf->borrowed;
-    if (buf->native && (allocated || buf->parent))
-        GF__CL(clReleaseMemObject, (GF__CL_MEM(buf)));   /* deferred by OpenCL until its commands finish */
+    cl_mem whole = (cl_mem)buf->external;
+    int allocated = !buf->borrowed && !whole;
+    if (buf->native && (allocated || buf->parent || (whole && GF__CL_MEM(buf) != whole)))
+        GF__CL(clReleaseMemObject, (GF__CL_MEM(buf)));
+    if (whole) GF__CL(clReleaseMemObject, (whole));
     if (allocated) gf__atomic_add(&d->allocated, (uint64_t)0 - (uint64_t)buf->size);
     buf->native = 0;
     buf->host = NULL;
+    buf->external = NULL;
 }
 
 /* The cl_mem a copy or fill addresses, with *offset moved to where in it: a view's window lies
@@ -1093,22 +1142,70 @@ static gf_result gf__cl_stream_synchronize(gf_stream *s) {
     return r == GF_NOT_READY ? GF_OK : r;
 }
 
+/* Imported memory is OpenCL's only between an acquire and a release command
+   (cl_khr_external_memory), so a command that touches an import is put between the two on
+   its stream, for the imports it names; commands on gpuflow's own memory pay nothing. The
+   other API gets the memory back at each release: ordering between the two APIs is the
+   semaphores' job, as it is on CUDA. */
+#define GF__CL_IMPORTS_MAX 16
+typedef struct gf__cl_imports { cl_mem mem[GF__CL_IMPORTS_MAX]; cl_uint count, over; } gf__cl_imports;
+static void gf__cl_imports_add(gf__cl_imports *x, const gf_buffer *buf) {
+    cl_mem whole;
+    cl_uint i;
+    if (!buf) return;
+    if (!(whole = (cl_mem)(buf->parent ? buf->parent : buf)->external)) return;
+    for (i = 0; i < x->count; i++) if (x->mem[i] == whole) return;
+    if (x->count < GF__CL_IMPORTS_MAX) x->mem[x->count++] = whole;
+    else x->over = 1;
+}
+static gf_result gf__cl_imports_acquire(gf_stream *s, const gf__cl_imports *x) {
+    gf__cl_device *d = (gf__cl_device *)s->dev->native;
+    cl_int e;
+    if (!x->count) return GF_OK;
+    if (x->over)
+        return gf__fail(GF_ERROR_NOT_SUPPORTED, "OpenCL: one command may use at most %d imported buffers", GF__CL_IMPORTS_MAX);
+    e = GF__FAULT("clEnqueueAcquireExternalMemObjectsKHR") ? GF__CL_INJECTED
+        : d->xmem.acquire(GF__CL_QUEUE(s), x->count, x->mem, 0, NULL, NULL);
+    return e == CL_SUCCESS ? GF_OK : gf__cl_fail("clEnqueueAcquireExternalMemObjectsKHR", e);
+}
+/* The release after the command, also when the command failed (r: the command's result,
+   which stays the answer then). */
+static gf_result gf__cl_imports_release(gf_stream *s, const gf__cl_imports *x, gf_result r) {
+    gf__cl_device *d = (gf__cl_device *)s->dev->native;
+    cl_int e;
+    if (!x->count) return r;
+    e = GF__FAULT("clEnqueueReleaseExternalMemObjectsKHR") ? GF__CL_INJECTED
+        : d->xmem.release(GF__CL_QUEUE(s), x->count, x->mem, 0, NULL, NULL);
+    if (r != GF_OK) return r;
+    return gf__cl_enqueued(s, "clEnqueueReleaseExternalMemObjectsKHR", e, NULL);
+}
+
 static gf_result gf__cl_copy(gf_stream *s, const gf__copy *c) {
     cl_command_queue q = GF__CL_QUEUE(s);
     size_t src_offset = c->src_offset, dst_offset = c->dst_offset;
     cl_mem src = c->src ? gf__cl_mem(c->src, &src_offset) : NULL;
     cl_mem dst = c->dst ? gf__cl_mem(c->dst, &dst_offset) : NULL;
+    gf__cl_imports x;
+    gf_result r;
+    x.count = x.over = 0;
+    gf__cl_imports_add(&x, c->src);
+    gf__cl_imports_add(&x, c->dst);
+    if ((r = gf__cl_imports_acquire(s, &x)) != GF_OK) return r;
     switch (c->kind) {
     case GF__COPY_H2D:
-        return gf__cl_enqueued(s, "clEnqueueWriteBuffer", GF__CL(clEnqueueWriteBuffer,
+        r = gf__cl_enqueued(s, "clEnqueueWriteBuffer", GF__CL(clEnqueueWriteBuffer,
             (q, dst, CL_FALSE, dst_offset, c->bytes, c->host, 0, NULL, NULL)), NULL);
+        break;
     case GF__COPY_D2H:
-        return gf__cl_enqueued(s, "clEnqueueReadBuffer", GF__CL(clEnqueueReadBuffer,
+        r = gf__cl_enqueued(s, "clEnqueueReadBuffer", GF__CL(clEnqueueReadBuffer,
             (q, src, CL_FALSE, src_offset, c->bytes, c->host, 0, NULL, NULL)), NULL);
+        break;
     default:
-        return gf__cl_enqueued(s, "clEnqueueCopyBuffer", GF__CL(clEnqueueCopyBuffer,
+        r = gf__cl_enqueued(s, "clEnqueueCopyBuffer", GF__CL(clEnqueueCopyBuffer,
             (q, src, dst, src_offset, dst_offset, c->bytes, 0, NULL, NULL)), NULL);
+        break;
     }
+    return gf__cl_imports_release(s, &x, r);
 }
 
 /* Large fills are a kernel of gpuflow's own: NVIDIA's clEnqueueFillBuffer runs far below the
@@ -1164,19 +1261,26 @@ static gf_result gf__cl_fill_wide(gf_stream *s, gf_buffer *buf, size_t offset, u
     uint16_t u16 = (uint16_t)value;
     const void *pattern = width == 1 ? (const void *)&u8 : width == 2 ? (const void *)&u16 : (const void *)&value;
     cl_mem mem;
+    gf__cl_imports x;
+    gf_result r;
     GPUFLOW_ASSERT((width == 1 || width == 2 || width == 4) && offset % (size_t)width == 0);   /* the core checks */
     mem = gf__cl_mem(buf, &offset);
     if (offset % (size_t)width)   /* OpenCL counts from the cl_mem's start, not the view's */
         return gf__fail(GF_ERROR_INVALID_ARGUMENT, "OpenCL: a fill of %d-byte values must start at a multiple of %d "
                         "bytes of the memory; the view starts at byte %llu of its parent", width, width,
                         (unsigned long long)buf->view_offset);
+    x.count = x.over = 0;
+    gf__cl_imports_add(&x, buf);
+    if ((r = gf__cl_imports_acquire(s, &x)) != GF_OK) return r;
     if (count * (size_t)width >= GF__CL_FILL_KERNEL_MIN) {
         uint32_t word = width == 1 ? u8 * 0x01010101u : width == 2 ? u16 * 0x00010001u : value;
         cl_int e = gf__cl_fill_by_kernel(s, mem, offset, count * (size_t)width, word);
-        if (e != CL_INVALID_OPERATION) return gf__cl_enqueued(s, "clEnqueueNDRangeKernel(gpuflow's fill)", e, NULL);
+        if (e != CL_INVALID_OPERATION)
+            return gf__cl_imports_release(s, &x, gf__cl_enqueued(s, "clEnqueueNDRangeKernel(gpuflow's fill)", e, NULL));
     }
-    return gf__cl_enqueued(s, "clEnqueueFillBuffer", GF__CL(clEnqueueFillBuffer,
+    r = gf__cl_enqueued(s, "clEnqueueFillBuffer", GF__CL(clEnqueueFillBuffer,
         (GF__CL_QUEUE(s), mem, pattern, (size_t)width, offset, count * (size_t)width, 0, NULL, NULL)), NULL);
+    return gf__cl_imports_release(s, &x, r);
 }
 
 static gf_result gf__cl_fill(gf_stream *s, gf_buffer *buf, size_t offset, unsigned char value, size_t bytes) {
@@ -1537,6 +1641,8 @@ static gf_result gf__cl_launch(gf_stream *s, gf_kernel *k, const gf_launch_dims 
     cl_uint given = (cl_uint)count + (dims->shared_bytes ? 1u : 0u), work_dim = 1, i;
     size_t global[3], local[3];
     cl_int e = CL_SUCCESS;
+    gf__cl_imports x;
+    gf_result r;
     char call[sizeof k->name + 64];   /* the longest: "clSetKernelArg(<name>, argument <u>)" */
     GPUFLOW_ASSERT(ck != NULL);   /* kernel_get succeeded */
     /* A cl_kernel keeps arguments between launches: a short list would reuse stale ones. */
@@ -1556,6 +1662,9 @@ static gf_result gf__cl_launch(gf_stream *s, gf_kernel *k, const gf_launch_dims 
         global[i] = (size_t)dims->grid[i] * dims->block[i];
         if (global[i] > 1) work_dim = i + 1;
     }
+    x.count = x.over = 0;
+    for (i = 0; i < (cl_uint)count; i++) gf__cl_imports_add(&x, args[i].buffer);
+    if ((r = gf__cl_imports_acquire(s, &x)) != GF_OK) return r;
     gf__lock(&k->lock);
     for (i = 0; i < given; i++) {
         if (i == (cl_uint)count) {   /* the __local argument of dims.shared_bytes */
@@ -1571,10 +1680,10 @@ static gf_result gf__cl_launch(gf_stream *s, gf_kernel *k, const gf_launch_dims 
     if (e == CL_SUCCESS)
         e = GF__CL(clEnqueueNDRangeKernel, (GF__CL_QUEUE(s), ck->kernel, work_dim, NULL, global, local, 0, NULL, NULL));
     gf__unlock(&k->lock);
-    if (e == CL_SUCCESS) return gf__cl_enqueued(s, "clEnqueueNDRangeKernel", e, NULL);
+    if (e == CL_SUCCESS) return gf__cl_imports_release(s, &x, gf__cl_enqueued(s, "clEnqueueNDRangeKernel", e, NULL));
     if (i < given) snprintf(call, sizeof call, "clSetKernelArg(%s, argument %u)", k->name, (unsigned)i);
     else snprintf(call, sizeof call, "clEnqueueNDRangeKernel(%s)", k->name);
-    return gf__cl_fail(call, e);
+    return gf__cl_imports_release(s, &x, gf__cl_fail(call, e));
 }
 
 /* ---- interop ---------------------------------------------------------------------------- */
@@ -1598,33 +1707,69 @@ static uint64_t gf__cl_native_handle(gf__type type, void *obj) {
     return (uint64_t)(uintptr_t)handle;
 }
 
-/* ---- the table -------------------------------------------------------------------------- */
-/* Left NULL: stream-ordered allocation (the core's cache), prefetch (SVM needs none), graphs
-   (the core's recorded replay), host_pinned (the driver copies from any host memory), 2D
-   copies (the core's copy per row), trim and cached_bytes (no driver pool). */
 /* ---- interop: semaphores ------------------------------------------------------------------ */
 /* Binary semaphores (cl_khr_semaphore has no timelines) imported from opaque fds where the
    device lists them, and waited on in stream order. Not signalled, made or exported: on
    NVIDIA's OpenCL (580, the one driver here with the extension) clEnqueueSignalSemaphoresKHR
    signals before the work queued ahead of it, a marker in its wait list included (measured
    by tests/vulkan.c: Vulkan's wait passed while the signal sat behind a held host callback).
-   No external memory yet: cl_khr_external_memory wants every use of an imported buffer
-   between acquire and release commands. An extension entry point goes through the fault seam
-   by its name, as the table's do. */
+   An extension entry point goes through the fault seam by its name, as the table's do. */
 #define GF__CL_SEM(d, slot, name, args) (GF__FAULT(name) ? GF__CL_INJECTED : (d)->sem.slot args)
 static unsigned gf__cl_external_types(gf_device *dev, int use) {
     gf__cl_device *d = (gf__cl_device *)dev->native;
-    if (!d->sem.create) return 0;
-    if (use == GF__EXT_IMPORT_SEMAPHORE && d->sem.import_fd) return GF__EXT_BIT(GF_EXTERNAL_OPAQUE_FD);
+    if (use == GF__EXT_IMPORT_SEMAPHORE && d->sem.create && d->sem.import_fd) return GF__EXT_BIT(GF_EXTERNAL_OPAQUE_FD);
+    if (use == GF__EXT_IMPORT_MEMORY && d->xmem.import_fd) return GF__EXT_BIT(GF_EXTERNAL_OPAQUE_FD);
     return 0;
 }
+/* ---- interop: memory ---------------------------------------------------------------------- */
+/* An opaque fd (cl_khr_external_memory_opaque_fd) becomes one cl_mem of the whole exported
+   size, kept in buf->external; an offset is a sub-buffer of it, so it must meet
+   CL_DEVICE_MEM_BASE_ADDR_ALIGN. The driver gets a duplicate of the fd (it owns what it
+   imports; the caller's fd stays the caller's, as on every backend). Every command on the
+   buffer is put between an acquire and a release (gf__cl_imports). OpenCL exports no memory:
+   cl_khr_external_memory has no export. */
 static gf_result gf__cl_buffer_import(gf_buffer *buf, const gf_external_memory_desc *desc) {
+#if defined(_WIN32)
     (void)buf; (void)desc;
-    return gf__fail(GF_ERROR_NOT_SUPPORTED, "OpenCL: gpuflow imports no external memory yet");
+    return gf__fail(GF_ERROR_NOT_SUPPORTED, "OpenCL: no fds on Windows");
+#else
+    gf__cl_device *d = (gf__cl_device *)buf->dev->native;
+    cl_ulong props[6];
+    cl_mem whole, window;
+    cl_int e = CL_SUCCESS;
+    int fd;
+    if (desc->offset && (!d->sub_align || desc->offset % d->sub_align))
+        return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_buffer_import: OpenCL imports at an offset that is a multiple of %llu bytes "
+                        "(CL_DEVICE_MEM_BASE_ADDR_ALIGN of %s); %llu is not", (unsigned long long)d->sub_align,
+                        buf->dev->info.name, (unsigned long long)desc->offset);
+    if (desc->size > (uint64_t)SIZE_MAX) return gf__fail(GF_ERROR_OUT_OF_RANGE, "gf_buffer_import: size does not fit this host");
+    if ((fd = dup(desc->fd)) < 0) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_buffer_import: dup of fd %d failed", desc->fd);
+    props[0] = CL_EXTERNAL_MEMORY_HANDLE_OPAQUE_FD_KHR; props[1] = (cl_ulong)fd;
+    props[2] = CL_MEM_DEVICE_HANDLE_LIST_KHR; props[3] = (cl_ulong)(uintptr_t)d->device; props[4] = CL_MEM_DEVICE_HANDLE_LIST_END_KHR;
+    props[5] = 0;
+    whole = GF__CL_NEW(clCreateBufferWithProperties, (d->ctx, props, CL_MEM_READ_WRITE, (size_t)desc->size, NULL), &e);
+    if (!whole) {
+        close(fd);   /* the driver takes the duplicate only on success */
+        return gf__cl_fail("clCreateBufferWithProperties(CL_EXTERNAL_MEMORY_HANDLE_OPAQUE_FD_KHR)", e);
+    }
+    window = whole;
+    if (desc->offset) {
+        cl_buffer_region region;
+        region.origin = (size_t)desc->offset;
+        region.size = buf->size;
+        if (!(window = GF__CL_NEW(clCreateSubBuffer, (whole, 0, CL_BUFFER_CREATE_TYPE_REGION, &region), &e))) {
+            GF__CL(clReleaseMemObject, (whole));
+            return gf__cl_fail("clCreateSubBuffer (the import's offset)", e);
+        }
+    }
+    buf->external = whole;
+    buf->native = (uint64_t)(uintptr_t)window;
+    return GF_OK;
+#endif
 }
 static gf_result gf__cl_buffer_export(gf_buffer *buf, gf_external_type type, gf_external_handle *out) {
     (void)buf; (void)type; (void)out;
-    return gf__fail(GF_ERROR_NOT_SUPPORTED, "OpenCL: gpuflow exports no memory yet");
+    return gf__fail(GF_ERROR_NOT_SUPPORTED, "OpenCL: gpuflow exports no memory (cl_khr_external_memory imports only)");
 }
 static const char gf__cl_no_signal[] = "OpenCL: gpuflow does not signal OpenCL semaphores (NVIDIA's OpenCL signals before "
     "the work queued ahead of the signal): import a semaphore another API signals, and wait on it";
@@ -1675,6 +1820,10 @@ static gf_result gf__cl_semaphore_wait(gf_stream *s, gf_semaphore *sem, uint64_t
                            GF__CL_SEM(d, wait, "clEnqueueWaitSemaphoresKHR", (GF__CL_QUEUE(s), 1, &h, NULL, 0, NULL, NULL)), NULL);
 }
 
+/* ---- the table -------------------------------------------------------------------------- */
+/* Left NULL: stream-ordered allocation (the core's cache), prefetch (SVM needs none), graphs
+   (the core's recorded replay), host_pinned (the driver copies from any host memory), 2D
+   copies (the core's copy per row), trim and cached_bytes (no driver pool). */
 static void gf__cl_fill_table(gf__backend *t) {
     t->kind = GF_BACKEND_OPENCL;
     t->name = "opencl";
