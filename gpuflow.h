@@ -2541,8 +2541,8 @@ static gf_result gf__device_open_on(gf_backend b, int index, const gf_native_dev
     if ((r = be->device_count(&count)) != GF_OK) return r;
     if (count == 0) return gf__fail(GF_ERROR_NO_DEVICE, "%s: the driver loaded but reports no device", gf_backend_name(b));
     if (!native && (index < 0 || index >= count))
-        return gf__fail(GF_ERROR_NO_DEVICE, "%s: device index %d is out of range (%d device%s)",
-                        gf_backend_name(b), index, count, count == 1 ? "" : "s");
+        return gf__fail(GF_ERROR_NO_DEVICE, "%s: device index %d is out of range: %d device%s, indices 0 to %d "
+                        "(gf_device_count says how many)", gf_backend_name(b), index, count, count == 1 ? "" : "s", count - 1);
     if (!(dev = (gf_device *)gf__calloc(sizeof *dev))) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_device_open: out of host memory");
     dev->type = GF__T_DEVICE;
     dev->be = be;
@@ -3249,7 +3249,8 @@ static gf_result gf__refuse_in_capture(gf_stream *s, const char *fn) {
     if (!s->capture) { gf__unlock(&s->lock); return GF_OK; }
     gf__capture_discard(s->capture);
     gf__unlock(&s->lock);
-    return gf__fail(GF_ERROR_CAPTURE, "%s: stream '%s' is capturing; the capture was ended and discarded", fn, s->label);
+    return gf__fail(GF_ERROR_CAPTURE, "%s: stream '%s' is capturing; the capture was ended and discarded (wait after "
+                    "gf_stream_end_capture; inside a capture, order streams with events)", fn, s->label);
 }
 
 GPUFLOW_IMPL gf_result gf_stream_synchronize(gf_stream *s) {
@@ -6242,7 +6243,8 @@ GPUFLOW_IMPL gf_result gf_stream_end_capture(gf_stream *s, gf_graph **out) {
     GF__CHECK_OUT(out);
     *out = NULL;
     gf__lock(&s->lock);
-    if (!(c = s->capture)) { gf__unlock(&s->lock); return gf__fail(GF_ERROR_CAPTURE, "gf_stream_end_capture: stream '%s' is not capturing", s->label); }
+    if (!(c = s->capture)) { gf__unlock(&s->lock); return gf__fail(GF_ERROR_CAPTURE, "gf_stream_end_capture: stream '%s' is not capturing "
+                                                                      "(gf_stream_begin_capture starts a capture)", s->label); }
     if (c->origin != s) {
         gf__unlock(&s->lock);
         return gf__fail(GF_ERROR_CAPTURE, "gf_stream_end_capture: stream '%s' joined a capture; end it on the stream that began it", s->label);
@@ -7159,6 +7161,20 @@ GPUFLOW_IMPL void gf_module_destroy(gf_module *mod) {
 
 /* The device's launch limits, in 64 bits: a block of 65536 x 65536 threads is 2^32, which
    32-bit arithmetic reads as 0. */
+/* An argument count that is not the kernel's, with its parameters named where they are
+   known (kernels from one source), so the missing one shows. */
+static gf_result gf__launch_count_fail(const gf_kernel *k, int count) {
+    char list[256] = "";
+    size_t used = 0;
+    int i;
+    for (i = 0; k->params && i < k->param_count && used + 1 < sizeof list; i++) {
+        int n = snprintf(list + used, sizeof list - used, "%s%s", i ? ", " : ": ", k->params[i].name ? k->params[i].name : "?");
+        if (n < 0) break;
+        used += (size_t)n < sizeof list - used ? (size_t)n : sizeof list - used - 1;
+    }
+    return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_launch: kernel '%s' takes %d arguments%s; %d were given", k->name,
+                    k->param_count, list, count);
+}
 static gf_result gf__launch_dims_check(const gf_device_info *info, const gf_launch_dims *dims, const char *kernel, size_t static_shared) {
     static const char axis[3] = { 'x', 'y', 'z' };
     uint64_t threads = 1;
@@ -7167,7 +7183,8 @@ static gf_result gf__launch_dims_check(const gf_device_info *info, const gf_laun
         if (dims->grid[d] == 0 || dims->block[d] == 0)
             return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_launch: grid and block sizes must be >= 1 in every dimension (use 1 for unused ones)");
         if (info->max_block[d] && dims->block[d] > info->max_block[d])
-            return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_launch: kernel '%s': block.%c = %u is past the device's limit of %u",
+            return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_launch: kernel '%s': block.%c = %u is past the device's limit of %u (use smaller "
+                            "blocks and more of them)",
                             kernel, axis[d], dims->block[d], info->max_block[d]);
         if (info->max_grid[d] && dims->grid[d] > info->max_grid[d])
             return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_launch: kernel '%s': grid.%c = %u blocks is past the device's limit of %u",
@@ -7198,8 +7215,8 @@ static gf_result gf__launch_param_check(const gf_kernel *k, const gf_arg *a, int
         return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_launch: kernel '%s' parameter %d '%s' (%s) takes a %llu-byte value (GF_ARG); a buffer was given",
                         k->name, i, p->name, p->type, (unsigned long long)p->size);
     if (!pointer && a->size != p->size)
-        return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_launch: kernel '%s' parameter %d '%s' (%s) is %llu bytes; the argument is %llu bytes",
-                        k->name, i, p->name, p->type, (unsigned long long)p->size, (unsigned long long)a->size);
+        return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_launch: kernel '%s' parameter %d '%s' (%s) is %llu bytes; the argument is %llu bytes "
+                        "(pass a variable of the parameter's type to GF_ARG)", k->name, i, p->name, p->type, (unsigned long long)p->size, (unsigned long long)a->size);
     return GF_OK;
 }
 
@@ -7215,7 +7232,7 @@ GPUFLOW_IMPL gf_result gf_launch(gf_stream *s, gf_kernel *k, gf_launch_dims dims
     if ((r = gf__launch_dims_check(&s->dev->info, &dims, k->name, k->static_shared)) != GF_OK) return r;
     if (count < 0 || (count > 0 && !args)) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_launch: %d arguments but args is %s", count, args ? "set" : "NULL");
     if ((k->param_count || k->params) && count != k->param_count)
-        return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_launch: kernel '%s' takes %d arguments; %d were given", k->name, k->param_count, count);
+        return gf__launch_count_fail(k, count);
     for (i = 0; i < count; i++) {
         size_t bytes = args[i].buffer ? sizeof(uint64_t) : args[i].size;
         if (args[i].buffer) {
@@ -9315,7 +9332,8 @@ static gf_result gf__stub_event_elapsed_ms(gf_event *start, gf_event *end, float
 
 static gf_result gf__stub_module_load(gf_module *mod, const gf_module_desc *desc) {
     if (desc->stub_kernel_count == 0)
-        return gf__fail(GF_ERROR_NOT_SUPPORTED, "stub: the module has no stub kernels (gf_module_desc.stub_kernels)");
+        return gf__fail(GF_ERROR_NOT_SUPPORTED, "stub: the module has no stub kernels: include the .gfk once more with "
+                        "GF_KERNELS_AS_C and list them in gf_module_desc.stub_kernels (GF_STUB_KERNEL(name))");
     if (!(mod->stub_kernels = (gf_stub_kernel *)gf__malloc(sizeof *mod->stub_kernels * (size_t)desc->stub_kernel_count)))
         return gf__fail(GF_ERROR_OUT_OF_MEMORY, "stub: out of host memory");
     memcpy(mod->stub_kernels, desc->stub_kernels, sizeof *mod->stub_kernels * (size_t)desc->stub_kernel_count);
@@ -9341,7 +9359,17 @@ static gf_result gf__stub_kernel_get(gf_kernel *k) {
             k->buffer_params = gf__buffer_params(k->params, k->param_count);
             return GF_OK;
         }
-    return gf__fail(GF_ERROR_NOT_FOUND, "stub: the module has no kernel named '%s'", k->name);
+    {   /* name the ones it has: the usual cause is a typo */
+        char list[256] = "";
+        size_t used = 0;
+        for (i = 0; i < k->mod->stub_kernel_count && used + 1 < sizeof list; i++) {
+            int n = snprintf(list + used, sizeof list - used, "%s%s", i ? ", " : "",
+                             k->mod->stub_kernels[i].name ? k->mod->stub_kernels[i].name : "(unnamed)");
+            if (n < 0) break;
+            used += (size_t)n < sizeof list - used ? (size_t)n : sizeof list - used - 1;
+        }
+        return gf__fail(GF_ERROR_NOT_FOUND, "stub: its stub kernels are %s", list);
+    }
 }
 
 /* The item carries argv (one pointer per argument) and the values the pointers point at. */

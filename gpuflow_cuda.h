@@ -455,7 +455,8 @@ static void gf__cuda_load_driver(gf__driver *d) {
     d->result = GF_ERROR_BACKEND_UNAVAILABLE;
     d->lib = gf__dlopen(GF__CUDA_LIBRARY);
     if (!d->lib) {
-        snprintf(d->why, sizeof d->why, "CUDA: cannot load " GF__CUDA_LIBRARY ": %s", gf__dlerror());
+        snprintf(d->why, sizeof d->why, "CUDA: cannot load " GF__CUDA_LIBRARY " (%s): NVIDIA's driver installs it; "
+                 "without it, open GF_BACKEND_AUTO to fall back", gf__dlerror());
         return;
     }
     sym = gf__dlsym(d->lib, "cuGetProcAddress_v2");

@@ -491,7 +491,8 @@ static void gf__hip_load_runtime(gf__driver *d) {
         if (!d->lib && i == 0) snprintf(first_error, sizeof first_error, "%s", gf__dlerror());
     }
     if (!d->lib) {
-        snprintf(d->why, sizeof d->why, "HIP: cannot load %s: %s", gf__hip_libraries[0], first_error);
+        snprintf(d->why, sizeof d->why, "HIP: cannot load %s (%s): ROCm's HIP runtime installs it; without it, open "
+                 "GF_BACKEND_AUTO to fall back", gf__hip_libraries[0], first_error);
         return;
     }
     for (i = 0; i < sizeof gf__hip_entries / sizeof gf__hip_entries[0]; i++) {

@@ -322,8 +322,8 @@ static void gf__cl_load_driver(gf__driver *drv) {
     drv->lib = gf__dlopen(GF__CL_LIBRARY);
     if (!drv->lib) {
         drv->result = GF_ERROR_BACKEND_UNAVAILABLE;
-        snprintf(drv->why, sizeof drv->why, "OpenCL: cannot load the ICD loader %s: %s",
-                 GF__CL_LIBRARY, gf__dlerror());
+        snprintf(drv->why, sizeof drv->why, "OpenCL: cannot load the ICD loader %s (%s): install one and a driver (Debian: "
+                 "ocl-icd-libopencl1, and pocl-opencl-icd for the CPU)", GF__CL_LIBRARY, gf__dlerror());
         return;
     }
 #define GF__CL_RESOLVE(name, ret, params, need) \

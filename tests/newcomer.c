@@ -14,6 +14,8 @@
      9  gf_device_close names the objects the program left alive
     10  a dialect build error is reported on the line of the kernel in the user's file
     11  the first stream the program makes is "stream 1"
+    12  the messages a newcomer meets first each say, in one line, what to do next (a test
+        lists them)
 
    (1, 3 and 4 are build-system and compile-time checks: tests/package.sh and
    tests/compile_checks.sh.)  usage: newcomer stub|opencl|cuda|hip */
@@ -509,6 +511,72 @@ static void test_build_error_lines(void)
     CHECK(contains(gf_last_error(), "kernel nc_broken"), "10: without line numbers, the kernel is named");
 }
 
+/* 12: the messages a newcomer meets first, each one line that says what to do next. The list
+   (printed as it runs): a device index past the count; a backend whose driver is absent (here:
+   whichever vendor backend is compiled in but cannot load); a stub module without its C
+   kernels; a kernel name not found; an argument count, kind and size that are not the
+   kernel's; a block past the device's limit; a capture ended that was never begun; a wait
+   inside a capture. Each: its code, no newline, and the words of its next step. */
+static void first_message(const char *what, gf_result got, gf_result want, const char *next_step)
+{
+    const char *m = gf_last_error();
+    int ok = got == want && m && !strchr(m, '\n') && contains(m, next_step);
+    printf("  %-34s %s\n", what, m ? m : "(none)");
+    CHECK(ok, "12: a first message: its code, one line, and what to do next");
+    if (!ok) printf("    wanted %s with \"%s\"; got %s\n", gf_result_name(want), next_step, gf_result_name(got));
+}
+static void test_first_messages(gf_device *d)
+{
+    static const struct { gf_backend b; const char *next; } drivers[] = {
+        { GF_BACKEND_CUDA, "NVIDIA's driver installs it" }, { GF_BACKEND_HIP, "ROCm's HIP runtime installs it" },
+        { GF_BACKEND_OPENCL, "install one and a driver" } };
+    gf_device *other = NULL;
+    gf_module *mod = NULL, *none = NULL;
+    gf_kernel *k = NULL;
+    gf_graph *g = NULL;
+    gf_stream *s = NULL;
+    gf_buffer *b = NULL;
+    gf_module_desc md;
+    unsigned n = 16;
+    float a = 2.0f;
+    double wide = 1.0;
+    int i, absent = 0;
+    first_message("a device index past the count", gf_device_open(GF_BACKEND_STUB, gf_device_count(GF_BACKEND_STUB) + 3, &other),
+                  GF_ERROR_NO_DEVICE, "gf_device_count says how many");
+    for (i = 0; i < 3; i++) {   /* compiled in, and its driver cannot load here */
+        gf_result r = gf_device_open(drivers[i].b, 0, &other);
+        if (r == GF_OK) { gf_device_close(other); other = NULL; continue; }
+        if (strstr(gf_last_error(), "not compiled in") || strstr(gf_last_error(), "cannot load") == NULL) continue;
+        first_message("a driver that is not installed", r, GF_ERROR_BACKEND_UNAVAILABLE, drivers[i].next);
+        absent++;
+    }
+    if (!absent) SKIP("12: every compiled-in backend's driver loads here (no missing-driver message to read)");
+    if (gf_device_backend(d) != GF_BACKEND_STUB) return;   /* the rest reads the stub's own messages */
+    md = source_desc(nc_source, "newcomer.gfk", NULL, 0, NULL);
+    first_message("a stub module without its C kernels", gf_module_load(d, &md, &none), GF_ERROR_NOT_SUPPORTED, "GF_KERNELS_AS_C");
+    md = source_desc(nc_source, "newcomer.gfk", nc_stub, 1, NULL);
+    if (!CHECK_EQ_RESULT(gf_module_load(d, &md, &mod), GF_OK)) return;
+    first_message("a kernel name not found", gf_kernel_get(mod, "nc_sacle", &k), GF_ERROR_NOT_FOUND, "its stub kernels are nc_scale");
+    if (CHECK_EQ_RESULT(gf_kernel_get(mod, "nc_scale", &k), GF_OK) && CHECK_EQ_RESULT(gf_stream_create(d, NULL, &s), GF_OK) &&
+        CHECK_EQ_RESULT(gf_buffer_create(d, 64, &b), GF_OK)) {
+        gf_arg right[3] = { GF_ARG_BUFFER(b), GF_ARG(n), GF_ARG(a) };
+        gf_arg kind[3] = { GF_ARG(n), GF_ARG(n), GF_ARG(a) };
+        gf_arg size[3] = { GF_ARG_BUFFER(b), GF_ARG(wide), GF_ARG(a) };
+        first_message("an argument count", gf_launch(s, k, dims_1d(1, 16), right, 2), GF_ERROR_INVALID_ARGUMENT, "takes 3 arguments: y, n, a;");
+        first_message("an argument of the wrong kind", gf_launch(s, k, dims_1d(1, 16), kind, 3), GF_ERROR_INVALID_ARGUMENT, "takes a buffer (GF_ARG_BUFFER)");
+        first_message("an argument of the wrong size", gf_launch(s, k, dims_1d(1, 16), size, 3), GF_ERROR_INVALID_ARGUMENT,
+                      "pass a variable of the parameter's type");
+        first_message("a block past the device's limit", gf_launch(s, k, dims_1d(1, 1u << 20), right, 3), GF_ERROR_INVALID_ARGUMENT,
+                      "use smaller blocks and more of them");
+        first_message("a capture ended that never began", gf_stream_end_capture(s, &g), GF_ERROR_CAPTURE, "gf_stream_begin_capture starts");
+        CHECK_EQ_RESULT(gf_stream_begin_capture(s, GF_CAPTURE_GLOBAL), GF_OK);
+        first_message("a wait inside a capture", gf_stream_synchronize(s), GF_ERROR_CAPTURE, "wait after gf_stream_end_capture");
+    }
+    if (b) gf_buffer_destroy(b);
+    if (s) gf_stream_destroy(s);
+    if (mod) gf_module_destroy(mod);
+}
+
 int main(int argc, char **argv)
 {
     gf_allocator counting;
@@ -537,6 +605,8 @@ int main(int argc, char **argv)
     test_waits_in_callbacks();
     test_fork();
     test_build_error_lines();
+    printf("the first messages a newcomer meets:\n");
+    test_first_messages(dev);
     if (backend == GF_BACKEND_STUB) {
         test_environment();
         test_close_names_the_living();

@@ -1,5 +1,6 @@
 #!/bin/sh
-# The README's commands, run as a newcomer would: every indented line of README.md that builds
+# The README's commands, run as a newcomer would: every indented line of README.md (then of
+# docs/*.md, in name order) that builds
 # an example (`cc ... examples/...`) or runs one (`GPUFLOW_BACKEND=... ./...`, `./name`) is
 # run, in order, in a fresh copy of this working tree that is its own git repository. Then
 # `git status` must be clean there (what the commands leave behind is ignored by .gitignore).
@@ -33,7 +34,7 @@ have_cl_platform=0
 ls /etc/OpenCL/vendors/*.icd >/dev/null 2>&1 && have_cl_platform=1
 
 # Indented command lines, the trailing "# comment" dropped.
-sed -n 's/^    \(cc -std=c99 -I\. .*examples\/.*\|GPUFLOW_BACKEND=[a-z]* \.\/.*\|\.\/[a-z_]*\)$/\1/p' README.md |
+sed -n 's/^    \(cc -std=c99 -I\. .*examples\/.*\|GPUFLOW_BACKEND=[a-z]* \.\/.*\|\.\/[a-z_]*\)$/\1/p' README.md docs/*.md |
     sed 's/[[:space:]]*#.*$//' >"$out/commands"
 [ -s "$out/commands" ] || { echo "FAIL no example commands found in README.md"; echo "0 passed, 1 failed"; exit 1; }
 while IFS= read -r line; do
