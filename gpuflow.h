@@ -446,6 +446,11 @@ typedef struct gf_stub_kernel {
                                      them; NULL: only the count); must outlive the module */
     int line;                     /* the line of its GF_KERNEL in the kernel file (0: unknown):
                                      build errors from the device's compiler are reported there */
+    /* Optional (GF_STUB_KERNEL sets it): count threads of one block row, from
+       ctx->thread_idx[0] on, advancing it, as one loop with the arguments read once, so the
+       compiler can optimize across threads. The stub uses it for blocks with no barrier;
+       NULL: fn per thread. */
+    void (*threads)(gf_kernel_ctx *ctx, void *const *args, unsigned count);
 } gf_stub_kernel;
 typedef struct gf_module_desc {
     const char *ptx; const void *cubin; size_t cubin_size;
@@ -534,7 +539,7 @@ typedef struct gf_race_info {
    the stream's thread, so barriers and shared arrays work as on a GPU. */
 #define GF_KERNELS_AS_TEXT(...) #__VA_ARGS__
 #define GF_KERNELS_AS_C(...)    __VA_ARGS__
-#define GF_STUB_KERNEL(name)    { #name, name##__gf_entry, name##__gf_params, name##__gf_param_info, name##__gf_line }   /* a gf_stub_kernel initializer */
+#define GF_STUB_KERNEL(name)    { #name, name##__gf_entry, name##__gf_params, name##__gf_param_info, name##__gf_line, name##__gf_threads }   /* a gf_stub_kernel initializer */
 
 /* The dialect as C (the GPU backends get their own definitions in gpuflow's prelude). */
 #if defined(__cplusplus)
@@ -574,25 +579,36 @@ typedef struct gf_race_info {
 #define GF__PARAM_DECL_(type, name) , type name
 #define GF__PARAM_ARG(i, p) , *(GF__PARAM_TYPE_ p *)gf__args[i]
 #define GF__PARAM_TYPE_(type, name) type
+#define GF__PARAM_LOCAL(i, p) GF__PARAM_TYPE_ p GF__CAT(gf__p, i) = *(GF__PARAM_TYPE_ p *)gf__args[i];
+#define GF__PARAM_LOCAL_ARG(i, p) , GF__CAT(gf__p, i)
 #define GF__PARAM_INFO(i, p) GF__PARAM_INFO_ p
 #define GF__PARAM_INFO_(type, name) { #name, #type, sizeof(type) },
 #define GF_PARAM(type, name) (type, name)
 #define GF_GLOBAL
 #define GF_DEVICE static
 #define GF_SHARED static GF__TLS
+/* Each kernel becomes its body (inline, so that the thread loop can take it in), an entry for
+   one thread, a loop over a block row's threads (gf_stub_kernel.threads), its parameters as
+   gf_launch checks them, and the line it stands on. */
 #define GF_KERNEL(name, ...) \
-    static void name##__gf_body(GF__UNUSED_DECL const gf_kernel_ctx *gf__ctx GF__EACH(GF__PARAM_DECL, __VA_ARGS__)); \
+    static inline void name##__gf_body(GF__UNUSED_DECL const gf_kernel_ctx *gf__ctx GF__EACH(GF__PARAM_DECL, __VA_ARGS__)); \
     static void name##__gf_entry(const gf_kernel_ctx *gf__ctx, void *const *gf__args) { \
         name##__gf_body(gf__ctx GF__EACH(GF__PARAM_ARG, __VA_ARGS__)); } \
+    static void name##__gf_threads(gf_kernel_ctx *gf__ctx, void *const *gf__args, unsigned gf__count) { \
+        GF__EACH(GF__PARAM_LOCAL, __VA_ARGS__) \
+        for (; gf__count; gf__count--, gf__ctx->thread_idx[0]++) \
+            name##__gf_body(gf__ctx GF__EACH(GF__PARAM_LOCAL_ARG, __VA_ARGS__)); } \
     enum { name##__gf_params = GF__COUNT(__VA_ARGS__), name##__gf_line = __LINE__ }; \
     static const gf_stub_param name##__gf_param_info[] GF__UNUSED_DECL = { GF__EACH(GF__PARAM_INFO, __VA_ARGS__) }; \
-    static void name##__gf_body(GF__UNUSED_DECL const gf_kernel_ctx *gf__ctx GF__EACH(GF__PARAM_DECL, __VA_ARGS__))
+    static inline void name##__gf_body(GF__UNUSED_DECL const gf_kernel_ctx *gf__ctx GF__EACH(GF__PARAM_DECL, __VA_ARGS__))
 #define GF_KERNEL0(name) \
-    static void name##__gf_body(GF__UNUSED_DECL const gf_kernel_ctx *gf__ctx); \
+    static inline void name##__gf_body(GF__UNUSED_DECL const gf_kernel_ctx *gf__ctx); \
     static void name##__gf_entry(const gf_kernel_ctx *gf__ctx, void *const *gf__args) { (void)gf__args; name##__gf_body(gf__ctx); } \
+    static void name##__gf_threads(gf_kernel_ctx *gf__ctx, void *const *gf__args, unsigned gf__count) { \
+        (void)gf__args; for (; gf__count; gf__count--, gf__ctx->thread_idx[0]++) name##__gf_body(gf__ctx); } \
     enum { name##__gf_params = 0, name##__gf_line = __LINE__ }; \
     static const gf_stub_param name##__gf_param_info[1] GF__UNUSED_DECL = { { 0, 0, 0 } }; \
-    static void name##__gf_body(GF__UNUSED_DECL const gf_kernel_ctx *gf__ctx)
+    static inline void name##__gf_body(GF__UNUSED_DECL const gf_kernel_ctx *gf__ctx)
 #define gf_global_id(d)   ((unsigned)(gf__ctx->block_idx[d] * gf__ctx->block[d] + gf__ctx->thread_idx[d]))
 #define gf_local_id(d)    (gf__ctx->thread_idx[d])
 #define gf_group_id(d)    (gf__ctx->block_idx[d])
@@ -1630,6 +1646,7 @@ struct gf_kernel {
     char name[128];
     void *native;                   /* CUfunction, cl_kernel, ... */
     void (*stub_fn)(const gf_kernel_ctx *, void *const *);
+    void (*stub_threads)(gf_kernel_ctx *, void *const *, unsigned);   /* NULL: stub_fn per thread */
     int param_count;                /* arguments a launch must pass; 0: unknown, not checked */
     const gf_stub_param *params;    /* param_count entries, each checked at launch; NULL: none */
     uint32_t buffer_params;         /* bit i: params[i] is a pointer (a '*' in its type) */
@@ -8412,6 +8429,7 @@ typedef struct gf__stub_item {
     void (*fn)(void *); void *user;
     gf__stub_mark *mark;
     void (*kernel)(const gf_kernel_ctx *, void *const *); gf_launch_dims dims; void **argv;
+    void (*threads)(gf_kernel_ctx *, void *const *, unsigned);   /* LAUNCH: a block row as one loop (NULL: none) */
     const char *name;               /* LAUNCH: the kernel's name (a copy the item holds); SIGNAL,
                                        SEM_WAIT: the semaphore's label (a copy) */
     struct gf__stub_sem *sem; uint64_t sem_value;   /* SIGNAL, SEM_WAIT */
@@ -8701,7 +8719,8 @@ typedef struct gf__block_run {
     int started;                    /* fibers [0, started) were made for this block */
     int plain;                      /* threads run as plain calls: a barrier reached now is misuse */
     int plain_barriers;             /* threads of this block that reached one so */
-    int plain_thread_hit;           /* the plain call running now reached one */
+    const gf_kernel_ctx *plain_ctx; /* the plain calls' context: which thread runs now */
+    uint64_t plain_hit;             /* 1 + the last thread counted in plain_barriers (0: none) */
     unsigned char *state;           /* per thread: 0 runnable, 1 at the barrier, 2 finished */
     int *site;                      /* per thread at the barrier: which gf_block_sync it called */
     gf_kernel_ctx *ctx;             /* per thread */
@@ -8813,7 +8832,12 @@ static int gf__block_fibers(gf__block_run *b, int first) {
 GPUFLOW_IMPL void gf_stub_barrier_at(int site) {
     gf__block_run *b = gf__running_block;
     if (!b) return;   /* a one-thread block, or no kernel at all */
-    if (b->plain) { if (!b->plain_thread_hit++) b->plain_barriers++; return; }
+    if (b->plain) {   /* count threads, not calls: a thread may reach several */
+        const gf_kernel_ctx *c = b->plain_ctx;
+        uint64_t t = 1 + c->thread_idx[0] + (uint64_t)c->block[0] * (c->thread_idx[1] + (uint64_t)c->block[1] * c->thread_idx[2]);
+        if (t != b->plain_hit) { b->plain_hit = t; b->plain_barriers++; }
+        return;
+    }
     b->hit_barrier = 1;
     b->state[b->current] = 1;
     b->site[b->current] = site;
@@ -8847,6 +8871,29 @@ static void gf__stub_fail_async(gf__stub_stream *q, gf_result code, const char *
         q->error = code;
     }
     gf__unlock(&q->lock);
+}
+
+/* Threads [from, count) of a block as plain calls from ctx on: row by row through the kernel's
+   thread loop where it has one (x fastest), else one call each. */
+static void gf__next_thread(gf_kernel_ctx *c);
+static void gf__run_plain(gf__block_run *b, void (*threads)(gf_kernel_ctx *, void *const *, unsigned), gf_kernel_ctx *ctx,
+                          int from, int count) {
+    int i = from;
+    b->plain_ctx = ctx;
+    b->plain_hit = 0;
+    while (i < count) {
+        if (threads) {
+            unsigned row = ctx->block[0] - ctx->thread_idx[0];
+            threads(ctx, b->argv, row);   /* leaves thread_idx[0] at block[0] */
+            i += (int)row;
+            ctx->thread_idx[0] = ctx->block[0] - 1;
+            gf__next_thread(ctx);
+        } else {
+            b->kernel(ctx, b->argv);
+            i++;
+            gf__next_thread(ctx);
+        }
+    }
 }
 
 /* The next thread of a block, x fastest (a division per thread costs more than most kernels). */
@@ -8908,7 +8955,7 @@ static void gf__grid_run(gf__grid *g) {
         if (!fibers) {   /* one thread, or no memory for fibers: a barrier reached now cannot hold */
             gf__running_block = per_block > 1 ? &b : NULL;
             b.plain = 1;
-            for (i = 0; i < per_block; i++, gf__next_thread(&ctx)) { b.plain_thread_hit = 0; it->kernel(&ctx, it->argv); }
+            gf__run_plain(&b, it->threads, &ctx, 0, per_block);
         } else {
             gf__running_block = &b;
             b.started = 1;   /* the others are made only if thread 0 reaches a barrier */
@@ -8927,7 +8974,7 @@ static void gf__grid_run(gf__grid *g) {
             if (!b.hit_barrier) {   /* thread 0 reached no barrier (or had no stack): none for the block, as plain calls */
                 b.plain = 1;
                 if (probed) gf__next_thread(&ctx);
-                for (i = probed; i < per_block; i++, gf__next_thread(&ctx)) { b.plain_thread_hit = 0; it->kernel(&ctx, it->argv); }
+                gf__run_plain(&b, it->threads, &ctx, probed, per_block);
             }
         }
         gf__running_block = NULL;
@@ -9354,6 +9401,7 @@ static gf_result gf__stub_kernel_get(gf_kernel *k) {
     for (i = 0; i < k->mod->stub_kernel_count; i++)
         if (k->mod->stub_kernels[i].name && !strcmp(k->mod->stub_kernels[i].name, k->name) && k->mod->stub_kernels[i].fn) {
             k->stub_fn = k->mod->stub_kernels[i].fn;
+            k->stub_threads = k->mod->stub_kernels[i].threads;
             k->param_count = k->mod->stub_kernels[i].param_count;
             k->params = k->mod->stub_kernels[i].params;
             k->buffer_params = gf__buffer_params(k->params, k->param_count);
@@ -9384,6 +9432,7 @@ static gf_result gf__stub_launch(gf_stream *s, gf_kernel *k, const gf_launch_dim
     for (i = 0; i < count; i++) extra += ((args[i].buffer ? sizeof(void *) : args[i].size) + 15) & ~(size_t)15;
     if (!(it = gf__stub_item_new(GF__STUB_LAUNCH, extra))) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "stub: out of host memory");
     it->kernel = k->stub_fn;
+    it->threads = k->stub_threads;
     it->dims = *dims;
     it->guards = (gf__stub_guard *)(void *)(it + 1);
     it->argv = (void **)(void *)((unsigned char *)(it + 1) + guards);

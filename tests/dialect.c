@@ -267,7 +267,7 @@ static void test_kernel_in_one_form(void)
 {
     static const char src[] = "GF_KERNEL(in_both, GF_PARAM(GF_GLOBAL float *, x)) { x[0] = 1.0f; }\n"
                               "GF_KERNEL(only_in_source, GF_PARAM(GF_GLOBAL float *, x)) { x[0] = 2.0f; }\n";
-    static const gf_stub_kernel stub[] = { { "in_both", k_nothing_c, 1, NULL, 0 }, { "only_in_stub", k_nothing_c, 1, NULL, 0 } };
+    static const gf_stub_kernel stub[] = { { "in_both", k_nothing_c, 1, NULL, 0, NULL }, { "only_in_stub", k_nothing_c, 1, NULL, 0, NULL } };
     gf_module_desc d;
     gf_module *mod = NULL;
     gf_kernel *k = NULL;
