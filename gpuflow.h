@@ -22,7 +22,7 @@
                    results, backends | devices | memory | interop: native handles out and in |
                    interop: external memory and semaphores |
                    streams | events and event pools | stream pools | stream sets | barriers |
-                   flows | graphs | kernels | profiling | races and hangs
+                   flows | graphs | kernels | profiling | races and hangs | faults on demand
     Implementation, the core and what it stands on:
                    >>defaults >>platform >>errors (and the logger) >>utils (host memory,
                    growable arrays, spin locks) >>objects
@@ -34,7 +34,7 @@
                    >>waiters >>asyncalloc >>flows
                    >>graphs >>graphpools >>dialect (kernels from one source, the disk cache)
                    >>kernels >>interop >>external
-    Diagnostics:   >>diagnostics: >>races >>hangs >>profiler
+    Diagnostics:   >>diagnostics: >>faults (faults on demand) >>races >>hangs >>profiler
     Backends:      >>stub (the CPU stub, in this file), then >>registry's other half, which
                    pulls in gpuflow_cuda.h, gpuflow_hip.h, gpuflow_opencl.h (each says how
                    gpuflow maps onto its driver, and what it needs)
@@ -76,7 +76,8 @@
     GPUFLOW_SYNC=1: every operation waits for itself (the first failure named at its call);
     GPUFLOW_STATS=1: each device's statistics at close; GPUFLOW_TRACE=file.json: the run's
     Perfetto trace written at close; GPUFLOW_STUB_DEVICES=N: the stub is N devices (1 to 16);
-    GPUFLOW_STUB_THREADS=N: threads that run one stub launch's blocks (default: the cores). Any other GPUFLOW_* variable is named in a warning. Values are read strictly: one that is not understood is named in a
+    GPUFLOW_STUB_THREADS=N: threads that run one stub launch's blocks (default: the cores);
+    GPUFLOW_FAULTS=rules: chosen operations fail on purpose (see "faults on demand"). Any other GPUFLOW_* variable is named in a warning. Values are read strictly: one that is not understood is named in a
     warning and the switch stays off.
 
     CONVENTIONS
@@ -189,7 +190,8 @@ typedef enum gf_result {
     GF_ERROR_INVALID_STATE        = -11, /* e.g. event not recorded, released twice */
     GF_ERROR_NOT_FOUND            = -12, /* kernel name, wait id */
     GF_ERROR_BUILD                = -13, /* module compile / link failed (log in gf_last_error) */
-    GF_ERROR_DRIVER               = -14  /* any other driver failure (named in gf_last_error) */
+    GF_ERROR_DRIVER               = -14, /* any other driver failure (named in gf_last_error) */
+    GF_ERROR_DEVICE_LOST          = -15  /* the device is gone (so far only made by faults on demand) */
 } gf_result;
 
 /* ---- opaque objects ------------------------------------------------------------------ */
@@ -960,6 +962,38 @@ GPUFLOW_API gf_result gf_race_report(gf_device *dev, gf_race_info *out);
    any blocking wait that lasts longer than N ms log this once (then it keeps waiting). */
 GPUFLOW_API gf_result gf_device_write_state(gf_device *dev, char *text, size_t size);
 
+/* ---- faults on demand ----------------------------------------------------------------- */
+/* Chosen operations fail on purpose, so that a program's recovery paths run on any machine,
+   the stub included (GPUFLOW_FAULTS=spec does the same from the environment, read once at the
+   first device open). spec: rules separated by commas, each WHAT:N (the Nth such operation
+   fails), WHAT:N+ (the Nth and every one after it) or WHAT:N/K (the Nth, then every Kth
+   after it); counting starts when the rules are set. WHAT:
+       launch, copy, fill   that kind of stream operation (GF_ERROR_DRIVER); captured work and
+                            graph replays are not counted
+       op                   any stream operation (launch, copy, fill, callback, event record,
+                            wait, signal) (GF_ERROR_DRIVER)
+       buffer               device memory: gf_buffer_create* (GF_ERROR_OUT_OF_MEMORY)
+       sync                 host waits: gf_stream_synchronize, gf_event_synchronize,
+                            gf_device_synchronize, with or without a timeout (GF_ERROR_DRIVER)
+       alloc                the library's own host allocations, as if GPUFLOW_MALLOC returned
+                            NULL (the calls report GF_ERROR_OUT_OF_MEMORY); counted over all
+                            threads, the library's own included
+       lost                 the device of the Nth operation (launch, copy, fill, op, buffer and
+                            sync counted together) is lost from then on: that operation and
+                            every later one on the device return GF_ERROR_DEVICE_LOST until
+                            gf_device_close (work already queued still runs)
+       any other name       a driver entry point (cuLaunchKernel, clEnqueueNDRangeKernel,
+                            hipMemcpyAsync, nvrtcCompileProgram, ...) or a kernel-cache file
+                            operation (open, read, write, rename, remove, mkdir): it fails as
+                            that call would. Not in builds with GPUFLOW_FAULT_INJECTION (the
+                            test hook owns the seam there)
+   An injected failure's message begins "GPUFLOW_FAULTS:" and names the rule. NULL or "" clears
+   the rules (a lost device stays lost). Codes: GF_ERROR_INVALID_ARGUMENT naming the first
+   rule not understood (the rules are then unchanged). Thread-safe; counts are process-wide.
+   With no rule set each check is one relaxed load. */
+GPUFLOW_API gf_result gf_faults_set(const char *spec);
+GPUFLOW_API uint64_t  gf_faults_injected(void);   /* failures injected since the process began */
+
 /* The contract spells these queries like their result types (gf_stream_stats(s, &st)). C
    cannot give a function and a type one name, so each is a function-like macro: the name
    followed by '(' calls the function, the bare name is the type. */
@@ -1005,8 +1039,14 @@ GPUFLOW_API gf_result gf_device_write_state(gf_device *dev, char *text, size_t s
    GPUFLOW_MALLOC / REALLOC / FREE macros. Backends allocate through these too, so memory is
    always freed by the allocator that gave it. */
 static gf_allocator gf__allocator;   /* alloc NULL: the macros */
-static void *gf__malloc(size_t n) { return gf__allocator.alloc ? gf__allocator.alloc(gf__allocator.user, n) : GPUFLOW_MALLOC(n); }
+static int gf__faults_armed;         /* faults on demand (>>faults), atomic: some rule is set */
+static int gf__fault_alloc(void);    /* 1: this allocation fails on purpose */
+static void *gf__malloc(size_t n) {
+    if (gf__fault_alloc()) return NULL;
+    return gf__allocator.alloc ? gf__allocator.alloc(gf__allocator.user, n) : GPUFLOW_MALLOC(n);
+}
 static void *gf__realloc(void *p, size_t n) {
+    if (gf__fault_alloc()) return NULL;
     return gf__allocator.realloc ? gf__allocator.realloc(gf__allocator.user, p, n) : GPUFLOW_REALLOC(p, n);
 }
 static void gf__free(void *p) {
@@ -1280,7 +1320,7 @@ static int gf__stderr_level = -2;   /* atomic; -2: not read yet, -1: off, else t
 /* The environment's variables that gpuflow reads; any other GPUFLOW_* is named in a warning
    (a misspelt switch would otherwise stay silently off). */
 static const char *const gf__env_known[] = {
-    "GPUFLOW_BACKEND", "GPUFLOW_CACHE_DIR", "GPUFLOW_HANG_MS", "GPUFLOW_LOG", "GPUFLOW_OPENCL_PLATFORM",
+    "GPUFLOW_BACKEND", "GPUFLOW_CACHE_DIR", "GPUFLOW_FAULTS", "GPUFLOW_HANG_MS", "GPUFLOW_LOG", "GPUFLOW_OPENCL_PLATFORM",
     "GPUFLOW_RACE_CHECK", "GPUFLOW_STATS", "GPUFLOW_STUB_DEVICES", "GPUFLOW_STUB_THREADS", "GPUFLOW_SYNC", "GPUFLOW_SYNC_DEBUG", "GPUFLOW_TRACE", NULL
 };
 #if !defined(_WIN32) && !defined(__USE_GNU)   /* glibc's <unistd.h> declares it under _GNU_SOURCE */
@@ -1316,7 +1356,8 @@ static int gf__stderr_level_now(void) {
     v = getenv("GPUFLOW_LOG");
     level = gf__switch_on("GPUFLOW_STATS") || gf__switch_on("GPUFLOW_TRACE") ? (int)GF_LOG_INFO   /* what they print is info */
           : gf__switch_on("GPUFLOW_RACE_CHECK") || gf__switch_on("GPUFLOW_HANG_MS") || gf__switch_on("GPUFLOW_SYNC_DEBUG") ||
-            gf__switch_on("GPUFLOW_SYNC") || getenv("GPUFLOW_STUB_DEVICES") || gf__env_next_unknown(&i, &n) ? (int)GF_LOG_WARNING : -1;   /* a misspelt switch is heard */
+            gf__switch_on("GPUFLOW_SYNC") || getenv("GPUFLOW_STUB_DEVICES") || gf__switch_on("GPUFLOW_FAULTS") ||
+            gf__env_next_unknown(&i, &n) ? (int)GF_LOG_WARNING : -1;   /* a misspelt switch is heard */
     if (v && *v) {
         for (i = 0; i < 3 && strcmp(v, names[i]); i++) {}
         if (i < 3) level = i;
@@ -1392,8 +1433,9 @@ static void gf__notice(gf_log_level level, const char *fmt, ...) {
 #ifdef GPUFLOW_FAULT_INJECTION
 int gpuflow_fault_hit(const char *entry);
 #  define GF__FAULT(entry) gpuflow_fault_hit(entry)
-#else
-#  define GF__FAULT(entry) 0
+#else   /* faults on demand (>>faults): a rule naming the entry */
+static int gf__fault_entry(const char *entry);
+#  define GF__FAULT(entry) (gf__atomic_load_int(&gf__faults_armed) && gf__fault_entry(entry))
 #endif
 
 /* ---- host memory, strings, growable arrays, spin locks ---------------------------- >>utils */
@@ -1511,6 +1553,8 @@ struct gf_device {
     unsigned hang_ms;               /* GPUFLOW_HANG_MS: a wait longer than this logs the device state */
     char *trace_path;               /* GPUFLOW_TRACE: the Perfetto trace written at close */
     int sync_each;                  /* GPUFLOW_SYNC: every operation waits for itself */
+    int lost;                       /* atomic: faults on demand made the device lost */
+    uint64_t lost_at;               /* at which counted operation */
     int stats_at_close;             /* GPUFLOW_STATS: the device's statistics logged at close */
 };
 
@@ -2210,6 +2254,12 @@ static gf_result gf__pool_alloc(gf__capture *cap, size_t bytes, gf_buffer **out)
    tagged with its index (launch_index of gf_graph_set_kernel_args; -1: not a launch), a launch
    with no buffer argument as one entry without a root, so new arguments replace its own. */
 typedef struct gf__race_use { gf_buffer *root; size_t lo, hi; int write, launch; char op[64]; } gf__race_use;
+/* faults on demand (>>faults): what an operation counts as, and the check at its start,
+   which costs two relaxed loads while no rule is set and the device is not lost */
+enum { GF__FK_LAUNCH, GF__FK_COPY, GF__FK_FILL, GF__FK_OP, GF__FK_BUFFER, GF__FK_SYNC, GF__FK_ALLOC, GF__FK_LOST, GF__FK_ENTRY };
+static gf_result gf__fault_point(gf_device *dev, int kind, const char *fn);
+#define GF__FAULT_POINT(dev, kind, fn) \
+    ((gf__atomic_load_int(&gf__faults_armed) | gf__atomic_load_int(&(dev)->lost)) ? gf__fault_point((dev), (kind), (fn)) : GF_OK)
 static void gf__race_op(gf_stream *s, const gf__cmd *c);
 static void gf__race_capture(gf_graph *g, const gf__cmd *c, int launch);
 static void gf__race_retarget(gf_graph *g, int launch, const gf__cmd *c);
@@ -2251,6 +2301,7 @@ GPUFLOW_IMPL const char *gf_result_name(gf_result r) {
     case GF_ERROR_NOT_FOUND: return "GF_ERROR_NOT_FOUND";
     case GF_ERROR_BUILD: return "GF_ERROR_BUILD";
     case GF_ERROR_DRIVER: return "GF_ERROR_DRIVER";
+    case GF_ERROR_DEVICE_LOST: return "GF_ERROR_DEVICE_LOST";
     }
     return "GF_(unknown result)";
 }
@@ -2449,14 +2500,24 @@ static void gf__env_unknown(void) {   /* once per process, at the first device's
     int at = 0;
     if (gf__atomic_xchg_int(&checked, 1)) return;   /* once per process */
     while ((name = gf__env_next_unknown(&at, &n)) != NULL)
-        gf__notice(GF_LOG_WARNING, "gpuflow: %.*s is not a variable gpuflow reads (it reads GPUFLOW_BACKEND, _CACHE_DIR, _HANG_MS, _LOG, "
+        gf__notice(GF_LOG_WARNING, "gpuflow: %.*s is not a variable gpuflow reads (it reads GPUFLOW_BACKEND, _CACHE_DIR, _FAULTS, _HANG_MS, _LOG, "
                    "_OPENCL_PLATFORM, _RACE_CHECK, _STATS, _STUB_DEVICES, _STUB_THREADS, _SYNC, _SYNC_DEBUG, _TRACE)", (int)n, name);
+}
+
+/* GPUFLOW_FAULTS: the rules of gf_faults_set, once per process, at the first device's open. */
+static void gf__env_faults(void) {
+    static int read;
+    const char *v = getenv("GPUFLOW_FAULTS");
+    if (gf__atomic_xchg_int(&read, 1) || !v || !*v) return;
+    if (gf_faults_set(v) == GF_OK) gf__notice(GF_LOG_WARNING, "gpuflow: GPUFLOW_FAULTS=%s: these operations will fail on purpose", v);
+    else gf__notice(GF_LOG_WARNING, "gpuflow: GPUFLOW_FAULTS=%s is not understood (%s); no fault is injected", v, gf__error_text);
 }
 
 static void gf__device_env(gf_device *dev) {
     unsigned hang = gf__env_ms("GPUFLOW_HANG_MS", 86400000u);   /* a day at most */
     const char *trace = getenv("GPUFLOW_TRACE");
     gf__env_unknown();
+    gf__env_faults();
     if (trace && *trace) {
         size_t n = strlen(trace) + 1;
         if ((dev->trace_path = (char *)gf__malloc(n)) != NULL && gf_profiler_enable(dev, GF_PROFILE_ON) == GF_OK) {
@@ -2795,6 +2856,7 @@ GPUFLOW_IMPL gf_result gf_device_synchronize(gf_device *dev) {
     gf_result r;
     GF__CHECK(dev, GF__T_DEVICE);
     if ((r = gf__refuse_self_wait(__func__, dev, NULL)) != GF_OK) return r;
+    if ((r = GF__FAULT_POINT(dev, GF__FK_SYNC, __func__)) != GF_OK) return r;
     r = gf__streams_visit(dev, gf__visit_sync, NULL, 0);
     gf__retired_collect(dev, 0);   /* what waited for the work just finished */
     return r;
@@ -3128,13 +3190,28 @@ static gf_result gf__sync_each(gf_stream *s, const gf__cmd *c) {
                     c->kind == GF__CMD_LAUNCH ? "'" : "", s->label, gf__error_text);
 }
 
-/* The one path by which work reaches a stream: recorded when it captures, else run. */
+/* Which faults-on-demand count a command answers to. */
+static int gf__fault_kind_of(const gf__cmd *c) {
+    switch (c->kind) {
+    case GF__CMD_LAUNCH: return GF__FK_LAUNCH;
+    case GF__CMD_COPY: case GF__CMD_COPY_2D: return GF__FK_COPY;
+    case GF__CMD_FILL: return GF__FK_FILL;
+    default: return GF__FK_OP;
+    }
+}
+
+/* The one path by which work reaches a stream: recorded when it captures, else run (unless
+   faults on demand fail it first). */
 static gf_result gf__submit(gf_stream *s, const gf__cmd *c) {
     gf_result r;
     int capturing;
     if (s->dev->fork_count != gf__fork_count) return gf__refuse_forked(s->dev, "gpuflow: enqueue");
     gf__lock(&s->lock);
     capturing = s->capture != NULL;
+    if (!capturing && (r = GF__FAULT_POINT(s->dev, gf__fault_kind_of(c), gf__op_name(gf__cmd_op(c)))) != GF_OK) {
+        gf__unlock(&s->lock);
+        return r;
+    }
     r = capturing ? gf__capture_add(s, c) : gf__exec_counted(s, c);
     gf__unlock(&s->lock);
     if (r == GF_OK && s->dev->sync_each && !capturing) r = gf__sync_each(s, c);
@@ -3273,6 +3350,7 @@ static gf_result gf__refuse_in_capture(gf_stream *s, const char *fn) {
 GPUFLOW_IMPL gf_result gf_stream_synchronize(gf_stream *s) {
     gf_result r;
     GF__CHECK(s, GF__T_STREAM);
+    if ((r = GF__FAULT_POINT(s->dev, GF__FK_SYNC, __func__)) != GF_OK) return r;
     if ((r = gf__refuse_self_wait(__func__, s->dev, s)) != GF_OK) return r;
     if ((r = gf__refuse_in_capture(s, __func__)) != GF_OK) return r;
     r = gf__stream_sync(s);
@@ -3305,6 +3383,7 @@ static gf_result gf__stream_query_settled(void *p) {
 GPUFLOW_IMPL gf_result gf_stream_synchronize_timeout(gf_stream *s, unsigned timeout_ms) {
     gf_result r;
     GF__CHECK(s, GF__T_STREAM);
+    if ((r = GF__FAULT_POINT(s->dev, GF__FK_SYNC, __func__)) != GF_OK) return r;
     if ((r = gf__refuse_in_capture(s, __func__)) != GF_OK) return r;
     if ((r = gf__poll(gf__stream_query_settled, s, timeout_ms)) == GF_TIMEOUT)
         return gf__fail(GF_TIMEOUT, "gf_stream_synchronize_timeout: stream '%s' still had work after %u ms", s->label, timeout_ms);
@@ -3428,6 +3507,7 @@ static gf_result gf__buffer_new(gf_device *dev, size_t bytes, gf_memory_kind kin
 }
 
 GPUFLOW_IMPL gf_result gf_buffer_create_desc(gf_device *dev, const gf_buffer_desc *desc, gf_buffer **out) {
+    gf_result r;
     GF__CHECK(dev, GF__T_DEVICE);
     GF__CHECK_OUT(out);
     GF__CHECK_OUT(desc);
@@ -3440,6 +3520,7 @@ GPUFLOW_IMPL gf_result gf_buffer_create_desc(gf_device *dev, const gf_buffer_des
         return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_buffer_create: a managed buffer cannot be exportable");
     if (desc->exportable && !(dev->be->external_types ? dev->be->external_types(dev, GF__EXT_EXPORT_MEMORY) : 0))
         return gf__fail(GF_ERROR_NOT_SUPPORTED, "gf_buffer_create: the %s backend (device '%s') exports no memory", dev->be->name, dev->info.name);
+    if ((r = GF__FAULT_POINT(dev, GF__FK_BUFFER, "gf_buffer_create")) != GF_OK) return r;
     return gf__buffer_new_as(dev, desc->size, desc->managed ? GF_MEMORY_MANAGED : GF_MEMORY_DEVICE, desc->exportable != 0, out);
 }
 
@@ -4146,6 +4227,7 @@ GPUFLOW_IMPL gf_result gf_event_synchronize(gf_event *ev) {
     gf_result r;
     GF__CHECK(ev, GF__T_EVENT);
     if ((r = gf__event_check_wait(__func__, ev)) != GF_OK) return r;
+    if ((r = GF__FAULT_POINT(ev->dev, GF__FK_SYNC, __func__)) != GF_OK) return r;
     if ((r = gf__refuse_forked(ev->dev, __func__)) != GF_OK) return r;
     if (!gf__atomic_load_int(&ev->recorded)) return GF_OK;
     if (gf__callback_stream && gf__callback_stream->dev == ev->dev &&
@@ -4168,6 +4250,7 @@ GPUFLOW_IMPL gf_result gf_event_synchronize_timeout(gf_event *ev, unsigned timeo
     gf_result r;
     GF__CHECK(ev, GF__T_EVENT);
     if ((r = gf__event_check_wait(__func__, ev)) != GF_OK) return r;
+    if ((r = GF__FAULT_POINT(ev->dev, GF__FK_SYNC, __func__)) != GF_OK) return r;
     if (!gf__atomic_load_int(&ev->recorded)) return GF_OK;
     if ((r = gf__poll(gf__event_query_backend, ev, timeout_ms)) == GF_TIMEOUT)
         return gf__fail(GF_TIMEOUT, "gf_event_synchronize_timeout: the event's work had not completed after %u ms", timeout_ms);
@@ -5326,6 +5409,7 @@ GPUFLOW_IMPL gf_result gf_buffer_create_async(gf_stream *s, size_t bytes, gf_buf
     GF__CHECK_OUT(out);
     *out = NULL;
     if (bytes == 0) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_buffer_create_async: size is 0");
+    if ((r = GF__FAULT_POINT(s->dev, GF__FK_BUFFER, "gf_buffer_create_async")) != GF_OK) return r;
     be = s->dev->be;
     gf__lock(&s->lock);
     if (s->capture && s->capture->graph->pool) {
@@ -7549,6 +7633,141 @@ GPUFLOW_IMPL void gf_semaphore_destroy(gf_semaphore *sem) {
 /*  Diagnostics: the race detector, hang reports, the profiler. Off the core path: the core  */
 /*  calls in through the forward declarations, and only while a switch is on.  >>diagnostics */
 /* ======================================================================================== */
+/* ---- faults on demand: operations that fail when asked -------------------------------- >>faults */
+/* The rules of gf_faults_set, one table for the process under a spin lock; the hot paths read
+   gf__faults_armed only (and a device's lost flag), so that with no rule set nothing is paid
+   beyond a relaxed load. A match counts the operation for every rule of its kind. */
+static const char *const gf__fault_kind_names[] = { "launch", "copy", "fill", "op", "buffer", "sync", "alloc", "lost" };
+#define GF__FAULT_RULES 16
+typedef struct gf__fault_rule {
+    int kind;
+    char entry[64];                 /* GF__FK_ENTRY: the driver entry point or file operation */
+    uint64_t nth, every;            /* the nth fails; then every `every`th after it (0: none) */
+    int from;                       /* N+: the nth and all after it */
+    uint64_t seen;                  /* operations of its kind counted so far */
+    char text[80];                  /* the rule as given, for messages */
+} gf__fault_rule;
+static struct { gf__spin lock; gf__fault_rule rule[GF__FAULT_RULES]; int count; uint64_t injected; } gf__faults;
+
+/* One rule from text (n characters); 0: not understood. */
+static int gf__fault_parse(const char *text, size_t n, gf__fault_rule *r) {
+    const char *colon = (const char *)memchr(text, ':', n), *p;
+    char number[24];
+    size_t name_n, i;
+    char *end;
+    memset(r, 0, sizeof *r);
+    if (!colon || colon == text || n >= sizeof r->text) return 0;
+    memcpy(r->text, text, n);
+    name_n = (size_t)(colon - text);
+    r->kind = GF__FK_ENTRY;
+    for (i = 0; i < sizeof gf__fault_kind_names / sizeof gf__fault_kind_names[0]; i++)
+        if (strlen(gf__fault_kind_names[i]) == name_n && !strncmp(text, gf__fault_kind_names[i], name_n)) r->kind = (int)i;
+    if (r->kind == GF__FK_ENTRY) {
+        if (name_n >= sizeof r->entry) return 0;
+        for (i = 0; i < name_n; i++)
+            if (!((text[i] >= 'a' && text[i] <= 'z') || (text[i] >= 'A' && text[i] <= 'Z') || (text[i] >= '0' && text[i] <= '9') || text[i] == '_')) return 0;
+        memcpy(r->entry, text, name_n);
+    }
+    p = colon + 1;
+    n -= name_n + 1;
+    if (n == 0 || n >= sizeof number || *p < '0' || *p > '9') return 0;
+    memcpy(number, p, n);
+    number[n] = 0;
+    r->nth = (uint64_t)strtoull(number, &end, 10);
+    if (r->nth == 0) return 0;
+    if (*end == '+' && end[1] == 0) { r->from = 1; return 1; }
+    if (*end == '/') {
+        const char *k = end + 1;
+        if (*k < '0' || *k > '9') return 0;
+        r->every = (uint64_t)strtoull(k, &end, 10);
+        if (r->every == 0) return 0;
+    }
+    return *end == 0 && r->kind != GF__FK_LOST ? 1 : *end == 0 && !r->every;
+}
+
+GPUFLOW_IMPL gf_result gf_faults_set(const char *spec) {
+    gf__fault_rule rules[GF__FAULT_RULES];
+    int count = 0;
+    const char *p = spec ? spec : "";
+    while (*p) {
+        size_t n;
+        while (*p == ',' || *p == ' ') p++;
+        if (!*p) break;
+        n = strcspn(p, ", ");
+        if (count == GF__FAULT_RULES)
+            return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_faults_set: more than %d rules; the rules are unchanged", GF__FAULT_RULES);
+        if (!gf__fault_parse(p, n, &rules[count]))
+            return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_faults_set: '%.*s' is not a rule (WHAT:N, WHAT:N+ or WHAT:N/K; WHAT is "
+                            "launch, copy, fill, op, buffer, sync, alloc, lost (not with /K) or a driver entry's name); the rules are unchanged",
+                            (int)(n < 80 ? n : 80), p);
+        count++;
+        p += n;
+    }
+    gf__spin_lock(&gf__faults.lock);
+    if (count) memcpy(gf__faults.rule, rules, sizeof *rules * (size_t)count);
+    gf__faults.count = count;
+    gf__atomic_store_int(&gf__faults_armed, count > 0);
+    gf__spin_unlock(&gf__faults.lock);
+    return GF_OK;
+}
+GPUFLOW_IMPL uint64_t gf_faults_injected(void) {
+    uint64_t n;
+    gf__spin_lock(&gf__faults.lock);
+    n = gf__faults.injected;
+    gf__spin_unlock(&gf__faults.lock);
+    return n;
+}
+
+/* Counts one operation of kind (entry: its name, for GF__FK_ENTRY) against the rules; which
+   rule fires goes to why. Returns 0, GF__FK_LOST when a lost rule fired, or 1. */
+static int gf__fault_count(int kind, const char *entry, char *why, size_t cap) {
+    int i, hit = 0;
+    if (!gf__atomic_load_int(&gf__faults_armed)) return 0;
+    gf__spin_lock(&gf__faults.lock);
+    for (i = 0; i < gf__faults.count; i++) {
+        gf__fault_rule *r = &gf__faults.rule[i];
+        uint64_t n;
+        int counted = r->kind == kind || (r->kind == GF__FK_OP && kind <= GF__FK_FILL) ||
+                      (r->kind == GF__FK_LOST && kind <= GF__FK_SYNC);
+        if (kind == GF__FK_ENTRY) counted = r->kind == GF__FK_ENTRY && entry && !strcmp(r->entry, entry);
+        if (!counted) continue;
+        n = ++r->seen;
+        if (n == r->nth || (r->from && n > r->nth) || (r->every && n > r->nth && (n - r->nth) % r->every == 0)) {
+            if (!hit && why) snprintf(why, cap, "GPUFLOW_FAULTS: this %s is number %llu, which rule '%s' fails",
+                                      kind == GF__FK_ENTRY ? entry : gf__fault_kind_names[kind], (unsigned long long)n, r->text);
+            hit = r->kind == GF__FK_LOST ? GF__FK_LOST : (hit ? hit : 1);
+        }
+    }
+    if (hit) gf__faults.injected++;
+    gf__spin_unlock(&gf__faults.lock);
+    return hit;
+}
+static int gf__fault_alloc(void) { return gf__fault_count(GF__FK_ALLOC, NULL, NULL, 0) != 0; }
+#if !defined(GPUFLOW_FAULT_INJECTION)
+static int gf__fault_entry(const char *entry) {
+    char why[160];
+    if (!gf__fault_count(GF__FK_ENTRY, entry, why, sizeof why)) return 0;
+    gf__notice(GF_LOG_INFO, "gpuflow: %s", why);
+    return 1;
+}
+#endif
+/* A device operation of kind: GF_OK, or the failure asked for (a lost device fails all). Only
+   through GF__FAULT_POINT (>>forward). */
+static gf_result gf__fault_point(gf_device *dev, int kind, const char *fn) {
+    char why[160];
+    int hit;
+    if (gf__atomic_load_int(&dev->lost))
+        return gf__fail(GF_ERROR_DEVICE_LOST, "%s: device '%s' is lost (GPUFLOW_FAULTS made it so at operation %llu): close it",
+                        fn, dev->info.name, (unsigned long long)dev->lost_at);
+    if (!(hit = gf__fault_count(kind, NULL, why, sizeof why))) return GF_OK;
+    if (hit == GF__FK_LOST) {
+        dev->lost_at = gf_faults_injected();
+        gf__atomic_store_int(&dev->lost, 1);
+        return gf__fail(GF_ERROR_DEVICE_LOST, "%s: %s: device '%s' is lost from now on", fn, why, dev->info.name);
+    }
+    return gf__fail(kind == GF__FK_BUFFER ? GF_ERROR_OUT_OF_MEMORY : GF_ERROR_DRIVER, "%s: %s", fn, why);
+}
+
 /* ---- race detector: happens-before over streams, by byte range ----------------------- >>races */
 /* Vector clocks: each stream has a slot and a clock per slot; an operation on stream t ticks
    t's own entry; an event record copies the recording stream's clock, a wait joins it into the

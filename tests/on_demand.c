@@ -1,0 +1,238 @@
+/* Faults on demand (issue "For the people who build on gpuflow every day"): gf_faults_set and
+   GPUFLOW_FAULTS make chosen operations fail, in an ordinary build (no test hook), so that a
+   program's recovery paths run on any machine.
+
+     rules      what is not a rule is refused by name and leaves the rules as they were; NULL
+                clears them
+     kinds      launch:N, copy:N/K, fill:N+, buffer:N, sync:N, alloc:N, op:N: exactly the
+                operations named fail, with the code the issue gives and a message that says
+                GPUFLOW_FAULTS and the rule; the others run and their results are right;
+                captured work is not counted, a graph's replay counts as one operation
+     lost       lost:N: that operation and every later one on the device return
+                GF_ERROR_DEVICE_LOST; another device goes on; the lost one still closes
+     entries    a driver entry point by name (OpenCL: clEnqueueNDRangeKernel; CUDA:
+                cuLaunchKernel) fails as the driver's call would, named
+     env        GPUFLOW_FAULTS in the environment of a new process (this program again)
+
+   usage: on_demand stub|opencl|cuda|hip       (on_demand --env-child BACKEND: the child) */
+#define _POSIX_C_SOURCE 200809L
+#define GPUFLOW_IMPLEMENTATION
+#include "backends.h"
+#include "harness.h"
+#include "test_kernels.h"
+#include <stdlib.h>
+#include <unistd.h>
+
+#define N 256u
+static gf_device *dev;
+static gf_stream *s;
+static gf_kernel *fill, *add;
+static gf_buffer *buf;
+
+static gf_launch_dims dims_n(void)
+{
+    gf_launch_dims d;
+    memset(&d, 0, sizeof d);
+    d.grid[0] = N / 64; d.grid[1] = d.grid[2] = 1;
+    d.block[0] = 64; d.block[1] = d.block[2] = 1;
+    return d;
+}
+static gf_result launch(gf_kernel *k, uint32_t v)
+{
+    uint32_t n = N;
+    gf_arg args[3] = { GF_ARG_BUFFER(buf), GF_ARG(n), GF_ARG(v) };
+    return gf_launch(s, k, dims_n(), args, 3);
+}
+static int said(const char *words) { return strstr(gf_last_error(), words) != NULL; }
+static uint32_t first_word(void)
+{
+    uint32_t v = 0xdeadbeefu;   /* after s's work: the blocking copy orders after nothing */
+    if (gf_copy_to_host_async(s, &v, buf, 0, sizeof v) != GF_OK || gf_stream_synchronize(s) != GF_OK) return 0xdeadbeefu;
+    return v;
+}
+
+static void test_rules(void)
+{
+    CHECK_FAIL(gf_faults_set("launch"), GF_ERROR_INVALID_ARGUMENT);
+    CHECK(said("'launch' is not a rule"), "rules: a rule without a count is named");
+    CHECK_FAIL(gf_faults_set("launch:0"), GF_ERROR_INVALID_ARGUMENT);
+    CHECK_FAIL(gf_faults_set("launch:2x"), GF_ERROR_INVALID_ARGUMENT);
+    CHECK_FAIL(gf_faults_set("lost:2/3"), GF_ERROR_INVALID_ARGUMENT);
+    CHECK_FAIL(gf_faults_set("copy:1,bad name:2"), GF_ERROR_INVALID_ARGUMENT);
+    CHECK(said("'bad"), "rules: the first rule not understood is named");
+    CHECK_EQ_RESULT(gf_faults_set("launch:2"), GF_OK);
+    CHECK_FAIL(gf_faults_set("launch:1,launch:"), GF_ERROR_INVALID_ARGUMENT);   /* refused: launch:2 stays */
+    CHECK_EQ_RESULT(launch(fill, 1), GF_OK);
+    CHECK_FAIL(launch(fill, 2), GF_ERROR_DRIVER);
+    CHECK(said("GPUFLOW_FAULTS") && said("launch:2"), "rules: a refused set leaves the rules as they were");
+    CHECK_EQ_RESULT(gf_faults_set(NULL), GF_OK);
+    CHECK_EQ_RESULT(launch(fill, 3), GF_OK);
+    CHECK(first_word() == 3, "rules: cleared, launches run again");
+}
+
+static void test_kinds(void)
+{
+    uint64_t before = gf_faults_injected();
+    int i, ok = 1;
+    uint32_t words[4];
+    gf_buffer *b2 = NULL, *b3 = NULL;
+    gf_stream *extra = NULL;
+    gf_graph *g = NULL;
+    /* launch:3 -- the third launch alone; the kernels that ran left their results */
+    CHECK_EQ_RESULT(gf_faults_set("launch:3"), GF_OK);
+    CHECK_EQ_RESULT(launch(fill, 10), GF_OK);
+    CHECK_EQ_RESULT(launch(add, 1), GF_OK);
+    CHECK_FAIL(launch(add, 100), GF_ERROR_DRIVER);
+    CHECK(said("launch is number 3") && said("'launch:3'"), "launch:3: the message says which rule");
+    CHECK_EQ_RESULT(launch(add, 1), GF_OK);
+    { uint32_t w = first_word(); CHECK(w == 12, "launch:3: the failed launch did nothing, the others ran"); if (w != 12) printf("  first word %u\n", w); }
+    /* copy:2/2 -- copies 2, 4, 6 */
+    CHECK_EQ_RESULT(gf_faults_set("copy:2/2"), GF_OK);
+    for (i = 1; i <= 6; i++) {
+        gf_result r = gf_copy_to_host_async(s, words, buf, 0, sizeof words);
+        ok &= r == (i % 2 == 0 ? GF_ERROR_DRIVER : GF_OK);
+    }
+    CHECK(ok, "copy:2/2: copies 2, 4 and 6 fail, 1, 3 and 5 run");
+    CHECK_EQ_RESULT(gf_stream_synchronize(s), GF_OK);
+    CHECK(words[0] == 12, "copy:2/2: what ran is right");
+    /* fill:1+ -- every fill from the first */
+    CHECK_EQ_RESULT(gf_faults_set("fill:1+"), GF_OK);
+    for (ok = 1, i = 0; i < 3; i++) ok &= gf_fill32_async(s, buf, 0, 7u, N) == GF_ERROR_DRIVER;
+    CHECK(ok, "fill:1+: every fill fails");
+    CHECK(first_word() == 12, "fill:1+: none of them ran");
+    /* buffer:2 -- the second buffer; nothing left behind */
+    CHECK_EQ_RESULT(gf_faults_set("buffer:2"), GF_OK);
+    CHECK_EQ_RESULT(gf_buffer_create(dev, 64, &b2), GF_OK);
+    CHECK_FAIL(gf_buffer_create(dev, 64, &b3), GF_ERROR_OUT_OF_MEMORY);
+    CHECK(b3 == NULL, "buffer:2: no buffer comes out");
+    if (b2) gf_buffer_destroy(b2);
+    /* sync:1 -- one host wait; the next waits */
+    CHECK_EQ_RESULT(gf_faults_set("sync:1"), GF_OK);
+    CHECK_EQ_RESULT(launch(add, 1), GF_OK);
+    CHECK_FAIL(gf_stream_synchronize(s), GF_ERROR_DRIVER);
+    CHECK_EQ_RESULT(gf_stream_synchronize(s), GF_OK);
+    /* alloc:1 -- the library's next host allocation (a stream's) */
+    CHECK_EQ_RESULT(gf_faults_set("alloc:1"), GF_OK);
+    CHECK_FAIL(gf_stream_create(dev, NULL, &extra), GF_ERROR_OUT_OF_MEMORY);
+    CHECK(extra == NULL, "alloc:1: the stream whose memory failed is not made");
+    CHECK_EQ_RESULT(gf_faults_set(NULL), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_create(dev, NULL, &extra), GF_OK);
+    if (extra) gf_stream_destroy(extra);
+    /* op:2 with a capture: captured work is not counted, a replay is one operation */
+    CHECK_EQ_RESULT(gf_faults_set("op:2"), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_begin_capture(s, GF_CAPTURE_GLOBAL), GF_OK);
+    CHECK_EQ_RESULT(launch(add, 1), GF_OK);
+    CHECK_EQ_RESULT(launch(add, 1), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_end_capture(s, &g), GF_OK);
+    if (g) {
+        CHECK_EQ_RESULT(gf_graph_launch(g, s), GF_OK);           /* op 1 */
+        CHECK_FAIL(gf_graph_launch(g, s), GF_ERROR_DRIVER);      /* op 2 */
+        CHECK_EQ_RESULT(gf_graph_launch(g, s), GF_OK);           /* op 3 */
+        CHECK(first_word() == 17, "op:2: the capture's launches were not counted; two of three replays ran");
+        gf_graph_destroy(g);
+    }
+    CHECK_EQ_RESULT(gf_faults_set(NULL), GF_OK);
+    CHECK(gf_faults_injected() - before == 11, "gf_faults_injected counts every failure injected (1 + 3 + 3 + 1 + 1 + 1 + 1)");
+    printf("  injected so far: %llu\n", (unsigned long long)(gf_faults_injected() - before));
+}
+
+static void test_lost(gf_backend backend)
+{
+    gf_device *other = NULL;
+    gf_stream *os = NULL;
+    gf_buffer *ob = NULL, *nb = NULL;
+    uint32_t v = 0;
+    CHECK_EQ_RESULT(gf_faults_set("lost:3"), GF_OK);
+    CHECK_EQ_RESULT(launch(add, 1), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_synchronize(s), GF_OK);
+    CHECK_FAIL(launch(add, 1), GF_ERROR_DEVICE_LOST);
+    CHECK(said("is lost from now on"), "lost:3: the third operation loses the device, and says so");
+    CHECK_EQ_RESULT(gf_faults_set(NULL), GF_OK);   /* the device stays lost */
+    CHECK_FAIL(gf_copy_to_host_async(s, &v, buf, 0, 4), GF_ERROR_DEVICE_LOST);
+    CHECK_FAIL(gf_fill32_async(s, buf, 0, 1u, 1), GF_ERROR_DEVICE_LOST);
+    CHECK_FAIL(gf_stream_synchronize(s), GF_ERROR_DEVICE_LOST);
+    CHECK_FAIL(gf_device_synchronize(dev), GF_ERROR_DEVICE_LOST);
+    CHECK_FAIL(gf_buffer_create(dev, 64, &nb), GF_ERROR_DEVICE_LOST);
+    CHECK(said("close it"), "lost: later calls say the device is lost and to close it");
+    /* another device of the backend goes on */
+    if (gf_device_open(backend, 0, &other) == GF_OK) {
+        CHECK_EQ_RESULT(gf_stream_create(other, NULL, &os), GF_OK);
+        CHECK_EQ_RESULT(gf_buffer_create(other, 64, &ob), GF_OK);
+        if (os && ob) {
+            CHECK_EQ_RESULT(gf_fill32_async(os, ob, 0, 5u, 16), GF_OK);
+            CHECK_EQ_RESULT(gf_copy_to_host_async(os, &v, ob, 0, 4), GF_OK);
+            CHECK_EQ_RESULT(gf_stream_synchronize(os), GF_OK);
+            CHECK(v == 5, "lost: a second device works on");
+        }
+        if (ob) gf_buffer_destroy(ob);
+        if (os) gf_stream_destroy(os);
+        gf_device_close(other);
+    }
+}
+
+static void test_entry(gf_backend backend)
+{
+    const char *entry = backend == GF_BACKEND_OPENCL ? "clEnqueueNDRangeKernel" : backend == GF_BACKEND_CUDA ? "cuLaunchKernel"
+                      : backend == GF_BACKEND_HIP ? "hipModuleLaunchKernel" : NULL;
+    char rule[64];
+    if (!entry) { SKIP("entries: the stub calls no driver"); return; }
+    snprintf(rule, sizeof rule, "%s:2", entry);
+    CHECK_EQ_RESULT(gf_faults_set(rule), GF_OK);
+    CHECK_EQ_RESULT(launch(fill, 4), GF_OK);
+    CHECK(launch(fill, 5) != GF_OK && said(entry), "entries: the named driver call fails as the driver's would, and is named");
+    CHECK_EQ_RESULT(gf_faults_set(NULL), GF_OK);
+    CHECK_EQ_RESULT(launch(fill, 6), GF_OK);
+    CHECK(first_word() == 6, "entries: the device works on");
+}
+
+static int env_child(gf_backend backend)
+{
+    gf_device *d = NULL;
+    gf_buffer *a = NULL, *b = NULL;
+    if (gf_device_open(backend, 0, &d) != GF_OK) return 3;
+    if (gf_buffer_create(d, 64, &a) != GF_OK) return 4;
+    if (gf_buffer_create(d, 64, &b) != GF_ERROR_OUT_OF_MEMORY || !strstr(gf_last_error(), "GPUFLOW_FAULTS")) return 5;
+    gf_buffer_destroy(a);
+    gf_device_close(d);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    gf_backend backend;
+    const char *name;
+    gf_module *mod = NULL;
+    gf_result r;
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    if (argc == 3 && !strcmp(argv[1], "--env-child")) {
+        char *sub[2];
+        sub[0] = argv[0]; sub[1] = argv[2];
+        return th_backend_arg(2, sub, &backend) ? env_child(backend) : 2;
+    }
+    if (!(name = th_backend_arg(argc, argv, &backend))) return 2;
+    r = gf_device_open(backend, 0, &dev);
+    if (r == GF_ERROR_BACKEND_UNAVAILABLE || r == GF_ERROR_NO_DEVICE) {
+        printf("notice: on_demand %s skipped: %s\n", name, gf_last_error());
+        SKIP("backend not compiled in or no device here");
+        return th_finish();
+    }
+    printf("faults on demand on %s: %s\n", name, gf_device_name(dev));
+    CHECK_EQ_RESULT(gf_stream_create(dev, NULL, &s), GF_OK);
+    CHECK_EQ_RESULT(gf_buffer_create(dev, N * 4, &buf), GF_OK);
+    CHECK_EQ_RESULT(gf_module_load(dev, &tk_module, &mod), GF_OK);
+    if (mod) { CHECK_EQ_RESULT(gf_kernel_get(mod, "fill_u32", &fill), GF_OK); CHECK_EQ_RESULT(gf_kernel_get(mod, "add_u32", &add), GF_OK); }
+    if (s && buf && fill && add) {
+        char cmd[4096];
+        test_rules();
+        test_kinds();
+        test_entry(backend);
+        snprintf(cmd, sizeof cmd, "GPUFLOW_FAULTS=buffer:2 GPUFLOW_LOG=off '%s' --env-child %s", argv[0], name);
+        CHECK(system(cmd) == 0, "env: GPUFLOW_FAULTS=buffer:2 fails a new process's second buffer");
+        test_lost(backend);   /* last: the device stays lost */
+    }
+    if (mod) gf_module_destroy(mod);
+    if (buf) gf_buffer_destroy(buf);
+    if (s) gf_stream_destroy(s);
+    gf_device_close(dev);
+    return th_finish();
+}
