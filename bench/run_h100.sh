@@ -9,7 +9,7 @@
 # (default 360) and each step's timeout is cut to what is left of that budget.
 #
 # What it runs, in order:
-#   1. builds cuda_bench, threads_bench, race_bench, core_bench (CUDA) and opencl_bench with gcc -O2
+#   1. builds cuda_bench, threads_bench, race_bench, core_bench (CUDA), opencl_bench and kernel_bench with gcc -O2
 #   2. the GPU and host as they are (nvidia-smi)
 #   3. like for like: each cuda_bench section in a fresh process of its own
 #      (cuda_bench --machine --only S), and each peer section likewise
@@ -20,7 +20,8 @@
 #      graph with new streams; launch, a 3 s pause, graph; graph in a fresh process right after
 #      a launch-only process; PyTorch's launch then graph in one process
 #   5. threads_bench (1, 2, 4, 8, 16 threads), race_bench cuda and stub, core_bench on CUDA,
-#      opencl_bench on NVIDIA's OpenCL
+#      opencl_bench on NVIDIA's OpenCL; kernel_bench (kernels written once vs by hand: nvcc -O3,
+#      hand-written OpenCL C on NVIDIA's OpenCL; module load cold and warm)
 #   6. a second fresh-process round of launch, probe and graph (run-to-run spread)
 set -u
 cd "$(dirname "$0")/.." || exit 1
@@ -74,9 +75,9 @@ build() {   # build NAME EXTRA-FLAGS
         || echo "build of $1 failed" >> "$RUNS/build_$1.txt"
 }
 build cuda_bench "" & build threads_bench "" & build race_bench "" & build core_bench "-DGPUFLOW_CUDA" &
-build opencl_bench "" &
+build opencl_bench "" & build kernel_bench "" &
 wait
-for f in cuda_bench threads_bench race_bench core_bench opencl_bench; do
+for f in cuda_bench threads_bench race_bench core_bench opencl_bench kernel_bench; do
     if [ -x "$B/$f" ] && ! grep -q "build of" "$RUNS/build_$f.txt"; then
         w=$(grep -c "warning:" "$RUNS/build_$f.txt"); say "built $f ($w warnings)"
     else
@@ -137,6 +138,7 @@ if have opencl_bench; then
         ocl_lib=""   # the ICD loader: the system's, else the one the CUDA toolkit ships
         ldconfig -p 2>/dev/null | grep -q 'libOpenCL.so.1' || ocl_lib=$(dirname "$CUDA_INC")/lib64
         step opencl_nvidia 90 env OCL_ICD_VENDORS="$ROOT/build/icd" LD_LIBRARY_PATH="${ocl_lib}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$B/opencl_bench"
+        have kernel_bench && step kernels 120 env OCL_ICD_VENDORS="$ROOT/build/icd" LD_LIBRARY_PATH="${ocl_lib}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$B/kernel_bench"
     else
         say "== opencl_nvidia: SKIPPED (no libnvidia-opencl.so.1 found)"
     fi
@@ -177,6 +179,8 @@ pick() {   # pick FILE PATTERN: matching lines of one step's output, if it ran (
     pick core_cuda 'ratio|graph:'
     echo "-- opencl_bench on NVIDIA"
     pick opencl_nvidia 'ratio|us per launch|GB/s|on '
+    echo "-- kernels written once vs by hand (kernel_bench)"
+    [ -f "$R/kernels.txt" ] && grep -vE '^ *$' "$R/kernels.txt" | sed -E 's/ {3,}/  /g'
     echo "-- second round (fresh processes)"
     for s in launch probe graph; do pick "again_cuda_$s" '(launch_empty_us|launch_2args_us|probe_empty32_Mlps|probe_vs_raw|graph_replay_per_node_us) '; done
     echo "-- steps"
