@@ -367,10 +367,12 @@ typedef struct gf_capture_desc {
     gf_graph_pool *pool;          /* NULL: the graph's allocations are its own */
 } gf_capture_desc;
 
+typedef struct gf_budget gf_budget;
 typedef struct gf_buffer_desc {
     size_t size;                  /* required */
     int managed;                  /* unified (managed) memory, where the device has it (default off) */
     int exportable;               /* memory gf_buffer_export can hand out (default off; see interop) */
+    gf_budget *budget;            /* charged to this budget, of the same device (default none) */
 } gf_buffer_desc;
 
 /* A 2D copy (gf_copy_2d_async): height rows of width bytes. Each side is a buffer (with an
@@ -394,10 +396,20 @@ typedef enum gf_memory_kind {
     GF_MEMORY_KIND_COUNT
 } gf_memory_kind;
 typedef struct gf_memory_counter { uint64_t bytes, peak_bytes, count, peak_count; } gf_memory_counter;
+/* A memory budget's figures (gf_budget_get_stats; the device's first GF_MEMORY_BUDGETS in
+   gf_memory_stats). */
+typedef struct gf_budget_stats {
+    char label[64];
+    uint64_t limit, bytes, peak_bytes, count;   /* count: buffers charged to it now */
+    uint64_t refused;             /* allocations it refused */
+} gf_budget_stats;
+#define GF_MEMORY_BUDGETS 8
 typedef struct gf_memory_stats {
     gf_memory_counter kind[GF_MEMORY_KIND_COUNT];
     uint64_t device_bytes;        /* DEVICE + MANAGED + ASYNC + CACHED + PENDING: what the limit is held against */
     uint64_t limit;               /* gf_device_set_memory_limit; 0: none */
+    int budget_count;             /* the device's live budgets (the first GF_MEMORY_BUDGETS below) */
+    gf_budget_stats budgets[GF_MEMORY_BUDGETS];
 } gf_memory_stats;
 
 /* A process-wide host allocator (gf_set_allocator), for programs that account host memory by
@@ -716,6 +728,28 @@ GPUFLOW_API gf_result gf_device_set_memory_limit(gf_device *dev, size_t bytes); 
 GPUFLOW_API gf_result gf_device_trim(gf_device *dev, size_t keep_bytes);
 GPUFLOW_API void      gf_set_allocator(const gf_allocator *allocator);             /* NULL: back to the macros */
 
+/* Memory budgets: a label and a byte limit that buffers created with gf_buffer_desc.budget
+   are charged to, from their create to their destroy. A buffer that would take the budget
+   past its limit is refused (GF_ERROR_OUT_OF_MEMORY, naming the budget); the callback hears
+   of it, and of each crossing of warn_at (a fraction of the limit) upward. The callback runs
+   on the allocating thread after the allocation is decided, with no gpuflow lock held (it may
+   destroy buffers; not the budget). Per-budget figures: gf_budget_get_stats, the device's
+   gf_memory_stats, and (with the profiler on) a counter per budget in the trace. A budget
+   destroyed while buffers are charged to it stays until they go (its stats no longer read).
+   Codes: GF_ERROR_INVALID_ARGUMENT (no label, limit 0, warn_at outside 0..1), GF_ERROR_WRONG_DEVICE
+   (a budget of another device in a buffer desc). */
+typedef enum gf_budget_event { GF_BUDGET_CROSSED = 1, GF_BUDGET_REFUSED = 2 } gf_budget_event;
+typedef void (*gf_budget_fn)(void *user, gf_budget *budget, gf_budget_event event, uint64_t bytes_used, uint64_t bytes_asked);
+typedef struct gf_budget_desc {
+    const char *label;            /* required: names it in messages, stats and the trace */
+    uint64_t limit;               /* required, bytes */
+    float warn_at;                /* fraction of limit (default 0: 0.9) */
+    gf_budget_fn fn; void *user;  /* optional */
+} gf_budget_desc;
+GPUFLOW_API gf_result gf_budget_create(gf_device *dev, const gf_budget_desc *desc, gf_budget **out);
+GPUFLOW_API gf_result gf_budget_get_stats(gf_budget *budget, gf_budget_stats *out);
+GPUFLOW_API void      gf_budget_destroy(gf_budget *budget);
+
 /* ---- interop: native handles out and in -------------------------------------------------- */
 /* Out: CUDA CUcontext / CUstream / CUdeviceptr / CUevent / CUfunction; HIP device index /
    hipStream_t / device pointer / hipEvent_t / hipFunction_t; OpenCL cl_context (and
@@ -868,6 +902,26 @@ GPUFLOW_API gf_stream *gf_stream_set_get(gf_stream_set *set, size_t i);
 GPUFLOW_API gf_result  gf_stream_set_next(gf_stream_set *set, size_t i, gf_stream **out);
 GPUFLOW_API gf_result  gf_stream_set_synchronize(gf_stream_set *set);
 GPUFLOW_API void       gf_stream_set_destroy(gf_stream_set *set);
+/* Frames: each gf_stream_set_next begins a frame (a round of the set) on its slot; it ends at
+   gf_stream_set_end_frame or at the next gf_stream_set_next. gf_stream_set_frames says, without
+   waiting, how many frames began, how many the device has completed, how many are in flight
+   (begun and not known complete, the open one included) and the last completed frame's time
+   on the device (from its first operation to its end, by events). gf_stream_set_wait_frames
+   paces the host as engines do: it returns once at most max_in_flight frames are in flight,
+   or GF_TIMEOUT after timeout_ms; a frame still open cannot complete, so a wait that would
+   need it is GF_ERROR_INVALID_STATE (end it first). Thread-safe (the set's lock); not from a
+   callback of the set's streams. */
+typedef struct gf_frame_info {
+    uint64_t frames;              /* begun */
+    uint64_t completed;           /* known complete on the device */
+    uint64_t in_flight;           /* frames - completed */
+    int open;                     /* the latest frame has not ended */
+    uint64_t last_frame;          /* the latest completed frame's number (from 0) */
+    float last_gpu_ms;            /* its time on the device (0: none completed yet) */
+} gf_frame_info;
+GPUFLOW_API gf_result  gf_stream_set_end_frame(gf_stream_set *set);
+GPUFLOW_API gf_result  gf_stream_set_frames(gf_stream_set *set, gf_frame_info *out);
+GPUFLOW_API gf_result  gf_stream_set_wait_frames(gf_stream_set *set, int max_in_flight, unsigned timeout_ms);
 
 /* ---- barriers ------------------------------------------------------------------------ */
 /* The streams may belong to several devices (waits across devices, see "more than one
@@ -1493,7 +1547,7 @@ static void gf__spin_unlock(gf__spin *l) { gf__atomic_store_int(l, 0); }
 typedef enum gf__type {
     GF__T_DEAD = 0, GF__T_PENDING = 1 /* a graph still being captured */, GF__T_DEVICE = 0x67660001, GF__T_BUFFER, GF__T_STREAM, GF__T_EVENT,
     GF__T_EVENT_POOL, GF__T_STREAM_POOL, GF__T_STREAM_SET, GF__T_FLOW, GF__T_GRAPH,
-    GF__T_MODULE, GF__T_KERNEL, GF__T_GRAPH_POOL, GF__T_SEMAPHORE
+    GF__T_MODULE, GF__T_KERNEL, GF__T_GRAPH_POOL, GF__T_SEMAPHORE, GF__T_BUDGET
 } gf__type;
 
 typedef struct gf__backend gf__backend;
@@ -1530,7 +1584,7 @@ struct gf_device {
     uint64_t next_id;
     uint64_t next_label;            /* "stream N" counts the streams the program made */
     unsigned fork_count;            /* gf__fork_count when opened: a child of fork() differs */
-    int live[GF__T_SEMAPHORE - GF__T_DEVICE + 1];   /* atomic: objects the program made, by type */
+    int live[GF__T_BUDGET - GF__T_DEVICE + 1];   /* atomic: objects the program made, by type */
     gf__capture *captures;          /* in progress */
     gf__profiler *profiler;         /* made by the first gf_profiler_enable, kept until close */
     int profiling;                  /* atomic: operations are being timed */
@@ -1548,6 +1602,7 @@ struct gf_device {
     gf_memory_counter mem[GF_MEMORY_KIND_COUNT];
     uint64_t mem_limit;             /* 0: none */
     gf__pinned *pinned; int pinned_count, pinned_cap;
+    struct gf_budget **budgets; int budget_count, budget_cap;   /* live budgets, under mem_lock */
     int race_on;                    /* atomic: the race detector checks operations */
     struct gf__race *race;          /* its state, made by the first enable, kept until close */
     unsigned hang_ms;               /* GPUFLOW_HANG_MS: a wait longer than this logs the device state */
@@ -1578,6 +1633,7 @@ struct gf_buffer {
     int borrowed;                   /* wrapped (or a view): the memory is not this handle's to free */
     int exportable;                 /* gf_buffer_desc.exportable: allocated so gf_buffer_export can hand it out */
     void *external;                 /* the backend's state of an import or an exportable allocation */
+    struct gf_budget *budget;       /* charged to it (held) from create to destroy */
     gf_buffer *parent; size_t view_offset;   /* a view: a window on parent's memory */
     int parent_dropped;             /* a retired view whose hold on parent already went */
     int refs;                       /* atomic: the live handle plus each view; the memory goes at 0 */
@@ -2261,6 +2317,7 @@ static gf_result gf__fault_point(gf_device *dev, int kind, const char *fn);
 #define GF__FAULT_POINT(dev, kind, fn) \
     ((gf__atomic_load_int(&gf__faults_armed) | gf__atomic_load_int(&(dev)->lost)) ? gf__fault_point((dev), (kind), (fn)) : GF_OK)
 static void gf__race_op(gf_stream *s, const gf__cmd *c);
+static void gf__budgets_free(gf_device *dev);
 static void gf__race_capture(gf_graph *g, const gf__cmd *c, int launch);
 static void gf__race_retarget(gf_graph *g, int launch, const gf__cmd *c);
 static void gf__race_take(gf_graph *target, const gf_graph *from);
@@ -2328,7 +2385,7 @@ static const char *gf__type_name(gf__type t) {
     case GF__T_STREAM_SET: return "gf_stream_set"; case GF__T_FLOW: return "gf_flow";
     case GF__T_GRAPH: return "gf_graph"; case GF__T_MODULE: return "gf_module";
     case GF__T_KERNEL: return "gf_kernel"; case GF__T_GRAPH_POOL: return "gf_graph_pool";
-    case GF__T_SEMAPHORE: return "gf_semaphore";
+    case GF__T_SEMAPHORE: return "gf_semaphore"; case GF__T_BUDGET: return "gf_budget";
     case GF__T_DEAD: case GF__T_PENDING: break;
     }
     return "object";
@@ -2454,6 +2511,7 @@ static void gf__device_free(gf_device *dev) {
     for (i = 0; i < dev->shell_count; i++) gf__free(dev->shells[i]);
     gf__free(dev->shells);
     gf__free(dev->pinned);
+    gf__budgets_free(dev);
     gf__race_close(dev);
     dev->type = GF__T_DEAD;
     gf__free(dev);
@@ -2714,7 +2772,7 @@ static void gf__report_live(gf_device *dev) {
     static const struct { gf__type type; const char *name; } kinds[] = {
         { GF__T_EVENT, "event" }, { GF__T_EVENT_POOL, "event pool" }, { GF__T_STREAM_POOL, "stream pool" },
         { GF__T_STREAM_SET, "stream set" }, { GF__T_FLOW, "flow" }, { GF__T_GRAPH_POOL, "graph pool" },
-        { GF__T_MODULE, "module" }, { GF__T_SEMAPHORE, "semaphore" }
+        { GF__T_MODULE, "module" }, { GF__T_SEMAPHORE, "semaphore" }, { GF__T_BUDGET, "budget" }
     };
     char text[768];
     gf__text t;
@@ -3411,6 +3469,80 @@ GPUFLOW_IMPL uint64_t gf_stream_id(const gf_stream *s) { return gf__is(s, GF__T_
 GPUFLOW_IMPL gf_device *gf_stream_device(const gf_stream *s) { return gf__is(s, GF__T_STREAM) ? s->dev : NULL; }
 
 /* ---- memory ------------------------------------------------------------------------- >>memory */
+/* Budgets: counted under the device's mem_lock (they change with the memory they count);
+   held by the program's handle and by each buffer charged to them. With the profiler on, each
+   change is kept as a sample (host time, bytes) for the trace's counter. */
+#define GF__BUDGET_SAMPLES 4096
+struct gf_budget {
+    uint32_t type;
+    gf_device *dev;
+    int refs;                       /* under dev->mem_lock */
+    char label[64];
+    uint64_t limit, warn_bytes, bytes, peak_bytes, count, refused;
+    gf_budget_fn fn; void *user;
+    uint64_t (*samples)[2]; int sample_count;   /* (ns since the profiler's base, bytes) */
+};
+static void gf__budget_sample(gf_budget *b) {   /* mem_lock held */
+    GF__HELD(&b->dev->mem_lock);
+    if (!gf__atomic_load_int(&b->dev->profiling) || !b->dev->profiler) return;
+    if (!b->samples && !(b->samples = (uint64_t (*)[2])gf__malloc(sizeof *b->samples * GF__BUDGET_SAMPLES))) return;
+    if (b->sample_count == GF__BUDGET_SAMPLES) return;   /* the trace shows the first ones */
+    b->samples[b->sample_count][0] = gf__now_ns();
+    b->samples[b->sample_count][1] = b->bytes;
+    b->sample_count++;
+}
+static void gf__budget_unref(gf_budget *b) {   /* mem_lock held; the last reference frees it */
+    GF__HELD(&b->dev->mem_lock);
+    if (--b->refs > 0) return;
+    gf__free(b->samples);
+    gf__free(b);
+}
+/* Charges bytes to b before the memory is allocated: refused past its limit. *crossed: the
+   charge crossed warn_bytes upward (the caller tells the callback once the buffer is made). */
+static gf_result gf__budget_charge(gf_budget *b, uint64_t bytes, int *crossed) {
+    uint64_t used;
+    gf__spin_lock(&b->dev->mem_lock);
+    used = b->bytes;
+    if (bytes > b->limit - used) {
+        b->refused++;
+        gf__spin_unlock(&b->dev->mem_lock);
+        if (b->fn) b->fn(b->user, b, GF_BUDGET_REFUSED, used, bytes);
+        return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_buffer_create: %llu bytes would take budget '%s' past its limit "
+                        "(%llu of %llu bytes used)", (unsigned long long)bytes, b->label, (unsigned long long)used, (unsigned long long)b->limit);
+    }
+    b->bytes += bytes;
+    b->count++;
+    if (b->bytes > b->peak_bytes) b->peak_bytes = b->bytes;
+    *crossed = used < b->warn_bytes && b->bytes >= b->warn_bytes;
+    b->refs++;   /* the buffer's hold */
+    gf__budget_sample(b);
+    gf__spin_unlock(&b->dev->mem_lock);
+    return GF_OK;
+}
+static void gf__budget_uncharge(gf_budget *b, uint64_t bytes) {
+    gf_device *dev = b->dev;   /* b may go with the unref */
+    gf__spin_lock(&dev->mem_lock);
+    b->bytes -= bytes;
+    b->count--;
+    gf__budget_sample(b);
+    gf__budget_unref(b);
+    gf__spin_unlock(&dev->mem_lock);
+}
+/* At close: budgets the program left alive (gf__report_live named them) go with the device. */
+static void gf__budgets_free(gf_device *dev) {
+    int i;
+    for (i = 0; i < dev->budget_count; i++) {
+        gf__free(dev->budgets[i]->samples);
+        gf__free(dev->budgets[i]);
+    }
+    gf__free(dev->budgets);
+}
+static void gf__budget_stats_of(const gf_budget *b, gf_budget_stats *out) {
+    gf__copy_str(out->label, sizeof out->label, b->label);
+    out->limit = b->limit; out->bytes = b->bytes; out->peak_bytes = b->peak_bytes;
+    out->count = b->count; out->refused = b->refused;
+}
+
 /* Accounting: every allocation gpuflow makes is counted under its kind, with peaks; the limit
    (gf_device_set_memory_limit) is held against the device kinds together. */
 static void gf__mem_count(gf_device *dev, int kind, uint64_t bytes, int sign) {
@@ -3521,6 +3653,19 @@ GPUFLOW_IMPL gf_result gf_buffer_create_desc(gf_device *dev, const gf_buffer_des
     if (desc->exportable && !(dev->be->external_types ? dev->be->external_types(dev, GF__EXT_EXPORT_MEMORY) : 0))
         return gf__fail(GF_ERROR_NOT_SUPPORTED, "gf_buffer_create: the %s backend (device '%s') exports no memory", dev->be->name, dev->info.name);
     if ((r = GF__FAULT_POINT(dev, GF__FK_BUFFER, "gf_buffer_create")) != GF_OK) return r;
+    if (desc->budget) {
+        int crossed = 0;
+        GF__CHECK(desc->budget, GF__T_BUDGET);
+        if (desc->budget->dev != dev)
+            return gf__fail(GF_ERROR_WRONG_DEVICE, "gf_buffer_create: budget '%s' belongs to another device", desc->budget->label);
+        if ((r = gf__budget_charge(desc->budget, desc->size, &crossed)) != GF_OK) return r;
+        r = gf__buffer_new_as(dev, desc->size, desc->managed ? GF_MEMORY_MANAGED : GF_MEMORY_DEVICE, desc->exportable != 0, out);
+        if (r != GF_OK) { gf__budget_uncharge(desc->budget, desc->size); return r; }
+        (*out)->budget = desc->budget;
+        if (crossed && desc->budget->fn)
+            desc->budget->fn(desc->budget->user, desc->budget, GF_BUDGET_CROSSED, desc->budget->bytes, desc->size);
+        return GF_OK;
+    }
     return gf__buffer_new_as(dev, desc->size, desc->managed ? GF_MEMORY_MANAGED : GF_MEMORY_DEVICE, desc->exportable != 0, out);
 }
 
@@ -3554,6 +3699,7 @@ static void gf__buffer_unref(gf_buffer *buf, int retire) {
     gf_device *dev = buf->dev;
     if (gf__atomic_add_int(&buf->refs, -1) > 1) return;   /* views still use the memory */
     gf__buffer_uses_drop(buf);
+    if (buf->budget) { gf__budget_uncharge(buf->budget, buf->capacity); buf->budget = NULL; }
     if (buf->race) gf__race_forget(buf);
     if (retire && buf->parent && dev->be->buffer_view) {   /* the view's handle, and at once its hold on the parent */
         gf_buffer *parent = buf->parent;
@@ -3868,15 +4014,75 @@ GPUFLOW_IMPL gf_result gf_copy_2d_async(gf_stream *s, const gf_copy_2d *copy) {
 }
 
 /* ---- memory accounting, limits, trimming ---------------------------------------- >>accounting */
+GPUFLOW_IMPL gf_result gf_budget_create(gf_device *dev, const gf_budget_desc *desc, gf_budget **out) {
+    gf_budget *b;
+    float warn;
+    GF__CHECK(dev, GF__T_DEVICE);
+    GF__CHECK_OUT(desc);
+    GF__CHECK_OUT(out);
+    *out = NULL;
+    if (!desc->label || !*desc->label) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_budget_create: a budget needs a label");
+    if (desc->limit == 0) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_budget_create: budget '%s' has limit 0", desc->label);
+    warn = desc->warn_at == 0.0f ? 0.9f : desc->warn_at;
+    if (!(warn > 0.0f && warn <= 1.0f))
+        return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_budget_create: warn_at %g of budget '%s' is not in (0, 1]", (double)desc->warn_at, desc->label);
+    if (!(b = (gf_budget *)gf__calloc(sizeof *b))) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_budget_create: out of host memory");
+    b->type = GF__T_BUDGET;
+    b->dev = dev;
+    b->refs = 1;
+    gf__copy_str(b->label, sizeof b->label, desc->label);
+    b->limit = desc->limit;
+    b->warn_bytes = (uint64_t)((double)desc->limit * (double)warn);
+    if (b->warn_bytes == 0) b->warn_bytes = 1;
+    b->fn = desc->fn;
+    b->user = desc->user;
+    gf__spin_lock(&dev->mem_lock);
+    if (!gf__grow((void **)&dev->budgets, &dev->budget_cap, dev->budget_count + 1, sizeof *dev->budgets)) {
+        gf__spin_unlock(&dev->mem_lock);
+        gf__free(b);
+        return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_budget_create: out of host memory");
+    }
+    dev->budgets[dev->budget_count++] = b;
+    gf__spin_unlock(&dev->mem_lock);
+    gf__live(dev, GF__T_BUDGET, 1);
+    *out = b;
+    return GF_OK;
+}
+GPUFLOW_IMPL gf_result gf_budget_get_stats(gf_budget *budget, gf_budget_stats *out) {
+    GF__CHECK(budget, GF__T_BUDGET);
+    GF__CHECK_OUT(out);
+    gf__spin_lock(&budget->dev->mem_lock);
+    gf__budget_stats_of(budget, out);
+    gf__spin_unlock(&budget->dev->mem_lock);
+    return GF_OK;
+}
+GPUFLOW_IMPL void gf_budget_destroy(gf_budget *budget) {
+    gf_device *dev;
+    int i;
+    GF__CHECK_VOID(budget, GF__T_BUDGET);
+    dev = budget->dev;
+    budget->type = GF__T_DEAD;
+    gf__live(dev, GF__T_BUDGET, -1);
+    gf__spin_lock(&dev->mem_lock);
+    for (i = 0; i < dev->budget_count; i++)
+        if (dev->budgets[i] == budget) { dev->budgets[i] = dev->budgets[--dev->budget_count]; break; }
+    gf__budget_unref(budget);
+    gf__spin_unlock(&dev->mem_lock);
+}
+
 GPUFLOW_IMPL gf_result gf_device_memory_stats(gf_device *dev, gf_memory_stats *out) {
     size_t driver_cached;
+    int i;
     GF__CHECK(dev, GF__T_DEVICE);
     GF__CHECK_OUT(out);
+    memset(out, 0, sizeof *out);
     driver_cached = dev->be->cached_bytes ? dev->be->cached_bytes(dev) : 0;
     gf__spin_lock(&dev->mem_lock);
     memcpy(out->kind, dev->mem, sizeof out->kind);
     out->device_bytes = gf__mem_device_bytes(dev);
     out->limit = dev->mem_limit;
+    out->budget_count = dev->budget_count;
+    for (i = 0; i < dev->budget_count && i < GF_MEMORY_BUDGETS; i++) gf__budget_stats_of(dev->budgets[i], &out->budgets[i]);
     gf__spin_unlock(&dev->mem_lock);
     out->kind[GF_MEMORY_CACHED].bytes += driver_cached;   /* a driver pool's kept memory, as it reports it */
     return GF_OK;
@@ -4789,6 +4995,12 @@ struct gf_stream_set {
     int last;                      /* slot handed out by the latest next(), or -1 */
     gf_stream **streams;
     gf_event **round_done;         /* recorded when a slot's round ends */
+    gf_event **round_start;        /* recorded when it begins: the frame's time on the device */
+    uint64_t *round_frame;         /* the frame each slot's latest round is */
+    unsigned char *pending;        /* the slot's round ended, not yet known complete */
+    int open;                      /* the latest round (slot `last`) has not ended */
+    uint64_t frames, completed, last_frame;
+    float last_gpu_ms;
 };
 
 GPUFLOW_IMPL gf_result gf_stream_set_create(gf_device *dev, int depth, const char *label, gf_stream_set **out) {
@@ -4801,8 +5013,11 @@ GPUFLOW_IMPL gf_result gf_stream_set_create(gf_device *dev, int depth, const cha
         return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_stream_set_create: depth %d is outside 1..%d", depth, GF_POOL_MAX_STREAMS);
     if (!(set = (gf_stream_set *)gf__calloc(sizeof *set)) ||
         !(set->streams = (gf_stream **)gf__calloc(sizeof *set->streams * (size_t)depth)) ||
-        !(set->round_done = (gf_event **)gf__calloc(sizeof *set->round_done * (size_t)depth))) {
-        if (set) { gf__free(set->streams); gf__free(set); }
+        !(set->round_done = (gf_event **)gf__calloc(sizeof *set->round_done * (size_t)depth)) ||
+        !(set->round_start = (gf_event **)gf__calloc(sizeof *set->round_start * (size_t)depth)) ||
+        !(set->round_frame = (uint64_t *)gf__calloc(sizeof *set->round_frame * (size_t)depth)) ||
+        !(set->pending = (unsigned char *)gf__calloc((size_t)depth))) {
+        if (set) { gf__free(set->streams); gf__free(set->round_done); gf__free(set->round_start); gf__free(set->round_frame); gf__free(set); }
         return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_stream_set_create: out of host memory");
     }
     set->type = GF__T_STREAM_SET;
@@ -4814,7 +5029,8 @@ GPUFLOW_IMPL gf_result gf_stream_set_create(gf_device *dev, int depth, const cha
         gf_result r;
         snprintf(name, sizeof name, "%s/%d", label && *label ? label : "set", i);
         if ((r = gf__stream_new(dev, name, GF_PRIORITY_NORMAL, 1, &set->streams[i])) != GF_OK ||
-            (r = gf__event_new(dev, 0, &set->round_done[i])) != GF_OK) {
+            (r = gf__event_new(dev, GF_EVENT_TIMING, &set->round_done[i])) != GF_OK ||
+            (r = gf__event_new(dev, GF_EVENT_TIMING, &set->round_start[i])) != GF_OK) {
             set->depth = i + 1;
             gf_stream_set_destroy(set);
             return r;
@@ -4831,19 +5047,114 @@ GPUFLOW_IMPL gf_stream *gf_stream_set_get(gf_stream_set *set, size_t i) {
     return set->streams[i % (size_t)set->depth];
 }
 
+/* The open round ends: its end is recorded on its stream (set->lock held). */
+static gf_result gf__set_end_round(gf_stream_set *set) {
+    gf_result r;
+    GF__HELD(&set->lock);
+    if (set->last < 0 || !set->open) return GF_OK;
+    if ((r = gf_event_record(set->round_done[set->last], set->streams[set->last])) != GF_OK) return r;
+    set->pending[set->last] = 1;
+    set->open = 0;
+    return GF_OK;
+}
+/* A slot's ended round is complete: counted, and its time kept if it is the latest so far
+   (set->lock held). */
+static void gf__set_round_complete(gf_stream_set *set, int slot) {
+    float ms = 0.0f;
+    GF__HELD(&set->lock);
+    set->pending[slot] = 0;
+    set->completed++;
+    if (set->completed == 1 || set->round_frame[slot] >= set->last_frame) {
+        set->last_frame = set->round_frame[slot];
+        set->last_gpu_ms = gf_event_elapsed_ms(set->round_start[slot], set->round_done[slot], &ms) == GF_OK ? ms : 0.0f;
+    }
+}
+/* Every ended round the device has finished, found without waiting (set->lock held). */
+static void gf__set_collect(gf_stream_set *set) {
+    int i;
+    GF__HELD(&set->lock);
+    for (i = 0; i < set->depth; i++)
+        if (set->pending[i] && gf_event_query(set->round_done[i]) == GF_OK) gf__set_round_complete(set, i);
+}
+
 GPUFLOW_IMPL gf_result gf_stream_set_next(gf_stream_set *set, size_t i, gf_stream **out) {
     int slot;
-    gf_result r = GF_OK;
+    gf_result r;
     GF__CHECK(set, GF__T_STREAM_SET);
     GF__CHECK_OUT(out);
+    *out = NULL;
     slot = (int)(i % (size_t)set->depth);
     gf__lock(&set->lock);
-    if (set->last >= 0)   /* the previous slot's round ends here */
-        r = gf_event_record(set->round_done[set->last], set->streams[set->last]);
+    r = gf__set_end_round(set);   /* the previous round ends here, if it is still open */
     if (r == GF_OK) r = gf_event_synchronize(set->round_done[slot]);   /* this slot's last round */
-    if (r == GF_OK) set->last = slot;
+    if (r == GF_OK && set->pending[slot]) gf__set_round_complete(set, slot);
+    if (r == GF_OK) r = gf_event_record(set->round_start[slot], set->streams[slot]);
+    if (r == GF_OK) {
+        set->last = slot;
+        set->open = 1;
+        set->round_frame[slot] = set->frames++;
+        *out = set->streams[slot];
+    }
     gf__unlock(&set->lock);
-    *out = r == GF_OK ? set->streams[slot] : NULL;
+    return r;
+}
+
+GPUFLOW_IMPL gf_result gf_stream_set_end_frame(gf_stream_set *set) {
+    gf_result r;
+    GF__CHECK(set, GF__T_STREAM_SET);
+    gf__lock(&set->lock);
+    r = set->open ? gf__set_end_round(set) : gf__fail(GF_ERROR_INVALID_STATE, "gf_stream_set_end_frame: no frame is open "
+                                                       "(gf_stream_set_next begins one)");
+    gf__unlock(&set->lock);
+    return r;
+}
+
+GPUFLOW_IMPL gf_result gf_stream_set_frames(gf_stream_set *set, gf_frame_info *out) {
+    GF__CHECK(set, GF__T_STREAM_SET);
+    GF__CHECK_OUT(out);
+    gf__lock(&set->lock);
+    gf__set_collect(set);
+    out->frames = set->frames;
+    out->completed = set->completed;
+    out->in_flight = set->frames - set->completed;
+    out->open = set->open;
+    out->last_frame = set->last_frame;
+    out->last_gpu_ms = set->last_gpu_ms;
+    gf__unlock(&set->lock);
+    return GF_OK;
+}
+
+GPUFLOW_IMPL gf_result gf_stream_set_wait_frames(gf_stream_set *set, int max_in_flight, unsigned timeout_ms) {
+    uint64_t end;
+    gf_result r = GF_OK;
+    GF__CHECK(set, GF__T_STREAM_SET);
+    if (max_in_flight < 0) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_stream_set_wait_frames: max_in_flight %d is negative", max_in_flight);
+    end = gf__now_ns() + (uint64_t)timeout_ms * 1000000u;
+    gf__lock(&set->lock);
+    gf__set_collect(set);
+    if (set->open && max_in_flight == 0 && set->frames > set->completed) {   /* the open frame cannot complete */
+        gf__unlock(&set->lock);
+        return gf__fail(GF_ERROR_INVALID_STATE, "gf_stream_set_wait_frames: no frame in flight needs frame %llu, which is still open "
+                        "(end it with gf_stream_set_end_frame first)", (unsigned long long)(set->frames - 1));
+    }
+    while (r == GF_OK && set->frames - set->completed > (uint64_t)max_in_flight) {
+        int i, oldest = -1;
+        uint64_t now = gf__now_ns();
+        unsigned left = now < end ? (unsigned)((end - now + 999999u) / 1000000u) : 0u;
+        for (i = 0; i < set->depth; i++)
+            if (set->pending[i] && (oldest < 0 || set->round_frame[i] < set->round_frame[oldest])) oldest = i;
+        if (oldest < 0) {
+            r = gf__fail(GF_ERROR_INVALID_STATE, "gf_stream_set_wait_frames: at most %d frames in flight needs frame %llu, "
+                         "which is still open (end it with gf_stream_set_end_frame first)", max_in_flight, (unsigned long long)(set->frames - 1));
+            break;
+        }
+        r = gf_event_synchronize_timeout(set->round_done[oldest], left);
+        if (r == GF_OK) gf__set_round_complete(set, oldest);
+        else if (r == GF_TIMEOUT)
+            r = gf__fail(GF_TIMEOUT, "gf_stream_set_wait_frames: %llu frames still in flight after %u ms (at most %d asked)",
+                         (unsigned long long)(set->frames - set->completed), timeout_ms, max_in_flight);
+    }
+    gf__unlock(&set->lock);
     return r;
 }
 
@@ -4858,9 +5169,13 @@ GPUFLOW_IMPL void gf_stream_set_destroy(gf_stream_set *set) {
     for (i = 0; i < set->depth; i++) {
         if (set->streams[i]) gf__stream_free(set->streams[i]);
         if (set->round_done[i]) gf__event_free(set->round_done[i]);
+        if (set->round_start[i]) gf__event_free(set->round_start[i]);
     }
     gf__free(set->streams);
     gf__free(set->round_done);
+    gf__free(set->round_start);
+    gf__free(set->round_frame);
+    gf__free(set->pending);
     gf__mutex_destroy(&set->lock);
     gf__live(set->dev, GF__T_STREAM_SET, -1);
     gf__obj_free(set->dev, set);
@@ -8293,6 +8608,7 @@ struct gf__profiler {
     gf__prof_rec *recs; int count, cap;
     uint64_t dropped;
     gf_event *base; int base_recorded;
+    uint64_t base_host_ns;          /* the host's clock when base was known complete: host samples (budgets) line up by it */
 };
 
 static const char *gf__op_name(gf_op_kind k) {
@@ -8431,7 +8747,7 @@ GPUFLOW_IMPL gf_result gf_profiler_enable(gf_device *dev, unsigned flags) {
         else if ((r = dev->be->event_record(p->base, dev->sync_stream)) != GF_OK || (r = dev->be->event_synchronize(p->base)) != GF_OK) {
             gf__event_pool_give(dev->events, p->base);
             gf__free(p);
-        } else { p->base_recorded = 1; gf__mutex_init(&p->lock); dev->profiler = p; }
+        } else { p->base_recorded = 1; p->base_host_ns = gf__now_ns(); gf__mutex_init(&p->lock); dev->profiler = p; }
     }
     if (r == GF_OK) gf__atomic_store_int(&dev->profiling, flags ? 1 : 0);
     gf__unlock(&dev->lock);
@@ -8602,6 +8918,21 @@ GPUFLOW_IMPL gf_result gf_profiler_write_trace(gf_device *dev, const char *path)
             }
         }
     }
+    gf__spin_lock(&dev->mem_lock);   /* each budget a counter track: its bytes at each change, by the host's clock */
+    for (i = 0; i < dev->budget_count; i++) {
+        const gf_budget *b = dev->budgets[i];
+        for (k = 0; k < b->sample_count; k++) {
+            double ms = (double)(int64_t)(b->samples[k][0] - p->base_host_ns) / 1e6 - t0;
+            fputs(",\n{\"name\":", f);
+            {
+                char name[80];
+                snprintf(name, sizeof name, "budget %s", b->label);
+                gf__json_string(f, name);
+            }
+            fprintf(f, ",\"ph\":\"C\",\"pid\":1,\"ts\":%.3f,\"args\":{\"bytes\":%llu}}", ms * 1000.0, (unsigned long long)b->samples[k][1]);
+        }
+    }
+    gf__spin_unlock(&dev->mem_lock);
     gf__unlock(&p->lock);
     fputs("\n]}\n", f);
     if (fclose(f) != 0) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_profiler_write_trace: writing '%s' failed", path);

@@ -1,0 +1,180 @@
+/* Frame budgets for real-time programs (issue "For the people who build on gpuflow every
+   day"): frames on stream sets, and memory budgets.
+
+     frames   a set's frames begin at gf_stream_set_next and end at gf_stream_set_end_frame or
+              the next gf_stream_set_next; gf_stream_set_frames counts them begun, completed
+              and in flight without waiting, with the last completed frame's time on the
+              device (held frames show it); gf_stream_set_wait_frames returns once at most N
+              are in flight, times out while the device holds them, refuses to wait for the
+              open frame; a paced loop never has more than N + 1 in flight
+     budgets  bad descriptions refused; charges, the warn_at crossing and a refusal (callback,
+              code, message naming the budget, nothing allocated); figures in
+              gf_budget_get_stats and gf_device_memory_stats; a destroy gives the bytes back; a
+              budget of another device refused; a budget destroyed before its buffers; the
+              trace's counter track
+
+   usage: realtime stub|opencl|cuda|hip */
+#define _POSIX_C_SOURCE 200809L
+#define GPUFLOW_IMPLEMENTATION
+#include "backends.h"
+#include "harness.h"
+#include <stdlib.h>
+#include <unistd.h>
+
+static gf_device *dev;
+static const char *backend_name;
+
+static void test_frames(void)
+{
+    gf_stream_set *set = NULL;
+    gf_frame_info fi;
+    gf_stream *s = NULL;
+    th_gate gates[3];
+    int i, ok = 1;
+    uint64_t most = 0;
+    CHECK_EQ_RESULT(gf_stream_set_create(dev, 3, "frames", &set), GF_OK);
+    if (!set) return;
+    CHECK_FAIL(gf_stream_set_end_frame(set), GF_ERROR_INVALID_STATE);   /* none begun */
+    CHECK_EQ_RESULT(gf_stream_set_frames(set, &fi), GF_OK);
+    CHECK(fi.frames == 0 && fi.in_flight == 0 && fi.last_gpu_ms == 0.0f, "frames: a new set has none");
+    /* three frames, each held on the device by a gate */
+    for (i = 0; i < 3; i++) {
+        th_gate_init(&gates[i]);
+        CHECK_EQ_RESULT(gf_stream_set_next(set, (size_t)i, &s), GF_OK);
+        if (s) CHECK_EQ_RESULT(gf_stream_add_callback(s, th_gate_cb, &gates[i]), GF_OK);
+    }
+    CHECK_EQ_RESULT(gf_stream_set_frames(set, &fi), GF_OK);
+    CHECK(fi.frames == 3 && fi.completed == 0 && fi.in_flight == 3 && fi.open == 1, "frames: three begun, none complete, the last open");
+    CHECK_FAIL(gf_stream_set_wait_frames(set, 0, 50), GF_ERROR_INVALID_STATE);   /* would need the open frame */
+    CHECK(strstr(gf_last_error(), "gf_stream_set_end_frame") != NULL, "frames: waiting for the open frame says to end it");
+    CHECK_EQ_RESULT(gf_stream_set_end_frame(set), GF_OK);
+    CHECK_FAIL(gf_stream_set_end_frame(set), GF_ERROR_INVALID_STATE);
+    CHECK_FAIL(gf_stream_set_wait_frames(set, 1, 50), GF_TIMEOUT);   /* the device holds them */
+    CHECK_FAIL(gf_stream_set_wait_frames(set, -1, 50), GF_ERROR_INVALID_ARGUMENT);
+    th_sleep_ms(30);
+    th_gate_open(&gates[0]);
+    CHECK_EQ_RESULT(gf_stream_set_wait_frames(set, 2, TH_WAIT_MS), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_set_frames(set, &fi), GF_OK);
+    CHECK(fi.completed >= 1 && fi.in_flight <= 2 && fi.last_frame == 0, "frames: frame 0 completed once its gate opened");
+    CHECK(fi.last_gpu_ms >= 20.0f, "frames: its time on the device covers the 30 ms it was held");
+    printf("  frame 0: %.2f ms on the device (held at least 30 ms)\n", (double)fi.last_gpu_ms);
+    th_gate_open(&gates[1]);
+    th_gate_open(&gates[2]);
+    CHECK_EQ_RESULT(gf_stream_set_wait_frames(set, 0, TH_WAIT_MS), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_set_frames(set, &fi), GF_OK);
+    CHECK(fi.completed == 3 && fi.in_flight == 0 && fi.last_frame == 2, "frames: all three complete, the last is frame 2");
+    for (i = 0; i < 3; i++) th_gate_destroy(&gates[i]);
+    /* a paced loop: at most 2 in flight before each new frame */
+    for (i = 3; i < 40 && ok; i++) {
+        ok = gf_stream_set_wait_frames(set, 1, TH_WAIT_MS) == GF_OK && gf_stream_set_end_frame(set) != GF_ERROR_INVALID_ARGUMENT;
+        ok = ok && gf_stream_set_next(set, (size_t)i, &s) == GF_OK;
+        ok = ok && gf_stream_set_frames(set, &fi) == GF_OK;
+        if (fi.in_flight > most) most = fi.in_flight;
+    }
+    CHECK(ok && most <= 3, "frames: a paced loop keeps at most max + 1 in flight (the one just begun)");
+    CHECK_EQ_RESULT(gf_stream_set_synchronize(set), GF_OK);
+    gf_stream_set_destroy(set);
+}
+
+typedef struct heard { int crossed, refused; uint64_t used, asked; } heard;
+static void on_budget(void *user, gf_budget *b, gf_budget_event event, uint64_t used, uint64_t asked)
+{
+    heard *h = (heard *)user;
+    (void)b;
+    if (event == GF_BUDGET_CROSSED) h->crossed++;
+    if (event == GF_BUDGET_REFUSED) h->refused++;
+    h->used = used;
+    h->asked = asked;
+}
+
+static void test_budgets(gf_backend backend)
+{
+    gf_budget_desc bd;
+    gf_budget *b = NULL, *bad = NULL;
+    gf_buffer_desc d;
+    gf_buffer *a = NULL, *c = NULL, *x = NULL;
+    gf_budget_stats st;
+    gf_memory_stats ms;
+    heard h;
+    gf_device *other = NULL;
+    memset(&bd, 0, sizeof bd);
+    memset(&h, 0, sizeof h);
+    CHECK_FAIL(gf_budget_create(dev, &bd, &bad), GF_ERROR_INVALID_ARGUMENT);       /* no label */
+    bd.label = "textures";
+    CHECK_FAIL(gf_budget_create(dev, &bd, &bad), GF_ERROR_INVALID_ARGUMENT);       /* limit 0 */
+    bd.limit = 1 << 20; bd.warn_at = 1.5f;
+    CHECK_FAIL(gf_budget_create(dev, &bd, &bad), GF_ERROR_INVALID_ARGUMENT);
+    CHECK(bad == NULL, "budgets: refused descriptions make nothing");
+    bd.warn_at = 0.5f; bd.fn = on_budget; bd.user = &h;
+    CHECK_EQ_RESULT(gf_budget_create(dev, &bd, &b), GF_OK);
+    if (!b) return;
+    CHECK_EQ_RESULT(gf_profiler_enable(dev, GF_PROFILE_ON), GF_OK);
+    memset(&d, 0, sizeof d);
+    d.budget = b;
+    d.size = 400 << 10;
+    CHECK_EQ_RESULT(gf_buffer_create_desc(dev, &d, &a), GF_OK);
+    CHECK(h.crossed == 0 && h.refused == 0, "budgets: 400 KiB of 1 MiB: nothing to say");
+    d.size = 200 << 10;
+    CHECK_EQ_RESULT(gf_buffer_create_desc(dev, &d, &c), GF_OK);
+    CHECK(h.crossed == 1 && h.used == 600u << 10 && h.asked == 200u << 10, "budgets: crossing warn_at (half) calls back once, with the bytes");
+    d.size = 500 << 10;
+    CHECK_FAIL(gf_buffer_create_desc(dev, &d, &x), GF_ERROR_OUT_OF_MEMORY);
+    CHECK(x == NULL && h.refused == 1 && strstr(gf_last_error(), "budget 'textures'") != NULL,
+          "budgets: past the limit: refused, called back, the message names the budget");
+    CHECK_EQ_RESULT(gf_budget_get_stats(b, &st), GF_OK);
+    CHECK(!strcmp(st.label, "textures") && st.bytes == 600u << 10 && st.peak_bytes == 600u << 10 && st.count == 2 && st.refused == 1 &&
+          st.limit == 1u << 20, "budgets: gf_budget_get_stats");
+    CHECK_EQ_RESULT(gf_device_memory_stats(dev, &ms), GF_OK);
+    CHECK(ms.budget_count == 1 && !strcmp(ms.budgets[0].label, "textures") && ms.budgets[0].bytes == 600u << 10,
+          "budgets: gf_device_memory_stats carries each budget's figures");
+    gf_buffer_destroy(a);
+    a = NULL;
+    CHECK_EQ_RESULT(gf_budget_get_stats(b, &st), GF_OK);
+    CHECK(st.bytes == 200u << 10 && st.count == 1 && st.peak_bytes == 600u << 10, "budgets: a destroy gives its bytes back");
+    d.size = 400 << 10;
+    CHECK_EQ_RESULT(gf_buffer_create_desc(dev, &d, &a), GF_OK);   /* fits again; crosses again */
+    CHECK(h.crossed == 2, "budgets: crossing upward again calls back again");
+    {   /* the trace has a counter track per budget */
+        char path[256], text[1 << 16];
+        FILE *f;
+        size_t n = 0;
+        snprintf(path, sizeof path, "%s/gpuflow-realtime-%d.json", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid());
+        CHECK_EQ_RESULT(gf_profiler_write_trace(dev, path), GF_OK);
+        if ((f = fopen(path, "r")) != NULL) { n = fread(text, 1, sizeof text - 1, f); fclose(f); }
+        text[n] = 0;
+        remove(path);
+        CHECK(strstr(text, "\"budget textures\",\"ph\":\"C\"") != NULL, "budgets: the trace has the budget's counter");
+    }
+    if (gf_device_count(backend) > 1 || backend == GF_BACKEND_STUB) {
+        if (gf_device_open(backend, backend == GF_BACKEND_STUB ? 0 : 1, &other) == GF_OK) {
+            d.size = 64;
+            CHECK_FAIL(gf_buffer_create_desc(other, &d, &x), GF_ERROR_WRONG_DEVICE);
+            gf_device_close(other);
+        }
+    }
+    gf_budget_destroy(b);   /* a and c still charged: the budget stays until they go */
+    CHECK_EQ_RESULT(gf_device_memory_stats(dev, &ms), GF_OK);
+    CHECK(ms.budget_count == 0, "budgets: a destroyed budget leaves the device's figures");
+    gf_buffer_destroy(a);
+    gf_buffer_destroy(c);
+    CHECK_EQ_RESULT(gf_profiler_enable(dev, 0), GF_OK);
+}
+
+int main(int argc, char **argv)
+{
+    gf_backend backend;
+    gf_result r;
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    if (!(backend_name = th_backend_arg(argc, argv, &backend))) return 2;
+    r = gf_device_open(backend, 0, &dev);
+    if (r == GF_ERROR_BACKEND_UNAVAILABLE || r == GF_ERROR_NO_DEVICE) {
+        printf("notice: realtime %s skipped: %s\n", backend_name, gf_last_error());
+        SKIP("backend not compiled in or no device here");
+        return th_finish();
+    }
+    printf("realtime on %s: %s\n", backend_name, gf_device_name(dev));
+    test_frames();
+    test_budgets(backend);
+    gf_device_close(dev);
+    return th_finish();
+}
