@@ -3483,7 +3483,6 @@ struct gf_budget {
     uint64_t (*samples)[2]; int sample_count;   /* (ns since the profiler's base, bytes) */
 };
 static void gf__budget_sample(gf_budget *b) {   /* mem_lock held */
-    GF__HELD(&b->dev->mem_lock);
     if (!gf__atomic_load_int(&b->dev->profiling) || !b->dev->profiler) return;
     if (!b->samples && !(b->samples = (uint64_t (*)[2])gf__malloc(sizeof *b->samples * GF__BUDGET_SAMPLES))) return;
     if (b->sample_count == GF__BUDGET_SAMPLES) return;   /* the trace shows the first ones */
@@ -3492,7 +3491,6 @@ static void gf__budget_sample(gf_budget *b) {   /* mem_lock held */
     b->sample_count++;
 }
 static void gf__budget_unref(gf_budget *b) {   /* mem_lock held; the last reference frees it */
-    GF__HELD(&b->dev->mem_lock);
     if (--b->refs > 0) return;
     gf__free(b->samples);
     gf__free(b);
