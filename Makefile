@@ -50,11 +50,11 @@ BACKENDS = $(if $(HAVE_CUDA),-DGPUFLOW_CUDA $(call isys,$(CUDA_INCLUDE))) \
            $(if $(HAVE_HIP),-DGPUFLOW_HIP $(call isys,$(HIP_INCLUDE)))
 
 HDRS = gpuflow.h $(wildcard gpuflow_*.h) tests/harness.h tests/backends.h tests/test_kernels.h tests/rtc_check.h tests/dialect_kernels.gfk \
-       tests/newcomer.gfk tests/newcomer_error.inc $(BUILD)/flags
+       tests/newcomer.gfk tests/newcomer_error.inc tests/decide.gfk $(BUILD)/flags
 
 # ---- make test ---------------------------------------------------------------------------------
 TEST_BINS = $(BUILD)/conformance $(BUILD)/bad_input $(BUILD)/threads $(BUILD)/no_driver $(BUILD)/reliability $(BUILD)/races \
-            $(BUILD)/faults $(BUILD)/dialect $(BUILD)/cache $(BUILD)/stub_checks $(BUILD)/no_stalls $(BUILD)/interop $(BUILD)/multi_device $(BUILD)/vulkan $(BUILD)/fuzz_replay $(BUILD)/debug_shells $(BUILD)/newcomer $(BUILD)/newcomer_stubonly $(BUILD)/on_demand $(BUILD)/realtime \
+            $(BUILD)/faults $(BUILD)/dialect $(BUILD)/cache $(BUILD)/stub_checks $(BUILD)/no_stalls $(BUILD)/interop $(BUILD)/multi_device $(BUILD)/vulkan $(BUILD)/fuzz_replay $(BUILD)/debug_shells $(BUILD)/newcomer $(BUILD)/newcomer_stubonly $(BUILD)/on_demand $(BUILD)/realtime $(BUILD)/hot_reload $(BUILD)/decide \
             $(BUILD)/cpp_gxx $(if $(HAVE_CLANGXX),$(BUILD)/cpp_clangxx) \
             $(if $(HAVE_CLANG),$(BUILD)/conformance_clang) $(BUILD)/conformance_debug $(BUILD)/interop_debug $(if $(HAVE_CUDA),$(BUILD)/nvrtc_check) \
             $(if $(HAVE_HIP),$(BUILD)/hiprtc_check $(BUILD)/hiprtc_missing)
@@ -67,7 +67,8 @@ TEST_RUNS = "$(BUILD)/conformance stub" "$(BUILD)/conformance opencl" \
             "$(BUILD)/multi_device stub" "GPUFLOW_STUB_DEVICES=2 $(BUILD)/multi_device stub" "$(BUILD)/multi_device staged" "$(BUILD)/multi_device opencl" "$(BUILD)/multi_device mixed" \
             "$(BUILD)/faults alloc stub" "$(BUILD)/faults slots stub" "$(BUILD)/faults slots opencl" "$(BUILD)/faults entries opencl" \
             "$(BUILD)/fuzz_replay tests/fuzz_corpus" "$(BUILD)/debug_shells" \
-            "$(BUILD)/newcomer stub" "$(BUILD)/newcomer opencl" "$(BUILD)/newcomer_stubonly stub" "$(BUILD)/on_demand stub" "$(BUILD)/on_demand opencl" "$(BUILD)/realtime stub" "$(BUILD)/realtime opencl" "sh tests/readme.sh $(BUILD)" "sh tests/doc_blocks.sh $(BUILD)" \
+            "$(BUILD)/newcomer stub" "$(BUILD)/newcomer opencl" "$(BUILD)/newcomer_stubonly stub" "$(BUILD)/on_demand stub" "$(BUILD)/on_demand opencl" "$(BUILD)/realtime stub" "$(BUILD)/realtime opencl" \
+            "$(BUILD)/hot_reload stub" "$(BUILD)/hot_reload opencl" "$(BUILD)/decide stub" "$(BUILD)/decide opencl" "sh tests/readme.sh $(BUILD)" "sh tests/doc_blocks.sh $(BUILD)" \
             $(if $(HAVE_NVRTC),"$(BUILD)/nvrtc_check --require $(if $(wildcard $(PTXAS)),--ptxas $(PTXAS)) $(wildcard examples/*.gfk tests/*.gfk)") \
             $(if $(HAVE_HIP),"$(BUILD)/hiprtc_check --require $(wildcard examples/*.gfk tests/*.gfk)" "$(BUILD)/hiprtc_missing --expect-missing") \
             "$(BUILD)/no_driver" "$(BUILD)/cpp_gxx" \
@@ -167,7 +168,7 @@ $(BUILD)/cpp_clangxx: tests/cpp_compile.cpp $(HDRS) | $(BUILD)
 # library is present), then memcheck. memcheck does not report the API errors that the suite
 # provokes on purpose (unknown kernel, bad PTX, refused graph update, unjoined capture).
 NV_OPENCL ?= /usr/local/nvidia/lib64/libnvidia-opencl.so.1
-test-gpu: $(BUILD)/conformance $(BUILD)/threads $(BUILD)/reliability $(BUILD)/races $(BUILD)/faults $(BUILD)/dialect $(BUILD)/newcomer $(BUILD)/cache $(BUILD)/no_stalls $(BUILD)/interop $(BUILD)/multi_device $(BUILD)/on_demand $(BUILD)/realtime \
+test-gpu: $(BUILD)/conformance $(BUILD)/threads $(BUILD)/reliability $(BUILD)/races $(BUILD)/faults $(BUILD)/dialect $(BUILD)/newcomer $(BUILD)/cache $(BUILD)/no_stalls $(BUILD)/interop $(BUILD)/multi_device $(BUILD)/on_demand $(BUILD)/realtime $(BUILD)/hot_reload $(BUILD)/decide \
           $(BUILD)/cublas_interop $(BUILD)/nvrtc_check $(BUILD)/cuda_backend $(BUILD)/graph_pool_measure $(BUILD)/conformance_debug
 	@test -n "$(HAVE_CUDA)" || { echo "test-gpu: needs $(CUDA_INCLUDE)/cuda.h and gpuflow_cuda.h"; exit 1; }
 	@if [ -f "$(NV_OPENCL)" ]; then mkdir -p $(BUILD)/icd && echo "$(NV_OPENCL)" > $(BUILD)/icd/nvidia.icd; fi
@@ -175,6 +176,7 @@ test-gpu: $(BUILD)/conformance $(BUILD)/threads $(BUILD)/reliability $(BUILD)/ra
 	OCL_ICD_VENDORS=$(abspath $(BUILD)/icd) sh tests/run.sh "$(BUILD)/conformance cuda" "$(BUILD)/threads cuda" "$(BUILD)/reliability cuda" "$(BUILD)/races cuda" \
 	    "$(BUILD)/faults entries cuda" "$(BUILD)/faults slots cuda" "$(BUILD)/dialect cuda" "$(BUILD)/dialect opencl" \
 	    "$(BUILD)/newcomer cuda" "$(BUILD)/newcomer opencl" "$(BUILD)/cache cuda" "$(BUILD)/cache opencl" "$(BUILD)/on_demand cuda" "$(BUILD)/on_demand opencl" "$(BUILD)/realtime cuda" "$(BUILD)/realtime opencl" \
+	    "$(BUILD)/hot_reload cuda" "$(BUILD)/hot_reload opencl" "$(BUILD)/decide cuda" "$(BUILD)/decide opencl" \
 	    "$(BUILD)/conformance opencl" "$(BUILD)/threads opencl" "$(BUILD)/reliability opencl" "$(BUILD)/races opencl" \
 	    "$(BUILD)/conformance_debug cuda" "$(BUILD)/conformance_debug opencl" "$(BUILD)/no_stalls cuda" "$(BUILD)/no_stalls opencl" "$(BUILD)/interop cuda" "$(BUILD)/interop opencl" \
 	    "$(BUILD)/multi_device cuda" "$(BUILD)/multi_device opencl" "$(BUILD)/multi_device mixed cuda" \
@@ -256,7 +258,8 @@ sanitize: $(BUILD)/asan/conformance $(BUILD)/asan/bad_input $(BUILD)/asan/thread
           $(BUILD)/asan/faults $(BUILD)/asan/dialect $(BUILD)/tsan/dialect $(BUILD)/asan/fuzz_replay $(BUILD)/asan/debug_shells \
           $(BUILD)/asan/stub_checks $(BUILD)/tsan/stub_checks $(BUILD)/asan/no_stalls $(BUILD)/tsan/no_stalls $(BUILD)/asan/interop $(BUILD)/tsan/interop \
           $(BUILD)/asan/multi_device $(BUILD)/tsan/multi_device $(BUILD)/tsan/conformance $(BUILD)/tsan/threads $(BUILD)/tsan/reliability \
-          $(BUILD)/asan/on_demand $(BUILD)/tsan/on_demand $(BUILD)/asan/realtime $(BUILD)/tsan/realtime $(MSAN_TESTS)
+          $(BUILD)/asan/on_demand $(BUILD)/tsan/on_demand $(BUILD)/asan/realtime $(BUILD)/tsan/realtime \
+          $(BUILD)/asan/hot_reload $(BUILD)/tsan/hot_reload $(BUILD)/asan/decide $(BUILD)/tsan/decide $(MSAN_TESTS)
 	@$(SAN_ENV) sh tests/run.sh "$(BUILD)/asan/conformance stub" "$(BUILD)/asan/bad_input" \
 	    "$(BUILD)/asan/threads stub" "$(BUILD)/asan/reliability stub" "$(BUILD)/asan/races stub" \
 	    "$(BUILD)/asan/faults alloc stub" "$(BUILD)/asan/faults slots stub" "$(BUILD)/asan/dialect stub" "$(BUILD)/tsan/dialect stub" \
@@ -264,7 +267,8 @@ sanitize: $(BUILD)/asan/conformance $(BUILD)/asan/bad_input $(BUILD)/asan/thread
 	    "$(BUILD)/asan/no_stalls stub" "$(BUILD)/tsan/no_stalls stub" "$(BUILD)/asan/interop stub" "$(BUILD)/tsan/interop stub" "$(BUILD)/asan/no_stalls opencl" \
 	    "$(BUILD)/asan/multi_device stub" "$(BUILD)/tsan/multi_device stub" "$(BUILD)/asan/multi_device staged" "$(BUILD)/tsan/multi_device staged" \
 	    "$(BUILD)/tsan/conformance stub" "$(BUILD)/tsan/threads stub" "$(BUILD)/tsan/reliability stub" \
-	    "$(BUILD)/asan/on_demand stub" "$(BUILD)/tsan/on_demand stub" "$(BUILD)/asan/realtime stub" "$(BUILD)/tsan/realtime stub" $(MSAN_RUNS)
+	    "$(BUILD)/asan/on_demand stub" "$(BUILD)/tsan/on_demand stub" "$(BUILD)/asan/realtime stub" "$(BUILD)/tsan/realtime stub" \
+	    "$(BUILD)/asan/hot_reload stub" "$(BUILD)/tsan/hot_reload stub" "$(BUILD)/asan/decide stub" "$(BUILD)/tsan/decide stub" $(MSAN_RUNS)
 
 # Every N of the fault loops rather than a sample (minutes): make faults-all
 faults-all: $(BUILD)/faults

@@ -479,6 +479,8 @@ typedef struct gf_module_desc {
     const char *source_name;      /* names it in build logs (default "kernels") */
     const char *cache_dir;        /* compiled binaries kept here; NULL: GPUFLOW_CACHE_DIR, unset: none */
     const void *opencl_binary; size_t opencl_binary_size;   /* a program binary for this device */
+    const char *source_path;      /* the dialect text read from this file (when source is NULL);
+                                     gf_module_reload and gf_module_poll read it again */
 } gf_module_desc;
 
 /* Profiler. */
@@ -964,6 +966,24 @@ GPUFLOW_API gf_result gf_graph_capture(gf_stream *s, int warmup_runs, gf_capture
 GPUFLOW_API gf_result gf_graph_get_info(gf_graph *g, gf_graph_info *out);
 GPUFLOW_API gf_result gf_graph_capture_desc(gf_stream *s, const gf_capture_desc *desc, gf_capture_fn fn, void *user, gf_graph **out);
 GPUFLOW_API gf_result gf_graph_set_kernel_args(gf_graph *g, int launch_index, const gf_arg *args, int count);
+/* Graphs that decide: inside a capture, the work captured between begin and end is a body run
+   while (WHILE) or if (IF) the 32-bit int at cond + offset in device memory is nonzero, read
+   each time the stream reaches the begin (a while's before every iteration, the first
+   included); the body's own work changes it. Bodies nest (up to GF_COND_DEPTH) and may fork
+   and join other streams; begin and end are called on the same stream. Codes: outside a
+   capture GF_ERROR_CAPTURE (capture first); offset not a multiple of 4
+   GF_ERROR_INVALID_ARGUMENT, past the buffer GF_ERROR_OUT_OF_RANGE; an end without its begin,
+   an end of the other kind or on another stream, a begin past GF_COND_DEPTH, or a begin left
+   open at gf_stream_end_capture: GF_ERROR_CAPTURE, and the capture is discarded. Recorded
+   graphs (the stub, OpenCL) evaluate the int at replay: gf_graph_launch then waits for the
+   stream at each evaluation (a 4-byte read back; GPUFLOW_SYNC_DEBUG reports it), so such a
+   launch is not asynchronous. Native captures (CUDA, HIP) refuse them with
+   GF_ERROR_NOT_SUPPORTED for now (conditional nodes are not used yet); the capture goes on. */
+#define GF_COND_DEPTH 8
+GPUFLOW_API gf_result gf_stream_begin_while(gf_stream *s, gf_buffer *cond, size_t offset);
+GPUFLOW_API gf_result gf_stream_end_while(gf_stream *s);
+GPUFLOW_API gf_result gf_stream_begin_if(gf_stream *s, gf_buffer *cond, size_t offset);
+GPUFLOW_API gf_result gf_stream_end_if(gf_stream *s);
 GPUFLOW_API gf_result gf_graph_write_dot(gf_graph *g, const char *path);
 /* Shared graph memory: captures begun with one pool take their stream-ordered allocations from
    the pool's blocks, so graphs of a pool share memory (the pool's peak is the largest graph's,
@@ -983,6 +1003,24 @@ GPUFLOW_API void      gf_graph_destroy(gf_graph *g);   /* never waits: what queu
 GPUFLOW_API gf_result gf_module_load(gf_device *dev, const gf_module_desc *desc, gf_module **out);
 GPUFLOW_API gf_result gf_kernel_get(gf_module *mod, const char *name, gf_kernel **out);
 GPUFLOW_API void      gf_module_destroy(gf_module *mod);   /* never waits: the code goes after queued launches */
+/* Hot reload. gf_module_reload builds the module's code again, from desc (new source, binaries
+   or stub_kernels) or, desc NULL, from its source_path read again with the options it was
+   loaded with; gf_module_poll does it when source_path's modification time or size changed
+   since the last load or poll (*reloaded says whether it did), at a frame boundary the program
+   chooses. The gf_kernel handles the program holds launch the new code from then on; launches
+   queued before keep the old code, which goes once they have passed. Graphs: a recorded graph
+   runs the new code at its next replay; a native graph (CUDA, HIP) has each launch of a
+   reloaded kernel pointed at the new code in place; one the driver refuses to update (or whose
+   kernel's parameters changed) is stale: gf_graph_launch returns GF_ERROR_INVALID_STATE until
+   it is captured again (its old code is kept until the module goes). A failure leaves the old
+   code running: GF_ERROR_BUILD with the compiler's log, GF_ERROR_NOT_FOUND for a kernel the
+   program holds that the new code lacks, GF_ERROR_INVALID_STATE for a module not loaded from
+   a file (poll, or reload with desc NULL). The stub runs the C form compiled into the program,
+   so its reload needs desc->stub_kernels (say, from a library the program reloaded); from the
+   file alone it is GF_ERROR_NOT_SUPPORTED. Not while another thread launches this module's
+   kernels or captures or destroys graphs of the device. */
+GPUFLOW_API gf_result gf_module_reload(gf_module *mod, const gf_module_desc *desc);
+GPUFLOW_API gf_result gf_module_poll(gf_module *mod, int *reloaded);
 GPUFLOW_API gf_result gf_launch(gf_stream *s, gf_kernel *k, gf_launch_dims dims, const gf_arg *args, int count);
 /* What the dialect's C side calls (only from a stub kernel's thread): */
 GPUFLOW_API void      gf_stub_barrier(void);              /* gf_stub_barrier_at(0) */
@@ -1762,13 +1800,23 @@ struct gf_module {
     gf_stub_kernel *stub_kernels; int stub_kernel_count;
     gf__mutex lock;
     gf_kernel *kernels;             /* handed out by gf_kernel_get, freed with the module */
+    /* hot reload: how it was loaded from a file (path NULL: from text), and the code that
+       stale graphs still run */
+    char *path, *options, *source_name, *cache_dir;
+    const gf_stub_kernel *given_stub; int given_stub_count;
+    long long path_mtime, path_size;
+    gf_module **olds; int old_count, old_cap;
 };
 
 /* A recorded command: what a capture without native graphs keeps, and replay re-issues. */
 typedef enum gf__cmd_kind {
     GF__CMD_COPY, GF__CMD_FILL, GF__CMD_LAUNCH, GF__CMD_CALLBACK, GF__CMD_PREFETCH, GF__CMD_GRAPH, GF__CMD_COPY_2D,
-    GF__CMD_SIGNAL, GF__CMD_SEM_WAIT
+    GF__CMD_SIGNAL, GF__CMD_SEM_WAIT, GF__CMD_COND
 } gf__cmd_kind;
+/* A conditional's marker in a recording: a begin reads the int, an end closes its body; jump
+   is the distance to the matching marker (relative, so a graph inlined into another keeps it). */
+enum { GF__COND_WHILE, GF__COND_IF, GF__COND_END_WHILE, GF__COND_END_IF };
+typedef struct gf__cmd_cond { int what; gf_buffer *buf; size_t offset; int jump; } gf__cmd_cond;
 /* One operation on a stream: its kind, and that kind's fields alone (c->as.<kind>). */
 typedef struct gf__cmd_fill {
     gf_buffer *buf; size_t offset, bytes;
@@ -1790,6 +1838,7 @@ typedef struct gf__cmd {
         struct { gf_callback fn; void *user; } callback;        /* CALLBACK */
         gf_graph *child;                                        /* GRAPH: launched inside a capture */
         struct { gf_semaphore *sem; uint64_t value; } sem;      /* SIGNAL, SEM_WAIT */
+        gf__cmd_cond cond;                                      /* COND: only in recordings */
     } as;
 } gf__cmd;
 
@@ -1799,6 +1848,7 @@ struct gf_graph {
     gf_capture_mode mode;
     int by_driver;                  /* a driver graph (else the core's recording) */
     int launched;                   /* ever launched: releasing it waits for the device */
+    char stale[160];                /* a reload it could not follow: why ("" if none) */
     gf__mutex lock;                 /* a replay's enqueue against an update's swap */
     void *native_exec;              /* CUgraphExec / hipGraphExec_t / command buffer */
     void *native_graph;             /* CUgraph / hipGraph_t, kept for update */
@@ -1825,6 +1875,8 @@ struct gf__capture {
     gf_buffer **buffers; int buffer_count, buffer_cap;   /* used: sync copies into them refused */
     unsigned char *pool_taken; int pool_taken_cap;       /* pool blocks this capture holds */
     gf__capture *next;
+    struct { int at; gf_stream *s; int what; } open_cond[GF_COND_DEPTH];   /* conditionals begun, not ended */
+    int open_conds;
 };
 
 /* Shared graph memory: blocks handed to captures of the pool, each capture taking distinct
@@ -3136,6 +3188,7 @@ static gf_result gf__exec(gf_stream *s, const gf__cmd *c, gf_graph *owner) {
     case GF__CMD_GRAPH: return gf__graph_replay(c->as.child, s);
     case GF__CMD_SIGNAL: return be->semaphore_signal(s, c->as.sem.sem, c->as.sem.value);
     case GF__CMD_SEM_WAIT: return be->semaphore_wait(s, c->as.sem.sem, c->as.sem.value);
+    case GF__CMD_COND: return GF_OK;   /* a marker: gf__graph_replay reads it */
     case GF__CMD_CALLBACK: {
         gf_result r;
         gf__callback_ctx *ctx = (gf__callback_ctx *)gf__calloc(sizeof *ctx);
@@ -3161,7 +3214,7 @@ static gf_op_kind gf__cmd_op(const gf__cmd *c) {
     case GF__CMD_CALLBACK: return GF_OP_CALLBACK;
     case GF__CMD_GRAPH: return GF_OP_GRAPH;
     case GF__CMD_SIGNAL: return GF_OP_SIGNAL;
-    case GF__CMD_SEM_WAIT: return GF_OP_WAIT;
+    case GF__CMD_SEM_WAIT: case GF__CMD_COND: return GF_OP_WAIT;
     }
     return GF_OP_COPY;
 }
@@ -6480,6 +6533,7 @@ static void gf__capture_use_cmd(gf__capture *cap, const gf__cmd *c) {   /* dev->
     case GF__CMD_FILL: gf__capture_use(cap, c->as.fill.buf); break;
     case GF__CMD_PREFETCH: gf__capture_use(cap, c->as.prefetch.buf); break;
     case GF__CMD_LAUNCH: for (i = 0; i < c->as.launch.arg_count; i++) gf__capture_use(cap, c->as.launch.args[i].buffer); break;
+    case GF__CMD_COND: gf__capture_use(cap, c->as.cond.buf); break;
     case GF__CMD_CALLBACK: case GF__CMD_GRAPH: case GF__CMD_SIGNAL: case GF__CMD_SEM_WAIT: break;
     }
 }
@@ -6668,6 +6722,9 @@ GPUFLOW_IMPL gf_result gf_stream_end_capture(gf_stream *s, gf_graph **out) {
         if (c->members[i]->capture_ops != c->members[i]->capture_joined)
             r = gf__fail(GF_ERROR_CAPTURE, "gf_stream_end_capture: stream '%s' forked into the capture and was not joined back; the capture was discarded",
                          c->members[i]->label);
+    if (r == GF_OK && c->open_conds)
+        r = gf__fail(GF_ERROR_CAPTURE, "gf_stream_end_capture: a %s begun on stream '%s' was not ended; the capture was discarded",
+                     c->open_cond[c->open_conds - 1].what == GF__COND_WHILE ? "while" : "if", c->open_cond[c->open_conds - 1].s->label);
     gf__unlock(&s->dev->lock);
     if (r != GF_OK) { gf__capture_discard(c); gf__unlock(&s->lock); return r; }
     g = c->graph;
@@ -6684,15 +6741,122 @@ GPUFLOW_IMPL gf_result gf_stream_end_capture(gf_stream *s, gf_graph **out) {
     return GF_OK;
 }
 
+/* A recorded conditional's int, when the stream reaches it: the stream's work so far has
+   passed (a 4-byte read back and a wait: what emulating a device-side branch costs). */
+static gf_result gf__cond_read(gf_stream *s, const gf__cmd_cond *c, int32_t *value) {
+    gf__copy copy;
+    gf_result r;
+    if ((r = gf__hidden_wait("gf_graph_launch", s, "a recorded graph's loop or branch condition")) != GF_OK) return r;
+    memset(&copy, 0, sizeof copy);
+    copy.kind = GF__COPY_D2H;
+    copy.src = c->buf;
+    copy.src_offset = c->offset;
+    copy.host = value;
+    copy.bytes = sizeof *value;
+    if ((r = gf__copy_exec(s, &copy)) != GF_OK) return r;
+    return s->dev->be->stream_synchronize(s);
+}
+/* A recording runs in order on s; a conditional's begin reads its int and enters the body or
+   jumps past its end, a while's end goes back to its begin (which reads again). */
 static gf_result gf__graph_replay(gf_graph *g, gf_stream *s) {
     gf_result r = GF_OK;
     int i;
     gf__lock(&g->lock);
     if (g->by_driver) r = s->dev->be->graph_launch(g, s);
-    for (i = 0; !g->by_driver && r == GF_OK && i < g->cmd_count; i++) r = gf__exec(s, &g->cmds[i], NULL);
+    for (i = 0; !g->by_driver && r == GF_OK && i < g->cmd_count; ) {
+        const gf__cmd *c = &g->cmds[i];
+        int32_t value = 0;
+        if (c->kind != GF__CMD_COND) { r = gf__exec(s, c, NULL); i++; }
+        else if (c->as.cond.what == GF__COND_END_WHILE) i += c->as.cond.jump;
+        else if (c->as.cond.what == GF__COND_END_IF) i++;
+        else if ((r = gf__cond_read(s, &c->as.cond, &value)) == GF_OK) i += value ? 1 : c->as.cond.jump + 1;
+    }
     gf__unlock(&g->lock);
     return r;
 }
+
+/* ---- graphs that decide: while and if in a capture ---- */
+static gf_result gf__cond_begin(const char *fn, gf_stream *s, gf_buffer *cond, size_t offset, int what) {
+    gf__capture *cap;
+    gf__cmd c;
+    gf_result r = GF_OK;
+    int discard = 0;
+    GF__CHECK(s, GF__T_STREAM);
+    GF__CHECK(cond, GF__T_BUFFER);
+    if (offset % 4) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "%s: offset %llu is not a multiple of 4 (the condition is a 32-bit int)", fn, (unsigned long long)offset);
+    if (offset > cond->size || cond->size - offset < 4)
+        return gf__fail(GF_ERROR_OUT_OF_RANGE, "%s: the int at byte %llu is past the buffer's %llu bytes", fn, (unsigned long long)offset, (unsigned long long)cond->size);
+    if (cond->dev != s->dev) return gf__fail(GF_ERROR_WRONG_DEVICE, "%s: the condition's buffer belongs to another device than the stream", fn);
+    gf__lock(&s->lock);
+    if (!(cap = s->capture)) {
+        gf__unlock(&s->lock);
+        return gf__fail(GF_ERROR_CAPTURE, "%s: stream '%s' is not capturing: a loop or a branch is part of a graph (gf_stream_begin_capture first)", fn, s->label);
+    }
+    gf__lock(&s->dev->lock);
+    if (cap->by_driver)
+        r = gf__fail(GF_ERROR_NOT_SUPPORTED, "%s: the %s backend's captures are the driver's, and gpuflow makes no conditional nodes yet "
+                     "(the stub and OpenCL record them); the capture goes on", fn, s->dev->be->name);
+    else if (cap->open_conds == GF_COND_DEPTH) {
+        r = gf__fail(GF_ERROR_CAPTURE, "%s: more than %d loops and branches nested; the capture was discarded", fn, GF_COND_DEPTH);
+        discard = 1;
+    } else {
+        memset(&c, 0, sizeof c);
+        c.kind = GF__CMD_COND;
+        c.as.cond.what = what; c.as.cond.buf = cond; c.as.cond.offset = offset;
+        if ((r = gf__record(cap, &c)) == GF_OK) {
+            cap->open_cond[cap->open_conds].at = cap->graph->cmd_count - 1;
+            cap->open_cond[cap->open_conds].s = s;
+            cap->open_cond[cap->open_conds].what = what;
+            cap->open_conds++;
+            s->capture_ops++;
+        }
+    }
+    gf__unlock(&s->dev->lock);
+    if (discard) gf__capture_discard(cap);
+    gf__unlock(&s->lock);
+    return r;
+}
+static gf_result gf__cond_end(const char *fn, gf_stream *s, int what) {
+    static const char *const names[2] = { "while", "if" };
+    gf__capture *cap;
+    gf__cmd c;
+    gf_result r = GF_OK;
+    GF__CHECK(s, GF__T_STREAM);
+    gf__lock(&s->lock);
+    if (!(cap = s->capture)) {
+        gf__unlock(&s->lock);
+        return gf__fail(GF_ERROR_CAPTURE, "%s: stream '%s' is not capturing (a loop or a branch ends inside the capture that began it)", fn, s->label);
+    }
+    gf__lock(&s->dev->lock);
+    if (!cap->open_conds)
+        r = gf__fail(GF_ERROR_CAPTURE, "%s: no %s is open (an end without its begin); the capture was discarded", fn, names[what]);
+    else if (cap->open_cond[cap->open_conds - 1].what != what)
+        r = gf__fail(GF_ERROR_CAPTURE, "%s: the innermost open conditional is a%s %s; the capture was discarded", fn,
+                     what == GF__COND_WHILE ? "n" : "", names[cap->open_cond[cap->open_conds - 1].what]);
+    else if (cap->open_cond[cap->open_conds - 1].s != s)
+        r = gf__fail(GF_ERROR_CAPTURE, "%s: the %s began on stream '%s', not '%s' (a body ends on its begin's stream); the capture was discarded",
+                     fn, names[what], cap->open_cond[cap->open_conds - 1].s->label, s->label);
+    else {
+        int begin = cap->open_cond[cap->open_conds - 1].at;
+        memset(&c, 0, sizeof c);
+        c.kind = GF__CMD_COND;
+        c.as.cond.what = what == GF__COND_WHILE ? GF__COND_END_WHILE : GF__COND_END_IF;
+        c.as.cond.jump = begin - cap->graph->cmd_count;   /* back to the begin */
+        if ((r = gf__record(cap, &c)) == GF_OK) {
+            cap->graph->cmds[begin].as.cond.jump = cap->graph->cmd_count - 1 - begin;   /* the begin's way past the body */
+            cap->open_conds--;
+            s->capture_ops++;
+        }
+    }
+    gf__unlock(&s->dev->lock);
+    if (r != GF_OK && r != GF_ERROR_OUT_OF_MEMORY) gf__capture_discard(cap);
+    gf__unlock(&s->lock);
+    return r;
+}
+GPUFLOW_IMPL gf_result gf_stream_begin_while(gf_stream *s, gf_buffer *cond, size_t offset) { return gf__cond_begin(__func__, s, cond, offset, GF__COND_WHILE); }
+GPUFLOW_IMPL gf_result gf_stream_end_while(gf_stream *s) { return gf__cond_end(__func__, s, GF__COND_WHILE); }
+GPUFLOW_IMPL gf_result gf_stream_begin_if(gf_stream *s, gf_buffer *cond, size_t offset) { return gf__cond_begin(__func__, s, cond, offset, GF__COND_IF); }
+GPUFLOW_IMPL gf_result gf_stream_end_if(gf_stream *s) { return gf__cond_end(__func__, s, GF__COND_IF); }
 
 GPUFLOW_IMPL gf_result gf_graph_launch(gf_graph *g, gf_stream *s) {
     gf_graph_pool *pool;
@@ -6701,6 +6865,7 @@ GPUFLOW_IMPL gf_result gf_graph_launch(gf_graph *g, gf_stream *s) {
     GF__CHECK(g, GF__T_GRAPH);
     GF__CHECK(s, GF__T_STREAM);
     GF__SAME_DEVICE(g->dev, s->dev);
+    if (g->stale[0]) return gf__fail(GF_ERROR_INVALID_STATE, "gf_graph_launch: the graph is stale: %s; capture it again", g->stale);
     c.kind = GF__CMD_GRAPH;
     c.as.child = g;
     gf__atomic_store_int(&g->launched, 1);
@@ -6851,6 +7016,7 @@ static int gf__same_shape(const gf__cmd *a, int a_count, const gf__cmd *b, int b
         if (x->kind == GF__CMD_COPY && x->as.copy.kind != y->as.copy.kind) return 0;
         if (x->kind == GF__CMD_FILL && x->as.fill.width != y->as.fill.width) return 0;
         if (x->kind == GF__CMD_LAUNCH && (x->as.launch.kernel != y->as.launch.kernel || x->as.launch.arg_count != y->as.launch.arg_count)) return 0;
+        if (x->kind == GF__CMD_COND && (x->as.cond.what != y->as.cond.what || x->as.cond.jump != y->as.cond.jump)) return 0;
     }
     return 1;
 }
@@ -7034,9 +7200,19 @@ GPUFLOW_IMPL gf_result gf_graph_write_dot(gf_graph *g, const char *path) {
         case GF__CMD_GRAPH: snprintf(label, sizeof label, "graph"); break;
         case GF__CMD_SIGNAL: snprintf(label, sizeof label, "signal %s\\nto %llu", c->as.sem.sem->label, (unsigned long long)c->as.sem.value); break;
         case GF__CMD_SEM_WAIT: snprintf(label, sizeof label, "wait %s\\nfor %llu", c->as.sem.sem->label, (unsigned long long)c->as.sem.value); break;
+        case GF__CMD_COND:
+            if (c->as.cond.what <= GF__COND_IF)
+                snprintf(label, sizeof label, "%s int at byte %llu\\nof a %llu-byte buffer != 0", c->as.cond.what == GF__COND_WHILE ? "while" : "if",
+                         (unsigned long long)c->as.cond.offset, (unsigned long long)c->as.cond.buf->size);
+            else snprintf(label, sizeof label, "end %s", c->as.cond.what == GF__COND_END_WHILE ? "while" : "if");
+            break;
         }
-        fprintf(f, "  n%d [label=\"%s\"];\n", i, label);
+        fprintf(f, "  n%d [label=\"%s\"%s];\n", i, label, c->kind == GF__CMD_COND ? ", shape=diamond" : "");
         if (i) fprintf(f, "  n%d -> n%d;\n", i - 1, i);
+        if (!g->by_driver && c->kind == GF__CMD_COND) {   /* a while's loop back, and a skipped body */
+            if (c->as.cond.what == GF__COND_END_WHILE) fprintf(f, "  n%d -> n%d [label=\"again\", style=dashed];\n", i, i + c->as.cond.jump);
+            if (c->as.cond.what <= GF__COND_IF) fprintf(f, "  n%d -> n%d [label=\"0\", style=dashed];\n", i, i + c->as.cond.jump);
+        }
     }
     fputs("}\n", f);
     gf__unlock(&g->lock);
@@ -7094,6 +7270,7 @@ GPUFLOW_IMPL void gf_graph_destroy(gf_graph *g) {
    backend names its own in its table (kernel_prelude). The C++ one serves NVRTC and hiprtc
    (the same CUDA-style builtins), the OpenCL C one clBuildProgram. */
 static const char gf__kernel_prelude_cxx[] GF__UNUSED_DECL =
+    "#define GF_KERNELS(...) __VA_ARGS__\n"   /* a .gfk file read as it is (gf_module_desc.source_path) */
     "#define GF_PARAM(type, name) type name\n"
     "#define GF_GLOBAL\n"
     "#define GF_DEVICE __device__ static\n"
@@ -7114,6 +7291,7 @@ static const char gf__kernel_prelude_cxx[] GF__UNUSED_DECL =
     "#define gf_atomic_xchg(p, v) atomicExch((p), (v))\n"
     "#define gf_atomic_cas(p, e, d) atomicCAS((p), (e), (d))\n";
 static const char gf__kernel_prelude_clc[] GF__UNUSED_DECL =
+    "#define GF_KERNELS(...) __VA_ARGS__\n"   /* a .gfk file read as it is (gf_module_desc.source_path) */
     "#define GF_PARAM(type, name) type name\n"
     "#define GF_GLOBAL __global\n"
     "#define GF_DEVICE\n"
@@ -7492,6 +7670,78 @@ static gf_result gf__module_load_source(gf_module *mod, const gf_module_desc *de
 }
 
 /* ---- kernels ----------------------------------------------------------------------- >>kernels */
+/* ---- modules from a file, and hot reload ---- */
+static char *gf__strdup(const char *t) {
+    size_t n;
+    char *copy;
+    if (!t) return NULL;
+    n = strlen(t) + 1;
+    if ((copy = (char *)gf__malloc(n)) != NULL) memcpy(copy, t, n);
+    return copy;
+}
+static void gf__module_origin_free(gf_module *mod) {
+    gf__free(mod->path); gf__free(mod->options); gf__free(mod->source_name); gf__free(mod->cache_dir);
+    mod->path = mod->options = mod->source_name = mod->cache_dir = NULL;
+}
+/* A file's modification time and size (0: it cannot be read). */
+static int gf__file_stamp(const char *path, long long *mtime, long long *size) {
+    struct stat st;
+    if (stat(path, &st) != 0) return 0;
+    *mtime = (long long)st.st_mtime;
+    *size = (long long)st.st_size;
+    return 1;
+}
+/* The whole text of path, NUL-terminated, in *out (the caller frees it). */
+static gf_result gf__file_text(const char *fn, const char *path, char **out) {
+    FILE *f = fopen(path, "rb");
+    char *text;
+    long n;
+    *out = NULL;
+    if (!f) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "%s: cannot open source_path '%s'", fn, path);
+    if (fseek(f, 0, SEEK_END) != 0 || (n = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0) {
+        fclose(f);
+        return gf__fail(GF_ERROR_INVALID_ARGUMENT, "%s: cannot read source_path '%s'", fn, path);
+    }
+    if (!(text = (char *)gf__malloc((size_t)n + 1))) { fclose(f); return gf__fail(GF_ERROR_OUT_OF_MEMORY, "%s: out of host memory", fn); }
+    if (fread(text, 1, (size_t)n, f) != (size_t)n) {
+        fclose(f);
+        gf__free(text);
+        return gf__fail(GF_ERROR_INVALID_ARGUMENT, "%s: cannot read source_path '%s'", fn, path);
+    }
+    fclose(f);
+    text[n] = 0;
+    *out = text;
+    return GF_OK;
+}
+/* The module's code from desc, into mod (new): dialect source to the device's compiler (read
+   from source_path when source is NULL), else the backend's own forms; the stub runs
+   stub_kernels, its C form. What a reload needs of desc is kept in mod. */
+static gf_result gf__module_build(gf_module *mod, const gf_module_desc *desc) {
+    gf_module_desc d = *desc;
+    gf_device *dev = mod->dev;
+    char *text = NULL;
+    gf_result r;
+    if (desc->source_path && !desc->source) {
+        if (!gf__file_stamp(desc->source_path, &mod->path_mtime, &mod->path_size))
+            return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_module_load: cannot read source_path '%s'", desc->source_path);
+        if ((r = gf__file_text("gf_module_load", desc->source_path, &text)) != GF_OK) return r;
+        d.source = text;
+        if (!d.source_name) d.source_name = desc->source_path;
+    }
+    r = d.source && dev->be->compile ? gf__module_load_source(mod, &d) : dev->be->module_load(mod, &d);
+    gf__free(text);
+    if (r != GF_OK) return r;
+    if (desc->source_path && !desc->source &&
+        (!(mod->path = gf__strdup(desc->source_path)) || (desc->build_options && !(mod->options = gf__strdup(desc->build_options))) ||
+         (desc->source_name && !(mod->source_name = gf__strdup(desc->source_name))) || (desc->cache_dir && !(mod->cache_dir = gf__strdup(desc->cache_dir))))) {
+        dev->be->module_unload(mod);
+        return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_module_load: out of host memory");
+    }
+    mod->given_stub = desc->stub_kernels;
+    mod->given_stub_count = desc->stub_kernel_count;
+    return GF_OK;
+}
+
 GPUFLOW_IMPL gf_result gf_module_load(gf_device *dev, const gf_module_desc *desc, gf_module **out) {
     gf_module *mod;
     gf_result r;
@@ -7505,9 +7755,8 @@ GPUFLOW_IMPL gf_result gf_module_load(gf_device *dev, const gf_module_desc *desc
     mod->type = GF__T_MODULE;
     mod->dev = dev;
     gf__mutex_init(&mod->lock);
-    /* dialect source goes to the device's compiler; the stub runs stub_kernels, its C form */
-    r = desc->source && dev->be->compile ? gf__module_load_source(mod, desc) : dev->be->module_load(mod, desc);
-    if (r != GF_OK) {
+    if ((r = gf__module_build(mod, desc)) != GF_OK) {
+        gf__module_origin_free(mod);
         gf__mutex_destroy(&mod->lock);
         gf__free(mod);
         return r;
@@ -7547,6 +7796,127 @@ GPUFLOW_IMPL gf_result gf_kernel_get(gf_module *mod, const char *name, gf_kernel
     return GF_OK;
 }
 
+/* Native graphs with launches of mod's kernels follow a reload: each such launch gets the
+   kernel's new code through the backend's argument update (its function is read from the
+   kernel); a graph whose backend cannot, whose driver refuses, or whose kernel's parameters
+   changed is marked stale. 1: every graph followed. The graphs are listed under dev->lock,
+   then updated one at a time under their own lock (the program does not destroy graphs of the
+   device meanwhile: gf_module_reload's rule). */
+static int gf__graphs_follow_reload(gf_module *mod, const int *changed_params) {
+    gf_device *dev = mod->dev;
+    gf_graph **list = NULL;
+    int n = 0, i, j, all = 1;
+    gf__lock(&dev->lock);
+    if (dev->graph_count && (list = (gf_graph **)gf__malloc(sizeof *list * (size_t)dev->graph_count)) != NULL)
+        for (i = 0; i < dev->graph_count; i++)
+            if (dev->graphs[i]->type == GF__T_GRAPH && dev->graphs[i]->by_driver) list[n++] = dev->graphs[i];
+    gf__unlock(&dev->lock);
+    if (dev->graph_count && !list) return 0;   /* out of host memory: assume none followed */
+    for (i = 0; i < n; i++) {
+        gf_graph *g = list[i];
+        gf__lock(&g->lock);
+        for (j = 0; j < g->launch_count; j++) {
+            gf__cmd_launch *l = &g->launches[j].as.launch;
+            gf_kernel *k;
+            int ki = 0;
+            if (l->kernel->mod != mod) continue;
+            for (k = mod->kernels; k && k != l->kernel; k = k->next) ki++;
+            if (!g->dev->be->graph_set_kernel_args || (k && changed_params[ki]) ||
+                g->dev->be->graph_set_kernel_args(g, j, l->kernel, l->args, l->arg_count) != GF_OK) {
+                gf__text t;
+                t.p = g->stale; t.cap = sizeof g->stale; t.used = 0;
+                gf__say(&t, "its launch %d of kernel '%s' could not follow the module's reload%s%s", j, l->kernel->name,
+                        k && changed_params[ki] ? " (its parameters changed)" : ": ", k && changed_params[ki] ? "" : gf__error_text);
+                all = 0;
+                break;
+            }
+        }
+        gf__unlock(&g->lock);
+    }
+    gf__free(list);
+    return all;
+}
+
+/* Swaps what the backend made for k with what it made for t (the same kernel, other code). */
+static void gf__kernel_swap_code(gf_kernel *k, gf_kernel *t) {
+    gf_kernel tmp = *k;
+    k->native = t->native; k->stub_fn = t->stub_fn; k->stub_threads = t->stub_threads;
+    k->param_count = t->param_count; k->params = t->params; k->buffer_params = t->buffer_params;
+    k->static_shared = t->static_shared;
+    t->native = tmp.native; t->stub_fn = tmp.stub_fn; t->stub_threads = tmp.stub_threads;
+    t->param_count = tmp.param_count; t->params = tmp.params; t->buffer_params = tmp.buffer_params;
+    t->static_shared = tmp.static_shared;
+}
+
+GPUFLOW_IMPL gf_result gf_module_reload(gf_module *mod, const gf_module_desc *desc) {
+    gf_module_desc d;
+    gf_module *fresh = NULL;
+    gf_kernel *k, **found = NULL;
+    int count = 0, i, *changed = NULL, followed;
+    gf_result r;
+    GF__CHECK(mod, GF__T_MODULE);
+    if (desc) d = *desc;
+    else {
+        if (!mod->path) return gf__fail(GF_ERROR_INVALID_STATE, "gf_module_reload: the module was not loaded from a file "
+                                        "(gf_module_desc.source_path): give the new code in a desc");
+        memset(&d, 0, sizeof d);
+        d.source_path = mod->path; d.build_options = mod->options; d.source_name = mod->source_name;
+        d.cache_dir = mod->cache_dir; d.stub_kernels = mod->given_stub; d.stub_kernel_count = mod->given_stub_count;
+    }
+    if (!mod->dev->be->compile && d.stub_kernels == mod->given_stub && d.stub_kernel_count == mod->given_stub_count)
+        return gf__fail(GF_ERROR_NOT_SUPPORTED, "gf_module_reload: the stub runs the C form compiled into the program, which a file "
+                        "cannot change: give a desc with the new stub_kernels (from a library the program reloaded, say)");
+    if ((r = gf_module_load(mod->dev, &d, &fresh)) != GF_OK) return r;   /* the log is in the message; the old code runs on */
+    gf__lock(&mod->lock);
+    for (k = mod->kernels; k; k = k->next) count++;
+    if (count && (!(found = (gf_kernel **)gf__calloc(sizeof *found * (size_t)count)) || !(changed = (int *)gf__calloc(sizeof *changed * (size_t)count))))
+        r = gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_module_reload: out of host memory");
+    for (k = mod->kernels, i = 0; r == GF_OK && k; k = k->next, i++)
+        if ((r = gf_kernel_get(fresh, k->name, &found[i])) != GF_OK)
+            r = gf__fail(GF_ERROR_NOT_FOUND, "gf_module_reload: the new code has no kernel '%s', which the program holds; the old "
+                         "code runs on (%s)", k->name, gf__error_text);
+    if (r == GF_OK) {   /* every kernel found: the module and its kernels take the new code */
+        void *native = mod->native;
+        gf_stub_kernel *stubs = mod->stub_kernels;
+        int stub_count = mod->stub_kernel_count;
+        for (k = mod->kernels, i = 0; k; k = k->next, i++) {
+            changed[i] = k->param_count != found[i]->param_count;
+            gf__kernel_swap_code(k, found[i]);
+        }
+        mod->native = fresh->native; mod->stub_kernels = fresh->stub_kernels; mod->stub_kernel_count = fresh->stub_kernel_count;
+        fresh->native = native; fresh->stub_kernels = stubs; fresh->stub_kernel_count = stub_count;
+        if (desc) { mod->given_stub = desc->stub_kernels; mod->given_stub_count = desc->stub_kernel_count; }
+    }
+    gf__unlock(&mod->lock);
+    gf__free(found);
+    if (r != GF_OK) { gf__free(changed); gf_module_destroy(fresh); return r; }
+    followed = gf__graphs_follow_reload(mod, changed);
+    gf__free(changed);
+    /* fresh now holds the old code: it goes after the launches queued before now, unless a
+       stale graph still runs it (then with the module) */
+    if (followed) gf_module_destroy(fresh);
+    else if (!gf__grow((void **)&mod->olds, &mod->old_cap, mod->old_count + 1, sizeof *mod->olds)) {
+        gf__notice(GF_LOG_WARNING, "gpuflow: gf_module_reload: out of host memory to keep the old code stale graphs run: it is kept until the device closes");
+    } else mod->olds[mod->old_count++] = fresh;
+    return GF_OK;
+}
+
+GPUFLOW_IMPL gf_result gf_module_poll(gf_module *mod, int *reloaded) {
+    long long mtime, size;
+    GF__CHECK(mod, GF__T_MODULE);
+    GF__CHECK_OUT(reloaded);
+    *reloaded = 0;
+    if (!mod->path) return gf__fail(GF_ERROR_INVALID_STATE, "gf_module_poll: the module was not loaded from a file (gf_module_desc.source_path)");
+    if (!gf__file_stamp(mod->path, &mtime, &size) || (mtime == mod->path_mtime && size == mod->path_size)) return GF_OK;
+    mod->path_mtime = mtime;   /* seen, built or not: a broken file is not compiled again at every poll */
+    mod->path_size = size;
+    {
+        gf_result r = gf_module_reload(mod, NULL);
+        *reloaded = r == GF_OK;
+        return r;
+    }
+}
+
 static void gf__module_release(void *p) {   /* the code itself, once no queued launch uses it */
     gf_module *mod = (gf_module *)p;
     gf_kernel *k, *next;
@@ -7556,6 +7926,8 @@ static void gf__module_release(void *p) {   /* the code itself, once no queued l
         gf__mutex_destroy(&k->lock);
         gf__obj_free(mod->dev, k);
     }
+    gf__module_origin_free(mod);
+    gf__free(mod->olds);
     gf__mutex_destroy(&mod->lock);
     gf__obj_free(mod->dev, mod);
 }
@@ -7563,8 +7935,11 @@ static void gf__module_release(void *p) {   /* the code itself, once no queued l
    the launches queued before the destroy have passed. */
 GPUFLOW_IMPL void gf_module_destroy(gf_module *mod) {
     gf_kernel *k;
+    int i;
     GF__CHECK_VOID(mod, GF__T_MODULE);
     if (gf__refuse_self_wait(__func__, mod->dev, NULL) != GF_OK) return;   /* kept: fencing the streams calls the driver */
+    for (i = 0; i < mod->old_count; i++) gf_module_destroy(mod->olds[i]);   /* code stale graphs ran */
+    mod->old_count = 0;
     gf__lock(&mod->lock);
     for (k = mod->kernels; k; k = k->next) k->type = GF__T_DEAD;
     gf__unlock(&mod->lock);
@@ -8174,6 +8549,9 @@ static int gf__race_uses_of(const gf__cmd *c, gf__race_use *uses, int cap) {
             if (l->args[i].buffer) gf__race_add_use(uses, cap, &n, l->args[i].buffer, 0, l->args[i].buffer->size, l->args[i].size != GF_ARG_READ_ONLY, op);
         break;
     }
+    case GF__CMD_COND:
+        if (c->as.cond.what <= GF__COND_IF) gf__race_add_use(uses, cap, &n, c->as.cond.buf, c->as.cond.offset, 4, 0, "condition");
+        break;
     case GF__CMD_PREFETCH: case GF__CMD_CALLBACK: case GF__CMD_GRAPH: case GF__CMD_SIGNAL: case GF__CMD_SEM_WAIT: break;
     }
     return n;

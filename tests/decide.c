@@ -1,0 +1,307 @@
+/* Graphs that decide (issue "Graphs that decide"): loops and branches inside captured graphs.
+
+     countdown  a while whose body decrements a counter and writes the condition, replayed
+                with starting counts 5, 1 and 0 (0: the body never runs: the int is read
+                before the first iteration)
+     if         taken and not taken, by the int at replay time
+     nesting    four levels (if, if, if, while), and a while inside a while
+     fork       a body that forks another stream and joins it back, every iteration
+     dot        gf_graph_write_dot draws the loop
+     bad input  outside a capture; an offset not a multiple of 4, past the buffer; an end
+                without its begin, of the other kind, on another stream; a begin left open at
+                the end of the capture; nesting past GF_COND_DEPTH: each its code, the capture
+                discarded where the issue says
+   CUDA and HIP capture natively and refuse conditionals (GF_ERROR_NOT_SUPPORTED) for now:
+   checked there, the capture going on.
+
+   usage: decide stub|opencl|cuda|hip */
+#define _POSIX_C_SOURCE 200809L
+#define GPUFLOW_IMPLEMENTATION
+#include "backends.h"
+#include "harness.h"
+#include <stdlib.h>
+#include <unistd.h>
+
+static const char decide_source[] =
+#define GF_KERNELS GF_KERNELS_AS_TEXT
+#include "decide.gfk"
+;
+#undef GF_KERNELS
+#define GF_KERNELS GF_KERNELS_AS_C
+#include "decide.gfk"
+#undef GF_KERNELS
+
+enum { WORDS = 16 };
+static gf_device *dev;
+static gf_stream *s, *s2;
+static gf_kernel *step, *add;
+static gf_buffer *st;   /* c[0] counter, c[1] while's int, c[2] iterations, c[3] if's int, c[4..] results */
+
+static gf_launch_dims one(void)
+{
+    gf_launch_dims d;
+    memset(&d, 0, sizeof d);
+    d.grid[0] = d.grid[1] = d.grid[2] = 1;
+    d.block[0] = d.block[1] = d.block[2] = 1;
+    return d;
+}
+static gf_result run_step(gf_stream *on) { gf_arg a[1] = { GF_ARG_BUFFER(st) }; return gf_launch(on, step, one(), a, 1); }
+static gf_result run_add(gf_stream *on, int at, int v)
+{
+    gf_arg a[3] = { GF_ARG_BUFFER(st), GF_ARG(at), GF_ARG(v) };
+    return gf_launch(on, add, one(), a, 3);
+}
+static int set_state(const int *words)
+{
+    return gf_copy_to_device_async(s, st, 0, words, WORDS * sizeof(int)) == GF_OK && gf_stream_synchronize(s) == GF_OK;
+}
+static int get_state(int *words)
+{
+    return gf_copy_to_host_async(s, words, st, 0, WORDS * sizeof(int)) == GF_OK && gf_stream_synchronize(s) == GF_OK;
+}
+
+static void test_countdown(void)
+{
+    static const int starts[3] = { 5, 1, 0 };
+    gf_graph *g = NULL;
+    int i, w[WORDS];
+    char path[256], text[4096];
+    FILE *f;
+    size_t n = 0;
+    CHECK_EQ_RESULT(gf_stream_begin_capture(s, GF_CAPTURE_GLOBAL), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_begin_while(s, st, 4), GF_OK);
+    CHECK_EQ_RESULT(run_step(s), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_end_while(s), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_end_capture(s, &g), GF_OK);
+    if (!g) return;
+    for (i = 0; i < 3; i++) {
+        memset(w, 0, sizeof w);
+        w[0] = starts[i]; w[1] = starts[i] > 0;
+        CHECK(set_state(w), "countdown: the state is set");
+        CHECK_EQ_RESULT(gf_graph_launch(g, s), GF_OK);
+        CHECK(get_state(w) && w[2] == starts[i] && w[0] == 0 && w[1] == 0, "countdown: the body ran once per count, then the loop ended");
+        if (w[2] != starts[i]) printf("  started at %d: %d iterations\n", starts[i], w[2]);
+    }
+    snprintf(path, sizeof path, "%s/gpuflow-decide-%d.dot", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid());
+    CHECK_EQ_RESULT(gf_graph_write_dot(g, path), GF_OK);
+    if ((f = fopen(path, "r")) != NULL) { n = fread(text, 1, sizeof text - 1, f); fclose(f); }
+    text[n] = 0;
+    remove(path);
+    CHECK(strstr(text, "while int at byte 4") && strstr(text, "again"), "dot: the loop and its way back are drawn");
+    gf_graph_destroy(g);
+}
+
+static void test_if(void)
+{
+    gf_graph *g = NULL;
+    int w[WORDS];
+    CHECK_EQ_RESULT(gf_stream_begin_capture(s, GF_CAPTURE_GLOBAL), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_begin_if(s, st, 12), GF_OK);
+    CHECK_EQ_RESULT(run_add(s, 4, 10), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_end_if(s), GF_OK);
+    CHECK_EQ_RESULT(run_add(s, 5, 1), GF_OK);   /* after the branch: always */
+    CHECK_EQ_RESULT(gf_stream_end_capture(s, &g), GF_OK);
+    if (!g) return;
+    memset(w, 0, sizeof w);
+    w[3] = 1;
+    CHECK(set_state(w), "if: the state is set");
+    CHECK_EQ_RESULT(gf_graph_launch(g, s), GF_OK);
+    CHECK(get_state(w) && w[4] == 10 && w[5] == 1, "if: taken when the int is nonzero");
+    w[3] = 0;
+    CHECK(set_state(w), "if: the state is set");
+    CHECK_EQ_RESULT(gf_graph_launch(g, s), GF_OK);
+    CHECK(get_state(w) && w[4] == 10 && w[5] == 2, "if: not taken when it is 0; what follows runs");
+    gf_graph_destroy(g);
+}
+
+static void test_nesting(void)
+{
+    gf_graph *g = NULL;
+    int w[WORDS];
+    /* if (c[6]) if (c[7]) if (c[8]) while (c[1]) step */
+    CHECK_EQ_RESULT(gf_stream_begin_capture(s, GF_CAPTURE_GLOBAL), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_begin_if(s, st, 24), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_begin_if(s, st, 28), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_begin_if(s, st, 32), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_begin_while(s, st, 4), GF_OK);
+    CHECK_EQ_RESULT(run_step(s), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_end_while(s), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_end_if(s), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_end_if(s), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_end_if(s), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_end_capture(s, &g), GF_OK);
+    if (g) {
+        memset(w, 0, sizeof w);
+        w[0] = 3; w[1] = 1; w[6] = w[7] = w[8] = 1;
+        CHECK(set_state(w), "nesting: the state is set");
+        CHECK_EQ_RESULT(gf_graph_launch(g, s), GF_OK);
+        CHECK(get_state(w) && w[2] == 3, "nesting: four levels, the innermost while ran 3 times");
+        memset(w, 0, sizeof w);
+        w[0] = 3; w[1] = 1; w[6] = w[7] = 1;   /* the third if not taken */
+        CHECK(set_state(w), "nesting: the state is set");
+        CHECK_EQ_RESULT(gf_graph_launch(g, s), GF_OK);
+        CHECK(get_state(w) && w[2] == 0 && w[0] == 3, "nesting: an outer if not taken skips the loop inside it");
+        gf_graph_destroy(g);
+    }
+    /* a while inside a while: the outer runs c[9] times, each time the inner counts c[0] = 2 down */
+    g = NULL;
+    CHECK_EQ_RESULT(gf_stream_begin_capture(s, GF_CAPTURE_GLOBAL), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_begin_while(s, st, 36), GF_OK);      /* c[9]: outer count, also its int */
+    CHECK_EQ_RESULT(run_add(s, 0, 2), GF_OK);                       /* inner counter = 2 */
+    CHECK_EQ_RESULT(run_add(s, 1, 1), GF_OK);                       /* inner int on */
+    CHECK_EQ_RESULT(gf_stream_begin_while(s, st, 4), GF_OK);
+    CHECK_EQ_RESULT(run_step(s), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_end_while(s), GF_OK);
+    CHECK_EQ_RESULT(run_add(s, 9, -1), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_end_while(s), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_end_capture(s, &g), GF_OK);
+    if (g) {
+        memset(w, 0, sizeof w);
+        w[9] = 4;
+        CHECK(set_state(w), "nested whiles: the state is set");
+        CHECK_EQ_RESULT(gf_graph_launch(g, s), GF_OK);
+        CHECK(get_state(w) && w[2] == 8 && w[9] == 0, "nested whiles: 4 outer iterations of 2 inner ones");
+        gf_graph_destroy(g);
+    }
+}
+
+static void test_fork(void)
+{
+    gf_graph *g = NULL;
+    gf_event *fork = NULL, *join = NULL;
+    int w[WORDS];
+    CHECK_EQ_RESULT(gf_event_create(dev, 0, &fork), GF_OK);
+    CHECK_EQ_RESULT(gf_event_create(dev, 0, &join), GF_OK);
+    if (!fork || !join) return;
+    CHECK_EQ_RESULT(gf_stream_begin_capture(s, GF_CAPTURE_GLOBAL), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_begin_while(s, st, 4), GF_OK);
+    CHECK_EQ_RESULT(gf_event_record(fork, s), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_wait_event(s2, fork), GF_OK);     /* s2 joins the capture inside the body */
+    CHECK_EQ_RESULT(run_add(s2, 10, 1), GF_OK);
+    CHECK_EQ_RESULT(gf_event_record(join, s2), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_wait_event(s, join), GF_OK);      /* and is joined back */
+    CHECK_EQ_RESULT(run_step(s), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_end_while(s), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_end_capture(s, &g), GF_OK);
+    if (g) {
+        memset(w, 0, sizeof w);
+        w[0] = 4; w[1] = 1;
+        CHECK(set_state(w), "fork: the state is set");
+        CHECK_EQ_RESULT(gf_graph_launch(g, s), GF_OK);
+        CHECK(get_state(w) && w[2] == 4 && w[10] == 4, "fork: the forked stream's work ran in each of the 4 iterations");
+        gf_graph_destroy(g);
+    }
+    gf_event_destroy(fork);
+    gf_event_destroy(join);
+}
+
+static void test_bad_input(void)
+{
+    gf_graph *g = NULL;
+    gf_event *fork = NULL;
+    int i;
+    CHECK_FAIL(gf_stream_begin_while(s, st, 4), GF_ERROR_CAPTURE);
+    CHECK(strstr(gf_last_error(), "gf_stream_begin_capture") != NULL, "bad input: outside a capture, the message says to capture");
+    CHECK_FAIL(gf_stream_end_if(s), GF_ERROR_CAPTURE);
+    CHECK_EQ_RESULT(gf_stream_begin_capture(s, GF_CAPTURE_GLOBAL), GF_OK);
+    CHECK_FAIL(gf_stream_begin_while(s, st, 2), GF_ERROR_INVALID_ARGUMENT);
+    CHECK_FAIL(gf_stream_begin_if(s, st, WORDS * sizeof(int)), GF_ERROR_OUT_OF_RANGE);
+    CHECK_FAIL(gf_stream_begin_if(s, NULL, 0), GF_ERROR_INVALID_HANDLE);
+    CHECK_FAIL(gf_stream_end_while(s), GF_ERROR_CAPTURE);                 /* an end without its begin */
+    CHECK_FAIL(gf_stream_end_capture(s, &g), GF_ERROR_CAPTURE);           /* ... discarded the capture */
+    CHECK(g == NULL, "bad input: an end without its begin discards the capture");
+    CHECK_EQ_RESULT(gf_stream_begin_capture(s, GF_CAPTURE_GLOBAL), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_begin_while(s, st, 4), GF_OK);
+    CHECK_FAIL(gf_stream_end_if(s), GF_ERROR_CAPTURE);                    /* the other kind */
+    CHECK(strstr(gf_last_error(), "is a while") != NULL, "bad input: an end of the other kind is named");
+    CHECK_FAIL(gf_stream_end_capture(s, &g), GF_ERROR_CAPTURE);
+    CHECK_EQ_RESULT(gf_stream_begin_capture(s, GF_CAPTURE_GLOBAL), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_begin_if(s, st, 12), GF_OK);
+    CHECK_FAIL(gf_stream_end_capture(s, &g), GF_ERROR_CAPTURE);           /* left open */
+    CHECK(strstr(gf_last_error(), "was not ended") != NULL && g == NULL, "bad input: a begin left open at the end discards the capture");
+    /* a body ended on another stream than its begin */
+    CHECK_EQ_RESULT(gf_event_create(dev, 0, &fork), GF_OK);
+    if (fork) {
+        CHECK_EQ_RESULT(gf_stream_begin_capture(s, GF_CAPTURE_GLOBAL), GF_OK);
+        CHECK_EQ_RESULT(gf_event_record(fork, s), GF_OK);
+        CHECK_EQ_RESULT(gf_stream_wait_event(s2, fork), GF_OK);
+        CHECK_EQ_RESULT(gf_stream_begin_while(s, st, 4), GF_OK);
+        CHECK_FAIL(gf_stream_end_while(s2), GF_ERROR_CAPTURE);
+        CHECK(strstr(gf_last_error(), "began on stream") != NULL, "bad input: a body ended on another stream is named");
+        CHECK_FAIL(gf_stream_end_capture(s, &g), GF_ERROR_CAPTURE);
+        gf_event_destroy(fork);
+    }
+    /* nesting past the depth */
+    CHECK_EQ_RESULT(gf_stream_begin_capture(s, GF_CAPTURE_GLOBAL), GF_OK);
+    for (i = 0; i < GF_COND_DEPTH; i++) CHECK_EQ_RESULT(gf_stream_begin_if(s, st, 12), GF_OK);
+    CHECK_FAIL(gf_stream_begin_if(s, st, 12), GF_ERROR_CAPTURE);
+    CHECK_FAIL(gf_stream_end_capture(s, &g), GF_ERROR_CAPTURE);
+    /* the streams are usable after all of it */
+    CHECK_EQ_RESULT(run_add(s, 11, 1), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_synchronize(s), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_synchronize(s2), GF_OK);
+}
+
+static void test_native(void)
+{
+    gf_graph *g = NULL;
+    CHECK_EQ_RESULT(gf_stream_begin_capture(s, GF_CAPTURE_GLOBAL), GF_OK);
+    CHECK_FAIL(gf_stream_begin_while(s, st, 4), GF_ERROR_NOT_SUPPORTED);
+    CHECK(strstr(gf_last_error(), "conditional nodes") != NULL, "native: the refusal says why");
+    CHECK_EQ_RESULT(run_step(s), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_end_capture(s, &g), GF_OK);   /* the capture went on */
+    if (g) gf_graph_destroy(g);
+}
+
+int main(int argc, char **argv)
+{
+    static const gf_stub_kernel stubs[] = { GF_STUB_KERNEL(cd_step), GF_STUB_KERNEL(cd_add) };
+    gf_backend backend;
+    const char *name;
+    gf_module_desc md;
+    gf_module *mod = NULL;
+    gf_result r;
+    gf_graph_info info;
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    if (!(name = th_backend_arg(argc, argv, &backend))) return 2;
+    r = gf_device_open(backend, 0, &dev);
+    if (r == GF_ERROR_BACKEND_UNAVAILABLE || r == GF_ERROR_NO_DEVICE) {
+        printf("notice: decide %s skipped: %s\n", name, gf_last_error());
+        SKIP("backend not compiled in or no device here");
+        return th_finish();
+    }
+    printf("graphs that decide on %s: %s\n", name, gf_device_name(dev));
+    memset(&md, 0, sizeof md);
+    md.source = decide_source; md.source_name = "decide.gfk";
+    md.stub_kernels = stubs; md.stub_kernel_count = 2;
+    CHECK_EQ_RESULT(gf_stream_create(dev, NULL, &s), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_create(dev, NULL, &s2), GF_OK);
+    CHECK_EQ_RESULT(gf_buffer_create(dev, WORDS * sizeof(int), &st), GF_OK);
+    CHECK_EQ_RESULT(gf_module_load(dev, &md, &mod), GF_OK);
+    if (mod) { CHECK_EQ_RESULT(gf_kernel_get(mod, "cd_step", &step), GF_OK); CHECK_EQ_RESULT(gf_kernel_get(mod, "cd_add", &add), GF_OK); }
+    if (s && s2 && st && step && add) {
+        gf_graph *probe = NULL;
+        int native;
+        CHECK_EQ_RESULT(gf_stream_begin_capture(s, GF_CAPTURE_GLOBAL), GF_OK);
+        CHECK_EQ_RESULT(run_step(s), GF_OK);
+        CHECK_EQ_RESULT(gf_stream_end_capture(s, &probe), GF_OK);
+        native = probe && gf_graph_info(probe, &info) == GF_OK && info.native;
+        if (probe) gf_graph_destroy(probe);
+        if (native) {
+            printf("  %s captures natively: conditionals are refused there for now\n", name);
+            test_native();
+        } else {
+            test_countdown();
+            test_if();
+            test_nesting();
+            test_fork();
+            test_bad_input();
+        }
+    }
+    if (mod) gf_module_destroy(mod);
+    if (st) gf_buffer_destroy(st);
+    if (s2) gf_stream_destroy(s2);
+    if (s) gf_stream_destroy(s);
+    gf_device_close(dev);
+    return th_finish();
+}

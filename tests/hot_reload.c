@@ -1,0 +1,226 @@
+/* Kernel hot reload (issue "For the people who build on gpuflow every day"): a module loaded
+   from a source file is reloaded, by a call or by a poll of the file at a frame boundary.
+
+     file     the .gfk on disk edited: gf_module_poll sees it, the live gf_kernel launches the
+              new code; no change, no reload
+     broken   an edit that does not compile: GF_ERROR_BUILD with the compiler's log, the old
+              code runs on
+     missing  new code without a kernel the program holds: refused, the old code runs on
+     flight   a launch queued before the reload (held on the device) runs the old code, one
+              after it the new
+     graph    a graph captured before the reload launches the new code (CUDA, HIP: the node's
+              function updated in place; recorded graphs: at their next replay)
+     stub     the stub runs the C form compiled into the program: a reload takes new
+              stub_kernels (desc), and a reload from the file alone says so
+
+   usage: hot_reload stub|opencl|cuda|hip */
+#define _POSIX_C_SOURCE 200809L
+#define GPUFLOW_IMPLEMENTATION
+#include "backends.h"
+#include "harness.h"
+#include <stdlib.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+
+#define N 64u
+static gf_device *dev;
+static gf_stream *s;
+static gf_buffer *buf;
+static char path[512];
+
+/* The stub's two versions of hr_val: the C a program would get from a library it reloaded. */
+static const gf_stub_param hr_params[2] = { { "p", "GF_GLOBAL unsigned *", sizeof(unsigned *) }, { "n", "unsigned", sizeof(unsigned) } };
+static void hr_fill(const gf_kernel_ctx *c, void *const *a, unsigned v)
+{
+    unsigned *p, n, i = c->block_idx[0] * c->block[0] + c->thread_idx[0];
+    memcpy(&p, a[0], sizeof p);
+    memcpy(&n, a[1], sizeof n);
+    if (i < n) p[i] = v;
+}
+static void hr_v1(const gf_kernel_ctx *c, void *const *a) { hr_fill(c, a, 1); }
+static void hr_v2(const gf_kernel_ctx *c, void *const *a) { hr_fill(c, a, 2); }
+static void hr_v4(const gf_kernel_ctx *c, void *const *a) { hr_fill(c, a, 4); }
+static const gf_stub_kernel stub_v1[] = { { "hr_val", hr_v1, 2, hr_params, 0, NULL } };
+static const gf_stub_kernel stub_v2[] = { { "hr_val", hr_v2, 2, hr_params, 0, NULL } };
+static const gf_stub_kernel stub_v4[] = { { "hr_val", hr_v4, 2, hr_params, 0, NULL } };
+
+/* The kernel file at version v (a value it writes), or a broken one, or one that renamed it. */
+static int write_source(const char *body, unsigned v, int bump)
+{
+    FILE *f = fopen(path, "w");
+    struct stat st;
+    struct timeval times[2];
+    if (!f) return 0;
+    fprintf(f, "GF_KERNELS(\nGF_KERNEL(%s, GF_PARAM(GF_GLOBAL unsigned *, p), GF_PARAM(unsigned, n))\n{\n"
+               "    unsigned i = gf_global_id(0);\n    if (i < n) p[i] = %s%u;\n}\n)\n",
+            body && !strcmp(body, "renamed") ? "hr_other" : "hr_val", body && !strcmp(body, "broken") ? "undeclared_name + " : "", v);
+    if (fclose(f) != 0) return 0;
+    /* a modification time the poll cannot miss, whatever the file system's resolution */
+    if (bump && stat(path, &st) == 0) {
+        static long step = 10;
+        times[0].tv_sec = times[1].tv_sec = st.st_mtime + step;
+        times[0].tv_usec = times[1].tv_usec = 0;
+        step += 10;
+        utimes(path, times);
+    }
+    return 1;
+}
+
+static gf_launch_dims dims_n(void)
+{
+    gf_launch_dims d;
+    memset(&d, 0, sizeof d);
+    d.grid[0] = 1; d.grid[1] = d.grid[2] = 1;
+    d.block[0] = N; d.block[1] = d.block[2] = 1;
+    return d;
+}
+static gf_result run(gf_kernel *k, gf_buffer *into)
+{
+    unsigned n = N;
+    gf_arg args[2] = { GF_ARG_BUFFER(into), GF_ARG(n) };
+    return gf_launch(s, k, dims_n(), args, 2);
+}
+static unsigned last_word(gf_buffer *from)
+{
+    unsigned v = 0xdeadbeefu;
+    if (gf_copy_to_host_async(s, &v, from, (N - 1) * sizeof v, sizeof v) != GF_OK || gf_stream_synchronize(s) != GF_OK) return 0xdeadbeefu;
+    return v;
+}
+
+static void test_file(gf_backend backend)
+{
+    gf_module_desc d;
+    gf_module *mod = NULL;
+    gf_kernel *k = NULL;
+    gf_buffer *early = NULL, *late = NULL;
+    gf_graph *g = NULL;
+    gf_graph_info info;
+    th_gate gate;
+    int reloaded = -1;
+    memset(&d, 0, sizeof d);
+    d.source_path = path;
+    d.stub_kernels = stub_v1;
+    d.stub_kernel_count = 1;
+    if (!CHECK(write_source(NULL, 1, 0), "file: the kernel file is written")) return;
+    if (!CHECK_EQ_RESULT(gf_module_load(dev, &d, &mod), GF_OK)) return;
+    CHECK_EQ_RESULT(gf_kernel_get(mod, "hr_val", &k), GF_OK);
+    if (!k) { gf_module_destroy(mod); return; }
+    CHECK_EQ_RESULT(run(k, buf), GF_OK);
+    CHECK(last_word(buf) == 1, "file: version 1 runs");
+    CHECK_EQ_RESULT(gf_module_poll(mod, &reloaded), GF_OK);
+    CHECK(reloaded == 0, "file: no change, no reload");
+    if (backend == GF_BACKEND_STUB) {   /* the C form is the program's: a reload from the file cannot change it */
+        write_source(NULL, 2, 1);
+        CHECK_FAIL(gf_module_poll(mod, &reloaded), GF_ERROR_NOT_SUPPORTED);
+        CHECK(strstr(gf_last_error(), "stub_kernels") != NULL, "stub: a reload from the file says to give new stub_kernels");
+        d.stub_kernels = stub_v2;
+        CHECK_EQ_RESULT(gf_module_reload(mod, &d), GF_OK);
+    } else {
+        write_source(NULL, 2, 1);
+        CHECK_EQ_RESULT(gf_module_poll(mod, &reloaded), GF_OK);
+        CHECK(reloaded == 1, "file: an edit is seen and reloaded");
+    }
+    CHECK_EQ_RESULT(run(k, buf), GF_OK);
+    CHECK(last_word(buf) == 2, "file: the same gf_kernel launches version 2");
+    /* a broken edit, then one that drops the kernel the program holds: the old code runs on */
+    if (backend != GF_BACKEND_STUB) {
+        write_source("broken", 3, 1);
+        CHECK_FAIL(gf_module_poll(mod, &reloaded), GF_ERROR_BUILD);
+        CHECK(strstr(gf_last_error(), "undeclared_name") != NULL, "broken: the build log comes back");
+        CHECK(reloaded == 0, "broken: nothing reloaded");
+        CHECK_EQ_RESULT(gf_module_poll(mod, &reloaded), GF_OK);
+        CHECK(reloaded == 0, "broken: the same broken file is not compiled again at every poll");
+        write_source("renamed", 3, 1);
+        CHECK_FAIL(gf_module_poll(mod, &reloaded), GF_ERROR_NOT_FOUND);
+        CHECK(strstr(gf_last_error(), "hr_val") != NULL, "missing: the kernel in use is named");
+    } else {
+        static const gf_stub_kernel other[] = { { "hr_other", hr_v4, 2, hr_params, 0, NULL } };
+        d.stub_kernels = other;
+        CHECK_FAIL(gf_module_reload(mod, &d), GF_ERROR_NOT_FOUND);
+    }
+    CHECK_EQ_RESULT(run(k, buf), GF_OK);
+    CHECK(last_word(buf) == 2, "broken, missing: the old code runs on");
+    /* in flight: a launch held on the device before the reload runs the old code */
+    CHECK_EQ_RESULT(gf_buffer_create(dev, N * sizeof(unsigned), &early), GF_OK);
+    CHECK_EQ_RESULT(gf_buffer_create(dev, N * sizeof(unsigned), &late), GF_OK);
+    if (early && late) {
+        th_gate_init(&gate);
+        CHECK_EQ_RESULT(gf_stream_add_callback(s, th_gate_cb, &gate), GF_OK);
+        CHECK_EQ_RESULT(run(k, early), GF_OK);
+        if (backend == GF_BACKEND_STUB) { d.stub_kernels = stub_v4; CHECK_EQ_RESULT(gf_module_reload(mod, &d), GF_OK); }
+        else { write_source(NULL, 4, 1); CHECK_EQ_RESULT(gf_module_reload(mod, NULL), GF_OK); }
+        CHECK_EQ_RESULT(run(k, late), GF_OK);
+        th_gate_open(&gate);
+        CHECK(last_word(early) == 2 && last_word(late) == 4, "flight: queued before the reload: old code; after: new");
+        th_gate_destroy(&gate);
+    }
+    /* a graph captured before a reload launches the new code */
+    CHECK_EQ_RESULT(gf_stream_begin_capture(s, GF_CAPTURE_GLOBAL), GF_OK);
+    CHECK_EQ_RESULT(run(k, buf), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_end_capture(s, &g), GF_OK);
+    if (g) {
+        CHECK_EQ_RESULT(gf_graph_launch(g, s), GF_OK);
+        CHECK(last_word(buf) == 4, "graph: version 4 before the reload");
+        if (backend == GF_BACKEND_STUB) { d.stub_kernels = stub_v2; CHECK_EQ_RESULT(gf_module_reload(mod, &d), GF_OK); }
+        else { write_source(NULL, 7, 1); CHECK_EQ_RESULT(gf_module_reload(mod, NULL), GF_OK); }
+        CHECK_EQ_RESULT(gf_graph_launch(g, s), GF_OK);
+        CHECK_EQ_RESULT(gf_graph_info(g, &info), GF_OK);
+        CHECK(last_word(buf) == (backend == GF_BACKEND_STUB ? 2u : 7u), "graph: the replay after the reload runs the new code");
+        printf("  graph: %s, %d nodes\n", info.native ? "native (its launch updated in place)" : "recorded", info.nodes);
+        gf_graph_destroy(g);
+    }
+    if (early) gf_buffer_destroy(early);
+    if (late) gf_buffer_destroy(late);
+    gf_module_destroy(mod);
+}
+
+static void test_bad_input(void)
+{
+    gf_module_desc d;
+    gf_module *mod = NULL;
+    int reloaded;
+    memset(&d, 0, sizeof d);
+    d.source_path = "/nonexistent/gpuflow/kernels.gfk";
+    d.stub_kernels = stub_v1;
+    d.stub_kernel_count = 1;
+    CHECK_FAIL(gf_module_load(dev, &d, &mod), GF_ERROR_INVALID_ARGUMENT);
+    CHECK(strstr(gf_last_error(), "/nonexistent/gpuflow/kernels.gfk") != NULL, "bad input: a source file that cannot be read is named");
+    CHECK_FAIL(gf_module_reload(NULL, NULL), GF_ERROR_INVALID_HANDLE);
+    CHECK_FAIL(gf_module_poll(NULL, &reloaded), GF_ERROR_INVALID_HANDLE);
+    d.source_path = NULL;
+    d.source = "GF_KERNELS()";
+    if (gf_module_load(dev, &d, &mod) == GF_OK) {   /* not from a file: polling has nothing to read */
+        CHECK_FAIL(gf_module_poll(mod, &reloaded), GF_ERROR_INVALID_STATE);
+        CHECK_FAIL(gf_module_poll(mod, NULL), GF_ERROR_INVALID_ARGUMENT);
+        gf_module_destroy(mod);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    gf_backend backend;
+    const char *name;
+    gf_result r;
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    if (!(name = th_backend_arg(argc, argv, &backend))) return 2;
+    r = gf_device_open(backend, 0, &dev);
+    if (r == GF_ERROR_BACKEND_UNAVAILABLE || r == GF_ERROR_NO_DEVICE) {
+        printf("notice: hot_reload %s skipped: %s\n", name, gf_last_error());
+        SKIP("backend not compiled in or no device here");
+        return th_finish();
+    }
+    snprintf(path, sizeof path, "%s/gpuflow-hot-reload-%d.gfk", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid());
+    printf("hot reload on %s: %s\n", name, gf_device_name(dev));
+    CHECK_EQ_RESULT(gf_stream_create(dev, NULL, &s), GF_OK);
+    CHECK_EQ_RESULT(gf_buffer_create(dev, N * sizeof(unsigned), &buf), GF_OK);
+    if (s && buf) {
+        test_file(backend);
+        test_bad_input();
+    }
+    remove(path);
+    if (buf) gf_buffer_destroy(buf);
+    if (s) gf_stream_destroy(s);
+    gf_device_close(dev);
+    return th_finish();
+}
