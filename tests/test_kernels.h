@@ -153,7 +153,7 @@ static const gf_module_desc tk_module = {
     tk_opencl_source, 0, 0,           /* OpenCL C, SPIR-V */
     0,                                /* build options */
     tk_stub_kernels, (int)(sizeof tk_stub_kernels / sizeof tk_stub_kernels[0]),
-    0, 0, 0, 0, 0                     /* source, its name, cache, OpenCL binary */
+    0, 0, 0, 0, 0, 0                  /* source, its name, cache, OpenCL binary, source_path */
 };
 
 #endif
