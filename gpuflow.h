@@ -977,8 +977,11 @@ GPUFLOW_API gf_result gf_graph_set_kernel_args(gf_graph *g, int launch_index, co
    open at gf_stream_end_capture: GF_ERROR_CAPTURE, and the capture is discarded. Recorded
    graphs (the stub, OpenCL) evaluate the int at replay: gf_graph_launch then waits for the
    stream at each evaluation (a 4-byte read back; GPUFLOW_SYNC_DEBUG reports it), so such a
-   launch is not asynchronous. Native captures (CUDA, HIP) refuse them with
-   GF_ERROR_NOT_SUPPORTED for now (conditional nodes are not used yet); the capture goes on. */
+   launch is not asynchronous. CUDA (12.4+ drivers) makes the driver's WHILE and IF nodes, the
+   handle set from the int by a kernel of gpuflow's own: its replays stay asynchronous; a body
+   there holds what conditional bodies may (kernels, copies, fills, child graphs: a host
+   callback is refused by the driver). A backend that captures natively without them (HIP)
+   refuses with GF_ERROR_NOT_SUPPORTED; the capture goes on. */
 #define GF_COND_DEPTH 8
 GPUFLOW_API gf_result gf_stream_begin_while(gf_stream *s, gf_buffer *cond, size_t offset);
 GPUFLOW_API gf_result gf_stream_end_while(gf_stream *s);
@@ -1705,6 +1708,7 @@ struct gf_stream {
     char label[64];
     gf_priority priority;
     void *native;                   /* CUstream, cl_command_queue, stub queue, ... */
+    void *cond_native;              /* the backend's bodies of loops and branches open on it (native captures) */
     gf__mutex lock;                 /* enqueue order, capture state, profiler records */
     int status;                     /* gf_result: sticky asynchronous error, given to callbacks */
     uint64_t ops, copies, bytes_copied, launches, callbacks;   /* atomics */
@@ -1998,6 +2002,14 @@ struct gf__backend {
     gf_result (*graph_set_kernel_args)(gf_graph *g, int launch_index, gf_kernel *k, const gf_arg *args, int count);
     gf_result (*graph_write_dot)(gf_graph *g, const char *path);   /* NULL: the core writes the recording */
     void      (*range)(gf_stream *s, const char *name);    /* a tool's range (NVTX): push a name, pop with NULL */
+    /* Graphs that decide in a native capture (all three or none: none refuses them with
+       GF_ERROR_NOT_SUPPORTED). cond_begin: a while (what 0) or if (1) on the int at buf +
+       offset; s's work then goes into the body until cond_end closes the innermost. cond_abort:
+       a capture discarded with s's bodies open: they are ended and thrown away, s enqueues on
+       its own again. State per stream in s->cond_native. */
+    gf_result (*cond_begin)(gf_stream *s, int what, gf_buffer *buf, size_t offset);
+    gf_result (*cond_end)(gf_stream *s);
+    void      (*cond_abort)(gf_stream *s);
 
     /* Kernels from one source (all three or none; none: gf_module_desc.source goes to
        module_load, as the stub's C kernels do). kernel_prelude: what the dialect's words mean
@@ -2096,6 +2108,7 @@ static const gf__backend *gf__backend_once(gf__backend *table, void (*fill)(gf__
                        !t.capture_begin == !t.graph_update && !t.capture_begin == !t.graph_destroy);
         GPUFLOW_ASSERT(!t.buffer_alloc_async == !t.buffer_free_async);
         GPUFLOW_ASSERT(!t.compile == !t.module_load_compiled && !t.compile == !t.kernel_prelude);
+        GPUFLOW_ASSERT(!t.cond_begin == !t.cond_end && !t.cond_begin == !t.cond_abort);
         GPUFLOW_ASSERT(!t.external_types == !t.buffer_import && !t.external_types == !t.buffer_export &&
                        !t.external_types == !t.semaphore_create && !t.external_types == !t.semaphore_import &&
                        !t.external_types == !t.semaphore_export && !t.external_types == !t.semaphore_destroy &&
@@ -6643,7 +6656,11 @@ static void gf__capture_detach(gf__capture *c) {
 static void gf__capture_discard(gf__capture *c) {
     char why[sizeof gf__error_text];
     gf_graph *g = c->graph;
+    int i;
     memcpy(why, gf__error_text, sizeof why);
+    for (i = c->open_conds - 1; i >= 0 && c->by_driver; i--)   /* bodies still open: their streams enqueue on their own again */
+        if (c->open_cond[i].s->cond_native) c->origin->dev->be->cond_abort(c->open_cond[i].s);
+    c->open_conds = 0;
     if (c->by_driver && c->origin->dev->be->capture_end(c->origin, g) == GF_OK) g->by_driver = 1;
     gf__capture_detach(c);
     gf__graph_release(g);
@@ -6793,12 +6810,20 @@ static gf_result gf__cond_begin(const char *fn, gf_stream *s, gf_buffer *cond, s
         return gf__fail(GF_ERROR_CAPTURE, "%s: stream '%s' is not capturing: a loop or a branch is part of a graph (gf_stream_begin_capture first)", fn, s->label);
     }
     gf__lock(&s->dev->lock);
-    if (cap->by_driver)
-        r = gf__fail(GF_ERROR_NOT_SUPPORTED, "%s: the %s backend's captures are the driver's, and gpuflow makes no conditional nodes yet "
-                     "(the stub and OpenCL record them); the capture goes on", fn, s->dev->be->name);
+    if (cap->by_driver && !s->dev->be->cond_begin)
+        r = gf__fail(GF_ERROR_NOT_SUPPORTED, "%s: the %s backend's captures are the driver's, and it makes no conditional nodes "
+                     "(the stub and OpenCL record them; CUDA makes them); the capture goes on", fn, s->dev->be->name);
     else if (cap->open_conds == GF_COND_DEPTH) {
         r = gf__fail(GF_ERROR_CAPTURE, "%s: more than %d loops and branches nested; the capture was discarded", fn, GF_COND_DEPTH);
         discard = 1;
+    } else if (cap->by_driver) {   /* the driver's conditional node; its body takes s's work from now on */
+        if ((r = s->dev->be->cond_begin(s, what, cond, offset)) == GF_OK) {
+            cap->open_cond[cap->open_conds].at = -1;
+            cap->open_cond[cap->open_conds].s = s;
+            cap->open_cond[cap->open_conds].what = what;
+            cap->open_conds++;
+            gf__capture_use(cap, cond);
+        }
     } else {
         memset(&c, 0, sizeof c);
         c.kind = GF__CMD_COND;
@@ -6836,7 +6861,9 @@ static gf_result gf__cond_end(const char *fn, gf_stream *s, int what) {
     else if (cap->open_cond[cap->open_conds - 1].s != s)
         r = gf__fail(GF_ERROR_CAPTURE, "%s: the %s began on stream '%s', not '%s' (a body ends on its begin's stream); the capture was discarded",
                      fn, names[what], cap->open_cond[cap->open_conds - 1].s->label, s->label);
-    else {
+    else if (cap->by_driver) {
+        if ((r = s->dev->be->cond_end(s)) == GF_OK) cap->open_conds--;
+    } else {
         int begin = cap->open_cond[cap->open_conds - 1].at;
         memset(&c, 0, sizeof c);
         c.kind = GF__CMD_COND;

@@ -281,6 +281,13 @@
                                                                           const CUgraphNode **, const CUgraphEdgeData **, size_t *), UNKNOWN, cuStreamGetCaptureInfo_v3, 12030) \
     OPT(StreamUpdateCaptureDependencies, CUresult, \
         (CUstream, CUgraphNode *, const CUgraphEdgeData *, size_t, unsigned int), UNKNOWN, cuStreamUpdateCaptureDependencies_v2, 12030) \
+    /* graphs that decide: conditional nodes, their bodies captured from a second stream */ \
+    OPT(GraphConditionalHandleCreate, CUresult, (CUgraphConditionalHandle *, CUgraph, CUcontext, unsigned int, unsigned int), UNKNOWN, \
+        cuGraphConditionalHandleCreate, 12030) \
+    OPT(GraphAddNode, CUresult, (CUgraphNode *, CUgraph, const CUgraphNode *, const CUgraphEdgeData *, size_t, CUgraphNodeParams *), UNKNOWN, \
+        cuGraphAddNode_v2, 12030) \
+    OPT(StreamBeginCaptureToGraph, CUresult, (CUstream, CUgraph, const CUgraphNode *, const CUgraphEdgeData *, size_t, CUstreamCaptureMode), \
+        UNKNOWN, cuStreamBeginCaptureToGraph, 12030) \
     /* more than one device */ \
     X(DeviceCanAccessPeer, CUresult, (int *, CUdevice, CUdevice), UNKNOWN, cuDeviceCanAccessPeer, 4000) \
     X(CtxEnablePeerAccess, CUresult, (CUcontext, unsigned int), UNKNOWN, cuCtxEnablePeerAccess, 4000) \
@@ -365,6 +372,8 @@ typedef struct gf__cuda_device {
     int concurrent_managed;           /* prefetch to the GPU is meaningful */
     int cc;                           /* compute capability, 10 * major + minor: 90 for 9.0 */
     CUmemoryPool pool;                /* the default pool; NULL without memory pools */
+    gf__spin cond_lock;               /* cond_module, loaded at the first conditional */
+    CUmodule cond_module; CUfunction cond_set;
 } gf__cuda_device;
 
 /* ---- errors ----------------------------------------------------------------------------- */
@@ -657,6 +666,7 @@ static void gf__cuda_device_close(gf_device *dev) {
     gf__cuda_device *d = (gf__cuda_device *)dev->native;
     if (!d) return;
     if (d->pool && !d->borrowed && gf__cuda_enter(dev) == GF_OK) (void)GF__CUDA_CALL(MemPoolTrimTo, (d->pool, 0));
+    if (d->cond_module && gf__cuda_enter(dev) == GF_OK) (void)GF__CUDA_CALL(ModuleUnload, (d->cond_module));
     gf__cuda_device_free(dev);
 }
 
@@ -778,6 +788,8 @@ static gf_result gf__cuda_stream_create(gf_stream *s) {
 static void gf__cuda_stream_destroy(gf_stream *s) {
     if (s->native && !s->borrowed && gf__cuda_enter(s->dev) == GF_OK) GF__CUDA_RELAXED_VOID(StreamDestroy, (GF__CUSTREAM(s)));
     s->native = NULL;
+    gf__free(s->cond_native);   /* conditionals' bookkeeping (none open: the capture is over) */
+    s->cond_native = NULL;
 }
 
 /* A stream of the caller's (gf_stream_wrap), of this device's context; left alive on destroy. */
@@ -1348,6 +1360,124 @@ static gf_result gf__cuda_graph_add_child(gf_graph *g, gf_stream *s) {
     return GF_OK;
 }
 
+/* ---- graphs that decide: conditional nodes ---- */
+/* A WHILE or IF node in the capture, its handle set from the int by gpuflow's kernel (before
+   the node, and for a while at the end of each iteration of the body); the body is captured
+   into the node's graph from a stream of gpuflow's own, which stands in for s (s->native)
+   until the end: so every call on s, and every stream that forks from it, lands in the body. */
+static const char gf__cuda_cond_ptx[] =   /* nvcc -ptx -arch=compute_75 of: cudaGraphSetConditional(handle, *flag != 0) */
+    ".version 8.3\n.target sm_75\n.address_size 64\n"
+    ".extern .func cudaGraphSetConditional\n(\n\t.param .b64 cudaGraphSetConditional_param_0,\n\t.param .b32 cudaGraphSetConditional_param_1\n)\n;\n"
+    ".visible .entry gf__set_conditional(\n\t.param .u64 gf__set_conditional_param_0,\n\t.param .u64 gf__set_conditional_param_1\n)\n{\n"
+    "\t.reg .pred %p<2>;\n\t.reg .b32 %r<3>;\n\t.reg .b64 %rd<4>;\n"
+    "\tld.param.u64 %rd1, [gf__set_conditional_param_0];\n\tld.param.u64 %rd2, [gf__set_conditional_param_1];\n"
+    "\tcvta.to.global.u64 %rd3, %rd2;\n\tld.global.u32 %r1, [%rd3];\n\tsetp.ne.s32 %p1, %r1, 0;\n\tselp.u32 %r2, 1, 0, %p1;\n"
+    "\t{\n\t.param .b64 param0;\n\tst.param.b64 [param0+0], %rd1;\n\t.param .b32 param1;\n\tst.param.b32 [param1+0], %r2;\n"
+    "\tcall.uni cudaGraphSetConditional, (param0, param1);\n\t}\n\tret;\n}\n";
+typedef struct gf__cuda_cond {
+    CUstream outer;                   /* what s enqueued on before this body */
+    CUgraphConditionalHandle handle;
+    int what;                         /* 0 while, 1 if */
+    CUdeviceptr flag;
+} gf__cuda_cond;
+typedef struct gf__cuda_conds { gf__cuda_cond at[GF_COND_DEPTH]; int n; } gf__cuda_conds;
+
+static gf_result gf__cuda_cond_set(gf__cuda_device *d, CUstream on, CUgraphConditionalHandle h, CUdeviceptr flag) {
+    void *params[2];
+    params[0] = &h;
+    params[1] = &flag;
+    GF__CUDA_CHECK(LaunchKernel, (d->cond_set, 1, 1, 1, 1, 1, 1, 0, on, params, NULL));
+    return GF_OK;
+}
+static gf_result gf__cuda_cond_begin(gf_stream *s, int what, gf_buffer *buf, size_t offset) {
+    gf__cuda_device *d = (gf__cuda_device *)s->dev->native;
+    gf__cuda_conds *conds = (gf__cuda_conds *)s->cond_native;
+    CUstream cs = GF__CUSTREAM(s), body_stream = NULL;
+    CUstreamCaptureStatus status;
+    cuuint64_t id;
+    CUgraph graph = NULL;
+    const CUgraphNode *deps = NULL;
+    const CUgraphEdgeData *edges = NULL;
+    size_t ndeps = 0;
+    CUgraphConditionalHandle h;
+    CUgraphNodeParams np;
+    CUgraphNode node;
+    CUdeviceptr flag = (CUdeviceptr)buf->native + (CUdeviceptr)offset;
+    CUresult r = CUDA_SUCCESS;
+    if (!gf__cu.GraphConditionalHandleCreate || !gf__cu.GraphAddNode || !gf__cu.StreamBeginCaptureToGraph || !gf__cu.StreamGetCaptureInfo)
+        return gf__fail(GF_ERROR_NOT_SUPPORTED, "CUDA: loops and branches in a graph need a CUDA 12.4+ driver (conditional nodes)");
+    GF__CUDA_ENTER(s->dev);
+    gf__spin_lock(&d->cond_lock);
+    if (!d->cond_module && (r = GF__CUDA_CALL(ModuleLoadDataEx, (&d->cond_module, gf__cuda_cond_ptx, 0, NULL, NULL))) == CUDA_SUCCESS &&
+        (r = GF__CUDA_CALL(ModuleGetFunction, (&d->cond_set, d->cond_module, "gf__set_conditional"))) != CUDA_SUCCESS) {
+        (void)GF__CUDA_CALL(ModuleUnload, (d->cond_module));
+        d->cond_module = NULL;
+    }
+    gf__spin_unlock(&d->cond_lock);
+    if (r != CUDA_SUCCESS) return gf__cuda_fail(r, "cuModuleLoadDataEx (gpuflow's conditional kernel)");
+    if (!conds && !(conds = (gf__cuda_conds *)gf__calloc(sizeof *conds))) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "CUDA: out of host memory");
+    s->cond_native = conds;
+    if (conds->n == GF_COND_DEPTH) return gf__fail(GF_ERROR_CAPTURE, "CUDA: more than %d loops and branches nested", GF_COND_DEPTH);
+    GF__CUDA_CHECK(StreamGetCaptureInfo, (cs, &status, &id, &graph, &deps, &edges, &ndeps));
+    if (status != CU_STREAM_CAPTURE_STATUS_ACTIVE) return gf__fail(GF_ERROR_CAPTURE, "cuStreamGetCaptureInfo: the capture of stream '%s' is not active", s->label);
+    GF__CUDA_CHECK(GraphConditionalHandleCreate, (&h, graph, d->ctx, 0, 0));
+    if (gf__cuda_cond_set(d, cs, h, flag) != GF_OK) return GF_ERROR_DRIVER;   /* the handle's value before the node */
+    GF__CUDA_CHECK(StreamGetCaptureInfo, (cs, &status, &id, &graph, &deps, &edges, &ndeps));
+    memset(&np, 0, sizeof np);
+    np.type = CU_GRAPH_NODE_TYPE_CONDITIONAL;
+    np.conditional.handle = h;
+    np.conditional.type = what == 0 ? CU_GRAPH_COND_TYPE_WHILE : CU_GRAPH_COND_TYPE_IF;
+    np.conditional.size = 1;
+    np.conditional.ctx = d->ctx;
+    GF__CUDA_CHECK(GraphAddNode, (&node, graph, deps, edges, ndeps, &np));
+    GF__CUDA_CHECK(StreamUpdateCaptureDependencies, (cs, &node, NULL, 1, CU_STREAM_SET_CAPTURE_DEPENDENCIES));
+    GF__CUDA_CHECK(StreamCreateWithPriority, (&body_stream, CU_STREAM_NON_BLOCKING, 0));
+    if ((r = GF__CUDA_CALL(StreamBeginCaptureToGraph, (body_stream, np.conditional.phGraph_out[0], NULL, NULL, 0, CU_STREAM_CAPTURE_MODE_RELAXED))) != CUDA_SUCCESS) {
+        (void)GF__CUDA_CALL(StreamDestroy, (body_stream));
+        return gf__cuda_fail(r, "cuStreamBeginCaptureToGraph");
+    }
+    conds->at[conds->n].outer = cs;
+    conds->at[conds->n].handle = h;
+    conds->at[conds->n].what = what;
+    conds->at[conds->n].flag = flag;
+    conds->n++;
+    s->native = body_stream;   /* s's work goes into the body now */
+    return GF_OK;
+}
+/* The innermost body ends: a while sets its handle again last (the next iteration's test),
+   the body's capture ends into the node's graph, s enqueues where it did before. */
+static gf_result gf__cuda_cond_end(gf_stream *s) {
+    gf__cuda_device *d = (gf__cuda_device *)s->dev->native;
+    gf__cuda_conds *conds = (gf__cuda_conds *)s->cond_native;
+    gf__cuda_cond *c;
+    CUstream body_stream = GF__CUSTREAM(s);
+    CUgraph body = NULL;
+    gf_result set = GF_OK;
+    CUresult r;
+    GPUFLOW_ASSERT(conds && conds->n > 0);   /* the core matched the end with its begin */
+    GF__CUDA_ENTER(s->dev);
+    c = &conds->at[conds->n - 1];
+    if (c->what == 0) set = gf__cuda_cond_set(d, body_stream, c->handle, c->flag);
+    r = GF__CUDA_CALL(StreamEndCapture, (body_stream, &body));   /* the node owns the body graph */
+    s->native = c->outer;
+    conds->n--;
+    (void)GF__CUDA_CALL(StreamDestroy, (body_stream));
+    if (set != GF_OK) return set;
+    if (r != CUDA_SUCCESS) return gf__native_capture_broken(&gf__cuda_codes, (int)r, "cuStreamEndCapture (a loop's or branch's body)");
+    return GF_OK;
+}
+static void gf__cuda_cond_abort(gf_stream *s) {
+    gf__cuda_conds *conds = (gf__cuda_conds *)s->cond_native;
+    if (gf__cuda_enter(s->dev) != GF_OK || !conds) return;
+    while (conds->n > 0) {
+        CUgraph body = NULL;
+        CUstream body_stream = GF__CUSTREAM(s);
+        (void)gf__cu.StreamEndCapture(body_stream, &body);   /* whatever the driver says: the capture is being thrown away */
+        s->native = conds->at[--conds->n].outer;
+        (void)gf__cu.StreamDestroy(body_stream);
+    }
+}
+
 static gf_result gf__cuda_graph_launch(gf_graph *g, gf_stream *s) {
     GPUFLOW_ASSERT(g->by_driver);   /* the core replays recorded graphs itself */
     GF__CUDA_ENTER(s->dev);
@@ -1802,6 +1932,9 @@ static void gf__cuda_fill_table(gf__backend *t) {
     t->compiler_id = gf__cuda_compiler_id;
 #endif
     t->graph_set_kernel_args = gf__cuda_graph_set_kernel_args;
+    t->cond_begin = gf__cuda_cond_begin;
+    t->cond_end = gf__cuda_cond_end;
+    t->cond_abort = gf__cuda_cond_abort;
     t->graph_write_dot = gf__cuda_graph_write_dot;
 #ifdef GPUFLOW_NVTX
     t->range = gf__cuda_range;
