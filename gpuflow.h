@@ -970,7 +970,9 @@ GPUFLOW_API gf_result gf_graph_set_kernel_args(gf_graph *g, int launch_index, co
    while (WHILE) or if (IF) the 32-bit int at cond + offset in device memory is nonzero, read
    each time the stream reaches the begin (a while's before every iteration, the first
    included); the body's own work changes it. Bodies nest (up to GF_COND_DEPTH) and may fork
-   and join other streams; begin and end are called on the same stream. Codes: outside a
+   and join other streams; begin and end are called on the same stream. While a body is open,
+   enqueue only on its stream and on streams forked from it inside the body: work on another
+   stream of the capture lands in the body on recording backends and outside it on CUDA. Codes: outside a
    capture GF_ERROR_CAPTURE (capture first); offset not a multiple of 4
    GF_ERROR_INVALID_ARGUMENT, past the buffer GF_ERROR_OUT_OF_RANGE; an end without its begin,
    an end of the other kind or on another stream, a begin past GF_COND_DEPTH, or a begin left
@@ -1020,8 +1022,12 @@ GPUFLOW_API void      gf_module_destroy(gf_module *mod);   /* never waits: the c
    program holds that the new code lacks, GF_ERROR_INVALID_STATE for a module not loaded from
    a file (poll, or reload with desc NULL). The stub runs the C form compiled into the program,
    so its reload needs desc->stub_kernels (say, from a library the program reloaded); from the
-   file alone it is GF_ERROR_NOT_SUPPORTED. Not while another thread launches this module's
-   kernels or captures or destroys graphs of the device. */
+   file alone it is GF_ERROR_NOT_SUPPORTED. A reload that changes a kernel's parameters is the
+   program's to follow: recorded graphs refuse to replay such a launch (re-capture them); on
+   GPU backends gpuflow does not know a compiled kernel's parameters, so a native graph gets
+   the new code with its captured arguments. A graph that launched other graphs inside its
+   capture is marked stale by any reload of the device's modules. Not while another thread
+   gets or launches this module's kernels, or captures or destroys graphs of the device. */
 GPUFLOW_API gf_result gf_module_reload(gf_module *mod, const gf_module_desc *desc);
 GPUFLOW_API gf_result gf_module_poll(gf_module *mod, int *reloaded);
 GPUFLOW_API gf_result gf_launch(gf_stream *s, gf_kernel *k, gf_launch_dims dims, const gf_arg *args, int count);
@@ -1800,6 +1806,7 @@ struct gf_kernel {
 struct gf_module {
     uint32_t type;
     gf_device *dev;
+    uint64_t id;                    /* unique on the device: graphs' launches name their module by it */
     void *native;
     gf_stub_kernel *stub_kernels; int stub_kernel_count;
     gf__mutex lock;
@@ -1830,6 +1837,7 @@ typedef struct gf__cmd_launch {
     gf_kernel *kernel; gf_launch_dims dims; const gf_arg *args; int arg_count;
     const char *kernel_name;        /* k->name; in a graph, a copy in its args block (the module
                                        may go first: describing the graph stays safe) */
+    uint64_t module_id;             /* k's module's id: kernel is only read while it is alive (a reload) */
 } gf__cmd_launch;
 typedef struct gf__cmd {
     gf__cmd_kind kind;
@@ -1852,7 +1860,9 @@ struct gf_graph {
     gf_capture_mode mode;
     int by_driver;                  /* a driver graph (else the core's recording) */
     int launched;                   /* ever launched: releasing it waits for the device */
-    char stale[160];                /* a reload it could not follow: why ("" if none) */
+    char stale[160];                /* a reload it could not follow: why (written before stale_flag) */
+    int stale_flag;                 /* atomic: stale, until a gf_graph_update brings it up to date */
+    int has_children;               /* a native graph that launched other graphs inside its capture */
     gf__mutex lock;                 /* a replay's enqueue against an update's swap */
     void *native_exec;              /* CUgraphExec / hipGraphExec_t / command buffer */
     void *native_graph;             /* CUgraph / hipGraph_t, kept for update */
@@ -1997,7 +2007,8 @@ struct gf__backend {
     /* Optional with native graphs. captured_node: the driver's node for the launch of k that
        just succeeded in s's native capture, NULL where the driver cannot say; the core keeps
        it per launch (gf__graph_launch_node). graph_set_kernel_args: new arguments for the
-       launch_index-th launch. */
+       launch_index-th launch; while gf__following_reload is set (a hot reload) the launch also
+       takes k's code now (k is then alive: it is the reloaded module's). */
     void     *(*captured_node)(gf_stream *s, gf_kernel *k);
     gf_result (*graph_set_kernel_args)(gf_graph *g, int launch_index, gf_kernel *k, const gf_arg *args, int count);
     gf_result (*graph_write_dot)(gf_graph *g, const char *path);   /* NULL: the core writes the recording */
@@ -2379,8 +2390,10 @@ typedef struct gf__race_use { gf_buffer *root; size_t lo, hi; int write, launch;
    which costs two relaxed loads while no rule is set and the device is not lost */
 enum { GF__FK_LAUNCH, GF__FK_COPY, GF__FK_FILL, GF__FK_OP, GF__FK_BUFFER, GF__FK_SYNC, GF__FK_ALLOC, GF__FK_LOST, GF__FK_ENTRY };
 static gf_result gf__fault_point(gf_device *dev, int kind, const char *fn);
+static GF__TLS int gf__faults_inside;   /* > 0: the library's own waits (a close, a destroy, a set's pacing): never failed on purpose */
 #define GF__FAULT_POINT(dev, kind, fn) \
-    ((gf__atomic_load_int(&gf__faults_armed) | gf__atomic_load_int(&(dev)->lost)) ? gf__fault_point((dev), (kind), (fn)) : GF_OK)
+    (((gf__atomic_load_int(&gf__faults_armed) | gf__atomic_load_int(&(dev)->lost)) && !gf__faults_inside) ? gf__fault_point((dev), (kind), (fn)) : GF_OK)
+static gf_result gf__wait_device(gf_device *dev);   /* gf_device_synchronize, as the library's own wait */
 static void gf__race_op(gf_stream *s, const gf__cmd *c);
 static void gf__budgets_free(gf_device *dev);
 static void gf__race_capture(gf_graph *g, const gf__cmd *c, int launch);
@@ -2907,7 +2920,7 @@ GPUFLOW_IMPL void gf_device_close(gf_device *dev) {
     if (gf__refuse_self_wait(__func__, dev, NULL) != GF_OK) return;   /* kept: closing waits for the device */
     gf__open_devices_remove(dev);
     gf__report_live(dev);
-    gf_device_synchronize(dev);
+    gf__wait_device(dev);
     while (gf__atomic_load_int(&dev->bridges)) gf__sleep_us(200);   /* other devices' callbacks still hold its marks or stages */
     gf__env_at_close(dev);
     gf__waiter_stop(dev);
@@ -2975,6 +2988,13 @@ static gf_result gf__visit_sync(gf_stream *s, void *ctx) { (void)ctx; return gf_
 /* Waits for every stream the device had when the call began (as gf__streams_visit visits
    them), then frees what waited only for that work. */
 
+static gf_result gf__wait_device(gf_device *dev) {
+    gf_result r;
+    gf__faults_inside++;
+    r = gf_device_synchronize(dev);
+    gf__faults_inside--;
+    return r;
+}
 GPUFLOW_IMPL gf_result gf_device_synchronize(gf_device *dev) {
     gf_result r;
     GF__CHECK(dev, GF__T_DEVICE);
@@ -2988,7 +3008,7 @@ GPUFLOW_IMPL gf_result gf_device_synchronize(gf_device *dev) {
 /* A destroy that must first wait for queued work: if the wait fails, the object is kept (and
    the failure reported), never freed under work that may still touch it. */
 static gf_result gf__settle_for_destroy(gf_device *dev, const char *fn, const char *what) {
-    gf_result r = gf_device_synchronize(dev);
+    gf_result r = gf__wait_device(dev);
     if (r != GF_OK)
         return gf__fail(r, "%s: waiting for the device failed, so the %s was kept (queued work may still use it): %s", fn, what, gf__error_text);
     return GF_OK;
@@ -3563,7 +3583,7 @@ static void gf__budget_unref(gf_budget *b) {   /* mem_lock held; the last refere
 }
 /* Charges bytes to b before the memory is allocated: refused past its limit. *crossed: the
    charge crossed warn_bytes upward (the caller tells the callback once the buffer is made). */
-static gf_result gf__budget_charge(gf_budget *b, uint64_t bytes, int *crossed) {
+static gf_result gf__budget_charge(gf_budget *b, uint64_t bytes, int *crossed, uint64_t *now) {
     uint64_t used;
     gf__spin_lock(&b->dev->mem_lock);
     used = b->bytes;
@@ -3578,6 +3598,7 @@ static gf_result gf__budget_charge(gf_budget *b, uint64_t bytes, int *crossed) {
     b->count++;
     if (b->bytes > b->peak_bytes) b->peak_bytes = b->bytes;
     *crossed = used < b->warn_bytes && b->bytes >= b->warn_bytes;
+    *now = b->bytes;
     b->refs++;   /* the buffer's hold */
     gf__budget_sample(b);
     gf__spin_unlock(&b->dev->mem_lock);
@@ -3719,15 +3740,16 @@ GPUFLOW_IMPL gf_result gf_buffer_create_desc(gf_device *dev, const gf_buffer_des
     if ((r = GF__FAULT_POINT(dev, GF__FK_BUFFER, "gf_buffer_create")) != GF_OK) return r;
     if (desc->budget) {
         int crossed = 0;
+        uint64_t used = 0;
         GF__CHECK(desc->budget, GF__T_BUDGET);
         if (desc->budget->dev != dev)
             return gf__fail(GF_ERROR_WRONG_DEVICE, "gf_buffer_create: budget '%s' belongs to another device", desc->budget->label);
-        if ((r = gf__budget_charge(desc->budget, desc->size, &crossed)) != GF_OK) return r;
+        if ((r = gf__budget_charge(desc->budget, desc->size, &crossed, &used)) != GF_OK) return r;
         r = gf__buffer_new_as(dev, desc->size, desc->managed ? GF_MEMORY_MANAGED : GF_MEMORY_DEVICE, desc->exportable != 0, out);
         if (r != GF_OK) { gf__budget_uncharge(desc->budget, desc->size); return r; }
         (*out)->budget = desc->budget;
         if (crossed && desc->budget->fn)
-            desc->budget->fn(desc->budget->user, desc->budget, GF_BUDGET_CROSSED, desc->budget->bytes, desc->size);
+            desc->budget->fn(desc->budget->user, desc->budget, GF_BUDGET_CROSSED, used, desc->size);
         return GF_OK;
     }
     return gf__buffer_new_as(dev, desc->size, desc->managed ? GF_MEMORY_MANAGED : GF_MEMORY_DEVICE, desc->exportable != 0, out);
@@ -4179,7 +4201,7 @@ GPUFLOW_IMPL gf_result gf_device_trim(gf_device *dev, size_t keep_bytes) {
     if ((r = gf__refuse_self_wait(__func__, dev, NULL)) != GF_OK) return r;
     if ((r = gf__hidden_wait(__func__, NULL, "all queued work has run (frees reach the driver's pool only when they run)")) != GF_OK) return r;
     /* frees still queued on streams reach the driver's pool only when they run */
-    if ((r = gf_device_synchronize(dev)) != GF_OK) return r;
+    if ((r = gf__wait_device(dev)) != GF_OK) return r;
     gf__retired_collect(dev, 1);
     gf__cache_release(dev, keep_bytes, 1);
     if (dev->be->trim) dev->be->trim(dev, keep_bytes);
@@ -4270,7 +4292,7 @@ static void gf__retire(gf_device *dev, void (*release)(void *obj), void *obj, in
     }
     if (gf__fences_make(dev, &item.fences, &item.fence_count) != GF_OK) {
         gf__notice(GF_LOG_WARNING, "gpuflow: a destroy could not fence the device's streams (%s); waiting for the device instead", gf__error_text);
-        if (gf_device_synchronize(dev) != GF_OK) {
+        if (gf__wait_device(dev) != GF_OK) {
             gf__notice(GF_LOG_WARNING, "gpuflow: waiting for the device failed too (%s): the memory is kept until a trim or the device's close",
                        gf__error_text);
             item.hold = 1;
@@ -4390,7 +4412,8 @@ GPUFLOW_IMPL gf_result gf_event_record(gf_event *ev, gf_stream *s) {
     GF__SAME_DEVICE(ev->dev, s->dev);
     if (gf__atomic_load_int(&ev->in_pool)) return gf__fail(GF_ERROR_INVALID_STATE, "gf_event_record: the event was released to its pool");
     gf__lock(&s->lock);
-    r = gf__event_record_locked(ev, s);
+    r = s->capture ? GF_OK : GF__FAULT_POINT(s->dev, GF__FK_OP, "event record");
+    if (r == GF_OK) r = gf__event_record_locked(ev, s);
     gf__unlock(&s->lock);
     return r;
 }
@@ -4452,7 +4475,8 @@ GPUFLOW_IMPL gf_result gf_stream_wait_event(gf_stream *s, gf_event *ev) {
         return gf__wait_event_across(s, ev);
     }
     gf__lock(&s->lock);
-    r = gf__wait_locked(s, ev);
+    r = s->capture ? GF_OK : GF__FAULT_POINT(s->dev, GF__FK_OP, "wait");
+    if (r == GF_OK) r = gf__wait_locked(s, ev);
     gf__unlock(&s->lock);
     return r;
 }
@@ -5150,7 +5174,9 @@ GPUFLOW_IMPL gf_result gf_stream_set_next(gf_stream_set *set, size_t i, gf_strea
     slot = (int)(i % (size_t)set->depth);
     gf__lock(&set->lock);
     r = gf__set_end_round(set);   /* the previous round ends here, if it is still open */
+    gf__faults_inside++;   /* the set's own pacing */
     if (r == GF_OK) r = gf_event_synchronize(set->round_done[slot]);   /* this slot's last round */
+    gf__faults_inside--;
     if (r == GF_OK && set->pending[slot]) gf__set_round_complete(set, slot);
     if (r == GF_OK) r = gf_event_record(set->round_start[slot], set->streams[slot]);
     if (r == GF_OK) {
@@ -5212,7 +5238,9 @@ GPUFLOW_IMPL gf_result gf_stream_set_wait_frames(gf_stream_set *set, int max_in_
                          "which is still open (end it with gf_stream_set_end_frame first)", max_in_flight, (unsigned long long)(set->frames - 1));
             break;
         }
+        gf__faults_inside++;
         r = gf_event_synchronize_timeout(set->round_done[oldest], left);
+        gf__faults_inside--;
         if (r == GF_OK) gf__set_round_complete(set, oldest);
         else if (r == GF_TIMEOUT)
             r = gf__fail(GF_TIMEOUT, "gf_stream_set_wait_frames: %llu frames still in flight after %u ms (at most %d asked)",
@@ -6617,6 +6645,7 @@ static gf_result gf__capture_add(gf_stream *s, const gf__cmd *c) {
     if (cap->by_driver) {
         gf__capture_use_cmd(cap, c);
         r = gf__capture_native(s, cap->graph, c);
+        if (r == GF_OK && c->kind == GF__CMD_GRAPH) cap->graph->has_children = 1;
         if (r == GF_OK && GF__RACE_ON(s->dev)) {
             if (c->kind == GF__CMD_GRAPH) gf__lock(&c->as.child->lock);   /* its race_uses, against set_kernel_args */
             gf__race_capture(cap->graph, c, c->kind == GF__CMD_LAUNCH ? cap->graph->launch_count - 1 : -1);
@@ -6783,7 +6812,10 @@ static gf_result gf__graph_replay(gf_graph *g, gf_stream *s) {
     for (i = 0; !g->by_driver && r == GF_OK && i < g->cmd_count; ) {
         const gf__cmd *c = &g->cmds[i];
         int32_t value = 0;
-        if (c->kind != GF__CMD_COND) { r = gf__exec(s, c, NULL); i++; }
+        if (c->kind == GF__CMD_LAUNCH && c->as.launch.kernel->param_count && c->as.launch.kernel->param_count != c->as.launch.arg_count)
+            r = gf__fail(GF_ERROR_INVALID_STATE, "gf_graph_launch: kernel '%s' takes %d arguments since its module's reload; the graph "
+                         "captured %d: capture it again", c->as.launch.kernel->name, c->as.launch.kernel->param_count, c->as.launch.arg_count);
+        else if (c->kind != GF__CMD_COND) { r = gf__exec(s, c, NULL); i++; }
         else if (c->as.cond.what == GF__COND_END_WHILE) i += c->as.cond.jump;
         else if (c->as.cond.what == GF__COND_END_IF) i++;
         else if ((r = gf__cond_read(s, &c->as.cond, &value)) == GF_OK) i += value ? 1 : c->as.cond.jump + 1;
@@ -6817,7 +6849,8 @@ static gf_result gf__cond_begin(const char *fn, gf_stream *s, gf_buffer *cond, s
         r = gf__fail(GF_ERROR_CAPTURE, "%s: more than %d loops and branches nested; the capture was discarded", fn, GF_COND_DEPTH);
         discard = 1;
     } else if (cap->by_driver) {   /* the driver's conditional node; its body takes s's work from now on */
-        if ((r = s->dev->be->cond_begin(s, what, cond, offset)) == GF_OK) {
+        if ((r = s->dev->be->cond_begin(s, what, cond, offset)) != GF_OK) discard = r != GF_ERROR_NOT_SUPPORTED;   /* the capture may hold half a node */
+        else {
             cap->open_cond[cap->open_conds].at = -1;
             cap->open_cond[cap->open_conds].s = s;
             cap->open_cond[cap->open_conds].what = what;
@@ -6862,7 +6895,8 @@ static gf_result gf__cond_end(const char *fn, gf_stream *s, int what) {
         r = gf__fail(GF_ERROR_CAPTURE, "%s: the %s began on stream '%s', not '%s' (a body ends on its begin's stream); the capture was discarded",
                      fn, names[what], cap->open_cond[cap->open_conds - 1].s->label, s->label);
     else if (cap->by_driver) {
-        if ((r = s->dev->be->cond_end(s)) == GF_OK) cap->open_conds--;
+        cap->open_conds--;   /* the backend closed the body, whatever it says */
+        r = s->dev->be->cond_end(s);
     } else {
         int begin = cap->open_cond[cap->open_conds - 1].at;
         memset(&c, 0, sizeof c);
@@ -6876,7 +6910,7 @@ static gf_result gf__cond_end(const char *fn, gf_stream *s, int what) {
         }
     }
     gf__unlock(&s->dev->lock);
-    if (r != GF_OK && r != GF_ERROR_OUT_OF_MEMORY) gf__capture_discard(cap);
+    if (r != GF_OK && (r != GF_ERROR_OUT_OF_MEMORY || cap->by_driver)) gf__capture_discard(cap);
     gf__unlock(&s->lock);
     return r;
 }
@@ -6892,11 +6926,13 @@ GPUFLOW_IMPL gf_result gf_graph_launch(gf_graph *g, gf_stream *s) {
     GF__CHECK(g, GF__T_GRAPH);
     GF__CHECK(s, GF__T_STREAM);
     GF__SAME_DEVICE(g->dev, s->dev);
-    if (g->stale[0]) return gf__fail(GF_ERROR_INVALID_STATE, "gf_graph_launch: the graph is stale: %s; capture it again", g->stale);
+    if (gf__atomic_load_int(&g->stale_flag))
+        return gf__fail(GF_ERROR_INVALID_STATE, "gf_graph_launch: the graph is stale: %s; capture it again (or gf_graph_update it from a new capture)", g->stale);
     c.kind = GF__CMD_GRAPH;
     c.as.child = g;
     gf__atomic_store_int(&g->launched, 1);
     if (!(pool = g->owned_count ? g->pool : NULL)) return gf__submit(s, &c);
+    if ((r = GF__FAULT_POINT(s->dev, GF__FK_OP, "graph")) != GF_OK) return r;   /* gf__submit's check, for the pooled path */
     /* graphs sharing a pool's memory run one at a time: after the pool's previous launch
        (locks in the order a pooled allocation takes them: stream, then pool) */
     gf__lock(&s->lock);
@@ -7105,6 +7141,7 @@ GPUFLOW_IMPL gf_result gf_graph_update(gf_graph *target, gf_graph *from) {
             target->launch_count = target->launch_cap = launches;
             cmds = NULL;
             gf__race_take(target, from);
+            gf__atomic_store_int(&target->stale_flag, 0);   /* its launches are from's now */
         }
         if (cmds) gf__cmds_free(cmds, launches);
         gf__unlock(&second->lock);
@@ -7138,6 +7175,7 @@ GPUFLOW_IMPL gf_result gf_graph_update(gf_graph *target, gf_graph *from) {
         else {
             gf__cmd *old = target->cmds;
             int old_count = target->cmd_count;
+            gf__atomic_store_int(&target->stale_flag, 0);
             target->cmds = cmds;
             target->cmd_count = count;
             target->cmd_cap = count + 1;
@@ -7183,7 +7221,12 @@ GPUFLOW_IMPL gf_result gf_graph_capture_desc(gf_stream *s, const gf_capture_desc
         if ((r = fn(s, user)) != GF_OK) return gf__fail_user(r, serial, "gf_graph_capture: the capture function (warm-up run)");
     }
     if (warmup_runs && (r = gf__hidden_wait("gf_graph_capture", s, "its warm-up runs have run")) != GF_OK) return r;
-    if (warmup_runs && (r = gf_stream_synchronize(s)) != GF_OK) return r;
+    if (warmup_runs) {
+        gf__faults_inside++;
+        r = gf_stream_synchronize(s);
+        gf__faults_inside--;
+        if (r != GF_OK) return r;
+    }
     if ((r = gf_stream_begin_capture_pool(s, desc->mode, desc->pool)) != GF_OK) return r;
     {
         unsigned serial = gf__error_serial;
@@ -7781,6 +7824,7 @@ GPUFLOW_IMPL gf_result gf_module_load(gf_device *dev, const gf_module_desc *desc
     if (!(mod = (gf_module *)gf__calloc(sizeof *mod))) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_module_load: out of host memory");
     mod->type = GF__T_MODULE;
     mod->dev = dev;
+    mod->id = gf__atomic_add(&dev->next_id, 1) + 1;
     gf__mutex_init(&mod->lock);
     if ((r = gf__module_build(mod, desc)) != GF_OK) {
         gf__module_origin_free(mod);
@@ -7829,6 +7873,7 @@ GPUFLOW_IMPL gf_result gf_kernel_get(gf_module *mod, const char *name, gf_kernel
    changed is marked stale. 1: every graph followed. The graphs are listed under dev->lock,
    then updated one at a time under their own lock (the program does not destroy graphs of the
    device meanwhile: gf_module_reload's rule). */
+static GF__TLS int gf__following_reload;   /* graph_set_kernel_args: the launch takes its kernel's code now (a reload) */
 static int gf__graphs_follow_reload(gf_module *mod, const int *changed_params) {
     gf_device *dev = mod->dev;
     gf_graph **list = NULL;
@@ -7842,18 +7887,31 @@ static int gf__graphs_follow_reload(gf_module *mod, const int *changed_params) {
     for (i = 0; i < n; i++) {
         gf_graph *g = list[i];
         gf__lock(&g->lock);
-        for (j = 0; j < g->launch_count; j++) {
+        if (g->has_children) {   /* graphs launched inside its capture: their nodes are copies gpuflow cannot reach */
+            snprintf(g->stale, sizeof g->stale, "it holds graphs launched inside its capture, which a module's reload cannot reach");
+            gf__atomic_store_int(&g->stale_flag, 1);
+            all = 0;
+        }
+        for (j = 0; j < g->launch_count && !g->has_children; j++) {
             gf__cmd_launch *l = &g->launches[j].as.launch;
             gf_kernel *k;
-            int ki = 0;
-            if (l->kernel->mod != mod) continue;
+            int ki = 0, changed;
+            gf_result r;
+            if (l->module_id != mod->id) continue;   /* only then is l->kernel known alive: it is mod's */
             for (k = mod->kernels; k && k != l->kernel; k = k->next) ki++;
-            if (!g->dev->be->graph_set_kernel_args || (k && changed_params[ki]) ||
-                g->dev->be->graph_set_kernel_args(g, j, l->kernel, l->args, l->arg_count) != GF_OK) {
+            changed = k && changed_params && changed_params[ki];   /* NULL: the module had no kernels to change */
+            r = GF_ERROR_NOT_SUPPORTED;
+            if (g->dev->be->graph_set_kernel_args && !changed) {
+                gf__following_reload = 1;
+                r = g->dev->be->graph_set_kernel_args(g, j, l->kernel, l->args, l->arg_count);
+                gf__following_reload = 0;
+            }
+            if (r != GF_OK) {
                 gf__text t;
                 t.p = g->stale; t.cap = sizeof g->stale; t.used = 0;
                 gf__say(&t, "its launch %d of kernel '%s' could not follow the module's reload%s%s", j, l->kernel->name,
-                        k && changed_params[ki] ? " (its parameters changed)" : ": ", k && changed_params[ki] ? "" : gf__error_text);
+                        changed ? " (its parameters changed)" : ": ", changed ? "" : gf__error_text);
+                gf__atomic_store_int(&g->stale_flag, 1);
                 all = 0;
                 break;
             }
@@ -7893,6 +7951,7 @@ GPUFLOW_IMPL gf_result gf_module_reload(gf_module *mod, const gf_module_desc *de
     if (!mod->dev->be->compile && d.stub_kernels == mod->given_stub && d.stub_kernel_count == mod->given_stub_count)
         return gf__fail(GF_ERROR_NOT_SUPPORTED, "gf_module_reload: the stub runs the C form compiled into the program, which a file "
                         "cannot change: give a desc with the new stub_kernels (from a library the program reloaded, say)");
+    if (!desc) (void)gf__file_stamp(mod->path, &mod->path_mtime, &mod->path_size);   /* seen now, built or not */
     if ((r = gf_module_load(mod->dev, &d, &fresh)) != GF_OK) return r;   /* the log is in the message; the old code runs on */
     gf__lock(&mod->lock);
     for (k = mod->kernels; k; k = k->next) count++;
@@ -7913,6 +7972,14 @@ GPUFLOW_IMPL gf_result gf_module_reload(gf_module *mod, const gf_module_desc *de
         mod->native = fresh->native; mod->stub_kernels = fresh->stub_kernels; mod->stub_kernel_count = fresh->stub_kernel_count;
         fresh->native = native; fresh->stub_kernels = stubs; fresh->stub_kernel_count = stub_count;
         if (desc) { mod->given_stub = desc->stub_kernels; mod->given_stub_count = desc->stub_kernel_count; }
+        if (desc && fresh->path) {   /* a new file to watch: its origin becomes the module's */
+            char *t;
+            t = mod->path; mod->path = fresh->path; fresh->path = t;
+            t = mod->options; mod->options = fresh->options; fresh->options = t;
+            t = mod->source_name; mod->source_name = fresh->source_name; fresh->source_name = t;
+            t = mod->cache_dir; mod->cache_dir = fresh->cache_dir; fresh->cache_dir = t;
+            mod->path_mtime = fresh->path_mtime; mod->path_size = fresh->path_size;
+        }
     }
     gf__unlock(&mod->lock);
     gf__free(found);
@@ -7923,7 +7990,7 @@ GPUFLOW_IMPL gf_result gf_module_reload(gf_module *mod, const gf_module_desc *de
        stale graph still runs it (then with the module) */
     if (followed) gf_module_destroy(fresh);
     else if (!gf__grow((void **)&mod->olds, &mod->old_cap, mod->old_count + 1, sizeof *mod->olds)) {
-        gf__notice(GF_LOG_WARNING, "gpuflow: gf_module_reload: out of host memory to keep the old code stale graphs run: it is kept until the device closes");
+        gf__notice(GF_LOG_WARNING, "gpuflow: gf_module_reload: out of host memory to note the old code that stale graphs run: it is never freed");
     } else mod->olds[mod->old_count++] = fresh;
     return GF_OK;
 }
@@ -8065,7 +8132,7 @@ GPUFLOW_IMPL gf_result gf_launch(gf_stream *s, gf_kernel *k, gf_launch_dims dims
         if (k->params && (r = gf__launch_param_check(k, &args[i], i)) != GF_OK) return r;
     }
     c.kind = GF__CMD_LAUNCH;   /* its own fields only: zeroing a command costs more than a launch's checks */
-    c.as.launch.kernel = k; c.as.launch.kernel_name = k->name; c.as.launch.dims = dims;
+    c.as.launch.kernel = k; c.as.launch.kernel_name = k->name; c.as.launch.dims = dims; c.as.launch.module_id = k->mod->id;
     c.as.launch.args = args; c.as.launch.arg_count = count;
     return gf__submit(s, &c);
 }
@@ -8435,7 +8502,7 @@ GPUFLOW_IMPL uint64_t gf_faults_injected(void) {
 
 /* Counts one operation of kind (entry: its name, for GF__FK_ENTRY) against the rules; which
    rule fires goes to why. Returns 0, GF__FK_LOST when a lost rule fired, or 1. */
-static int gf__fault_count(int kind, const char *entry, char *why, size_t cap) {
+static int gf__fault_count(int kind, const char *entry, char *why, size_t cap, uint64_t *number) {
     int i, hit = 0;
     if (!gf__atomic_load_int(&gf__faults_armed)) return 0;
     gf__spin_lock(&gf__faults.lock);
@@ -8448,6 +8515,7 @@ static int gf__fault_count(int kind, const char *entry, char *why, size_t cap) {
         if (!counted) continue;
         n = ++r->seen;
         if (n == r->nth || (r->from && n > r->nth) || (r->every && n > r->nth && (n - r->nth) % r->every == 0)) {
+            if (number && (!hit || r->kind == GF__FK_LOST)) *number = n;
             if (!hit && why) snprintf(why, cap, "GPUFLOW_FAULTS: this %s is number %llu, which rule '%s' fails",
                                       kind == GF__FK_ENTRY ? entry : gf__fault_kind_names[kind], (unsigned long long)n, r->text);
             hit = r->kind == GF__FK_LOST ? GF__FK_LOST : (hit ? hit : 1);
@@ -8457,11 +8525,11 @@ static int gf__fault_count(int kind, const char *entry, char *why, size_t cap) {
     gf__spin_unlock(&gf__faults.lock);
     return hit;
 }
-static int gf__fault_alloc(void) { return gf__fault_count(GF__FK_ALLOC, NULL, NULL, 0) != 0; }
+static int gf__fault_alloc(void) { return gf__fault_count(GF__FK_ALLOC, NULL, NULL, 0, NULL) != 0; }
 #if !defined(GPUFLOW_FAULT_INJECTION)
 static int gf__fault_entry(const char *entry) {
     char why[160];
-    if (!gf__fault_count(GF__FK_ENTRY, entry, why, sizeof why)) return 0;
+    if (!gf__fault_count(GF__FK_ENTRY, entry, why, sizeof why, NULL)) return 0;
     gf__notice(GF_LOG_INFO, "gpuflow: %s", why);
     return 1;
 }
@@ -8470,13 +8538,14 @@ static int gf__fault_entry(const char *entry) {
    through GF__FAULT_POINT (>>forward). */
 static gf_result gf__fault_point(gf_device *dev, int kind, const char *fn) {
     char why[160];
+    uint64_t number = 0;
     int hit;
     if (gf__atomic_load_int(&dev->lost))
         return gf__fail(GF_ERROR_DEVICE_LOST, "%s: device '%s' is lost (GPUFLOW_FAULTS made it so at operation %llu): close it",
                         fn, dev->info.name, (unsigned long long)dev->lost_at);
-    if (!(hit = gf__fault_count(kind, NULL, why, sizeof why))) return GF_OK;
+    if (!(hit = gf__fault_count(kind, NULL, why, sizeof why, &number))) return GF_OK;
     if (hit == GF__FK_LOST) {
-        dev->lost_at = gf_faults_injected();
+        dev->lost_at = number;
         gf__atomic_store_int(&dev->lost, 1);
         return gf__fail(GF_ERROR_DEVICE_LOST, "%s: %s: device '%s' is lost from now on", fn, why, dev->info.name);
     }

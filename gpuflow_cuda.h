@@ -1563,8 +1563,7 @@ static gf_result gf__cuda_graph_set_kernel_args(gf_graph *g, int i, gf_kernel *k
     GF__CUDA_ENTER(g->dev);
     memset(&p, 0, sizeof p);
     GF__CUDA_CHECK(GraphKernelNodeGetParams, (desc, &p));
-    p.func = (CUfunction)k->native;   /* the kernel's code now: a hot reload points the launch at its new code */
-    p.kern = NULL;
+    if (gf__following_reload) { p.func = (CUfunction)k->native; p.kern = NULL; }   /* a hot reload: the launch takes the kernel's new code */
     if (!(params = gf__kernel_params(args, count, stack))) return GF_ERROR_OUT_OF_MEMORY;
     p.kernelParams = count ? params : NULL;
     p.extra = NULL;

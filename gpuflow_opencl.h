@@ -891,10 +891,17 @@ static gf_result gf__cl_buffer_view(gf_buffer *view) {
     view->native = 0;
     if (d->sub_align && view->view_offset % d->sub_align == 0) {
         cl_buffer_region region;
+        cl_mem base = GF__CL_MEM(parent);
+        size_t at = 0;
         cl_int e;
-        region.origin = view->view_offset;
+        /* an import at an offset is a sub-buffer already, and OpenCL makes none of a sub-buffer:
+           the view's is of the whole import */
+        if (parent->external && base != (cl_mem)parent->external &&
+            GF__CL(clGetMemObjectInfo, (base, CL_MEM_OFFSET, sizeof at, &at, NULL)) == CL_SUCCESS)
+            base = (cl_mem)parent->external;
+        region.origin = at + view->view_offset;
         region.size = view->size;
-        cl_mem sub = GF__CL_NEW(clCreateSubBuffer, (GF__CL_MEM(parent), 0, CL_BUFFER_CREATE_TYPE_REGION, &region), &e);
+        cl_mem sub = GF__CL_NEW(clCreateSubBuffer, (base, 0, CL_BUFFER_CREATE_TYPE_REGION, &region), &e);
         if (!sub) return gf__cl_fail("clCreateSubBuffer", e);
         view->native = (uint64_t)(uintptr_t)sub;
     }

@@ -44,6 +44,9 @@ static void hr_v4(const gf_kernel_ctx *c, void *const *a) { hr_fill(c, a, 4); }
 static const gf_stub_kernel stub_v1[] = { { "hr_val", hr_v1, 2, hr_params, 0, NULL } };
 static const gf_stub_kernel stub_v2[] = { { "hr_val", hr_v2, 2, hr_params, 0, NULL } };
 static const gf_stub_kernel stub_v4[] = { { "hr_val", hr_v4, 2, hr_params, 0, NULL } };
+static const gf_stub_param hr3_params[3] = { { "p", "GF_GLOBAL unsigned *", sizeof(unsigned *) }, { "n", "unsigned", sizeof(unsigned) },
+                                             { "extra", "unsigned", sizeof(unsigned) } };
+static const gf_stub_kernel stub_v3args[] = { { "hr_val", hr_v4, 3, hr3_params, 0, NULL } };
 
 /* The kernel file at version v (a value it writes), or a broken one, or one that renamed it. */
 static int write_source(const char *body, unsigned v, int bump)
@@ -168,6 +171,14 @@ static void test_file(gf_backend backend)
         CHECK_EQ_RESULT(gf_graph_info(g, &info), GF_OK);
         CHECK(last_word(buf) == (backend == GF_BACKEND_STUB ? 2u : 7u), "graph: the replay after the reload runs the new code");
         printf("  graph: %s, %d nodes\n", info.native ? "native (its launch updated in place)" : "recorded", info.nodes);
+        if (backend == GF_BACKEND_STUB) {   /* new parameters: the recorded launch is refused, not run with the old arguments */
+            d.stub_kernels = stub_v3args;
+            CHECK_EQ_RESULT(gf_module_reload(mod, &d), GF_OK);
+            CHECK_FAIL(gf_graph_launch(g, s), GF_ERROR_INVALID_STATE);
+            CHECK(strstr(gf_last_error(), "takes 3 arguments") != NULL, "graph: a kernel whose parameters changed makes the replay say to re-capture");
+            d.stub_kernels = stub_v2;
+            CHECK_EQ_RESULT(gf_module_reload(mod, &d), GF_OK);
+        }
         gf_graph_destroy(g);
     }
     if (early) gf_buffer_destroy(early);

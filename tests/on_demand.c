@@ -136,17 +136,25 @@ static void test_kinds(void)
     printf("  injected so far: %llu\n", (unsigned long long)(gf_faults_injected() - before));
 }
 
+static volatile int slow_done;
+static void slow_cb(void *user, gf_result status) { (void)user; (void)status; th_sleep_ms(100); slow_done = 1; }
+
 static void test_lost(gf_backend backend)
 {
     gf_device *other = NULL;
     gf_stream *os = NULL;
     gf_buffer *ob = NULL, *nb = NULL;
     uint32_t v = 0;
-    CHECK_EQ_RESULT(gf_faults_set("lost:3"), GF_OK);
+    gf_stream *slow = NULL;
+    CHECK_EQ_RESULT(gf_stream_create(dev, NULL, &slow), GF_OK);
+    CHECK_EQ_RESULT(gf_faults_set("lost:4"), GF_OK);
     CHECK_EQ_RESULT(launch(add, 1), GF_OK);
     CHECK_EQ_RESULT(gf_stream_synchronize(s), GF_OK);
+    if (slow) CHECK_EQ_RESULT(gf_stream_add_callback(slow, slow_cb, NULL), GF_OK);   /* op 3: queued work the close must wait for */
+    if (slow) gf_stream_destroy(slow);   /* never waits: the callback still runs */
     CHECK_FAIL(launch(add, 1), GF_ERROR_DEVICE_LOST);
-    CHECK(said("is lost from now on"), "lost:3: the third operation loses the device, and says so");
+    CHECK(strstr(gf_last_error(), "number 4") != NULL, "lost:4: the message names the operation");
+    CHECK(said("is lost from now on"), "lost:4: the fourth operation loses the device, and says so");
     CHECK_EQ_RESULT(gf_faults_set(NULL), GF_OK);   /* the device stays lost */
     CHECK_FAIL(gf_copy_to_host_async(s, &v, buf, 0, 4), GF_ERROR_DEVICE_LOST);
     CHECK_FAIL(gf_fill32_async(s, buf, 0, 1u, 1), GF_ERROR_DEVICE_LOST);
@@ -234,5 +242,6 @@ int main(int argc, char **argv)
     if (buf) gf_buffer_destroy(buf);
     if (s) gf_stream_destroy(s);
     gf_device_close(dev);
+    CHECK(slow_done == 1, "lost: the lost device's close still waited for its queued work");
     return th_finish();
 }

@@ -408,6 +408,24 @@ static void test_memory_binary(int mem_spare)
         CHECK_EQ_RESULT(gf_copy_to_host_async(s, got, buf, offset - 4, 2 * sizeof(float)), GF_OK);
         CHECK_EQ_RESULT(gf_stream_synchronize(s), GF_OK);
         CHECK(got[0] == 7.0f && got[1] == 8.0f, "memory+binary: an import at an offset is a window on the same memory");
+        {   /* a view of that window, as a kernel argument (OpenCL: a sub-buffer of the whole import) */
+            gf_buffer *view = NULL;
+            gf_launch_dims vd = scale_dims();
+            unsigned vn = 16;
+            float in = 3.0f, out[2] = { 0, 0 };
+            gf_arg vargs[4] = { GF_ARG_BUFFER(NULL), GF_ARG(vn), GF_ARG(two), GF_ARG(one) };
+            vd.grid[0] = 1;
+            CHECK_EQ_RESULT(gf_buffer_view(at, offset, 64 * sizeof(float), &view), GF_OK);
+            if (view) {
+                vargs[0].buffer = view;
+                CHECK_EQ_RESULT(gf_fill32_async(s, view, 0, 0x40400000u, 16), GF_OK);   /* 3.0f */
+                CHECK_EQ_RESULT(gf_launch(s, k, vd, vargs, 4), GF_OK);                  /* 7.0f */
+                CHECK_EQ_RESULT(gf_copy_to_host_async(s, out, buf, 2 * offset, sizeof out), GF_OK);
+                CHECK_EQ_RESULT(gf_stream_synchronize(s), GF_OK);
+                CHECK(out[0] == 2.0f * in + 1.0f && out[1] == 7.0f, "memory+binary: a view of an import at an offset takes a kernel");
+                gf_buffer_destroy(view);
+            }
+        }
         gf_buffer_destroy(at);
         CHECK_EQ_RESULT(gf_stream_synchronize(s), GF_OK);
     }
