@@ -10,6 +10,7 @@ trap 'rm -f "$out"' EXIT INT TERM
 passed=0 failed=0 skipped=0
 for cmd in "$@"; do
     echo "== $cmd"
+    t0=$(date +%s)
     if command -v timeout >/dev/null 2>&1; then
         timeout -k 10 "$limit" sh -c "$cmd" >"$out" 2>&1
     else
@@ -17,6 +18,7 @@ for cmd in "$@"; do
     fi
     rc=$?
     cat "$out"
+    echo "-- $(( $(date +%s) - t0 )) s"   # where the run's time goes (make test must stay under 10 minutes on 2 cores)
     line=$(grep -E '^[0-9]+ passed, [0-9]+ failed(, [0-9]+ skipped)?$' "$out" | tail -n 1)
     if [ -z "$line" ]; then
         [ "$rc" -eq 124 ] && why="timed out after ${limit}s" || why="exit status $rc"
