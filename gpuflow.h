@@ -1556,6 +1556,14 @@ static void *gf__calloc(size_t bytes) {   /* zeroed, as calloc */
     if (p) memset(p, 0, bytes);
     return p;
 }
+static char *gf__strdup(const char *t) {   /* a copy the caller frees; NULL for NULL or out of memory */
+    size_t n;
+    char *copy;
+    if (!t) return NULL;
+    n = strlen(t) + 1;
+    if ((copy = (char *)gf__malloc(n)) != NULL) memcpy(copy, t, n);
+    return copy;
+}
 static void gf__copy_str(char *dst, size_t cap, const char *src) {
     size_t n = src ? strlen(src) : 0;
     if (n >= cap) n = cap - 1;
@@ -2149,14 +2157,16 @@ static const gf__backend *gf__backend_of(gf_backend b);
      host memory: gf__malloc gf__calloc gf__free gf__grow
      threads: gf__mutex gf__mutex_init gf__mutex_destroy gf__lock gf__unlock gf__cond
           gf__cond_init gf__cond_destroy gf__cond_wait gf__cond_broadcast gf__thread
-          gf__thread_create gf__thread_join gf__atomic_add gf__atomic_load
+          gf__thread_create gf__thread_join gf__atomic_add gf__atomic_load gf__spin
+          gf__spin_lock gf__spin_unlock
      drivers: gf__driver gf__driver_load gf__driver_no_device gf__driver_has_device
           gf__dlopen gf__dlsym gf__dlerror gf__native_codes gf__native_fail gf__native_ready
           gf__native_capture_broken gf__native_update_refused gf__native_priority
      launches: gf__kernel_params GF__STACK_ARGS gf__split_options gf__options_joined
           gf__kernel_prelude_cxx gf__kernel_prelude_clc gf__build_log_lines
      captures and graphs: gf__stream_capturing gf__graph_launch_count gf__graph_launch_node
-          gf__graph_launch_args
+          gf__graph_launch_args gf__following_reload (set while a hot reload updates a
+          native graph's launches: graph_set_kernel_args then takes the kernel's code too)
      external memory and semaphores: GF__EXT_BIT GF__EXT_IMPORT_MEMORY GF__EXT_EXPORT_MEMORY
           GF__EXT_IMPORT_SEMAPHORE GF__EXT_EXPORT_SEMAPHORE GF__T_SEMAPHORE
 */
@@ -2655,9 +2665,7 @@ static void gf__device_env(gf_device *dev) {
     gf__env_unknown();
     gf__env_faults();
     if (trace && *trace) {
-        size_t n = strlen(trace) + 1;
-        if ((dev->trace_path = (char *)gf__malloc(n)) != NULL && gf_profiler_enable(dev, GF_PROFILE_ON) == GF_OK) {
-            memcpy(dev->trace_path, trace, n);
+        if ((dev->trace_path = gf__strdup(trace)) != NULL && gf_profiler_enable(dev, GF_PROFILE_ON) == GF_OK) {
             gf__notice(GF_LOG_INFO, "gpuflow: GPUFLOW_TRACE: '%s' is profiled; its trace goes to %s at close", dev->info.name, trace);
         } else {
             gf__notice(GF_LOG_WARNING, "gpuflow: GPUFLOW_TRACE=%s: the profiler could not be turned on (%s)", trace, gf__error_text);
@@ -7741,14 +7749,6 @@ static gf_result gf__module_load_source(gf_module *mod, const gf_module_desc *de
 
 /* ---- kernels ----------------------------------------------------------------------- >>kernels */
 /* ---- modules from a file, and hot reload ---- */
-static char *gf__strdup(const char *t) {
-    size_t n;
-    char *copy;
-    if (!t) return NULL;
-    n = strlen(t) + 1;
-    if ((copy = (char *)gf__malloc(n)) != NULL) memcpy(copy, t, n);
-    return copy;
-}
 static void gf__module_origin_free(gf_module *mod) {
     gf__free(mod->path); gf__free(mod->options); gf__free(mod->source_name); gf__free(mod->cache_dir);
     mod->path = mod->options = mod->source_name = mod->cache_dir = NULL;
