@@ -1337,25 +1337,35 @@ static gf_result gf__cuda_capture_end(gf_stream *s, gf_graph *g) {
     return GF_OK;
 }
 
+/* Where a native capture on cs stands: the graph being captured and the nodes the next one
+   follows (valid until the next call on cs). s names it in the error. */
+typedef struct gf__cuda_capture_at {
+    CUgraph graph;
+    const CUgraphNode *deps; const CUgraphEdgeData *edges; size_t count;
+} gf__cuda_capture_at;
+static gf_result gf__cuda_capture_where(gf_stream *s, CUstream cs, gf__cuda_capture_at *at) {
+    CUstreamCaptureStatus status;
+    cuuint64_t id;
+    memset(at, 0, sizeof *at);
+    GF__CUDA_CHECK(StreamGetCaptureInfo, (cs, &status, &id, &at->graph, &at->deps, &at->edges, &at->count));
+    if (status != CU_STREAM_CAPTURE_STATUS_ACTIVE)
+        return gf__fail(GF_ERROR_CAPTURE, "cuStreamGetCaptureInfo: the capture of stream '%s' is %s", s->label,
+                        status == CU_STREAM_CAPTURE_STATUS_INVALIDATED ? "invalidated" : "not active");
+    return GF_OK;
+}
+
 /* CUDA refuses cuGraphLaunch on a capturing stream. Inside a capture the graph goes in as a
    child graph node (a copy of g's CUgraph) after the stream's current capture dependencies,
    and becomes the stream's one dependency, as cuStreamGetCaptureInfo documents. */
 static gf_result gf__cuda_graph_add_child(gf_graph *g, gf_stream *s) {
     CUstream cs = GF__CUSTREAM(s);
-    CUstreamCaptureStatus status;
-    cuuint64_t id;
-    CUgraph capturing = NULL;
-    const CUgraphNode *deps = NULL;
-    const CUgraphEdgeData *edges = NULL;
-    size_t ndeps = 0;
+    gf__cuda_capture_at at;
     CUgraphNode node;
+    gf_result r;
     if (!gf__cu.StreamGetCaptureInfo || !gf__cu.StreamUpdateCaptureDependencies)
         return gf__fail(GF_ERROR_NOT_SUPPORTED, "CUDA: launching a graph inside a capture needs a CUDA 12.3+ driver");
-    GF__CUDA_CHECK(StreamGetCaptureInfo, (cs, &status, &id, &capturing, &deps, &edges, &ndeps));
-    if (status != CU_STREAM_CAPTURE_STATUS_ACTIVE)
-        return gf__fail(GF_ERROR_CAPTURE, "cuStreamGetCaptureInfo: the capture of stream '%s' is %s", s->label,
-                        status == CU_STREAM_CAPTURE_STATUS_INVALIDATED ? "invalidated" : "not active");
-    GF__CUDA_CHECK(GraphAddChildGraphNode, (&node, capturing, deps, ndeps, (CUgraph)g->native_graph));
+    if ((r = gf__cuda_capture_where(s, cs, &at)) != GF_OK) return r;
+    GF__CUDA_CHECK(GraphAddChildGraphNode, (&node, at.graph, at.deps, at.count, (CUgraph)g->native_graph));
     GF__CUDA_CHECK(StreamUpdateCaptureDependencies, (cs, &node, NULL, 1, CU_STREAM_SET_CAPTURE_DEPENDENCIES));
     return GF_OK;
 }
@@ -1393,12 +1403,8 @@ static gf_result gf__cuda_cond_begin(gf_stream *s, int what, gf_buffer *buf, siz
     gf__cuda_device *d = (gf__cuda_device *)s->dev->native;
     gf__cuda_conds *conds = (gf__cuda_conds *)s->cond_native;
     CUstream cs = GF__CUSTREAM(s), body_stream = NULL;
-    CUstreamCaptureStatus status;
-    cuuint64_t id;
-    CUgraph graph = NULL;
-    const CUgraphNode *deps = NULL;
-    const CUgraphEdgeData *edges = NULL;
-    size_t ndeps = 0;
+    gf__cuda_capture_at at;
+    gf_result why;
     CUgraphConditionalHandle h;
     CUgraphNodeParams np;
     CUgraphNode node;
@@ -1418,18 +1424,17 @@ static gf_result gf__cuda_cond_begin(gf_stream *s, int what, gf_buffer *buf, siz
     if (!conds && !(conds = (gf__cuda_conds *)gf__calloc(sizeof *conds))) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "CUDA: out of host memory");
     s->cond_native = conds;
     if (conds->n == GF_COND_DEPTH) return gf__fail(GF_ERROR_CAPTURE, "CUDA: more than %d loops and branches nested", GF_COND_DEPTH);
-    GF__CUDA_CHECK(StreamGetCaptureInfo, (cs, &status, &id, &graph, &deps, &edges, &ndeps));
-    if (status != CU_STREAM_CAPTURE_STATUS_ACTIVE) return gf__fail(GF_ERROR_CAPTURE, "cuStreamGetCaptureInfo: the capture of stream '%s' is not active", s->label);
-    GF__CUDA_CHECK(GraphConditionalHandleCreate, (&h, graph, d->ctx, 0, 0));
-    if (gf__cuda_cond_set(d, cs, h, flag) != GF_OK) return GF_ERROR_DRIVER;   /* the handle's value before the node */
-    GF__CUDA_CHECK(StreamGetCaptureInfo, (cs, &status, &id, &graph, &deps, &edges, &ndeps));
+    if ((why = gf__cuda_capture_where(s, cs, &at)) != GF_OK) return why;
+    GF__CUDA_CHECK(GraphConditionalHandleCreate, (&h, at.graph, d->ctx, 0, 0));
+    if ((why = gf__cuda_cond_set(d, cs, h, flag)) != GF_OK) return why;   /* the handle's value before the node */
+    if ((why = gf__cuda_capture_where(s, cs, &at)) != GF_OK) return why;   /* now after that kernel */
     memset(&np, 0, sizeof np);
     np.type = CU_GRAPH_NODE_TYPE_CONDITIONAL;
     np.conditional.handle = h;
     np.conditional.type = what == 0 ? CU_GRAPH_COND_TYPE_WHILE : CU_GRAPH_COND_TYPE_IF;
     np.conditional.size = 1;
     np.conditional.ctx = d->ctx;
-    GF__CUDA_CHECK(GraphAddNode, (&node, graph, deps, edges, ndeps, &np));
+    GF__CUDA_CHECK(GraphAddNode, (&node, at.graph, at.deps, at.edges, at.count, &np));
     GF__CUDA_CHECK(StreamUpdateCaptureDependencies, (cs, &node, NULL, 1, CU_STREAM_SET_CAPTURE_DEPENDENCIES));
     GF__CUDA_CHECK(StreamCreateWithPriority, (&body_stream, CU_STREAM_NON_BLOCKING, 0));
     if ((r = GF__CUDA_CALL(StreamBeginCaptureToGraph, (body_stream, np.conditional.phGraph_out[0], NULL, NULL, 0, CU_STREAM_CAPTURE_MODE_RELAXED))) != CUDA_SUCCESS) {
