@@ -8,8 +8,9 @@
 #   make analyze               clang's static analyzer over the header (every backend) and the tests (make test: the header)
 #   make stress                8 threads over shared objects, a create/destroy soak, a race-detector
 #                              toggle storm, the kernel cache under 6 processes and a corrupter (bounded)
-#   make fuzz                  the API-sequence fuzzer for FUZZ_TIME seconds (clang, libFuzzer), then
-#                              the lines of gpuflow.h its corpus reaches (clang source-based coverage)
+#   make fuzz                  the API-sequence fuzzer, then the recording replayer's, for FUZZ_TIME seconds
+#                              each (clang, libFuzzer), then the lines of gpuflow.h the API corpus reaches
+#   make tools                 build/tools/gfreplay: replays a recording (GPUFLOW_RECORD=file)
 #   make examples | bench      build (and run) examples/*.c; build bench/*.c
 #   make install PREFIX=dir    headers to dir/include, gpuflow.pc, a CMake package (gpuflow::gpuflow)
 #   make ptx                   regenerate the test kernels' PTX (needs nvcc)
@@ -55,7 +56,7 @@ HDRS = gpuflow.h $(wildcard gpuflow_*.h) tests/harness.h tests/backends.h tests/
 # ---- make test ---------------------------------------------------------------------------------
 TEST_BINS = $(BUILD)/conformance $(BUILD)/bad_input $(BUILD)/threads $(BUILD)/no_driver $(BUILD)/reliability $(BUILD)/races \
             $(BUILD)/faults $(BUILD)/dialect $(BUILD)/cache $(BUILD)/stub_checks $(BUILD)/no_stalls $(BUILD)/interop $(BUILD)/multi_device $(BUILD)/vulkan $(BUILD)/fuzz_replay $(BUILD)/debug_shells $(BUILD)/newcomer $(BUILD)/newcomer_stubonly $(BUILD)/on_demand $(BUILD)/realtime $(BUILD)/hot_reload $(BUILD)/decide \
-            $(BUILD)/cpp_gxx $(if $(HAVE_CLANGXX),$(BUILD)/cpp_clangxx) \
+            $(BUILD)/record $(BUILD)/fuzz_record_replay $(BUILD)/tools/gfreplay $(BUILD)/cpp_gxx $(if $(HAVE_CLANGXX),$(BUILD)/cpp_clangxx) \
             $(if $(HAVE_CLANG),$(BUILD)/conformance_clang) $(BUILD)/conformance_debug $(BUILD)/interop_debug $(if $(HAVE_CUDA),$(BUILD)/nvrtc_check) \
             $(if $(HAVE_HIP),$(BUILD)/hiprtc_check $(BUILD)/hiprtc_missing)
 TEST_RUNS = "$(BUILD)/conformance stub" "$(BUILD)/conformance opencl" \
@@ -68,7 +69,8 @@ TEST_RUNS = "$(BUILD)/conformance stub" "$(BUILD)/conformance opencl" \
             "$(BUILD)/faults alloc stub" "$(BUILD)/faults slots stub" "$(BUILD)/faults slots opencl" "$(BUILD)/faults entries opencl" \
             "$(BUILD)/fuzz_replay tests/fuzz_corpus" "$(BUILD)/debug_shells" \
             "$(BUILD)/newcomer stub" "$(BUILD)/newcomer opencl" "$(BUILD)/newcomer_stubonly stub" "$(BUILD)/on_demand stub" "$(BUILD)/on_demand opencl" "$(BUILD)/realtime stub" "$(BUILD)/realtime opencl" \
-            "$(BUILD)/hot_reload stub" "$(BUILD)/hot_reload opencl" "$(BUILD)/decide stub" "$(BUILD)/decide opencl" "sh tests/readme.sh $(BUILD)" "sh tests/doc_blocks.sh $(BUILD)" \
+            "$(BUILD)/hot_reload stub" "$(BUILD)/hot_reload opencl" "$(BUILD)/decide stub" "$(BUILD)/decide opencl" \
+            "$(BUILD)/record stub" "$(BUILD)/record opencl" "$(BUILD)/fuzz_record_replay tests/replay_corpus" "sh tests/readme.sh $(BUILD)" "sh tests/doc_blocks.sh $(BUILD)" \
             $(if $(HAVE_NVRTC),"$(BUILD)/nvrtc_check --require $(if $(wildcard $(PTXAS)),--ptxas $(PTXAS)) $(wildcard examples/*.gfk tests/*.gfk)") \
             $(if $(HAVE_HIP),"$(BUILD)/hiprtc_check --require $(wildcard examples/*.gfk tests/*.gfk)" "$(BUILD)/hiprtc_missing --expect-missing") \
             "$(BUILD)/no_driver" "$(BUILD)/cpp_gxx" \
@@ -76,6 +78,7 @@ TEST_RUNS = "$(BUILD)/conformance stub" "$(BUILD)/conformance opencl" \
             $(if $(HAVE_CLANG),"$(BUILD)/conformance_clang stub") \
             "$(BUILD)/conformance_debug stub" $(if $(HAVE_OPENCL),"$(BUILD)/conformance_debug opencl") "$(BUILD)/interop_debug stub" \
             "sh tests/examples.sh $(BUILD)/examples-test '$(CC) $(CSTD) $(WARN) $(BACKENDS)' stub $(if $(HAVE_OPENCL),opencl)" \
+            "sh tests/replay.sh $(BUILD)/tools/gfreplay $(BUILD)/examples-test stub $(if $(HAVE_OPENCL),opencl)" \
             "sh tests/windows.sh $(BUILD)" "sh tests/package.sh $(BUILD)" "sh tests/backend_rules.sh $(CC)" \
             "sh tests/env_debug.sh $(BUILD)/env-debug '$(CC) $(CSTD) $(WARN)'" \
             "sh tests/compile_checks.sh $(BUILD) '$(CC) $(CSTD) $(WARN) $(call isys,$(CUDA_INCLUDE)) $(call isys,$(HIP_INCLUDE))' \
@@ -91,7 +94,7 @@ ANALYZE_FILES = gpuflow.h $(filter-out tests/%_sigcheck_fail.c tests/cublas_inte
 analyze:
 	@sh tests/analyze.sh $(BUILD)/analyze '$(CC) $(CSTD) $(BACKENDS)' $(ANALYZE_FILES)
 
-.PHONY: test test-gpu test-multigpu test-vulkan analyze sanitize examples bench install clean ptx stress stress-sanitize fuzz faults-all hip-headers vendor-headers FORCE
+.PHONY: tools test test-gpu test-multigpu test-vulkan analyze sanitize examples bench install clean ptx stress stress-sanitize fuzz faults-all hip-headers vendor-headers FORCE
 .DELETE_ON_ERROR:
 
 # make test builds its programs on every core, and runs the static analyzer over the header
@@ -105,7 +108,7 @@ test: | $(BUILD)
 	    >$(BUILD)/analyze-header.log 2>&1; echo $$? >$(BUILD)/analyze-header.rc) &
 	@TEST_TIMEOUT=$${TEST_TIMEOUT:-300} sh tests/run.sh $(TEST_RUNS)
 
-$(BUILD) $(BUILD)/asan $(BUILD)/tsan $(BUILD)/msan $(BUILD)/examples $(BUILD)/bench:
+$(BUILD) $(BUILD)/asan $(BUILD)/tsan $(BUILD)/msan $(BUILD)/examples $(BUILD)/bench $(BUILD)/tools:
 	@mkdir -p $@
 
 # Rebuild everything when the compilers, flags or compiled-in backends change.
@@ -116,6 +119,15 @@ FORCE:
 
 $(BUILD)/%: tests/%.c $(HDRS) | $(BUILD)
 	$(CC) $(CSTD) $(WARN) $(OPT) $(BACKENDS) $< -o $@ $(LDLIBS)
+
+tools: $(BUILD)/tools/gfreplay
+# tools/gfreplay: replays a recording (GPUFLOW_RECORD); it builds the stub's kernels against this gpuflow.h
+$(BUILD)/tools/gfreplay: tools/gfreplay.c $(HDRS) | $(BUILD)/tools
+	$(CC) $(CSTD) $(WARN) -O2 $(BACKENDS) -DGFREPLAY_INCLUDE='"$(CURDIR)"' $< -o $@ $(LDLIBS) -rdynamic
+$(BUILD)/fuzz_record_replay: tests/fuzz_record.c $(HDRS) | $(BUILD)
+	$(CC) $(CSTD) $(WARN) $(OPT) -DFUZZ_REPLAY $< -o $@ $(LDLIBS)
+$(BUILD)/asan/fuzz_record_replay: tests/fuzz_record.c $(HDRS) | $(BUILD)/asan
+	$(CC) $(CSTD) $(WARN) -g -O1 $(ASAN) -DFUZZ_REPLAY $< -o $@ $(LDLIBS)
 
 # the newcomer regressions once more with no vendor backend: the not-compiled-in refusals
 $(BUILD)/newcomer_stubonly: tests/newcomer.c $(HDRS) | $(BUILD)
@@ -266,7 +278,8 @@ sanitize: $(BUILD)/asan/conformance $(BUILD)/asan/bad_input $(BUILD)/asan/thread
           $(BUILD)/asan/stub_checks $(BUILD)/tsan/stub_checks $(BUILD)/asan/no_stalls $(BUILD)/tsan/no_stalls $(BUILD)/asan/interop $(BUILD)/tsan/interop \
           $(BUILD)/asan/multi_device $(BUILD)/tsan/multi_device $(BUILD)/tsan/conformance $(BUILD)/tsan/threads $(BUILD)/tsan/reliability \
           $(BUILD)/asan/on_demand $(BUILD)/tsan/on_demand $(BUILD)/asan/realtime $(BUILD)/tsan/realtime \
-          $(BUILD)/asan/hot_reload $(BUILD)/tsan/hot_reload $(BUILD)/asan/decide $(BUILD)/tsan/decide $(MSAN_TESTS)
+          $(BUILD)/asan/hot_reload $(BUILD)/tsan/hot_reload $(BUILD)/asan/decide $(BUILD)/tsan/decide \
+          $(BUILD)/asan/record $(BUILD)/tsan/record $(BUILD)/asan/fuzz_record_replay $(MSAN_TESTS)
 	@$(SAN_ENV) sh tests/run.sh "$(BUILD)/asan/conformance stub" "$(BUILD)/asan/bad_input" \
 	    "$(BUILD)/asan/threads stub" "$(BUILD)/asan/reliability stub" "$(BUILD)/asan/races stub" \
 	    "$(BUILD)/asan/faults alloc stub" "$(BUILD)/asan/faults slots stub" "$(BUILD)/asan/dialect stub" "$(BUILD)/tsan/dialect stub" \
@@ -275,7 +288,8 @@ sanitize: $(BUILD)/asan/conformance $(BUILD)/asan/bad_input $(BUILD)/asan/thread
 	    "$(BUILD)/asan/multi_device stub" "$(BUILD)/tsan/multi_device stub" "$(BUILD)/asan/multi_device staged" "$(BUILD)/tsan/multi_device staged" \
 	    "$(BUILD)/tsan/conformance stub" "$(BUILD)/tsan/threads stub" "$(BUILD)/tsan/reliability stub" \
 	    "$(BUILD)/asan/on_demand stub" "$(BUILD)/tsan/on_demand stub" "$(BUILD)/asan/realtime stub" "$(BUILD)/tsan/realtime stub" \
-	    "$(BUILD)/asan/hot_reload stub" "$(BUILD)/tsan/hot_reload stub" "$(BUILD)/asan/decide stub" "$(BUILD)/tsan/decide stub" $(MSAN_RUNS)
+	    "$(BUILD)/asan/hot_reload stub" "$(BUILD)/tsan/hot_reload stub" "$(BUILD)/asan/decide stub" "$(BUILD)/tsan/decide stub" \
+	    "$(BUILD)/asan/record stub" "$(BUILD)/tsan/record stub" "$(BUILD)/asan/fuzz_record_replay tests/replay_corpus" $(MSAN_RUNS)
 
 # Every N of the fault loops rather than a sample (minutes): make faults-all
 faults-all: $(BUILD)/faults
@@ -293,10 +307,14 @@ $(BUILD)/fuzz_replay: tests/fuzz.c $(HDRS) | $(BUILD)
 	$(CC) $(CSTD) $(WARN) $(OPT) -DFUZZ_REPLAY $< -o $@ $(LDLIBS)
 $(BUILD)/asan/fuzz_replay: tests/fuzz.c $(HDRS) | $(BUILD)/asan
 	$(CC) $(CSTD) $(WARN) -g -O1 $(ASAN) -DFUZZ_REPLAY $< -o $@ $(LDLIBS)
-fuzz: $(BUILD)/fuzz
-	@mkdir -p $(BUILD)/fuzz_corpus
+$(BUILD)/fuzz_record: tests/fuzz_record.c $(HDRS) | $(BUILD)
+	$(CLANG) $(CSTD) $(WARN) -g -O1 -fsanitize=fuzzer,address,undefined $< -o $@ $(LDLIBS)
+fuzz: $(BUILD)/fuzz $(BUILD)/fuzz_record
+	@mkdir -p $(BUILD)/fuzz_corpus $(BUILD)/fuzz_record_corpus
 	$(BUILD)/fuzz -max_total_time=$(FUZZ_TIME) -timeout=10 -print_final_stats=1 -artifact_prefix=$(BUILD)/ \
 	    $(BUILD)/fuzz_corpus tests/fuzz_corpus
+	$(BUILD)/fuzz_record -max_total_time=$(FUZZ_TIME) -timeout=10 -rss_limit_mb=4096 -print_final_stats=1 -artifact_prefix=$(BUILD)/ \
+	    $(BUILD)/fuzz_record_corpus tests/replay_corpus
 	@sh tests/fuzz_coverage.sh $(BUILD) $(BUILD)/fuzz_corpus
 
 # ---- make stress -----------------------------------------------------------------------------------

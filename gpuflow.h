@@ -22,7 +22,8 @@
                    results, backends | devices | memory | interop: native handles out and in |
                    interop: external memory and semaphores |
                    streams | events and event pools | stream pools | stream sets | barriers |
-                   flows | graphs | kernels | profiling | races and hangs | faults on demand
+                   flows | graphs | kernels | profiling | races and hangs | faults on demand |
+                   record and replay
     Implementation, the core and what it stands on:
                    >>defaults >>platform >>errors (and the logger) >>utils (host memory,
                    growable arrays, spin locks) >>objects
@@ -34,7 +35,8 @@
                    >>waiters >>asyncalloc >>flows
                    >>graphs >>graphpools >>dialect (kernels from one source, the disk cache)
                    >>kernels >>interop >>external
-    Diagnostics:   >>diagnostics: >>faults (faults on demand) >>races >>hangs >>profiler
+    Diagnostics:   >>diagnostics: >>faults (faults on demand) >>record (record and replay: the
+                   recorded entry points are thin wrappers there) >>races >>hangs >>profiler
     Backends:      >>stub (the CPU stub, in this file), then >>registry's other half, which
                    pulls in gpuflow_cuda.h, gpuflow_hip.h, gpuflow_opencl.h (each says how
                    gpuflow maps onto its driver, and what it needs)
@@ -77,7 +79,9 @@
     GPUFLOW_STATS=1: each device's statistics at close; GPUFLOW_TRACE=file.json: the run's
     Perfetto trace written at close; GPUFLOW_STUB_DEVICES=N: the stub is N devices (1 to 16);
     GPUFLOW_STUB_THREADS=N: threads that run one stub launch's blocks (default: the cores);
-    GPUFLOW_FAULTS=rules: chosen operations fail on purpose (see "faults on demand"). Any other GPUFLOW_* variable is named in a warning. Values are read strictly: one that is not understood is named in a
+    GPUFLOW_FAULTS=rules: chosen operations fail on purpose (see "faults on demand");
+    GPUFLOW_RECORD=file: every gpuflow call goes to file, for gf_replay and tools/gfreplay
+    (GPUFLOW_RECORD_LIMIT=bytes bounds it; see "record and replay"). Any other GPUFLOW_* variable is named in a warning. Values are read strictly: one that is not understood is named in a
     warning and the switch stays off.
 
     CONVENTIONS
@@ -482,6 +486,10 @@ typedef struct gf_module_desc {
     const char *source_path;      /* the dialect text read from this file (when source is NULL);
                                      gf_module_reload and gf_module_poll read it again */
 } gf_module_desc;
+/* gf_module_desc's forms of code, for what handles a desc whole (record and replay): T(text
+   field), B(bytes field, its size field). */
+#define GF__MODULE_DESC_FORMS(T, B) T(ptx) B(cubin, cubin_size) B(hip_code, hip_code_size) T(opencl_source) \
+    B(spirv, spirv_size) T(build_options) T(source_name) B(opencl_binary, opencl_binary_size)
 
 /* Profiler. */
 #define GF_PROFILE_ON 1u          /* gf_profiler_enable flag; 0 turns profiling off */
@@ -1095,6 +1103,93 @@ GPUFLOW_API gf_result gf_device_write_state(gf_device *dev, char *text, size_t s
 GPUFLOW_API gf_result gf_faults_set(const char *spec);
 GPUFLOW_API uint64_t  gf_faults_injected(void);   /* failures injected since the process began */
 
+/* ---- record and replay ---------------------------------------------------------------- */
+/* Recording writes the process's gpuflow calls to a file in the order they returned (a destroy
+   or close as it starts; the calls gpuflow makes inside a call are not written): each call's
+   arguments with objects by id, its result, the calling thread (numbered from 1) and the time
+   since recording began; the bytes of every copy from host memory; modules whole (dialect
+   source, a source_path file's text, binaries, the stub's kernel names). Device-to-host bytes
+   are left out unless asked. Written: devices, buffers and views, copies and fills, streams,
+   events and event pools, modules, kernels and launches, captures and graphs (loops and
+   branches included), memory limits, and the race detector, profiler and fault switches. Stream
+   pools, stream sets, flows, barriers and gf_graph_capture are written as the calls they make;
+   a stream callback as a no-op in its place (its code is the program's). Interop (native
+   handles, external memory, semaphores), budgets and module reloads are not written, so a
+   replay skips the calls that name their objects. GPUFLOW_RECORD=file starts recording at the
+   first device open and ends it at exit (GPUFLOW_RECORD_LIMIT=bytes, default 1 GiB). The file
+   is flushed at each synchronize, destroy and close, so a crash leaves all that came before
+   it. An async copy's host bytes are written as they are when the call returns: a program
+   that fills that memory with an earlier copy to the host on the same stream (legal) is
+   recorded with the bytes from before it, unless it runs with GPUFLOW_SYNC=1 (then every
+   operation is done before the next call). Thread-safe; with recording off each recorded call
+   costs one load.
+   Codes: gf_record_start GF_ERROR_INVALID_STATE while recording, GF_ERROR_INVALID_ARGUMENT for
+   a path that cannot be written; gf_record_stop GF_ERROR_INVALID_STATE when not recording. */
+typedef struct gf_record_desc {
+    const char *path;             /* required: the file (replaced) */
+    uint64_t max_bytes;           /* size limit (default 1 GiB): the call that would pass it ends
+                                     the recording, and the file says it was cut */
+    int device_to_host;           /* also gf_copy_to_host's bytes, which a replay compares
+                                     (default: sizes only) */
+} gf_record_desc;
+GPUFLOW_API gf_result gf_record_start(const gf_record_desc *desc);
+GPUFLOW_API gf_result gf_record_stop(void);
+
+/* A replay makes the recorded calls again, on the calling thread, in the file's order, on the
+   backend each device was recorded on or the one desc names, and compares each result with
+   the recorded one (queries and bounded waits, whose results depend on timing, are made but not
+   compared). A module recorded with stub kernels runs on the stub with the C kernels of
+   stub_kernels (found by name) or, for those missing, of compile_stub (tools/gfreplay
+   compiles the recorded source with the system's C compiler). A recorded callback runs as a
+   no-op. Reading a cut, corrupt or hostile file is safe: what is well formed is replayed, and a
+   call naming an object the replay does not have is skipped and counted.
+   Returns GF_OK when every compared result matched; GF_ERROR_INVALID_STATE when one did not
+   (the first is in out->first_mismatch and gf_last_error, each is logged as a warning);
+   GF_ERROR_INVALID_ARGUMENT for data that is not a recording or is malformed (replayed up to
+   there); GF_ERROR_NOT_FOUND when path cannot be read. Devices the file leaves open are closed
+   at the end, and what it leaves on a device is destroyed before its close. Not while another thread records (the replay's own calls are not recorded). */
+#define GF_REPLAY_RACE_CHECK 1u   /* the race detector on for every device the replay opens */
+#define GF_REPLAY_PROFILE    2u   /* the profiler on; trace_path gets the first device's trace */
+typedef struct gf_replay_call {
+    uint64_t index;               /* from 1, in the file's order */
+    int thread; double at_ms;     /* who made it, when (ms since recording began) */
+    const char *name;             /* "gf_launch" */
+    gf_result recorded, replayed; /* replayed: meaningless when skipped */
+    int skipped;                  /* not made: an object the replay does not have */
+    int compared;                 /* its result counts (queries and bounded waits do not) */
+} gf_replay_call;
+typedef struct gf_replay_desc {
+    const char *path;             /* the recording; NULL: data and size, one in memory */
+    const void *data; size_t size;
+    gf_backend backend;           /* GF_BACKEND_AUTO: each device on the backend it was recorded on */
+    unsigned flags;               /* GF_REPLAY_* */
+    const char *trace_path;       /* with GF_REPLAY_PROFILE: the first device's Perfetto trace, at its close */
+    const gf_stub_kernel *stub_kernels; int stub_kernel_count;   /* the program's C kernels, by name */
+    /* For a module with stub kernels that stub_kernels lacks, before its load on dev: out gets
+       count kernels, named as names, made from source, the recorded dialect text (NULL if it had
+       none), returning GF_OK; any other result leaves them out (the load then fails as it
+       would). Only the stub runs them: return GF_ERROR_NOT_SUPPORTED for other backends. */
+    gf_result (*compile_stub)(void *user, gf_device *dev, const char *source, const char *const *names, int count, const gf_stub_kernel **out);
+    void *user;
+    size_t memory_limit;          /* each device's memory limit, at most (default: as recorded) */
+    void (*on_call)(void *user, const gf_replay_call *call);   /* after each call (gfreplay --list prints them) */
+    int untrusted;                /* the file may be hostile (a fuzzer's): what could run for ever is
+                                     bounded: launches past 2^20 threads and loops in graphs are
+                                     skipped, timeouts cut to 1 s, pools and sets kept small */
+} gf_replay_desc;
+typedef struct gf_replay_report {
+    uint64_t calls;               /* recorded calls read */
+    uint64_t replayed;            /* made again */
+    uint64_t skipped;             /* not made: an object the replay does not have */
+    uint64_t mismatches;          /* results (or device-to-host bytes) that differ */
+    uint64_t races;               /* found by the race detector (GF_REPLAY_RACE_CHECK) */
+    int threads;                  /* threads that made the recorded calls */
+    int cut;                      /* the recording ended early: its size limit, or the program
+                                     stopped without ending it */
+    char first_mismatch[512];     /* "call N (thread T, at M ms): gf_...: recorded X, replayed Y: why" */
+} gf_replay_report;
+GPUFLOW_API gf_result gf_replay(const gf_replay_desc *desc, gf_replay_report *out);
+
 /* The contract spells these queries like their result types (gf_stream_stats(s, &st)). C
    cannot give a function and a type one name, so each is a function-like macro: the name
    followed by '(' calls the function, the bare name is the type. */
@@ -1166,6 +1261,7 @@ static void gf__free(void *p) {
 
 /* ---- defaults: every default the library applies, in one place -------------------- >>defaults */
 #define GF__DEFAULT_POOL_STREAMS 4           /* gf_stream_pool_desc.count */
+#define GF__DEFAULT_RECORD_LIMIT ((uint64_t)1 << 30)   /* gf_record_desc.max_bytes */
 #define GF__DEFAULT_EVENT_POOL 16            /* gf_event_pool_desc capacities: events made up front, per kind */
 #define GF__DEFAULT_KERNEL_ARGS_BYTES 4096   /* CUDA's classic parameter space; backends may say more */
 #define GF__DEFAULT_CACHE_KEEP ((size_t)64 << 20)   /* freed stream-ordered memory kept for reuse */
@@ -1422,7 +1518,7 @@ static int gf__stderr_level = -2;   /* atomic; -2: not read yet, -1: off, else t
    (a misspelt switch would otherwise stay silently off). */
 static const char *const gf__env_known[] = {
     "GPUFLOW_BACKEND", "GPUFLOW_CACHE_DIR", "GPUFLOW_FAULTS", "GPUFLOW_HANG_MS", "GPUFLOW_LOG", "GPUFLOW_OPENCL_PLATFORM",
-    "GPUFLOW_RACE_CHECK", "GPUFLOW_STATS", "GPUFLOW_STUB_DEVICES", "GPUFLOW_STUB_THREADS", "GPUFLOW_SYNC", "GPUFLOW_SYNC_DEBUG", "GPUFLOW_TRACE", NULL
+    "GPUFLOW_RACE_CHECK", "GPUFLOW_RECORD", "GPUFLOW_RECORD_LIMIT", "GPUFLOW_STATS", "GPUFLOW_STUB_DEVICES", "GPUFLOW_STUB_THREADS", "GPUFLOW_SYNC", "GPUFLOW_SYNC_DEBUG", "GPUFLOW_TRACE", NULL
 };
 #if !defined(_WIN32) && !defined(__USE_GNU)   /* glibc's <unistd.h> declares it under _GNU_SOURCE */
 extern char **environ;
@@ -2647,15 +2743,20 @@ static void gf__env_unknown(void) {   /* once per process, at the first device's
     if (gf__atomic_xchg_int(&checked, 1)) return;   /* once per process */
     while ((name = gf__env_next_unknown(&at, &n)) != NULL)
         gf__notice(GF_LOG_WARNING, "gpuflow: %.*s is not a variable gpuflow reads (it reads GPUFLOW_BACKEND, _CACHE_DIR, _FAULTS, _HANG_MS, _LOG, "
-                   "_OPENCL_PLATFORM, _RACE_CHECK, _STATS, _STUB_DEVICES, _STUB_THREADS, _SYNC, _SYNC_DEBUG, _TRACE)", (int)n, name);
+                   "_OPENCL_PLATFORM, _RACE_CHECK, _RECORD, _RECORD_LIMIT, _STATS, _STUB_DEVICES, _STUB_THREADS, _SYNC, _SYNC_DEBUG, _TRACE)", (int)n, name);
 }
+
+static void gf__env_record(void);                          /* >>record */
+static void gf__rec_env_faults(const char *spec, gf_result r);
 
 /* GPUFLOW_FAULTS: the rules of gf_faults_set, once per process, at the first device's open. */
 static void gf__env_faults(void) {
     static int read;
     const char *v = getenv("GPUFLOW_FAULTS");
     if (gf__atomic_xchg_int(&read, 1) || !v || !*v) return;
-    if (gf_faults_set(v) == GF_OK) gf__notice(GF_LOG_WARNING, "gpuflow: GPUFLOW_FAULTS=%s: these operations will fail on purpose", v);
+    gf_result r = gf_faults_set(v);
+    gf__rec_env_faults(v, r);
+    if (r == GF_OK) gf__notice(GF_LOG_WARNING, "gpuflow: GPUFLOW_FAULTS=%s: these operations will fail on purpose", v);
     else gf__notice(GF_LOG_WARNING, "gpuflow: GPUFLOW_FAULTS=%s is not understood (%s); no fault is injected", v, gf__error_text);
 }
 
@@ -2663,6 +2764,7 @@ static void gf__device_env(gf_device *dev) {
     unsigned hang = gf__env_ms("GPUFLOW_HANG_MS", 86400000u);   /* a day at most */
     const char *trace = getenv("GPUFLOW_TRACE");
     gf__env_unknown();
+    gf__env_record();   /* first: GPUFLOW_FAULTS is then recorded */
     gf__env_faults();
     if (trace && *trace) {
         if ((dev->trace_path = gf__strdup(trace)) != NULL && gf_profiler_enable(dev, GF_PROFILE_ON) == GF_OK) {
@@ -2814,7 +2916,7 @@ static void gf__say(gf__text *t, const char *fmt, ...) {
     if (n > 0) t->used = t->used + (size_t)n < t->cap ? t->used + (size_t)n : t->cap - 1;
 }
 
-GPUFLOW_IMPL gf_result gf_device_open(gf_backend b, int index, gf_device **out) {
+static gf_result gf__call_device_open(gf_backend b, int index, gf_device **out) {
 #define GF__BACKEND_WORD_ROW(ID, name) " " #name
     static const char every_name[] = GF__BACKENDS(GF__BACKEND_WORD_ROW);
 #undef GF__BACKEND_WORD_ROW
@@ -2923,9 +3025,9 @@ static void gf__env_at_close(gf_device *dev) {
     gf__unlock(&dev->lock);
 }
 
-GPUFLOW_IMPL void gf_device_close(gf_device *dev) {
+static void gf__call_device_close(gf_device *dev) {
     GF__CHECK_VOID(dev, GF__T_DEVICE);
-    if (gf__refuse_self_wait(__func__, dev, NULL) != GF_OK) return;   /* kept: closing waits for the device */
+    if (gf__refuse_self_wait("gf_device_close", dev, NULL) != GF_OK) return;   /* kept: closing waits for the device */
     gf__open_devices_remove(dev);
     gf__report_live(dev);
     gf__wait_device(dev);
@@ -3003,11 +3105,11 @@ static gf_result gf__wait_device(gf_device *dev) {
     gf__faults_inside--;
     return r;
 }
-GPUFLOW_IMPL gf_result gf_device_synchronize(gf_device *dev) {
+static gf_result gf__call_device_synchronize(gf_device *dev) {
     gf_result r;
     GF__CHECK(dev, GF__T_DEVICE);
-    if ((r = gf__refuse_self_wait(__func__, dev, NULL)) != GF_OK) return r;
-    if ((r = GF__FAULT_POINT(dev, GF__FK_SYNC, __func__)) != GF_OK) return r;
+    if ((r = gf__refuse_self_wait("gf_device_synchronize", dev, NULL)) != GF_OK) return r;
+    if ((r = GF__FAULT_POINT(dev, GF__FK_SYNC, "gf_device_synchronize")) != GF_OK) return r;
     r = gf__streams_visit(dev, gf__visit_sync, NULL, 0);
     gf__retired_collect(dev, 0);   /* what waited for the work just finished */
     return r;
@@ -3465,7 +3567,7 @@ static void gf__stream_free(gf_stream *s) {
     gf__obj_free(dev, s);
 }
 
-GPUFLOW_IMPL gf_result gf_stream_create(gf_device *dev, const gf_stream_desc *desc, gf_stream **out) {
+static gf_result gf__call_stream_create(gf_device *dev, const gf_stream_desc *desc, gf_stream **out) {
     gf_priority prio = desc ? desc->priority : GF_PRIORITY_NORMAL;
     GF__CHECK(dev, GF__T_DEVICE);
     GF__CHECK_OUT(out);
@@ -3477,15 +3579,15 @@ GPUFLOW_IMPL gf_result gf_stream_create(gf_device *dev, const gf_stream_desc *de
     return gf__stream_new(dev, desc ? desc->label : NULL, prio, 0, out);
 }
 
-GPUFLOW_IMPL void gf_stream_destroy(gf_stream *s) {
+static void gf__call_stream_destroy(gf_stream *s) {
     GF__CHECK_VOID(s, GF__T_STREAM);
     if (s->internal) {
         gf__set_error(GF_ERROR_INVALID_ARGUMENT, "gf_stream_destroy: stream '%s' belongs to a %s; destroy that instead",
                  s->label, s->pool ? "stream pool" : "stream set, flow or device");
         return;
     }
-    if (gf__refuse_self_wait(__func__, s->dev, s) != GF_OK) return;   /* kept: it cannot drain */
-    if (gf__stream_busy(s) && gf__hidden_wait(__func__, s, "its queued work has run") != GF_OK) return;
+    if (gf__refuse_self_wait("gf_stream_destroy", s->dev, s) != GF_OK) return;   /* kept: it cannot drain */
+    if (gf__stream_busy(s) && gf__hidden_wait("gf_stream_destroy", s, "its queued work has run") != GF_OK) return;
     gf__stream_free(s);
 }
 
@@ -3499,12 +3601,12 @@ static gf_result gf__refuse_in_capture(gf_stream *s, const char *fn) {
                     "gf_stream_end_capture; inside a capture, order streams with events)", fn, s->label);
 }
 
-GPUFLOW_IMPL gf_result gf_stream_synchronize(gf_stream *s) {
+static gf_result gf__call_stream_synchronize(gf_stream *s) {
     gf_result r;
     GF__CHECK(s, GF__T_STREAM);
-    if ((r = GF__FAULT_POINT(s->dev, GF__FK_SYNC, __func__)) != GF_OK) return r;
-    if ((r = gf__refuse_self_wait(__func__, s->dev, s)) != GF_OK) return r;
-    if ((r = gf__refuse_in_capture(s, __func__)) != GF_OK) return r;
+    if ((r = GF__FAULT_POINT(s->dev, GF__FK_SYNC, "gf_stream_synchronize")) != GF_OK) return r;
+    if ((r = gf__refuse_self_wait("gf_stream_synchronize", s->dev, s)) != GF_OK) return r;
+    if ((r = gf__refuse_in_capture(s, "gf_stream_synchronize")) != GF_OK) return r;
     r = gf__stream_sync(s);
     gf__retired_collect(s->dev, 0);   /* what waited only for this stream goes now */
     return r;
@@ -3532,24 +3634,24 @@ static gf_result gf__stream_query_settled(void *p) {
     return gf__stream_settle(s, s->dev->be->stream_query(s), seen);
 }
 
-GPUFLOW_IMPL gf_result gf_stream_synchronize_timeout(gf_stream *s, unsigned timeout_ms) {
+static gf_result gf__call_stream_synchronize_timeout(gf_stream *s, unsigned timeout_ms) {
     gf_result r;
     GF__CHECK(s, GF__T_STREAM);
-    if ((r = GF__FAULT_POINT(s->dev, GF__FK_SYNC, __func__)) != GF_OK) return r;
-    if ((r = gf__refuse_in_capture(s, __func__)) != GF_OK) return r;
+    if ((r = GF__FAULT_POINT(s->dev, GF__FK_SYNC, "gf_stream_synchronize_timeout")) != GF_OK) return r;
+    if ((r = gf__refuse_in_capture(s, "gf_stream_synchronize_timeout")) != GF_OK) return r;
     if ((r = gf__poll(gf__stream_query_settled, s, timeout_ms)) == GF_TIMEOUT)
         return gf__fail(GF_TIMEOUT, "gf_stream_synchronize_timeout: stream '%s' still had work after %u ms", s->label, timeout_ms);
     return r;
 }
 
-GPUFLOW_IMPL gf_result gf_stream_query(gf_stream *s) {
+static gf_result gf__call_stream_query(gf_stream *s) {
     gf_result r;
     GF__CHECK(s, GF__T_STREAM);
-    if ((r = gf__refuse_in_capture(s, __func__)) != GF_OK) return r;
+    if ((r = gf__refuse_in_capture(s, "gf_stream_query")) != GF_OK) return r;
     return gf__stream_query_settled(s);
 }
 
-GPUFLOW_IMPL gf_result gf_stream_add_callback(gf_stream *s, gf_callback fn, void *user) {
+static gf_result gf__call_stream_add_callback(gf_stream *s, gf_callback fn, void *user) {
     gf__cmd c;
     GF__CHECK(s, GF__T_STREAM);
     if (!fn) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_stream_add_callback: fn is NULL");
@@ -3731,7 +3833,7 @@ static gf_result gf__buffer_new(gf_device *dev, size_t bytes, gf_memory_kind kin
     return gf__buffer_new_as(dev, bytes, kind, 0, out);
 }
 
-GPUFLOW_IMPL gf_result gf_buffer_create_desc(gf_device *dev, const gf_buffer_desc *desc, gf_buffer **out) {
+static gf_result gf__call_buffer_create_desc(gf_device *dev, const gf_buffer_desc *desc, gf_buffer **out) {
     gf_result r;
     GF__CHECK(dev, GF__T_DEVICE);
     GF__CHECK_OUT(out);
@@ -3763,7 +3865,7 @@ GPUFLOW_IMPL gf_result gf_buffer_create_desc(gf_device *dev, const gf_buffer_des
     return gf__buffer_new_as(dev, desc->size, desc->managed ? GF_MEMORY_MANAGED : GF_MEMORY_DEVICE, desc->exportable != 0, out);
 }
 
-GPUFLOW_IMPL gf_result gf_buffer_create(gf_device *dev, size_t bytes, gf_buffer **out) {
+static gf_result gf__call_buffer_create(gf_device *dev, size_t bytes, gf_buffer **out) {
     gf_buffer_desc d;
     memset(&d, 0, sizeof d);
     d.size = bytes;
@@ -3814,7 +3916,7 @@ static void gf__buffer_free(gf_buffer *buf) {   /* the handle goes; the memory w
 
 /* Never waits: the handle goes now, the memory once the work queued before the destroy has
    passed (retired; see "deferred releases"). */
-GPUFLOW_IMPL void gf_buffer_destroy(gf_buffer *buf) {
+static void gf__call_buffer_destroy(gf_buffer *buf) {
     GF__CHECK_VOID(buf, GF__T_BUFFER);
     if (buf->graph_owner) {
         gf__set_error(GF_ERROR_INVALID_ARGUMENT, "gf_buffer_destroy: the buffer was allocated inside a capture; its graph owns it");
@@ -3824,7 +3926,7 @@ GPUFLOW_IMPL void gf_buffer_destroy(gf_buffer *buf) {
         gf__set_error(GF_ERROR_CAPTURE, "gf_buffer_destroy: a capture in progress uses the buffer");
         return;
     }
-    if (gf__refuse_self_wait(__func__, buf->dev, NULL) != GF_OK) return;   /* kept: fencing the streams calls the driver */
+    if (gf__refuse_self_wait("gf_buffer_destroy", buf->dev, NULL) != GF_OK) return;   /* kept: fencing the streams calls the driver */
     if (GF__RACE_ON(buf->dev)) gf__race_free(buf, NULL);
     buf->type = GF__T_DEAD;
     gf__buffer_unref(buf, 1);
@@ -3917,46 +4019,46 @@ static gf__copy gf__copy_desc(gf__copy_kind kind, gf_buffer *dst, size_t dst_off
     return c;
 }
 
-GPUFLOW_IMPL gf_result gf_copy_to_device(gf_buffer *dst, size_t dst_offset, const void *src, size_t bytes) {
+static gf_result gf__call_copy_to_device(gf_buffer *dst, size_t dst_offset, const void *src, size_t bytes) {
     gf__copy c = gf__copy_desc(GF__COPY_H2D, dst, dst_offset, NULL, 0, (void *)src, bytes);
-    return gf__copy_sync(__func__, dst, &c);
+    return gf__copy_sync("gf_copy_to_device", dst, &c);
 }
-GPUFLOW_IMPL gf_result gf_copy_to_host(void *dst, gf_buffer *src, size_t src_offset, size_t bytes) {
+static gf_result gf__call_copy_to_host(void *dst, gf_buffer *src, size_t src_offset, size_t bytes) {
     gf__copy c = gf__copy_desc(GF__COPY_D2H, NULL, 0, src, src_offset, dst, bytes);
-    return gf__copy_sync(__func__, src, &c);
+    return gf__copy_sync("gf_copy_to_host", src, &c);
 }
-GPUFLOW_IMPL gf_result gf_copy_to_device_async(gf_stream *s, gf_buffer *dst, size_t dst_offset, const void *src, size_t bytes) {
+static gf_result gf__call_copy_to_device_async(gf_stream *s, gf_buffer *dst, size_t dst_offset, const void *src, size_t bytes) {
     gf__copy c = gf__copy_desc(GF__COPY_H2D, dst, dst_offset, NULL, 0, (void *)src, bytes);
-    if (!dst) return gf__bad_handle(__func__, "dst", dst, GF__T_BUFFER);
-    return gf__copy_async(__func__, s, &c);
+    if (!dst) return gf__bad_handle("gf_copy_to_device_async", "dst", dst, GF__T_BUFFER);
+    return gf__copy_async("gf_copy_to_device_async", s, &c);
 }
-GPUFLOW_IMPL gf_result gf_copy_to_host_async(gf_stream *s, void *dst, gf_buffer *src, size_t src_offset, size_t bytes) {
+static gf_result gf__call_copy_to_host_async(gf_stream *s, void *dst, gf_buffer *src, size_t src_offset, size_t bytes) {
     gf__copy c = gf__copy_desc(GF__COPY_D2H, NULL, 0, src, src_offset, dst, bytes);
-    if (!src) return gf__bad_handle(__func__, "src", src, GF__T_BUFFER);
-    return gf__copy_async(__func__, s, &c);
+    if (!src) return gf__bad_handle("gf_copy_to_host_async", "src", src, GF__T_BUFFER);
+    return gf__copy_async("gf_copy_to_host_async", s, &c);
 }
-GPUFLOW_IMPL gf_result gf_copy_buffer_async(gf_stream *s, gf_buffer *dst, size_t dst_offset, gf_buffer *src, size_t src_offset, size_t bytes) {
+static gf_result gf__call_copy_buffer_async(gf_stream *s, gf_buffer *dst, size_t dst_offset, gf_buffer *src, size_t src_offset, size_t bytes) {
     gf__copy c = gf__copy_desc(GF__COPY_D2D, dst, dst_offset, src, src_offset, NULL, bytes);
-    if (!gf__is(dst, GF__T_BUFFER)) return gf__bad_handle(__func__, "dst", dst, GF__T_BUFFER);
-    if (!gf__is(src, GF__T_BUFFER)) return gf__bad_handle(__func__, "src", src, GF__T_BUFFER);
+    if (!gf__is(dst, GF__T_BUFFER)) return gf__bad_handle("gf_copy_buffer_async", "dst", dst, GF__T_BUFFER);
+    if (!gf__is(src, GF__T_BUFFER)) return gf__bad_handle("gf_copy_buffer_async", "src", src, GF__T_BUFFER);
     if (dst == src && (dst_offset < src_offset ? src_offset - dst_offset : dst_offset - src_offset) < bytes)
         return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_copy_buffer_async: source and destination ranges overlap");
-    return gf__copy_async(__func__, s, &c);
+    return gf__copy_async("gf_copy_buffer_async", s, &c);
 }
 
-GPUFLOW_IMPL gf_result gf_fill_async(gf_stream *s, gf_buffer *buf, size_t offset, unsigned char value, size_t bytes) {
+static gf_result gf__call_fill_async(gf_stream *s, gf_buffer *buf, size_t offset, unsigned char value, size_t bytes) {
     gf_result r;
     gf__cmd c;
     GF__CHECK(s, GF__T_STREAM);
     GF__CHECK(buf, GF__T_BUFFER);
     GF__SAME_DEVICE(s->dev, buf->dev);
-    if ((r = gf__check_range(__func__, buf, offset, bytes)) != GF_OK) return r;
+    if ((r = gf__check_range("gf_fill_async", buf, offset, bytes)) != GF_OK) return r;
     c.kind = GF__CMD_FILL;
     c.as.fill.buf = buf; c.as.fill.offset = offset; c.as.fill.bytes = bytes; c.as.fill.pattern = value; c.as.fill.width = 1;
     return gf__submit(s, &c);
 }
 
-GPUFLOW_IMPL gf_result gf_prefetch_async(gf_stream *s, gf_buffer *buf, int to_device) {
+static gf_result gf__call_prefetch_async(gf_stream *s, gf_buffer *buf, int to_device) {
     gf__cmd c;
     GF__CHECK(s, GF__T_STREAM);
     GF__CHECK(buf, GF__T_BUFFER);
@@ -3970,7 +4072,7 @@ GPUFLOW_IMPL gf_result gf_prefetch_async(gf_stream *s, gf_buffer *buf, int to_de
 
 /* Views: a window on a buffer, usable wherever a buffer is. The view holds a reference on its
    parent, so destroying the parent first is safe: the memory stays until its last view goes. */
-GPUFLOW_IMPL gf_result gf_buffer_view(gf_buffer *buf, size_t offset, size_t bytes, gf_buffer **out) {
+static gf_result gf__call_buffer_view(gf_buffer *buf, size_t offset, size_t bytes, gf_buffer **out) {
     gf_buffer *view;
     gf_result r;
     GF__CHECK(buf, GF__T_BUFFER);
@@ -3979,7 +4081,7 @@ GPUFLOW_IMPL gf_result gf_buffer_view(gf_buffer *buf, size_t offset, size_t byte
     if (buf->parent)
         return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_buffer_view: the buffer is itself a view; make the view from its parent at offset %llu + %llu",
                         (unsigned long long)buf->view_offset, (unsigned long long)offset);
-    if ((r = gf__check_range(__func__, buf, offset, bytes)) != GF_OK) return r;
+    if ((r = gf__check_range("gf_buffer_view", buf, offset, bytes)) != GF_OK) return r;
     if (!(view = (gf_buffer *)gf__calloc(sizeof *view))) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_buffer_view: out of host memory");
     view->type = GF__T_BUFFER;
     view->dev = buf->dev;
@@ -4003,7 +4105,7 @@ GPUFLOW_IMPL gf_result gf_buffer_view(gf_buffer *buf, size_t offset, size_t byte
 
 /* Work recorded against a buffer (gf_buffer_record_stream): an event per use, waited for on the
    freeing stream before stream-ordered memory is freed or reused (PyTorch's record_stream). */
-GPUFLOW_IMPL gf_result gf_buffer_record_stream(gf_buffer *buf, gf_stream *s) {
+static gf_result gf__call_buffer_record_stream(gf_buffer *buf, gf_stream *s) {
     gf_event *ev;
     gf_result r;
     int kept;
@@ -4065,11 +4167,11 @@ static gf_result gf__fill_wide(const char *fn, gf_stream *s, gf_buffer *buf, siz
     c.as.fill.pattern = value; c.as.fill.width = width;
     return gf__submit(s, &c);
 }
-GPUFLOW_IMPL gf_result gf_fill16_async(gf_stream *s, gf_buffer *buf, size_t offset, uint16_t value, size_t count) {
-    return gf__fill_wide(__func__, s, buf, offset, value, 2, count);
+static gf_result gf__call_fill16_async(gf_stream *s, gf_buffer *buf, size_t offset, uint16_t value, size_t count) {
+    return gf__fill_wide("gf_fill16_async", s, buf, offset, value, 2, count);
 }
-GPUFLOW_IMPL gf_result gf_fill32_async(gf_stream *s, gf_buffer *buf, size_t offset, uint32_t value, size_t count) {
-    return gf__fill_wide(__func__, s, buf, offset, value, 4, count);
+static gf_result gf__call_fill32_async(gf_stream *s, gf_buffer *buf, size_t offset, uint32_t value, size_t count) {
+    return gf__fill_wide("gf_fill32_async", s, buf, offset, value, 4, count);
 }
 
 /* One side of a 2D copy: a buffer or host memory, a pitch no smaller than the rows, and for a
@@ -4090,7 +4192,7 @@ static gf_result gf__check_2d_side(gf_stream *s, const char *side, gf_buffer *bu
     extent = pitch * (height - 1) + width;
     return gf__check_range(fn, buf, offset, extent);
 }
-GPUFLOW_IMPL gf_result gf_copy_2d_async(gf_stream *s, const gf_copy_2d *copy) {
+static gf_result gf__call_copy_2d_async(gf_stream *s, const gf_copy_2d *copy) {
     gf_result r;
     gf__cmd c;
     GF__CHECK(s, GF__T_STREAM);
@@ -4189,7 +4291,7 @@ GPUFLOW_IMPL gf_result gf_device_reset_peak(gf_device *dev) {
     gf__spin_unlock(&dev->mem_lock);
     return GF_OK;
 }
-GPUFLOW_IMPL gf_result gf_device_set_memory_limit(gf_device *dev, size_t bytes) {
+static gf_result gf__call_device_set_memory_limit(gf_device *dev, size_t bytes) {
     uint64_t used;
     GF__CHECK(dev, GF__T_DEVICE);
     gf__spin_lock(&dev->mem_lock);
@@ -4366,7 +4468,7 @@ static void gf__event_free(gf_event *ev) {
     gf__obj_free(ev->dev, ev);
 }
 
-GPUFLOW_IMPL gf_result gf_event_create(gf_device *dev, unsigned flags, gf_event **out) {
+static gf_result gf__call_event_create(gf_device *dev, unsigned flags, gf_event **out) {
     gf_result r;
     GF__CHECK(dev, GF__T_DEVICE);
     GF__CHECK_OUT(out);
@@ -4376,7 +4478,7 @@ GPUFLOW_IMPL gf_result gf_event_create(gf_device *dev, unsigned flags, gf_event 
     return r;
 }
 
-GPUFLOW_IMPL void gf_event_destroy(gf_event *ev) {
+static void gf__call_event_destroy(gf_event *ev) {
     GF__CHECK_VOID(ev, GF__T_EVENT);
     if (ev->pool) { gf__set_error(GF_ERROR_INVALID_ARGUMENT, "gf_event_destroy: the event belongs to an event pool; release it there"); return; }
     if (gf__atomic_load_int(&ev->waits)) { gf__set_error(GF_ERROR_INVALID_STATE, "gf_event_destroy: a gf_event_on_complete wait is pending on the event; cancel it first"); return; }
@@ -4413,7 +4515,7 @@ static gf_result gf__event_record_locked(gf_event *ev, gf_stream *s) {
     return r;
 }
 
-GPUFLOW_IMPL gf_result gf_event_record(gf_event *ev, gf_stream *s) {
+static gf_result gf__call_event_record(gf_event *ev, gf_stream *s) {
     gf_result r;
     GF__CHECK(ev, GF__T_EVENT);
     GF__CHECK(s, GF__T_STREAM);
@@ -4474,7 +4576,7 @@ static gf_result gf__wait_locked(gf_stream *s, gf_event *ev) {
     return r;
 }
 
-GPUFLOW_IMPL gf_result gf_stream_wait_event(gf_stream *s, gf_event *ev) {
+static gf_result gf__call_stream_wait_event(gf_stream *s, gf_event *ev) {
     gf_result r;
     GF__CHECK(s, GF__T_STREAM);
     GF__CHECK(ev, GF__T_EVENT);
@@ -4489,7 +4591,7 @@ GPUFLOW_IMPL gf_result gf_stream_wait_event(gf_stream *s, gf_event *ev) {
     return r;
 }
 
-GPUFLOW_IMPL gf_result gf_stream_wait_stream(gf_stream *waiter, gf_stream *other) {
+static gf_result gf__call_stream_wait_stream(gf_stream *waiter, gf_stream *other) {
     gf_event *ev;
     gf_result r;
     GF__CHECK(waiter, GF__T_STREAM);
@@ -4525,17 +4627,17 @@ static gf_result gf__event_settle(gf_event *ev, gf_result r) {
     return r;
 }
 
-GPUFLOW_IMPL gf_result gf_event_synchronize(gf_event *ev) {
+static gf_result gf__call_event_synchronize(gf_event *ev) {
     gf_result r;
     GF__CHECK(ev, GF__T_EVENT);
-    if ((r = gf__event_check_wait(__func__, ev)) != GF_OK) return r;
-    if ((r = GF__FAULT_POINT(ev->dev, GF__FK_SYNC, __func__)) != GF_OK) return r;
-    if ((r = gf__refuse_forked(ev->dev, __func__)) != GF_OK) return r;
+    if ((r = gf__event_check_wait("gf_event_synchronize", ev)) != GF_OK) return r;
+    if ((r = GF__FAULT_POINT(ev->dev, GF__FK_SYNC, "gf_event_synchronize")) != GF_OK) return r;
+    if ((r = gf__refuse_forked(ev->dev, "gf_event_synchronize")) != GF_OK) return r;
     if (!gf__atomic_load_int(&ev->recorded)) return GF_OK;
     if (gf__callback_stream && gf__callback_stream->dev == ev->dev &&
         gf__event_latest(ev).stream_id == gf__callback_stream->id && ev->dev->be->event_query(ev) == GF_NOT_READY)
         /* recorded after this callback on its own stream: it completes only once the callback returns */
-        return gf__refuse_self_wait(__func__, ev->dev, gf__callback_stream);
+        return gf__refuse_self_wait("gf_event_synchronize", ev->dev, gf__callback_stream);
     if (ev->dev->hang_ms && gf__poll(gf__event_query_backend, ev, ev->dev->hang_ms) == GF_TIMEOUT) {
         gf__record_info rec = gf__event_latest(ev);
         char label[80], what[128];
@@ -4548,26 +4650,26 @@ GPUFLOW_IMPL gf_result gf_event_synchronize(gf_event *ev) {
 
 static gf_result gf__event_query_backend(void *p) { gf_event *ev = (gf_event *)p; return ev->dev->be->event_query(ev); }
 
-GPUFLOW_IMPL gf_result gf_event_synchronize_timeout(gf_event *ev, unsigned timeout_ms) {
+static gf_result gf__call_event_synchronize_timeout(gf_event *ev, unsigned timeout_ms) {
     gf_result r;
     GF__CHECK(ev, GF__T_EVENT);
-    if ((r = gf__event_check_wait(__func__, ev)) != GF_OK) return r;
-    if ((r = GF__FAULT_POINT(ev->dev, GF__FK_SYNC, __func__)) != GF_OK) return r;
+    if ((r = gf__event_check_wait("gf_event_synchronize_timeout", ev)) != GF_OK) return r;
+    if ((r = GF__FAULT_POINT(ev->dev, GF__FK_SYNC, "gf_event_synchronize_timeout")) != GF_OK) return r;
     if (!gf__atomic_load_int(&ev->recorded)) return GF_OK;
     if ((r = gf__poll(gf__event_query_backend, ev, timeout_ms)) == GF_TIMEOUT)
         return gf__fail(GF_TIMEOUT, "gf_event_synchronize_timeout: the event's work had not completed after %u ms", timeout_ms);
     return gf__event_settle(ev, r);
 }
 
-GPUFLOW_IMPL gf_result gf_event_query(gf_event *ev) {
+static gf_result gf__call_event_query(gf_event *ev) {
     gf_result r;
     GF__CHECK(ev, GF__T_EVENT);
-    if ((r = gf__event_check_wait(__func__, ev)) != GF_OK) return r;
+    if ((r = gf__event_check_wait("gf_event_query", ev)) != GF_OK) return r;
     if (!gf__atomic_load_int(&ev->recorded)) return GF_OK;
     return gf__event_settle(ev, ev->dev->be->event_query(ev));
 }
 
-GPUFLOW_IMPL gf_result gf_event_elapsed_ms(gf_event *start, gf_event *end, float *ms) {
+static gf_result gf__call_event_elapsed_ms(gf_event *start, gf_event *end, float *ms) {
     gf_result r;
     GF__CHECK(start, GF__T_EVENT);
     GF__CHECK(end, GF__T_EVENT);
@@ -4579,7 +4681,7 @@ GPUFLOW_IMPL gf_result gf_event_elapsed_ms(gf_event *start, gf_event *end, float
     if (!gf__atomic_load_int(&start->recorded) || !gf__atomic_load_int(&end->recorded))
         return gf__fail(GF_ERROR_INVALID_STATE, "gf_event_elapsed_ms: %s event has never been recorded",
                         !gf__atomic_load_int(&start->recorded) ? "the start" : "the end");
-    if ((r = gf__event_check_wait(__func__, start)) != GF_OK || (r = gf__event_check_wait(__func__, end)) != GF_OK) return r;
+    if ((r = gf__event_check_wait("gf_event_elapsed_ms", start)) != GF_OK || (r = gf__event_check_wait("gf_event_elapsed_ms", end)) != GF_OK) return r;
     if ((r = start->dev->be->event_query(start)) != GF_OK || (r = end->dev->be->event_query(end)) != GF_OK) {
         if (r == GF_NOT_READY) gf__set_error(GF_NOT_READY, "gf_event_elapsed_ms: the events have not completed yet");
         return r;
@@ -4644,7 +4746,7 @@ static gf_result gf__event_pool_grow(gf_event_pool *pool, int timing, int n) {  
     return GF_OK;
 }
 
-GPUFLOW_IMPL gf_result gf_event_pool_create(gf_device *dev, const gf_event_pool_desc *desc, gf_event_pool **out) {
+static gf_result gf__call_event_pool_create(gf_device *dev, const gf_event_pool_desc *desc, gf_event_pool **out) {
     gf_event_pool *pool;
     gf_result r;
     int plain = desc ? desc->capacity : 0, timing = desc ? desc->timing_capacity : 0;
@@ -4730,7 +4832,7 @@ static void gf__event_pool_give(gf_event_pool *pool, gf_event *ev) {   /* the co
     (void)put;
 }
 
-GPUFLOW_IMPL gf_result gf_event_pool_acquire(gf_event_pool *pool, unsigned flags, gf_event **out) {
+static gf_result gf__call_event_pool_acquire(gf_event_pool *pool, unsigned flags, gf_event **out) {
     GF__CHECK(pool, GF__T_EVENT_POOL);
     GF__CHECK_OUT(out);
     *out = NULL;
@@ -4738,7 +4840,7 @@ GPUFLOW_IMPL gf_result gf_event_pool_acquire(gf_event_pool *pool, unsigned flags
     return gf__event_pool_take(pool, flags, out);
 }
 
-GPUFLOW_IMPL gf_result gf_event_pool_release(gf_event_pool *pool, gf_event *ev) {
+static gf_result gf__call_event_pool_release(gf_event_pool *pool, gf_event *ev) {
     GF__CHECK(pool, GF__T_EVENT_POOL);
     GF__CHECK(ev, GF__T_EVENT);
     if (ev->pool != pool) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_event_pool_release: the event does not come from this pool");
@@ -4780,7 +4882,7 @@ static void gf__event_pool_free(gf_event_pool *pool) {
 /* Destroys every event the pool made, including those still acquired, but refuses (and keeps
    the pool) while a gf_event_on_complete wait is pending on one of them: the waiter thread
    would read the freed event. Cancel the wait, or let it fire, first. */
-GPUFLOW_IMPL void gf_event_pool_destroy(gf_event_pool *pool) {
+static void gf__call_event_pool_destroy(gf_event_pool *pool) {
     int i;
     GF__CHECK_VOID(pool, GF__T_EVENT_POOL);
     for (i = 0; i < pool->all_count; i++)
@@ -4819,7 +4921,7 @@ struct gf_stream_pool {
 
 static const gf_priority gf__pool_priorities[3] = { GF_PRIORITY_HIGH, GF_PRIORITY_NORMAL, GF_PRIORITY_LOW };
 
-GPUFLOW_IMPL gf_result gf_stream_pool_create(gf_device *dev, const gf_stream_pool_desc *desc, gf_stream_pool **out) {
+static gf_result gf__call_stream_pool_create(gf_device *dev, const gf_stream_pool_desc *desc, gf_stream_pool **out) {
     gf_stream_pool *pool;
     int count = desc && desc->count ? desc->count : GF__DEFAULT_POOL_STREAMS, i;
     gf_pool_strategy strategy = desc ? desc->strategy : GF_POOL_ROUND_ROBIN;
@@ -4926,7 +5028,7 @@ static gf_result gf__check_hint(const gf_acquire_hint *hint) {
     return GF_OK;
 }
 
-GPUFLOW_IMPL gf_result gf_stream_pool_acquire(gf_stream_pool *pool, const gf_acquire_hint *hint, gf_stream **out) {
+static gf_result gf__call_stream_pool_acquire(gf_stream_pool *pool, const gf_acquire_hint *hint, gf_stream **out) {
     int i;
     gf_result r;
     GF__CHECK(pool, GF__T_STREAM_POOL);
@@ -4940,7 +5042,7 @@ GPUFLOW_IMPL gf_result gf_stream_pool_acquire(gf_stream_pool *pool, const gf_acq
     return GF_OK;
 }
 
-GPUFLOW_IMPL gf_result gf_stream_pool_acquire_ready(gf_stream_pool *pool, unsigned timeout_ms, gf_stream **out) {
+static gf_result gf__call_stream_pool_acquire_ready(gf_stream_pool *pool, unsigned timeout_ms, gf_stream **out) {
     uint64_t deadline;
     unsigned nap = GF__WAIT_NAP_MIN_US;
     GF__CHECK(pool, GF__T_STREAM_POOL);
@@ -4999,7 +5101,7 @@ static void gf__pool_completed(void *user, gf_result status) {
     gf__completion_settle(c);
 }
 
-GPUFLOW_IMPL gf_result gf_stream_pool_release(gf_stream_pool *pool, gf_stream *s) {
+static gf_result gf__call_stream_pool_release(gf_stream_pool *pool, gf_stream *s) {
     int i;
     GF__CHECK(pool, GF__T_STREAM_POOL);
     GF__CHECK(s, GF__T_STREAM);
@@ -5045,7 +5147,7 @@ static gf_result gf__sync_streams(gf_stream *const *streams, int count) {
     return GF_OK;
 }
 
-GPUFLOW_IMPL gf_result gf_stream_pool_synchronize(gf_stream_pool *pool) {
+static gf_result gf__call_stream_pool_synchronize(gf_stream_pool *pool) {
     GF__CHECK(pool, GF__T_STREAM_POOL);
     return gf__sync_streams(pool->streams, pool->count);
 }
@@ -5068,11 +5170,11 @@ GPUFLOW_IMPL gf_result gf_stream_pool_get_stats(gf_stream_pool *pool, gf_stream_
 
 static GF__TLS int gf__on_waiter_thread;
 
-GPUFLOW_IMPL void gf_stream_pool_destroy(gf_stream_pool *pool) {
+static void gf__call_stream_pool_destroy(gf_stream_pool *pool) {
     int i;
     GF__CHECK_VOID(pool, GF__T_STREAM_POOL);
     for (i = 0; i < pool->count; i++)
-        if (gf__stream_busy(pool->streams[i]) && gf__hidden_wait(__func__, pool->streams[i], "its queued work has run") != GF_OK) return;
+        if (gf__stream_busy(pool->streams[i]) && gf__hidden_wait("gf_stream_pool_destroy", pool->streams[i], "its queued work has run") != GF_OK) return;
     for (i = 0; i < pool->count; i++) gf__stream_sync(pool->streams[i]);
     if (gf__on_waiter_thread) gf__pool_drop_completions(pool);
     while (gf__atomic_load_int(&pool->measuring) > 0) gf__sleep_us(100);   /* waiters still refer to the pool */
@@ -5099,7 +5201,7 @@ struct gf_stream_set {
     float last_gpu_ms;
 };
 
-GPUFLOW_IMPL gf_result gf_stream_set_create(gf_device *dev, int depth, const char *label, gf_stream_set **out) {
+static gf_result gf__call_stream_set_create(gf_device *dev, int depth, const char *label, gf_stream_set **out) {
     gf_stream_set *set;
     int i;
     GF__CHECK(dev, GF__T_DEVICE);
@@ -5138,8 +5240,8 @@ GPUFLOW_IMPL gf_result gf_stream_set_create(gf_device *dev, int depth, const cha
     return GF_OK;
 }
 
-GPUFLOW_IMPL gf_stream *gf_stream_set_get(gf_stream_set *set, size_t i) {
-    if (!gf__is(set, GF__T_STREAM_SET)) { gf__say_bad_handle(__func__, "set", set, GF__T_STREAM_SET); return NULL; }
+static gf_stream *gf__call_stream_set_get(gf_stream_set *set, size_t i) {
+    if (!gf__is(set, GF__T_STREAM_SET)) { gf__say_bad_handle("gf_stream_set_get", "set", set, GF__T_STREAM_SET); return NULL; }
     return set->streams[i % (size_t)set->depth];
 }
 
@@ -5173,7 +5275,7 @@ static void gf__set_collect(gf_stream_set *set) {
         if (set->pending[i] && gf_event_query(set->round_done[i]) == GF_OK) gf__set_round_complete(set, i);
 }
 
-GPUFLOW_IMPL gf_result gf_stream_set_next(gf_stream_set *set, size_t i, gf_stream **out) {
+static gf_result gf__call_stream_set_next(gf_stream_set *set, size_t i, gf_stream **out) {
     int slot;
     gf_result r;
     GF__CHECK(set, GF__T_STREAM_SET);
@@ -5197,7 +5299,7 @@ GPUFLOW_IMPL gf_result gf_stream_set_next(gf_stream_set *set, size_t i, gf_strea
     return r;
 }
 
-GPUFLOW_IMPL gf_result gf_stream_set_end_frame(gf_stream_set *set) {
+static gf_result gf__call_stream_set_end_frame(gf_stream_set *set) {
     gf_result r;
     GF__CHECK(set, GF__T_STREAM_SET);
     gf__lock(&set->lock);
@@ -5222,7 +5324,7 @@ GPUFLOW_IMPL gf_result gf_stream_set_frames(gf_stream_set *set, gf_frame_info *o
     return GF_OK;
 }
 
-GPUFLOW_IMPL gf_result gf_stream_set_wait_frames(gf_stream_set *set, int max_in_flight, unsigned timeout_ms) {
+static gf_result gf__call_stream_set_wait_frames(gf_stream_set *set, int max_in_flight, unsigned timeout_ms) {
     uint64_t end;
     gf_result r = GF_OK;
     GF__CHECK(set, GF__T_STREAM_SET);
@@ -5258,12 +5360,12 @@ GPUFLOW_IMPL gf_result gf_stream_set_wait_frames(gf_stream_set *set, int max_in_
     return r;
 }
 
-GPUFLOW_IMPL gf_result gf_stream_set_synchronize(gf_stream_set *set) {
+static gf_result gf__call_stream_set_synchronize(gf_stream_set *set) {
     GF__CHECK(set, GF__T_STREAM_SET);
     return gf__sync_streams(set->streams, set->depth);
 }
 
-GPUFLOW_IMPL void gf_stream_set_destroy(gf_stream_set *set) {
+static void gf__call_stream_set_destroy(gf_stream_set *set) {
     int i;
     GF__CHECK_VOID(set, GF__T_STREAM_SET);
     for (i = 0; i < set->depth; i++) {
@@ -5293,11 +5395,11 @@ static gf_result gf__check_stream_list(const char *fn, gf_stream *const *streams
 }
 
 /* Each stream waits, on the device, for what every other had enqueued when the call was made. */
-GPUFLOW_IMPL gf_result gf_barrier(gf_stream *const *streams, int count) {
+static gf_result gf__call_barrier(gf_stream *const *streams, int count) {
     gf_event *marks[GF_POOL_MAX_STREAMS];
     gf_result r;
     int i, j, taken = 0;
-    if ((r = gf__check_stream_list(__func__, streams, count)) != GF_OK) return r;
+    if ((r = gf__check_stream_list("gf_barrier", streams, count)) != GF_OK) return r;
     if (count > GF_POOL_MAX_STREAMS) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_barrier: count %d exceeds %d", count, GF_POOL_MAX_STREAMS);
     for (i = 0; i < count && r == GF_OK; i++) {   /* each mark from its stream's device: they may differ */
         if ((r = gf__event_pool_take(streams[i]->dev->events, 0, &marks[i])) != GF_OK) break;
@@ -5311,10 +5413,10 @@ GPUFLOW_IMPL gf_result gf_barrier(gf_stream *const *streams, int count) {
     return r;
 }
 
-GPUFLOW_IMPL gf_result gf_synchronize_all(gf_stream *const *streams, int count, double *elapsed_ms) {
+static gf_result gf__call_synchronize_all(gf_stream *const *streams, int count, double *elapsed_ms) {
     uint64_t t0 = gf__now_ns();
     gf_result r;
-    if ((r = gf__check_stream_list(__func__, streams, count)) != GF_OK) return r;
+    if ((r = gf__check_stream_list("gf_synchronize_all", streams, count)) != GF_OK) return r;
     if ((r = gf__sync_streams(streams, count)) != GF_OK) return r;
     if (elapsed_ms) *elapsed_ms = (double)(gf__now_ns() - t0) / 1e6;
     return GF_OK;
@@ -5816,7 +5918,7 @@ static void gf__cache_trim(gf_device *dev) {   /* device close: idle */
     gf__mutex_destroy(&dev->cache.lock);
 }
 
-GPUFLOW_IMPL gf_result gf_buffer_create_async(gf_stream *s, size_t bytes, gf_buffer **out) {
+static gf_result gf__call_buffer_create_async(gf_stream *s, size_t bytes, gf_buffer **out) {
     const gf__backend *be;
     gf_buffer *buf = NULL;
     gf_result r = GF_OK;
@@ -5854,7 +5956,7 @@ GPUFLOW_IMPL gf_result gf_buffer_create_async(gf_stream *s, size_t bytes, gf_buf
     return GF_OK;
 }
 
-GPUFLOW_IMPL gf_result gf_buffer_destroy_async(gf_stream *s, gf_buffer *buf) {
+static gf_result gf__call_buffer_destroy_async(gf_stream *s, gf_buffer *buf) {
     gf_result r;
     int capturing, native;
     GF__CHECK(s, GF__T_STREAM);
@@ -6710,11 +6812,11 @@ static void gf__capture_abandon(gf_stream *s) {
     gf__unlock(&s->lock);
 }
 
-GPUFLOW_IMPL gf_result gf_stream_begin_capture(gf_stream *s, gf_capture_mode mode) {
+static gf_result gf__call_stream_begin_capture(gf_stream *s, gf_capture_mode mode) {
     return gf_stream_begin_capture_pool(s, mode, NULL);
 }
 
-GPUFLOW_IMPL gf_result gf_stream_begin_capture_pool(gf_stream *s, gf_capture_mode mode, gf_graph_pool *pool) {
+static gf_result gf__call_stream_begin_capture_pool(gf_stream *s, gf_capture_mode mode, gf_graph_pool *pool) {
     gf__capture *c;
     gf_result r = GF_OK;
     GF__CHECK(s, GF__T_STREAM);
@@ -6756,7 +6858,7 @@ GPUFLOW_IMPL gf_result gf_stream_begin_capture_pool(gf_stream *s, gf_capture_mod
     return GF_OK;
 }
 
-GPUFLOW_IMPL gf_result gf_stream_end_capture(gf_stream *s, gf_graph **out) {
+static gf_result gf__call_stream_end_capture(gf_stream *s, gf_graph **out) {
     gf__capture *c;
     gf_graph *g;
     gf_result r = GF_OK;
@@ -6922,12 +7024,8 @@ static gf_result gf__cond_end(const char *fn, gf_stream *s, int what) {
     gf__unlock(&s->lock);
     return r;
 }
-GPUFLOW_IMPL gf_result gf_stream_begin_while(gf_stream *s, gf_buffer *cond, size_t offset) { return gf__cond_begin(__func__, s, cond, offset, GF__COND_WHILE); }
-GPUFLOW_IMPL gf_result gf_stream_end_while(gf_stream *s) { return gf__cond_end(__func__, s, GF__COND_WHILE); }
-GPUFLOW_IMPL gf_result gf_stream_begin_if(gf_stream *s, gf_buffer *cond, size_t offset) { return gf__cond_begin(__func__, s, cond, offset, GF__COND_IF); }
-GPUFLOW_IMPL gf_result gf_stream_end_if(gf_stream *s) { return gf__cond_end(__func__, s, GF__COND_IF); }
 
-GPUFLOW_IMPL gf_result gf_graph_launch(gf_graph *g, gf_stream *s) {
+static gf_result gf__call_graph_launch(gf_graph *g, gf_stream *s) {
     gf_graph_pool *pool;
     gf__cmd c;
     gf_result r = GF_OK;
@@ -6955,7 +7053,7 @@ GPUFLOW_IMPL gf_result gf_graph_launch(gf_graph *g, gf_stream *s) {
 }
 
 /* ---- graph pools: memory shared by the graphs captured into one ----------------- >>graphpools */
-GPUFLOW_IMPL gf_result gf_graph_pool_create(gf_device *dev, gf_graph_pool **out) {
+static gf_result gf__call_graph_pool_create(gf_device *dev, gf_graph_pool **out) {
     gf_graph_pool *pool;
     gf_result r;
     GF__CHECK(dev, GF__T_DEVICE);
@@ -6971,7 +7069,7 @@ GPUFLOW_IMPL gf_result gf_graph_pool_create(gf_device *dev, gf_graph_pool **out)
     return GF_OK;
 }
 
-GPUFLOW_IMPL void gf_graph_pool_destroy(gf_graph_pool *pool) {
+static void gf__call_graph_pool_destroy(gf_graph_pool *pool) {
     int i;
     GF__CHECK_VOID(pool, GF__T_GRAPH_POOL);
     if (gf__atomic_load_int(&pool->graphs)) {
@@ -6980,7 +7078,7 @@ GPUFLOW_IMPL void gf_graph_pool_destroy(gf_graph_pool *pool) {
                  gf__atomic_load_int(&pool->graphs) == 1 ? "is" : "are");
         return;
     }
-    if (pool->block_count && gf__refuse_self_wait(__func__, pool->dev, NULL) != GF_OK) return;   /* kept: fencing calls the driver */
+    if (pool->block_count && gf__refuse_self_wait("gf_graph_pool_destroy", pool->dev, NULL) != GF_OK) return;   /* kept: fencing calls the driver */
     for (i = 0; i < pool->block_count; i++) {   /* each block's memory once replays queued before now have passed */
         pool->blocks[i]->type = GF__T_DEAD;
         gf__buffer_unref(pool->blocks[i], 1);
@@ -7115,7 +7213,7 @@ static gf__cmd *gf__launches_copy(const gf_graph *from, int count) {
 /* Each graph is read or changed under its own lock: a replay (or a capture copying it in)
    never sees a half-swapped command list. A native update holds both, in address order, so
    update(a, b) racing update(b, a) cannot deadlock. */
-GPUFLOW_IMPL gf_result gf_graph_update(gf_graph *target, gf_graph *from) {
+static gf_result gf__call_graph_update(gf_graph *target, gf_graph *from) {
     gf__cmd *cmds = NULL;
     gf__race_use *race_uses = NULL;
     gf_result r = GF_OK;
@@ -7322,14 +7420,14 @@ static void gf__blocks_release(void *p) {
 }
 /* Never waits: replays launched before the destroy may still use the memory and callback
    contexts the graph owns, so those are retired (see "deferred releases"); the rest goes now. */
-GPUFLOW_IMPL void gf_graph_destroy(gf_graph *g) {
+static void gf__call_graph_destroy(gf_graph *g) {
     int i;
     GF__CHECK_VOID(g, GF__T_GRAPH);
     if (gf__atomic_load_int(&g->launched) && (g->owned_count || g->block_count)) {
         gf__blocks *b = NULL;
-        if (gf__refuse_self_wait(__func__, g->dev, NULL) != GF_OK) return;   /* kept: fencing calls the driver */
+        if (gf__refuse_self_wait("gf_graph_destroy", g->dev, NULL) != GF_OK) return;   /* kept: fencing calls the driver */
         if (g->block_count && !(b = (gf__blocks *)gf__calloc(sizeof *b))) {
-            if (gf__settle_for_destroy(g->dev, __func__, "graph") != GF_OK) return;   /* no room to defer: wait */
+            if (gf__settle_for_destroy(g->dev, "gf_graph_destroy", "graph") != GF_OK) return;   /* no room to defer: wait */
         } else {
             for (i = 0; i < g->owned_count; i++) { g->owned[i]->graph_owner = NULL; g->owned[i]->type = GF__T_DEAD; gf__buffer_unref(g->owned[i], 1); }
             g->owned_count = 0;
@@ -7812,7 +7910,7 @@ static gf_result gf__module_build(gf_module *mod, const gf_module_desc *desc) {
     return GF_OK;
 }
 
-GPUFLOW_IMPL gf_result gf_module_load(gf_device *dev, const gf_module_desc *desc, gf_module **out) {
+static gf_result gf__call_module_load(gf_device *dev, const gf_module_desc *desc, gf_module **out) {
     gf_module *mod;
     gf_result r;
     GF__CHECK(dev, GF__T_DEVICE);
@@ -7837,7 +7935,7 @@ GPUFLOW_IMPL gf_result gf_module_load(gf_device *dev, const gf_module_desc *desc
     return GF_OK;
 }
 
-GPUFLOW_IMPL gf_result gf_kernel_get(gf_module *mod, const char *name, gf_kernel **out) {
+static gf_result gf__call_kernel_get(gf_module *mod, const char *name, gf_kernel **out) {
     gf_kernel *k;
     gf_result r;
     GF__CHECK(mod, GF__T_MODULE);
@@ -8027,11 +8125,11 @@ static void gf__module_release(void *p) {   /* the code itself, once no queued l
 }
 /* Never waits: the module and its kernels are refused from now on; the code is unloaded once
    the launches queued before the destroy have passed. */
-GPUFLOW_IMPL void gf_module_destroy(gf_module *mod) {
+static void gf__call_module_destroy(gf_module *mod) {
     gf_kernel *k;
     int i;
     GF__CHECK_VOID(mod, GF__T_MODULE);
-    if (gf__refuse_self_wait(__func__, mod->dev, NULL) != GF_OK) return;   /* kept: fencing the streams calls the driver */
+    if (gf__refuse_self_wait("gf_module_destroy", mod->dev, NULL) != GF_OK) return;   /* kept: fencing the streams calls the driver */
     for (i = 0; i < mod->old_count; i++) gf_module_destroy(mod->olds[i]);   /* code stale graphs ran */
     mod->old_count = 0;
     gf__lock(&mod->lock);
@@ -8103,7 +8201,7 @@ static gf_result gf__launch_param_check(const gf_kernel *k, const gf_arg *a, int
     return GF_OK;
 }
 
-GPUFLOW_IMPL gf_result gf_launch(gf_stream *s, gf_kernel *k, gf_launch_dims dims, const gf_arg *args, int count) {
+static gf_result gf__call_launch(gf_stream *s, gf_kernel *k, gf_launch_dims dims, const gf_arg *args, int count) {
     gf__cmd c;
     size_t limit, total = 0;
     gf_result r;
@@ -8467,7 +8565,7 @@ static int gf__fault_parse(const char *text, size_t n, gf__fault_rule *r) {
     return *end == 0 && r->kind != GF__FK_LOST ? 1 : *end == 0 && !r->every;
 }
 
-GPUFLOW_IMPL gf_result gf_faults_set(const char *spec) {
+static gf_result gf__call_faults_set(const char *spec) {
     gf__fault_rule rules[GF__FAULT_RULES];
     int count = 0;
     const char *p = spec ? spec : "";
@@ -8550,6 +8648,1386 @@ static gf_result gf__fault_point(gf_device *dev, int kind, const char *fn) {
         return gf__fail(GF_ERROR_DEVICE_LOST, "%s: %s: device '%s' is lost from now on", fn, why, dev->info.name);
     }
     return gf__fail(kind == GF__FK_BUFFER ? GF_ERROR_OUT_OF_MEMORY : GF_ERROR_DRIVER, "%s: %s", fn, why);
+}
+
+/* ---- record and replay: every call to a file, and back -------------------------------- >>record */
+/* The file: the magic "gpuflowR", a u32 version and a u32 flags word (1: device-to-host bytes
+   are in it), then records, all little-endian. A record: u32 size (of what follows), u16 call,
+   u16 thread, u64 time (ns since the start), i32 result, then its arguments as its row of
+   GF__RECORDED_CALLS spells them. The last record is END (recording stopped) or CUT (the size
+   limit); a file with neither was cut short with its program. Objects are numbered from 1 as
+   they are made: 0 is NULL, GF__REC_UNKNOWN a pointer the recording never saw made (an object
+   of an unrecorded call, or one already destroyed).
+   Argument letters: an object (D device, B buffer, S stream, E event, P event pool, M module,
+   K kernel, G graph, Q stream pool, W stream set, J graph pool); the same letter in lower case: one the call makes, through its out
+   pointer; x: one the call destroys (its number is retired); i int, u unsigned, z size_t, c a
+   string (u32 length with its NUL, or GF__REC_NULL, then the bytes); h host bytes in (pointer,
+   size), o host bytes out (pointer, size; the bytes too when asked), y host bytes out of an
+   async copy (size only): u32 flags (1 pointer given, 2 bytes follow), u64 size, the bytes;
+   t stream desc, r buffer desc, v event pool desc, l module desc, a launch (dims, args, count),
+   2 a 2D copy, 3 an acquire hint, 4 a stream pool desc, 5 streams (array, count); f a callback
+   (function, user) and n a result out (a pointer), which are not written. Host
+   bytes are written only for a call that succeeded: then gpuflow has checked their range. */
+#define GF__REC_VERSION 1u
+#define GF__REC_UNKNOWN 0xffffffffu
+#define GF__REC_NULL 0xffffffffu
+#define GF__REC_HEADER 20                 /* size, call, thread, time, result */
+#define GF__REC_MAX_ARGS 4096             /* launch arguments written (more: the count alone) */
+#define GF__RCF_NOCMP 1                   /* its result depends on timing: made, not compared */
+#define GF__RCF_FLUSH 2                   /* the file is flushed after it */
+#define GF__RECORDED_CALLS(X) \
+    X(device_open, "iid", GF__RCF_FLUSH) X(device_close, "x", GF__RCF_FLUSH) X(device_synchronize, "D", GF__RCF_FLUSH) \
+    X(device_set_memory_limit, "Dz", 0) X(buffer_create, "Dzb", 0) X(buffer_create_desc, "Drb", 0) \
+    X(buffer_destroy, "x", GF__RCF_FLUSH) X(buffer_view, "Bzzb", 0) X(copy_to_device, "Bzh", 0) \
+    X(copy_to_host, "oBz", GF__RCF_FLUSH) X(copy_to_device_async, "SBzh", 0) X(copy_to_host_async, "SyBz", 0) \
+    X(copy_buffer_async, "SBzBzz", 0) X(fill_async, "SBziz", 0) X(fill16_async, "SBziz", 0) X(fill32_async, "SBzuz", 0) \
+    X(copy_2d_async, "S2", 0) X(prefetch_async, "SBi", 0) X(buffer_create_async, "Szb", 0) X(buffer_destroy_async, "Sx", 0) \
+    X(buffer_record_stream, "BS", 0) X(stream_create, "Dts", 0) X(stream_destroy, "x", GF__RCF_FLUSH) \
+    X(stream_synchronize, "S", GF__RCF_FLUSH) X(stream_synchronize_timeout, "Su", GF__RCF_NOCMP | GF__RCF_FLUSH) \
+    X(stream_query, "S", GF__RCF_NOCMP) X(stream_wait_event, "SE", 0) X(stream_wait_stream, "SS", 0) \
+    X(stream_add_callback, "Sf", 0) X(event_create, "Due", 0) X(event_destroy, "x", GF__RCF_FLUSH) X(event_record, "ES", 0) \
+    X(event_synchronize, "E", GF__RCF_FLUSH) X(event_synchronize_timeout, "Eu", GF__RCF_NOCMP | GF__RCF_FLUSH) \
+    X(event_query, "E", GF__RCF_NOCMP) X(event_elapsed_ms, "EEn", GF__RCF_NOCMP) X(event_pool_create, "Dvp", 0) \
+    X(event_pool_acquire, "Pue", 0) X(event_pool_release, "PE", 0) X(event_pool_destroy, "x", GF__RCF_FLUSH) \
+    X(module_load, "Dlm", 0) X(kernel_get, "Mck", 0) X(module_destroy, "x", GF__RCF_FLUSH) X(launch, "SKa", 0) \
+    X(stream_begin_capture, "Si", 0) X(stream_end_capture, "Sg", 0) X(graph_launch, "GS", 0) X(graph_update, "GG", 0) \
+    X(graph_destroy, "x", GF__RCF_FLUSH) X(stream_begin_while, "SBz", 0) X(stream_end_while, "S", 0) \
+    X(stream_begin_if, "SBz", 0) X(stream_end_if, "S", 0) X(race_check_enable, "Du", 0) X(profiler_enable, "Du", 0) \
+    X(faults_set, "c", 0) X(stream_pool_create, "D4q", 0) X(stream_pool_acquire, "Q3si", 0) \
+    X(stream_pool_acquire_ready, "Qusi", GF__RCF_NOCMP) X(stream_pool_release, "QS", 0) X(stream_pool_synchronize, "Q", GF__RCF_FLUSH) \
+    X(stream_pool_destroy, "x", GF__RCF_FLUSH) X(stream_set_create, "Dicw", 0) X(stream_set_get, "Wzs", 0) X(stream_set_next, "Wzs", 0) \
+    X(stream_set_end_frame, "W", 0) X(stream_set_wait_frames, "Wiu", GF__RCF_NOCMP) X(stream_set_synchronize, "W", GF__RCF_FLUSH) \
+    X(stream_set_destroy, "x", GF__RCF_FLUSH) X(barrier, "5", 0) X(synchronize_all, "5n", GF__RCF_FLUSH) \
+    X(graph_pool_create, "Dj", 0) X(graph_pool_destroy, "x", GF__RCF_FLUSH) X(stream_begin_capture_pool, "SiJ", 0)
+typedef enum gf__rec_call {
+    GF__RC_NONE = 0,
+#define GF__RC_ENUM(name, args, flags) GF__RC_##name,
+    GF__RECORDED_CALLS(GF__RC_ENUM)
+#undef GF__RC_ENUM
+    GF__RC_COUNT,
+    GF__RC_END = 0xfffe,                  /* recording stopped */
+    GF__RC_CUT = 0xffff                   /* the size limit ended it */
+} gf__rec_call;
+static const struct { const char *name, *args; int flags; } gf__rec_calls[] = {
+    { "none", "", 0 },
+#define GF__RC_ROW(name, args, flags) { "gf_" #name, args, flags },
+    GF__RECORDED_CALLS(GF__RC_ROW)
+#undef GF__RC_ROW
+};
+
+/* The recorder: one file, written under one lock, in memory of its own (the GPUFLOW_* macros:
+   neither gf_set_allocator nor faults on demand touch it, so recording changes no count). */
+typedef struct gf__rec_slot { const void *ptr; uint32_t id; } gf__rec_slot;
+static struct {
+    gf__spin lock;
+    FILE *file;
+    char path[512];
+    uint64_t written, limit, t0;
+    int device_to_host, threads;
+    uint32_t next_id;
+    gf__rec_slot *map; size_t map_cap, map_count;   /* live objects' numbers, by pointer (open addressing) */
+    unsigned char *buf; size_t len, cap;            /* the record being written */
+    size_t blob_at; const void *blob; uint64_t blob_n;   /* host bytes, written from where they are */
+    int broken;                                     /* out of memory while writing it */
+} gf__rec;
+static int gf__rec_on;                 /* atomic: every recorded call reads it */
+static GF__TLS int gf__rec_depth;      /* recorded calls this thread is inside: only the outermost is written */
+static GF__TLS int gf__rec_thread;     /* this thread's number in the file */
+
+static void gf__rec_put(const void *p, size_t n) {
+    if (gf__rec.broken || !n) return;
+    if (n > gf__rec.cap - gf__rec.len) {
+        size_t cap = gf__rec.cap ? gf__rec.cap : 1024;
+        unsigned char *grown;
+        while (cap - gf__rec.len < n) { if (cap > ((size_t)-1) / 4) { gf__rec.broken = 1; return; } cap *= 2; }
+        if (!(grown = (unsigned char *)GPUFLOW_REALLOC(gf__rec.buf, cap))) { gf__rec.broken = 1; return; }
+        gf__rec.buf = grown;
+        gf__rec.cap = cap;
+    }
+    memcpy(gf__rec.buf + gf__rec.len, p, n);
+    gf__rec.len += n;
+}
+static void gf__rec_le(uint64_t v, int bytes) {
+    unsigned char b[8];
+    int i;
+    for (i = 0; i < bytes; i++) b[i] = (unsigned char)(v >> (8 * i));
+    gf__rec_put(b, (size_t)bytes);
+}
+static void gf__rec_u32(uint32_t v) { gf__rec_le(v, 4); }
+static void gf__rec_u64(uint64_t v) { gf__rec_le(v, 8); }
+static void gf__rec_str(const char *s) {
+    size_t n = s ? strlen(s) + 1 : 0;
+    if (!s || n >= GF__REC_NULL) { gf__rec_u32(GF__REC_NULL); return; }
+    gf__rec_u32((uint32_t)n);
+    gf__rec_put(s, n);
+}
+static void gf__rec_blob(const void *p, uint64_t n, int data) {   /* u32 flags, u64 size, the bytes when data */
+    gf__rec_u32((p ? 1u : 0u) | (p && data ? 2u : 0u));
+    gf__rec_u64(n);
+    if (p && data) gf__rec_put(p, (size_t)n);
+}
+
+/* Object numbers. */
+static size_t gf__rec_hash(const void *p) { return (size_t)(((uint64_t)(uintptr_t)p * 0x9e3779b97f4a7c15u) >> 24) & (gf__rec.map_cap - 1); }
+static gf__rec_slot *gf__rec_find(const void *p) {
+    size_t i;
+    if (!gf__rec.map_cap) return NULL;
+    for (i = gf__rec_hash(p); gf__rec.map[i].ptr; i = (i + 1) & (gf__rec.map_cap - 1))
+        if (gf__rec.map[i].ptr == p) return &gf__rec.map[i];
+    return NULL;
+}
+static uint32_t gf__rec_id(const void *p) {
+    gf__rec_slot *s = p ? gf__rec_find(p) : NULL;
+    return !p ? 0 : s ? s->id : GF__REC_UNKNOWN;
+}
+static uint32_t gf__rec_new(const void *p) {   /* a number for an object just made (0: none, or no memory) */
+    gf__rec_slot *s;
+    size_t i;
+    if (!p) return 0;
+    if ((s = gf__rec_find(p)) != NULL) return s->id = ++gf__rec.next_id;   /* a destroyed object's memory, made again */
+    if ((gf__rec.map_count + 1) * 2 > gf__rec.map_cap) {
+        size_t old = gf__rec.map_cap, cap = old ? old * 2 : 256;
+        gf__rec_slot *was = gf__rec.map, *grown = (gf__rec_slot *)GPUFLOW_MALLOC(sizeof *grown * cap);
+        if (!grown) { gf__rec.broken = 1; return 0; }
+        memset(grown, 0, sizeof *grown * cap);
+        gf__rec.map = grown;
+        gf__rec.map_cap = cap;
+        for (i = 0; i < old; i++)
+            if (was[i].ptr) { size_t j = gf__rec_hash(was[i].ptr); while (grown[j].ptr) j = (j + 1) & (cap - 1); grown[j] = was[i]; }
+        GPUFLOW_FREE(was);
+    }
+    for (i = gf__rec_hash(p); gf__rec.map[i].ptr; i = (i + 1) & (gf__rec.map_cap - 1)) {}
+    gf__rec.map[i].ptr = p;
+    gf__rec.map_count++;
+    return gf__rec.map[i].id = ++gf__rec.next_id;
+}
+static void gf__rec_forget(const void *p) {   /* linear probing's deletion: later entries of the run move back */
+    gf__rec_slot *s = gf__rec_find(p);
+    size_t i, j, mask = gf__rec.map_cap - 1;
+    if (!s) return;
+    i = (size_t)(s - gf__rec.map);
+    for (j = (i + 1) & mask; gf__rec.map[j].ptr; j = (j + 1) & mask) {
+        size_t home = gf__rec_hash(gf__rec.map[j].ptr);
+        if (((j - home) & mask) >= ((j - i) & mask)) { gf__rec.map[i] = gf__rec.map[j]; i = j; }
+    }
+    gf__rec.map[i].ptr = NULL;
+    gf__rec.map_count--;
+}
+
+/* A module's description: every form of its code, the stub's kernel names, and the text of
+   source_path when it gave the source. Binaries only when the load succeeded (their sizes are
+   checked then). */
+static void gf__rec_module(const gf_module_desc *d, gf_result r) {
+    char *text = NULL;
+    int i, names = d && d->stub_kernels && d->stub_kernel_count > 0 && d->stub_kernel_count <= GF__REC_MAX_ARGS ? d->stub_kernel_count : 0;
+    gf__rec_u32(d ? 1 : 0);
+    if (!d) return;
+    if (r == GF_OK && !d->source && d->source_path) {   /* the file as it was read (quietly: the caller's error text stays) */
+        FILE *f = fopen(d->source_path, "rb");
+        long n;
+        if (f && fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0 &&
+            (text = (char *)GPUFLOW_MALLOC((size_t)n + 1)) != NULL) {
+            if (fread(text, 1, (size_t)n, f) == (size_t)n) text[n] = 0;
+            else { GPUFLOW_FREE(text); text = NULL; }
+        }
+        if (f) fclose(f);
+    }
+    gf__rec_str(d->source ? d->source : text);
+    GPUFLOW_FREE(text);
+    gf__rec_str(d->source_path);
+#define GF__REC_TEXT(field) gf__rec_str(d->field);
+#define GF__REC_BYTES(field, size) gf__rec_blob(d->field, d->size, r == GF_OK);
+    GF__MODULE_DESC_FORMS(GF__REC_TEXT, GF__REC_BYTES)
+#undef GF__REC_TEXT
+#undef GF__REC_BYTES
+    gf__rec_u32(d->stub_kernels ? (uint32_t)names : GF__REC_NULL);
+    for (i = 0; i < names; i++) gf__rec_str(d->stub_kernels[i].name);
+}
+static void gf__rec_launch(const gf_launch_dims *dims, const gf_arg *args, int count, gf_result r) {
+    int i, n = args && count > 0 && count <= GF__REC_MAX_ARGS ? count : 0;
+    for (i = 0; i < 3; i++) gf__rec_u32(dims->grid[i]);
+    for (i = 0; i < 3; i++) gf__rec_u32(dims->block[i]);
+    gf__rec_u64(dims->shared_bytes);
+    gf__rec_u32((uint32_t)count);
+    gf__rec_u32(args ? 1 : 0);
+    for (i = 0; i < n; i++) {   /* values only when the launch took them (then their sizes were checked) */
+        gf__rec_u32(gf__rec_id(args[i].buffer));
+        gf__rec_blob(args[i].value, args[i].size, r == GF_OK);
+    }
+}
+static void gf__rec_copy_2d(const gf_copy_2d *c, gf_result r) {
+    uint64_t span = 0;
+    gf__rec_u32(c ? 1 : 0);
+    if (!c) return;
+    if (r == GF_OK && c->height && c->width) span = (uint64_t)(c->height - 1) * c->src_pitch + c->width;   /* checked by the call */
+    gf__rec_u32(gf__rec_id(c->dst)); gf__rec_u64(c->dst_offset); gf__rec_u64(c->dst_pitch);
+    gf__rec_u32(gf__rec_id(c->src)); gf__rec_u64(c->src_offset); gf__rec_u64(c->src_pitch);
+    gf__rec_u64(c->width); gf__rec_u64(c->height);
+    gf__rec_blob(c->dst_host, 0, 0);
+    gf__rec_blob(c->src_host, span, r == GF_OK);
+}
+
+/* One call's arguments, as its row spells them (gf__rec.lock held). */
+static void gf__rec_args(gf__rec_call call, gf_result r, va_list ap) {
+    const char *a;
+    for (a = gf__rec_calls[call].args; *a; a++) switch (*a) {
+    case 'D': case 'B': case 'S': case 'E': case 'P': case 'M': case 'K': case 'G': case 'Q': case 'W': case 'J':
+        gf__rec_u32(gf__rec_id(va_arg(ap, const void *)));
+        break;
+    case 'x': {
+        const void *p = va_arg(ap, const void *);
+        gf__rec_u32(gf__rec_id(p));
+        if (p) gf__rec_forget(p);
+        break;
+    }
+    case 'd': case 'b': case 's': case 'e': case 'p': case 'm': case 'k': case 'g': case 'q': case 'w': case 'j': {
+        const void *out = va_arg(ap, const void *);
+        void *made = NULL;
+        if (out && r == GF_OK) memcpy(&made, out, sizeof made);
+        gf__rec_u32(gf__rec_new(made));
+        break;
+    }
+    case 'i': gf__rec_u32((uint32_t)va_arg(ap, int)); break;
+    case 'u': gf__rec_u32(va_arg(ap, unsigned)); break;
+    case 'z': gf__rec_u64(va_arg(ap, size_t)); break;
+    case 'c': gf__rec_str(va_arg(ap, const char *)); break;
+    case 'h': case 'o': case 'y': {   /* the bytes themselves go straight from the caller's memory to the file */
+        const void *p = va_arg(ap, const void *);
+        size_t n = va_arg(ap, size_t);
+        int data = p && n && r == GF_OK && (*a == 'h' || (*a == 'o' && gf__rec.device_to_host));
+        gf__rec_blob(p, n, 0);
+        if (data && !gf__rec.broken) { gf__rec.buf[gf__rec.len - 12] |= 2; gf__rec.blob_at = gf__rec.len; gf__rec.blob = p; gf__rec.blob_n = n; }
+        break;
+    }
+    case 't': {
+        const gf_stream_desc *d = va_arg(ap, const gf_stream_desc *);
+        gf__rec_u32(d ? 1 : 0);
+        if (d) { gf__rec_str(d->label); gf__rec_u32((uint32_t)d->priority); }
+        break;
+    }
+    case 'r': {
+        const gf_buffer_desc *d = va_arg(ap, const gf_buffer_desc *);
+        gf__rec_u32(d ? 1 : 0);
+        if (d) { gf__rec_u64(d->size); gf__rec_u32((uint32_t)d->managed); gf__rec_u32((uint32_t)d->exportable); }
+        break;
+    }
+    case 'v': {
+        const gf_event_pool_desc *d = va_arg(ap, const gf_event_pool_desc *);
+        gf__rec_u32(d ? 1 : 0);
+        if (d) { gf__rec_u32((uint32_t)d->capacity); gf__rec_u32((uint32_t)d->timing_capacity); }
+        break;
+    }
+    case 'l': gf__rec_module(va_arg(ap, const gf_module_desc *), r); break;
+    case 'a': {
+        const gf_launch_dims *dims = va_arg(ap, const gf_launch_dims *);
+        const gf_arg *args = va_arg(ap, const gf_arg *);
+        gf__rec_launch(dims, args, va_arg(ap, int), r);
+        break;
+    }
+    case '2': gf__rec_copy_2d(va_arg(ap, const gf_copy_2d *), r); break;
+    case 'f': (void)va_arg(ap, gf_callback); (void)va_arg(ap, void *); break;
+    case '3': {
+        const gf_acquire_hint *h = va_arg(ap, const gf_acquire_hint *);
+        gf__rec_u32(h ? 1 : 0);
+        if (h) { gf__rec_u32((uint32_t)h->priority); gf__rec_u32((uint32_t)h->workload); }
+        break;
+    }
+    case '4': {
+        const gf_stream_pool_desc *d = va_arg(ap, const gf_stream_pool_desc *);
+        gf__rec_u32(d ? 1 : 0);
+        if (d) { gf__rec_u32((uint32_t)d->count); gf__rec_u32((uint32_t)d->strategy); gf__rec_str(d->label); gf__rec_u32((uint32_t)d->measure_completion); }
+        break;
+    }
+    case '5': {
+        gf_stream *const *streams = va_arg(ap, gf_stream *const *);
+        int i, count = va_arg(ap, int), n = streams && count > 0 && count <= GF__REC_MAX_ARGS ? count : 0;
+        gf__rec_u32((uint32_t)count);
+        gf__rec_u32(streams ? 1 : 0);
+        for (i = 0; i < n; i++) gf__rec_u32(gf__rec_id(streams[i]));
+        break;
+    }
+    case 'n': (void)va_arg(ap, const void *); break;
+    default: GPUFLOW_ASSERT(!"a letter of GF__RECORDED_CALLS without its writer");
+    }
+}
+
+/* The record built in gf__rec.buf goes to the file, unless it would pass the size limit: then
+   a CUT record ends the recording. Returns what to warn about (after the lock), or NULL. */
+static const char *gf__rec_close(uint16_t last);
+static const char *gf__rec_emit(int flush) {
+    size_t i, n = gf__rec.len;
+    uint64_t total = n + (gf__rec.blob ? gf__rec.blob_n : 0);
+    const char *stop = NULL;
+    if (gf__rec.broken) stop = "out of host memory for a record: recording stopped";
+    else if (total > gf__rec.limit - gf__rec.written || total - 4 > 0xffffffffu) {
+        stop = "the recording reached its size limit (gf_record_desc.max_bytes, GPUFLOW_RECORD_LIMIT) and stopped there";
+    } else {
+        for (i = 0; i < 4; i++) gf__rec.buf[i] = (unsigned char)((total - 4) >> (8 * i));
+        if (fwrite(gf__rec.buf, 1, gf__rec.blob ? gf__rec.blob_at : n, gf__rec.file) != (gf__rec.blob ? gf__rec.blob_at : n) ||
+            (gf__rec.blob && (fwrite(gf__rec.blob, 1, (size_t)gf__rec.blob_n, gf__rec.file) != gf__rec.blob_n ||
+                              fwrite(gf__rec.buf + gf__rec.blob_at, 1, n - gf__rec.blob_at, gf__rec.file) != n - gf__rec.blob_at)) ||
+            (flush && fflush(gf__rec.file) != 0))
+            stop = "cannot write the recording (disk full?): recording stopped";
+        else gf__rec.written += total;
+    }
+    gf__rec.blob = NULL;
+    if (stop) { const char *why = gf__rec_close(GF__RC_CUT); return why ? why : stop; }
+    return NULL;
+}
+static void gf__rec_begin(uint16_t call, gf_result r) {   /* the header; its size is filled in by gf__rec_emit */
+    if (!gf__rec_thread) gf__rec_thread = ++gf__rec.threads;
+    gf__rec.len = 0;
+    gf__rec.broken = 0;
+    gf__rec.blob = NULL;
+    gf__rec_u32(0);
+    gf__rec_le(call, 2);
+    gf__rec_le((uint64_t)gf__rec_thread, 2);
+    gf__rec_u64(gf__now_ns() - gf__rec.t0);
+    gf__rec_u32((uint32_t)r);
+}
+/* Ends the file with an END or CUT record (gf__rec.lock held); NULL, or what went wrong. */
+static const char *gf__rec_close(uint16_t last) {
+    const char *why = NULL;
+    if (!gf__rec.file) return NULL;
+    gf__rec_begin(last, GF_OK);   /* no size check: the limit leaves room for it */
+    if (!gf__rec.broken) gf__rec.buf[0] = (unsigned char)(gf__rec.len - 4);
+    if (gf__rec.broken || fwrite(gf__rec.buf, 1, gf__rec.len, gf__rec.file) != gf__rec.len) why = "cannot write the recording's last record";
+    if (fclose(gf__rec.file) != 0 && !why) why = "cannot close the recording";
+    gf__rec.file = NULL;
+    gf__atomic_store_int(&gf__rec_on, 0);
+    GPUFLOW_FREE(gf__rec.map);
+    gf__rec.map = NULL;
+    gf__rec.map_cap = gf__rec.map_count = 0;
+    return why;
+}
+
+static void gf__rec_write(gf__rec_call call, int result, ...) {   /* an int: the last named argument of a va_list is not promoted */
+    gf_result r = (gf_result)result;
+    const char *why = NULL;
+    char path[512];
+    va_list ap;
+    gf__spin_lock(&gf__rec.lock);
+    if (gf__rec.file) {   /* else stopped since the caller looked */
+        gf__rec_begin((uint16_t)call, r);
+        va_start(ap, result);
+        gf__rec_args(call, r, ap);
+        va_end(ap);
+        why = gf__rec_emit(gf__rec_calls[call].flags & GF__RCF_FLUSH);
+    }
+    gf__copy_str(path, sizeof path, gf__rec.path);
+    gf__spin_unlock(&gf__rec.lock);
+    if (why) gf__notice(GF_LOG_WARNING, "gpuflow: recording to %s: %s", path, why);   /* the logger may call gpuflow: not under the lock */
+}
+
+static gf_result gf__call_device_open(gf_backend b, int index, gf_device **out);
+static void gf__call_device_close(gf_device *dev);
+static gf_result gf__call_device_synchronize(gf_device *dev);
+static gf_result gf__call_device_set_memory_limit(gf_device *dev, size_t bytes);
+static gf_result gf__call_buffer_create(gf_device *dev, size_t bytes, gf_buffer **out);
+static gf_result gf__call_buffer_create_desc(gf_device *dev, const gf_buffer_desc *desc, gf_buffer **out);
+static void gf__call_buffer_destroy(gf_buffer *buf);
+static gf_result gf__call_buffer_view(gf_buffer *buf, size_t offset, size_t bytes, gf_buffer **out);
+static gf_result gf__call_copy_to_device(gf_buffer *dst, size_t dst_offset, const void *src, size_t bytes);
+static gf_result gf__call_copy_to_host(void *dst, gf_buffer *src, size_t src_offset, size_t bytes);
+static gf_result gf__call_copy_to_device_async(gf_stream *s, gf_buffer *dst, size_t dst_offset, const void *src, size_t bytes);
+static gf_result gf__call_copy_to_host_async(gf_stream *s, void *dst, gf_buffer *src, size_t src_offset, size_t bytes);
+static gf_result gf__call_copy_buffer_async(gf_stream *s, gf_buffer *dst, size_t dst_offset, gf_buffer *src, size_t src_offset, size_t bytes);
+static gf_result gf__call_fill_async(gf_stream *s, gf_buffer *buf, size_t offset, unsigned char value, size_t bytes);
+static gf_result gf__call_fill16_async(gf_stream *s, gf_buffer *buf, size_t offset, uint16_t value, size_t count);
+static gf_result gf__call_fill32_async(gf_stream *s, gf_buffer *buf, size_t offset, uint32_t value, size_t count);
+static gf_result gf__call_copy_2d_async(gf_stream *s, const gf_copy_2d *copy);
+static gf_result gf__call_prefetch_async(gf_stream *s, gf_buffer *buf, int to_device);
+static gf_result gf__call_buffer_create_async(gf_stream *s, size_t bytes, gf_buffer **out);
+static gf_result gf__call_buffer_destroy_async(gf_stream *s, gf_buffer *buf);
+static gf_result gf__call_buffer_record_stream(gf_buffer *buf, gf_stream *s);
+static gf_result gf__call_stream_create(gf_device *dev, const gf_stream_desc *desc, gf_stream **out);
+static void gf__call_stream_destroy(gf_stream *s);
+static gf_result gf__call_stream_synchronize(gf_stream *s);
+static gf_result gf__call_stream_synchronize_timeout(gf_stream *s, unsigned timeout_ms);
+static gf_result gf__call_stream_query(gf_stream *s);
+static gf_result gf__call_stream_wait_event(gf_stream *s, gf_event *ev);
+static gf_result gf__call_stream_wait_stream(gf_stream *waiter, gf_stream *other);
+static gf_result gf__call_stream_add_callback(gf_stream *s, gf_callback fn, void *user);
+static gf_result gf__call_event_create(gf_device *dev, unsigned flags, gf_event **out);
+static void gf__call_event_destroy(gf_event *ev);
+static gf_result gf__call_event_record(gf_event *ev, gf_stream *s);
+static gf_result gf__call_event_synchronize(gf_event *ev);
+static gf_result gf__call_event_synchronize_timeout(gf_event *ev, unsigned timeout_ms);
+static gf_result gf__call_event_query(gf_event *ev);
+static gf_result gf__call_event_elapsed_ms(gf_event *start, gf_event *end, float *ms);
+static gf_result gf__call_event_pool_create(gf_device *dev, const gf_event_pool_desc *desc, gf_event_pool **out);
+static gf_result gf__call_event_pool_acquire(gf_event_pool *pool, unsigned flags, gf_event **out);
+static gf_result gf__call_event_pool_release(gf_event_pool *pool, gf_event *ev);
+static void gf__call_event_pool_destroy(gf_event_pool *pool);
+static gf_result gf__call_module_load(gf_device *dev, const gf_module_desc *desc, gf_module **out);
+static gf_result gf__call_kernel_get(gf_module *mod, const char *name, gf_kernel **out);
+static void gf__call_module_destroy(gf_module *mod);
+static gf_result gf__call_launch(gf_stream *s, gf_kernel *k, gf_launch_dims dims, const gf_arg *args, int count);
+static gf_result gf__call_stream_begin_capture(gf_stream *s, gf_capture_mode mode);
+static gf_result gf__call_stream_end_capture(gf_stream *s, gf_graph **out);
+static gf_result gf__call_graph_launch(gf_graph *g, gf_stream *s);
+static gf_result gf__call_graph_update(gf_graph *target, gf_graph *from);
+static void gf__call_graph_destroy(gf_graph *g);
+static gf_result gf__call_race_check_enable(gf_device *dev, unsigned flags);
+static gf_result gf__call_profiler_enable(gf_device *dev, unsigned flags);
+static gf_result gf__call_faults_set(const char *spec);
+static gf_result gf__call_stream_begin_capture_pool(gf_stream *s, gf_capture_mode mode, gf_graph_pool *pool);
+static gf_result gf__call_graph_pool_create(gf_device *dev, gf_graph_pool **out);
+static void gf__call_graph_pool_destroy(gf_graph_pool *pool);
+static gf_result gf__call_stream_pool_create(gf_device *dev, const gf_stream_pool_desc *desc, gf_stream_pool **out);
+static gf_result gf__call_stream_pool_acquire(gf_stream_pool *pool, const gf_acquire_hint *hint, gf_stream **out);
+static gf_result gf__call_stream_pool_acquire_ready(gf_stream_pool *pool, unsigned timeout_ms, gf_stream **out);
+static gf_result gf__call_stream_pool_release(gf_stream_pool *pool, gf_stream *s);
+static gf_result gf__call_stream_pool_synchronize(gf_stream_pool *pool);
+static void gf__call_stream_pool_destroy(gf_stream_pool *pool);
+static gf_result gf__call_stream_set_create(gf_device *dev, int depth, const char *label, gf_stream_set **out);
+static gf_stream *gf__call_stream_set_get(gf_stream_set *set, size_t i);
+static gf_result gf__call_stream_set_next(gf_stream_set *set, size_t i, gf_stream **out);
+static gf_result gf__call_stream_set_end_frame(gf_stream_set *set);
+static gf_result gf__call_stream_set_wait_frames(gf_stream_set *set, int max_in_flight, unsigned timeout_ms);
+static gf_result gf__call_stream_set_synchronize(gf_stream_set *set);
+static void gf__call_stream_set_destroy(gf_stream_set *set);
+static gf_result gf__call_barrier(gf_stream *const *streams, int count);
+static gf_result gf__call_synchronize_all(gf_stream *const *streams, int count, double *elapsed_ms);
+
+/* Each recorded entry point is its body (gf__call_*) and, while recording, one record: after
+   the body returns (its result and what it made known), or for a destroy, as it starts. */
+#define GF__RECORDED(name, body, ...) \
+    gf_result r_; \
+    if (!gf__atomic_load_int(&gf__rec_on)) return body; \
+    gf__rec_depth++; r_ = body; gf__rec_depth--; \
+    if (!gf__rec_depth) gf__rec_write(GF__RC_##name, r_, __VA_ARGS__); \
+    return r_
+#define GF__RECORDED_VOID(name, body, ...) \
+    if (!gf__atomic_load_int(&gf__rec_on)) { body; return; } \
+    if (!gf__rec_depth) gf__rec_write(GF__RC_##name, GF_OK, __VA_ARGS__); \
+    gf__rec_depth++; body; gf__rec_depth--
+#define GF__P(p) ((const void *)(p))
+
+GPUFLOW_IMPL gf_result gf_device_open(gf_backend b, int index, gf_device **out) {
+    gf_result r;   /* GPUFLOW_RECORD starts inside the first open, so an open always counts as inside */
+    gf__rec_depth++; r = gf__call_device_open(b, index, out); gf__rec_depth--;
+    if (!gf__rec_depth && gf__atomic_load_int(&gf__rec_on))
+        gf__rec_write(GF__RC_device_open, r, (int)(r == GF_OK ? gf_device_backend(*out) : b), index, GF__P(out));
+    return r;
+}
+GPUFLOW_IMPL void gf_device_close(gf_device *dev) { GF__RECORDED_VOID(device_close, gf__call_device_close(dev), GF__P(dev)); }
+GPUFLOW_IMPL gf_result gf_device_synchronize(gf_device *dev) { GF__RECORDED(device_synchronize, gf__call_device_synchronize(dev), GF__P(dev)); }
+GPUFLOW_IMPL gf_result gf_device_set_memory_limit(gf_device *dev, size_t bytes) {
+    GF__RECORDED(device_set_memory_limit, gf__call_device_set_memory_limit(dev, bytes), GF__P(dev), bytes);
+}
+GPUFLOW_IMPL gf_result gf_buffer_create(gf_device *dev, size_t bytes, gf_buffer **out) {
+    GF__RECORDED(buffer_create, gf__call_buffer_create(dev, bytes, out), GF__P(dev), bytes, GF__P(out));
+}
+GPUFLOW_IMPL gf_result gf_buffer_create_desc(gf_device *dev, const gf_buffer_desc *desc, gf_buffer **out) {
+    GF__RECORDED(buffer_create_desc, gf__call_buffer_create_desc(dev, desc, out), GF__P(dev), desc, GF__P(out));
+}
+GPUFLOW_IMPL void gf_buffer_destroy(gf_buffer *buf) { GF__RECORDED_VOID(buffer_destroy, gf__call_buffer_destroy(buf), GF__P(buf)); }
+GPUFLOW_IMPL gf_result gf_buffer_view(gf_buffer *buf, size_t offset, size_t bytes, gf_buffer **out) {
+    GF__RECORDED(buffer_view, gf__call_buffer_view(buf, offset, bytes, out), GF__P(buf), offset, bytes, GF__P(out));
+}
+GPUFLOW_IMPL gf_result gf_copy_to_device(gf_buffer *dst, size_t dst_offset, const void *src, size_t bytes) {
+    GF__RECORDED(copy_to_device, gf__call_copy_to_device(dst, dst_offset, src, bytes), GF__P(dst), dst_offset, src, bytes);
+}
+GPUFLOW_IMPL gf_result gf_copy_to_host(void *dst, gf_buffer *src, size_t src_offset, size_t bytes) {
+    GF__RECORDED(copy_to_host, gf__call_copy_to_host(dst, src, src_offset, bytes), GF__P(dst), bytes, GF__P(src), src_offset);
+}
+GPUFLOW_IMPL gf_result gf_copy_to_device_async(gf_stream *s, gf_buffer *dst, size_t dst_offset, const void *src, size_t bytes) {
+    GF__RECORDED(copy_to_device_async, gf__call_copy_to_device_async(s, dst, dst_offset, src, bytes), GF__P(s), GF__P(dst), dst_offset, src, bytes);
+}
+GPUFLOW_IMPL gf_result gf_copy_to_host_async(gf_stream *s, void *dst, gf_buffer *src, size_t src_offset, size_t bytes) {
+    GF__RECORDED(copy_to_host_async, gf__call_copy_to_host_async(s, dst, src, src_offset, bytes), GF__P(s), GF__P(dst), bytes, GF__P(src), src_offset);
+}
+GPUFLOW_IMPL gf_result gf_copy_buffer_async(gf_stream *s, gf_buffer *dst, size_t dst_offset, gf_buffer *src, size_t src_offset, size_t bytes) {
+    GF__RECORDED(copy_buffer_async, gf__call_copy_buffer_async(s, dst, dst_offset, src, src_offset, bytes),
+                 GF__P(s), GF__P(dst), dst_offset, GF__P(src), src_offset, bytes);
+}
+GPUFLOW_IMPL gf_result gf_fill_async(gf_stream *s, gf_buffer *buf, size_t offset, unsigned char value, size_t bytes) {
+    GF__RECORDED(fill_async, gf__call_fill_async(s, buf, offset, value, bytes), GF__P(s), GF__P(buf), offset, (int)value, bytes);
+}
+GPUFLOW_IMPL gf_result gf_fill16_async(gf_stream *s, gf_buffer *buf, size_t offset, uint16_t value, size_t count) {
+    GF__RECORDED(fill16_async, gf__call_fill16_async(s, buf, offset, value, count), GF__P(s), GF__P(buf), offset, (int)value, count);
+}
+GPUFLOW_IMPL gf_result gf_fill32_async(gf_stream *s, gf_buffer *buf, size_t offset, uint32_t value, size_t count) {
+    GF__RECORDED(fill32_async, gf__call_fill32_async(s, buf, offset, value, count), GF__P(s), GF__P(buf), offset, (unsigned)value, count);
+}
+GPUFLOW_IMPL gf_result gf_copy_2d_async(gf_stream *s, const gf_copy_2d *copy) {
+    GF__RECORDED(copy_2d_async, gf__call_copy_2d_async(s, copy), GF__P(s), copy);
+}
+GPUFLOW_IMPL gf_result gf_prefetch_async(gf_stream *s, gf_buffer *buf, int to_device) {
+    GF__RECORDED(prefetch_async, gf__call_prefetch_async(s, buf, to_device), GF__P(s), GF__P(buf), to_device);
+}
+GPUFLOW_IMPL gf_result gf_buffer_create_async(gf_stream *s, size_t bytes, gf_buffer **out) {
+    GF__RECORDED(buffer_create_async, gf__call_buffer_create_async(s, bytes, out), GF__P(s), bytes, GF__P(out));
+}
+GPUFLOW_IMPL gf_result gf_buffer_destroy_async(gf_stream *s, gf_buffer *buf) {
+    GF__RECORDED(buffer_destroy_async, gf__call_buffer_destroy_async(s, buf), GF__P(s), GF__P(buf));
+}
+GPUFLOW_IMPL gf_result gf_buffer_record_stream(gf_buffer *buf, gf_stream *s) {
+    GF__RECORDED(buffer_record_stream, gf__call_buffer_record_stream(buf, s), GF__P(buf), GF__P(s));
+}
+GPUFLOW_IMPL gf_result gf_stream_create(gf_device *dev, const gf_stream_desc *desc, gf_stream **out) {
+    GF__RECORDED(stream_create, gf__call_stream_create(dev, desc, out), GF__P(dev), desc, GF__P(out));
+}
+GPUFLOW_IMPL void gf_stream_destroy(gf_stream *s) { GF__RECORDED_VOID(stream_destroy, gf__call_stream_destroy(s), GF__P(s)); }
+GPUFLOW_IMPL gf_result gf_stream_synchronize(gf_stream *s) { GF__RECORDED(stream_synchronize, gf__call_stream_synchronize(s), GF__P(s)); }
+GPUFLOW_IMPL gf_result gf_stream_synchronize_timeout(gf_stream *s, unsigned timeout_ms) {
+    GF__RECORDED(stream_synchronize_timeout, gf__call_stream_synchronize_timeout(s, timeout_ms), GF__P(s), timeout_ms);
+}
+GPUFLOW_IMPL gf_result gf_stream_query(gf_stream *s) { GF__RECORDED(stream_query, gf__call_stream_query(s), GF__P(s)); }
+GPUFLOW_IMPL gf_result gf_stream_wait_event(gf_stream *s, gf_event *ev) {
+    GF__RECORDED(stream_wait_event, gf__call_stream_wait_event(s, ev), GF__P(s), GF__P(ev));
+}
+GPUFLOW_IMPL gf_result gf_stream_wait_stream(gf_stream *waiter, gf_stream *other) {
+    GF__RECORDED(stream_wait_stream, gf__call_stream_wait_stream(waiter, other), GF__P(waiter), GF__P(other));
+}
+GPUFLOW_IMPL gf_result gf_stream_add_callback(gf_stream *s, gf_callback fn, void *user) {
+    GF__RECORDED(stream_add_callback, gf__call_stream_add_callback(s, fn, user), GF__P(s), fn, user);
+}
+GPUFLOW_IMPL gf_result gf_event_create(gf_device *dev, unsigned flags, gf_event **out) {
+    GF__RECORDED(event_create, gf__call_event_create(dev, flags, out), GF__P(dev), flags, GF__P(out));
+}
+GPUFLOW_IMPL void gf_event_destroy(gf_event *ev) { GF__RECORDED_VOID(event_destroy, gf__call_event_destroy(ev), GF__P(ev)); }
+GPUFLOW_IMPL gf_result gf_event_record(gf_event *ev, gf_stream *s) {
+    GF__RECORDED(event_record, gf__call_event_record(ev, s), GF__P(ev), GF__P(s));
+}
+GPUFLOW_IMPL gf_result gf_event_synchronize(gf_event *ev) { GF__RECORDED(event_synchronize, gf__call_event_synchronize(ev), GF__P(ev)); }
+GPUFLOW_IMPL gf_result gf_event_synchronize_timeout(gf_event *ev, unsigned timeout_ms) {
+    GF__RECORDED(event_synchronize_timeout, gf__call_event_synchronize_timeout(ev, timeout_ms), GF__P(ev), timeout_ms);
+}
+GPUFLOW_IMPL gf_result gf_event_query(gf_event *ev) { GF__RECORDED(event_query, gf__call_event_query(ev), GF__P(ev)); }
+GPUFLOW_IMPL gf_result gf_event_elapsed_ms(gf_event *start, gf_event *end, float *ms) {
+    GF__RECORDED(event_elapsed_ms, gf__call_event_elapsed_ms(start, end, ms), GF__P(start), GF__P(end), GF__P(ms));
+}
+GPUFLOW_IMPL gf_result gf_event_pool_create(gf_device *dev, const gf_event_pool_desc *desc, gf_event_pool **out) {
+    GF__RECORDED(event_pool_create, gf__call_event_pool_create(dev, desc, out), GF__P(dev), desc, GF__P(out));
+}
+GPUFLOW_IMPL gf_result gf_event_pool_acquire(gf_event_pool *pool, unsigned flags, gf_event **out) {
+    GF__RECORDED(event_pool_acquire, gf__call_event_pool_acquire(pool, flags, out), GF__P(pool), flags, GF__P(out));
+}
+GPUFLOW_IMPL gf_result gf_event_pool_release(gf_event_pool *pool, gf_event *ev) {
+    GF__RECORDED(event_pool_release, gf__call_event_pool_release(pool, ev), GF__P(pool), GF__P(ev));
+}
+GPUFLOW_IMPL void gf_event_pool_destroy(gf_event_pool *pool) { GF__RECORDED_VOID(event_pool_destroy, gf__call_event_pool_destroy(pool), GF__P(pool)); }
+GPUFLOW_IMPL gf_result gf_module_load(gf_device *dev, const gf_module_desc *desc, gf_module **out) {
+    GF__RECORDED(module_load, gf__call_module_load(dev, desc, out), GF__P(dev), desc, GF__P(out));
+}
+GPUFLOW_IMPL gf_result gf_kernel_get(gf_module *mod, const char *name, gf_kernel **out) {
+    GF__RECORDED(kernel_get, gf__call_kernel_get(mod, name, out), GF__P(mod), name, GF__P(out));
+}
+GPUFLOW_IMPL void gf_module_destroy(gf_module *mod) { GF__RECORDED_VOID(module_destroy, gf__call_module_destroy(mod), GF__P(mod)); }
+GPUFLOW_IMPL gf_result gf_launch(gf_stream *s, gf_kernel *k, gf_launch_dims dims, const gf_arg *args, int count) {
+    GF__RECORDED(launch, gf__call_launch(s, k, dims, args, count), GF__P(s), GF__P(k), &dims, args, count);
+}
+GPUFLOW_IMPL gf_result gf_stream_begin_capture(gf_stream *s, gf_capture_mode mode) {
+    GF__RECORDED(stream_begin_capture, gf__call_stream_begin_capture(s, mode), GF__P(s), (int)mode);
+}
+GPUFLOW_IMPL gf_result gf_stream_end_capture(gf_stream *s, gf_graph **out) {
+    GF__RECORDED(stream_end_capture, gf__call_stream_end_capture(s, out), GF__P(s), GF__P(out));
+}
+GPUFLOW_IMPL gf_result gf_graph_launch(gf_graph *g, gf_stream *s) { GF__RECORDED(graph_launch, gf__call_graph_launch(g, s), GF__P(g), GF__P(s)); }
+GPUFLOW_IMPL gf_result gf_graph_update(gf_graph *target, gf_graph *from) {
+    GF__RECORDED(graph_update, gf__call_graph_update(target, from), GF__P(target), GF__P(from));
+}
+GPUFLOW_IMPL void gf_graph_destroy(gf_graph *g) { GF__RECORDED_VOID(graph_destroy, gf__call_graph_destroy(g), GF__P(g)); }
+GPUFLOW_IMPL gf_result gf_stream_begin_while(gf_stream *s, gf_buffer *cond, size_t offset) {
+    GF__RECORDED(stream_begin_while, gf__cond_begin("gf_stream_begin_while", s, cond, offset, GF__COND_WHILE), GF__P(s), GF__P(cond), offset);
+}
+GPUFLOW_IMPL gf_result gf_stream_end_while(gf_stream *s) {
+    GF__RECORDED(stream_end_while, gf__cond_end("gf_stream_end_while", s, GF__COND_WHILE), GF__P(s));
+}
+GPUFLOW_IMPL gf_result gf_stream_begin_if(gf_stream *s, gf_buffer *cond, size_t offset) {
+    GF__RECORDED(stream_begin_if, gf__cond_begin("gf_stream_begin_if", s, cond, offset, GF__COND_IF), GF__P(s), GF__P(cond), offset);
+}
+GPUFLOW_IMPL gf_result gf_stream_end_if(gf_stream *s) { GF__RECORDED(stream_end_if, gf__cond_end("gf_stream_end_if", s, GF__COND_IF), GF__P(s)); }
+GPUFLOW_IMPL gf_result gf_race_check_enable(gf_device *dev, unsigned flags) {
+    GF__RECORDED(race_check_enable, gf__call_race_check_enable(dev, flags), GF__P(dev), flags);
+}
+GPUFLOW_IMPL gf_result gf_profiler_enable(gf_device *dev, unsigned flags) {
+    GF__RECORDED(profiler_enable, gf__call_profiler_enable(dev, flags), GF__P(dev), flags);
+}
+GPUFLOW_IMPL gf_result gf_faults_set(const char *spec) { GF__RECORDED(faults_set, gf__call_faults_set(spec), spec); }
+GPUFLOW_IMPL gf_result gf_stream_pool_create(gf_device *dev, const gf_stream_pool_desc *desc, gf_stream_pool **out) {
+    GF__RECORDED(stream_pool_create, gf__call_stream_pool_create(dev, desc, out), GF__P(dev), desc, GF__P(out));
+}
+/* Which of the pool's streams an acquire gave (-1: none): a replay takes the same one, so its
+   releases match whatever the strategy would pick there. */
+static int gf__pool_index(gf_stream_pool *pool, gf_stream **out, gf_result r) {
+    int i;
+    for (i = 0; r == GF_OK && i < pool->count; i++) if (pool->streams[i] == *out) return i;
+    return -1;
+}
+GPUFLOW_IMPL gf_result gf_stream_pool_acquire(gf_stream_pool *pool, const gf_acquire_hint *hint, gf_stream **out) {
+    GF__RECORDED(stream_pool_acquire, gf__call_stream_pool_acquire(pool, hint, out), GF__P(pool), hint, GF__P(out), gf__pool_index(pool, out, r_));
+}
+GPUFLOW_IMPL gf_result gf_stream_pool_acquire_ready(gf_stream_pool *pool, unsigned timeout_ms, gf_stream **out) {
+    GF__RECORDED(stream_pool_acquire_ready, gf__call_stream_pool_acquire_ready(pool, timeout_ms, out), GF__P(pool), timeout_ms, GF__P(out),
+                 gf__pool_index(pool, out, r_));
+}
+GPUFLOW_IMPL gf_result gf_stream_pool_release(gf_stream_pool *pool, gf_stream *s) {
+    GF__RECORDED(stream_pool_release, gf__call_stream_pool_release(pool, s), GF__P(pool), GF__P(s));
+}
+GPUFLOW_IMPL gf_result gf_stream_pool_synchronize(gf_stream_pool *pool) { GF__RECORDED(stream_pool_synchronize, gf__call_stream_pool_synchronize(pool), GF__P(pool)); }
+GPUFLOW_IMPL void gf_stream_pool_destroy(gf_stream_pool *pool) { GF__RECORDED_VOID(stream_pool_destroy, gf__call_stream_pool_destroy(pool), GF__P(pool)); }
+GPUFLOW_IMPL gf_result gf_stream_set_create(gf_device *dev, int depth, const char *label, gf_stream_set **out) {
+    GF__RECORDED(stream_set_create, gf__call_stream_set_create(dev, depth, label, out), GF__P(dev), depth, label, GF__P(out));
+}
+GPUFLOW_IMPL gf_stream *gf_stream_set_get(gf_stream_set *set, size_t i) {   /* written as a call that makes the stream it returns */
+    gf_stream *s;
+    if (!gf__atomic_load_int(&gf__rec_on)) return gf__call_stream_set_get(set, i);
+    gf__rec_depth++; s = gf__call_stream_set_get(set, i); gf__rec_depth--;
+    if (!gf__rec_depth) gf__rec_write(GF__RC_stream_set_get, s ? GF_OK : GF_ERROR_INVALID_ARGUMENT, GF__P(set), i, GF__P(&s));
+    return s;
+}
+GPUFLOW_IMPL gf_result gf_stream_set_next(gf_stream_set *set, size_t i, gf_stream **out) {
+    GF__RECORDED(stream_set_next, gf__call_stream_set_next(set, i, out), GF__P(set), i, GF__P(out));
+}
+GPUFLOW_IMPL gf_result gf_stream_set_end_frame(gf_stream_set *set) { GF__RECORDED(stream_set_end_frame, gf__call_stream_set_end_frame(set), GF__P(set)); }
+GPUFLOW_IMPL gf_result gf_stream_set_wait_frames(gf_stream_set *set, int max_in_flight, unsigned timeout_ms) {
+    GF__RECORDED(stream_set_wait_frames, gf__call_stream_set_wait_frames(set, max_in_flight, timeout_ms), GF__P(set), max_in_flight, timeout_ms);
+}
+GPUFLOW_IMPL gf_result gf_stream_set_synchronize(gf_stream_set *set) { GF__RECORDED(stream_set_synchronize, gf__call_stream_set_synchronize(set), GF__P(set)); }
+GPUFLOW_IMPL void gf_stream_set_destroy(gf_stream_set *set) { GF__RECORDED_VOID(stream_set_destroy, gf__call_stream_set_destroy(set), GF__P(set)); }
+GPUFLOW_IMPL gf_result gf_graph_pool_create(gf_device *dev, gf_graph_pool **out) {
+    GF__RECORDED(graph_pool_create, gf__call_graph_pool_create(dev, out), GF__P(dev), GF__P(out));
+}
+GPUFLOW_IMPL void gf_graph_pool_destroy(gf_graph_pool *pool) { GF__RECORDED_VOID(graph_pool_destroy, gf__call_graph_pool_destroy(pool), GF__P(pool)); }
+GPUFLOW_IMPL gf_result gf_stream_begin_capture_pool(gf_stream *s, gf_capture_mode mode, gf_graph_pool *pool) {
+    GF__RECORDED(stream_begin_capture_pool, gf__call_stream_begin_capture_pool(s, mode, pool), GF__P(s), (int)mode, GF__P(pool));
+}
+GPUFLOW_IMPL gf_result gf_barrier(gf_stream *const *streams, int count) { GF__RECORDED(barrier, gf__call_barrier(streams, count), streams, count); }
+GPUFLOW_IMPL gf_result gf_synchronize_all(gf_stream *const *streams, int count, double *elapsed_ms) {
+    GF__RECORDED(synchronize_all, gf__call_synchronize_all(streams, count, elapsed_ms), streams, count, GF__P(elapsed_ms));
+}
+
+GPUFLOW_IMPL gf_result gf_record_start(const gf_record_desc *desc) {
+    unsigned char head[16];
+    int i;
+    if (!desc || !desc->path || !*desc->path) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_record_start: desc->path is required");
+    gf__spin_lock(&gf__rec.lock);
+    if (gf__rec.file) {
+        gf__spin_unlock(&gf__rec.lock);
+        return gf__fail(GF_ERROR_INVALID_STATE, "gf_record_start: already recording to %s (gf_record_stop first)", gf__rec.path);
+    }
+    if (!(gf__rec.file = fopen(desc->path, "wb"))) {
+        gf__spin_unlock(&gf__rec.lock);
+        return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_record_start: cannot open '%s' for writing", desc->path);
+    }
+    memcpy(head, "gpuflowR", 8);
+    for (i = 0; i < 4; i++) head[8 + i] = (unsigned char)(GF__REC_VERSION >> (8 * i));
+    for (i = 0; i < 4; i++) head[12 + i] = (unsigned char)((desc->device_to_host ? 1u : 0u) >> (8 * i));
+    if (fwrite(head, 1, sizeof head, gf__rec.file) != sizeof head) {
+        fclose(gf__rec.file);
+        gf__rec.file = NULL;
+        gf__spin_unlock(&gf__rec.lock);
+        return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_record_start: cannot write '%s'", desc->path);
+    }
+    gf__copy_str(gf__rec.path, sizeof gf__rec.path, desc->path);
+    gf__rec.written = sizeof head;
+    gf__rec.limit = desc->max_bytes ? desc->max_bytes : GF__DEFAULT_RECORD_LIMIT;
+    gf__rec.limit = gf__rec.limit < 128 ? 64 : gf__rec.limit - 64;   /* room for the last record */
+    gf__rec.device_to_host = desc->device_to_host != 0;
+    gf__rec.t0 = gf__now_ns();
+    gf__rec.next_id = 0;
+    gf__atomic_store_int(&gf__rec_on, 1);
+    gf__spin_unlock(&gf__rec.lock);
+    return GF_OK;
+}
+
+GPUFLOW_IMPL gf_result gf_record_stop(void) {
+    const char *why;
+    char path[512];
+    gf__spin_lock(&gf__rec.lock);
+    if (!gf__rec.file) { gf__spin_unlock(&gf__rec.lock); return gf__fail(GF_ERROR_INVALID_STATE, "gf_record_stop: not recording"); }
+    why = gf__rec_close(GF__RC_END);
+    gf__copy_str(path, sizeof path, gf__rec.path);
+    gf__spin_unlock(&gf__rec.lock);
+    return why ? gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_record_stop: %s: %s", path, why) : GF_OK;
+}
+
+/* GPUFLOW_RECORD=file (GPUFLOW_RECORD_LIMIT=bytes): recording from the first device open to exit. */
+static void gf__rec_at_exit(void) { if (gf__rec.file) (void)gf_record_stop(); }
+static void gf__env_record(void) {
+    static int read;
+    const char *path = getenv("GPUFLOW_RECORD"), *limit = getenv("GPUFLOW_RECORD_LIMIT");
+    gf_record_desc d;
+    char *end = NULL;
+    if (gf__atomic_xchg_int(&read, 1) || !path || !*path) return;
+    memset(&d, 0, sizeof d);
+    d.path = path;
+    if (limit && *limit) {
+        d.max_bytes = (uint64_t)strtoull(limit, &end, 10);
+        if (*end || !d.max_bytes) {
+            gf__notice(GF_LOG_WARNING, "gpuflow: GPUFLOW_RECORD_LIMIT=%s: expected a number of bytes; the default (%llu) holds", limit,
+                       (unsigned long long)GF__DEFAULT_RECORD_LIMIT);
+            d.max_bytes = 0;
+        }
+    }
+    if (gf_record_start(&d) != GF_OK) { gf__notice(GF_LOG_WARNING, "gpuflow: GPUFLOW_RECORD=%s: %s; nothing is recorded", path, gf__error_text); return; }
+    atexit(gf__rec_at_exit);
+    gf__notice(GF_LOG_INFO, "gpuflow: GPUFLOW_RECORD: every gpuflow call goes to %s", path);
+}
+/* GPUFLOW_FAULTS set inside the first open: written by hand, so a replay fails the same calls. */
+static void gf__rec_env_faults(const char *spec, gf_result r) {
+    if (gf__atomic_load_int(&gf__rec_on)) gf__rec_write(GF__RC_faults_set, r, spec);
+}
+
+/* ---- replay ---- */
+typedef struct gf__rp_in { const unsigned char *p, *end; int bad; } gf__rp_in;
+static uint64_t gf__rp_le(gf__rp_in *in, int bytes) {
+    uint64_t v = 0;
+    int i;
+    if (in->bad || in->end - in->p < bytes) { in->bad = 1; return 0; }
+    for (i = 0; i < bytes; i++) v |= (uint64_t)in->p[i] << (8 * i);
+    in->p += bytes;
+    return v;
+}
+static uint32_t gf__rp_u32(gf__rp_in *in) { return (uint32_t)gf__rp_le(in, 4); }
+static uint64_t gf__rp_u64(gf__rp_in *in) { return gf__rp_le(in, 8); }
+static const char *gf__rp_str(gf__rp_in *in) {   /* points into the file: its NUL is checked */
+    uint32_t n = gf__rp_u32(in);
+    const char *s;
+    if (in->bad || n == GF__REC_NULL) return NULL;
+    if (!n || (uint64_t)(in->end - in->p) < n || in->p[n - 1]) { in->bad = 1; return NULL; }
+    s = (const char *)in->p;
+    in->p += n;
+    return s;
+}
+typedef struct gf__rp_blob { int given, data; uint64_t n; const void *bytes; } gf__rp_blob;
+static gf__rp_blob gf__rp_blob_read(gf__rp_in *in) {
+    gf__rp_blob b;
+    uint32_t flags = gf__rp_u32(in);
+    b.given = flags & 1;
+    b.data = (flags & 2) != 0;
+    b.n = gf__rp_u64(in);
+    b.bytes = NULL;
+    if (b.data) {
+        if ((uint64_t)(in->end - in->p) < b.n || b.n > (size_t)-1) in->bad = 1;
+        else { b.bytes = in->p; in->p += (size_t)b.n; }
+    }
+    return b;
+}
+
+typedef struct gf__rp_obj { void *obj; char kind; uint32_t device, parent; } gf__rp_obj;
+typedef struct gf__replay {
+    const gf_replay_desc *desc;
+    gf_replay_report *out;
+    gf__rp_obj *objs; uint32_t obj_cap;     /* by number; obj NULL: not (or no longer) there */
+    void **kept; int kept_count, kept_cap;  /* host memory the replay's work may still use: freed at the end */
+    uint64_t scratch_bytes;                 /* of it, async copies' destinations */
+    int traced;                             /* the first device's trace is written */
+    int malformed;                          /* an object numbered past the calls before it */
+    gf_result first;                        /* the first mismatch's replayed result */
+} gf__replay;
+#define GF__REPLAY_SCRATCH ((uint64_t)256 << 20)   /* async destinations kept before the replay waits and frees them */
+#define GF__REPLAY_UNTRUSTED_THREADS ((uint64_t)1 << 20)   /* the largest launch of an untrusted replay */
+
+static void *gf__rp_keep(gf__replay *rp, size_t n) {   /* zeroed host memory that lives to the end of the replay */
+    void *p;
+    if (!gf__grow((void **)&rp->kept, &rp->kept_cap, rp->kept_count + 1, sizeof *rp->kept)) return NULL;
+    if (!(p = gf__calloc(n ? n : 1))) return NULL;
+    return rp->kept[rp->kept_count++] = p;
+}
+static gf__rp_obj *gf__rp_slot(gf__replay *rp, uint32_t id) { return id && id < rp->obj_cap && rp->objs[id].obj ? &rp->objs[id] : NULL; }
+static void gf__rp_drop_device(gf__replay *rp, uint32_t id) {   /* a device closed: all of it is gone */
+    uint32_t i;
+    for (i = 1; i < rp->obj_cap; i++) if (rp->objs[i].device == id) rp->objs[i].obj = NULL;
+}
+static void gf__rp_drop_children(gf__replay *rp, uint32_t id) {   /* a module's kernels, a pool's events */
+    uint32_t i;
+    for (i = 1; i < rp->obj_cap; i++) if (rp->objs[i].parent == id) rp->objs[i].obj = NULL;
+}
+static void gf__rp_destroy(char kind, void *obj) {   /* an object the replay made, by its kind */
+    switch (kind) {
+    case 'D': gf_device_close((gf_device *)obj); break;
+    case 'G': gf_graph_destroy((gf_graph *)obj); break;
+    case 'M': gf_module_destroy((gf_module *)obj); break;
+    case 'P': gf_event_pool_destroy((gf_event_pool *)obj); break;
+    case 'E': gf_event_destroy((gf_event *)obj); break;
+    case 'W': gf_stream_set_destroy((gf_stream_set *)obj); break;
+    case 'Q': gf_stream_pool_destroy((gf_stream_pool *)obj); break;
+    case 'J': gf_graph_pool_destroy((gf_graph_pool *)obj); break;
+    case 'B': gf_buffer_destroy((gf_buffer *)obj); break;
+    case 'S': gf_stream_destroy((gf_stream *)obj); break;
+    default: break;   /* kernels, a pool's events and streams go with their module or pool */
+    }
+}
+/* A device: its races counted, its trace written, what the file left on it destroyed (captures
+   ended, graphs
+   before what they use, streams last; a kernel, a pool's events and streams go with their
+   module or pool), closed. */
+static void gf__rp_close(gf__replay *rp, uint32_t id) {
+    static const char order[] = "GMPEWQJBS";
+    gf_device *dev = (gf_device *)rp->objs[id].obj;
+    gf_race_info races;
+    const char *kind;
+    uint32_t i;
+    for (i = 1; i < rp->obj_cap; i++) {   /* a capture the file left open ends (its graph, if any, goes too) */
+        gf_graph *g = NULL;
+        if (rp->objs[i].obj && rp->objs[i].device == id && rp->objs[i].kind == 'S' &&
+            gf_stream_end_capture((gf_stream *)rp->objs[i].obj, &g) == GF_OK && g)
+            gf_graph_destroy(g);
+    }
+    for (kind = order; *kind; kind++)
+        for (i = 1; i < rp->obj_cap; i++) {
+            gf__rp_obj *o = &rp->objs[i];
+            if (!o->obj || o->device != id || o->kind != *kind || o->parent) continue;
+            gf__rp_destroy(o->kind, o->obj);
+            o->obj = NULL;
+        }
+    if ((rp->desc->flags & GF_REPLAY_RACE_CHECK) && gf_race_report(dev, &races) == GF_OK) rp->out->races += races.count;
+    if ((rp->desc->flags & GF_REPLAY_PROFILE) && rp->desc->trace_path && !rp->traced) {
+        rp->traced = 1;
+        if (gf_profiler_write_trace(dev, rp->desc->trace_path) != GF_OK)
+            gf__notice(GF_LOG_WARNING, "gf_replay: the trace could not be written: %s", gf__error_text);
+    }
+    gf_device_close(dev);
+    gf__rp_drop_device(rp, id);
+}
+/* The async destinations so far are freed once every device has finished with them. */
+static void gf__rp_settle(gf__replay *rp) {
+    uint32_t i;
+    int k;
+    for (i = 1; i < rp->obj_cap; i++) if (rp->objs[i].obj && rp->objs[i].kind == 'D') (void)gf_device_synchronize((gf_device *)rp->objs[i].obj);
+    for (k = 0; k < rp->kept_count; k++) gf__free(rp->kept[k]);
+    rp->kept_count = 0;
+    rp->scratch_bytes = 0;
+}
+/* Host memory standing in for the program's: the recorded bytes, or zeroes (n bytes when n
+   is within buf, whose range check comes first; else a byte, which the range check refuses). */
+static const void *gf__rp_host(gf__replay *rp, const gf__rp_blob *b, gf_buffer *buf, int async) {
+    static unsigned char one[1];
+    if (!b->given) return NULL;
+    if (b->data) return b->bytes;
+    if (!buf || b->n > gf_buffer_size(buf) || !b->n) return one;
+    if (async && (rp->scratch_bytes += b->n) > GF__REPLAY_SCRATCH) { gf__rp_settle(rp); rp->scratch_bytes = b->n; }
+    return gf__rp_keep(rp, (size_t)b->n);
+}
+
+/* The host bytes one side of a 2D copy spans, by its pitch (0: none, or too many to stand in for). */
+static uint64_t gf__rp_span(const gf_copy_2d *c, size_t pitch) {
+    if (!c->height || !c->width || pitch > ((uint64_t)1 << 32) || c->height > ((size_t)1 << 31)) return 0;
+    return (uint64_t)(c->height - 1) * pitch + c->width;
+}
+
+/* One argument as read back (only the fields of its letter are set). */
+typedef struct gf__rp_arg {
+    uint32_t id; void *obj; int missing;   /* objects: missing is a number the replay does not have */
+    uint64_t u; const char *s; gf__rp_blob blob;
+    int given;                             /* descs: a pointer was passed */
+    gf_stream_desc sd; gf_buffer_desc bd; gf_event_pool_desc pd; gf_copy_2d c2; gf__rp_blob c2src;
+    gf_module_desc md; const char *const *names; int name_count;
+    gf_launch_dims dims; gf_arg *args; int argc;
+    gf_acquire_hint hint; gf_stream_pool_desc qd; gf_stream **streams;
+} gf__rp_arg;
+
+static void gf__rp_object(gf__replay *rp, gf__rp_in *in, char kind, gf__rp_arg *a) {
+    gf__rp_obj *o;
+    a->id = gf__rp_u32(in);
+    a->obj = NULL;
+    a->missing = 0;
+    if (!a->id) return;
+    o = a->id == GF__REC_UNKNOWN ? NULL : gf__rp_slot(rp, a->id);
+    if (!o) { a->missing = 1; return; }
+    if (kind == 'x' || o->kind == kind) a->obj = o->obj;   /* another kind: passed as NULL, which gpuflow refuses as the original did */
+}
+/* Reads one call's arguments; 0 when the record is malformed. */
+static int gf__rp_args(gf__replay *rp, gf__rp_in *in, const char *letters, gf__rp_arg *v) {
+    int i, j;
+    for (i = 0; letters[i] && !in->bad; i++) {
+        gf__rp_arg *a = &v[i];
+        memset(a, 0, sizeof *a);
+        switch (letters[i]) {
+        case 'D': case 'B': case 'S': case 'E': case 'P': case 'M': case 'K': case 'G': case 'Q': case 'W': case 'J': case 'x':
+            gf__rp_object(rp, in, letters[i], a);
+            break;
+        case 'd': case 'b': case 's': case 'e': case 'p': case 'm': case 'k': case 'g': case 'q': case 'w': case 'j': a->id = gf__rp_u32(in); break;
+        case '3':
+            if ((a->given = (int)gf__rp_u32(in)) != 0) { a->hint.priority = (gf_priority)(int)gf__rp_u32(in); a->hint.workload = (gf_workload)(int)gf__rp_u32(in); }
+            break;
+        case '4':
+            if ((a->given = (int)gf__rp_u32(in)) != 0) {
+                a->qd.count = (int)gf__rp_u32(in); a->qd.strategy = (gf_pool_strategy)(int)gf__rp_u32(in);
+                a->qd.label = gf__rp_str(in); a->qd.measure_completion = (int)gf__rp_u32(in);
+            }
+            break;
+        case '5': {
+            uint32_t given, n;
+            a->argc = (int)gf__rp_u32(in);
+            given = gf__rp_u32(in);
+            n = given && a->argc > 0 && a->argc <= GF__REC_MAX_ARGS ? (uint32_t)a->argc : 0;
+            if (given && !(a->streams = (gf_stream **)gf__rp_keep(rp, sizeof *a->streams * (n ? n : 1)))) { in->bad = 1; break; }
+            for (j = 0; j < (int)n && !in->bad; j++) {
+                gf__rp_arg one;
+                gf__rp_object(rp, in, 'S', &one);
+                a->missing |= one.missing;
+                a->streams[j] = (gf_stream *)one.obj;
+            }
+            break;
+        }
+        case 'i': case 'u': a->u = gf__rp_u32(in); break;
+        case 'z': a->u = gf__rp_u64(in); break;
+        case 'c': a->s = gf__rp_str(in); break;
+        case 'h': case 'o': case 'y': a->blob = gf__rp_blob_read(in); break;
+        case 't':
+            if ((a->given = (int)gf__rp_u32(in)) != 0) { a->sd.label = gf__rp_str(in); a->sd.priority = (gf_priority)(int)gf__rp_u32(in); }
+            break;
+        case 'r':
+            if ((a->given = (int)gf__rp_u32(in)) != 0) {
+                a->bd.size = (size_t)gf__rp_u64(in); a->bd.managed = (int)gf__rp_u32(in); a->bd.exportable = (int)gf__rp_u32(in);
+            }
+            break;
+        case 'v':
+            if ((a->given = (int)gf__rp_u32(in)) != 0) { a->pd.capacity = (int)gf__rp_u32(in); a->pd.timing_capacity = (int)gf__rp_u32(in); }
+            break;
+        case 'l': {
+            uint32_t n;
+            if (!(a->given = (int)gf__rp_u32(in))) break;
+            a->md.source = gf__rp_str(in);
+            (void)gf__rp_str(in);   /* source_path: its text is in source */
+#define GF__RP_TEXT(field) a->md.field = gf__rp_str(in);
+#define GF__RP_BYTES(field, size) { gf__rp_blob b = gf__rp_blob_read(in); a->md.field = b.bytes; a->md.size = (size_t)(b.data ? b.n : 0); }
+            GF__MODULE_DESC_FORMS(GF__RP_TEXT, GF__RP_BYTES)   /* bytes the load refused were not written: none stand in */
+#undef GF__RP_TEXT
+#undef GF__RP_BYTES
+            n = gf__rp_u32(in);
+            a->name_count = n == GF__REC_NULL ? -1 : (int)n;
+            if (n != GF__REC_NULL && n > GF__REC_MAX_ARGS) { in->bad = 1; break; }
+            if (a->name_count > 0) {
+                const char **names = (const char **)gf__rp_keep(rp, sizeof *names * n);
+                if (!names) { in->bad = 1; break; }
+                for (j = 0; j < (int)n; j++) names[j] = gf__rp_str(in);
+                a->names = names;
+            }
+            break;
+        }
+        case 'a': {
+            uint32_t given, n;
+            for (j = 0; j < 3; j++) a->dims.grid[j] = gf__rp_u32(in);
+            for (j = 0; j < 3; j++) a->dims.block[j] = gf__rp_u32(in);
+            a->dims.shared_bytes = (size_t)gf__rp_u64(in);
+            a->argc = (int)gf__rp_u32(in);
+            given = gf__rp_u32(in);
+            n = given && a->argc > 0 && a->argc <= GF__REC_MAX_ARGS ? (uint32_t)a->argc : 0;
+            if (given && !(a->args = (gf_arg *)gf__rp_keep(rp, sizeof *a->args * (n ? n : 1)))) { in->bad = 1; break; }
+            for (j = 0; j < (int)n && !in->bad; j++) {
+                gf__rp_arg buf;
+                gf__rp_blob value;
+                gf__rp_object(rp, in, 'B', &buf);
+                value = gf__rp_blob_read(in);
+                a->missing |= buf.missing;
+                a->args[j].buffer = (gf_buffer *)buf.obj;
+                a->args[j].size = (size_t)value.n;
+                /* a value the launch refused was not written: zeroes of its size stand in (the size was refused, not read) */
+                a->args[j].value = !value.given ? NULL : value.data ? value.bytes : value.n <= 4096 ? gf__rp_keep(rp, (size_t)value.n) : NULL;
+            }
+            break;
+        }
+        case '2': {
+            gf__rp_arg dst, src;
+            gf__rp_blob dst_host;
+            if (!(a->given = (int)gf__rp_u32(in))) break;
+            gf__rp_object(rp, in, 'B', &dst); a->c2.dst_offset = (size_t)gf__rp_u64(in); a->c2.dst_pitch = (size_t)gf__rp_u64(in);
+            gf__rp_object(rp, in, 'B', &src); a->c2.src_offset = (size_t)gf__rp_u64(in); a->c2.src_pitch = (size_t)gf__rp_u64(in);
+            a->c2.width = (size_t)gf__rp_u64(in); a->c2.height = (size_t)gf__rp_u64(in);
+            dst_host = gf__rp_blob_read(in);
+            a->c2src = gf__rp_blob_read(in);
+            a->missing = dst.missing || src.missing;
+            a->c2.dst = (gf_buffer *)dst.obj; a->c2.src = (gf_buffer *)src.obj;
+            if (dst_host.given) {   /* as much host memory as the rows span (the call checks the device side) */
+                uint64_t span = gf__rp_span(&a->c2, a->c2.dst_pitch);
+                a->c2.dst_host = span && span <= GF__REPLAY_SCRATCH ? gf__rp_keep(rp, (size_t)span) : NULL;
+            }
+            if (a->c2src.data) {   /* the rows' bytes, exactly as many as the copy reads */
+                uint64_t span = gf__rp_span(&a->c2, a->c2.src_pitch);
+                if (span != a->c2src.n || a->c2.width > a->c2.src_pitch) in->bad = 1;
+                a->c2.src_host = a->c2src.bytes;
+            }
+            break;
+        }
+        case 'f': case 'n': break;
+        default: in->bad = 1; break;
+        }
+    }
+    return !in->bad;
+}
+
+/* A number the file gives an object just made; 0 when the file is malformed. */
+static int gf__rp_made(gf__replay *rp, const gf__rp_arg *a, char kind, void *obj, uint32_t device, uint32_t parent) {
+    uint32_t cap;
+    if (!a->id) {   /* the file names it nothing, so nothing can use it */
+        if (obj && !parent) gf__rp_destroy((char)(kind - 'a' + 'A'), obj);
+        return 1;
+    }
+    if (a->id == GF__REC_UNKNOWN || a->id > rp->out->calls + 1 ||   /* each call makes one at most, */
+        (a->id < rp->obj_cap && rp->objs[a->id].obj)) {               /* and numbers are never given twice */
+        if (obj && !parent) gf__rp_destroy((char)(kind - 'a' + 'A'), obj);
+        return 0;
+    }
+    if (a->id >= rp->obj_cap) {
+        gf__rp_obj *grown;
+        cap = rp->obj_cap ? rp->obj_cap : 64;
+        while (cap <= a->id) cap *= 2;
+        if (!(grown = (gf__rp_obj *)gf__realloc(rp->objs, sizeof *grown * cap))) return 0;
+        memset(grown + rp->obj_cap, 0, sizeof *grown * (cap - rp->obj_cap));
+        rp->objs = grown;
+        rp->obj_cap = cap;
+    }
+    rp->objs[a->id].obj = obj;
+    rp->objs[a->id].kind = (char)(kind - 'a' + 'A');
+    rp->objs[a->id].device = kind == 'd' ? a->id : device;
+    rp->objs[a->id].parent = parent;
+    return 1;
+}
+static uint32_t gf__rp_device_of(gf__replay *rp, uint32_t id) { gf__rp_obj *o = gf__rp_slot(rp, id); return o ? o->device : 0; }
+
+static void gf__rp_noop(void *user, gf_result status) { (void)user; (void)status; }
+
+static char gf__rp_destroys(gf__rec_call call) {   /* the kind of object a destroy call takes */
+    switch (call) {
+    case GF__RC_device_close: return 'D';
+    case GF__RC_buffer_destroy: case GF__RC_buffer_destroy_async: return 'B';
+    case GF__RC_stream_destroy: return 'S';
+    case GF__RC_event_destroy: return 'E';
+    case GF__RC_event_pool_destroy: return 'P';
+    case GF__RC_module_destroy: return 'M';
+    case GF__RC_graph_destroy: return 'G';
+    case GF__RC_stream_pool_destroy: return 'Q';
+    case GF__RC_stream_set_destroy: return 'W';
+    case GF__RC_graph_pool_destroy: return 'J';
+    default: return 0;
+    }
+}
+
+/* The stub kernels of a module: by name from desc->stub_kernels, the rest from compile_stub. */
+static const gf_stub_kernel *gf__rp_stub_kernels(gf__replay *rp, gf__rp_arg *a, gf_device *dev, int *count) {
+    const gf_replay_desc *d = rp->desc;
+    gf_stub_kernel *table;
+    const char **missing;
+    int i, j, found = 0, lacking = 0;
+    *count = 0;
+    if (a->name_count <= 0) return NULL;
+    table = (gf_stub_kernel *)gf__rp_keep(rp, sizeof *table * (size_t)a->name_count);
+    missing = (const char **)gf__rp_keep(rp, sizeof *missing * (size_t)a->name_count);
+    if (!table || !missing) return NULL;
+    for (i = 0; i < a->name_count; i++) {
+        const gf_stub_kernel *k = NULL;
+        for (j = 0; a->names[i] && d->stub_kernels && j < d->stub_kernel_count && !k; j++)
+            if (d->stub_kernels[j].name && !strcmp(d->stub_kernels[j].name, a->names[i])) k = &d->stub_kernels[j];
+        if (k) table[found++] = *k;
+        else if (a->names[i]) missing[lacking++] = a->names[i];
+    }
+    if (lacking && d->compile_stub) {
+        const gf_stub_kernel *made = NULL;
+        if (d->compile_stub(d->user, dev, a->md.source, missing, lacking, &made) == GF_OK && made)
+            for (i = 0; i < lacking; i++) table[found++] = made[i];
+    }
+    *count = found;
+    return found ? table : NULL;
+}
+
+/* Makes one recorded call again; its result, or 1 (not an error code) when it was skipped. */
+#define GF__RP_SKIPPED ((gf_result)100)
+static gf_result gf__rp_call(gf__replay *rp, gf__rec_call call, gf__rp_arg *v, gf_result recorded) {
+    const gf_replay_desc *d = rp->desc;
+    gf_result r = GF__RP_SKIPPED;
+    void *made = NULL;
+    const char *letters = gf__rec_calls[call].args;
+    uint32_t device = 0, parent = 0;
+    int i, out = -1;
+    if (d->untrusted) {   /* nothing that could run for ever, or make a great many objects */
+        if (call == GF__RC_stream_begin_while) return GF__RP_SKIPPED;
+        if (call == GF__RC_launch) {
+            uint64_t threads = 1;
+            for (i = 0; i < 3; i++) threads *= (uint64_t)(v[2].dims.grid[i] ? v[2].dims.grid[i] : 1) * (v[2].dims.block[i] ? v[2].dims.block[i] : 1);
+            if (threads > GF__REPLAY_UNTRUSTED_THREADS) return GF__RP_SKIPPED;
+        }
+        if ((call == GF__RC_stream_synchronize_timeout || call == GF__RC_event_synchronize_timeout || call == GF__RC_stream_pool_acquire_ready) &&
+            v[1].u > 1000)
+            v[1].u = 1000;
+        if (call == GF__RC_stream_set_wait_frames && v[2].u > 1000) v[2].u = 1000;
+        if (call == GF__RC_event_pool_create && v[1].given) {
+            if (v[1].pd.capacity > 64) v[1].pd.capacity = 64;
+            if (v[1].pd.timing_capacity > 64) v[1].pd.timing_capacity = 64;
+        }
+        if (call == GF__RC_stream_set_create && v[1].u > 16) v[1].u = 16;
+    }
+    for (i = 0; letters[i]; i++) {
+        if (v[i].missing) return GF__RP_SKIPPED;   /* an object the replay does not have */
+        if (letters[i] == 'x' && v[i].obj && rp->objs[v[i].id].kind != gf__rp_destroys(call))
+            v[i].obj = NULL;   /* another kind: refused as the original was, and it lives on */
+        if (letters[i] >= 'a' && letters[i] <= 'z' && strchr("dbsepmkgqwj", letters[i])) out = i;
+    }
+    if (letters[0] && strchr("DBSEPMKGQWJ", letters[0])) device = gf__rp_device_of(rp, v[0].id);
+    if (call == GF__RC_kernel_get || call == GF__RC_event_pool_acquire || call == GF__RC_stream_pool_acquire || call == GF__RC_stream_pool_acquire_ready ||
+        call == GF__RC_stream_set_get || call == GF__RC_stream_set_next)
+        parent = v[0].id;   /* they go with their module, their pool, their set */
+#define GF__RPO(i, T) ((T *)v[i].obj)
+    switch (call) {
+    case GF__RC_device_open: {
+        gf_device *dev = NULL;
+        r = gf_device_open(d->backend != GF_BACKEND_AUTO ? d->backend : (gf_backend)(int)v[0].u, (int)v[1].u, &dev);
+        if (r == GF_OK) {
+            if (d->memory_limit) (void)gf_device_set_memory_limit(dev, d->memory_limit);
+            if (d->flags & GF_REPLAY_RACE_CHECK) (void)gf_race_check_enable(dev, GF_RACE_CHECK_ON);
+            if (d->flags & GF_REPLAY_PROFILE) (void)gf_profiler_enable(dev, GF_PROFILE_ON);
+        }
+        made = dev;
+        break;
+    }
+    case GF__RC_device_close:
+        if (!v[0].obj) { gf_device_close(NULL); r = GF_OK; break; }
+        gf__rp_close(rp, v[0].id);
+        return GF_OK;
+    case GF__RC_device_synchronize: r = gf_device_synchronize(GF__RPO(0, gf_device)); break;
+    case GF__RC_device_set_memory_limit:
+        r = gf_device_set_memory_limit(GF__RPO(0, gf_device), d->memory_limit && (!v[1].u || v[1].u > d->memory_limit) ? d->memory_limit : (size_t)v[1].u);
+        break;
+    case GF__RC_buffer_create: r = gf_buffer_create(GF__RPO(0, gf_device), (size_t)v[1].u, (gf_buffer **)&made); break;
+    case GF__RC_buffer_create_desc: r = gf_buffer_create_desc(GF__RPO(0, gf_device), v[1].given ? &v[1].bd : NULL, (gf_buffer **)&made); break;
+    case GF__RC_buffer_destroy: gf_buffer_destroy(GF__RPO(0, gf_buffer)); r = GF_OK; break;
+    case GF__RC_buffer_view: r = gf_buffer_view(GF__RPO(0, gf_buffer), (size_t)v[1].u, (size_t)v[2].u, (gf_buffer **)&made); break;
+    case GF__RC_copy_to_device:
+        r = gf_copy_to_device(GF__RPO(0, gf_buffer), (size_t)v[1].u, gf__rp_host(rp, &v[2].blob, GF__RPO(0, gf_buffer), 0), (size_t)v[2].blob.n);
+        break;
+    case GF__RC_copy_to_host: {
+        gf__rp_blob room = v[0].blob;
+        void *dst;
+        room.data = 0;
+        dst = (void *)gf__rp_host(rp, &room, GF__RPO(1, gf_buffer), 0);
+        r = gf_copy_to_host(dst, GF__RPO(1, gf_buffer), (size_t)v[2].u, (size_t)v[0].blob.n);
+        if (r == GF_OK && recorded == GF_OK && v[0].blob.data && memcmp(dst, v[0].blob.bytes, (size_t)v[0].blob.n) != 0) {
+            size_t at = 0;
+            while (((const unsigned char *)dst)[at] == ((const unsigned char *)v[0].blob.bytes)[at]) at++;
+            return gf__fail(GF_ERROR_INVALID_STATE, "the bytes copied to the host differ from the recorded ones, first at byte %llu",
+                            (unsigned long long)at);
+        }
+        break;
+    }
+    case GF__RC_copy_to_device_async:
+        r = gf_copy_to_device_async(GF__RPO(0, gf_stream), GF__RPO(1, gf_buffer), (size_t)v[2].u,
+                                    gf__rp_host(rp, &v[3].blob, GF__RPO(1, gf_buffer), 1), (size_t)v[3].blob.n);
+        break;
+    case GF__RC_copy_to_host_async: {
+        gf__rp_blob out_blob = v[1].blob;
+        out_blob.data = 0;
+        r = gf_copy_to_host_async(GF__RPO(0, gf_stream), (void *)gf__rp_host(rp, &out_blob, GF__RPO(2, gf_buffer), 1), GF__RPO(2, gf_buffer),
+                                  (size_t)v[3].u, (size_t)v[1].blob.n);
+        break;
+    }
+    case GF__RC_copy_buffer_async:
+        r = gf_copy_buffer_async(GF__RPO(0, gf_stream), GF__RPO(1, gf_buffer), (size_t)v[2].u, GF__RPO(3, gf_buffer), (size_t)v[4].u, (size_t)v[5].u);
+        break;
+    case GF__RC_fill_async: r = gf_fill_async(GF__RPO(0, gf_stream), GF__RPO(1, gf_buffer), (size_t)v[2].u, (unsigned char)v[3].u, (size_t)v[4].u); break;
+    case GF__RC_fill16_async: r = gf_fill16_async(GF__RPO(0, gf_stream), GF__RPO(1, gf_buffer), (size_t)v[2].u, (uint16_t)v[3].u, (size_t)v[4].u); break;
+    case GF__RC_fill32_async: r = gf_fill32_async(GF__RPO(0, gf_stream), GF__RPO(1, gf_buffer), (size_t)v[2].u, (uint32_t)v[3].u, (size_t)v[4].u); break;
+    case GF__RC_copy_2d_async:
+        if (v[1].given && v[1].c2src.given && !v[1].c2src.data) {   /* the refused source was not written: zeroes of its span */
+            uint64_t span = gf__rp_span(&v[1].c2, v[1].c2.src_pitch);
+            v[1].c2.src_host = span && span <= GF__REPLAY_SCRATCH ? gf__rp_keep(rp, (size_t)span) : NULL;
+        }
+        r = gf_copy_2d_async(GF__RPO(0, gf_stream), v[1].given ? &v[1].c2 : NULL);
+        break;
+    case GF__RC_prefetch_async: r = gf_prefetch_async(GF__RPO(0, gf_stream), GF__RPO(1, gf_buffer), (int)v[2].u); break;
+    case GF__RC_buffer_create_async: r = gf_buffer_create_async(GF__RPO(0, gf_stream), (size_t)v[1].u, (gf_buffer **)&made); break;
+    case GF__RC_buffer_destroy_async:
+        r = gf_buffer_destroy_async(GF__RPO(0, gf_stream), GF__RPO(1, gf_buffer));
+        if (v[1].obj && r == GF_OK) rp->objs[v[1].id].obj = NULL;
+        return r;
+    case GF__RC_buffer_record_stream: r = gf_buffer_record_stream(GF__RPO(0, gf_buffer), GF__RPO(1, gf_stream)); break;
+    case GF__RC_stream_create: r = gf_stream_create(GF__RPO(0, gf_device), v[1].given ? &v[1].sd : NULL, (gf_stream **)&made); break;
+    case GF__RC_stream_destroy: gf_stream_destroy(GF__RPO(0, gf_stream)); r = GF_OK; break;
+    case GF__RC_stream_synchronize: r = gf_stream_synchronize(GF__RPO(0, gf_stream)); break;
+    case GF__RC_stream_synchronize_timeout: r = gf_stream_synchronize_timeout(GF__RPO(0, gf_stream), (unsigned)v[1].u); break;
+    case GF__RC_stream_query: r = gf_stream_query(GF__RPO(0, gf_stream)); break;
+    case GF__RC_stream_wait_event: r = gf_stream_wait_event(GF__RPO(0, gf_stream), GF__RPO(1, gf_event)); break;
+    case GF__RC_stream_wait_stream: r = gf_stream_wait_stream(GF__RPO(0, gf_stream), GF__RPO(1, gf_stream)); break;
+    case GF__RC_stream_add_callback: r = gf_stream_add_callback(GF__RPO(0, gf_stream), gf__rp_noop, NULL); break;
+    case GF__RC_event_create: r = gf_event_create(GF__RPO(0, gf_device), (unsigned)v[1].u, (gf_event **)&made); break;
+    case GF__RC_event_destroy: gf_event_destroy(GF__RPO(0, gf_event)); r = GF_OK; break;
+    case GF__RC_event_record: r = gf_event_record(GF__RPO(0, gf_event), GF__RPO(1, gf_stream)); break;
+    case GF__RC_event_synchronize: r = gf_event_synchronize(GF__RPO(0, gf_event)); break;
+    case GF__RC_event_synchronize_timeout: r = gf_event_synchronize_timeout(GF__RPO(0, gf_event), (unsigned)v[1].u); break;
+    case GF__RC_event_query: r = gf_event_query(GF__RPO(0, gf_event)); break;
+    case GF__RC_event_elapsed_ms: { float ms; r = gf_event_elapsed_ms(GF__RPO(0, gf_event), GF__RPO(1, gf_event), &ms); break; }
+    case GF__RC_event_pool_create: r = gf_event_pool_create(GF__RPO(0, gf_device), v[1].given ? &v[1].pd : NULL, (gf_event_pool **)&made); break;
+    case GF__RC_event_pool_acquire: r = gf_event_pool_acquire(GF__RPO(0, gf_event_pool), (unsigned)v[1].u, (gf_event **)&made); break;
+    case GF__RC_event_pool_release: r = gf_event_pool_release(GF__RPO(0, gf_event_pool), GF__RPO(1, gf_event)); break;
+    case GF__RC_event_pool_destroy: gf_event_pool_destroy(GF__RPO(0, gf_event_pool)); r = GF_OK; break;
+    case GF__RC_module_load:
+        if (v[1].given && v[0].obj) v[1].md.stub_kernels = gf__rp_stub_kernels(rp, &v[1], GF__RPO(0, gf_device), &v[1].md.stub_kernel_count);
+        r = gf_module_load(GF__RPO(0, gf_device), v[1].given ? &v[1].md : NULL, (gf_module **)&made);
+        break;
+    case GF__RC_kernel_get: r = gf_kernel_get(GF__RPO(0, gf_module), v[1].s, (gf_kernel **)&made); break;
+    case GF__RC_module_destroy: gf_module_destroy(GF__RPO(0, gf_module)); r = GF_OK; break;
+    case GF__RC_launch:
+        r = gf_launch(GF__RPO(0, gf_stream), GF__RPO(1, gf_kernel), v[2].dims, v[2].args, v[2].argc);
+        break;
+    case GF__RC_stream_begin_capture: r = gf_stream_begin_capture(GF__RPO(0, gf_stream), (gf_capture_mode)(int)v[1].u); break;
+    case GF__RC_stream_end_capture: r = gf_stream_end_capture(GF__RPO(0, gf_stream), (gf_graph **)&made); break;
+    case GF__RC_graph_launch: r = gf_graph_launch(GF__RPO(0, gf_graph), GF__RPO(1, gf_stream)); break;
+    case GF__RC_graph_update: r = gf_graph_update(GF__RPO(0, gf_graph), GF__RPO(1, gf_graph)); break;
+    case GF__RC_graph_destroy: {
+        gf_graph *g = GF__RPO(0, gf_graph);
+        uint32_t k;
+        for (k = 1; g && k < rp->obj_cap; k++)   /* the buffers allocated inside its capture go with it */
+            if (rp->objs[k].obj && rp->objs[k].kind == 'B' && ((gf_buffer *)rp->objs[k].obj)->graph_owner == g) rp->objs[k].obj = NULL;
+        gf_graph_destroy(g);
+        r = GF_OK;
+        break;
+    }
+    case GF__RC_stream_begin_while: r = gf_stream_begin_while(GF__RPO(0, gf_stream), GF__RPO(1, gf_buffer), (size_t)v[2].u); break;
+    case GF__RC_stream_end_while: r = gf_stream_end_while(GF__RPO(0, gf_stream)); break;
+    case GF__RC_stream_begin_if: r = gf_stream_begin_if(GF__RPO(0, gf_stream), GF__RPO(1, gf_buffer), (size_t)v[2].u); break;
+    case GF__RC_stream_end_if: r = gf_stream_end_if(GF__RPO(0, gf_stream)); break;
+    case GF__RC_race_check_enable: r = gf_race_check_enable(GF__RPO(0, gf_device), (d->flags & GF_REPLAY_RACE_CHECK) ? GF_RACE_CHECK_ON : (unsigned)v[1].u); break;
+    case GF__RC_profiler_enable: r = gf_profiler_enable(GF__RPO(0, gf_device), (d->flags & GF_REPLAY_PROFILE) ? GF_PROFILE_ON : (unsigned)v[1].u); break;
+    case GF__RC_faults_set: r = gf_faults_set(v[0].s); break;
+    case GF__RC_stream_pool_create: r = gf_stream_pool_create(GF__RPO(0, gf_device), v[1].given ? &v[1].qd : NULL, (gf_stream_pool **)&made); break;
+    case GF__RC_stream_pool_acquire: case GF__RC_stream_pool_acquire_ready: {
+        gf_stream_pool *pool = GF__RPO(0, gf_stream_pool);
+        int at = (int)v[3].u;
+        if (call == GF__RC_stream_pool_acquire_ready && pool && at >= 0 && at < pool->count) {   /* the stream it found idle then */
+            gf__atomic_add(&pool->lease[at].acquisitions, 1);
+            made = pool->streams[at];
+            r = GF_OK;
+            break;
+        }
+        r = call == GF__RC_stream_pool_acquire ? gf_stream_pool_acquire(pool, v[1].given ? &v[1].hint : NULL, (gf_stream **)&made)
+                                               : gf_stream_pool_acquire_ready(pool, (unsigned)v[1].u, (gf_stream **)&made);
+        if (r == GF_OK && at >= 0 && at < pool->count && made != pool->streams[at]) {   /* the recorded stream, not the strategy's */
+            int i = gf__pool_index(pool, (gf_stream **)&made, r);
+            gf__atomic_add(&pool->lease[i].releases, 1);
+            gf__atomic_add(&pool->lease[at].acquisitions, 1);
+            made = pool->streams[at];
+        }
+        break;
+    }
+    case GF__RC_stream_pool_release: r = gf_stream_pool_release(GF__RPO(0, gf_stream_pool), GF__RPO(1, gf_stream)); break;
+    case GF__RC_stream_pool_synchronize: r = gf_stream_pool_synchronize(GF__RPO(0, gf_stream_pool)); break;
+    case GF__RC_stream_pool_destroy: gf_stream_pool_destroy(GF__RPO(0, gf_stream_pool)); r = GF_OK; break;
+    case GF__RC_stream_set_create: r = gf_stream_set_create(GF__RPO(0, gf_device), (int)v[1].u, v[2].s, (gf_stream_set **)&made); break;
+    case GF__RC_stream_set_get: r = (made = gf_stream_set_get(GF__RPO(0, gf_stream_set), (size_t)v[1].u)) != NULL ? GF_OK : GF_ERROR_INVALID_ARGUMENT; break;
+    case GF__RC_stream_set_next: r = gf_stream_set_next(GF__RPO(0, gf_stream_set), (size_t)v[1].u, (gf_stream **)&made); break;
+    case GF__RC_stream_set_end_frame: r = gf_stream_set_end_frame(GF__RPO(0, gf_stream_set)); break;
+    case GF__RC_stream_set_wait_frames: r = gf_stream_set_wait_frames(GF__RPO(0, gf_stream_set), (int)v[1].u, (unsigned)v[2].u); break;
+    case GF__RC_stream_set_synchronize: r = gf_stream_set_synchronize(GF__RPO(0, gf_stream_set)); break;
+    case GF__RC_stream_set_destroy: gf_stream_set_destroy(GF__RPO(0, gf_stream_set)); r = GF_OK; break;
+    case GF__RC_barrier: r = gf_barrier(v[0].streams, v[0].argc); break;
+    case GF__RC_synchronize_all: { double ms; r = gf_synchronize_all(v[0].streams, v[0].argc, &ms); break; }
+    case GF__RC_graph_pool_create: r = gf_graph_pool_create(GF__RPO(0, gf_device), (gf_graph_pool **)&made); break;
+    case GF__RC_graph_pool_destroy: gf_graph_pool_destroy(GF__RPO(0, gf_graph_pool)); r = GF_OK; break;
+    case GF__RC_stream_begin_capture_pool:
+        r = gf_stream_begin_capture_pool(GF__RPO(0, gf_stream), (gf_capture_mode)(int)v[1].u, GF__RPO(2, gf_graph_pool));
+        break;
+    case GF__RC_NONE: case GF__RC_COUNT: case GF__RC_END: case GF__RC_CUT: break;
+    }
+#undef GF__RPO
+    if (letters[0] == 'x' && v[0].obj && !gf__error_text[0]) {   /* destroyed (not refused): its number, and what went with it */
+        gf__rp_drop_children(rp, v[0].id);
+        rp->objs[v[0].id].obj = NULL;
+    }
+    if (out >= 0 && !gf__rp_made(rp, &v[out], letters[out], r == GF_OK ? made : NULL, device, parent)) {
+        rp->malformed = 1;   /* a number no call could have given (what it made is gone again) */
+        return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_replay: call %llu (%s) makes an object numbered past the calls before it",
+                        (unsigned long long)rp->out->calls, gf__rec_calls[call].name);
+    }
+    return r;
+}
+
+static const char *gf__rp_result_name(gf_result r) { return r == GF__RP_SKIPPED ? "skipped" : gf_result_name(r); }
+
+GPUFLOW_IMPL gf_result gf_replay(const gf_replay_desc *desc, gf_replay_report *out) {
+    gf__replay rp;
+    gf__rp_in in;
+    unsigned char *file = NULL;
+    gf_result result = GF_OK;
+    uint32_t i;
+    GF__CHECK_OUT(out);
+    memset(out, 0, sizeof *out);
+    if (!desc || (!desc->path && !desc->data)) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_replay: desc->path (or data and size) is required");
+    if ((unsigned)desc->backend >= (unsigned)GF_BACKEND_COUNT) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_replay: unknown backend %d", (int)desc->backend);
+    if (desc->path) {
+        FILE *f = fopen(desc->path, "rb");
+        long n = -1;
+        int read = f && fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0;
+        if (read && !(file = (unsigned char *)gf__malloc((size_t)n + 1))) {
+            fclose(f);
+            return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_replay: out of host memory for '%s'", desc->path);
+        }
+        if (read) read = fread(file, 1, (size_t)n, f) == (size_t)n;
+        if (f) fclose(f);
+        if (!read) { gf__free(file); return gf__fail(GF_ERROR_NOT_FOUND, "gf_replay: cannot read '%s'", desc->path); }
+        in.p = file; in.end = file + n;
+    } else {
+        in.p = (const unsigned char *)desc->data; in.end = in.p + desc->size;
+    }
+    in.bad = 0;
+    if (in.end - in.p < 16 || memcmp(in.p, "gpuflowR", 8) != 0) {
+        gf__free(file);
+        return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_replay: not a gpuflow recording (it begins with \"gpuflowR\")");
+    }
+    in.p += 8;
+    if (gf__rp_u32(&in) != GF__REC_VERSION) { gf__free(file); return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_replay: a recording of another version"); }
+    (void)gf__rp_u32(&in);   /* flags: what a record says is enough */
+    memset(&rp, 0, sizeof rp);
+    rp.desc = desc;
+    rp.out = out;
+    gf__rec_depth++;   /* the replay's own calls are not recorded */
+    out->cut = 1;
+    while (in.p < in.end) {
+        gf__rp_in rec;
+        gf__rp_arg v[8];
+        uint32_t size = gf__rp_u32(&in);
+        unsigned call, thread;
+        double at_ms;
+        gf_result recorded, r;
+        if (in.bad || (uint64_t)(in.end - in.p) < size || size < GF__REC_HEADER - 4) break;   /* cut in the middle of a record */
+        rec.p = in.p; rec.end = in.p + size; rec.bad = 0;
+        in.p += size;
+        call = (unsigned)gf__rp_le(&rec, 2);
+        thread = (unsigned)gf__rp_le(&rec, 2);
+        at_ms = (double)gf__rp_u64(&rec) / 1e6;
+        recorded = (gf_result)(int32_t)gf__rp_u32(&rec);
+        if (call == GF__RC_END || call == GF__RC_CUT) { out->cut = call == GF__RC_CUT; break; }
+        if (call == GF__RC_NONE || call >= GF__RC_COUNT) { result = gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_replay: record %llu names no call (%u)", (unsigned long long)out->calls + 1, call); out->cut = 0; break; }
+        out->calls++;
+        if ((int)thread > out->threads) out->threads = (int)thread;
+        if (!gf__rp_args(&rp, &rec, gf__rec_calls[call].args, v) || rec.p != rec.end) {
+            result = gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_replay: call %llu (%s) is malformed", (unsigned long long)out->calls, gf__rec_calls[call].name);
+            out->cut = 0;
+            break;
+        }
+        gf__copy_str(gf__error_text, sizeof gf__error_text, "");
+        r = gf__rp_call(&rp, (gf__rec_call)call, v, recorded);
+        if (desc->on_call) {
+            gf_replay_call c;
+            c.index = out->calls; c.thread = (int)thread; c.at_ms = at_ms; c.name = gf__rec_calls[call].name;
+            c.recorded = recorded; c.replayed = r; c.skipped = r == GF__RP_SKIPPED; c.compared = !(gf__rec_calls[call].flags & GF__RCF_NOCMP);
+            desc->on_call(desc->user, &c);
+        }
+        if (r == GF__RP_SKIPPED) { out->skipped++; continue; }
+        if (rp.malformed) { result = r; out->cut = 0; break; }
+        out->replayed++;
+        if (r != recorded && !(gf__rec_calls[call].flags & GF__RCF_NOCMP)) {
+            char text[sizeof out->first_mismatch];
+            snprintf(text, sizeof text, "call %llu (thread %u, at %.3f ms): %s: recorded %s, replayed %s%s%.300s", (unsigned long long)out->calls,
+                     thread, at_ms, gf__rec_calls[call].name, gf_result_name(recorded), gf__rp_result_name(r), gf__error_text[0] ? ": " : "", gf__error_text);
+            if (!out->mismatches++) gf__copy_str(out->first_mismatch, sizeof out->first_mismatch, text);
+            gf__notice(GF_LOG_WARNING, "gf_replay: %s", text);
+        }
+    }
+    if (in.bad && result == GF_OK) out->cut = 1;
+    for (i = 1; i < rp.obj_cap; i++) if (rp.objs[i].obj && rp.objs[i].kind == 'D') gf__rp_close(&rp, i);   /* left open by the file */
+    gf__rp_settle(&rp);
+    gf__free(rp.kept);
+    gf__free(rp.objs);
+    gf__free(file);
+    gf__rec_depth--;
+    if (result != GF_OK) return result;
+    if (out->mismatches) return gf__fail(GF_ERROR_INVALID_STATE, "gf_replay: %llu of %llu calls returned otherwise than recorded; the first: %s",
+                                         (unsigned long long)out->mismatches, (unsigned long long)out->replayed, out->first_mismatch);
+    return GF_OK;
 }
 
 /* ---- race detector: happens-before over streams, by byte range ----------------------- >>races */
@@ -8925,7 +10403,7 @@ static void gf__race_forget(gf_buffer *buf) {   /* the memory is gone: so are it
     gf__unlock(&race->lock);
 }
 
-GPUFLOW_IMPL gf_result gf_race_check_enable(gf_device *dev, unsigned flags) {
+static gf_result gf__call_race_check_enable(gf_device *dev, unsigned flags) {
     gf_result r = GF_OK;
     GF__CHECK(dev, GF__T_DEVICE);
     if (flags & ~GF_RACE_CHECK_ON) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_race_check_enable: unknown flags 0x%x", flags);
@@ -9205,7 +10683,7 @@ static void gf__profiler_free(gf_device *dev) {
     dev->profiler = NULL;
 }
 
-GPUFLOW_IMPL gf_result gf_profiler_enable(gf_device *dev, unsigned flags) {
+static gf_result gf__call_profiler_enable(gf_device *dev, unsigned flags) {
     gf_result r = GF_OK;
     GF__CHECK(dev, GF__T_DEVICE);
     if (flags & ~GF_PROFILE_ON) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_profiler_enable: unknown flags 0x%x", flags);

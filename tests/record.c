@@ -1,0 +1,515 @@
+/* Record and replay (issue "For the people who build on gpuflow every day"): every call of a
+   session goes to a file, and a replay makes them again and compares each result.
+
+     session    one device's life recorded (buffers, views, copies sync and async, fills of
+                every width, 2D copies, streams, events, event pools, stream pools and sets, a
+                barrier, modules and launches, a capture with a branch, graph replays, a
+                refused call, callbacks, switches); replayed on the same backend and on the
+                stub (the C kernels given by name, or made by compile_stub), with the race
+                detector and the profiler; every result as recorded
+     data       device-to-host bytes recorded on request and compared: one byte changed in the
+                file is a mismatch, named with its call
+     results    a recorded result changed in the file is a mismatch with the call's index and
+                both results
+     missing    without the stub's C kernels the module's load is the mismatch, not a crash
+     cut        a size limit ends the file with CUT; every prefix of a file, and files with
+                bytes flipped, replay safely (untrusted mode bounds what could run for ever)
+     threads    four threads recording at once; replayed in the file's order
+     race       a racy run recorded with the detector off: its replay with the detector on
+                names the race
+     input      the codes of bad calls
+     env        GPUFLOW_RECORD in a new process (this program again)
+
+   usage: record stub|opencl|cuda|hip       (record --env-child BACKEND: the child;
+                                             record stub --corpus DIR: tests/replay_corpus's seeds) */
+#define _POSIX_C_SOURCE 200809L
+#define GPUFLOW_IMPLEMENTATION
+#include "backends.h"
+#include "harness.h"
+#include "test_kernels.h"
+#include <stdlib.h>
+#include <unistd.h>
+
+#define N 1024u
+static gf_backend backend;
+static char path[256], path2[256];
+static uint32_t final_words[N];   /* what the session read back last */
+
+static gf_launch_dims dims_n(void)
+{
+    gf_launch_dims d;
+    memset(&d, 0, sizeof d);
+    d.grid[0] = N / 64; d.grid[1] = d.grid[2] = 1;
+    d.block[0] = 64; d.block[1] = d.block[2] = 1;
+    return d;
+}
+static void on_done(void *user, gf_result status) { (void)status; *(int *)user += 1; }
+
+/* One device's life; the calls it counts are the ones a replay will find. */
+static int session(void)
+{
+    static uint32_t up[N], down[N];
+    static unsigned char rows[4 * 64], rows_up[4 * 64];
+    gf_device *dev;
+    gf_stream *s, *s2, *ps, *ss;
+    gf_stream_desc sd;
+    gf_buffer_desc bd;
+    gf_event_pool_desc pd;
+    gf_stream_pool_desc qd;
+    gf_buffer *buf, *big, *view, *cond;
+    gf_event *ev, *pooled;
+    gf_event_pool *pool;
+    gf_stream_pool *streams;
+    gf_stream_set *set;
+    gf_module *mod;
+    gf_kernel *fill, *add;
+    gf_graph *g;
+    gf_copy_2d c2;
+    uint32_t n = N, v = 5, one = 1, zero = 0;
+    gf_arg args[3];
+    int calls = 0, i, done = 0;
+    if (gf_device_open(backend, 0, &dev) != GF_OK) return 0;
+    for (i = 0; i < (int)N; i++) up[i] = (uint32_t)i * 3u;
+    memset(&sd, 0, sizeof sd); sd.label = "recorded"; sd.priority = GF_PRIORITY_HIGH;
+    memset(&bd, 0, sizeof bd); bd.size = 4 * N;
+    memset(&pd, 0, sizeof pd); pd.capacity = 2; pd.timing_capacity = 2;
+    memset(&qd, 0, sizeof qd); qd.count = 2; qd.label = "workers";
+    CHECK_EQ_RESULT(gf_stream_create(dev, &sd, &s), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_create(dev, NULL, &s2), GF_OK);
+    CHECK_EQ_RESULT(gf_buffer_create(dev, 4 * N, &buf), GF_OK);
+    CHECK_EQ_RESULT(gf_buffer_create_desc(dev, &bd, &big), GF_OK);
+    CHECK_EQ_RESULT(gf_buffer_create(dev, 4, &cond), GF_OK);
+    CHECK_EQ_RESULT(gf_buffer_view(big, 256, 512, &view), GF_OK);
+    CHECK_EQ_RESULT(gf_copy_to_device(buf, 0, up, sizeof up), GF_OK);
+    CHECK_EQ_RESULT(gf_copy_to_device_async(s, big, 0, up, sizeof up), GF_OK);
+    CHECK_EQ_RESULT(gf_fill_async(s, view, 0, 0x11, 64), GF_OK);
+    CHECK_EQ_RESULT(gf_fill16_async(s, view, 64, 0x2233, 16), GF_OK);
+    CHECK_EQ_RESULT(gf_fill32_async(s, view, 128, 0x44556677u, 16), GF_OK);
+    CHECK_EQ_RESULT(gf_fill_async(s, view, 500, 0, 64), GF_ERROR_OUT_OF_RANGE);   /* refused, and recorded so */
+    memset(&c2, 0, sizeof c2);
+    c2.src = big; c2.src_pitch = 128; c2.dst_host = rows; c2.dst_pitch = 64; c2.width = 64; c2.height = 4;
+    CHECK_EQ_RESULT(gf_copy_2d_async(s, &c2), GF_OK);
+    memset(&c2, 0, sizeof c2);
+    for (i = 0; i < (int)sizeof rows_up; i++) rows_up[i] = (unsigned char)i;
+    c2.src_host = rows_up; c2.src_pitch = 64; c2.dst = buf; c2.dst_offset = 2048; c2.dst_pitch = 256; c2.width = 32; c2.height = 4;
+    CHECK_EQ_RESULT(gf_copy_2d_async(s, &c2), GF_OK);
+    CHECK_EQ_RESULT(gf_copy_buffer_async(s, big, 0, buf, 0, 4 * N), GF_OK);
+    CHECK_EQ_RESULT(gf_event_create(dev, GF_EVENT_TIMING, &ev), GF_OK);
+    CHECK_EQ_RESULT(gf_event_record(ev, s), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_wait_event(s2, ev), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_wait_stream(s, s2), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_add_callback(s, on_done, &done), GF_OK);
+    CHECK_EQ_RESULT(gf_event_pool_create(dev, &pd, &pool), GF_OK);
+    CHECK_EQ_RESULT(gf_event_pool_acquire(pool, 0, &pooled), GF_OK);
+    CHECK_EQ_RESULT(gf_event_record(pooled, s2), GF_OK);
+    CHECK_EQ_RESULT(gf_event_synchronize(pooled), GF_OK);
+    CHECK_EQ_RESULT(gf_event_pool_release(pool, pooled), GF_OK);
+    CHECK_EQ_RESULT(gf_module_load(dev, &tk_module, &mod), GF_OK);
+    CHECK_EQ_RESULT(gf_kernel_get(mod, "fill_u32", &fill), GF_OK);
+    CHECK_EQ_RESULT(gf_kernel_get(mod, "add_u32", &add), GF_OK);
+    CHECK_EQ_RESULT(gf_kernel_get(mod, "no_such_kernel", &fill), GF_ERROR_NOT_FOUND);
+    CHECK_EQ_RESULT(gf_kernel_get(mod, "fill_u32", &fill), GF_OK);
+    args[0].value = NULL; args[0].size = 0; args[0].buffer = big;
+    args[1].value = &n; args[1].size = sizeof n; args[1].buffer = NULL;
+    args[2].value = &v; args[2].size = sizeof v; args[2].buffer = NULL;
+    CHECK_EQ_RESULT(gf_launch(s, add, dims_n(), args, 3), GF_OK);
+    /* a capture with a branch, replayed taken and not taken */
+    CHECK_EQ_RESULT(gf_copy_to_device_async(s, cond, 0, &one, 4), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_begin_capture(s, GF_CAPTURE_GLOBAL), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_begin_if(s, cond, 0), GF_OK);
+    CHECK_EQ_RESULT(gf_launch(s, add, dims_n(), args, 3), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_end_if(s), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_end_capture(s, &g), GF_OK);
+    CHECK_EQ_RESULT(gf_graph_launch(g, s), GF_OK);
+    CHECK_EQ_RESULT(gf_copy_to_device_async(s, cond, 0, &zero, 4), GF_OK);
+    CHECK_EQ_RESULT(gf_graph_launch(g, s), GF_OK);
+    /* pools, sets, a barrier */
+    CHECK_EQ_RESULT(gf_stream_pool_create(dev, &qd, &streams), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_pool_acquire(streams, NULL, &ps), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_wait_stream(ps, s), GF_OK);
+    CHECK_EQ_RESULT(gf_fill_async(ps, buf, 0, 0, 16), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_pool_release(streams, ps), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_set_create(dev, 2, "frames", &set), GF_OK);
+    CHECK(gf_stream_set_get(set, 1) != NULL, "a stream set's stream");
+    CHECK_EQ_RESULT(gf_stream_set_next(set, 0, &ss), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_wait_stream(ss, s), GF_OK);
+    CHECK_EQ_RESULT(gf_fill_async(ss, view, 0, 7, 4), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_set_end_frame(set), GF_OK);
+    {
+        gf_stream *all[3];
+        all[0] = s; all[1] = s2; all[2] = ss;
+        CHECK_EQ_RESULT(gf_barrier(all, 3), GF_OK);
+    }
+    CHECK_EQ_RESULT(gf_stream_set_synchronize(set), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_pool_synchronize(streams), GF_OK);
+    CHECK_EQ_RESULT(gf_race_check_enable(dev, GF_RACE_CHECK_ON), GF_OK);
+    CHECK_EQ_RESULT(gf_profiler_enable(dev, GF_PROFILE_ON), GF_OK);
+    CHECK_EQ_RESULT(gf_copy_to_host_async(s, down, big, 0, sizeof down), GF_OK);
+    (void)gf_stream_query(s);
+    CHECK_EQ_RESULT(gf_stream_synchronize(s), GF_OK);
+    CHECK_EQ_RESULT(gf_copy_to_host(final_words, big, 0, sizeof final_words), GF_OK);
+    CHECK(final_words[0] == 10u && final_words[N - 1] == (N - 1) * 3u + 10u, "session: the kernels ran (5 added twice)");
+    CHECK(done == 1, "session: the callback ran");
+    gf_graph_destroy(g);
+    gf_stream_set_destroy(set);
+    gf_stream_pool_destroy(streams);
+    gf_module_destroy(mod);
+    gf_event_pool_destroy(pool);
+    gf_event_destroy(ev);
+    gf_buffer_destroy(view);
+    gf_buffer_destroy(cond);
+    gf_buffer_destroy(big);
+    gf_buffer_destroy(buf);
+    gf_stream_destroy(s2);
+    gf_stream_destroy(s);
+    gf_device_close(dev);
+    calls = 1;
+    return calls;
+}
+
+static int record_session(const char *file, int device_to_host, uint64_t limit)
+{
+    gf_record_desc rd;
+    int ok;
+    memset(&rd, 0, sizeof rd);
+    rd.path = file; rd.device_to_host = device_to_host; rd.max_bytes = limit;
+    if (!CHECK_EQ_RESULT(gf_record_start(&rd), GF_OK)) return 0;
+    ok = session();
+    CHECK_EQ_RESULT(gf_record_stop(), limit ? GF_ERROR_INVALID_STATE : GF_OK);   /* a cut ended it already */
+    return ok;
+}
+
+static unsigned char *slurp(const char *file, size_t *n)
+{
+    FILE *f = fopen(file, "rb");
+    unsigned char *d;
+    long len;
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END); len = ftell(f); fseek(f, 0, SEEK_SET);
+    d = (unsigned char *)malloc((size_t)len + 1);
+    if (d && fread(d, 1, (size_t)len, f) != (size_t)len) { free(d); d = NULL; }
+    fclose(f);
+    *n = (size_t)len;
+    return d;
+}
+/* The stub's C kernels made "from source": here, the program's own, found by name. */
+static int compiled;
+static gf_result compile_stub(void *user, gf_device *dev, const char *source, const char *const *names, int count, const gf_stub_kernel **out)
+{
+    static gf_stub_kernel made[8];
+    int i, j;
+    (void)user;
+    if (gf_device_backend(dev) != GF_BACKEND_STUB) return GF_ERROR_NOT_SUPPORTED;
+    (void)source;   /* tk_module has no dialect source: each backend's own forms */
+    if (count > 8) return GF_ERROR_BUILD;
+    for (i = 0; i < count; i++) {
+        for (j = 0; j < 3 && strcmp(tk_stub_kernels[j].name, names[i]); j++) {}
+        if (j == 3) return GF_ERROR_NOT_FOUND;
+        made[i] = tk_stub_kernels[j];
+    }
+    compiled += count;
+    *out = made;
+    return GF_OK;
+}
+
+static void replay_desc(gf_replay_desc *d, const char *file, gf_backend b)
+{
+    memset(d, 0, sizeof *d);
+    d->path = file; d->backend = b;
+    d->stub_kernels = tk_stub_kernels; d->stub_kernel_count = 3;
+}
+
+static void test_session(void)
+{
+    gf_replay_desc d;
+    gf_replay_report rep;
+    snprintf(path, sizeof path, "record_%d_session.gfrec", (int)getpid());
+    if (!record_session(path, 1, 0)) return;
+    replay_desc(&d, path, GF_BACKEND_AUTO);
+    CHECK_EQ_RESULT(gf_replay(&d, &rep), GF_OK);
+    CHECK(rep.calls >= 70 && rep.replayed == rep.calls && rep.skipped == 0 && rep.mismatches == 0 && !rep.cut,
+          "session: every call replayed on its own backend, as recorded");
+    printf("session: %llu calls, %llu replayed, %llu skipped\n", (unsigned long long)rep.calls, (unsigned long long)rep.replayed,
+           (unsigned long long)rep.skipped);
+    replay_desc(&d, path, GF_BACKEND_STUB);
+    d.flags = GF_REPLAY_RACE_CHECK | GF_REPLAY_PROFILE;
+    snprintf(path2, sizeof path2, "record_%d_trace.json", (int)getpid());
+    d.trace_path = path2;
+    CHECK_EQ_RESULT(gf_replay(&d, &rep), GF_OK);
+    CHECK(rep.mismatches == 0 && rep.races == 0 && access(path2, R_OK) == 0, "session: replayed on the stub, race detector and profiler on");
+    remove(path2);
+    replay_desc(&d, path, GF_BACKEND_STUB);
+    d.stub_kernels = NULL; d.stub_kernel_count = 0;
+    d.compile_stub = compile_stub;
+    CHECK_EQ_RESULT(gf_replay(&d, &rep), GF_OK);
+    CHECK(compiled == 3 && rep.mismatches == 0, "session: the stub's kernels from compile_stub, by the recorded names");
+    /* missing: no C kernels at all */
+    d.compile_stub = NULL;
+    CHECK_EQ_RESULT(gf_replay(&d, &rep), GF_ERROR_INVALID_STATE);
+    CHECK(strstr(rep.first_mismatch, "gf_module_load: recorded GF_OK") != NULL && rep.skipped > 0,
+          "missing: without C kernels the module's load is the first mismatch; the calls on its kernels are skipped");
+}
+
+/* Walks the file's records: the offset of the first with this result (0: none). */
+static size_t find_result(const unsigned char *d, size_t n, int32_t result)
+{
+    size_t at = 16;
+    while (at + 20 <= n) {
+        uint32_t size = (uint32_t)d[at] | (uint32_t)d[at + 1] << 8 | (uint32_t)d[at + 2] << 16 | (uint32_t)d[at + 3] << 24;
+        int32_t r = (int32_t)((uint32_t)d[at + 16] | (uint32_t)d[at + 17] << 8 | (uint32_t)d[at + 18] << 16 | (uint32_t)d[at + 19] << 24);
+        if (r == result) return at + 16;
+        at += 4 + size;
+    }
+    return 0;
+}
+
+static void test_tampered(void)
+{
+    gf_replay_desc d;
+    gf_replay_report rep;
+    size_t n, at, i;
+    unsigned char *data = slurp(path, &n);
+    if (!CHECK(data != NULL, "the session's file reads back")) return;
+    replay_desc(&d, NULL, GF_BACKEND_AUTO);
+    d.data = data; d.size = n;
+    /* data: the last read back's bytes are in the file; one changed is a mismatch */
+    for (at = 0, i = 16; i + sizeof final_words <= n && !at; i++) if (!memcmp(data + i, final_words, sizeof final_words)) at = i;
+    if (CHECK(at != 0, "data: gf_copy_to_host's bytes are in the file (device_to_host)")) {
+        data[at + 40] ^= 0x5a;
+        CHECK_EQ_RESULT(gf_replay(&d, &rep), GF_ERROR_INVALID_STATE);
+        CHECK(rep.mismatches == 1 && strstr(rep.first_mismatch, "gf_copy_to_host") && strstr(rep.first_mismatch, "differ from the recorded ones, first at byte 40"),
+              "data: a changed byte is named with its call and offset");
+        data[at + 40] ^= 0x5a;
+    }
+    /* results: the refused fill said OK in the file */
+    at = find_result(data, n, (int32_t)GF_ERROR_OUT_OF_RANGE);
+    if (CHECK(at != 0, "results: the refused fill is in the file with its code")) {
+        int32_t ok = 0;
+        memcpy(data + at, &ok, 4);
+        CHECK_EQ_RESULT(gf_replay(&d, &rep), GF_ERROR_INVALID_STATE);
+        CHECK(rep.mismatches == 1 && strstr(rep.first_mismatch, "gf_fill_async: recorded GF_OK, replayed GF_ERROR_OUT_OF_RANGE") &&
+              !strncmp(rep.first_mismatch, "call ", 5), "results: the mismatch names the call's index and both results");
+    }
+    free(data);
+}
+
+static void test_cut(void)
+{
+    gf_replay_desc d;
+    gf_replay_report rep;
+    size_t n, len, step;
+    unsigned seed = 12345u;
+    int bad = 0, trials;
+    unsigned char *data, *copy;
+    snprintf(path2, sizeof path2, "record_%d_cut.gfrec", (int)getpid());
+    if (!record_session(path2, 0, 3000)) return;
+    data = slurp(path2, &n);
+    CHECK(data && n <= 3000, "cut: the file keeps to its size limit");
+    replay_desc(&d, path2, GF_BACKEND_STUB);
+    CHECK_EQ_RESULT(gf_replay(&d, &rep), GF_OK);
+    CHECK(rep.cut == 1 && rep.calls > 3, "cut: the replay says the recording was cut, and replays what is there");
+    free(data);
+    remove(path2);
+    /* every prefix (a crash's file) and flipped bytes: a result, never a crash or a hang */
+    if (!(data = slurp(path, &n))) return;
+    replay_desc(&d, NULL, GF_BACKEND_STUB);
+    d.untrusted = 1;
+    d.memory_limit = (size_t)64 << 20;
+    step = n / 150 + 1;
+    for (len = 0; len < n; len += len < 300 ? 1 : step) {
+        gf_result r;
+        d.data = data; d.size = len;
+        r = gf_replay(&d, &rep);
+        if (r != GF_OK && r != GF_ERROR_INVALID_ARGUMENT && r != GF_ERROR_INVALID_STATE) bad++;
+    }
+    CHECK(bad == 0, "cut: every prefix of a file replays to a result");
+    copy = (unsigned char *)malloc(n);
+    for (trials = 0; copy && trials < 150; trials++) {
+        int flips = 1 + trials % 4, k;
+        gf_result r;
+        memcpy(copy, data, n);
+        for (k = 0; k < flips; k++) { seed = seed * 1103515245u + 12345u; copy[16 + (seed >> 8) % (n - 16)] ^= (unsigned char)(1u << (seed % 8)); }
+        d.data = copy; d.size = n;
+        gf_faults_set(NULL);   /* a flipped fault rule must not outlive its replay */
+        r = gf_replay(&d, &rep);
+        if (r > GF_OK || r < GF_ERROR_DEVICE_LOST) bad++;
+    }
+    gf_faults_set(NULL);
+    CHECK(bad == 0, "cut: 150 files with bytes flipped replay to a result");
+    free(copy);
+    free(data);
+}
+
+/* A teacher's case: a racy run recorded with the detector off, replayed with it on. */
+static void test_race(void)
+{
+    gf_record_desc rd;
+    gf_replay_desc d;
+    gf_replay_report rep;
+    gf_device *dev;
+    gf_stream *a, *b;
+    gf_buffer *buf;
+    snprintf(path2, sizeof path2, "record_%d_race.gfrec", (int)getpid());
+    memset(&rd, 0, sizeof rd);
+    rd.path = path2;
+    if (!CHECK_EQ_RESULT(gf_record_start(&rd), GF_OK)) return;
+    if (gf_device_open(backend, 0, &dev) == GF_OK) {
+        if (gf_stream_create(dev, NULL, &a) == GF_OK && gf_stream_create(dev, NULL, &b) == GF_OK && gf_buffer_create(dev, 256, &buf) == GF_OK) {
+            gf_fill_async(a, buf, 0, 1, 256);
+            gf_fill_async(b, buf, 128, 2, 128);   /* no event orders it after a's */
+            gf_stream_synchronize(a);
+            gf_stream_synchronize(b);
+            gf_buffer_destroy(buf);
+            gf_stream_destroy(b);
+            gf_stream_destroy(a);
+        }
+        gf_device_close(dev);
+    }
+    CHECK_EQ_RESULT(gf_record_stop(), GF_OK);
+    replay_desc(&d, path2, GF_BACKEND_STUB);
+    d.flags = GF_REPLAY_RACE_CHECK;
+    CHECK_EQ_RESULT(gf_replay(&d, &rep), GF_OK);
+    CHECK(rep.races == 1 && rep.mismatches == 0, "race: the replay on the stub with the detector on finds the recorded run's race");
+    remove(path2);
+}
+
+static gf_device *shared_dev;
+static void *recorded_thread(void *arg)
+{
+    gf_stream *s;
+    gf_buffer *b;
+    uint32_t host[64];
+    int i, ok = 1;
+    (void)arg;
+    memset(host, 0, sizeof host);
+    if (gf_stream_create(shared_dev, NULL, &s) != GF_OK) return NULL;
+    if (gf_buffer_create(shared_dev, sizeof host, &b) == GF_OK) {
+        for (i = 0; i < 50 && ok; i++) {
+            host[0] = (uint32_t)i;
+            ok = gf_copy_to_device_async(s, b, 0, host, sizeof host) == GF_OK && gf_fill_async(s, b, 8, (unsigned char)i, 8) == GF_OK &&
+                 gf_copy_to_host_async(s, host, b, 0, sizeof host) == GF_OK && gf_stream_synchronize(s) == GF_OK;
+        }
+        gf_buffer_destroy(b);
+    }
+    gf_stream_destroy(s);
+    return NULL;
+}
+static void test_threads(void)
+{
+    gf_record_desc rd;
+    gf_replay_desc d;
+    gf_replay_report rep;
+    pthread_t t[4];
+    int i;
+    snprintf(path2, sizeof path2, "record_%d_threads.gfrec", (int)getpid());
+    memset(&rd, 0, sizeof rd);
+    rd.path = path2;
+    if (!CHECK_EQ_RESULT(gf_record_start(&rd), GF_OK)) return;
+    if (gf_device_open(backend, 0, &shared_dev) == GF_OK) {
+        for (i = 0; i < 4; i++) pthread_create(&t[i], NULL, recorded_thread, NULL);
+        for (i = 0; i < 4; i++) pthread_join(t[i], NULL);
+        gf_device_close(shared_dev);
+    }
+    CHECK_EQ_RESULT(gf_record_stop(), GF_OK);
+    replay_desc(&d, path2, GF_BACKEND_AUTO);
+    CHECK_EQ_RESULT(gf_replay(&d, &rep), GF_OK);
+    CHECK(rep.calls == 2 + 4 * (4 + 4 * 50) && rep.threads >= 4 && rep.mismatches == 0,
+          "threads: four threads' calls, in the order they returned, replayed as recorded");
+    remove(path2);
+}
+
+static void test_input(void)
+{
+    gf_record_desc rd;
+    gf_replay_desc d;
+    gf_replay_report rep;
+    static const char not_a_file[] = "hello, this is not a recording";
+    memset(&rd, 0, sizeof rd);
+    CHECK_FAIL(gf_record_start(NULL), GF_ERROR_INVALID_ARGUMENT);
+    CHECK_FAIL(gf_record_start(&rd), GF_ERROR_INVALID_ARGUMENT);
+    rd.path = "/nonexistent-dir/for/sure.gfrec";
+    CHECK_FAIL(gf_record_start(&rd), GF_ERROR_INVALID_ARGUMENT);
+    CHECK_FAIL(gf_record_stop(), GF_ERROR_INVALID_STATE);
+    snprintf(path2, sizeof path2, "record_%d_twice.gfrec", (int)getpid());
+    rd.path = path2;
+    if (CHECK_EQ_RESULT(gf_record_start(&rd), GF_OK)) {
+        CHECK_FAIL(gf_record_start(&rd), GF_ERROR_INVALID_STATE);
+        CHECK_EQ_RESULT(gf_record_stop(), GF_OK);
+    }
+    remove(path2);
+    CHECK_FAIL(gf_replay(NULL, &rep), GF_ERROR_INVALID_ARGUMENT);
+    memset(&d, 0, sizeof d);
+    d.path = "/nonexistent-dir/for/sure.gfrec";
+    CHECK_FAIL(gf_replay(&d, NULL), GF_ERROR_INVALID_ARGUMENT);
+    CHECK_FAIL(gf_replay(&d, &rep), GF_ERROR_NOT_FOUND);
+    d.path = NULL; d.data = not_a_file; d.size = sizeof not_a_file;
+    CHECK_FAIL(gf_replay(&d, &rep), GF_ERROR_INVALID_ARGUMENT);
+    d.backend = (gf_backend)99;
+    CHECK_FAIL(gf_replay(&d, &rep), GF_ERROR_INVALID_ARGUMENT);
+}
+
+static int env_child(void)
+{
+    gf_device *dev;
+    gf_buffer *b, *second;
+    if (gf_device_open(backend, 0, &dev) != GF_OK) return 1;
+    if (gf_buffer_create(dev, 64, &b) != GF_OK) return 1;
+    if (gf_buffer_create(dev, 64, &second) != GF_ERROR_OUT_OF_MEMORY) return 1;   /* GPUFLOW_FAULTS=buffer:2: recorded too */
+    gf_buffer_destroy(b);
+    gf_device_close(dev);
+    return 0;   /* the recording ends at exit */
+}
+static void test_env(char *self, const char *name)
+{
+    char cmd[1024];
+    gf_replay_desc d;
+    gf_replay_report rep;
+    snprintf(path2, sizeof path2, "record_%d_env.gfrec", (int)getpid());
+    snprintf(cmd, sizeof cmd, "GPUFLOW_RECORD=%s GPUFLOW_FAULTS=buffer:2 GPUFLOW_LOG=off '%s' --env-child %s", path2, self, name);
+    CHECK(system(cmd) == 0, "env: the child ran with GPUFLOW_RECORD");
+    replay_desc(&d, path2, GF_BACKEND_AUTO);
+    gf_faults_set(NULL);
+    CHECK_EQ_RESULT(gf_replay(&d, &rep), GF_OK);
+    CHECK(rep.calls == 6 && rep.mismatches == 0 && !rep.cut, "env: GPUFLOW_RECORD wrote the open, the fault rules, both buffers and the close");
+    gf_faults_set(NULL);
+    remove(path2);
+}
+
+int main(int argc, char **argv)
+{
+    const char *name;
+    gf_device *probe;
+    gf_result r;
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    if (argc == 3 && !strcmp(argv[1], "--env-child")) {
+        char *sub[2];
+        sub[0] = argv[0]; sub[1] = argv[2];
+        return th_backend_arg(2, sub, &backend) ? env_child() : 2;
+    }
+    if (argc == 4 && !strcmp(argv[2], "--corpus")) {   /* the fuzz target's seeds: the session, small and racy */
+        if (!th_backend_arg(2, argv, &backend)) return 2;
+        snprintf(path, sizeof path, "%s/session.gfrec", argv[3]);
+        record_session(path, 1, 0);
+        snprintf(path, sizeof path, "%s/session_cut.gfrec", argv[3]);
+        record_session(path, 0, 1500);
+        return th_finish();
+    }
+    if (!(name = th_backend_arg(argc, argv, &backend))) return 2;
+    r = gf_device_open(backend, 0, &probe);
+    if (r == GF_ERROR_BACKEND_UNAVAILABLE || r == GF_ERROR_NO_DEVICE) {
+        printf("notice: record %s skipped: %s\n", name, gf_last_error());
+        SKIP("backend not compiled in or no device here");
+        return th_finish();
+    }
+    printf("record and replay on %s: %s\n", name, gf_device_name(probe));
+    gf_device_close(probe);
+    test_input();
+    test_session();
+    test_tampered();
+    test_cut();
+    test_threads();
+    test_race();
+    test_env(argv[0], name);
+    remove(path);
+    return th_finish();
+}
