@@ -2581,16 +2581,25 @@ static void gf__say_bad_handle(const char *fn, const char *param, const void *ob
 }
 #define gf__bad_handle(fn, param, obj, want) (gf__say_bad_handle((fn), (param), (obj), (want)), GF_ERROR_INVALID_HANDLE)
 /* Returns from the calling function when obj is not a live object of the given type. */
+/* The public name of the call a function serves, for messages: a recorded call's body is
+   gf__call_<name> (>>record), whose public entry point is gf_<name>. Error paths only. */
+static const char *gf__api_name(const char *fn) {
+    static GF__TLS char name[96];
+    if (strncmp(fn, "gf__call_", 9) != 0) return fn;
+    snprintf(name, sizeof name, "gf_%s", fn + 9);
+    return name;
+}
+#define GF__FN gf__api_name(__func__)
 #define GF__CHECK(obj, T) \
-    do { if (!gf__is((obj), (T))) return gf__bad_handle(__func__, #obj, (obj), (T)); } while (0)
+    do { if (!gf__is((obj), (T))) return gf__bad_handle(GF__FN, #obj, (obj), (T)); } while (0)
 /* The same for functions that return nothing (destroy, close): they only set the error text. */
 #define GF__CHECK_VOID(obj, T) \
-    do { if (!gf__is((obj), (T))) { gf__say_bad_handle(__func__, #obj, (obj), (T)); return; } } while (0)
+    do { if (!gf__is((obj), (T))) { gf__say_bad_handle(GF__FN, #obj, (obj), (T)); return; } } while (0)
 #define GF__CHECK_OUT(out) \
-    do { if (!(out)) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "%s: %s is NULL", __func__, #out); } while (0)
+    do { if (!(out)) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "%s: %s is NULL", GF__FN, #out); } while (0)
 #define GF__SAME_DEVICE(a, b) \
     do { if ((a) != (b)) return gf__fail(GF_ERROR_WRONG_DEVICE, \
-         "%s: objects of two different devices used together", __func__); } while (0)
+         "%s: objects of two different devices used together", GF__FN); } while (0)
 
 /* offset + bytes <= size, without overflow; bytes must be non-zero. */
 static gf_result gf__check_range(const char *fn, const gf_buffer *buf, size_t offset, size_t bytes) {
