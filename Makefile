@@ -187,7 +187,7 @@ $(BUILD)/cpp_clangxx: tests/cpp_compile.cpp $(HDRS) | $(BUILD)
 # library is present), then memcheck. memcheck does not report the API errors that the suite
 # provokes on purpose (unknown kernel, bad PTX, refused graph update, unjoined capture).
 NV_OPENCL ?= /usr/local/nvidia/lib64/libnvidia-opencl.so.1
-test-gpu: $(BUILD)/conformance $(BUILD)/threads $(BUILD)/reliability $(BUILD)/races $(BUILD)/faults $(BUILD)/dialect $(BUILD)/newcomer $(BUILD)/cache $(BUILD)/no_stalls $(BUILD)/interop $(BUILD)/multi_device $(BUILD)/on_demand $(BUILD)/realtime $(BUILD)/hot_reload $(BUILD)/decide \
+test-gpu: $(BUILD)/conformance $(BUILD)/threads $(BUILD)/reliability $(BUILD)/races $(BUILD)/faults $(BUILD)/dialect $(BUILD)/newcomer $(BUILD)/cache $(BUILD)/no_stalls $(BUILD)/interop $(BUILD)/multi_device $(BUILD)/on_demand $(BUILD)/realtime $(BUILD)/hot_reload $(BUILD)/decide $(BUILD)/record $(BUILD)/tools/gfreplay \
           $(BUILD)/cublas_interop $(BUILD)/nvrtc_check $(BUILD)/cuda_backend $(BUILD)/graph_pool_measure $(BUILD)/conformance_debug
 	@test -n "$(HAVE_CUDA)" || { echo "test-gpu: needs $(CUDA_INCLUDE)/cuda.h and gpuflow_cuda.h"; exit 1; }
 	@if [ -f "$(NV_OPENCL)" ]; then mkdir -p $(BUILD)/icd && echo "$(NV_OPENCL)" > $(BUILD)/icd/nvidia.icd; fi
@@ -196,11 +196,13 @@ test-gpu: $(BUILD)/conformance $(BUILD)/threads $(BUILD)/reliability $(BUILD)/ra
 	    "$(BUILD)/faults entries cuda" "$(BUILD)/faults slots cuda" "$(BUILD)/dialect cuda" "$(BUILD)/dialect opencl" \
 	    "$(BUILD)/newcomer cuda" "$(BUILD)/newcomer opencl" "$(BUILD)/cache cuda" "$(BUILD)/cache opencl" "$(BUILD)/on_demand cuda" "$(BUILD)/on_demand opencl" "$(BUILD)/realtime cuda" "$(BUILD)/realtime opencl" \
 	    "$(BUILD)/hot_reload cuda" "$(BUILD)/hot_reload opencl" "$(BUILD)/decide cuda" "$(BUILD)/decide opencl" \
+	    "$(BUILD)/record cuda" "$(BUILD)/record opencl" \
 	    "$(BUILD)/conformance opencl" "$(BUILD)/threads opencl" "$(BUILD)/reliability opencl" "$(BUILD)/races opencl" \
 	    "$(BUILD)/conformance_debug cuda" "$(BUILD)/conformance_debug opencl" "$(BUILD)/no_stalls cuda" "$(BUILD)/no_stalls opencl" "$(BUILD)/interop cuda" "$(BUILD)/interop opencl" \
 	    "$(BUILD)/multi_device cuda" "$(BUILD)/multi_device opencl" "$(BUILD)/multi_device mixed cuda" \
 	    "$(BUILD)/cublas_interop" "$(BUILD)/cuda_backend" "$(BUILD)/graph_pool_measure cuda" "$(BUILD)/nvrtc_check --require --arch compute_90 --ptxas $(PTXAS) $(wildcard examples/*.gfk tests/*.gfk)" \
-	    "sh tests/examples.sh $(BUILD)/examples-gpu '$(CC) $(CSTD) $(WARN) $(BACKENDS)' cuda opencl" || status=1; \
+	    "sh tests/examples.sh $(BUILD)/examples-gpu '$(CC) $(CSTD) $(WARN) $(BACKENDS)' cuda opencl" \
+	    "sh tests/replay.sh $(BUILD)/tools/gfreplay $(BUILD)/examples-gpu cuda opencl" || status=1; \
 	if [ -f $(HIP_HEADERS)/hip/hip_runtime_api.h ]; then \
 	    CC='$(CC)' HIP_HEADERS=$(HIP_HEADERS) CUDA_INCLUDE=$(CUDA_INCLUDE) TEST_TIMEOUT=300 \
 	        sh tests/run.sh "sh tests/hip_on_cuda/run.sh $(BUILD)/hip_on_cuda" || status=1; \
@@ -210,6 +212,8 @@ test-gpu: $(BUILD)/conformance $(BUILD)/threads $(BUILD)/reliability $(BUILD)/ra
 	    compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 1 $(BUILD)/conformance cuda || status=1; \
 	    echo "== compute-sanitizer --tool memcheck --report-api-errors no $(BUILD)/interop cuda"; \
 	    compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 1 $(BUILD)/interop cuda || status=1; \
+	    echo "== compute-sanitizer --tool memcheck --report-api-errors no $(BUILD)/record cuda"; \
+	    compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 1 $(BUILD)/record cuda || status=1; \
 	else echo "notice: compute-sanitizer not found; memcheck skipped"; fi; \
 	exit $$status
 
