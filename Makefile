@@ -78,7 +78,7 @@ TEST_RUNS = "$(BUILD)/conformance stub" "$(BUILD)/conformance opencl" \
             $(if $(HAVE_CLANG),"$(BUILD)/conformance_clang stub") \
             "$(BUILD)/conformance_debug stub" $(if $(HAVE_OPENCL),"$(BUILD)/conformance_debug opencl") "$(BUILD)/interop_debug stub" \
             "sh tests/examples.sh $(BUILD)/examples-test '$(CC) $(CSTD) $(WARN) $(BACKENDS)' stub $(if $(HAVE_OPENCL),opencl)" \
-            "sh tests/replay.sh $(BUILD)/tools/gfreplay $(BUILD)/examples-test stub $(if $(HAVE_OPENCL),opencl)" \
+            "sh tests/replay.sh $(BUILD)/tools/gfreplay $(BUILD)/examples-test $(BUILD) stub $(if $(HAVE_OPENCL),opencl)" \
             "sh tests/windows.sh $(BUILD)" "sh tests/package.sh $(BUILD)" "sh tests/backend_rules.sh $(CC)" \
             "sh tests/env_debug.sh $(BUILD)/env-debug '$(CC) $(CSTD) $(WARN)'" \
             "sh tests/compile_checks.sh $(BUILD) '$(CC) $(CSTD) $(WARN) $(call isys,$(CUDA_INCLUDE)) $(call isys,$(HIP_INCLUDE))' \
@@ -202,7 +202,7 @@ test-gpu: $(BUILD)/conformance $(BUILD)/threads $(BUILD)/reliability $(BUILD)/ra
 	    "$(BUILD)/multi_device cuda" "$(BUILD)/multi_device opencl" "$(BUILD)/multi_device mixed cuda" \
 	    "$(BUILD)/cublas_interop" "$(BUILD)/cuda_backend" "$(BUILD)/graph_pool_measure cuda" "$(BUILD)/nvrtc_check --require --arch compute_90 --ptxas $(PTXAS) $(wildcard examples/*.gfk tests/*.gfk)" \
 	    "sh tests/examples.sh $(BUILD)/examples-gpu '$(CC) $(CSTD) $(WARN) $(BACKENDS)' cuda opencl" \
-	    "sh tests/replay.sh $(BUILD)/tools/gfreplay $(BUILD)/examples-gpu cuda opencl" || status=1; \
+	    "sh tests/replay.sh $(BUILD)/tools/gfreplay $(BUILD)/examples-gpu $(BUILD) cuda opencl" || status=1; \
 	if [ -f $(HIP_HEADERS)/hip/hip_runtime_api.h ]; then \
 	    CC='$(CC)' HIP_HEADERS=$(HIP_HEADERS) CUDA_INCLUDE=$(CUDA_INCLUDE) TEST_TIMEOUT=300 \
 	        sh tests/run.sh "sh tests/hip_on_cuda/run.sh $(BUILD)/hip_on_cuda" || status=1; \

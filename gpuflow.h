@@ -1110,12 +1110,14 @@ GPUFLOW_API uint64_t  gf_faults_injected(void);   /* failures injected since the
    since recording began; the bytes of every copy from host memory; modules whole (dialect
    source, a source_path file's text, binaries, the stub's kernel names). Device-to-host bytes
    are left out unless asked. Written: devices, buffers and views, copies and fills, streams,
-   events and event pools, modules, kernels and launches, captures and graphs (loops and
-   branches included), memory limits, and the race detector, profiler and fault switches. Stream
-   pools, stream sets, flows, barriers and gf_graph_capture are written as the calls they make;
-   a stream callback as a no-op in its place (its code is the program's). Interop (native
-   handles, external memory, semaphores), budgets and module reloads are not written, so a
-   replay skips the calls that name their objects. GPUFLOW_RECORD=file starts recording at the
+   events and event pools, stream pools and sets, barriers, modules (reloads with the code they
+   reloaded), kernels and launches, captures, graphs (loops and branches included) and graph
+   pools, memory limits and budgets (their callbacks are the program's: a replay has none), and
+   the race detector, profiler and fault switches. Flows and gf_graph_capture are written as
+   the calls they make (a flow's own events are not: a replay skips the waits on them); a
+   stream callback as a no-op in its place (its code is the program's). Interop (native
+   handles, external memory, semaphores) and gf_graph_set_kernel_args are not written: a replay
+   skips the calls that name such objects, and counts them. GPUFLOW_RECORD=file starts recording at the
    first device open and ends it at exit (GPUFLOW_RECORD_LIMIT=bytes, default 1 GiB). The file
    is flushed at each synchronize, destroy and close, so a crash leaves all that came before
    it. An async copy's host bytes are written as they are when the call returns: a program
@@ -1140,8 +1142,9 @@ GPUFLOW_API gf_result gf_record_stop(void);
    the recorded one (queries and bounded waits, whose results depend on timing, are made but not
    compared). A module recorded with stub kernels runs on the stub with the C kernels of
    stub_kernels (found by name) or, for those missing, of compile_stub (tools/gfreplay
-   compiles the recorded source with the system's C compiler). A recorded callback runs as a
-   no-op. Reading a cut, corrupt or hostile file is safe: what is well formed is replayed, and a
+   compiles the recorded source with the system's C compiler); a module whose C kernels are
+   not found fails its load on the stub, which is skipped (a warning names it), with the calls
+   on its kernels. A recorded callback runs as a no-op. Reading a cut, corrupt or hostile file is safe: what is well formed is replayed, and a
    call naming an object the replay does not have is skipped and counted.
    Returns GF_OK when every compared result matched; GF_ERROR_INVALID_STATE when one did not
    (the first is in out->first_mismatch and gf_last_error, each is logged as a warning);
@@ -4219,7 +4222,7 @@ static gf_result gf__call_copy_2d_async(gf_stream *s, const gf_copy_2d *copy) {
 }
 
 /* ---- memory accounting, limits, trimming ---------------------------------------- >>accounting */
-GPUFLOW_IMPL gf_result gf_budget_create(gf_device *dev, const gf_budget_desc *desc, gf_budget **out) {
+static gf_result gf__call_budget_create(gf_device *dev, const gf_budget_desc *desc, gf_budget **out) {
     gf_budget *b;
     float warn;
     GF__CHECK(dev, GF__T_DEVICE);
@@ -4261,7 +4264,7 @@ GPUFLOW_IMPL gf_result gf_budget_get_stats(gf_budget *budget, gf_budget_stats *o
     gf__spin_unlock(&budget->dev->mem_lock);
     return GF_OK;
 }
-GPUFLOW_IMPL void gf_budget_destroy(gf_budget *budget) {
+static void gf__call_budget_destroy(gf_budget *budget) {
     gf_device *dev;
     int i;
     GF__CHECK_VOID(budget, GF__T_BUDGET);
@@ -8040,7 +8043,13 @@ static void gf__kernel_swap_code(gf_kernel *k, gf_kernel *t) {
     t->static_shared = tmp.static_shared;
 }
 
-GPUFLOW_IMPL gf_result gf_module_reload(gf_module *mod, const gf_module_desc *desc) {
+/* What a reload with no desc reloads from: the module's file, with the options it was loaded with. */
+static void gf__module_file_desc(const gf_module *mod, gf_module_desc *d) {
+    memset(d, 0, sizeof *d);
+    d->source_path = mod->path; d->build_options = mod->options; d->source_name = mod->source_name;
+    d->cache_dir = mod->cache_dir; d->stub_kernels = mod->given_stub; d->stub_kernel_count = mod->given_stub_count;
+}
+static gf_result gf__call_module_reload(gf_module *mod, const gf_module_desc *desc) {
     gf_module_desc d;
     gf_module *fresh = NULL;
     gf_kernel *k, **found = NULL;
@@ -8051,9 +8060,7 @@ GPUFLOW_IMPL gf_result gf_module_reload(gf_module *mod, const gf_module_desc *de
     else {
         if (!mod->path) return gf__fail(GF_ERROR_INVALID_STATE, "gf_module_reload: the module was not loaded from a file "
                                         "(gf_module_desc.source_path): give the new code in a desc");
-        memset(&d, 0, sizeof d);
-        d.source_path = mod->path; d.build_options = mod->options; d.source_name = mod->source_name;
-        d.cache_dir = mod->cache_dir; d.stub_kernels = mod->given_stub; d.stub_kernel_count = mod->given_stub_count;
+        gf__module_file_desc(mod, &d);
     }
     if (!mod->dev->be->compile && d.stub_kernels == mod->given_stub && d.stub_kernel_count == mod->given_stub_count)
         return gf__fail(GF_ERROR_NOT_SUPPORTED, "gf_module_reload: the stub runs the C form compiled into the program, which a file "
@@ -8668,13 +8675,14 @@ static gf_result gf__fault_point(gf_device *dev, int kind, const char *fn) {
    they are made: 0 is NULL, GF__REC_UNKNOWN a pointer the recording never saw made (an object
    of an unrecorded call, or one already destroyed).
    Argument letters: an object (D device, B buffer, S stream, E event, P event pool, M module,
-   K kernel, G graph, Q stream pool, W stream set, J graph pool); the same letter in lower case: one the call makes, through its out
+   K kernel, G graph, Q stream pool, W stream set, J graph pool, V budget); the same letter in lower case: one the call makes, through its out
    pointer; x: one the call destroys (its number is retired); i int, u unsigned, z size_t, c a
    string (u32 length with its NUL, or GF__REC_NULL, then the bytes); h host bytes in (pointer,
    size), o host bytes out (pointer, size; the bytes too when asked), y host bytes out of an
    async copy (size only): u32 flags (1 pointer given, 2 bytes follow), u64 size, the bytes;
-   t stream desc, r buffer desc, v event pool desc, l module desc, a launch (dims, args, count),
-   2 a 2D copy, 3 an acquire hint, 4 a stream pool desc, 5 streams (array, count); f a callback
+   l module desc, a launch (dims, args, count), 2 a 2D copy, 3 an acquire hint, 4 a stream pool
+   desc, 5 streams (array, count), 6 a stream desc, 7 a buffer desc, 8 an event pool desc, 9 a
+   budget desc (its callback is the program's: not written); f a callback
    (function, user) and n a result out (a pointer), which are not written. Host
    bytes are written only for a call that succeeded: then gpuflow has checked their range. */
 #define GF__REC_VERSION 1u
@@ -8682,32 +8690,34 @@ static gf_result gf__fault_point(gf_device *dev, int kind, const char *fn) {
 #define GF__REC_NULL 0xffffffffu
 #define GF__REC_HEADER 20                 /* size, call, thread, time, result */
 #define GF__REC_MAX_ARGS 4096             /* launch arguments written (more: the count alone) */
-#define GF__RCF_NOCMP 1                   /* its result depends on timing: made, not compared */
+#define GF__RCF_NOCMP 1                   /* its result depends on timing (or memory in use, which frees
+                                             that wait for work make timing too): made, not compared */
 #define GF__RCF_FLUSH 2                   /* the file is flushed after it */
 #define GF__RECORDED_CALLS(X) \
     X(device_open, "iid", GF__RCF_FLUSH) X(device_close, "x", GF__RCF_FLUSH) X(device_synchronize, "D", GF__RCF_FLUSH) \
-    X(device_set_memory_limit, "Dz", 0) X(buffer_create, "Dzb", 0) X(buffer_create_desc, "Drb", 0) \
+    X(device_set_memory_limit, "Dz", GF__RCF_NOCMP) X(buffer_create, "Dzb", 0) X(buffer_create_desc, "D7b", 0) \
     X(buffer_destroy, "x", GF__RCF_FLUSH) X(buffer_view, "Bzzb", 0) X(copy_to_device, "Bzh", 0) \
     X(copy_to_host, "oBz", GF__RCF_FLUSH) X(copy_to_device_async, "SBzh", 0) X(copy_to_host_async, "SyBz", 0) \
     X(copy_buffer_async, "SBzBzz", 0) X(fill_async, "SBziz", 0) X(fill16_async, "SBziz", 0) X(fill32_async, "SBzuz", 0) \
     X(copy_2d_async, "S2", 0) X(prefetch_async, "SBi", 0) X(buffer_create_async, "Szb", 0) X(buffer_destroy_async, "Sx", 0) \
-    X(buffer_record_stream, "BS", 0) X(stream_create, "Dts", 0) X(stream_destroy, "x", GF__RCF_FLUSH) \
+    X(buffer_record_stream, "BS", 0) X(stream_create, "D6s", 0) X(stream_destroy, "x", GF__RCF_FLUSH) \
     X(stream_synchronize, "S", GF__RCF_FLUSH) X(stream_synchronize_timeout, "Su", GF__RCF_NOCMP | GF__RCF_FLUSH) \
     X(stream_query, "S", GF__RCF_NOCMP) X(stream_wait_event, "SE", 0) X(stream_wait_stream, "SS", 0) \
     X(stream_add_callback, "Sf", 0) X(event_create, "Due", 0) X(event_destroy, "x", GF__RCF_FLUSH) X(event_record, "ES", 0) \
     X(event_synchronize, "E", GF__RCF_FLUSH) X(event_synchronize_timeout, "Eu", GF__RCF_NOCMP | GF__RCF_FLUSH) \
-    X(event_query, "E", GF__RCF_NOCMP) X(event_elapsed_ms, "EEn", GF__RCF_NOCMP) X(event_pool_create, "Dvp", 0) \
-    X(event_pool_acquire, "Pue", 0) X(event_pool_release, "PE", 0) X(event_pool_destroy, "x", GF__RCF_FLUSH) \
+    X(event_query, "E", GF__RCF_NOCMP) X(event_elapsed_ms, "EEn", GF__RCF_NOCMP) X(event_pool_create, "D8p", 0) \
+    X(event_pool_acquire, "Pue", 0) X(event_pool_release, "PE", GF__RCF_NOCMP) X(event_pool_destroy, "x", GF__RCF_FLUSH) \
     X(module_load, "Dlm", 0) X(kernel_get, "Mck", 0) X(module_destroy, "x", GF__RCF_FLUSH) X(launch, "SKa", 0) \
     X(stream_begin_capture, "Si", 0) X(stream_end_capture, "Sg", 0) X(graph_launch, "GS", 0) X(graph_update, "GG", 0) \
     X(graph_destroy, "x", GF__RCF_FLUSH) X(stream_begin_while, "SBz", 0) X(stream_end_while, "S", 0) \
     X(stream_begin_if, "SBz", 0) X(stream_end_if, "S", 0) X(race_check_enable, "Du", 0) X(profiler_enable, "Du", 0) \
     X(faults_set, "c", 0) X(stream_pool_create, "D4q", 0) X(stream_pool_acquire, "Q3si", 0) \
-    X(stream_pool_acquire_ready, "Qusi", GF__RCF_NOCMP) X(stream_pool_release, "QS", 0) X(stream_pool_synchronize, "Q", GF__RCF_FLUSH) \
+    X(stream_pool_acquire_ready, "Qusi", GF__RCF_NOCMP) X(stream_pool_release, "QS", GF__RCF_NOCMP) X(stream_pool_synchronize, "Q", GF__RCF_FLUSH) \
     X(stream_pool_destroy, "x", GF__RCF_FLUSH) X(stream_set_create, "Dicw", 0) X(stream_set_get, "Wzs", 0) X(stream_set_next, "Wzs", 0) \
     X(stream_set_end_frame, "W", 0) X(stream_set_wait_frames, "Wiu", GF__RCF_NOCMP) X(stream_set_synchronize, "W", GF__RCF_FLUSH) \
     X(stream_set_destroy, "x", GF__RCF_FLUSH) X(barrier, "5", 0) X(synchronize_all, "5n", GF__RCF_FLUSH) \
-    X(graph_pool_create, "Dj", 0) X(graph_pool_destroy, "x", GF__RCF_FLUSH) X(stream_begin_capture_pool, "SiJ", 0)
+    X(graph_pool_create, "Dj", 0) X(graph_pool_destroy, "x", GF__RCF_FLUSH) X(stream_begin_capture_pool, "SiJ", 0) \
+    X(budget_create, "D9v", 0) X(budget_destroy, "x", GF__RCF_FLUSH) X(module_reload, "Mli", 0)
 typedef enum gf__rec_call {
     GF__RC_NONE = 0,
 #define GF__RC_ENUM(name, args, flags) GF__RC_##name,
@@ -8824,14 +8834,14 @@ static void gf__rec_forget(const void *p) {   /* linear probing's deletion: late
 }
 
 /* A module's description: every form of its code, the stub's kernel names, and the text of
-   source_path when it gave the source. Binaries only when the load succeeded (their sizes are
-   checked then). */
+   source_path when it gave the source (a broken file's too: a replay fails its build the same
+   way). Binaries only when the load succeeded (their sizes are checked then). */
 static void gf__rec_module(const gf_module_desc *d, gf_result r) {
     char *text = NULL;
     int i, names = d && d->stub_kernels && d->stub_kernel_count > 0 && d->stub_kernel_count <= GF__REC_MAX_ARGS ? d->stub_kernel_count : 0;
     gf__rec_u32(d ? 1 : 0);
     if (!d) return;
-    if (r == GF_OK && !d->source && d->source_path) {   /* the file as it was read (quietly: the caller's error text stays) */
+    if (!d->source && d->source_path) {   /* the file as it is now (quietly: the caller's error text stays) */
         FILE *f = fopen(d->source_path, "rb");
         long n;
         if (f && fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0 &&
@@ -8880,7 +8890,7 @@ static void gf__rec_copy_2d(const gf_copy_2d *c, gf_result r) {
 static void gf__rec_args(gf__rec_call call, gf_result r, va_list ap) {
     const char *a;
     for (a = gf__rec_calls[call].args; *a; a++) switch (*a) {
-    case 'D': case 'B': case 'S': case 'E': case 'P': case 'M': case 'K': case 'G': case 'Q': case 'W': case 'J':
+    case 'D': case 'B': case 'S': case 'E': case 'P': case 'M': case 'K': case 'G': case 'Q': case 'W': case 'J': case 'V':
         gf__rec_u32(gf__rec_id(va_arg(ap, const void *)));
         break;
     case 'x': {
@@ -8889,7 +8899,7 @@ static void gf__rec_args(gf__rec_call call, gf_result r, va_list ap) {
         if (p) gf__rec_forget(p);
         break;
     }
-    case 'd': case 'b': case 's': case 'e': case 'p': case 'm': case 'k': case 'g': case 'q': case 'w': case 'j': {
+    case 'd': case 'b': case 's': case 'e': case 'p': case 'm': case 'k': case 'g': case 'q': case 'w': case 'j': case 'v': {
         const void *out = va_arg(ap, const void *);
         void *made = NULL;
         if (out && r == GF_OK) memcpy(&made, out, sizeof made);
@@ -8908,19 +8918,28 @@ static void gf__rec_args(gf__rec_call call, gf_result r, va_list ap) {
         if (data && !gf__rec.broken) { gf__rec.buf[gf__rec.len - 12] |= 2; gf__rec.blob_at = gf__rec.len; gf__rec.blob = p; gf__rec.blob_n = n; }
         break;
     }
-    case 't': {
+    case '6': {
         const gf_stream_desc *d = va_arg(ap, const gf_stream_desc *);
         gf__rec_u32(d ? 1 : 0);
         if (d) { gf__rec_str(d->label); gf__rec_u32((uint32_t)d->priority); }
         break;
     }
-    case 'r': {
+    case '7': {
         const gf_buffer_desc *d = va_arg(ap, const gf_buffer_desc *);
         gf__rec_u32(d ? 1 : 0);
-        if (d) { gf__rec_u64(d->size); gf__rec_u32((uint32_t)d->managed); gf__rec_u32((uint32_t)d->exportable); }
+        if (d) { gf__rec_u64(d->size); gf__rec_u32((uint32_t)d->managed); gf__rec_u32((uint32_t)d->exportable); gf__rec_u32(gf__rec_id(d->budget)); }
         break;
     }
-    case 'v': {
+    case '9': {
+        const gf_budget_desc *d = va_arg(ap, const gf_budget_desc *);
+        uint32_t warn;
+        gf__rec_u32(d ? 1 : 0);
+        if (!d) break;
+        memcpy(&warn, &d->warn_at, sizeof warn);
+        gf__rec_str(d->label); gf__rec_u64(d->limit); gf__rec_u32(warn);
+        break;
+    }
+    case '8': {
         const gf_event_pool_desc *d = va_arg(ap, const gf_event_pool_desc *);
         gf__rec_u32(d ? 1 : 0);
         if (d) { gf__rec_u32((uint32_t)d->capacity); gf__rec_u32((uint32_t)d->timing_capacity); }
@@ -9080,6 +9099,9 @@ static void gf__call_graph_destroy(gf_graph *g);
 static gf_result gf__call_race_check_enable(gf_device *dev, unsigned flags);
 static gf_result gf__call_profiler_enable(gf_device *dev, unsigned flags);
 static gf_result gf__call_faults_set(const char *spec);
+static gf_result gf__call_module_reload(gf_module *mod, const gf_module_desc *desc);
+static gf_result gf__call_budget_create(gf_device *dev, const gf_budget_desc *desc, gf_budget **out);
+static void gf__call_budget_destroy(gf_budget *budget);
 static gf_result gf__call_stream_begin_capture_pool(gf_stream *s, gf_capture_mode mode, gf_graph_pool *pool);
 static gf_result gf__call_graph_pool_create(gf_device *dev, gf_graph_pool **out);
 static void gf__call_graph_pool_destroy(gf_graph_pool *pool);
@@ -9100,7 +9122,8 @@ static gf_result gf__call_barrier(gf_stream *const *streams, int count);
 static gf_result gf__call_synchronize_all(gf_stream *const *streams, int count, double *elapsed_ms);
 
 /* Each recorded entry point is its body (gf__call_*) and, while recording, one record: after
-   the body returns (its result and what it made known), or for a destroy, as it starts. */
+   the body returns (its result and what it made known), or for a destroy or a release, as it
+   starts. */
 #define GF__RECORDED(name, body, ...) \
     gf_result r_; \
     if (!gf__atomic_load_int(&gf__rec_on)) return body; \
@@ -9111,6 +9134,14 @@ static gf_result gf__call_synchronize_all(gf_stream *const *streams, int count, 
     if (!gf__atomic_load_int(&gf__rec_on)) { body; return; } \
     if (!gf__rec_depth) gf__rec_write(GF__RC_##name, GF_OK, __VA_ARGS__); \
     gf__rec_depth++; body; gf__rec_depth--
+/* A release is written as it starts, with no result: another thread may be given the same
+   event or stream the moment it is back, and its acquire must come after in the file. */
+#define GF__RECORDED_FIRST(name, body, ...) \
+    gf_result r_; \
+    if (!gf__atomic_load_int(&gf__rec_on)) return body; \
+    if (!gf__rec_depth) gf__rec_write(GF__RC_##name, GF_OK, __VA_ARGS__); \
+    gf__rec_depth++; r_ = body; gf__rec_depth--; \
+    return r_
 #define GF__P(p) ((const void *)(p))
 
 GPUFLOW_IMPL gf_result gf_device_open(gf_backend b, int index, gf_device **out) {
@@ -9215,7 +9246,7 @@ GPUFLOW_IMPL gf_result gf_event_pool_acquire(gf_event_pool *pool, unsigned flags
     GF__RECORDED(event_pool_acquire, gf__call_event_pool_acquire(pool, flags, out), GF__P(pool), flags, GF__P(out));
 }
 GPUFLOW_IMPL gf_result gf_event_pool_release(gf_event_pool *pool, gf_event *ev) {
-    GF__RECORDED(event_pool_release, gf__call_event_pool_release(pool, ev), GF__P(pool), GF__P(ev));
+    GF__RECORDED_FIRST(event_pool_release, gf__call_event_pool_release(pool, ev), GF__P(pool), GF__P(ev));
 }
 GPUFLOW_IMPL void gf_event_pool_destroy(gf_event_pool *pool) { GF__RECORDED_VOID(event_pool_destroy, gf__call_event_pool_destroy(pool), GF__P(pool)); }
 GPUFLOW_IMPL gf_result gf_module_load(gf_device *dev, const gf_module_desc *desc, gf_module **out) {
@@ -9274,7 +9305,7 @@ GPUFLOW_IMPL gf_result gf_stream_pool_acquire_ready(gf_stream_pool *pool, unsign
                  gf__pool_index(pool, out, r_));
 }
 GPUFLOW_IMPL gf_result gf_stream_pool_release(gf_stream_pool *pool, gf_stream *s) {
-    GF__RECORDED(stream_pool_release, gf__call_stream_pool_release(pool, s), GF__P(pool), GF__P(s));
+    GF__RECORDED_FIRST(stream_pool_release, gf__call_stream_pool_release(pool, s), GF__P(pool), GF__P(s));
 }
 GPUFLOW_IMPL gf_result gf_stream_pool_synchronize(gf_stream_pool *pool) { GF__RECORDED(stream_pool_synchronize, gf__call_stream_pool_synchronize(pool), GF__P(pool)); }
 GPUFLOW_IMPL void gf_stream_pool_destroy(gf_stream_pool *pool) { GF__RECORDED_VOID(stream_pool_destroy, gf__call_stream_pool_destroy(pool), GF__P(pool)); }
@@ -9303,6 +9334,24 @@ GPUFLOW_IMPL gf_result gf_graph_pool_create(gf_device *dev, gf_graph_pool **out)
 GPUFLOW_IMPL void gf_graph_pool_destroy(gf_graph_pool *pool) { GF__RECORDED_VOID(graph_pool_destroy, gf__call_graph_pool_destroy(pool), GF__P(pool)); }
 GPUFLOW_IMPL gf_result gf_stream_begin_capture_pool(gf_stream *s, gf_capture_mode mode, gf_graph_pool *pool) {
     GF__RECORDED(stream_begin_capture_pool, gf__call_stream_begin_capture_pool(s, mode, pool), GF__P(s), (int)mode, GF__P(pool));
+}
+GPUFLOW_IMPL gf_result gf_budget_create(gf_device *dev, const gf_budget_desc *desc, gf_budget **out) {
+    GF__RECORDED(budget_create, gf__call_budget_create(dev, desc, out), GF__P(dev), desc, GF__P(out));
+}
+GPUFLOW_IMPL void gf_budget_destroy(gf_budget *budget) { GF__RECORDED_VOID(budget_destroy, gf__call_budget_destroy(budget), GF__P(budget)); }
+/* A reload from the module's file is written as the desc it reloads from (the file's text then). */
+GPUFLOW_IMPL gf_result gf_module_reload(gf_module *mod, const gf_module_desc *desc) {
+    gf_module_desc from_file;
+    const gf_module_desc *written = desc;
+    gf_result r_;
+    int own;
+    if (!gf__atomic_load_int(&gf__rec_on)) return gf__call_module_reload(mod, desc);
+    if (!desc && gf__is(mod, GF__T_MODULE) && mod->path) { gf__module_file_desc(mod, &from_file); written = &from_file; }
+    own = written && gf__is(mod, GF__T_MODULE) && written->stub_kernels == mod->given_stub;   /* before the reload changes them */
+    gf__rec_depth++; r_ = gf__call_module_reload(mod, desc); gf__rec_depth--;
+    if (!gf__rec_depth)   /* and whether its C kernels were the module's own, which a file cannot change */
+        gf__rec_write(GF__RC_module_reload, r_, GF__P(mod), written, own);
+    return r_;
 }
 GPUFLOW_IMPL gf_result gf_barrier(gf_stream *const *streams, int count) { GF__RECORDED(barrier, gf__call_barrier(streams, count), streams, count); }
 GPUFLOW_IMPL gf_result gf_synchronize_all(gf_stream *const *streams, int count, double *elapsed_ms) {
@@ -9417,7 +9466,10 @@ static gf__rp_blob gf__rp_blob_read(gf__rp_in *in) {
     return b;
 }
 
-typedef struct gf__rp_obj { void *obj; char kind; uint32_t device, parent; } gf__rp_obj;
+typedef struct gf__rp_obj {
+    void *obj; char kind; uint32_t device, parent;
+    gf_backend recorded_on;                 /* a device: the backend it was recorded on */
+} gf__rp_obj;
 typedef struct gf__replay {
     const gf_replay_desc *desc;
     gf_replay_report *out;
@@ -9458,6 +9510,7 @@ static void gf__rp_destroy(char kind, void *obj) {   /* an object the replay mad
     case 'J': gf_graph_pool_destroy((gf_graph_pool *)obj); break;
     case 'B': gf_buffer_destroy((gf_buffer *)obj); break;
     case 'S': gf_stream_destroy((gf_stream *)obj); break;
+    case 'V': gf_budget_destroy((gf_budget *)obj); break;
     default: break;   /* kernels, a pool's events and streams go with their module or pool */
     }
 }
@@ -9466,7 +9519,7 @@ static void gf__rp_destroy(char kind, void *obj) {   /* an object the replay mad
    before what they use, streams last; a kernel, a pool's events and streams go with their
    module or pool), closed. */
 static void gf__rp_close(gf__replay *rp, uint32_t id) {
-    static const char order[] = "GMPEWQJBS";
+    static const char order[] = "GMPEWQJBVS";
     gf_device *dev = (gf_device *)rp->objs[id].obj;
     gf_race_info races;
     const char *kind;
@@ -9522,12 +9575,14 @@ static uint64_t gf__rp_span(const gf_copy_2d *c, size_t pitch) {
 /* One argument as read back (only the fields of its letter are set). */
 typedef struct gf__rp_arg {
     uint32_t id; void *obj; int missing;   /* objects: missing is a number the replay does not have */
+    int wrong_kind;                        /* an object, not of the kind the call takes */
     uint64_t u; const char *s; gf__rp_blob blob;
     int given;                             /* descs: a pointer was passed */
     gf_stream_desc sd; gf_buffer_desc bd; gf_event_pool_desc pd; gf_copy_2d c2; gf__rp_blob c2src;
     gf_module_desc md; const char *const *names; int name_count;
     gf_launch_dims dims; gf_arg *args; int argc;
-    gf_acquire_hint hint; gf_stream_pool_desc qd; gf_stream **streams;
+    gf_acquire_hint hint; gf_stream_pool_desc qd; gf_stream **streams; gf_budget_desc gd;
+    int lacking;                           /* a module's stub kernels the replay could not find */
 } gf__rp_arg;
 
 static void gf__rp_object(gf__replay *rp, gf__rp_in *in, char kind, gf__rp_arg *a) {
@@ -9538,7 +9593,8 @@ static void gf__rp_object(gf__replay *rp, gf__rp_in *in, char kind, gf__rp_arg *
     if (!a->id) return;
     o = a->id == GF__REC_UNKNOWN ? NULL : gf__rp_slot(rp, a->id);
     if (!o) { a->missing = 1; return; }
-    if (kind == 'x' || o->kind == kind) a->obj = o->obj;   /* another kind: passed as NULL, which gpuflow refuses as the original did */
+    a->obj = o->obj;   /* of another kind too: a live object, which the call refuses by its type as the original did */
+    a->wrong_kind = kind != 'x' && o->kind != kind;
 }
 /* Reads one call's arguments; 0 when the record is malformed. */
 static int gf__rp_args(gf__replay *rp, gf__rp_in *in, const char *letters, gf__rp_arg *v) {
@@ -9547,10 +9603,10 @@ static int gf__rp_args(gf__replay *rp, gf__rp_in *in, const char *letters, gf__r
         gf__rp_arg *a = &v[i];
         memset(a, 0, sizeof *a);
         switch (letters[i]) {
-        case 'D': case 'B': case 'S': case 'E': case 'P': case 'M': case 'K': case 'G': case 'Q': case 'W': case 'J': case 'x':
+        case 'D': case 'B': case 'S': case 'E': case 'P': case 'M': case 'K': case 'G': case 'Q': case 'W': case 'J': case 'V': case 'x':
             gf__rp_object(rp, in, letters[i], a);
             break;
-        case 'd': case 'b': case 's': case 'e': case 'p': case 'm': case 'k': case 'g': case 'q': case 'w': case 'j': a->id = gf__rp_u32(in); break;
+        case 'd': case 'b': case 's': case 'e': case 'p': case 'm': case 'k': case 'g': case 'q': case 'w': case 'j': case 'v': a->id = gf__rp_u32(in); break;
         case '3':
             if ((a->given = (int)gf__rp_u32(in)) != 0) { a->hint.priority = (gf_priority)(int)gf__rp_u32(in); a->hint.workload = (gf_workload)(int)gf__rp_u32(in); }
             break;
@@ -9570,7 +9626,7 @@ static int gf__rp_args(gf__replay *rp, gf__rp_in *in, const char *letters, gf__r
                 gf__rp_arg one;
                 gf__rp_object(rp, in, 'S', &one);
                 a->missing |= one.missing;
-                a->streams[j] = (gf_stream *)one.obj;
+                a->streams[j] = one.wrong_kind ? NULL : (gf_stream *)one.obj;   /* in an array: NULL is refused as safely */
             }
             break;
         }
@@ -9578,15 +9634,27 @@ static int gf__rp_args(gf__replay *rp, gf__rp_in *in, const char *letters, gf__r
         case 'z': a->u = gf__rp_u64(in); break;
         case 'c': a->s = gf__rp_str(in); break;
         case 'h': case 'o': case 'y': a->blob = gf__rp_blob_read(in); break;
-        case 't':
+        case '6':
             if ((a->given = (int)gf__rp_u32(in)) != 0) { a->sd.label = gf__rp_str(in); a->sd.priority = (gf_priority)(int)gf__rp_u32(in); }
             break;
-        case 'r':
+        case '7':
             if ((a->given = (int)gf__rp_u32(in)) != 0) {
+                gf__rp_arg budget;
                 a->bd.size = (size_t)gf__rp_u64(in); a->bd.managed = (int)gf__rp_u32(in); a->bd.exportable = (int)gf__rp_u32(in);
+                gf__rp_object(rp, in, 'V', &budget);
+                a->bd.budget = budget.wrong_kind ? NULL : (gf_budget *)budget.obj;
+                a->missing = budget.missing;
             }
             break;
-        case 'v':
+        case '9':
+            if ((a->given = (int)gf__rp_u32(in)) != 0) {
+                uint32_t warn;
+                a->gd.label = gf__rp_str(in); a->gd.limit = gf__rp_u64(in);
+                warn = gf__rp_u32(in);
+                memcpy(&a->gd.warn_at, &warn, sizeof warn);
+            }
+            break;
+        case '8':
             if ((a->given = (int)gf__rp_u32(in)) != 0) { a->pd.capacity = (int)gf__rp_u32(in); a->pd.timing_capacity = (int)gf__rp_u32(in); }
             break;
         case 'l': {
@@ -9625,7 +9693,7 @@ static int gf__rp_args(gf__replay *rp, gf__rp_in *in, const char *letters, gf__r
                 gf__rp_object(rp, in, 'B', &buf);
                 value = gf__rp_blob_read(in);
                 a->missing |= buf.missing;
-                a->args[j].buffer = (gf_buffer *)buf.obj;
+                a->args[j].buffer = buf.wrong_kind ? NULL : (gf_buffer *)buf.obj;
                 a->args[j].size = (size_t)value.n;
                 /* a value the launch refused was not written: zeroes of its size stand in (the size was refused, not read) */
                 a->args[j].value = !value.given ? NULL : value.data ? value.bytes : value.n <= 4096 ? gf__rp_keep(rp, (size_t)value.n) : NULL;
@@ -9642,7 +9710,7 @@ static int gf__rp_args(gf__replay *rp, gf__rp_in *in, const char *letters, gf__r
             dst_host = gf__rp_blob_read(in);
             a->c2src = gf__rp_blob_read(in);
             a->missing = dst.missing || src.missing;
-            a->c2.dst = (gf_buffer *)dst.obj; a->c2.src = (gf_buffer *)src.obj;
+            a->c2.dst = dst.wrong_kind ? NULL : (gf_buffer *)dst.obj; a->c2.src = src.wrong_kind ? NULL : (gf_buffer *)src.obj;
             if (dst_host.given) {   /* as much host memory as the rows span (the call checks the device side) */
                 uint64_t span = gf__rp_span(&a->c2, a->c2.dst_pitch);
                 a->c2.dst_host = span && span <= GF__REPLAY_SCRATCH ? gf__rp_keep(rp, (size_t)span) : NULL;
@@ -9704,6 +9772,7 @@ static char gf__rp_destroys(gf__rec_call call) {   /* the kind of object a destr
     case GF__RC_stream_pool_destroy: return 'Q';
     case GF__RC_stream_set_destroy: return 'W';
     case GF__RC_graph_pool_destroy: return 'J';
+    case GF__RC_budget_destroy: return 'V';
     default: return 0;
     }
 }
@@ -9732,7 +9801,18 @@ static const gf_stub_kernel *gf__rp_stub_kernels(gf__replay *rp, gf__rp_arg *a, 
             for (i = 0; i < lacking; i++) table[found++] = made[i];
     }
     *count = found;
+    a->lacking = a->name_count - found;
     return found ? table : NULL;
+}
+
+/* A load or reload that failed where the recording did not, for want of stub kernels the
+   replay was not given: the replay's shortfall, not the program's; it is skipped, and said. */
+static int gf__rp_short_of_kernels(gf__replay *rp, gf__rec_call call, const gf__rp_arg *a, gf_result r, gf_result recorded) {
+    if (r == recorded || r == GF_OK || !a->lacking) return 0;   /* a load that worked is compared (and kept) */
+    gf__notice(GF_LOG_WARNING, "gf_replay: call %llu (%s) is skipped: %d of the module's stub kernels were not given "
+               "(gf_replay_desc.stub_kernels or compile_stub), and this backend needs them (%s)",
+               (unsigned long long)rp->out->calls, gf__rec_calls[call].name, a->lacking, gf__error_text);
+    return 1;
 }
 
 /* Makes one recorded call again; its result, or 1 (not an error code) when it was skipped. */
@@ -9764,10 +9844,10 @@ static gf_result gf__rp_call(gf__replay *rp, gf__rec_call call, gf__rp_arg *v, g
     for (i = 0; letters[i]; i++) {
         if (v[i].missing) return GF__RP_SKIPPED;   /* an object the replay does not have */
         if (letters[i] == 'x' && v[i].obj && rp->objs[v[i].id].kind != gf__rp_destroys(call))
-            v[i].obj = NULL;   /* another kind: refused as the original was, and it lives on */
-        if (letters[i] >= 'a' && letters[i] <= 'z' && strchr("dbsepmkgqwj", letters[i])) out = i;
+            v[i].wrong_kind = 1;   /* refused as the original was, and it lives on */
+        if (letters[i] >= 'a' && letters[i] <= 'z' && strchr("dbsepmkgqwjv", letters[i])) out = i;
     }
-    if (letters[0] && strchr("DBSEPMKGQWJ", letters[0])) device = gf__rp_device_of(rp, v[0].id);
+    if (letters[0] && strchr("DBSEPMKGQWJV", letters[0])) device = gf__rp_device_of(rp, v[0].id);
     if (call == GF__RC_kernel_get || call == GF__RC_event_pool_acquire || call == GF__RC_stream_pool_acquire || call == GF__RC_stream_pool_acquire_ready ||
         call == GF__RC_stream_set_get || call == GF__RC_stream_set_next)
         parent = v[0].id;   /* they go with their module, their pool, their set */
@@ -9775,7 +9855,9 @@ static gf_result gf__rp_call(gf__replay *rp, gf__rec_call call, gf__rp_arg *v, g
     switch (call) {
     case GF__RC_device_open: {
         gf_device *dev = NULL;
-        r = gf_device_open(d->backend != GF_BACKEND_AUTO ? d->backend : (gf_backend)(int)v[0].u, (int)v[1].u, &dev);
+        gf_backend recorded_on = (gf_backend)(int)v[0].u;   /* a value no backend has is kept: the open fails as it did */
+        int known = recorded_on > GF_BACKEND_AUTO && recorded_on < GF_BACKEND_COUNT;
+        r = gf_device_open(d->backend != GF_BACKEND_AUTO && known ? d->backend : recorded_on, (int)v[1].u, &dev);
         if (r == GF_OK) {
             if (d->memory_limit) (void)gf_device_set_memory_limit(dev, d->memory_limit);
             if (d->flags & GF_REPLAY_RACE_CHECK) (void)gf_race_check_enable(dev, GF_RACE_CHECK_ON);
@@ -9785,7 +9867,7 @@ static gf_result gf__rp_call(gf__replay *rp, gf__rec_call call, gf__rp_arg *v, g
         break;
     }
     case GF__RC_device_close:
-        if (!v[0].obj) { gf_device_close(NULL); r = GF_OK; break; }
+        if (!v[0].obj || v[0].wrong_kind) { gf_device_close((gf_device *)v[0].obj); r = GF_OK; break; }
         gf__rp_close(rp, v[0].id);
         return GF_OK;
     case GF__RC_device_synchronize: r = gf_device_synchronize(GF__RPO(0, gf_device)); break;
@@ -9841,7 +9923,7 @@ static gf_result gf__rp_call(gf__replay *rp, gf__rec_call call, gf__rp_arg *v, g
     case GF__RC_buffer_create_async: r = gf_buffer_create_async(GF__RPO(0, gf_stream), (size_t)v[1].u, (gf_buffer **)&made); break;
     case GF__RC_buffer_destroy_async:
         r = gf_buffer_destroy_async(GF__RPO(0, gf_stream), GF__RPO(1, gf_buffer));
-        if (v[1].obj && r == GF_OK) rp->objs[v[1].id].obj = NULL;
+        if (v[1].obj && !v[1].wrong_kind && r == GF_OK) rp->objs[v[1].id].obj = NULL;
         return r;
     case GF__RC_buffer_record_stream: r = gf_buffer_record_stream(GF__RPO(0, gf_buffer), GF__RPO(1, gf_stream)); break;
     case GF__RC_stream_create: r = gf_stream_create(GF__RPO(0, gf_device), v[1].given ? &v[1].sd : NULL, (gf_stream **)&made); break;
@@ -9864,8 +9946,21 @@ static gf_result gf__rp_call(gf__replay *rp, gf__rec_call call, gf__rp_arg *v, g
     case GF__RC_event_pool_release: r = gf_event_pool_release(GF__RPO(0, gf_event_pool), GF__RPO(1, gf_event)); break;
     case GF__RC_event_pool_destroy: gf_event_pool_destroy(GF__RPO(0, gf_event_pool)); r = GF_OK; break;
     case GF__RC_module_load:
-        if (v[1].given && v[0].obj) v[1].md.stub_kernels = gf__rp_stub_kernels(rp, &v[1], GF__RPO(0, gf_device), &v[1].md.stub_kernel_count);
+        if (v[1].given && v[0].obj && !v[0].wrong_kind)
+            v[1].md.stub_kernels = gf__rp_stub_kernels(rp, &v[1], GF__RPO(0, gf_device), &v[1].md.stub_kernel_count);
         r = gf_module_load(GF__RPO(0, gf_device), v[1].given ? &v[1].md : NULL, (gf_module **)&made);
+        if (gf__rp_short_of_kernels(rp, call, &v[1], r, recorded)) return GF__RP_SKIPPED;
+        break;
+    case GF__RC_module_reload:
+        if (v[1].given && v[0].obj && !v[0].wrong_kind)
+            v[1].md.stub_kernels = gf__rp_stub_kernels(rp, &v[1], ((gf_module *)v[0].obj)->dev, &v[1].md.stub_kernel_count);
+        if (v[1].given && v[0].obj && !v[0].wrong_kind && v[2].u &&   /* the module's own C kernels, where they were */
+            rp->objs[gf__rp_device_of(rp, v[0].id)].recorded_on == gf_device_backend(((gf_module *)v[0].obj)->dev)) {
+            v[1].md.stub_kernels = ((gf_module *)v[0].obj)->given_stub;
+            v[1].md.stub_kernel_count = ((gf_module *)v[0].obj)->given_stub_count;
+        }
+        r = gf_module_reload(GF__RPO(0, gf_module), v[1].given ? &v[1].md : NULL);
+        if (gf__rp_short_of_kernels(rp, call, &v[1], r, recorded)) return GF__RP_SKIPPED;
         break;
     case GF__RC_kernel_get: r = gf_kernel_get(GF__RPO(0, gf_module), v[1].s, (gf_kernel **)&made); break;
     case GF__RC_module_destroy: gf_module_destroy(GF__RPO(0, gf_module)); r = GF_OK; break;
@@ -9896,6 +9991,7 @@ static gf_result gf__rp_call(gf__replay *rp, gf__rec_call call, gf__rp_arg *v, g
     case GF__RC_stream_pool_acquire: case GF__RC_stream_pool_acquire_ready: {
         gf_stream_pool *pool = GF__RPO(0, gf_stream_pool);
         int at = (int)v[3].u;
+        if (v[0].wrong_kind) pool = NULL;   /* refused by the call; not read here */
         if (call == GF__RC_stream_pool_acquire_ready && pool && at >= 0 && at < pool->count) {   /* the stream it found idle then */
             gf__atomic_add(&pool->lease[at].acquisitions, 1);
             made = pool->streams[at];
@@ -9904,7 +10000,7 @@ static gf_result gf__rp_call(gf__replay *rp, gf__rec_call call, gf__rp_arg *v, g
         }
         r = call == GF__RC_stream_pool_acquire ? gf_stream_pool_acquire(pool, v[1].given ? &v[1].hint : NULL, (gf_stream **)&made)
                                                : gf_stream_pool_acquire_ready(pool, (unsigned)v[1].u, (gf_stream **)&made);
-        if (r == GF_OK && at >= 0 && at < pool->count && made != pool->streams[at]) {   /* the recorded stream, not the strategy's */
+        if (r == GF_OK && pool && at >= 0 && at < pool->count && made != pool->streams[at]) {   /* the recorded stream, not the strategy's */
             int i = gf__pool_index(pool, (gf_stream **)&made, r);
             gf__atomic_add(&pool->lease[i].releases, 1);
             gf__atomic_add(&pool->lease[at].acquisitions, 1);
@@ -9929,10 +10025,12 @@ static gf_result gf__rp_call(gf__replay *rp, gf__rec_call call, gf__rp_arg *v, g
     case GF__RC_stream_begin_capture_pool:
         r = gf_stream_begin_capture_pool(GF__RPO(0, gf_stream), (gf_capture_mode)(int)v[1].u, GF__RPO(2, gf_graph_pool));
         break;
+    case GF__RC_budget_create: r = gf_budget_create(GF__RPO(0, gf_device), v[1].given ? &v[1].gd : NULL, (gf_budget **)&made); break;
+    case GF__RC_budget_destroy: gf_budget_destroy(GF__RPO(0, gf_budget)); r = GF_OK; break;
     case GF__RC_NONE: case GF__RC_COUNT: case GF__RC_END: case GF__RC_CUT: break;
     }
 #undef GF__RPO
-    if (letters[0] == 'x' && v[0].obj && !gf__error_text[0]) {   /* destroyed (not refused): its number, and what went with it */
+    if (letters[0] == 'x' && v[0].obj && !v[0].wrong_kind && !gf__error_text[0]) {   /* destroyed (not refused): its number, and what went with it */
         gf__rp_drop_children(rp, v[0].id);
         rp->objs[v[0].id].obj = NULL;
     }
@@ -9941,6 +10039,7 @@ static gf_result gf__rp_call(gf__replay *rp, gf__rec_call call, gf__rp_arg *v, g
         return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_replay: call %llu (%s) makes an object numbered past the calls before it",
                         (unsigned long long)rp->out->calls, gf__rec_calls[call].name);
     }
+    if (call == GF__RC_device_open && r == GF_OK && v[2].id && v[2].id < rp->obj_cap) rp->objs[v[2].id].recorded_on = (gf_backend)(int)v[0].u;
     return r;
 }
 

@@ -1,13 +1,18 @@
 #!/bin/sh
-# Record and replay over the examples: each example (built by tests/examples.sh into DIR) runs
-# with GPUFLOW_RECORD on each backend named, and tools/gfreplay replays the file on the backend
-# it was recorded on and on the stub; each replay must end "0 mismatched". An example that
-# ran and made no gpuflow call here (vulkan_interop without a Vulkan driver) is skipped and
+# Record and replay over the examples and some test programs: each example (built by
+# tests/examples.sh into EXAMPLES_DIR) runs with GPUFLOW_RECORD on each backend named, and
+# tools/gfreplay replays the file on the backend it was recorded on and on the stub; each
+# replay must end "0 mismatched". So do four test programs of BUILD_DIR, replayed on the
+# backend they ran on (they check that backend's own behaviour): conformance (8500 calls from
+# 11 threads, bad input included), decide, realtime and, off the stub, hot_reload (on the stub
+# its reloads pass C kernels compiled into the test, which no recording can carry:
+# tests/record.c replays such a run with the program's own table). An example that ran
+# and made no gpuflow call here (vulkan_interop without a Vulkan driver) is skipped and
 # counted. Ends with `N passed, N failed, N skipped`.
-#   usage: tests/replay.sh GFREPLAY EXAMPLES_DIR backend...
+#   usage: tests/replay.sh GFREPLAY EXAMPLES_DIR BUILD_DIR backend...
 set -u
-gfreplay=$1 dir=$2
-shift 2
+gfreplay=$1 dir=$2 build=$3
+shift 3
 passed=0 failed=0 skipped=0
 check() {   # what, then the command
     what=$1; shift
@@ -17,21 +22,34 @@ check() {   # what, then the command
         echo "FAIL $what:"; echo "$out" | tail -n 5; failed=$((failed + 1))
     fi
 }
-for exe in "$dir"/*; do
-    name=$(basename "$exe")
-    [ -x "$exe" ] && [ -f "examples/$name.c" ] || continue
-    case $name in nccl_allreduce) continue ;; esac   # needs NCCL and a CUDA device
+record() {   # name, backend, then the command (run in $dir)
+    name=$1 backend=$2; shift 2
+    rec="$dir/$name.$backend.gfrec"
+    rm -f "$rec"
+    (cd "$dir" && GPUFLOW_BACKEND=$backend GPUFLOW_RECORD="$name.$backend.gfrec" GPUFLOW_LOG=off "$@" >/dev/null 2>&1)
+}
+tests="conformance decide realtime hot_reload"
+for exe in "$dir"/* $tests; do
+    case $exe in
+    */*) name=$(basename "$exe"); [ -f "examples/$name.c" ] && [ -x "$exe" ] || continue; run="./$name" args= ;;
+    *) [ -x "$build/$exe" ] || continue; name="test-$exe" run="$(cd "$build" && pwd)/$exe" ;;
+    esac
+    case $name in example-nccl_allreduce|nccl_allreduce) continue ;; esac   # needs NCCL and a CUDA device
     for backend in "$@"; do
         rec="$dir/$name.$backend.gfrec"
-        rm -f "$rec"
-        if ! (cd "$dir" && GPUFLOW_BACKEND=$backend GPUFLOW_RECORD="$name.$backend.gfrec" "./$name" >/dev/null 2>&1); then
+        [ "$name:$backend" = test-hot_reload:stub ] && continue
+        case $name in test-*) args=$backend ;; esac
+        if ! record "$name" "$backend" $run $args; then
             echo "FAIL $name on $backend: did not run"; failed=$((failed + 1)); continue
         fi
         if [ ! -s "$rec" ]; then
             echo "SKIP $name on $backend: it opened no device here (nothing to record)"; skipped=$((skipped + 1)); continue
         fi
         check "$name recorded on $backend, replayed there" "$gfreplay" "$rec"
-        [ "$backend" = stub ] || check "$name recorded on $backend, replayed on the stub" "$gfreplay" --backend stub "$rec"
+        case $backend:$name in   # a test program checks its backend's own behaviour: replayed there only
+        stub:*|*:test-*) ;;
+        *) check "$name recorded on $backend, replayed on the stub" "$gfreplay" --backend stub "$rec" ;;
+        esac
         rm -f "$rec"
     done
 done
