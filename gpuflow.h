@@ -9589,7 +9589,7 @@ static void gf__rp_object(gf__replay *rp, gf__rp_in *in, char kind, gf__rp_arg *
     gf__rp_obj *o;
     a->id = gf__rp_u32(in);
     a->obj = NULL;
-    a->missing = 0;
+    a->missing = a->wrong_kind = 0;
     if (!a->id) return;
     o = a->id == GF__REC_UNKNOWN ? NULL : gf__rp_slot(rp, a->id);
     if (!o) { a->missing = 1; return; }
@@ -11279,8 +11279,9 @@ static void gf__stub_host_free(gf_device *dev, void *ptr) { (void)dev; gf__free(
 #    define GF__TSAN_FIBERS 1
 #  endif
 #endif
-/* A switch is a few instructions on x86-64 (System V): swapcontext also sets the signal mask,
-   a system call each time (~0.5 us). The sanitizers keep swapcontext, which they follow. */
+/* A switch is a few instructions where one is written out below: swapcontext also sets the
+   signal mask, a system call each time (~0.5 us). The sanitizers keep swapcontext (Windows:
+   its fibers), which they follow. */
 #if defined(__SANITIZE_ADDRESS__) || defined(GF__TSAN_FIBERS)
 #  define GF__FIBER_SANITIZED 1
 #elif defined(__has_feature)
@@ -11288,31 +11289,101 @@ static void gf__stub_host_free(gf_device *dev, void *ptr) { (void)dev; gf__free(
 #    define GF__FIBER_SANITIZED 1
 #  endif
 #endif
-#if defined(__x86_64__) && !defined(_WIN32) && (defined(__GNUC__) || defined(__clang__)) && !defined(GF__FIBER_SANITIZED)
-#  define GF__FIBER_ASM 1
+/* GF__FIBER_ASM: which switch below, 0 for none (then ucontext, or Windows fibers); building
+   with -DGF__FIBER_ASM=0 takes those anywhere, to compare. ELF only off Windows: Mach-O
+   (macOS) names symbols and sections otherwise, and takes ucontext. Not for 4-byte pointers
+   (x32, ILP32): the switches store 8. */
+#ifndef GF__FIBER_ASM
+#  if defined(GF__FIBER_SANITIZED) || !(defined(__GNUC__) || defined(__clang__)) || defined(__ILP32__)
+#    define GF__FIBER_ASM 0
+#  elif defined(__x86_64__) && defined(__ELF__)
+#    define GF__FIBER_ASM 1   /* x86-64, System V */
+#  elif defined(__aarch64__) && defined(__ELF__) && !defined(__APPLE__)
+#    define GF__FIBER_ASM 2   /* AArch64 */
+#  elif defined(__x86_64__) && defined(_WIN32) && defined(__GNUC__)
+#    define GF__FIBER_ASM 3   /* x64 Windows, MinGW (clang-cl, MSVC: Windows fibers) */
+#  else
+#    define GF__FIBER_ASM 0
+#  endif
+#endif
+#if !GF__FIBER_ASM && defined(_WIN32)
+#  define GF__FIBER_WINDOWS 1   /* CreateFiber, SwitchToFiber */
 #endif
 
-#if defined(_WIN32)
+#if defined(GF__FIBER_WINDOWS)
 typedef struct gf__fiber { void *fiber; void *tsan; } gf__fiber;
-#elif defined(GF__FIBER_ASM)
+#elif GF__FIBER_ASM
 typedef struct gf__fiber { void *sp; void *stack; void *tsan; } gf__fiber;
 #else
 typedef struct gf__fiber { ucontext_t ctx; void *stack; void *tsan; } gf__fiber;
 #endif
 
-#ifdef GF__FIBER_ASM
-/* Saves the callee-saved registers on the current stack, stores the stack pointer in *from
-   (rdi), takes to (rsi) as the new one and restores what is saved there; ret goes on where
-   that fiber left off (or, the first time, at its entry). MXCSR and the x87 control word are
-   left alone: a block's fibers share the thread's floating-point modes, which kernels do not
-   change (and restoring them costs more than the rest of the switch). */
+#if GF__FIBER_ASM
+/* Saves the callee-saved registers on the current stack, stores the stack pointer in *from,
+   takes to as the new one and restores what is saved there; the return goes on where that
+   fiber left off (or, the first time, at its entry). The floating-point modes (MXCSR and the
+   x87 control word, FPCR) are left alone: a block's fibers share the thread's, which kernels
+   do not change (and restoring them costs more than the rest of the switch).
+   A fresh fiber's frame (gf__fiber_start): GF__FIBER_WORDS words, the first GF__FIBER_BELOW
+   below the stack's top, the entry's address in word GF__FIBER_ENTRY, the rest 0. */
 void gf__fiber_swap(void **from, void *to) __asm__("gf__fiber_swap");   /* a symbol of this object file alone */
+#endif
+#if GF__FIBER_ASM == 1
+/* from in rdi, to in rsi. Frame: r15 ... rbp, ret's address (the top), the entry's own return
+   address (never taken). */
+#  define GF__FIBER_BELOW 6
+#  define GF__FIBER_ENTRY 6
+#  define GF__FIBER_WORDS 8
 __asm__(".text\n\t.p2align 4\n\t.type gf__fiber_swap, @function\n"
         "gf__fiber_swap:\n\t"
         "pushq %rbp\n\tpushq %rbx\n\tpushq %r12\n\tpushq %r13\n\tpushq %r14\n\tpushq %r15\n\t"
         "movq %rsp, (%rdi)\n\tmovq %rsi, %rsp\n\t"
         "popq %r15\n\tpopq %r14\n\tpopq %r13\n\tpopq %r12\n\tpopq %rbx\n\tpopq %rbp\n\tret\n\t"
         ".size gf__fiber_swap, .-gf__fiber_swap\n\t.previous\n");
+#elif GF__FIBER_ASM == 2
+/* from in x0, to in x1; ret goes to the lr restored. d8-d15 are the halves of v8-v15 that the
+   procedure call standard keeps. Frame: x19 ... x28, fp, lr (the entry), d8 ... d15; sp, 16-byte
+   aligned, is the top once they are popped. */
+#  define GF__FIBER_BELOW 20
+#  define GF__FIBER_ENTRY 11
+#  define GF__FIBER_WORDS 20
+__asm__(".text\n\t.p2align 4\n\t.type gf__fiber_swap, %function\n"
+        "gf__fiber_swap:\n\t"
+        "stp x19, x20, [sp, #-160]!\n\tstp x21, x22, [sp, #16]\n\tstp x23, x24, [sp, #32]\n\t"
+        "stp x25, x26, [sp, #48]\n\tstp x27, x28, [sp, #64]\n\tstp x29, x30, [sp, #80]\n\t"
+        "stp d8, d9, [sp, #96]\n\tstp d10, d11, [sp, #112]\n\tstp d12, d13, [sp, #128]\n\tstp d14, d15, [sp, #144]\n\t"
+        "mov x9, sp\n\tstr x9, [x0]\n\tmov sp, x1\n\t"
+        "ldp x21, x22, [sp, #16]\n\tldp x23, x24, [sp, #32]\n\tldp x25, x26, [sp, #48]\n\t"
+        "ldp x27, x28, [sp, #64]\n\tldp x29, x30, [sp, #80]\n\t"
+        "ldp d8, d9, [sp, #96]\n\tldp d10, d11, [sp, #112]\n\tldp d12, d13, [sp, #128]\n\tldp d14, d15, [sp, #144]\n\t"
+        "ldp x19, x20, [sp], #160\n\tret\n\t"
+        ".size gf__fiber_swap, .-gf__fiber_swap\n\t.previous\n");
+#elif GF__FIBER_ASM == 3
+/* from in rcx, to in rdx. The thread's stack bounds in its TEB (StackBase gs:8, StackLimit
+   gs:16, DeallocationStack gs:0x1478) go with the stack: exception dispatch, unwinding and
+   stack probes check against them. Frame: xmm6 ... xmm15, DeallocationStack, StackLimit,
+   StackBase (word GF__FIBER_TEB on), r15 ... rbp, ret's address (the top), the entry's own
+   return address and its 32 bytes of shadow space. movups: a fresh frame sits 8 bytes off
+   the alignment of one that a switch saved (its ret lands as a call would, not as a return).
+   COFF has no .previous: the asm ends in .text, where GCC puts top-level asm (first). */
+#  define GF__FIBER_BELOW 31
+#  define GF__FIBER_ENTRY 31
+#  define GF__FIBER_WORDS 37
+#  define GF__FIBER_TEB 20
+__asm__(".text\n\t.p2align 4\n\t.def gf__fiber_swap; .scl 3; .type 32; .endef\n"
+        "gf__fiber_swap:\n\t"
+        "pushq %rbp\n\tpushq %rbx\n\tpushq %rdi\n\tpushq %rsi\n\tpushq %r12\n\tpushq %r13\n\tpushq %r14\n\tpushq %r15\n\t"
+        "pushq %gs:8\n\tpushq %gs:16\n\tpushq %gs:0x1478\n\tsubq $160, %rsp\n\t"
+        "movups %xmm6, (%rsp)\n\tmovups %xmm7, 16(%rsp)\n\tmovups %xmm8, 32(%rsp)\n\tmovups %xmm9, 48(%rsp)\n\t"
+        "movups %xmm10, 64(%rsp)\n\tmovups %xmm11, 80(%rsp)\n\tmovups %xmm12, 96(%rsp)\n\tmovups %xmm13, 112(%rsp)\n\t"
+        "movups %xmm14, 128(%rsp)\n\tmovups %xmm15, 144(%rsp)\n\t"
+        "movq %rsp, (%rcx)\n\tmovq %rdx, %rsp\n\t"
+        "movups (%rsp), %xmm6\n\tmovups 16(%rsp), %xmm7\n\tmovups 32(%rsp), %xmm8\n\tmovups 48(%rsp), %xmm9\n\t"
+        "movups 64(%rsp), %xmm10\n\tmovups 80(%rsp), %xmm11\n\tmovups 96(%rsp), %xmm12\n\tmovups 112(%rsp), %xmm13\n\t"
+        "movups 128(%rsp), %xmm14\n\tmovups 144(%rsp), %xmm15\n\taddq $160, %rsp\n\t"
+        "popq %gs:0x1478\n\tpopq %gs:16\n\tpopq %gs:8\n\t"
+        "popq %r15\n\tpopq %r14\n\tpopq %r13\n\tpopq %r12\n\tpopq %rsi\n\tpopq %rdi\n\tpopq %rbx\n\tpopq %rbp\n\tret\n\t"
+        ".text\n");
 #endif
 #ifdef GF__TSAN_FIBERS
 void *__tsan_get_current_fiber(void);
@@ -11341,10 +11412,10 @@ static void gf__fiber_switch(gf__fiber *from, gf__fiber *to) {
 #ifdef GF__TSAN_FIBERS
     __tsan_switch_to_fiber(to->tsan, 0);
 #endif
-#if defined(_WIN32)
+#if defined(GF__FIBER_WINDOWS)
     (void)from;
     SwitchToFiber(to->fiber);
-#elif defined(GF__FIBER_ASM)
+#elif GF__FIBER_ASM
     gf__fiber_swap(&from->sp, to->sp);
 #else
     swapcontext(&from->ctx, &to->ctx);
@@ -11366,29 +11437,33 @@ static void gf__fiber_body(void) {
     b->state[i] = 2;
     gf__fiber_yield(b);   /* never resumed */
 }
-#if defined(_WIN32)
+#if defined(GF__FIBER_WINDOWS)
 static VOID CALLBACK gf__fiber_main(LPVOID unused) { (void)unused; gf__fiber_body(); }
 #else
 static void gf__fiber_main(void) { gf__fiber_body(); }
 #endif
 static int gf__fiber_start(gf__block_run *b, int i) {   /* a fresh fiber for thread i */
     gf__fiber *f = &b->fibers[i];
-#if defined(_WIN32)
+#if defined(GF__FIBER_WINDOWS)
     if (f->fiber) DeleteFiber(f->fiber);
     if (!(f->fiber = CreateFiber(GF__FIBER_STACK, gf__fiber_main, NULL))) return 0;
-#elif defined(GF__FIBER_ASM)
+#elif GF__FIBER_ASM
     {   /* the first switch "returns" into gf__fiber_main with the stack aligned as by a call */
         void (*entry)(void) = gf__fiber_main;
         uintptr_t top;
-        uint64_t *saved;
+        void **frame;
         if (!f->stack && !(f->stack = gf__malloc(GF__FIBER_STACK))) return 0;
         /* stack tops staggered by thread: 128 KiB apart they would all fall in one cache set */
-        top = ((uintptr_t)f->stack + GF__FIBER_STACK - 16 - (uintptr_t)(i % 61) * 64) & ~(uintptr_t)15;
-        memcpy((void *)top, &entry, sizeof entry);            /* where ret goes */
-        memset((void *)(top + 8), 0, 8);                      /* the entry's own return: never taken */
-        saved = (uint64_t *)(top - 48);                       /* r15 ... rbp, as the switch pops them */
-        memset(saved, 0, 48);
-        f->sp = saved;
+        top = ((uintptr_t)f->stack + GF__FIBER_STACK - (GF__FIBER_WORDS - GF__FIBER_BELOW) * sizeof(void *)
+               - (uintptr_t)(i % 61) * 64) & ~(uintptr_t)15;
+        frame = (void **)top - GF__FIBER_BELOW;
+        memset(frame, 0, GF__FIBER_WORDS * sizeof *frame);   /* registers 0: a 0 frame pointer ends a debugger's walk */
+        memcpy(&frame[GF__FIBER_ENTRY], &entry, sizeof entry);
+#  ifdef GF__FIBER_TEB   /* the TEB's bounds while it runs: all of its stack, committed (malloc) */
+        frame[GF__FIBER_TEB] = frame[GF__FIBER_TEB + 1] = f->stack;
+        frame[GF__FIBER_TEB + 2] = (char *)f->stack + GF__FIBER_STACK;
+#  endif
+        f->sp = frame;
     }
 #else
     if (!f->stack && !(f->stack = gf__malloc(GF__FIBER_STACK))) return 0;
@@ -11536,7 +11611,7 @@ static void gf__grid_run(gf__grid *g) {
         b.site = (int *)gf__calloc(sizeof *b.site * (size_t)per_block);
         b.ctx = (gf_kernel_ctx *)gf__malloc(sizeof *b.ctx * (size_t)per_block);
         b.fibers = (gf__fiber *)gf__calloc(sizeof *b.fibers * (size_t)per_block);
-#if defined(_WIN32)
+#if defined(GF__FIBER_WINDOWS)
         b.main.fiber = ConvertThreadToFiber(NULL);
         if (!b.main.fiber) b.main.fiber = GetCurrentFiber();   /* already a fiber */
 #endif
@@ -11600,7 +11675,7 @@ static void gf__grid_run(gf__grid *g) {
     if (slot < GF__GRID_SLOTS) gf__atomic_store(&g->at[slot].block, 0);
     gf__running_block = NULL;
     for (i = 0; b.fibers && i < per_block; i++) {
-#if defined(_WIN32)
+#if defined(GF__FIBER_WINDOWS)
         if (b.fibers[i].fiber) DeleteFiber(b.fibers[i].fiber);
 #else
         gf__free(b.fibers[i].stack);

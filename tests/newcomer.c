@@ -319,12 +319,14 @@ typedef struct nc_inside {
     gf_stream *s; gf_buffer *b; gf_event *before, *after;
     gf_result stream_sync, device_sync, trim, event_before, event_after;
     int buffer_kept, stream_kept;
+    th_flag recorded;             /* the test recorded `after`: the callback may look at it */
     th_flag done;
 } nc_inside;
 static void nc_waits_from_callback(void *user, gf_result status)
 {
     nc_inside *t = (nc_inside *)user;
     (void)status;
+    th_flag_wait(&t->recorded, 1, TH_WAIT_MS);   /* else it could run before `after` is recorded, which is then complete */
     t->stream_sync = gf_stream_synchronize(t->s);
     t->device_sync = gf_device_synchronize(dev);
     t->trim = gf_device_trim(dev, 0);
@@ -344,6 +346,7 @@ static void test_waits_in_callbacks(void)
     unsigned char x = 7, back = 0;
     memset(&t, 0, sizeof t);
     th_flag_init(&t.done);
+    th_flag_init(&t.recorded);
     if (!CHECK_EQ_RESULT(gf_stream_create(dev, NULL, &t.s), GF_OK)) return;
     CHECK_EQ_RESULT(gf_buffer_create(dev, 64, &t.b), GF_OK);
     CHECK_EQ_RESULT(gf_event_create(dev, 0, &t.before), GF_OK);
@@ -351,6 +354,7 @@ static void test_waits_in_callbacks(void)
     CHECK_EQ_RESULT(gf_event_record(t.before, t.s), GF_OK);
     CHECK_EQ_RESULT(gf_stream_add_callback(t.s, nc_waits_from_callback, &t), GF_OK);
     CHECK_EQ_RESULT(gf_event_record(t.after, t.s), GF_OK);
+    th_flag_add(&t.recorded, 1);
     if (!CHECK(th_flag_wait(&t.done, 1, TH_WAIT_MS), "7: the callback returned (no wait inside it hung)")) return;
     CHECK_EQ_RESULT(t.stream_sync, GF_ERROR_INVALID_STATE);
     CHECK_EQ_RESULT(t.device_sync, GF_ERROR_INVALID_STATE);
