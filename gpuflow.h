@@ -1149,7 +1149,8 @@ GPUFLOW_API gf_result gf_record_stop(void);
    Returns GF_OK when every compared result matched; GF_ERROR_INVALID_STATE when one did not
    (the first is in out->first_mismatch and gf_last_error, each is logged as a warning);
    GF_ERROR_INVALID_ARGUMENT for data that is not a recording or is malformed (replayed up to
-   there); GF_ERROR_NOT_FOUND when path cannot be read. Devices the file leaves open are closed
+   there); GF_ERROR_NOT_FOUND when path cannot be read. Fault rules the file sets are cleared
+   at its end; an alloc rule also counts the replay's own allocations. Devices the file leaves open are closed
    at the end, and what it leaves on a device is destroyed before its close. Not while another thread records (the replay's own calls are not recorded). */
 #define GF_REPLAY_RACE_CHECK 1u   /* the race detector on for every device the replay opens */
 #define GF_REPLAY_PROFILE    2u   /* the profiler on; trace_path gets the first device's trace */
@@ -1176,9 +1177,11 @@ typedef struct gf_replay_desc {
     void *user;
     size_t memory_limit;          /* each device's memory limit, at most (default: as recorded) */
     void (*on_call)(void *user, const gf_replay_call *call);   /* after each call (gfreplay --list prints them) */
-    int untrusted;                /* the file may be hostile (a fuzzer's): what could run for ever is
-                                     bounded: launches past 2^20 threads and loops in graphs are
-                                     skipped, timeouts cut to 1 s, pools and sets kept small */
+    int untrusted;                /* the file may be hostile (a fuzzer's): what could run for ever or
+                                     grow without end is bounded: launches past 2^20 threads, loops
+                                     in graphs and devices past 2 open are skipped, timeouts cut to
+                                     1 s, pools and sets kept small (host memory for copies is
+                                     bounded always) */
 } gf_replay_desc;
 typedef struct gf_replay_report {
     uint64_t calls;               /* recorded calls read */
@@ -1186,7 +1189,7 @@ typedef struct gf_replay_report {
     uint64_t skipped;             /* not made: an object the replay does not have */
     uint64_t mismatches;          /* results (or device-to-host bytes) that differ */
     uint64_t races;               /* found by the race detector (GF_REPLAY_RACE_CHECK) */
-    int threads;                  /* threads that made the recorded calls */
+    int threads;                  /* threads that made the recorded calls (the highest number) */
     int cut;                      /* the recording ended early: its size limit, or the program
                                      stopped without ending it */
     char first_mismatch[512];     /* "call N (thread T, at M ms): gf_...: recorded X, replayed Y: why" */
@@ -8699,7 +8702,7 @@ static gf_result gf__fault_point(gf_device *dev, int kind, const char *fn) {
     X(buffer_destroy, "x", GF__RCF_FLUSH) X(buffer_view, "Bzzb", 0) X(copy_to_device, "Bzh", 0) \
     X(copy_to_host, "oBz", GF__RCF_FLUSH) X(copy_to_device_async, "SBzh", 0) X(copy_to_host_async, "SyBz", 0) \
     X(copy_buffer_async, "SBzBzz", 0) X(fill_async, "SBziz", 0) X(fill16_async, "SBziz", 0) X(fill32_async, "SBzuz", 0) \
-    X(copy_2d_async, "S2", 0) X(prefetch_async, "SBi", 0) X(buffer_create_async, "Szb", 0) X(buffer_destroy_async, "Sx", 0) \
+    X(copy_2d_async, "S2", 0) X(prefetch_async, "SBi", 0) X(buffer_create_async, "Szb", 0) X(buffer_destroy_async, "Sx", GF__RCF_NOCMP | GF__RCF_FLUSH) \
     X(buffer_record_stream, "BS", 0) X(stream_create, "D6s", 0) X(stream_destroy, "x", GF__RCF_FLUSH) \
     X(stream_synchronize, "S", GF__RCF_FLUSH) X(stream_synchronize_timeout, "Su", GF__RCF_NOCMP | GF__RCF_FLUSH) \
     X(stream_query, "S", GF__RCF_NOCMP) X(stream_wait_event, "SE", 0) X(stream_wait_stream, "SS", 0) \
@@ -8742,8 +8745,9 @@ static struct {
     FILE *file;
     char path[512];
     uint64_t written, limit, t0;
-    int device_to_host, threads;
+    int device_to_host, threads, recording;   /* recording: which one this is (threads are numbered anew in each) */
     uint32_t next_id;
+    char env_faults[256]; int env_faults_result, env_faults_pending;   /* GPUFLOW_FAULTS, written after its open */
     gf__rec_slot *map; size_t map_cap, map_count;   /* live objects' numbers, by pointer (open addressing) */
     unsigned char *buf; size_t len, cap;            /* the record being written */
     size_t blob_at; const void *blob; uint64_t blob_n;   /* host bytes, written from where they are */
@@ -8752,6 +8756,8 @@ static struct {
 static int gf__rec_on;                 /* atomic: every recorded call reads it */
 static GF__TLS int gf__rec_depth;      /* recorded calls this thread is inside: only the outermost is written */
 static GF__TLS int gf__rec_thread;     /* this thread's number in the file */
+static GF__TLS int gf__rec_thread_of;  /* the recording that number belongs to */
+static GF__TLS const void *gf__rec_retired; static GF__TLS uint32_t gf__rec_retired_id;   /* this call's destroyed object */
 
 static void gf__rec_put(const void *p, size_t n) {
     if (gf__rec.broken || !n) return;
@@ -8862,16 +8868,19 @@ static void gf__rec_module(const gf_module_desc *d, gf_result r) {
     gf__rec_u32(d->stub_kernels ? (uint32_t)names : GF__REC_NULL);
     for (i = 0; i < names; i++) gf__rec_str(d->stub_kernels[i].name);
 }
+/* The arguments only when the launch took them: a refused launch may not have looked at args,
+   which then need not hold count entries (nor a value its size). */
 static void gf__rec_launch(const gf_launch_dims *dims, const gf_arg *args, int count, gf_result r) {
-    int i, n = args && count > 0 && count <= GF__REC_MAX_ARGS ? count : 0;
+    int i, n = r == GF_OK && args && count > 0 && count <= GF__REC_MAX_ARGS ? count : 0;
     for (i = 0; i < 3; i++) gf__rec_u32(dims->grid[i]);
     for (i = 0; i < 3; i++) gf__rec_u32(dims->block[i]);
     gf__rec_u64(dims->shared_bytes);
     gf__rec_u32((uint32_t)count);
     gf__rec_u32(args ? 1 : 0);
-    for (i = 0; i < n; i++) {   /* values only when the launch took them (then their sizes were checked) */
+    gf__rec_u32((uint32_t)n);
+    for (i = 0; i < n; i++) {
         gf__rec_u32(gf__rec_id(args[i].buffer));
-        gf__rec_blob(args[i].value, args[i].size, r == GF_OK);
+        gf__rec_blob(args[i].value, args[i].size, 1);
     }
 }
 static void gf__rec_copy_2d(const gf_copy_2d *c, gf_result r) {
@@ -8895,8 +8904,9 @@ static void gf__rec_args(gf__rec_call call, gf_result r, va_list ap) {
         break;
     case 'x': {
         const void *p = va_arg(ap, const void *);
-        gf__rec_u32(gf__rec_id(p));
-        if (p) gf__rec_forget(p);
+        uint32_t id = gf__rec_id(p);
+        gf__rec_u32(id);
+        if (p && id != GF__REC_UNKNOWN) { gf__rec_forget(p); gf__rec_retired = p; gf__rec_retired_id = id; }
         break;
     }
     case 'd': case 'b': case 's': case 'e': case 'p': case 'm': case 'k': case 'g': case 'q': case 'w': case 'j': case 'v': {
@@ -8979,6 +8989,14 @@ static void gf__rec_args(gf__rec_call call, gf_result r, va_list ap) {
     }
 }
 
+/* Whether the call named fn (a destroy) just refused: its refusals' messages, and only they,
+   begin with its name (a failure met while it goes on, a stream's kernel's say, do not). The
+   caller cleared the error text before the call. */
+static int gf__refused(const char *fn) {
+    size_t n = strlen(fn);
+    return !strncmp(gf__error_text, fn, n) && gf__error_text[n] == ':';
+}
+
 /* The record built in gf__rec.buf goes to the file, unless it would pass the size limit: then
    a CUT record ends the recording. Returns what to warn about (after the lock), or NULL. */
 static const char *gf__rec_close(uint16_t last);
@@ -9003,7 +9021,8 @@ static const char *gf__rec_emit(int flush) {
     return NULL;
 }
 static void gf__rec_begin(uint16_t call, gf_result r) {   /* the header; its size is filled in by gf__rec_emit */
-    if (!gf__rec_thread) gf__rec_thread = ++gf__rec.threads;
+    if (gf__rec_thread_of != gf__rec.recording) { gf__rec_thread = ++gf__rec.threads; gf__rec_thread_of = gf__rec.recording; }
+    gf__rec_retired = NULL;
     gf__rec.len = 0;
     gf__rec.broken = 0;
     gf__rec.blob = NULL;
@@ -9027,6 +9046,30 @@ static const char *gf__rec_close(uint16_t last) {
     gf__rec.map = NULL;
     gf__rec.map_cap = gf__rec.map_count = 0;
     return why;
+}
+
+/* A destroy the call refused: its object lives on, under the number it had. */
+static void gf__rec_unretire(void) {
+    gf__rec_slot *slot;
+    if (!gf__rec_retired) return;
+    gf__spin_lock(&gf__rec.lock);
+    if (gf__rec.file && !gf__rec_find(gf__rec_retired) && gf__rec_new(gf__rec_retired) && (slot = gf__rec_find(gf__rec_retired)) != NULL) {
+        slot->id = gf__rec_retired_id;
+        gf__rec.next_id--;   /* gf__rec_new took one */
+    }
+    gf__rec_retired = NULL;
+    gf__spin_unlock(&gf__rec.lock);
+}
+/* Around a destroy's body: whether it refused, told by its message, without changing the
+   caller's error text when it did not fail. */
+static void gf__rec_refusal_begin(char *saved) {
+    memcpy(saved, gf__error_text, sizeof gf__error_text);
+    gf__error_text[0] = 0;
+}
+static void gf__rec_refusal_end(const char *saved, const char *fn) {
+    if (gf__refused(fn)) gf__rec_unretire();
+    else if (!gf__error_text[0]) memcpy(gf__error_text, saved, sizeof gf__error_text);
+    gf__rec_retired = NULL;
 }
 
 static void gf__rec_write(gf__rec_call call, int result, ...) {   /* an int: the last named argument of a va_list is not promoted */
@@ -9131,24 +9174,41 @@ static gf_result gf__call_synchronize_all(gf_stream *const *streams, int count, 
     if (!gf__rec_depth) gf__rec_write(GF__RC_##name, r_, __VA_ARGS__); \
     return r_
 #define GF__RECORDED_VOID(name, body, ...) \
+    char saved_[sizeof gf__error_text]; \
     if (!gf__atomic_load_int(&gf__rec_on)) { body; return; } \
-    if (!gf__rec_depth) gf__rec_write(GF__RC_##name, GF_OK, __VA_ARGS__); \
-    gf__rec_depth++; body; gf__rec_depth--
-/* A release is written as it starts, with no result: another thread may be given the same
-   event or stream the moment it is back, and its acquire must come after in the file. */
+    if (gf__rec_depth) { gf__rec_depth++; body; gf__rec_depth--; return; } \
+    gf__rec_write(GF__RC_##name, GF_OK, __VA_ARGS__); \
+    gf__rec_refusal_begin(saved_); \
+    gf__rec_depth++; body; gf__rec_depth--; \
+    gf__rec_refusal_end(saved_, "gf_" #name)
+/* A release (and a stream-ordered free) is written as it starts, with no result: another
+   thread may be given the same event, stream or buffer the moment it is back, and what it makes
+   of it must come after in the file. */
 #define GF__RECORDED_FIRST(name, body, ...) \
     gf_result r_; \
     if (!gf__atomic_load_int(&gf__rec_on)) return body; \
     if (!gf__rec_depth) gf__rec_write(GF__RC_##name, GF_OK, __VA_ARGS__); \
     gf__rec_depth++; r_ = body; gf__rec_depth--; \
+    if (r_ != GF_OK) gf__rec_unretire();   /* a refused free keeps its buffer's number */ \
+    gf__rec_retired = NULL; \
     return r_
 #define GF__P(p) ((const void *)(p))
 
 GPUFLOW_IMPL gf_result gf_device_open(gf_backend b, int index, gf_device **out) {
     gf_result r;   /* GPUFLOW_RECORD starts inside the first open, so an open always counts as inside */
     gf__rec_depth++; r = gf__call_device_open(b, index, out); gf__rec_depth--;
-    if (!gf__rec_depth && gf__atomic_load_int(&gf__rec_on))
+    if (!gf__rec_depth && gf__atomic_load_int(&gf__rec_on)) {
+        char spec[sizeof gf__rec.env_faults];
+        int pending, result;
         gf__rec_write(GF__RC_device_open, r, (int)(r == GF_OK ? gf_device_backend(*out) : b), index, GF__P(out));
+        gf__spin_lock(&gf__rec.lock);
+        pending = gf__rec.env_faults_pending;
+        gf__rec.env_faults_pending = 0;
+        result = gf__rec.env_faults_result;
+        gf__copy_str(spec, sizeof spec, gf__rec.env_faults);
+        gf__spin_unlock(&gf__rec.lock);
+        if (pending) gf__rec_write(GF__RC_faults_set, result, (const char *)spec);
+    }
     return r;
 }
 GPUFLOW_IMPL void gf_device_close(gf_device *dev) { GF__RECORDED_VOID(device_close, gf__call_device_close(dev), GF__P(dev)); }
@@ -9201,7 +9261,7 @@ GPUFLOW_IMPL gf_result gf_buffer_create_async(gf_stream *s, size_t bytes, gf_buf
     GF__RECORDED(buffer_create_async, gf__call_buffer_create_async(s, bytes, out), GF__P(s), bytes, GF__P(out));
 }
 GPUFLOW_IMPL gf_result gf_buffer_destroy_async(gf_stream *s, gf_buffer *buf) {
-    GF__RECORDED(buffer_destroy_async, gf__call_buffer_destroy_async(s, buf), GF__P(s), GF__P(buf));
+    GF__RECORDED_FIRST(buffer_destroy_async, gf__call_buffer_destroy_async(s, buf), GF__P(s), GF__P(buf));
 }
 GPUFLOW_IMPL gf_result gf_buffer_record_stream(gf_buffer *buf, gf_stream *s) {
     GF__RECORDED(buffer_record_stream, gf__call_buffer_record_stream(buf, s), GF__P(buf), GF__P(s));
@@ -9387,6 +9447,8 @@ GPUFLOW_IMPL gf_result gf_record_start(const gf_record_desc *desc) {
     gf__rec.device_to_host = desc->device_to_host != 0;
     gf__rec.t0 = gf__now_ns();
     gf__rec.next_id = 0;
+    gf__rec.threads = 0;
+    gf__rec.recording++;
     gf__atomic_store_int(&gf__rec_on, 1);
     gf__spin_unlock(&gf__rec.lock);
     return GF_OK;
@@ -9425,9 +9487,15 @@ static void gf__env_record(void) {
     atexit(gf__rec_at_exit);
     gf__notice(GF_LOG_INFO, "gpuflow: GPUFLOW_RECORD: every gpuflow call goes to %s", path);
 }
-/* GPUFLOW_FAULTS set inside the first open: written by hand, so a replay fails the same calls. */
+/* GPUFLOW_FAULTS set inside the first open: written by hand after the open, which the rules
+   did not count, so a replay fails the same calls. */
 static void gf__rec_env_faults(const char *spec, gf_result r) {
-    if (gf__atomic_load_int(&gf__rec_on)) gf__rec_write(GF__RC_faults_set, r, spec);
+    if (!gf__atomic_load_int(&gf__rec_on)) return;
+    gf__spin_lock(&gf__rec.lock);
+    gf__copy_str(gf__rec.env_faults, sizeof gf__rec.env_faults, spec);
+    gf__rec.env_faults_result = (int)r;
+    gf__rec.env_faults_pending = 1;
+    gf__spin_unlock(&gf__rec.lock);
 }
 
 /* ---- replay ---- */
@@ -9469,6 +9537,8 @@ static gf__rp_blob gf__rp_blob_read(gf__rp_in *in) {
 typedef struct gf__rp_obj {
     void *obj; char kind; uint32_t device, parent;
     gf_backend recorded_on;                 /* a device: the backend it was recorded on */
+    uint64_t capture;                       /* a buffer allocated inside this capture (its id): it
+                                               goes with the capture, or with its graph (parent) */
 } gf__rp_obj;
 typedef struct gf__replay {
     const gf_replay_desc *desc;
@@ -9477,11 +9547,13 @@ typedef struct gf__replay {
     void **kept; int kept_count, kept_cap;  /* host memory the replay's work may still use: freed at the end */
     uint64_t scratch_bytes;                 /* of it, async copies' destinations */
     int traced;                             /* the first device's trace is written */
+    int set_faults;                         /* the file set fault rules: cleared at the end */
     int malformed;                          /* an object numbered past the calls before it */
     gf_result first;                        /* the first mismatch's replayed result */
 } gf__replay;
 #define GF__REPLAY_SCRATCH ((uint64_t)256 << 20)   /* async destinations kept before the replay waits and frees them */
 #define GF__REPLAY_UNTRUSTED_THREADS ((uint64_t)1 << 20)   /* the largest launch of an untrusted replay */
+#define GF__REPLAY_UNTRUSTED_DEVICES 2                       /* devices an untrusted replay keeps open at once */
 
 static void *gf__rp_keep(gf__replay *rp, size_t n) {   /* zeroed host memory that lives to the end of the replay */
     void *p;
@@ -9498,6 +9570,25 @@ static void gf__rp_drop_children(gf__replay *rp, uint32_t id) {   /* a module's 
     uint32_t i;
     for (i = 1; i < rp->obj_cap; i++) if (rp->objs[i].parent == id) rp->objs[i].obj = NULL;
 }
+/* Buffers allocated inside a capture are the capture's: once it has ended without a graph
+   (discarded: a failed end, a synchronize or destroy of its stream) they are gone. */
+static void gf__rp_sweep_captures(gf__replay *rp) {
+    uint32_t i;
+    for (i = 1; i < rp->obj_cap; i++) {
+        gf__rp_obj *o = &rp->objs[i];
+        gf__rp_obj *d = o->obj && o->capture ? gf__rp_slot(rp, o->device) : NULL;
+        int alive = 0;
+        if (!o->obj || !o->capture) continue;
+        if (d) {
+            gf_device *dev = (gf_device *)d->obj;
+            gf__lock(&dev->lock);
+            alive = gf__capture_find(dev, o->capture) != NULL;
+            gf__unlock(&dev->lock);
+        }
+        if (!alive) o->obj = NULL;
+    }
+}
+
 static void gf__rp_destroy(char kind, void *obj) {   /* an object the replay made, by its kind */
     switch (kind) {
     case 'D': gf_device_close((gf_device *)obj); break;
@@ -9530,12 +9621,14 @@ static void gf__rp_close(gf__replay *rp, uint32_t id) {
             gf_stream_end_capture((gf_stream *)rp->objs[i].obj, &g) == GF_OK && g)
             gf_graph_destroy(g);
     }
+    gf__rp_sweep_captures(rp);   /* what those captures allocated went with them */
     for (kind = order; *kind; kind++)
         for (i = 1; i < rp->obj_cap; i++) {
             gf__rp_obj *o = &rp->objs[i];
             if (!o->obj || o->device != id || o->kind != *kind || o->parent) continue;
             gf__rp_destroy(o->kind, o->obj);
             o->obj = NULL;
+            gf__rp_drop_children(rp, i);   /* a graph's buffers, a module's kernels, a pool's events and streams */
         }
     if ((rp->desc->flags & GF_REPLAY_RACE_CHECK) && gf_race_report(dev, &races) == GF_OK) rp->out->races += races.count;
     if ((rp->desc->flags & GF_REPLAY_PROFILE) && rp->desc->trace_path && !rp->traced) {
@@ -9550,20 +9643,30 @@ static void gf__rp_close(gf__replay *rp, uint32_t id) {
 static void gf__rp_settle(gf__replay *rp) {
     uint32_t i;
     int k;
-    for (i = 1; i < rp->obj_cap; i++) if (rp->objs[i].obj && rp->objs[i].kind == 'D') (void)gf_device_synchronize((gf_device *)rp->objs[i].obj);
+    for (i = 1; i < rp->obj_cap; i++)   /* the library's own wait: no fault rule fails it; a device that cannot finish keeps them */
+        if (rp->objs[i].obj && rp->objs[i].kind == 'D' && gf__wait_device((gf_device *)rp->objs[i].obj) != GF_OK) return;
     for (k = 0; k < rp->kept_count; k++) gf__free(rp->kept[k]);
     rp->kept_count = 0;
     rp->scratch_bytes = 0;
 }
 /* Host memory standing in for the program's: the recorded bytes, or zeroes (n bytes when n
    is within buf, whose range check comes first; else a byte, which the range check refuses). */
-static const void *gf__rp_host(gf__replay *rp, const gf__rp_blob *b, gf_buffer *buf, int async) {
-    static unsigned char one[1];
+static unsigned char gf__rp_one[1];
+/* Zeroed host memory an async copy may use until it has run: kept, and counted, so that a file
+   cannot make the replay hold more than GF__REPLAY_SCRATCH of it at once. */
+static void *gf__rp_scratch(gf__replay *rp, uint64_t n) {
+    if (!n || n > GF__REPLAY_SCRATCH) return NULL;
+    if ((rp->scratch_bytes += n) > GF__REPLAY_SCRATCH) { gf__rp_settle(rp); rp->scratch_bytes = n; }
+    return gf__rp_keep(rp, (size_t)n);
+}
+/* *owned: what a synchronous call's caller frees after it (else NULL). */
+static const void *gf__rp_host(gf__replay *rp, const gf__rp_blob *b, gf_buffer *buf, int async, void **owned) {
+    *owned = NULL;
     if (!b->given) return NULL;
     if (b->data) return b->bytes;
-    if (!buf || b->n > gf_buffer_size(buf) || !b->n) return one;
-    if (async && (rp->scratch_bytes += b->n) > GF__REPLAY_SCRATCH) { gf__rp_settle(rp); rp->scratch_bytes = b->n; }
-    return gf__rp_keep(rp, (size_t)b->n);
+    if (!b->n || b->n > gf_buffer_size(buf)) return gf__rp_one;
+    if (async) return gf__rp_scratch(rp, b->n);
+    return *owned = gf__calloc((size_t)b->n);
 }
 
 /* The host bytes one side of a 2D copy spans, by its pitch (0: none, or too many to stand in for). */
@@ -9583,6 +9686,7 @@ typedef struct gf__rp_arg {
     gf_launch_dims dims; gf_arg *args; int argc;
     gf_acquire_hint hint; gf_stream_pool_desc qd; gf_stream **streams; gf_budget_desc gd;
     int lacking;                           /* a module's stub kernels the replay could not find */
+    int c2dst_given;                       /* a 2D copy to host memory */
 } gf__rp_arg;
 
 static void gf__rp_object(gf__replay *rp, gf__rp_in *in, char kind, gf__rp_arg *a) {
@@ -9678,16 +9782,18 @@ static int gf__rp_args(gf__replay *rp, gf__rp_in *in, const char *letters, gf__r
             }
             break;
         }
-        case 'a': {
-            uint32_t given, n;
+        case 'a': {   /* count entries, zeroed past the written ones (a refused launch's) */
+            uint32_t given, n, written;
             for (j = 0; j < 3; j++) a->dims.grid[j] = gf__rp_u32(in);
             for (j = 0; j < 3; j++) a->dims.block[j] = gf__rp_u32(in);
             a->dims.shared_bytes = (size_t)gf__rp_u64(in);
             a->argc = (int)gf__rp_u32(in);
             given = gf__rp_u32(in);
+            written = gf__rp_u32(in);
             n = given && a->argc > 0 && a->argc <= GF__REC_MAX_ARGS ? (uint32_t)a->argc : 0;
+            if (written > n) { in->bad = 1; break; }
             if (given && !(a->args = (gf_arg *)gf__rp_keep(rp, sizeof *a->args * (n ? n : 1)))) { in->bad = 1; break; }
-            for (j = 0; j < (int)n && !in->bad; j++) {
+            for (j = 0; j < (int)written && !in->bad; j++) {
                 gf__rp_arg buf;
                 gf__rp_blob value;
                 gf__rp_object(rp, in, 'B', &buf);
@@ -9695,8 +9801,7 @@ static int gf__rp_args(gf__replay *rp, gf__rp_in *in, const char *letters, gf__r
                 a->missing |= buf.missing;
                 a->args[j].buffer = buf.wrong_kind ? NULL : (gf_buffer *)buf.obj;
                 a->args[j].size = (size_t)value.n;
-                /* a value the launch refused was not written: zeroes of its size stand in (the size was refused, not read) */
-                a->args[j].value = !value.given ? NULL : value.data ? value.bytes : value.n <= 4096 ? gf__rp_keep(rp, (size_t)value.n) : NULL;
+                a->args[j].value = value.data ? value.bytes : NULL;
             }
             break;
         }
@@ -9711,13 +9816,10 @@ static int gf__rp_args(gf__replay *rp, gf__rp_in *in, const char *letters, gf__r
             a->c2src = gf__rp_blob_read(in);
             a->missing = dst.missing || src.missing;
             a->c2.dst = dst.wrong_kind ? NULL : (gf_buffer *)dst.obj; a->c2.src = src.wrong_kind ? NULL : (gf_buffer *)src.obj;
-            if (dst_host.given) {   /* as much host memory as the rows span (the call checks the device side) */
-                uint64_t span = gf__rp_span(&a->c2, a->c2.dst_pitch);
-                a->c2.dst_host = span && span <= GF__REPLAY_SCRATCH ? gf__rp_keep(rp, (size_t)span) : NULL;
-            }
+            a->c2dst_given = dst_host.given;   /* its memory is made at the call */
             if (a->c2src.data) {   /* the rows' bytes, exactly as many as the copy reads */
                 uint64_t span = gf__rp_span(&a->c2, a->c2.src_pitch);
-                if (span != a->c2src.n || a->c2.width > a->c2.src_pitch) in->bad = 1;
+                if (!span || span != a->c2src.n || a->c2.width > a->c2.src_pitch) in->bad = 1;
                 a->c2.src_host = a->c2src.bytes;
             }
             break;
@@ -9823,9 +9925,17 @@ static gf_result gf__rp_call(gf__replay *rp, gf__rec_call call, gf__rp_arg *v, g
     void *made = NULL;
     const char *letters = gf__rec_calls[call].args;
     uint32_t device = 0, parent = 0;
+    uint64_t capture = 0;   /* a buffer made now: the capture it belongs to */
+    void *owned = NULL;     /* host memory a synchronous copy used: freed after it */
     int i, out = -1;
     if (d->untrusted) {   /* nothing that could run for ever, or make a great many objects */
         if (call == GF__RC_stream_begin_while) return GF__RP_SKIPPED;
+        if (call == GF__RC_device_open) {
+            uint32_t k;
+            int open = 0;
+            for (k = 1; k < rp->obj_cap; k++) open += rp->objs[k].obj && rp->objs[k].kind == 'D';
+            if (open >= GF__REPLAY_UNTRUSTED_DEVICES) return GF__RP_SKIPPED;
+        }
         if (call == GF__RC_launch) {
             uint64_t threads = 1;
             for (i = 0; i < 3; i++) threads *= (uint64_t)(v[2].dims.grid[i] ? v[2].dims.grid[i] : 1) * (v[2].dims.block[i] ? v[2].dims.block[i] : 1);
@@ -9856,7 +9966,7 @@ static gf_result gf__rp_call(gf__replay *rp, gf__rec_call call, gf__rp_arg *v, g
     case GF__RC_device_open: {
         gf_device *dev = NULL;
         gf_backend recorded_on = (gf_backend)(int)v[0].u;   /* a value no backend has is kept: the open fails as it did */
-        int known = recorded_on > GF_BACKEND_AUTO && recorded_on < GF_BACKEND_COUNT;
+        int known = recorded_on >= GF_BACKEND_AUTO && recorded_on < GF_BACKEND_COUNT;
         r = gf_device_open(d->backend != GF_BACKEND_AUTO && known ? d->backend : recorded_on, (int)v[1].u, &dev);
         if (r == GF_OK) {
             if (d->memory_limit) (void)gf_device_set_memory_limit(dev, d->memory_limit);
@@ -9879,30 +9989,29 @@ static gf_result gf__rp_call(gf__replay *rp, gf__rec_call call, gf__rp_arg *v, g
     case GF__RC_buffer_destroy: gf_buffer_destroy(GF__RPO(0, gf_buffer)); r = GF_OK; break;
     case GF__RC_buffer_view: r = gf_buffer_view(GF__RPO(0, gf_buffer), (size_t)v[1].u, (size_t)v[2].u, (gf_buffer **)&made); break;
     case GF__RC_copy_to_device:
-        r = gf_copy_to_device(GF__RPO(0, gf_buffer), (size_t)v[1].u, gf__rp_host(rp, &v[2].blob, GF__RPO(0, gf_buffer), 0), (size_t)v[2].blob.n);
+        r = gf_copy_to_device(GF__RPO(0, gf_buffer), (size_t)v[1].u, gf__rp_host(rp, &v[2].blob, GF__RPO(0, gf_buffer), 0, &owned), (size_t)v[2].blob.n);
         break;
     case GF__RC_copy_to_host: {
         gf__rp_blob room = v[0].blob;
         void *dst;
         room.data = 0;
-        dst = (void *)gf__rp_host(rp, &room, GF__RPO(1, gf_buffer), 0);
+        dst = (void *)gf__rp_host(rp, &room, GF__RPO(1, gf_buffer), 0, &owned);
         r = gf_copy_to_host(dst, GF__RPO(1, gf_buffer), (size_t)v[2].u, (size_t)v[0].blob.n);
         if (r == GF_OK && recorded == GF_OK && v[0].blob.data && memcmp(dst, v[0].blob.bytes, (size_t)v[0].blob.n) != 0) {
             size_t at = 0;
             while (((const unsigned char *)dst)[at] == ((const unsigned char *)v[0].blob.bytes)[at]) at++;
-            return gf__fail(GF_ERROR_INVALID_STATE, "the bytes copied to the host differ from the recorded ones, first at byte %llu",
-                            (unsigned long long)at);
+            r = gf__fail(GF_ERROR_INVALID_STATE, "the bytes copied to the host differ from the recorded ones, first at byte %llu", (unsigned long long)at);
         }
         break;
     }
     case GF__RC_copy_to_device_async:
         r = gf_copy_to_device_async(GF__RPO(0, gf_stream), GF__RPO(1, gf_buffer), (size_t)v[2].u,
-                                    gf__rp_host(rp, &v[3].blob, GF__RPO(1, gf_buffer), 1), (size_t)v[3].blob.n);
+                                    gf__rp_host(rp, &v[3].blob, GF__RPO(1, gf_buffer), 1, &owned), (size_t)v[3].blob.n);
         break;
     case GF__RC_copy_to_host_async: {
         gf__rp_blob out_blob = v[1].blob;
         out_blob.data = 0;
-        r = gf_copy_to_host_async(GF__RPO(0, gf_stream), (void *)gf__rp_host(rp, &out_blob, GF__RPO(2, gf_buffer), 1), GF__RPO(2, gf_buffer),
+        r = gf_copy_to_host_async(GF__RPO(0, gf_stream), (void *)gf__rp_host(rp, &out_blob, GF__RPO(2, gf_buffer), 1, &owned), GF__RPO(2, gf_buffer),
                                   (size_t)v[3].u, (size_t)v[1].blob.n);
         break;
     }
@@ -9912,18 +10021,19 @@ static gf_result gf__rp_call(gf__replay *rp, gf__rec_call call, gf__rp_arg *v, g
     case GF__RC_fill_async: r = gf_fill_async(GF__RPO(0, gf_stream), GF__RPO(1, gf_buffer), (size_t)v[2].u, (unsigned char)v[3].u, (size_t)v[4].u); break;
     case GF__RC_fill16_async: r = gf_fill16_async(GF__RPO(0, gf_stream), GF__RPO(1, gf_buffer), (size_t)v[2].u, (uint16_t)v[3].u, (size_t)v[4].u); break;
     case GF__RC_fill32_async: r = gf_fill32_async(GF__RPO(0, gf_stream), GF__RPO(1, gf_buffer), (size_t)v[2].u, (uint32_t)v[3].u, (size_t)v[4].u); break;
-    case GF__RC_copy_2d_async:
-        if (v[1].given && v[1].c2src.given && !v[1].c2src.data) {   /* the refused source was not written: zeroes of its span */
-            uint64_t span = gf__rp_span(&v[1].c2, v[1].c2.src_pitch);
-            v[1].c2.src_host = span && span <= GF__REPLAY_SCRATCH ? gf__rp_keep(rp, (size_t)span) : NULL;
-        }
+    case GF__RC_copy_2d_async:   /* host memory as much as the rows span (the call checks the device side) */
+        if (v[1].given && v[1].c2src.given && !v[1].c2src.data) v[1].c2.src_host = gf__rp_scratch(rp, gf__rp_span(&v[1].c2, v[1].c2.src_pitch));
+        if (v[1].given && v[1].c2dst_given) v[1].c2.dst_host = gf__rp_scratch(rp, gf__rp_span(&v[1].c2, v[1].c2.dst_pitch));
         r = gf_copy_2d_async(GF__RPO(0, gf_stream), v[1].given ? &v[1].c2 : NULL);
         break;
     case GF__RC_prefetch_async: r = gf_prefetch_async(GF__RPO(0, gf_stream), GF__RPO(1, gf_buffer), (int)v[2].u); break;
-    case GF__RC_buffer_create_async: r = gf_buffer_create_async(GF__RPO(0, gf_stream), (size_t)v[1].u, (gf_buffer **)&made); break;
+    case GF__RC_buffer_create_async:
+        r = gf_buffer_create_async(GF__RPO(0, gf_stream), (size_t)v[1].u, (gf_buffer **)&made);
+        if (r == GF_OK && !v[0].wrong_kind && ((gf_stream *)v[0].obj)->capture) capture = ((gf_stream *)v[0].obj)->capture->id;
+        break;
     case GF__RC_buffer_destroy_async:
         r = gf_buffer_destroy_async(GF__RPO(0, gf_stream), GF__RPO(1, gf_buffer));
-        if (v[1].obj && !v[1].wrong_kind && r == GF_OK) rp->objs[v[1].id].obj = NULL;
+        if (v[1].obj && !v[1].wrong_kind && r == GF_OK) { rp->objs[v[1].id].obj = NULL; gf__rp_drop_children(rp, v[1].id); }
         return r;
     case GF__RC_buffer_record_stream: r = gf_buffer_record_stream(GF__RPO(0, gf_buffer), GF__RPO(1, gf_stream)); break;
     case GF__RC_stream_create: r = gf_stream_create(GF__RPO(0, gf_device), v[1].given ? &v[1].sd : NULL, (gf_stream **)&made); break;
@@ -9968,25 +10078,25 @@ static gf_result gf__rp_call(gf__replay *rp, gf__rec_call call, gf__rp_arg *v, g
         r = gf_launch(GF__RPO(0, gf_stream), GF__RPO(1, gf_kernel), v[2].dims, v[2].args, v[2].argc);
         break;
     case GF__RC_stream_begin_capture: r = gf_stream_begin_capture(GF__RPO(0, gf_stream), (gf_capture_mode)(int)v[1].u); break;
-    case GF__RC_stream_end_capture: r = gf_stream_end_capture(GF__RPO(0, gf_stream), (gf_graph **)&made); break;
+    case GF__RC_stream_end_capture:
+        if (v[0].obj && !v[0].wrong_kind && ((gf_stream *)v[0].obj)->capture) capture = ((gf_stream *)v[0].obj)->capture->id;
+        r = gf_stream_end_capture(GF__RPO(0, gf_stream), (gf_graph **)&made);
+        if (r == GF_OK && capture && v[1].id) {   /* what the capture allocated is the graph's now */
+            uint32_t k;
+            for (k = 1; k < rp->obj_cap; k++) if (rp->objs[k].obj && rp->objs[k].capture == capture) { rp->objs[k].capture = 0; rp->objs[k].parent = v[1].id; }
+        }
+        capture = 0;
+        break;
     case GF__RC_graph_launch: r = gf_graph_launch(GF__RPO(0, gf_graph), GF__RPO(1, gf_stream)); break;
     case GF__RC_graph_update: r = gf_graph_update(GF__RPO(0, gf_graph), GF__RPO(1, gf_graph)); break;
-    case GF__RC_graph_destroy: {
-        gf_graph *g = GF__RPO(0, gf_graph);
-        uint32_t k;
-        for (k = 1; g && k < rp->obj_cap; k++)   /* the buffers allocated inside its capture go with it */
-            if (rp->objs[k].obj && rp->objs[k].kind == 'B' && ((gf_buffer *)rp->objs[k].obj)->graph_owner == g) rp->objs[k].obj = NULL;
-        gf_graph_destroy(g);
-        r = GF_OK;
-        break;
-    }
+    case GF__RC_graph_destroy: gf_graph_destroy(GF__RPO(0, gf_graph)); r = GF_OK; break;   /* its capture's buffers are its children */
     case GF__RC_stream_begin_while: r = gf_stream_begin_while(GF__RPO(0, gf_stream), GF__RPO(1, gf_buffer), (size_t)v[2].u); break;
     case GF__RC_stream_end_while: r = gf_stream_end_while(GF__RPO(0, gf_stream)); break;
     case GF__RC_stream_begin_if: r = gf_stream_begin_if(GF__RPO(0, gf_stream), GF__RPO(1, gf_buffer), (size_t)v[2].u); break;
     case GF__RC_stream_end_if: r = gf_stream_end_if(GF__RPO(0, gf_stream)); break;
     case GF__RC_race_check_enable: r = gf_race_check_enable(GF__RPO(0, gf_device), (d->flags & GF_REPLAY_RACE_CHECK) ? GF_RACE_CHECK_ON : (unsigned)v[1].u); break;
     case GF__RC_profiler_enable: r = gf_profiler_enable(GF__RPO(0, gf_device), (d->flags & GF_REPLAY_PROFILE) ? GF_PROFILE_ON : (unsigned)v[1].u); break;
-    case GF__RC_faults_set: r = gf_faults_set(v[0].s); break;
+    case GF__RC_faults_set: r = gf_faults_set(v[0].s); rp->set_faults = 1; break;
     case GF__RC_stream_pool_create: r = gf_stream_pool_create(GF__RPO(0, gf_device), v[1].given ? &v[1].qd : NULL, (gf_stream_pool **)&made); break;
     case GF__RC_stream_pool_acquire: case GF__RC_stream_pool_acquire_ready: {
         gf_stream_pool *pool = GF__RPO(0, gf_stream_pool);
@@ -10030,7 +10140,7 @@ static gf_result gf__rp_call(gf__replay *rp, gf__rec_call call, gf__rp_arg *v, g
     case GF__RC_NONE: case GF__RC_COUNT: case GF__RC_END: case GF__RC_CUT: break;
     }
 #undef GF__RPO
-    if (letters[0] == 'x' && v[0].obj && !v[0].wrong_kind && !gf__error_text[0]) {   /* destroyed (not refused): its number, and what went with it */
+    if (letters[0] == 'x' && v[0].obj && !v[0].wrong_kind && !gf__refused(gf__rec_calls[call].name)) {   /* destroyed (not refused): its number, and what went with it */
         gf__rp_drop_children(rp, v[0].id);
         rp->objs[v[0].id].obj = NULL;
     }
@@ -10040,12 +10150,16 @@ static gf_result gf__rp_call(gf__replay *rp, gf__rec_call call, gf__rp_arg *v, g
                         (unsigned long long)rp->out->calls, gf__rec_calls[call].name);
     }
     if (call == GF__RC_device_open && r == GF_OK && v[2].id && v[2].id < rp->obj_cap) rp->objs[v[2].id].recorded_on = (gf_backend)(int)v[0].u;
+    if (capture && r == GF_OK && v[2].id && v[2].id < rp->obj_cap) rp->objs[v[2].id].capture = capture;
+    gf__rp_sweep_captures(rp);
+    gf__free(owned);
     return r;
 }
 
 static const char *gf__rp_result_name(gf_result r) { return r == GF__RP_SKIPPED ? "skipped" : gf_result_name(r); }
 
 GPUFLOW_IMPL gf_result gf_replay(const gf_replay_desc *desc, gf_replay_report *out) {
+    char why[sizeof gf__error_text];   /* the caller's error text, kept; then a malformed file's */
     gf__replay rp;
     gf__rp_in in;
     unsigned char *file = NULL;
@@ -10082,6 +10196,7 @@ GPUFLOW_IMPL gf_result gf_replay(const gf_replay_desc *desc, gf_replay_report *o
     rp.desc = desc;
     rp.out = out;
     gf__rec_depth++;   /* the replay's own calls are not recorded */
+    memcpy(why, gf__error_text, sizeof why);
     out->cut = 1;
     while (in.p < in.end) {
         gf__rp_in rec;
@@ -10126,15 +10241,18 @@ GPUFLOW_IMPL gf_result gf_replay(const gf_replay_desc *desc, gf_replay_report *o
         }
     }
     if (in.bad && result == GF_OK) out->cut = 1;
+    if (result != GF_OK) gf__copy_str(why, sizeof why, gf__error_text);   /* the clean-up's calls may set their own */
     for (i = 1; i < rp.obj_cap; i++) if (rp.objs[i].obj && rp.objs[i].kind == 'D') gf__rp_close(&rp, i);   /* left open by the file */
     gf__rp_settle(&rp);
+    if (rp.set_faults) (void)gf_faults_set(NULL);   /* the recording's rules end with its replay */
     gf__free(rp.kept);
     gf__free(rp.objs);
     gf__free(file);
     gf__rec_depth--;
-    if (result != GF_OK) return result;
+    if (result != GF_OK) return gf__fail(result, "%s", why);
     if (out->mismatches) return gf__fail(GF_ERROR_INVALID_STATE, "gf_replay: %llu of %llu calls returned otherwise than recorded; the first: %s",
                                          (unsigned long long)out->mismatches, (unsigned long long)out->replayed, out->first_mismatch);
+    memcpy(gf__error_text, why, sizeof why);   /* a success leaves the caller's error text as it was */
     return GF_OK;
 }
 

@@ -19,6 +19,7 @@
      threads    four threads recording at once; replayed in the file's order
      race       a racy run recorded with the detector off: its replay with the detector on
                 names the race
+     review     an outside review's reproducers (R1-R6), each a regression
      input      the codes of bad calls
      env        GPUFLOW_RECORD in a new process (this program again)
 
@@ -31,6 +32,17 @@
 #include "test_kernels.h"
 #include <stdlib.h>
 #include <unistd.h>
+
+#if defined(__SANITIZE_THREAD__)
+#  define RECORD_UNDER_TSAN 1
+#elif defined(__has_feature)
+#  if __has_feature(thread_sanitizer)
+#    define RECORD_UNDER_TSAN 1
+#  endif
+#endif
+#ifndef RECORD_UNDER_TSAN
+#  define RECORD_UNDER_TSAN 0
+#endif
 
 #define N 1024u
 static gf_backend backend;
@@ -338,6 +350,11 @@ static void test_cut(void)
     }
     CHECK(bad == 0, "cut: every prefix of a file replays to a result");
     copy = (unsigned char *)malloc(n);
+#if RECORD_UNDER_TSAN   /* a flipped byte can drop a wait: two streams then write one buffer at once, as the file says */
+    SKIP("cut: the flipped files under ThreadSanitizer (their races are the file's; ASan runs them)");
+    free(copy);
+    copy = NULL;
+#endif
     for (trials = 0; copy && trials < 150; trials++) {
         int flips = 1 + trials % 4, k;
         gf_result r;
@@ -349,7 +366,7 @@ static void test_cut(void)
         if (r > GF_OK || r < GF_ERROR_DEVICE_LOST) bad++;
     }
     gf_faults_set(NULL);
-    CHECK(bad == 0, "cut: 150 files with bytes flipped replay to a result");
+    if (!RECORD_UNDER_TSAN) CHECK(bad == 0, "cut: 150 files with bytes flipped replay to a result");
     free(copy);
     free(data);
 }
@@ -363,6 +380,7 @@ static void test_race(void)
     gf_device *dev;
     gf_stream *a, *b;
     gf_buffer *buf;
+    if (RECORD_UNDER_TSAN) { SKIP("race: its racy run races for real on the stub (ASan runs it)"); return; }
     snprintf(path2, sizeof path2, "record_%d_race.gfrec", (int)getpid());
     memset(&rd, 0, sizeof rd);
     rd.path = path2;
@@ -385,6 +403,164 @@ static void test_race(void)
     CHECK_EQ_RESULT(gf_replay(&d, &rep), GF_OK);
     CHECK(rep.races == 1 && rep.mismatches == 0, "race: the replay on the stub with the detector on finds the recorded run's race");
     remove(path2);
+}
+
+/* ---- review: an outside review's reproducers, each a regression (its memory errors show under
+   make sanitize's ASan build of this test; the rest fail here) ---- */
+static void rv_noop_kernel(const gf_kernel_ctx *ctx, void *const *args) { (void)ctx; (void)args; }
+static void rv_barrier_misuse(const gf_kernel_ctx *ctx, void *const *args) { (void)args; if (ctx->thread_idx[0] == 1) gf_stub_barrier_at(0); }
+static const gf_stub_kernel rv_kernels[] = {
+    { "one_arg", rv_noop_kernel, 1, NULL, 0, NULL }, { "misuse", rv_barrier_misuse, 0, NULL, 0, NULL },
+};
+static gf_result rv_replay(const char *file, gf_replay_report *rep)
+{
+    gf_replay_desc d;
+    memset(&d, 0, sizeof d);
+    d.path = file; d.backend = GF_BACKEND_STUB; d.stub_kernels = rv_kernels; d.stub_kernel_count = 2;
+    return gf_replay(&d, rep);
+}
+static int rv_start(const char *what)
+{
+    gf_record_desc rd;
+    memset(&rd, 0, sizeof rd);
+    snprintf(path2, sizeof path2, "record_%d_%s.gfrec", (int)getpid(), what);
+    rd.path = path2;
+    return gf_record_start(&rd) == GF_OK;
+}
+/* Builds a recording by hand (the file format of gpuflow.h's >>record): a hostile file. */
+static unsigned char hb_buf[4096];
+static size_t hb_len, hb_rec;
+static void hb_le(uint64_t v, int n) { int i; for (i = 0; i < n; i++) hb_buf[hb_len++] = (unsigned char)(v >> (8 * i)); }
+static void hb_begin(int call) { hb_rec = hb_len; hb_le(0, 4); hb_le((uint64_t)call, 2); hb_le(1, 2); hb_le(0, 8); hb_le(0, 4); }
+static void hb_end(void) { uint32_t n = (uint32_t)(hb_len - hb_rec - 4); int i; for (i = 0; i < 4; i++) hb_buf[hb_rec + i] = (unsigned char)(n >> (8 * i)); }
+static gf_device *rv_dev;
+static gf_stream *rv_stream;
+static void *rv_frees(void *arg)
+{
+    gf_buffer *b;
+    int i;
+    (void)arg;
+    for (i = 0; i < 3000; i++)
+        if (gf_buffer_create_async(rv_stream, 256, &b) == GF_OK) { gf_fill_async(rv_stream, b, 0, 1, 256); gf_buffer_destroy_async(rv_stream, b); }
+    return NULL;
+}
+static void test_review(void)
+{
+    gf_replay_report rep;
+    gf_device *dev;
+    gf_stream *s;
+    gf_buffer *b;
+    gf_graph *g;
+    gf_module *m;
+    gf_kernel *k;
+    gf_module_desc md;
+    gf_launch_dims dims;
+    gf_event_pool *pool;
+    gf_event *ev;
+    int i;
+    if (backend != GF_BACKEND_STUB) return;   /* the stub's own kernels and its barrier rules */
+    /* R1: buffers a capture allocated are its graph's, or gone with a discarded capture: the
+       replay's clean-up destroyed them again (a use after free) */
+    for (i = 0; i < 2; i++) {
+        if (!rv_start("r1")) return;
+        gf_device_open(GF_BACKEND_STUB, 0, &dev);
+        gf_stream_create(dev, NULL, &s);
+        gf_stream_begin_capture(s, GF_CAPTURE_GLOBAL);
+        gf_buffer_create_async(s, 64, &b);
+        if (i == 0) gf_stream_end_capture(s, &g);
+        else gf_stream_synchronize(s);   /* refused inside a capture: the capture is discarded */
+        gf_record_stop();
+        if (i == 0) gf_graph_destroy(g);
+        gf_stream_destroy(s);
+        gf_device_close(dev);
+        CHECK(rv_replay(path2, &rep) == GF_OK && rep.mismatches == 0,
+              i == 0 ? "review R1: a capture's buffer left with its graph replays cleanly" : "review R1: a discarded capture's buffer replays cleanly");
+        remove(path2);
+    }
+    /* R2: a stream destroyed after its kernel failed (its destroy reports the failure and frees it) */
+    if (rv_start("r2")) {
+        gf_device_open(GF_BACKEND_STUB, 0, &dev);
+        gf_stream_create(dev, NULL, &s);
+        memset(&md, 0, sizeof md); md.stub_kernels = rv_kernels; md.stub_kernel_count = 2;
+        gf_module_load(dev, &md, &m);
+        gf_kernel_get(m, "misuse", &k);
+        memset(&dims, 0, sizeof dims); dims.grid[0] = dims.grid[1] = dims.grid[2] = 1; dims.block[0] = 2; dims.block[1] = dims.block[2] = 1;
+        gf_launch(s, k, dims, NULL, 0);
+        gf_stream_destroy(s);
+        gf_record_stop();
+        gf_module_destroy(m);
+        gf_device_close(dev);
+        CHECK(rv_replay(path2, &rep) == GF_OK && rep.replayed == rep.calls, "review R2: a stream destroyed after its kernel failed is gone from the replay too");
+        remove(path2);
+    }
+    /* R3: a hand-made file: a 2D copy's host bytes shorter than its rows (a pitch past 2^32) */
+    hb_len = 0;
+    memcpy(hb_buf, "gpuflowR", 8); hb_len = 8; hb_le(1, 4); hb_le(0, 4);
+    hb_begin(GF__RC_device_open); hb_le(GF_BACKEND_STUB, 4); hb_le(0, 4); hb_le(1, 4); hb_end();
+    hb_begin(GF__RC_buffer_create); hb_le(1, 4); hb_le(64, 8); hb_le(2, 4); hb_end();
+    hb_begin(GF__RC_stream_create); hb_le(1, 4); hb_le(0, 4); hb_le(3, 4); hb_end();
+    hb_begin(GF__RC_copy_2d_async); hb_le(3, 4); hb_le(1, 4);
+    hb_le(2, 4); hb_le(0, 8); hb_le(64, 8); hb_le(0, 4); hb_le(0, 8); hb_le((uint64_t)1 << 33, 8); hb_le(64, 8); hb_le(1, 8);
+    hb_le(0, 4); hb_le(0, 8); hb_le(3, 4); hb_le(0, 8); hb_end();
+    {
+        gf_replay_desc d;
+        memset(&d, 0, sizeof d);
+        d.data = hb_buf; d.size = hb_len; d.backend = GF_BACKEND_STUB; d.untrusted = 1;
+        CHECK(gf_replay(&d, &rep) == GF_ERROR_INVALID_ARGUMENT && strstr(gf_last_error(), "gf_copy_2d_async) is malformed"),
+              "review R3: host bytes shorter than the rows they stand for are a malformed file, not a read past it");
+    }
+    /* R4: a refused destroy keeps the object's number: the calls after it are replayed */
+    if (rv_start("r4")) {
+        gf_device_open(GF_BACKEND_STUB, 0, &dev);
+        gf_stream_create(dev, NULL, &s);
+        gf_event_pool_create(dev, NULL, &pool);
+        gf_event_pool_acquire(pool, 0, &ev);
+        gf_event_destroy(ev);   /* refused: the pool's */
+        gf_event_record(ev, s);
+        gf_event_pool_release(pool, ev);
+        gf_record_stop();
+        gf_event_pool_destroy(pool);
+        gf_stream_destroy(s);
+        gf_device_close(dev);
+        CHECK(rv_replay(path2, &rep) == GF_OK && rep.skipped == 0 && rep.replayed == 7, "review R4: a refused destroy keeps its object's number");
+        remove(path2);
+    }
+    /* R5: a launch refused before it read its arguments: the recorder does not read them either */
+    if (gf_device_open(GF_BACKEND_STUB, 0, &dev) == GF_OK) {
+        gf_arg *one = (gf_arg *)malloc(sizeof *one);   /* one entry, count 3: ASan sees a read past it */
+        unsigned v = 1;
+        gf_stream_create(dev, NULL, &s);
+        memset(&md, 0, sizeof md); md.stub_kernels = rv_kernels; md.stub_kernel_count = 2;
+        gf_module_load(dev, &md, &m);
+        gf_kernel_get(m, "one_arg", &k);
+        memset(&dims, 0, sizeof dims); dims.grid[0] = dims.grid[1] = dims.grid[2] = 1; dims.block[0] = dims.block[1] = dims.block[2] = 1;
+        one->buffer = NULL; one->value = &v; one->size = sizeof v;
+        if (rv_start("r5")) {
+            CHECK_EQ_RESULT(gf_launch(s, k, dims, one, 3), GF_ERROR_INVALID_ARGUMENT);
+            gf_record_stop();
+            remove(path2);
+        }
+        free(one);
+        gf_module_destroy(m);
+        gf_stream_destroy(s);
+        gf_device_close(dev);
+    }
+    /* R6: stream-ordered frees from two threads: a freed buffer handed to the other thread at
+       once; its free is written first, so nothing is skipped */
+    if (rv_start("r6")) {
+        pthread_t t[2];
+        gf_device_open(GF_BACKEND_STUB, 0, &rv_dev);
+        gf_stream_create(rv_dev, NULL, &rv_stream);
+        for (i = 0; i < 2; i++) pthread_create(&t[i], NULL, rv_frees, NULL);
+        for (i = 0; i < 2; i++) pthread_join(t[i], NULL);
+        gf_stream_synchronize(rv_stream);
+        gf_stream_destroy(rv_stream);
+        gf_device_close(rv_dev);
+        gf_record_stop();
+        CHECK(rv_replay(path2, &rep) == GF_OK && rep.skipped == 0 && rep.calls == 2 + 2 * 3 * 3000 + 3,
+              "review R6: frees and allocations from two threads replay with nothing skipped");
+        remove(path2);
+    }
 }
 
 static gf_device *shared_dev;
@@ -523,6 +699,7 @@ int main(int argc, char **argv)
     test_cut();
     test_threads();
     test_race();
+    test_review();
     test_env(argv[0], name);
     remove(path);
     return th_finish();
