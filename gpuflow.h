@@ -334,6 +334,11 @@ typedef struct gf_stream_pool_stats {
 typedef struct gf_flow_desc {
     const char *label;            /* default "flow" */
     gf_workload workload;         /* the tasks' default workload (default ANY) */
+    int graph_after;              /* a flow that becomes a graph by itself: after this many runs with
+                                     no change to it, gf_flow_run captures it once (gf_flow_capture
+                                     on a stream of the pool) and from then on replays the graph on
+                                     one of the pool's streams; any change (a task, an edge)
+                                     recaptures after as many runs again (default 0: never) */
 } gf_flow_desc;
 
 /* A flow task with every option (gf_flow_add_desc). The stream pool's strategy picks the
@@ -357,6 +362,8 @@ typedef struct gf_flow_stats {
     uint64_t events;              /* events recorded for those edges and for completion callbacks */
     uint64_t timed_runs;          /* runs measured on the device (profiler on) and complete */
     double   avg_run_ms;          /* first task's start to last task's end, over timed_runs */
+    uint64_t graph_runs;          /* of runs, those replayed as the flow's graph (graph_after) */
+    uint64_t captures;            /* times gf_flow_run captured the flow (graph_after) */
 } gf_flow_stats;
 
 typedef struct gf_graph_info {
@@ -944,7 +951,10 @@ GPUFLOW_API gf_result gf_synchronize_all(gf_stream *const *streams, int count, d
 /* ---- flows: a DAG of GPU tasks ----------------------------------------------------------- */
 /* Codes: GF_ERROR_CYCLE (an edge that would close a cycle, with the cycle named), a task's own
    failure (with its message), GF_ERROR_CAPTURE. A failing task stops the run; the flow stays
-   runnable. Tasks run on the calling thread; they only enqueue. */
+   runnable. Tasks run on the calling thread; they only enqueue. A flow created with
+   gf_flow_desc.graph_after becomes a graph by itself: its tasks' functions then run only when
+   it is captured (a change to the flow captures it anew), so it suits flows whose tasks enqueue
+   the same work every run. */
 GPUFLOW_API gf_result gf_flow_create(gf_device *dev, const gf_flow_desc *desc, gf_flow **out);
 GPUFLOW_API gf_result gf_flow_add(gf_flow *flow, const char *name, gf_task_fn fn, void *user, gf_task *out);
 GPUFLOW_API gf_result gf_flow_depend(gf_flow *flow, gf_task before, gf_task after);
@@ -6036,6 +6046,11 @@ struct gf_flow {
     double timed_ms;                      /* sum over stats.timed_runs */
     gf__flow_timing *timing; int timing_count, timing_cap;   /* runs not yet resolved */
     char (*last_lanes)[64]; int last_lane_count;              /* the last run's streams, for DOT */
+    int graph_after;                      /* gf_flow_desc.graph_after */
+    uint64_t version;                     /* bumped by every change of tasks or edges */
+    uint64_t counted_version; int same_runs;   /* runs since the last change */
+    gf_graph *graph; uint64_t graph_version;   /* the flow captured, and at which version */
+    int graph_refused;                    /* its capture failed (a task that cannot be captured): runs as a flow */
 };
 
 static uint64_t gf__flow_ids;   /* process-wide, atomic: only to tell flows' task ids apart */
@@ -6047,12 +6062,14 @@ GPUFLOW_IMPL gf_result gf_flow_create(gf_device *dev, const gf_flow_desc *desc, 
     *out = NULL;
     if (desc && (desc->workload < GF_WORKLOAD_ANY || desc->workload > GF_WORKLOAD_COORDINATION))
         return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_flow_create: workload %d is not a gf_workload", (int)desc->workload);
+    if (desc && desc->graph_after < 0) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_flow_create: graph_after %d is negative", desc->graph_after);
     if (!(flow = (gf_flow *)gf__calloc(sizeof *flow))) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_flow_create: out of host memory");
     flow->type = GF__T_FLOW;
     flow->dev = dev;
     flow->id = (uint32_t)(gf__atomic_add(&gf__flow_ids, 1) % 0xffffu) + 1u;   /* 1..0xffff */
     gf__copy_str(flow->label, sizeof flow->label, desc && desc->label ? desc->label : "flow");
     flow->workload = desc ? desc->workload : GF_WORKLOAD_ANY;
+    flow->graph_after = desc ? desc->graph_after : 0;
     gf__mutex_init(&flow->lock);
     gf__live(dev, GF__T_FLOW, 1);
     *out = flow;
@@ -6097,6 +6114,7 @@ GPUFLOW_IMPL gf_result gf_flow_add_desc(gf_flow *flow, const gf_task_desc *desc,
     t->dev = desc->device ? desc->device : flow->dev;
     *out = (gf_task)(flow->id << 16 | (uint32_t)flow->count);
     flow->count++;
+    flow->version++;
     gf__unlock(&flow->lock);
     return GF_OK;
 }
@@ -6165,6 +6183,7 @@ GPUFLOW_IMPL gf_result gf_flow_depend(gf_flow *flow, gf_task before, gf_task aft
         return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_flow_depend: out of host memory");
     }
     b->succ[b->succ_count++] = ai;
+    flow->version++;
     gf__unlock(&flow->lock);
     return GF_OK;
 }
@@ -6419,10 +6438,54 @@ static gf_result gf__flow_run(const char *fn, gf_flow *flow, gf_stream_pool *con
     return r;
 }
 
+/* graph_after: a run as the flow's graph, captured first when the flow has run that often
+   unchanged. Returns 1 with *r when it ran so, 0 for a run as a flow (not yet, a change since,
+   a task with on_complete, which a graph has no per-run event for, or a capture that failed). */
+static int gf__flow_run_as_graph(gf_flow *flow, gf_stream_pool *pool, gf_result *r) {
+    gf_graph *stale = NULL, *g;
+    gf_stream *s = NULL;
+    uint64_t version;
+    int i, capture, callbacks = 0;
+    gf__lock(&flow->lock);
+    if (flow->counted_version != flow->version) { flow->counted_version = flow->version; flow->same_runs = 0; }
+    if (flow->graph && flow->graph_version != flow->version) { stale = flow->graph; flow->graph = NULL; flow->graph_refused = 0; }
+    for (i = 0; i < flow->count; i++) callbacks |= flow->tasks[i].on_complete != NULL || flow->tasks[i].dev != flow->dev;
+    capture = !flow->graph && !flow->graph_refused && !callbacks && flow->same_runs >= flow->graph_after;
+    if (!flow->graph && !capture) flow->same_runs++;   /* this run goes as a flow */
+    g = flow->graph;
+    version = flow->version;
+    gf__unlock(&flow->lock);
+    if (stale) gf_graph_destroy(stale);   /* never waits: its queued replays keep what they use */
+    if (!g && !capture) return 0;
+    if ((*r = gf_stream_pool_acquire(pool, NULL, &s)) != GF_OK) return 1;
+    if (capture) {
+        if (gf_flow_capture(flow, s, &g) != GF_OK) {
+            gf__notice(GF_LOG_WARNING, "gf_flow_run: flow '%s' could not become a graph (%s); it runs as a flow", flow->label, gf__error_text);
+            gf__lock(&flow->lock);
+            flow->graph_refused = 1;
+            gf__unlock(&flow->lock);
+            gf_stream_pool_release(pool, s);
+            return 0;
+        }
+        gf__lock(&flow->lock);
+        if (flow->version == version && !flow->graph) { flow->graph = g; flow->graph_version = version; flow->stats.captures++; g = flow->graph; }
+        gf__unlock(&flow->lock);
+    }
+    *r = gf_graph_launch(g, s);
+    gf__lock(&flow->lock);
+    if (*r == GF_OK) { flow->stats.runs++; flow->stats.graph_runs++; flow->stats.tasks_run += (uint64_t)flow->count; }
+    gf__unlock(&flow->lock);
+    if (g != flow->graph) gf_graph_destroy(g);   /* changed while it was captured: this run's alone */
+    gf_stream_pool_release(pool, s);
+    return 1;
+}
+
 GPUFLOW_IMPL gf_result gf_flow_run(gf_flow *flow, gf_stream_pool *pool) {
+    gf_result r;
     GF__CHECK(flow, GF__T_FLOW);
     GF__CHECK(pool, GF__T_STREAM_POOL);
     GF__SAME_DEVICE(flow->dev, pool->dev);
+    if (flow->graph_after && gf__flow_run_as_graph(flow, pool, &r)) return r;
     return gf__flow_run(__func__, flow, &pool, 1);
 }
 GPUFLOW_IMPL gf_result gf_flow_run_multi(gf_flow *flow, gf_stream_pool *const *pools, int count) {
@@ -6499,6 +6562,7 @@ GPUFLOW_IMPL gf_result gf_flow_capture(gf_flow *flow, gf_stream *s, gf_graph **o
 GPUFLOW_IMPL void gf_flow_destroy(gf_flow *flow) {
     int i;
     GF__CHECK_VOID(flow, GF__T_FLOW);
+    if (flow->graph) gf_graph_destroy(flow->graph);
     for (i = 0; i < flow->count; i++) gf__free(flow->tasks[i].succ);
     for (i = 0; i < flow->fork_count; i++) gf__stream_free(flow->forks[i]);
     for (i = 0; i < flow->timing_count; i++) gf__flow_timing_release(flow, &flow->timing[i]);

@@ -7,6 +7,10 @@
      nesting    four levels (if, if, if, while), and a while inside a while
      fork       a body that forks another stream and joins it back, every iteration
      dot        gf_graph_write_dot draws the loop
+     flow graph a flow with graph_after: plain runs, then one capture, then graph replays, each
+                run's result right; a change (a task added) recaptures after as many runs; a
+                task with on_complete never captures; a task that cannot be captured (a host
+                wait) makes the flow run as a flow from then on, said once
      bad input  outside a capture; an offset not a multiple of 4, past the buffer; an end
                 without its begin, of the other kind, on another stream; a begin left open at
                 the end of the capture; nesting past GF_COND_DEPTH: each its code, the capture
@@ -243,6 +247,79 @@ static void test_bad_input(void)
     CHECK_EQ_RESULT(gf_stream_synchronize(s2), GF_OK);
 }
 
+/* ---- flows that become graphs ---- */
+static int fg_waits;   /* a task that waits on the host cannot be captured */
+static gf_result fg_add_one(gf_stream *on, void *user) { return run_add(on, 4 + (int)(intptr_t)user, 1); }
+static gf_result fg_host_wait(gf_stream *on, void *user)
+{
+    gf_result r = run_add(on, 4, 1);
+    (void)user;
+    return r == GF_OK && fg_waits ? gf_stream_synchronize(on) : r;
+}
+static void fg_done(void *user, gf_result status) { (void)user; (void)status; }
+static void test_flow_graph(void)
+{
+    gf_flow_desc fd;
+    gf_flow *flow = NULL;
+    gf_stream_pool *pool = NULL;
+    gf_flow_stats st;
+    gf_task t[4], extra;
+    int words[WORDS], i, ok = 1;
+    memset(words, 0, sizeof words);
+    if (!set_state(words)) return;
+    memset(&fd, 0, sizeof fd);
+    fd.label = "fg"; fd.graph_after = 2;
+    fd.graph_after = -1;
+    CHECK_FAIL(gf_flow_create(dev, &fd, &flow), GF_ERROR_INVALID_ARGUMENT);
+    fd.graph_after = 2;
+    if (!CHECK_EQ_RESULT(gf_flow_create(dev, &fd, &flow), GF_OK)) return;
+    CHECK_EQ_RESULT(gf_stream_pool_create(dev, NULL, &pool), GF_OK);
+    for (i = 0; i < 4; i++) CHECK_EQ_RESULT(gf_flow_add(flow, NULL, fg_add_one, (void *)(intptr_t)i, &t[i]), GF_OK);
+    CHECK_EQ_RESULT(gf_flow_depend(flow, t[0], t[1]), GF_OK);   /* a diamond */
+    CHECK_EQ_RESULT(gf_flow_depend(flow, t[0], t[2]), GF_OK);
+    CHECK_EQ_RESULT(gf_flow_depend(flow, t[1], t[3]), GF_OK);
+    CHECK_EQ_RESULT(gf_flow_depend(flow, t[2], t[3]), GF_OK);
+    for (i = 0; i < 6; i++) {
+        ok &= gf_flow_run(flow, pool) == GF_OK && gf_stream_pool_synchronize(pool) == GF_OK && get_state(words) &&
+              words[4] == i + 1 && words[5] == i + 1 && words[6] == i + 1 && words[7] == i + 1;
+    }
+    CHECK(ok, "flow graph: six runs, each one's four adds done once");
+    CHECK(gf_flow_get_stats(flow, &st) == GF_OK && st.runs == 6 && st.captures == 1 && st.graph_runs == 4,
+          "flow graph: two runs as a flow, one capture, then four replays of its graph");
+    CHECK_EQ_RESULT(gf_flow_add(flow, "extra", fg_add_one, (void *)(intptr_t)4, &extra), GF_OK);   /* a change */
+    CHECK_EQ_RESULT(gf_flow_depend(flow, t[3], extra), GF_OK);
+    for (i = 0; i < 3; i++) ok &= gf_flow_run(flow, pool) == GF_OK && gf_stream_pool_synchronize(pool) == GF_OK;   /* runs are not ordered with each other */
+    ok &= get_state(words) && words[4] == 9 && words[8] == 3;
+    CHECK(ok && gf_flow_get_stats(flow, &st) == GF_OK && st.captures == 2 && st.graph_runs == 5,
+          "flow graph: a change runs as a flow again, then recaptures after as many runs");
+    gf_flow_destroy(flow);
+    /* on_complete: a graph has no per-run event for it: never captured */
+    {
+        gf_task_desc td;
+        memset(&td, 0, sizeof td);
+        td.fn = fg_add_one; td.on_complete = fg_done;
+        if (CHECK_EQ_RESULT(gf_flow_create(dev, &fd, &flow), GF_OK)) {
+            CHECK_EQ_RESULT(gf_flow_add_desc(flow, &td, &t[0]), GF_OK);
+            for (i = 0; i < 4; i++) { CHECK_EQ_RESULT(gf_flow_run(flow, pool), GF_OK); CHECK_EQ_RESULT(gf_stream_pool_synchronize(pool), GF_OK); }
+            CHECK(gf_flow_get_stats(flow, &st) == GF_OK && st.runs == 4 && st.captures == 0, "flow graph: a task with on_complete keeps the flow a flow");
+            gf_flow_destroy(flow);
+        }
+    }
+    /* a task that waits on the host cannot be captured: the flow runs as a flow, said once */
+    if (CHECK_EQ_RESULT(gf_flow_create(dev, &fd, &flow), GF_OK)) {
+        fg_waits = 1;
+        memset(words, 0, sizeof words);
+        set_state(words);
+        CHECK_EQ_RESULT(gf_flow_add(flow, "waits", fg_host_wait, NULL, &t[0]), GF_OK);
+        for (i = 0; i < 5; i++) { CHECK_EQ_RESULT(gf_flow_run(flow, pool), GF_OK); CHECK_EQ_RESULT(gf_stream_pool_synchronize(pool), GF_OK); }
+        CHECK(get_state(words) && words[4] == 5 && gf_flow_get_stats(flow, &st) == GF_OK && st.runs == 5 && st.captures == 0 && st.graph_runs == 0,
+              "flow graph: a task that cannot be captured leaves the flow running as a flow, every run done");
+        fg_waits = 0;
+        gf_flow_destroy(flow);
+    }
+    gf_stream_pool_destroy(pool);
+}
+
 static void test_native(void)
 {
     gf_graph *g = NULL;
@@ -282,6 +359,7 @@ int main(int argc, char **argv)
     if (mod) { CHECK_EQ_RESULT(gf_kernel_get(mod, "cd_step", &step), GF_OK); CHECK_EQ_RESULT(gf_kernel_get(mod, "cd_add", &add), GF_OK); }
     if (s && s2 && st && step && add) {
         gf_graph *probe = NULL;
+        test_flow_graph();
         int refused;
         CHECK_EQ_RESULT(gf_stream_begin_capture(s, GF_CAPTURE_GLOBAL), GF_OK);
         refused = gf_stream_begin_if(s, st, 12) == GF_ERROR_NOT_SUPPORTED;
