@@ -461,6 +461,7 @@ static void test_flows(void)
     gf_stream_pool *pool = NULL, *pool2 = NULL;
     gf_graph *g = NULL;
 
+    memset(&fd, 0, sizeof fd);
     fd.label = "bad-flow";
     fd.workload = (gf_workload)99;
     CHECK_FAIL(gf_flow_create(NULL, NULL, &x), GF_ERROR_INVALID_HANDLE);

@@ -1421,6 +1421,7 @@ static void test_flows(void)
         tasks[i].d = &d;
         tasks[i].which = i;
     }
+    memset(&fd, 0, sizeof fd);
     fd.label = "flow";
     fd.workload = GF_WORKLOAD_ANY;
     CHECK_EQ_RESULT(gf_flow_create(C.dev, &fd, &flow), GF_OK);

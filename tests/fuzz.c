@@ -1619,6 +1619,7 @@ static void op_flow_create(fz_in *in)
     gf_flow_desc desc;
     gf_flow *f = NULL;
     unsigned sel = fz_u8(in) % 8;
+    memset(&desc, 0, sizeof desc);   /* the fields it does not set: their defaults */
     desc.label = FZ_LABEL(fz_u8(in));
     desc.workload = (gf_workload)(fz_u8(in) % GF_WORKLOAD_COUNT);
     if (sel == 6) { desc.workload = (gf_workload)(GF_WORKLOAD_COUNT + fz_u8(in)); fz_bad(&e, GF_ERROR_INVALID_ARGUMENT); }
