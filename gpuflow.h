@@ -12025,6 +12025,7 @@ static void gf__stub_run(gf__stub_stream *q, gf__stub_item *it) {
     }
 }
 
+#ifndef GPUFLOW_STUB_INLINE   /* inline: no worker, the caller runs each item */
 static void gf__stub_worker(void *arg) {
     gf__stub_stream *q = (gf__stub_stream *)arg;
     gf__lock(&q->lock);
@@ -12051,6 +12052,7 @@ static void gf__stub_worker(void *arg) {
     }
     gf__unlock(&q->lock);
 }
+#endif
 
 static gf__stub_item *gf__stub_item_new(gf__stub_kind kind, size_t extra) {
     gf__stub_item *it = (gf__stub_item *)gf__malloc(sizeof *it + extra);

@@ -23,27 +23,12 @@
 #endif
 #include "gpuflow.h"
 #include "tests/test_kernels.h"
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-
-#define CHECK(call) do { gf_result r_ = (call); if (r_ != GF_OK) { \
-    fprintf(stderr, "%s failed: %s (%s)\n", #call, gf_result_name(r_), gf_last_error()); exit(1); } } while (0)
+#include "bench/bench.h"
 
 enum { CHAINS = 10, DEPTH = 10, TASKS = CHAINS * DEPTH, BATCHES = 10, RUNS = 100 };
 
 static gf_kernel *empty;
 
-static double now_us(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
-}
-static int by_value(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 static gf_result launch_empty(gf_stream *s, void *user) {
     gf_launch_dims d;
     (void)user;
@@ -70,29 +55,24 @@ static double time_flow(gf_device *dev, gf_stream_pool *pool, int graph_after, g
             if (i) CHECK(gf_flow_depend(flow, t[c * DEPTH + i - 1], t[c * DEPTH + i]));
         }
     for (b = 0; b < BATCHES; b++) {
-        double t0 = now_us();
+        double t0 = bench_now_us();
         for (i = 0; i < RUNS; i++) CHECK(gf_flow_run(flow, pool));
         CHECK(gf_stream_pool_synchronize(pool));
-        per[b] = (now_us() - t0) / RUNS;
+        per[b] = (bench_now_us() - t0) / RUNS;
     }
     CHECK(gf_flow_get_stats(flow, st));
     gf_flow_destroy(flow);
-    qsort(per + 1, BATCHES - 1, sizeof *per, by_value);
-    return per[1 + (BATCHES - 1) / 2];
+    return bench_median(per + 1, BATCHES - 1);   /* the first batch is the warm-up */
 }
 
 int main(int argc, char **argv) {
-    gf_backend b = GF_BACKEND_AUTO;
+    gf_backend b = bench_backend(argc, argv, "flow_bench [stub|cuda|opencl|hip]");
     gf_device *dev;
     gf_module *mod;
     gf_stream_pool *pool;
     gf_stream_pool_desc pd;
     gf_flow_stats plain_st, graph_st;
     double plain, graphed;
-    if (argc > 1) {
-        for (b = (gf_backend)1; b < GF_BACKEND_COUNT && strcmp(gf_backend_name(b), argv[1]); b = (gf_backend)(b + 1)) {}
-        if (b == GF_BACKEND_COUNT) { fprintf(stderr, "usage: flow_bench [stub|cuda|opencl|hip]\n"); return 2; }
-    }
     CHECK(gf_device_open(b, 0, &dev));
     CHECK(gf_module_load(dev, &tk_module, &mod));
     CHECK(gf_kernel_get(mod, "empty", &empty));

@@ -25,26 +25,10 @@
 #  endif
 #endif
 #include "gpuflow.h"
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-
-#define CHECK(call) do { gf_result r_ = (call); if (r_ != GF_OK) { \
-    fprintf(stderr, "%s failed: %s (%s)\n", #call, gf_result_name(r_), gf_last_error()); exit(1); } } while (0)
+#include "bench/bench.h"
 
 enum { BATCHES = 11, ROUNDS = 10000, BUFFERS = 16, BYTES = 4096, NODES = 1000 };
 
-static double now_us(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
-}
-static int by_value(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-static double median(double *v, int n) { qsort(v, (size_t)n, sizeof *v, by_value); return v[n / 2]; }
 static void report(const char *what, double on_us, double off_us) {
     printf("%-56s on %9.3f us   off %9.3f us   ratio %.3f   detector %+8.1f ns/op\n",
            what, on_us, off_us, on_us / off_us, (on_us - off_us) * 1e3);
@@ -70,7 +54,7 @@ static double trade(int on, double *issue) {
     double t0, t1;
     int i;
     CHECK(gf_race_check_enable(dev, on ? GF_RACE_CHECK_ON : 0));
-    t0 = now_us();
+    t0 = bench_now_us();
     for (i = 0; i < ROUNDS; i++) {
         CHECK(gf_fill_async(a, bufs[0], 0, (unsigned char)i, BYTES));
         CHECK(gf_event_record(a_done, a));
@@ -79,23 +63,23 @@ static double trade(int on, double *issue) {
         CHECK(gf_event_record(b_done, b));
         CHECK(gf_stream_wait_event(a, b_done));   /* the next fill waits for the copy's read */
     }
-    t1 = now_us();
+    t1 = bench_now_us();
     CHECK(gf_stream_synchronize(a));
     CHECK(gf_stream_synchronize(b));
     *issue = (t1 - t0) / (ROUNDS * 6.0);
-    return (now_us() - t0) / (ROUNDS * 6.0);
+    return (bench_now_us() - t0) / (ROUNDS * 6.0);
 }
 
 static double fills(int on, double *issue) {
     double t0, t1;
     int i;
     CHECK(gf_race_check_enable(dev, on ? GF_RACE_CHECK_ON : 0));
-    t0 = now_us();
+    t0 = bench_now_us();
     for (i = 0; i < ROUNDS; i++) CHECK(gf_fill_async(a, bufs[i % BUFFERS], 0, (unsigned char)i, BYTES));
-    t1 = now_us();
+    t1 = bench_now_us();
     CHECK(gf_stream_synchronize(a));
     *issue = (t1 - t0) / ROUNDS;
-    return (now_us() - t0) / ROUNDS;
+    return (bench_now_us() - t0) / ROUNDS;
 }
 
 static gf_result thousand_fills(gf_stream *s, void *user) {
@@ -111,12 +95,12 @@ static gf_graph *graph;
 static double replay(int on, double *issue) {
     double t0, t1;
     CHECK(gf_race_check_enable(dev, on ? GF_RACE_CHECK_ON : 0));
-    t0 = now_us();
+    t0 = bench_now_us();
     CHECK(gf_graph_launch(graph, a));
-    t1 = now_us();
+    t1 = bench_now_us();
     CHECK(gf_stream_synchronize(a));
     *issue = (t1 - t0) / NODES;
-    return (now_us() - t0) / NODES;
+    return (bench_now_us() - t0) / NODES;
 }
 
 /* BATCHES of fn off and on, in alternating order (so neither side always runs first); both
@@ -132,9 +116,9 @@ static void measure(const char *what, double (*fn)(int on, double *issue)) {
         else { off[i] = fn(0, &off_issue[i]); on[i] = fn(1, &on_issue[i]); }
     }
     snprintf(label, sizeof label, "%s: issue", what);
-    report(label, median(on_issue, BATCHES), median(off_issue, BATCHES));
+    report(label, bench_median(on_issue, BATCHES), bench_median(off_issue, BATCHES));
     snprintf(label, sizeof label, "%s: issue+run", what);
-    report(label, median(on, BATCHES), median(off, BATCHES));
+    report(label, bench_median(on, BATCHES), bench_median(off, BATCHES));
 }
 
 int main(int argc, char **argv) {

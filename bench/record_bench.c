@@ -29,26 +29,11 @@
 #endif
 #include "gpuflow.h"
 #include "tests/test_kernels.h"
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-
-#define CHECK(call) do { gf_result r_ = (call); if (r_ != GF_OK) { \
-    fprintf(stderr, "%s failed: %s (%s)\n", #call, gf_result_name(r_), gf_last_error()); exit(1); } } while (0)
+#include "bench/bench.h"
 
 enum { BATCHES = 11, ROUNDS = 20000 };
 
-static double now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
-static int by_value(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-static double median(double *v, int n) { qsort(v, (size_t)n, sizeof *v, by_value); return v[n / 2]; }
+static double now_ns(void) { return bench_now_us() * 1e3; }
 
 static gf_stream *s;
 static gf_event *ev;
@@ -76,8 +61,8 @@ static void time_pair(void (*op)(int), double out[2]) {
             t[side][b] = (now_ns() - t0) / ROUNDS;
             CHECK(gf_stream_synchronize(s));
         }
-    out[0] = median(t[0], BATCHES);
-    out[1] = median(t[1], BATCHES);
+    out[0] = bench_median(t[0], BATCHES);
+    out[1] = bench_median(t[1], BATCHES);
 }
 /* ns per call of the wrapper with recording off, then on (batches alternating). */
 static void time_recording(void (*op)(int), const char *path, double out[2]) {
@@ -97,24 +82,20 @@ static void time_recording(void (*op)(int), const char *path, double out[2]) {
             if (side) CHECK(gf_record_stop());
             CHECK(gf_stream_synchronize(s));
         }
-    out[0] = median(t[0], BATCHES);
-    out[1] = median(t[1], BATCHES);
+    out[0] = bench_median(t[0], BATCHES);
+    out[1] = bench_median(t[1], BATCHES);
 }
 
 int main(int argc, char **argv) {
     static const struct { const char *name; void (*op)(int); } ops[] = {
         { "gf_stream_query, idle stream", query }, { "gf_event_record", record }, { "gf_launch, empty kernel", launch },
     };
-    gf_backend b = GF_BACKEND_AUTO;
+    gf_backend b = bench_backend(argc, argv, "record_bench [stub|cuda|opencl|hip]");
     gf_device *dev;
     gf_module *mod;
     char path[512];
     const char *tmp = getenv("TMPDIR");
     size_t i;
-    if (argc > 1) {
-        for (b = (gf_backend)1; b < GF_BACKEND_COUNT && strcmp(gf_backend_name(b), argv[1]); b = (gf_backend)(b + 1)) {}
-        if (b == GF_BACKEND_COUNT) { fprintf(stderr, "usage: record_bench [stub|cuda|opencl|hip]\n"); return 2; }
-    }
     CHECK(gf_device_open(b, 0, &dev));
     CHECK(gf_stream_create(dev, NULL, &s));
     CHECK(gf_event_create(dev, 0, &ev));

@@ -6,6 +6,7 @@
 #     stops with an #error naming what to install or add (skipped where the header is on
 #     the compiler's default path, so it cannot be taken away);
 #   - GPUFLOW_STATIC builds warning-free under -Werror though the program calls one function;
+#     so does GPUFLOW_STUB_INLINE;
 #   - only gf_/GF_/GPUFLOW_ names reach an includer: a program with its own rsqrtf builds, and a
 #     kernel file compiled as C (gpuflow.h included again with GF_KERNELS) gets the dialect's;
 #   - the implementation builds after <stdio.h> and <math.h> under -std=c99, and after a header
@@ -89,6 +90,11 @@ for B in CUDA HIP OPENCL; do
     expect_error "GPUFLOW_$B with gpuflow.h but no gpuflow_$b.h beside it" "$dir/impl.c" "-I$dir/lone -DGPUFLOW_$B" \
         "GPUFLOW_$B needs gpuflow_$b.h in the same directory as gpuflow.h"
 done
+
+# GPUFLOW_STUB_INLINE (the stub runs work in the caller: no worker thread is compiled in).
+printf '#define GPUFLOW_IMPLEMENTATION\n#define GPUFLOW_STUB_INLINE\n#include "gpuflow.h"\nint main(void){ gf_device *d; return gf_device_open(GF_BACKEND_STUB, 0, &d) != GF_OK; }\n' > "$dir/inline.c"
+if $cc -I. -c "$dir/inline.c" -o "$dir/inline.o" 2>"$dir/inline.err"; then ok "GPUFLOW_STUB_INLINE: warning-free under -Werror"
+else fail "GPUFLOW_STUB_INLINE: $(grep -m1 -E 'warning|error' "$dir/inline.err")"; fi
 
 # GPUFLOW_STATIC: every public function static in one translation unit that calls one of them.
 printf '#define GPUFLOW_IMPLEMENTATION\n#define GPUFLOW_STATIC\n#include "gpuflow.h"\nint main(void){ gf_device *d; return gf_device_open(GF_BACKEND_STUB, 0, &d) != GF_OK; }\n' > "$dir/static.c"
