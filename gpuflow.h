@@ -964,6 +964,24 @@ GPUFLOW_API void      gf_flow_destroy(gf_flow *flow);
 GPUFLOW_API gf_result gf_flow_add_desc(gf_flow *flow, const gf_task_desc *desc, gf_task *out);
 GPUFLOW_API gf_result gf_flow_get_stats(gf_flow *flow, gf_flow_stats *out);
 GPUFLOW_API gf_result gf_flow_write_dot(gf_flow *flow, const char *path);   /* tasks, edges, lanes, events */
+/* Condition tasks: flows that loop and branch. When a run reaches a condition task, the 32-bit
+   int at byte offset of cond, written by the work before it, picks what runs next: value k picks
+   the k-th task it was made the predecessor of (gf_flow_depend order), any other value none. A
+   condition's edges are picks, not waits, and only they may go back to an earlier task (a loop;
+   any other cycle is GF_ERROR_CYCLE). A task runs once each task it waits for by a plain edge has
+   run since it last ran, or at once when a condition picks it; the first tasks are those with no
+   edge into them; the run ends when no task is ready (Taskflow's rules). gf_flow_run reads the
+   int back once the work before the condition has passed: the host waits for it (4 bytes;
+   GPUFLOW_SYNC_DEBUG reports it). gf_flow_capture makes loops and branches of the graph (see
+   gf_stream_begin_while) on the one stream it captures on: a condition with a successor that
+   reaches it back by plain edges makes a loop of what that successor reaches by plain edges, run
+   again while the int picks that successor; each other successor heads a branch of what it
+   reaches, run when the int picks it. Other shapes (a task picked by two conditions, a loop entered in its middle,
+   a branch whose tasks wait for tasks outside it) are GF_ERROR_CAPTURE, naming the tasks;
+   gf_flow_run runs any. Such a graph holds a few bytes of its own and is not updated by
+   gf_graph_update. Codes: offset not a multiple of 4 GF_ERROR_INVALID_ARGUMENT, past the buffer
+   GF_ERROR_OUT_OF_RANGE. A loop whose int never changes runs for ever, as a while loop would. */
+GPUFLOW_API gf_result gf_flow_add_condition(gf_flow *flow, const char *name, gf_buffer *cond, size_t offset, gf_task *out);
 /* A flow whose tasks name devices (gf_task_desc.device): each task takes a stream of the pool
    of its device, and an edge between devices is a wait across devices (see "more than one
    device"). pools: one per device the tasks use, in any order (GF_ERROR_WRONG_DEVICE names a
@@ -1947,7 +1965,12 @@ typedef enum gf__cmd_kind {
 /* A conditional's marker in a recording: a begin reads the int, an end closes its body; jump
    is the distance to the matching marker (relative, so a graph inlined into another keeps it). */
 enum { GF__COND_WHILE, GF__COND_IF, GF__COND_END_WHILE, GF__COND_END_IF };
-typedef struct gf__cmd_cond { int what; gf_buffer *buf; size_t offset; int jump; } gf__cmd_cond;
+/* What a conditional tests: the int == value (equal), else the int != value. The public calls
+   test != 0; a flow's condition task tests == k for its k-th successor. */
+typedef struct gf__cond_test { int32_t value; int equal; } gf__cond_test;
+static const gf__cond_test gf__cond_nonzero = { 0, 0 };
+#define GF__COND_TRUE(t, v) ((t).equal ? (v) == (t).value : (v) != (t).value)
+typedef struct gf__cmd_cond { int what; gf_buffer *buf; size_t offset; int jump; gf__cond_test test; } gf__cmd_cond;
 /* One operation on a stream: its kind, and that kind's fields alone (c->as.<kind>). */
 typedef struct gf__cmd_fill {
     gf_buffer *buf; size_t offset, bytes;
@@ -1997,6 +2020,8 @@ struct gf_graph {
     void **launch_nodes; int launch_node_cap;       /* native graphs: the driver's node per launch
                                                        (backend's captured_node; NULL: unknown) */
     gf_semaphore **sems; int sem_count, sem_cap;    /* semaphores its replays signal or wait: held */
+    gf_buffer **kept; int kept_count, kept_cap;     /* memory of gpuflow's own its replays use (a flow's
+                                                       conditions): a reference each, dropped at release */
 };
 
 /* A capture in progress: the streams in it, the buffers it uses, the graph it becomes. */
@@ -2138,7 +2163,7 @@ struct gf__backend {
        offset; s's work then goes into the body until cond_end closes the innermost. cond_abort:
        a capture discarded with s's bodies open: they are ended and thrown away, s enqueues on
        its own again. State per stream in s->cond_native. */
-    gf_result (*cond_begin)(gf_stream *s, int what, gf_buffer *buf, size_t offset);
+    gf_result (*cond_begin)(gf_stream *s, int what, gf_buffer *buf, size_t offset, gf__cond_test test);
     gf_result (*cond_end)(gf_stream *s);
     void      (*cond_abort)(gf_stream *s);
 
@@ -2497,6 +2522,7 @@ static gf_result gf__graph_replay(gf_graph *g, gf_stream *s);
 static int gf__keep_block(gf_graph *g, void *block);
 static void gf__graph_release(gf_graph *g);
 static int gf__graph_own(gf_graph *g, gf_buffer *buf);
+static int gf__graph_keep(gf_graph *g, gf_buffer *buf);
 static int gf__graph_hold_semaphore(gf_graph *g, gf_semaphore *sem);
 static int gf__graph_hold_semaphores_of(gf_graph *g, gf_semaphore *const *sems, int count);
 static void gf__semaphore_unref(void *sem);
@@ -6027,8 +6053,12 @@ typedef struct gf__task {
     gf_acquire_hint hint;           /* what the pool's strategy picks its stream by */
     gf_callback on_complete; void *on_complete_user;
     gf_device *dev;                 /* where it runs: the flow's or gf_task_desc.device */
-    int *succ; int succ_count, succ_cap;
+    int *succ; int succ_count, succ_cap;   /* a condition task's are its picks, in gf_flow_depend order */
+    gf_buffer *cond; size_t cond_offset;   /* a condition task (fn NULL): the int that picks */
 } gf__task;
+/* A condition task's successors are picked, not waited for: its edges are weak (Taskflow's
+   word). Plain edges are strong; they alone order a plan and may not close a cycle. */
+#define GF__STRONG_SUCCS(flow, i) ((flow)->tasks[i].cond ? 0 : (flow)->tasks[i].succ_count)
 
 /* A run timed on the device: a start on its first lane, an end on every lane. */
 typedef struct gf__flow_timing { gf_event *start; gf_event **ends; int lanes; } gf__flow_timing;
@@ -6051,6 +6081,7 @@ struct gf_flow {
     uint64_t counted_version; int same_runs;   /* runs since the last change */
     gf_graph *graph; uint64_t graph_version;   /* the flow captured, and at which version */
     int graph_refused;                    /* its capture failed (a task that cannot be captured): runs as a flow */
+    int conditions;                       /* condition tasks: runs are decided as they go (gf__flow_decide) */
 };
 
 static uint64_t gf__flow_ids;   /* process-wide, atomic: only to tell flows' task ids apart */
@@ -6084,39 +6115,68 @@ GPUFLOW_IMPL gf_result gf_flow_add(gf_flow *flow, const char *name, gf_task_fn f
     return gf_flow_add_desc(flow, &d, out);
 }
 
-GPUFLOW_IMPL gf_result gf_flow_add_desc(gf_flow *flow, const gf_task_desc *desc, gf_task *out) {
+/* Appends the task made as proto (named "task N" when it has no name). */
+static gf_result gf__flow_push(gf_flow *flow, const char *fn, const gf__task *proto, const char *name, gf_task *out) {
     gf__task *t;
-    gf_acquire_hint hint;
-    GF__CHECK(flow, GF__T_FLOW);
-    GF__CHECK_OUT(out);
-    GF__CHECK_OUT(desc);
-    if (!desc->fn) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_flow_add: fn is NULL");
-    hint.priority = desc->priority;
-    hint.workload = desc->workload;
-    if (gf__check_hint(&hint) != GF_OK)
-        return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_flow_add_desc: priority %d or workload %d is out of range", (int)desc->priority, (int)desc->workload);
-    if (desc->device && (!gf__device_is_open(desc->device) || !gf__is(desc->device, GF__T_DEVICE)))
-        return gf__fail(GF_ERROR_INVALID_HANDLE, "gf_flow_add_desc: desc->device is not an open device");
     gf__lock(&flow->lock);
     if (flow->count >= 0xffff || !gf__grow((void **)&flow->tasks, &flow->cap, flow->count + 1, sizeof *flow->tasks)) {
         gf__unlock(&flow->lock);
-        return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_flow_add: flow '%s' cannot hold more tasks", flow->label);
+        return gf__fail(GF_ERROR_OUT_OF_MEMORY, "%s: flow '%s' cannot hold more tasks", fn, flow->label);
     }
     t = &flow->tasks[flow->count];
-    memset(t, 0, sizeof *t);
-    if (desc->name && *desc->name) gf__copy_str(t->name, sizeof t->name, desc->name);
+    *t = *proto;
+    if (name && *name) gf__copy_str(t->name, sizeof t->name, name);
     else snprintf(t->name, sizeof t->name, "task %d", flow->count);
-    t->fn = desc->fn;
-    t->user = desc->user;
-    t->hint = hint;
-    t->on_complete = desc->on_complete;
-    t->on_complete_user = desc->on_complete_user;
-    t->dev = desc->device ? desc->device : flow->dev;
+    if (t->cond) flow->conditions++;
     *out = (gf_task)(flow->id << 16 | (uint32_t)flow->count);
     flow->count++;
     flow->version++;
     gf__unlock(&flow->lock);
     return GF_OK;
+}
+
+GPUFLOW_IMPL gf_result gf_flow_add_desc(gf_flow *flow, const gf_task_desc *desc, gf_task *out) {
+    gf__task t;
+    GF__CHECK(flow, GF__T_FLOW);
+    GF__CHECK_OUT(out);
+    GF__CHECK_OUT(desc);
+    if (!desc->fn) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_flow_add: fn is NULL");
+    memset(&t, 0, sizeof t);
+    t.hint.priority = desc->priority;
+    t.hint.workload = desc->workload;
+    if (gf__check_hint(&t.hint) != GF_OK)
+        return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_flow_add_desc: priority %d or workload %d is out of range", (int)desc->priority, (int)desc->workload);
+    if (desc->device && (!gf__device_is_open(desc->device) || !gf__is(desc->device, GF__T_DEVICE)))
+        return gf__fail(GF_ERROR_INVALID_HANDLE, "gf_flow_add_desc: desc->device is not an open device");
+    t.fn = desc->fn;
+    t.user = desc->user;
+    t.on_complete = desc->on_complete;
+    t.on_complete_user = desc->on_complete_user;
+    t.dev = desc->device ? desc->device : flow->dev;
+    return gf__flow_push(flow, "gf_flow_add", &t, desc->name, out);
+}
+
+/* The checks of a conditional's int (gf_stream_begin_while/if, gf_flow_add_condition). */
+static gf_result gf__cond_int_check(const char *fn, const gf_buffer *cond, size_t offset) {
+    if (offset % 4) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "%s: offset %llu is not a multiple of 4 (the condition is a 32-bit int)", fn, (unsigned long long)offset);
+    if (offset > cond->size || cond->size - offset < 4)
+        return gf__fail(GF_ERROR_OUT_OF_RANGE, "%s: the int at byte %llu is past the buffer's %llu bytes", fn, (unsigned long long)offset, (unsigned long long)cond->size);
+    return GF_OK;
+}
+
+GPUFLOW_IMPL gf_result gf_flow_add_condition(gf_flow *flow, const char *name, gf_buffer *cond, size_t offset, gf_task *out) {
+    gf__task t;
+    gf_result r;
+    GF__CHECK(flow, GF__T_FLOW);
+    GF__CHECK(cond, GF__T_BUFFER);
+    GF__CHECK_OUT(out);
+    if ((r = gf__cond_int_check("gf_flow_add_condition", cond, offset)) != GF_OK) return r;
+    memset(&t, 0, sizeof t);
+    t.hint.workload = flow->workload;
+    t.dev = cond->dev;   /* it reads there */
+    t.cond = cond;
+    t.cond_offset = offset;
+    return gf__flow_push(flow, "gf_flow_add_condition", &t, name, out);
 }
 
 static int gf__task_index(const gf_flow *flow, gf_task t) {   /* flow->lock held; -1 if not ours */
@@ -6125,13 +6185,14 @@ static int gf__task_index(const gf_flow *flow, gf_task t) {   /* flow->lock held
     return (t >> 16) == flow->id && i < flow->count ? i : -1;
 }
 
-/* Depth-first search for a path from -> to; on success path[] holds it and *len its length. */
+/* Depth-first search for a path of strong edges from -> to; on success path[] holds it and
+   *len its length. */
 static int gf__flow_path(const gf_flow *flow, int from, int to, int *path, int *len, unsigned char *seen) {
     int k;
     path[(*len)++] = from;
     if (from == to) return 1;
     seen[from] = 1;
-    for (k = 0; k < flow->tasks[from].succ_count; k++) {
+    for (k = 0; k < GF__STRONG_SUCCS(flow, from); k++) {
         int n = flow->tasks[from].succ[k];
         if (!seen[n] && gf__flow_path(flow, n, to, path, len, seen)) return 1;
     }
@@ -6161,6 +6222,7 @@ GPUFLOW_IMPL gf_result gf_flow_depend(gf_flow *flow, gf_task before, gf_task aft
     for (k = 0; k < b->succ_count; k++) if (b->succ[k] == ai) { gf__unlock(&flow->lock); return GF_OK; }
     path = (int *)gf__malloc(sizeof *path * (size_t)flow->count);
     seen = (unsigned char *)gf__calloc((size_t)flow->count);
+    if (path && seen && b->cond) memset(seen, 1, (size_t)flow->count);   /* a pick may go back: no search */
     if (!path || !seen) {
         gf__free(path); gf__free(seen);
         gf__unlock(&flow->lock);
@@ -6175,7 +6237,8 @@ GPUFLOW_IMPL gf_result gf_flow_depend(gf_flow *flow, gf_task before, gf_task aft
         if (used < sizeof names) snprintf(names + used, sizeof names - used, "'%s'", flow->tasks[ai].name);
         gf__free(path); gf__free(seen);
         gf__unlock(&flow->lock);
-        return gf__fail(GF_ERROR_CYCLE, "gf_flow_depend: flow '%s': the edge would close the cycle %s", flow->label, names);
+        return gf__fail(GF_ERROR_CYCLE, "gf_flow_depend: flow '%s': the edge would close the cycle %s (only a condition task's edge "
+                        "may go back: a loop)", flow->label, names);
     }
     gf__free(path); gf__free(seen);
     if (!gf__grow((void **)&b->succ, &b->succ_cap, b->succ_count + 1, sizeof *b->succ)) {
@@ -6208,7 +6271,7 @@ static gf_result gf__flow_plan_make(const gf_flow *flow, gf__flow_plan *p) {   /
     int n = flow->count, edges = 0, i, k, head = 0, tail = 0;
     int *indeg, *lane_tail, *fill;
     memset(p, 0, sizeof *p);
-    for (i = 0; i < n; i++) edges += flow->tasks[i].succ_count;
+    for (i = 0; i < n; i++) edges += GF__STRONG_SUCCS(flow, i);
     p->order = (int *)gf__malloc(sizeof(int) * (size_t)(n + 1));
     p->lane = (int *)gf__malloc(sizeof(int) * (size_t)(n + 1));
     p->preds = (int *)gf__malloc(sizeof(int) * (size_t)(edges + 1));
@@ -6224,17 +6287,17 @@ static gf_result gf__flow_plan_make(const gf_flow *flow, gf__flow_plan *p) {   /
         gf__plan_free(p); gf__free(indeg); gf__free(lane_tail); gf__free(fill);
         return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_flow: out of host memory");
     }
-    for (i = 0; i < n; i++) for (k = 0; k < flow->tasks[i].succ_count; k++) p->pred_count[flow->tasks[i].succ[k]]++;
+    for (i = 0; i < n; i++) for (k = 0; k < GF__STRONG_SUCCS(flow, i); k++) p->pred_count[flow->tasks[i].succ[k]]++;
     for (i = 1; i < n; i++) p->pred_first[i] = p->pred_first[i - 1] + p->pred_count[i - 1];
     for (i = 0; i < n; i++)
-        for (k = 0; k < flow->tasks[i].succ_count; k++) {
+        for (k = 0; k < GF__STRONG_SUCCS(flow, i); k++) {
             int t = flow->tasks[i].succ[k];
             p->preds[p->pred_first[t] + fill[t]++] = i;
         }
     for (i = 0; i < n; i++) if ((indeg[i] = p->pred_count[i]) == 0) p->order[tail++] = i;
-    while (head < tail) {   /* Kahn's order; gf_flow_depend keeps the graph acyclic */
+    while (head < tail) {   /* Kahn's order; gf_flow_depend keeps the strong edges acyclic */
         int t = p->order[head++];
-        for (k = 0; k < flow->tasks[t].succ_count; k++)
+        for (k = 0; k < GF__STRONG_SUCCS(flow, t); k++)
             if (--indeg[flow->tasks[t].succ[k]] == 0) p->order[tail++] = flow->tasks[t].succ[k];
     }
     for (i = 0; i < n; i++) {
@@ -6256,9 +6319,6 @@ static gf_result gf__flow_plan_make(const gf_flow *flow, gf__flow_plan *p) {   /
     gf__free(indeg); gf__free(lane_tail); gf__free(fill);
     return GF_OK;
 }
-
-/* Enqueues the plan's tasks on the lanes' streams, with an event wait for each edge that
-   crosses streams. The host never blocks. */
 
 /* A task's completion callback: fires on the waiter thread, then gives its event back. */
 typedef struct gf__task_done { gf_callback fn; void *user; gf_event *ev; } gf__task_done;
@@ -6391,6 +6451,446 @@ static gf_stream_pool *gf__pool_of(gf_stream_pool *const *pools, int count, gf_d
     for (i = 0; i < count; i++) if (pools[i]->dev == dev) return pools[i];
     return NULL;
 }
+/* ---- condition tasks: flows that loop and branch ---- */
+/* The int at buf+offset once s's work so far has passed: the host waits for s (a 4-byte read
+   back), which GPUFLOW_SYNC_DEBUG reports as call's wait for what. */
+static gf_result gf__int_read(const char *call, gf_stream *s, gf_buffer *buf, size_t offset, const char *what, int32_t *value) {
+    gf_result r;
+    if ((r = gf__hidden_wait(call, s, what)) != GF_OK) return r;
+    if ((r = gf__call_copy_to_host_async(s, value, buf, offset, sizeof *value)) != GF_OK) return r;
+    return gf__call_stream_synchronize(s);
+}
+
+/* A run decided as it goes, by Taskflow's rules: a task is ready once each of its strong
+   predecessors has run since it last ran, or when a condition task picks it (then at once);
+   the tasks with no predecessor at all start. A condition reads its int where its
+   predecessors' work has passed (the host waits) and its value k readies its k-th successor;
+   a value with no successor readies none. The run ends when no task is ready. A task continues
+   the stream of the task that readied it while that stream holds nothing newer, else takes a
+   stream of its device's pool; it waits, by an event, for the latest run of each strong
+   predecessor on another stream. */
+typedef struct gf__decide_task {
+    int pending;          /* strong predecessors still to run before it is ready */
+    int picked;           /* a condition task's successor (so not a first task) */
+    gf_stream *on;        /* where its latest run went (NULL: not run) */
+    gf_event *done;       /* recorded after that run, once another stream may need it */
+} gf__decide_task;
+typedef struct gf__decide_lane { gf_stream *s; gf_stream_pool *pool; int tail; } gf__decide_lane;
+typedef struct gf__decide {
+    gf_flow *flow;
+    const gf__flow_plan *plan;   /* strong predecessors by task */
+    gf__decide_task *task;
+    gf__decide_lane *lanes; int lane_count, lane_cap;
+    int *ready; int ready_head, ready_count, ready_cap;   /* a ring of (task, the task that readied it) */
+} gf__decide;
+
+static gf_result gf__decide_ready(gf__decide *d, int t, int by) {
+    if (d->ready_count == d->ready_cap) {   /* grow the ring, unwrapped */
+        int cap = d->ready_cap ? d->ready_cap * 2 : 32, i;
+        int *ring = (int *)gf__malloc(sizeof *ring * 2 * (size_t)cap);
+        if (!ring) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_flow_run: out of host memory");
+        for (i = 0; i < d->ready_count; i++) {
+            int at = (d->ready_head + i) % d->ready_cap;
+            ring[2 * i] = d->ready[2 * at];
+            ring[2 * i + 1] = d->ready[2 * at + 1];
+        }
+        gf__free(d->ready);
+        d->ready = ring; d->ready_cap = cap; d->ready_head = 0;
+    }
+    d->ready[2 * ((d->ready_head + d->ready_count) % d->ready_cap)] = t;
+    d->ready[2 * ((d->ready_head + d->ready_count) % d->ready_cap) + 1] = by;
+    d->ready_count++;
+    return GF_OK;
+}
+static int gf__decide_lane_of(const gf__decide *d, const gf_stream *s) {
+    int i;
+    for (i = 0; i < d->lane_count; i++) if (d->lanes[i].s == s) return i;
+    return -1;
+}
+/* p's latest run as an event (recorded now if it has none: then it covers its stream's work
+   since, which only waits longer). */
+static gf_result gf__decide_event(gf__decide *d, int p, gf_event **out) {
+    gf__decide_task *dp = &d->task[p];
+    gf_result r;
+    if (!dp->done) {
+        if ((r = gf__event_pool_take(dp->on->dev->events, 0, &dp->done)) != GF_OK) return r;
+        if ((r = gf_event_record(dp->done, dp->on)) != GF_OK) {
+            gf__event_pool_give(dp->on->dev->events, dp->done);
+            dp->done = NULL;
+            return r;
+        }
+        d->flow->stats.events++;
+    }
+    *out = dp->done;
+    return GF_OK;
+}
+/* The stream t runs on: by's when t may continue it, else one of its pool (a stream this run
+   holds already is used as the lane it is). */
+static gf_result gf__decide_stream(gf__decide *d, gf_stream_pool *const *pools, int count, int t, int by, int *lane) {
+    const gf__task *task = &d->flow->tasks[t];
+    gf_stream *s = NULL;
+    gf_stream_pool *pool;
+    gf_result r;
+    int at = by >= 0 && d->task[by].on ? gf__decide_lane_of(d, d->task[by].on) : -1;
+    if (at >= 0 && d->lanes[at].tail == by && d->lanes[at].s->dev == task->dev &&
+        d->flow->tasks[by].hint.priority == task->hint.priority && d->flow->tasks[by].hint.workload == task->hint.workload) {
+        *lane = at;
+        return GF_OK;
+    }
+    pool = gf__pool_of(pools, count, task->dev);
+    if ((r = gf_stream_pool_acquire(pool, &task->hint, &s)) != GF_OK) return r;
+    if ((at = gf__decide_lane_of(d, s)) >= 0) {   /* held already: one lease is enough */
+        gf_stream_pool_release(pool, s);
+        *lane = at;
+        return GF_OK;
+    }
+    if (!gf__grow((void **)&d->lanes, &d->lane_cap, d->lane_count + 1, sizeof *d->lanes)) {
+        gf_stream_pool_release(pool, s);
+        return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_flow_run: out of host memory");
+    }
+    d->lanes[d->lane_count].s = s;
+    d->lanes[d->lane_count].pool = pool;
+    d->lanes[d->lane_count].tail = -1;
+    *lane = d->lane_count++;
+    return GF_OK;
+}
+/* One run of task t on its lane; then what it readies. */
+static gf_result gf__decide_run(gf__decide *d, gf_stream_pool *const *pools, int count, int t, int by) {
+    gf_flow *flow = d->flow;
+    gf__task *task = &flow->tasks[t];
+    gf__decide_task *dt = &d->task[t];
+    gf_stream *s;
+    gf_result r;
+    int lane, tail, k;
+    if ((r = gf__decide_stream(d, pools, count, t, by, &lane)) != GF_OK) return r;
+    s = d->lanes[lane].s;
+    tail = d->lanes[lane].tail;
+    /* the lane's last task keeps an event if something other than t may wait for it later */
+    if (tail >= 0 && !d->task[tail].done && GF__STRONG_SUCCS(flow, tail) &&
+        !(flow->tasks[tail].succ_count == 1 && flow->tasks[tail].succ[0] == t) && (r = gf__decide_event(d, tail, &d->task[tail].done)) != GF_OK)
+        return r;
+    for (k = 0; k < d->plan->pred_count[t] && r == GF_OK; k++) {   /* its strong predecessors' latest runs */
+        int p = d->plan->preds[d->plan->pred_first[t] + k];
+        gf_event *ev;
+        if (!d->task[p].on || d->task[p].on == s) continue;
+        if ((r = gf__decide_event(d, p, &ev)) == GF_OK && (r = gf_stream_wait_event(s, ev)) == GF_OK) flow->stats.cross_edges++;
+    }
+    if (r != GF_OK) return r;
+    if (dt->done) { gf__event_pool_give(dt->done->dev->events, dt->done); dt->done = NULL; }   /* of its run before */
+    dt->on = s;
+    d->lanes[lane].tail = t;
+    dt->pending = d->plan->pred_count[t];   /* counts again from here */
+    gf_range_push(s, task->name);
+    if (task->cond) {
+        int32_t value = 0;
+        r = gf__int_read("gf_flow_run", s, task->cond, task->cond_offset, "a condition task's int", &value);
+        gf_range_pop(s);
+        if (r != GF_OK) return r;
+        flow->stats.tasks_run++;
+        if (value >= 0 && value < task->succ_count) return gf__decide_ready(d, task->succ[value], t);
+        return GF_OK;
+    } else {
+        unsigned serial = gf__error_serial;
+        if ((r = task->fn(s, task->user)) != GF_OK) {
+            char what[160];
+            snprintf(what, sizeof what, "gf_flow: task '%s' of flow '%s'", task->name, flow->label);
+            r = gf__fail_user(r, serial, what);
+        }
+        gf_range_pop(s);
+    }
+    if (r == GF_OK && task->on_complete) r = gf__task_on_complete(flow, task, s);
+    if (r != GF_OK) return r;
+    flow->stats.tasks_run++;
+    for (k = 0; k < task->succ_count && r == GF_OK; k++)
+        if (--d->task[task->succ[k]].pending == 0) r = gf__decide_ready(d, task->succ[k], t);
+    return r;
+}
+
+/* gf_flow_run of a flow with condition tasks (flow->lock held). Its runs are not timed. */
+static gf_result gf__flow_decide(gf_flow *flow, gf_stream_pool *const *pools, int count) {
+    GF__HELD(&flow->lock);
+    gf__flow_plan plan;
+    gf__decide d;
+    gf_stream **streams;
+    gf_result r;
+    int i, k;
+    if ((r = gf__flow_plan_make(flow, &plan)) != GF_OK) return r;
+    memset(&d, 0, sizeof d);
+    d.flow = flow;
+    d.plan = &plan;
+    if (!(d.task = (gf__decide_task *)gf__calloc(sizeof *d.task * (size_t)(flow->count + 1)))) {
+        gf__plan_free(&plan);
+        return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_flow_run: out of host memory");
+    }
+    for (i = 0; i < flow->count; i++) {
+        d.task[i].pending = plan.pred_count[i];
+        if (flow->tasks[i].cond) for (k = 0; k < flow->tasks[i].succ_count; k++) d.task[flow->tasks[i].succ[k]].picked = 1;
+    }
+    for (i = 0; i < flow->count && r == GF_OK; i++)
+        if (!plan.pred_count[i] && !d.task[i].picked) r = gf__decide_ready(&d, i, -1);
+    while (r == GF_OK && d.ready_count > 0) {
+        int t = d.ready[2 * d.ready_head], by = d.ready[2 * d.ready_head + 1];
+        d.ready_head = (d.ready_head + 1) % d.ready_cap;
+        d.ready_count--;
+        r = gf__decide_run(&d, pools, count, t, by);
+    }
+    if (r == GF_OK) flow->stats.runs++;
+    if ((streams = (gf_stream **)gf__malloc(sizeof *streams * (size_t)(d.lane_count + 1))) != NULL) {
+        for (i = 0; i < d.lane_count; i++) streams[i] = d.lanes[i].s;
+        gf__flow_remember_lanes(flow, streams, d.lane_count);
+        gf__free(streams);
+    }
+    for (i = 0; i < flow->count; i++) if (d.task[i].done) gf__event_pool_give(d.task[i].done->dev->events, d.task[i].done);
+    for (i = 0; i < d.lane_count; i++) gf_stream_pool_release(d.lanes[i].pool, d.lanes[i].s);
+    gf__free(d.lanes);
+    gf__free(d.ready);
+    gf__free(d.task);
+    gf__plan_free(&plan);
+    return r;
+}
+
+/* ---- a flow with condition tasks as a graph ---- */
+/* gf_flow_capture makes structured loops and branches of condition tasks, on one stream:
+   - a loop: a condition task with one successor that reaches it back by plain edges (its way
+     back, index kb); the loop's body is what that successor (its first task) reaches by plain
+     edges, the condition among them. A WHILE node runs the body while the int == kb, tested after
+     each run of the body (the condition's place): a do-while, as the flow runs it.
+   - a branch: each other successor k heads the tasks it reaches by plain edges; an IF node
+     runs them when the int == k.
+   The int is copied to a slot of the graph's own (scratch) where the condition stands, so a
+   branch that changes it cannot start a second branch. What else a run allows (a task picked
+   by two conditions, a loop entered in its middle, a branch whose tasks also wait for tasks
+   outside it) is refused with GF_ERROR_CAPTURE, naming the tasks. */
+static gf_result gf__cond_begin(const char *fn, gf_stream *s, gf_buffer *cond, size_t offset, int what, gf__cond_test test);
+static gf_result gf__cond_end(const char *fn, gf_stream *s, int what);
+typedef struct gf__shape {
+    gf_flow *flow;
+    const gf__flow_plan *plan;   /* strong predecessors by task */
+    int *back;                   /* by condition task: the index of its way back, or -1 */
+    int *picker;                 /* by task: the condition task that picks it, or -1 */
+    int *slot;                   /* by condition task: its slot (an int) in scratch */
+    int *stack;                  /* for the searches */
+    gf_buffer *scratch;
+    gf_stream *s;
+} gf__shape;
+
+/* Marks (to 1) what from reaches by strong edges, from included. */
+static void gf__shape_reach(const gf__shape *sh, int from, unsigned char *mark) {
+    const gf_flow *flow = sh->flow;
+    int top = 0, k;
+    mark[from] = 1;
+    sh->stack[top++] = from;
+    while (top > 0) {
+        int x = sh->stack[--top];
+        for (k = 0; k < GF__STRONG_SUCCS(flow, x); k++) {
+            int y = flow->tasks[x].succ[k];
+            if (!mark[y]) { mark[y] = 1; sh->stack[top++] = y; }
+        }
+    }
+}
+/* The loop of condition c: its body (marked 1), c included: what its first task reaches by
+   plain edges (a run runs all of it each time round). */
+static void gf__shape_body(const gf__shape *sh, int c, unsigned char *body) {
+    memset(body, 0, (size_t)sh->flow->count);
+    gf__shape_reach(sh, sh->flow->tasks[c].succ[sh->back[c]], body);
+}
+static gf_result gf__shape_refuse(const gf__shape *sh, const char *why, int a, int b, int c) {
+    const gf__task *t = sh->flow->tasks;
+    return gf__fail(GF_ERROR_CAPTURE, "gf_flow_capture: flow '%s': %s ('%s', '%s', '%s'); gf_flow_run runs it as it is", sh->flow->label,
+                    why, t[a].name, t[b].name, t[c].name);
+}
+/* Whether the flow's conditions make loops and branches a graph can hold (see above). */
+static gf_result gf__shape_check(gf__shape *sh, unsigned char *mark) {
+    const gf_flow *flow = sh->flow;
+    const gf__flow_plan *p = sh->plan;
+    int n = flow->count, c, k, i, j;
+    for (c = 0; c < n; c++) {
+        const gf__task *ct = &flow->tasks[c];
+        if (!ct->cond) continue;
+        for (k = 0; k < ct->succ_count; k++) {
+            int t = ct->succ[k];
+            if (sh->picker[t] >= 0 && sh->picker[t] != c)
+                return gf__shape_refuse(sh, "a task picked by two condition tasks (the task, the conditions)", t, sh->picker[t], c);
+            sh->picker[t] = c;
+            memset(mark, 0, (size_t)n);
+            gf__shape_reach(sh, t, mark);
+            if (!mark[c]) continue;
+            if (sh->back[c] >= 0)
+                return gf__shape_refuse(sh, "a condition task with two ways back (the condition, its two successors)", c, ct->succ[sh->back[c]], t);
+            sh->back[c] = k;
+        }
+    }
+    for (c = 0; c < n; c++) {
+        const gf__task *ct = &flow->tasks[c];
+        if (!ct->cond) continue;
+        for (k = 0; k < ct->succ_count; k++) {
+            int t = ct->succ[k], loop = k == sh->back[c];
+            if (loop) gf__shape_body(sh, c, mark);
+            else {
+                if (p->pred_count[t])
+                    return gf__shape_refuse(sh, "a branch's first task also waits for a task (the condition, the task, what it waits for)", c, t,
+                                            p->preds[p->pred_first[t]]);
+                memset(mark, 0, (size_t)n);
+                gf__shape_reach(sh, t, mark);
+            }
+            for (i = 0; i < n; i++) {
+                if (!mark[i]) continue;
+                for (j = 0; i != t && j < p->pred_count[i]; j++)
+                    if (!mark[p->preds[p->pred_first[i] + j]])
+                        return gf__shape_refuse(sh, loop ? "a task inside a loop waits for a task outside it; only the loop's first task may "
+                                                           "(the condition, the task, what it waits for)"
+                                                         : "a task of a branch waits for a task outside it (the condition, the task, what it waits for)",
+                                                c, i, p->preds[p->pred_first[i] + j]);
+            }
+        }
+    }
+    return GF_OK;
+}
+
+static gf_result gf__shape_emit(gf__shape *sh, const unsigned char *in, int head);
+/* The branches of condition c, after its int was copied to its slot. */
+static gf_result gf__shape_branches(gf__shape *sh, int c) {
+    const gf__task *ct = &sh->flow->tasks[c];
+    unsigned char *region;
+    gf_result r = GF_OK;
+    int k;
+    if (!(region = (unsigned char *)gf__calloc((size_t)sh->flow->count + 1))) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_flow_capture: out of host memory");
+    for (k = 0; k < ct->succ_count && r == GF_OK; k++) {
+        gf__cond_test test;
+        if (k == sh->back[c]) continue;
+        test.value = k; test.equal = 1;
+        memset(region, 0, (size_t)sh->flow->count);
+        gf__shape_reach(sh, ct->succ[k], region);
+        if ((r = gf__cond_begin("gf_flow_capture", sh->s, sh->scratch, (size_t)sh->slot[c] * 4, GF__COND_IF, test)) == GF_OK &&
+            (r = gf__shape_emit(sh, region, ct->succ[k])) == GF_OK)
+            r = gf__cond_end("gf_flow_capture", sh->s, GF__COND_IF);
+    }
+    gf__free(region);
+    return r;
+}
+/* Condition c where it stands: its int to its slot, then its branches. */
+static gf_result gf__shape_condition(gf__shape *sh, int c) {
+    const gf__task *ct = &sh->flow->tasks[c];
+    gf_result r;
+    gf_range_push(sh->s, ct->name);
+    r = gf__call_copy_buffer_async(sh->s, sh->scratch, (size_t)sh->slot[c] * 4, ct->cond, ct->cond_offset, 4);
+    gf_range_pop(sh->s);
+    return r == GF_OK ? gf__shape_branches(sh, c) : r;
+}
+/* The loop of condition c: the slot starts at its way back's index, the body runs while the
+   slot holds it, the condition copies its int there last; then its branches. */
+static gf_result gf__shape_loop(gf__shape *sh, int c) {
+    unsigned char *body;
+    gf__cond_test test;
+    gf_result r;
+    test.value = sh->back[c]; test.equal = 1;
+    if (!(body = (unsigned char *)gf__calloc((size_t)sh->flow->count + 1))) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_flow_capture: out of host memory");
+    gf__shape_body(sh, c, body);
+    body[c] = 0;
+    if ((r = gf__call_fill32_async(sh->s, sh->scratch, (size_t)sh->slot[c] * 4, (uint32_t)sh->back[c], 1)) == GF_OK &&
+        (r = gf__cond_begin("gf_flow_capture", sh->s, sh->scratch, (size_t)sh->slot[c] * 4, GF__COND_WHILE, test)) == GF_OK &&
+        (r = gf__shape_emit(sh, body, sh->flow->tasks[c].succ[sh->back[c]])) == GF_OK) {
+        const gf__task *ct = &sh->flow->tasks[c];
+        gf_range_push(sh->s, ct->name);
+        r = gf__call_copy_buffer_async(sh->s, sh->scratch, (size_t)sh->slot[c] * 4, ct->cond, ct->cond_offset, 4);
+        gf_range_pop(sh->s);
+        if (r == GF_OK && (r = gf__cond_end("gf_flow_capture", sh->s, GF__COND_WHILE)) == GF_OK) r = gf__shape_branches(sh, c);
+    }
+    gf__free(body);
+    return r;
+}
+/* The tasks marked in `in`, in plain-edge order from head (the task whose pick starts them;
+   -1: the flow's first tasks): loops and branches of conditions among them stand where their
+   condition (a loop: its first task) stands. A picked task with no plain edge into it starts
+   only when picked, as in a run (a loop with no task before it never starts). */
+static gf_result gf__shape_emit(gf__shape *sh, const unsigned char *in, int head) {
+    const gf_flow *flow = sh->flow;
+    const gf__flow_plan *p = sh->plan;
+    int n = flow->count, c, k, i, at = 0, tail = 0;
+    unsigned char *skip = (unsigned char *)gf__calloc((size_t)n + 1), *region = (unsigned char *)gf__calloc((size_t)n + 1);
+    int *indeg = (int *)gf__calloc(sizeof(int) * (size_t)(n + 1)), *order = (int *)gf__malloc(sizeof(int) * (size_t)(n + 1));
+    gf_result r = GF_OK;
+    if (!skip || !region || !indeg || !order) r = gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_flow_capture: out of host memory");
+    for (c = 0; c < n && r == GF_OK; c++) {   /* what a condition here places itself */
+        if (!in[c] || !flow->tasks[c].cond) continue;
+        for (k = 0; k < flow->tasks[c].succ_count && r == GF_OK; k++) {
+            int t = flow->tasks[c].succ[k];
+            memset(region, 0, (size_t)n);
+            if (k == sh->back[c]) gf__shape_body(sh, c, region);
+            else gf__shape_reach(sh, t, region);
+            for (i = 0; i < n; i++) if (region[i] && !(k == sh->back[c] && i == t)) skip[i] = 1;
+        }
+    }
+    for (i = 0; i < n && r == GF_OK; i++) {
+        if (!in[i] || skip[i]) continue;
+        for (k = 0; k < p->pred_count[i]; k++) {
+            int pr = p->preds[p->pred_first[i] + k];
+            if (in[pr] && !skip[pr]) indeg[i]++;
+        }
+        if (!indeg[i] && (i == head || p->pred_count[i] || sh->picker[i] < 0)) order[tail++] = i;
+    }
+    while (r == GF_OK && at < tail) {
+        int x = order[at++], pc = sh->picker[x];
+        const gf__task *task = &flow->tasks[x];
+        if (pc >= 0 && in[pc] && sh->back[pc] >= 0 && flow->tasks[pc].succ[sh->back[pc]] == x) r = gf__shape_loop(sh, pc);
+        else if (task->cond) r = gf__shape_condition(sh, x);
+        else {
+            unsigned serial = gf__error_serial;
+            gf_range_push(sh->s, task->name);
+            if ((r = task->fn(sh->s, task->user)) != GF_OK) {
+                char what[160];
+                snprintf(what, sizeof what, "gf_flow: task '%s' of flow '%s'", task->name, flow->label);
+                r = gf__fail_user(r, serial, what);
+            }
+            gf_range_pop(sh->s);
+        }
+        for (k = 0; r == GF_OK && k < GF__STRONG_SUCCS(flow, x); k++) {
+            int y = task->succ[k];
+            if (in[y] && !skip[y] && --indeg[y] == 0) order[tail++] = y;
+        }
+    }
+    gf__free(skip); gf__free(region); gf__free(indeg); gf__free(order);
+    return r;
+}
+
+/* gf_flow_capture of a flow with condition tasks (flow->lock held), on s alone. */
+static gf_result gf__flow_capture_decided(gf_flow *flow, gf_stream *s, gf_graph **out) {
+    GF__HELD(&flow->lock);
+    gf__flow_plan plan;
+    gf__shape sh;
+    unsigned char *all = NULL;
+    gf_result r;
+    int n = flow->count, i, slots = 0;
+    if ((r = gf__flow_plan_make(flow, &plan)) != GF_OK) return r;
+    memset(&sh, 0, sizeof sh);
+    sh.flow = flow; sh.plan = &plan; sh.s = s;
+    sh.back = (int *)gf__malloc(sizeof(int) * (size_t)(n + 1));
+    sh.picker = (int *)gf__malloc(sizeof(int) * (size_t)(n + 1));
+    sh.slot = (int *)gf__malloc(sizeof(int) * (size_t)(n + 1));
+    sh.stack = (int *)gf__malloc(sizeof(int) * (size_t)(n + 1));
+    all = (unsigned char *)gf__calloc((size_t)n + 1);
+    if (!sh.back || !sh.picker || !sh.slot || !sh.stack || !all) r = gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_flow_capture: out of host memory");
+    for (i = 0; r == GF_OK && i < n; i++) { sh.back[i] = sh.picker[i] = -1; sh.slot[i] = flow->tasks[i].cond ? slots++ : -1; }
+    if (r == GF_OK) r = gf__shape_check(&sh, all);
+    if (r == GF_OK) r = gf__buffer_new(flow->dev, (size_t)slots * 4, GF_MEMORY_DEVICE, &sh.scratch);
+    if (r == GF_OK && (r = gf_stream_begin_capture(s, GF_CAPTURE_GLOBAL)) == GF_OK) {
+        int kept;
+        gf__lock(&s->lock);
+        kept = s->capture && gf__graph_keep(s->capture->graph, sh.scratch);
+        gf__unlock(&s->lock);
+        memset(all, 1, (size_t)n);
+        if (!kept) r = gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_flow_capture: out of host memory");
+        else r = gf__shape_emit(&sh, all, -1);
+        if (r == GF_OK) r = gf_stream_end_capture(s, out);
+        else gf__capture_abandon(s);
+        if (r == GF_OK) gf__flow_remember_lanes(flow, &s, 1);
+    }
+    if (sh.scratch) gf__buffer_free(sh.scratch);   /* the graph keeps it */
+    gf__free(sh.back); gf__free(sh.picker); gf__free(sh.slot); gf__free(sh.stack); gf__free(all);
+    gf__plan_free(&plan);
+    return r;
+}
+
 static gf_result gf__flow_run(const char *fn, gf_flow *flow, gf_stream_pool *const *pools, int count) {
     gf__flow_plan plan;
     gf_stream **lanes;
@@ -6406,6 +6906,11 @@ static gf_result gf__flow_run(const char *fn, gf_flow *flow, gf_stream_pool *con
                             flow->tasks[i].name, flow->label, flow->tasks[i].dev->info.name,
                             count == 1 ? " (tasks on several devices: gf_flow_run_multi with one pool per device)" : "");
         }
+    if (flow->conditions) {
+        r = gf__flow_decide(flow, pools, count);
+        gf__unlock(&flow->lock);
+        return r;
+    }
     if ((r = gf__flow_plan_make(flow, &plan)) != GF_OK) { gf__unlock(&flow->lock); return r; }
     lanes = (gf_stream **)gf__calloc(sizeof *lanes * (size_t)(plan.lanes + 1));
     lane_pool = (gf_stream_pool **)gf__calloc(sizeof *lane_pool * (size_t)(plan.lanes + 1));
@@ -6521,6 +7026,11 @@ GPUFLOW_IMPL gf_result gf_flow_capture(gf_flow *flow, gf_stream *s, gf_graph **o
             return gf__fail(GF_ERROR_CAPTURE, "gf_flow_capture: task '%s' runs on another device ('%s'): a flow over several devices is run, not captured",
                             flow->tasks[i].name, flow->tasks[i].dev->info.name);
         }
+    if (flow->conditions) {
+        r = gf__flow_capture_decided(flow, s, out);
+        gf__unlock(&flow->lock);
+        return r;
+    }
     if ((r = gf__flow_plan_make(flow, &plan)) != GF_OK) { gf__unlock(&flow->lock); return r; }
     if (!(lanes = (gf_stream **)gf__calloc(sizeof *lanes * (size_t)(plan.lanes + 1))))
         r = gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_flow_capture: out of host memory");
@@ -6627,14 +7137,15 @@ GPUFLOW_IMPL gf_result gf_flow_write_dot(gf_flow *flow, const char *path) {
                 else gf__copy_str(label, sizeof label, flow->tasks[i].name);
                 fprintf(f, "    t%d [label=", i);
                 gf__dot_string(f, label);
-                fputs("];\n", f);
+                fputs(flow->tasks[i].cond ? ", shape=diamond];\n" : "];\n", f);
             }
         fputs("  }\n", f);
     }
     for (i = 0; i < flow->count; i++)
         for (k = 0; k < flow->tasks[i].succ_count; k++) {
             int t = flow->tasks[i].succ[k];
-            if (plan.lane[t] != plan.lane[i]) fprintf(f, "  t%d -> t%d [style=dashed, label=\"event\"];\n", i, t);
+            if (flow->tasks[i].cond) fprintf(f, "  t%d -> t%d [style=dotted, label=\"%d\"];\n", i, t, k);   /* the value that picks it */
+            else if (plan.lane[t] != plan.lane[i]) fprintf(f, "  t%d -> t%d [style=dashed, label=\"event\"];\n", i, t);
             else fprintf(f, "  t%d -> t%d;\n", i, t);
         }
     fputs("}\n", f);
@@ -6687,6 +7198,21 @@ static void gf__cmds_free(gf__cmd *cmds, int count) {
     gf__free(cmds);
 }
 
+/* g holds a reference to buf (gpuflow's own memory its replays use); 0: out of host memory. */
+static int gf__graph_keep(gf_graph *g, gf_buffer *buf) {
+    int i;
+    for (i = 0; i < g->kept_count; i++) if (g->kept[i] == buf) return 1;
+    if (!gf__grow((void **)&g->kept, &g->kept_cap, g->kept_count + 1, sizeof *g->kept)) return 0;
+    gf__atomic_add_int(&buf->refs, 1);
+    g->kept[g->kept_count++] = buf;
+    return 1;
+}
+/* g replays child's commands (a graph launched inside g's capture): it keeps what child keeps. */
+static int gf__graph_keep_of(gf_graph *g, const gf_graph *child) {
+    int i;
+    for (i = 0; i < child->kept_count; i++) if (!gf__graph_keep(g, child->kept[i])) return 0;
+    return 1;
+}
 /* g holds sems (each once) while it may replay a signal or wait of them; 0: out of host memory. */
 static int gf__graph_hold_semaphores_of(gf_graph *g, gf_semaphore *const *sems, int count) {
     int i;
@@ -6714,7 +7240,9 @@ static void gf__graph_release(gf_graph *g) {   /* back to a shell of its device;
     gf__free(g->race_uses);
     if (g->pool) gf__atomic_add_int(&g->pool->graphs, -1);
     for (i = 0; i < g->owned_count; i++) { g->owned[i]->graph_owner = NULL; gf__buffer_free(g->owned[i]); }
+    for (i = 0; i < g->kept_count; i++) gf__buffer_unref(g->kept[i], 1);
     for (i = 0; i < g->block_count; i++) gf__free(g->blocks[i]);
+    gf__free(g->kept);
     gf__free(g->owned);
     gf__free(g->blocks);
     gf__mutex_destroy(&g->lock);
@@ -6828,6 +7356,12 @@ static gf_result gf__capture_add(gf_stream *s, const gf__cmd *c) {
         gf__lock(&c->as.child->lock);
         for (i = 0; i < c->as.child->sem_count; i++)
             if (!gf__graph_hold_semaphore(cap->graph, c->as.child->sems[i])) r = gf__fail(GF_ERROR_OUT_OF_MEMORY, "gpuflow: capture: out of host memory");
+        gf__unlock(&c->as.child->lock);
+        if (r != GF_OK) { gf__unlock(&s->dev->lock); return r; }
+    }
+    if (c->kind == GF__CMD_GRAPH) {
+        gf__lock(&c->as.child->lock);
+        if (!gf__graph_keep_of(cap->graph, c->as.child)) r = gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_graph_launch: out of host memory");
         gf__unlock(&c->as.child->lock);
         if (r != GF_OK) { gf__unlock(&s->dev->lock); return r; }
     }
@@ -7007,23 +7541,21 @@ static gf_result gf__graph_replay(gf_graph *g, gf_stream *s) {
         else if (c->kind != GF__CMD_COND) { r = gf__exec(s, c, NULL); i++; }
         else if (c->as.cond.what == GF__COND_END_WHILE) i += c->as.cond.jump;
         else if (c->as.cond.what == GF__COND_END_IF) i++;
-        else if ((r = gf__cond_read(s, &c->as.cond, &value)) == GF_OK) i += value ? 1 : c->as.cond.jump + 1;
+        else if ((r = gf__cond_read(s, &c->as.cond, &value)) == GF_OK) i += GF__COND_TRUE(c->as.cond.test, value) ? 1 : c->as.cond.jump + 1;
     }
     gf__unlock(&g->lock);
     return r;
 }
 
 /* ---- graphs that decide: while and if in a capture ---- */
-static gf_result gf__cond_begin(const char *fn, gf_stream *s, gf_buffer *cond, size_t offset, int what) {
+static gf_result gf__cond_begin(const char *fn, gf_stream *s, gf_buffer *cond, size_t offset, int what, gf__cond_test test) {
     gf__capture *cap;
     gf__cmd c;
     gf_result r = GF_OK;
     int discard = 0;
     GF__CHECK(s, GF__T_STREAM);
     GF__CHECK(cond, GF__T_BUFFER);
-    if (offset % 4) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "%s: offset %llu is not a multiple of 4 (the condition is a 32-bit int)", fn, (unsigned long long)offset);
-    if (offset > cond->size || cond->size - offset < 4)
-        return gf__fail(GF_ERROR_OUT_OF_RANGE, "%s: the int at byte %llu is past the buffer's %llu bytes", fn, (unsigned long long)offset, (unsigned long long)cond->size);
+    if ((r = gf__cond_int_check(fn, cond, offset)) != GF_OK) return r;
     if (cond->dev != s->dev) return gf__fail(GF_ERROR_WRONG_DEVICE, "%s: the condition's buffer belongs to another device than the stream", fn);
     gf__lock(&s->lock);
     if (!(cap = s->capture)) {
@@ -7038,7 +7570,7 @@ static gf_result gf__cond_begin(const char *fn, gf_stream *s, gf_buffer *cond, s
         r = gf__fail(GF_ERROR_CAPTURE, "%s: more than %d loops and branches nested; the capture was discarded", fn, GF_COND_DEPTH);
         discard = 1;
     } else if (cap->by_driver) {   /* the driver's conditional node; its body takes s's work from now on */
-        if ((r = s->dev->be->cond_begin(s, what, cond, offset)) != GF_OK) discard = r != GF_ERROR_NOT_SUPPORTED;   /* the capture may hold half a node */
+        if ((r = s->dev->be->cond_begin(s, what, cond, offset, test)) != GF_OK) discard = r != GF_ERROR_NOT_SUPPORTED;   /* the capture may hold half a node */
         else {
             cap->open_cond[cap->open_conds].at = -1;
             cap->open_cond[cap->open_conds].s = s;
@@ -7049,7 +7581,7 @@ static gf_result gf__cond_begin(const char *fn, gf_stream *s, gf_buffer *cond, s
     } else {
         memset(&c, 0, sizeof c);
         c.kind = GF__CMD_COND;
-        c.as.cond.what = what; c.as.cond.buf = cond; c.as.cond.offset = offset;
+        c.as.cond.what = what; c.as.cond.buf = cond; c.as.cond.offset = offset; c.as.cond.test = test;
         if ((r = gf__record(cap, &c)) == GF_OK) {
             cap->open_cond[cap->open_conds].at = cap->graph->cmd_count - 1;
             cap->open_cond[cap->open_conds].s = s;
@@ -7264,7 +7796,8 @@ static int gf__same_shape(const gf__cmd *a, int a_count, const gf__cmd *b, int b
         if (x->kind == GF__CMD_COPY && x->as.copy.kind != y->as.copy.kind) return 0;
         if (x->kind == GF__CMD_FILL && x->as.fill.width != y->as.fill.width) return 0;
         if (x->kind == GF__CMD_LAUNCH && (x->as.launch.kernel != y->as.launch.kernel || x->as.launch.arg_count != y->as.launch.arg_count)) return 0;
-        if (x->kind == GF__CMD_COND && (x->as.cond.what != y->as.cond.what || x->as.cond.jump != y->as.cond.jump)) return 0;
+        if (x->kind == GF__CMD_COND && (x->as.cond.what != y->as.cond.what || x->as.cond.jump != y->as.cond.jump ||
+                                        x->as.cond.test.value != y->as.cond.test.value || x->as.cond.test.equal != y->as.cond.test.equal)) return 0;
     }
     return 1;
 }
@@ -7292,6 +7825,7 @@ static gf__cmd *gf__launches_copy(const gf_graph *from, int count) {
 /* Each graph is read or changed under its own lock: a replay (or a capture copying it in)
    never sees a half-swapped command list. A native update holds both, in address order, so
    update(a, b) racing update(b, a) cannot deadlock. */
+#define GF__KEPT_NO_UPDATE "gf_graph_update: a captured flow with condition tasks keeps its own memory for them and is not updated (capture it again); target unchanged"
 static gf_result gf__call_graph_update(gf_graph *target, gf_graph *from) {
     gf__cmd *cmds = NULL;
     gf__race_use *race_uses = NULL;
@@ -7312,6 +7846,8 @@ static gf_result gf__call_graph_update(gf_graph *target, gf_graph *from) {
         launches = from->launch_count;   /* both graphs hold still from here on */
         if (target->owned_count || from->owned_count)   /* as in CUDA: memory nodes do not update */
             r = gf__fail(GF_ERROR_NOT_SUPPORTED, "gf_graph_update: a graph that allocated memory in its capture cannot be updated; target unchanged");
+        else if (target->kept_count || from->kept_count)
+            r = gf__fail(GF_ERROR_NOT_SUPPORTED, GF__KEPT_NO_UPDATE);
         else if (target->launch_count != launches)
             r = gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_graph_update: the graphs differ in shape (%d and %d launches); target unchanged",
                          target->launch_count, launches);
@@ -7335,6 +7871,7 @@ static gf_result gf__call_graph_update(gf_graph *target, gf_graph *from) {
     }
     gf__lock(&from->lock);
     from_owns = from->owned_count;
+    if (from->kept_count) r = gf__fail(GF_ERROR_NOT_SUPPORTED, GF__KEPT_NO_UPDATE);
     if (from->sem_count && (sems = (gf_semaphore **)gf__malloc(sizeof *sems * (size_t)from->sem_count)) != NULL) {
         for (sem_count = 0; sem_count < from->sem_count; sem_count++) {   /* held across the unlocked gap */
             sems[sem_count] = from->sems[sem_count];
@@ -7352,6 +7889,8 @@ static gf_result gf__call_graph_update(gf_graph *target, gf_graph *from) {
         gf__lock(&target->lock);
         if (target->owned_count || from_owns)
             r = gf__fail(GF_ERROR_NOT_SUPPORTED, "gf_graph_update: a graph that allocated memory in its capture cannot be updated; target unchanged");
+        else if (target->kept_count)
+            r = gf__fail(GF_ERROR_NOT_SUPPORTED, GF__KEPT_NO_UPDATE);
         else if (!gf__same_shape(target->cmds, target->cmd_count, cmds, count))
             r = gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_graph_update: the graphs differ in shape (%d and %d nodes, or other kinds); target unchanged",
                          target->cmd_count, count);
@@ -7457,8 +7996,9 @@ GPUFLOW_IMPL gf_result gf_graph_write_dot(gf_graph *g, const char *path) {
         case GF__CMD_SEM_WAIT: snprintf(label, sizeof label, "wait %s\\nfor %llu", c->as.sem.sem->label, (unsigned long long)c->as.sem.value); break;
         case GF__CMD_COND:
             if (c->as.cond.what <= GF__COND_IF)
-                snprintf(label, sizeof label, "%s int at byte %llu\\nof a %llu-byte buffer != 0", c->as.cond.what == GF__COND_WHILE ? "while" : "if",
-                         (unsigned long long)c->as.cond.offset, (unsigned long long)c->as.cond.buf->size);
+                snprintf(label, sizeof label, "%s int at byte %llu\\nof a %llu-byte buffer %s %d", c->as.cond.what == GF__COND_WHILE ? "while" : "if",
+                         (unsigned long long)c->as.cond.offset, (unsigned long long)c->as.cond.buf->size, c->as.cond.test.equal ? "==" : "!=",
+                         (int)c->as.cond.test.value);
             else snprintf(label, sizeof label, "end %s", c->as.cond.what == GF__COND_END_WHILE ? "while" : "if");
             break;
         }
@@ -7466,7 +8006,7 @@ GPUFLOW_IMPL gf_result gf_graph_write_dot(gf_graph *g, const char *path) {
         if (i) fprintf(f, "  n%d -> n%d;\n", i - 1, i);
         if (!g->by_driver && c->kind == GF__CMD_COND) {   /* a while's loop back, and a skipped body */
             if (c->as.cond.what == GF__COND_END_WHILE) fprintf(f, "  n%d -> n%d [label=\"again\", style=dashed];\n", i, i + c->as.cond.jump);
-            if (c->as.cond.what <= GF__COND_IF) fprintf(f, "  n%d -> n%d [label=\"0\", style=dashed];\n", i, i + c->as.cond.jump);
+            if (c->as.cond.what <= GF__COND_IF) fprintf(f, "  n%d -> n%d [label=\"else\", style=dashed];\n", i, i + c->as.cond.jump);
         }
     }
     fputs("}\n", f);
@@ -9395,13 +9935,13 @@ GPUFLOW_IMPL gf_result gf_graph_update(gf_graph *target, gf_graph *from) {
 }
 GPUFLOW_IMPL void gf_graph_destroy(gf_graph *g) { GF__RECORDED_VOID(graph_destroy, gf__call_graph_destroy(g), GF__P(g)); }
 GPUFLOW_IMPL gf_result gf_stream_begin_while(gf_stream *s, gf_buffer *cond, size_t offset) {
-    GF__RECORDED(stream_begin_while, gf__cond_begin("gf_stream_begin_while", s, cond, offset, GF__COND_WHILE), GF__P(s), GF__P(cond), offset);
+    GF__RECORDED(stream_begin_while, gf__cond_begin("gf_stream_begin_while", s, cond, offset, GF__COND_WHILE, gf__cond_nonzero), GF__P(s), GF__P(cond), offset);
 }
 GPUFLOW_IMPL gf_result gf_stream_end_while(gf_stream *s) {
     GF__RECORDED(stream_end_while, gf__cond_end("gf_stream_end_while", s, GF__COND_WHILE), GF__P(s));
 }
 GPUFLOW_IMPL gf_result gf_stream_begin_if(gf_stream *s, gf_buffer *cond, size_t offset) {
-    GF__RECORDED(stream_begin_if, gf__cond_begin("gf_stream_begin_if", s, cond, offset, GF__COND_IF), GF__P(s), GF__P(cond), offset);
+    GF__RECORDED(stream_begin_if, gf__cond_begin("gf_stream_begin_if", s, cond, offset, GF__COND_IF, gf__cond_nonzero), GF__P(s), GF__P(cond), offset);
 }
 GPUFLOW_IMPL gf_result gf_stream_end_if(gf_stream *s) { GF__RECORDED(stream_end_if, gf__cond_end("gf_stream_end_if", s, GF__COND_IF), GF__P(s)); }
 GPUFLOW_IMPL gf_result gf_race_check_enable(gf_device *dev, unsigned flags) {

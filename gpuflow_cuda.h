@@ -1375,31 +1375,40 @@ static gf_result gf__cuda_graph_add_child(gf_graph *g, gf_stream *s) {
    the node, and for a while at the end of each iteration of the body); the body is captured
    into the node's graph from a stream of gpuflow's own, which stands in for s (s->native)
    until the end: so every call on s, and every stream that forks from it, lands in the body. */
-static const char gf__cuda_cond_ptx[] =   /* nvcc -ptx -arch=compute_75 of: cudaGraphSetConditional(handle, *flag != 0) */
+/* The PTX of: cudaGraphSetConditional(handle, (*flag == value) ^ negate), what nvcc -ptx
+   -arch=compute_75 makes of it (the test != value is == value negated; see gf__cond_test). */
+static const char gf__cuda_cond_ptx[] =
     ".version 8.3\n.target sm_75\n.address_size 64\n"
     ".extern .func cudaGraphSetConditional\n(\n\t.param .b64 cudaGraphSetConditional_param_0,\n\t.param .b32 cudaGraphSetConditional_param_1\n)\n;\n"
-    ".visible .entry gf__set_conditional(\n\t.param .u64 gf__set_conditional_param_0,\n\t.param .u64 gf__set_conditional_param_1\n)\n{\n"
-    "\t.reg .pred %p<2>;\n\t.reg .b32 %r<3>;\n\t.reg .b64 %rd<4>;\n"
+    ".visible .entry gf__set_conditional(\n\t.param .u64 gf__set_conditional_param_0,\n\t.param .u64 gf__set_conditional_param_1,\n"
+    "\t.param .u32 gf__set_conditional_param_2,\n\t.param .u32 gf__set_conditional_param_3\n)\n{\n"
+    "\t.reg .pred %p<2>;\n\t.reg .b32 %r<6>;\n\t.reg .b64 %rd<4>;\n"
     "\tld.param.u64 %rd1, [gf__set_conditional_param_0];\n\tld.param.u64 %rd2, [gf__set_conditional_param_1];\n"
-    "\tcvta.to.global.u64 %rd3, %rd2;\n\tld.global.u32 %r1, [%rd3];\n\tsetp.ne.s32 %p1, %r1, 0;\n\tselp.u32 %r2, 1, 0, %p1;\n"
-    "\t{\n\t.param .b64 param0;\n\tst.param.b64 [param0+0], %rd1;\n\t.param .b32 param1;\n\tst.param.b32 [param1+0], %r2;\n"
+    "\tld.param.u32 %r3, [gf__set_conditional_param_2];\n\tld.param.u32 %r4, [gf__set_conditional_param_3];\n"
+    "\tcvta.to.global.u64 %rd3, %rd2;\n\tld.global.u32 %r1, [%rd3];\n\tsetp.eq.s32 %p1, %r1, %r3;\n\tselp.u32 %r2, 1, 0, %p1;\n"
+    "\txor.b32 %r5, %r2, %r4;\n"
+    "\t{\n\t.param .b64 param0;\n\tst.param.b64 [param0+0], %rd1;\n\t.param .b32 param1;\n\tst.param.b32 [param1+0], %r5;\n"
     "\tcall.uni cudaGraphSetConditional, (param0, param1);\n\t}\n\tret;\n}\n";
 typedef struct gf__cuda_cond {
     CUstream outer;                   /* what s enqueued on before this body */
     CUgraphConditionalHandle handle;
     int what;                         /* 0 while, 1 if */
     CUdeviceptr flag;
+    gf__cond_test test;
 } gf__cuda_cond;
 typedef struct gf__cuda_conds { gf__cuda_cond at[GF_COND_DEPTH]; int n; } gf__cuda_conds;
 
-static gf_result gf__cuda_cond_set(gf__cuda_device *d, CUstream on, CUgraphConditionalHandle h, CUdeviceptr flag) {
-    void *params[2];
+static gf_result gf__cuda_cond_set(gf__cuda_device *d, CUstream on, CUgraphConditionalHandle h, CUdeviceptr flag, gf__cond_test test) {
+    unsigned value = (unsigned)test.value, negate = test.equal ? 0u : 1u;
+    void *params[4];
     params[0] = &h;
     params[1] = &flag;
+    params[2] = &value;
+    params[3] = &negate;
     GF__CUDA_CHECK(LaunchKernel, (d->cond_set, 1, 1, 1, 1, 1, 1, 0, on, params, NULL));
     return GF_OK;
 }
-static gf_result gf__cuda_cond_begin(gf_stream *s, int what, gf_buffer *buf, size_t offset) {
+static gf_result gf__cuda_cond_begin(gf_stream *s, int what, gf_buffer *buf, size_t offset, gf__cond_test test) {
     gf__cuda_device *d = (gf__cuda_device *)s->dev->native;
     gf__cuda_conds *conds = (gf__cuda_conds *)s->cond_native;
     CUstream cs = GF__CUSTREAM(s), body_stream = NULL;
@@ -1426,7 +1435,7 @@ static gf_result gf__cuda_cond_begin(gf_stream *s, int what, gf_buffer *buf, siz
     if (conds->n == GF_COND_DEPTH) return gf__fail(GF_ERROR_CAPTURE, "CUDA: more than %d loops and branches nested", GF_COND_DEPTH);
     if ((why = gf__cuda_capture_where(s, cs, &at)) != GF_OK) return why;
     GF__CUDA_CHECK(GraphConditionalHandleCreate, (&h, at.graph, d->ctx, 0, 0));
-    if ((why = gf__cuda_cond_set(d, cs, h, flag)) != GF_OK) return why;   /* the handle's value before the node */
+    if ((why = gf__cuda_cond_set(d, cs, h, flag, test)) != GF_OK) return why;   /* the handle's value before the node */
     if ((why = gf__cuda_capture_where(s, cs, &at)) != GF_OK) return why;   /* now after that kernel */
     memset(&np, 0, sizeof np);
     np.type = CU_GRAPH_NODE_TYPE_CONDITIONAL;
@@ -1445,6 +1454,7 @@ static gf_result gf__cuda_cond_begin(gf_stream *s, int what, gf_buffer *buf, siz
     conds->at[conds->n].handle = h;
     conds->at[conds->n].what = what;
     conds->at[conds->n].flag = flag;
+    conds->at[conds->n].test = test;
     conds->n++;
     s->native = body_stream;   /* s's work goes into the body now */
     return GF_OK;
@@ -1462,7 +1472,7 @@ static gf_result gf__cuda_cond_end(gf_stream *s) {
     GPUFLOW_ASSERT(conds && conds->n > 0);   /* the core matched the end with its begin */
     GF__CUDA_ENTER(s->dev);
     c = &conds->at[conds->n - 1];
-    if (c->what == 0) set = gf__cuda_cond_set(d, body_stream, c->handle, c->flag);
+    if (c->what == 0) set = gf__cuda_cond_set(d, body_stream, c->handle, c->flag, c->test);
     r = GF__CUDA_CALL(StreamEndCapture, (body_stream, &body));   /* the node owns the body graph */
     s->native = c->outer;
     conds->n--;

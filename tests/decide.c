@@ -11,6 +11,11 @@
                 run's result right; a change (a task added) recaptures after as many runs; a
                 task with on_complete never captures; a task that cannot be captured (a host
                 wait) makes the flow run as a flow from then on, said once
+     flow conditions  condition tasks: a do-while loop with a branch inside, run and captured
+                from several counts; branches picked by the int (one, the other, none), the
+                int read once where the condition stands; cycles only through a condition; a
+                shape a graph cannot hold refused by name and still run; a looping flow that
+                becomes a graph by itself; bad input
      bad input  outside a capture; an offset not a multiple of 4, past the buffer; an end
                 without its begin, of the other kind, on another stream; a begin left open at
                 the end of the capture; nesting past GF_COND_DEPTH: each its code, the capture
@@ -320,6 +325,167 @@ static void test_flow_graph(void)
     gf_stream_pool_destroy(pool);
 }
 
+/* ---- flows that loop and branch: condition tasks ---- */
+static gf_result fc_step(gf_stream *on, void *user) { (void)user; return run_step(on); }
+static gf_result fc_add(gf_stream *on, void *user)   /* user: at * 100 + v */
+{
+    int code = (int)(intptr_t)user;
+    return run_add(on, code / 100, code % 100);
+}
+#define FC_ADD(at, v) ((void *)(intptr_t)((at) * 100 + (v)))
+/* Runs (or captures and replays) flow once from the state w; 1 if it returned GF_OK. */
+static int fc_once(gf_flow *flow, gf_stream_pool *pool, int captured, int *w)
+{
+    gf_graph *g = NULL;
+    int ok = set_state(w);
+    if (captured) {
+        ok = ok && gf_flow_capture(flow, s, &g) == GF_OK && gf_graph_launch(g, s) == GF_OK;
+        if (g) gf_graph_destroy(g);
+    } else {
+        ok = ok && gf_flow_run(flow, pool) == GF_OK && gf_stream_pool_synchronize(pool) == GF_OK;
+    }
+    return ok && get_state(w);
+}
+static void test_flow_conditions(int can_capture)
+{
+    static const int starts[3] = { 5, 1, 0 };
+    gf_flow *flow = NULL, *f2 = NULL;
+    gf_stream_pool *pool = NULL;
+    gf_flow_stats fs;
+    gf_flow_desc fd;
+    gf_task init, body, cond, done, side, extra, pre, br, a0, b0, b1, x, y;
+    gf_graph *g = NULL;
+    int w[WORDS], i, mode;
+    char path[256], text[4096];
+    FILE *f;
+    size_t n = 0;
+    if (!CHECK_EQ_RESULT(gf_stream_pool_create(dev, NULL, &pool), GF_OK)) return;
+    /* a loop: init; do { step; side branch } while (c[1] picks 1); done.
+       The condition's picks: 0 -> done, 1 -> step (the way back). */
+    if (!CHECK_EQ_RESULT(gf_flow_create(dev, NULL, &flow), GF_OK)) { gf_stream_pool_destroy(pool); return; }
+    CHECK_EQ_RESULT(gf_flow_add(flow, "init", fc_add, FC_ADD(4, 1), &init), GF_OK);
+    CHECK_EQ_RESULT(gf_flow_add(flow, "step", fc_step, NULL, &body), GF_OK);
+    CHECK_EQ_RESULT(gf_flow_add_condition(flow, "again?", st, 4, &cond), GF_OK);
+    CHECK_EQ_RESULT(gf_flow_add(flow, "done", fc_add, FC_ADD(5, 1), &done), GF_OK);
+    CHECK_EQ_RESULT(gf_flow_add_condition(flow, "side?", st, 36, &side), GF_OK);   /* c[9] == 0 picks extra, each time round */
+    CHECK_EQ_RESULT(gf_flow_add(flow, "extra", fc_add, FC_ADD(10, 1), &extra), GF_OK);
+    CHECK_EQ_RESULT(gf_flow_depend(flow, init, body), GF_OK);
+    CHECK_EQ_RESULT(gf_flow_depend(flow, body, cond), GF_OK);
+    CHECK_EQ_RESULT(gf_flow_depend(flow, cond, done), GF_OK);
+    CHECK_EQ_RESULT(gf_flow_depend(flow, cond, body), GF_OK);   /* back: allowed through a condition */
+    CHECK_EQ_RESULT(gf_flow_depend(flow, body, side), GF_OK);
+    CHECK_EQ_RESULT(gf_flow_depend(flow, side, extra), GF_OK);
+    for (mode = 0; mode < 1 + can_capture; mode++)
+        for (i = 0; i < 3; i++) {
+            int expect = starts[i] ? starts[i] : 1;   /* a do-while: the body runs once at least */
+            memset(w, 0, sizeof w);
+            w[0] = starts[i];
+            w[9] = i == 2 ? 7 : 0;                    /* the side branch: taken but in the last case */
+            CHECK(fc_once(flow, pool, mode, w) && w[2] == expect && w[4] == 1 && w[5] == 1 && w[10] == (i == 2 ? 0 : expect),
+                  mode ? "flow conditions: the loop captured, replayed from 5, 1 and 0: the body as often as the flow runs it"
+                       : "flow conditions: a loop run from 5, 1 and 0: the body once per count (once at least), init and done once");
+            if (w[2] != expect || w[10] != (i == 2 ? 0 : expect))
+                printf("  %s from %d: %d iterations, extra %d, init %d, done %d\n", mode ? "captured" : "run", starts[i], w[2], w[10], w[4], w[5]);
+        }
+    CHECK(gf_flow_get_stats(flow, &fs) == GF_OK && fs.runs == 3 && fs.tasks_run == 22 + 6 + 5,
+          "flow conditions: stats count every task run, each time round (22, 6 and 5 runs)");
+    if (fs.tasks_run != 22 + 6 + 5) printf("  tasks_run %llu\n", (unsigned long long)fs.tasks_run);
+    /* the drawing: conditions as diamonds, picks dotted with their values */
+    snprintf(path, sizeof path, "%s/gpuflow-decide-flow-%d.dot", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid());
+    CHECK_EQ_RESULT(gf_flow_write_dot(flow, path), GF_OK);
+    if ((f = fopen(path, "r")) != NULL) { n = fread(text, 1, sizeof text - 1, f); fclose(f); }
+    text[n] = 0;
+    remove(path);
+    CHECK(strstr(text, "shape=diamond") && strstr(text, "t2 -> t1 [style=dotted, label=\"1\"]") && strstr(text, "t2 -> t3 [style=dotted, label=\"0\"]"),
+          "flow conditions: gf_flow_write_dot draws conditions and their picks");
+    /* cycles: only through a condition */
+    CHECK_FAIL(gf_flow_depend(flow, body, init), GF_ERROR_CYCLE);   /* init -> step by a plain edge */
+    CHECK_FAIL(gf_flow_depend(flow, cond, cond), GF_ERROR_CYCLE);
+    gf_flow_destroy(flow);
+    flow = NULL;
+
+    /* branches: pre; br picks a0 (0) or b0 -> b1 (1); a0 turns the int to 1: b0 must not run then */
+    if (CHECK_EQ_RESULT(gf_flow_create(dev, NULL, &flow), GF_OK)) {
+        static const int picks[3] = { 0, 1, 7 };
+        CHECK_EQ_RESULT(gf_flow_add(flow, "pre", fc_add, FC_ADD(6, 1), &pre), GF_OK);
+        CHECK_EQ_RESULT(gf_flow_add_condition(flow, "which?", st, 12, &br), GF_OK);
+        CHECK_EQ_RESULT(gf_flow_add(flow, "a0", fc_add, FC_ADD(3, 1), &a0), GF_OK);
+        CHECK_EQ_RESULT(gf_flow_add(flow, "b0", fc_add, FC_ADD(8, 10), &b0), GF_OK);
+        CHECK_EQ_RESULT(gf_flow_add(flow, "b1", fc_add, FC_ADD(8, 1), &b1), GF_OK);
+        CHECK_EQ_RESULT(gf_flow_depend(flow, pre, br), GF_OK);
+        CHECK_EQ_RESULT(gf_flow_depend(flow, br, a0), GF_OK);
+        CHECK_EQ_RESULT(gf_flow_depend(flow, br, b0), GF_OK);
+        CHECK_EQ_RESULT(gf_flow_depend(flow, b0, b1), GF_OK);
+        for (mode = 0; mode < 1 + can_capture; mode++)
+            for (i = 0; i < 3; i++) {
+                memset(w, 0, sizeof w);
+                w[3] = picks[i];
+                CHECK(fc_once(flow, pool, mode, w) && w[6] == 1 && w[3] == picks[i] + (picks[i] == 0) && w[8] == (picks[i] == 1 ? 11 : 0),
+                      mode ? "flow conditions: branches captured: the int picks one (0, 1) or none (7), read once where the condition stands"
+                           : "flow conditions: branches run: the int picks one (0, 1) or none (7)");
+            }
+        /* a plain edge that closes a cycle is refused, and says why */
+        CHECK_EQ_RESULT(gf_flow_add(flow, "x", fc_add, FC_ADD(11, 1), &x), GF_OK);
+        CHECK_EQ_RESULT(gf_flow_add(flow, "y", fc_add, FC_ADD(11, 1), &y), GF_OK);
+        CHECK_EQ_RESULT(gf_flow_depend(flow, x, y), GF_OK);
+        CHECK_FAIL(gf_flow_depend(flow, y, x), GF_ERROR_CYCLE);
+        CHECK(strstr(gf_last_error(), "condition task") != NULL, "flow conditions: a cycle of plain edges is refused, the message says where loops go");
+        /* a task picked by two conditions: run, but not captured (the shape is named) */
+        if (can_capture) {
+            gf_task second;
+            CHECK_EQ_RESULT(gf_flow_add_condition(flow, "second?", st, 12, &second), GF_OK);
+            CHECK_EQ_RESULT(gf_flow_depend(flow, second, a0), GF_OK);
+            CHECK_FAIL(gf_flow_capture(flow, s, &g), GF_ERROR_CAPTURE);
+            CHECK(g == NULL && strstr(gf_last_error(), "picked by two") != NULL, "flow conditions: a shape a graph cannot hold is refused by name");
+            memset(w, 0, sizeof w);
+            w[3] = 1;
+            CHECK(fc_once(flow, pool, 0, w) && w[8] == 11 && w[6] == 1, "flow conditions: gf_flow_run still runs that shape");
+        }
+        gf_flow_destroy(flow);
+        flow = NULL;
+    }
+    /* bad input */
+    if (CHECK_EQ_RESULT(gf_flow_create(dev, NULL, &flow), GF_OK)) {
+        CHECK_FAIL(gf_flow_add_condition(flow, "odd", st, 2, &x), GF_ERROR_INVALID_ARGUMENT);
+        CHECK_FAIL(gf_flow_add_condition(flow, "past", st, WORDS * sizeof(int), &x), GF_ERROR_OUT_OF_RANGE);
+        CHECK_FAIL(gf_flow_add_condition(flow, "none", NULL, 0, &x), GF_ERROR_INVALID_HANDLE);
+        CHECK_FAIL(gf_flow_add_condition(flow, "no out", st, 0, NULL), GF_ERROR_INVALID_ARGUMENT);
+        gf_flow_destroy(flow);
+        flow = NULL;
+    }
+    /* a looping flow that becomes a graph by itself (graph_after 1): every run right */
+    memset(&fd, 0, sizeof fd);
+    fd.label = "loop graph"; fd.graph_after = 1;
+    if (CHECK_EQ_RESULT(gf_flow_create(dev, &fd, &f2), GF_OK)) {
+        int ok = 1;
+        CHECK_EQ_RESULT(gf_flow_add(f2, "step", fc_step, NULL, &body), GF_OK);
+        CHECK_EQ_RESULT(gf_flow_add_condition(f2, "again?", st, 4, &cond), GF_OK);
+        CHECK_EQ_RESULT(gf_flow_add(f2, "done", fc_add, FC_ADD(5, 1), &done), GF_OK);
+        CHECK_EQ_RESULT(gf_flow_depend(f2, body, cond), GF_OK);
+        CHECK_EQ_RESULT(gf_flow_depend(f2, cond, done), GF_OK);
+        CHECK_EQ_RESULT(gf_flow_depend(f2, cond, body), GF_OK);
+        /* no task before the loop: nothing starts it (Taskflow's rule), run or captured alike */
+        for (mode = 0; mode < 1 + can_capture; mode++) {
+            memset(w, 0, sizeof w);
+            w[0] = 3;
+            CHECK(fc_once(f2, pool, mode, w) && w[2] == 0 && w[5] == 0 && w[0] == 3,
+                  mode ? "flow conditions: a loop with no task before it never starts, captured" : "flow conditions: a loop with no task before it never starts");
+        }
+        CHECK_EQ_RESULT(gf_flow_add(f2, "init", fc_add, FC_ADD(4, 1), &init), GF_OK);
+        CHECK_EQ_RESULT(gf_flow_depend(f2, init, body), GF_OK);
+        for (i = 0; i < 4; i++) {
+            memset(w, 0, sizeof w);
+            w[0] = 3 + i;
+            ok &= fc_once(f2, pool, 0, w) && w[2] == 3 + i && w[5] == 1 && w[4] == 1;
+        }
+        CHECK(ok, "flow conditions: a looping flow with graph_after: four runs, each right");
+        CHECK(gf_flow_get_stats(f2, &fs) == GF_OK && fs.runs == 5 && fs.captures == (uint64_t)can_capture && fs.graph_runs == (uint64_t)(can_capture ? 3 : 0),
+              "flow conditions: it ran once as a flow, then as its graph (where graphs hold loops)");
+        gf_flow_destroy(f2);
+    }
+    gf_stream_pool_destroy(pool);
+}
+
 static void test_native(void)
 {
     gf_graph *g = NULL;
@@ -371,12 +537,14 @@ int main(int argc, char **argv)
         if (refused) {
             printf("  %s refuses conditionals: %s\n", name, gf_last_error());
             test_native();
+            test_flow_conditions(0);
         } else {
             test_countdown();
             test_if();
             test_nesting();
             test_fork();
             test_bad_input();
+            test_flow_conditions(1);
         }
     }
     if (mod) gf_module_destroy(mod);
