@@ -964,6 +964,16 @@ GPUFLOW_API void      gf_flow_destroy(gf_flow *flow);
 GPUFLOW_API gf_result gf_flow_add_desc(gf_flow *flow, const gf_task_desc *desc, gf_task *out);
 GPUFLOW_API gf_result gf_flow_get_stats(gf_flow *flow, gf_flow_stats *out);
 GPUFLOW_API gf_result gf_flow_write_dot(gf_flow *flow, const char *path);   /* tasks, edges, lanes, events */
+/* Frames: each run of a flow (gf_flow_run, _run_multi, a graph_after replay) is a frame, complete
+   when its work on every lane is. gf_flow_frames says, without waiting, how many runs began, how
+   many the devices completed, how many are in flight, and the latest completed run's time on the
+   device (its first lane's start to its last lane's end; 0 for a run over several devices);
+   gf_frame_info.open is always 0 (a run is queued whole). gf_flow_wait_frames paces the host:
+   it returns once at most max_in_flight runs are in flight, or GF_TIMEOUT after timeout_ms
+   (max_in_flight negative: GF_ERROR_INVALID_ARGUMENT). Both hold the flow's lock, so a run of the
+   flow from another thread waits for them. */
+GPUFLOW_API gf_result gf_flow_frames(gf_flow *flow, gf_frame_info *out);
+GPUFLOW_API gf_result gf_flow_wait_frames(gf_flow *flow, int max_in_flight, unsigned timeout_ms);
 /* Condition tasks: flows that loop and branch. When a run reaches a condition task, the 32-bit
    int at byte offset of cond, written by the work before it, picks what runs next: value k picks
    the k-th task it was made the predecessor of (gf_flow_depend order), any other value none. A
@@ -6060,8 +6070,8 @@ typedef struct gf__task {
    word). Plain edges are strong; they alone order a plan and may not close a cycle. */
 #define GF__STRONG_SUCCS(flow, i) ((flow)->tasks[i].cond ? 0 : (flow)->tasks[i].succ_count)
 
-/* A run timed on the device: a start on its first lane, an end on every lane. */
-typedef struct gf__flow_timing { gf_event *start; gf_event **ends; int lanes; } gf__flow_timing;
+/* A run as a frame: a start on its first lane (none over several devices), an end on every lane. */
+typedef struct gf__flow_frame { gf_event *start; gf_event **ends; int lanes; uint64_t number; int timed; } gf__flow_frame;
 
 struct gf_flow {
     uint32_t type;
@@ -6074,7 +6084,8 @@ struct gf_flow {
     gf_stream **forks; int fork_count;    /* capture: extra streams for parallel branches */
     gf_flow_stats stats;                  /* under lock */
     double timed_ms;                      /* sum over stats.timed_runs */
-    gf__flow_timing *timing; int timing_count, timing_cap;   /* runs not yet resolved */
+    gf__flow_frame *frame; int frame_count, frame_cap;     /* runs not yet known complete, oldest first */
+    uint64_t frames, completed, last_frame; float last_gpu_ms;   /* gf_flow_frames */
     char (*last_lanes)[64]; int last_lane_count;              /* the last run's streams, for DOT */
     int graph_after;                      /* gf_flow_desc.graph_after */
     uint64_t version;                     /* bumped by every change of tasks or edges */
@@ -6382,55 +6393,69 @@ static gf_result gf__flow_enqueue(gf_flow *flow, const gf__flow_plan *p, gf_stre
     return r;
 }
 
-/* Device timing of a run (profiler on): events from the device's pool, read back lazily. */
-static void gf__flow_timing_start(gf_flow *flow, gf_stream **lanes, int count, gf__flow_timing *t) {
-    gf_event_pool *events = flow->dev->events;
+/* Frames: every run is one (a frame of an engine's loop). A start on its first lane, an end on
+   every lane, from the devices' event pools, read back without waiting: completed runs give
+   gf_flow_frames its counts and the last one's time on the device, and the profiler's average
+   when it was on. */
+static void gf__flow_frame_begin(gf_flow *flow, gf_stream *first, gf__flow_frame *fr) {
+    memset(fr, 0, sizeof *fr);
+    fr->timed = gf__atomic_load_int(&flow->dev->profiling);
+    if (!first || first->dev != flow->dev || gf__event_pool_take(first->dev->events, GF_EVENT_TIMING, &fr->start) != GF_OK) return;
+    if (gf__call_event_record(fr->start, first) != GF_OK) { gf__event_pool_give(first->dev->events, fr->start); fr->start = NULL; }
+}
+static void gf__flow_frame_release(gf__flow_frame *fr) {
     int i;
-    memset(t, 0, sizeof *t);
-    if (!gf__atomic_load_int(&flow->dev->profiling) || count < 1) return;   /* an empty flow has no lane to time */
-    for (i = 0; i < count; i++) if (lanes[i]->dev != flow->dev) return;   /* no one clock over several devices */
-    if (!(t->ends = (gf_event **)gf__calloc(sizeof *t->ends * (size_t)count))) return;
-    if (gf__event_pool_take(events, GF_EVENT_TIMING, &t->start) != GF_OK || gf_event_record(t->start, lanes[0]) != GF_OK) {
-        if (t->start) gf__event_pool_give(events, t->start);
-        gf__free(t->ends);
-        memset(t, 0, sizeof *t);
+    if (fr->start) gf__event_pool_give(fr->start->dev->events, fr->start);
+    for (i = 0; i < fr->lanes; i++) if (fr->ends[i]) gf__event_pool_give(fr->ends[i]->dev->events, fr->ends[i]);
+    gf__free(fr->ends);
+    memset(fr, 0, sizeof *fr);
+}
+/* The run's work is all queued: its ends are recorded and the frame counted (flow->lock held).
+   A frame that cannot be watched (out of events or memory) counts as complete at once. */
+static void gf__flow_frame_end(gf_flow *flow, gf_stream **lanes, int count, gf__flow_frame *fr) {
+    GF__HELD(&flow->lock);
+    int i, ok = count > 0 && (fr->ends = (gf_event **)gf__calloc(sizeof *fr->ends * (size_t)count)) != NULL;
+    fr->number = flow->frames++;
+    for (i = 0; ok && i < count; i++) {
+        fr->lanes = i + 1;
+        ok = gf__event_pool_take(lanes[i]->dev->events, fr->start && lanes[i]->dev == fr->start->dev ? GF_EVENT_TIMING : 0, &fr->ends[i]) == GF_OK &&
+             gf__call_event_record(fr->ends[i], lanes[i]) == GF_OK;
+    }
+    for (i = 0; fr->start && i < count; i++) if (lanes[i]->dev != fr->start->dev) fr->timed = 0;   /* no one clock */
+    if (ok && gf__grow((void **)&flow->frame, &flow->frame_cap, flow->frame_count + 1, sizeof *flow->frame)) {
+        flow->frame[flow->frame_count++] = *fr;
         return;
     }
-    t->lanes = count;
-    for (i = 0; i < count; i++) (void)i;
+    gf__flow_frame_release(fr);
+    flow->completed++;
 }
-static void gf__flow_timing_release(gf_flow *flow, gf__flow_timing *t) {
-    int i;
-    if (t->start) gf__event_pool_give(flow->dev->events, t->start);
-    for (i = 0; i < t->lanes; i++) if (t->ends[i]) gf__event_pool_give(flow->dev->events, t->ends[i]);
-    gf__free(t->ends);
-    memset(t, 0, sizeof *t);
+/* Frame i of the pending list is complete: counted, its time kept (flow->lock held). */
+static void gf__flow_frame_done(gf_flow *flow, int i) {
+    gf__flow_frame *fr = &flow->frame[i];
+    float longest = 0, ms;
+    int k;
+    for (k = 0; fr->start && k < fr->lanes; k++)
+        if (fr->ends[k]->dev == fr->start->dev && fr->start->dev->be->event_elapsed_ms(fr->start, fr->ends[k], &ms) == GF_OK && ms > longest)
+            longest = ms;
+    if (flow->completed++ == 0 || fr->number >= flow->last_frame) { flow->last_frame = fr->number; flow->last_gpu_ms = longest; }
+    if (fr->timed && fr->start) { flow->stats.timed_runs++; flow->timed_ms += longest; }
+    gf__flow_frame_release(fr);
+    memmove(fr, fr + 1, sizeof *fr * (size_t)(flow->frame_count - i - 1));   /* oldest first */
+    flow->frame_count--;
 }
-static void gf__flow_timing_end(gf_flow *flow, gf_stream **lanes, gf__flow_timing *t) {   /* flow->lock held */
+static int gf__flow_frame_complete(const gf__flow_frame *fr) {
+    int k;
+    if (fr->start && fr->start->dev->be->event_query(fr->start) != GF_OK) return 0;
+    for (k = 0; k < fr->lanes; k++) if (fr->ends[k]->dev->be->event_query(fr->ends[k]) != GF_OK) return 0;
+    return 1;
+}
+/* Every frame the devices have finished, found without waiting (flow->lock held). */
+static void gf__flow_frames_collect(gf_flow *flow) {
     GF__HELD(&flow->lock);
-    int i, ok = t->start != NULL;
-    for (i = 0; ok && i < t->lanes; i++)
-        ok = gf__event_pool_take(flow->dev->events, GF_EVENT_TIMING, &t->ends[i]) == GF_OK && gf_event_record(t->ends[i], lanes[i]) == GF_OK;
-    if (ok && gf__grow((void **)&flow->timing, &flow->timing_cap, flow->timing_count + 1, sizeof *flow->timing)) flow->timing[flow->timing_count++] = *t;
-    else gf__flow_timing_release(flow, t);
-}
-/* Folds the runs whose events completed into the average (flow->lock held; never blocks). */
-static void gf__flow_timing_resolve(gf_flow *flow) {
-    GF__HELD(&flow->lock);
-    const gf__backend *be = flow->dev->be;
-    int i = 0, k;
-    while (i < flow->timing_count) {
-        gf__flow_timing *t = &flow->timing[i];
-        float longest = 0, ms;
-        int done = be->event_query(t->start) == GF_OK;
-        for (k = 0; done && k < t->lanes; k++) done = be->event_query(t->ends[k]) == GF_OK;
-        if (!done) { i++; continue; }
-        for (k = 0; k < t->lanes; k++)
-            if (be->event_elapsed_ms(t->start, t->ends[k], &ms) == GF_OK && ms > longest) longest = ms;
-        flow->stats.timed_runs++;
-        flow->timed_ms += longest;
-        gf__flow_timing_release(flow, t);
-        flow->timing[i] = flow->timing[--flow->timing_count];
+    int i = 0;
+    while (i < flow->frame_count) {
+        if (gf__flow_frame_complete(&flow->frame[i])) gf__flow_frame_done(flow, i);
+        else i++;
     }
 }
 
@@ -6479,6 +6504,7 @@ typedef struct gf__decide_lane { gf_stream *s; gf_stream_pool *pool; int tail; }
 typedef struct gf__decide {
     gf_flow *flow;
     const gf__flow_plan *plan;   /* strong predecessors by task */
+    gf__flow_frame *frame;       /* begun on the first lane */
     gf__decide_task *task;
     gf__decide_lane *lanes; int lane_count, lane_cap;
     int *ready; int ready_head, ready_count, ready_cap;   /* a ring of (task, the task that readied it) */
@@ -6548,6 +6574,7 @@ static gf_result gf__decide_stream(gf__decide *d, gf_stream_pool *const *pools, 
         gf_stream_pool_release(pool, s);
         return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_flow_run: out of host memory");
     }
+    if (!d->lane_count) gf__flow_frame_begin(d->flow, s, d->frame);
     d->lanes[d->lane_count].s = s;
     d->lanes[d->lane_count].pool = pool;
     d->lanes[d->lane_count].tail = -1;
@@ -6610,14 +6637,18 @@ static gf_result gf__decide_run(gf__decide *d, gf_stream_pool *const *pools, int
 static gf_result gf__flow_decide(gf_flow *flow, gf_stream_pool *const *pools, int count) {
     GF__HELD(&flow->lock);
     gf__flow_plan plan;
+    gf__flow_frame frame;
     gf__decide d;
     gf_stream **streams;
     gf_result r;
     int i, k;
     if ((r = gf__flow_plan_make(flow, &plan)) != GF_OK) return r;
+    gf__flow_frames_collect(flow);   /* bounds the pending list to the frames in flight */
     memset(&d, 0, sizeof d);
+    memset(&frame, 0, sizeof frame);
     d.flow = flow;
     d.plan = &plan;
+    d.frame = &frame;
     if (!(d.task = (gf__decide_task *)gf__calloc(sizeof *d.task * (size_t)(flow->count + 1)))) {
         gf__plan_free(&plan);
         return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_flow_run: out of host memory");
@@ -6634,12 +6665,16 @@ static gf_result gf__flow_decide(gf_flow *flow, gf_stream_pool *const *pools, in
         d.ready_count--;
         r = gf__decide_run(&d, pools, count, t, by);
     }
-    if (r == GF_OK) flow->stats.runs++;
     if ((streams = (gf_stream **)gf__malloc(sizeof *streams * (size_t)(d.lane_count + 1))) != NULL) {
         for (i = 0; i < d.lane_count; i++) streams[i] = d.lanes[i].s;
         gf__flow_remember_lanes(flow, streams, d.lane_count);
-        gf__free(streams);
     }
+    if (r == GF_OK) {
+        flow->stats.runs++;
+        if (streams) gf__flow_frame_end(flow, streams, d.lane_count, &frame);
+        else { flow->frames++; flow->completed++; gf__flow_frame_release(&frame); }   /* not watched: counted complete */
+    } else gf__flow_frame_release(&frame);
+    gf__free(streams);
     for (i = 0; i < flow->count; i++) if (d.task[i].done) gf__event_pool_give(d.task[i].done->dev->events, d.task[i].done);
     for (i = 0; i < d.lane_count; i++) gf_stream_pool_release(d.lanes[i].pool, d.lanes[i].s);
     gf__free(d.lanes);
@@ -6927,11 +6962,12 @@ static gf_result gf__flow_run(const char *fn, gf_flow *flow, gf_stream_pool *con
         r = gf_stream_pool_acquire(lane_pool[i], &hint, &lanes[i]);
     }
     if (r == GF_OK) {
-        gf__flow_timing timing;
-        gf__flow_timing_start(flow, lanes, plan.lanes, &timing);
+        gf__flow_frame frame;
+        gf__flow_frames_collect(flow);   /* bounds the pending list to the frames in flight */
+        gf__flow_frame_begin(flow, lanes[0], &frame);
         r = gf__flow_enqueue(flow, &plan, lanes, 1);
-        if (r == GF_OK) gf__flow_timing_end(flow, lanes, &timing);
-        else gf__flow_timing_release(flow, &timing);
+        if (r == GF_OK) gf__flow_frame_end(flow, lanes, plan.lanes, &frame);
+        else gf__flow_frame_release(&frame);
         if (r == GF_OK) flow->stats.runs++;
         gf__flow_remember_lanes(flow, lanes, plan.lanes);
     }
@@ -6947,6 +6983,7 @@ static gf_result gf__flow_run(const char *fn, gf_flow *flow, gf_stream_pool *con
    unchanged. Returns 1 with *r when it ran so, 0 for a run as a flow (not yet, a change since,
    a task with on_complete, which a graph has no per-run event for, or a capture that failed). */
 static int gf__flow_run_as_graph(gf_flow *flow, gf_stream_pool *pool, gf_result *r) {
+    gf__flow_frame frame;
     gf_graph *stale = NULL, *g;
     gf_stream *s = NULL;
     uint64_t version;
@@ -6976,9 +7013,14 @@ static int gf__flow_run_as_graph(gf_flow *flow, gf_stream_pool *pool, gf_result 
         if (flow->version == version && !flow->graph) { flow->graph = g; flow->graph_version = version; flow->stats.captures++; g = flow->graph; }
         gf__unlock(&flow->lock);
     }
+    gf__flow_frame_begin(flow, s, &frame);
     *r = gf_graph_launch(g, s);
     gf__lock(&flow->lock);
-    if (*r == GF_OK) { flow->stats.runs++; flow->stats.graph_runs++; flow->stats.tasks_run += (uint64_t)flow->count; }
+    if (*r == GF_OK) {
+        flow->stats.runs++; flow->stats.graph_runs++; flow->stats.tasks_run += (uint64_t)flow->count;
+        gf__flow_frame_end(flow, &s, 1, &frame);
+    } else gf__flow_frame_release(&frame);
+    gf__flow_frames_collect(flow);   /* bounds the pending list to the frames in flight */
     gf__unlock(&flow->lock);
     if (g != flow->graph) gf_graph_destroy(g);   /* changed while it was captured: this run's alone */
     gf_stream_pool_release(pool, s);
@@ -7075,8 +7117,8 @@ GPUFLOW_IMPL void gf_flow_destroy(gf_flow *flow) {
     if (flow->graph) gf_graph_destroy(flow->graph);
     for (i = 0; i < flow->count; i++) gf__free(flow->tasks[i].succ);
     for (i = 0; i < flow->fork_count; i++) gf__stream_free(flow->forks[i]);
-    for (i = 0; i < flow->timing_count; i++) gf__flow_timing_release(flow, &flow->timing[i]);
-    gf__free(flow->timing);
+    for (i = 0; i < flow->frame_count; i++) gf__flow_frame_release(&flow->frame[i]);
+    gf__free(flow->frame);
     gf__free(flow->last_lanes);
     gf__free(flow->forks);
     gf__free(flow->tasks);
@@ -7089,11 +7131,53 @@ GPUFLOW_IMPL gf_result gf_flow_get_stats(gf_flow *flow, gf_flow_stats *out) {
     GF__CHECK(flow, GF__T_FLOW);
     GF__CHECK_OUT(out);
     gf__lock(&flow->lock);
-    gf__flow_timing_resolve(flow);
+    gf__flow_frames_collect(flow);
     *out = flow->stats;
     out->avg_run_ms = flow->stats.timed_runs ? flow->timed_ms / (double)flow->stats.timed_runs : 0.0;
     gf__unlock(&flow->lock);
     return GF_OK;
+}
+
+GPUFLOW_IMPL gf_result gf_flow_frames(gf_flow *flow, gf_frame_info *out) {
+    GF__CHECK(flow, GF__T_FLOW);
+    GF__CHECK_OUT(out);
+    gf__lock(&flow->lock);
+    gf__flow_frames_collect(flow);
+    memset(out, 0, sizeof *out);
+    out->frames = flow->frames;
+    out->completed = flow->completed;
+    out->in_flight = flow->frames - flow->completed;
+    out->last_frame = flow->last_frame;
+    out->last_gpu_ms = flow->last_gpu_ms;
+    gf__unlock(&flow->lock);
+    return GF_OK;
+}
+
+GPUFLOW_IMPL gf_result gf_flow_wait_frames(gf_flow *flow, int max_in_flight, unsigned timeout_ms) {
+    uint64_t end;
+    gf_result r = GF_OK;
+    GF__CHECK(flow, GF__T_FLOW);
+    if (max_in_flight < 0) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_flow_wait_frames: max_in_flight %d is negative", max_in_flight);
+    end = gf__now_ns() + (uint64_t)timeout_ms * 1000000u;
+    gf__lock(&flow->lock);
+    gf__flow_frames_collect(flow);
+    while (r == GF_OK && flow->frames - flow->completed > (uint64_t)max_in_flight && flow->frame_count > 0) {
+        gf__flow_frame *oldest = &flow->frame[0];
+        int k;
+        for (k = 0; r == GF_OK && k < oldest->lanes; k++) {
+            uint64_t now = gf__now_ns();
+            unsigned left = now < end ? (unsigned)((end - now + 999999u) / 1000000u) : 0u;
+            gf__faults_inside++;   /* the flow's own pacing */
+            r = gf__call_event_synchronize_timeout(oldest->ends[k], left);
+            gf__faults_inside--;
+        }
+        if (r == GF_OK) gf__flow_frames_collect(flow);
+        else if (r == GF_TIMEOUT)
+            r = gf__fail(GF_TIMEOUT, "gf_flow_wait_frames: flow '%s': %llu runs still in flight after %u ms (at most %d asked)", flow->label,
+                         (unsigned long long)(flow->frames - flow->completed), timeout_ms, max_in_flight);
+    }
+    gf__unlock(&flow->lock);
+    return r;
 }
 
 /* DOT strings: quotes and backslashes escaped, control bytes dropped. */

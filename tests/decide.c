@@ -390,6 +390,11 @@ static void test_flow_conditions(int can_capture)
     CHECK(gf_flow_get_stats(flow, &fs) == GF_OK && fs.runs == 3 && fs.tasks_run == 22 + 6 + 5,
           "flow conditions: stats count every task run, each time round (22, 6 and 5 runs)");
     if (fs.tasks_run != 22 + 6 + 5) printf("  tasks_run %llu\n", (unsigned long long)fs.tasks_run);
+    {
+        gf_frame_info fi;
+        CHECK(gf_flow_frames(flow, &fi) == GF_OK && fi.frames == 3 && fi.completed == 3 && fi.in_flight == 0,
+              "flow conditions: each decided run is a frame, complete once its work is");
+    }
     /* the drawing: conditions as diamonds, picks dotted with their values */
     snprintf(path, sizeof path, "%s/gpuflow-decide-flow-%d.dot", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid());
     CHECK_EQ_RESULT(gf_flow_write_dot(flow, path), GF_OK);

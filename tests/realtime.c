@@ -7,6 +7,9 @@
               device (held frames show it); gf_stream_set_wait_frames returns once at most N
               are in flight, times out while the device holds them, refuses to wait for the
               open frame; a paced loop never has more than N + 1 in flight
+     flow frames  every run of a flow is a frame: counted begun, completed and in flight, the
+              last completed run's time on the device, waits that pace and time out, a paced
+              loop of 200 runs, and a flow that became a graph counting its replays
      budgets  bad descriptions refused; charges, the warn_at crossing and a refusal (callback,
               code, message naming the budget, nothing allocated); figures in
               gf_budget_get_stats and gf_device_memory_stats; a destroy gives the bytes back; a
@@ -74,6 +77,79 @@ static void test_frames(void)
     CHECK(ok && most <= 3, "frames: a paced loop keeps at most max + 1 in flight (the one just begun)");
     CHECK_EQ_RESULT(gf_stream_set_synchronize(set), GF_OK);
     gf_stream_set_destroy(set);
+}
+
+/* ---- frames of a flow: every run is one ---- */
+static th_gate *flow_gate;   /* the gate the next run's first task holds its lane on */
+static gf_result hold_task(gf_stream *on, void *user) { (void)user; return flow_gate ? gf_stream_add_callback(on, th_gate_cb, flow_gate) : GF_OK; }
+static gf_result idle_task(gf_stream *on, void *user) { (void)on; (void)user; return GF_OK; }
+static void test_flow_frames(void)
+{
+    gf_flow *flow = NULL;
+    gf_stream_pool *pool = NULL;
+    gf_frame_info fi;
+    gf_task a, b, c;
+    th_gate gates[3];
+    int i, ok = 1;
+    uint64_t most = 0;
+    if (!CHECK_EQ_RESULT(gf_flow_create(dev, NULL, &flow), GF_OK)) return;
+    CHECK_EQ_RESULT(gf_stream_pool_create(dev, NULL, &pool), GF_OK);
+    CHECK_EQ_RESULT(gf_flow_add(flow, "hold", hold_task, NULL, &a), GF_OK);   /* two lanes: a -> c, b -> c */
+    CHECK_EQ_RESULT(gf_flow_add(flow, "other", idle_task, NULL, &b), GF_OK);
+    CHECK_EQ_RESULT(gf_flow_add(flow, "join", idle_task, NULL, &c), GF_OK);
+    CHECK_EQ_RESULT(gf_flow_depend(flow, a, c), GF_OK);
+    CHECK_EQ_RESULT(gf_flow_depend(flow, b, c), GF_OK);
+    CHECK_EQ_RESULT(gf_flow_frames(flow, &fi), GF_OK);
+    CHECK(fi.frames == 0 && fi.in_flight == 0 && fi.open == 0, "flow frames: a new flow has none");
+    for (i = 0; i < 3; i++) {
+        th_gate_init(&gates[i]);
+        flow_gate = &gates[i];
+        CHECK_EQ_RESULT(gf_flow_run(flow, pool), GF_OK);
+    }
+    flow_gate = NULL;
+    CHECK_EQ_RESULT(gf_flow_frames(flow, &fi), GF_OK);
+    CHECK(fi.frames == 3 && fi.completed == 0 && fi.in_flight == 3 && fi.open == 0, "flow frames: three runs begun, none complete");
+    CHECK_FAIL(gf_flow_wait_frames(flow, 1, 50), GF_TIMEOUT);   /* the device holds them */
+    CHECK(strstr(gf_last_error(), "in flight") != NULL, "flow frames: a timeout says how many are in flight");
+    CHECK_FAIL(gf_flow_wait_frames(flow, -1, 50), GF_ERROR_INVALID_ARGUMENT);
+    CHECK_FAIL(gf_flow_wait_frames(NULL, 1, 50), GF_ERROR_INVALID_HANDLE);
+    CHECK_FAIL(gf_flow_frames(flow, NULL), GF_ERROR_INVALID_ARGUMENT);
+    th_sleep_ms(30);
+    th_gate_open(&gates[0]);
+    CHECK_EQ_RESULT(gf_flow_wait_frames(flow, 2, TH_WAIT_MS), GF_OK);
+    CHECK_EQ_RESULT(gf_flow_frames(flow, &fi), GF_OK);
+    CHECK(fi.completed >= 1 && fi.in_flight <= 2 && fi.last_frame == 0, "flow frames: run 0 completed once its gate opened");
+    CHECK(fi.last_gpu_ms >= 20.0f, "flow frames: its time on the device covers the 30 ms it was held");
+    printf("  flow run 0: %.2f ms on the device (held at least 30 ms)\n", (double)fi.last_gpu_ms);
+    th_gate_open(&gates[1]);
+    th_gate_open(&gates[2]);
+    CHECK_EQ_RESULT(gf_flow_wait_frames(flow, 0, TH_WAIT_MS), GF_OK);
+    CHECK_EQ_RESULT(gf_flow_frames(flow, &fi), GF_OK);
+    CHECK(fi.completed == 3 && fi.in_flight == 0 && fi.last_frame == 2, "flow frames: all three complete, the last is run 2");
+    for (i = 0; i < 3; i++) th_gate_destroy(&gates[i]);
+    for (i = 0; i < 200 && ok; i++) {   /* a paced loop; the pending list stays bounded (ASan: no growth, no leak) */
+        ok = gf_flow_wait_frames(flow, 1, TH_WAIT_MS) == GF_OK && gf_flow_run(flow, pool) == GF_OK && gf_flow_frames(flow, &fi) == GF_OK;
+        if (fi.in_flight > most) most = fi.in_flight;
+    }
+    CHECK(ok && most <= 2 && fi.frames == 203, "flow frames: a paced loop keeps at most max + 1 in flight (the run just queued)");
+    CHECK_EQ_RESULT(gf_stream_pool_synchronize(pool), GF_OK);
+    gf_flow_destroy(flow);
+    /* a flow that becomes a graph: its replays are frames too */
+    {
+        gf_flow_desc fd;
+        memset(&fd, 0, sizeof fd);
+        fd.graph_after = 1;
+        if (CHECK_EQ_RESULT(gf_flow_create(dev, &fd, &flow), GF_OK)) {
+            gf_flow_stats st;
+            CHECK_EQ_RESULT(gf_flow_add(flow, "a", idle_task, NULL, &a), GF_OK);
+            for (i = 0; i < 4; i++) CHECK_EQ_RESULT(gf_flow_run(flow, pool), GF_OK);
+            CHECK_EQ_RESULT(gf_flow_wait_frames(flow, 0, TH_WAIT_MS), GF_OK);
+            CHECK(gf_flow_frames(flow, &fi) == GF_OK && gf_flow_get_stats(flow, &st) == GF_OK && fi.frames == 4 && fi.completed == 4 &&
+                  st.graph_runs == 3, "flow frames: a flow that became a graph counts its replays as frames");
+            gf_flow_destroy(flow);
+        }
+    }
+    gf_stream_pool_destroy(pool);
 }
 
 typedef struct heard { int crossed, refused; uint64_t used, asked; } heard;
@@ -174,6 +250,7 @@ int main(int argc, char **argv)
     }
     printf("realtime on %s: %s\n", backend_name, gf_device_name(dev));
     test_frames();
+    test_flow_frames();
     test_budgets(backend);
     gf_device_close(dev);
     return th_finish();

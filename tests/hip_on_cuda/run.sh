@@ -43,7 +43,7 @@ stand_in "$out/lib/libamdhip64.so" && ln -sf libamdhip64.so "$out/lib/libamdhip6
 stand_in "$out/lib-hip52/libamdhip64.so" -DHOC_HIP_5_2 && ln -sf libamdhip64.so "$out/lib-hip52/libamdhip64.so.5"
 stand_in "$out/lib-split/libamdhip64.so" "-DHOC_NO_HIPRTC -DHOC_NO_PROPERTIES" && ln -sf libamdhip64.so "$out/lib-split/libamdhip64.so.5"
 stand_in "$out/lib-split/libhiprtc.so.5" -DHOC_HIPRTC_ONLY
-for t in conformance threads reliability races dialect faults cache newcomer no_stalls interop multi_device; do
+for t in conformance threads reliability races dialect faults cache newcomer no_stalls interop multi_device decide; do
     echo "$cc -std=c99 $warn -g -O1 $gf tests/$t.c -o $out/$t -pthread -ldl -lm"
     $cc -std=c99 $warn -g -O1 $gf "tests/$t.c" -o "$out/$t" -pthread -ldl -lm
 done
@@ -73,6 +73,7 @@ TEST_TIMEOUT=${TEST_TIMEOUT:-240} sh tests/run.sh \
     "LD_LIBRARY_PATH=$lib $out/no_stalls hip" \
     "LD_LIBRARY_PATH=$lib $out/interop hip" \
     "LD_LIBRARY_PATH=$lib $out/multi_device hip" \
+    "LD_LIBRARY_PATH=$lib $out/decide hip" \
     "LD_LIBRARY_PATH=$lib $out/multi_device mixed hip" \
     "LD_LIBRARY_PATH=$lib $out/vulkan hip" \
     "LD_LIBRARY_PATH=$lib $out/faults entries hip" \
