@@ -2314,6 +2314,7 @@ static const gf__backend *gf__backend_of(gf_backend b);
      captures and graphs: gf__stream_capturing gf__graph_launch_count gf__graph_launch_node
           gf__graph_launch_args gf__following_reload (set while a hot reload updates a
           native graph's launches: graph_set_kernel_args then takes the kernel's code too)
+          gf__cond_test (what cond_begin's node tests the int against)
      external memory and semaphores: GF__EXT_BIT GF__EXT_IMPORT_MEMORY GF__EXT_EXPORT_MEMORY
           GF__EXT_IMPORT_SEMAPHORE GF__EXT_EXPORT_SEMAPHORE GF__T_SEMAPHORE
 */
@@ -6477,13 +6478,24 @@ static gf_stream_pool *gf__pool_of(gf_stream_pool *const *pools, int count, gf_d
     return NULL;
 }
 /* ---- condition tasks: flows that loop and branch ---- */
+/* A conditional's int read back lands in a block of its own: when the wait for it fails the
+   copy may still come, so the block is then retired (freed once the device's work has passed),
+   not freed. r: how the copy and the wait went. */
+static gf_result gf__int_landed(gf_stream *s, int32_t *landing, gf_result r, int32_t *value) {
+    if (r != GF_OK) { gf__retire(s->dev, gf__free, landing, GF__KIND_NO_MEMORY, 0); return r; }
+    *value = *landing;
+    gf__free(landing);
+    return GF_OK;
+}
 /* The int at buf+offset once s's work so far has passed: the host waits for s (a 4-byte read
-   back), which GPUFLOW_SYNC_DEBUG reports as call's wait for what. */
+   back), which GPUFLOW_SYNC_DEBUG reports as call's wait for what. s->lock not held. */
 static gf_result gf__int_read(const char *call, gf_stream *s, gf_buffer *buf, size_t offset, const char *what, int32_t *value) {
+    int32_t *landing;
     gf_result r;
     if ((r = gf__hidden_wait(call, s, what)) != GF_OK) return r;
-    if ((r = gf__call_copy_to_host_async(s, value, buf, offset, sizeof *value)) != GF_OK) return r;
-    return gf__call_stream_synchronize(s);
+    if (!(landing = (int32_t *)gf__malloc(sizeof *landing))) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "%s: out of host memory", call);
+    if ((r = gf__call_copy_to_host_async(s, landing, buf, offset, sizeof *landing)) != GF_OK) { gf__free(landing); return r; }
+    return gf__int_landed(s, landing, gf__call_stream_synchronize(s), value);
 }
 
 /* A run decided as it goes, by Taskflow's rules: a task is ready once each of its strong
@@ -6495,7 +6507,7 @@ static gf_result gf__int_read(const char *call, gf_stream *s, gf_buffer *buf, si
    stream of its device's pool; it waits, by an event, for the latest run of each strong
    predecessor on another stream. */
 typedef struct gf__decide_task {
-    int pending;          /* strong predecessors still to run before it is ready */
+    int pending;          /* strong predecessors not yet run since it last ran */
     int picked;           /* a condition task's successor (so not a first task) */
     gf_stream *on;        /* where its latest run went (NULL: not run) */
     gf_event *done;       /* recorded after that run, once another stream may need it */
@@ -6506,6 +6518,7 @@ typedef struct gf__decide {
     const gf__flow_plan *plan;   /* strong predecessors by task */
     gf__flow_frame *frame;       /* begun on the first lane */
     gf__decide_task *task;
+    unsigned char *ran;          /* by strong edge (the plan's preds order): its predecessor ran since */
     gf__decide_lane *lanes; int lane_count, lane_cap;
     int *ready; int ready_head, ready_count, ready_cap;   /* a ring of (task, the task that readied it) */
 } gf__decide;
@@ -6528,10 +6541,10 @@ static gf_result gf__decide_ready(gf__decide *d, int t, int by) {
     d->ready_count++;
     return GF_OK;
 }
-static int gf__decide_lane_of(const gf__decide *d, const gf_stream *s) {
+static gf__decide_lane *gf__decide_lane_of(gf__decide *d, const gf_stream *s) {   /* NULL: not a lane yet */
     int i;
-    for (i = 0; i < d->lane_count; i++) if (d->lanes[i].s == s) return i;
-    return -1;
+    for (i = 0; i < d->lane_count; i++) if (d->lanes[i].s == s) return &d->lanes[i];
+    return NULL;
 }
 /* p's latest run as an event (recorded now if it has none: then it covers its stream's work
    since, which only waits longer). */
@@ -6550,22 +6563,22 @@ static gf_result gf__decide_event(gf__decide *d, int p, gf_event **out) {
     *out = dp->done;
     return GF_OK;
 }
-/* The stream t runs on: by's when t may continue it, else one of its pool (a stream this run
-   holds already is used as the lane it is). */
-static gf_result gf__decide_stream(gf__decide *d, gf_stream_pool *const *pools, int count, int t, int by, int *lane) {
+/* The lane t runs on: by's when t may continue it, else one of its pool's streams (one this run
+   holds already is used as the lane it is). The pointer holds until the next lane is added. */
+static gf_result gf__decide_stream(gf__decide *d, gf_stream_pool *const *pools, int count, int t, int by, gf__decide_lane **lane) {
     const gf__task *task = &d->flow->tasks[t];
     gf_stream *s = NULL;
     gf_stream_pool *pool;
     gf_result r;
-    int at = by >= 0 && d->task[by].on ? gf__decide_lane_of(d, d->task[by].on) : -1;
-    if (at >= 0 && d->lanes[at].tail == by && d->lanes[at].s->dev == task->dev &&
+    gf__decide_lane *at = by >= 0 && d->task[by].on ? gf__decide_lane_of(d, d->task[by].on) : NULL;
+    if (at && at->tail == by && at->s->dev == task->dev &&
         d->flow->tasks[by].hint.priority == task->hint.priority && d->flow->tasks[by].hint.workload == task->hint.workload) {
         *lane = at;
         return GF_OK;
     }
     pool = gf__pool_of(pools, count, task->dev);
     if ((r = gf_stream_pool_acquire(pool, &task->hint, &s)) != GF_OK) return r;
-    if ((at = gf__decide_lane_of(d, s)) >= 0) {   /* held already: one lease is enough */
+    if ((at = gf__decide_lane_of(d, s)) != NULL) {   /* held already: one lease is enough */
         gf_stream_pool_release(pool, s);
         *lane = at;
         return GF_OK;
@@ -6578,7 +6591,7 @@ static gf_result gf__decide_stream(gf__decide *d, gf_stream_pool *const *pools, 
     d->lanes[d->lane_count].s = s;
     d->lanes[d->lane_count].pool = pool;
     d->lanes[d->lane_count].tail = -1;
-    *lane = d->lane_count++;
+    *lane = &d->lanes[d->lane_count++];
     return GF_OK;
 }
 /* One run of task t on its lane; then what it readies. */
@@ -6586,27 +6599,29 @@ static gf_result gf__decide_run(gf__decide *d, gf_stream_pool *const *pools, int
     gf_flow *flow = d->flow;
     gf__task *task = &flow->tasks[t];
     gf__decide_task *dt = &d->task[t];
+    gf__decide_lane *lane = NULL;
     gf_stream *s;
     gf_result r;
-    int lane, tail, k;
+    int tail, k;
     if ((r = gf__decide_stream(d, pools, count, t, by, &lane)) != GF_OK) return r;
-    s = d->lanes[lane].s;
-    tail = d->lanes[lane].tail;
+    s = lane->s;
+    tail = lane->tail;
     /* the lane's last task keeps an event if something other than t may wait for it later */
     if (tail >= 0 && !d->task[tail].done && GF__STRONG_SUCCS(flow, tail) &&
         !(flow->tasks[tail].succ_count == 1 && flow->tasks[tail].succ[0] == t) && (r = gf__decide_event(d, tail, &d->task[tail].done)) != GF_OK)
         return r;
-    for (k = 0; k < d->plan->pred_count[t] && r == GF_OK; k++) {   /* its strong predecessors' latest runs */
-        int p = d->plan->preds[d->plan->pred_first[t] + k];
+    for (k = -1; k < d->plan->pred_count[t] && r == GF_OK; k++) {   /* its own run before, its strong predecessors' latest */
+        int p = k < 0 ? t : d->plan->preds[d->plan->pred_first[t] + k];
         gf_event *ev;
         if (!d->task[p].on || d->task[p].on == s) continue;
-        if ((r = gf__decide_event(d, p, &ev)) == GF_OK && (r = gf_stream_wait_event(s, ev)) == GF_OK) flow->stats.cross_edges++;
+        if ((r = gf__decide_event(d, p, &ev)) == GF_OK && (r = gf_stream_wait_event(s, ev)) == GF_OK && k >= 0) flow->stats.cross_edges++;
     }
     if (r != GF_OK) return r;
     if (dt->done) { gf__event_pool_give(dt->done->dev->events, dt->done); dt->done = NULL; }   /* of its run before */
     dt->on = s;
-    d->lanes[lane].tail = t;
+    lane->tail = t;
     dt->pending = d->plan->pred_count[t];   /* counts again from here */
+    memset(d->ran + d->plan->pred_first[t], 0, (size_t)d->plan->pred_count[t]);
     gf_range_push(s, task->name);
     if (task->cond) {
         int32_t value = 0;
@@ -6628,8 +6643,13 @@ static gf_result gf__decide_run(gf__decide *d, gf_stream_pool *const *pools, int
     if (r == GF_OK && task->on_complete) r = gf__task_on_complete(flow, task, s);
     if (r != GF_OK) return r;
     flow->stats.tasks_run++;
-    for (k = 0; k < task->succ_count && r == GF_OK; k++)
-        if (--d->task[task->succ[k]].pending == 0) r = gf__decide_ready(d, task->succ[k], t);
+    for (k = 0; k < task->succ_count && r == GF_OK; k++) {   /* the edge from t counts once until its successor runs */
+        int u = task->succ[k], j;
+        for (j = 0; j < d->plan->pred_count[u] && d->plan->preds[d->plan->pred_first[u] + j] != t; j++) {}
+        if (j == d->plan->pred_count[u] || d->ran[d->plan->pred_first[u] + j]) continue;
+        d->ran[d->plan->pred_first[u] + j] = 1;
+        if (--d->task[u].pending == 0) r = gf__decide_ready(d, u, t);
+    }
     return r;
 }
 
@@ -6649,7 +6669,10 @@ static gf_result gf__flow_decide(gf_flow *flow, gf_stream_pool *const *pools, in
     d.flow = flow;
     d.plan = &plan;
     d.frame = &frame;
-    if (!(d.task = (gf__decide_task *)gf__calloc(sizeof *d.task * (size_t)(flow->count + 1)))) {
+    d.task = (gf__decide_task *)gf__calloc(sizeof *d.task * (size_t)(flow->count + 1));
+    d.ran = (unsigned char *)gf__calloc((size_t)(plan.pred_first[flow->count > 0 ? flow->count - 1 : 0] + plan.pred_count[flow->count > 0 ? flow->count - 1 : 0] + 1));
+    if (!d.task || !d.ran) {
+        gf__free(d.task); gf__free(d.ran);
         gf__plan_free(&plan);
         return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_flow_run: out of host memory");
     }
@@ -6679,6 +6702,7 @@ static gf_result gf__flow_decide(gf_flow *flow, gf_stream_pool *const *pools, in
     for (i = 0; i < d.lane_count; i++) gf_stream_pool_release(d.lanes[i].pool, d.lanes[i].s);
     gf__free(d.lanes);
     gf__free(d.ready);
+    gf__free(d.ran);
     gf__free(d.task);
     gf__plan_free(&plan);
     return r;
@@ -7596,18 +7620,20 @@ static gf_result gf__call_stream_end_capture(gf_stream *s, gf_graph **out) {
 
 /* A recorded conditional's int, when the stream reaches it: the stream's work so far has
    passed (a 4-byte read back and a wait: what emulating a device-side branch costs). */
-static gf_result gf__cond_read(gf_stream *s, const gf__cmd_cond *c, int32_t *value) {
+static gf_result gf__cond_read(gf_stream *s, const gf__cmd_cond *c, int32_t *value) {   /* s->lock held (a replay) */
     gf__copy copy;
+    int32_t *landing;
     gf_result r;
     if ((r = gf__hidden_wait("gf_graph_launch", s, "a recorded graph's loop or branch condition")) != GF_OK) return r;
+    if (!(landing = (int32_t *)gf__malloc(sizeof *landing))) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_graph_launch: out of host memory");
     memset(&copy, 0, sizeof copy);
     copy.kind = GF__COPY_D2H;
     copy.src = c->buf;
     copy.src_offset = c->offset;
-    copy.host = value;
-    copy.bytes = sizeof *value;
-    if ((r = gf__copy_exec(s, &copy)) != GF_OK) return r;
-    return s->dev->be->stream_synchronize(s);
+    copy.host = landing;
+    copy.bytes = sizeof *landing;
+    if ((r = gf__copy_exec(s, &copy)) != GF_OK) { gf__free(landing); return r; }
+    return gf__int_landed(s, landing, s->dev->be->stream_synchronize(s), value);
 }
 /* A recording runs in order on s; a conditional's begin reads its int and enters the body or
    jumps past its end, a while's end goes back to its begin (which reads again). */
