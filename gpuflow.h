@@ -982,14 +982,17 @@ GPUFLOW_API gf_result gf_flow_wait_frames(gf_flow *flow, int max_in_flight, unsi
    run since it last ran, or at once when a condition picks it; the first tasks are those with no
    edge into them; the run ends when no task is ready (Taskflow's rules). gf_flow_run reads the
    int back once the work before the condition has passed: the host waits for it (4 bytes;
-   GPUFLOW_SYNC_DEBUG reports it). gf_flow_capture makes loops and branches of the graph (see
-   gf_stream_begin_while) on the one stream it captures on: a condition with a successor that
-   reaches it back by plain edges makes a loop of what that successor reaches by plain edges, run
-   again while the int picks that successor; each other successor heads a branch of what it
-   reaches, run when the int picks it. Other shapes (a task picked by two conditions, a loop entered in its middle,
-   a branch whose tasks wait for tasks outside it) are GF_ERROR_CAPTURE, naming the tasks;
-   gf_flow_run runs any. Such a graph holds a few bytes of its own and is not updated by
-   gf_graph_update. Codes: offset not a multiple of 4 GF_ERROR_INVALID_ARGUMENT, past the buffer
+   GPUFLOW_SYNC_DEBUG reports it); a task also waits for its own run before. gf_flow_capture
+   makes loops and branches of the graph (see gf_stream_begin_while) on the one stream it
+   captures on: a pick that goes back to a task before its condition makes a loop of what that
+   task reaches (by plain edges and the forward picks of other conditions, up to the condition),
+   run again while the int picks it; each other pick heads a branch of what it reaches so, run
+   when the int picks it. They nest: a loop in a loop, a break out of a loop from a branch in it,
+   a loop in a branch (up to GF_COND_DEPTH). Other shapes (a task picked by two conditions, a
+   loop entered in its middle, a branch's first task that also waits by a plain edge, a task
+   inside a loop or branch waiting for one outside it or the other way round) are
+   GF_ERROR_CAPTURE, naming the tasks, before any task's function runs; gf_flow_run runs any.
+   Such a graph holds a few bytes of its own and is not updated by gf_graph_update. Codes: offset not a multiple of 4 GF_ERROR_INVALID_ARGUMENT, past the buffer
    GF_ERROR_OUT_OF_RANGE. A loop whose int never changes runs for ever, as a while loop would. */
 GPUFLOW_API gf_result gf_flow_add_condition(gf_flow *flow, const char *name, gf_buffer *cond, size_t offset, gf_task *out);
 /* A flow whose tasks name devices (gf_task_desc.device): each task takes a stream of the pool
@@ -6709,17 +6712,23 @@ static gf_result gf__flow_decide(gf_flow *flow, gf_stream_pool *const *pools, in
 }
 
 /* ---- a flow with condition tasks as a graph ---- */
-/* gf_flow_capture makes structured loops and branches of condition tasks, on one stream:
-   - a loop: a condition task with one successor that reaches it back by plain edges (its way
-     back, index kb); the loop's body is what that successor (its first task) reaches by plain
-     edges, the condition among them. A WHILE node runs the body while the int == kb, tested after
-     each run of the body (the condition's place): a do-while, as the flow runs it.
-   - a branch: each other successor k heads the tasks it reaches by plain edges; an IF node
-     runs them when the int == k.
-   The int is copied to a slot of the graph's own (scratch) where the condition stands, so a
-   branch that changes it cannot start a second branch. What else a run allows (a task picked
-   by two conditions, a loop entered in its middle, a branch whose tasks also wait for tasks
-   outside it) is refused with GF_ERROR_CAPTURE, naming the tasks. */
+/* gf_flow_capture makes structured loops and branches of condition tasks, on one stream. A
+   depth-first walk from the first tasks over plain edges and picks finds the loops: a pick of
+   a task still on the walk's path is a condition's way back (index kb) to its loop's first
+   task T. What runs each time round (the body) is what T reaches by plain edges and by the
+   forward picks of other conditions, up to the loop's condition c; what each forward pick k of
+   a condition reaches so is its branch. Emitted in plain-edge order:
+   - a loop: its slot (an int of the graph's own) set to kb, then a WHILE (slot == kb) whose
+     body first sets the slot to GF__SHAPE_NONE, then runs the body, c copying its int to the
+     slot where c stands (so a round in which c does not run ends the loop, as in a run), then
+     an IF (slot == k) per forward pick of c;
+   - a branch: c copies its int to its slot where it stands, then an IF (slot == k) per pick.
+   The copy makes a branch that changes the int unable to start a second one. A dry pass finds
+   first what a graph cannot hold (a strong edge closing a cycle, two ways back, a task picked
+   by two conditions, a task inside a loop or branch waiting for one outside it or the other way
+   round, a task reached by two branches): GF_ERROR_CAPTURE, naming the tasks, before any task
+   function runs. */
+#define GF__SHAPE_NONE INT32_MIN   /* a slot no pick matches: the condition did not run */
 static gf_result gf__cond_begin(const char *fn, gf_stream *s, gf_buffer *cond, size_t offset, int what, gf__cond_test test);
 static gf_result gf__cond_end(const char *fn, gf_stream *s, int what);
 typedef struct gf__shape {
@@ -6728,172 +6737,176 @@ typedef struct gf__shape {
     int *back;                   /* by condition task: the index of its way back, or -1 */
     int *picker;                 /* by task: the condition task that picks it, or -1 */
     int *slot;                   /* by condition task: its slot (an int) in scratch */
-    int *stack;                  /* for the searches */
+    int *stack;                  /* for the walks */
+    unsigned char *stop;         /* conditions whose loop is being emitted: not crossed */
+    unsigned char *live;         /* reached from the first tasks (else it never runs, nor picks) */
+    int *emitted;                /* dry pass: times each task was placed */
+    int dry, depth;              /* dry pass: loops and branches open */
     gf_buffer *scratch;
     gf_stream *s;
 } gf__shape;
 
-/* Marks (to 1) what from reaches by strong edges, from included. */
+static gf_result gf__shape_refuse(const gf__shape *sh, const char *why, int a, int b) {
+    const gf__task *t = sh->flow->tasks;
+    return gf__fail(GF_ERROR_CAPTURE, "gf_flow_capture: flow '%s': %s ('%s', '%s'); gf_flow_run runs it as it is", sh->flow->label,
+                    why, t[a].name, t[b].name);
+}
+/* A task's successors for the walks: a condition's picks, else its plain edges. */
+#define GF__SHAPE_NEXT(flow, x) ((flow)->tasks[x].succ_count)
+/* The loops, by a depth-first walk from the first tasks: back[] and picker[]. */
+static gf_result gf__shape_loops(gf__shape *sh) {
+    const gf_flow *flow = sh->flow;
+    int n = flow->count, i, c, k;
+    int *next = (int *)gf__calloc(sizeof(int) * (size_t)(n + 1));
+    unsigned char *state = (unsigned char *)gf__calloc((size_t)n + 1);   /* 1 on the path, 2 done */
+    gf_result r = GF_OK;
+    if (!next || !state) r = gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_flow_capture: out of host memory");
+    for (c = 0; c < n && r == GF_OK; c++)
+        for (k = 0; flow->tasks[c].cond && k < flow->tasks[c].succ_count && r == GF_OK; k++) {
+            int t = flow->tasks[c].succ[k];
+            if (sh->picker[t] >= 0 && sh->picker[t] != c) r = gf__shape_refuse(sh, "a task picked by two condition tasks (the task, a condition)", t, c);
+            sh->picker[t] = c;
+        }
+    for (i = 0; i < n && r == GF_OK; i++) {
+        int top = 0;
+        if (state[i] || sh->plan->pred_count[i] || sh->picker[i] >= 0) continue;   /* a first task */
+        sh->stack[top++] = i;
+        state[i] = 1;
+        while (top > 0 && r == GF_OK) {
+            int x = sh->stack[top - 1];
+            if (next[x] == GF__SHAPE_NEXT(flow, x)) { state[x] = 2; top--; continue; }
+            k = next[x]++;
+            c = flow->tasks[x].succ[k];
+            if (state[c] == 1) {   /* back to the path: a loop's way back */
+                if (!flow->tasks[x].cond) r = gf__shape_refuse(sh, "a loop entered in its middle: a plain edge closes it (the task, its successor)", x, c);
+                else if (sh->back[x] >= 0) r = gf__shape_refuse(sh, "a condition task with two ways back (the condition, a successor)", x, c);
+                else sh->back[x] = k;
+            } else if (!state[c]) { state[c] = 1; sh->stack[top++] = c; }
+        }
+    }
+    for (i = 0; i < n; i++) sh->live[i] = state[i] != 0;
+    gf__free(next);
+    gf__free(state);
+    return r;
+}
+/* Marks what from reaches by plain edges and by forward picks, not crossing the conditions in
+   sh->stop (they are marked, their picks not followed). */
 static void gf__shape_reach(const gf__shape *sh, int from, unsigned char *mark) {
     const gf_flow *flow = sh->flow;
     int top = 0, k;
+    memset(mark, 0, (size_t)flow->count);
     mark[from] = 1;
     sh->stack[top++] = from;
     while (top > 0) {
         int x = sh->stack[--top];
-        for (k = 0; k < GF__STRONG_SUCCS(flow, x); k++) {
+        if (flow->tasks[x].cond && sh->stop[x]) continue;
+        for (k = 0; k < flow->tasks[x].succ_count; k++) {
             int y = flow->tasks[x].succ[k];
+            if (flow->tasks[x].cond && k == sh->back[x]) continue;
             if (!mark[y]) { mark[y] = 1; sh->stack[top++] = y; }
         }
     }
 }
-/* The loop of condition c: its body (marked 1), c included: what its first task reaches by
-   plain edges (a run runs all of it each time round). */
-static void gf__shape_body(const gf__shape *sh, int c, unsigned char *body) {
-    memset(body, 0, (size_t)sh->flow->count);
-    gf__shape_reach(sh, sh->flow->tasks[c].succ[sh->back[c]], body);
-}
-static gf_result gf__shape_refuse(const gf__shape *sh, const char *why, int a, int b, int c) {
-    const gf__task *t = sh->flow->tasks;
-    return gf__fail(GF_ERROR_CAPTURE, "gf_flow_capture: flow '%s': %s ('%s', '%s', '%s'); gf_flow_run runs it as it is", sh->flow->label,
-                    why, t[a].name, t[b].name, t[c].name);
-}
-/* Whether the flow's conditions make loops and branches a graph can hold (see above). */
-static gf_result gf__shape_check(gf__shape *sh, unsigned char *mark) {
-    const gf_flow *flow = sh->flow;
-    const gf__flow_plan *p = sh->plan;
-    int n = flow->count, c, k, i, j;
-    for (c = 0; c < n; c++) {
-        const gf__task *ct = &flow->tasks[c];
-        if (!ct->cond) continue;
-        for (k = 0; k < ct->succ_count; k++) {
-            int t = ct->succ[k];
-            if (sh->picker[t] >= 0 && sh->picker[t] != c)
-                return gf__shape_refuse(sh, "a task picked by two condition tasks (the task, the conditions)", t, sh->picker[t], c);
-            sh->picker[t] = c;
-            memset(mark, 0, (size_t)n);
-            gf__shape_reach(sh, t, mark);
-            if (!mark[c]) continue;
-            if (sh->back[c] >= 0)
-                return gf__shape_refuse(sh, "a condition task with two ways back (the condition, its two successors)", c, ct->succ[sh->back[c]], t);
-            sh->back[c] = k;
-        }
-    }
-    for (c = 0; c < n; c++) {
-        const gf__task *ct = &flow->tasks[c];
-        if (!ct->cond) continue;
-        for (k = 0; k < ct->succ_count; k++) {
-            int t = ct->succ[k], loop = k == sh->back[c];
-            if (loop) gf__shape_body(sh, c, mark);
-            else {
-                if (p->pred_count[t])
-                    return gf__shape_refuse(sh, "a branch's first task also waits for a task (the condition, the task, what it waits for)", c, t,
-                                            p->preds[p->pred_first[t]]);
-                memset(mark, 0, (size_t)n);
-                gf__shape_reach(sh, t, mark);
-            }
-            for (i = 0; i < n; i++) {
-                if (!mark[i]) continue;
-                for (j = 0; i != t && j < p->pred_count[i]; j++)
-                    if (!mark[p->preds[p->pred_first[i] + j]])
-                        return gf__shape_refuse(sh, loop ? "a task inside a loop waits for a task outside it; only the loop's first task may "
-                                                           "(the condition, the task, what it waits for)"
-                                                         : "a task of a branch waits for a task outside it (the condition, the task, what it waits for)",
-                                                c, i, p->preds[p->pred_first[i] + j]);
-            }
-        }
-    }
-    return GF_OK;
-}
 
 static gf_result gf__shape_emit(gf__shape *sh, const unsigned char *in, int head);
-/* The branches of condition c, after its int was copied to its slot. */
+static gf_result gf__shape_cond(gf__shape *sh, int what, int c, int32_t value) {   /* a WHILE or IF on c's slot == value */
+    gf__cond_test test;
+    test.value = value; test.equal = 1;
+    if (sh->dry && ++sh->depth > GF_COND_DEPTH)
+        return gf__fail(GF_ERROR_CAPTURE, "gf_flow_capture: flow '%s': loops and branches nest deeper than %d at condition '%s'", sh->flow->label,
+                        GF_COND_DEPTH, sh->flow->tasks[c].name);
+    return sh->dry ? GF_OK : gf__cond_begin("gf_flow_capture", sh->s, sh->scratch, (size_t)sh->slot[c] * 4, what, test);
+}
+static gf_result gf__shape_end(gf__shape *sh, int what) {
+    if (sh->dry) { sh->depth--; return GF_OK; }
+    return gf__cond_end("gf_flow_capture", sh->s, what);
+}
+static gf_result gf__shape_set(gf__shape *sh, int c, int32_t value) {   /* c's slot = value */
+    return sh->dry ? GF_OK : gf__call_fill32_async(sh->s, sh->scratch, (size_t)sh->slot[c] * 4, (uint32_t)value, 1);
+}
+static gf_result gf__shape_copy(gf__shape *sh, int c) {   /* condition c where it stands: its int to its slot */
+    const gf__task *ct = &sh->flow->tasks[c];
+    gf_result r;
+    if (sh->dry) return GF_OK;
+    gf_range_push(sh->s, ct->name);
+    r = gf__call_copy_buffer_async(sh->s, sh->scratch, (size_t)sh->slot[c] * 4, ct->cond, ct->cond_offset, 4);
+    gf_range_pop(sh->s);
+    return r;
+}
+/* An IF per forward pick of c, each over what its pick reaches. */
 static gf_result gf__shape_branches(gf__shape *sh, int c) {
     const gf__task *ct = &sh->flow->tasks[c];
-    unsigned char *region;
-    gf_result r = GF_OK;
+    unsigned char *region = (unsigned char *)gf__calloc((size_t)sh->flow->count + 1);
+    gf_result r = region ? GF_OK : gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_flow_capture: out of host memory");
     int k;
-    if (!(region = (unsigned char *)gf__calloc((size_t)sh->flow->count + 1))) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_flow_capture: out of host memory");
     for (k = 0; k < ct->succ_count && r == GF_OK; k++) {
-        gf__cond_test test;
         if (k == sh->back[c]) continue;
-        test.value = k; test.equal = 1;
-        memset(region, 0, (size_t)sh->flow->count);
         gf__shape_reach(sh, ct->succ[k], region);
-        if ((r = gf__cond_begin("gf_flow_capture", sh->s, sh->scratch, (size_t)sh->slot[c] * 4, GF__COND_IF, test)) == GF_OK &&
-            (r = gf__shape_emit(sh, region, ct->succ[k])) == GF_OK)
-            r = gf__cond_end("gf_flow_capture", sh->s, GF__COND_IF);
+        if ((r = gf__shape_cond(sh, GF__COND_IF, c, k)) == GF_OK && (r = gf__shape_emit(sh, region, ct->succ[k])) == GF_OK) r = gf__shape_end(sh, GF__COND_IF);
     }
     gf__free(region);
     return r;
 }
-/* Condition c where it stands: its int to its slot, then its branches. */
-static gf_result gf__shape_condition(gf__shape *sh, int c) {
-    const gf__task *ct = &sh->flow->tasks[c];
-    gf_result r;
-    gf_range_push(sh->s, ct->name);
-    r = gf__call_copy_buffer_async(sh->s, sh->scratch, (size_t)sh->slot[c] * 4, ct->cond, ct->cond_offset, 4);
-    gf_range_pop(sh->s);
+static gf_result gf__shape_loop(gf__shape *sh, int c) {
+    int head = sh->flow->tasks[c].succ[sh->back[c]];
+    unsigned char *body = (unsigned char *)gf__calloc((size_t)sh->flow->count + 1);
+    gf_result r = body ? GF_OK : gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_flow_capture: out of host memory");
+    sh->stop[c] = 1;
+    if (r == GF_OK) gf__shape_reach(sh, head, body);
+    if (r == GF_OK && (r = gf__shape_set(sh, c, sh->back[c])) == GF_OK && (r = gf__shape_cond(sh, GF__COND_WHILE, c, sh->back[c])) == GF_OK &&
+        (r = gf__shape_set(sh, c, GF__SHAPE_NONE)) == GF_OK && (r = gf__shape_emit(sh, body, head)) == GF_OK)
+        r = gf__shape_end(sh, GF__COND_WHILE);
+    sh->stop[c] = 0;
+    gf__free(body);
     return r == GF_OK ? gf__shape_branches(sh, c) : r;
 }
-/* The loop of condition c: the slot starts at its way back's index, the body runs while the
-   slot holds it, the condition copies its int there last; then its branches. */
-static gf_result gf__shape_loop(gf__shape *sh, int c) {
-    unsigned char *body;
-    gf__cond_test test;
-    gf_result r;
-    test.value = sh->back[c]; test.equal = 1;
-    if (!(body = (unsigned char *)gf__calloc((size_t)sh->flow->count + 1))) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_flow_capture: out of host memory");
-    gf__shape_body(sh, c, body);
-    body[c] = 0;
-    if ((r = gf__call_fill32_async(sh->s, sh->scratch, (size_t)sh->slot[c] * 4, (uint32_t)sh->back[c], 1)) == GF_OK &&
-        (r = gf__cond_begin("gf_flow_capture", sh->s, sh->scratch, (size_t)sh->slot[c] * 4, GF__COND_WHILE, test)) == GF_OK &&
-        (r = gf__shape_emit(sh, body, sh->flow->tasks[c].succ[sh->back[c]])) == GF_OK) {
-        const gf__task *ct = &sh->flow->tasks[c];
-        gf_range_push(sh->s, ct->name);
-        r = gf__call_copy_buffer_async(sh->s, sh->scratch, (size_t)sh->slot[c] * 4, ct->cond, ct->cond_offset, 4);
-        gf_range_pop(sh->s);
-        if (r == GF_OK && (r = gf__cond_end("gf_flow_capture", sh->s, GF__COND_WHILE)) == GF_OK) r = gf__shape_branches(sh, c);
-    }
-    gf__free(body);
-    return r;
-}
-/* The tasks marked in `in`, in plain-edge order from head (the task whose pick starts them;
-   -1: the flow's first tasks): loops and branches of conditions among them stand where their
-   condition (a loop: its first task) stands. A picked task with no plain edge into it starts
-   only when picked, as in a run (a loop with no task before it never starts). */
+/* The tasks marked in `in`, from head (the task whose pick starts them; -1: the flow's first
+   tasks), in plain-edge order; a loop stands where its first task does, a branch where its
+   condition does. A picked task with no plain edge into it starts only when picked, as in a
+   run (a loop with no task before it never starts). */
 static gf_result gf__shape_emit(gf__shape *sh, const unsigned char *in, int head) {
     const gf_flow *flow = sh->flow;
     const gf__flow_plan *p = sh->plan;
     int n = flow->count, c, k, i, at = 0, tail = 0;
-    unsigned char *skip = (unsigned char *)gf__calloc((size_t)n + 1), *region = (unsigned char *)gf__calloc((size_t)n + 1);
+    unsigned char *skip = (unsigned char *)gf__calloc((size_t)n + 1), *inner = (unsigned char *)gf__calloc((size_t)n + 1);
     int *indeg = (int *)gf__calloc(sizeof(int) * (size_t)(n + 1)), *order = (int *)gf__malloc(sizeof(int) * (size_t)(n + 1));
     gf_result r = GF_OK;
-    if (!skip || !region || !indeg || !order) r = gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_flow_capture: out of host memory");
-    for (c = 0; c < n && r == GF_OK; c++) {   /* what a condition here places itself */
-        if (!in[c] || !flow->tasks[c].cond) continue;
+    if (!skip || !inner || !indeg || !order) r = gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_flow_capture: out of host memory");
+    for (c = 0; c < n && r == GF_OK; c++) {   /* what loops and branches here place themselves */
+        if (!in[c] || !flow->tasks[c].cond || sh->stop[c] || !sh->live[c]) continue;
         for (k = 0; k < flow->tasks[c].succ_count && r == GF_OK; k++) {
             int t = flow->tasks[c].succ[k];
-            memset(region, 0, (size_t)n);
-            if (k == sh->back[c]) gf__shape_body(sh, c, region);
-            else gf__shape_reach(sh, t, region);
-            for (i = 0; i < n; i++) if (region[i] && !(k == sh->back[c] && i == t)) skip[i] = 1;
+            if (k != sh->back[c] && sh->plan->pred_count[t])   /* it would run by its plain edges too, picked or not */
+                r = gf__shape_refuse(sh, "a branch's first task also waits for a task by a plain edge (the task, what it waits for)", t,
+                                     sh->plan->preds[sh->plan->pred_first[t]]);
+            if (k == sh->back[c]) { sh->stop[c] = 1; gf__shape_reach(sh, t, inner); sh->stop[c] = 0; }
+            else gf__shape_reach(sh, t, inner);
+            for (i = 0; i < n; i++) if (inner[i] && !(k == sh->back[c] && i == t)) skip[i] = 1;
         }
     }
     for (i = 0; i < n && r == GF_OK; i++) {
         if (!in[i] || skip[i]) continue;
-        for (k = 0; k < p->pred_count[i]; k++) {
+        for (k = 0; k < p->pred_count[i] && r == GF_OK; k++) {
             int pr = p->preds[p->pred_first[i] + k];
             if (in[pr] && !skip[pr]) indeg[i]++;
+            else if (i != head)
+                r = gf__shape_refuse(sh, in[pr] ? "a task waits for a task inside a loop or a branch it is not in (the task, what it waits for)"
+                                                : "a task inside a loop or a branch waits for a task outside it (the task, what it waits for)", i, pr);
         }
-        if (!indeg[i] && (i == head || p->pred_count[i] || sh->picker[i] < 0)) order[tail++] = i;
+        if (r == GF_OK && !indeg[i] && (i == head || p->pred_count[i] || sh->picker[i] < 0)) order[tail++] = i;
     }
     while (r == GF_OK && at < tail) {
         int x = order[at++], pc = sh->picker[x];
         const gf__task *task = &flow->tasks[x];
-        if (pc >= 0 && in[pc] && sh->back[pc] >= 0 && flow->tasks[pc].succ[sh->back[pc]] == x) r = gf__shape_loop(sh, pc);
-        else if (task->cond) r = gf__shape_condition(sh, x);
-        else {
+        int loop = pc >= 0 && in[pc] && !sh->stop[pc] && sh->back[pc] >= 0 && flow->tasks[pc].succ[sh->back[pc]] == x;
+        if (sh->dry && !loop && ++sh->emitted[x] > 1) {   /* (a loop's first task is placed in its body) */
+            r = gf__shape_refuse(sh, "a task reached by two loops or branches (the task, its picker)", x, pc >= 0 ? pc : x);
+            break;
+        }
+        if (loop) r = gf__shape_loop(sh, pc);
+        else if (task->cond && sh->stop[x]) r = gf__shape_copy(sh, x);   /* the loop's own condition: its WHILE tests the slot */
+        else if (task->cond) { if ((r = gf__shape_copy(sh, x)) == GF_OK) r = gf__shape_branches(sh, x); }
+        else if (!sh->dry) {
             unsigned serial = gf__error_serial;
             gf_range_push(sh->s, task->name);
             if ((r = task->fn(sh->s, task->user)) != GF_OK) {
@@ -6908,11 +6921,12 @@ static gf_result gf__shape_emit(gf__shape *sh, const unsigned char *in, int head
             if (in[y] && !skip[y] && --indeg[y] == 0) order[tail++] = y;
         }
     }
-    gf__free(skip); gf__free(region); gf__free(indeg); gf__free(order);
+    gf__free(skip); gf__free(inner); gf__free(indeg); gf__free(order);
     return r;
 }
 
-/* gf_flow_capture of a flow with condition tasks (flow->lock held), on s alone. */
+/* gf_flow_capture of a flow with condition tasks (flow->lock held), on s alone: a dry pass,
+   then the capture. */
 static gf_result gf__flow_capture_decided(gf_flow *flow, gf_stream *s, gf_graph **out) {
     GF__HELD(&flow->lock);
     gf__flow_plan plan;
@@ -6927,17 +6941,25 @@ static gf_result gf__flow_capture_decided(gf_flow *flow, gf_stream *s, gf_graph 
     sh.picker = (int *)gf__malloc(sizeof(int) * (size_t)(n + 1));
     sh.slot = (int *)gf__malloc(sizeof(int) * (size_t)(n + 1));
     sh.stack = (int *)gf__malloc(sizeof(int) * (size_t)(n + 1));
-    all = (unsigned char *)gf__calloc((size_t)n + 1);
-    if (!sh.back || !sh.picker || !sh.slot || !sh.stack || !all) r = gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_flow_capture: out of host memory");
+    sh.emitted = (int *)gf__calloc(sizeof(int) * (size_t)(n + 1));
+    sh.stop = (unsigned char *)gf__calloc((size_t)n + 1);
+    sh.live = (unsigned char *)gf__calloc((size_t)n + 1);
+    all = (unsigned char *)gf__malloc((size_t)n + 1);
+    if (!sh.back || !sh.picker || !sh.slot || !sh.stack || !sh.emitted || !sh.stop || !sh.live || !all)
+        r = gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_flow_capture: out of host memory");
     for (i = 0; r == GF_OK && i < n; i++) { sh.back[i] = sh.picker[i] = -1; sh.slot[i] = flow->tasks[i].cond ? slots++ : -1; }
-    if (r == GF_OK) r = gf__shape_check(&sh, all);
+    if (r == GF_OK) {
+        memset(all, 1, (size_t)n + 1);
+        sh.dry = 1;
+        if ((r = gf__shape_loops(&sh)) == GF_OK) r = gf__shape_emit(&sh, all, -1);
+        sh.dry = 0;
+    }
     if (r == GF_OK) r = gf__buffer_new(flow->dev, (size_t)slots * 4, GF_MEMORY_DEVICE, &sh.scratch);
     if (r == GF_OK && (r = gf_stream_begin_capture(s, GF_CAPTURE_GLOBAL)) == GF_OK) {
         int kept;
         gf__lock(&s->lock);
         kept = s->capture && gf__graph_keep(s->capture->graph, sh.scratch);
         gf__unlock(&s->lock);
-        memset(all, 1, (size_t)n);
         if (!kept) r = gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_flow_capture: out of host memory");
         else r = gf__shape_emit(&sh, all, -1);
         if (r == GF_OK) r = gf_stream_end_capture(s, out);
@@ -6945,7 +6967,7 @@ static gf_result gf__flow_capture_decided(gf_flow *flow, gf_stream *s, gf_graph 
         if (r == GF_OK) gf__flow_remember_lanes(flow, &s, 1);
     }
     if (sh.scratch) gf__buffer_free(sh.scratch);   /* the graph keeps it */
-    gf__free(sh.back); gf__free(sh.picker); gf__free(sh.slot); gf__free(sh.stack); gf__free(all);
+    gf__free(sh.back); gf__free(sh.picker); gf__free(sh.slot); gf__free(sh.stack); gf__free(sh.emitted); gf__free(sh.stop); gf__free(sh.live); gf__free(all);
     gf__plan_free(&plan);
     return r;
 }

@@ -43,7 +43,7 @@ static const char decide_source[] =
 enum { WORDS = 16 };
 static gf_device *dev;
 static gf_stream *s, *s2;
-static gf_kernel *step, *add, *slow;
+static gf_kernel *step, *add, *slow, *feed;
 static int slow_steps = 2000000;   /* cd_slow's loop: long on the CPU, shorter on a GPU (one thread) */
 static gf_buffer *st;   /* c[0] counter, c[1] while's int, c[2] iterations, c[3] if's int, c[4..] results */
 
@@ -354,6 +354,192 @@ static int fc_once(gf_flow *flow, gf_stream_pool *pool, int captured, int *w)
     }
     return ok && get_state(w);
 }
+/* Random flows with condition tasks, each run and (where capture takes its shape) captured and
+   replayed from one state: the two must leave the same words. A condition's one plain
+   predecessor is its feeder, which takes the next value of a script, so every loop ends. */
+enum { FZ_TASKS = 16, FZ_CONDS = 6, FZ_COUNT = 0, FZ_COND = 16, FZ_NEXT = 24, FZ_SCRIPT = 32, FZ_LEN = 6, FZ_WORDS = 72 };
+typedef struct fz_task { int feeds; int cond; int picks[3], pick_count; int to[FZ_TASKS], to_count; } fz_task;
+typedef struct fz_arg { int count, cond, next, script, len; } fz_arg;
+static gf_buffer *fz_buf;
+static fz_arg fz_args[FZ_TASKS];
+static unsigned fz_seed;
+static unsigned fz_rand(unsigned n) { fz_seed = fz_seed * 1664525u + 1013904223u; return (fz_seed >> 8) % n; }
+static gf_result fz_count(gf_stream *on, void *user)
+{
+    int at = (int)(intptr_t)user, one_more = 1;
+    gf_arg a[3] = { GF_ARG_BUFFER(fz_buf), GF_ARG(at), GF_ARG(one_more) };
+    return gf_launch(on, add, one(), a, 3);
+}
+static gf_result fz_feed(gf_stream *on, void *user)
+{
+    fz_arg *f = (fz_arg *)user;
+    gf_arg a[6] = { GF_ARG_BUFFER(fz_buf), GF_ARG(f->count), GF_ARG(f->cond), GF_ARG(f->next), GF_ARG(f->script), GF_ARG(f->len) };
+    return gf_launch(on, feed, one(), a, 6);
+}
+static int fz_words(gf_stream *on, int *w, int set)
+{
+    gf_result r = set ? gf_copy_to_device_async(on, fz_buf, 0, w, FZ_WORDS * sizeof(int)) : gf_copy_to_host_async(on, w, fz_buf, 0, FZ_WORDS * sizeof(int));
+    return r == GF_OK && gf_stream_synchronize(on) == GF_OK;
+}
+static void test_flow_random(gf_stream_pool *pool, int can_capture)
+{
+    int flows = 240, it, captured = 0, differ = 0, failed = 0;
+    if (!CHECK_EQ_RESULT(gf_buffer_create(dev, FZ_WORDS * sizeof(int), &fz_buf), GF_OK)) return;
+    for (it = 0; it < flows; it++) {
+        fz_task t[FZ_TASKS];
+        gf_task id[FZ_TASKS];
+        gf_flow *flow = NULL;
+        gf_graph *g = NULL;
+        int n = 0, conds = 0, i, k, w0[FZ_WORDS], wr[FZ_WORDS], wc[FZ_WORDS];
+        gf_result cr;
+        fz_seed = 2654435761u * (unsigned)(it + 1);
+        memset(t, 0, sizeof t);
+        memset(w0, 0, sizeof w0);
+        for (k = 3 + (int)fz_rand(11); n < k && n < FZ_TASKS - 1; n++) {   /* plain tasks, and feeder + condition pairs */
+            t[n].cond = -1;
+            if (conds < FZ_CONDS && fz_rand(3) == 0) {
+                t[n].feeds = 1;
+                t[n].to[t[n].to_count++] = n + 1;
+                t[++n].cond = conds++;
+            }
+        }
+        for (i = 0; i < n; i++) {
+            if (t[i].cond >= 0) {   /* 1 to 3 picks of tasks that are not conditions, before or after it */
+                int want = 1 + (int)fz_rand(3), tries;
+                for (tries = 0; tries < 12 && t[i].pick_count < want; tries++) {
+                    int to = (int)fz_rand((unsigned)n), dup = 0;
+                    for (k = 0; k < t[i].pick_count; k++) dup |= t[i].picks[k] == to;
+                    if (t[to].cond < 0 && !dup) t[i].picks[t[i].pick_count++] = to;
+                }
+                for (k = 0; k < FZ_LEN; k++) {   /* a pick, none (-1, 99) */
+                    int v = (int)fz_rand((unsigned)t[i].pick_count + 2) - 1;
+                    w0[FZ_SCRIPT + t[i].cond * FZ_LEN + k] = v == t[i].pick_count ? 99 : v;
+                }
+            } else if (!t[i].feeds) {
+                for (k = i + 1; k < n; k++) if (t[k].cond < 0 && fz_rand(4) == 0) t[i].to[t[i].to_count++] = k;
+            }
+        }
+        if (gf_flow_create(dev, NULL, &flow) != GF_OK) { failed++; continue; }
+        for (i = 0; i < n; i++) {
+            gf_result r;
+            if (t[i].cond >= 0) r = gf_flow_add_condition(flow, NULL, fz_buf, (size_t)(FZ_COND + t[i].cond) * 4, &id[i]);
+            else if (t[i].feeds) {
+                int c = t[i + 1].cond;
+                fz_args[i].count = FZ_COUNT + i; fz_args[i].cond = FZ_COND + c; fz_args[i].next = FZ_NEXT + c;
+                fz_args[i].script = FZ_SCRIPT + c * FZ_LEN; fz_args[i].len = (int)fz_rand(FZ_LEN + 1);
+                r = gf_flow_add(flow, NULL, fz_feed, &fz_args[i], &id[i]);
+            } else r = gf_flow_add(flow, NULL, fz_count, (void *)(intptr_t)(FZ_COUNT + i), &id[i]);
+            if (r != GF_OK) failed++;
+        }
+        for (i = 0; i < n; i++) {
+            for (k = 0; k < t[i].to_count; k++) if (gf_flow_depend(flow, id[i], id[t[i].to[k]]) != GF_OK) failed++;
+            for (k = 0; k < t[i].pick_count; k++) if (gf_flow_depend(flow, id[i], id[t[i].picks[k]]) != GF_OK) failed++;
+        }
+        memcpy(wr, w0, sizeof wr);
+        if (!fz_words(s, wr, 1) || gf_flow_run(flow, pool) != GF_OK || gf_stream_pool_synchronize(pool) != GF_OK || !fz_words(s, wr, 0)) failed++;
+        cr = can_capture ? gf_flow_capture(flow, s, &g) : GF_ERROR_CAPTURE;
+        if (cr == GF_OK) {
+            captured++;
+            memcpy(wc, w0, sizeof wc);
+            if (!fz_words(s, wc, 1) || gf_graph_launch(g, s) != GF_OK || !fz_words(s, wc, 0)) failed++;
+            else if (memcmp(wr, wc, sizeof wr)) {
+                if (!differ++) printf("  random flow %d: the run and its graph differ\n", it);
+            }
+            gf_graph_destroy(g);
+        } else if (cr != GF_ERROR_CAPTURE) failed++;
+        gf_flow_destroy(flow);
+    }
+    CHECK(failed == 0, "random flows: every flow built, ran, and was captured or refused with GF_ERROR_CAPTURE");
+    CHECK(differ == 0, "random flows: each captured flow's graph leaves the words its run leaves");
+    CHECK(!can_capture || captured >= flows / 5, "random flows: a fair share of them are captured (the check is not empty)");
+    printf("  random flows: %d run, %d captured and replayed the same\n", flows, captured);
+    gf_buffer_destroy(fz_buf);
+}
+
+/* Shapes made by hand, run and captured: a loop inside a loop (Taskflow's way: the inner
+   loop's exit leads to the outer condition), a break out of a loop from a branch inside it, a
+   loop inside a branch. Words: counters at 0.., conditions' ints at 16.., scripts at 32.. */
+typedef struct fx { gf_flow *flow; gf_task id[16]; int n; } fx;
+static void fx_count(fx *f, int at) { if (gf_flow_add(f->flow, NULL, fz_count, (void *)(intptr_t)at, &f->id[f->n]) == GF_OK) f->n++; }
+static void fx_feed(fx *f, int at, int cond, const int *script, int len, int *w)
+{
+    int k;
+    fz_args[at].count = at; fz_args[at].cond = 16 + cond; fz_args[at].next = 24 + cond; fz_args[at].script = 32 + cond * 10; fz_args[at].len = len;
+    for (k = 0; k < len; k++) w[32 + cond * 10 + k] = script[k];
+    if (gf_flow_add(f->flow, NULL, fz_feed, &fz_args[at], &f->id[f->n]) == GF_OK) f->n++;
+}
+static void fx_cond(fx *f, int cond) { if (gf_flow_add_condition(f->flow, NULL, fz_buf, (size_t)(16 + cond) * 4, &f->id[f->n]) == GF_OK) f->n++; }
+static void fx_edge(fx *f, int a, int b) { CHECK_EQ_RESULT(gf_flow_depend(f->flow, f->id[a], f->id[b]), GF_OK); }
+/* Runs f and (when it can) its graph from w0; 1 if both leave the counters `want`. */
+static int fx_check(fx *f, gf_stream_pool *pool, int can_capture, const int *w0, const int *want, int count, const char *what)
+{
+    int w[FZ_WORDS], mode, ok = 1, k;
+    for (mode = 0; mode < 1 + can_capture; mode++) {
+        gf_graph *g = NULL;
+        memcpy(w, w0, sizeof w);
+        if (!fz_words(s, w, 1)) return 0;
+        if (mode == 0) ok &= gf_flow_run(f->flow, pool) == GF_OK && gf_stream_pool_synchronize(pool) == GF_OK;
+        else {
+            ok &= CHECK_EQ_RESULT(gf_flow_capture(f->flow, s, &g), GF_OK);
+            ok &= g && gf_graph_launch(g, s) == GF_OK;
+            if (g) gf_graph_destroy(g);
+        }
+        ok &= fz_words(s, w, 0);
+        for (k = 0; k < count; k++) ok &= w[k] == want[k];
+        if (!ok) {
+            printf("  %s, %s:", what, mode ? "captured" : "run");
+            for (k = 0; k < count; k++) printf(" %d (%d)", w[k], want[k]);
+            printf("\n");
+        }
+    }
+    return ok;
+}
+static void test_flow_shapes(gf_stream_pool *pool, int can_capture)
+{
+    static const int inner[9] = { 0, 0, 1, 0, 0, 1, 0, 0, 1 }, outer[3] = { 0, 0, 1 }, cont[3] = { 0, 0, 1 }, again[2] = { 0, 0 };
+    static const int loop3[3] = { 0, 0, 1 }, pick0[1] = { 0 };
+    int w0[FZ_WORDS];
+    fx f;
+    if (!CHECK_EQ_RESULT(gf_buffer_create(dev, FZ_WORDS * sizeof(int), &fz_buf), GF_OK)) return;
+    /* 0 init -> 1 f1 -> 2 f2 -> 3 feed -> 4 c2: picks 2 f2, 5 feed -> 6 c1: picks 1 f1, 7 done */
+    memset(&f, 0, sizeof f); memset(w0, 0, sizeof w0);
+    if (CHECK_EQ_RESULT(gf_flow_create(dev, NULL, &f.flow), GF_OK)) {
+        static const int want[8] = { 1, 3, 9, 9, 0, 3, 0, 1 };
+        fx_count(&f, 0); fx_count(&f, 1); fx_count(&f, 2); fx_feed(&f, 3, 0, inner, 9, w0); fx_cond(&f, 0);
+        fx_feed(&f, 5, 1, outer, 3, w0); fx_cond(&f, 1); fx_count(&f, 7);
+        fx_edge(&f, 0, 1); fx_edge(&f, 1, 2); fx_edge(&f, 2, 3); fx_edge(&f, 3, 4); fx_edge(&f, 4, 2); fx_edge(&f, 4, 5);
+        fx_edge(&f, 5, 6); fx_edge(&f, 6, 1); fx_edge(&f, 6, 7);
+        CHECK(f.n == 8 && fx_check(&f, pool, can_capture, w0, want, 8, "a loop in a loop"),
+              "flow shapes: a loop inside a loop, its exit leading to the outer condition: 3 x 3 rounds, run and captured");
+        gf_flow_destroy(f.flow);
+    }
+    /* 0 init -> 1 f -> 2 feed -> 3 cA: picks 4 g (0), 5 abort (1); 4 g -> 6 feed -> 7 cB: picks 1 f (0), 8 done (1) */
+    memset(&f, 0, sizeof f); memset(w0, 0, sizeof w0);
+    if (CHECK_EQ_RESULT(gf_flow_create(dev, NULL, &f.flow), GF_OK)) {
+        static const int want[9] = { 1, 3, 3, 0, 2, 1, 2, 0, 0 };
+        fx_count(&f, 0); fx_count(&f, 1); fx_feed(&f, 2, 0, cont, 3, w0); fx_cond(&f, 0); fx_count(&f, 4); fx_count(&f, 5);
+        fx_feed(&f, 6, 1, again, 2, w0); fx_cond(&f, 1); fx_count(&f, 8);
+        fx_edge(&f, 0, 1); fx_edge(&f, 1, 2); fx_edge(&f, 2, 3); fx_edge(&f, 3, 4); fx_edge(&f, 3, 5); fx_edge(&f, 4, 6);
+        fx_edge(&f, 6, 7); fx_edge(&f, 7, 1); fx_edge(&f, 7, 8);
+        CHECK(f.n == 9 && fx_check(&f, pool, can_capture, w0, want, 9, "a break"),
+              "flow shapes: a branch inside a loop breaks out of it (its condition then does not run): run and captured");
+        gf_flow_destroy(f.flow);
+    }
+    /* 0 pre -> 1 feed -> 2 cS: picks 3 entry (0), 4 other (1); 3 entry -> 5 l -> 6 feed -> 7 cL: picks 5 l (0), 8 after (1) */
+    memset(&f, 0, sizeof f); memset(w0, 0, sizeof w0);
+    if (CHECK_EQ_RESULT(gf_flow_create(dev, NULL, &f.flow), GF_OK)) {
+        static const int want[9] = { 1, 1, 0, 1, 0, 3, 3, 0, 1 };
+        fx_count(&f, 0); fx_feed(&f, 1, 0, pick0, 1, w0); fx_cond(&f, 0); fx_count(&f, 3); fx_count(&f, 4);
+        fx_count(&f, 5); fx_feed(&f, 6, 1, loop3, 3, w0); fx_cond(&f, 1); fx_count(&f, 8);
+        fx_edge(&f, 0, 1); fx_edge(&f, 1, 2); fx_edge(&f, 2, 3); fx_edge(&f, 2, 4); fx_edge(&f, 3, 5); fx_edge(&f, 5, 6);
+        fx_edge(&f, 6, 7); fx_edge(&f, 7, 5); fx_edge(&f, 7, 8);
+        CHECK(f.n == 9 && fx_check(&f, pool, can_capture, w0, want, 9, "a loop in a branch"),
+              "flow shapes: a loop inside a branch: run and captured");
+        gf_flow_destroy(f.flow);
+    }
+    gf_buffer_destroy(fz_buf);
+}
+
 static void test_flow_conditions(int can_capture)
 {
     static const int starts[3] = { 5, 1, 0 };
@@ -519,6 +705,8 @@ static void test_flow_conditions(int can_capture)
         gf_flow_destroy(flow);
         flow = NULL;
     }
+    test_flow_random(pool, can_capture);
+    test_flow_shapes(pool, can_capture);
     /* bad input */
     if (CHECK_EQ_RESULT(gf_flow_create(dev, NULL, &flow), GF_OK)) {
         CHECK_FAIL(gf_flow_add_condition(flow, "odd", st, 2, &x), GF_ERROR_INVALID_ARGUMENT);
@@ -574,7 +762,7 @@ static void test_native(void)
 
 int main(int argc, char **argv)
 {
-    static const gf_stub_kernel stubs[] = { GF_STUB_KERNEL(cd_step), GF_STUB_KERNEL(cd_add), GF_STUB_KERNEL(cd_slow) };
+    static const gf_stub_kernel stubs[] = { GF_STUB_KERNEL(cd_step), GF_STUB_KERNEL(cd_add), GF_STUB_KERNEL(cd_slow), GF_STUB_KERNEL(cd_feed) };
     gf_backend backend;
     const char *name;
     gf_module_desc md;
@@ -592,7 +780,7 @@ int main(int argc, char **argv)
     printf("graphs that decide on %s: %s\n", name, gf_device_name(dev));
     memset(&md, 0, sizeof md);
     md.source = decide_source; md.source_name = "decide.gfk";
-    md.stub_kernels = stubs; md.stub_kernel_count = 3;
+    md.stub_kernels = stubs; md.stub_kernel_count = 4;
     if (backend == GF_BACKEND_CUDA || backend == GF_BACKEND_HIP) slow_steps = 20000;
     CHECK_EQ_RESULT(gf_stream_create(dev, NULL, &s), GF_OK);
     CHECK_EQ_RESULT(gf_stream_create(dev, NULL, &s2), GF_OK);
@@ -602,8 +790,9 @@ int main(int argc, char **argv)
         CHECK_EQ_RESULT(gf_kernel_get(mod, "cd_step", &step), GF_OK);
         CHECK_EQ_RESULT(gf_kernel_get(mod, "cd_add", &add), GF_OK);
         CHECK_EQ_RESULT(gf_kernel_get(mod, "cd_slow", &slow), GF_OK);
+        CHECK_EQ_RESULT(gf_kernel_get(mod, "cd_feed", &feed), GF_OK);
     }
-    if (s && s2 && st && step && add && slow) {
+    if (s && s2 && st && step && add && slow && feed) {
         gf_graph *probe = NULL;
         test_flow_graph();
         int refused;
