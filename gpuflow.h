@@ -1032,7 +1032,13 @@ GPUFLOW_API gf_result gf_graph_set_kernel_args(gf_graph *g, int launch_index, co
    handle set from the int by a kernel of gpuflow's own: its replays stay asynchronous; a body
    there holds what conditional bodies may (kernels, copies, fills, child graphs: a host
    callback is refused by the driver). A backend that captures natively without them (HIP)
-   refuses with GF_ERROR_NOT_SUPPORTED; the capture goes on. */
+   emulates them: at the first begin the driver's capture ends into a native graph of its own,
+   replayed as the first step of a recording that goes on from there (gf_graph_info: not
+   native), so its replays read the conditions back as the stub's do. That needs the begin on the
+   stream that began the capture, every forked stream joined back and no memory allocated in the
+   capture (else GF_ERROR_NOT_SUPPORTED and the capture goes on natively); such a graph is not
+   launched inside another capture nor changed by gf_graph_update or gf_graph_set_kernel_args
+   (GF_ERROR_NOT_SUPPORTED). */
 #define GF_COND_DEPTH 8
 GPUFLOW_API gf_result gf_stream_begin_while(gf_stream *s, gf_buffer *cond, size_t offset);
 GPUFLOW_API gf_result gf_stream_end_while(gf_stream *s);
@@ -2035,6 +2041,8 @@ struct gf_graph {
     gf_semaphore **sems; int sem_count, sem_cap;    /* semaphores its replays signal or wait: held */
     gf_buffer **kept; int kept_count, kept_cap;     /* memory of gpuflow's own its replays use (a flow's
                                                        conditions): a reference each, dropped at release */
+    gf_graph *part_of;              /* the recording whose native first part this graph is (released with it) */
+    int emulated;                   /* began natively, recorded from its first loop or branch on (HIP) */
 };
 
 /* A capture in progress: the streams in it, the buffers it uses, the graph it becomes. */
@@ -7361,6 +7369,8 @@ static int gf__graph_hold_semaphore(gf_graph *g, gf_semaphore *sem) {
 
 static void gf__graph_release(gf_graph *g) {   /* back to a shell of its device; nothing runs it */
     int i;
+    for (i = 0; i < g->cmd_count; i++)   /* its native first part (an emulated graph), before the blocks it refers to */
+        if (g->cmds[i].kind == GF__CMD_GRAPH && g->cmds[i].as.child->part_of == g) gf__graph_release(g->cmds[i].as.child);
     for (i = 0; i < g->sem_count; i++) gf__semaphore_unref(g->sems[i]);
     gf__free(g->sems);
     if (g->by_driver && g->dev->be->graph_destroy) g->dev->be->graph_destroy(g);
@@ -7491,7 +7501,10 @@ static gf_result gf__capture_add(gf_stream *s, const gf__cmd *c) {
     }
     if (c->kind == GF__CMD_GRAPH) {
         gf__lock(&c->as.child->lock);
-        if (!gf__graph_keep_of(cap->graph, c->as.child)) r = gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_graph_launch: out of host memory");
+        if (c->as.child->emulated)
+            r = gf__fail(GF_ERROR_NOT_SUPPORTED, "gf_graph_launch: a graph whose loops or branches are emulated (%s) is not launched inside "
+                         "another capture; launch it on its own", s->dev->be->name);
+        else if (!gf__graph_keep_of(cap->graph, c->as.child)) r = gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_graph_launch: out of host memory");
         gf__unlock(&c->as.child->lock);
         if (r != GF_OK) { gf__unlock(&s->dev->lock); return r; }
     }
@@ -7680,6 +7693,59 @@ static gf_result gf__graph_replay(gf_graph *g, gf_stream *s) {
 }
 
 /* ---- graphs that decide: while and if in a capture ---- */
+/* Loops and branches where the driver captures but makes no conditional nodes (HIP): at the
+   first begin the driver's capture ends, what it holds becomes a native graph of its own (the
+   capture's first part, replayed as one step and released with the graph), and the capture goes
+   on as a recording, whose replay evaluates the conditions as the stub's do. Only from the stream
+   that began the capture, every stream that forked into it joined back, and no memory allocated
+   in it; else GF_ERROR_NOT_SUPPORTED and the capture goes on as it was. A failed end of the
+   driver's capture discards it (*discard). s->lock held. */
+#define GF__EMULATED_NO_CHANGE "gf_graph_update and gf_graph_set_kernel_args: a graph whose loops or branches are emulated (HIP) is not changed; capture it again"
+static gf_result gf__capture_emulate(const char *fn, gf_stream *s, gf__capture *cap, int *discard) {
+    GF__HELD(&s->lock);
+    gf_graph *part, *g = cap->graph;
+    gf__cmd c;
+    gf_result r;
+    int i;
+    if (cap->origin != s)
+        return gf__fail(GF_ERROR_NOT_SUPPORTED, "%s: the %s backend makes no conditional nodes; gpuflow emulates them from a capture's first loop or "
+                        "branch when it begins on the stream that began the capture ('%s', not '%s'); the capture goes on", fn, s->dev->be->name,
+                        cap->origin->label, s->label);
+    for (i = 1; i < cap->member_count; i++)
+        if (cap->members[i]->capture_ops != cap->members[i]->capture_joined)
+            return gf__fail(GF_ERROR_NOT_SUPPORTED, "%s: the %s backend makes no conditional nodes; gpuflow emulates them once every stream forked "
+                            "into the capture has joined back ('%s' has not); the capture goes on", fn, s->dev->be->name, cap->members[i]->label);
+    if (g->owned_count || g->pool)
+        return gf__fail(GF_ERROR_NOT_SUPPORTED, "%s: the %s backend makes no conditional nodes, and a capture that allocated memory cannot switch "
+                        "to gpuflow's emulation of them; the capture goes on", fn, s->dev->be->name);
+    if (!(part = gf__graph_new(s->dev, g->mode))) return gf__fail(GF_ERROR_NOT_SUPPORTED, "%s: out of host memory; the capture goes on", fn);
+    if ((r = s->dev->be->capture_end(s, part)) != GF_OK) {   /* the driver's capture is gone with it */
+        gf__graph_release(part);
+        cap->by_driver = 0;
+        *discard = 1;
+        return r;
+    }
+    part->by_driver = 1;
+    part->part_of = g;
+    part->launches = g->launches; part->launch_count = g->launch_count; part->launch_cap = g->launch_cap;   /* its launches are the part's */
+    part->launch_nodes = g->launch_nodes; part->launch_node_cap = g->launch_node_cap;
+    part->has_children = g->has_children;
+    g->launches = NULL; g->launch_count = g->launch_cap = 0;
+    g->launch_nodes = NULL; g->launch_node_cap = 0;
+    g->has_children = 0;
+    g->emulated = 1;
+    cap->by_driver = 0;
+    memset(&c, 0, sizeof c);
+    c.kind = GF__CMD_GRAPH;
+    c.as.child = part;
+    gf__lock(&s->dev->lock);
+    part->type = GF__T_GRAPH;
+    r = gf__record(cap, &c);
+    gf__unlock(&s->dev->lock);
+    if (r != GF_OK) { gf__graph_release(part); *discard = 1; }
+    return r;
+}
+
 static gf_result gf__cond_begin(const char *fn, gf_stream *s, gf_buffer *cond, size_t offset, int what, gf__cond_test test) {
     gf__capture *cap;
     gf__cmd c;
@@ -7694,10 +7760,9 @@ static gf_result gf__cond_begin(const char *fn, gf_stream *s, gf_buffer *cond, s
         gf__unlock(&s->lock);
         return gf__fail(GF_ERROR_CAPTURE, "%s: stream '%s' is not capturing: a loop or a branch is part of a graph (gf_stream_begin_capture first)", fn, s->label);
     }
+    if (cap->by_driver && !s->dev->be->cond_begin) r = gf__capture_emulate(fn, s, cap, &discard);
     gf__lock(&s->dev->lock);
-    if (cap->by_driver && !s->dev->be->cond_begin)
-        r = gf__fail(GF_ERROR_NOT_SUPPORTED, "%s: the %s backend's captures are the driver's, and it makes no conditional nodes "
-                     "(the stub and OpenCL record them; CUDA makes them); the capture goes on", fn, s->dev->be->name);
+    if (r != GF_OK) {}
     else if (cap->open_conds == GF_COND_DEPTH) {
         r = gf__fail(GF_ERROR_CAPTURE, "%s: more than %d loops and branches nested; the capture was discarded", fn, GF_COND_DEPTH);
         discard = 1;
@@ -7880,6 +7945,7 @@ GPUFLOW_IMPL gf_result gf_graph_set_kernel_args(gf_graph *g, int launch_index, c
     int i, seen = 0;
     GF__CHECK(g, GF__T_GRAPH);
     if (count < 0 || (count > 0 && !args)) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_graph_set_kernel_args: %d arguments but args is %s", count, args ? "set" : "NULL");
+    if (g->emulated) return gf__fail(GF_ERROR_NOT_SUPPORTED, GF__EMULATED_NO_CHANGE);
     gf__lock(&g->lock);
     if (g->by_driver) cmd = launch_index >= 0 && launch_index < g->launch_count ? &g->launches[launch_index] : NULL;
     else for (i = 0; i < g->cmd_count && !cmd; i++)
@@ -7968,6 +8034,7 @@ static gf_result gf__call_graph_update(gf_graph *target, gf_graph *from) {
     GF__CHECK(from, GF__T_GRAPH);
     GF__SAME_DEVICE(target->dev, from->dev);
     if (target == from) return GF_OK;
+    if (target->emulated || from->emulated) return gf__fail(GF_ERROR_NOT_SUPPORTED, "%s; target unchanged", GF__EMULATED_NO_CHANGE);
     if (target->by_driver != from->by_driver)
         return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_graph_update: one graph is native and the other recorded; target unchanged");
     if (target->by_driver) {

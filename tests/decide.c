@@ -234,9 +234,9 @@ static void test_bad_input(void)
     CHECK_EQ_RESULT(gf_event_create(dev, 0, &fork), GF_OK);
     if (fork) {
         CHECK_EQ_RESULT(gf_stream_begin_capture(s, GF_CAPTURE_GLOBAL), GF_OK);
-        CHECK_EQ_RESULT(gf_event_record(fork, s), GF_OK);
-        CHECK_EQ_RESULT(gf_stream_wait_event(s2, fork), GF_OK);
         CHECK_EQ_RESULT(gf_stream_begin_while(s, st, 4), GF_OK);
+        CHECK_EQ_RESULT(gf_event_record(fork, s), GF_OK);   /* s2 forks into the body */
+        CHECK_EQ_RESULT(gf_stream_wait_event(s2, fork), GF_OK);
         CHECK_FAIL(gf_stream_end_while(s2), GF_ERROR_CAPTURE);
         CHECK(strstr(gf_last_error(), "began on stream") != NULL, "bad input: a body ended on another stream is named");
         CHECK_FAIL(gf_stream_end_capture(s, &g), GF_ERROR_CAPTURE);
@@ -749,6 +749,69 @@ static void test_flow_conditions(int can_capture)
     gf_stream_pool_destroy(pool);
 }
 
+/* A backend that captures natively without conditional nodes (HIP): the capture turns into a
+   recording at its first loop or branch, its native first part replayed as one step. */
+static void test_emulated(void)
+{
+    gf_graph *g = NULL, *other = NULL, *outer = NULL;
+    gf_event *fork = NULL, *join = NULL;
+    gf_graph_info gi;
+    int w[WORDS], one_more = 1, at = 4;
+    gf_arg a[3] = { GF_ARG_BUFFER(st), GF_ARG(at), GF_ARG(one_more) };
+    CHECK_EQ_RESULT(gf_event_create(dev, 0, &fork), GF_OK);
+    CHECK_EQ_RESULT(gf_event_create(dev, 0, &join), GF_OK);
+    if (!fork || !join) return;
+    /* a stream forked into the capture and not joined back: refused, the capture goes on natively */
+    CHECK_EQ_RESULT(gf_stream_begin_capture(s, GF_CAPTURE_GLOBAL), GF_OK);
+    CHECK_EQ_RESULT(gf_event_record(fork, s), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_wait_event(s2, fork), GF_OK);
+    CHECK_EQ_RESULT(run_add(s2, 10, 1), GF_OK);
+    CHECK_FAIL(gf_stream_begin_while(s, st, 4), GF_ERROR_NOT_SUPPORTED);
+    CHECK(strstr(gf_last_error(), "joined back") != NULL, "emulated: a fork still open is named");
+    CHECK_FAIL(gf_stream_begin_if(s2, st, 12), GF_ERROR_NOT_SUPPORTED);   /* nor from a forked stream */
+    CHECK(strstr(gf_last_error(), "began the capture") != NULL, "emulated: a begin on a forked stream says where to begin");
+    CHECK_EQ_RESULT(gf_event_record(join, s2), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_wait_event(s, join), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_end_capture(s, &g), GF_OK);
+    if (g) { CHECK(gf_graph_info(g, &gi) == GF_OK && gi.native, "emulated: a refused begin leaves the capture native"); gf_graph_destroy(g); g = NULL; }
+    /* native first part (a fork and join included), then an if: the graph is emulated */
+    CHECK_EQ_RESULT(gf_stream_begin_capture(s, GF_CAPTURE_GLOBAL), GF_OK);
+    CHECK_EQ_RESULT(run_add(s, 4, 1), GF_OK);
+    CHECK_EQ_RESULT(gf_event_record(fork, s), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_wait_event(s2, fork), GF_OK);
+    CHECK_EQ_RESULT(run_add(s2, 10, 1), GF_OK);
+    CHECK_EQ_RESULT(gf_event_record(join, s2), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_wait_event(s, join), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_begin_if(s, st, 12), GF_OK);
+    CHECK_EQ_RESULT(run_add(s, 5, 1), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_end_if(s), GF_OK);
+    CHECK_EQ_RESULT(run_add(s, 6, 1), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_end_capture(s, &g), GF_OK);
+    if (!g) return;
+    CHECK(gf_graph_info(g, &gi) == GF_OK && !gi.native, "emulated: gf_graph_info says the graph is not native");
+    memset(w, 0, sizeof w);
+    w[3] = 1;
+    CHECK(set_state(w) && gf_graph_launch(g, s) == GF_OK && get_state(w) && w[4] == 1 && w[10] == 1 && w[5] == 1 && w[6] == 1,
+          "emulated: the native first part, then the branch taken, then what follows");
+    w[3] = 0;
+    CHECK(set_state(w) && gf_graph_launch(g, s) == GF_OK && get_state(w) && w[4] == 2 && w[10] == 2 && w[5] == 1 && w[6] == 2,
+          "emulated: replayed with the branch not taken");
+    CHECK_FAIL(gf_graph_set_kernel_args(g, 0, a, 3), GF_ERROR_NOT_SUPPORTED);
+    CHECK_EQ_RESULT(gf_stream_begin_capture(s, GF_CAPTURE_GLOBAL), GF_OK);
+    CHECK_EQ_RESULT(run_add(s, 4, 1), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_end_capture(s, &other), GF_OK);
+    if (other) { CHECK_FAIL(gf_graph_update(other, g), GF_ERROR_NOT_SUPPORTED); gf_graph_destroy(other); }
+    CHECK_EQ_RESULT(gf_stream_begin_capture(s, GF_CAPTURE_GLOBAL), GF_OK);
+    CHECK_FAIL(gf_graph_launch(g, s), GF_ERROR_NOT_SUPPORTED);   /* not inside another capture */
+    CHECK_EQ_RESULT(gf_stream_end_capture(s, &outer), GF_OK);
+    if (outer) gf_graph_destroy(outer);
+    gf_graph_destroy(g);
+    CHECK_EQ_RESULT(gf_stream_synchronize(s), GF_OK);
+    gf_event_destroy(fork);
+    gf_event_destroy(join);
+    (void)a;
+}
+
 static void test_native(void)
 {
     gf_graph *g = NULL;
@@ -794,15 +857,20 @@ int main(int argc, char **argv)
     }
     if (s && s2 && st && step && add && slow && feed) {
         gf_graph *probe = NULL;
+        int refused, plain_native = 0;
         test_flow_graph();
-        int refused;
+        CHECK_EQ_RESULT(gf_stream_begin_capture(s, GF_CAPTURE_GLOBAL), GF_OK);   /* are plain captures the driver's? */
+        CHECK_EQ_RESULT(gf_stream_end_capture(s, &probe), GF_OK);
+        if (probe) { plain_native = gf_graph_info(probe, &info) == GF_OK && info.native; gf_graph_destroy(probe); probe = NULL; }
         CHECK_EQ_RESULT(gf_stream_begin_capture(s, GF_CAPTURE_GLOBAL), GF_OK);
         refused = gf_stream_begin_if(s, st, 12) == GF_ERROR_NOT_SUPPORTED;
         if (!refused) CHECK_EQ_RESULT(gf_stream_end_if(s), GF_OK);
         CHECK_EQ_RESULT(gf_stream_end_capture(s, &probe), GF_OK);
         if (probe && gf_graph_info(probe, &info) == GF_OK)
-            printf("  %s graphs: %s%s\n", name, info.native ? "native" : "recorded", info.native && !refused ? " (conditional nodes)" : "");
+            printf("  %s graphs: %s%s\n", name, info.native ? "native" : "recorded",
+                   info.native && !refused ? " (conditional nodes)" : plain_native && !info.native ? " (native; emulated from a loop or branch on)" : "");
         if (probe) gf_graph_destroy(probe);
+        if (plain_native && !refused && !info.native) test_emulated();
         if (refused) {
             printf("  %s refuses conditionals: %s\n", name, gf_last_error());
             test_native();
