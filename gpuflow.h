@@ -976,11 +976,13 @@ GPUFLOW_API gf_result gf_flow_frames(gf_flow *flow, gf_frame_info *out);
 GPUFLOW_API gf_result gf_flow_wait_frames(gf_flow *flow, int max_in_flight, unsigned timeout_ms);
 /* Condition tasks: flows that loop and branch. When a run reaches a condition task, the 32-bit
    int at byte offset of cond, written by the work before it, picks what runs next: value k picks
-   the k-th task it was made the predecessor of (gf_flow_depend order), any other value none. A
+   the k-th task it was made the predecessor of (gf_flow_depend order; a task made its successor
+   twice has two indices; itself it cannot pick: GF_ERROR_CYCLE), any other value none. A
    condition's edges are picks, not waits, and only they may go back to an earlier task (a loop;
    any other cycle is GF_ERROR_CYCLE). A task runs once each task it waits for by a plain edge has
-   run since it last ran, or at once when a condition picks it; the first tasks are those with no
-   edge into them; the run ends when no task is ready (Taskflow's rules). gf_flow_run reads the
+   run since it last ran, or when a condition picks it, after the tasks readied by their edges
+   (so a loop's round ends before the next begins); the first tasks are those with no edge into
+   them; the run ends when no task is ready (Taskflow's rules, ordered). gf_flow_run reads the
    int back once the work before the condition has passed: the host waits for it (4 bytes;
    GPUFLOW_SYNC_DEBUG reports it); a task also waits for its own run before. gf_flow_capture
    makes loops and branches of the graph (see gf_stream_begin_while) on the one stream it
@@ -988,10 +990,12 @@ GPUFLOW_API gf_result gf_flow_wait_frames(gf_flow *flow, int max_in_flight, unsi
    task reaches (by plain edges and the forward picks of other conditions, up to the condition),
    run again while the int picks it; each other pick heads a branch of what it reaches so, run
    when the int picks it. They nest: a loop in a loop, a break out of a loop from a branch in it,
-   a loop in a branch (up to GF_COND_DEPTH). Other shapes (a task picked by two conditions, a
-   loop entered in its middle, a branch's first task that also waits by a plain edge, a task
-   inside a loop or branch waiting for one outside it or the other way round) are
-   GF_ERROR_CAPTURE, naming the tasks, before any task's function runs; gf_flow_run runs any.
+   a loop in a branch, up to GF_COND_DEPTH; what follows a loop sits in the IF of its exit, so
+   loops one after another count toward that depth too. Other shapes (a task picked by two
+   conditions or twice by one, a condition with two ways back, a loop entered in its middle, a
+   branch's first task that also waits by a plain edge, a task inside a loop or branch waiting
+   for one outside it or the other way round) are GF_ERROR_CAPTURE, naming the tasks, before any
+   task's function runs; gf_flow_run runs any.
    Such a graph holds a few bytes of its own and is not updated by gf_graph_update. Codes: offset not a multiple of 4 GF_ERROR_INVALID_ARGUMENT, past the buffer
    GF_ERROR_OUT_OF_RANGE. A loop whose int never changes runs for ever, as a while loop would. */
 GPUFLOW_API gf_result gf_flow_add_condition(gf_flow *flow, const char *name, gf_buffer *cond, size_t offset, gf_task *out);
@@ -2042,6 +2046,7 @@ struct gf_graph {
     gf_buffer **kept; int kept_count, kept_cap;     /* memory of gpuflow's own its replays use (a flow's
                                                        conditions): a reference each, dropped at release */
     gf_graph *part_of;              /* the recording whose native first part this graph is (released with it) */
+    int32_t *landing;               /* a recording's condition read back lands here (one of its blocks) */
     int emulated;                   /* began natively, recorded from its first loop or branch on (HIP) */
 };
 
@@ -2750,10 +2755,9 @@ static void gf__device_free(gf_device *dev) {
     gf__free(dev->trace_path);
     gf__mutex_destroy(&dev->retired_lock);
     gf__cache_trim(dev);
-    for (i = 0; i < dev->graph_count; i++) {   /* graphs are shells the device recycles */
-        if (dev->graphs[i]->type == GF__T_GRAPH) gf__graph_release(dev->graphs[i]);
-        gf__free(dev->graphs[i]);
-    }
+    for (i = 0; i < dev->graph_count; i++)   /* graphs are shells the device recycles; a graph releases its own parts */
+        if (dev->graphs[i]->type == GF__T_GRAPH && !dev->graphs[i]->part_of) gf__graph_release(dev->graphs[i]);
+    for (i = 0; i < dev->graph_count; i++) gf__free(dev->graphs[i]);
     if (dev->sync_stream) gf__stream_free(dev->sync_stream);
     if (dev->peer_stream) gf__stream_free(dev->peer_stream);
     if (dev->events) gf__event_pool_free(dev->events);   /* the waiter thread has stopped */
@@ -3049,7 +3053,7 @@ static void gf__report_live(gf_device *dev) {
             if (!dev->streams[i]->internal && named++ < 4) gf__say(&t, "%s'%s'", named > 1 ? ", " : "", dev->streams[i]->label);
         gf__say(&t, "%s)", named > 4 ? ", ..." : "");
     }
-    for (i = 0; i < dev->graph_count; i++) graphs += dev->graphs[i]->type == GF__T_GRAPH;
+    for (i = 0; i < dev->graph_count; i++) graphs += dev->graphs[i]->type == GF__T_GRAPH && !dev->graphs[i]->part_of;
     gf__unlock(&dev->lock);
     gf__spin_lock(&dev->mem_lock);
     buffers = dev->mem[GF_MEMORY_DEVICE].count + dev->mem[GF_MEMORY_MANAGED].count + dev->mem[GF_MEMORY_ASYNC].count;
@@ -6242,7 +6246,7 @@ GPUFLOW_IMPL gf_result gf_flow_depend(gf_flow *flow, gf_task before, gf_task aft
         return gf__fail(GF_ERROR_CYCLE, "gf_flow_depend: flow '%s': task '%s' cannot depend on itself", flow->label, flow->tasks[ai].name);
     }
     b = &flow->tasks[bi];
-    for (k = 0; k < b->succ_count; k++) if (b->succ[k] == ai) { gf__unlock(&flow->lock); return GF_OK; }
+    for (k = 0; !b->cond && k < b->succ_count; k++) if (b->succ[k] == ai) { gf__unlock(&flow->lock); return GF_OK; }   /* a pick repeats: its index counts */
     path = (int *)gf__malloc(sizeof *path * (size_t)flow->count);
     seen = (unsigned char *)gf__calloc((size_t)flow->count);
     if (path && seen && b->cond) memset(seen, 1, (size_t)flow->count);   /* a pick may go back: no search */
@@ -6489,31 +6493,28 @@ static gf_stream_pool *gf__pool_of(gf_stream_pool *const *pools, int count, gf_d
     return NULL;
 }
 /* ---- condition tasks: flows that loop and branch ---- */
-/* A conditional's int read back lands in a block of its own: when the wait for it fails the
-   copy may still come, so the block is then retired (freed once the device's work has passed),
-   not freed. r: how the copy and the wait went. */
-static gf_result gf__int_landed(gf_stream *s, int32_t *landing, gf_result r, int32_t *value) {
-    if (r != GF_OK) { gf__retire(s->dev, gf__free, landing, GF__KIND_NO_MEMORY, 0); return r; }
-    *value = *landing;
-    gf__free(landing);
-    return GF_OK;
-}
 /* The int at buf+offset once s's work so far has passed: the host waits for s (a 4-byte read
-   back), which GPUFLOW_SYNC_DEBUG reports as call's wait for what. s->lock not held. */
+   back), which GPUFLOW_SYNC_DEBUG reports as call's wait for what. The copy lands in a block of
+   its own: when the wait fails the copy may still come, so the block is then retired (freed
+   once the device's work has passed). No stream's lock held (a retire fences them all). */
 static gf_result gf__int_read(const char *call, gf_stream *s, gf_buffer *buf, size_t offset, const char *what, int32_t *value) {
     int32_t *landing;
     gf_result r;
     if ((r = gf__hidden_wait(call, s, what)) != GF_OK) return r;
     if (!(landing = (int32_t *)gf__malloc(sizeof *landing))) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "%s: out of host memory", call);
     if ((r = gf__call_copy_to_host_async(s, landing, buf, offset, sizeof *landing)) != GF_OK) { gf__free(landing); return r; }
-    return gf__int_landed(s, landing, gf__call_stream_synchronize(s), value);
+    if ((r = gf__call_stream_synchronize(s)) != GF_OK) { gf__retire(s->dev, gf__free, landing, GF__KIND_NO_MEMORY, 0); return r; }
+    *value = *landing;
+    gf__free(landing);
+    return GF_OK;
 }
 
 /* A run decided as it goes, by Taskflow's rules: a task is ready once each of its strong
    predecessors has run since it last ran, or when a condition task picks it (then at once);
    the tasks with no predecessor at all start. A condition reads its int where its
-   predecessors' work has passed (the host waits) and its value k readies its k-th successor;
-   a value with no successor readies none. The run ends when no task is ready. A task continues
+   predecessors' work has passed (the host waits) and its value k picks its k-th successor;
+   a value with no successor picks none. Picked tasks wait until no task readied by its edges
+   is left (a loop's round ends before the next begins). The run ends when no task is ready. A task continues
    the stream of the task that readied it while that stream holds nothing newer, else takes a
    stream of its device's pool; it waits, by an event, for the latest run of each strong
    predecessor on another stream. */
@@ -6524,6 +6525,7 @@ typedef struct gf__decide_task {
     gf_event *done;       /* recorded after that run, once another stream may need it */
 } gf__decide_task;
 typedef struct gf__decide_lane { gf_stream *s; gf_stream_pool *pool; int tail; } gf__decide_lane;
+typedef struct gf__decide_ring { int *items; int head, count, cap; } gf__decide_ring;   /* (task, the task that readied it) */
 typedef struct gf__decide {
     gf_flow *flow;
     const gf__flow_plan *plan;   /* strong predecessors by task */
@@ -6531,26 +6533,34 @@ typedef struct gf__decide {
     gf__decide_task *task;
     unsigned char *ran;          /* by strong edge (the plan's preds order): its predecessor ran since */
     gf__decide_lane *lanes; int lane_count, lane_cap;
-    int *ready; int ready_head, ready_count, ready_cap;   /* a ring of (task, the task that readied it) */
+    gf__decide_ring ready;       /* readied by their plain edges: run first */
+    gf__decide_ring picked;      /* picked by a condition: run once nothing else is ready, so a
+                                    round of a loop ends before the next begins, as in its graph */
 } gf__decide;
 
-static gf_result gf__decide_ready(gf__decide *d, int t, int by) {
-    if (d->ready_count == d->ready_cap) {   /* grow the ring, unwrapped */
-        int cap = d->ready_cap ? d->ready_cap * 2 : 32, i;
+static gf_result gf__decide_push(gf__decide_ring *q, int t, int by) {
+    if (q->count == q->cap) {   /* grow the ring, unwrapped */
+        int cap = q->cap ? q->cap * 2 : 32, i;
         int *ring = (int *)gf__malloc(sizeof *ring * 2 * (size_t)cap);
         if (!ring) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_flow_run: out of host memory");
-        for (i = 0; i < d->ready_count; i++) {
-            int at = (d->ready_head + i) % d->ready_cap;
-            ring[2 * i] = d->ready[2 * at];
-            ring[2 * i + 1] = d->ready[2 * at + 1];
+        for (i = 0; i < q->count; i++) {
+            int at = (q->head + i) % q->cap;
+            ring[2 * i] = q->items[2 * at];
+            ring[2 * i + 1] = q->items[2 * at + 1];
         }
-        gf__free(d->ready);
-        d->ready = ring; d->ready_cap = cap; d->ready_head = 0;
+        gf__free(q->items);
+        q->items = ring; q->cap = cap; q->head = 0;
     }
-    d->ready[2 * ((d->ready_head + d->ready_count) % d->ready_cap)] = t;
-    d->ready[2 * ((d->ready_head + d->ready_count) % d->ready_cap) + 1] = by;
-    d->ready_count++;
+    q->items[2 * ((q->head + q->count) % q->cap)] = t;
+    q->items[2 * ((q->head + q->count) % q->cap) + 1] = by;
+    q->count++;
     return GF_OK;
+}
+static void gf__decide_pop(gf__decide_ring *q, int *t, int *by) {
+    *t = q->items[2 * q->head];
+    *by = q->items[2 * q->head + 1];
+    q->head = (q->head + 1) % q->cap;
+    q->count--;
 }
 static gf__decide_lane *gf__decide_lane_of(gf__decide *d, const gf_stream *s) {   /* NULL: not a lane yet */
     int i;
@@ -6640,7 +6650,7 @@ static gf_result gf__decide_run(gf__decide *d, gf_stream_pool *const *pools, int
         gf_range_pop(s);
         if (r != GF_OK) return r;
         flow->stats.tasks_run++;
-        if (value >= 0 && value < task->succ_count) return gf__decide_ready(d, task->succ[value], t);
+        if (value >= 0 && value < task->succ_count) return gf__decide_push(&d->picked, task->succ[value], t);
         return GF_OK;
     } else {
         unsigned serial = gf__error_serial;
@@ -6659,7 +6669,7 @@ static gf_result gf__decide_run(gf__decide *d, gf_stream_pool *const *pools, int
         for (j = 0; j < d->plan->pred_count[u] && d->plan->preds[d->plan->pred_first[u] + j] != t; j++) {}
         if (j == d->plan->pred_count[u] || d->ran[d->plan->pred_first[u] + j]) continue;
         d->ran[d->plan->pred_first[u] + j] = 1;
-        if (--d->task[u].pending == 0) r = gf__decide_ready(d, u, t);
+        if (--d->task[u].pending == 0) r = gf__decide_push(&d->ready, u, t);
     }
     return r;
 }
@@ -6692,11 +6702,10 @@ static gf_result gf__flow_decide(gf_flow *flow, gf_stream_pool *const *pools, in
         if (flow->tasks[i].cond) for (k = 0; k < flow->tasks[i].succ_count; k++) d.task[flow->tasks[i].succ[k]].picked = 1;
     }
     for (i = 0; i < flow->count && r == GF_OK; i++)
-        if (!plan.pred_count[i] && !d.task[i].picked) r = gf__decide_ready(&d, i, -1);
-    while (r == GF_OK && d.ready_count > 0) {
-        int t = d.ready[2 * d.ready_head], by = d.ready[2 * d.ready_head + 1];
-        d.ready_head = (d.ready_head + 1) % d.ready_cap;
-        d.ready_count--;
+        if (!plan.pred_count[i] && !d.task[i].picked) r = gf__decide_push(&d.ready, i, -1);
+    while (r == GF_OK && (d.ready.count > 0 || d.picked.count > 0)) {
+        int t, by;
+        gf__decide_pop(d.ready.count > 0 ? &d.ready : &d.picked, &t, &by);
         r = gf__decide_run(&d, pools, count, t, by);
     }
     if ((streams = (gf_stream **)gf__malloc(sizeof *streams * (size_t)(d.lane_count + 1))) != NULL) {
@@ -6712,7 +6721,8 @@ static gf_result gf__flow_decide(gf_flow *flow, gf_stream_pool *const *pools, in
     for (i = 0; i < flow->count; i++) if (d.task[i].done) gf__event_pool_give(d.task[i].done->dev->events, d.task[i].done);
     for (i = 0; i < d.lane_count; i++) gf_stream_pool_release(d.lanes[i].pool, d.lanes[i].s);
     gf__free(d.lanes);
-    gf__free(d.ready);
+    gf__free(d.ready.items);
+    gf__free(d.picked.items);
     gf__free(d.ran);
     gf__free(d.task);
     gf__plan_free(&plan);
@@ -6792,7 +6802,7 @@ static gf_result gf__shape_loops(gf__shape *sh) {
             } else if (!state[c]) { state[c] = 1; sh->stack[top++] = c; }
         }
     }
-    for (i = 0; i < n; i++) sh->live[i] = state[i] != 0;
+    for (i = 0; state && i < n; i++) sh->live[i] = state[i] != 0;
     gf__free(next);
     gf__free(state);
     return r;
@@ -7071,7 +7081,8 @@ static int gf__flow_run_as_graph(gf_flow *flow, gf_stream_pool *pool, gf_result 
     *r = gf_graph_launch(g, s);
     gf__lock(&flow->lock);
     if (*r == GF_OK) {
-        flow->stats.runs++; flow->stats.graph_runs++; flow->stats.tasks_run += (uint64_t)flow->count;
+        flow->stats.runs++; flow->stats.graph_runs++;
+        if (!flow->conditions) flow->stats.tasks_run += (uint64_t)flow->count;   /* a graph that decides runs some of them: not counted */
         gf__flow_frame_end(flow, &s, 1, &frame);
     } else gf__flow_frame_release(&frame);
     gf__flow_frames_collect(flow);   /* bounds the pending list to the frames in flight */
@@ -7655,20 +7666,27 @@ static gf_result gf__call_stream_end_capture(gf_stream *s, gf_graph **out) {
 
 /* A recorded conditional's int, when the stream reaches it: the stream's work so far has
    passed (a 4-byte read back and a wait: what emulating a device-side branch costs). */
-static gf_result gf__cond_read(gf_stream *s, const gf__cmd_cond *c, int32_t *value) {   /* s->lock held (a replay) */
+/* The int lands in a block of the graph's own (its release waits for the work a launch
+   queued), so a copy that outlives a failed wait lands in live memory. s->lock and g->lock held
+   (a replay): nothing here may wait for s's lock, as a retire would. */
+static gf_result gf__cond_read(gf_graph *g, gf_stream *s, const gf__cmd_cond *c, int32_t *value) {
     gf__copy copy;
-    int32_t *landing;
     gf_result r;
     if ((r = gf__hidden_wait("gf_graph_launch", s, "a recorded graph's loop or branch condition")) != GF_OK) return r;
-    if (!(landing = (int32_t *)gf__malloc(sizeof *landing))) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_graph_launch: out of host memory");
+    if (!g->landing) {
+        int32_t *block = (int32_t *)gf__malloc(sizeof *block);
+        if (!block || !gf__keep_block(g, block)) { gf__free(block); return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_graph_launch: out of host memory"); }
+        g->landing = block;
+    }
     memset(&copy, 0, sizeof copy);
     copy.kind = GF__COPY_D2H;
     copy.src = c->buf;
     copy.src_offset = c->offset;
-    copy.host = landing;
-    copy.bytes = sizeof *landing;
-    if ((r = gf__copy_exec(s, &copy)) != GF_OK) { gf__free(landing); return r; }
-    return gf__int_landed(s, landing, s->dev->be->stream_synchronize(s), value);
+    copy.host = g->landing;
+    copy.bytes = sizeof *g->landing;
+    if ((r = gf__copy_exec(s, &copy)) != GF_OK || (r = s->dev->be->stream_synchronize(s)) != GF_OK) return r;
+    *value = *g->landing;
+    return GF_OK;
 }
 /* A recording runs in order on s; a conditional's begin reads its int and enters the body or
    jumps past its end, a while's end goes back to its begin (which reads again). */
@@ -7686,7 +7704,7 @@ static gf_result gf__graph_replay(gf_graph *g, gf_stream *s) {
         else if (c->kind != GF__CMD_COND) { r = gf__exec(s, c, NULL); i++; }
         else if (c->as.cond.what == GF__COND_END_WHILE) i += c->as.cond.jump;
         else if (c->as.cond.what == GF__COND_END_IF) i++;
-        else if ((r = gf__cond_read(s, &c->as.cond, &value)) == GF_OK) i += GF__COND_TRUE(c->as.cond.test, value) ? 1 : c->as.cond.jump + 1;
+        else if ((r = gf__cond_read(g, s, &c->as.cond, &value)) == GF_OK) i += GF__COND_TRUE(c->as.cond.test, value) ? 1 : c->as.cond.jump + 1;
     }
     gf__unlock(&g->lock);
     return r;
@@ -8222,7 +8240,11 @@ GPUFLOW_IMPL gf_result gf_graph_get_info(gf_graph *g, gf_graph_info *out) {
     out->mode = g->mode;
     gf__lock(&g->lock);
     if (g->by_driver) out->launches = g->launch_count;
-    else { int i; for (out->launches = 0, i = 0; i < g->cmd_count; i++) out->launches += g->cmds[i].kind == GF__CMD_LAUNCH; }
+    else {   /* an emulated graph's native first part counts its own */
+        int i;
+        for (out->launches = 0, i = 0; i < g->cmd_count; i++)
+            out->launches += g->cmds[i].kind == GF__CMD_LAUNCH ? 1 : g->cmds[i].kind == GF__CMD_GRAPH && g->cmds[i].as.child->part_of == g ? g->cmds[i].as.child->launch_count : 0;
+    }
     gf__unlock(&g->lock);
     return GF_OK;
 }

@@ -537,7 +537,62 @@ static void test_flow_shapes(gf_stream_pool *pool, int can_capture)
               "flow shapes: a loop inside a branch: run and captured");
         gf_flow_destroy(f.flow);
     }
+    /* review 2, D1: a join inside a loop's body (h -> J, h -> F -> m -> J; F -> c picks h): the
+       next round's h waited for nothing and ran before this round's J, whose edge from h then
+       counted once for two runs (J 3 of 4). Picked tasks now wait for the round to end. */
+    memset(&f, 0, sizeof f); memset(w0, 0, sizeof w0);
+    if (CHECK_EQ_RESULT(gf_flow_create(dev, NULL, &f.flow), GF_OK)) {
+        static const int rounds[4] = { 0, 0, 0, 1 }, want[6] = { 1, 4, 4, 0, 4, 4 };
+        fx_count(&f, 0); fx_count(&f, 1); fx_feed(&f, 2, 0, rounds, 4, w0); fx_cond(&f, 0); fx_count(&f, 4); fx_count(&f, 5);
+        fx_edge(&f, 0, 1); fx_edge(&f, 1, 2); fx_edge(&f, 1, 5); fx_edge(&f, 2, 3); fx_edge(&f, 2, 4); fx_edge(&f, 4, 5); fx_edge(&f, 3, 1);
+        CHECK(f.n == 6 && fx_check(&f, pool, can_capture, w0, want, 6, "a join in a loop"),
+              "flow shapes (review 2, D1): a join inside a loop's body runs every round, run and captured");
+        gf_flow_destroy(f.flow);
+    }
+    /* review 2, D4: a condition that picks a task twice: the index of each pick counts */
+    memset(&f, 0, sizeof f); memset(w0, 0, sizeof w0);
+    if (CHECK_EQ_RESULT(gf_flow_create(dev, NULL, &f.flow), GF_OK)) {
+        static const int two[1] = { 2 }, want[4] = { 1, 0, 1, 0 };
+        fx_feed(&f, 0, 0, two, 1, w0); fx_cond(&f, 0); fx_count(&f, 2); fx_count(&f, 3);
+        fx_edge(&f, 0, 1); fx_edge(&f, 1, 2); fx_edge(&f, 1, 3); fx_edge(&f, 1, 2);   /* picks: A, B, A again */
+        CHECK(f.n == 4 && fx_check(&f, pool, 0, w0, want, 4, "a repeated pick"),
+              "flow shapes (review 2, D4): value 2 picks the third pick, the first task again");
+        if (can_capture) {
+            gf_graph *g = NULL;
+            CHECK_FAIL(gf_flow_capture(f.flow, s, &g), GF_ERROR_CAPTURE);   /* one task in two branches */
+            CHECK(strstr(gf_last_error(), "two loops or branches") != NULL, "flow shapes: a task in two branches of one condition is refused by name");
+        }
+        gf_flow_destroy(f.flow);
+    }
     gf_buffer_destroy(fz_buf);
+}
+
+/* review 2, D3: the wait before a recorded graph's condition read fails (a driver fault): the
+   launch returns the fault's code instead of deadlocking on its own stream's lock, and the
+   graph replays right afterwards. OpenCL only: the stub's waits are no driver entries. */
+static void test_cond_read_fault(const char *backend)
+{
+    gf_graph *g = NULL;
+    int w[WORDS];
+    if (strcmp(backend, "opencl") != 0) return;
+    CHECK_EQ_RESULT(gf_stream_begin_capture(s, GF_CAPTURE_GLOBAL), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_begin_if(s, st, 12), GF_OK);
+    CHECK_EQ_RESULT(run_add(s, 4, 1), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_end_if(s), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_end_capture(s, &g), GF_OK);
+    if (!g) return;
+    memset(w, 0, sizeof w);
+    w[3] = 1;
+    CHECK(set_state(w), "cond read fault: the state is set");
+    CHECK_EQ_RESULT(gf_faults_set("clFinish:1"), GF_OK);
+    CHECK_FAIL(gf_graph_launch(g, s), GF_ERROR_DRIVER);
+    CHECK_EQ_RESULT(gf_faults_set(NULL), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_synchronize(s), GF_OK);
+    memset(w, 0, sizeof w);
+    w[3] = 1;
+    CHECK(set_state(w) && gf_graph_launch(g, s) == GF_OK && get_state(w) && w[4] == 1,
+          "cond read fault (review 2, D3): after a failed wait at a condition the graph replays right");
+    gf_graph_destroy(g);
 }
 
 static void test_flow_conditions(int can_capture)
@@ -881,6 +936,7 @@ int main(int argc, char **argv)
             test_nesting();
             test_fork();
             test_bad_input();
+            test_cond_read_fault(name);
             test_flow_conditions(1);
         }
     }
