@@ -1167,8 +1167,8 @@ GPUFLOW_API uint64_t  gf_faults_injected(void);   /* failures injected since the
    the race detector, profiler and fault switches. Flows and gf_graph_capture are written as
    the calls they make (a flow's own events are not: a replay skips the waits on them); a
    stream callback as a no-op in its place (its code is the program's). Interop (native
-   handles, external memory, semaphores) and gf_graph_set_kernel_args are not written: a replay
-   skips the calls that name such objects, and counts them. GPUFLOW_RECORD=file starts recording at the
+   handles, external memory, semaphores) is not written: a replay skips the calls that name
+   such objects, and counts them. GPUFLOW_RECORD=file starts recording at the
    first device open and ends it at exit (GPUFLOW_RECORD_LIMIT=bytes, default 1 GiB). The file
    is flushed at each synchronize, destroy and close, so a crash leaves all that came before
    it. An async copy's host bytes are written as they are when the call returns: a program
@@ -7954,7 +7954,7 @@ static gf_result gf__pool_alloc(gf__capture *cap, size_t bytes, gf_buffer **out)
 
 /* New arguments for the launch_index-th launch of a graph (in capture order), checked against
    the captured launch: same count, and each argument the same kind and size. */
-GPUFLOW_IMPL gf_result gf_graph_set_kernel_args(gf_graph *g, int launch_index, const gf_arg *args, int count) {
+static gf_result gf__call_graph_set_kernel_args(gf_graph *g, int launch_index, const gf_arg *args, int count) {
     gf__cmd *cmd = NULL;
     gf__cmd_launch *launch;
     gf_arg *copy;
@@ -9545,7 +9545,8 @@ static gf_result gf__fault_point(gf_device *dev, int kind, const char *fn) {
     X(stream_set_end_frame, "W", 0) X(stream_set_wait_frames, "Wiu", GF__RCF_NOCMP) X(stream_set_synchronize, "W", GF__RCF_FLUSH) \
     X(stream_set_destroy, "x", GF__RCF_FLUSH) X(barrier, "5", 0) X(synchronize_all, "5n", GF__RCF_FLUSH) \
     X(graph_pool_create, "Dj", 0) X(graph_pool_destroy, "x", GF__RCF_FLUSH) X(stream_begin_capture_pool, "SiJ", 0) \
-    X(budget_create, "D9v", 0) X(budget_destroy, "x", GF__RCF_FLUSH) X(module_reload, "Mli", 0)
+    X(budget_create, "D9v", 0) X(budget_destroy, "x", GF__RCF_FLUSH) X(module_reload, "Mli", 0) \
+    X(graph_set_kernel_args, "Gia", 0)   /* 'a' with no dimensions: zeros */
 typedef enum gf__rec_call {
     GF__RC_NONE = 0,
 #define GF__RC_ENUM(name, args, flags) GF__RC_##name,
@@ -9970,6 +9971,7 @@ static gf_result gf__call_faults_set(const char *spec);
 static gf_result gf__call_module_reload(gf_module *mod, const gf_module_desc *desc);
 static gf_result gf__call_budget_create(gf_device *dev, const gf_budget_desc *desc, gf_budget **out);
 static void gf__call_budget_destroy(gf_budget *budget);
+static gf_result gf__call_graph_set_kernel_args(gf_graph *g, int launch_index, const gf_arg *args, int count);
 static gf_result gf__call_stream_begin_capture_pool(gf_stream *s, gf_capture_mode mode, gf_graph_pool *pool);
 static gf_result gf__call_graph_pool_create(gf_device *dev, gf_graph_pool **out);
 static void gf__call_graph_pool_destroy(gf_graph_pool *pool);
@@ -10224,6 +10226,10 @@ GPUFLOW_IMPL gf_result gf_budget_create(gf_device *dev, const gf_budget_desc *de
     GF__RECORDED(budget_create, gf__call_budget_create(dev, desc, out), GF__P(dev), desc, GF__P(out));
 }
 GPUFLOW_IMPL void gf_budget_destroy(gf_budget *budget) { GF__RECORDED_VOID(budget_destroy, gf__call_budget_destroy(budget), GF__P(budget)); }
+static const gf_launch_dims gf__no_dims;   /* a launch's row spells dimensions; new arguments have none */
+GPUFLOW_IMPL gf_result gf_graph_set_kernel_args(gf_graph *g, int launch_index, const gf_arg *args, int count) {
+    GF__RECORDED(graph_set_kernel_args, gf__call_graph_set_kernel_args(g, launch_index, args, count), GF__P(g), launch_index, &gf__no_dims, args, count);
+}
 /* A reload from the module's file is written as the desc it reloads from (the file's text then). */
 GPUFLOW_IMPL gf_result gf_module_reload(gf_module *mod, const gf_module_desc *desc) {
     gf_module_desc from_file;
@@ -10364,6 +10370,8 @@ typedef struct gf__rp_obj {
     gf_backend recorded_on;                 /* a device: the backend it was recorded on */
     uint64_t capture;                       /* a buffer allocated inside this capture (its id): it
                                                goes with the capture, or with its graph (parent) */
+    int partial;                            /* a capturing stream that skipped a call, or the graph
+                                               it made: its launches are not the recorded ones */
 } gf__rp_obj;
 typedef struct gf__replay {
     const gf_replay_desc *desc;
@@ -10751,6 +10759,7 @@ static gf_result gf__rp_call(gf__replay *rp, gf__rec_call call, gf__rp_arg *v, g
     const char *letters = gf__rec_calls[call].args;
     uint32_t device = 0, parent = 0;
     uint64_t capture = 0;   /* a buffer made now: the capture it belongs to */
+    int partial = 0;        /* a graph made now from a capture that skipped calls */
     void *owned = NULL;     /* host memory a synchronous copy used: freed after it */
     int i, out = -1;
     if (d->untrusted) {   /* nothing that could run for ever, or make a great many objects */
@@ -10776,8 +10785,12 @@ static gf_result gf__rp_call(gf__replay *rp, gf__rec_call call, gf__rp_arg *v, g
         }
         if (call == GF__RC_stream_set_create && v[1].u > 16) v[1].u = 16;
     }
+    if (call == GF__RC_graph_set_kernel_args && v[0].obj && rp->objs[v[0].id].partial) return GF__RP_SKIPPED;   /* not its launches */
     for (i = 0; letters[i]; i++) {
-        if (v[i].missing) return GF__RP_SKIPPED;   /* an object the replay does not have */
+        if (v[i].missing) {   /* an object the replay does not have */
+            if (letters[0] == 'S' && v[0].obj && !v[0].missing && gf__stream_capturing((gf_stream *)v[0].obj)) rp->objs[v[0].id].partial = 1;
+            return GF__RP_SKIPPED;
+        }
         if (letters[i] == 'x' && v[i].obj && rp->objs[v[i].id].kind != gf__rp_destroys(call))
             v[i].wrong_kind = 1;   /* refused as the original was, and it lives on */
         if (letters[i] >= 'a' && letters[i] <= 'z' && strchr("dbsepmkgqwjv", letters[i])) out = i;
@@ -10902,6 +10915,7 @@ static gf_result gf__rp_call(gf__replay *rp, gf__rec_call call, gf__rp_arg *v, g
     case GF__RC_launch:
         r = gf_launch(GF__RPO(0, gf_stream), GF__RPO(1, gf_kernel), v[2].dims, v[2].args, v[2].argc);
         break;
+    case GF__RC_graph_set_kernel_args: r = gf_graph_set_kernel_args(GF__RPO(0, gf_graph), (int)v[1].u, v[2].args, v[2].argc); break;
     case GF__RC_stream_begin_capture: r = gf_stream_begin_capture(GF__RPO(0, gf_stream), (gf_capture_mode)(int)v[1].u); break;
     case GF__RC_stream_end_capture:
         if (v[0].obj && !v[0].wrong_kind && ((gf_stream *)v[0].obj)->capture) capture = ((gf_stream *)v[0].obj)->capture->id;
@@ -10910,6 +10924,7 @@ static gf_result gf__rp_call(gf__replay *rp, gf__rec_call call, gf__rp_arg *v, g
             uint32_t k;
             for (k = 1; k < rp->obj_cap; k++) if (rp->objs[k].obj && rp->objs[k].capture == capture) { rp->objs[k].capture = 0; rp->objs[k].parent = v[1].id; }
         }
+        if (v[0].obj && !v[0].wrong_kind) { partial = rp->objs[v[0].id].partial; rp->objs[v[0].id].partial = 0; }
         capture = 0;
         break;
     case GF__RC_graph_launch: r = gf_graph_launch(GF__RPO(0, gf_graph), GF__RPO(1, gf_stream)); break;
@@ -10976,6 +10991,7 @@ static gf_result gf__rp_call(gf__replay *rp, gf__rec_call call, gf__rp_arg *v, g
     }
     if (call == GF__RC_device_open && r == GF_OK && v[2].id && v[2].id < rp->obj_cap) rp->objs[v[2].id].recorded_on = (gf_backend)(int)v[0].u;
     if (capture && r == GF_OK && v[2].id && v[2].id < rp->obj_cap) rp->objs[v[2].id].capture = capture;
+    if (partial && r == GF_OK && v[1].id && v[1].id < rp->obj_cap) rp->objs[v[1].id].partial = 1;   /* the graph end_capture made */
     gf__rp_sweep_captures(rp);
     gf__free(owned);
     return r;

@@ -77,10 +77,10 @@ static int session(void)
     gf_stream_set *set;
     gf_module *mod;
     gf_kernel *fill, *add;
-    gf_graph *g;
+    gf_graph *g, *g2;
     gf_copy_2d c2;
-    uint32_t n = N, v = 5, one = 1, zero = 0;
-    gf_arg args[3];
+    uint32_t n = N, v = 5, one = 1, zero = 0, seven = 7;
+    gf_arg args[3], args2[3];
     int calls = 0, i, done = 0;
     if (gf_device_open(backend, 0, &dev) != GF_OK) return 0;
     for (i = 0; i < (int)N; i++) up[i] = (uint32_t)i * 3u;
@@ -137,6 +137,15 @@ static int session(void)
     CHECK_EQ_RESULT(gf_graph_launch(g, s), GF_OK);
     CHECK_EQ_RESULT(gf_copy_to_device_async(s, cond, 0, &zero, 4), GF_OK);
     CHECK_EQ_RESULT(gf_graph_launch(g, s), GF_OK);
+    /* a plain graph whose launch gets new arguments (recorded too): 7 added where 5 was */
+    CHECK_EQ_RESULT(gf_stream_begin_capture(s, GF_CAPTURE_GLOBAL), GF_OK);
+    CHECK_EQ_RESULT(gf_launch(s, add, dims_n(), args, 3), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_end_capture(s, &g2), GF_OK);
+    memcpy(args2, args, sizeof args2);
+    args2[2].value = &seven;
+    CHECK_EQ_RESULT(gf_graph_set_kernel_args(g2, 0, args2, 3), GF_OK);
+    CHECK_EQ_RESULT(gf_graph_set_kernel_args(g2, 5, args2, 3), GF_ERROR_OUT_OF_RANGE);   /* refused, and recorded so */
+    CHECK_EQ_RESULT(gf_graph_launch(g2, s), GF_OK);
     /* pools, sets, a barrier */
     CHECK_EQ_RESULT(gf_stream_pool_create(dev, &qd, &streams), GF_OK);
     CHECK_EQ_RESULT(gf_stream_pool_acquire(streams, NULL, &ps), GF_OK);
@@ -162,9 +171,10 @@ static int session(void)
     (void)gf_stream_query(s);
     CHECK_EQ_RESULT(gf_stream_synchronize(s), GF_OK);
     CHECK_EQ_RESULT(gf_copy_to_host(final_words, big, 0, sizeof final_words), GF_OK);
-    CHECK(final_words[0] == 10u && final_words[N - 1] == (N - 1) * 3u + 10u, "session: the kernels ran (5 added twice)");
+    CHECK(final_words[0] == 17u && final_words[N - 1] == (N - 1) * 3u + 17u, "session: the kernels ran (5 added twice, then 7 by new arguments)");
     CHECK(done == 1, "session: the callback ran");
     gf_graph_destroy(g);
+    gf_graph_destroy(g2);
     gf_stream_set_destroy(set);
     gf_stream_pool_destroy(streams);
     gf_module_destroy(mod);
