@@ -6459,20 +6459,17 @@ static void gf__flow_frame_done(gf_flow *flow, int i) {
     memmove(fr, fr + 1, sizeof *fr * (size_t)(flow->frame_count - i - 1));   /* oldest first */
     flow->frame_count--;
 }
-static int gf__flow_frame_complete(const gf__flow_frame *fr) {
+static int gf__flow_frame_complete(const gf__flow_frame *fr) {   /* its start comes before its first lane's end */
     int k;
-    if (fr->start && fr->start->dev->be->event_query(fr->start) != GF_OK) return 0;
     for (k = 0; k < fr->lanes; k++) if (fr->ends[k]->dev->be->event_query(fr->ends[k]) != GF_OK) return 0;
     return 1;
 }
-/* Every frame the devices have finished, found without waiting (flow->lock held). */
+/* The frames the devices have finished, oldest first, found without waiting; it stops at the
+   first still running (a later one that finished first is counted once that one has), so a run
+   pays for a query or two however many are in flight (flow->lock held). */
 static void gf__flow_frames_collect(gf_flow *flow) {
     GF__HELD(&flow->lock);
-    int i = 0;
-    while (i < flow->frame_count) {
-        if (gf__flow_frame_complete(&flow->frame[i])) gf__flow_frame_done(flow, i);
-        else i++;
-    }
+    while (flow->frame_count > 0 && gf__flow_frame_complete(&flow->frame[0])) gf__flow_frame_done(flow, 0);
 }
 
 /* The streams of the last run or capture, by lane: what gf_flow_write_dot labels lanes with. */
