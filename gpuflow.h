@@ -1165,7 +1165,8 @@ GPUFLOW_API uint64_t  gf_faults_injected(void);   /* failures injected since the
    reloaded), kernels and launches, captures, graphs (loops and branches included) and graph
    pools, memory limits and budgets (their callbacks are the program's: a replay has none), and
    the race detector, profiler and fault switches. Flows and gf_graph_capture are written as
-   the calls they make (a flow's own events are not: a replay skips the waits on them); a
+   the calls they make (a flow's own events are not: a replay skips the waits on them; nor its
+   condition tasks: a captured flow's loops and branches are missing from the file); a
    stream callback as a no-op in its place (its code is the program's). Interop (native
    handles, external memory, semaphores) is not written: a replay skips the calls that name
    such objects, and counts them. GPUFLOW_RECORD=file starts recording at the
