@@ -10224,7 +10224,7 @@ GPUFLOW_IMPL gf_result gf_budget_create(gf_device *dev, const gf_budget_desc *de
     GF__RECORDED(budget_create, gf__call_budget_create(dev, desc, out), GF__P(dev), desc, GF__P(out));
 }
 GPUFLOW_IMPL void gf_budget_destroy(gf_budget *budget) { GF__RECORDED_VOID(budget_destroy, gf__call_budget_destroy(budget), GF__P(budget)); }
-static const gf_launch_dims gf__no_dims;   /* a launch's row spells dimensions; new arguments have none */
+static const gf_launch_dims gf__no_dims = { { 0, 0, 0 }, { 0, 0, 0 }, 0 };   /* a launch's row spells dimensions; new arguments have none */
 GPUFLOW_IMPL gf_result gf_graph_set_kernel_args(gf_graph *g, int launch_index, const gf_arg *args, int count) {
     GF__RECORDED(graph_set_kernel_args, gf__call_graph_set_kernel_args(g, launch_index, args, count), GF__P(g), launch_index, &gf__no_dims, args, count);
 }
