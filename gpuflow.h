@@ -1035,8 +1035,8 @@ GPUFLOW_API gf_result gf_graph_set_kernel_args(gf_graph *g, int launch_index, co
    launch is not asynchronous. CUDA (12.4+ drivers) makes the driver's WHILE and IF nodes, the
    handle set from the int by a kernel of gpuflow's own: its replays stay asynchronous; a body
    there holds what conditional bodies may (kernels, copies, fills, child graphs: a host
-   callback is refused by the driver). A backend that captures natively without them (HIP)
-   emulates them: at the first begin the driver's capture ends into a native graph of its own,
+   callback is refused by the driver). A backend that captures natively without them (HIP, and
+   CUDA with a driver older than 12.4) emulates them: at the first begin the driver's capture ends into a native graph of its own,
    replayed as the first step of a recording that goes on from there (gf_graph_info: not
    native), so its replays read the conditions back as the stub's do. That needs the begin on the
    stream that began the capture, every forked stream joined back and no memory allocated in the
@@ -7709,14 +7709,14 @@ static gf_result gf__graph_replay(gf_graph *g, gf_stream *s) {
 }
 
 /* ---- graphs that decide: while and if in a capture ---- */
-/* Loops and branches where the driver captures but makes no conditional nodes (HIP): at the
-   first begin the driver's capture ends, what it holds becomes a native graph of its own (the
-   capture's first part, replayed as one step and released with the graph), and the capture goes
-   on as a recording, whose replay evaluates the conditions as the stub's do. Only from the stream
-   that began the capture, every stream that forked into it joined back, and no memory allocated
-   in it; else GF_ERROR_NOT_SUPPORTED and the capture goes on as it was. A failed end of the
-   driver's capture discards it (*discard). s->lock held. */
-#define GF__EMULATED_NO_CHANGE "gf_graph_update and gf_graph_set_kernel_args: a graph whose loops or branches are emulated (HIP) is not changed; capture it again"
+/* Loops and branches where the driver captures but makes no conditional nodes (HIP, CUDA
+   before 12.4): at the first begin the driver's capture ends, what it holds becomes a native
+   graph of its own (the capture's first part, replayed as one step and released with the
+   graph), and the capture goes on as a recording, whose replay evaluates the conditions as the
+   stub's do. Only from the stream that began the capture, every stream that forked into it
+   joined back, and no memory allocated in it; else GF_ERROR_NOT_SUPPORTED and the capture goes
+   on as it was. A failed end of the driver's capture discards it (*discard). s->lock held. */
+#define GF__EMULATED_NO_CHANGE "gf_graph_update and gf_graph_set_kernel_args: a graph whose loops or branches are emulated (no conditional nodes in the driver) is not changed; capture it again"
 static gf_result gf__capture_emulate(const char *fn, gf_stream *s, gf__capture *cap, int *discard) {
     GF__HELD(&s->lock);
     gf_graph *part, *g = cap->graph;
@@ -7762,9 +7762,23 @@ static gf_result gf__capture_emulate(const char *fn, gf_stream *s, gf__capture *
     return r;
 }
 
+/* A recorded conditional's begin (dev->lock held). */
+static gf_result gf__cond_record(gf__capture *cap, gf_stream *s, int what, gf_buffer *cond, size_t offset, gf__cond_test test) {
+    gf__cmd c;
+    gf_result r;
+    memset(&c, 0, sizeof c);
+    c.kind = GF__CMD_COND;
+    c.as.cond.what = what; c.as.cond.buf = cond; c.as.cond.offset = offset; c.as.cond.test = test;
+    if ((r = gf__record(cap, &c)) != GF_OK) return r;
+    cap->open_cond[cap->open_conds].at = cap->graph->cmd_count - 1;
+    cap->open_cond[cap->open_conds].s = s;
+    cap->open_cond[cap->open_conds].what = what;
+    cap->open_conds++;
+    s->capture_ops++;
+    return GF_OK;
+}
 static gf_result gf__cond_begin(const char *fn, gf_stream *s, gf_buffer *cond, size_t offset, int what, gf__cond_test test) {
     gf__capture *cap;
-    gf__cmd c;
     gf_result r = GF_OK;
     int discard = 0;
     GF__CHECK(s, GF__T_STREAM);
@@ -7783,25 +7797,20 @@ static gf_result gf__cond_begin(const char *fn, gf_stream *s, gf_buffer *cond, s
         r = gf__fail(GF_ERROR_CAPTURE, "%s: more than %d loops and branches nested; the capture was discarded", fn, GF_COND_DEPTH);
         discard = 1;
     } else if (cap->by_driver) {   /* the driver's conditional node; its body takes s's work from now on */
-        if ((r = s->dev->be->cond_begin(s, what, cond, offset, test)) != GF_OK) discard = r != GF_ERROR_NOT_SUPPORTED;   /* the capture may hold half a node */
-        else {
+        if ((r = s->dev->be->cond_begin(s, what, cond, offset, test)) == GF_OK) {
             cap->open_cond[cap->open_conds].at = -1;
             cap->open_cond[cap->open_conds].s = s;
             cap->open_cond[cap->open_conds].what = what;
             cap->open_conds++;
             gf__capture_use(cap, cond);
-        }
+        } else if (r == GF_ERROR_NOT_SUPPORTED && !cap->open_conds) {   /* this driver has no conditional nodes (CUDA before 12.4): emulated */
+            gf__unlock(&s->dev->lock);
+            r = gf__capture_emulate(fn, s, cap, &discard);
+            gf__lock(&s->dev->lock);
+            if (r == GF_OK) r = gf__cond_record(cap, s, what, cond, offset, test);
+        } else discard = r != GF_ERROR_NOT_SUPPORTED;   /* the capture may hold half a node */
     } else {
-        memset(&c, 0, sizeof c);
-        c.kind = GF__CMD_COND;
-        c.as.cond.what = what; c.as.cond.buf = cond; c.as.cond.offset = offset; c.as.cond.test = test;
-        if ((r = gf__record(cap, &c)) == GF_OK) {
-            cap->open_cond[cap->open_conds].at = cap->graph->cmd_count - 1;
-            cap->open_cond[cap->open_conds].s = s;
-            cap->open_cond[cap->open_conds].what = what;
-            cap->open_conds++;
-            s->capture_ops++;
-        }
+        r = gf__cond_record(cap, s, what, cond, offset, test);
     }
     gf__unlock(&s->dev->lock);
     if (discard) gf__capture_discard(cap);
