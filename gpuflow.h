@@ -5263,6 +5263,30 @@ static void gf__call_stream_pool_destroy(gf_stream_pool *pool) {
 }
 
 /* ---- stream sets: a ring of streams for pipelines ------------------------------- >>streamsets */
+/* Frames as stream sets and flows count them: begun, known complete, and the newest completed
+   one's number and time on the device. */
+typedef struct gf__frames { uint64_t begun, completed, last; float last_ms; } gf__frames;
+/* Frame `number` is complete; 1 if it is the newest so far (its time is then the caller's to keep). */
+static int gf__frames_complete(gf__frames *f, uint64_t number) {
+    int newest = f->completed++ == 0 || number >= f->last;
+    if (newest) f->last = number;
+    return newest;
+}
+static void gf__frames_info(const gf__frames *f, int open, gf_frame_info *out) {
+    memset(out, 0, sizeof *out);
+    out->frames = f->begun;
+    out->completed = f->completed;
+    out->in_flight = f->begun - f->completed;
+    out->open = open;
+    out->last_frame = f->last;
+    out->last_gpu_ms = f->last_ms;
+}
+/* Milliseconds left until end (ns, gf__now_ns's clock), rounded up; 0 once it passed. */
+static unsigned gf__ms_left(uint64_t end) {
+    uint64_t now = gf__now_ns();
+    return now < end ? (unsigned)((end - now + 999999u) / 1000000u) : 0u;
+}
+
 struct gf_stream_set {
     uint32_t type;
     gf_device *dev;
@@ -5275,8 +5299,7 @@ struct gf_stream_set {
     uint64_t *round_frame;         /* the frame each slot's latest round is */
     unsigned char *pending;        /* the slot's round ended, not yet known complete */
     int open;                      /* the latest round (slot `last`) has not ended */
-    uint64_t frames, completed, last_frame;
-    float last_gpu_ms;
+    gf__frames count;
 };
 
 static gf_result gf__call_stream_set_create(gf_device *dev, int depth, const char *label, gf_stream_set **out) {
@@ -5339,11 +5362,8 @@ static void gf__set_round_complete(gf_stream_set *set, int slot) {
     float ms = 0.0f;
     GF__HELD(&set->lock);
     set->pending[slot] = 0;
-    set->completed++;
-    if (set->completed == 1 || set->round_frame[slot] >= set->last_frame) {
-        set->last_frame = set->round_frame[slot];
-        set->last_gpu_ms = gf_event_elapsed_ms(set->round_start[slot], set->round_done[slot], &ms) == GF_OK ? ms : 0.0f;
-    }
+    if (gf__frames_complete(&set->count, set->round_frame[slot]))
+        set->count.last_ms = gf_event_elapsed_ms(set->round_start[slot], set->round_done[slot], &ms) == GF_OK ? ms : 0.0f;
 }
 /* Every ended round the device has finished, found without waiting (set->lock held). */
 static void gf__set_collect(gf_stream_set *set) {
@@ -5370,7 +5390,7 @@ static gf_result gf__call_stream_set_next(gf_stream_set *set, size_t i, gf_strea
     if (r == GF_OK) {
         set->last = slot;
         set->open = 1;
-        set->round_frame[slot] = set->frames++;
+        set->round_frame[slot] = set->count.begun++;
         *out = set->streams[slot];
     }
     gf__unlock(&set->lock);
@@ -5392,12 +5412,7 @@ GPUFLOW_IMPL gf_result gf_stream_set_frames(gf_stream_set *set, gf_frame_info *o
     GF__CHECK_OUT(out);
     gf__lock(&set->lock);
     gf__set_collect(set);
-    out->frames = set->frames;
-    out->completed = set->completed;
-    out->in_flight = set->frames - set->completed;
-    out->open = set->open;
-    out->last_frame = set->last_frame;
-    out->last_gpu_ms = set->last_gpu_ms;
+    gf__frames_info(&set->count, set->open, out);
     gf__unlock(&set->lock);
     return GF_OK;
 }
@@ -5410,29 +5425,27 @@ static gf_result gf__call_stream_set_wait_frames(gf_stream_set *set, int max_in_
     end = gf__now_ns() + (uint64_t)timeout_ms * 1000000u;
     gf__lock(&set->lock);
     gf__set_collect(set);
-    if (set->open && max_in_flight == 0 && set->frames > set->completed) {   /* the open frame cannot complete */
+    if (set->open && max_in_flight == 0 && set->count.begun > set->count.completed) {   /* the open frame cannot complete */
         gf__unlock(&set->lock);
         return gf__fail(GF_ERROR_INVALID_STATE, "gf_stream_set_wait_frames: no frame in flight needs frame %llu, which is still open "
-                        "(end it with gf_stream_set_end_frame first)", (unsigned long long)(set->frames - 1));
+                        "(end it with gf_stream_set_end_frame first)", (unsigned long long)(set->count.begun - 1));
     }
-    while (r == GF_OK && set->frames - set->completed > (uint64_t)max_in_flight) {
+    while (r == GF_OK && set->count.begun - set->count.completed > (uint64_t)max_in_flight) {
         int i, oldest = -1;
-        uint64_t now = gf__now_ns();
-        unsigned left = now < end ? (unsigned)((end - now + 999999u) / 1000000u) : 0u;
         for (i = 0; i < set->depth; i++)
             if (set->pending[i] && (oldest < 0 || set->round_frame[i] < set->round_frame[oldest])) oldest = i;
         if (oldest < 0) {
             r = gf__fail(GF_ERROR_INVALID_STATE, "gf_stream_set_wait_frames: at most %d frames in flight needs frame %llu, "
-                         "which is still open (end it with gf_stream_set_end_frame first)", max_in_flight, (unsigned long long)(set->frames - 1));
+                         "which is still open (end it with gf_stream_set_end_frame first)", max_in_flight, (unsigned long long)(set->count.begun - 1));
             break;
         }
         gf__faults_inside++;
-        r = gf_event_synchronize_timeout(set->round_done[oldest], left);
+        r = gf_event_synchronize_timeout(set->round_done[oldest], gf__ms_left(end));
         gf__faults_inside--;
         if (r == GF_OK) gf__set_round_complete(set, oldest);
         else if (r == GF_TIMEOUT)
             r = gf__fail(GF_TIMEOUT, "gf_stream_set_wait_frames: %llu frames still in flight after %u ms (at most %d asked)",
-                         (unsigned long long)(set->frames - set->completed), timeout_ms, max_in_flight);
+                         (unsigned long long)(set->count.begun - set->count.completed), timeout_ms, max_in_flight);
     }
     gf__unlock(&set->lock);
     return r;
@@ -6102,7 +6115,7 @@ struct gf_flow {
     gf_flow_stats stats;                  /* under lock */
     double timed_ms;                      /* sum over stats.timed_runs */
     gf__flow_frame *frame; int frame_count, frame_cap;     /* runs not yet known complete, oldest first */
-    uint64_t frames, completed, last_frame; float last_gpu_ms;   /* gf_flow_frames */
+    gf__frames frames;                    /* gf_flow_frames: a run is a frame */
     char (*last_lanes)[64]; int last_lane_count;              /* the last run's streams, for DOT */
     int graph_after;                      /* gf_flow_desc.graph_after */
     uint64_t version;                     /* bumped by every change of tasks or edges */
@@ -6432,7 +6445,7 @@ static void gf__flow_frame_release(gf__flow_frame *fr) {
 static void gf__flow_frame_end(gf_flow *flow, gf_stream **lanes, int count, gf__flow_frame *fr) {
     GF__HELD(&flow->lock);
     int i, ok = count > 0 && (fr->ends = (gf_event **)gf__calloc(sizeof *fr->ends * (size_t)count)) != NULL;
-    fr->number = flow->frames++;
+    fr->number = flow->frames.begun++;
     for (i = 0; ok && i < count; i++) {
         fr->lanes = i + 1;
         ok = gf__event_pool_take(lanes[i]->dev->events, fr->start && lanes[i]->dev == fr->start->dev ? GF_EVENT_TIMING : 0, &fr->ends[i]) == GF_OK &&
@@ -6444,7 +6457,7 @@ static void gf__flow_frame_end(gf_flow *flow, gf_stream **lanes, int count, gf__
         return;
     }
     gf__flow_frame_release(fr);
-    flow->completed++;
+    flow->frames.completed++;   /* its time unknown: the newest's stays the one before */
 }
 /* Frame i of the pending list is complete: counted, its time kept (flow->lock held). */
 static void gf__flow_frame_done(gf_flow *flow, int i) {
@@ -6454,7 +6467,7 @@ static void gf__flow_frame_done(gf_flow *flow, int i) {
     for (k = 0; fr->start && k < fr->lanes; k++)
         if (fr->ends[k]->dev == fr->start->dev && fr->start->dev->be->event_elapsed_ms(fr->start, fr->ends[k], &ms) == GF_OK && ms > longest)
             longest = ms;
-    if (flow->completed++ == 0 || fr->number >= flow->last_frame) { flow->last_frame = fr->number; flow->last_gpu_ms = longest; }
+    if (gf__frames_complete(&flow->frames, fr->number)) flow->frames.last_ms = longest;
     if (fr->timed && fr->start) { flow->stats.timed_runs++; flow->timed_ms += longest; }
     gf__flow_frame_release(fr);
     memmove(fr, fr + 1, sizeof *fr * (size_t)(flow->frame_count - i - 1));   /* oldest first */
@@ -6713,7 +6726,7 @@ static gf_result gf__flow_decide(gf_flow *flow, gf_stream_pool *const *pools, in
     if (r == GF_OK) {
         flow->stats.runs++;
         if (streams) gf__flow_frame_end(flow, streams, d.lane_count, &frame);
-        else { flow->frames++; flow->completed++; gf__flow_frame_release(&frame); }   /* not watched: counted complete */
+        else { flow->frames.begun++; flow->frames.completed++; gf__flow_frame_release(&frame); }   /* not watched: counted complete */
     } else gf__flow_frame_release(&frame);
     gf__free(streams);
     for (i = 0; i < flow->count; i++) if (d.task[i].done) gf__event_pool_give(d.task[i].done->dev->events, d.task[i].done);
@@ -7206,12 +7219,7 @@ GPUFLOW_IMPL gf_result gf_flow_frames(gf_flow *flow, gf_frame_info *out) {
     GF__CHECK_OUT(out);
     gf__lock(&flow->lock);
     gf__flow_frames_collect(flow);
-    memset(out, 0, sizeof *out);
-    out->frames = flow->frames;
-    out->completed = flow->completed;
-    out->in_flight = flow->frames - flow->completed;
-    out->last_frame = flow->last_frame;
-    out->last_gpu_ms = flow->last_gpu_ms;
+    gf__frames_info(&flow->frames, 0, out);
     gf__unlock(&flow->lock);
     return GF_OK;
 }
@@ -7224,20 +7232,18 @@ GPUFLOW_IMPL gf_result gf_flow_wait_frames(gf_flow *flow, int max_in_flight, uns
     end = gf__now_ns() + (uint64_t)timeout_ms * 1000000u;
     gf__lock(&flow->lock);
     gf__flow_frames_collect(flow);
-    while (r == GF_OK && flow->frames - flow->completed > (uint64_t)max_in_flight && flow->frame_count > 0) {
+    while (r == GF_OK && flow->frames.begun - flow->frames.completed > (uint64_t)max_in_flight && flow->frame_count > 0) {
         gf__flow_frame *oldest = &flow->frame[0];
         int k;
         for (k = 0; r == GF_OK && k < oldest->lanes; k++) {
-            uint64_t now = gf__now_ns();
-            unsigned left = now < end ? (unsigned)((end - now + 999999u) / 1000000u) : 0u;
             gf__faults_inside++;   /* the flow's own pacing */
-            r = gf__call_event_synchronize_timeout(oldest->ends[k], left);
+            r = gf__call_event_synchronize_timeout(oldest->ends[k], gf__ms_left(end));
             gf__faults_inside--;
         }
         if (r == GF_OK) gf__flow_frames_collect(flow);
         else if (r == GF_TIMEOUT)
             r = gf__fail(GF_TIMEOUT, "gf_flow_wait_frames: flow '%s': %llu runs still in flight after %u ms (at most %d asked)", flow->label,
-                         (unsigned long long)(flow->frames - flow->completed), timeout_ms, max_in_flight);
+                         (unsigned long long)(flow->frames.begun - flow->frames.completed), timeout_ms, max_in_flight);
     }
     gf__unlock(&flow->lock);
     return r;
