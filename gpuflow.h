@@ -1032,17 +1032,17 @@ GPUFLOW_API gf_result gf_graph_set_kernel_args(gf_graph *g, int launch_index, co
    open at gf_stream_end_capture: GF_ERROR_CAPTURE, and the capture is discarded. Recorded
    graphs (the stub, OpenCL) evaluate the int at replay: gf_graph_launch then waits for the
    stream at each evaluation (a 4-byte read back; GPUFLOW_SYNC_DEBUG reports it), so such a
-   launch is not asynchronous. CUDA (12.4+ drivers) makes the driver's WHILE and IF nodes, the
+   launch is not asynchronous. CUDA (12.3+ drivers) makes the driver's WHILE and IF nodes, the
    handle set from the int by a kernel of gpuflow's own: its replays stay asynchronous; a body
    there holds what conditional bodies may (kernels, copies, fills, child graphs: a host
    callback is refused by the driver). A backend that captures natively without them (HIP, and
-   CUDA with a driver older than 12.4) emulates them: at the first begin the driver's capture ends into a native graph of its own,
-   replayed as the first step of a recording that goes on from there (gf_graph_info: not
-   native), so its replays read the conditions back as the stub's do. That needs the begin on the
-   stream that began the capture, every forked stream joined back and no memory allocated in the
-   capture (else GF_ERROR_NOT_SUPPORTED and the capture goes on natively); such a graph is not
-   launched inside another capture nor changed by gf_graph_update or gf_graph_set_kernel_args
-   (GF_ERROR_NOT_SUPPORTED). */
+   CUDA with a driver older than 12.3) emulates them: at the first begin the driver's capture
+   ends into a native graph of its own, replayed as the first step of a recording that goes on
+   from there (gf_graph_info: not native), so its replays read the conditions back as the stub's
+   do. That needs the begin on the stream that began the capture, every forked stream joined back
+   and no memory allocated in the capture (else GF_ERROR_NOT_SUPPORTED and the capture goes on
+   natively); such a graph is not launched inside another capture nor changed by gf_graph_update
+   or gf_graph_set_kernel_args (GF_ERROR_NOT_SUPPORTED). */
 #define GF_COND_DEPTH 8
 GPUFLOW_API gf_result gf_stream_begin_while(gf_stream *s, gf_buffer *cond, size_t offset);
 GPUFLOW_API gf_result gf_stream_end_while(gf_stream *s);
@@ -6457,7 +6457,7 @@ static void gf__flow_frame_end(gf_flow *flow, gf_stream **lanes, int count, gf__
         return;
     }
     gf__flow_frame_release(fr);
-    flow->frames.completed++;   /* its time unknown: the newest's stays the one before */
+    if (gf__frames_complete(&flow->frames, fr->number)) flow->frames.last_ms = 0.0f;   /* its time unknown */
 }
 /* Frame i of the pending list is complete: counted, its time kept (flow->lock held). */
 static void gf__flow_frame_done(gf_flow *flow, int i) {
@@ -6726,7 +6726,10 @@ static gf_result gf__flow_decide(gf_flow *flow, gf_stream_pool *const *pools, in
     if (r == GF_OK) {
         flow->stats.runs++;
         if (streams) gf__flow_frame_end(flow, streams, d.lane_count, &frame);
-        else { flow->frames.begun++; flow->frames.completed++; gf__flow_frame_release(&frame); }   /* not watched: counted complete */
+        else {   /* not watched: counted complete, its time unknown */
+            if (gf__frames_complete(&flow->frames, flow->frames.begun++)) flow->frames.last_ms = 0.0f;
+            gf__flow_frame_release(&frame);
+        }
     } else gf__flow_frame_release(&frame);
     gf__free(streams);
     for (i = 0; i < flow->count; i++) if (d.task[i].done) gf__event_pool_give(d.task[i].done->dev->events, d.task[i].done);
@@ -7716,7 +7719,7 @@ static gf_result gf__graph_replay(gf_graph *g, gf_stream *s) {
 
 /* ---- graphs that decide: while and if in a capture ---- */
 /* Loops and branches where the driver captures but makes no conditional nodes (HIP, CUDA
-   before 12.4): at the first begin the driver's capture ends, what it holds becomes a native
+   before 12.3): at the first begin the driver's capture ends, what it holds becomes a native
    graph of its own (the capture's first part, replayed as one step and released with the
    graph), and the capture goes on as a recording, whose replay evaluates the conditions as the
    stub's do. Only from the stream that began the capture, every stream that forked into it
@@ -7798,6 +7801,11 @@ static gf_result gf__cond_begin(const char *fn, gf_stream *s, gf_buffer *cond, s
     }
     if (cap->by_driver && !s->dev->be->cond_begin) r = gf__capture_emulate(fn, s, cap, &discard);
     gf__lock(&s->dev->lock);
+    if (s->capture != cap) {   /* discarded by another thread (a synchronize of a forked member) meanwhile */
+        gf__unlock(&s->dev->lock);
+        gf__unlock(&s->lock);
+        return gf__fail(GF_ERROR_CAPTURE, "%s: the capture of stream '%s' was discarded by another call", fn, s->label);
+    }
     if (r != GF_OK) {}
     else if (cap->open_conds == GF_COND_DEPTH) {
         r = gf__fail(GF_ERROR_CAPTURE, "%s: more than %d loops and branches nested; the capture was discarded", fn, GF_COND_DEPTH);
@@ -7809,10 +7817,15 @@ static gf_result gf__cond_begin(const char *fn, gf_stream *s, gf_buffer *cond, s
             cap->open_cond[cap->open_conds].what = what;
             cap->open_conds++;
             gf__capture_use(cap, cond);
-        } else if (r == GF_ERROR_NOT_SUPPORTED && !cap->open_conds) {   /* this driver has no conditional nodes (CUDA before 12.4): emulated */
+        } else if (r == GF_ERROR_NOT_SUPPORTED && !cap->open_conds) {   /* this driver has no conditional nodes (CUDA before 12.3): emulated */
             gf__unlock(&s->dev->lock);
             r = gf__capture_emulate(fn, s, cap, &discard);
             gf__lock(&s->dev->lock);
+            if (s->capture != cap) {   /* discarded meanwhile, as above */
+                gf__unlock(&s->dev->lock);
+                gf__unlock(&s->lock);
+                return gf__fail(GF_ERROR_CAPTURE, "%s: the capture of stream '%s' was discarded by another call", fn, s->label);
+            }
             if (r == GF_OK) r = gf__cond_record(cap, s, what, cond, offset, test);
         } else discard = r != GF_ERROR_NOT_SUPPORTED;   /* the capture may hold half a node */
     } else {
@@ -10383,8 +10396,8 @@ typedef struct gf__rp_obj {
     gf_backend recorded_on;                 /* a device: the backend it was recorded on */
     uint64_t capture;                       /* a buffer allocated inside this capture (its id): it
                                                goes with the capture, or with its graph (parent) */
-    int partial;                            /* a capturing stream that skipped a call, or the graph
-                                               it made: its launches are not the recorded ones */
+    int partial;                            /* a graph made by a capture that skipped a call: its
+                                               launches are not the recorded ones */
 } gf__rp_obj;
 typedef struct gf__replay {
     const gf_replay_desc *desc;
@@ -10396,6 +10409,7 @@ typedef struct gf__replay {
     int set_faults;                         /* the file set fault rules: cleared at the end */
     int malformed;                          /* an object numbered past the calls before it */
     gf_result first;                        /* the first mismatch's replayed result */
+    uint64_t *partial; int partial_count, partial_cap;   /* captures (ids) in which a call was skipped */
 } gf__replay;
 #define GF__REPLAY_SCRATCH ((uint64_t)256 << 20)   /* async destinations kept before the replay waits and frees them */
 #define GF__REPLAY_UNTRUSTED_THREADS ((uint64_t)1 << 20)   /* the largest launch of an untrusted replay */
@@ -10763,6 +10777,20 @@ static int gf__rp_short_of_kernels(gf__replay *rp, gf__rec_call call, const gf__
     return 1;
 }
 
+/* A call skipped on a stream that is capturing (its first argument): the graph that capture
+   makes lacks it, so new arguments for that graph's launches are skipped too. */
+static void gf__rp_skipped_in_capture(gf__replay *rp, const char *letters, const gf__rp_arg *v) {
+    gf_stream *s = letters[0] == 'S' && v[0].obj && !v[0].missing && !v[0].wrong_kind ? (gf_stream *)v[0].obj : NULL;
+    uint64_t id;
+    int i;
+    if (!s || !gf__stream_capturing(s)) return;
+    gf__lock(&s->dev->lock);
+    id = s->capture ? s->capture->id : 0;
+    gf__unlock(&s->dev->lock);
+    for (i = 0; id && i < rp->partial_count; i++) if (rp->partial[i] == id) return;
+    if (id && gf__grow((void **)&rp->partial, &rp->partial_cap, rp->partial_count + 1, sizeof *rp->partial)) rp->partial[rp->partial_count++] = id;
+}
+
 /* Makes one recorded call again; its result, or 1 (not an error code) when it was skipped. */
 #define GF__RP_SKIPPED ((gf_result)100)
 static gf_result gf__rp_call(gf__replay *rp, gf__rec_call call, gf__rp_arg *v, gf_result recorded) {
@@ -10800,10 +10828,7 @@ static gf_result gf__rp_call(gf__replay *rp, gf__rec_call call, gf__rp_arg *v, g
     }
     if (call == GF__RC_graph_set_kernel_args && v[0].obj && rp->objs[v[0].id].partial) return GF__RP_SKIPPED;   /* not its launches */
     for (i = 0; letters[i]; i++) {
-        if (v[i].missing) {   /* an object the replay does not have */
-            if (letters[0] == 'S' && v[0].obj && !v[0].missing && gf__stream_capturing((gf_stream *)v[0].obj)) rp->objs[v[0].id].partial = 1;
-            return GF__RP_SKIPPED;
-        }
+        if (v[i].missing) return GF__RP_SKIPPED;   /* an object the replay does not have */
         if (letters[i] == 'x' && v[i].obj && rp->objs[v[i].id].kind != gf__rp_destroys(call))
             v[i].wrong_kind = 1;   /* refused as the original was, and it lives on */
         if (letters[i] >= 'a' && letters[i] <= 'z' && strchr("dbsepmkgqwjv", letters[i])) out = i;
@@ -10937,7 +10962,8 @@ static gf_result gf__rp_call(gf__replay *rp, gf__rec_call call, gf__rp_arg *v, g
             uint32_t k;
             for (k = 1; k < rp->obj_cap; k++) if (rp->objs[k].obj && rp->objs[k].capture == capture) { rp->objs[k].capture = 0; rp->objs[k].parent = v[1].id; }
         }
-        if (v[0].obj && !v[0].wrong_kind) { partial = rp->objs[v[0].id].partial; rp->objs[v[0].id].partial = 0; }
+        for (i = 0; capture && i < rp->partial_count; i++)   /* a call of this capture was skipped */
+            if (rp->partial[i] == capture) { partial = 1; rp->partial[i] = rp->partial[--rp->partial_count]; break; }
         capture = 0;
         break;
     case GF__RC_graph_launch: r = gf_graph_launch(GF__RPO(0, gf_graph), GF__RPO(1, gf_stream)); break;
@@ -11077,6 +11103,7 @@ GPUFLOW_IMPL gf_result gf_replay(const gf_replay_desc *desc, gf_replay_report *o
         }
         gf__copy_str(gf__error_text, sizeof gf__error_text, "");
         r = gf__rp_call(&rp, (gf__rec_call)call, v, recorded);
+        if (r == GF__RP_SKIPPED) gf__rp_skipped_in_capture(&rp, gf__rec_calls[call].args, v);
         if (desc->on_call) {
             gf_replay_call c;
             c.index = out->calls; c.thread = (int)thread; c.at_ms = at_ms; c.name = gf__rec_calls[call].name;
@@ -11100,6 +11127,7 @@ GPUFLOW_IMPL gf_result gf_replay(const gf_replay_desc *desc, gf_replay_report *o
     gf__rp_settle(&rp);
     if (rp.set_faults) (void)gf_faults_set(NULL);   /* the recording's rules end with its replay */
     gf__free(rp.kept);
+    gf__free(rp.partial);
     gf__free(rp.objs);
     gf__free(file);
     gf__rec_depth--;

@@ -1408,7 +1408,20 @@ static gf_result gf__cuda_cond_set(gf__cuda_device *d, CUstream on, CUgraphCondi
     GF__CUDA_CHECK(LaunchKernel, (d->cond_set, 1, 1, 1, 1, 1, 1, 0, on, params, NULL));
     return GF_OK;
 }
+static gf_result gf__cuda_cond_node(gf_stream *s, int what, gf_buffer *buf, size_t offset, gf__cond_test test);
+/* GF_ERROR_NOT_SUPPORTED only when nothing was touched (a driver without conditional nodes: the
+   core then emulates them); a refusal once the capture holds part of the node is a capture's
+   failure, and the core discards it. */
 static gf_result gf__cuda_cond_begin(gf_stream *s, int what, gf_buffer *buf, size_t offset, gf__cond_test test) {
+    char why[sizeof gf__error_text];
+    gf_result r;
+    if (!gf__cu.GraphConditionalHandleCreate || !gf__cu.GraphAddNode || !gf__cu.StreamBeginCaptureToGraph || !gf__cu.StreamGetCaptureInfo)
+        return gf__fail(GF_ERROR_NOT_SUPPORTED, "CUDA: loops and branches in a graph need a CUDA 12.3+ driver (conditional nodes)");
+    if ((r = gf__cuda_cond_node(s, what, buf, offset, test)) != GF_ERROR_NOT_SUPPORTED) return r;
+    memcpy(why, gf__error_text, sizeof why);
+    return gf__fail(GF_ERROR_CAPTURE, "CUDA: a loop's or branch's node was refused half made (%s)", why);
+}
+static gf_result gf__cuda_cond_node(gf_stream *s, int what, gf_buffer *buf, size_t offset, gf__cond_test test) {
     gf__cuda_device *d = (gf__cuda_device *)s->dev->native;
     gf__cuda_conds *conds = (gf__cuda_conds *)s->cond_native;
     CUstream cs = GF__CUSTREAM(s), body_stream = NULL;
@@ -1419,8 +1432,6 @@ static gf_result gf__cuda_cond_begin(gf_stream *s, int what, gf_buffer *buf, siz
     CUgraphNode node;
     CUdeviceptr flag = (CUdeviceptr)buf->native + (CUdeviceptr)offset;
     CUresult r = CUDA_SUCCESS;
-    if (!gf__cu.GraphConditionalHandleCreate || !gf__cu.GraphAddNode || !gf__cu.StreamBeginCaptureToGraph || !gf__cu.StreamGetCaptureInfo)
-        return gf__fail(GF_ERROR_NOT_SUPPORTED, "CUDA: loops and branches in a graph need a CUDA 12.4+ driver (conditional nodes)");
     GF__CUDA_ENTER(s->dev);
     gf__spin_lock(&d->cond_lock);
     if (!d->cond_module && (r = GF__CUDA_CALL(ModuleLoadDataEx, (&d->cond_module, gf__cuda_cond_ptx, 0, NULL, NULL))) == CUDA_SUCCESS &&

@@ -594,6 +594,88 @@ static void *recorded_thread(void *arg)
     gf_stream_destroy(s);
     return NULL;
 }
+/* Review 3: a call skipped in the replay (its kernel's module lacks C kernels there) on a stream
+   forked into a capture makes that capture's graph lack a launch: new arguments for the graph
+   are skipped, not applied to another launch nor reported as a mismatch; and the forked stream's
+   own clean capture afterwards is replayed in full. */
+static void rv_kernel(const gf_kernel_ctx *c, void *const *a) { (void)c; (void)a; }
+static int rv_skipped_args, rv_replayed_args;
+static void rv_on_call(void *user, const gf_replay_call *c)
+{
+    (void)user;
+    if (strcmp(c->name, "gf_graph_set_kernel_args") != 0) return;
+    if (c->skipped) rv_skipped_args++;
+    else if (c->replayed == GF_OK) rv_replayed_args++;
+}
+static void test_forked_skip(void)
+{
+    static const gf_stub_kernel ka[1] = { { "ka", rv_kernel, 2, NULL, 0, NULL } }, kb[1] = { { "kb", rv_kernel, 0, NULL, 0, NULL } };
+    gf_record_desc rd;
+    gf_replay_desc d;
+    gf_replay_report rep;
+    gf_device *dev = NULL;
+    gf_stream *s1 = NULL, *s2 = NULL;
+    gf_buffer *buf = NULL;
+    gf_event *fork = NULL, *join = NULL;
+    gf_module *ma = NULL, *mb = NULL;
+    gf_kernel *a = NULL, *b = NULL;
+    gf_graph *g = NULL;
+    gf_module_desc md;
+    gf_launch_dims dims;
+    gf_arg args[2];
+    int one = 1, seven = 7;
+    snprintf(path2, sizeof path2, "record_%d_fork.gfrec", (int)getpid());
+    memset(&rd, 0, sizeof rd);
+    rd.path = path2;
+    memset(&dims, 0, sizeof dims);
+    dims.grid[0] = dims.grid[1] = dims.grid[2] = dims.block[0] = dims.block[1] = dims.block[2] = 1;
+    if (!CHECK_EQ_RESULT(gf_record_start(&rd), GF_OK)) return;
+    if (gf_device_open(GF_BACKEND_STUB, 0, &dev) == GF_OK) {
+        CHECK_EQ_RESULT(gf_stream_create(dev, NULL, &s1), GF_OK);
+        CHECK_EQ_RESULT(gf_stream_create(dev, NULL, &s2), GF_OK);
+        CHECK_EQ_RESULT(gf_buffer_create(dev, 64, &buf), GF_OK);
+        CHECK_EQ_RESULT(gf_event_create(dev, 0, &fork), GF_OK);
+        CHECK_EQ_RESULT(gf_event_create(dev, 0, &join), GF_OK);
+        memset(&md, 0, sizeof md); md.stub_kernels = ka; md.stub_kernel_count = 1;
+        CHECK_EQ_RESULT(gf_module_load(dev, &md, &ma), GF_OK);
+        memset(&md, 0, sizeof md); md.stub_kernels = kb; md.stub_kernel_count = 1;
+        CHECK_EQ_RESULT(gf_module_load(dev, &md, &mb), GF_OK);
+        if (ma) CHECK_EQ_RESULT(gf_kernel_get(ma, "ka", &a), GF_OK);
+        if (mb) CHECK_EQ_RESULT(gf_kernel_get(mb, "kb", &b), GF_OK);
+        args[0].buffer = buf; args[0].value = NULL; args[0].size = 0;
+        args[1].buffer = NULL; args[1].value = &one; args[1].size = sizeof one;
+        CHECK_EQ_RESULT(gf_stream_begin_capture(s1, GF_CAPTURE_GLOBAL), GF_OK);
+        CHECK_EQ_RESULT(gf_event_record(fork, s1), GF_OK);
+        CHECK_EQ_RESULT(gf_stream_wait_event(s2, fork), GF_OK);
+        CHECK_EQ_RESULT(gf_launch(s2, b, dims, NULL, 0), GF_OK);   /* launch 0: skipped in the replay */
+        CHECK_EQ_RESULT(gf_launch(s1, a, dims, args, 2), GF_OK);   /* launch 1 */
+        CHECK_EQ_RESULT(gf_event_record(join, s2), GF_OK);
+        CHECK_EQ_RESULT(gf_stream_wait_event(s1, join), GF_OK);
+        CHECK_EQ_RESULT(gf_stream_end_capture(s1, &g), GF_OK);
+        args[1].value = &seven;
+        CHECK_EQ_RESULT(gf_graph_set_kernel_args(g, 1, args, 2), GF_OK);
+        if (g) gf_graph_destroy(g);
+        g = NULL;
+        CHECK_EQ_RESULT(gf_stream_begin_capture(s2, GF_CAPTURE_GLOBAL), GF_OK);   /* s2's own capture: complete */
+        CHECK_EQ_RESULT(gf_launch(s2, a, dims, args, 2), GF_OK);
+        CHECK_EQ_RESULT(gf_stream_end_capture(s2, &g), GF_OK);
+        args[1].value = &one;
+        CHECK_EQ_RESULT(gf_graph_set_kernel_args(g, 0, args, 2), GF_OK);
+        if (g) gf_graph_destroy(g);
+        CHECK_EQ_RESULT(gf_stream_synchronize(s1), GF_OK);
+        gf_device_close(dev);
+    }
+    CHECK_EQ_RESULT(gf_record_stop(), GF_OK);
+    memset(&d, 0, sizeof d);
+    d.path = path2; d.backend = GF_BACKEND_STUB; d.stub_kernels = ka; d.stub_kernel_count = 1; d.on_call = rv_on_call;
+    rv_skipped_args = rv_replayed_args = 0;
+    CHECK_EQ_RESULT(gf_replay(&d, &rep), GF_OK);
+    CHECK(rep.mismatches == 0 && rv_skipped_args == 1 && rv_replayed_args == 1,
+          "forked skip (review 3): new arguments for a graph whose forked stream's launch was skipped are skipped; the forked stream's own later capture's are replayed");
+    if (rv_skipped_args != 1 || rv_replayed_args != 1) printf("  set_kernel_args skipped %d, replayed %d, mismatches %llu\n", rv_skipped_args, rv_replayed_args, (unsigned long long)rep.mismatches);
+    remove(path2);
+}
+
 static void test_threads(void)
 {
     gf_record_desc rd;
@@ -710,6 +792,7 @@ int main(int argc, char **argv)
     test_threads();
     test_race();
     test_review();
+    test_forked_skip();
     test_env(argv[0], name);
     remove(path);
     return th_finish();
