@@ -663,6 +663,13 @@ static void test_forked_skip(void)
         CHECK_EQ_RESULT(gf_graph_set_kernel_args(g, 0, args, 2), GF_OK);
         if (g) gf_graph_destroy(g);
         CHECK_EQ_RESULT(gf_stream_synchronize(s1), GF_OK);
+        if (ma) gf_module_destroy(ma);
+        if (mb) gf_module_destroy(mb);
+        if (fork) gf_event_destroy(fork);
+        if (join) gf_event_destroy(join);
+        if (buf) gf_buffer_destroy(buf);
+        if (s2) gf_stream_destroy(s2);
+        if (s1) gf_stream_destroy(s1);
         gf_device_close(dev);
     }
     CHECK_EQ_RESULT(gf_record_stop(), GF_OK);
