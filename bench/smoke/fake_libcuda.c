@@ -78,6 +78,7 @@ static CUresult f_GetErrorName(CUresult r, const char **s) { (void)r; *s = "CUDA
 static CUresult f_Init(unsigned f) { (void)f; return CUDA_SUCCESS; }
 static CUresult f_DeviceGetCount(int *n) { *n = 1; return CUDA_SUCCESS; }
 static CUresult f_DeviceGet(CUdevice *d, int i) { if (i != 0) return CUDA_ERROR_INVALID_DEVICE; *d = 0; return CUDA_SUCCESS; }
+static CUresult f_DeviceCanAccessPeer(int *can, CUdevice a, CUdevice b) { (void)a; (void)b; *can = 0; return CUDA_SUCCESS; }   /* one device */
 static CUresult f_DeviceGetName(char *s, int n, CUdevice d) { (void)d; strncpy(s, "Fake GPU (bench/smoke)", (size_t)n); s[n - 1] = 0; return CUDA_SUCCESS; }
 static CUresult f_DeviceGetPCIBusId(char *s, int n, CUdevice d) { (void)d; strncpy(s, "0000:01:00.0", (size_t)n); s[n - 1] = 0; return CUDA_SUCCESS; }
 static CUresult f_DeviceTotalMem(size_t *b, CUdevice d) { (void)d; *b = (size_t)80 << 30; return CUDA_SUCCESS; }
@@ -301,6 +302,7 @@ static const struct { const char *name; any_fn fn; } table[] = {
     E(ModuleLoadData), E(ModuleLoadDataEx), E(ModuleUnload), E(ModuleGetFunction), E(LaunchKernel),
     E(StreamBeginCapture), E(StreamEndCapture), E(ThreadExchangeStreamCaptureMode), E(GraphGetNodes),
     E(GraphInstantiateWithFlags), E(GraphLaunch), E(GraphExecUpdate), E(GraphExecDestroy), E(GraphDestroy),
+    E(DeviceCanAccessPeer),
     { "cuStreamGetCaptureInfo_v3", (any_fn)f_StreamGetCaptureInfo },
     /* present, refused: what the benchmarks do not use */
     { "cuDeviceGetDefaultMemPool", (any_fn)f_unsupported }, { "cuMemPoolSetAttribute", (any_fn)f_unsupported },
@@ -309,6 +311,7 @@ static const struct { const char *name; any_fn fn; } table[] = {
     { "cuGraphClone", (any_fn)f_unsupported }, { "cuGraphAddChildGraphNode", (any_fn)f_unsupported },
     { "cuGraphNodeFindInClone", (any_fn)f_unsupported }, { "cuGraphKernelNodeGetParams", (any_fn)f_unsupported },
     { "cuGraphKernelNodeSetParams", (any_fn)f_unsupported }, { "cuGraphExecKernelNodeSetParams", (any_fn)f_unsupported },
+    { "cuCtxEnablePeerAccess", (any_fn)f_unsupported }, { "cuMemcpyPeerAsync", (any_fn)f_unsupported },
 #undef E
 };
 
