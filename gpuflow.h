@@ -1172,11 +1172,12 @@ GPUFLOW_API uint64_t  gf_faults_injected(void);   /* failures injected since the
    such objects, and counts them. GPUFLOW_RECORD=file starts recording at the
    first device open and ends it at exit (GPUFLOW_RECORD_LIMIT=bytes, default 1 GiB). The file
    is flushed at each synchronize, destroy and close, so a crash leaves all that came before
-   it. An async copy's host bytes are written as they are when the call returns: a program
-   that fills that memory with an earlier copy to the host on the same stream (legal) is
-   recorded with the bytes from before it, unless it runs with GPUFLOW_SYNC=1 (then every
-   operation is done before the next call). Thread-safe; with recording off each recorded call
-   costs one load.
+   it. An async copy's host bytes (gf_copy_to_device_async, gf_copy_2d_async) are taken as its
+   stream reaches the copy, by a host callback queued just before it, so memory that earlier
+   work on the stream fills (a copy to the host, a callback) is recorded as the copy read it;
+   the stream waits for that callback (recording slows such copies). Inside a capture they are
+   taken at the call; one still queued when recording stops, at the stop. Thread-safe; with
+   recording off each recorded call costs one load.
    Codes: gf_record_start GF_ERROR_INVALID_STATE while recording, GF_ERROR_INVALID_ARGUMENT for
    a path that cannot be written; gf_record_stop GF_ERROR_INVALID_STATE when not recording. */
 typedef struct gf_record_desc {
@@ -2826,6 +2827,11 @@ static void gf__env_unknown(void) {   /* once per process, at the first device's
 
 static void gf__env_record(void);                          /* >>record */
 static void gf__rec_env_faults(const char *spec, gf_result r);
+static int gf__rec_on;                      /* atomic: recording; every recorded call reads it */
+static GF__TLS int gf__rec_late_wanted;     /* inside a recorded async copy from host memory */
+static GF__TLS uint64_t gf__rec_late_token; /* that copy's bytes, seen in stream order, are snapshot number this */
+static uint64_t gf__rec_late_enqueue(gf_stream *s, const gf__cmd *c);
+static void gf__rec_late_cancel(uint64_t number);
 
 /* GPUFLOW_FAULTS: the rules of gf_faults_set, once per process, at the first device's open. */
 static void gf__env_faults(void) {
@@ -3537,6 +3543,7 @@ static int gf__fault_kind_of(const gf__cmd *c) {
 static gf_result gf__submit(gf_stream *s, const gf__cmd *c) {
     gf_result r;
     int capturing;
+    uint64_t snapshot = 0;
     if (s->dev->fork_count != gf__fork_count) return gf__refuse_forked(s->dev, "gpuflow: enqueue");
     gf__lock(&s->lock);
     capturing = s->capture != NULL;
@@ -3544,7 +3551,10 @@ static gf_result gf__submit(gf_stream *s, const gf__cmd *c) {
         gf__unlock(&s->lock);
         return r;
     }
+    if (!capturing && (c->kind == GF__CMD_COPY || c->kind == GF__CMD_COPY_2D) && gf__atomic_load_int(&gf__rec_on) && gf__rec_late_wanted)
+        snapshot = gf__rec_late_enqueue(s, c);   /* recording: the host bytes as the stream reaches them, just before the copy */
     r = capturing ? gf__capture_add(s, c) : gf__exec_counted(s, c);
+    if (snapshot && r != GF_OK) gf__rec_late_cancel(snapshot);   /* the memory is the program's again */
     gf__unlock(&s->lock);
     if (r == GF_OK && s->dev->sync_each && !capturing) r = gf__sync_each(s, c);
     return r;
@@ -9533,13 +9543,17 @@ static gf_result gf__fault_point(gf_device *dev, int kind, const char *fn) {
    pointer; x: one the call destroys (its number is retired); i int, u unsigned, z size_t, c a
    string (u32 length with its NUL, or GF__REC_NULL, then the bytes); h host bytes in (pointer,
    size), o host bytes out (pointer, size; the bytes too when asked), y host bytes out of an
-   async copy (size only): u32 flags (1 pointer given, 2 bytes follow), u64 size, the bytes;
+   async copy (size only): u32 flags (1 pointer given, 2 bytes follow, 4 a u64 snapshot number
+   follows instead: the bytes are in that BYTES record), u64 size, the bytes;
    l module desc, a launch (dims, args, count), 2 a 2D copy, 3 an acquire hint, 4 a stream pool
    desc, 5 streams (array, count), 6 a stream desc, 7 a buffer desc, 8 an event pool desc, 9 a
    budget desc (its callback is the program's: not written); f a callback
    (function, user) and n a result out (a pointer), which are not written. Host
-   bytes are written only for a call that succeeded: then gpuflow has checked their range. */
-#define GF__REC_VERSION 1u
+   bytes are written only for a call that succeeded: then gpuflow has checked their range.
+   A BYTES record (u64 snapshot number, then the bytes as an h) holds an async copy's host
+   bytes as its stream reached them; it may come before or after the copy's record, and it is
+   no call. Version 2 added it; version 1 files read as before. */
+#define GF__REC_VERSION 2u
 #define GF__REC_UNKNOWN 0xffffffffu
 #define GF__REC_NULL 0xffffffffu
 #define GF__REC_HEADER 20                 /* size, call, thread, time, result */
@@ -9579,6 +9593,7 @@ typedef enum gf__rec_call {
     GF__RECORDED_CALLS(GF__RC_ENUM)
 #undef GF__RC_ENUM
     GF__RC_COUNT,
+    GF__RC_BYTES = 0xfffd,                /* an async copy's host bytes, taken in stream order */
     GF__RC_END = 0xfffe,                  /* recording stopped */
     GF__RC_CUT = 0xffff                   /* the size limit ended it */
 } gf__rec_call;
@@ -9604,8 +9619,9 @@ static struct {
     unsigned char *buf; size_t len, cap;            /* the record being written */
     size_t blob_at; const void *blob; uint64_t blob_n;   /* host bytes, written from where they are */
     int broken;                                     /* out of memory while writing it */
+    struct gf__rec_late *late;                      /* snapshots queued on streams, not yet taken */
+    uint64_t late_count;                            /* snapshots numbered so far (numbers from 1) */
 } gf__rec;
-static int gf__rec_on;                 /* atomic: every recorded call reads it */
 static GF__TLS int gf__rec_depth;      /* recorded calls this thread is inside: only the outermost is written */
 static GF__TLS int gf__rec_thread;     /* this thread's number in the file */
 static GF__TLS int gf__rec_thread_of;  /* the recording that number belongs to */
@@ -9642,6 +9658,15 @@ static void gf__rec_blob(const void *p, uint64_t n, int data) {   /* u32 flags, 
     gf__rec_u32((p ? 1u : 0u) | (p && data ? 2u : 0u));
     gf__rec_u64(n);
     if (p && data) gf__rec_put(p, (size_t)n);
+}
+static void gf__rec_blob_in_place(const void *p, uint64_t n) {   /* the same, its bytes written from where they are */
+    gf__rec_blob(p, n, 0);
+    if (!gf__rec.broken) { gf__rec.buf[gf__rec.len - 12] |= 2; gf__rec.blob_at = gf__rec.len; gf__rec.blob = p; gf__rec.blob_n = n; }
+}
+static void gf__rec_blob_late(uint64_t n) {   /* the bytes are the snapshot's: its number */
+    gf__rec_u32(1u | 4u);
+    gf__rec_u64(n);
+    gf__rec_u64(gf__rec_late_token);
 }
 
 /* Object numbers. */
@@ -9744,7 +9769,8 @@ static void gf__rec_copy_2d(const gf_copy_2d *c, gf_result r) {
     gf__rec_u32(gf__rec_id(c->src)); gf__rec_u64(c->src_offset); gf__rec_u64(c->src_pitch);
     gf__rec_u64(c->width); gf__rec_u64(c->height);
     gf__rec_blob(c->dst_host, 0, 0);
-    gf__rec_blob(c->src_host, span, r == GF_OK);
+    if (span && gf__rec_late_token) gf__rec_blob_late(span);
+    else gf__rec_blob(c->src_host, span, r == GF_OK);
 }
 
 /* One call's arguments, as its row spells them (gf__rec.lock held). */
@@ -9776,8 +9802,9 @@ static void gf__rec_args(gf__rec_call call, gf_result r, va_list ap) {
         const void *p = va_arg(ap, const void *);
         size_t n = va_arg(ap, size_t);
         int data = p && n && r == GF_OK && (*a == 'h' || (*a == 'o' && gf__rec.device_to_host));
-        gf__rec_blob(p, n, 0);
-        if (data && !gf__rec.broken) { gf__rec.buf[gf__rec.len - 12] |= 2; gf__rec.blob_at = gf__rec.len; gf__rec.blob = p; gf__rec.blob_n = n; }
+        if (data && *a == 'h' && gf__rec_late_token) gf__rec_blob_late(n);
+        else if (data) gf__rec_blob_in_place(p, n);
+        else gf__rec_blob(p, n, 0);
         break;
     }
     case '6': {
@@ -9852,7 +9879,13 @@ static int gf__refused(const char *fn) {
 /* The record built in gf__rec.buf goes to the file, unless it would pass the size limit: then
    a CUT record ends the recording. Returns what to warn about (after the lock), or NULL. */
 static const char *gf__rec_close(uint16_t last);
-static const char *gf__rec_emit(int flush) {
+static const char *gf__rec_write_out(int flush);
+static const char *gf__rec_emit(int flush) {   /* the record to the file; a failure ends the recording */
+    const char *stop = gf__rec_write_out(flush);
+    if (stop) { const char *why = gf__rec_close(GF__RC_CUT); return why ? why : stop; }
+    return NULL;
+}
+static const char *gf__rec_write_out(int flush) {   /* NULL, or why it was not written */
     size_t i, n = gf__rec.len;
     uint64_t total = n + (gf__rec.blob ? gf__rec.blob_n : 0);
     const char *stop = NULL;
@@ -9869,25 +9902,113 @@ static const char *gf__rec_emit(int flush) {
         else gf__rec.written += total;
     }
     gf__rec.blob = NULL;
-    if (stop) { const char *why = gf__rec_close(GF__RC_CUT); return why ? why : stop; }
-    return NULL;
+    return stop;
 }
-static void gf__rec_begin(uint16_t call, gf_result r) {   /* the header; its size is filled in by gf__rec_emit */
-    if (gf__rec_thread_of != gf__rec.recording) { gf__rec_thread = ++gf__rec.threads; gf__rec_thread_of = gf__rec.recording; }
-    gf__rec_retired = NULL;
+static void gf__rec_header(uint16_t call, int thread, gf_result r) {   /* its size is filled in by gf__rec_emit */
     gf__rec.len = 0;
     gf__rec.broken = 0;
     gf__rec.blob = NULL;
     gf__rec_u32(0);
     gf__rec_le(call, 2);
-    gf__rec_le((uint64_t)gf__rec_thread, 2);
+    gf__rec_le((uint64_t)thread, 2);
     gf__rec_u64(gf__now_ns() - gf__rec.t0);
     gf__rec_u32((uint32_t)r);
 }
+static void gf__rec_begin(uint16_t call, gf_result r) {   /* a call's header, from the calling thread */
+    if (gf__rec_thread_of != gf__rec.recording) { gf__rec_thread = ++gf__rec.threads; gf__rec_thread_of = gf__rec.recording; }
+    gf__rec_retired = NULL;
+    gf__rec_header(call, gf__rec_thread, r);
+}
+/* Snapshots. An async copy from host memory reads that memory when its stream reaches it, and
+   earlier work on the stream may still write it (a copy to the host, a callback), so the bytes
+   as the call returns may not be the ones copied. While recording, a host callback queued on
+   the stream just before the copy takes them as the copy will: a BYTES record, numbered, that
+   the copy's record names. A snapshot still queued when the recording ends is taken then, from
+   the memory as it is (the copy has not run, so the memory is still the program's to keep). */
+typedef struct gf__rec_late {
+    struct gf__rec_late *prev, *next;
+    uint64_t number; int queued;              /* queued: on gf__rec.late, not yet taken */
+    const void *p; uint64_t n;
+} gf__rec_late;
+static void gf__rec_late_unlink(gf__rec_late *l) {   /* gf__rec.lock held */
+    if (l->prev) l->prev->next = l->next; else gf__rec.late = l->next;
+    if (l->next) l->next->prev = l->prev;
+    l->queued = 0;
+}
+static const char *gf__rec_late_take(gf__rec_late *l) {   /* its BYTES record (gf__rec.lock held, recording): NULL, or why not */
+    gf__rec_late_unlink(l);
+    gf__rec_header(GF__RC_BYTES, 0, GF_OK);
+    gf__rec_u64(l->number);
+    gf__rec_blob_in_place(l->p, l->n);
+    return gf__rec_write_out(0);
+}
+static void gf__rec_late_flush(void) {   /* at the end of a recording (gf__rec.lock held) */
+    int failed = 0;
+    while (gf__rec.late) {
+        if (failed) gf__rec_late_unlink(gf__rec.late);   /* past the limit: the replay has zeros for it */
+        else failed = gf__rec_late_take(gf__rec.late) != NULL;
+    }
+}
+static void gf__rec_late_run(void *user) {   /* the stream's callback */
+    gf__rec_late *l = (gf__rec_late *)user;
+    const char *why = NULL;
+    char path[512];
+    gf__spin_lock(&gf__rec.lock);
+    if (l->queued && (why = gf__rec_late_take(l)) != NULL) {   /* else taken when the recording ended */
+        const char *closing = gf__rec_close(GF__RC_CUT);
+        if (closing) why = closing;
+    }
+    gf__copy_str(path, sizeof path, gf__rec.path);
+    gf__spin_unlock(&gf__rec.lock);
+    if (why) gf__notice(GF_LOG_WARNING, "gpuflow: recording to %s: %s", path, why);
+    GPUFLOW_FREE(l);
+}
+/* s->lock held, c about to run on s: the snapshot's number; 0 (none: the bytes as the call
+   returns) without memory or a callback. */
+static uint64_t gf__rec_late_enqueue(gf_stream *s, const gf__cmd *c) {
+    GF__HELD(&s->lock);
+    const void *p = NULL;
+    uint64_t n = 0;
+    gf__rec_late *l;
+    gf__rec_late_wanted = 0;   /* one a call */
+    if (c->kind == GF__CMD_COPY && c->as.copy.kind == GF__COPY_H2D) { p = c->as.copy.host; n = c->as.copy.bytes; }
+    if (c->kind == GF__CMD_COPY_2D && c->as.copy_2d.src_host && !c->as.copy_2d.src && c->as.copy_2d.height) {
+        p = c->as.copy_2d.src_host;
+        n = (uint64_t)(c->as.copy_2d.height - 1) * c->as.copy_2d.src_pitch + c->as.copy_2d.width;
+    }
+    if (!p || !n || !(l = (gf__rec_late *)GPUFLOW_MALLOC(sizeof *l))) return 0;
+    gf__spin_lock(&gf__rec.lock);
+    if (!gf__rec.file) { gf__spin_unlock(&gf__rec.lock); GPUFLOW_FREE(l); return 0; }
+    l->number = ++gf__rec.late_count;
+    l->p = p; l->n = n;
+    l->prev = NULL; l->next = gf__rec.late; l->queued = 1;
+    if (gf__rec.late) gf__rec.late->prev = l;
+    gf__rec.late = l;
+    gf__rec_late_token = l->number;
+    gf__spin_unlock(&gf__rec.lock);
+    if (s->dev->be->host_callback(s, gf__rec_late_run, l) == GF_OK) return gf__rec_late_token;   /* l may be gone already */
+    gf__spin_lock(&gf__rec.lock);
+    if (l->queued) gf__rec_late_unlink(l);
+    gf__spin_unlock(&gf__rec.lock);
+    gf__rec_late_token = 0;
+    GPUFLOW_FREE(l);
+    return 0;
+}
+/* The copy failed after its snapshot was queued: the callback must not read the memory. */
+static void gf__rec_late_cancel(uint64_t number) {
+    gf__rec_late *l;
+    gf__spin_lock(&gf__rec.lock);
+    for (l = gf__rec.late; l && l->number != number; l = l->next) {}
+    if (l) gf__rec_late_unlink(l);   /* its callback frees it */
+    gf__spin_unlock(&gf__rec.lock);
+    gf__rec_late_token = 0;
+}
+
 /* Ends the file with an END or CUT record (gf__rec.lock held); NULL, or what went wrong. */
 static const char *gf__rec_close(uint16_t last) {
     const char *why = NULL;
     if (!gf__rec.file) return NULL;
+    gf__rec_late_flush();
     gf__rec_begin(last, GF_OK);   /* no size check: the limit leaves room for it */
     if (!gf__rec.broken) gf__rec.buf[0] = (unsigned char)(gf__rec.len - 4);
     if (gf__rec.broken || fwrite(gf__rec.buf, 1, gf__rec.len, gf__rec.file) != gf__rec.len) why = "cannot write the recording's last record";
@@ -10020,11 +10141,16 @@ static gf_result gf__call_synchronize_all(gf_stream *const *streams, int count, 
 /* Each recorded entry point is its body (gf__call_*) and, while recording, one record: after
    the body returns (its result and what it made known), or for a destroy or a release, as it
    starts. */
-#define GF__RECORDED(name, body, ...) \
+#define GF__RECORDED(name, body, ...) GF__RECORDED_AS(name, 0, body, __VA_ARGS__)
+/* snapshot: an async copy from host memory, whose bytes are taken as its stream reaches it */
+#define GF__RECORDED_AS(name, snapshot, body, ...) \
     gf_result r_; \
     if (!gf__atomic_load_int(&gf__rec_on)) return body; \
+    if (snapshot) { gf__rec_late_wanted = !gf__rec_depth; gf__rec_late_token = 0; } \
     gf__rec_depth++; r_ = body; gf__rec_depth--; \
+    if (snapshot) gf__rec_late_wanted = 0; \
     if (!gf__rec_depth) gf__rec_write(GF__RC_##name, r_, __VA_ARGS__); \
+    if (snapshot) gf__rec_late_token = 0; \
     return r_
 #define GF__RECORDED_VOID(name, body, ...) \
     char saved_[sizeof gf__error_text]; \
@@ -10086,7 +10212,7 @@ GPUFLOW_IMPL gf_result gf_copy_to_host(void *dst, gf_buffer *src, size_t src_off
     GF__RECORDED(copy_to_host, gf__call_copy_to_host(dst, src, src_offset, bytes), GF__P(dst), bytes, GF__P(src), src_offset);
 }
 GPUFLOW_IMPL gf_result gf_copy_to_device_async(gf_stream *s, gf_buffer *dst, size_t dst_offset, const void *src, size_t bytes) {
-    GF__RECORDED(copy_to_device_async, gf__call_copy_to_device_async(s, dst, dst_offset, src, bytes), GF__P(s), GF__P(dst), dst_offset, src, bytes);
+    GF__RECORDED_AS(copy_to_device_async, 1, gf__call_copy_to_device_async(s, dst, dst_offset, src, bytes), GF__P(s), GF__P(dst), dst_offset, src, bytes);
 }
 GPUFLOW_IMPL gf_result gf_copy_to_host_async(gf_stream *s, void *dst, gf_buffer *src, size_t src_offset, size_t bytes) {
     GF__RECORDED(copy_to_host_async, gf__call_copy_to_host_async(s, dst, src, src_offset, bytes), GF__P(s), GF__P(dst), bytes, GF__P(src), src_offset);
@@ -10105,7 +10231,7 @@ GPUFLOW_IMPL gf_result gf_fill32_async(gf_stream *s, gf_buffer *buf, size_t offs
     GF__RECORDED(fill32_async, gf__call_fill32_async(s, buf, offset, value, count), GF__P(s), GF__P(buf), offset, (unsigned)value, count);
 }
 GPUFLOW_IMPL gf_result gf_copy_2d_async(gf_stream *s, const gf_copy_2d *copy) {
-    GF__RECORDED(copy_2d_async, gf__call_copy_2d_async(s, copy), GF__P(s), copy);
+    GF__RECORDED_AS(copy_2d_async, 1, gf__call_copy_2d_async(s, copy), GF__P(s), copy);
 }
 GPUFLOW_IMPL gf_result gf_prefetch_async(gf_stream *s, gf_buffer *buf, int to_device) {
     GF__RECORDED(prefetch_async, gf__call_prefetch_async(s, buf, to_device), GF__P(s), GF__P(buf), to_device);
@@ -10376,14 +10502,15 @@ static const char *gf__rp_str(gf__rp_in *in) {   /* points into the file: its NU
     in->p += n;
     return s;
 }
-typedef struct gf__rp_blob { int given, data; uint64_t n; const void *bytes; } gf__rp_blob;
+typedef struct gf__rp_blob { int given, data; uint64_t n; const void *bytes; uint64_t snapshot; } gf__rp_blob;
 static gf__rp_blob gf__rp_blob_read(gf__rp_in *in) {
     gf__rp_blob b;
     uint32_t flags = gf__rp_u32(in);
     b.given = flags & 1;
-    b.data = (flags & 2) != 0;
+    b.data = (flags & 6) == 2;
     b.n = gf__rp_u64(in);
     b.bytes = NULL;
+    b.snapshot = flags & 4 ? gf__rp_u64(in) : 0;   /* the bytes are in that BYTES record */
     if (b.data) {
         if ((uint64_t)(in->end - in->p) < b.n || b.n > (size_t)-1) in->bad = 1;
         else { b.bytes = in->p; in->p += (size_t)b.n; }
@@ -10410,6 +10537,7 @@ typedef struct gf__replay {
     int malformed;                          /* an object numbered past the calls before it */
     gf_result first;                        /* the first mismatch's replayed result */
     uint64_t *partial; int partial_count, partial_cap;   /* captures (ids) in which a call was skipped */
+    gf__rp_blob *snapshots; int snapshot_count, snapshot_cap;   /* the file's BYTES records, by number */
 } gf__replay;
 #define GF__REPLAY_SCRATCH ((uint64_t)256 << 20)   /* async destinations kept before the replay waits and frees them */
 #define GF__REPLAY_UNTRUSTED_THREADS ((uint64_t)1 << 20)   /* the largest launch of an untrusted replay */
@@ -10549,6 +10677,41 @@ typedef struct gf__rp_arg {
     int c2dst_given;                       /* a 2D copy to host memory */
 } gf__rp_arg;
 
+/* The file's BYTES records, found before the replay starts (a copy's may come after it). */
+static int gf__rp_by_snapshot(const void *a, const void *b) {
+    uint64_t x = ((const gf__rp_blob *)a)->snapshot, y = ((const gf__rp_blob *)b)->snapshot;
+    return x < y ? -1 : x > y;
+}
+static void gf__rp_index_snapshots(gf__replay *rp, gf__rp_in in) {
+    while (in.p < in.end && !in.bad) {
+        uint32_t size = gf__rp_u32(&in);
+        gf__rp_in rec;
+        gf__rp_blob b;
+        if (in.bad || (uint64_t)(in.end - in.p) < size || size < GF__REC_HEADER - 4) return;
+        rec.p = in.p; rec.end = in.p + size; rec.bad = 0;
+        in.p += size;
+        if (gf__rp_le(&rec, 2) != GF__RC_BYTES) continue;
+        rec.p += GF__REC_HEADER - 6;   /* thread, time, result */
+        b.snapshot = gf__rp_u64(&rec);
+        b.given = (int)gf__rp_u32(&rec);
+        b.n = gf__rp_u64(&rec);
+        b.bytes = rec.p;
+        b.data = b.given == 3 && !rec.bad && b.n == (uint64_t)(rec.end - rec.p);
+        if (!b.data || !gf__grow((void **)&rp->snapshots, &rp->snapshot_cap, rp->snapshot_count + 1, sizeof *rp->snapshots)) continue;
+        rp->snapshots[rp->snapshot_count++] = b;
+    }
+    if (rp->snapshot_count) qsort(rp->snapshots, (size_t)rp->snapshot_count, sizeof *rp->snapshots, gf__rp_by_snapshot);
+}
+/* A blob whose bytes are a snapshot's: those bytes, when the file has them at that size (else
+   none: the replay copies zeros, as for a copy recorded without its bytes). */
+static gf__rp_blob gf__rp_snapshot(gf__replay *rp, gf__rp_blob b) {
+    const gf__rp_blob *found;
+    if (!b.snapshot || !rp->snapshot_count) return b;
+    found = (const gf__rp_blob *)bsearch(&b, rp->snapshots, (size_t)rp->snapshot_count, sizeof *rp->snapshots, gf__rp_by_snapshot);
+    if (found && found->n == b.n) { b.data = 1; b.bytes = found->bytes; }
+    return b;
+}
+
 static void gf__rp_object(gf__replay *rp, gf__rp_in *in, char kind, gf__rp_arg *a) {
     gf__rp_obj *o;
     a->id = gf__rp_u32(in);
@@ -10597,7 +10760,7 @@ static int gf__rp_args(gf__replay *rp, gf__rp_in *in, const char *letters, gf__r
         case 'i': case 'u': a->u = gf__rp_u32(in); break;
         case 'z': a->u = gf__rp_u64(in); break;
         case 'c': a->s = gf__rp_str(in); break;
-        case 'h': case 'o': case 'y': a->blob = gf__rp_blob_read(in); break;
+        case 'h': case 'o': case 'y': a->blob = gf__rp_snapshot(rp, gf__rp_blob_read(in)); break;
         case '6':
             if ((a->given = (int)gf__rp_u32(in)) != 0) { a->sd.label = gf__rp_str(in); a->sd.priority = (gf_priority)(int)gf__rp_u32(in); }
             break;
@@ -10673,7 +10836,7 @@ static int gf__rp_args(gf__replay *rp, gf__rp_in *in, const char *letters, gf__r
             gf__rp_object(rp, in, 'B', &src); a->c2.src_offset = (size_t)gf__rp_u64(in); a->c2.src_pitch = (size_t)gf__rp_u64(in);
             a->c2.width = (size_t)gf__rp_u64(in); a->c2.height = (size_t)gf__rp_u64(in);
             dst_host = gf__rp_blob_read(in);
-            a->c2src = gf__rp_blob_read(in);
+            a->c2src = gf__rp_snapshot(rp, gf__rp_blob_read(in));
             a->missing = dst.missing || src.missing;
             a->c2.dst = dst.wrong_kind ? NULL : (gf_buffer *)dst.obj; a->c2.src = src.wrong_kind ? NULL : (gf_buffer *)src.obj;
             a->c2dst_given = dst_host.given;   /* its memory is made at the call */
@@ -11016,7 +11179,7 @@ static gf_result gf__rp_call(gf__replay *rp, gf__rec_call call, gf__rp_arg *v, g
         break;
     case GF__RC_budget_create: r = gf_budget_create(GF__RPO(0, gf_device), v[1].given ? &v[1].gd : NULL, (gf_budget **)&made); break;
     case GF__RC_budget_destroy: gf_budget_destroy(GF__RPO(0, gf_budget)); r = GF_OK; break;
-    case GF__RC_NONE: case GF__RC_COUNT: case GF__RC_END: case GF__RC_CUT: break;
+    case GF__RC_NONE: case GF__RC_COUNT: case GF__RC_BYTES: case GF__RC_END: case GF__RC_CUT: break;
     }
 #undef GF__RPO
     if (letters[0] == 'x' && v[0].obj && !v[0].wrong_kind && !gf__refused(gf__rec_calls[call].name)) {   /* destroyed (not refused): its number, and what went with it */
@@ -11070,12 +11233,14 @@ GPUFLOW_IMPL gf_result gf_replay(const gf_replay_desc *desc, gf_replay_report *o
         return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_replay: not a gpuflow recording (it begins with \"gpuflowR\")");
     }
     in.p += 8;
-    if (gf__rp_u32(&in) != GF__REC_VERSION) { gf__free(file); return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_replay: a recording of another version"); }
+    i = gf__rp_u32(&in);
+    if (i < 1 || i > GF__REC_VERSION) { gf__free(file); return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_replay: a recording of another version (%u)", i); }
     (void)gf__rp_u32(&in);   /* flags: what a record says is enough */
     memset(&rp, 0, sizeof rp);
     rp.desc = desc;
     rp.out = out;
     gf__rec_depth++;   /* the replay's own calls are not recorded */
+    gf__rp_index_snapshots(&rp, in);
     memcpy(why, gf__error_text, sizeof why);
     out->cut = 1;
     while (in.p < in.end) {
@@ -11093,6 +11258,7 @@ GPUFLOW_IMPL gf_result gf_replay(const gf_replay_desc *desc, gf_replay_report *o
         at_ms = (double)gf__rp_u64(&rec) / 1e6;
         recorded = (gf_result)(int32_t)gf__rp_u32(&rec);
         if (call == GF__RC_END || call == GF__RC_CUT) { out->cut = call == GF__RC_CUT; break; }
+        if (call == GF__RC_BYTES) continue;   /* read by the copy that names it */
         if (call == GF__RC_NONE || call >= GF__RC_COUNT) { result = gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_replay: record %llu names no call (%u)", (unsigned long long)out->calls + 1, call); out->cut = 0; break; }
         out->calls++;
         if ((int)thread > out->threads) out->threads = (int)thread;
@@ -11128,6 +11294,7 @@ GPUFLOW_IMPL gf_result gf_replay(const gf_replay_desc *desc, gf_replay_report *o
     if (rp.set_faults) (void)gf_faults_set(NULL);   /* the recording's rules end with its replay */
     gf__free(rp.kept);
     gf__free(rp.partial);
+    gf__free(rp.snapshots);
     gf__free(rp.objs);
     gf__free(file);
     gf__rec_depth--;

@@ -20,6 +20,8 @@
      race       a racy run recorded with the detector off: its replay with the detector on
                 names the race
      review     an outside review's reproducers (R1-R6), each a regression
+     snapshot   an async copy from host memory that earlier work on its stream fills: the
+                bytes it read are recorded (taken in stream order), so its replay matches
      input      the codes of bad calls
      env        GPUFLOW_RECORD in a new process (this program again)
 
@@ -683,6 +685,101 @@ static void test_forked_skip(void)
     remove(path2);
 }
 
+/* An async copy from host memory that earlier work on its stream fills (here a copy to the
+   host): recorded with the bytes the copy read, taken as the stream reaches it, not those in
+   memory when the call returned. A callback holds the stream until every call is made, so a
+   recorder that took the bytes at the call would write the memory's old bytes, and the
+   replay's read-back would differ. A 2D copy's rows too. Then a recording stopped while a
+   snapshot is still queued: taken at the stop, and the file replays. */
+static void hold_until_open(void *user, gf_result status) { (void)status; th_flag_wait((th_flag *)user, 1, TH_WAIT_MS); }
+/* One recorded session: a device, a stream held by a callback until every call is made, a copy
+   to the host that fills h, then async copies from h (whole, and 16 rows of it in 2D) and the
+   results read back; stop_early: the recording stops while the first copy from h waits. */
+static void snapshot_session(int stop_early, uint32_t *back, unsigned char *rows, const uint32_t *words)
+{
+    enum { ROWS = 16, PITCH = 64, WIDTH = 32 };
+    gf_device *dev = NULL;
+    gf_stream *s = NULL;
+    gf_buffer *a = NULL, *b = NULL, *c = NULL;
+    unsigned char *h = NULL;
+    gf_copy_2d c2;
+    gf_record_desc rd;
+    th_flag gate;
+    memset(&rd, 0, sizeof rd);
+    rd.path = path2;
+    rd.device_to_host = 1;   /* the replay compares what is read back */
+    if (!CHECK_EQ_RESULT(gf_record_start(&rd), GF_OK)) return;
+    th_flag_init(&gate);
+    if (CHECK_EQ_RESULT(gf_device_open(backend, 0, &dev), GF_OK)) {
+        CHECK_EQ_RESULT(gf_stream_create(dev, NULL, &s), GF_OK);
+        CHECK_EQ_RESULT(gf_buffer_create(dev, N * 4, &a), GF_OK);
+        CHECK_EQ_RESULT(gf_buffer_create(dev, N * 4, &b), GF_OK);
+        CHECK_EQ_RESULT(gf_buffer_create(dev, ROWS * WIDTH, &c), GF_OK);
+        CHECK_EQ_RESULT(gf_host_alloc(dev, N * 4, (void **)&h), GF_OK);
+    }
+    if (s && a && b && c && h) {
+        CHECK_EQ_RESULT(gf_copy_to_device(a, 0, words, N * 4), GF_OK);
+        memset(h, 0x11, N * 4);   /* the old bytes */
+        CHECK_EQ_RESULT(gf_stream_add_callback(s, hold_until_open, &gate), GF_OK);
+        CHECK_EQ_RESULT(gf_copy_to_host_async(s, h, a, 0, N * 4), GF_OK);   /* fills h when the stream runs */
+        CHECK_EQ_RESULT(gf_copy_to_device_async(s, b, 0, h, N * 4), GF_OK);
+        if (stop_early) CHECK_EQ_RESULT(gf_record_stop(), GF_OK);
+        memset(&c2, 0, sizeof c2);
+        c2.dst = c; c2.dst_pitch = WIDTH; c2.src_host = h; c2.src_pitch = PITCH; c2.width = WIDTH; c2.height = ROWS;
+        CHECK_EQ_RESULT(gf_copy_2d_async(s, &c2), GF_OK);
+        th_flag_add(&gate, 1);
+        CHECK_EQ_RESULT(gf_stream_synchronize(s), GF_OK);
+        CHECK_EQ_RESULT(gf_copy_to_host(back, b, 0, N * 4), GF_OK);
+        CHECK_EQ_RESULT(gf_copy_to_host(rows, c, 0, ROWS * WIDTH), GF_OK);
+    }
+    if (h) gf_host_free(dev, h);
+    if (c) gf_buffer_destroy(c);
+    if (b) gf_buffer_destroy(b);
+    if (a) gf_buffer_destroy(a);
+    if (s) gf_stream_destroy(s);
+    if (dev) gf_device_close(dev);
+    if (!stop_early) CHECK_EQ_RESULT(gf_record_stop(), GF_OK);
+    th_flag_destroy(&gate);
+}
+/* An async copy from host memory that earlier work on its stream fills (here a copy to the
+   host): recorded with the bytes the copy read, taken as the stream reaches it, not those in
+   memory when the call returned (which a recorder taking them at the call would write, so the
+   replay's read-back would differ). Then a recording stopped while that snapshot is queued:
+   taken at the stop, and the file is whole. */
+static void test_snapshot(void)
+{
+    uint32_t words[N], back[N];
+    unsigned char rows[16 * 32];
+    gf_replay_desc d;
+    gf_replay_report rep;
+    unsigned i;
+    int replays, good_rows = 1;
+    snprintf(path2, sizeof path2, "record_%d_snapshot.gfrec", (int)getpid());
+    for (i = 0; i < N; i++) words[i] = i * 2654435761u + 7;
+    memset(back, 0, sizeof back);
+    memset(rows, 0, sizeof rows);
+    snapshot_session(0, back, rows, words);
+    CHECK(memcmp(back, words, sizeof words) == 0, "snapshot: the program's own copies ran in stream order");
+    for (i = 0; i < 16; i++) good_rows &= memcmp(rows + i * 32, (unsigned char *)words + i * 64, 32) == 0;
+    CHECK(good_rows, "snapshot: the 2D copy read the rows the copy to the host wrote");
+    for (replays = 0; replays < 2; replays++) {   /* on the stub, and on the backend it was recorded on */
+        memset(&d, 0, sizeof d);
+        d.path = path2; d.backend = replays ? backend : GF_BACKEND_STUB;
+        CHECK_EQ_RESULT(gf_replay(&d, &rep), GF_OK);
+        CHECK(rep.mismatches == 0 && rep.skipped == 0 && rep.replayed >= 14,
+              "snapshot: an async copy's bytes are those its stream gave it, so the replay reads back the same words");
+        if (rep.mismatches || rep.skipped) printf("  replay on %s: %llu replayed, %llu skipped: %s\n", replays ? "the recorded backend" : "the stub",
+                                                  (unsigned long long)rep.replayed, (unsigned long long)rep.skipped, rep.first_mismatch);
+    }
+    snapshot_session(1, back, rows, words);
+    memset(&d, 0, sizeof d);
+    d.path = path2; d.backend = GF_BACKEND_STUB;
+    CHECK_EQ_RESULT(gf_replay(&d, &rep), GF_OK);
+    CHECK(rep.mismatches == 0 && rep.skipped == 0 && rep.replayed >= 9 && !rep.cut,
+          "snapshot: a recording stopped with a snapshot queued ends whole, its bytes taken at the stop");
+    remove(path2);
+}
+
 static void test_threads(void)
 {
     gf_record_desc rd;
@@ -800,6 +897,7 @@ int main(int argc, char **argv)
     test_race();
     test_review();
     test_forked_skip();
+    test_snapshot();
     test_env(argv[0], name);
     remove(path);
     return th_finish();
