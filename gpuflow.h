@@ -1203,8 +1203,10 @@ GPUFLOW_API gf_result gf_record_stop(void);
    (the first is in out->first_mismatch and gf_last_error, each is logged as a warning);
    GF_ERROR_INVALID_ARGUMENT for data that is not a recording or is malformed (replayed up to
    there); GF_ERROR_NOT_FOUND when path cannot be read. Fault rules the file sets are cleared
-   at its end; an alloc rule also counts the replay's own allocations. Devices the file leaves open are closed
-   at the end, and what it leaves on a device is destroyed before its close. Not while another thread records (the replay's own calls are not recorded). */
+   at its end; an alloc rule counts the calls' allocations, not the replay's own bookkeeping,
+   so the call that failed when recorded fails again (on the backend it was recorded on).
+   Devices the file leaves open are closed at the end, and what it leaves on a device is
+   destroyed before its close. Not while another thread records (the replay's own calls are not recorded). */
 #define GF_REPLAY_RACE_CHECK 1u   /* the race detector on for every device the replay opens */
 #define GF_REPLAY_PROFILE    2u   /* the profiler on; trace_path gets the first device's trace */
 typedef struct gf_replay_call {
@@ -1296,6 +1298,7 @@ GPUFLOW_API gf_result gf_replay(const gf_replay_desc *desc, gf_replay_report *ou
 static gf_allocator gf__allocator;   /* alloc NULL: the macros */
 static int gf__faults_armed;         /* faults on demand (>>faults), atomic: some rule is set */
 static int gf__fault_alloc(void);    /* 1: this allocation fails on purpose */
+static GF__TLS int gf__alloc_own;    /* > 0: a replay's own bookkeeping, which fault rules do not count */
 static void *gf__malloc(size_t n) {
     if (gf__fault_alloc()) return NULL;
     return gf__allocator.alloc ? gf__allocator.alloc(gf__allocator.user, n) : GPUFLOW_MALLOC(n);
@@ -9503,7 +9506,7 @@ static int gf__fault_count(int kind, const char *entry, char *why, size_t cap, u
     gf__spin_unlock(&gf__faults.lock);
     return hit;
 }
-static int gf__fault_alloc(void) { return gf__fault_count(GF__FK_ALLOC, NULL, NULL, 0, NULL) != 0; }
+static int gf__fault_alloc(void) { return !gf__alloc_own && gf__fault_count(GF__FK_ALLOC, NULL, NULL, 0, NULL) != 0; }
 #if !defined(GPUFLOW_FAULT_INJECTION)
 static int gf__fault_entry(const char *entry) {
     char why[160];
@@ -10543,10 +10546,26 @@ typedef struct gf__replay {
 #define GF__REPLAY_UNTRUSTED_THREADS ((uint64_t)1 << 20)   /* the largest launch of an untrusted replay */
 #define GF__REPLAY_UNTRUSTED_DEVICES 2                       /* devices an untrusted replay keeps open at once */
 
+/* The replay's own memory: the recorded program did not allocate it, so `alloc` fault rules
+   do not count it (they count the calls' allocations, as they did when recorded). */
+static void *gf__rp_alloc(size_t n, int zeroed) {
+    void *p;
+    gf__alloc_own++;
+    p = zeroed ? gf__calloc(n) : gf__malloc(n);
+    gf__alloc_own--;
+    return p;
+}
+static int gf__rp_grow(void **p, int *cap, int need, size_t size) {
+    int ok;
+    gf__alloc_own++;
+    ok = gf__grow(p, cap, need, size);
+    gf__alloc_own--;
+    return ok;
+}
 static void *gf__rp_keep(gf__replay *rp, size_t n) {   /* zeroed host memory that lives to the end of the replay */
     void *p;
-    if (!gf__grow((void **)&rp->kept, &rp->kept_cap, rp->kept_count + 1, sizeof *rp->kept)) return NULL;
-    if (!(p = gf__calloc(n ? n : 1))) return NULL;
+    if (!gf__rp_grow((void **)&rp->kept, &rp->kept_cap, rp->kept_count + 1, sizeof *rp->kept)) return NULL;
+    if (!(p = gf__rp_alloc(n ? n : 1, 1))) return NULL;
     return rp->kept[rp->kept_count++] = p;
 }
 static gf__rp_obj *gf__rp_slot(gf__replay *rp, uint32_t id) { return id && id < rp->obj_cap && rp->objs[id].obj ? &rp->objs[id] : NULL; }
@@ -10654,7 +10673,7 @@ static const void *gf__rp_host(gf__replay *rp, const gf__rp_blob *b, gf_buffer *
     if (b->data) return b->bytes;
     if (!b->n || b->n > gf_buffer_size(buf)) return gf__rp_one;
     if (async) return gf__rp_scratch(rp, b->n);
-    return *owned = gf__calloc((size_t)b->n);
+    return *owned = gf__rp_alloc((size_t)b->n, 1);
 }
 
 /* The host bytes one side of a 2D copy spans, by its pitch (0: none, or too many to stand in for). */
@@ -10697,7 +10716,7 @@ static void gf__rp_index_snapshots(gf__replay *rp, gf__rp_in in) {
         b.n = gf__rp_u64(&rec);
         b.bytes = rec.p;
         b.data = b.given == 3 && !rec.bad && b.n == (uint64_t)(rec.end - rec.p);
-        if (!b.data || !gf__grow((void **)&rp->snapshots, &rp->snapshot_cap, rp->snapshot_count + 1, sizeof *rp->snapshots)) continue;
+        if (!b.data || !gf__rp_grow((void **)&rp->snapshots, &rp->snapshot_cap, rp->snapshot_count + 1, sizeof *rp->snapshots)) continue;
         rp->snapshots[rp->snapshot_count++] = b;
     }
     if (rp->snapshot_count) qsort(rp->snapshots, (size_t)rp->snapshot_count, sizeof *rp->snapshots, gf__rp_by_snapshot);
@@ -10870,7 +10889,10 @@ static int gf__rp_made(gf__replay *rp, const gf__rp_arg *a, char kind, void *obj
         gf__rp_obj *grown;
         cap = rp->obj_cap ? rp->obj_cap : 64;
         while (cap <= a->id) cap *= 2;
-        if (!(grown = (gf__rp_obj *)gf__realloc(rp->objs, sizeof *grown * cap))) return 0;
+        gf__alloc_own++;
+        grown = (gf__rp_obj *)gf__realloc(rp->objs, sizeof *grown * cap);
+        gf__alloc_own--;
+        if (!grown) return 0;
         memset(grown + rp->obj_cap, 0, sizeof *grown * (cap - rp->obj_cap));
         rp->objs = grown;
         rp->obj_cap = cap;
@@ -10951,7 +10973,7 @@ static void gf__rp_skipped_in_capture(gf__replay *rp, const char *letters, const
     id = s->capture ? s->capture->id : 0;
     gf__unlock(&s->dev->lock);
     for (i = 0; id && i < rp->partial_count; i++) if (rp->partial[i] == id) return;
-    if (id && gf__grow((void **)&rp->partial, &rp->partial_cap, rp->partial_count + 1, sizeof *rp->partial)) rp->partial[rp->partial_count++] = id;
+    if (id && gf__rp_grow((void **)&rp->partial, &rp->partial_cap, rp->partial_count + 1, sizeof *rp->partial)) rp->partial[rp->partial_count++] = id;
 }
 
 /* Makes one recorded call again; its result, or 1 (not an error code) when it was skipped. */
@@ -11216,7 +11238,7 @@ GPUFLOW_IMPL gf_result gf_replay(const gf_replay_desc *desc, gf_replay_report *o
         FILE *f = fopen(desc->path, "rb");
         long n = -1;
         int read = f && fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0;
-        if (read && !(file = (unsigned char *)gf__malloc((size_t)n + 1))) {
+        if (read && !(file = (unsigned char *)gf__rp_alloc((size_t)n + 1, 0))) {
             fclose(f);
             return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_replay: out of host memory for '%s'", desc->path);
         }

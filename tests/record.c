@@ -20,6 +20,8 @@
      race       a racy run recorded with the detector off: its replay with the detector on
                 names the race
      review     an outside review's reproducers (R1-R6), each a regression
+     faults     alloc fault rules recorded: the replay's own memory is not counted, so the
+                same calls fail
      snapshot   an async copy from host memory that earlier work on its stream fills: the
                 bytes it read are recorded (taken in stream order), so its replay matches
      input      the codes of bad calls
@@ -780,6 +782,49 @@ static void test_snapshot(void)
     remove(path2);
 }
 
+/* `alloc` fault rules recorded with a session: the replay's own memory (for bytes read back,
+   copies' scratch, its tables) is not counted, so the same call fails as when recorded. */
+static void test_alloc_faults(void)
+{
+    gf_record_desc rd;
+    gf_replay_desc d;
+    gf_replay_report rep;
+    gf_device *dev = NULL;
+    gf_stream *s = NULL;
+    gf_buffer *buf = NULL;
+    gf_event *evs[8];
+    unsigned char bytes[256];
+    int i, refused = 0;
+    snprintf(path2, sizeof path2, "record_%d_alloc_faults.gfrec", (int)getpid());
+    memset(&rd, 0, sizeof rd);
+    rd.path = path2;
+    memset(evs, 0, sizeof evs);
+    memset(bytes, 0, sizeof bytes);
+    if (!CHECK_EQ_RESULT(gf_record_start(&rd), GF_OK)) return;
+    if (CHECK_EQ_RESULT(gf_device_open(backend, 0, &dev), GF_OK)) {
+        CHECK_EQ_RESULT(gf_stream_create(dev, NULL, &s), GF_OK);
+        CHECK_EQ_RESULT(gf_buffer_create(dev, sizeof bytes, &buf), GF_OK);
+        CHECK_EQ_RESULT(gf_faults_set("alloc:12"), GF_OK);   /* one host allocation, the 12th from here, fails */
+        for (i = 0; i < 8 && s && buf; i++) {
+            CHECK_EQ_RESULT(gf_copy_to_host(bytes, buf, 0, sizeof bytes), GF_OK);   /* the replay reads into memory of its own */
+            refused += gf_event_create(dev, 0, &evs[i]) == GF_ERROR_OUT_OF_MEMORY;
+        }
+        CHECK_EQ_RESULT(gf_faults_set(NULL), GF_OK);
+        for (i = 0; i < 8; i++) if (evs[i]) gf_event_destroy(evs[i]);
+        if (buf) gf_buffer_destroy(buf);
+        if (s) gf_stream_destroy(s);
+        gf_device_close(dev);
+    }
+    CHECK_EQ_RESULT(gf_record_stop(), GF_OK);
+    CHECK(refused == 1, "alloc faults: the rule refused one call while recording");
+    memset(&d, 0, sizeof d);
+    d.path = path2; d.backend = backend;   /* a backend's calls allocate as that backend does */
+    CHECK_EQ_RESULT(gf_replay(&d, &rep), GF_OK);
+    CHECK(rep.mismatches == 0, "alloc faults: the replay's own allocations are not counted, so the same call fails as recorded");
+    if (rep.mismatches) printf("  %s\n", rep.first_mismatch);
+    remove(path2);
+}
+
 static void test_threads(void)
 {
     gf_record_desc rd;
@@ -898,6 +943,7 @@ int main(int argc, char **argv)
     test_review();
     test_forked_skip();
     test_snapshot();
+    test_alloc_faults();
     test_env(argv[0], name);
     remove(path);
     return th_finish();
