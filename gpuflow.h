@@ -749,9 +749,10 @@ GPUFLOW_API void      gf_set_allocator(const gf_allocator *allocator);          
    are charged to, from their create to their destroy. A buffer that would take the budget
    past its limit is refused (GF_ERROR_OUT_OF_MEMORY, naming the budget); the callback hears
    of it, and of each crossing of warn_at (a fraction of the limit) upward. The callback runs
-   on the allocating thread after the allocation is decided, with no gpuflow lock held (it may
-   destroy buffers; not the budget). Per-budget figures: gf_budget_get_stats, the device's
-   gf_memory_stats, and (with the profiler on) a counter per budget in the trace. A budget
+   on the allocating thread as gf_buffer_create_desc returns (the allocation decided, its
+   error text kept), with no gpuflow lock held (it may destroy buffers; not the budget).
+   Per-budget figures: gf_budget_get_stats, the device's gf_memory_stats, and (with the
+   profiler on) a counter per budget in the trace. A budget
    destroyed while buffers are charged to it stays until they go (its stats no longer read).
    Codes: GF_ERROR_INVALID_ARGUMENT (no label, limit 0, warn_at outside 0..1), GF_ERROR_WRONG_DEVICE
    (a budget of another device in a buffer desc). */
@@ -1163,7 +1164,9 @@ GPUFLOW_API uint64_t  gf_faults_injected(void);   /* failures injected since the
    are left out unless asked. Written: devices, buffers and views, copies and fills, streams,
    events and event pools, stream pools and sets, barriers, modules (reloads with the code they
    reloaded), kernels and launches, captures, graphs (loops and branches included) and graph
-   pools, memory limits and budgets (their callbacks are the program's: a replay has none), and
+   pools, memory limits and budgets (their callbacks are the program's: a replay has none; the
+   calls a budget's callback makes are written after the call that ran it, and a stream
+   callback's from its thread as they happen), and
    the race detector, profiler and fault switches. Flows and gf_graph_capture are written as
    the calls they make (a flow's own events are not: a replay skips the waits on them; nor its
    condition tasks: a captured flow's loops and branches are missing from the file); a
@@ -3782,16 +3785,41 @@ static void gf__budget_unref(gf_budget *b) {   /* mem_lock held; the last refere
     gf__free(b->samples);
     gf__free(b);
 }
-/* Charges bytes to b before the memory is allocated: refused past its limit. *crossed: the
-   charge crossed warn_bytes upward (the caller tells the callback once the buffer is made). */
+/* A budget's callback is told once gf_buffer_create_desc has finished (and been recorded), so
+   the calls it makes come after that call, in a recording as in time. The note holds the
+   budget (refs) until then. */
+typedef struct gf__budget_note { gf_budget *budget; gf_budget_event event; uint64_t used, asked; } gf__budget_note;
+static GF__TLS gf__budget_note gf__budget_due;
+static void gf__budget_tell(gf_budget *b, gf_budget_event event, uint64_t used, uint64_t asked) {   /* mem_lock held */
+    if (!b->fn || gf__budget_due.budget) return;   /* one a call */
+    b->refs++;
+    gf__budget_due.budget = b; gf__budget_due.event = event; gf__budget_due.used = used; gf__budget_due.asked = asked;
+}
+static void gf__budget_told(void) {   /* the calling thread's due callback, if any */
+    gf__budget_note note = gf__budget_due;
+    char saved[sizeof gf__error_text];
+    gf_device *dev;
+    if (!note.budget) return;
+    gf__budget_due.budget = NULL;
+    memcpy(saved, gf__error_text, sizeof saved);   /* the call's own error text outlives the callback's calls */
+    note.budget->fn(note.budget->user, note.budget, note.event, note.used, note.asked);
+    memcpy(gf__error_text, saved, sizeof saved);
+    dev = note.budget->dev;
+    gf__spin_lock(&dev->mem_lock);
+    gf__budget_unref(note.budget);
+    gf__spin_unlock(&dev->mem_lock);
+}
+/* Charges bytes to b before the memory is allocated: refused past its limit (the callback then
+   due). *crossed: the charge crossed warn_bytes upward (the caller makes the callback due once
+   the buffer is made). */
 static gf_result gf__budget_charge(gf_budget *b, uint64_t bytes, int *crossed, uint64_t *now) {
     uint64_t used;
     gf__spin_lock(&b->dev->mem_lock);
     used = b->bytes;
     if (bytes > b->limit - used) {
         b->refused++;
+        gf__budget_tell(b, GF_BUDGET_REFUSED, used, bytes);
         gf__spin_unlock(&b->dev->mem_lock);
-        if (b->fn) b->fn(b->user, b, GF_BUDGET_REFUSED, used, bytes);
         return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_buffer_create: %llu bytes would take budget '%s' past its limit "
                         "(%llu of %llu bytes used)", (unsigned long long)bytes, b->label, (unsigned long long)used, (unsigned long long)b->limit);
     }
@@ -3949,8 +3977,11 @@ static gf_result gf__call_buffer_create_desc(gf_device *dev, const gf_buffer_des
         r = gf__buffer_new_as(dev, desc->size, desc->managed ? GF_MEMORY_MANAGED : GF_MEMORY_DEVICE, desc->exportable != 0, out);
         if (r != GF_OK) { gf__budget_uncharge(desc->budget, desc->size); return r; }
         (*out)->budget = desc->budget;
-        if (crossed && desc->budget->fn)
-            desc->budget->fn(desc->budget->user, desc->budget, GF_BUDGET_CROSSED, used, desc->size);
+        if (crossed) {
+            gf__spin_lock(&dev->mem_lock);
+            gf__budget_tell(desc->budget, GF_BUDGET_CROSSED, used, desc->size);
+            gf__spin_unlock(&dev->mem_lock);
+        }
         return GF_OK;
     }
     return gf__buffer_new_as(dev, desc->size, desc->managed ? GF_MEMORY_MANAGED : GF_MEMORY_DEVICE, desc->exportable != 0, out);
@@ -10201,8 +10232,13 @@ GPUFLOW_IMPL gf_result gf_device_set_memory_limit(gf_device *dev, size_t bytes) 
 GPUFLOW_IMPL gf_result gf_buffer_create(gf_device *dev, size_t bytes, gf_buffer **out) {
     GF__RECORDED(buffer_create, gf__call_buffer_create(dev, bytes, out), GF__P(dev), bytes, GF__P(out));
 }
-GPUFLOW_IMPL gf_result gf_buffer_create_desc(gf_device *dev, const gf_buffer_desc *desc, gf_buffer **out) {
+static gf_result gf__recorded_buffer_create_desc(gf_device *dev, const gf_buffer_desc *desc, gf_buffer **out) {
     GF__RECORDED(buffer_create_desc, gf__call_buffer_create_desc(dev, desc, out), GF__P(dev), desc, GF__P(out));
+}
+GPUFLOW_IMPL gf_result gf_buffer_create_desc(gf_device *dev, const gf_buffer_desc *desc, gf_buffer **out) {
+    gf_result r = gf__recorded_buffer_create_desc(dev, desc, out);
+    gf__budget_told();   /* after the record: what the callback calls comes after it */
+    return r;
 }
 GPUFLOW_IMPL void gf_buffer_destroy(gf_buffer *buf) { GF__RECORDED_VOID(buffer_destroy, gf__call_buffer_destroy(buf), GF__P(buf)); }
 GPUFLOW_IMPL gf_result gf_buffer_view(gf_buffer *buf, size_t offset, size_t bytes, gf_buffer **out) {

@@ -22,6 +22,7 @@
      review     an outside review's reproducers (R1-R6), each a regression
      faults     alloc fault rules recorded: the replay's own memory is not counted, so the
                 same calls fail
+     budget     the calls a budget's callback makes are recorded after the call that ran it
      snapshot   an async copy from host memory that earlier work on its stream fills: the
                 bytes it read are recorded (taken in stream order), so its replay matches
      input      the codes of bad calls
@@ -825,6 +826,63 @@ static void test_alloc_faults(void)
     remove(path2);
 }
 
+/* A budget's callback that destroys a spare buffer charged to the budget when the warning line
+   is crossed: its destroy is recorded after the create that crossed, so the replay (which has
+   no callback) frees the same bytes at the same point and refuses the same create. */
+static gf_buffer *bc_spare;
+static int bc_refused, bc_crossed;
+static void bc_budget_fn(void *user, gf_budget *budget, gf_budget_event event, uint64_t used, uint64_t asked)
+{
+    (void)user; (void)budget; (void)used; (void)asked;
+    if (event == GF_BUDGET_REFUSED) { bc_refused++; return; }
+    bc_crossed++;
+    if (bc_spare) gf_buffer_destroy(bc_spare);
+    bc_spare = NULL;
+}
+static int bc_destroys;
+static void bc_on_call(void *user, const gf_replay_call *c) { (void)user; if (!strcmp(c->name, "gf_buffer_destroy") && !c->skipped) bc_destroys++; }
+static void test_budget_calls(void)
+{
+    gf_record_desc rd;
+    gf_replay_desc d;
+    gf_replay_report rep;
+    gf_device *dev = NULL;
+    gf_budget *budget = NULL;
+    gf_budget_desc bd;
+    gf_buffer_desc desc;
+    gf_buffer *bufs[5];
+    int i, made = 0;
+    snprintf(path2, sizeof path2, "record_%d_budget.gfrec", (int)getpid());
+    memset(&rd, 0, sizeof rd);
+    rd.path = path2;
+    memset(bufs, 0, sizeof bufs);
+    bc_spare = NULL; bc_refused = bc_crossed = 0;
+    if (!CHECK_EQ_RESULT(gf_record_start(&rd), GF_OK)) return;
+    if (CHECK_EQ_RESULT(gf_device_open(backend, 0, &dev), GF_OK)) {
+        memset(&bd, 0, sizeof bd);
+        bd.label = "frame"; bd.limit = 4096; bd.warn_at = 0.5f; bd.fn = bc_budget_fn;
+        CHECK_EQ_RESULT(gf_budget_create(dev, &bd, &budget), GF_OK);
+        memset(&desc, 0, sizeof desc);
+        desc.size = 1024; desc.budget = budget;
+        if (budget) CHECK_EQ_RESULT(gf_buffer_create_desc(dev, &desc, &bc_spare), GF_OK);
+        for (i = 0; i < 5 && budget; i++) made += gf_buffer_create_desc(dev, &desc, &bufs[i]) == GF_OK;   /* the 1st crosses 50%: the spare goes */
+        for (i = 0; i < 5; i++) if (bufs[i]) gf_buffer_destroy(bufs[i]);
+        if (bc_spare) gf_buffer_destroy(bc_spare);
+        if (budget) gf_budget_destroy(budget);
+        gf_device_close(dev);
+    }
+    CHECK_EQ_RESULT(gf_record_stop(), GF_OK);
+    CHECK(made == 4 && bc_crossed == 2 && bc_refused == 1, "budget calls: the callback freed the spare when the line was first crossed (the 2nd create crossed it again), and the 5th create was refused");
+    if (made != 4 || bc_crossed != 2 || bc_refused != 1) printf("  made %d, crossed %d, refused %d\n", made, bc_crossed, bc_refused);
+    memset(&d, 0, sizeof d);
+    d.path = path2; d.backend = GF_BACKEND_STUB; d.on_call = bc_on_call;
+    bc_destroys = 0;
+    CHECK_EQ_RESULT(gf_replay(&d, &rep), GF_OK);
+    CHECK(rep.mismatches == 0 && bc_destroys == 5, "budget calls: the calls a budget's callback makes are recorded after the call that ran it, and replay alike");
+    if (rep.mismatches || bc_destroys != 5) printf("  destroys replayed %d: %s\n", bc_destroys, rep.first_mismatch);
+    remove(path2);
+}
+
 static void test_threads(void)
 {
     gf_record_desc rd;
@@ -944,6 +1002,7 @@ int main(int argc, char **argv)
     test_forked_skip();
     test_snapshot();
     test_alloc_faults();
+    test_budget_calls();
     test_env(argv[0], name);
     remove(path);
     return th_finish();
