@@ -1178,9 +1178,11 @@ GPUFLOW_API uint64_t  gf_faults_injected(void);   /* failures injected since the
    it. An async copy's host bytes (gf_copy_to_device_async, gf_copy_2d_async) are taken as its
    stream reaches the copy, by a host callback queued just before it, so memory that earlier
    work on the stream fills (a copy to the host, a callback) is recorded as the copy read it;
-   the stream waits for that callback (recording slows such copies). Inside a capture they are
-   taken at the call; one still queued when recording stops, at the stop. Thread-safe; with
-   recording off each recorded call costs one load.
+   the stream waits for that callback (recording slows such copies). They are taken at the call
+   inside a capture, and for memory the backend stages at the call (pageable memory on CUDA
+   and HIP, which the copy reads there). A snapshot still queued when recording stops is not
+   taken (earlier work may still be writing the memory): its copy replays zeros. Thread-safe;
+   with recording off each recorded call costs one load.
    Codes: gf_record_start GF_ERROR_INVALID_STATE while recording, GF_ERROR_INVALID_ARGUMENT for
    a path that cannot be written; gf_record_stop GF_ERROR_INVALID_STATE when not recording. */
 typedef struct gf_record_desc {
@@ -1301,7 +1303,7 @@ GPUFLOW_API gf_result gf_replay(const gf_replay_desc *desc, gf_replay_report *ou
 static gf_allocator gf__allocator;   /* alloc NULL: the macros */
 static int gf__faults_armed;         /* faults on demand (>>faults), atomic: some rule is set */
 static int gf__fault_alloc(void);    /* 1: this allocation fails on purpose */
-static GF__TLS int gf__alloc_own;    /* > 0: a replay's own bookkeeping, which fault rules do not count */
+static GF__TLS int gf__alloc_own;    /* > 0: what fault rules do not count (a replay's bookkeeping, a recording's snapshots) */
 static void *gf__malloc(size_t n) {
     if (gf__fault_alloc()) return NULL;
     return gf__allocator.alloc ? gf__allocator.alloc(gf__allocator.user, n) : GPUFLOW_MALLOC(n);
@@ -1746,6 +1748,17 @@ static int gf__grow(void **items, int *cap, int need, size_t elem) {
 
 /* Fields that different threads write go this far apart, so that no cache line holds two. */
 #define GF__CACHE_LINE 64
+
+/* A spinning thread's pause: the core's hint that this is a wait loop. */
+#if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
+#  define GF__CPU_RELAX() __builtin_ia32_pause()
+#elif (defined(__GNUC__) || defined(__clang__)) && defined(__aarch64__)
+#  define GF__CPU_RELAX() __asm__ __volatile__("yield")
+#elif defined(_MSC_VER)
+#  define GF__CPU_RELAX() YieldProcessor()
+#else
+#  define GF__CPU_RELAX() ((void)0)
+#endif
 
 /* A lock around a few instructions (an event pool's shelves and lists): one atomic exchange to take,
    one store to give, where a mutex costs two atomic operations and two calls. */
@@ -2838,6 +2851,7 @@ static GF__TLS int gf__rec_late_wanted;     /* inside a recorded async copy from
 static GF__TLS uint64_t gf__rec_late_token; /* that copy's bytes, seen in stream order, are snapshot number this */
 static uint64_t gf__rec_late_enqueue(gf_stream *s, const gf__cmd *c);
 static void gf__rec_late_cancel(uint64_t number);
+static void gf__rec_late_forget(gf_device *dev);
 
 /* GPUFLOW_FAULTS: the rules of gf_faults_set, once per process, at the first device's open. */
 static void gf__env_faults(void) {
@@ -3124,6 +3138,7 @@ static void gf__call_device_close(gf_device *dev) {
     while (gf__atomic_load_int(&dev->bridges)) gf__sleep_us(200);   /* other devices' callbacks still hold its marks or stages */
     gf__env_at_close(dev);
     gf__waiter_stop(dev);
+    gf__rec_late_forget(dev);   /* a recording's snapshots whose callbacks the driver dropped */
     gf__profiler_free(dev);
     gf__device_free(dev);
 }
@@ -3254,6 +3269,12 @@ static void gf__capture_forget(gf_stream *s, gf_buffer *buf) {   /* the buffer i
 }
 
 /* ---- staged copies: pageable host memory on drivers that would block ---------------- >>staged */
+/* Whether a copy on s with this host side goes through a stage (s->lock held): the backend
+   asks for it, the memory is not pinned, and s does not capture. */
+static int gf__host_staged(gf_stream *s, const void *host) {
+    const gf__backend *be = s->dev->be;
+    return host && be->host_pinned && !s->capture && !be->host_pinned(s->dev, host);
+}
 /* CUDA and HIP run a copy to or from pageable (malloc'd) memory synchronously with the host: a
    D2H into it waits for all earlier work on the stream. gpuflow's copies are asynchronous on
    every backend, so where the backend says so (host_pinned), a copy outside a capture from
@@ -3360,11 +3381,9 @@ static gf_result gf__copy_staged(gf_stream *s, const gf__copy *c) {
 }
 
 static gf_result gf__copy_exec(gf_stream *s, const gf__copy *c) {
-    const gf__backend *be = s->dev->be;
     if (gf__copy_across(c)) return gf__copy_between_devices(s, c);
-    if (be->host_pinned && c->kind != GF__COPY_D2D && !s->capture && !be->host_pinned(s->dev, c->host))
-        return gf__copy_staged(s, c);
-    return be->copy(s, c);
+    if (c->kind != GF__COPY_D2D && gf__host_staged(s, c->host)) return gf__copy_staged(s, c);
+    return s->dev->be->copy(s, c);
 }
 
 /* A 2D copy on the driver's own call where it has one and no host side needs staging, else one
@@ -3373,7 +3392,7 @@ static gf_result gf__copy_2d_exec(gf_stream *s, const gf_copy_2d *c) {
     const gf__backend *be = s->dev->be;
     const void *host = c->dst_host ? (const void *)c->dst_host : c->src_host;
     size_t row;
-    if (be->copy_2d && (!host || !be->host_pinned || s->capture || be->host_pinned(s->dev, host))) return be->copy_2d(s, c);
+    if (be->copy_2d && !gf__host_staged(s, host)) return be->copy_2d(s, c);
     for (row = 0; row < c->height; row++) {
         gf__copy one;
         gf_result r;
@@ -9639,7 +9658,9 @@ static const struct { const char *name, *args; int flags; } gf__rec_calls[] = {
 };
 
 /* The recorder: one file, written under one lock, in memory of its own (the GPUFLOW_* macros:
-   neither gf_set_allocator nor faults on demand touch it, so recording changes no count). */
+   neither gf_set_allocator nor faults on demand touch it, so recording changes no fault count;
+   a snapshot's callback is the backend's, and its item goes through gf_set_allocator's
+   functions, one allocation a snapshot). */
 typedef struct gf__rec_slot { const void *ptr; uint32_t id; } gf__rec_slot;
 static struct {
     gf__spin lock;
@@ -9653,7 +9674,7 @@ static struct {
     unsigned char *buf; size_t len, cap;            /* the record being written */
     size_t blob_at; const void *blob; uint64_t blob_n;   /* host bytes, written from where they are */
     int broken;                                     /* out of memory while writing it */
-    struct gf__rec_late *late;                      /* snapshots queued on streams, not yet taken */
+    struct gf__rec_late *late;                      /* snapshots whose callbacks have not run */
     uint64_t late_count;                            /* snapshots numbered so far (numbers from 1) */
 } gf__rec;
 static GF__TLS int gf__rec_depth;      /* recorded calls this thread is inside: only the outermost is written */
@@ -9957,45 +9978,54 @@ static void gf__rec_begin(uint16_t call, gf_result r) {   /* a call's header, fr
    earlier work on the stream may still write it (a copy to the host, a callback), so the bytes
    as the call returns may not be the ones copied. While recording, a host callback queued on
    the stream just before the copy takes them as the copy will: a BYTES record, numbered, that
-   the copy's record names. A snapshot still queued when the recording ends is taken then, from
-   the memory as it is (the copy has not run, so the memory is still the program's to keep). */
+   the copy's record names. Memory a backend stages at the call (pageable memory on CUDA and
+   HIP) is read there, so its bytes are taken at the call. A snapshot is on gf__rec.late from
+   its queueing until its callback has run (or its device is closed: a driver may drop the
+   callbacks of a stream in error); it is taken only while `wanted`, which the end of the
+   recording and a failed copy clear (then its memory may be the program's again, or still
+   written by the stream: it is not read, and the replay copies zeros for it). */
 typedef struct gf__rec_late {
     struct gf__rec_late *prev, *next;
-    uint64_t number; int queued;              /* queued: on gf__rec.late, not yet taken */
-    const void *p; uint64_t n;
+    uint64_t number; int wanted;
+    gf_device *dev; const void *p; uint64_t n;
 } gf__rec_late;
 static void gf__rec_late_unlink(gf__rec_late *l) {   /* gf__rec.lock held */
     if (l->prev) l->prev->next = l->next; else gf__rec.late = l->next;
     if (l->next) l->next->prev = l->prev;
-    l->queued = 0;
 }
-static const char *gf__rec_late_take(gf__rec_late *l) {   /* its BYTES record (gf__rec.lock held, recording): NULL, or why not */
-    gf__rec_late_unlink(l);
-    gf__rec_header(GF__RC_BYTES, 0, GF_OK);
-    gf__rec_u64(l->number);
-    gf__rec_blob_in_place(l->p, l->n);
-    return gf__rec_write_out(0);
-}
-static void gf__rec_late_flush(void) {   /* at the end of a recording (gf__rec.lock held) */
-    int failed = 0;
-    while (gf__rec.late) {
-        if (failed) gf__rec_late_unlink(gf__rec.late);   /* past the limit: the replay has zeros for it */
-        else failed = gf__rec_late_take(gf__rec.late) != NULL;
-    }
+static void gf__rec_late_unwant(void) {   /* the recording ends (gf__rec.lock held) */
+    gf__rec_late *l;
+    for (l = gf__rec.late; l; l = l->next) l->wanted = 0;
 }
 static void gf__rec_late_run(void *user) {   /* the stream's callback */
     gf__rec_late *l = (gf__rec_late *)user;
     const char *why = NULL;
     char path[512];
     gf__spin_lock(&gf__rec.lock);
-    if (l->queued && (why = gf__rec_late_take(l)) != NULL) {   /* else taken when the recording ended */
-        const char *closing = gf__rec_close(GF__RC_CUT);
-        if (closing) why = closing;
+    gf__rec_late_unlink(l);
+    if (l->wanted) {
+        gf__rec_header(GF__RC_BYTES, 0, GF_OK);
+        gf__rec_u64(l->number);
+        gf__rec_blob_in_place(l->p, l->n);
+        if ((why = gf__rec_write_out(0)) != NULL) {
+            const char *closing = gf__rec_close(GF__RC_CUT);
+            if (closing) why = closing;
+        }
     }
     gf__copy_str(path, sizeof path, gf__rec.path);
     gf__spin_unlock(&gf__rec.lock);
     if (why) gf__notice(GF_LOG_WARNING, "gpuflow: recording to %s: %s", path, why);
     GPUFLOW_FREE(l);
+}
+/* At a device's close, once its streams are gone: callbacks that never ran never will. */
+static void gf__rec_late_forget(gf_device *dev) {
+    gf__rec_late *l, *next;
+    gf__spin_lock(&gf__rec.lock);
+    for (l = gf__rec.late; l; l = next) {
+        next = l->next;
+        if (l->dev == dev) { gf__rec_late_unlink(l); GPUFLOW_FREE(l); }
+    }
+    gf__spin_unlock(&gf__rec.lock);
 }
 /* s->lock held, c about to run on s: the snapshot's number; 0 (none: the bytes as the call
    returns) without memory or a callback. */
@@ -10004,36 +10034,40 @@ static uint64_t gf__rec_late_enqueue(gf_stream *s, const gf__cmd *c) {
     const void *p = NULL;
     uint64_t n = 0;
     gf__rec_late *l;
+    gf_result r;
     gf__rec_late_wanted = 0;   /* one a call */
     if (c->kind == GF__CMD_COPY && c->as.copy.kind == GF__COPY_H2D) { p = c->as.copy.host; n = c->as.copy.bytes; }
     if (c->kind == GF__CMD_COPY_2D && c->as.copy_2d.src_host && !c->as.copy_2d.src && c->as.copy_2d.height) {
         p = c->as.copy_2d.src_host;
         n = (uint64_t)(c->as.copy_2d.height - 1) * c->as.copy_2d.src_pitch + c->as.copy_2d.width;
     }
-    if (!p || !n || !(l = (gf__rec_late *)GPUFLOW_MALLOC(sizeof *l))) return 0;
+    if (!p || !n || gf__host_staged(s, p) || !(l = (gf__rec_late *)GPUFLOW_MALLOC(sizeof *l))) return 0;
     gf__spin_lock(&gf__rec.lock);
     if (!gf__rec.file) { gf__spin_unlock(&gf__rec.lock); GPUFLOW_FREE(l); return 0; }
     l->number = ++gf__rec.late_count;
-    l->p = p; l->n = n;
-    l->prev = NULL; l->next = gf__rec.late; l->queued = 1;
+    l->dev = s->dev; l->p = p; l->n = n;
+    l->prev = NULL; l->next = gf__rec.late; l->wanted = 1;
     if (gf__rec.late) gf__rec.late->prev = l;
     gf__rec.late = l;
     gf__rec_late_token = l->number;
     gf__spin_unlock(&gf__rec.lock);
-    if (s->dev->be->host_callback(s, gf__rec_late_run, l) == GF_OK) return gf__rec_late_token;   /* l may be gone already */
+    gf__alloc_own++;   /* the backend's callback item: recording changes no fault count */
+    r = s->dev->be->host_callback(s, gf__rec_late_run, l);
+    gf__alloc_own--;
+    if (r == GF_OK) return gf__rec_late_token;   /* l may be gone already */
     gf__spin_lock(&gf__rec.lock);
-    if (l->queued) gf__rec_late_unlink(l);
+    gf__rec_late_unlink(l);
     gf__spin_unlock(&gf__rec.lock);
     gf__rec_late_token = 0;
     GPUFLOW_FREE(l);
     return 0;
 }
-/* The copy failed after its snapshot was queued: the callback must not read the memory. */
+/* The copy failed after its snapshot was queued: the memory is the program's again. */
 static void gf__rec_late_cancel(uint64_t number) {
     gf__rec_late *l;
     gf__spin_lock(&gf__rec.lock);
     for (l = gf__rec.late; l && l->number != number; l = l->next) {}
-    if (l) gf__rec_late_unlink(l);   /* its callback frees it */
+    if (l) l->wanted = 0;   /* its callback frees it */
     gf__spin_unlock(&gf__rec.lock);
     gf__rec_late_token = 0;
 }
@@ -10042,7 +10076,7 @@ static void gf__rec_late_cancel(uint64_t number) {
 static const char *gf__rec_close(uint16_t last) {
     const char *why = NULL;
     if (!gf__rec.file) return NULL;
-    gf__rec_late_flush();
+    gf__rec_late_unwant();
     gf__rec_begin(last, GF_OK);   /* no size check: the limit leaves room for it */
     if (!gf__rec.broken) gf__rec.buf[0] = (unsigned char)(gf__rec.len - 4);
     if (gf__rec.broken || fwrite(gf__rec.buf, 1, gf__rec.len, gf__rec.file) != gf__rec.len) why = "cannot write the recording's last record";
@@ -12273,9 +12307,10 @@ typedef struct gf__stub_stream {
     gf__mutex lock;
     gf__cond cond;
     gf__stub_item *head, *tail;
-    uint64_t enqueued, done;
+    uint64_t enqueued, done;        /* enqueued: written under lock, atomically (the worker's linger reads it) */
     int stop;
     int idle;                       /* the worker sleeps on cond: a push must wake it */
+    int linger_off;                 /* the worker's: its last watch for work saw none (gf__stub_linger) */
     int waiters;                    /* threads in synchronize: a finished item must wake them */
     gf__thread thread;
     int running;                    /* the head item runs now (for the state report) */
@@ -12372,6 +12407,9 @@ static gf_result gf__stub_load(void) { return GF_OK; }
 /* GPUFLOW_STUB_DEVICES=N: N stub devices (1 to 16), so every multi-device path runs anywhere;
    a value not understood is said once and one device is kept. */
 #define GF__STUB_MAX_DEVICES 16
+#ifndef GF__STUB_LINGER_NS
+#  define GF__STUB_LINGER_NS 20000   /* an idle stream worker watches for more work this long before it sleeps */
+#endif
 static gf_result gf__stub_device_count(int *count) {
     static int warned;
     const char *v = getenv("GPUFLOW_STUB_DEVICES");
@@ -13069,12 +13107,37 @@ static void gf__stub_run(gf__stub_stream *q, gf__stub_item *it) {
 }
 
 #ifndef GPUFLOW_STUB_INLINE   /* inline: no worker, the caller runs each item */
+/* Work often follows work within microseconds (a loop of small operations): a worker that slept
+   at once would cost each of them a wake-up, a system call on both sides. So an idle worker
+   first watches the count of pushes for GF__STUB_LINGER_NS (q->lock held; dropped meanwhile),
+   as long as that pays: a watch that saw nothing stops the watching until a push wakes the
+   worker within that time of its sleep again. */
+static void gf__stub_linger(gf__stub_stream *q) {
+    uint64_t seen = q->enqueued, until = gf__now_ns() + GF__STUB_LINGER_NS;
+    int i;
+    gf__unlock(&q->lock);
+    do {
+        for (i = 0; i < 64; i++) {
+            if (gf__atomic_load(&q->enqueued) != seen) goto more;
+            GF__CPU_RELAX();
+        }
+    } while (gf__now_ns() < until);
+    q->linger_off = 1;   /* the worker's own field */
+more:
+    gf__lock(&q->lock);
+}
+static void gf__stub_sleep(gf__stub_stream *q) {   /* until a push or the stop (q->lock held) */
+    uint64_t slept = q->linger_off ? gf__now_ns() : 0;
+    while (!q->head && !q->stop) { q->idle = 1; gf__cond_wait(&q->cond, &q->lock); q->idle = 0; }
+    if (slept && gf__now_ns() - slept < GF__STUB_LINGER_NS) q->linger_off = 0;   /* work came soon: watch again */
+}
 static void gf__stub_worker(void *arg) {
     gf__stub_stream *q = (gf__stub_stream *)arg;
     gf__lock(&q->lock);
     for (;;) {
         gf__stub_item *it;
-        while (!q->head && !q->stop) { q->idle = 1; gf__cond_wait(&q->cond, &q->lock); q->idle = 0; }
+        if (!q->head && !q->stop && !q->linger_off) gf__stub_linger(q);
+        gf__stub_sleep(q);
         if (!q->head) break;
         it = q->head;
         /* A record completes its mark under the queue lock, together with the count: whoever
@@ -13114,7 +13177,7 @@ static gf_result gf__stub_push(gf_stream *s, gf__stub_item *it) {
     gf__lock(&q->lock);
     if (q->tail) q->tail->next = it; else q->head = it;
     q->tail = it;
-    q->enqueued++;
+    gf__atomic_store(&q->enqueued, q->enqueued + 1);
     if (q->idle) gf__cond_broadcast(&q->cond);
     gf__unlock(&q->lock);
 #endif

@@ -748,7 +748,7 @@ static void snapshot_session(int stop_early, uint32_t *back, unsigned char *rows
    host): recorded with the bytes the copy read, taken as the stream reaches it, not those in
    memory when the call returned (which a recorder taking them at the call would write, so the
    replay's read-back would differ). Then a recording stopped while that snapshot is queued:
-   taken at the stop, and the file is whole. */
+   not taken, and the file is whole. */
 static void test_snapshot(void)
 {
     uint32_t words[N], back[N];
@@ -779,12 +779,71 @@ static void test_snapshot(void)
     d.path = path2; d.backend = GF_BACKEND_STUB;
     CHECK_EQ_RESULT(gf_replay(&d, &rep), GF_OK);
     CHECK(rep.mismatches == 0 && rep.skipped == 0 && rep.replayed >= 9 && !rep.cut,
-          "snapshot: a recording stopped with a snapshot queued ends whole, its bytes taken at the stop");
+          "snapshot: a recording stopped with a snapshot queued ends whole (the snapshot not taken: its memory may still be written)");
     remove(path2);
 }
 
+/* Pageable memory on CUDA and HIP is staged at the call (the copy reads it there, and the
+   program may reuse it on return): the recording takes its bytes there too, not in stream
+   order (review 4, D1: the snapshot read memory the program had already changed or freed). */
+static void test_snapshot_staged(void)
+{
+    gf_record_desc rd;
+    gf_replay_desc d;
+    gf_replay_report rep;
+    gf_device *dev = NULL;
+    gf_stream *s = NULL;
+    gf_buffer *b = NULL;
+    unsigned char *p = (unsigned char *)malloc(4096), back[4096];
+    th_flag gate;
+    if (backend != GF_BACKEND_CUDA && backend != GF_BACKEND_HIP) { free(p); return; }   /* the backends that stage */
+    snprintf(path2, sizeof path2, "record_%d_staged.gfrec", (int)getpid());
+    memset(&rd, 0, sizeof rd);
+    rd.path = path2;
+    rd.device_to_host = 1;
+    th_flag_init(&gate);
+    if (p && CHECK_EQ_RESULT(gf_record_start(&rd), GF_OK)) {
+        if (CHECK_EQ_RESULT(gf_device_open(backend, 0, &dev), GF_OK)) {
+            CHECK_EQ_RESULT(gf_stream_create(dev, NULL, &s), GF_OK);
+            CHECK_EQ_RESULT(gf_buffer_create(dev, 4096, &b), GF_OK);
+        }
+        if (s && b) {
+            memset(p, 0x5a, 4096);
+            CHECK_EQ_RESULT(gf_stream_add_callback(s, hold_until_open, &gate), GF_OK);
+            CHECK_EQ_RESULT(gf_copy_to_device_async(s, b, 0, p, 4096), GF_OK);
+            memset(p, 0x77, 4096);   /* legal: pageable memory was read at the call */
+            th_flag_add(&gate, 1);
+            CHECK_EQ_RESULT(gf_stream_synchronize(s), GF_OK);
+            CHECK_EQ_RESULT(gf_copy_to_host(back, b, 0, sizeof back), GF_OK);
+            CHECK(back[0] == 0x5a && back[4095] == 0x5a, "snapshot, staged: the copy read pageable memory at the call");
+        }
+        if (b) gf_buffer_destroy(b);
+        if (s) gf_stream_destroy(s);
+        if (dev) gf_device_close(dev);
+        CHECK_EQ_RESULT(gf_record_stop(), GF_OK);
+        memset(&d, 0, sizeof d);
+        d.path = path2; d.backend = GF_BACKEND_STUB;
+        CHECK_EQ_RESULT(gf_replay(&d, &rep), GF_OK);
+        CHECK(rep.mismatches == 0, "snapshot, staged: pageable memory's bytes are recorded as the copy read them, at the call");
+    }
+    th_flag_destroy(&gate);
+    free(p);
+    remove(path2);
+}
+
+/* An async copy from host memory under `alloc:1`, its result: recording's snapshot of the
+   bytes must not take the failure meant for the copy (review 4, D4). */
+static gf_result copy_under_first_alloc_fault(gf_stream *s, gf_buffer *buf, const void *host, size_t n)
+{
+    gf_result r;
+    CHECK_EQ_RESULT(gf_faults_set("alloc:1"), GF_OK);
+    r = gf_copy_to_device_async(s, buf, 0, host, n);
+    CHECK_EQ_RESULT(gf_faults_set(NULL), GF_OK);
+    return r;
+}
 /* `alloc` fault rules recorded with a session: the replay's own memory (for bytes read back,
-   copies' scratch, its tables) is not counted, so the same call fails as when recorded. */
+   copies' scratch, its tables) is not counted, so the same call fails as when recorded; nor
+   is a recording's own, so a recorded copy fails as an unrecorded one does. */
 static void test_alloc_faults(void)
 {
     gf_record_desc rd;
@@ -796,15 +855,27 @@ static void test_alloc_faults(void)
     gf_event *evs[8];
     unsigned char bytes[256];
     int i, refused = 0;
+    gf_result unrecorded = GF_OK;
     snprintf(path2, sizeof path2, "record_%d_alloc_faults.gfrec", (int)getpid());
     memset(&rd, 0, sizeof rd);
     rd.path = path2;
     memset(evs, 0, sizeof evs);
     memset(bytes, 0, sizeof bytes);
+    if (CHECK_EQ_RESULT(gf_device_open(backend, 0, &dev), GF_OK)) {   /* the copy unrecorded */
+        CHECK_EQ_RESULT(gf_stream_create(dev, NULL, &s), GF_OK);
+        CHECK_EQ_RESULT(gf_buffer_create(dev, sizeof bytes, &buf), GF_OK);
+        if (s && buf) unrecorded = copy_under_first_alloc_fault(s, buf, bytes, sizeof bytes);
+        if (s) CHECK_EQ_RESULT(gf_stream_synchronize(s), GF_OK);
+        if (buf) gf_buffer_destroy(buf);
+        if (s) gf_stream_destroy(s);
+        gf_device_close(dev);
+    }
+    dev = NULL; s = NULL; buf = NULL;
     if (!CHECK_EQ_RESULT(gf_record_start(&rd), GF_OK)) return;
     if (CHECK_EQ_RESULT(gf_device_open(backend, 0, &dev), GF_OK)) {
         CHECK_EQ_RESULT(gf_stream_create(dev, NULL, &s), GF_OK);
         CHECK_EQ_RESULT(gf_buffer_create(dev, sizeof bytes, &buf), GF_OK);
+        if (s && buf) CHECK_EQ_RESULT(copy_under_first_alloc_fault(s, buf, bytes, sizeof bytes), unrecorded);
         CHECK_EQ_RESULT(gf_faults_set("alloc:12"), GF_OK);   /* one host allocation, the 12th from here, fails */
         for (i = 0; i < 8 && s && buf; i++) {
             CHECK_EQ_RESULT(gf_copy_to_host(bytes, buf, 0, sizeof bytes), GF_OK);   /* the replay reads into memory of its own */
@@ -1001,6 +1072,7 @@ int main(int argc, char **argv)
     test_review();
     test_forked_skip();
     test_snapshot();
+    test_snapshot_staged();
     test_alloc_faults();
     test_budget_calls();
     test_env(argv[0], name);
