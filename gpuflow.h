@@ -1749,17 +1749,6 @@ static int gf__grow(void **items, int *cap, int need, size_t elem) {
 /* Fields that different threads write go this far apart, so that no cache line holds two. */
 #define GF__CACHE_LINE 64
 
-/* A spinning thread's pause: the core's hint that this is a wait loop. */
-#if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
-#  define GF__CPU_RELAX() __builtin_ia32_pause()
-#elif (defined(__GNUC__) || defined(__clang__)) && defined(__aarch64__)
-#  define GF__CPU_RELAX() __asm__ __volatile__("yield")
-#elif defined(_MSC_VER)
-#  define GF__CPU_RELAX() YieldProcessor()
-#else
-#  define GF__CPU_RELAX() ((void)0)
-#endif
-
 /* A lock around a few instructions (an event pool's shelves and lists): one atomic exchange to take,
    one store to give, where a mutex costs two atomic operations and two calls. */
 typedef int gf__spin;
@@ -12307,10 +12296,9 @@ typedef struct gf__stub_stream {
     gf__mutex lock;
     gf__cond cond;
     gf__stub_item *head, *tail;
-    uint64_t enqueued, done;        /* enqueued: written under lock, atomically (the worker's linger reads it) */
+    uint64_t enqueued, done;
     int stop;
     int idle;                       /* the worker sleeps on cond: a push must wake it */
-    int linger_off;                 /* the worker's: its last watch for work saw none (gf__stub_linger) */
     int waiters;                    /* threads in synchronize: a finished item must wake them */
     gf__thread thread;
     int running;                    /* the head item runs now (for the state report) */
@@ -12407,9 +12395,7 @@ static gf_result gf__stub_load(void) { return GF_OK; }
 /* GPUFLOW_STUB_DEVICES=N: N stub devices (1 to 16), so every multi-device path runs anywhere;
    a value not understood is said once and one device is kept. */
 #define GF__STUB_MAX_DEVICES 16
-#ifndef GF__STUB_LINGER_NS
-#  define GF__STUB_LINGER_NS 20000   /* an idle stream worker watches for more work this long before it sleeps */
-#endif
+
 static gf_result gf__stub_device_count(int *count) {
     static int warned;
     const char *v = getenv("GPUFLOW_STUB_DEVICES");
@@ -13107,37 +13093,12 @@ static void gf__stub_run(gf__stub_stream *q, gf__stub_item *it) {
 }
 
 #ifndef GPUFLOW_STUB_INLINE   /* inline: no worker, the caller runs each item */
-/* Work often follows work within microseconds (a loop of small operations): a worker that slept
-   at once would cost each of them a wake-up, a system call on both sides. So an idle worker
-   first watches the count of pushes for GF__STUB_LINGER_NS (q->lock held; dropped meanwhile),
-   as long as that pays: a watch that saw nothing stops the watching until a push wakes the
-   worker within that time of its sleep again. */
-static void gf__stub_linger(gf__stub_stream *q) {
-    uint64_t seen = q->enqueued, until = gf__now_ns() + GF__STUB_LINGER_NS;
-    int i;
-    gf__unlock(&q->lock);
-    do {
-        for (i = 0; i < 64; i++) {
-            if (gf__atomic_load(&q->enqueued) != seen) goto more;
-            GF__CPU_RELAX();
-        }
-    } while (gf__now_ns() < until);
-    q->linger_off = 1;   /* the worker's own field */
-more:
-    gf__lock(&q->lock);
-}
-static void gf__stub_sleep(gf__stub_stream *q) {   /* until a push or the stop (q->lock held) */
-    uint64_t slept = q->linger_off ? gf__now_ns() : 0;
-    while (!q->head && !q->stop) { q->idle = 1; gf__cond_wait(&q->cond, &q->lock); q->idle = 0; }
-    if (slept && gf__now_ns() - slept < GF__STUB_LINGER_NS) q->linger_off = 0;   /* work came soon: watch again */
-}
 static void gf__stub_worker(void *arg) {
     gf__stub_stream *q = (gf__stub_stream *)arg;
     gf__lock(&q->lock);
     for (;;) {
         gf__stub_item *it;
-        if (!q->head && !q->stop && !q->linger_off) gf__stub_linger(q);
-        gf__stub_sleep(q);
+        while (!q->head && !q->stop) { q->idle = 1; gf__cond_wait(&q->cond, &q->lock); q->idle = 0; }
         if (!q->head) break;
         it = q->head;
         /* A record completes its mark under the queue lock, together with the count: whoever
@@ -13177,7 +13138,7 @@ static gf_result gf__stub_push(gf_stream *s, gf__stub_item *it) {
     gf__lock(&q->lock);
     if (q->tail) q->tail->next = it; else q->head = it;
     q->tail = it;
-    gf__atomic_store(&q->enqueued, q->enqueued + 1);
+    q->enqueued++;
     if (q->idle) gf__cond_broadcast(&q->cond);
     gf__unlock(&q->lock);
 #endif
