@@ -91,9 +91,9 @@
       (each field's default is written beside it).
     - Every fallible call returns gf_result: GF_OK == 0, failures negative, GF_NOT_READY and
       GF_TIMEOUT positive. gf_last_error() gives this thread's text for the last failure (a
-      success leaves it alone); every failure also goes to the logger (gf_set_logger), or with
-      none installed to stderr at the level GPUFLOW_LOG names (default: nothing, or warnings
-      while a debugging switch is on).
+      success leaves it alone); every failure also goes to the logger (gf_set_logger; it may
+      call gpuflow, and the failure keeps its text), or with none installed to stderr at the
+      level GPUFLOW_LOG names (default: nothing, or warnings while a debugging switch is on).
     - Bad input (NULL or wrong-type handles, out-of-range sizes, objects of another device,
       misuse during capture, ...) returns a specific code and changes nothing. Every group of
       declarations below names the codes its calls return beyond GF_ERROR_INVALID_HANDLE
@@ -750,7 +750,8 @@ GPUFLOW_API void      gf_set_allocator(const gf_allocator *allocator);          
    past its limit is refused (GF_ERROR_OUT_OF_MEMORY, naming the budget); the callback hears
    of it, and of each crossing of warn_at (a fraction of the limit) upward. The callback runs
    on the allocating thread as gf_buffer_create_desc returns (the allocation decided, its
-   error text kept), with no gpuflow lock held (it may destroy buffers; not the budget).
+   error text kept), with no gpuflow lock held (it may destroy buffers and the budget;
+   gf_device_close of its device is refused there, GF_ERROR_INVALID_STATE).
    Per-budget figures: gf_budget_get_stats, the device's gf_memory_stats, and (with the
    profiler on) a counter per budget in the trace. A budget
    destroyed while buffers are charged to it stays until they go (its stats no longer read).
@@ -1168,8 +1169,9 @@ GPUFLOW_API uint64_t  gf_faults_injected(void);   /* failures injected since the
    calls a budget's callback makes are written after the call that ran it, and a stream
    callback's from its thread as they happen), and
    the race detector, profiler and fault switches. Flows and gf_graph_capture are written as
-   the calls they make (a flow's own events are not: a replay skips the waits on them; nor its
-   condition tasks: a captured flow's loops and branches are missing from the file); a
+   the calls they make, with the events gpuflow made for them (a flow's lane edges): the first
+   call that names one is preceded by an event_create, so the replay records and waits alike.
+   Not written: a flow's condition tasks (a captured flow's loops and branches are missing); a
    stream callback as a no-op in its place (its code is the program's). Interop (native
    handles, external memory, semaphores) is not written: a replay skips the calls that name
    such objects, and counts them. GPUFLOW_RECORD=file starts recording at the
@@ -1303,7 +1305,8 @@ GPUFLOW_API gf_result gf_replay(const gf_replay_desc *desc, gf_replay_report *ou
 static gf_allocator gf__allocator;   /* alloc NULL: the macros */
 static int gf__faults_armed;         /* faults on demand (>>faults), atomic: some rule is set */
 static int gf__fault_alloc(void);    /* 1: this allocation fails on purpose */
-static GF__TLS int gf__alloc_own;    /* > 0: what fault rules do not count (a replay's bookkeeping, a recording's snapshots) */
+static GF__TLS int gf__alloc_own;    /* > 0: what fault rules do not count (a replay's bookkeeping, a recording's
+                                        snapshots, OpenCL callback threads started on the driver's thread) */
 static void *gf__malloc(size_t n) {
     if (gf__fault_alloc()) return NULL;
     return gf__allocator.alloc ? gf__allocator.alloc(gf__allocator.user, n) : GPUFLOW_MALLOC(n);
@@ -1639,8 +1642,12 @@ static void gf__log_text(gf_log_level level, gf_result code, const char *text) {
     fn = gf__log_fn;
     user = gf__log_user;
     gf__log_lock_release();
-    if (fn) fn(user, level, code, text);   /* outside the lock: a logger may call gpuflow */
-    else if ((int)level <= gf__stderr_level_now()) fprintf(stderr, "%s%s\n", strncmp(text, "gpuflow:", 8) ? "gpuflow: " : "", text);
+    if (fn) {   /* outside the lock: a logger may call gpuflow, and the failure it hears of keeps its text */
+        char saved[sizeof gf__error_text];
+        memcpy(saved, gf__error_text, sizeof saved);
+        fn(user, level, code, text);
+        memcpy(gf__error_text, saved, sizeof saved);
+    } else if ((int)level <= gf__stderr_level_now()) fprintf(stderr, "%s%s\n", strncmp(text, "gpuflow:", 8) ? "gpuflow: " : "", text);
 }
 
 static gf_log_level gf__level_of(gf_result code) {
@@ -2841,6 +2848,7 @@ static GF__TLS uint64_t gf__rec_late_token; /* that copy's bytes, seen in stream
 static uint64_t gf__rec_late_enqueue(gf_stream *s, const gf__cmd *c);
 static void gf__rec_late_cancel(uint64_t number);
 static void gf__rec_late_forget(gf_device *dev);
+static void gf__rec_gone(const void *obj);
 
 /* GPUFLOW_FAULTS: the rules of gf_faults_set, once per process, at the first device's open. */
 static void gf__env_faults(void) {
@@ -2937,6 +2945,7 @@ static gf_result gf__refuse_forked(const gf_device *dev, const char *fn) {
 /* The stream whose host callback this thread is running (NULL: none). A wait from inside it
    for that stream, or for the whole device, would wait for the callback itself. */
 static GF__TLS gf_stream *gf__callback_stream;
+static GF__TLS gf_device *gf__budget_calling;   /* the device whose budget's callback this thread runs */
 static gf_result gf__refuse_self_wait(const char *fn, gf_device *dev, const gf_stream *s) {
     const gf_stream *cb = gf__callback_stream;
     gf_result r = gf__refuse_forked(dev, fn);
@@ -3121,6 +3130,11 @@ static void gf__env_at_close(gf_device *dev) {
 static void gf__call_device_close(gf_device *dev) {
     GF__CHECK_VOID(dev, GF__T_DEVICE);
     if (gf__refuse_self_wait("gf_device_close", dev, NULL) != GF_OK) return;   /* kept: closing waits for the device */
+    if (gf__budget_calling == dev) {
+        gf__set_error(GF_ERROR_INVALID_STATE, "gf_device_close: called from a callback of one of the device's budgets, which holds "
+                      "the budget until it returns; close the device after it");
+        return;
+    }
     gf__open_devices_remove(dev);
     gf__report_live(dev);
     gf__wait_device(dev);
@@ -3799,20 +3813,22 @@ static void gf__budget_unref(gf_budget *b) {   /* mem_lock held; the last refere
 typedef struct gf__budget_note { gf_budget *budget; gf_budget_event event; uint64_t used, asked; } gf__budget_note;
 static GF__TLS gf__budget_note gf__budget_due;
 static void gf__budget_tell(gf_budget *b, gf_budget_event event, uint64_t used, uint64_t asked) {   /* mem_lock held */
-    if (!b->fn || gf__budget_due.budget) return;   /* one a call */
+    if (!b->fn || gf__budget_due.budget) return;   /* one a call: gf_buffer_create_desc clears it */
     b->refs++;
     gf__budget_due.budget = b; gf__budget_due.event = event; gf__budget_due.used = used; gf__budget_due.asked = asked;
 }
-static void gf__budget_told(void) {   /* the calling thread's due callback, if any */
-    gf__budget_note note = gf__budget_due;
+static void gf__budget_told(const gf__budget_note *due) {   /* a call's due callback, if any */
+    gf__budget_note note = *due;
     char saved[sizeof gf__error_text];
-    gf_device *dev;
+    gf_device *dev, *calling;
     if (!note.budget) return;
-    gf__budget_due.budget = NULL;
     memcpy(saved, gf__error_text, sizeof saved);   /* the call's own error text outlives the callback's calls */
-    note.budget->fn(note.budget->user, note.budget, note.event, note.used, note.asked);
-    memcpy(gf__error_text, saved, sizeof saved);
     dev = note.budget->dev;
+    calling = gf__budget_calling;
+    gf__budget_calling = dev;
+    note.budget->fn(note.budget->user, note.budget, note.event, note.used, note.asked);
+    gf__budget_calling = calling;
+    memcpy(gf__error_text, saved, sizeof saved);
     gf__spin_lock(&dev->mem_lock);
     gf__budget_unref(note.budget);
     gf__spin_unlock(&dev->mem_lock);
@@ -4593,6 +4609,7 @@ static gf_result gf__event_new(gf_device *dev, unsigned flags, gf_event **out) {
     return GF_OK;
 }
 static void gf__event_free(gf_event *ev) {
+    if (gf__atomic_load_int(&gf__rec_on)) gf__rec_gone(ev);   /* one gpuflow made: its number goes with it */
     ev->dev->be->event_destroy(ev);
     gf__free(ev->race_vc);
     gf__obj_free(ev->dev, ev);
@@ -9791,8 +9808,8 @@ static void gf__rec_module(const gf_module_desc *d, gf_result r) {
 }
 /* The arguments only when the launch took them: a refused launch may not have looked at args,
    which then need not hold count entries (nor a value its size). */
-static void gf__rec_launch(const gf_launch_dims *dims, const gf_arg *args, int count, gf_result r) {
-    int i, n = r == GF_OK && args && count > 0 && count <= GF__REC_MAX_ARGS ? count : 0;
+static void gf__rec_launch(const gf_launch_dims *dims, const gf_arg *args, int count, int checked) {   /* checked: the call checked args */
+    int i, n = checked && args && count > 0 && count <= GF__REC_MAX_ARGS ? count : 0;
     for (i = 0; i < 3; i++) gf__rec_u32(dims->grid[i]);
     for (i = 0; i < 3; i++) gf__rec_u32(dims->block[i]);
     gf__rec_u64(dims->shared_bytes);
@@ -9882,7 +9899,11 @@ static void gf__rec_args(gf__rec_call call, gf_result r, va_list ap) {
     case 'a': {
         const gf_launch_dims *dims = va_arg(ap, const gf_launch_dims *);
         const gf_arg *args = va_arg(ap, const gf_arg *);
-        gf__rec_launch(dims, args, va_arg(ap, int), r);
+        int count = va_arg(ap, int);
+        /* a launch that failed after its checks (in gf__submit: a fault, the driver) has
+           arguments as good as a successful one's, and its replay must reach the same failure */
+        int checked = r == GF_OK || (call == GF__RC_launch && (r == GF_ERROR_OUT_OF_MEMORY || r == GF_ERROR_DRIVER || r == GF_ERROR_DEVICE_LOST));
+        gf__rec_launch(dims, args, count, checked);
         break;
     }
     case '2': gf__rec_copy_2d(va_arg(ap, const gf_copy_2d *), r); break;
@@ -10102,12 +10123,48 @@ static void gf__rec_refusal_end(const char *saved, const char *fn) {
     gf__rec_retired = NULL;
 }
 
+/* Events gpuflow made for itself (a flow's, a set's) that a successful call names: the first
+   time, a record that makes them (an event_create) goes before the call's, so that the replay
+   has them and makes the same records and waits (gf__rec.lock held). Returns what to warn of. */
+static const char *gf__rec_introduce(gf__rec_call call, va_list ap) {
+    const char *a, *why = NULL;
+    for (a = gf__rec_calls[call].args; *a && !why; a++) {
+        const gf_event *ev;
+        switch (*a) {   /* in the rows that name events, only objects come before them */
+        case 'E': break;
+        case 'D': case 'B': case 'S': case 'P': case 'M': case 'K': case 'G': case 'Q': case 'W': case 'J': case 'V':
+            (void)va_arg(ap, const void *);
+            continue;
+        default: return why;
+        }
+        ev = (const gf_event *)va_arg(ap, const void *);
+        if (!ev || gf__rec_find(ev)) continue;
+        gf__rec_begin(GF__RC_event_create, GF_OK);
+        gf__rec_u32(gf__rec_id(ev->dev));
+        gf__rec_u32(ev->flags);
+        gf__rec_u32(gf__rec_new(ev));
+        why = gf__rec_emit(0);
+    }
+    return why;
+}
+/* An object gpuflow frees on its own (not through a recorded destroy): its number is retired. */
+static void gf__rec_gone(const void *obj) {
+    gf__spin_lock(&gf__rec.lock);
+    if (gf__rec.file) gf__rec_forget(obj);
+    gf__spin_unlock(&gf__rec.lock);
+}
+
 static void gf__rec_write(gf__rec_call call, int result, ...) {   /* an int: the last named argument of a va_list is not promoted */
     gf_result r = (gf_result)result;
     const char *why = NULL;
     char path[512];
     va_list ap;
     gf__spin_lock(&gf__rec.lock);
+    if (gf__rec.file && r == GF_OK && strchr(gf__rec_calls[call].args, 'E')) {
+        va_start(ap, result);
+        why = gf__rec_introduce(call, ap);
+        va_end(ap);
+    }
     if (gf__rec.file) {   /* else stopped since the caller looked */
         gf__rec_begin((uint16_t)call, r);
         va_start(ap, result);
@@ -10259,8 +10316,13 @@ static gf_result gf__recorded_buffer_create_desc(gf_device *dev, const gf_buffer
     GF__RECORDED(buffer_create_desc, gf__call_buffer_create_desc(dev, desc, out), GF__P(dev), desc, GF__P(out));
 }
 GPUFLOW_IMPL gf_result gf_buffer_create_desc(gf_device *dev, const gf_buffer_desc *desc, gf_buffer **out) {
-    gf_result r = gf__recorded_buffer_create_desc(dev, desc, out);
-    gf__budget_told();   /* after the record: what the callback calls comes after it */
+    gf__budget_note outer = gf__budget_due, mine;   /* a call inside a logger has a note of its own */
+    gf_result r;
+    gf__budget_due.budget = NULL;
+    r = gf__recorded_buffer_create_desc(dev, desc, out);
+    mine = gf__budget_due;
+    gf__budget_due = outer;
+    gf__budget_told(&mine);   /* after the record: what the callback calls comes after it */
     return r;
 }
 GPUFLOW_IMPL void gf_buffer_destroy(gf_buffer *buf) { GF__RECORDED_VOID(buffer_destroy, gf__call_buffer_destroy(buf), GF__P(buf)); }

@@ -580,7 +580,11 @@ static void CL_CALLBACK gf__cl_on_marker(cl_event marker, cl_int status, void *a
     if (d->cb_tail) d->cb_tail->next = job; else d->cb_head = job;
     d->cb_tail = job;
     d->cb_queued++;
-    if (d->cb_queued > d->cb_idle) gf__cl_spawn(d);
+    if (d->cb_queued > d->cb_idle) {   /* on the driver's thread, whenever it runs: not a count fault rules can aim at */
+        gf__alloc_own++;
+        gf__cl_spawn(d);
+        gf__alloc_own--;
+    }
     gf__cond_broadcast(&d->cb_cond);
     gf__unlock(&d->lock);
 }

@@ -236,6 +236,61 @@ static void test_budgets(gf_backend backend)
     CHECK_EQ_RESULT(gf_profiler_enable(dev, 0), GF_OK);
 }
 
+/* Review 5: a budget's callback is told as its own create returns, never inside another call
+   (D1: a logger that creates on a second budget ran the first budget's callback early and lost
+   the second's); one that closes its device is refused (D4: read after free). */
+static gf_budget *bl_a, *bl_b;
+static int bl_in_logger, bl_a_in_logger, bl_a_heard, bl_b_heard;
+static gf_result bl_close_result = GF_OK;
+static void bl_on_a(void *user, gf_budget *b, gf_budget_event event, uint64_t used, uint64_t asked)
+{
+    (void)user; (void)b; (void)event; (void)used; (void)asked;
+    bl_a_heard++;
+    bl_a_in_logger += bl_in_logger;
+}
+static void bl_on_b(void *user, gf_budget *b, gf_budget_event event, uint64_t used, uint64_t asked)
+{
+    (void)user; (void)b; (void)event; (void)used; (void)asked;
+    bl_b_heard++;
+    gf_device_close(dev);   /* refused: the callback holds the budget */
+    bl_close_result = strstr(gf_last_error(), "gf_device_close") ? GF_ERROR_INVALID_STATE : GF_OK;
+}
+static void bl_logger(void *user, gf_log_level level, gf_result code, const char *message)
+{
+    gf_buffer_desc d;
+    gf_buffer *x = NULL;
+    (void)user; (void)level; (void)code;
+    if (bl_in_logger || !strstr(message, "budget 'a'")) return;
+    bl_in_logger = 1;
+    memset(&d, 0, sizeof d);
+    d.size = 4096; d.budget = bl_b;
+    CHECK_FAIL(gf_buffer_create_desc(dev, &d, &x), GF_ERROR_OUT_OF_MEMORY);
+    bl_in_logger = 0;
+}
+static void test_budget_callbacks(void)
+{
+    gf_budget_desc bd;
+    gf_buffer_desc d;
+    gf_buffer *x = NULL;
+    memset(&bd, 0, sizeof bd);
+    bd.label = "a"; bd.limit = 1024; bd.fn = bl_on_a;
+    CHECK_EQ_RESULT(gf_budget_create(dev, &bd, &bl_a), GF_OK);
+    bd.label = "b"; bd.fn = bl_on_b;
+    CHECK_EQ_RESULT(gf_budget_create(dev, &bd, &bl_b), GF_OK);
+    if (!bl_a || !bl_b) return;
+    gf_set_logger(bl_logger, NULL);
+    memset(&d, 0, sizeof d);
+    d.size = 4096; d.budget = bl_a;
+    CHECK_FAIL(gf_buffer_create_desc(dev, &d, &x), GF_ERROR_OUT_OF_MEMORY);
+    gf_set_logger(NULL, NULL);
+    CHECK(strstr(gf_last_error(), "budget 'a'") != NULL, "budget callbacks: the refused create keeps its own error text");
+    CHECK(bl_a_heard == 1 && bl_a_in_logger == 0, "budget callbacks: a's callback ran once, as a's create returned, not inside the logger's call");
+    CHECK(bl_b_heard == 1, "budget callbacks: b's refusal, inside the logger, was told to b's callback");
+    CHECK(bl_close_result == GF_ERROR_INVALID_STATE, "budget callbacks: closing the device from a budget's callback is refused");
+    gf_budget_destroy(bl_b);
+    gf_budget_destroy(bl_a);
+}
+
 int main(int argc, char **argv)
 {
     gf_backend backend;
@@ -252,6 +307,7 @@ int main(int argc, char **argv)
     test_frames();
     test_flow_frames();
     test_budgets(backend);
+    test_budget_callbacks();
     gf_device_close(dev);
     return th_finish();
 }

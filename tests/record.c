@@ -22,6 +22,7 @@
      review     an outside review's reproducers (R1-R6), each a regression
      faults     alloc fault rules recorded: the replay's own memory is not counted, so the
                 same calls fail
+     flow       a flow's own events are made in the replay: its lanes' records and waits replay
      budget     the calls a budget's callback makes are recorded after the call that ran it
      snapshot   an async copy from host memory that earlier work on its stream fills: the
                 bytes it read are recorded (taken in stream order), so its replay matches
@@ -882,6 +883,23 @@ static void test_alloc_faults(void)
             refused += gf_event_create(dev, 0, &evs[i]) == GF_ERROR_OUT_OF_MEMORY;
         }
         CHECK_EQ_RESULT(gf_faults_set(NULL), GF_OK);
+        if (s && buf) {   /* a launch failed by the rule after its checks: written with its arguments (review 5, D3) */
+            gf_module *mod = NULL;
+            gf_kernel *add = NULL;
+            gf_launch_dims dims = dims_n();
+            uint32_t n = 64, v = 1;
+            gf_arg args[3];
+            CHECK_EQ_RESULT(gf_module_load(dev, &tk_module, &mod), GF_OK);
+            if (mod) CHECK_EQ_RESULT(gf_kernel_get(mod, "add_u32", &add), GF_OK);
+            args[0].buffer = buf; args[0].value = NULL; args[0].size = 0;
+            args[1].buffer = NULL; args[1].value = &n; args[1].size = sizeof n;
+            args[2].buffer = NULL; args[2].value = &v; args[2].size = sizeof v;
+            CHECK_EQ_RESULT(gf_faults_set("op:1"), GF_OK);
+            if (add) CHECK_FAIL(gf_launch(s, add, dims, args, 3), GF_ERROR_DRIVER);
+            CHECK_EQ_RESULT(gf_faults_set(NULL), GF_OK);
+            CHECK_EQ_RESULT(gf_stream_synchronize(s), GF_OK);
+            if (mod) gf_module_destroy(mod);
+        }
         for (i = 0; i < 8; i++) if (evs[i]) gf_event_destroy(evs[i]);
         if (buf) gf_buffer_destroy(buf);
         if (s) gf_stream_destroy(s);
@@ -891,6 +909,7 @@ static void test_alloc_faults(void)
     CHECK(refused == 1, "alloc faults: the rule refused one call while recording");
     memset(&d, 0, sizeof d);
     d.path = path2; d.backend = backend;   /* a backend's calls allocate as that backend does */
+    d.stub_kernels = tk_stub_kernels; d.stub_kernel_count = 3;
     CHECK_EQ_RESULT(gf_replay(&d, &rep), GF_OK);
     CHECK(rep.mismatches == 0, "alloc faults: the replay's own allocations are not counted, so the same call fails as recorded");
     if (rep.mismatches) printf("  %s\n", rep.first_mismatch);
@@ -951,6 +970,73 @@ static void test_budget_calls(void)
     CHECK_EQ_RESULT(gf_replay(&d, &rep), GF_OK);
     CHECK(rep.mismatches == 0 && bc_destroys == 5, "budget calls: the calls a budget's callback makes are recorded after the call that ran it, and replay alike");
     if (rep.mismatches || bc_destroys != 5) printf("  destroys replayed %d: %s\n", bc_destroys, rep.first_mismatch);
+    remove(path2);
+}
+
+/* A flow's own events (made by gpuflow, for the edges between its lanes): the first call that
+   names one brings a record that makes it, so the replay records and waits on them as the run
+   did and skips nothing. */
+static gf_buffer *fe_a, *fe_b, *fe_c;
+static gf_result fe_fill_a(gf_stream *s, void *user) { (void)user; return gf_fill_async(s, fe_a, 0, 0x3c, 4096); }
+static gf_result fe_fill_b(gf_stream *s, void *user) { (void)user; return gf_fill_async(s, fe_b, 0, 0x4d, 4096); }
+static gf_result fe_join(gf_stream *s, void *user)
+{
+    gf_result r = gf_copy_buffer_async(s, fe_c, 0, fe_a, 0, 2048);
+    (void)user;
+    return r != GF_OK ? r : gf_copy_buffer_async(s, fe_c, 2048, fe_b, 0, 2048);
+}
+static void test_flow_events(void)
+{
+    gf_record_desc rd;
+    gf_replay_desc d;
+    gf_replay_report rep;
+    gf_device *dev = NULL;
+    gf_stream_pool *pool = NULL;
+    gf_flow *flow = NULL;
+    gf_flow_stats st;
+    gf_task ta, tb, tj;
+    unsigned char back[4096];
+    int run;
+    snprintf(path2, sizeof path2, "record_%d_flow.gfrec", (int)getpid());
+    memset(&rd, 0, sizeof rd);
+    rd.path = path2;
+    rd.device_to_host = 1;
+    memset(&st, 0, sizeof st);
+    fe_a = fe_b = fe_c = NULL;
+    if (!CHECK_EQ_RESULT(gf_record_start(&rd), GF_OK)) return;
+    if (CHECK_EQ_RESULT(gf_device_open(backend, 0, &dev), GF_OK)) {
+        CHECK_EQ_RESULT(gf_stream_pool_create(dev, NULL, &pool), GF_OK);
+        CHECK_EQ_RESULT(gf_buffer_create(dev, 4096, &fe_a), GF_OK);
+        CHECK_EQ_RESULT(gf_buffer_create(dev, 4096, &fe_b), GF_OK);
+        CHECK_EQ_RESULT(gf_buffer_create(dev, 4096, &fe_c), GF_OK);
+        CHECK_EQ_RESULT(gf_flow_create(dev, NULL, &flow), GF_OK);
+        if (flow) {
+            CHECK_EQ_RESULT(gf_flow_add(flow, "a", fe_fill_a, NULL, &ta), GF_OK);
+            CHECK_EQ_RESULT(gf_flow_add(flow, "b", fe_fill_b, NULL, &tb), GF_OK);
+            CHECK_EQ_RESULT(gf_flow_add(flow, "join", fe_join, NULL, &tj), GF_OK);
+            CHECK_EQ_RESULT(gf_flow_depend(flow, ta, tj), GF_OK);
+            CHECK_EQ_RESULT(gf_flow_depend(flow, tb, tj), GF_OK);
+            for (run = 0; run < 3 && pool; run++) {   /* runs may overlap: each waits for the one before */
+                CHECK_EQ_RESULT(gf_flow_run(flow, pool), GF_OK);
+                CHECK_EQ_RESULT(gf_stream_pool_synchronize(pool), GF_OK);
+            }
+            CHECK_EQ_RESULT(gf_flow_get_stats(flow, &st), GF_OK);
+            if (fe_c) CHECK_EQ_RESULT(gf_copy_to_host(back, fe_c, 0, sizeof back), GF_OK);
+            gf_flow_destroy(flow);
+        }
+        if (fe_c) gf_buffer_destroy(fe_c);
+        if (fe_b) gf_buffer_destroy(fe_b);
+        if (fe_a) gf_buffer_destroy(fe_a);
+        if (pool) gf_stream_pool_destroy(pool);
+        gf_device_close(dev);
+    }
+    CHECK_EQ_RESULT(gf_record_stop(), GF_OK);
+    CHECK(st.cross_edges > 0, "flow events: the join waited across lanes");
+    memset(&d, 0, sizeof d);
+    d.path = path2; d.backend = GF_BACKEND_STUB;
+    CHECK_EQ_RESULT(gf_replay(&d, &rep), GF_OK);
+    CHECK(rep.mismatches == 0 && rep.skipped == 0, "flow events: the flow's own events are made in the replay, so its records and waits are replayed, none skipped");
+    if (rep.mismatches || rep.skipped) printf("  %llu replayed, %llu skipped: %s\n", (unsigned long long)rep.replayed, (unsigned long long)rep.skipped, rep.first_mismatch);
     remove(path2);
 }
 
@@ -1075,6 +1161,7 @@ int main(int argc, char **argv)
     test_snapshot_staged();
     test_alloc_faults();
     test_budget_calls();
+    test_flow_events();
     test_env(argv[0], name);
     remove(path);
     return th_finish();
