@@ -10,7 +10,9 @@
      - gf_stream_query on an idle stream (no driver work on the stub: the wrapper's share is
        largest here);
      - gf_event_record of one event on one stream;
-     - gf_launch of an empty kernel (stub: 1 block of 1 thread; a GPU: the driver's launch).
+     - gf_launch of an empty kernel (stub: 1 block of 1 thread; a GPU: the driver's launch);
+     - gf_copy_to_device_async of 256 bytes from pinned memory: recording takes its bytes as
+       the stream reaches the copy, through a host callback queued before it (the snapshot).
    Then the same three with recording on (to a file in TMPDIR, device-to-host bytes off),
    against the wrapper with it off, batches alternating again. The stub runs inline here
    (GPUFLOW_STUB_INLINE), so its figures do not swing with a worker thread's wake-ups. Nothing
@@ -38,6 +40,9 @@ static double now_ns(void) { return bench_now_us() * 1e3; }
 static gf_stream *s;
 static gf_event *ev;
 static gf_kernel *empty;
+static gf_buffer *dst;
+static void *pinned;
+enum { COPY_BYTES = 256 };
 
 /* One operation, by its body (0) or its public, recorded entry point (1). */
 static void query(int wrapped) { if (wrapped) (void)gf_stream_query(s); else (void)gf__call_stream_query(s); }
@@ -48,6 +53,9 @@ static void launch(int wrapped) {
     d.grid[0] = d.grid[1] = d.grid[2] = 1;
     d.block[0] = d.block[1] = d.block[2] = 1;
     CHECK(wrapped ? gf_launch(s, empty, d, NULL, 0) : gf__call_launch(s, empty, d, NULL, 0));
+}
+static void upload(int wrapped) {
+    CHECK(wrapped ? gf_copy_to_device_async(s, dst, 0, pinned, COPY_BYTES) : gf__call_copy_to_device_async(s, dst, 0, pinned, COPY_BYTES));
 }
 
 /* ns per call of op, for side 0 and side 1, batches alternating; the stream drained after each. */
@@ -89,6 +97,7 @@ static void time_recording(void (*op)(int), const char *path, double out[2]) {
 int main(int argc, char **argv) {
     static const struct { const char *name; void (*op)(int); } ops[] = {
         { "gf_stream_query, idle stream", query }, { "gf_event_record", record }, { "gf_launch, empty kernel", launch },
+        { "gf_copy_to_device_async, 256 B", upload },
     };
     gf_backend b = bench_backend(argc, argv, "record_bench [stub|cuda|opencl|hip]");
     gf_device *dev;
@@ -101,6 +110,9 @@ int main(int argc, char **argv) {
     CHECK(gf_event_create(dev, 0, &ev));
     CHECK(gf_module_load(dev, &tk_module, &mod));
     CHECK(gf_kernel_get(mod, "empty", &empty));
+    CHECK(gf_buffer_create(dev, COPY_BYTES, &dst));
+    CHECK(gf_host_alloc(dev, COPY_BYTES, &pinned));
+    memset(pinned, 7, COPY_BYTES);
     snprintf(path, sizeof path, "%s/record_bench.gfrec", tmp && *tmp ? tmp : "/tmp");
     printf("record_bench on %s (%s backend), medians of %d batches of %d calls\n", gf_device_name(dev),
            gf_backend_name(gf_device_backend(dev)), BATCHES, ROUNDS);
@@ -113,6 +125,8 @@ int main(int argc, char **argv) {
                rec[0], rec[1], rec[1] / rec[0]);
     }
     remove(path);
+    gf_host_free(dev, pinned);
+    gf_buffer_destroy(dst);
     gf_module_destroy(mod);
     gf_event_destroy(ev);
     gf_stream_destroy(s);
