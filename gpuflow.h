@@ -2676,11 +2676,13 @@ static const char *gf__api_name(const char *fn) {
     return name;
 }
 #define GF__FN gf__api_name(__func__)
+/* The NULL test is spelled out (gf__is makes it too) so that the code after the check visibly
+   has a non-NULL handle, also where gf__is is not looked into. */
 #define GF__CHECK(obj, T) \
-    do { if (!gf__is((obj), (T))) return gf__bad_handle(GF__FN, #obj, (obj), (T)); } while (0)
+    do { if (!(obj) || !gf__is((obj), (T))) return gf__bad_handle(GF__FN, #obj, (obj), (T)); } while (0)
 /* The same for functions that return nothing (destroy, close): they only set the error text. */
 #define GF__CHECK_VOID(obj, T) \
-    do { if (!gf__is((obj), (T))) { gf__say_bad_handle(GF__FN, #obj, (obj), (T)); return; } } while (0)
+    do { if (!(obj) || !gf__is((obj), (T))) { gf__say_bad_handle(GF__FN, #obj, (obj), (T)); return; } } while (0)
 #define GF__CHECK_OUT(out) \
     do { if (!(out)) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "%s: %s is NULL", GF__FN, #out); } while (0)
 #define GF__SAME_DEVICE(a, b) \
@@ -7224,7 +7226,7 @@ GPUFLOW_IMPL gf_result gf_flow_capture(gf_flow *flow, gf_stream *s, gf_graph **o
     if ((r = gf__flow_plan_make(flow, &plan)) != GF_OK) { gf__unlock(&flow->lock); return r; }
     if (!(lanes = (gf_stream **)gf__calloc(sizeof *lanes * (size_t)(plan.lanes + 1))))
         r = gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_flow_capture: out of host memory");
-    if (r == GF_OK && plan.lanes - 1 > flow->fork_count) {   /* the flow keeps its fork streams */
+    if (r == GF_OK && plan.lanes > 1 && plan.lanes - 1 > flow->fork_count) {   /* the flow keeps its fork streams */
         gf_stream **forks = (gf_stream **)gf__realloc(flow->forks, sizeof *forks * (size_t)(plan.lanes - 1));
         if (!forks) r = gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_flow_capture: out of host memory");
         else flow->forks = forks;
@@ -10293,7 +10295,7 @@ GPUFLOW_IMPL gf_result gf_device_open(gf_backend b, int index, gf_device **out) 
     if (!gf__rec_depth && gf__atomic_load_int(&gf__rec_on)) {
         char spec[sizeof gf__rec.env_faults];
         int pending, result;
-        gf__rec_write(GF__RC_device_open, r, (int)(r == GF_OK ? gf_device_backend(*out) : b), index, GF__P(out));
+        gf__rec_write(GF__RC_device_open, r, (int)(r == GF_OK && out ? gf_device_backend(*out) : b), index, GF__P(out));
         gf__spin_lock(&gf__rec.lock);
         pending = gf__rec.env_faults_pending;
         gf__rec.env_faults_pending = 0;

@@ -57,8 +57,11 @@ static int is_u32(gf_buffer *b, uint32_t v, const char *what)
 {
     uint32_t h[N];
     unsigned i;
-    gf_result r = gf_copy_to_host(h, b, 0, sizeof h);
-    int ok = r == GF_OK;
+    gf_result r;
+    int ok;
+    for (i = 0; i < N; i++) h[i] = ~v;   /* what the copy did not write fails the check */
+    r = gf_copy_to_host(h, b, 0, sizeof h);
+    ok = r == GF_OK;
     for (i = 0; ok && i < N; i++) ok = h[i] == v;
     if (r != GF_OK) printf("  %s: copying the buffer back failed: %s\n", what, gf_result_name(r));
     else if (!ok) printf("  %s: element 0 is %u, expected %u\n", what, (unsigned)h[0], (unsigned)v);

@@ -602,7 +602,9 @@ static void test_flow_conditions(int can_capture)
     gf_stream_pool *pool = NULL;
     gf_flow_stats fs;
     gf_flow_desc fd;
-    gf_task init, body, cond, done, side, extra, pre, br, a0, b0, b1, x, y;
+    /* 0 is no flow's task (a flow's id, in the high 16 bits, is never 0): a failed add leaves
+       an id that the calls after it refuse, never an unset one */
+    gf_task init = 0, body = 0, cond = 0, done = 0, side = 0, extra = 0, pre = 0, br = 0, a0 = 0, b0 = 0, b1 = 0, x = 0, y = 0;
     gf_graph *g = NULL;
     int w[WORDS], i, mode;
     char path[256], text[4096];
@@ -636,6 +638,7 @@ static void test_flow_conditions(int can_capture)
             if (w[2] != expect || w[10] != (i == 2 ? 0 : expect))
                 printf("  %s from %d: %d iterations, extra %d, init %d, done %d\n", mode ? "captured" : "run", starts[i], w[2], w[10], w[4], w[5]);
         }
+    memset(&fs, 0, sizeof fs);   /* the message below reads it even when the call failed */
     CHECK(gf_flow_get_stats(flow, &fs) == GF_OK && fs.runs == 3 && fs.tasks_run == 22 + 6 + 5,
           "flow conditions: stats count every task run, each time round (22, 6 and 5 runs)");
     if (fs.tasks_run != 22 + 6 + 5) printf("  tasks_run %llu\n", (unsigned long long)fs.tasks_run);
@@ -686,7 +689,7 @@ static void test_flow_conditions(int can_capture)
         CHECK(strstr(gf_last_error(), "condition task") != NULL, "flow conditions: a cycle of plain edges is refused, the message says where loops go");
         /* a task picked by two conditions: run, but not captured (the shape is named) */
         if (can_capture) {
-            gf_task second;
+            gf_task second = 0;
             CHECK_EQ_RESULT(gf_flow_add_condition(flow, "second?", st, 12, &second), GF_OK);
             CHECK_EQ_RESULT(gf_flow_depend(flow, second, a0), GF_OK);
             CHECK_FAIL(gf_flow_capture(flow, s, &g), GF_ERROR_CAPTURE);
@@ -725,7 +728,7 @@ static void test_flow_conditions(int can_capture)
     /* review R3: a task runs when each of its plain edges' tasks ran since its last run, not when
        their runs add up: A twice and B never leaves X unrun */
     if (CHECK_EQ_RESULT(gf_flow_create(dev, NULL, &flow), GF_OK)) {
-        gf_task ta, tf, tz, tb;
+        gf_task ta = 0, tf = 0, tz = 0, tb = 0;
         CHECK_EQ_RESULT(gf_flow_add(flow, "init", fc_add, FC_ADD(4, 1), &init), GF_OK);
         CHECK_EQ_RESULT(gf_flow_add(flow, "A", fc_add, FC_ADD(5, 1), &ta), GF_OK);
         CHECK_EQ_RESULT(gf_flow_add(flow, "F", fc_add, FC_ADD(13, 1), &tf), GF_OK);

@@ -1068,7 +1068,7 @@ static void op_buf_destroy_async(fz_in *in)
         fz_alt(&e, GF_ERROR_NOT_SUPPORTED);   /* the stream captures: refused */
         fz_alt(&e, GF_ERROR_CAPTURE);         /* a capture uses the buffer */
     }
-    if (FZ_CALL(&e, gf_buffer_destroy_async(s, b)) == GF_OK) fz_drop_buf(bi);
+    if (FZ_CALL(&e, gf_buffer_destroy_async(s, b)) == GF_OK && bi >= 0) fz_drop_buf(bi);   /* fz_check dies on GF_OK for a bad handle */
 }
 
 /* Synchronous copies both ways. */

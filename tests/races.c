@@ -1067,7 +1067,8 @@ int main(int argc, char **argv)
         } else {
             cases[i].fn(&e);
             gf_device_synchronize(e.dev);
-            gf_race_report(e.dev, &info);
+            memset(&info, 0, sizeof info);   /* read below even if the call failed */
+            CHECK_EQ_RESULT(gf_race_report(e.dev, &info), GF_OK);
             snprintf(what, sizeof what, "%s: %s (%d expected, %llu reported)", cases[i].races ? "racy" : "correct",
                      cases[i].name, cases[i].races, (unsigned long long)info.count);
             if (!CHECK(info.count == (uint64_t)cases[i].races, what))

@@ -35,6 +35,7 @@ static void test_frames(void)
     th_gate gates[3];
     int i, ok = 1;
     uint64_t most = 0;
+    memset(&fi, 0, sizeof fi);   /* read by the checks after each gf_stream_set_frames, which may have failed */
     CHECK_EQ_RESULT(gf_stream_set_create(dev, 3, "frames", &set), GF_OK);
     if (!set) return;
     CHECK_FAIL(gf_stream_set_end_frame(set), GF_ERROR_INVALID_STATE);   /* none begun */
@@ -88,10 +89,11 @@ static void test_flow_frames(void)
     gf_flow *flow = NULL;
     gf_stream_pool *pool = NULL;
     gf_frame_info fi;
-    gf_task a, b, c;
+    gf_task a = 0, b = 0, c = 0;   /* 0: no flow's task, refused if an add failed */
     th_gate gates[3];
     int i, ok = 1;
     uint64_t most = 0;
+    memset(&fi, 0, sizeof fi);   /* read by the checks after each gf_flow_frames, which may have failed */
     if (!CHECK_EQ_RESULT(gf_flow_create(dev, NULL, &flow), GF_OK)) return;
     CHECK_EQ_RESULT(gf_stream_pool_create(dev, NULL, &pool), GF_OK);
     CHECK_EQ_RESULT(gf_flow_add(flow, "hold", hold_task, NULL, &a), GF_OK);   /* two lanes: a -> c, b -> c */
