@@ -1169,8 +1169,9 @@ GPUFLOW_API uint64_t  gf_faults_injected(void);   /* failures injected since the
    calls a budget's callback makes are written after the call that ran it, and a stream
    callback's from its thread as they happen), and
    the race detector, profiler and fault switches. Flows and gf_graph_capture are written as
-   the calls they make, with the events gpuflow made for them (a flow's lane edges): the first
-   call that names one is preceded by an event_create, so the replay records and waits alike.
+   the calls they make, with the events and streams gpuflow made for them (a flow's lane
+   edges, a captured flow's fork streams): the first call that names one is preceded by an
+   event_create or stream_create, so the replay records, waits and forks alike.
    Not written: a flow's condition tasks (a captured flow's loops and branches are missing); a
    stream callback as a no-op in its place (its code is the program's). Interop (native
    handles, external memory, semaphores) is not written: a replay skips the calls that name
@@ -2334,7 +2335,8 @@ static const gf__backend *gf__backend_of(gf_backend b);
           GF__T_MODULE gf__type gf__copy GF__COPY_H2D GF__COPY_D2H GF__DEFAULT_POOL_KEEP
           GF__FAULT GF__TLS gf__error_text
      errors and logging: gf__fail gf__set_error gf__notice gf__quiet gf__copy_str
-     host memory: gf__malloc gf__calloc gf__free gf__grow
+     host memory: gf__malloc gf__calloc gf__free gf__grow gf__alloc_own (> 0 around an
+          allocation that fault rules must not count)
      threads: gf__mutex gf__mutex_init gf__mutex_destroy gf__lock gf__unlock gf__cond
           gf__cond_init gf__cond_destroy gf__cond_wait gf__cond_broadcast gf__thread
           gf__thread_create gf__thread_join gf__atomic_add gf__atomic_load gf__spin
@@ -3679,6 +3681,7 @@ static void gf__stream_free(gf_stream *s) {
     while (s->sync_refs) gf__cond_wait(&dev->released, &dev->lock);   /* a device sync still holds it */
     gf__unlock(&dev->lock);
     gf__stream_sync(s);
+    if (gf__atomic_load_int(&gf__rec_on)) gf__rec_gone(s);   /* one gpuflow made: its number goes with it */
     dev->be->stream_destroy(s);
     gf__mutex_destroy(&s->lock);
     gf__free(s->race_vc);
@@ -10125,26 +10128,33 @@ static void gf__rec_refusal_end(const char *saved, const char *fn) {
     gf__rec_retired = NULL;
 }
 
-/* Events gpuflow made for itself (a flow's, a set's) that a successful call names: the first
-   time, a record that makes them (an event_create) goes before the call's, so that the replay
-   has them and makes the same records and waits (gf__rec.lock held). Returns what to warn of. */
+/* Events and streams gpuflow made for itself (a flow's lane edges, a captured flow's fork
+   streams) that a successful call names: the first time, a record that makes them (an
+   event_create, a stream_create with its label) goes before the call's, so that the replay
+   has them and makes the same records, waits and forks (gf__rec.lock held). Only the leading
+   objects of a row are looked at (the rows that name events and streams start with them).
+   Returns what to warn of. */
 static const char *gf__rec_introduce(gf__rec_call call, va_list ap) {
     const char *a, *why = NULL;
     for (a = gf__rec_calls[call].args; *a && !why; a++) {
-        const gf_event *ev;
-        switch (*a) {   /* in the rows that name events, only objects come before them */
-        case 'E': break;
-        case 'D': case 'B': case 'S': case 'P': case 'M': case 'K': case 'G': case 'Q': case 'W': case 'J': case 'V':
-            (void)va_arg(ap, const void *);
-            continue;
-        default: return why;
+        const void *obj;
+        if (!strchr("DBSEPMKGQWJV", *a)) break;
+        obj = va_arg(ap, const void *);
+        if (!obj || (*a != 'E' && *a != 'S') || gf__rec_find(obj)) continue;
+        if (*a == 'E') {
+            const gf_event *ev = (const gf_event *)obj;
+            gf__rec_begin(GF__RC_event_create, GF_OK);
+            gf__rec_u32(gf__rec_id(ev->dev));
+            gf__rec_u32(ev->flags);
+        } else {
+            const gf_stream *s = (const gf_stream *)obj;
+            gf__rec_begin(GF__RC_stream_create, GF_OK);
+            gf__rec_u32(gf__rec_id(s->dev));
+            gf__rec_u32(1);
+            gf__rec_str(s->label);
+            gf__rec_u32((uint32_t)s->priority);
         }
-        ev = (const gf_event *)va_arg(ap, const void *);
-        if (!ev || gf__rec_find(ev)) continue;
-        gf__rec_begin(GF__RC_event_create, GF_OK);
-        gf__rec_u32(gf__rec_id(ev->dev));
-        gf__rec_u32(ev->flags);
-        gf__rec_u32(gf__rec_new(ev));
+        gf__rec_u32(gf__rec_new(obj));
         why = gf__rec_emit(0);
     }
     return why;
@@ -10162,7 +10172,7 @@ static void gf__rec_write(gf__rec_call call, int result, ...) {   /* an int: the
     char path[512];
     va_list ap;
     gf__spin_lock(&gf__rec.lock);
-    if (gf__rec.file && r == GF_OK && strchr(gf__rec_calls[call].args, 'E')) {
+    if (gf__rec.file && r == GF_OK && strpbrk(gf__rec_calls[call].args, "ES")) {
         va_start(ap, result);
         why = gf__rec_introduce(call, ap);
         va_end(ap);
