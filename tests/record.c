@@ -695,6 +695,25 @@ static void test_forked_skip(void)
    recorder that took the bytes at the call would write the memory's old bytes, and the
    replay's read-back would differ. A 2D copy's rows too. Then a recording stopped while a
    snapshot is still queued: taken at the stop, and the file replays. */
+/* The round's tests record into path2 (named for the test) and replay it: these two do both. */
+static int record_into(const char *name, int device_to_host)
+{
+    gf_record_desc rd;
+    snprintf(path2, sizeof path2, "record_%d_%s.gfrec", (int)getpid(), name);
+    memset(&rd, 0, sizeof rd);
+    rd.path = path2;
+    rd.device_to_host = device_to_host;
+    return CHECK_EQ_RESULT(gf_record_start(&rd), GF_OK);
+}
+static gf_result replay_on(gf_backend on, void (*on_call)(void *user, const gf_replay_call *call), gf_replay_report *rep)
+{
+    gf_replay_desc d;
+    memset(&d, 0, sizeof d);
+    d.path = path2; d.backend = on; d.on_call = on_call;
+    d.stub_kernels = tk_stub_kernels; d.stub_kernel_count = 3;
+    return gf_replay(&d, rep);
+}
+
 static void hold_until_open(void *user, gf_result status) { (void)status; th_flag_wait((th_flag *)user, 1, TH_WAIT_MS); }
 /* One recorded session: a device, a stream held by a callback until every call is made, a copy
    to the host that fills h, then async copies from h (whole, and 16 rows of it in 2D) and the
@@ -707,12 +726,8 @@ static void snapshot_session(int stop_early, uint32_t *back, unsigned char *rows
     gf_buffer *a = NULL, *b = NULL, *c = NULL;
     unsigned char *h = NULL;
     gf_copy_2d c2;
-    gf_record_desc rd;
     th_flag gate;
-    memset(&rd, 0, sizeof rd);
-    rd.path = path2;
-    rd.device_to_host = 1;   /* the replay compares what is read back */
-    if (!CHECK_EQ_RESULT(gf_record_start(&rd), GF_OK)) return;
+    if (!record_into("snapshot", 1)) return;   /* the replay compares what is read back */
     th_flag_init(&gate);
     if (CHECK_EQ_RESULT(gf_device_open(backend, 0, &dev), GF_OK)) {
         CHECK_EQ_RESULT(gf_stream_create(dev, NULL, &s), GF_OK);
@@ -754,11 +769,9 @@ static void test_snapshot(void)
 {
     uint32_t words[N], back[N];
     unsigned char rows[16 * 32];
-    gf_replay_desc d;
     gf_replay_report rep;
     unsigned i;
     int replays, good_rows = 1;
-    snprintf(path2, sizeof path2, "record_%d_snapshot.gfrec", (int)getpid());
     for (i = 0; i < N; i++) words[i] = i * 2654435761u + 7;
     memset(back, 0, sizeof back);
     memset(rows, 0, sizeof rows);
@@ -767,18 +780,14 @@ static void test_snapshot(void)
     for (i = 0; i < 16; i++) good_rows &= memcmp(rows + i * 32, (unsigned char *)words + i * 64, 32) == 0;
     CHECK(good_rows, "snapshot: the 2D copy read the rows the copy to the host wrote");
     for (replays = 0; replays < 2; replays++) {   /* on the stub, and on the backend it was recorded on */
-        memset(&d, 0, sizeof d);
-        d.path = path2; d.backend = replays ? backend : GF_BACKEND_STUB;
-        CHECK_EQ_RESULT(gf_replay(&d, &rep), GF_OK);
+        CHECK_EQ_RESULT(replay_on(replays ? backend : GF_BACKEND_STUB, NULL, &rep), GF_OK);
         CHECK(rep.mismatches == 0 && rep.skipped == 0 && rep.replayed >= 14,
               "snapshot: an async copy's bytes are those its stream gave it, so the replay reads back the same words");
         if (rep.mismatches || rep.skipped) printf("  replay on %s: %llu replayed, %llu skipped: %s\n", replays ? "the recorded backend" : "the stub",
                                                   (unsigned long long)rep.replayed, (unsigned long long)rep.skipped, rep.first_mismatch);
     }
     snapshot_session(1, back, rows, words);
-    memset(&d, 0, sizeof d);
-    d.path = path2; d.backend = GF_BACKEND_STUB;
-    CHECK_EQ_RESULT(gf_replay(&d, &rep), GF_OK);
+    CHECK_EQ_RESULT(replay_on(GF_BACKEND_STUB, NULL, &rep), GF_OK);
     CHECK(rep.mismatches == 0 && rep.skipped == 0 && rep.replayed >= 9 && !rep.cut,
           "snapshot: a recording stopped with a snapshot queued ends whole (the snapshot not taken: its memory may still be written)");
     remove(path2);
@@ -789,8 +798,6 @@ static void test_snapshot(void)
    order (review 4, D1: the snapshot read memory the program had already changed or freed). */
 static void test_snapshot_staged(void)
 {
-    gf_record_desc rd;
-    gf_replay_desc d;
     gf_replay_report rep;
     gf_device *dev = NULL;
     gf_stream *s = NULL;
@@ -798,12 +805,8 @@ static void test_snapshot_staged(void)
     unsigned char *p = (unsigned char *)malloc(4096), back[4096];
     th_flag gate;
     if (backend != GF_BACKEND_CUDA && backend != GF_BACKEND_HIP) { free(p); return; }   /* the backends that stage */
-    snprintf(path2, sizeof path2, "record_%d_staged.gfrec", (int)getpid());
-    memset(&rd, 0, sizeof rd);
-    rd.path = path2;
-    rd.device_to_host = 1;
     th_flag_init(&gate);
-    if (p && CHECK_EQ_RESULT(gf_record_start(&rd), GF_OK)) {
+    if (p && record_into("staged", 1)) {
         if (CHECK_EQ_RESULT(gf_device_open(backend, 0, &dev), GF_OK)) {
             CHECK_EQ_RESULT(gf_stream_create(dev, NULL, &s), GF_OK);
             CHECK_EQ_RESULT(gf_buffer_create(dev, 4096, &b), GF_OK);
@@ -822,9 +825,7 @@ static void test_snapshot_staged(void)
         if (s) gf_stream_destroy(s);
         if (dev) gf_device_close(dev);
         CHECK_EQ_RESULT(gf_record_stop(), GF_OK);
-        memset(&d, 0, sizeof d);
-        d.path = path2; d.backend = GF_BACKEND_STUB;
-        CHECK_EQ_RESULT(gf_replay(&d, &rep), GF_OK);
+        CHECK_EQ_RESULT(replay_on(GF_BACKEND_STUB, NULL, &rep), GF_OK);
         CHECK(rep.mismatches == 0, "snapshot, staged: pageable memory's bytes are recorded as the copy read them, at the call");
     }
     th_flag_destroy(&gate);
@@ -847,8 +848,6 @@ static gf_result copy_under_first_alloc_fault(gf_stream *s, gf_buffer *buf, cons
    is a recording's own, so a recorded copy fails as an unrecorded one does. */
 static void test_alloc_faults(void)
 {
-    gf_record_desc rd;
-    gf_replay_desc d;
     gf_replay_report rep;
     gf_device *dev = NULL;
     gf_stream *s = NULL;
@@ -857,9 +856,6 @@ static void test_alloc_faults(void)
     unsigned char bytes[256];
     int i, refused = 0;
     gf_result unrecorded = GF_OK;
-    snprintf(path2, sizeof path2, "record_%d_alloc_faults.gfrec", (int)getpid());
-    memset(&rd, 0, sizeof rd);
-    rd.path = path2;
     memset(evs, 0, sizeof evs);
     memset(bytes, 0, sizeof bytes);
     if (CHECK_EQ_RESULT(gf_device_open(backend, 0, &dev), GF_OK)) {   /* the copy unrecorded */
@@ -872,7 +868,7 @@ static void test_alloc_faults(void)
         gf_device_close(dev);
     }
     dev = NULL; s = NULL; buf = NULL;
-    if (!CHECK_EQ_RESULT(gf_record_start(&rd), GF_OK)) return;
+    if (!record_into("alloc_faults", 0)) return;
     if (CHECK_EQ_RESULT(gf_device_open(backend, 0, &dev), GF_OK)) {
         CHECK_EQ_RESULT(gf_stream_create(dev, NULL, &s), GF_OK);
         CHECK_EQ_RESULT(gf_buffer_create(dev, sizeof bytes, &buf), GF_OK);
@@ -907,10 +903,7 @@ static void test_alloc_faults(void)
     }
     CHECK_EQ_RESULT(gf_record_stop(), GF_OK);
     CHECK(refused == 1 || backend != GF_BACKEND_STUB, "alloc faults: the rule refused one call while recording");   /* the stub's count; a GPU backend allocates differently */
-    memset(&d, 0, sizeof d);
-    d.path = path2; d.backend = backend;   /* a backend's calls allocate as that backend does */
-    d.stub_kernels = tk_stub_kernels; d.stub_kernel_count = 3;
-    CHECK_EQ_RESULT(gf_replay(&d, &rep), GF_OK);
+    CHECK_EQ_RESULT(replay_on(backend, NULL, &rep), GF_OK);   /* a backend's calls allocate as that backend does */
     CHECK(rep.mismatches == 0, "alloc faults: the replay's own allocations are not counted, so the same call fails as recorded");
     if (rep.mismatches) printf("  %s\n", rep.first_mismatch);
     remove(path2);
@@ -933,8 +926,6 @@ static int bc_destroys;
 static void bc_on_call(void *user, const gf_replay_call *c) { (void)user; if (!strcmp(c->name, "gf_buffer_destroy") && !c->skipped) bc_destroys++; }
 static void test_budget_calls(void)
 {
-    gf_record_desc rd;
-    gf_replay_desc d;
     gf_replay_report rep;
     gf_device *dev = NULL;
     gf_budget *budget = NULL;
@@ -942,12 +933,9 @@ static void test_budget_calls(void)
     gf_buffer_desc desc;
     gf_buffer *bufs[5];
     int i, made = 0;
-    snprintf(path2, sizeof path2, "record_%d_budget.gfrec", (int)getpid());
-    memset(&rd, 0, sizeof rd);
-    rd.path = path2;
     memset(bufs, 0, sizeof bufs);
     bc_spare = NULL; bc_refused = bc_crossed = 0;
-    if (!CHECK_EQ_RESULT(gf_record_start(&rd), GF_OK)) return;
+    if (!record_into("budget", 0)) return;
     if (CHECK_EQ_RESULT(gf_device_open(backend, 0, &dev), GF_OK)) {
         memset(&bd, 0, sizeof bd);
         bd.label = "frame"; bd.limit = 4096; bd.warn_at = 0.5f; bd.fn = bc_budget_fn;
@@ -964,10 +952,8 @@ static void test_budget_calls(void)
     CHECK_EQ_RESULT(gf_record_stop(), GF_OK);
     CHECK(made == 4 && bc_crossed == 2 && bc_refused == 1, "budget calls: the callback freed the spare when the line was first crossed (the 2nd create crossed it again), and the 5th create was refused");
     if (made != 4 || bc_crossed != 2 || bc_refused != 1) printf("  made %d, crossed %d, refused %d\n", made, bc_crossed, bc_refused);
-    memset(&d, 0, sizeof d);
-    d.path = path2; d.backend = GF_BACKEND_STUB; d.on_call = bc_on_call;
     bc_destroys = 0;
-    CHECK_EQ_RESULT(gf_replay(&d, &rep), GF_OK);
+    CHECK_EQ_RESULT(replay_on(GF_BACKEND_STUB, bc_on_call, &rep), GF_OK);
     CHECK(rep.mismatches == 0 && bc_destroys == 5, "budget calls: the calls a budget's callback makes are recorded after the call that ran it, and replay alike");
     if (rep.mismatches || bc_destroys != 5) printf("  destroys replayed %d: %s\n", bc_destroys, rep.first_mismatch);
     remove(path2);
@@ -987,8 +973,6 @@ static gf_result fe_join(gf_stream *s, void *user)
 }
 static void test_flow_events(void)
 {
-    gf_record_desc rd;
-    gf_replay_desc d;
     gf_replay_report rep;
     gf_device *dev = NULL;
     gf_stream_pool *pool = NULL;
@@ -999,13 +983,9 @@ static void test_flow_events(void)
     gf_task ta = 0, tb = 0, tj = 0;
     unsigned char back[4096];
     int run;
-    snprintf(path2, sizeof path2, "record_%d_flow.gfrec", (int)getpid());
-    memset(&rd, 0, sizeof rd);
-    rd.path = path2;
-    rd.device_to_host = 1;
     memset(&st, 0, sizeof st);
     fe_a = fe_b = fe_c = NULL;
-    if (!CHECK_EQ_RESULT(gf_record_start(&rd), GF_OK)) return;
+    if (!record_into("flow", 1)) return;
     if (CHECK_EQ_RESULT(gf_device_open(backend, 0, &dev), GF_OK)) {
         CHECK_EQ_RESULT(gf_stream_pool_create(dev, NULL, &pool), GF_OK);
         CHECK_EQ_RESULT(gf_buffer_create(dev, 4096, &fe_a), GF_OK);
@@ -1042,9 +1022,7 @@ static void test_flow_events(void)
     }
     CHECK_EQ_RESULT(gf_record_stop(), GF_OK);
     CHECK(st.cross_edges > 0, "flow events: the join waited across lanes");
-    memset(&d, 0, sizeof d);
-    d.path = path2; d.backend = GF_BACKEND_STUB;
-    CHECK_EQ_RESULT(gf_replay(&d, &rep), GF_OK);
+    CHECK_EQ_RESULT(replay_on(GF_BACKEND_STUB, NULL, &rep), GF_OK);
     CHECK(rep.mismatches == 0 && rep.skipped == 0, "flow events: the flow's own events and fork streams are made in the replay, so its records, waits and captured forks replay, none skipped");
     if (rep.mismatches || rep.skipped) printf("  %llu replayed, %llu skipped: %s\n", (unsigned long long)rep.replayed, (unsigned long long)rep.skipped, rep.first_mismatch);
     remove(path2);
