@@ -1173,10 +1173,19 @@ GPUFLOW_API uint64_t  gf_faults_injected(void);   /* failures injected since the
    edges, a captured flow's fork streams): the first call that names one is preceded by an
    event_create or stream_create, so the replay records, waits and forks alike.
    Not written: a flow's condition tasks (a captured flow's loops and branches are missing); a
-   stream callback as a no-op in its place (its code is the program's). Interop (native
-   handles, external memory, semaphores) is not written: a replay skips the calls that name
-   such objects, and counts them. GPUFLOW_RECORD=file starts recording at the
-   first device open and ends it at exit (GPUFLOW_RECORD_LIMIT=bytes, default 1 GiB). The file
+   stream callback as a no-op in its place (its code is the program's). Interop is written
+   without its handles, which mean nothing in another process, and a replay stands in for what
+   they named: a native device by a device of its backend and index, a wrapped stream or
+   buffer and imported memory by a stream or buffer of gpuflow's own (of the size; its
+   contents, the other API's, are not in the file), a semaphore by events on every backend (a
+   signal records one; a wait waits for the first of the replay's signals that would satisfy
+   it, or for nothing when the other API signalled it, so no replay waits for ever; a second
+   handle of one semaphore, an import of its export, is a second stand-in). Such a call that
+   failed when recorded, and every gf_semaphore_export, is skipped (and counted); a
+   gf_buffer_export is made, its handle closed, and not compared. GPUFLOW_RECORD=file starts
+   recording at the first device open and ends it at exit (%p in the name: the process id, so
+   that programs started with the variable write files of their own rather than replace it;
+   GPUFLOW_RECORD_LIMIT=bytes, default 1 GiB). The file
    is flushed at each synchronize, destroy and close, so a crash leaves all that came before
    it. An async copy's host bytes (gf_copy_to_device_async, gf_copy_2d_async) are taken as its
    stream reaches the copy, by a host callback queued just before it, so memory that earlier
@@ -9217,7 +9226,7 @@ GPUFLOW_IMPL void *gf_kernel_native(gf_kernel *k) {
     return (void *)(uintptr_t)gf__native_of(k->mod->dev, GF__T_KERNEL, k);
 }
 
-GPUFLOW_IMPL gf_result gf_device_open_native(gf_backend b, const gf_native_device *native, gf_device **out) {
+static gf_result gf__call_device_open_native(gf_backend b, const gf_native_device *native, gf_device **out) {
     GF__CHECK_OUT(out);
     *out = NULL;
     GF__CHECK_OUT(native);
@@ -9226,7 +9235,7 @@ GPUFLOW_IMPL gf_result gf_device_open_native(gf_backend b, const gf_native_devic
     return gf__device_open_on(b, 0, native, out);
 }
 
-GPUFLOW_IMPL gf_result gf_stream_wrap(gf_device *dev, void *native_stream, const gf_stream_desc *desc, gf_stream **out) {
+static gf_result gf__call_stream_wrap(gf_device *dev, void *native_stream, const gf_stream_desc *desc, gf_stream **out) {
     gf_priority prio = desc ? desc->priority : GF_PRIORITY_NORMAL;
     GF__CHECK(dev, GF__T_DEVICE);
     GF__CHECK_OUT(out);
@@ -9238,7 +9247,7 @@ GPUFLOW_IMPL gf_result gf_stream_wrap(gf_device *dev, void *native_stream, const
     return gf__stream_new_on(dev, desc ? desc->label : NULL, prio, 0, native_stream, out);
 }
 
-GPUFLOW_IMPL gf_result gf_buffer_wrap(gf_device *dev, uint64_t native_buffer, size_t bytes, gf_buffer **out) {
+static gf_result gf__call_buffer_wrap(gf_device *dev, uint64_t native_buffer, size_t bytes, gf_buffer **out) {
     gf_buffer *buf;
     gf_result r;
     GF__CHECK(dev, GF__T_DEVICE);
@@ -9313,15 +9322,15 @@ static gf_result gf__external_fd_check(const char *fn, gf_external_type type, in
 #endif
 }
 
-GPUFLOW_IMPL gf_result gf_buffer_import(gf_device *dev, const gf_external_memory_desc *desc, gf_buffer **out) {
+static gf_result gf__call_buffer_import(gf_device *dev, const gf_external_memory_desc *desc, gf_buffer **out) {
     gf_buffer *buf;
     gf_result r;
     GF__CHECK(dev, GF__T_DEVICE);
     GF__CHECK_OUT(desc);
     GF__CHECK_OUT(out);
     *out = NULL;
-    if ((r = gf__external_check(__func__, dev, desc->type, GF__EXT_IMPORT_MEMORY)) != GF_OK) return r;
-    if ((r = gf__external_fd_check(__func__, desc->type, desc->fd)) != GF_OK) return r;
+    if ((r = gf__external_check(GF__FN, dev, desc->type, GF__EXT_IMPORT_MEMORY)) != GF_OK) return r;
+    if ((r = gf__external_fd_check(GF__FN, desc->type, desc->fd)) != GF_OK) return r;
     if (desc->size == 0) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_buffer_import: size is 0 (give the exported allocation's size)");
     if (desc->offset >= desc->size)
         return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_buffer_import: offset %llu is not inside the %llu bytes exported",
@@ -9339,13 +9348,13 @@ GPUFLOW_IMPL gf_result gf_buffer_import(gf_device *dev, const gf_external_memory
     return GF_OK;
 }
 
-GPUFLOW_IMPL gf_result gf_buffer_export(gf_buffer *buf, gf_external_type type, gf_external_handle *out) {
+static gf_result gf__call_buffer_export(gf_buffer *buf, gf_external_type type, gf_external_handle *out) {
     gf_result r;
     GF__CHECK(buf, GF__T_BUFFER);
     GF__CHECK_OUT(out);
     memset(out, 0, sizeof *out);
     out->fd = -1;
-    if ((r = gf__external_check(__func__, buf->dev, type, GF__EXT_EXPORT_MEMORY)) != GF_OK) return r;
+    if ((r = gf__external_check(GF__FN, buf->dev, type, GF__EXT_EXPORT_MEMORY)) != GF_OK) return r;
     if (buf->parent) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_buffer_export: a view cannot be exported; export its parent (importers take an offset)");
     if (!buf->exportable)
         return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_buffer_export: the buffer was not created exportable (gf_buffer_desc.exportable)");
@@ -9372,20 +9381,20 @@ static gf_result gf__semaphore_new(gf_device *dev, const gf_semaphore_desc *desc
     return GF_OK;
 }
 
-GPUFLOW_IMPL gf_result gf_semaphore_import(gf_device *dev, const gf_semaphore_desc *desc, gf_semaphore **out) {
+static gf_result gf__call_semaphore_import(gf_device *dev, const gf_semaphore_desc *desc, gf_semaphore **out) {
     gf_result r;
     GF__CHECK(dev, GF__T_DEVICE);
     GF__CHECK_OUT(desc);
     GF__CHECK_OUT(out);
     *out = NULL;
-    if ((r = gf__external_check(__func__, dev, desc->type, GF__EXT_IMPORT_SEMAPHORE)) != GF_OK) return r;
-    if ((r = gf__external_fd_check(__func__, desc->type, desc->fd)) != GF_OK) return r;
+    if ((r = gf__external_check(GF__FN, dev, desc->type, GF__EXT_IMPORT_SEMAPHORE)) != GF_OK) return r;
+    if ((r = gf__external_fd_check(GF__FN, desc->type, desc->fd)) != GF_OK) return r;
     if (desc->type == GF_EXTERNAL_D3D12_FENCE && !desc->timeline)
         return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_semaphore_import: a D3D12 fence is a timeline (set timeline)");
     return gf__semaphore_new(dev, desc, out);
 }
 
-GPUFLOW_IMPL gf_result gf_semaphore_create(gf_device *dev, int timeline, gf_semaphore **out) {
+static gf_result gf__call_semaphore_create(gf_device *dev, int timeline, gf_semaphore **out) {
     gf_semaphore_desc d;
     GF__CHECK(dev, GF__T_DEVICE);
     GF__CHECK_OUT(out);
@@ -9397,13 +9406,13 @@ GPUFLOW_IMPL gf_result gf_semaphore_create(gf_device *dev, int timeline, gf_sema
     return gf__semaphore_new(dev, &d, out);
 }
 
-GPUFLOW_IMPL gf_result gf_semaphore_export(gf_semaphore *sem, gf_external_type type, gf_external_handle *out) {
+static gf_result gf__call_semaphore_export(gf_semaphore *sem, gf_external_type type, gf_external_handle *out) {
     gf_result r;
     GF__CHECK(sem, GF__T_SEMAPHORE);
     GF__CHECK_OUT(out);
     memset(out, 0, sizeof *out);
     out->fd = -1;
-    if ((r = gf__external_check(__func__, sem->dev, type, GF__EXT_EXPORT_SEMAPHORE)) != GF_OK) return r;
+    if ((r = gf__external_check(GF__FN, sem->dev, type, GF__EXT_EXPORT_SEMAPHORE)) != GF_OK) return r;
     if (sem->imported != GF_EXTERNAL_NONE)
         return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_semaphore_export: %s was imported (%s): export it from where it was made",
                         sem->label, gf_external_type_name(sem->imported));
@@ -9422,14 +9431,14 @@ static gf_result gf__semaphore_enqueue(gf_stream *s, gf_semaphore *sem, uint64_t
     c.as.sem.value = value;
     return gf__submit(s, &c);
 }
-GPUFLOW_IMPL gf_result gf_semaphore_signal_async(gf_stream *s, gf_semaphore *sem, uint64_t value) {
+static gf_result gf__call_semaphore_signal_async(gf_stream *s, gf_semaphore *sem, uint64_t value) {
     GF__CHECK(s, GF__T_STREAM);
     GF__CHECK(sem, GF__T_SEMAPHORE);
     GF__SAME_DEVICE(s->dev, sem->dev);
     if (sem->timeline && value == 0) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_semaphore_signal_async: a timeline starts at 0: signal a value above it");
     return gf__semaphore_enqueue(s, sem, value, GF__CMD_SIGNAL);
 }
-GPUFLOW_IMPL gf_result gf_semaphore_wait_async(gf_stream *s, gf_semaphore *sem, uint64_t value) {
+static gf_result gf__call_semaphore_wait_async(gf_stream *s, gf_semaphore *sem, uint64_t value) {
     GF__CHECK(s, GF__T_STREAM);
     GF__CHECK(sem, GF__T_SEMAPHORE);
     GF__SAME_DEVICE(s->dev, sem->dev);
@@ -9446,7 +9455,7 @@ static void gf__semaphore_unref(void *p) {
     gf__free(sem->race_vc);
     gf__obj_free(dev, sem);
 }
-GPUFLOW_IMPL void gf_semaphore_destroy(gf_semaphore *sem) {
+static void gf__call_semaphore_destroy(gf_semaphore *sem) {
     GF__CHECK_VOID(sem, GF__T_SEMAPHORE);
     sem->type = GF__T_DEAD;
     gf__live(sem->dev, GF__T_SEMAPHORE, -1);
@@ -9603,21 +9612,25 @@ static gf_result gf__fault_point(gf_device *dev, int kind, const char *fn) {
    they are made: 0 is NULL, GF__REC_UNKNOWN a pointer the recording never saw made (an object
    of an unrecorded call, or one already destroyed).
    Argument letters: an object (D device, B buffer, S stream, E event, P event pool, M module,
-   K kernel, G graph, Q stream pool, W stream set, J graph pool, V budget); the same letter in lower case: one the call makes, through its out
-   pointer; x: one the call destroys (its number is retired); i int, u unsigned, z size_t, c a
+   K kernel, G graph, Q stream pool, W stream set, J graph pool, V budget, T semaphore:
+   GF__REC_OBJECTS); the same letter in lower case: one the call makes, through its out
+   pointer; x: one the call destroys (its number is retired); i int, u unsigned, z size_t, U
+   u64, c a
    string (u32 length with its NUL, or GF__REC_NULL, then the bytes); h host bytes in (pointer,
    size), o host bytes out (pointer, size; the bytes too when asked), y host bytes out of an
    async copy (size only): u32 flags (1 pointer given, 2 bytes follow, 4 a u64 snapshot number
    follows instead: the bytes are in that BYTES record), u64 size, the bytes;
    l module desc, a launch (dims, args, count), 2 a 2D copy, 3 an acquire hint, 4 a stream pool
    desc, 5 streams (array, count), 6 a stream desc, 7 a buffer desc, 8 an event pool desc, 9 a
-   budget desc (its callback is the program's: not written); f a callback
+   budget desc (its callback is the program's: not written), 0 an external memory desc (u32
+   type, u64 size, u64 offset, u32 flags), 1 a semaphore desc (u32 type, u32 timeline): their
+   handles are not written; f a callback
    (function, user) and n a result out (a pointer), which are not written. Host
    bytes are written only for a call that succeeded: then gpuflow has checked their range.
    A BYTES record (u64 snapshot number, then the bytes as an h) holds an async copy's host
    bytes as its stream reached them; it may come before or after the copy's record, and it is
-   no call. Version 2 added it; version 1 files read as before. */
-#define GF__REC_VERSION 2u
+   no call. Version 2 added it; version 3 the interop calls; earlier versions read as before. */
+#define GF__REC_VERSION 3u
 #define GF__REC_UNKNOWN 0xffffffffu
 #define GF__REC_NULL 0xffffffffu
 #define GF__REC_HEADER 20                 /* size, call, thread, time, result */
@@ -9625,6 +9638,11 @@ static gf_result gf__fault_point(gf_device *dev, int kind, const char *fn) {
 #define GF__RCF_NOCMP 1                   /* its result depends on timing (or memory in use, which frees
                                              that wait for work make timing too): made, not compared */
 #define GF__RCF_FLUSH 2                   /* the file is flushed after it */
+#define GF__RCF_STAND_IN 4                /* what it makes came from outside gpuflow (a native handle, another
+                                             API's memory or semaphore): a replay makes a stand-in of its own,
+                                             and skips the call when it failed recorded (the handle failed it) */
+#define GF__REC_OBJECTS "DBSEPMKGQWJVT"   /* the object letters; in lower case, made */
+#define GF__REC_MADE "dbsepmkgqwjvt"
 #define GF__RECORDED_CALLS(X) \
     X(device_open, "iid", GF__RCF_FLUSH) X(device_close, "x", GF__RCF_FLUSH) X(device_synchronize, "D", GF__RCF_FLUSH) \
     X(device_set_memory_limit, "Dz", GF__RCF_NOCMP) X(buffer_create, "Dzb", 0) X(buffer_create_desc, "D7b", 0) \
@@ -9650,7 +9668,11 @@ static gf_result gf__fault_point(gf_device *dev, int kind, const char *fn) {
     X(stream_set_destroy, "x", GF__RCF_FLUSH) X(barrier, "5", 0) X(synchronize_all, "5n", GF__RCF_FLUSH) \
     X(graph_pool_create, "Dj", 0) X(graph_pool_destroy, "x", GF__RCF_FLUSH) X(stream_begin_capture_pool, "SiJ", 0) \
     X(budget_create, "D9v", 0) X(budget_destroy, "x", GF__RCF_FLUSH) X(module_reload, "Mli", 0) \
-    X(graph_set_kernel_args, "Gia", 0)   /* 'a' with no dimensions: zeros */
+    X(graph_set_kernel_args, "Gia", 0)   /* 'a' with no dimensions: zeros */ \
+    X(device_open_native, "iid", GF__RCF_FLUSH | GF__RCF_STAND_IN) X(stream_wrap, "D6s", GF__RCF_STAND_IN) \
+    X(buffer_wrap, "Dzb", GF__RCF_STAND_IN) X(buffer_import, "D0b", GF__RCF_STAND_IN) X(buffer_export, "Bun", GF__RCF_NOCMP) \
+    X(semaphore_import, "D1t", GF__RCF_STAND_IN) X(semaphore_create, "Dit", GF__RCF_STAND_IN) X(semaphore_export, "Tun", GF__RCF_NOCMP) \
+    X(semaphore_signal_async, "STU", 0) X(semaphore_wait_async, "STU", 0) X(semaphore_destroy, "x", GF__RCF_FLUSH)
 typedef enum gf__rec_call {
     GF__RC_NONE = 0,
 #define GF__RC_ENUM(name, args, flags) GF__RC_##name,
@@ -9842,8 +9864,8 @@ static void gf__rec_copy_2d(const gf_copy_2d *c, gf_result r) {
 /* One call's arguments, as its row spells them (gf__rec.lock held). */
 static void gf__rec_args(gf__rec_call call, gf_result r, va_list ap) {
     const char *a;
-    for (a = gf__rec_calls[call].args; *a; a++) switch (*a) {
-    case 'D': case 'B': case 'S': case 'E': case 'P': case 'M': case 'K': case 'G': case 'Q': case 'W': case 'J': case 'V':
+    for (a = gf__rec_calls[call].args; *a; a++) switch (strchr(GF__REC_OBJECTS, *a) ? 'D' : strchr(GF__REC_MADE, *a) ? 'd' : *a) {
+    case 'D':
         gf__rec_u32(gf__rec_id(va_arg(ap, const void *)));
         break;
     case 'x': {
@@ -9853,7 +9875,7 @@ static void gf__rec_args(gf__rec_call call, gf_result r, va_list ap) {
         if (p && id != GF__REC_UNKNOWN) { gf__rec_forget(p); gf__rec_retired = p; gf__rec_retired_id = id; }
         break;
     }
-    case 'd': case 'b': case 's': case 'e': case 'p': case 'm': case 'k': case 'g': case 'q': case 'w': case 'j': case 'v': {
+    case 'd': {
         const void *out = va_arg(ap, const void *);
         void *made = NULL;
         if (out && r == GF_OK) memcpy(&made, out, sizeof made);
@@ -9863,7 +9885,20 @@ static void gf__rec_args(gf__rec_call call, gf_result r, va_list ap) {
     case 'i': gf__rec_u32((uint32_t)va_arg(ap, int)); break;
     case 'u': gf__rec_u32(va_arg(ap, unsigned)); break;
     case 'z': gf__rec_u64(va_arg(ap, size_t)); break;
+    case 'U': gf__rec_u64(va_arg(ap, uint64_t)); break;
     case 'c': gf__rec_str(va_arg(ap, const char *)); break;
+    case '0': {   /* the handle itself is not written: it means nothing in another process */
+        const gf_external_memory_desc *d = va_arg(ap, const gf_external_memory_desc *);
+        gf__rec_u32(d ? 1 : 0);
+        if (d) { gf__rec_u32((uint32_t)d->type); gf__rec_u64(d->size); gf__rec_u64(d->offset); gf__rec_u32(d->flags); }
+        break;
+    }
+    case '1': {
+        const gf_semaphore_desc *d = va_arg(ap, const gf_semaphore_desc *);
+        gf__rec_u32(d ? 1 : 0);
+        if (d) { gf__rec_u32((uint32_t)d->type); gf__rec_u32((uint32_t)d->timeline); }
+        break;
+    }
     case 'h': case 'o': case 'y': {   /* the bytes themselves go straight from the caller's memory to the file */
         const void *p = va_arg(ap, const void *);
         size_t n = va_arg(ap, size_t);
@@ -10138,7 +10173,7 @@ static const char *gf__rec_introduce(gf__rec_call call, va_list ap) {
     const char *a, *why = NULL;
     for (a = gf__rec_calls[call].args; *a && !why; a++) {
         const void *obj;
-        if (!strchr("DBSEPMKGQWJV", *a)) break;
+        if (!strchr(GF__REC_OBJECTS, *a)) break;
         obj = va_arg(ap, const void *);
         if (!obj || (*a != 'E' && *a != 'S') || gf__rec_find(obj)) continue;
         if (*a == 'E') {
@@ -10263,6 +10298,17 @@ static gf_result gf__call_stream_set_synchronize(gf_stream_set *set);
 static void gf__call_stream_set_destroy(gf_stream_set *set);
 static gf_result gf__call_barrier(gf_stream *const *streams, int count);
 static gf_result gf__call_synchronize_all(gf_stream *const *streams, int count, double *elapsed_ms);
+static gf_result gf__call_device_open_native(gf_backend b, const gf_native_device *native, gf_device **out);
+static gf_result gf__call_stream_wrap(gf_device *dev, void *native_stream, const gf_stream_desc *desc, gf_stream **out);
+static gf_result gf__call_buffer_wrap(gf_device *dev, uint64_t native_buffer, size_t bytes, gf_buffer **out);
+static gf_result gf__call_buffer_import(gf_device *dev, const gf_external_memory_desc *desc, gf_buffer **out);
+static gf_result gf__call_buffer_export(gf_buffer *buf, gf_external_type type, gf_external_handle *out);
+static gf_result gf__call_semaphore_import(gf_device *dev, const gf_semaphore_desc *desc, gf_semaphore **out);
+static gf_result gf__call_semaphore_create(gf_device *dev, int timeline, gf_semaphore **out);
+static gf_result gf__call_semaphore_export(gf_semaphore *sem, gf_external_type type, gf_external_handle *out);
+static gf_result gf__call_semaphore_signal_async(gf_stream *s, gf_semaphore *sem, uint64_t value);
+static gf_result gf__call_semaphore_wait_async(gf_stream *s, gf_semaphore *sem, uint64_t value);
+static void gf__call_semaphore_destroy(gf_semaphore *sem);
 
 /* Each recorded entry point is its body (gf__call_*) and, while recording, one record: after
    the body returns (its result and what it made known), or for a destroy or a release, as it
@@ -10299,13 +10345,16 @@ static gf_result gf__call_synchronize_all(gf_stream *const *streams, int count, 
     return r_
 #define GF__P(p) ((const void *)(p))
 
-GPUFLOW_IMPL gf_result gf_device_open(gf_backend b, int index, gf_device **out) {
-    gf_result r;   /* GPUFLOW_RECORD starts inside the first open, so an open always counts as inside */
-    gf__rec_depth++; r = gf__call_device_open(b, index, out); gf__rec_depth--;
+/* GPUFLOW_RECORD starts inside the first open, so an open always counts as inside. A native
+   open is written with the ordinal it names (HIP's; 0 elsewhere), which a replay opens. */
+static gf_result gf__recorded_device_open(gf_backend b, int index, int by_native, const gf_native_device *native, gf_device **out) {
+    gf_result r;
+    gf__rec_depth++; r = by_native ? gf__call_device_open_native(b, native, out) : gf__call_device_open(b, index, out); gf__rec_depth--;
     if (!gf__rec_depth && gf__atomic_load_int(&gf__rec_on)) {
         char spec[sizeof gf__rec.env_faults];
         int pending, result;
-        gf__rec_write(GF__RC_device_open, r, (int)(r == GF_OK && out ? gf_device_backend(*out) : b), index, GF__P(out));
+        gf__rec_write(by_native ? GF__RC_device_open_native : GF__RC_device_open, r, (int)(r == GF_OK && out ? gf_device_backend(*out) : b),
+                      by_native ? (native ? native->ordinal : 0) : index, GF__P(out));
         gf__spin_lock(&gf__rec.lock);
         pending = gf__rec.env_faults_pending;
         gf__rec.env_faults_pending = 0;
@@ -10315,6 +10364,10 @@ GPUFLOW_IMPL gf_result gf_device_open(gf_backend b, int index, gf_device **out) 
         if (pending) gf__rec_write(GF__RC_faults_set, result, (const char *)spec);
     }
     return r;
+}
+GPUFLOW_IMPL gf_result gf_device_open(gf_backend b, int index, gf_device **out) { return gf__recorded_device_open(b, index, 0, NULL, out); }
+GPUFLOW_IMPL gf_result gf_device_open_native(gf_backend b, const gf_native_device *native, gf_device **out) {
+    return gf__recorded_device_open(b, 0, 1, native, out);
 }
 GPUFLOW_IMPL void gf_device_close(gf_device *dev) { GF__RECORDED_VOID(device_close, gf__call_device_close(dev), GF__P(dev)); }
 GPUFLOW_IMPL gf_result gf_device_synchronize(gf_device *dev) { GF__RECORDED(device_synchronize, gf__call_device_synchronize(dev), GF__P(dev)); }
@@ -10518,6 +10571,36 @@ static const gf_launch_dims gf__no_dims = { { 0, 0, 0 }, { 0, 0, 0 }, 0 };   /* 
 GPUFLOW_IMPL gf_result gf_graph_set_kernel_args(gf_graph *g, int launch_index, const gf_arg *args, int count) {
     GF__RECORDED(graph_set_kernel_args, gf__call_graph_set_kernel_args(g, launch_index, args, count), GF__P(g), launch_index, &gf__no_dims, args, count);
 }
+/* Interop: what a replay needs to stand in for it, never the handles (they mean nothing in
+   another process). */
+GPUFLOW_IMPL gf_result gf_stream_wrap(gf_device *dev, void *native_stream, const gf_stream_desc *desc, gf_stream **out) {
+    GF__RECORDED(stream_wrap, gf__call_stream_wrap(dev, native_stream, desc, out), GF__P(dev), desc, GF__P(out));
+}
+GPUFLOW_IMPL gf_result gf_buffer_wrap(gf_device *dev, uint64_t native_buffer, size_t bytes, gf_buffer **out) {
+    GF__RECORDED(buffer_wrap, gf__call_buffer_wrap(dev, native_buffer, bytes, out), GF__P(dev), bytes, GF__P(out));
+}
+GPUFLOW_IMPL gf_result gf_buffer_import(gf_device *dev, const gf_external_memory_desc *desc, gf_buffer **out) {
+    GF__RECORDED(buffer_import, gf__call_buffer_import(dev, desc, out), GF__P(dev), desc, GF__P(out));
+}
+GPUFLOW_IMPL gf_result gf_buffer_export(gf_buffer *buf, gf_external_type type, gf_external_handle *out) {
+    GF__RECORDED(buffer_export, gf__call_buffer_export(buf, type, out), GF__P(buf), (unsigned)type, GF__P(out));
+}
+GPUFLOW_IMPL gf_result gf_semaphore_import(gf_device *dev, const gf_semaphore_desc *desc, gf_semaphore **out) {
+    GF__RECORDED(semaphore_import, gf__call_semaphore_import(dev, desc, out), GF__P(dev), desc, GF__P(out));
+}
+GPUFLOW_IMPL gf_result gf_semaphore_create(gf_device *dev, int timeline, gf_semaphore **out) {
+    GF__RECORDED(semaphore_create, gf__call_semaphore_create(dev, timeline, out), GF__P(dev), timeline, GF__P(out));
+}
+GPUFLOW_IMPL gf_result gf_semaphore_export(gf_semaphore *sem, gf_external_type type, gf_external_handle *out) {
+    GF__RECORDED(semaphore_export, gf__call_semaphore_export(sem, type, out), GF__P(sem), (unsigned)type, GF__P(out));
+}
+GPUFLOW_IMPL gf_result gf_semaphore_signal_async(gf_stream *s, gf_semaphore *sem, uint64_t value) {
+    GF__RECORDED(semaphore_signal_async, gf__call_semaphore_signal_async(s, sem, value), GF__P(s), GF__P(sem), value);
+}
+GPUFLOW_IMPL gf_result gf_semaphore_wait_async(gf_stream *s, gf_semaphore *sem, uint64_t value) {
+    GF__RECORDED(semaphore_wait_async, gf__call_semaphore_wait_async(s, sem, value), GF__P(s), GF__P(sem), value);
+}
+GPUFLOW_IMPL void gf_semaphore_destroy(gf_semaphore *sem) { GF__RECORDED_VOID(semaphore_destroy, gf__call_semaphore_destroy(sem), GF__P(sem)); }
 /* A reload from the module's file is written as the desc it reloads from (the file's text then). */
 GPUFLOW_IMPL gf_result gf_module_reload(gf_module *mod, const gf_module_desc *desc) {
     gf_module_desc from_file;
@@ -10591,9 +10674,15 @@ static void gf__env_record(void) {
     const char *path = getenv("GPUFLOW_RECORD"), *limit = getenv("GPUFLOW_RECORD_LIMIT");
     gf_record_desc d;
     char *end = NULL;
+    char named[512];
+    size_t n = 0;
     if (gf__atomic_xchg_int(&read, 1) || !path || !*path) return;
     memset(&d, 0, sizeof d);
-    d.path = path;
+    for (d.path = named; *path && n + 24 < sizeof named; path++)   /* %p: this process's id (each process its own file) */
+        if (path[0] == '%' && path[1] == 'p') { n += (size_t)snprintf(named + n, sizeof named - n, "%lu", gf__getpid()); path++; }
+        else named[n++] = *path;
+    named[n] = 0;
+    if (*path) { gf__notice(GF_LOG_WARNING, "gpuflow: GPUFLOW_RECORD: the name is too long; nothing is recorded"); return; }
     if (limit && *limit) {
         d.max_bytes = (uint64_t)strtoull(limit, &end, 10);
         if (*end || !d.max_bytes) {
@@ -10602,9 +10691,9 @@ static void gf__env_record(void) {
             d.max_bytes = 0;
         }
     }
-    if (gf_record_start(&d) != GF_OK) { gf__notice(GF_LOG_WARNING, "gpuflow: GPUFLOW_RECORD=%s: %s; nothing is recorded", path, gf__error_text); return; }
+    if (gf_record_start(&d) != GF_OK) { gf__notice(GF_LOG_WARNING, "gpuflow: GPUFLOW_RECORD=%s: %s; nothing is recorded", named, gf__error_text); return; }
     atexit(gf__rec_at_exit);
-    gf__notice(GF_LOG_INFO, "gpuflow: GPUFLOW_RECORD: every gpuflow call goes to %s", path);
+    gf__notice(GF_LOG_INFO, "gpuflow: GPUFLOW_RECORD: every gpuflow call goes to %s", named);
 }
 /* GPUFLOW_FAULTS set inside the first open: written by hand after the open, which the rules
    did not count, so a replay fails the same calls. */
@@ -10729,6 +10818,98 @@ static void gf__rp_sweep_captures(gf__replay *rp) {
     }
 }
 
+/* A handle gpuflow gave out that nothing here takes (a replayed export): closed. */
+static void gf__external_handle_close(const gf_external_handle *h) {
+#if defined(_WIN32)
+    if (h->win32_handle) CloseHandle(h->win32_handle);
+#endif
+    if (h->fd >= 0) (void)gf__fd_close(h->fd);
+}
+/* A semaphore in a replay: the other API that signalled it and waited on it is not there, so
+   events stand in, on every backend. A signal records one on its stream; a wait waits for the
+   first of the replay's signals with a value at least its own (a timeline) or the oldest not yet
+   waited for (binary); when there is none (the other API signalled it) it waits for an event
+   never recorded, which is complete: no wait that nobody ends, and the same checks of the
+   stream. A signal recorded in a capture other than the waiting stream's (or in one, for a
+   wait outside) is not waited for: the semaphore's wait would not have seen it yet. */
+#define GF__RP_SIGNALS 16   /* the signals a semaphore keeps; older ones are taken to have passed */
+typedef struct gf__rp_semaphore {
+    uint32_t type;                                 /* GF__T_DEAD: refused where a file passes it as another object */
+    gf_device *dev;
+    int timeline;
+    gf_event *none;                                /* never recorded */
+    struct { gf_event *ev; uint64_t value; int waited; } signal[GF__RP_SIGNALS];
+    int first, count;                              /* a ring, oldest first */
+} gf__rp_semaphore;
+static gf__rp_semaphore *gf__rp_semaphore_new(gf_device *dev, int timeline) {
+    gf__rp_semaphore *sem = (gf__rp_semaphore *)gf__rp_alloc(sizeof *sem, 1);
+    gf_result r;
+    if (!sem) return NULL;
+    sem->dev = dev;
+    sem->timeline = timeline != 0;
+    gf__alloc_own++;   /* the recorded program made a semaphore, not these events */
+    r = gf_event_create(dev, 0, &sem->none);
+    gf__alloc_own--;
+    if (r != GF_OK) { gf__free(sem); return NULL; }
+    return sem;
+}
+static void gf__rp_semaphore_free(gf__rp_semaphore *sem) {   /* event destroys never wait */
+    int i;
+    for (i = 0; i < sem->count; i++) gf_event_destroy(sem->signal[(sem->first + i) % GF__RP_SIGNALS].ev);
+    gf_event_destroy(sem->none);
+    gf__free(sem);
+}
+/* The checks of gf_semaphore_signal_async and _wait_async, on the stand-in (NULL: not one). */
+static gf_result gf__rp_semaphore_check(const char *fn, gf_stream *s, const gf__rp_semaphore *sem) {
+    if (!s || !gf__is(s, GF__T_STREAM)) return gf__bad_handle(fn, "s", s, GF__T_STREAM);
+    if (!sem) return gf__bad_handle(fn, "sem", NULL, GF__T_SEMAPHORE);
+    if (s->dev != sem->dev) return gf__fail(GF_ERROR_WRONG_DEVICE, "%s: objects of two different devices used together", fn);
+    return GF_OK;
+}
+static gf_result gf__rp_semaphore_signal(gf_stream *s, gf__rp_semaphore *sem, uint64_t value) {
+    gf_event *ev = NULL;
+    gf_result r;
+    int slot;
+    if ((r = gf__rp_semaphore_check("gf_semaphore_signal_async", s, sem)) != GF_OK) return r;
+    if (sem->timeline && value == 0) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_semaphore_signal_async: a timeline starts at 0: signal a value above it");
+    gf__alloc_own++;
+    r = gf_event_create(sem->dev, 0, &ev);
+    gf__alloc_own--;
+    if (r != GF_OK) return r;
+    if ((r = gf_event_record(ev, s)) != GF_OK) { gf_event_destroy(ev); return r; }
+    if (sem->count == GF__RP_SIGNALS) {
+        gf_event_destroy(sem->signal[sem->first].ev);
+        sem->first = (sem->first + 1) % GF__RP_SIGNALS;
+        sem->count--;
+    }
+    slot = (sem->first + sem->count++) % GF__RP_SIGNALS;
+    sem->signal[slot].ev = ev;
+    sem->signal[slot].value = value;
+    sem->signal[slot].waited = 0;
+    return GF_OK;
+}
+static gf_result gf__rp_semaphore_wait(gf_stream *s, gf__rp_semaphore *sem, uint64_t value) {
+    gf_event *ev = NULL;
+    gf_result r;
+    int i;
+    if ((r = gf__rp_semaphore_check("gf_semaphore_wait_async", s, sem)) != GF_OK) return r;
+    for (i = 0; i < sem->count && !ev; i++) {
+        int slot = (sem->first + i) % GF__RP_SIGNALS;
+        if (sem->timeline ? sem->signal[slot].value < value : sem->signal[slot].waited) continue;
+        sem->signal[slot].waited = 1;
+        ev = sem->signal[slot].ev;
+    }
+    if (ev) {   /* the same capture, or none on either side */
+        gf__record_info rec = gf__event_latest(ev);
+        uint64_t capture;
+        gf__lock(&s->dev->lock);
+        capture = s->capture ? s->capture->id : 0;
+        gf__unlock(&s->dev->lock);
+        if (rec.capture_id != capture) ev = NULL;
+    }
+    return gf_stream_wait_event(s, ev ? ev : sem->none);
+}
+
 static void gf__rp_destroy(char kind, void *obj) {   /* an object the replay made, by its kind */
     switch (kind) {
     case 'D': gf_device_close((gf_device *)obj); break;
@@ -10742,6 +10923,7 @@ static void gf__rp_destroy(char kind, void *obj) {   /* an object the replay mad
     case 'B': gf_buffer_destroy((gf_buffer *)obj); break;
     case 'S': gf_stream_destroy((gf_stream *)obj); break;
     case 'V': gf_budget_destroy((gf_budget *)obj); break;
+    case 'T': gf__rp_semaphore_free((gf__rp_semaphore *)obj); break;
     default: break;   /* kernels, a pool's events and streams go with their module or pool */
     }
 }
@@ -10750,7 +10932,7 @@ static void gf__rp_destroy(char kind, void *obj) {   /* an object the replay mad
    before what they use, streams last; a kernel, a pool's events and streams go with their
    module or pool), closed. */
 static void gf__rp_close(gf__replay *rp, uint32_t id) {
-    static const char order[] = "GMPEWQJBVS";
+    static const char order[] = "GMPETWQJBVS";
     gf_device *dev = (gf_device *)rp->objs[id].obj;
     gf_race_info races;
     const char *kind;
@@ -10827,6 +11009,7 @@ typedef struct gf__rp_arg {
     gf_acquire_hint hint; gf_stream_pool_desc qd; gf_stream **streams; gf_budget_desc gd;
     int lacking;                           /* a module's stub kernels the replay could not find */
     int c2dst_given;                       /* a 2D copy to host memory */
+    gf_external_type type; uint64_t offset;   /* external memory (size in u), a semaphore (timeline in u) */
 } gf__rp_arg;
 
 /* The file's BYTES records, found before the replay starts (a copy's may come after it). */
@@ -10881,11 +11064,18 @@ static int gf__rp_args(gf__replay *rp, gf__rp_in *in, const char *letters, gf__r
     for (i = 0; letters[i] && !in->bad; i++) {
         gf__rp_arg *a = &v[i];
         memset(a, 0, sizeof *a);
-        switch (letters[i]) {
-        case 'D': case 'B': case 'S': case 'E': case 'P': case 'M': case 'K': case 'G': case 'Q': case 'W': case 'J': case 'V': case 'x':
-            gf__rp_object(rp, in, letters[i], a);
+        switch (strchr(GF__REC_OBJECTS, letters[i]) ? 'x' : strchr(GF__REC_MADE, letters[i]) ? 'd' : letters[i]) {
+        case 'x': gf__rp_object(rp, in, letters[i], a); break;
+        case 'd': a->id = gf__rp_u32(in); break;
+        case 'U': a->u = gf__rp_u64(in); break;
+        case '0':
+            if ((a->given = (int)gf__rp_u32(in)) != 0) {
+                a->type = (gf_external_type)(int)gf__rp_u32(in); a->u = gf__rp_u64(in); a->offset = gf__rp_u64(in); (void)gf__rp_u32(in);
+            }
             break;
-        case 'd': case 'b': case 's': case 'e': case 'p': case 'm': case 'k': case 'g': case 'q': case 'w': case 'j': case 'v': a->id = gf__rp_u32(in); break;
+        case '1':
+            if ((a->given = (int)gf__rp_u32(in)) != 0) { a->type = (gf_external_type)(int)gf__rp_u32(in); a->u = gf__rp_u32(in); }
+            break;
         case '3':
             if ((a->given = (int)gf__rp_u32(in)) != 0) { a->hint.priority = (gf_priority)(int)gf__rp_u32(in); a->hint.workload = (gf_workload)(int)gf__rp_u32(in); }
             break;
@@ -11053,6 +11243,7 @@ static char gf__rp_destroys(gf__rec_call call) {   /* the kind of object a destr
     case GF__RC_stream_set_destroy: return 'W';
     case GF__RC_graph_pool_destroy: return 'J';
     case GF__RC_budget_destroy: return 'V';
+    case GF__RC_semaphore_destroy: return 'T';
     default: return 0;
     }
 }
@@ -11145,19 +11336,21 @@ static gf_result gf__rp_call(gf__replay *rp, gf__rec_call call, gf__rp_arg *v, g
         if (call == GF__RC_stream_set_create && v[1].u > 16) v[1].u = 16;
     }
     if (call == GF__RC_graph_set_kernel_args && v[0].obj && rp->objs[v[0].id].partial) return GF__RP_SKIPPED;   /* not its launches */
+    if ((gf__rec_calls[call].flags & GF__RCF_STAND_IN) && recorded != GF_OK) return GF__RP_SKIPPED;   /* its handle failed it */
+    if (call == GF__RC_semaphore_export) return GF__RP_SKIPPED;   /* a stand-in has no handle to give */
     for (i = 0; letters[i]; i++) {
         if (v[i].missing) return GF__RP_SKIPPED;   /* an object the replay does not have */
         if (letters[i] == 'x' && v[i].obj && rp->objs[v[i].id].kind != gf__rp_destroys(call))
             v[i].wrong_kind = 1;   /* refused as the original was, and it lives on */
-        if (letters[i] >= 'a' && letters[i] <= 'z' && strchr("dbsepmkgqwjv", letters[i])) out = i;
+        if (letters[i] >= 'a' && letters[i] <= 'z' && strchr(GF__REC_MADE, letters[i])) out = i;
     }
-    if (letters[0] && strchr("DBSEPMKGQWJV", letters[0])) device = gf__rp_device_of(rp, v[0].id);
+    if (letters[0] && strchr(GF__REC_OBJECTS, letters[0])) device = gf__rp_device_of(rp, v[0].id);
     if (call == GF__RC_kernel_get || call == GF__RC_event_pool_acquire || call == GF__RC_stream_pool_acquire || call == GF__RC_stream_pool_acquire_ready ||
         call == GF__RC_stream_set_get || call == GF__RC_stream_set_next)
         parent = v[0].id;   /* they go with their module, their pool, their set */
 #define GF__RPO(i, T) ((T *)v[i].obj)
     switch (call) {
-    case GF__RC_device_open: {
+    case GF__RC_device_open: case GF__RC_device_open_native: {   /* a native device: a device of that backend and index */
         gf_device *dev = NULL;
         gf_backend recorded_on = (gf_backend)(int)v[0].u;   /* a value no backend has is kept: the open fails as it did */
         int known = recorded_on >= GF_BACKEND_AUTO && recorded_on < GF_BACKEND_COUNT;
@@ -11334,6 +11527,29 @@ static gf_result gf__rp_call(gf__replay *rp, gf__rec_call call, gf__rp_arg *v, g
         break;
     case GF__RC_budget_create: r = gf_budget_create(GF__RPO(0, gf_device), v[1].given ? &v[1].gd : NULL, (gf_budget **)&made); break;
     case GF__RC_budget_destroy: gf_budget_destroy(GF__RPO(0, gf_budget)); r = GF_OK; break;
+    /* Interop: stand-ins of gpuflow's own for what came from outside (GF__RCF_STAND_IN) */
+    case GF__RC_stream_wrap: r = gf_stream_create(GF__RPO(0, gf_device), v[1].given ? &v[1].sd : NULL, (gf_stream **)&made); break;
+    case GF__RC_buffer_wrap: r = gf_buffer_create(GF__RPO(0, gf_device), (size_t)v[1].u, (gf_buffer **)&made); break;
+    case GF__RC_buffer_import:   /* it succeeded: so its size was good (its contents came from the other API) */
+        r = v[1].given ? gf_buffer_create(GF__RPO(0, gf_device), (size_t)(v[1].u - v[1].offset), (gf_buffer **)&made) : GF_ERROR_INVALID_ARGUMENT;
+        break;
+    case GF__RC_buffer_export: {   /* made, and the handle closed: nothing here takes it */
+        gf_external_handle h;
+        if ((r = gf_buffer_export(GF__RPO(0, gf_buffer), (gf_external_type)(int)v[1].u, &h)) == GF_OK) gf__external_handle_close(&h);
+        break;
+    }
+    case GF__RC_semaphore_import: case GF__RC_semaphore_create:
+        if (v[0].wrong_kind || !v[0].obj || (call == GF__RC_semaphore_import && !v[1].given)) { r = GF_ERROR_INVALID_ARGUMENT; break; }
+        r = (made = gf__rp_semaphore_new(GF__RPO(0, gf_device), (int)v[1].u)) != NULL ? GF_OK : GF_ERROR_OUT_OF_MEMORY;
+        break;
+    case GF__RC_semaphore_signal_async: r = gf__rp_semaphore_signal(GF__RPO(0, gf_stream), v[1].wrong_kind ? NULL : GF__RPO(1, gf__rp_semaphore), v[2].u); break;
+    case GF__RC_semaphore_wait_async: r = gf__rp_semaphore_wait(GF__RPO(0, gf_stream), v[1].wrong_kind ? NULL : GF__RPO(1, gf__rp_semaphore), v[2].u); break;
+    case GF__RC_semaphore_destroy:
+        if (v[0].obj && !v[0].wrong_kind) gf__rp_semaphore_free(GF__RPO(0, gf__rp_semaphore));
+        else gf_semaphore_destroy(NULL);   /* refused, as the original was */
+        r = GF_OK;
+        break;
+    case GF__RC_semaphore_export:
     case GF__RC_NONE: case GF__RC_COUNT: case GF__RC_BYTES: case GF__RC_END: case GF__RC_CUT: break;
     }
 #undef GF__RPO

@@ -26,8 +26,10 @@
      budget     the calls a budget's callback makes are recorded after the call that ran it
      snapshot   an async copy from host memory that earlier work on its stream fills: the
                 bytes it read are recorded (taken in stream order), so its replay matches
+     interop    semaphores, an import and a wrapped buffer replayed with stand-ins: the order
+                the semaphores kept holds (no race), nothing waits for ever
      input      the codes of bad calls
-     env        GPUFLOW_RECORD in a new process (this program again)
+     env        GPUFLOW_RECORD in a new process (this program again), and its %p
 
    usage: record stub|opencl|cuda|hip       (record --env-child BACKEND: the child;
                                              record stub --corpus DIR: tests/replay_corpus's seeds) */
@@ -38,6 +40,7 @@
 #include "test_kernels.h"
 #include <stdlib.h>
 #include <unistd.h>
+#include <sys/wait.h>
 
 #if defined(__SANITIZE_THREAD__)
 #  define RECORD_UNDER_TSAN 1
@@ -705,11 +708,11 @@ static int record_into(const char *name, int device_to_host)
     rd.device_to_host = device_to_host;
     return CHECK_EQ_RESULT(gf_record_start(&rd), GF_OK);
 }
-static gf_result replay_on(gf_backend on, void (*on_call)(void *user, const gf_replay_call *call), gf_replay_report *rep)
+static gf_result replay_on(gf_backend on, unsigned flags, void (*on_call)(void *user, const gf_replay_call *call), gf_replay_report *rep)
 {
     gf_replay_desc d;
     memset(&d, 0, sizeof d);
-    d.path = path2; d.backend = on; d.on_call = on_call;
+    d.path = path2; d.backend = on; d.flags = flags; d.on_call = on_call;
     d.stub_kernels = tk_stub_kernels; d.stub_kernel_count = 3;
     return gf_replay(&d, rep);
 }
@@ -780,14 +783,14 @@ static void test_snapshot(void)
     for (i = 0; i < 16; i++) good_rows &= memcmp(rows + i * 32, (unsigned char *)words + i * 64, 32) == 0;
     CHECK(good_rows, "snapshot: the 2D copy read the rows the copy to the host wrote");
     for (replays = 0; replays < 2; replays++) {   /* on the stub, and on the backend it was recorded on */
-        CHECK_EQ_RESULT(replay_on(replays ? backend : GF_BACKEND_STUB, NULL, &rep), GF_OK);
+        CHECK_EQ_RESULT(replay_on(replays ? backend : GF_BACKEND_STUB, 0, NULL, &rep), GF_OK);
         CHECK(rep.mismatches == 0 && rep.skipped == 0 && rep.replayed >= 14,
               "snapshot: an async copy's bytes are those its stream gave it, so the replay reads back the same words");
         if (rep.mismatches || rep.skipped) printf("  replay on %s: %llu replayed, %llu skipped: %s\n", replays ? "the recorded backend" : "the stub",
                                                   (unsigned long long)rep.replayed, (unsigned long long)rep.skipped, rep.first_mismatch);
     }
     snapshot_session(1, back, rows, words);
-    CHECK_EQ_RESULT(replay_on(GF_BACKEND_STUB, NULL, &rep), GF_OK);
+    CHECK_EQ_RESULT(replay_on(GF_BACKEND_STUB, 0, NULL, &rep), GF_OK);
     CHECK(rep.mismatches == 0 && rep.skipped == 0 && rep.replayed >= 9 && !rep.cut,
           "snapshot: a recording stopped with a snapshot queued ends whole (the snapshot not taken: its memory may still be written)");
     remove(path2);
@@ -825,7 +828,7 @@ static void test_snapshot_staged(void)
         if (s) gf_stream_destroy(s);
         if (dev) gf_device_close(dev);
         CHECK_EQ_RESULT(gf_record_stop(), GF_OK);
-        CHECK_EQ_RESULT(replay_on(GF_BACKEND_STUB, NULL, &rep), GF_OK);
+        CHECK_EQ_RESULT(replay_on(GF_BACKEND_STUB, 0, NULL, &rep), GF_OK);
         CHECK(rep.mismatches == 0, "snapshot, staged: pageable memory's bytes are recorded as the copy read them, at the call");
     }
     th_flag_destroy(&gate);
@@ -903,7 +906,7 @@ static void test_alloc_faults(void)
     }
     CHECK_EQ_RESULT(gf_record_stop(), GF_OK);
     CHECK(refused == 1 || backend != GF_BACKEND_STUB, "alloc faults: the rule refused one call while recording");   /* the stub's count; a GPU backend allocates differently */
-    CHECK_EQ_RESULT(replay_on(backend, NULL, &rep), GF_OK);   /* a backend's calls allocate as that backend does */
+    CHECK_EQ_RESULT(replay_on(backend, 0, NULL, &rep), GF_OK);   /* a backend's calls allocate as that backend does */
     CHECK(rep.mismatches == 0, "alloc faults: the replay's own allocations are not counted, so the same call fails as recorded");
     if (rep.mismatches) printf("  %s\n", rep.first_mismatch);
     remove(path2);
@@ -953,7 +956,7 @@ static void test_budget_calls(void)
     CHECK(made == 4 && bc_crossed == 2 && bc_refused == 1, "budget calls: the callback freed the spare when the line was first crossed (the 2nd create crossed it again), and the 5th create was refused");
     if (made != 4 || bc_crossed != 2 || bc_refused != 1) printf("  made %d, crossed %d, refused %d\n", made, bc_crossed, bc_refused);
     bc_destroys = 0;
-    CHECK_EQ_RESULT(replay_on(GF_BACKEND_STUB, bc_on_call, &rep), GF_OK);
+    CHECK_EQ_RESULT(replay_on(GF_BACKEND_STUB, 0, bc_on_call, &rep), GF_OK);
     CHECK(rep.mismatches == 0 && bc_destroys == 5, "budget calls: the calls a budget's callback makes are recorded after the call that ran it, and replay alike");
     if (rep.mismatches || bc_destroys != 5) printf("  destroys replayed %d: %s\n", bc_destroys, rep.first_mismatch);
     remove(path2);
@@ -1022,9 +1025,90 @@ static void test_flow_events(void)
     }
     CHECK_EQ_RESULT(gf_record_stop(), GF_OK);
     CHECK(st.cross_edges > 0, "flow events: the join waited across lanes");
-    CHECK_EQ_RESULT(replay_on(GF_BACKEND_STUB, NULL, &rep), GF_OK);
+    CHECK_EQ_RESULT(replay_on(GF_BACKEND_STUB, 0, NULL, &rep), GF_OK);
     CHECK(rep.mismatches == 0 && rep.skipped == 0, "flow events: the flow's own events and fork streams are made in the replay, so its records, waits and captured forks replay, none skipped");
     if (rep.mismatches || rep.skipped) printf("  %llu replayed, %llu skipped: %s\n", (unsigned long long)rep.replayed, (unsigned long long)rep.skipped, rep.first_mismatch);
+    remove(path2);
+}
+
+/* Interop: calls on what came from outside are recorded without their handles, and a replay
+   stands in for them with objects of its own: a semaphore by events (a signal records one, a
+   wait waits for it), so the replay orders what the semaphore ordered (the race detector finds
+   nothing) and a wait that the other API ended (here, through a second handle, an import of
+   the export) waits for nothing rather than for ever; a wrapped buffer by a buffer of its size.
+   The export's handle means nothing to a replay: skipped, and only it. Semaphores of gpuflow's
+   own are the stub's; elsewhere only the wrapped buffer. */
+static int io_replayed_sems;
+static void io_on_call(void *user, const gf_replay_call *c)
+{
+    (void)user;
+    if (!strncmp(c->name, "gf_semaphore_", 13) && !c->skipped && c->replayed == GF_OK) io_replayed_sems++;
+}
+static void interop_session(void)
+{
+    gf_device *dev = NULL;
+    gf_stream *a = NULL, *b = NULL;
+    gf_buffer *buf = NULL, *wrapped = NULL;
+    gf_semaphore *t = NULL, *alias = NULL, *bin = NULL;
+    gf_semaphore_desc sd;
+    gf_external_handle h;
+    unsigned char back[4096];
+    int own = backend == GF_BACKEND_STUB;
+    if (CHECK_EQ_RESULT(gf_device_open(backend, 0, &dev), GF_OK)) {
+        CHECK_EQ_RESULT(gf_stream_create(dev, NULL, &a), GF_OK);
+        CHECK_EQ_RESULT(gf_stream_create(dev, NULL, &b), GF_OK);
+        CHECK_EQ_RESULT(gf_buffer_create(dev, sizeof back, &buf), GF_OK);
+        if (own) {
+            CHECK_EQ_RESULT(gf_semaphore_create(dev, 1, &t), GF_OK);
+            CHECK_EQ_RESULT(gf_semaphore_create(dev, 0, &bin), GF_OK);
+            if (t && CHECK_EQ_RESULT(gf_semaphore_export(t, GF_EXTERNAL_HOST_FD, &h), GF_OK)) {
+                memset(&sd, 0, sizeof sd);
+                sd.type = GF_EXTERNAL_HOST_FD; sd.fd = h.fd; sd.timeline = 1;
+                CHECK_EQ_RESULT(gf_semaphore_import(dev, &sd, &alias), GF_OK);
+                close(h.fd);
+            }
+        }
+        if (a && b && buf && t && bin && alias) {
+            CHECK_EQ_RESULT(gf_fill_async(a, buf, 0, 0x5a, 2048), GF_OK);
+            CHECK_EQ_RESULT(gf_semaphore_signal_async(a, t, 1), GF_OK);
+            CHECK_EQ_RESULT(gf_semaphore_wait_async(b, t, 1), GF_OK);       /* b reads what a filled */
+            CHECK_EQ_RESULT(gf_semaphore_wait_async(b, alias, 1), GF_OK);   /* ended through the other handle */
+            CHECK_EQ_RESULT(gf_fill_async(a, buf, 2048, 0x6b, 2048), GF_OK);
+            CHECK_EQ_RESULT(gf_semaphore_signal_async(a, bin, 0), GF_OK);
+            CHECK_EQ_RESULT(gf_semaphore_wait_async(b, bin, 0), GF_OK);
+            CHECK_EQ_RESULT(gf_copy_to_host_async(b, back, buf, 0, sizeof back), GF_OK);
+            CHECK_EQ_RESULT(gf_stream_synchronize(b), GF_OK);
+            CHECK(back[0] == 0x5a && back[4095] == 0x6b, "interop: the recorded run read what the other stream filled");
+        }
+        if (buf && CHECK_EQ_RESULT(gf_buffer_wrap(dev, gf_buffer_native(buf), sizeof back, &wrapped), GF_OK) && a) {
+            CHECK_EQ_RESULT(gf_fill_async(a, wrapped, 0, 0x11, 64), GF_OK);
+            CHECK_EQ_RESULT(gf_stream_synchronize(a), GF_OK);
+        }
+        if (wrapped) gf_buffer_destroy(wrapped);
+        if (alias) gf_semaphore_destroy(alias);
+        if (bin) gf_semaphore_destroy(bin);
+        if (t) gf_semaphore_destroy(t);
+        if (buf) gf_buffer_destroy(buf);
+        if (b) gf_stream_destroy(b);
+        if (a) gf_stream_destroy(a);
+        gf_device_close(dev);
+    }
+}
+static void test_interop(void)
+{
+    gf_replay_report rep;
+    int own = backend == GF_BACKEND_STUB;
+    if (!record_into("interop", 1)) return;
+    interop_session();
+    CHECK_EQ_RESULT(gf_record_stop(), GF_OK);
+    io_replayed_sems = 0;
+    CHECK_EQ_RESULT(replay_on(GF_BACKEND_STUB, GF_REPLAY_RACE_CHECK, io_on_call, &rep), GF_OK);
+    CHECK(rep.mismatches == 0 && rep.races == 0 && rep.skipped == (own ? 1u : 0u),
+          "interop: replayed with stand-ins, no mismatch, no race (the semaphores' order kept), only the export skipped");
+    if (own) CHECK(io_replayed_sems == 11, "interop: every semaphore call but the export is replayed (11)");
+    if (rep.mismatches || rep.races || rep.skipped != (own ? 1u : 0u) || (own && io_replayed_sems != 11))
+        printf("  %llu replayed, %llu skipped, %llu races, %d semaphore calls: %s\n", (unsigned long long)rep.replayed,
+               (unsigned long long)rep.skipped, (unsigned long long)rep.races, io_replayed_sems, rep.first_mismatch);
     remove(path2);
 }
 
@@ -1093,6 +1177,33 @@ static int env_child(void)
     gf_device_close(dev);
     return 0;   /* the recording ends at exit */
 }
+/* GPUFLOW_RECORD's %p: each process its own file, so a program that starts another (as
+   tests/interop.c does) keeps its recording. */
+static void test_env_pid(char *self, const char *name)
+{
+    char pattern[256];
+    gf_replay_desc d;
+    gf_replay_report rep;
+    int status = -1;
+    pid_t pid;
+    snprintf(pattern, sizeof pattern, "record_%d_env_%%p.gfrec", (int)getpid());
+    fflush(stdout);
+    if ((pid = fork()) == 0) {
+        setenv("GPUFLOW_RECORD", pattern, 1);
+        setenv("GPUFLOW_FAULTS", "buffer:2", 1);
+        setenv("GPUFLOW_LOG", "off", 1);
+        execl(self, self, "--env-child", name, (char *)NULL);
+        _exit(127);
+    }
+    CHECK(pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0, "env %p: the child ran");
+    snprintf(path2, sizeof path2, "record_%d_env_%d.gfrec", (int)getpid(), (int)pid);
+    replay_desc(&d, path2, GF_BACKEND_AUTO);
+    gf_faults_set(NULL);
+    CHECK_EQ_RESULT(gf_replay(&d, &rep), GF_OK);
+    CHECK(rep.calls == 6 && rep.mismatches == 0, "env %p: the file is named for the child's process id");
+    gf_faults_set(NULL);
+    remove(path2);
+}
 static void test_env(char *self, const char *name)
 {
     char cmd[1024];
@@ -1111,6 +1222,7 @@ static void test_env(char *self, const char *name)
 
 int main(int argc, char **argv)
 {
+    gf_record_desc rd;
     const char *name;
     gf_device *probe;
     gf_result r;
@@ -1126,6 +1238,10 @@ int main(int argc, char **argv)
         record_session(path, 1, 0);
         snprintf(path, sizeof path, "%s/session_cut.gfrec", argv[3]);
         record_session(path, 0, 1500);
+        snprintf(path, sizeof path, "%s/session_interop.gfrec", argv[3]);
+        memset(&rd, 0, sizeof rd);
+        rd.path = path;
+        if (gf_record_start(&rd) == GF_OK) { interop_session(); gf_record_stop(); }
         return th_finish();
     }
     if (!(name = th_backend_arg(argc, argv, &backend))) return 2;
@@ -1150,7 +1266,9 @@ int main(int argc, char **argv)
     test_alloc_faults();
     test_budget_calls();
     test_flow_events();
+    test_interop();
     test_env(argv[0], name);
+    test_env_pid(argv[0], name);
     remove(path);
     return th_finish();
 }
