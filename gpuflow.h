@@ -1172,8 +1172,10 @@ GPUFLOW_API uint64_t  gf_faults_injected(void);   /* failures injected since the
    the calls they make, with the events and streams gpuflow made for them (a flow's lane
    edges, a captured flow's fork streams): the first call that names one is preceded by an
    event_create or stream_create, so the replay records, waits and forks alike.
-   Not written: a flow's condition tasks (a captured flow's loops and branches are missing); a
-   stream callback as a no-op in its place (its code is the program's). Interop is written
+   A captured flow's condition tasks are written as the graph's loops and branches (their
+   begins test the int against the pick's index), with the copies of each int to the graph's
+   slots and the slots' buffer; a decided run (gf_flow_run) is written as the tasks it ran. A
+   stream callback is replayed as a no-op in its place (its code is the program's). Interop is written
    without its handles, which mean nothing in another process, and a replay stands in for what
    they named: a native device by a device of its backend and index, a wrapped stream or
    buffer and imported memory by a stream or buffer of gpuflow's own (of the size; its
@@ -2862,6 +2864,9 @@ static uint64_t gf__rec_late_enqueue(gf_stream *s, const gf__cmd *c);
 static void gf__rec_late_cancel(uint64_t number);
 static void gf__rec_late_forget(gf_device *dev);
 static void gf__rec_gone(const void *obj);
+static void gf__rec_made_buffer(const gf_buffer *buf);
+static gf_result gf__recorded_cond_begin(gf_stream *s, gf_buffer *cond, size_t offset, int what, gf__cond_test test);
+static gf_result gf__recorded_cond_end(gf_stream *s, int what);
 
 /* GPUFLOW_FAULTS: the rules of gf_faults_set, once per process, at the first device's open. */
 static void gf__env_faults(void) {
@@ -6930,21 +6935,23 @@ static gf_result gf__shape_cond(gf__shape *sh, int what, int c, int32_t value) {
     if (sh->dry && ++sh->depth > GF_COND_DEPTH)
         return gf__fail(GF_ERROR_CAPTURE, "gf_flow_capture: flow '%s': loops and branches nest deeper than %d at condition '%s'", sh->flow->label,
                         GF_COND_DEPTH, sh->flow->tasks[c].name);
-    return sh->dry ? GF_OK : gf__cond_begin("gf_flow_capture", sh->s, sh->scratch, (size_t)sh->slot[c] * 4, what, test);
+    return sh->dry ? GF_OK : gf__recorded_cond_begin(sh->s, sh->scratch, (size_t)sh->slot[c] * 4, what, test);
 }
 static gf_result gf__shape_end(gf__shape *sh, int what) {
     if (sh->dry) { sh->depth--; return GF_OK; }
-    return gf__cond_end("gf_flow_capture", sh->s, what);
+    return gf__recorded_cond_end(sh->s, what);
 }
+/* The capture's own work goes through the recorded calls, so that a recording has the graph's
+   loops and branches (the flow itself is no recorded call: its calls are the outermost). */
 static gf_result gf__shape_set(gf__shape *sh, int c, int32_t value) {   /* c's slot = value */
-    return sh->dry ? GF_OK : gf__call_fill32_async(sh->s, sh->scratch, (size_t)sh->slot[c] * 4, (uint32_t)value, 1);
+    return sh->dry ? GF_OK : gf_fill32_async(sh->s, sh->scratch, (size_t)sh->slot[c] * 4, (uint32_t)value, 1);
 }
 static gf_result gf__shape_copy(gf__shape *sh, int c) {   /* condition c where it stands: its int to its slot */
     const gf__task *ct = &sh->flow->tasks[c];
     gf_result r;
     if (sh->dry) return GF_OK;
     gf_range_push(sh->s, ct->name);
-    r = gf__call_copy_buffer_async(sh->s, sh->scratch, (size_t)sh->slot[c] * 4, ct->cond, ct->cond_offset, 4);
+    r = gf_copy_buffer_async(sh->s, sh->scratch, (size_t)sh->slot[c] * 4, ct->cond, ct->cond_offset, 4);
     gf_range_pop(sh->s);
     return r;
 }
@@ -7070,6 +7077,7 @@ static gf_result gf__flow_capture_decided(gf_flow *flow, gf_stream *s, gf_graph 
         sh.dry = 0;
     }
     if (r == GF_OK) r = gf__buffer_new(flow->dev, (size_t)slots * 4, GF_MEMORY_DEVICE, &sh.scratch);
+    if (r == GF_OK && gf__atomic_load_int(&gf__rec_on)) gf__rec_made_buffer(sh.scratch);
     if (r == GF_OK && (r = gf_stream_begin_capture(s, GF_CAPTURE_GLOBAL)) == GF_OK) {
         int kept;
         gf__lock(&s->lock);
@@ -7081,7 +7089,10 @@ static gf_result gf__flow_capture_decided(gf_flow *flow, gf_stream *s, gf_graph 
         else gf__capture_abandon(s);
         if (r == GF_OK) gf__flow_remember_lanes(flow, &s, 1);
     }
-    if (sh.scratch) gf__buffer_free(sh.scratch);   /* the graph keeps it */
+    if (sh.scratch) {   /* the graph keeps it (a replay's stays to its device's close) */
+        if (gf__atomic_load_int(&gf__rec_on)) gf__rec_gone(sh.scratch);
+        gf__buffer_free(sh.scratch);
+    }
     gf__free(sh.back); gf__free(sh.picker); gf__free(sh.slot); gf__free(sh.stack); gf__free(sh.emitted); gf__free(sh.stop); gf__free(sh.live); gf__free(all);
     gf__plan_free(&plan);
     return r;
@@ -9629,7 +9640,10 @@ static gf_result gf__fault_point(gf_device *dev, int kind, const char *fn) {
    bytes are written only for a call that succeeded: then gpuflow has checked their range.
    A BYTES record (u64 snapshot number, then the bytes as an h) holds an async copy's host
    bytes as its stream reached them; it may come before or after the copy's record, and it is
-   no call. Version 2 added it; version 3 the interop calls; earlier versions read as before. */
+   no call. Two rows are no public call: stream_begin_while_equal and stream_begin_if_equal, a
+   captured flow's loop or branch (the int == the i, where the public calls test != 0).
+   Version 2 added BYTES; version 3 the interop calls and those rows; earlier versions read as
+   before. */
 #define GF__REC_VERSION 3u
 #define GF__REC_UNKNOWN 0xffffffffu
 #define GF__REC_NULL 0xffffffffu
@@ -9672,7 +9686,8 @@ static gf_result gf__fault_point(gf_device *dev, int kind, const char *fn) {
     X(device_open_native, "iid", GF__RCF_FLUSH | GF__RCF_STAND_IN) X(stream_wrap, "D6s", GF__RCF_STAND_IN) \
     X(buffer_wrap, "Dzb", GF__RCF_STAND_IN) X(buffer_import, "D0b", GF__RCF_STAND_IN) X(buffer_export, "Bun", GF__RCF_NOCMP) \
     X(semaphore_import, "D1t", GF__RCF_STAND_IN) X(semaphore_create, "Dit", GF__RCF_STAND_IN) X(semaphore_export, "Tun", GF__RCF_NOCMP) \
-    X(semaphore_signal_async, "STU", 0) X(semaphore_wait_async, "STU", 0) X(semaphore_destroy, "x", GF__RCF_FLUSH)
+    X(semaphore_signal_async, "STU", 0) X(semaphore_wait_async, "STU", 0) X(semaphore_destroy, "x", GF__RCF_FLUSH) \
+    X(stream_begin_while_equal, "SBzi", 0) X(stream_begin_if_equal, "SBzi", 0)   /* a captured flow's: the int == value */
 typedef enum gf__rec_call {
     GF__RC_NONE = 0,
 #define GF__RC_ENUM(name, args, flags) GF__RC_##name,
@@ -10194,6 +10209,21 @@ static const char *gf__rec_introduce(gf__rec_call call, va_list ap) {
     }
     return why;
 }
+/* A buffer gpuflow made for itself (a captured flow's condition slots): a buffer_create record
+   of its size makes it in the replay too. */
+static void gf__rec_made_buffer(const gf_buffer *buf) {
+    const char *why = NULL;
+    gf__spin_lock(&gf__rec.lock);
+    if (gf__rec.file && !gf__rec_find(buf)) {
+        gf__rec_begin(GF__RC_buffer_create, GF_OK);
+        gf__rec_u32(gf__rec_id(buf->dev));
+        gf__rec_u64(buf->size);
+        gf__rec_u32(gf__rec_new(buf));
+        why = gf__rec_emit(0);
+    }
+    gf__spin_unlock(&gf__rec.lock);
+    if (why) gf__notice(GF_LOG_WARNING, "gpuflow: recording: %s", why);
+}
 /* An object gpuflow frees on its own (not through a recorded destroy): its number is retired. */
 static void gf__rec_gone(const void *obj) {
     gf__spin_lock(&gf__rec.lock);
@@ -10508,6 +10538,21 @@ GPUFLOW_IMPL gf_result gf_stream_begin_if(gf_stream *s, gf_buffer *cond, size_t 
     GF__RECORDED(stream_begin_if, gf__cond_begin("gf_stream_begin_if", s, cond, offset, GF__COND_IF, gf__cond_nonzero), GF__P(s), GF__P(cond), offset);
 }
 GPUFLOW_IMPL gf_result gf_stream_end_if(gf_stream *s) { GF__RECORDED(stream_end_if, gf__cond_end("gf_stream_end_if", s, GF__COND_IF), GF__P(s)); }
+/* A captured flow's loops and branches (the int == the pick's index), written as such. */
+static gf_result gf__recorded_cond_begin(gf_stream *s, gf_buffer *cond, size_t offset, int what, gf__cond_test test) {
+    if (what == GF__COND_WHILE) {
+        GF__RECORDED(stream_begin_while_equal, gf__cond_begin("gf_flow_capture", s, cond, offset, what, test), GF__P(s), GF__P(cond), offset, (int)test.value);
+    } else {
+        GF__RECORDED(stream_begin_if_equal, gf__cond_begin("gf_flow_capture", s, cond, offset, what, test), GF__P(s), GF__P(cond), offset, (int)test.value);
+    }
+}
+static gf_result gf__recorded_cond_end(gf_stream *s, int what) {
+    if (what == GF__COND_WHILE) {
+        GF__RECORDED(stream_end_while, gf__cond_end("gf_flow_capture", s, what), GF__P(s));
+    } else {
+        GF__RECORDED(stream_end_if, gf__cond_end("gf_flow_capture", s, what), GF__P(s));
+    }
+}
 GPUFLOW_IMPL gf_result gf_race_check_enable(gf_device *dev, unsigned flags) {
     GF__RECORDED(race_check_enable, gf__call_race_check_enable(dev, flags), GF__P(dev), flags);
 }
@@ -11313,7 +11358,7 @@ static gf_result gf__rp_call(gf__replay *rp, gf__rec_call call, gf__rp_arg *v, g
     void *owned = NULL;     /* host memory a synchronous copy used: freed after it */
     int i, out = -1;
     if (d->untrusted) {   /* nothing that could run for ever, or make a great many objects */
-        if (call == GF__RC_stream_begin_while) return GF__RP_SKIPPED;
+        if (call == GF__RC_stream_begin_while || call == GF__RC_stream_begin_while_equal) return GF__RP_SKIPPED;
         if (call == GF__RC_device_open) {
             uint32_t k;
             int open = 0;
@@ -11484,6 +11529,13 @@ static gf_result gf__rp_call(gf__replay *rp, gf__rec_call call, gf__rp_arg *v, g
     case GF__RC_stream_end_while: r = gf_stream_end_while(GF__RPO(0, gf_stream)); break;
     case GF__RC_stream_begin_if: r = gf_stream_begin_if(GF__RPO(0, gf_stream), GF__RPO(1, gf_buffer), (size_t)v[2].u); break;
     case GF__RC_stream_end_if: r = gf_stream_end_if(GF__RPO(0, gf_stream)); break;
+    case GF__RC_stream_begin_while_equal: case GF__RC_stream_begin_if_equal: {
+        gf__cond_test test;
+        test.value = (int32_t)(uint32_t)v[3].u; test.equal = 1;
+        r = gf__cond_begin(call == GF__RC_stream_begin_while_equal ? "gf_stream_begin_while" : "gf_stream_begin_if", GF__RPO(0, gf_stream),
+                           GF__RPO(1, gf_buffer), (size_t)v[2].u, call == GF__RC_stream_begin_while_equal ? GF__COND_WHILE : GF__COND_IF, test);
+        break;
+    }
     case GF__RC_race_check_enable: r = gf_race_check_enable(GF__RPO(0, gf_device), (d->flags & GF_REPLAY_RACE_CHECK) ? GF_RACE_CHECK_ON : (unsigned)v[1].u); break;
     case GF__RC_profiler_enable: r = gf_profiler_enable(GF__RPO(0, gf_device), (d->flags & GF_REPLAY_PROFILE) ? GF_PROFILE_ON : (unsigned)v[1].u); break;
     case GF__RC_faults_set: r = gf_faults_set(v[0].s); rp->set_faults = 1; break;

@@ -22,7 +22,8 @@
      review     an outside review's reproducers (R1-R6), each a regression
      faults     alloc fault rules recorded: the replay's own memory is not counted, so the
                 same calls fail
-     flow       a flow's own events are made in the replay: its lanes' records and waits replay
+     flow       a flow's own events are made in the replay: its lanes' records and waits replay;
+                a captured flow's loop is in the file, so its replay loops as often
      budget     the calls a budget's callback makes are recorded after the call that ran it
      snapshot   an async copy from host memory that earlier work on its stream fills: the
                 bytes it read are recorded (taken in stream order), so its replay matches
@@ -1038,6 +1039,80 @@ static void test_flow_events(void)
    the export) waits for nothing rather than for ever; a wrapped buffer by a buffer of its size.
    The export's handle means nothing to a replay: skipped, and only it. Semaphores of gpuflow's
    own are the stub's; elsewhere only the wrapped buffer. */
+/* A captured flow's condition tasks: the graph's loops and branches (their begins test the int
+   against the pick's index), the copies of each condition's int to the graph's own slots and
+   those slots' buffer are recorded, so the replay's graph loops as the run's did. Here the body
+   shifts a tape of ints left by one and the condition reads its head: 1 goes round again, 0
+   ends; four times round from 0,1,1,1,0. Read back, the tape says how often the body ran. */
+static gf_buffer *fc_tape, *fc_tmp, *fc_flag;
+static gf_result fc_shift(gf_stream *s, void *user)
+{
+    gf_result r = gf_copy_buffer_async(s, fc_tmp, 0, fc_tape, 4, 60);
+    (void)user;
+    return r != GF_OK ? r : gf_copy_buffer_async(s, fc_tape, 0, fc_tmp, 0, 60);
+}
+static gf_result fc_init(gf_stream *s, void *user) { (void)user; return gf_fill_async(s, fc_tmp, 0, 0, 64); }
+static gf_result fc_done(gf_stream *s, void *user) { (void)user; return gf_fill32_async(s, fc_flag, 0, 7, 1); }
+static void test_flow_conditions(void)
+{
+    static const uint32_t start[16] = { 0, 1, 1, 1 };
+    gf_replay_report rep;
+    gf_device *dev = NULL;
+    gf_stream *s = NULL;
+    gf_flow *flow = NULL;
+    gf_graph *g = NULL;
+    gf_task init = 0, body = 0, cond = 0, done = 0;
+    uint32_t tape[16], flag = 0;
+    int i, zeros = 1;
+    fc_tape = fc_tmp = fc_flag = NULL;
+    memset(tape, 0xff, sizeof tape);
+    if (!record_into("flow_cond", 1)) return;
+    if (CHECK_EQ_RESULT(gf_device_open(backend, 0, &dev), GF_OK)) {
+        CHECK_EQ_RESULT(gf_stream_create(dev, NULL, &s), GF_OK);
+        CHECK_EQ_RESULT(gf_buffer_create(dev, 64, &fc_tape), GF_OK);
+        CHECK_EQ_RESULT(gf_buffer_create(dev, 64, &fc_tmp), GF_OK);
+        CHECK_EQ_RESULT(gf_buffer_create(dev, 4, &fc_flag), GF_OK);
+        CHECK_EQ_RESULT(gf_flow_create(dev, NULL, &flow), GF_OK);
+        if (flow && s && fc_tape && fc_tmp && fc_flag) {
+            CHECK_EQ_RESULT(gf_flow_add(flow, "init", fc_init, NULL, &init), GF_OK);   /* a loop is entered by a plain edge */
+            CHECK_EQ_RESULT(gf_flow_add(flow, "shift", fc_shift, NULL, &body), GF_OK);
+            CHECK_EQ_RESULT(gf_flow_add_condition(flow, "again?", fc_tape, 0, &cond), GF_OK);
+            CHECK_EQ_RESULT(gf_flow_add(flow, "done", fc_done, NULL, &done), GF_OK);
+            CHECK_EQ_RESULT(gf_flow_depend(flow, init, body), GF_OK);
+            CHECK_EQ_RESULT(gf_flow_depend(flow, body, cond), GF_OK);
+            CHECK_EQ_RESULT(gf_flow_depend(flow, cond, done), GF_OK);   /* pick 0 */
+            CHECK_EQ_RESULT(gf_flow_depend(flow, cond, body), GF_OK);   /* pick 1: round again */
+            if (CHECK_EQ_RESULT(gf_flow_capture(flow, s, &g), GF_OK)) {
+                CHECK_EQ_RESULT(gf_copy_to_device(fc_tape, 0, start, sizeof start), GF_OK);
+                CHECK_EQ_RESULT(gf_fill32_async(s, fc_flag, 0, 0, 1), GF_OK);
+                CHECK_EQ_RESULT(gf_graph_launch(g, s), GF_OK);
+                CHECK_EQ_RESULT(gf_stream_synchronize(s), GF_OK);
+                CHECK_EQ_RESULT(gf_copy_to_host(tape, fc_tape, 0, sizeof tape), GF_OK);
+                CHECK_EQ_RESULT(gf_copy_to_host(&flag, fc_flag, 0, sizeof flag), GF_OK);
+                gf_graph_destroy(g);
+            }
+        }
+        if (flow) gf_flow_destroy(flow);
+        if (fc_flag) gf_buffer_destroy(fc_flag);
+        if (fc_tmp) gf_buffer_destroy(fc_tmp);
+        if (fc_tape) gf_buffer_destroy(fc_tape);
+        if (s) gf_stream_destroy(s);
+        gf_device_close(dev);
+    }
+    CHECK_EQ_RESULT(gf_record_stop(), GF_OK);
+    for (i = 0; i < 16; i++) zeros &= tape[i] == 0;
+    CHECK(zeros && flag == 7, "flow conditions: the captured loop ran four times, then done");
+    if (!zeros || flag != 7) printf("  tape %u %u %u %u %u, flag %u\n", tape[0], tape[1], tape[2], tape[3], tape[15], flag);
+    CHECK_EQ_RESULT(replay_on(GF_BACKEND_STUB, 0, NULL, &rep), GF_OK);
+    CHECK(rep.mismatches == 0 && rep.skipped == 0, "flow conditions: the recording has the graph's loop: the replay's tape reads back as the run's");
+    if (rep.mismatches || rep.skipped) printf("  %llu replayed, %llu skipped: %s\n", (unsigned long long)rep.replayed, (unsigned long long)rep.skipped, rep.first_mismatch);
+    if (backend != GF_BACKEND_STUB) {
+        CHECK_EQ_RESULT(replay_on(backend, 0, NULL, &rep), GF_OK);
+        CHECK(rep.mismatches == 0 && rep.skipped == 0, "flow conditions: replayed where it was recorded, the same");
+    }
+    remove(path2);
+}
+
 static int io_replayed_sems;
 static void io_on_call(void *user, const gf_replay_call *c)
 {
@@ -1266,6 +1341,7 @@ int main(int argc, char **argv)
     test_alloc_faults();
     test_budget_calls();
     test_flow_events();
+    test_flow_conditions();
     test_interop();
     test_env(argv[0], name);
     test_env_pid(argv[0], name);
