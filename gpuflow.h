@@ -1194,8 +1194,9 @@ GPUFLOW_API uint64_t  gf_faults_injected(void);   /* failures injected since the
    work on the stream fills (a copy to the host, a callback) is recorded as the copy read it;
    the stream waits for that callback (recording slows such copies). They are taken at the call
    inside a capture, and for memory the backend stages at the call (pageable memory on CUDA
-   and HIP, which the copy reads there). A snapshot still queued when recording stops is not
-   taken (earlier work may still be writing the memory): its copy replays zeros. Thread-safe;
+   and HIP, which the copy reads there). A snapshot still queued when recording stops is taken
+   as its stream reaches it: the file stays open after its END until then (or the next
+   gf_record_start, or its device's close, after which the copy replays zeros). Thread-safe;
    with recording off each recorded call costs one load.
    Codes: gf_record_start GF_ERROR_INVALID_STATE while recording, GF_ERROR_INVALID_ARGUMENT for
    a path that cannot be written; gf_record_stop GF_ERROR_INVALID_STATE when not recording. */
@@ -9723,6 +9724,8 @@ static struct {
     size_t blob_at; const void *blob; uint64_t blob_n;   /* host bytes, written from where they are */
     int broken;                                     /* out of memory while writing it */
     struct gf__rec_late *late;                      /* snapshots whose callbacks have not run */
+    FILE *tail; int tail_of; uint64_t tail_written, tail_limit;   /* a stopped recording's file, open (after its
+                                                       END) until the snapshots queued before the stop are in it */
     uint64_t late_count;                            /* snapshots numbered so far (numbers from 1) */
 } gf__rec;
 static GF__TLS int gf__rec_depth;      /* recorded calls this thread is inside: only the outermost is written */
@@ -10046,37 +10049,68 @@ static void gf__rec_begin(uint16_t call, gf_result r) {   /* a call's header, fr
    the copy's record names. Memory a backend stages at the call (pageable memory on CUDA and
    HIP) is read there, so its bytes are taken at the call. A snapshot is on gf__rec.late from
    its queueing until its callback has run (or its device is closed: a driver may drop the
-   callbacks of a stream in error); it is taken only while `wanted`, which the end of the
-   recording and a failed copy clear (then its memory may be the program's again, or still
-   written by the stream: it is not read, and the replay copies zeros for it). */
+   callbacks of a stream in error); it is taken only while `wanted`, which a failed copy, a
+   recording cut by its limit and the next gf_record_start clear (then its memory may be the
+   program's again: it is not read, and the replay copies zeros for it). A recording stopped
+   with snapshots wanted keeps its file open as gf__rec.tail, its END written, and they follow
+   the END as their streams reach them (a replay finds BYTES records anywhere in the file);
+   the last one closes it. The snapshot's memory stays valid to then: the copy reads it after. */
 typedef struct gf__rec_late {
     struct gf__rec_late *prev, *next;
     uint64_t number; int wanted;
+    int recording;                  /* which one it belongs to */
     gf_device *dev; const void *p; uint64_t n;
 } gf__rec_late;
 static void gf__rec_late_unlink(gf__rec_late *l) {   /* gf__rec.lock held */
     if (l->prev) l->prev->next = l->next; else gf__rec.late = l->next;
     if (l->next) l->next->prev = l->prev;
 }
-static void gf__rec_late_unwant(void) {   /* the recording ends (gf__rec.lock held) */
+static int gf__rec_late_wanted_of(int recording) {   /* gf__rec.lock held */
     gf__rec_late *l;
-    for (l = gf__rec.late; l; l = l->next) l->wanted = 0;
+    for (l = gf__rec.late; l; l = l->next) if (l->wanted && l->recording == recording) return 1;
+    return 0;
+}
+static void gf__rec_late_unwant(int recording) {   /* its snapshots are not taken (gf__rec.lock held) */
+    gf__rec_late *l;
+    for (l = gf__rec.late; l; l = l->next) if (l->recording == recording) l->wanted = 0;
+}
+/* The stopped recording's file closes once it waits for no snapshot (gf__rec.lock held); all:
+   whatever it waits for. */
+static void gf__rec_tail_settle(int all) {
+    if (!gf__rec.tail || (!all && gf__rec_late_wanted_of(gf__rec.tail_of))) return;
+    gf__rec_late_unwant(gf__rec.tail_of);
+    (void)fclose(gf__rec.tail);   /* its END is written: a failure here loses a snapshot, which replays as zeros */
+    gf__rec.tail = NULL;
+}
+/* A snapshot built in gf__rec.buf, to the stopped recording's file (gf__rec.lock held): the
+   writer's file and counters are the tail's for the one write. Past the limit it is left out. */
+static void gf__rec_tail_write(void) {
+    FILE *file = gf__rec.file;
+    uint64_t written = gf__rec.written, limit = gf__rec.limit;
+    gf__rec.file = gf__rec.tail; gf__rec.written = gf__rec.tail_written; gf__rec.limit = gf__rec.tail_limit;
+    (void)gf__rec_write_out(1);
+    gf__rec.tail_written = gf__rec.written;
+    gf__rec.file = file; gf__rec.written = written; gf__rec.limit = limit;
 }
 static void gf__rec_late_run(void *user) {   /* the stream's callback */
     gf__rec_late *l = (gf__rec_late *)user;
     const char *why = NULL;
     char path[512];
+    int tail;
     gf__spin_lock(&gf__rec.lock);
     gf__rec_late_unlink(l);
-    if (l->wanted) {
+    tail = gf__rec.tail && l->recording == gf__rec.tail_of;
+    if (l->wanted && (tail || (gf__rec.file && l->recording == gf__rec.recording))) {
         gf__rec_header(GF__RC_BYTES, 0, GF_OK);
         gf__rec_u64(l->number);
         gf__rec_blob_in_place(l->p, l->n);
-        if ((why = gf__rec_write_out(0)) != NULL) {
+        if (tail) gf__rec_tail_write();
+        else if ((why = gf__rec_write_out(0)) != NULL) {
             const char *closing = gf__rec_close(GF__RC_CUT);
             if (closing) why = closing;
         }
     }
+    if (tail) gf__rec_tail_settle(0);
     gf__copy_str(path, sizeof path, gf__rec.path);
     gf__spin_unlock(&gf__rec.lock);
     if (why) gf__notice(GF_LOG_WARNING, "gpuflow: recording to %s: %s", path, why);
@@ -10090,6 +10124,7 @@ static void gf__rec_late_forget(gf_device *dev) {
         next = l->next;
         if (l->dev == dev) { gf__rec_late_unlink(l); GPUFLOW_FREE(l); }
     }
+    gf__rec_tail_settle(0);
     gf__spin_unlock(&gf__rec.lock);
 }
 /* s->lock held, c about to run on s: the snapshot's number; 0 (none: the bytes as the call
@@ -10110,6 +10145,7 @@ static uint64_t gf__rec_late_enqueue(gf_stream *s, const gf__cmd *c) {
     gf__spin_lock(&gf__rec.lock);
     if (!gf__rec.file) { gf__spin_unlock(&gf__rec.lock); GPUFLOW_FREE(l); return 0; }
     l->number = ++gf__rec.late_count;
+    l->recording = gf__rec.recording;
     l->dev = s->dev; l->p = p; l->n = n;
     l->prev = NULL; l->next = gf__rec.late; l->wanted = 1;
     if (gf__rec.late) gf__rec.late->prev = l;
@@ -10133,19 +10169,31 @@ static void gf__rec_late_cancel(uint64_t number) {
     gf__spin_lock(&gf__rec.lock);
     for (l = gf__rec.late; l && l->number != number; l = l->next) {}
     if (l) l->wanted = 0;   /* its callback frees it */
+    gf__rec_tail_settle(0);
     gf__spin_unlock(&gf__rec.lock);
     gf__rec_late_token = 0;
 }
 
-/* Ends the file with an END or CUT record (gf__rec.lock held); NULL, or what went wrong. */
+/* Ends the file with an END or CUT record (gf__rec.lock held); NULL, or what went wrong. A
+   recording that ends with snapshots still queued keeps its file as the tail, for them (a cut
+   one takes none: it is past its limit). */
 static const char *gf__rec_close(uint16_t last) {
     const char *why = NULL;
     if (!gf__rec.file) return NULL;
-    gf__rec_late_unwant();
+    if (last != GF__RC_END) gf__rec_late_unwant(gf__rec.recording);
     gf__rec_begin(last, GF_OK);   /* no size check: the limit leaves room for it */
     if (!gf__rec.broken) gf__rec.buf[0] = (unsigned char)(gf__rec.len - 4);
     if (gf__rec.broken || fwrite(gf__rec.buf, 1, gf__rec.len, gf__rec.file) != gf__rec.len) why = "cannot write the recording's last record";
-    if (fclose(gf__rec.file) != 0 && !why) why = "cannot close the recording";
+    gf__rec_tail_settle(1);   /* an earlier one's (gf_record_start closed it already) */
+    if (!why && gf__rec_late_wanted_of(gf__rec.recording) && fflush(gf__rec.file) == 0) {
+        gf__rec.tail = gf__rec.file;
+        gf__rec.tail_of = gf__rec.recording;
+        gf__rec.tail_written = gf__rec.written + gf__rec.len;
+        gf__rec.tail_limit = gf__rec.limit + 64;   /* what the END's room was for */
+    } else {
+        gf__rec_late_unwant(gf__rec.recording);
+        if (fclose(gf__rec.file) != 0 && !why) why = "cannot close the recording";
+    }
     gf__rec.file = NULL;
     gf__atomic_store_int(&gf__rec_on, 0);
     GPUFLOW_FREE(gf__rec.map);
@@ -10674,6 +10722,7 @@ GPUFLOW_IMPL gf_result gf_record_start(const gf_record_desc *desc) {
         gf__spin_unlock(&gf__rec.lock);
         return gf__fail(GF_ERROR_INVALID_STATE, "gf_record_start: already recording to %s (gf_record_stop first)", gf__rec.path);
     }
+    gf__rec_tail_settle(1);   /* the last one's snapshots still queued are left out (it may be this path) */
     if (!(gf__rec.file = fopen(desc->path, "wb"))) {
         gf__spin_unlock(&gf__rec.lock);
         return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_record_start: cannot open '%s' for writing", desc->path);
