@@ -1167,8 +1167,8 @@ GPUFLOW_API uint64_t  gf_faults_injected(void);   /* failures injected since the
    reloaded), kernels and launches, captures, graphs (loops and branches included) and graph
    pools, memory limits and budgets (their callbacks are the program's: a replay has none; the
    calls a budget's callback makes are written after the call that ran it, and a stream
-   callback's from its thread as they happen), and
-   the race detector, profiler and fault switches. Flows and gf_graph_capture are written as
+   callback's from its thread as they happen), peer access, trims and peak resets, profiler
+   ranges, and the race detector, profiler and fault switches. Flows and gf_graph_capture are written as
    the calls they make, with the events and streams gpuflow made for them (a flow's lane
    edges, a captured flow's fork streams): the first call that names one is preceded by an
    event_create or stream_create, so the replay records, waits and forks alike.
@@ -4449,7 +4449,7 @@ GPUFLOW_IMPL gf_result gf_device_memory_stats(gf_device *dev, gf_memory_stats *o
     out->kind[GF_MEMORY_CACHED].bytes += driver_cached;   /* a driver pool's kept memory, as it reports it */
     return GF_OK;
 }
-GPUFLOW_IMPL gf_result gf_device_reset_peak(gf_device *dev) {
+static gf_result gf__call_device_reset_peak(gf_device *dev) {
     int k;
     GF__CHECK(dev, GF__T_DEVICE);
     gf__spin_lock(&dev->mem_lock);
@@ -4471,11 +4471,11 @@ static gf_result gf__call_device_set_memory_limit(gf_device *dev, size_t bytes) 
 }
 /* Waits for the device, then gives cached stream-ordered memory back until at most keep_bytes
    stay cached; on CUDA and HIP, the driver pool's trim. */
-GPUFLOW_IMPL gf_result gf_device_trim(gf_device *dev, size_t keep_bytes) {
+static gf_result gf__call_device_trim(gf_device *dev, size_t keep_bytes) {
     gf_result r;
     GF__CHECK(dev, GF__T_DEVICE);
-    if ((r = gf__refuse_self_wait(__func__, dev, NULL)) != GF_OK) return r;
-    if ((r = gf__hidden_wait(__func__, NULL, "all queued work has run (frees reach the driver's pool only when they run)")) != GF_OK) return r;
+    if ((r = gf__refuse_self_wait(GF__FN, dev, NULL)) != GF_OK) return r;
+    if ((r = gf__hidden_wait(GF__FN, NULL, "all queued work has run (frees reach the driver's pool only when they run)")) != GF_OK) return r;
     /* frees still queued on streams reach the driver's pool only when they run */
     if ((r = gf__wait_device(dev)) != GF_OK) return r;
     gf__retired_collect(dev, 1);
@@ -5813,7 +5813,7 @@ GPUFLOW_IMPL int gf_device_can_access_peer(gf_device *a, gf_device *b) {
     if (a == b) return 1;
     return a->be == b->be && a->be->peer_can_access ? a->be->peer_can_access(a, b) : 0;
 }
-GPUFLOW_IMPL gf_result gf_device_enable_peer(gf_device *a, gf_device *b) {
+static gf_result gf__call_device_enable_peer(gf_device *a, gf_device *b) {
     GF__CHECK(a, GF__T_DEVICE);
     GF__CHECK(b, GF__T_DEVICE);
     if (a == b) return GF_OK;
@@ -9688,7 +9688,9 @@ static gf_result gf__fault_point(gf_device *dev, int kind, const char *fn) {
     X(buffer_wrap, "Dzb", GF__RCF_STAND_IN) X(buffer_import, "D0b", GF__RCF_STAND_IN) X(buffer_export, "Bun", GF__RCF_NOCMP) \
     X(semaphore_import, "D1t", GF__RCF_STAND_IN) X(semaphore_create, "Dit", GF__RCF_STAND_IN) X(semaphore_export, "Tun", GF__RCF_NOCMP) \
     X(semaphore_signal_async, "STU", 0) X(semaphore_wait_async, "STU", 0) X(semaphore_destroy, "x", GF__RCF_FLUSH) \
-    X(stream_begin_while_equal, "SBzi", 0) X(stream_begin_if_equal, "SBzi", 0)   /* a captured flow's: the int == value */
+    X(stream_begin_while_equal, "SBzi", 0) X(stream_begin_if_equal, "SBzi", 0)   /* a captured flow's: the int == value */ \
+    X(device_enable_peer, "DD", 0) X(device_trim, "Dz", GF__RCF_NOCMP | GF__RCF_FLUSH) X(device_reset_peak, "D", 0) \
+    X(range_push, "Sc", 0) X(range_pop, "S", 0)
 typedef enum gf__rec_call {
     GF__RC_NONE = 0,
 #define GF__RC_ENUM(name, args, flags) GF__RC_##name,
@@ -10387,6 +10389,11 @@ static gf_result gf__call_semaphore_export(gf_semaphore *sem, gf_external_type t
 static gf_result gf__call_semaphore_signal_async(gf_stream *s, gf_semaphore *sem, uint64_t value);
 static gf_result gf__call_semaphore_wait_async(gf_stream *s, gf_semaphore *sem, uint64_t value);
 static void gf__call_semaphore_destroy(gf_semaphore *sem);
+static gf_result gf__call_device_enable_peer(gf_device *a, gf_device *b);
+static gf_result gf__call_device_trim(gf_device *dev, size_t keep_bytes);
+static gf_result gf__call_device_reset_peak(gf_device *dev);
+static void gf__call_range_push(gf_stream *s, const char *name);
+static void gf__call_range_pop(gf_stream *s);
 
 /* Each recorded entry point is its body (gf__call_*) and, while recording, one record: after
    the body returns (its result and what it made known), or for a destroy or a release, as it
@@ -10694,6 +10701,11 @@ GPUFLOW_IMPL gf_result gf_semaphore_wait_async(gf_stream *s, gf_semaphore *sem, 
     GF__RECORDED(semaphore_wait_async, gf__call_semaphore_wait_async(s, sem, value), GF__P(s), GF__P(sem), value);
 }
 GPUFLOW_IMPL void gf_semaphore_destroy(gf_semaphore *sem) { GF__RECORDED_VOID(semaphore_destroy, gf__call_semaphore_destroy(sem), GF__P(sem)); }
+GPUFLOW_IMPL gf_result gf_device_enable_peer(gf_device *a, gf_device *b) { GF__RECORDED(device_enable_peer, gf__call_device_enable_peer(a, b), GF__P(a), GF__P(b)); }
+GPUFLOW_IMPL gf_result gf_device_trim(gf_device *dev, size_t keep_bytes) { GF__RECORDED(device_trim, gf__call_device_trim(dev, keep_bytes), GF__P(dev), keep_bytes); }
+GPUFLOW_IMPL gf_result gf_device_reset_peak(gf_device *dev) { GF__RECORDED(device_reset_peak, gf__call_device_reset_peak(dev), GF__P(dev)); }
+GPUFLOW_IMPL void gf_range_push(gf_stream *s, const char *name) { GF__RECORDED_VOID(range_push, gf__call_range_push(s, name), GF__P(s), name); }
+GPUFLOW_IMPL void gf_range_pop(gf_stream *s) { GF__RECORDED_VOID(range_pop, gf__call_range_pop(s), GF__P(s)); }
 /* A reload from the module's file is written as the desc it reloads from (the file's text then). */
 GPUFLOW_IMPL gf_result gf_module_reload(gf_module *mod, const gf_module_desc *desc) {
     gf_module_desc from_file;
@@ -11650,6 +11662,11 @@ static gf_result gf__rp_call(gf__replay *rp, gf__rec_call call, gf__rp_arg *v, g
         else gf_semaphore_destroy(NULL);   /* refused, as the original was */
         r = GF_OK;
         break;
+    case GF__RC_device_enable_peer: r = gf_device_enable_peer(GF__RPO(0, gf_device), GF__RPO(1, gf_device)); break;
+    case GF__RC_device_trim: r = gf_device_trim(GF__RPO(0, gf_device), (size_t)v[1].u); break;
+    case GF__RC_device_reset_peak: r = gf_device_reset_peak(GF__RPO(0, gf_device)); break;
+    case GF__RC_range_push: gf_range_push(GF__RPO(0, gf_stream), v[1].s); r = GF_OK; break;
+    case GF__RC_range_pop: gf_range_pop(GF__RPO(0, gf_stream)); r = GF_OK; break;
     case GF__RC_semaphore_export:
     case GF__RC_NONE: case GF__RC_COUNT: case GF__RC_BYTES: case GF__RC_END: case GF__RC_CUT: break;
     }
@@ -12538,7 +12555,7 @@ GPUFLOW_IMPL gf_result gf_profiler_report(gf_device *dev, gf_profile_report *out
     return GF_OK;
 }
 
-GPUFLOW_IMPL void gf_range_push(gf_stream *s, const char *name) {
+static void gf__call_range_push(gf_stream *s, const char *name) {
     GF__CHECK_VOID(s, GF__T_STREAM);
     if (!name) name = "range";
     if (s->dev->be->range) s->dev->be->range(s, name);
@@ -12548,7 +12565,7 @@ GPUFLOW_IMPL void gf_range_push(gf_stream *s, const char *name) {
     gf__unlock(&s->lock);
 }
 
-GPUFLOW_IMPL void gf_range_pop(gf_stream *s) {
+static void gf__call_range_pop(gf_stream *s) {
     int open;
     GF__CHECK_VOID(s, GF__T_STREAM);
     gf__lock(&s->lock);
