@@ -1182,9 +1182,12 @@ GPUFLOW_API uint64_t  gf_faults_injected(void);   /* failures injected since the
    contents, the other API's, are not in the file), a semaphore by events on every backend (a
    signal records one; a wait waits for the first of the replay's signals that would satisfy
    it, or for nothing when the other API signalled it, so no replay waits for ever; a second
-   handle of one semaphore, an import of its export, is a second stand-in). Such a call that
-   failed when recorded, and every gf_semaphore_export, is skipped (and counted); a
-   gf_buffer_export is made, its handle closed, and not compared. GPUFLOW_RECORD=file starts
+   handle of one semaphore, an import of its export, is a second stand-in, and so is a wrap of
+   gpuflow's own memory: what one writes the other does not see). Stand-ins are made outside
+   fault rules and the memory limit, as the handles were (an alloc rule does not count what the
+   original made). Such a call that failed when recorded, and every gf_semaphore_export, is
+   skipped (and counted); a gf_buffer_export is made, its handle closed, and not compared, as
+   gf_device_enable_peer is not (the answer is the machine's). GPUFLOW_RECORD=file starts
    recording at the first device open and ends it at exit (%p in the name: the process id, so
    that programs started with the variable write files of their own rather than replace it;
    GPUFLOW_RECORD_LIMIT=bytes, default 1 GiB). The file
@@ -2868,6 +2871,7 @@ static void gf__rec_gone(const void *obj);
 static void gf__rec_made_buffer(const gf_buffer *buf);
 static gf_result gf__recorded_cond_begin(gf_stream *s, gf_buffer *cond, size_t offset, int what, gf__cond_test test);
 static gf_result gf__recorded_cond_end(gf_stream *s, int what);
+static void gf__recorded_capture_abandon(gf_stream *s);
 
 /* GPUFLOW_FAULTS: the rules of gf_faults_set, once per process, at the first device's open. */
 static void gf__env_faults(void) {
@@ -7087,7 +7091,7 @@ static gf_result gf__flow_capture_decided(gf_flow *flow, gf_stream *s, gf_graph 
         if (!kept) r = gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_flow_capture: out of host memory");
         else r = gf__shape_emit(&sh, all, -1);
         if (r == GF_OK) r = gf_stream_end_capture(s, out);
-        else gf__capture_abandon(s);
+        else gf__recorded_capture_abandon(s);
         if (r == GF_OK) gf__flow_remember_lanes(flow, &s, 1);
     }
     if (sh.scratch) {   /* the graph keeps it (a replay's stays to its device's close) */
@@ -7275,7 +7279,7 @@ GPUFLOW_IMPL gf_result gf_flow_capture(gf_flow *flow, gf_stream *s, gf_graph **o
             for (i = 1; i < plan.lanes && r == GF_OK; i++)
                 if ((r = gf_event_record(join, lanes[i])) == GF_OK) r = gf_stream_wait_event(s, join);
         if (r == GF_OK) r = gf_stream_end_capture(s, out);
-        else gf__capture_abandon(s);
+        else gf__recorded_capture_abandon(s);
     }
     if (fork) gf__event_pool_give(flow->dev->events, fork);
     if (join) gf__event_pool_give(flow->dev->events, join);
@@ -8294,7 +8298,7 @@ GPUFLOW_IMPL gf_result gf_graph_capture_desc(gf_stream *s, const gf_capture_desc
         unsigned serial = gf__error_serial;
         if ((r = fn(s, user)) != GF_OK) {
             r = gf__fail_user(r, serial, "gf_graph_capture: the capture function");
-            gf__capture_abandon(s);
+            gf__recorded_capture_abandon(s);
             return r;
         }
     }
@@ -9689,8 +9693,9 @@ static gf_result gf__fault_point(gf_device *dev, int kind, const char *fn) {
     X(semaphore_import, "D1t", GF__RCF_STAND_IN) X(semaphore_create, "Dit", GF__RCF_STAND_IN) X(semaphore_export, "Tun", GF__RCF_NOCMP) \
     X(semaphore_signal_async, "STU", 0) X(semaphore_wait_async, "STU", 0) X(semaphore_destroy, "x", GF__RCF_FLUSH) \
     X(stream_begin_while_equal, "SBzi", 0) X(stream_begin_if_equal, "SBzi", 0)   /* a captured flow's: the int == value */ \
-    X(device_enable_peer, "DD", 0) X(device_trim, "Dz", GF__RCF_NOCMP | GF__RCF_FLUSH) X(device_reset_peak, "D", 0) \
-    X(range_push, "Sc", 0) X(range_pop, "S", 0)
+    X(device_enable_peer, "DD", GF__RCF_NOCMP) X(device_trim, "Dz", GF__RCF_NOCMP | GF__RCF_FLUSH) X(device_reset_peak, "D", 0) \
+    X(range_push, "Sc", 0) X(range_pop, "S", 0) \
+    X(flow_slots, "Dzb", 0) X(stream_abandon_capture, "S", 0)   /* a captured flow's slots buffer; a capture given up */
 typedef enum gf__rec_call {
     GF__RC_NONE = 0,
 #define GF__RC_ENUM(name, args, flags) GF__RC_##name,
@@ -10259,13 +10264,14 @@ static const char *gf__rec_introduce(gf__rec_call call, va_list ap) {
     }
     return why;
 }
-/* A buffer gpuflow made for itself (a captured flow's condition slots): a buffer_create record
-   of its size makes it in the replay too. */
+/* The buffer of a captured flow's condition slots, made as gpuflow made it: a flow_slots record
+   of its size makes it in the replay too (kept by the graph, its handle freed at the capture's
+   end). */
 static void gf__rec_made_buffer(const gf_buffer *buf) {
     const char *why = NULL;
     gf__spin_lock(&gf__rec.lock);
     if (gf__rec.file && !gf__rec_find(buf)) {
-        gf__rec_begin(GF__RC_buffer_create, GF_OK);
+        gf__rec_begin(GF__RC_flow_slots, GF_OK);
         gf__rec_u32(gf__rec_id(buf->dev));
         gf__rec_u64(buf->size);
         gf__rec_u32(gf__rec_new(buf));
@@ -10601,6 +10607,8 @@ static gf_result gf__recorded_cond_begin(gf_stream *s, gf_buffer *cond, size_t o
         GF__RECORDED(stream_begin_if_equal, gf__cond_begin("gf_flow_capture", s, cond, offset, what, test), GF__P(s), GF__P(cond), offset, (int)test.value);
     }
 }
+/* A capture that a flow or gf_graph_capture gave up (a task or the capture function failed). */
+static void gf__recorded_capture_abandon(gf_stream *s) { GF__RECORDED_VOID(stream_abandon_capture, gf__capture_abandon(s), GF__P(s)); }
 static gf_result gf__recorded_cond_end(gf_stream *s, int what) {
     if (what == GF__COND_WHILE) {
         GF__RECORDED(stream_end_while, gf__cond_end("gf_flow_capture", s, what), GF__P(s));
@@ -10856,6 +10864,8 @@ typedef struct gf__rp_obj {
                                                goes with the capture, or with its graph (parent) */
     int partial;                            /* a graph made by a capture that skipped a call: its
                                                launches are not the recorded ones */
+    int slots;                              /* a captured flow's slots buffer: the graph keeps it,
+                                               and its handle goes as the capture ends */
 } gf__rp_obj;
 typedef struct gf__replay {
     const gf_replay_desc *desc;
@@ -10920,6 +10930,7 @@ static void gf__rp_sweep_captures(gf__replay *rp) {
             alive = gf__capture_find(dev, o->capture) != NULL;
             gf__unlock(&dev->lock);
         }
+        if (!alive && o->slots) gf__buffer_free((gf_buffer *)o->obj);
         if (!alive) o->obj = NULL;
     }
 }
@@ -11420,7 +11431,7 @@ static gf_result gf__rp_call(gf__replay *rp, gf__rec_call call, gf__rp_arg *v, g
     int i, out = -1;
     if (d->untrusted) {   /* nothing that could run for ever, or make a great many objects */
         if (call == GF__RC_stream_begin_while || call == GF__RC_stream_begin_while_equal) return GF__RP_SKIPPED;
-        if (call == GF__RC_device_open) {
+        if (call == GF__RC_device_open || call == GF__RC_device_open_native) {
             uint32_t k;
             int open = 0;
             for (k = 1; k < rp->obj_cap; k++) open += rp->objs[k].obj && rp->objs[k].kind == 'D';
@@ -11575,6 +11586,13 @@ static gf_result gf__rp_call(gf__replay *rp, gf__rec_call call, gf__rp_arg *v, g
     case GF__RC_stream_end_capture:
         if (v[0].obj && !v[0].wrong_kind && ((gf_stream *)v[0].obj)->capture) capture = ((gf_stream *)v[0].obj)->capture->id;
         r = gf_stream_end_capture(GF__RPO(0, gf_stream), (gf_graph **)&made);
+        for (i = 1; r == GF_OK && capture && (uint32_t)i < rp->obj_cap; i++) {   /* the flow's slots: the graph's, as gpuflow left them */
+            gf__rp_obj *o = &rp->objs[i];
+            if (!o->obj || !o->slots || o->capture != capture) continue;
+            if (made) (void)gf__graph_keep((gf_graph *)made, (gf_buffer *)o->obj);
+            gf__buffer_free((gf_buffer *)o->obj);
+            o->obj = NULL;
+        }
         if (r == GF_OK && capture && v[1].id) {   /* what the capture allocated is the graph's now */
             uint32_t k;
             for (k = 1; k < rp->obj_cap; k++) if (rp->objs[k].obj && rp->objs[k].capture == capture) { rp->objs[k].capture = 0; rp->objs[k].parent = v[1].id; }
@@ -11593,6 +11611,12 @@ static gf_result gf__rp_call(gf__replay *rp, gf__rec_call call, gf__rp_arg *v, g
     case GF__RC_stream_begin_while_equal: case GF__RC_stream_begin_if_equal: {
         gf__cond_test test;
         test.value = (int32_t)(uint32_t)v[3].u; test.equal = 1;
+        if (v[1].obj && rp->objs[v[1].id].slots && !rp->objs[v[1].id].capture && !v[0].wrong_kind && v[0].obj) {
+            gf_stream *s = (gf_stream *)v[0].obj;
+            gf__lock(&s->dev->lock);
+            rp->objs[v[1].id].capture = s->capture ? s->capture->id : 0;
+            gf__unlock(&s->dev->lock);
+        }
         r = gf__cond_begin(call == GF__RC_stream_begin_while_equal ? "gf_stream_begin_while" : "gf_stream_begin_if", GF__RPO(0, gf_stream),
                            GF__RPO(1, gf_buffer), (size_t)v[2].u, call == GF__RC_stream_begin_while_equal ? GF__COND_WHILE : GF__COND_IF, test);
         break;
@@ -11641,11 +11665,19 @@ static gf_result gf__rp_call(gf__replay *rp, gf__rec_call call, gf__rp_arg *v, g
     case GF__RC_budget_create: r = gf_budget_create(GF__RPO(0, gf_device), v[1].given ? &v[1].gd : NULL, (gf_budget **)&made); break;
     case GF__RC_budget_destroy: gf_budget_destroy(GF__RPO(0, gf_budget)); r = GF_OK; break;
     /* Interop: stand-ins of gpuflow's own for what came from outside (GF__RCF_STAND_IN) */
-    case GF__RC_stream_wrap: r = gf_stream_create(GF__RPO(0, gf_device), v[1].given ? &v[1].sd : NULL, (gf_stream **)&made); break;
-    case GF__RC_buffer_wrap: r = gf_buffer_create(GF__RPO(0, gf_device), (size_t)v[1].u, (gf_buffer **)&made); break;
-    case GF__RC_buffer_import:   /* it succeeded: so its size was good (its contents came from the other API) */
-        r = v[1].given ? gf_buffer_create(GF__RPO(0, gf_device), (size_t)(v[1].u - v[1].offset), (gf_buffer **)&made) : GF_ERROR_INVALID_ARGUMENT;
+    case GF__RC_stream_wrap:   /* stand-ins are made outside fault rules and the memory limit, as the originals' handles were */
+        gf__faults_inside++; gf__alloc_own++;
+        r = gf_stream_create(GF__RPO(0, gf_device), v[1].given ? &v[1].sd : NULL, (gf_stream **)&made);
+        gf__faults_inside--; gf__alloc_own--;
         break;
+    case GF__RC_buffer_wrap: case GF__RC_buffer_import: {   /* it succeeded: its size was good (its contents came from outside) */
+        uint64_t bytes = call == GF__RC_buffer_wrap ? v[1].u : v[1].u - v[1].offset;
+        if (!gf__is(v[0].obj, GF__T_DEVICE) || !bytes || bytes > v[1].u || bytes > (uint64_t)SIZE_MAX) { r = GF_ERROR_INVALID_ARGUMENT; break; }
+        gf__alloc_own++;
+        r = gf__buffer_new_as(GF__RPO(0, gf_device), (size_t)bytes, GF_MEMORY_IMPORTED, 0, (gf_buffer **)&made);
+        gf__alloc_own--;
+        break;
+    }
     case GF__RC_buffer_export: {   /* made, and the handle closed: nothing here takes it */
         gf_external_handle h;
         if ((r = gf_buffer_export(GF__RPO(0, gf_buffer), (gf_external_type)(int)v[1].u, &h)) == GF_OK) gf__external_handle_close(&h);
@@ -11667,6 +11699,14 @@ static gf_result gf__rp_call(gf__replay *rp, gf__rec_call call, gf__rp_arg *v, g
     case GF__RC_device_reset_peak: r = gf_device_reset_peak(GF__RPO(0, gf_device)); break;
     case GF__RC_range_push: gf_range_push(GF__RPO(0, gf_stream), v[1].s); r = GF_OK; break;
     case GF__RC_range_pop: gf_range_pop(GF__RPO(0, gf_stream)); r = GF_OK; break;
+    case GF__RC_flow_slots:   /* as gf_flow_capture made it: no fault point, no memory limit */
+        if (!v[0].obj || v[0].wrong_kind || !v[1].u) r = GF_ERROR_INVALID_ARGUMENT;
+        else r = gf__buffer_new(GF__RPO(0, gf_device), (size_t)v[1].u, GF_MEMORY_DEVICE, (gf_buffer **)&made);
+        break;
+    case GF__RC_stream_abandon_capture:
+        if (v[0].obj && !v[0].wrong_kind) gf__capture_abandon(GF__RPO(0, gf_stream));
+        r = GF_OK;
+        break;
     case GF__RC_semaphore_export:
     case GF__RC_NONE: case GF__RC_COUNT: case GF__RC_BYTES: case GF__RC_END: case GF__RC_CUT: break;
     }
@@ -11681,6 +11721,7 @@ static gf_result gf__rp_call(gf__replay *rp, gf__rec_call call, gf__rp_arg *v, g
                         (unsigned long long)rp->out->calls, gf__rec_calls[call].name);
     }
     if (call == GF__RC_device_open && r == GF_OK && v[2].id && v[2].id < rp->obj_cap) rp->objs[v[2].id].recorded_on = (gf_backend)(int)v[0].u;
+    if (call == GF__RC_flow_slots && r == GF_OK && v[2].id && v[2].id < rp->obj_cap) rp->objs[v[2].id].slots = 1;
     if (capture && r == GF_OK && v[2].id && v[2].id < rp->obj_cap) rp->objs[v[2].id].capture = capture;
     if (partial && r == GF_OK && v[1].id && v[1].id < rp->obj_cap) rp->objs[v[1].id].partial = 1;   /* the graph end_capture made */
     gf__rp_sweep_captures(rp);

@@ -19,7 +19,7 @@
      threads    four threads recording at once; replayed in the file's order
      race       a racy run recorded with the detector off: its replay with the detector on
                 names the race
-     review     an outside review's reproducers (R1-R6), each a regression
+     review     outside reviews' reproducers (R1-R6; review 6's R1-R4), each a regression
      faults     alloc fault rules recorded: the replay's own memory is not counted, so the
                 same calls fail
      flow       a flow's own events are made in the replay: its lanes' records and waits replay;
@@ -1121,6 +1121,110 @@ static void test_flow_conditions(void)
     remove(path2);
 }
 
+/* Review 6's reproducers, each a regression: stand-ins are made outside fault rules and the
+   memory limit (as the handles they stand for were), a captured flow's slots buffer is made and
+   kept as gpuflow makes and keeps it, a capture a flow gives up is given up in the replay too,
+   and an untrusted replay's device bound holds for native opens. Stub only. */
+static gf_buffer *r6_cond, *r6_data;
+static gf_result r6_work(gf_stream *s, void *user) { (void)user; return gf_fill_async(s, r6_data, 0, 1, 64); }
+static gf_result r6_fail(gf_stream *s, void *user) { (void)user; (void)s; return GF_ERROR_INVALID_ARGUMENT; }
+static gf_flow *r6_flow(gf_device *dev, int cond, gf_task_fn last)
+{
+    gf_flow *flow = NULL;
+    gf_task a = 0, c = 0, b = 0;
+    if (gf_flow_create(dev, NULL, &flow) != GF_OK) return NULL;
+    gf_flow_add(flow, "a", r6_work, NULL, &a);
+    if (cond) gf_flow_add_condition(flow, "c", r6_cond, 0, &c);
+    gf_flow_add(flow, "b", last, NULL, &b);
+    if (cond) { gf_flow_depend(flow, a, c); gf_flow_depend(flow, c, b); }
+    else gf_flow_depend(flow, a, b);
+    return flow;
+}
+static void test_review6(void)
+{
+    gf_replay_report rep;
+    gf_replay_desc d;
+    gf_device *dev = NULL;
+    gf_stream *s = NULL;
+    gf_buffer *a = NULL, *w = NULL, *b = NULL;
+    gf_flow *flow;
+    gf_graph *g;
+    unsigned char back[64];
+    int i, cond;
+    if (backend != GF_BACKEND_STUB) return;
+    /* R1: a wrapped buffer is no buffer operation and no device memory: its stand-in neither */
+    for (i = 0; i < 2; i++) {
+        if (!record_into("r6_wrap", 0) || !CHECK_EQ_RESULT(gf_device_open(GF_BACKEND_STUB, 0, &dev), GF_OK)) return;
+        if (i == 0) gf_faults_set("buffer:2");
+        else gf_device_set_memory_limit(dev, 128 << 10);
+        a = w = b = NULL;
+        gf_buffer_create(dev, 64 << 10, &a);
+        if (a) gf_buffer_wrap(dev, gf_buffer_native(a), 64 << 10, &w);
+        CHECK_EQ_RESULT(gf_buffer_create(dev, 64 << 10, &b), i == 0 ? GF_ERROR_OUT_OF_MEMORY : GF_OK);
+        gf_faults_set(NULL);
+        if (b) gf_buffer_destroy(b);
+        if (w) gf_buffer_destroy(w);
+        if (a) gf_buffer_destroy(a);
+        gf_device_close(dev);
+        gf_record_stop();
+        CHECK(replay_on(GF_BACKEND_STUB, 0, NULL, &rep) == GF_OK && rep.mismatches == 0,
+              i == 0 ? "review 6 R1: a wrapped buffer's stand-in is counted by no buffer fault rule" : "review 6 R1: nor against the memory limit");
+        gf_faults_set(NULL);
+        remove(path2);
+    }
+    /* R2: a captured flow's slots buffer, made three times under a memory limit, then a buffer
+       that exactly fits: the replay's slots are the graph's as the run's were (freed with it) */
+    if (record_into("r6_slots", 0) && CHECK_EQ_RESULT(gf_device_open(GF_BACKEND_STUB, 0, &dev), GF_OK)) {
+        gf_stream_create(dev, NULL, &s);
+        gf_buffer_create(dev, 4, &r6_cond); gf_buffer_create(dev, 64, &r6_data);
+        gf_fill_async(s, r6_cond, 0, 0, 4);
+        gf_stream_synchronize(s);
+        gf_device_set_memory_limit(dev, 68 + 65536);
+        if ((flow = r6_flow(dev, 1, r6_work)) != NULL) {
+            for (i = 0; i < 3; i++)
+                if (gf_flow_capture(flow, s, &g) == GF_OK) { gf_graph_launch(g, s); gf_stream_synchronize(s); gf_graph_destroy(g); }
+            gf_device_synchronize(dev);
+            b = NULL;
+            CHECK_EQ_RESULT(gf_buffer_create(dev, 65536, &b), GF_OK);
+            if (b) gf_buffer_destroy(b);
+            gf_flow_destroy(flow);
+        }
+        gf_buffer_destroy(r6_cond); gf_buffer_destroy(r6_data); gf_stream_destroy(s); gf_device_close(dev);
+        gf_record_stop();
+        CHECK(replay_on(GF_BACKEND_STUB, 0, NULL, &rep) == GF_OK && rep.mismatches == 0 && rep.skipped == 0,
+              "review 6 R2: a captured flow's slots are made and freed in the replay as in the run");
+        remove(path2);
+    }
+    /* R3: a flow capture whose task fails gives its capture up; so does the replay (else its
+       stream stays capturing, and the calls after it differ) */
+    for (cond = 0; cond < 2; cond++) {
+        if (!record_into("r6_abandon", 1) || !CHECK_EQ_RESULT(gf_device_open(GF_BACKEND_STUB, 0, &dev), GF_OK)) return;
+        gf_stream_create(dev, NULL, &s);
+        gf_buffer_create(dev, 4, &r6_cond); gf_buffer_create(dev, 64, &r6_data);
+        if ((flow = r6_flow(dev, cond, r6_fail)) != NULL) {
+            g = NULL;
+            CHECK_FAIL(gf_flow_capture(flow, s, &g), GF_ERROR_INVALID_ARGUMENT);
+            gf_fill_async(s, r6_data, 0, 9, 64);
+            CHECK_EQ_RESULT(gf_stream_synchronize(s), GF_OK);
+            gf_copy_to_host(back, r6_data, 0, sizeof back);
+            gf_flow_destroy(flow);
+        }
+        gf_buffer_destroy(r6_cond); gf_buffer_destroy(r6_data); gf_stream_destroy(s); gf_device_close(dev);
+        gf_record_stop();
+        CHECK(replay_on(GF_BACKEND_STUB, 0, NULL, &rep) == GF_OK && rep.mismatches == 0 && rep.skipped == 0,
+              cond ? "review 6 R3: a flow with a condition that gives its capture up replays" : "review 6 R3: a flow that gives its capture up replays");
+        remove(path2);
+    }
+    /* R4: a hand-made file of native opens: untrusted, two devices at most, as for plain opens */
+    hb_len = 0;
+    memcpy(hb_buf, "gpuflowR", 8); hb_len = 8; hb_le(3, 4); hb_le(0, 4);
+    for (i = 0; i < 6; i++) { hb_begin(GF__RC_device_open_native); hb_le(GF_BACKEND_STUB, 4); hb_le(0, 4); hb_le((uint64_t)i + 1, 4); hb_end(); }
+    memset(&d, 0, sizeof d);
+    d.data = hb_buf; d.size = hb_len; d.untrusted = 1;
+    CHECK(gf_replay(&d, &rep) == GF_OK && rep.replayed == 2 && rep.skipped == 4,
+          "review 6 R4: an untrusted replay opens two devices at most, native opens too");
+}
+
 static int io_replayed_sems;
 static void io_on_call(void *user, const gf_replay_call *c)
 {
@@ -1351,6 +1455,7 @@ int main(int argc, char **argv)
     test_flow_events();
     test_flow_conditions();
     test_interop();
+    test_review6();
     test_env(argv[0], name);
     test_env_pid(argv[0], name);
     remove(path);
