@@ -1181,7 +1181,9 @@ GPUFLOW_API uint64_t  gf_faults_injected(void);   /* failures injected since the
    buffer and imported memory by a stream or buffer of gpuflow's own (of the size; its
    contents, the other API's, are not in the file), a semaphore by events on every backend (a
    signal records one; a wait waits for the first of the replay's signals that would satisfy
-   it, or for nothing when the other API signalled it, so no replay waits for ever; a second
+   it, or for nothing when the other API signalled it, so no replay waits for ever (a wait on
+   one of gpuflow's own, never exported, queued before its signal: held for it on the stub,
+   said and not held elsewhere); a second
    handle of one semaphore, an import of its export, is a second stand-in, and so is a wrap of
    gpuflow's own memory: what one writes the other does not see). Stand-ins are made outside
    fault rules and the memory limit, as the handles were (an alloc rule does not count what the
@@ -10879,7 +10881,11 @@ typedef struct gf__replay {
     gf_result first;                        /* the first mismatch's replayed result */
     uint64_t *partial; int partial_count, partial_cap;   /* captures (ids) in which a call was skipped */
     gf__rp_blob *snapshots; int snapshot_count, snapshot_cap;   /* the file's BYTES records, by number */
+    struct gf__rp_signal *signals; int signal_count, signal_cap;   /* the file's semaphore signals, in its order */
+    uint32_t *exported; int exported_count, exported_cap;          /* the semaphores the file exports */
+    int said_early_wait;                    /* the warning of a wait made before its signal, given */
 } gf__replay;
+typedef struct gf__rp_signal { uint64_t call; uint32_t sem; uint64_t value; } gf__rp_signal;
 #define GF__REPLAY_SCRATCH ((uint64_t)256 << 20)   /* async destinations kept before the replay waits and frees them */
 #define GF__REPLAY_UNTRUSTED_THREADS ((uint64_t)1 << 20)   /* the largest launch of an untrusted replay */
 #define GF__REPLAY_UNTRUSTED_DEVICES 2                       /* devices an untrusted replay keeps open at once */
@@ -10945,36 +10951,78 @@ static void gf__external_handle_close(const gf_external_handle *h) {
 /* A semaphore in a replay: the other API that signalled it and waited on it is not there, so
    events stand in, on every backend. A signal records one on its stream; a wait waits for the
    first of the replay's signals with a value at least its own (a timeline) or the oldest not yet
-   waited for (binary); when there is none (the other API signalled it) it waits for an event
-   never recorded, which is complete: no wait that nobody ends, and the same checks of the
-   stream. A signal recorded in a capture other than the waiting stream's (or in one, for a
-   wait outside) is not waited for: the semaphore's wait would not have seen it yet. */
+   waited for (binary); when there is none it waits for an event never recorded, which is
+   complete: no wait that nobody ends, and the same checks of the stream. A signal recorded in a
+   capture other than the waiting stream's (or in one, for a wait outside) is not waited for:
+   the semaphore's wait would not have seen it yet. A semaphore of gpuflow's own that the file
+   never exports is signalled by the file's calls alone, so a wait on it made before the signal
+   that ends it (the file has that signal later) is known to be one, and cannot wait for an
+   event not yet recorded: a timeline on a backend with semaphores of its own (the stub) has a
+   real one beside its events, signalled with them, which such a wait waits on (signalled to
+   the file's last value before it goes, so nothing waits on it for ever); elsewhere the wait
+   waits for nothing, and the replay says so once. */
 #define GF__RP_SIGNALS 16   /* the signals a semaphore keeps; older ones are taken to have passed */
 typedef struct gf__rp_semaphore {
     uint32_t type;                                 /* GF__T_DEAD: refused where a file passes it as another object */
     gf_device *dev;
     int timeline;
+    uint32_t id;                                   /* its number in the file */
+    int own;                                       /* gf_semaphore_create's, never exported: the file signals it alone */
+    gf_semaphore *real;                            /* a timeline's, where the backend has its own (else NULL) */
+    uint64_t top;                                  /* the highest value the file signals it */
     gf_event *none;                                /* never recorded */
     struct { gf_event *ev; uint64_t value; int waited; } signal[GF__RP_SIGNALS];
     int first, count;                              /* a ring, oldest first */
 } gf__rp_semaphore;
-static gf__rp_semaphore *gf__rp_semaphore_new(gf_device *dev, int timeline) {
+static gf__rp_semaphore *gf__rp_semaphore_new(gf__replay *rp, gf_device *dev, int timeline, uint32_t id, int created) {
     gf__rp_semaphore *sem = (gf__rp_semaphore *)gf__rp_alloc(sizeof *sem, 1);
     gf_result r;
+    int i;
     if (!sem) return NULL;
     sem->dev = dev;
     sem->timeline = timeline != 0;
-    gf__alloc_own++;   /* the recorded program made a semaphore, not these events */
+    sem->id = id;
+    sem->own = created;
+    for (i = 0; i < rp->exported_count; i++) if (rp->exported[i] == id) sem->own = 0;
+    for (i = 0; i < rp->signal_count; i++) if (rp->signals[i].sem == id && rp->signals[i].value > sem->top) sem->top = rp->signals[i].value;
+    gf__alloc_own++;   /* the recorded program made a semaphore, not these */
+    gf__faults_inside++;
     r = gf_event_create(dev, 0, &sem->none);
+    if (r == GF_OK && sem->own && sem->timeline && sem->top && dev->be->semaphore_create && !rp->desc->untrusted)
+        (void)gf__call_semaphore_create(dev, 1, &sem->real);
+    gf__faults_inside--;
     gf__alloc_own--;
     if (r != GF_OK) { gf__free(sem); return NULL; }
     return sem;
 }
-static void gf__rp_semaphore_free(gf__rp_semaphore *sem) {   /* event destroys never wait */
+/* Signalled to the file's last value first: a wait on it for a signal the replay did not make
+   passes. Event destroys, and that one's, never wait. */
+static void gf__rp_semaphore_free(gf__rp_semaphore *sem) {
     int i;
     for (i = 0; i < sem->count; i++) gf_event_destroy(sem->signal[(sem->first + i) % GF__RP_SIGNALS].ev);
     gf_event_destroy(sem->none);
+    if (sem->real) {
+        gf__faults_inside++;
+        (void)gf__call_semaphore_signal_async(sem->dev->sync_stream, sem->real, sem->top);
+        gf__faults_inside--;
+        gf__call_semaphore_destroy(sem->real);
+    }
     gf__free(sem);
+}
+/* A signal the replay did not make (skipped, or failed here): the real semaphore gets it from
+   the device's own stream, so that no wait on it stays for ever. */
+static void gf__rp_semaphore_missed(gf__rp_semaphore *sem, uint64_t value) {
+    if (!sem || !sem->real) return;
+    gf__faults_inside++;
+    (void)gf__call_semaphore_signal_async(sem->dev->sync_stream, sem->real, value);
+    gf__faults_inside--;
+}
+/* Whether the file signals sem later than call with what ends a wait for value. */
+static int gf__rp_signalled_later(const gf__replay *rp, const gf__rp_semaphore *sem, uint64_t call, uint64_t value) {
+    int i;
+    for (i = 0; i < rp->signal_count; i++)
+        if (rp->signals[i].call > call && rp->signals[i].sem == sem->id && (!sem->timeline || rp->signals[i].value >= value)) return 1;
+    return 0;
 }
 /* The checks of gf_semaphore_signal_async and _wait_async, on the stand-in (NULL: not one). */
 static gf_result gf__rp_semaphore_check(const char *fn, gf_stream *s, const gf__rp_semaphore *sem) {
@@ -10994,6 +11042,11 @@ static gf_result gf__rp_semaphore_signal(gf_stream *s, gf__rp_semaphore *sem, ui
     gf__alloc_own--;
     if (r != GF_OK) return r;
     if ((r = gf_event_record(ev, s)) != GF_OK) { gf_event_destroy(ev); return r; }
+    if (sem->real) {   /* for the waits made before it */
+        gf__faults_inside++;
+        (void)gf__call_semaphore_signal_async(s, sem->real, value);
+        gf__faults_inside--;
+    }
     if (sem->count == GF__RP_SIGNALS) {
         gf_event_destroy(sem->signal[sem->first].ev);
         sem->first = (sem->first + 1) % GF__RP_SIGNALS;
@@ -11005,7 +11058,7 @@ static gf_result gf__rp_semaphore_signal(gf_stream *s, gf__rp_semaphore *sem, ui
     sem->signal[slot].waited = 0;
     return GF_OK;
 }
-static gf_result gf__rp_semaphore_wait(gf_stream *s, gf__rp_semaphore *sem, uint64_t value) {
+static gf_result gf__rp_semaphore_wait(gf__replay *rp, gf_stream *s, gf__rp_semaphore *sem, uint64_t value) {
     gf_event *ev = NULL;
     gf_result r;
     int i;
@@ -11024,7 +11077,13 @@ static gf_result gf__rp_semaphore_wait(gf_stream *s, gf__rp_semaphore *sem, uint
         gf__unlock(&s->dev->lock);
         if (rec.capture_id != capture) ev = NULL;
     }
-    return gf_stream_wait_event(s, ev ? ev : sem->none);
+    if (ev || !sem->own || !gf__rp_signalled_later(rp, sem, rp->out->calls, value)) return gf_stream_wait_event(s, ev ? ev : sem->none);
+    if (sem->real) return gf__call_semaphore_wait_async(s, sem->real, value);
+    if (!rp->said_early_wait++)
+        gf__notice(GF_LOG_WARNING, "gf_replay: call %llu (gf_semaphore_wait_async) waits for a signal the file makes later; on %s the replay cannot "
+                   "hold a stream for a signal not yet made, so it waits for nothing there (said once)",
+                   (unsigned long long)rp->out->calls, s->dev->be->name);
+    return gf_stream_wait_event(s, sem->none);
 }
 
 static void gf__rp_destroy(char kind, void *obj) {   /* an object the replay made, by its kind */
@@ -11129,20 +11188,42 @@ typedef struct gf__rp_arg {
     gf_external_type type; uint64_t offset;   /* external memory (size in u), a semaphore (timeline in u) */
 } gf__rp_arg;
 
-/* The file's BYTES records, found before the replay starts (a copy's may come after it). */
+/* The file's BYTES records (a copy's may come after it) and its semaphore signals (a wait may
+   come before the signal that ends it), found before the replay starts. */
 static int gf__rp_by_snapshot(const void *a, const void *b) {
     uint64_t x = ((const gf__rp_blob *)a)->snapshot, y = ((const gf__rp_blob *)b)->snapshot;
     return x < y ? -1 : x > y;
 }
-static void gf__rp_index_snapshots(gf__replay *rp, gf__rp_in in) {
+static void gf__rp_index(gf__replay *rp, gf__rp_in in) {
+    uint64_t calls = 0;
     while (in.p < in.end && !in.bad) {
         uint32_t size = gf__rp_u32(&in);
         gf__rp_in rec;
         gf__rp_blob b;
-        if (in.bad || (uint64_t)(in.end - in.p) < size || size < GF__REC_HEADER - 4) return;
+        unsigned call;
+        if (in.bad || (uint64_t)(in.end - in.p) < size || size < GF__REC_HEADER - 4) break;
         rec.p = in.p; rec.end = in.p + size; rec.bad = 0;
         in.p += size;
-        if (gf__rp_le(&rec, 2) != GF__RC_BYTES) continue;
+        call = (unsigned)gf__rp_le(&rec, 2);
+        calls += call != GF__RC_BYTES && call != GF__RC_END && call != GF__RC_CUT;   /* numbered as the replay numbers them */
+        if (call == GF__RC_semaphore_signal_async) {
+            gf__rp_signal sig;
+            rec.p += GF__REC_HEADER - 10;   /* thread, time */
+            if ((gf_result)(int32_t)gf__rp_u32(&rec) != GF_OK) continue;   /* only a signal that was made ends a wait */
+            (void)gf__rp_u32(&rec);
+            sig.call = calls; sig.sem = gf__rp_u32(&rec); sig.value = gf__rp_u64(&rec);
+            if (!rec.bad && gf__rp_grow((void **)&rp->signals, &rp->signal_cap, rp->signal_count + 1, sizeof *rp->signals)) rp->signals[rp->signal_count++] = sig;
+            continue;
+        }
+        if (call == GF__RC_semaphore_export) {   /* then another API may signal it too */
+            uint32_t sem;
+            rec.p += GF__REC_HEADER - 10;
+            if ((gf_result)(int32_t)gf__rp_u32(&rec) != GF_OK) continue;
+            sem = gf__rp_u32(&rec);
+            if (!rec.bad && gf__rp_grow((void **)&rp->exported, &rp->exported_cap, rp->exported_count + 1, sizeof *rp->exported)) rp->exported[rp->exported_count++] = sem;
+            continue;
+        }
+        if (call != GF__RC_BYTES) continue;
         rec.p += GF__REC_HEADER - 6;   /* thread, time, result */
         b.snapshot = gf__rp_u64(&rec);
         b.given = (int)gf__rp_u32(&rec);
@@ -11685,10 +11766,10 @@ static gf_result gf__rp_call(gf__replay *rp, gf__rec_call call, gf__rp_arg *v, g
     }
     case GF__RC_semaphore_import: case GF__RC_semaphore_create:
         if (v[0].wrong_kind || !v[0].obj || (call == GF__RC_semaphore_import && !v[1].given)) { r = GF_ERROR_INVALID_ARGUMENT; break; }
-        r = (made = gf__rp_semaphore_new(GF__RPO(0, gf_device), (int)v[1].u)) != NULL ? GF_OK : GF_ERROR_OUT_OF_MEMORY;
+        r = (made = gf__rp_semaphore_new(rp, GF__RPO(0, gf_device), (int)v[1].u, v[2].id, call == GF__RC_semaphore_create)) != NULL ? GF_OK : GF_ERROR_OUT_OF_MEMORY;
         break;
     case GF__RC_semaphore_signal_async: r = gf__rp_semaphore_signal(GF__RPO(0, gf_stream), v[1].wrong_kind ? NULL : GF__RPO(1, gf__rp_semaphore), v[2].u); break;
-    case GF__RC_semaphore_wait_async: r = gf__rp_semaphore_wait(GF__RPO(0, gf_stream), v[1].wrong_kind ? NULL : GF__RPO(1, gf__rp_semaphore), v[2].u); break;
+    case GF__RC_semaphore_wait_async: r = gf__rp_semaphore_wait(rp, GF__RPO(0, gf_stream), v[1].wrong_kind ? NULL : GF__RPO(1, gf__rp_semaphore), v[2].u); break;
     case GF__RC_semaphore_destroy:
         if (v[0].obj && !v[0].wrong_kind) gf__rp_semaphore_free(GF__RPO(0, gf__rp_semaphore));
         else gf_semaphore_destroy(NULL);   /* refused, as the original was */
@@ -11770,7 +11851,7 @@ GPUFLOW_IMPL gf_result gf_replay(const gf_replay_desc *desc, gf_replay_report *o
     rp.desc = desc;
     rp.out = out;
     gf__rec_depth++;   /* the replay's own calls are not recorded */
-    gf__rp_index_snapshots(&rp, in);
+    gf__rp_index(&rp, in);
     memcpy(why, gf__error_text, sizeof why);
     out->cut = 1;
     while (in.p < in.end) {
@@ -11800,6 +11881,8 @@ GPUFLOW_IMPL gf_result gf_replay(const gf_replay_desc *desc, gf_replay_report *o
         gf__copy_str(gf__error_text, sizeof gf__error_text, "");
         r = gf__rp_call(&rp, (gf__rec_call)call, v, recorded);
         if (r == GF__RP_SKIPPED) gf__rp_skipped_in_capture(&rp, gf__rec_calls[call].args, v);
+        if (call == GF__RC_semaphore_signal_async && recorded == GF_OK && r != GF_OK && v[1].obj && !v[1].missing && !v[1].wrong_kind)
+            gf__rp_semaphore_missed((gf__rp_semaphore *)v[1].obj, v[2].u);   /* a wait made before it must not wait for ever */
         if (desc->on_call) {
             gf_replay_call c;
             c.index = out->calls; c.thread = (int)thread; c.at_ms = at_ms; c.name = gf__rec_calls[call].name;
@@ -11825,6 +11908,8 @@ GPUFLOW_IMPL gf_result gf_replay(const gf_replay_desc *desc, gf_replay_report *o
     gf__free(rp.kept);
     gf__free(rp.partial);
     gf__free(rp.snapshots);
+    gf__free(rp.signals);
+    gf__free(rp.exported);
     gf__free(rp.objs);
     gf__free(file);
     gf__rec_depth--;

@@ -19,7 +19,7 @@
      threads    four threads recording at once; replayed in the file's order
      race       a racy run recorded with the detector off: its replay with the detector on
                 names the race
-     review     outside reviews' reproducers (R1-R6; review 6's R1-R4), each a regression
+     review     outside reviews' reproducers (R1-R6; review 6's R1-R5), each a regression
      faults     alloc fault rules recorded: the replay's own memory is not counted, so the
                 same calls fail
      flow       a flow's own events are made in the replay: its lanes' records and waits replay;
@@ -1213,6 +1213,34 @@ static void test_review6(void)
         gf_record_stop();
         CHECK(replay_on(GF_BACKEND_STUB, 0, NULL, &rep) == GF_OK && rep.mismatches == 0 && rep.skipped == 0,
               cond ? "review 6 R3: a flow with a condition that gives its capture up replays" : "review 6 R3: a flow that gives its capture up replays");
+        remove(path2);
+    }
+    /* R5: a wait queued before the signal that ends it (a timeline of gpuflow's own): the
+       replay holds the stream as the run did, so the copy after the wait reads the fill
+       before the signal */
+    if (record_into("r6_early", 1) && CHECK_EQ_RESULT(gf_device_open(GF_BACKEND_STUB, 0, &dev), GF_OK)) {
+        gf_stream *other = NULL;
+        gf_semaphore *t = NULL;
+        gf_stream_create(dev, NULL, &s); gf_stream_create(dev, NULL, &other);
+        a = b = NULL;
+        gf_buffer_create(dev, 64, &a); gf_buffer_create(dev, 64, &b);
+        if (s && other && a && b && CHECK_EQ_RESULT(gf_semaphore_create(dev, 1, &t), GF_OK)) {
+            gf_fill_async(other, a, 0, 0, 64); gf_fill_async(other, b, 0, 0, 64);
+            gf_stream_synchronize(other);
+            CHECK_EQ_RESULT(gf_semaphore_wait_async(s, t, 1), GF_OK);   /* s holds until other signals */
+            gf_copy_buffer_async(s, b, 0, a, 0, 64);
+            gf_fill_async(other, a, 0, 0x77, 64);
+            CHECK_EQ_RESULT(gf_semaphore_signal_async(other, t, 1), GF_OK);
+            gf_stream_synchronize(s);
+            CHECK(gf_copy_to_host(back, b, 0, sizeof back) == GF_OK && back[0] == 0x77, "review 6 R5: the run's copy waited for the signal");
+            gf_semaphore_destroy(t);
+        }
+        if (a) gf_buffer_destroy(a);
+        if (b) gf_buffer_destroy(b);
+        gf_stream_destroy(s); gf_stream_destroy(other); gf_device_close(dev);
+        gf_record_stop();
+        CHECK(replay_on(GF_BACKEND_STUB, 0, NULL, &rep) == GF_OK && rep.mismatches == 0,
+              "review 6 R5: a wait made before its signal holds its stream in the replay too (the bytes read back match)");
         remove(path2);
     }
     /* R4: a hand-made file of native opens: untrusted, two devices at most, as for plain opens */
