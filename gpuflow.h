@@ -10951,8 +10951,12 @@ static void gf__external_handle_close(const gf_external_handle *h) {
 /* A semaphore in a replay: the other API that signalled it and waited on it is not there, so
    events stand in, on every backend. A signal records one on its stream; a wait waits for the
    first of the replay's signals with a value at least its own (a timeline) or the oldest not yet
-   waited for (binary); when there is none it waits for an event never recorded, which is
-   complete: no wait that nobody ends, and the same checks of the stream. A signal recorded in a
+   waited for (binary). When there is none, the other API signalled it, perhaps once it had
+   waited for what gpuflow signalled (the usual exchange: gpuflow signals one semaphore, the
+   other API waits on it, works, and signals another that gpuflow waits on): such a wait waits
+   for the newest signal of each of the device's semaphores, which keeps the order that went
+   through the other API (and may add order the run did not have), and for an event never
+   recorded, which is complete: no wait that nobody ends, and the same checks of the stream. A signal recorded in a
    capture other than the waiting stream's (or in one, for a wait outside) is not waited for:
    the semaphore's wait would not have seen it yet. A semaphore of gpuflow's own that the file
    never exports is signalled by the file's calls alone, so a wait on it made before the signal
@@ -11061,6 +11065,7 @@ static gf_result gf__rp_semaphore_signal(gf_stream *s, gf__rp_semaphore *sem, ui
 static gf_result gf__rp_semaphore_wait(gf__replay *rp, gf_stream *s, gf__rp_semaphore *sem, uint64_t value) {
     gf_event *ev = NULL;
     gf_result r;
+    uint64_t capture;
     int i;
     if ((r = gf__rp_semaphore_check("gf_semaphore_wait_async", s, sem)) != GF_OK) return r;
     for (i = 0; i < sem->count && !ev; i++) {
@@ -11069,15 +11074,22 @@ static gf_result gf__rp_semaphore_wait(gf__replay *rp, gf_stream *s, gf__rp_sema
         sem->signal[slot].waited = 1;
         ev = sem->signal[slot].ev;
     }
-    if (ev) {   /* the same capture, or none on either side */
-        gf__record_info rec = gf__event_latest(ev);
-        uint64_t capture;
-        gf__lock(&s->dev->lock);
-        capture = s->capture ? s->capture->id : 0;
-        gf__unlock(&s->dev->lock);
-        if (rec.capture_id != capture) ev = NULL;
+    gf__lock(&s->dev->lock);
+    capture = s->capture ? s->capture->id : 0;
+    gf__unlock(&s->dev->lock);
+    if (ev && gf__event_latest(ev).capture_id != capture) ev = NULL;   /* the same capture, or none on either side */
+    if (ev) return gf_stream_wait_event(s, ev);
+    if (!sem->own) {   /* the other API's signal: after the newest signal of each of the device's semaphores */
+        uint32_t k;
+        for (k = 1; k < rp->obj_cap && r == GF_OK; k++) {
+            gf__rp_semaphore *o = (gf__rp_semaphore *)rp->objs[k].obj;
+            if (!o || rp->objs[k].kind != 'T' || o->dev != s->dev || !o->count) continue;
+            ev = o->signal[(o->first + o->count - 1) % GF__RP_SIGNALS].ev;
+            if (gf__event_latest(ev).capture_id == capture) r = gf_stream_wait_event(s, ev);
+        }
+        return r != GF_OK ? r : gf_stream_wait_event(s, sem->none);
     }
-    if (ev || !sem->own || !gf__rp_signalled_later(rp, sem, rp->out->calls, value)) return gf_stream_wait_event(s, ev ? ev : sem->none);
+    if (!gf__rp_signalled_later(rp, sem, rp->out->calls, value)) return gf_stream_wait_event(s, sem->none);
     if (sem->real) return gf__call_semaphore_wait_async(s, sem->real, value);
     if (!rp->said_early_wait++)
         gf__notice(GF_LOG_WARNING, "gf_replay: call %llu (gf_semaphore_wait_async) waits for a signal the file makes later; on %s the replay cannot "
