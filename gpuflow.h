@@ -1187,8 +1187,9 @@ GPUFLOW_API uint64_t  gf_faults_injected(void);   /* failures injected since the
    handle of one semaphore, an import of its export, is a second stand-in, and so is a wrap of
    gpuflow's own memory: what one writes the other does not see). Stand-ins are made outside
    fault rules and the memory limit, as the handles were (an alloc rule does not count what the
-   original made). Such a call that failed when recorded, and every gf_semaphore_export, is
-   skipped (and counted); a gf_buffer_export is made, its handle closed, and not compared, as
+   original made). Such a call that failed when recorded, a signal or wait the backend refused
+   (GF_ERROR_NOT_SUPPORTED, GF_ERROR_DRIVER) and every gf_semaphore_export are skipped (and
+   counted); a gf_buffer_export is made, its handle closed, and not compared, as
    gf_device_enable_peer is not (the answer is the machine's). GPUFLOW_RECORD=file starts
    recording at the first device open and ends it at exit (%p in the name: the process id, so
    that programs started with the variable write files of their own rather than replace it;
@@ -11548,6 +11549,8 @@ static gf_result gf__rp_call(gf__replay *rp, gf__rec_call call, gf__rp_arg *v, g
     if (call == GF__RC_graph_set_kernel_args && v[0].obj && rp->objs[v[0].id].partial) return GF__RP_SKIPPED;   /* not its launches */
     if ((gf__rec_calls[call].flags & GF__RCF_STAND_IN) && recorded != GF_OK) return GF__RP_SKIPPED;   /* its handle failed it */
     if (call == GF__RC_semaphore_export) return GF__RP_SKIPPED;   /* a stand-in has no handle to give */
+    if ((call == GF__RC_semaphore_signal_async || call == GF__RC_semaphore_wait_async) && (recorded == GF_ERROR_NOT_SUPPORTED || recorded == GF_ERROR_DRIVER))
+        return GF__RP_SKIPPED;   /* the backend's semaphore refused it: a stand-in has none to refuse */
     for (i = 0; letters[i]; i++) {
         if (v[i].missing) return GF__RP_SKIPPED;   /* an object the replay does not have */
         if (letters[i] == 'x' && v[i].obj && rp->objs[v[i].id].kind != gf__rp_destroys(call))
