@@ -4,7 +4,7 @@
        gfreplay [--backend stub|cuda|hip|opencl] [--race] [--trace out.json] [--cc CC] [--list] FILE
 
    --backend   run every device on this backend (default: the one each was recorded on)
-   --race      the race detector on for every device; the races found are counted
+   --race      the race detector on for every device; each race found is named (stderr), and counted
    --trace     the profiler on, the first device's Perfetto trace written to this file
    --cc        the C compiler that builds the stub's kernels (default: $CC, else cc)
    --list      print each call: its index, thread, time, name, recorded and replayed results
@@ -69,6 +69,13 @@ static gf_result compile_stub(void *user, gf_device *dev, const char *source, co
 }
 #endif
 
+/* The replay's warnings (each mismatch, each race the detector finds, what it skipped and why)
+   to stderr; refusals the recorded program met again are errors, and stay quiet. */
+static void warnings(void *user, gf_log_level level, gf_result code, const char *message) {
+    (void)user; (void)code;
+    if (level == GF_LOG_WARNING) fprintf(stderr, "gpuflow: %s\n", message);
+}
+
 static int usage(void) {
     fprintf(stderr, "usage: gfreplay [--backend stub|cuda|hip|opencl] [--race] [--trace out.json] [--cc CC] [--list] FILE\n");
     return 2;
@@ -101,6 +108,7 @@ int main(int argc, char **argv) {
     snprintf(c.dir, sizeof c.dir, "%s/gfreplay.XXXXXX", getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
     if (mkdtemp(c.dir)) { d.compile_stub = compile_stub; d.user = &c; }
 #endif
+    gf_set_logger(warnings, NULL);
     r = gf_replay(&d, &rep);
 #if !defined(_WIN32)
     if (d.compile_stub) { char cmd[400]; snprintf(cmd, sizeof cmd, "rm -rf '%s'", c.dir); if (system(cmd) != 0) {} }
