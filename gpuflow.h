@@ -10884,9 +10884,11 @@ typedef struct gf__replay {
     gf__rp_blob *snapshots; int snapshot_count, snapshot_cap;   /* the file's BYTES records, by number */
     struct gf__rp_signal *signals; int signal_count, signal_cap;   /* the file's semaphore signals, in its order */
     uint32_t *exported; int exported_count, exported_cap;          /* the semaphores the file exports */
+    struct gf__rp_graph_signal *graph_signals; int graph_signal_count, graph_signal_cap;   /* signals captured in graphs */
     int said_early_wait;                    /* the warning of a wait made before its signal, given */
 } gf__replay;
 typedef struct gf__rp_signal { uint64_t call; uint32_t sem; uint64_t value; } gf__rp_signal;
+typedef struct gf__rp_graph_signal { uint64_t capture; uint32_t graph, sem; uint64_t value; } gf__rp_graph_signal;   /* graph: once the capture ended */
 #define GF__REPLAY_SCRATCH ((uint64_t)256 << 20)   /* async destinations kept before the replay waits and frees them */
 #define GF__REPLAY_UNTRUSTED_THREADS ((uint64_t)1 << 20)   /* the largest launch of an untrusted replay */
 #define GF__REPLAY_UNTRUSTED_DEVICES 2                       /* devices an untrusted replay keeps open at once */
@@ -10957,7 +10959,9 @@ static void gf__external_handle_close(const gf_external_handle *h) {
    other API waits on it, works, and signals another that gpuflow waits on): such a wait waits
    for the newest signal of each of the device's semaphores, which keeps the order that went
    through the other API (and may add order the run did not have), and for an event never
-   recorded, which is complete: no wait that nobody ends, and the same checks of the stream. A signal recorded in a
+   recorded, which is complete: no wait that nobody ends, and the same checks of the stream. A
+   signal captured in a graph is made by each launch of the graph: it is pushed, as an event
+   after the whole launch, when the replay launches that graph. A signal recorded in a
    capture other than the waiting stream's (or in one, for a wait outside) is not waited for:
    the semaphore's wait would not have seen it yet. A semaphore of gpuflow's own that the file
    never exports is signalled by the file's calls alone, so a wait on it made before the signal
@@ -11036,22 +11040,16 @@ static gf_result gf__rp_semaphore_check(const char *fn, gf_stream *s, const gf__
     if (s->dev != sem->dev) return gf__fail(GF_ERROR_WRONG_DEVICE, "%s: objects of two different devices used together", fn);
     return GF_OK;
 }
-static gf_result gf__rp_semaphore_signal(gf_stream *s, gf__rp_semaphore *sem, uint64_t value) {
+/* A signal of value, as an event recorded on s now: the newest of sem's ring. */
+static gf_result gf__rp_semaphore_push(gf__rp_semaphore *sem, gf_stream *s, uint64_t value) {
     gf_event *ev = NULL;
     gf_result r;
     int slot;
-    if ((r = gf__rp_semaphore_check("gf_semaphore_signal_async", s, sem)) != GF_OK) return r;
-    if (sem->timeline && value == 0) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_semaphore_signal_async: a timeline starts at 0: signal a value above it");
     gf__alloc_own++;
     r = gf_event_create(sem->dev, 0, &ev);
     gf__alloc_own--;
     if (r != GF_OK) return r;
     if ((r = gf_event_record(ev, s)) != GF_OK) { gf_event_destroy(ev); return r; }
-    if (sem->real) {   /* for the waits made before it */
-        gf__faults_inside++;
-        (void)gf__call_semaphore_signal_async(s, sem->real, value);
-        gf__faults_inside--;
-    }
     if (sem->count == GF__RP_SIGNALS) {
         gf_event_destroy(sem->signal[sem->first].ev);
         sem->first = (sem->first + 1) % GF__RP_SIGNALS;
@@ -11061,6 +11059,28 @@ static gf_result gf__rp_semaphore_signal(gf_stream *s, gf__rp_semaphore *sem, ui
     sem->signal[slot].ev = ev;
     sem->signal[slot].value = value;
     sem->signal[slot].waited = 0;
+    return GF_OK;
+}
+/* Inside a capture the signal is the graph's, made at each launch: noted, so that each launch of
+   that graph pushes one (an event after the whole graph: later than the signal, never earlier). */
+static gf_result gf__rp_semaphore_signal(gf__replay *rp, gf_stream *s, gf__rp_semaphore *sem, uint64_t value) {
+    gf_result r;
+    uint64_t capture;
+    if ((r = gf__rp_semaphore_check("gf_semaphore_signal_async", s, sem)) != GF_OK) return r;
+    if (sem->timeline && value == 0) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_semaphore_signal_async: a timeline starts at 0: signal a value above it");
+    if ((r = gf__rp_semaphore_push(sem, s, value)) != GF_OK) return r;
+    if (sem->real) {   /* for the waits made before it */
+        gf__faults_inside++;
+        (void)gf__call_semaphore_signal_async(s, sem->real, value);
+        gf__faults_inside--;
+    }
+    gf__lock(&s->dev->lock);
+    capture = s->capture ? s->capture->id : 0;
+    gf__unlock(&s->dev->lock);
+    if (capture && gf__rp_grow((void **)&rp->graph_signals, &rp->graph_signal_cap, rp->graph_signal_count + 1, sizeof *rp->graph_signals)) {
+        gf__rp_graph_signal *g = &rp->graph_signals[rp->graph_signal_count++];
+        g->capture = capture; g->graph = 0; g->sem = sem->id; g->value = value;
+    }
     return GF_OK;
 }
 static gf_result gf__rp_semaphore_wait(gf__replay *rp, gf_stream *s, gf__rp_semaphore *sem, uint64_t value) {
@@ -11084,9 +11104,12 @@ static gf_result gf__rp_semaphore_wait(gf__replay *rp, gf_stream *s, gf__rp_sema
         uint32_t k;
         for (k = 1; k < rp->obj_cap && r == GF_OK; k++) {
             gf__rp_semaphore *o = (gf__rp_semaphore *)rp->objs[k].obj;
-            if (!o || rp->objs[k].kind != 'T' || o->dev != s->dev || !o->count) continue;
-            ev = o->signal[(o->first + o->count - 1) % GF__RP_SIGNALS].ev;
-            if (gf__event_latest(ev).capture_id == capture) r = gf_stream_wait_event(s, ev);
+            int j;
+            if (!o || rp->objs[k].kind != 'T' || o->dev != s->dev) continue;
+            for (j = o->count - 1; j >= 0; j--) {   /* the newest that this stream can wait for */
+                ev = o->signal[(o->first + j) % GF__RP_SIGNALS].ev;
+                if (gf__event_latest(ev).capture_id == capture) { r = gf_stream_wait_event(s, ev); break; }
+            }
         }
         return r != GF_OK ? r : gf_stream_wait_event(s, sem->none);
     }
@@ -11682,6 +11705,8 @@ static gf_result gf__rp_call(gf__replay *rp, gf__rec_call call, gf__rp_arg *v, g
     case GF__RC_stream_end_capture:
         if (v[0].obj && !v[0].wrong_kind && ((gf_stream *)v[0].obj)->capture) capture = ((gf_stream *)v[0].obj)->capture->id;
         r = gf_stream_end_capture(GF__RPO(0, gf_stream), (gf_graph **)&made);
+        for (i = 0; r == GF_OK && capture && i < rp->graph_signal_count; i++)   /* its semaphore signals: the graph's */
+            if (rp->graph_signals[i].capture == capture) { rp->graph_signals[i].capture = 0; rp->graph_signals[i].graph = v[1].id; }
         for (i = 1; r == GF_OK && capture && (uint32_t)i < rp->obj_cap; i++) {   /* the flow's slots: the graph's, as gpuflow left them */
             gf__rp_obj *o = &rp->objs[i];
             if (!o->obj || !o->slots || o->capture != capture) continue;
@@ -11697,7 +11722,14 @@ static gf_result gf__rp_call(gf__replay *rp, gf__rec_call call, gf__rp_arg *v, g
             if (rp->partial[i] == capture) { partial = 1; rp->partial[i] = rp->partial[--rp->partial_count]; break; }
         capture = 0;
         break;
-    case GF__RC_graph_launch: r = gf_graph_launch(GF__RPO(0, gf_graph), GF__RPO(1, gf_stream)); break;
+    case GF__RC_graph_launch:
+        r = gf_graph_launch(GF__RPO(0, gf_graph), GF__RPO(1, gf_stream));
+        for (i = 0; r == GF_OK && i < rp->graph_signal_count; i++) {   /* the signals it made, for the stand-ins' waits */
+            gf__rp_graph_signal *g = &rp->graph_signals[i];
+            gf__rp_obj *o = g->graph == v[0].id ? gf__rp_slot(rp, g->sem) : NULL;
+            if (o && o->kind == 'T') (void)gf__rp_semaphore_push((gf__rp_semaphore *)o->obj, GF__RPO(1, gf_stream), g->value);
+        }
+        break;
     case GF__RC_graph_update: r = gf_graph_update(GF__RPO(0, gf_graph), GF__RPO(1, gf_graph)); break;
     case GF__RC_graph_destroy: gf_graph_destroy(GF__RPO(0, gf_graph)); r = GF_OK; break;   /* its capture's buffers are its children */
     case GF__RC_stream_begin_while: r = gf_stream_begin_while(GF__RPO(0, gf_stream), GF__RPO(1, gf_buffer), (size_t)v[2].u); break;
@@ -11783,7 +11815,7 @@ static gf_result gf__rp_call(gf__replay *rp, gf__rec_call call, gf__rp_arg *v, g
         if (v[0].wrong_kind || !v[0].obj || (call == GF__RC_semaphore_import && !v[1].given)) { r = GF_ERROR_INVALID_ARGUMENT; break; }
         r = (made = gf__rp_semaphore_new(rp, GF__RPO(0, gf_device), (int)v[1].u, v[2].id, call == GF__RC_semaphore_create)) != NULL ? GF_OK : GF_ERROR_OUT_OF_MEMORY;
         break;
-    case GF__RC_semaphore_signal_async: r = gf__rp_semaphore_signal(GF__RPO(0, gf_stream), v[1].wrong_kind ? NULL : GF__RPO(1, gf__rp_semaphore), v[2].u); break;
+    case GF__RC_semaphore_signal_async: r = gf__rp_semaphore_signal(rp, GF__RPO(0, gf_stream), v[1].wrong_kind ? NULL : GF__RPO(1, gf__rp_semaphore), v[2].u); break;
     case GF__RC_semaphore_wait_async: r = gf__rp_semaphore_wait(rp, GF__RPO(0, gf_stream), v[1].wrong_kind ? NULL : GF__RPO(1, gf__rp_semaphore), v[2].u); break;
     case GF__RC_semaphore_destroy:
         if (v[0].obj && !v[0].wrong_kind) gf__rp_semaphore_free(GF__RPO(0, gf__rp_semaphore));
@@ -11925,6 +11957,7 @@ GPUFLOW_IMPL gf_result gf_replay(const gf_replay_desc *desc, gf_replay_report *o
     gf__free(rp.snapshots);
     gf__free(rp.signals);
     gf__free(rp.exported);
+    gf__free(rp.graph_signals);
     gf__free(rp.objs);
     gf__free(file);
     gf__rec_depth--;

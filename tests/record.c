@@ -19,7 +19,7 @@
      threads    four threads recording at once; replayed in the file's order
      race       a racy run recorded with the detector off: its replay with the detector on
                 names the race
-     review     outside reviews' reproducers (R1-R6; review 6's R1-R6), each a regression
+     review     outside reviews' reproducers (R1-R6; review 6's R1-R7), each a regression
      faults     alloc fault rules recorded: the replay's own memory is not counted, so the
                 same calls fail
      flow       a flow's own events are made in the replay: its lanes' records and waits replay;
@@ -1256,6 +1256,47 @@ static void test_review6(void)
     d.data = hb_buf; d.size = hb_len;
     CHECK(gf_replay(&d, &rep) == GF_OK && rep.replayed == 3 && rep.skipped == 1 && rep.mismatches == 0,
           "review 6 R6: a semaphore signal the backend refused is skipped, not a mismatch");
+    /* R7: a signal captured in a graph is made at the graph's launch: a wait on another stream
+       for it is ordered after that launch in the replay, so the detector finds no race (the
+       Vulkan test's frames in a graph, on the GPU machine, replayed on the stub) */
+    if (record_into("r6_graph", 0) && CHECK_EQ_RESULT(gf_device_open(GF_BACKEND_STUB, 0, &dev), GF_OK)) {
+        gf_stream *other = NULL;
+        gf_semaphore *t = NULL, *alias = NULL;
+        gf_semaphore_desc sd;
+        gf_external_handle h;
+        gf_stream_create(dev, NULL, &s); gf_stream_create(dev, NULL, &other);
+        a = NULL;
+        gf_buffer_create(dev, 64, &a);
+        if (s && other && a && gf_semaphore_create(dev, 1, &t) == GF_OK && gf_semaphore_export(t, GF_EXTERNAL_HOST_FD, &h) == GF_OK) {
+            memset(&sd, 0, sizeof sd);
+            sd.type = GF_EXTERNAL_HOST_FD; sd.fd = h.fd; sd.timeline = 1;
+            CHECK_EQ_RESULT(gf_semaphore_import(dev, &sd, &alias), GF_OK);   /* another API's handle, as Vulkan's would be */
+            close(h.fd);
+            g = NULL;
+            if (alias && CHECK_EQ_RESULT(gf_stream_begin_capture(s, GF_CAPTURE_GLOBAL), GF_OK)) {
+                gf_fill_async(s, a, 0, 0x11, 64);
+                gf_semaphore_signal_async(s, alias, 1);
+                CHECK_EQ_RESULT(gf_stream_end_capture(s, &g), GF_OK);
+            }
+            if (g) {
+                CHECK_EQ_RESULT(gf_graph_launch(g, s), GF_OK);
+                CHECK_EQ_RESULT(gf_semaphore_wait_async(other, alias, 1), GF_OK);
+                gf_fill_async(other, a, 0, 0x22, 64);
+                CHECK_EQ_RESULT(gf_stream_synchronize(other), GF_OK);
+                gf_stream_synchronize(s);
+                gf_graph_destroy(g);
+            }
+        }
+        if (alias) gf_semaphore_destroy(alias);
+        if (t) gf_semaphore_destroy(t);
+        if (a) gf_buffer_destroy(a);
+        gf_stream_destroy(s); gf_stream_destroy(other); gf_device_close(dev);
+        gf_record_stop();
+        CHECK(replay_on(GF_BACKEND_STUB, GF_REPLAY_RACE_CHECK, NULL, &rep) == GF_OK && rep.mismatches == 0 && rep.races == 0,
+              "review 6 R7: a wait for a signal captured in a graph is ordered after the graph's launch in the replay (no race)");
+        if (rep.races) printf("  %llu races\n", (unsigned long long)rep.races);
+        remove(path2);
+    }
     /* R4: a hand-made file of native opens: untrusted, two devices at most, as for plain opens */
     hb_len = 0;
     memcpy(hb_buf, "gpuflowR", 8); hb_len = 8; hb_le(3, 4); hb_le(0, 4);
