@@ -141,10 +141,13 @@ $(BUILD)/vulkan: tests/vulkan.c examples/vulkan_setup.h examples/scale.gfk $(HDR
 
 # make test-vulkan: gpuflow with a real Vulkan driver (NVIDIA's on the GPU machine: the loader
 # carried as the device README says); skips where no driver exports opaque fds
-test-vulkan: $(BUILD)/vulkan
+# (and each run recorded and replayed where it ran: its semaphores and imports by stand-ins)
+test-vulkan: $(BUILD)/vulkan $(BUILD)/tools/gfreplay
 	@if [ -f "$(NV_OPENCL)" ]; then mkdir -p $(BUILD)/icd && echo "$(NV_OPENCL)" > $(BUILD)/icd/nvidia.icd; fi
+	@mkdir -p $(BUILD)/replay-vulkan
 	@if [ -f "$(NV_OPENCL)" ]; then export OCL_ICD_VENDORS=$(abspath $(BUILD)/icd); fi; \
-	sh tests/run.sh "$(BUILD)/vulkan cuda" "$(BUILD)/vulkan hip" "$(BUILD)/vulkan opencl" "$(BUILD)/vulkan stub"
+	sh tests/run.sh "$(BUILD)/vulkan cuda" "$(BUILD)/vulkan hip" "$(BUILD)/vulkan opencl" "$(BUILD)/vulkan stub" \
+	    "env REPLAY_TESTS=vulkan sh tests/replay.sh $(BUILD)/tools/gfreplay $(BUILD)/replay-vulkan $(BUILD) $(if $(HAVE_CUDA),cuda) $(if $(HAVE_OPENCL),opencl) stub"
 
 # cuBLAS's headers and HIP's define the same vector types: this test compiles CUDA alone
 $(BUILD)/cublas_interop: tests/cublas_interop.c $(HDRS) | $(BUILD)

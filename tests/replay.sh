@@ -28,7 +28,7 @@ record() {   # name, backend, then the command (run in $dir)
     rm -f "$rec"
     (cd "$dir" && GPUFLOW_BACKEND=$backend GPUFLOW_RECORD="$name.$backend.gfrec" GPUFLOW_LOG=off "$@" >/dev/null 2>&1)
 }
-tests="conformance decide realtime hot_reload"
+tests=${REPLAY_TESTS:-"conformance decide realtime hot_reload"}   # make test-vulkan: REPLAY_TESTS=vulkan
 for exe in "$dir"/* $tests; do
     case $exe in
     */*) name=$(basename "$exe"); [ -f "examples/$name.c" ] && [ -x "$exe" ] || continue; run="./$name" args= ;;
