@@ -1181,9 +1181,10 @@ GPUFLOW_API uint64_t  gf_faults_injected(void);   /* failures injected since the
    buffer and imported memory by a stream or buffer of gpuflow's own (of the size; its
    contents, the other API's, are not in the file), a semaphore by events on every backend (a
    signal records one; a wait waits for the first of the replay's signals that would satisfy
-   it, or for nothing when the other API signalled it, so no replay waits for ever (a wait on
-   one of gpuflow's own, never exported, queued before its signal: held for it on the stub,
-   said and not held elsewhere); a second
+   it, or, when the other API signalled it, for the newest signal of each of the device's
+   semaphores (the other API may have waited for them), so no replay waits for ever; a wait on
+   one of gpuflow's own, never exported, queued before its signal waits for nothing (said
+   once); a signal or wait captured in a graph is made by each launch of that graph; a second
    handle of one semaphore, an import of its export, is a second stand-in, and so is a wrap of
    gpuflow's own memory: what one writes the other does not see). Stand-ins are made outside
    fault rules and the memory limit, as the handles were (an alloc rule does not count what the
@@ -10888,7 +10889,9 @@ typedef struct gf__replay {
     int said_early_wait;                    /* the warning of a wait made before its signal, given */
 } gf__replay;
 typedef struct gf__rp_signal { uint64_t call; uint32_t sem; uint64_t value; } gf__rp_signal;
-typedef struct gf__rp_graph_signal { uint64_t capture; uint32_t graph, sem; uint64_t value; } gf__rp_graph_signal;   /* graph: once the capture ended */
+typedef struct gf__rp_graph_signal {   /* a semaphore signal or wait captured: its capture's, then (once it ended) its graph's */
+    gf_device *dev; uint64_t capture; uint32_t graph; int wait; uint32_t sem; uint64_t value;
+} gf__rp_graph_signal;
 #define GF__REPLAY_SCRATCH ((uint64_t)256 << 20)   /* async destinations kept before the replay waits and frees them */
 #define GF__REPLAY_UNTRUSTED_THREADS ((uint64_t)1 << 20)   /* the largest launch of an untrusted replay */
 #define GF__REPLAY_UNTRUSTED_DEVICES 2                       /* devices an untrusted replay keeps open at once */
@@ -10952,24 +10955,22 @@ static void gf__external_handle_close(const gf_external_handle *h) {
     if (h->fd >= 0) (void)gf__fd_close(h->fd);
 }
 /* A semaphore in a replay: the other API that signalled it and waited on it is not there, so
-   events stand in, on every backend. A signal records one on its stream; a wait waits for the
-   first of the replay's signals with a value at least its own (a timeline) or the oldest not yet
-   waited for (binary). When there is none, the other API signalled it, perhaps once it had
-   waited for what gpuflow signalled (the usual exchange: gpuflow signals one semaphore, the
+   events stand in, on every backend, and every wait is for an event already recorded (or for
+   one never recorded, which is complete), so no replay waits for ever. A signal records one on
+   its stream; a wait waits for the first of the replay's signals that its stream can wait for
+   (recorded outside any capture, or in its own) with a value at least its own (a timeline) or
+   not yet waited for (binary). When there is none, the other API signalled it, perhaps once it
+   had waited for what gpuflow signalled (the usual exchange: gpuflow signals one semaphore, the
    other API waits on it, works, and signals another that gpuflow waits on): such a wait waits
    for the newest signal of each of the device's semaphores, which keeps the order that went
-   through the other API (and may add order the run did not have), and for an event never
-   recorded, which is complete: no wait that nobody ends, and the same checks of the stream. A
-   signal captured in a graph is made by each launch of the graph: it is pushed, as an event
-   after the whole launch, when the replay launches that graph. A signal recorded in a
-   capture other than the waiting stream's (or in one, for a wait outside) is not waited for:
-   the semaphore's wait would not have seen it yet. A semaphore of gpuflow's own that the file
-   never exports is signalled by the file's calls alone, so a wait on it made before the signal
-   that ends it (the file has that signal later) is known to be one, and cannot wait for an
-   event not yet recorded: a timeline on a backend with semaphores of its own (the stub) has a
-   real one beside its events, signalled with them, which such a wait waits on (signalled to
-   the file's last value before it goes, so nothing waits on it for ever); elsewhere the wait
-   waits for nothing, and the replay says so once. */
+   through the other API (and may add order the run did not have). A semaphore of gpuflow's own
+   that the file never exports is signalled by the file's calls alone: a wait on it with no
+   signal yet waits for one the file makes later, which cannot be waited for before it is made;
+   it waits for nothing, and the replay says so once. A signal or wait captured in a graph is
+   the graph's, made at each launch: noted, a launch of that graph first waits as the wait
+   would (on the launch stream), and after it pushes each signal as an event after the whole
+   launch (later than the signal, never earlier). The stand-in's extra events and waits are
+   outside fault rules: a signal or wait counts one operation, as the semaphore's did. */
 #define GF__RP_SIGNALS 16   /* the signals a semaphore keeps; older ones are taken to have passed */
 typedef struct gf__rp_semaphore {
     uint32_t type;                                 /* GF__T_DEAD: refused where a file passes it as another object */
@@ -10977,8 +10978,6 @@ typedef struct gf__rp_semaphore {
     int timeline;
     uint32_t id;                                   /* its number in the file */
     int own;                                       /* gf_semaphore_create's, never exported: the file signals it alone */
-    gf_semaphore *real;                            /* a timeline's, where the backend has its own (else NULL) */
-    uint64_t top;                                  /* the highest value the file signals it */
     gf_event *none;                                /* never recorded */
     struct { gf_event *ev; uint64_t value; int waited; } signal[GF__RP_SIGNALS];
     int first, count;                              /* a ring, oldest first */
@@ -10993,38 +10992,19 @@ static gf__rp_semaphore *gf__rp_semaphore_new(gf__replay *rp, gf_device *dev, in
     sem->id = id;
     sem->own = created;
     for (i = 0; i < rp->exported_count; i++) if (rp->exported[i] == id) sem->own = 0;
-    for (i = 0; i < rp->signal_count; i++) if (rp->signals[i].sem == id && rp->signals[i].value > sem->top) sem->top = rp->signals[i].value;
-    gf__alloc_own++;   /* the recorded program made a semaphore, not these */
+    gf__alloc_own++;   /* the recorded program made a semaphore, not this */
     gf__faults_inside++;
     r = gf_event_create(dev, 0, &sem->none);
-    if (r == GF_OK && sem->own && sem->timeline && sem->top && dev->be->semaphore_create && !rp->desc->untrusted)
-        (void)gf__call_semaphore_create(dev, 1, &sem->real);
     gf__faults_inside--;
     gf__alloc_own--;
     if (r != GF_OK) { gf__free(sem); return NULL; }
     return sem;
 }
-/* Signalled to the file's last value first: a wait on it for a signal the replay did not make
-   passes. Event destroys, and that one's, never wait. */
-static void gf__rp_semaphore_free(gf__rp_semaphore *sem) {
+static void gf__rp_semaphore_free(gf__rp_semaphore *sem) {   /* event destroys never wait */
     int i;
     for (i = 0; i < sem->count; i++) gf_event_destroy(sem->signal[(sem->first + i) % GF__RP_SIGNALS].ev);
     gf_event_destroy(sem->none);
-    if (sem->real) {
-        gf__faults_inside++;
-        (void)gf__call_semaphore_signal_async(sem->dev->sync_stream, sem->real, sem->top);
-        gf__faults_inside--;
-        gf__call_semaphore_destroy(sem->real);
-    }
     gf__free(sem);
-}
-/* A signal the replay did not make (skipped, or failed here): the real semaphore gets it from
-   the device's own stream, so that no wait on it stays for ever. */
-static void gf__rp_semaphore_missed(gf__rp_semaphore *sem, uint64_t value) {
-    if (!sem || !sem->real) return;
-    gf__faults_inside++;
-    (void)gf__call_semaphore_signal_async(sem->dev->sync_stream, sem->real, value);
-    gf__faults_inside--;
 }
 /* Whether the file signals sem later than call with what ends a wait for value. */
 static int gf__rp_signalled_later(const gf__replay *rp, const gf__rp_semaphore *sem, uint64_t call, uint64_t value) {
@@ -11040,13 +11020,23 @@ static gf_result gf__rp_semaphore_check(const char *fn, gf_stream *s, const gf__
     if (s->dev != sem->dev) return gf__fail(GF_ERROR_WRONG_DEVICE, "%s: objects of two different devices used together", fn);
     return GF_OK;
 }
-/* A signal of value, as an event recorded on s now: the newest of sem's ring. */
+static uint64_t gf__rp_capture_of(gf_stream *s) {   /* the capture s is in (0: none) */
+    uint64_t capture;
+    gf__lock(&s->dev->lock);
+    capture = s->capture ? s->capture->id : 0;
+    gf__unlock(&s->dev->lock);
+    return capture;
+}
+/* A signal of value, as an event recorded on s now: the newest of sem's ring (its one counted
+   operation: the event's record). */
 static gf_result gf__rp_semaphore_push(gf__rp_semaphore *sem, gf_stream *s, uint64_t value) {
     gf_event *ev = NULL;
     gf_result r;
     int slot;
     gf__alloc_own++;
+    gf__faults_inside++;
     r = gf_event_create(sem->dev, 0, &ev);
+    gf__faults_inside--;
     gf__alloc_own--;
     if (r != GF_OK) return r;
     if ((r = gf_event_record(ev, s)) != GF_OK) { gf_event_destroy(ev); return r; }
@@ -11061,45 +11051,34 @@ static gf_result gf__rp_semaphore_push(gf__rp_semaphore *sem, gf_stream *s, uint
     sem->signal[slot].waited = 0;
     return GF_OK;
 }
-/* Inside a capture the signal is the graph's, made at each launch: noted, so that each launch of
-   that graph pushes one (an event after the whole graph: later than the signal, never earlier). */
+/* A signal or wait of a capture (dev's capture): its graph's launches make it. */
+static void gf__rp_note(gf__replay *rp, gf_device *dev, uint64_t capture, uint32_t graph, int wait, uint32_t sem, uint64_t value) {
+    gf__rp_graph_signal *g;
+    if (!gf__rp_grow((void **)&rp->graph_signals, &rp->graph_signal_cap, rp->graph_signal_count + 1, sizeof *rp->graph_signals)) return;
+    g = &rp->graph_signals[rp->graph_signal_count++];
+    g->dev = dev; g->capture = capture; g->graph = graph; g->wait = wait; g->sem = sem; g->value = value;
+}
 static gf_result gf__rp_semaphore_signal(gf__replay *rp, gf_stream *s, gf__rp_semaphore *sem, uint64_t value) {
     gf_result r;
     uint64_t capture;
     if ((r = gf__rp_semaphore_check("gf_semaphore_signal_async", s, sem)) != GF_OK) return r;
     if (sem->timeline && value == 0) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_semaphore_signal_async: a timeline starts at 0: signal a value above it");
     if ((r = gf__rp_semaphore_push(sem, s, value)) != GF_OK) return r;
-    if (sem->real) {   /* for the waits made before it */
-        gf__faults_inside++;
-        (void)gf__call_semaphore_signal_async(s, sem->real, value);
-        gf__faults_inside--;
-    }
-    gf__lock(&s->dev->lock);
-    capture = s->capture ? s->capture->id : 0;
-    gf__unlock(&s->dev->lock);
-    if (capture && gf__rp_grow((void **)&rp->graph_signals, &rp->graph_signal_cap, rp->graph_signal_count + 1, sizeof *rp->graph_signals)) {
-        gf__rp_graph_signal *g = &rp->graph_signals[rp->graph_signal_count++];
-        g->capture = capture; g->graph = 0; g->sem = sem->id; g->value = value;
-    }
+    if ((capture = gf__rp_capture_of(s)) != 0) gf__rp_note(rp, s->dev, capture, 0, 0, sem->id, value);
     return GF_OK;
 }
-static gf_result gf__rp_semaphore_wait(gf__replay *rp, gf_stream *s, gf__rp_semaphore *sem, uint64_t value) {
-    gf_event *ev = NULL;
-    gf_result r;
-    uint64_t capture;
+/* s waits as a wait for value would (outside fault rules): see above. say: a wait the program
+   made (not a graph launch's), which may be told of. */
+static gf_result gf__rp_semaphore_order(gf__replay *rp, gf_stream *s, gf__rp_semaphore *sem, uint64_t value, uint64_t capture, int say) {
+    gf_result r = GF_OK;
     int i;
-    if ((r = gf__rp_semaphore_check("gf_semaphore_wait_async", s, sem)) != GF_OK) return r;
-    for (i = 0; i < sem->count && !ev; i++) {
+    for (i = 0; i < sem->count; i++) {
         int slot = (sem->first + i) % GF__RP_SIGNALS;
         if (sem->timeline ? sem->signal[slot].value < value : sem->signal[slot].waited) continue;
+        if (gf__event_latest(sem->signal[slot].ev).capture_id != capture) continue;
         sem->signal[slot].waited = 1;
-        ev = sem->signal[slot].ev;
+        return gf_stream_wait_event(s, sem->signal[slot].ev);
     }
-    gf__lock(&s->dev->lock);
-    capture = s->capture ? s->capture->id : 0;
-    gf__unlock(&s->dev->lock);
-    if (ev && gf__event_latest(ev).capture_id != capture) ev = NULL;   /* the same capture, or none on either side */
-    if (ev) return gf_stream_wait_event(s, ev);
     if (!sem->own) {   /* the other API's signal: after the newest signal of each of the device's semaphores */
         uint32_t k;
         for (k = 1; k < rp->obj_cap && r == GF_OK; k++) {
@@ -11107,19 +11086,66 @@ static gf_result gf__rp_semaphore_wait(gf__replay *rp, gf_stream *s, gf__rp_sema
             int j;
             if (!o || rp->objs[k].kind != 'T' || o->dev != s->dev) continue;
             for (j = o->count - 1; j >= 0; j--) {   /* the newest that this stream can wait for */
-                ev = o->signal[(o->first + j) % GF__RP_SIGNALS].ev;
+                gf_event *ev = o->signal[(o->first + j) % GF__RP_SIGNALS].ev;
                 if (gf__event_latest(ev).capture_id == capture) { r = gf_stream_wait_event(s, ev); break; }
             }
         }
-        return r != GF_OK ? r : gf_stream_wait_event(s, sem->none);
+    } else if (say && !capture && !rp->said_early_wait && gf__rp_signalled_later(rp, sem, rp->out->calls, value)) {
+        rp->said_early_wait = 1;
+        gf__notice(GF_LOG_WARNING, "gf_replay: call %llu (gf_semaphore_wait_async) waits for a signal the file makes later: a replay cannot hold "
+                   "a stream for a signal it has not made, so this wait (and any such) waits for nothing (said once)",
+                   (unsigned long long)rp->out->calls);
     }
-    if (!gf__rp_signalled_later(rp, sem, rp->out->calls, value)) return gf_stream_wait_event(s, sem->none);
-    if (sem->real) return gf__call_semaphore_wait_async(s, sem->real, value);
-    if (!rp->said_early_wait++)
-        gf__notice(GF_LOG_WARNING, "gf_replay: call %llu (gf_semaphore_wait_async) waits for a signal the file makes later; on %s the replay cannot "
-                   "hold a stream for a signal not yet made, so it waits for nothing there (said once)",
-                   (unsigned long long)rp->out->calls, s->dev->be->name);
-    return gf_stream_wait_event(s, sem->none);
+    return r != GF_OK ? r : gf_stream_wait_event(s, sem->none);
+}
+static gf_result gf__rp_semaphore_wait(gf__replay *rp, gf_stream *s, gf__rp_semaphore *sem, uint64_t value) {
+    gf__cmd c;
+    gf_result r;
+    uint64_t capture;
+    if ((r = gf__rp_semaphore_check("gf_semaphore_wait_async", s, sem)) != GF_OK) return r;
+    capture = gf__rp_capture_of(s);
+    memset(&c, 0, sizeof c);
+    c.kind = GF__CMD_SEM_WAIT;   /* the one operation the semaphore's wait counted */
+    if (!capture && (r = GF__FAULT_POINT(s->dev, gf__fault_kind_of(&c), gf__op_name(gf__cmd_op(&c)))) != GF_OK) return r;
+    if (capture) gf__rp_note(rp, s->dev, capture, 0, 1, sem->id, value);
+    gf__faults_inside++;
+    r = gf__rp_semaphore_order(rp, s, sem, value, capture, 1);
+    gf__faults_inside--;
+    return r;
+}
+/* A graph launch on s (lid: the graph's number): its captured waits first, then the launch,
+   then its captured signals; inside another capture they become that capture's. */
+static gf_result gf__rp_graph_launch(gf__replay *rp, gf_graph *g, uint32_t gid, gf_stream *s) {
+    int live = s && gf__is(s, GF__T_STREAM), i, n = rp->graph_signal_count;
+    uint64_t outer = live ? gf__rp_capture_of(s) : 0;
+    gf_result r;
+    gf__faults_inside++;
+    for (i = 0; live && !outer && i < n; i++) {
+        gf__rp_graph_signal e = rp->graph_signals[i];
+        gf__rp_obj *o = e.graph == gid && e.wait ? gf__rp_slot(rp, e.sem) : NULL;
+        if (o && o->kind == 'T' && ((gf__rp_semaphore *)o->obj)->dev == s->dev) (void)gf__rp_semaphore_order(rp, s, (gf__rp_semaphore *)o->obj, e.value, 0, 0);
+    }
+    gf__faults_inside--;
+    if ((r = gf_graph_launch(g, s)) != GF_OK) return r;
+    gf__faults_inside++;
+    for (i = 0; i < n; i++) {
+        gf__rp_graph_signal e = rp->graph_signals[i];   /* a copy: noting grows the array */
+        gf__rp_obj *o = e.graph == gid ? gf__rp_slot(rp, e.sem) : NULL;
+        if (!o || o->kind != 'T' || ((gf__rp_semaphore *)o->obj)->dev != s->dev) continue;
+        if (outer) gf__rp_note(rp, s->dev, outer, 0, e.wait, e.sem, e.value);
+        else if (!e.wait) (void)gf__rp_semaphore_push((gf__rp_semaphore *)o->obj, s, e.value);
+    }
+    gf__faults_inside--;
+    return GF_OK;
+}
+/* A graph updated from another: its launches make the other's signals and waits from now on. */
+static void gf__rp_graph_update(gf__replay *rp, uint32_t target, uint32_t from) {
+    int i, n = rp->graph_signal_count;
+    for (i = 0; i < n; i++) if (rp->graph_signals[i].graph == target) rp->graph_signals[i].graph = 0;
+    for (i = 0; i < n; i++) {
+        gf__rp_graph_signal e = rp->graph_signals[i];
+        if (e.graph == from) gf__rp_note(rp, e.dev, 0, target, e.wait, e.sem, e.value);
+    }
 }
 
 static void gf__rp_destroy(char kind, void *obj) {   /* an object the replay made, by its kind */
@@ -11705,8 +11731,11 @@ static gf_result gf__rp_call(gf__replay *rp, gf__rec_call call, gf__rp_arg *v, g
     case GF__RC_stream_end_capture:
         if (v[0].obj && !v[0].wrong_kind && ((gf_stream *)v[0].obj)->capture) capture = ((gf_stream *)v[0].obj)->capture->id;
         r = gf_stream_end_capture(GF__RPO(0, gf_stream), (gf_graph **)&made);
-        for (i = 0; r == GF_OK && capture && i < rp->graph_signal_count; i++)   /* its semaphore signals: the graph's */
-            if (rp->graph_signals[i].capture == capture) { rp->graph_signals[i].capture = 0; rp->graph_signals[i].graph = v[1].id; }
+        for (i = 0; r == GF_OK && capture && i < rp->graph_signal_count; i++)   /* its semaphore signals and waits: the graph's */
+            if (rp->graph_signals[i].capture == capture && rp->graph_signals[i].dev == ((gf_stream *)v[0].obj)->dev) {
+                rp->graph_signals[i].capture = 0;
+                rp->graph_signals[i].graph = v[1].id;
+            }
         for (i = 1; r == GF_OK && capture && (uint32_t)i < rp->obj_cap; i++) {   /* the flow's slots: the graph's, as gpuflow left them */
             gf__rp_obj *o = &rp->objs[i];
             if (!o->obj || !o->slots || o->capture != capture) continue;
@@ -11722,15 +11751,10 @@ static gf_result gf__rp_call(gf__replay *rp, gf__rec_call call, gf__rp_arg *v, g
             if (rp->partial[i] == capture) { partial = 1; rp->partial[i] = rp->partial[--rp->partial_count]; break; }
         capture = 0;
         break;
-    case GF__RC_graph_launch:
-        r = gf_graph_launch(GF__RPO(0, gf_graph), GF__RPO(1, gf_stream));
-        for (i = 0; r == GF_OK && i < rp->graph_signal_count; i++) {   /* the signals it made, for the stand-ins' waits */
-            gf__rp_graph_signal *g = &rp->graph_signals[i];
-            gf__rp_obj *o = g->graph == v[0].id ? gf__rp_slot(rp, g->sem) : NULL;
-            if (o && o->kind == 'T') (void)gf__rp_semaphore_push((gf__rp_semaphore *)o->obj, GF__RPO(1, gf_stream), g->value);
-        }
+    case GF__RC_graph_launch: r = gf__rp_graph_launch(rp, GF__RPO(0, gf_graph), v[0].id, GF__RPO(1, gf_stream)); break;
+    case GF__RC_graph_update:
+        if ((r = gf_graph_update(GF__RPO(0, gf_graph), GF__RPO(1, gf_graph))) == GF_OK) gf__rp_graph_update(rp, v[0].id, v[1].id);
         break;
-    case GF__RC_graph_update: r = gf_graph_update(GF__RPO(0, gf_graph), GF__RPO(1, gf_graph)); break;
     case GF__RC_graph_destroy: gf_graph_destroy(GF__RPO(0, gf_graph)); r = GF_OK; break;   /* its capture's buffers are its children */
     case GF__RC_stream_begin_while: r = gf_stream_begin_while(GF__RPO(0, gf_stream), GF__RPO(1, gf_buffer), (size_t)v[2].u); break;
     case GF__RC_stream_end_while: r = gf_stream_end_while(GF__RPO(0, gf_stream)); break;
@@ -11928,8 +11952,6 @@ GPUFLOW_IMPL gf_result gf_replay(const gf_replay_desc *desc, gf_replay_report *o
         gf__copy_str(gf__error_text, sizeof gf__error_text, "");
         r = gf__rp_call(&rp, (gf__rec_call)call, v, recorded);
         if (r == GF__RP_SKIPPED) gf__rp_skipped_in_capture(&rp, gf__rec_calls[call].args, v);
-        if (call == GF__RC_semaphore_signal_async && recorded == GF_OK && r != GF_OK && v[1].obj && !v[1].missing && !v[1].wrong_kind)
-            gf__rp_semaphore_missed((gf__rp_semaphore *)v[1].obj, v[2].u);   /* a wait made before it must not wait for ever */
         if (desc->on_call) {
             gf_replay_call c;
             c.index = out->calls; c.thread = (int)thread; c.at_ms = at_ms; c.name = gf__rec_calls[call].name;
@@ -12192,6 +12214,7 @@ static void gf__race_op(gf_stream *s, const gf__cmd *c) {
 }
 /* Appends n accesses to what g's replays touch; 0: out of host memory (then g tracks none). */
 static int gf__race_keep(gf_graph *g, const gf__race_use *from, int n) {
+    if (n <= 0) return 1;   /* none (memcpy of none from NULL is still undefined) */
     if (!gf__grow((void **)&g->race_uses, &g->race_use_cap, g->race_use_count + n, sizeof *g->race_uses)) { g->race_use_count = 0; return 0; }
     memcpy(g->race_uses + g->race_use_count, from, sizeof *from * (size_t)n);
     g->race_use_count += n;

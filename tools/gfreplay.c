@@ -4,7 +4,8 @@
        gfreplay [--backend stub|cuda|hip|opencl] [--race] [--trace out.json] [--cc CC] [--list] FILE
 
    --backend   run every device on this backend (default: the one each was recorded on)
-   --race      the race detector on for every device; each race found is named (stderr), and counted
+   --race      the race detector on for every device; each race found is named (stderr; as
+               every warning, unless GPUFLOW_LOG says otherwise), and counted
    --trace     the profiler on, the first device's Perfetto trace written to this file
    --cc        the C compiler that builds the stub's kernels (default: $CC, else cc)
    --list      print each call: its index, thread, time, name, recorded and replayed results
@@ -108,7 +109,7 @@ int main(int argc, char **argv) {
     snprintf(c.dir, sizeof c.dir, "%s/gfreplay.XXXXXX", getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
     if (mkdtemp(c.dir)) { d.compile_stub = compile_stub; d.user = &c; }
 #endif
-    gf_set_logger(warnings, NULL);
+    if (!getenv("GPUFLOW_LOG")) gf_set_logger(warnings, NULL);   /* else as it says */
     r = gf_replay(&d, &rep);
 #if !defined(_WIN32)
     if (d.compile_stub) { char cmd[400]; snprintf(cmd, sizeof cmd, "rm -rf '%s'", c.dir); if (system(cmd) != 0) {} }
