@@ -10885,7 +10885,7 @@ typedef struct gf__replay {
     gf__rp_blob *snapshots; int snapshot_count, snapshot_cap;   /* the file's BYTES records, by number */
     struct gf__rp_signal *signals; int signal_count, signal_cap;   /* the file's semaphore signals, in its order */
     uint32_t *exported; int exported_count, exported_cap;          /* the semaphores the file exports */
-    struct gf__rp_graph_signal *graph_signals; int graph_signal_count, graph_signal_cap;   /* signals captured in graphs */
+    struct gf__rp_graph_signal *graph_signals; int graph_signal_count, graph_signal_cap;   /* signals and waits captured in graphs */
     int said_early_wait;                    /* the warning of a wait made before its signal, given */
 } gf__replay;
 typedef struct gf__rp_signal { uint64_t call; uint32_t sem; uint64_t value; } gf__rp_signal;
@@ -11113,7 +11113,7 @@ static gf_result gf__rp_semaphore_wait(gf__replay *rp, gf_stream *s, gf__rp_sema
     gf__faults_inside--;
     return r;
 }
-/* A graph launch on s (lid: the graph's number): its captured waits first, then the launch,
+/* A graph launch on s (gid: the graph's number): its captured waits first, then the launch,
    then its captured signals; inside another capture they become that capture's. */
 static gf_result gf__rp_graph_launch(gf__replay *rp, gf_graph *g, uint32_t gid, gf_stream *s) {
     int live = s && gf__is(s, GF__T_STREAM), i, n = rp->graph_signal_count;
