@@ -454,6 +454,8 @@ typedef struct gf_arg { const void *value; size_t size; gf_buffer *buffer; } gf_
 #define GF_ARG_BUFFER_READ(b) { 0, GF_ARG_READ_ONLY, (b) }
 
 typedef struct gf_kernel_ctx { unsigned grid[3], block[3], block_idx[3], thread_idx[3]; } gf_kernel_ctx;
+/* What a block kernel (GF_BLOCK_KERNEL) sees outside its GF_EACH_THREAD regions: no thread. */
+typedef struct gf_kernel_block { unsigned grid[3], block[3], block_idx[3]; } gf_kernel_block;
 /* One parameter of a stub kernel, as GF_KERNEL declares it: gf_launch checks each argument
    against it (a buffer for a pointer, a value of `size` bytes otherwise). */
 typedef struct gf_stub_param {
@@ -476,6 +478,9 @@ typedef struct gf_stub_kernel {
        compiler can optimize across threads. The stub uses it for blocks with no barrier;
        NULL: fn per thread. */
     void (*threads)(gf_kernel_ctx *ctx, void *const *args, unsigned count);
+    /* 1: a block kernel (GF_BLOCK_KERNEL sets it): fn and threads run a whole block, once per
+       block, from thread (0, 0, 0); its threads run in its GF_EACH_THREAD loops. */
+    int per_block;
 } gf_stub_kernel;
 typedef struct gf_module_desc {
     const char *ptx; const void *cubin; size_t cubin_size;
@@ -567,10 +572,34 @@ typedef struct gf_race_info {
    line; else the kernel is named);
    C's rules for parameters apply (up to 16); names that are words in one of the languages
    (local, global, private, constant, kernel, __shared__, ...) are not names in the dialect. On the stub a block's threads run as fibers on
-   the stream's thread, so barriers and shared arrays work as on a GPU. */
+   the stream's thread, so barriers and shared arrays work as on a GPU.
+
+   Block kernels, for kernels whose threads meet: GF_BLOCK_KERNEL (GF_BLOCK_KERNEL0) declares
+   a kernel whose body is written for the whole block, and each GF_EACH_THREAD { ... } in it is
+   a region every thread runs, after which the block meets (as at gf_block_sync):
+
+       GF_BLOCK_KERNEL(block_sum, GF_PARAM(GF_GLOBAL const float *, x), GF_PARAM(GF_GLOBAL float *, sums))
+       {
+           GF_SHARED float part[256];
+           unsigned step;
+           GF_EACH_THREAD { part[gf_local_id(0)] = x[gf_global_id(0)]; }
+           for (step = gf_local_size(0) / 2; step > 0; step /= 2)
+               GF_EACH_THREAD { unsigned t = gf_local_id(0); if (t < step) part[t] += part[t + step]; }
+           GF_EACH_THREAD { if (gf_local_id(0) == 0) sums[gf_group_id(0)] = part[0]; }
+       }
+
+   On a GPU each thread runs the body, each region then a barrier; on the stub the body runs
+   once per block and each region is a loop over the block's threads (x fastest), with no
+   fiber: as fast as a loop the compiler optimizes. So the code between regions is what the
+   whole block does alike: loop counters, branches on parameters and on gf_group_id /
+   gf_local_size (thread ids do not compile there on the stub), and memory is written in
+   regions. What a thread keeps from one region to the next lives in a GF_SHARED array
+   indexed by its gf_local_id. In a region, `continue` ends the thread's part; `break`,
+   `return` and gf_block_sync do not belong there (the stub fails the launch for gf_block_sync),
+   and regions do not nest (that does not compile on the stub). */
 #define GF_KERNELS_AS_TEXT(...) #__VA_ARGS__
 #define GF_KERNELS_AS_C(...)    __VA_ARGS__
-#define GF_STUB_KERNEL(name)    { #name, name##__gf_entry, name##__gf_params, name##__gf_param_info, name##__gf_line, name##__gf_threads }   /* a gf_stub_kernel initializer */
+#define GF_STUB_KERNEL(name)    { #name, name##__gf_entry, name##__gf_params, name##__gf_param_info, name##__gf_line, name##__gf_threads, name##__gf_per_block }   /* a gf_stub_kernel initializer */
 
 /* The dialect as C (the GPU backends get their own definitions in gpuflow's prelude). */
 #if defined(__cplusplus)
@@ -627,19 +656,65 @@ typedef struct gf_race_info {
         name##__gf_body(gf__ctx GF__EACH(GF__PARAM_ARG, __VA_ARGS__)); } \
     static void name##__gf_threads(gf_kernel_ctx *gf__ctx, void *const *gf__args, unsigned gf__count) { \
         GF__EACH(GF__PARAM_LOCAL, __VA_ARGS__) \
-        for (; gf__count; gf__count--, gf__ctx->thread_idx[0]++) \
-            name##__gf_body(gf__ctx GF__EACH(GF__PARAM_LOCAL_ARG, __VA_ARGS__)); } \
-    enum { name##__gf_params = GF__COUNT(__VA_ARGS__), name##__gf_line = __LINE__ }; \
+        gf_kernel_ctx gf__t = *gf__ctx;   /* a local: the kernel's stores cannot alias it */ \
+        for (; gf__count; gf__count--, gf__t.thread_idx[0]++) \
+            name##__gf_body(&gf__t GF__EACH(GF__PARAM_LOCAL_ARG, __VA_ARGS__)); \
+        gf__ctx->thread_idx[0] = gf__t.thread_idx[0]; } \
+    enum { name##__gf_params = GF__COUNT(__VA_ARGS__), name##__gf_line = __LINE__, name##__gf_per_block = 0 }; \
     static const gf_stub_param name##__gf_param_info[] GF__UNUSED_DECL = { GF__EACH(GF__PARAM_INFO, __VA_ARGS__) }; \
     static inline void name##__gf_body(GF__UNUSED_DECL const gf_kernel_ctx *gf__ctx GF__EACH(GF__PARAM_DECL, __VA_ARGS__))
 #define GF_KERNEL0(name) \
     static inline void name##__gf_body(GF__UNUSED_DECL const gf_kernel_ctx *gf__ctx); \
     static void name##__gf_entry(const gf_kernel_ctx *gf__ctx, void *const *gf__args) { (void)gf__args; name##__gf_body(gf__ctx); } \
     static void name##__gf_threads(gf_kernel_ctx *gf__ctx, void *const *gf__args, unsigned gf__count) { \
-        (void)gf__args; for (; gf__count; gf__count--, gf__ctx->thread_idx[0]++) name##__gf_body(gf__ctx); } \
-    enum { name##__gf_params = 0, name##__gf_line = __LINE__ }; \
+        gf_kernel_ctx gf__t = *gf__ctx; \
+        (void)gf__args; for (; gf__count; gf__count--, gf__t.thread_idx[0]++) name##__gf_body(&gf__t); \
+        gf__ctx->thread_idx[0] = gf__t.thread_idx[0]; } \
+    enum { name##__gf_params = 0, name##__gf_line = __LINE__, name##__gf_per_block = 0 }; \
     static const gf_stub_param name##__gf_param_info[1] GF__UNUSED_DECL = { { 0, 0, 0 } }; \
     static inline void name##__gf_body(GF__UNUSED_DECL const gf_kernel_ctx *gf__ctx)
+/* A block kernel's body runs once per block, its GF_EACH_THREAD regions as loops over the
+   block's threads: the stub runs it with no fiber and no switch. Outside the regions gf__ctx
+   is a gf_kernel_block, so a thread's id there does not compile; in a region it is the thread
+   (a region inside a region does not compile either). */
+#define GF_BLOCK_KERNEL(name, ...) \
+    static inline void name##__gf_body(GF__UNUSED_DECL const gf_kernel_block *gf__ctx GF__EACH(GF__PARAM_DECL, __VA_ARGS__)); \
+    static void name##__gf_entry(const gf_kernel_ctx *gf__ctx, void *const *gf__args) { \
+        gf_kernel_block gf__b = gf__block_of(gf__ctx); name##__gf_body(&gf__b GF__EACH(GF__PARAM_ARG, __VA_ARGS__)); } \
+    static void name##__gf_threads(gf_kernel_ctx *gf__ctx, void *const *gf__args, unsigned gf__count) { \
+        (void)gf__count; name##__gf_entry(gf__ctx, gf__args); } \
+    enum { name##__gf_params = GF__COUNT(__VA_ARGS__), name##__gf_line = __LINE__, name##__gf_per_block = 1 }; \
+    static const gf_stub_param name##__gf_param_info[] GF__UNUSED_DECL = { GF__EACH(GF__PARAM_INFO, __VA_ARGS__) }; \
+    static inline void name##__gf_body(GF__UNUSED_DECL const gf_kernel_block *gf__ctx GF__EACH(GF__PARAM_DECL, __VA_ARGS__))
+#define GF_BLOCK_KERNEL0(name) \
+    static inline void name##__gf_body(GF__UNUSED_DECL const gf_kernel_block *gf__ctx); \
+    static void name##__gf_entry(const gf_kernel_ctx *gf__ctx, void *const *gf__args) { \
+        gf_kernel_block gf__b = gf__block_of(gf__ctx); (void)gf__args; name##__gf_body(&gf__b); } \
+    static void name##__gf_threads(gf_kernel_ctx *gf__ctx, void *const *gf__args, unsigned gf__count) { \
+        (void)gf__count; name##__gf_entry(gf__ctx, gf__args); } \
+    enum { name##__gf_params = 0, name##__gf_line = __LINE__, name##__gf_per_block = 1 }; \
+    static const gf_stub_param name##__gf_param_info[1] GF__UNUSED_DECL = { { 0, 0, 0 } }; \
+    static inline void name##__gf_body(GF__UNUSED_DECL const gf_kernel_block *gf__ctx)
+/* Each thread of the block, x fastest, then the block meets: a loop per dimension, and an
+   innermost one that makes gf__ctx the thread (continue: on to the next thread). */
+#define GF_EACH_THREAD \
+    for (gf_kernel_ctx gf__each = gf__block_first_thread(gf__ctx); gf__each.thread_idx[2] < gf__each.block[2]; \
+         gf__each.thread_idx[1] = 0, gf__each.thread_idx[2]++) \
+        for (; gf__each.thread_idx[1] < gf__each.block[1]; gf__each.thread_idx[0] = 0, gf__each.thread_idx[1]++) \
+            for (; gf__each.thread_idx[0] < gf__each.block[0]; gf__each.thread_idx[0]++) \
+                for (const gf_kernel_ctx *gf__ctx = &gf__each; gf__ctx; gf__ctx = 0)
+static inline gf_kernel_block gf__block_of(const gf_kernel_ctx *c) {
+    gf_kernel_block b;
+    int d;
+    for (d = 0; d < 3; d++) { b.grid[d] = c->grid[d]; b.block[d] = c->block[d]; b.block_idx[d] = c->block_idx[d]; }
+    return b;
+}
+static inline gf_kernel_ctx gf__block_first_thread(const gf_kernel_block *b) {
+    gf_kernel_ctx c;
+    int d;
+    for (d = 0; d < 3; d++) { c.grid[d] = b->grid[d]; c.block[d] = b->block[d]; c.block_idx[d] = b->block_idx[d]; c.thread_idx[d] = 0; }
+    return c;
+}
 #define gf_global_id(d)   ((unsigned)(gf__ctx->block_idx[d] * gf__ctx->block[d] + gf__ctx->thread_idx[d]))
 #define gf_local_id(d)    (gf__ctx->thread_idx[d])
 #define gf_group_id(d)    (gf__ctx->block_idx[d])
@@ -1676,8 +1751,13 @@ static gf_log_level gf__level_of(gf_result code) {
 
 #if defined(__GNUC__)
 #  define GF__PRINTF(f, a) __attribute__((format(printf, f, a)))
+#  define GF__NOINLINE __attribute__((noinline))
+#elif defined(_MSC_VER)
+#  define GF__PRINTF(f, a)
+#  define GF__NOINLINE __declspec(noinline)
 #else
 #  define GF__PRINTF(f, a)
+#  define GF__NOINLINE
 #endif
 
 /* Sets this thread's detail message and logs it. Failures read `return gf__fail(code, ...)`:
@@ -1993,6 +2073,7 @@ struct gf_kernel {
     void *native;                   /* CUfunction, cl_kernel, ... */
     void (*stub_fn)(const gf_kernel_ctx *, void *const *);
     void (*stub_threads)(gf_kernel_ctx *, void *const *, unsigned);   /* NULL: stub_fn per thread */
+    int stub_per_block;             /* a block kernel: stub_fn runs a whole block */
     int param_count;                /* arguments a launch must pass; 0: unknown, not checked */
     const gf_stub_param *params;    /* param_count entries, each checked at launch; NULL: none */
     uint32_t buffer_params;         /* bit i: params[i] is a pointer (a '*' in its type) */
@@ -8422,6 +8503,9 @@ static const char gf__kernel_prelude_cxx[] GF__UNUSED_DECL =
     "#define GF_SHARED __shared__\n"
     "#define GF_KERNEL(name, ...) extern \"C\" __global__ void name(__VA_ARGS__)\n"
     "#define GF_KERNEL0(name) extern \"C\" __global__ void name(void)\n"
+    "#define GF_BLOCK_KERNEL GF_KERNEL\n"
+    "#define GF_BLOCK_KERNEL0 GF_KERNEL0\n"
+    "#define GF_EACH_THREAD for (int gf__once = 1; gf__once; __syncthreads(), gf__once = 0)\n"   /* every thread runs the region, then the block meets */
     "__device__ static __forceinline__ unsigned gf__dim(int d, unsigned x, unsigned y, unsigned z) { return d == 0 ? x : d == 1 ? y : z; }\n"
     "#define gf_local_id(d) gf__dim((d), threadIdx.x, threadIdx.y, threadIdx.z)\n"
     "#define gf_group_id(d) gf__dim((d), blockIdx.x, blockIdx.y, blockIdx.z)\n"
@@ -8443,6 +8527,9 @@ static const char gf__kernel_prelude_clc[] GF__UNUSED_DECL =
     "#define GF_SHARED __local\n"
     "#define GF_KERNEL(name, ...) __kernel void name(__VA_ARGS__)\n"
     "#define GF_KERNEL0(name) __kernel void name(void)\n"
+    "#define GF_BLOCK_KERNEL GF_KERNEL\n"
+    "#define GF_BLOCK_KERNEL0 GF_KERNEL0\n"
+    "#define GF_EACH_THREAD for (int gf__once = 1; gf__once; barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE), gf__once = 0)\n"
     "#define gf_global_id(d) ((unsigned)get_global_id(d))\n"
     "#define gf_local_id(d) ((unsigned)get_local_id(d))\n"
     "#define gf_group_id(d) ((unsigned)get_group_id(d))\n"
@@ -8699,11 +8786,14 @@ static size_t gf__dialect_text(char *out, size_t cap, const char *prelude, const
     }
     n += (size_t)snprintf(NULL, 0, "%s\n#line 1 \"%s\"\n", prelude, name);
     gf__say(&t, "%s\n#line 1 \"%s\"\n", prelude, name);
-    for (p = src; !strchr(src, '\n') && (p = strstr(p, "GF_KERNEL")) != NULL; p += 9) {
-        const char *q = p + 9, *id;
+    for (p = src; !strchr(src, '\n') && (p = strstr(p, "KERNEL")) != NULL; p += 6) {   /* GF_KERNEL, GF_BLOCK_KERNEL */
+        const char *q = p + 6, *word, *id;
         char kernel[128], mark[320];
         int line = 0, len;
-        if (p > src && gf__ident_char(p[-1])) continue;
+        if (p - src >= 9 && !strncmp(p - 9, "GF_BLOCK_", 9)) word = p - 9;
+        else if (p - src >= 3 && !strncmp(p - 3, "GF_", 3)) word = p - 3;
+        else continue;
+        if (word > src && gf__ident_char(word[-1])) continue;
         if (*q == '0') q++;
         while (*q == ' ') q++;
         if (*q++ != '(') continue;
@@ -8716,9 +8806,9 @@ static size_t gf__dialect_text(char *out, size_t cap, const char *prelude, const
             if (desc->stub_kernels[i].name && !strcmp(desc->stub_kernels[i].name, kernel)) line = desc->stub_kernels[i].line;
         if (line > 0) len = snprintf(mark, sizeof mark, "\n#line %d \"%s\"\n", line, name);
         else len = snprintf(mark, sizeof mark, "\n#line 1 \"%s, kernel %s\"\n", name, kernel);
-        n += (size_t)(p - from) + (size_t)len;
-        gf__say(&t, "%.*s%s", (int)(p - from), from, mark);
-        from = p;
+        n += (size_t)(word - from) + (size_t)len;
+        gf__say(&t, "%.*s%s", (int)(word - from), from, mark);
+        from = word;
     }
     gf__say(&t, "%s", from);
     return n + strlen(from);
@@ -8992,10 +9082,10 @@ static int gf__graphs_follow_reload(gf_module *mod, const int *changed_params) {
 /* Swaps what the backend made for k with what it made for t (the same kernel, other code). */
 static void gf__kernel_swap_code(gf_kernel *k, gf_kernel *t) {
     gf_kernel tmp = *k;
-    k->native = t->native; k->stub_fn = t->stub_fn; k->stub_threads = t->stub_threads;
+    k->native = t->native; k->stub_fn = t->stub_fn; k->stub_threads = t->stub_threads; k->stub_per_block = t->stub_per_block;
     k->param_count = t->param_count; k->params = t->params; k->buffer_params = t->buffer_params;
     k->static_shared = t->static_shared;
-    t->native = tmp.native; t->stub_fn = tmp.stub_fn; t->stub_threads = tmp.stub_threads;
+    t->native = tmp.native; t->stub_fn = tmp.stub_fn; t->stub_threads = tmp.stub_threads; t->stub_per_block = tmp.stub_per_block;
     t->param_count = tmp.param_count; t->params = tmp.params; t->buffer_params = tmp.buffer_params;
     t->static_shared = tmp.static_shared;
 }
@@ -9216,9 +9306,9 @@ static uint64_t gf__native_of(gf_device *dev, gf__type type, void *obj) {
     return dev->be->native_handle ? dev->be->native_handle(type, obj) : 0;
 }
 GPUFLOW_IMPL gf_result gf_device_get_native(gf_device *dev, gf_native_device *out) {
+    if (out) memset(out, 0, sizeof *out);   /* zeros on failure too: never half a device */
     GF__CHECK(dev, GF__T_DEVICE);
     GF__CHECK_OUT(out);
-    memset(out, 0, sizeof *out);
     if (dev->be->device_native) dev->be->device_native(dev, out);
     return GF_OK;
 }
@@ -12891,6 +12981,7 @@ typedef struct gf__stub_item {
     gf__stub_mark *mark;
     void (*kernel)(const gf_kernel_ctx *, void *const *); gf_launch_dims dims; void **argv;
     void (*threads)(gf_kernel_ctx *, void *const *, unsigned);   /* LAUNCH: a block row as one loop (NULL: none) */
+    int per_block;                  /* LAUNCH: kernel runs a whole block (a block kernel) */
     const char *name;               /* LAUNCH: the kernel's name (a copy the item holds); SIGNAL,
                                        SEM_WAIT: the semaphore's label (a copy) */
     struct gf__stub_sem *sem; uint64_t sem_value;   /* SIGNAL, SEM_WAIT */
@@ -13122,8 +13213,10 @@ static void gf__stub_host_free(gf_device *dev, void *ptr) { (void)dev; gf__free(
    order. A kernel that syncs its block (gf_block_sync) needs the block's threads to run
    together: they become fibers on the thread that runs the block, each running until it
    reaches the barrier, then handing on to the next (fiber to fiber), released when all have.
-   Each block's first thread runs as a fiber to find out: if it finishes without a barrier, the
-   block's other threads run as plain calls. Shared arrays (GF_SHARED) are thread-local
+   Each block's first thread runs alone first, on the worker's own stack, to find out: at its
+   first barrier the others become fibers; if it finishes without one, they run as plain calls
+   (so a block that never syncs makes no fiber). A block kernel (GF_BLOCK_KERNEL) is one call
+   per block, its regions loops over the threads. Shared arrays (GF_SHARED) are thread-local
    statics, so a block's fibers share them and blocks running on other threads do not. */
 /* ThreadSanitizer must be told about fiber switches; nothing else needs to be. */
 #if defined(__SANITIZE_THREAD__)
@@ -13248,9 +13341,12 @@ void __tsan_switch_to_fiber(void *fiber, unsigned flags);
 
 typedef struct gf__block_run {
     void (*kernel)(const gf_kernel_ctx *, void *const *); void **argv;
-    int count, current, hit_barrier;
-    int started;                    /* fibers [0, started) were made for this block */
+    int count, current, hit_barrier;   /* current 0: thread 0, which runs on the worker's own stack */
+    int started;                    /* threads [0, started) run: thread 0 and fibers 1.. */
+    int waiting, finished;          /* of those: at the barrier (state 1), returned (state 2) */
+    int no_stacks;                  /* a fiber could not be made: the block's barriers did not hold */
     int plain;                      /* threads run as plain calls: a barrier reached now is misuse */
+    int per_block;                  /* a block kernel's one call: a gf_block_sync is misuse */
     int plain_barriers;             /* threads of this block that reached one so */
     const gf_kernel_ctx *plain_ctx; /* the plain calls' context: which thread runs now */
     uint64_t plain_hit;             /* 1 + the last thread counted in plain_barriers (0: none) */
@@ -13276,8 +13372,8 @@ static void gf__fiber_switch(gf__fiber *from, gf__fiber *to) {
 #endif
 }
 /* Thread b->current stops (at a barrier, or finished): on to the next thread that can run,
-   fiber to fiber, else back to the block's loop, which opens the barrier. One switch per
-   thread and round rather than two. */
+   fiber to fiber, else back to the worker's stack (thread 0 at its barrier, or the block's
+   loop once it finished), where the barrier opens. One switch per thread and round, not two. */
 static void gf__fiber_yield(gf__block_run *b) {
     int from = b->current, next;
     for (next = from + 1; next < b->started && b->state[next] != 0; next++) {}
@@ -13289,6 +13385,7 @@ static void gf__fiber_body(void) {
     int i = b->current;
     b->kernel(&b->ctx[i], b->argv);
     b->state[i] = 2;
+    b->finished++;
     gf__fiber_yield(b);   /* never resumed */
 }
 #if defined(GF__FIBER_WINDOWS)
@@ -13333,42 +13430,62 @@ static int gf__fiber_start(gf__block_run *b, int i) {   /* a fresh fiber for thr
     b->state[i] = 0;
     return 1;
 }
-/* Runs threads [first, count) of a block as fibers until all finished; 0: out of memory. When
-   every thread still running waits at a barrier, the barrier opens; if some returned without
-   reaching it, or the waiting ones called different gf_block_sync calls (a barrier in
-   divergent code), that is the block's misuse: it opens all the same, so nothing hangs. */
-static int gf__block_fibers(gf__block_run *b, int first) {
+/* Threads 1.. of a block as fibers, made at thread 0's first barrier (thread 0 runs on the
+   worker's own stack: a block that never syncs makes none). 0: out of memory. */
+static void gf__next_thread(gf_kernel_ctx *c);
+static int gf__block_start_fibers(gf__block_run *b) {
+    gf_kernel_ctx c = b->ctx[0];
     int i;
-    for (i = first; i < b->count; i++) if (!gf__fiber_start(b, i)) return 0;
-    b->started = b->count;
-    for (;;) {
-        int alive = 0, waiting = 0, other = -1, one = -1;
-        for (i = 0; i < b->count; i++) {
-            if (b->state[i] == 0) { b->current = i; gf__fiber_switch(&b->main, &b->fibers[i]); }
-            alive += b->state[i] != 2;
-            waiting += b->state[i] == 1;
-        }
-        if (!alive) return 1;
-        if (waiting != alive) continue;
-        for (i = 0; i < b->count; i++) {
-            if (b->state[i] != 1) continue;
-            if (one < 0) one = i;
-            else if (other < 0 && b->site[i] && b->site[one] && b->site[i] != b->site[one]) other = i;
-            b->state[i] = 0;   /* all arrived */
-        }
-        if (b->misuse[0]) continue;
-        if (alive < b->count)
-            snprintf(b->misuse, sizeof b->misuse, "%d of its %d threads reached gf_block_sync; the other %d returned without it",
-                     alive, b->count, b->count - alive);
-        else if (other >= 0)
-            snprintf(b->misuse, sizeof b->misuse, "its threads %d and %d waited at different gf_block_sync calls (a barrier in divergent code)",
-                     one, other);
+    for (i = 1; i < b->count; i++) { gf__next_thread(&c); b->ctx[i] = c; }
+    for (i = 1; i < b->count; i++) {
+        if (!gf__fiber_start(b, i)) return 0;
+        b->started = i + 1;
     }
+    return 1;
+}
+/* One round: each fiber that can run runs until it waits at a barrier or finishes (they hand
+   on fiber to fiber, the last back here); then, when every thread still running waits, the
+   barrier opens. If some returned without reaching it, or the waiting ones called different
+   gf_block_sync calls (a barrier in divergent code), that is the block's misuse: it opens all
+   the same, so nothing hangs. Returns how many threads are still running. */
+static int gf__block_round(gf__block_run *b) {
+    int i, alive, other = -1, one = -1;
+    for (i = 1; i < b->started; i++)   /* the first that can run hands on to every later one */
+        if (b->state[i] == 0) { b->current = i; gf__fiber_switch(&b->main, &b->fibers[i]); break; }
+    b->current = 0;
+    alive = b->started - b->finished;
+    if (!alive || b->waiting != alive) return alive;
+    b->waiting = 0;
+    for (i = 0; i < b->started; i++) {
+        if (b->state[i] != 1) continue;
+        if (one < 0) one = i;
+        else if (other < 0 && b->site[i] && b->site[one] && b->site[i] != b->site[one]) other = i;
+        b->state[i] = 0;   /* all arrived */
+    }
+    if (b->misuse[0] || b->no_stacks) return alive;
+    if (alive < b->count)
+        snprintf(b->misuse, sizeof b->misuse, "%d of its %d threads reached gf_block_sync; the other %d returned without it",
+                 alive, b->count, b->count - alive);
+    else if (other >= 0)
+        snprintf(b->misuse, sizeof b->misuse, "its threads %d and %d waited at different gf_block_sync calls (a barrier in divergent code)",
+                 one, other);
+    return alive;
 }
 
+/* Thread 0 (on the worker's stack) at a barrier: the others run up to it, then it goes on. Not
+   inlined into gf_stub_barrier_at, whose fiber path (255 of 256 calls) stays a few registers. */
+static GF__NOINLINE void gf__thread0_waits(gf__block_run *b) {
+    if (b->started == 1 && !gf__block_start_fibers(b)) b->no_stacks = 1;
+    while (b->state[0] == 1 && gf__block_round(b)) {}
+}
 GPUFLOW_IMPL void gf_stub_barrier_at(int site) {
     gf__block_run *b = gf__running_block;
     if (!b) return;   /* a one-thread block, or no kernel at all */
+    if (b->per_block) {   /* its loops cannot stop in the middle of a region */
+        if (!b->misuse[0])
+            snprintf(b->misuse, sizeof b->misuse, "gf_block_sync in a block kernel (GF_BLOCK_KERNEL), which cannot hold: the end of each GF_EACH_THREAD is its barrier");
+        return;
+    }
     if (b->plain) {   /* count threads, not calls: a thread may reach several */
         const gf_kernel_ctx *c = b->plain_ctx;
         uint64_t t = 1 + c->thread_idx[0] + (uint64_t)c->block[0] * (c->thread_idx[1] + (uint64_t)c->block[1] * c->thread_idx[2]);
@@ -13377,8 +13494,10 @@ GPUFLOW_IMPL void gf_stub_barrier_at(int site) {
     }
     b->hit_barrier = 1;
     b->state[b->current] = 1;
+    b->waiting++;
     b->site[b->current] = site;
-    gf__fiber_yield(b);
+    if (b->current) gf__fiber_yield(b);
+    else gf__thread0_waits(b);
 }
 GPUFLOW_IMPL void gf_stub_barrier(void) { gf_stub_barrier_at(0); }
 
@@ -13412,7 +13531,6 @@ static void gf__stub_fail_async(gf__stub_stream *q, gf_result code, const char *
 
 /* Threads [from, count) of a block as plain calls from ctx on: row by row through the kernel's
    thread loop where it has one (x fastest), else one call each. */
-static void gf__next_thread(gf_kernel_ctx *c);
 static void gf__run_plain(gf__block_run *b, void (*threads)(gf_kernel_ctx *, void *const *, unsigned), gf_kernel_ctx *ctx,
                           int from, int count) {
     int i = from;
@@ -13443,9 +13561,9 @@ static void gf__next_thread(gf_kernel_ctx *c) {
 }
 
 /* Every thread of blocks taken from g until none is left: plain calls, or fibers for a block
-   whose threads sync. Each block's thread 0 runs first as a fiber to find out: if it finishes
-   without reaching a barrier, the block's other threads run as plain calls (and one that
-   reaches a barrier then is misuse). Misuse of barriers and (GPUFLOW_DEBUG) writes outside
+   whose threads sync, or one call for a block kernel's block. Each block's thread 0 runs
+   first, alone, to find out: if it finishes without reaching a barrier, the block's other
+   threads run as plain calls (and one that reaches a barrier then is misuse). Misuse of barriers and (GPUFLOW_DEBUG) writes outside
    buffers fail the stream, naming the kernel, the block and what happened; the launch runs to
    its end. Without memory for the fibers a block that syncs cannot run right: the stream fails
    and no more blocks are taken. Each thread that runs blocks has its own fibers. */
@@ -13455,7 +13573,8 @@ static void gf__grid_run(gf__grid *g) {
     gf__block_run b;
     gf_kernel_ctx ctx;
     uint64_t n, last;
-    int slot, per_block = (int)(it->dims.block[0] * it->dims.block[1] * it->dims.block[2]), fibers = per_block > 1, i;
+    unsigned bx, by, bz;
+    int slot, per_block = (int)(it->dims.block[0] * it->dims.block[1] * it->dims.block[2]), fibers = per_block > 1 && !it->per_block, i;
     memset(&b, 0, sizeof b);
     memcpy(ctx.grid, it->dims.grid, sizeof ctx.grid);
     memcpy(ctx.block, it->dims.block, sizeof ctx.block);
@@ -13475,43 +13594,51 @@ static void gf__grid_run(gf__grid *g) {
         fibers = b.state && b.site && b.ctx && b.fibers;
     }
     slot = gf__atomic_add_int(&g->runners, 1);
-    for (last = 0, n = 0; !gf__atomic_load_int(&g->stop); n++) {
-        unsigned bx, by, bz;
-        int probed = 0, reported = 0;   /* probed: thread 0 ran as a fiber */
+    for (last = 0, n = 0, bx = by = bz = 0; !gf__atomic_load_int(&g->stop); n++) {
+        int probed = 0, reported = 0;   /* probed: thread 0 ran alone first */
         if (n == last) {   /* the next chunk: fewer atomics on the shared counter */
             if ((n = gf__atomic_add(&g->next, g->chunk)) >= g->total) break;
             last = n + g->chunk < g->total ? n + g->chunk : g->total;
+            bx = (unsigned)(n % ctx.grid[0]); by = (unsigned)(n / ctx.grid[0] % ctx.grid[1]);
+            bz = (unsigned)(n / ((uint64_t)ctx.grid[0] * ctx.grid[1]));
+        } else if (++bx == ctx.grid[0]) {   /* the next block, x fastest: no division per block */
+            bx = 0;
+            if (++by == ctx.grid[1]) { by = 0; bz++; }
         }
         if (slot < GF__GRID_SLOTS) gf__atomic_store(&g->at[slot].block, n + 1);
-        bx = (unsigned)(n % ctx.grid[0]); by = (unsigned)(n / ctx.grid[0] % ctx.grid[1]);
-        bz = (unsigned)(n / ((uint64_t)ctx.grid[0] * ctx.grid[1]));
         ctx.block_idx[0] = bx; ctx.block_idx[1] = by; ctx.block_idx[2] = bz;
         b.plain = b.plain_barriers = b.hit_barrier = 0;
         b.misuse[0] = 0;
         ctx.thread_idx[0] = ctx.thread_idx[1] = ctx.thread_idx[2] = 0;
-        if (!fibers) {   /* one thread, or no memory for fibers: a barrier reached now cannot hold */
+        if (it->per_block) {   /* a block kernel: one call runs the block, its regions as loops */
+            gf__running_block = &b;
+            b.per_block = 1;
+            it->kernel(&ctx, it->argv);
+        } else if (!fibers) {   /* one thread, or no memory for fibers: a barrier reached now cannot hold */
             gf__running_block = per_block > 1 ? &b : NULL;
             b.plain = 1;
             gf__run_plain(&b, it->threads, &ctx, 0, per_block);
-        } else {
+        } else {   /* thread 0 alone first, here: at its first barrier the others become fibers */
             gf__running_block = &b;
-            b.started = 1;   /* the others are made only if thread 0 reaches a barrier */
+            b.started = 1; b.current = 0; b.no_stacks = 0; b.waiting = b.finished = 0;
+            b.state[0] = 0;
             b.ctx[0] = ctx;
-            if ((probed = gf__fiber_start(&b, 0)) != 0) {
-                b.current = 0;
-                gf__fiber_switch(&b.main, &b.fibers[0]);   /* back when it finishes, or at its first barrier */
-                if (b.hit_barrier) for (i = 1; i < per_block; i++) { gf__next_thread(&ctx); b.ctx[i] = ctx; }
-                if (b.hit_barrier && !gf__block_fibers(&b, 1)) {   /* the threads started are left unfinished */
+            it->kernel(&b.ctx[0], it->argv);
+            b.state[0] = 2;
+            b.finished++;
+            probed = 1;
+            if (b.hit_barrier) {
+                while (gf__block_round(&b)) {}
+                if (b.no_stacks) {   /* the threads that had no fiber never ran */
                     gf__stub_fail_async(q, GF_ERROR_OUT_OF_MEMORY, "stub: kernel '%s', block (%u, %u, %u): no host memory for its threads' fiber stacks "
                                         "(%d x %llu bytes); the launch stopped there", it->name, bx, by, bz, per_block, (unsigned long long)GF__FIBER_STACK);
                     gf__atomic_store_int(&g->stop, 1);
                     reported = 1;
                 }
-            }
-            if (!b.hit_barrier) {   /* thread 0 reached no barrier (or had no stack): none for the block, as plain calls */
+            } else {   /* thread 0 reached no barrier: none for the block, the others as plain calls */
                 b.plain = 1;
-                if (probed) gf__next_thread(&ctx);
-                gf__run_plain(&b, it->threads, &ctx, probed, per_block);
+                gf__next_thread(&ctx);
+                gf__run_plain(&b, it->threads, &ctx, 1, per_block);
             }
         }
         gf__running_block = NULL;
@@ -13625,7 +13752,7 @@ static void gf__stub_launch_run(gf__stub_stream *q, gf__stub_item *it) {
     memset(&g, 0, sizeof g);
     g.q = q; g.it = it;
     g.total = (uint64_t)it->dims.grid[0] * it->dims.grid[1] * it->dims.grid[2];
-    g.chunk = 1;
+    g.chunk = g.total;   /* one runner takes them all at once */
     gf__lock(&q->lock);
     q->grid = &g;
     gf__unlock(&q->lock);
@@ -13941,6 +14068,7 @@ static gf_result gf__stub_kernel_get(gf_kernel *k) {
         if (k->mod->stub_kernels[i].name && !strcmp(k->mod->stub_kernels[i].name, k->name) && k->mod->stub_kernels[i].fn) {
             k->stub_fn = k->mod->stub_kernels[i].fn;
             k->stub_threads = k->mod->stub_kernels[i].threads;
+            k->stub_per_block = k->mod->stub_kernels[i].per_block != 0;
             k->param_count = k->mod->stub_kernels[i].param_count;
             k->params = k->mod->stub_kernels[i].params;
             k->buffer_params = gf__buffer_params(k->params, k->param_count);
@@ -13972,6 +14100,7 @@ static gf_result gf__stub_launch(gf_stream *s, gf_kernel *k, const gf_launch_dim
     if (!(it = gf__stub_item_new(GF__STUB_LAUNCH, extra))) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "stub: out of host memory");
     it->kernel = k->stub_fn;
     it->threads = k->stub_threads;
+    it->per_block = k->stub_per_block;
     it->dims = *dims;
     it->guards = (gf__stub_guard *)(void *)(it + 1);
     it->argv = (void **)(void *)((unsigned char *)(it + 1) + guards);

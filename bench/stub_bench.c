@@ -1,11 +1,13 @@
 /* stub_bench.c -- the CPU stub's kernels against PoCL (gpuflow's OpenCL backend) on the same
    machine, in the same run: the teaching path's speed.
 
-   Two kernels written once in the dialect, warm, one launch each, timed from gf_launch to the
+   Kernels written once in the dialect, warm, one launch each, timed from gf_launch to the
    end of gf_stream_synchronize (median of REPS):
-     vector_add   examples/vector_add.gfk, 2^20 floats, 256-thread blocks (no barrier)
-     block_sum    examples/reduce.gfk, 2^20 and 2^24 floats, 256-thread blocks, 9 barriers per
-                  block (every thread of a block a fiber on the stub)
+     vector_add      examples/vector_add.gfk, 2^20 floats, 256-thread blocks (no barrier)
+     block_sum       examples/reduce.gfk, 2^20 and 2^24 floats, 256-thread blocks, a block
+                     kernel: 10 regions per block, each a loop over the threads on the stub
+     block_sum_sync  bench/block_sum_sync.gfk, the same written with 9 gf_block_sync per block
+                     (every thread of a block a fiber on the stub)
    The stub runs with GPUFLOW_STUB_THREADS = 1, 2 and every core (a device opened for each);
    PoCL with its own threads. Each line: the time, the stub / PoCL ratio.
        make bench && build/bench/stub_bench          (BENCH_QUICK=1: fewer reps, no 2^24) */
@@ -23,30 +25,37 @@ static const char source[] =
 #define GF_KERNELS GF_KERNELS_AS_TEXT
 #include "../examples/vector_add.gfk"
 #include "../examples/reduce.gfk"
+#include "block_sum_sync.gfk"
 ;
 #undef GF_KERNELS
 #define GF_KERNELS GF_KERNELS_AS_C
 #include "../examples/vector_add.gfk"
 #include "../examples/reduce.gfk"
+#include "block_sum_sync.gfk"
 #undef GF_KERNELS
+enum { KERNELS = 3 };
+static const char *const names[KERNELS] = { "vector_add", "block_sum", "block_sum_sync" };
 
 static int REPS = 7;
 
-typedef struct setup { gf_device *dev; gf_stream *s; gf_module *m; gf_kernel *add, *sum; gf_buffer *a, *b, *c, *blocks; unsigned n; } setup;
+typedef struct setup { gf_device *dev; gf_stream *s; gf_module *m; gf_kernel *k[KERNELS]; gf_buffer *a, *b, *c, *blocks; unsigned n; } setup;
 
 static int open_setup(setup *u, gf_backend backend, unsigned n) {
-    static const gf_stub_kernel stubs[] = { GF_STUB_KERNEL(vector_add), GF_STUB_KERNEL(block_sum) };
+    static const gf_stub_kernel stubs[KERNELS] = { GF_STUB_KERNEL(vector_add), GF_STUB_KERNEL(block_sum), GF_STUB_KERNEL(block_sum_sync) };
     gf_module_desc md;
     float *host;
     unsigned i;
+    int k;
     memset(u, 0, sizeof *u);
     memset(&md, 0, sizeof md);
     md.source = source; md.source_name = "bench.gfk";
-    md.stub_kernels = stubs; md.stub_kernel_count = 2;
+    md.stub_kernels = stubs; md.stub_kernel_count = KERNELS;
     u->n = n;
     if (gf_device_open(backend, 0, &u->dev) != GF_OK || gf_stream_create(u->dev, NULL, &u->s) != GF_OK ||
-        gf_module_load(u->dev, &md, &u->m) != GF_OK || gf_kernel_get(u->m, "vector_add", &u->add) != GF_OK ||
-        gf_kernel_get(u->m, "block_sum", &u->sum) != GF_OK || gf_buffer_create(u->dev, (size_t)n * 4, &u->a) != GF_OK ||
+        gf_module_load(u->dev, &md, &u->m) != GF_OK)
+        return 0;
+    for (k = 0; k < KERNELS; k++) if (gf_kernel_get(u->m, names[k], &u->k[k]) != GF_OK) return 0;
+    if (gf_buffer_create(u->dev, (size_t)n * 4, &u->a) != GF_OK ||
         gf_buffer_create(u->dev, (size_t)n * 4, &u->b) != GF_OK || gf_buffer_create(u->dev, (size_t)n * 4, &u->c) != GF_OK ||
         gf_buffer_create(u->dev, (size_t)(n / 256 + 1) * 4, &u->blocks) != GF_OK)
         return 0;
@@ -63,7 +72,7 @@ static void close_setup(setup *u) {
     if (u->s) gf_stream_destroy(u->s);
     if (u->dev) gf_device_close(u->dev);
 }
-/* seconds of one launch (median of REPS after a warm-up); kernel 0: vector_add, 1: block_sum */
+/* seconds of one launch (median of REPS after a warm-up) of names[kernel] */
 static double time_kernel(setup *u, int kernel) {
     gf_launch_dims d = { { u->n / 256, 1, 1 }, { 256, 1, 1 }, 0 };
     gf_arg add[4] = { GF_ARG_BUFFER(NULL), GF_ARG_BUFFER(NULL), GF_ARG_BUFFER(NULL), GF_ARG(u->n) };
@@ -74,7 +83,7 @@ static double time_kernel(setup *u, int kernel) {
     sum[0].buffer = u->a; sum[1].buffer = u->blocks;
     for (r = -1; r < REPS; r++) {
         double t0 = now_s();
-        if (kernel == 0) gf_launch(u->s, u->add, d, add, 4); else gf_launch(u->s, u->sum, d, sum, 3);
+        if (kernel == 0) gf_launch(u->s, u->k[0], d, add, 4); else gf_launch(u->s, u->k[kernel], d, sum, 3);
         if (gf_stream_synchronize(u->s) != GF_OK) { printf("failed: %s\n", gf_last_error()); return 0; }
         if (r >= 0) t[r] = now_s() - t0;
     }
@@ -82,10 +91,9 @@ static double time_kernel(setup *u, int kernel) {
 }
 
 int main(void) {
-    static const char *names[2] = { "vector_add", "block_sum" };
     unsigned sizes[2] = { 1u << 20, 1u << 24 };
     int cores = (int)sysconf(_SC_NPROCESSORS_ONLN), threads[3], nt = 0, k, z, i;
-    double pocl[2][2], stub;
+    double pocl[2][KERNELS], stub;
     setup u;
     char v[16];
     if (getenv("BENCH_QUICK")) { REPS = 3; sizes[1] = 0; }
@@ -97,18 +105,19 @@ int main(void) {
     for (z = 0; z < 2 && sizes[z]; z++) {
         memset(pocl, 0, sizeof pocl);
         if (open_setup(&u, GF_BACKEND_OPENCL, sizes[z])) {
-            for (k = 0; k < 2; k++) pocl[z][k] = time_kernel(&u, k);
-            printf("PoCL (%s), n = 2^%d: vector_add %.3f ms, block_sum %.3f ms\n", gf_device_name(u.dev), z ? 24 : 20, pocl[z][0] * 1e3, pocl[z][1] * 1e3);
+            for (k = 0; k < KERNELS; k++) pocl[z][k] = time_kernel(&u, k);
+            printf("PoCL (%s), n = 2^%d: vector_add %.3f ms, block_sum %.3f ms, block_sum_sync %.3f ms\n", gf_device_name(u.dev), z ? 24 : 20,
+                   pocl[z][0] * 1e3, pocl[z][1] * 1e3, pocl[z][2] * 1e3);
         } else printf("PoCL: not here (%s)\n", gf_last_error());
         close_setup(&u);
         for (i = 0; i < nt; i++) {
             snprintf(v, sizeof v, "%d", threads[i]);
             setenv("GPUFLOW_STUB_THREADS", v, 1);
             if (!open_setup(&u, GF_BACKEND_STUB, sizes[z])) { printf("stub: %s\n", gf_last_error()); return 1; }
-            for (k = 0; k < 2; k++) {
+            for (k = 0; k < KERNELS; k++) {
                 if (z == 1 && k == 0) continue;   /* 2^24: the reduction only */
                 stub = time_kernel(&u, k);
-                printf("  stub, %2d thread%s, %-10s n = 2^%d: %9.3f ms", threads[i], threads[i] == 1 ? " " : "s", names[k], z ? 24 : 20, stub * 1e3);
+                printf("  stub, %2d thread%s, %-14s n = 2^%d: %9.3f ms", threads[i], threads[i] == 1 ? " " : "s", names[k], z ? 24 : 20, stub * 1e3);
                 if (pocl[z][k] > 0) printf("   stub / PoCL %.2f", stub / pocl[z][k]);
                 printf("\n");
             }

@@ -1,7 +1,7 @@
 /* reduce.c -- a shared-memory reduction: each block of 256 threads sums its part of a vector
-   in shared memory, with barriers between the steps (reduce.gfk); the host adds the blocks'
-   sums. The same source gives the same answer on every backend: on the CPU stub a block's
-   threads run as fibers, so barriers and shared memory work there too.
+   in shared memory, the block meeting between the steps (reduce.gfk, a block kernel); the
+   host adds the blocks' sums. The same source gives the same answer on every backend: on the
+   CPU stub each step is a loop over the block's threads, as fast as the CPU runs a loop.
 
        cc -std=c99 -Wall -Wextra -Wpedantic -Werror -I. examples/reduce.c -o reduce -pthread -ldl && ./reduce
 */

@@ -131,6 +131,28 @@ printf '#include <math.h>\n#define GPUFLOW_IMPLEMENTATION\n#include "gpuflow.h"\
 if $cc -I. -c "$dir/kernel_c.c" -o "$dir/kernel_c.o" 2>"$dir/kernel_c.err"; then ok "a kernel file compiled as C gets the dialect's rsqrtf"
 else fail "a kernel file compiled as C: $(head -c 300 "$dir/kernel_c.err")"; fi
 
+# A block kernel's rules that the C form checks at compile time: a thread's id outside its
+# GF_EACH_THREAD regions, or a region inside a region, does not compile; the right form does,
+# warning-free, as C and as C++.
+block_kernel() {   # block_kernel FILE BODY
+    printf '#define GPUFLOW_IMPLEMENTATION\n#include "gpuflow.h"\n#define GF_KERNELS GF_KERNELS_AS_C\n#include "gpuflow.h"\nGF_KERNELS(GF_BLOCK_KERNEL(k, GF_PARAM(GF_GLOBAL unsigned *, x)) { unsigned r; %s })\nstatic const gf_stub_kernel ks[] = { GF_STUB_KERNEL(k) };\nint main(void){ return ks[0].per_block ? 0 : 1; }\n' "$2" > "$1"
+}
+block_kernel "$dir/block_ok.c" 'for (r = 0; r < gf_local_size(0); r++) GF_EACH_THREAD { if (gf_local_id(0) == r) continue; x[gf_global_id(0)] += r + gf_group_id(0); }'
+if $cc -I. -c "$dir/block_ok.c" -o "$dir/block_ok.o" 2>"$dir/block.err"; then ok "a block kernel compiles warning-free as C"
+else fail "a block kernel as C: $(head -c 300 "$dir/block.err")"; fi
+if command -v g++ >/dev/null 2>&1; then
+    if g++ -x c++ -std=c++11 -Wall -Wextra -Wpedantic -Werror -I. -c "$dir/block_ok.c" -o "$dir/block_ok.o" 2>"$dir/block.err"; then ok "... and as C++11"
+    else fail "a block kernel as C++11: $(head -c 300 "$dir/block.err")"; fi
+fi
+block_kernel "$dir/block_outside.c" 'r = gf_local_id(0); GF_EACH_THREAD { x[gf_global_id(0)] = r; }'
+if $cc -I. -c "$dir/block_outside.c" -o "$dir/block.o" 2>"$dir/block.err"; then fail "a block kernel reading a thread id outside its regions compiled"
+elif grep -q "thread_idx" "$dir/block.err"; then ok "a block kernel reading a thread id outside its regions does not compile"
+else fail "a thread id outside the regions failed otherwise: $(head -c 300 "$dir/block.err")"; fi
+block_kernel "$dir/block_nested.c" '(void)r; GF_EACH_THREAD { GF_EACH_THREAD { x[gf_global_id(0)] = 1; } }'
+if $cc -I. -c "$dir/block_nested.c" -o "$dir/block.o" 2>"$dir/block.err"; then fail "a region inside a region compiled"
+elif grep -q "gf__block_first_thread" "$dir/block.err"; then ok "a region inside a region does not compile"
+else fail "a region inside a region failed otherwise: $(head -c 300 "$dir/block.err")"; fi
+
 # Include order under -std=c99: system headers first.
 printf '#include <stdio.h>\n#include <math.h>\n#define GPUFLOW_IMPLEMENTATION\n#include "gpuflow.h"\nfloat rsqrtf(float x);\nint main(void){return 0;}\n' > "$dir/order.c"
 if $cc -I. -c "$dir/order.c" -o "$dir/order.o" 2>"$dir/order.err"; then ok "<stdio.h> and <math.h> before the implementation (-std=c99): it builds"

@@ -2497,6 +2497,13 @@ static void test_interop(void)
     CHECK_FAIL(gf_buffer_wrap(C.dev, 0, 16, &w), GF_ERROR_INVALID_ARGUMENT);
     CHECK_FAIL(gf_buffer_wrap(C.dev, 1, 0, &w), GF_ERROR_INVALID_ARGUMENT);
     CHECK_FAIL(gf_device_open_native(C.backend, NULL, NULL), GF_ERROR_INVALID_ARGUMENT);
+    {   /* a refused gf_device_get_native leaves zeros, not what was there (the analyzer's path:
+           a failed call, then its output opened) */
+        gf_native_device junk;
+        memset(&junk, 0xab, sizeof junk);
+        CHECK_FAIL(gf_device_get_native(NULL, &junk), GF_ERROR_INVALID_HANDLE);
+        CHECK(!junk.context && !junk.device && !junk.ordinal, "interop: a refused gf_device_get_native zeroes its output");
+    }
     if (stub) {
         gf_native_device nd;
         gf_device *d2 = NULL;

@@ -21,7 +21,8 @@ static const char dialect_source[] =
 #include "../gpuflow.h"   /* again: the C side's rsqrtf, which the math kernel calls */
 #include "dialect_kernels.gfk"
 static const gf_stub_kernel dialect_stub[] = {
-    GF_STUB_KERNEL(index3d), GF_STUB_KERNEL(block_sum), GF_STUB_KERNEL(atomics), GF_STUB_KERNEL(math), GF_STUB_KERNEL(nothing)
+    GF_STUB_KERNEL(index3d), GF_STUB_KERNEL(block_sum), GF_STUB_KERNEL(atomics), GF_STUB_KERNEL(math), GF_STUB_KERNEL(nothing),
+    GF_STUB_KERNEL(block_rounds), GF_STUB_KERNEL(block_nothing)
 };
 
 static gf_device *dev;
@@ -105,6 +106,82 @@ static void test_block_sum(gf_module *mod)
     gf_buffer_destroy(bo);
 }
 
+/* Block kernels: each region ends with the whole block, in 1, 2 and 3 dimensions. */
+static void test_block_kernel(gf_module *mod)
+{
+    static const unsigned shapes[][5] = { { 64, 1, 1, 3, 1 }, { 8, 4, 2, 2, 3 }, { 5, 3, 1, 4, 2 }, { 1, 1, 1, 2, 1 } };
+    unsigned host[8 * 64], rounds = 3, sh;
+    gf_kernel *k = NULL, *none = NULL;
+    gf_buffer *b = NULL;
+    CHECK_EQ_RESULT(gf_kernel_get(mod, "block_rounds", &k), GF_OK);
+    CHECK_EQ_RESULT(gf_kernel_get(mod, "block_nothing", &none), GF_OK);
+    CHECK_EQ_RESULT(gf_buffer_create(dev, sizeof host, &b), GF_OK);
+    if (!k || !b) { if (b) gf_buffer_destroy(b); return; }
+    for (sh = 0; sh < sizeof shapes / sizeof shapes[0]; sh++) {
+        const unsigned *d = shapes[sh];
+        unsigned count = d[0] * d[1] * d[2], gx, gy, l, r, ok = 1;
+        gf_arg a[2];
+        char what[160];
+        a[0].value = 0; a[0].size = 0; a[0].buffer = b;
+        a[1].value = &rounds; a[1].size = sizeof rounds; a[1].buffer = 0;
+        CHECK_EQ_RESULT(gf_fill_async(s, b, 0, 0xff, sizeof host), GF_OK);
+        CHECK_EQ_RESULT(gf_launch(s, k, dims(d[3], d[4], 1, d[0], d[1], d[2]), a, 2), GF_OK);
+        CHECK_EQ_RESULT(gf_stream_synchronize(s), GF_OK);
+        CHECK_EQ_RESULT(gf_copy_to_host(host, b, 0, sizeof host), GF_OK);
+        for (gy = 0; gy < d[4]; gy++) for (gx = 0; gx < d[3]; gx++) for (l = 0; l < count; l++) {
+            unsigned kept = 0, g = gx + d[3] * gy, value[64];
+            unsigned i;
+            for (i = 0; i < count; i++) value[i] = i * 3u + gx + 7u * gy;
+            for (r = 0; r < rounds; r++) {
+                kept += value[(l + 1) % count];
+                for (i = 0; i < count; i++) value[i] += r + 1;
+            }
+            ok &= host[g * 64 + l] == kept * 10u + (l % 2 ? 1u : 2u);
+        }
+        snprintf(what, sizeof what, "dialect: a block kernel's regions each end with the whole block (blocks of %u x %u x %u, grid %u x %u)",
+                 d[0], d[1], d[2], d[3], d[4]);
+        CHECK(ok, what);
+    }
+    CHECK_EQ_RESULT(gf_launch(s, none, dims(3, 1, 1, 16, 1, 1), NULL, 0), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_synchronize(s), GF_OK);
+    gf_buffer_destroy(b);
+}
+
+/* The stub's own checks of a block kernel: gf_block_sync in it cannot hold (its regions are
+   loops), so the launch fails, naming the kernel and saying why. */
+#undef GF_KERNELS
+#define GF_KERNELS GF_KERNELS_AS_C
+GF_KERNELS(
+GF_BLOCK_KERNEL(block_with_sync, GF_PARAM(GF_GLOBAL unsigned *, out))
+{
+    GF_EACH_THREAD { out[gf_local_id(0)] = 1u; gf_block_sync(); }
+}
+)
+static void test_block_kernel_misuse(void)
+{
+    static const gf_stub_kernel stub[] = { GF_STUB_KERNEL(block_with_sync) };
+    gf_module_desc d;
+    gf_module *mod = NULL;
+    gf_kernel *k = NULL;
+    gf_buffer *b = NULL;
+    gf_arg a;
+    if (strcmp(backend_name, "stub")) { SKIP("a barrier inside a region runs as written on a GPU"); return; }
+    memset(&d, 0, sizeof d);
+    d.stub_kernels = stub; d.stub_kernel_count = 1;
+    CHECK_EQ_RESULT(gf_module_load(dev, &d, &mod), GF_OK);
+    CHECK_EQ_RESULT(gf_kernel_get(mod, "block_with_sync", &k), GF_OK);
+    CHECK_EQ_RESULT(gf_buffer_create(dev, 64, &b), GF_OK);
+    a.value = 0; a.size = 0; a.buffer = b;
+    CHECK_EQ_RESULT(gf_launch(s, k, dims(2, 1, 1, 16, 1, 1), &a, 1), GF_OK);
+    CHECK_FAIL(gf_stream_synchronize(s), GF_ERROR_DRIVER);
+    CHECK(strstr(gf_last_error(), "block_with_sync") && strstr(gf_last_error(), "GF_EACH_THREAD"),
+          "gf_block_sync in a block kernel fails the launch on the stub, naming the kernel and the rule");
+    gf_buffer_destroy(b);
+    gf_module_destroy(mod);
+    gf_stream_destroy(s);   /* the failure stays with the stream: a fresh one for what follows */
+    CHECK_EQ_RESULT(gf_stream_create(dev, NULL, &s), GF_OK);
+}
+
 static void test_atomics(gf_module *mod)
 {
     enum { N = 1000 };
@@ -169,6 +246,9 @@ static void test_build_error(void)
     d.stub_kernels = NULL; d.stub_kernel_count = 0;
     CHECK_FAIL(gf_module_load(dev, &d, &mod), GF_ERROR_BUILD);
     CHECK(strstr(gf_last_error(), "undeclared_name") != NULL, "a build error's message carries the compiler's log");
+    d.source = "GF_BLOCK_KERNEL(broken_block, GF_PARAM(GF_GLOBAL float *, x)) { GF_EACH_THREAD { x[0] = undeclared_name; } }";
+    CHECK_FAIL(gf_module_load(dev, &d, &mod), GF_ERROR_BUILD);
+    CHECK(strstr(gf_last_error(), "kernel broken_block") != NULL, "a build error in a block kernel names the kernel");
 }
 
 /* ---- module loading under attack: each input a clear code, never a crash ---- */
@@ -267,7 +347,7 @@ static void test_kernel_in_one_form(void)
 {
     static const char src[] = "GF_KERNEL(in_both, GF_PARAM(GF_GLOBAL float *, x)) { x[0] = 1.0f; }\n"
                               "GF_KERNEL(only_in_source, GF_PARAM(GF_GLOBAL float *, x)) { x[0] = 2.0f; }\n";
-    static const gf_stub_kernel stub[] = { { "in_both", k_nothing_c, 1, NULL, 0, NULL }, { "only_in_stub", k_nothing_c, 1, NULL, 0, NULL } };
+    static const gf_stub_kernel stub[] = { { "in_both", k_nothing_c, 1, NULL, 0, NULL, 0 }, { "only_in_stub", k_nothing_c, 1, NULL, 0, NULL, 0 } };
     gf_module_desc d;
     gf_module *mod = NULL;
     gf_kernel *k = NULL;
@@ -379,11 +459,13 @@ int main(int argc, char **argv)
         printf("dialect on %s: %s\n", backend_name, gf_device_name(dev));
         test_index_math(mod);
         test_block_sum(mod);
+        test_block_kernel(mod);
         test_atomics(mod);
         test_math(mod);
         gf_module_destroy(mod);
     }
     test_build_error();
+    test_block_kernel_misuse();
     test_hostile_sources();
     test_kernel_in_one_form();
     test_cache();

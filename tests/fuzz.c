@@ -419,13 +419,13 @@ static const gf_stub_param fz_u32_params[3] = {
     { "p", "uint32_t *", sizeof(uint32_t *) }, { "n", "uint32_t", sizeof(uint32_t) }, { "v", "uint32_t", sizeof(uint32_t) },
 };
 static const gf_stub_kernel fz_stub_kernels[] = {
-    { "fill_u32", fz_k_fill, 3, fz_u32_params, 0, NULL },
-    { "add_u32", fz_k_add, 3, fz_u32_params, 0, NULL },
-    { "empty", fz_k_empty, 0, NULL, 0, NULL },
-    { "nofn", NULL, 0, NULL, 0, NULL },     /* a kernel without a function: not found by name */
-    { NULL, fz_k_empty, 0, NULL, 0, NULL }, /* and one without a name */
-    { "reverse_u32", fz_k_reverse, 3, fz_u32_params, 0, NULL },
-    { "atomics_u32", fz_k_atomics, 3, fz_u32_params, 0, NULL },
+    { "fill_u32", fz_k_fill, 3, fz_u32_params, 0, NULL, 0 },
+    { "add_u32", fz_k_add, 3, fz_u32_params, 0, NULL, 0 },
+    { "empty", fz_k_empty, 0, NULL, 0, NULL, 0 },
+    { "nofn", NULL, 0, NULL, 0, NULL, 0 },     /* a kernel without a function: not found by name */
+    { NULL, fz_k_empty, 0, NULL, 0, NULL, 0 }, /* and one without a name */
+    { "reverse_u32", fz_k_reverse, 3, fz_u32_params, 0, NULL, 0 },
+    { "atomics_u32", fz_k_atomics, 3, fz_u32_params, 0, NULL, 0 },
     { "diverge_u32", fz_k_diverge, 3, fz_u32_params, 0, NULL },
 };
 

@@ -18,7 +18,7 @@
 #include <string.h>
 
 static void fz_empty(const gf_kernel_ctx *ctx, void *const *args) { (void)ctx; (void)args; }
-static const gf_stub_kernel fz_kernels[] = { { "empty", fz_empty, 0, NULL, 0, NULL } };
+static const gf_stub_kernel fz_kernels[] = { { "empty", fz_empty, 0, NULL, 0, NULL, 0 } };
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

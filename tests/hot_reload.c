@@ -41,12 +41,12 @@ static void hr_fill(const gf_kernel_ctx *c, void *const *a, unsigned v)
 static void hr_v1(const gf_kernel_ctx *c, void *const *a) { hr_fill(c, a, 1); }
 static void hr_v2(const gf_kernel_ctx *c, void *const *a) { hr_fill(c, a, 2); }
 static void hr_v4(const gf_kernel_ctx *c, void *const *a) { hr_fill(c, a, 4); }
-static const gf_stub_kernel stub_v1[] = { { "hr_val", hr_v1, 2, hr_params, 0, NULL } };
-static const gf_stub_kernel stub_v2[] = { { "hr_val", hr_v2, 2, hr_params, 0, NULL } };
-static const gf_stub_kernel stub_v4[] = { { "hr_val", hr_v4, 2, hr_params, 0, NULL } };
+static const gf_stub_kernel stub_v1[] = { { "hr_val", hr_v1, 2, hr_params, 0, NULL, 0 } };
+static const gf_stub_kernel stub_v2[] = { { "hr_val", hr_v2, 2, hr_params, 0, NULL, 0 } };
+static const gf_stub_kernel stub_v4[] = { { "hr_val", hr_v4, 2, hr_params, 0, NULL, 0 } };
 static const gf_stub_param hr3_params[3] = { { "p", "GF_GLOBAL unsigned *", sizeof(unsigned *) }, { "n", "unsigned", sizeof(unsigned) },
                                              { "extra", "unsigned", sizeof(unsigned) } };
-static const gf_stub_kernel stub_v3args[] = { { "hr_val", hr_v4, 3, hr3_params, 0, NULL } };
+static const gf_stub_kernel stub_v3args[] = { { "hr_val", hr_v4, 3, hr3_params, 0, NULL, 0 } };
 
 /* The kernel file at version v (a value it writes), or a broken one, or one that renamed it. */
 static int write_source(const char *body, unsigned v, int bump)
@@ -138,7 +138,7 @@ static void test_file(gf_backend backend)
         CHECK_FAIL(gf_module_poll(mod, &reloaded), GF_ERROR_NOT_FOUND);
         CHECK(strstr(gf_last_error(), "hr_val") != NULL, "missing: the kernel in use is named");
     } else {
-        static const gf_stub_kernel other[] = { { "hr_other", hr_v4, 2, hr_params, 0, NULL } };
+        static const gf_stub_kernel other[] = { { "hr_other", hr_v4, 2, hr_params, 0, NULL, 0 } };
         d.stub_kernels = other;
         CHECK_FAIL(gf_module_reload(mod, &d), GF_ERROR_NOT_FOUND);
     }

@@ -430,7 +430,7 @@ static void test_race(void)
 static void rv_noop_kernel(const gf_kernel_ctx *ctx, void *const *args) { (void)ctx; (void)args; }
 static void rv_barrier_misuse(const gf_kernel_ctx *ctx, void *const *args) { (void)args; if (ctx->thread_idx[0] == 1) gf_stub_barrier_at(0); }
 static const gf_stub_kernel rv_kernels[] = {
-    { "one_arg", rv_noop_kernel, 1, NULL, 0, NULL }, { "misuse", rv_barrier_misuse, 0, NULL, 0, NULL },
+    { "one_arg", rv_noop_kernel, 1, NULL, 0, NULL, 0 }, { "misuse", rv_barrier_misuse, 0, NULL, 0, NULL, 0 },
 };
 static gf_result rv_replay(const char *file, gf_replay_report *rep)
 {
@@ -619,7 +619,7 @@ static void rv_on_call(void *user, const gf_replay_call *c)
 }
 static void test_forked_skip(void)
 {
-    static const gf_stub_kernel ka[1] = { { "ka", rv_kernel, 2, NULL, 0, NULL } }, kb[1] = { { "kb", rv_kernel, 0, NULL, 0, NULL } };
+    static const gf_stub_kernel ka[1] = { { "ka", rv_kernel, 2, NULL, 0, NULL, 0 } }, kb[1] = { { "kb", rv_kernel, 0, NULL, 0, NULL, 0 } };
     gf_record_desc rd;
     gf_replay_desc d;
     gf_replay_report rep;

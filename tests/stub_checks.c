@@ -97,10 +97,10 @@ static void k_in_bounds(const gf_kernel_ctx *c, void *const *a)
     if (lin(c) < arg_n(a)) x[lin(c)] = 7.0f;
 }
 static const gf_stub_kernel kernels[] = {
-    { "early_return", k_early_return, 2, x_n_params, 0, NULL }, { "thread0_returns", k_thread0_returns, 2, x_n_params, 0, NULL },
-    { "divergent", k_divergent, 2, x_n_params, 0, NULL },       { "correct", k_correct, 2, x_n_params, 0, NULL },
-    { "spin", k_spin, 2, x_n_params, 0, NULL },                 { "write_at", k_write_at, 2, x_n_params, 0, NULL },
-    { "in_bounds", k_in_bounds, 2, x_n_params, 0, NULL },       { "block0_skips", k_block0_skips, 2, x_n_params, 0, NULL },
+    { "early_return", k_early_return, 2, x_n_params, 0, NULL, 0 }, { "thread0_returns", k_thread0_returns, 2, x_n_params, 0, NULL, 0 },
+    { "divergent", k_divergent, 2, x_n_params, 0, NULL, 0 },       { "correct", k_correct, 2, x_n_params, 0, NULL, 0 },
+    { "spin", k_spin, 2, x_n_params, 0, NULL, 0 },                 { "write_at", k_write_at, 2, x_n_params, 0, NULL, 0 },
+    { "in_bounds", k_in_bounds, 2, x_n_params, 0, NULL, 0 },       { "block0_skips", k_block0_skips, 2, x_n_params, 0, NULL, 0 },
 };
 static gf_module *mod;
 

@@ -38,9 +38,9 @@ static const gf_stub_param tk_stub_u32_params[3] = {
     { "p", "uint32_t *", sizeof(uint32_t *) }, { "n", "uint32_t", sizeof(uint32_t) }, { "v", "uint32_t", sizeof(uint32_t) },
 };
 static const gf_stub_kernel tk_stub_kernels[] = {
-    { "fill_u32", tk_stub_fill_u32, 3, tk_stub_u32_params, 0, NULL },
-    { "add_u32", tk_stub_add_u32, 3, tk_stub_u32_params, 0, NULL },
-    { "empty", tk_stub_empty, 0, NULL, 0, NULL },
+    { "fill_u32", tk_stub_fill_u32, 3, tk_stub_u32_params, 0, NULL, 0 },
+    { "add_u32", tk_stub_add_u32, 3, tk_stub_u32_params, 0, NULL, 0 },
+    { "empty", tk_stub_empty, 0, NULL, 0, NULL, 0 },
 };
 
 static const char tk_opencl_source[] =
