@@ -10960,6 +10960,9 @@ typedef struct gf__rp_obj {
                                                launches are not the recorded ones */
     int slots;                              /* a captured flow's slots buffer: the graph keeps it,
                                                and its handle goes as the capture ends */
+    uint32_t *children; int child_count, child_cap;   /* numbers made with this one as parent (some
+                                               may have moved on: their parent field says) */
+    int children_lost;                      /* the list could not grow: a drop looks at every one */
 } gf__rp_obj;
 typedef struct gf__replay {
     const gf_replay_desc *desc;
@@ -10977,6 +10980,10 @@ typedef struct gf__replay {
     uint32_t *exported; int exported_count, exported_cap;          /* the semaphores the file exports */
     struct gf__rp_graph_signal *graph_signals; int graph_signal_count, graph_signal_cap;   /* signals and waits captured in graphs */
     int said_early_wait;                    /* the warning of a wait made before its signal, given */
+    /* Numbers allocated inside a capture (capture set): what the captures' ends and the sweep
+       after each call look at, so a replay's time grows with its calls, not their square. */
+    uint32_t *captured; int captured_count, captured_cap;
+    int captured_lost;                      /* the list could not grow: they look at every number */
 } gf__replay;
 typedef struct gf__rp_signal { uint64_t call; uint32_t sem; uint64_t value; } gf__rp_signal;
 typedef struct gf__rp_graph_signal {   /* a semaphore signal or wait captured: its capture's, then (once it ended) its graph's */
@@ -11014,14 +11021,48 @@ static void gf__rp_drop_device(gf__replay *rp, uint32_t id) {   /* a device clos
     for (i = 1; i < rp->obj_cap; i++) if (rp->objs[i].device == id) rp->objs[i].obj = NULL;
 }
 static void gf__rp_drop_children(gf__replay *rp, uint32_t id) {   /* a module's kernels, a pool's events */
+    gf__rp_obj *o = id && id < rp->obj_cap ? &rp->objs[id] : NULL;
     uint32_t i;
-    for (i = 1; i < rp->obj_cap; i++) if (rp->objs[i].parent == id) rp->objs[i].obj = NULL;
+    int k;
+    if (!o) return;
+    if (o->children_lost)
+        for (i = 1; i < rp->obj_cap; i++) { if (rp->objs[i].parent == id) rp->objs[i].obj = NULL; }
+    else
+        for (k = 0; k < o->child_count; k++)
+            if (o->children[k] < rp->obj_cap && rp->objs[o->children[k]].parent == id) rp->objs[o->children[k]].obj = NULL;
+    gf__free(o->children);
+    o->children = NULL; o->child_count = o->child_cap = o->children_lost = 0;
+}
+/* child's parent is now parent (an object gpuflow destroys with it): on parent's list. */
+static void gf__rp_adopt(gf__replay *rp, uint32_t parent, uint32_t child) {
+    gf__rp_obj *p = parent < rp->obj_cap ? &rp->objs[parent] : NULL;
+    rp->objs[child].parent = parent;
+    if (!p || p->children_lost) return;
+    if (gf__rp_grow((void **)&p->children, &p->child_cap, p->child_count + 1, sizeof *p->children)) p->children[p->child_count++] = child;
+    else p->children_lost = 1;
+}
+/* Number id belongs to capture: on the captured list. */
+static void gf__rp_mark_captured(gf__replay *rp, uint32_t id, uint64_t capture) {
+    rp->objs[id].capture = capture;
+    if (rp->captured_lost) return;
+    if (gf__rp_grow((void **)&rp->captured, &rp->captured_cap, rp->captured_count + 1, sizeof *rp->captured)) rp->captured[rp->captured_count++] = id;
+    else rp->captured_lost = 1;
+}
+/* The numbers a capture may own, one at a time (*at starts at 0; 0: no more): the captured
+   list, or every number once it could not grow. The caller checks each one's fields. */
+static uint32_t gf__rp_next_captured(gf__replay *rp, uint32_t *at) {
+    if (rp->captured_lost) {
+        while (++*at < rp->obj_cap) if (rp->objs[*at].capture) return *at;
+        return 0;
+    }
+    return *at < (uint32_t)rp->captured_count ? rp->captured[(*at)++] : 0;
 }
 /* Buffers allocated inside a capture are the capture's: once it has ended without a graph
    (discarded: a failed end, a synchronize or destroy of its stream) they are gone. */
 static void gf__rp_sweep_captures(gf__replay *rp) {
-    uint32_t i;
-    for (i = 1; i < rp->obj_cap; i++) {
+    uint32_t at = 0, i;
+    int kept = 0;
+    while ((i = gf__rp_next_captured(rp, &at)) != 0) {
         gf__rp_obj *o = &rp->objs[i];
         gf__rp_obj *d = o->obj && o->capture ? gf__rp_slot(rp, o->device) : NULL;
         int alive = 0;
@@ -11034,7 +11075,9 @@ static void gf__rp_sweep_captures(gf__replay *rp) {
         }
         if (!alive && o->slots) gf__buffer_free((gf_buffer *)o->obj);
         if (!alive) o->obj = NULL;
+        else if (!rp->captured_lost) rp->captured[kept++] = i;   /* still the capture's: on the list */
     }
+    if (!rp->captured_lost) rp->captured_count = kept;
 }
 
 /* A handle gpuflow gave out that nothing here takes (a replayed export): closed. */
@@ -11570,10 +11613,13 @@ static int gf__rp_made(gf__replay *rp, const gf__rp_arg *a, char kind, void *obj
         rp->objs = grown;
         rp->obj_cap = cap;
     }
+    gf__free(rp->objs[a->id].children);   /* a number given again (its object gone): nothing of the last one stays */
+    memset(&rp->objs[a->id], 0, sizeof rp->objs[a->id]);
     rp->objs[a->id].obj = obj;
     rp->objs[a->id].kind = (char)(kind - 'a' + 'A');
     rp->objs[a->id].device = kind == 'd' ? a->id : device;
-    rp->objs[a->id].parent = parent;
+    rp->objs[a->id].parent = 0;
+    if (parent) gf__rp_adopt(rp, parent, a->id);
     return 1;
 }
 static uint32_t gf__rp_device_of(gf__replay *rp, uint32_t id) { gf__rp_obj *o = gf__rp_slot(rp, id); return o ? o->device : 0; }
@@ -11826,16 +11872,20 @@ static gf_result gf__rp_call(gf__replay *rp, gf__rec_call call, gf__rp_arg *v, g
                 rp->graph_signals[i].capture = 0;
                 rp->graph_signals[i].graph = v[1].id;
             }
-        for (i = 1; r == GF_OK && capture && (uint32_t)i < rp->obj_cap; i++) {   /* the flow's slots: the graph's, as gpuflow left them */
-            gf__rp_obj *o = &rp->objs[i];
-            if (!o->obj || !o->slots || o->capture != capture) continue;
-            if (made) (void)gf__graph_keep((gf_graph *)made, (gf_buffer *)o->obj);
-            gf__buffer_free((gf_buffer *)o->obj);
-            o->obj = NULL;
-        }
-        if (r == GF_OK && capture && v[1].id) {   /* what the capture allocated is the graph's now */
-            uint32_t k;
-            for (k = 1; k < rp->obj_cap; k++) if (rp->objs[k].obj && rp->objs[k].capture == capture) { rp->objs[k].capture = 0; rp->objs[k].parent = v[1].id; }
+        if (r == GF_OK && capture) {
+            uint32_t at = 0, k;
+            while ((k = gf__rp_next_captured(rp, &at)) != 0) {
+                gf__rp_obj *o = &rp->objs[k];
+                if (!o->obj || o->capture != capture) continue;
+                if (o->slots) {   /* the flow's slots: the graph's, as gpuflow left them */
+                    if (made) (void)gf__graph_keep((gf_graph *)made, (gf_buffer *)o->obj);
+                    gf__buffer_free((gf_buffer *)o->obj);
+                    o->obj = NULL;
+                } else if (v[1].id && v[1].id < rp->obj_cap) {   /* what the capture allocated is the graph's now */
+                    o->capture = 0;
+                    gf__rp_adopt(rp, v[1].id, k);
+                }
+            }
         }
         for (i = 0; capture && i < rp->partial_count; i++)   /* a call of this capture was skipped */
             if (rp->partial[i] == capture) { partial = 1; rp->partial[i] = rp->partial[--rp->partial_count]; break; }
@@ -11855,9 +11905,11 @@ static gf_result gf__rp_call(gf__replay *rp, gf__rec_call call, gf__rp_arg *v, g
         test.value = (int32_t)(uint32_t)v[3].u; test.equal = 1;
         if (v[1].obj && rp->objs[v[1].id].slots && !rp->objs[v[1].id].capture && !v[0].wrong_kind && v[0].obj) {
             gf_stream *s = (gf_stream *)v[0].obj;
+            uint64_t id;
             gf__lock(&s->dev->lock);
-            rp->objs[v[1].id].capture = s->capture ? s->capture->id : 0;
+            id = s->capture ? s->capture->id : 0;
             gf__unlock(&s->dev->lock);
+            if (id) gf__rp_mark_captured(rp, v[1].id, id);
         }
         r = gf__cond_begin(call == GF__RC_stream_begin_while_equal ? "gf_stream_begin_while" : "gf_stream_begin_if", GF__RPO(0, gf_stream),
                            GF__RPO(1, gf_buffer), (size_t)v[2].u, call == GF__RC_stream_begin_while_equal ? GF__COND_WHILE : GF__COND_IF, test);
@@ -11964,7 +12016,7 @@ static gf_result gf__rp_call(gf__replay *rp, gf__rec_call call, gf__rp_arg *v, g
     }
     if (call == GF__RC_device_open && r == GF_OK && v[2].id && v[2].id < rp->obj_cap) rp->objs[v[2].id].recorded_on = (gf_backend)(int)v[0].u;
     if (call == GF__RC_flow_slots && r == GF_OK && v[2].id && v[2].id < rp->obj_cap) rp->objs[v[2].id].slots = 1;
-    if (capture && r == GF_OK && v[2].id && v[2].id < rp->obj_cap) rp->objs[v[2].id].capture = capture;
+    if (capture && r == GF_OK && v[2].id && v[2].id < rp->obj_cap) gf__rp_mark_captured(rp, v[2].id, capture);
     if (partial && r == GF_OK && v[1].id && v[1].id < rp->obj_cap) rp->objs[v[1].id].partial = 1;   /* the graph end_capture made */
     gf__rp_sweep_captures(rp);
     gf__free(owned);
@@ -12070,6 +12122,8 @@ GPUFLOW_IMPL gf_result gf_replay(const gf_replay_desc *desc, gf_replay_report *o
     gf__free(rp.signals);
     gf__free(rp.exported);
     gf__free(rp.graph_signals);
+    gf__free(rp.captured);
+    for (i = 1; i < rp.obj_cap; i++) gf__free(rp.objs[i].children);
     gf__free(rp.objs);
     gf__free(file);
     gf__rec_depth--;

@@ -14,7 +14,10 @@
      - gf_copy_to_device_async of 256 bytes from pinned memory: recording takes its bytes as
        the stream reaches the copy, through a host callback queued before it (the snapshot).
    Then the same three with recording on (to a file in TMPDIR, device-to-host bytes off),
-   against the wrapper with it off, batches alternating again. The stub runs inline here
+   against the wrapper with it off, batches alternating again. Last, how a replay's time grows:
+   programs of 10k and 40k frames (each frame makes a buffer and an event, fills and records;
+   every 1000 frames all are destroyed) recorded, then replayed; the replay's time per call against the recorded
+   run's, and the 40k replay's time per call against the 10k one's (1.0: linear). The stub runs inline here
    (GPUFLOW_STUB_INLINE), so its figures do not swing with a worker thread's wake-ups. Nothing
    here is asserted.
 
@@ -94,6 +97,64 @@ static void time_recording(void (*op)(int), const char *path, double out[2]) {
     out[1] = bench_median(t[1], BATCHES);
 }
 
+/* Records a program of `frames` frames on a device of backend b, opened inside the recording:
+   each frame makes a buffer and an event, fills the buffer and records the event; every 1000
+   frames it waits and destroys what it made (so 1000 of each live at once, at most). Returns
+   the seconds the program's calls took. */
+static double record_frames(gf_backend b, const char *path, int frames) {
+    enum { KEEP = 1000 };
+    static gf_buffer *bufs[KEEP];
+    static gf_event *evs[KEEP];
+    gf_record_desc rd;
+    gf_device *dev;
+    gf_stream *q;
+    double t0;
+    int f, k;
+    memset(&rd, 0, sizeof rd);
+    rd.path = path;
+    rd.max_bytes = (uint64_t)4 << 30;
+    CHECK(gf_record_start(&rd));
+    t0 = bench_now_us();
+    CHECK(gf_device_open(b, 0, &dev));
+    CHECK(gf_stream_create(dev, NULL, &q));
+    for (f = 0; f < frames; f++) {
+        CHECK(gf_buffer_create(dev, 4096, &bufs[f % KEEP]));
+        CHECK(gf_fill_async(q, bufs[f % KEEP], 0, (unsigned char)f, 4096));
+        CHECK(gf_event_create(dev, 0, &evs[f % KEEP]));
+        CHECK(gf_event_record(evs[f % KEEP], q));
+        if (f % KEEP == KEEP - 1 || f == frames - 1) {
+            CHECK(gf_stream_synchronize(q));
+            for (k = 0; k <= f % KEEP; k++) { gf_event_destroy(evs[k]); gf_buffer_destroy(bufs[k]); }
+        }
+    }
+    gf_stream_destroy(q);
+    gf_device_close(dev);
+    t0 = bench_now_us() - t0;
+    CHECK(gf_record_stop());
+    return t0 * 1e-6;
+}
+static void replay_growth(gf_backend b, const char *path) {
+    static const int frames[2] = { 10000, 40000 };
+    double per_call[2];
+    int i;
+    printf("replay's growth: %-8s %8s %12s %12s %14s %12s\n", "frames", "calls", "recorded s", "replayed s", "replay/record", "ns per call");
+    for (i = 0; i < 2; i++) {
+        gf_replay_desc d;
+        gf_replay_report rep;
+        double recorded = record_frames(b, path, frames[i]), t0;
+        memset(&d, 0, sizeof d);
+        memset(&rep, 0, sizeof rep);
+        d.path = path;
+        t0 = bench_now_us();
+        CHECK(gf_replay(&d, &rep));
+        t0 = (bench_now_us() - t0) * 1e-6;
+        per_call[i] = t0 * 1e9 / (double)(rep.calls ? rep.calls : 1);
+        printf("                 %-8d %8llu %12.3f %12.3f %14.3f %12.1f (replayed %llu, skipped %llu)\n", frames[i], (unsigned long long)rep.calls, recorded, t0,
+               t0 / recorded, per_call[i], (unsigned long long)rep.replayed, (unsigned long long)rep.skipped);
+    }
+    printf("replay's time per call, 40k frames against 10k: %.3f (1.0: linear in calls)\n", per_call[1] / per_call[0]);
+}
+
 int main(int argc, char **argv) {
     static const struct { const char *name; void (*op)(int); } ops[] = {
         { "gf_stream_query, idle stream", query }, { "gf_event_record", record }, { "gf_launch, empty kernel", launch },
@@ -124,6 +185,7 @@ int main(int argc, char **argv) {
         printf("%-32s %10.1f %10.1f %8.3f %+9.1f | %10.1f %10.1f %8.3f\n", ops[i].name, pair[0], pair[1], pair[1] / pair[0], pair[1] - pair[0],
                rec[0], rec[1], rec[1] / rec[0]);
     }
+    replay_growth(b, path);
     remove(path);
     gf_host_free(dev, pinned);
     gf_buffer_destroy(dst);
