@@ -877,7 +877,9 @@ GPUFLOW_API gf_result gf_buffer_wrap(gf_device *dev, uint64_t native_buffer, siz
    signal) or timeline (a wait passes once the value is >= its value; signals must increase).
    Signal and wait are stream-ordered; a wait for a value nobody signals holds its stream
    (bounded waits time out; the hang report names the semaphore). The race detector orders a
-   wait after the signals queued before it, as an event wait after the record it sees. A
+   wait after the signals queued before it, as an event wait after the record it sees, and a
+   graph's launch by the waits and signals it captured (all its work after its waits, its
+   signals after all its work: a race may go unseen there, none is made up). A
    destroy never waits: the semaphore goes once the work queued before it has passed. Inside a
    capture a signal or wait becomes part of the graph (CUDA: external-semaphore nodes;
    elsewhere recorded): every replay waits for and signals the values captured (new values:
@@ -2679,7 +2681,9 @@ static gf_result gf__pool_alloc(gf__capture *cap, size_t bytes, gf_buffer **out)
 /* One access of an operation. A graph keeps its commands' in capture order, each launch's
    tagged with its index (launch_index of gf_graph_set_kernel_args; -1: not a launch), a launch
    with no buffer argument as one entry without a root, so new arguments replace its own. */
-typedef struct gf__race_use { gf_buffer *root; size_t lo, hi; int write, launch; char op[64]; } gf__race_use;
+/* One access a command makes (root: the buffer), or in a graph's list a semaphore signal or
+   wait it captured (root NULL, sem set): its launches order by them as the stream would. */
+typedef struct gf__race_use { gf_buffer *root; size_t lo, hi; int write, launch; char op[64]; gf_semaphore *sem; int sem_wait; } gf__race_use;
 /* faults on demand (>>faults): what an operation counts as, and the check at its start,
    which costs two relaxed loads while no rule is set and the device is not lost */
 enum { GF__FK_LAUNCH, GF__FK_COPY, GF__FK_FILL, GF__FK_OP, GF__FK_BUFFER, GF__FK_SYNC, GF__FK_ALLOC, GF__FK_LOST, GF__FK_ENTRY };
@@ -12196,6 +12200,8 @@ static void gf__race_add_use(gf__race_use *uses, int cap, int *n, gf_buffer *buf
         uses[*n].hi = uses[*n].lo + bytes;
         uses[*n].write = write;
         uses[*n].launch = -1;
+        uses[*n].sem = NULL;
+        uses[*n].sem_wait = 0;
         gf__copy_str(uses[*n].op, sizeof uses[*n].op, op);
     }
     (*n)++;
@@ -12341,12 +12347,24 @@ static int gf__race_uses_all(const gf__cmd *c, gf__race_use *stack, gf__race_use
     }
     return n;
 }
+/* A graph launch's semaphore waits (wait 1) or signals (wait 0), as captured (g->lock held). */
+static void gf__race_graph_sems(gf_stream *s, gf_graph *g, int wait) {
+    GF__HELD(&g->lock);
+    int i;
+    for (i = 0; i < g->race_use_count; i++) {
+        if (!g->race_uses[i].sem || g->race_uses[i].sem_wait != wait) continue;
+        if (wait) gf__race_sem_wait(s, g->race_uses[i].sem);
+        else gf__race_signal(s, g->race_uses[i].sem);
+    }
+}
 static void gf__race_op(gf_stream *s, const gf__cmd *c) {
     gf__race_use stack[GF__RACE_MAX_USES], *uses;
     int n;
     if (c->kind == GF__CMD_GRAPH) {   /* its own order inside; set_kernel_args and update change it under the graph's lock */
         gf__lock(&c->as.child->lock);
-        gf__race_apply(s, c->as.child->race_uses, c->as.child->race_use_count);
+        gf__race_graph_sems(s, c->as.child, 1);   /* its waits before its work, its signals after: a race may */
+        gf__race_apply(s, c->as.child->race_uses, c->as.child->race_use_count);   /* go unseen, none is made up */
+        gf__race_graph_sems(s, c->as.child, 0);
         gf__unlock(&c->as.child->lock);
         return;
     }
@@ -12374,6 +12392,14 @@ static void gf__race_capture(gf_graph *g, const gf__cmd *c, int launch) {
         int first = g->race_use_count;
         if (gf__race_keep(g, c->as.child->race_uses, c->as.child->race_use_count))
             for (i = first; i < g->race_use_count; i++) g->race_uses[i].launch = -1;
+        return;
+    }
+    if (c->kind == GF__CMD_SIGNAL || c->kind == GF__CMD_SEM_WAIT) {   /* each launch signals or waits (the graph holds sem) */
+        memset(&marker, 0, sizeof marker);
+        marker.launch = -1;
+        marker.sem = c->as.sem.sem;
+        marker.sem_wait = c->kind == GF__CMD_SEM_WAIT;
+        gf__race_keep(g, &marker, 1);
         return;
     }
     n = gf__race_uses_all(c, stack, &uses);

@@ -482,10 +482,10 @@ static void test_foreign_wait_warning(void)
    graph still replays. */
 static void test_captured(void)
 {
-    gf_semaphore *t = NULL;
+    gf_semaphore *t = NULL, *u = NULL;
     gf_stream *s = NULL, *other = NULL;
     gf_buffer *buf = NULL;
-    gf_graph *g = NULL;
+    gf_graph *g = NULL, *g2 = NULL;
     unsigned char host[256] = { 0 };
     CHECK_EQ_RESULT(gf_semaphore_create(dev, 1, &t), GF_OK);
     CHECK_EQ_RESULT(gf_stream_create(dev, NULL, &s), GF_OK);
@@ -506,6 +506,38 @@ static void test_captured(void)
     CHECK_EQ_RESULT(gf_copy_to_host_async(other, host, buf, 0, sizeof host), GF_OK);
     CHECK_EQ_RESULT(gf_stream_synchronize_timeout(other, TH_WAIT_MS), GF_OK);
     CHECK(host[0] == 0x6d && host[sizeof host - 1] == 0x6d, "captured: the replay waited for 1, filled, signalled 2");
+    /* the race detector orders a graph's launch by the signals and waits it captured (review 7:
+       a wait outside for a launch's signal was a race), for a graph captured with it on */
+    CHECK_EQ_RESULT(gf_stream_synchronize(s), GF_OK);
+    th_said_clear();
+    gf_set_logger(th_said_logger, NULL);
+    gf_race_check_enable(dev, GF_RACE_CHECK_ON);
+    CHECK_EQ_RESULT(gf_semaphore_create(dev, 1, &u), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_begin_capture(s, GF_CAPTURE_GLOBAL), GF_OK);
+    CHECK_EQ_RESULT(gf_semaphore_wait_async(s, u, 1), GF_OK);
+    CHECK_EQ_RESULT(gf_fill_async(s, buf, 0, 0x6e, sizeof host), GF_OK);
+    CHECK_EQ_RESULT(gf_semaphore_signal_async(s, t, 4), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_end_capture(s, &g2), GF_OK);
+    if (u && g2) {
+        CHECK_EQ_RESULT(gf_fill_async(other, buf, 0, 0x11, sizeof host), GF_OK);
+        CHECK_EQ_RESULT(gf_semaphore_signal_async(other, u, 1), GF_OK);
+        CHECK_EQ_RESULT(gf_graph_launch(g2, s), GF_OK);   /* its wait is after that signal: its fill after the fill */
+        CHECK_EQ_RESULT(gf_semaphore_wait_async(other, t, 4), GF_OK);   /* the launch's signal: the copy after its fill */
+        CHECK_EQ_RESULT(gf_copy_to_host_async(other, host, buf, 0, sizeof host), GF_OK);
+        CHECK_EQ_RESULT(gf_stream_synchronize(other), GF_OK);
+        CHECK_EQ_RESULT(gf_stream_synchronize(s), GF_OK);
+        CHECK(host[0] == 0x6e && th_said_count("race:") == 0,
+              "captured: a launch's captured wait and signal order it against the streams that signal and wait outside (no race)");
+        CHECK_EQ_RESULT(gf_graph_launch(g2, s), GF_OK);
+        CHECK_EQ_RESULT(gf_copy_to_host_async(other, host, buf, 0, sizeof host), GF_OK);   /* no wait: a race */
+        gf_stream_synchronize(other);
+        gf_stream_synchronize(s);
+        CHECK(th_said_count("race:") == 1, "captured: the same copy without the wait is a race");
+    }
+    gf_race_check_enable(dev, 0);
+    gf_set_logger(NULL, NULL);
+    if (g2) gf_graph_destroy(g2);
+    if (u) gf_semaphore_destroy(u);
     gf_semaphore_destroy(t);   /* the graph holds it */
     CHECK(gf_graph_launch(g, s) == GF_OK && gf_stream_synchronize_timeout(s, TH_WAIT_MS) == GF_OK,
           "captured: the graph replays after the semaphore's handle is destroyed (it holds the semaphore; ASan sees no use after free)");
