@@ -1596,6 +1596,8 @@ static void gf__lock(gf__mutex *m) {
         if (pthread_mutex_trylock(GF__OS_MUTEX(m)) == 0) { GF__OWNED(m); return; }
 #if defined(__x86_64__) || defined(__i386__)
         __asm__ __volatile__("pause");
+#elif defined(__aarch64__)
+        __asm__ __volatile__("yield");
 #endif
     }
     pthread_mutex_lock(GF__OS_MUTEX(m));
