@@ -571,8 +571,9 @@ typedef struct gf_race_info {
    function-like, #define GF_KERNELS(...) GF_KERNELS_AS_C(__VA_ARGS__), for each kernel's own
    line; else the kernel is named);
    C's rules for parameters apply (up to 16); names that are words in one of the languages
-   (local, global, private, constant, kernel, __shared__, ...) are not names in the dialect. On the stub a block's threads run as fibers on
-   the stream's thread, so barriers and shared arrays work as on a GPU.
+   (local, global, private, constant, kernel, __shared__, ...) are not names in the dialect. On the stub a launch's blocks run on every core;
+   a block's thread 0 runs first, and at its first gf_block_sync the block's other threads become
+   fibers on the same worker, so barriers and shared arrays work as on a GPU.
 
    Block kernels, for kernels whose threads meet: GF_BLOCK_KERNEL (GF_BLOCK_KERNEL0) declares
    a kernel whose body is written for the whole block, and each GF_EACH_THREAD { ... } in it is
@@ -593,12 +594,22 @@ typedef struct gf_race_info {
    fiber: as fast as a loop the compiler optimizes. So the code between regions is what the
    whole block does alike: loop counters, branches on parameters and on gf_group_id /
    gf_local_size (thread ids do not compile there on the stub), and memory is written in
-   regions. What a thread keeps from one region to the next lives in a GF_SHARED array
-   indexed by its gf_local_id. In a region, `continue` ends the thread's part; `break`,
-   `return` and gf_block_sync do not belong there (the stub fails the launch for gf_block_sync),
-   and regions do not nest (that does not compile on the stub). */
+   regions: a variable declared outside them is the block's, so write it only there (on the
+   stub a region's threads would share it). What a thread keeps from one region to the next
+   lives in a GF_SHARED array indexed by its gf_local_id (or is declared in the region). A
+   region's end is the barrier, not its start: shared memory read between regions must not be
+   written by the region that follows. In a region, `continue` ends the thread's part; `break`,
+   `return` and gf_block_sync fail the launch on the stub (on a GPU they skip or split the
+   barrier); gf_block_sync between regions is allowed (and needless). A region in a region,
+   or in a GF_KERNEL, does not compile on the stub. */
 #define GF_KERNELS_AS_TEXT(...) #__VA_ARGS__
-#define GF_KERNELS_AS_C(...)    __VA_ARGS__
+#if defined(__GNUC__)   /* a region's gf__ctx is the thread, in the block's: on purpose, so -Wshadow is quiet there */
+#  define GF_KERNELS_AS_C(...)  _Pragma("GCC diagnostic push") _Pragma("GCC diagnostic ignored \"-Wshadow\"") __VA_ARGS__ _Pragma("GCC diagnostic pop")
+#elif defined(_MSC_VER)
+#  define GF_KERNELS_AS_C(...)  __pragma(warning(push)) __pragma(warning(disable: 4456 4457)) __VA_ARGS__ __pragma(warning(pop))
+#else
+#  define GF_KERNELS_AS_C(...)  __VA_ARGS__
+#endif
 #define GF_STUB_KERNEL(name)    { #name, name##__gf_entry, name##__gf_params, name##__gf_param_info, name##__gf_line, name##__gf_threads, name##__gf_per_block }   /* a gf_stub_kernel initializer */
 
 /* The dialect as C (the GPU backends get their own definitions in gpuflow's prelude). */
@@ -657,8 +668,9 @@ typedef struct gf_race_info {
     static void name##__gf_threads(gf_kernel_ctx *gf__ctx, void *const *gf__args, unsigned gf__count) { \
         GF__EACH(GF__PARAM_LOCAL, __VA_ARGS__) \
         gf_kernel_ctx gf__t = *gf__ctx;   /* a local: the kernel's stores cannot alias it */ \
-        for (; gf__count; gf__count--, gf__t.thread_idx[0]++) \
-            name##__gf_body(&gf__t GF__EACH(GF__PARAM_LOCAL_ARG, __VA_ARGS__)); \
+        for (; gf__count; gf__count--, gf__t.thread_idx[0]++) { \
+            gf__ctx->thread_idx[0] = gf__t.thread_idx[0];   /* who runs, for a barrier's count (never read here) */ \
+            name##__gf_body(&gf__t GF__EACH(GF__PARAM_LOCAL_ARG, __VA_ARGS__)); } \
         gf__ctx->thread_idx[0] = gf__t.thread_idx[0]; } \
     enum { name##__gf_params = GF__COUNT(__VA_ARGS__), name##__gf_line = __LINE__, name##__gf_per_block = 0 }; \
     static const gf_stub_param name##__gf_param_info[] GF__UNUSED_DECL = { GF__EACH(GF__PARAM_INFO, __VA_ARGS__) }; \
@@ -668,7 +680,8 @@ typedef struct gf_race_info {
     static void name##__gf_entry(const gf_kernel_ctx *gf__ctx, void *const *gf__args) { (void)gf__args; name##__gf_body(gf__ctx); } \
     static void name##__gf_threads(gf_kernel_ctx *gf__ctx, void *const *gf__args, unsigned gf__count) { \
         gf_kernel_ctx gf__t = *gf__ctx; \
-        (void)gf__args; for (; gf__count; gf__count--, gf__t.thread_idx[0]++) name##__gf_body(&gf__t); \
+        (void)gf__args; \
+        for (; gf__count; gf__count--, gf__t.thread_idx[0]++) { gf__ctx->thread_idx[0] = gf__t.thread_idx[0]; name##__gf_body(&gf__t); } \
         gf__ctx->thread_idx[0] = gf__t.thread_idx[0]; } \
     enum { name##__gf_params = 0, name##__gf_line = __LINE__, name##__gf_per_block = 0 }; \
     static const gf_stub_param name##__gf_param_info[1] GF__UNUSED_DECL = { { 0, 0, 0 } }; \
@@ -696,24 +709,42 @@ typedef struct gf_race_info {
     static const gf_stub_param name##__gf_param_info[1] GF__UNUSED_DECL = { { 0, 0, 0 } }; \
     static inline void name##__gf_body(GF__UNUSED_DECL const gf_kernel_block *gf__ctx)
 /* Each thread of the block, x fastest, then the block meets: a loop per dimension, and an
-   innermost one that makes gf__ctx the thread (continue: on to the next thread). */
+   innermost one that makes gf__ctx the thread (continue: on to the next thread). The stub
+   is told where a region starts and ends (gf_stub_region), and a thread that leaves its
+   part with break (inside is still set where the next thread starts) is misuse: on a GPU
+   it would skip the barrier. gf__region_first takes the block by value, so a region in a
+   region, or in a GF_KERNEL, does not compile. */
 #define GF_EACH_THREAD \
-    for (gf_kernel_ctx gf__each = gf__block_first_thread(gf__ctx); gf__each.thread_idx[2] < gf__each.block[2]; \
-         gf__each.thread_idx[1] = 0, gf__each.thread_idx[2]++) \
-        for (; gf__each.thread_idx[1] < gf__each.block[1]; gf__each.thread_idx[0] = 0, gf__each.thread_idx[1]++) \
-            for (; gf__each.thread_idx[0] < gf__each.block[0]; gf__each.thread_idx[0]++) \
-                for (const gf_kernel_ctx *gf__ctx = &gf__each; gf__ctx; gf__ctx = 0)
+    for (gf__region gf__r = gf__region_first(*gf__ctx); gf__region_more(&gf__r); gf__r.t.thread_idx[1] = 0, gf__r.t.thread_idx[2]++) \
+        for (; gf__r.t.thread_idx[1] < gf__r.t.block[1]; gf__r.t.thread_idx[0] = 0, gf__r.t.thread_idx[1]++) \
+            for (; gf__r.t.thread_idx[0] < gf__r.t.block[0]; gf__r.t.thread_idx[0]++, gf__r.inside ? gf_stub_region(GF_STUB_REGION_BREAK) : (void)0) \
+                for (const gf_kernel_ctx *gf__ctx = (gf__r.inside = 1, &gf__r.t); gf__ctx; gf__ctx = GF__NULL, gf__r.inside = 0)
+#if defined(__cplusplus)
+#  define GF__NULL nullptr
+#else
+#  define GF__NULL ((void *)0)
+#endif
+typedef enum gf_stub_region_event { GF_STUB_REGION_ENTER, GF_STUB_REGION_LEAVE, GF_STUB_REGION_BREAK } gf_stub_region_event;
+GPUFLOW_API void gf_stub_region(gf_stub_region_event what);   /* the stub's: GF_EACH_THREAD tells it */
+typedef struct gf__region { gf_kernel_ctx t; int inside; } gf__region;
 static inline gf_kernel_block gf__block_of(const gf_kernel_ctx *c) {
     gf_kernel_block b;
     int d;
     for (d = 0; d < 3; d++) { b.grid[d] = c->grid[d]; b.block[d] = c->block[d]; b.block_idx[d] = c->block_idx[d]; }
     return b;
 }
-static inline gf_kernel_ctx gf__block_first_thread(const gf_kernel_block *b) {
-    gf_kernel_ctx c;
+static inline gf__region gf__region_first(gf_kernel_block b) {
+    gf__region r;
     int d;
-    for (d = 0; d < 3; d++) { c.grid[d] = b->grid[d]; c.block[d] = b->block[d]; c.block_idx[d] = b->block_idx[d]; c.thread_idx[d] = 0; }
-    return c;
+    for (d = 0; d < 3; d++) { r.t.grid[d] = b.grid[d]; r.t.block[d] = b.block[d]; r.t.block_idx[d] = b.block_idx[d]; r.t.thread_idx[d] = 0; }
+    r.inside = 0;
+    gf_stub_region(GF_STUB_REGION_ENTER);
+    return r;
+}
+static inline int gf__region_more(const gf__region *r) {
+    if (r->t.thread_idx[2] < r->t.block[2]) return 1;
+    gf_stub_region(GF_STUB_REGION_LEAVE);
+    return 0;
 }
 #define gf_global_id(d)   ((unsigned)(gf__ctx->block_idx[d] * gf__ctx->block[d] + gf__ctx->thread_idx[d]))
 #define gf_local_id(d)    (gf__ctx->thread_idx[d])
@@ -1172,6 +1203,7 @@ GPUFLOW_API gf_result gf_launch(gf_stream *s, gf_kernel *k, gf_launch_dims dims,
 /* What the dialect's C side calls (only from a stub kernel's thread): */
 GPUFLOW_API void      gf_stub_barrier(void);              /* gf_stub_barrier_at(0) */
 GPUFLOW_API void      gf_stub_barrier_at(int site);       /* site: which gf_block_sync; 0: unknown */
+                                                          /* (and gf_stub_region, declared with GF_EACH_THREAD) */
 GPUFLOW_API unsigned  gf_stub_atomic(gf_stub_atomic_op op, unsigned *p, unsigned v, unsigned desired);
 
 /* ---- profiling ----------------------------------------------------------------------- */
@@ -8793,7 +8825,7 @@ static size_t gf__dialect_text(char *out, size_t cap, const char *prelude, const
     size_t n = 0;
     gf__text t;
     char scratch[1];
-    int i, j, lines_known = 1;
+    int i, j, lines_known = 1, one_line = !strchr(src, '\n');   /* once: not at every word found */
     /* gcc gives every kernel the line of GF_KERNELS when that is an object-like macro
        (#define GF_KERNELS GF_KERNELS_AS_C): lines shared by two kernels are not trusted */
     for (i = 0; i < desc->stub_kernel_count && lines_known; i++)
@@ -8806,7 +8838,7 @@ static size_t gf__dialect_text(char *out, size_t cap, const char *prelude, const
     }
     n += (size_t)snprintf(NULL, 0, "%s\n#line 1 \"%s\"\n", prelude, name);
     gf__say(&t, "%s\n#line 1 \"%s\"\n", prelude, name);
-    for (p = src; !strchr(src, '\n') && (p = strstr(p, "KERNEL")) != NULL; p += 6) {   /* GF_KERNEL, GF_BLOCK_KERNEL */
+    for (p = one_line ? src : NULL; p && (p = strstr(p, "KERNEL")) != NULL; p += 6) {   /* GF_KERNEL, GF_BLOCK_KERNEL */
         const char *q = p + 6, *word, *id;
         char kernel[128], mark[320];
         int line = 0, len;
@@ -11952,8 +11984,8 @@ static gf_result gf__rp_call(gf__replay *rp, gf__rec_call call, gf__rp_arg *v, g
         r = call == GF__RC_stream_pool_acquire ? gf_stream_pool_acquire(pool, v[1].given ? &v[1].hint : NULL, (gf_stream **)&made)
                                                : gf_stream_pool_acquire_ready(pool, (unsigned)v[1].u, (gf_stream **)&made);
         if (r == GF_OK && pool && at >= 0 && at < pool->count && made != pool->streams[at]) {   /* the recorded stream, not the strategy's */
-            int i = gf__pool_index(pool, (gf_stream **)&made, r);
-            gf__atomic_add(&pool->lease[i].releases, 1);
+            int given = gf__pool_index(pool, (gf_stream **)&made, r);
+            gf__atomic_add(&pool->lease[given].releases, 1);
             gf__atomic_add(&pool->lease[at].acquisitions, 1);
             made = pool->streams[at];
         }
@@ -13442,7 +13474,8 @@ typedef struct gf__block_run {
     int waiting, finished;          /* of those: at the barrier (state 1), returned (state 2) */
     int no_stacks;                  /* a fiber could not be made: the block's barriers did not hold */
     int plain;                      /* threads run as plain calls: a barrier reached now is misuse */
-    int per_block;                  /* a block kernel's one call: a gf_block_sync is misuse */
+    int per_block;                  /* a block kernel's one call: a gf_block_sync in a region is misuse */
+    int in_region;                  /* a block kernel is inside a GF_EACH_THREAD region */
     int plain_barriers;             /* threads of this block that reached one so */
     const gf_kernel_ctx *plain_ctx; /* the plain calls' context: which thread runs now */
     uint64_t plain_hit;             /* 1 + the last thread counted in plain_barriers (0: none) */
@@ -13571,15 +13604,16 @@ static int gf__block_round(gf__block_run *b) {
 /* Thread 0 (on the worker's stack) at a barrier: the others run up to it, then it goes on. Not
    inlined into gf_stub_barrier_at, whose fiber path (255 of 256 calls) stays a few registers. */
 static GF__NOINLINE void gf__thread0_waits(gf__block_run *b) {
-    if (b->started == 1 && !gf__block_start_fibers(b)) b->no_stacks = 1;
+    if (b->started == 1 && !b->no_stacks && !gf__block_start_fibers(b)) b->no_stacks = 1;   /* never later: they would start behind */
     while (b->state[0] == 1 && gf__block_round(b)) {}
 }
 GPUFLOW_IMPL void gf_stub_barrier_at(int site) {
     gf__block_run *b = gf__running_block;
     if (!b) return;   /* a one-thread block, or no kernel at all */
-    if (b->per_block) {   /* its loops cannot stop in the middle of a region */
-        if (!b->misuse[0])
-            snprintf(b->misuse, sizeof b->misuse, "gf_block_sync in a block kernel (GF_BLOCK_KERNEL), which cannot hold: the end of each GF_EACH_THREAD is its barrier");
+    if (b->per_block) {   /* between regions the block is together already; in one, its loop cannot stop */
+        if (b->in_region && !b->misuse[0])
+            snprintf(b->misuse, sizeof b->misuse, "gf_block_sync inside a GF_EACH_THREAD region of a block kernel, which cannot hold there: "
+                     "the region's end is its barrier");
         return;
     }
     if (b->plain) {   /* count threads, not calls: a thread may reach several */
@@ -13596,6 +13630,18 @@ GPUFLOW_IMPL void gf_stub_barrier_at(int site) {
     else gf__thread0_waits(b);
 }
 GPUFLOW_IMPL void gf_stub_barrier(void) { gf_stub_barrier_at(0); }
+
+/* A block kernel's GF_EACH_THREAD: where its regions start and end, and a thread that left
+   one with break (on a GPU it would skip the block's barrier). */
+GPUFLOW_IMPL void gf_stub_region(gf_stub_region_event what) {
+    gf__block_run *b = gf__running_block;
+    if (!b || !b->per_block) return;
+    if (what == GF_STUB_REGION_ENTER) b->in_region = 1;
+    else if (what == GF_STUB_REGION_LEAVE) b->in_region = 0;
+    else if (!b->misuse[0])
+        snprintf(b->misuse, sizeof b->misuse, "a thread left a GF_EACH_THREAD region with break (on a GPU it skips the block's barrier; "
+                 "continue ends a thread's part)");
+}
 
 GPUFLOW_IMPL unsigned gf_stub_atomic(gf_stub_atomic_op op, unsigned *p, unsigned v, unsigned desired) {
     unsigned old = gf__atomic_load_u32(p), next;
@@ -13709,7 +13755,11 @@ static void gf__grid_run(gf__grid *g) {
         if (it->per_block) {   /* a block kernel: one call runs the block, its regions as loops */
             gf__running_block = &b;
             b.per_block = 1;
+            b.in_region = 0;
             it->kernel(&ctx, it->argv);
+            if (b.in_region && !b.misuse[0])   /* on a GPU the others would wait at its barrier */
+                snprintf(b.misuse, sizeof b.misuse, "it returned from inside a GF_EACH_THREAD region (on a GPU the other threads wait at "
+                         "the block's barrier); the rest of the block did not run");
         } else if (!fibers) {   /* one thread, or no memory for fibers: a barrier reached now cannot hold */
             gf__running_block = per_block > 1 ? &b : NULL;
             b.plain = 1;
@@ -13727,7 +13777,7 @@ static void gf__grid_run(gf__grid *g) {
                 while (gf__block_round(&b)) {}
                 if (b.no_stacks) {   /* the threads that had no fiber never ran */
                     gf__stub_fail_async(q, GF_ERROR_OUT_OF_MEMORY, "stub: kernel '%s', block (%u, %u, %u): no host memory for its threads' fiber stacks "
-                                        "(%d x %llu bytes); the launch stopped there", it->name, bx, by, bz, per_block, (unsigned long long)GF__FIBER_STACK);
+                                        "(%d x %llu bytes); the launch stopped there", it->name, bx, by, bz, per_block - 1, (unsigned long long)GF__FIBER_STACK);
                     gf__atomic_store_int(&g->stop, 1);
                     reported = 1;
                 }

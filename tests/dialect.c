@@ -156,30 +156,73 @@ GF_BLOCK_KERNEL(block_with_sync, GF_PARAM(GF_GLOBAL unsigned *, out))
 {
     GF_EACH_THREAD { out[gf_local_id(0)] = 1u; gf_block_sync(); }
 }
+GF_BLOCK_KERNEL(block_sync_between, GF_PARAM(GF_GLOBAL unsigned *, out))
+{
+    GF_EACH_THREAD { out[gf_local_id(0)] = 1u; }
+    gf_block_sync();   /* between regions: the block is together already */
+    GF_EACH_THREAD { if (gf_local_id(0) == 0) out[0] += out[gf_local_size(0) - 1u]; }
+}
+GF_BLOCK_KERNEL(block_break, GF_PARAM(GF_GLOBAL unsigned *, out))
+{
+    GF_EACH_THREAD { if (gf_local_id(0) == 3u) break; out[gf_local_id(0)] = 1u; }
+}
+GF_BLOCK_KERNEL(block_return, GF_PARAM(GF_GLOBAL unsigned *, out))
+{
+    GF_EACH_THREAD { if (gf_local_id(0) == 3u) return; out[gf_local_id(0)] = 1u; }
+}
+GF_KERNEL(row_thread0_returns, GF_PARAM(GF_GLOBAL unsigned *, out))
+{
+    if (gf_local_id(0) == 0) return;
+    out[gf_local_id(0)] = 1u;
+    gf_block_sync();
+}
 )
+/* Launches name on a block of 16 threads (out: 16 unsigned) on a fresh stream; its result
+   (the first failure's message in gf_last_error), out copied to host. */
+static gf_result run_misuse(gf_module *mod, const char *name, gf_buffer *b, unsigned *host)
+{
+    gf_kernel *k = NULL;
+    gf_stream *t = NULL;
+    gf_arg a;
+    gf_result r;
+    a.value = 0; a.size = 0; a.buffer = b;
+    if ((r = gf_kernel_get(mod, name, &k)) != GF_OK || (r = gf_stream_create(dev, NULL, &t)) != GF_OK) return r;
+    (void)gf_fill_async(t, b, 0, 0, 16 * sizeof *host);
+    if ((r = gf_launch(t, k, dims(1, 1, 1, 16, 1, 1), &a, 1)) == GF_OK) r = gf_stream_synchronize(t);
+    (void)gf_copy_to_host(host, b, 0, 16 * sizeof *host);
+    gf_stream_destroy(t);
+    return r;
+}
 static void test_block_kernel_misuse(void)
 {
-    static const gf_stub_kernel stub[] = { GF_STUB_KERNEL(block_with_sync) };
+    static const gf_stub_kernel stub[] = { GF_STUB_KERNEL(block_with_sync), GF_STUB_KERNEL(block_sync_between), GF_STUB_KERNEL(block_break),
+                                           GF_STUB_KERNEL(block_return), GF_STUB_KERNEL(row_thread0_returns) };
     gf_module_desc d;
     gf_module *mod = NULL;
-    gf_kernel *k = NULL;
     gf_buffer *b = NULL;
-    gf_arg a;
-    if (strcmp(backend_name, "stub")) { SKIP("a barrier inside a region runs as written on a GPU"); return; }
+    unsigned host[16];
+    if (strcmp(backend_name, "stub")) { SKIP("the stub's own checks of block kernels (a GPU runs them as written)"); return; }
     memset(&d, 0, sizeof d);
-    d.stub_kernels = stub; d.stub_kernel_count = 1;
+    d.stub_kernels = stub; d.stub_kernel_count = (int)(sizeof stub / sizeof stub[0]);
     CHECK_EQ_RESULT(gf_module_load(dev, &d, &mod), GF_OK);
-    CHECK_EQ_RESULT(gf_kernel_get(mod, "block_with_sync", &k), GF_OK);
-    CHECK_EQ_RESULT(gf_buffer_create(dev, 64, &b), GF_OK);
-    a.value = 0; a.size = 0; a.buffer = b;
-    CHECK_EQ_RESULT(gf_launch(s, k, dims(2, 1, 1, 16, 1, 1), &a, 1), GF_OK);
-    CHECK_FAIL(gf_stream_synchronize(s), GF_ERROR_DRIVER);
-    CHECK(strstr(gf_last_error(), "block_with_sync") && strstr(gf_last_error(), "GF_EACH_THREAD"),
-          "gf_block_sync in a block kernel fails the launch on the stub, naming the kernel and the rule");
+    CHECK_EQ_RESULT(gf_buffer_create(dev, sizeof host, &b), GF_OK);
+    if (!mod || !b) return;
+    CHECK_FAIL(run_misuse(mod, "block_with_sync", b, host), GF_ERROR_DRIVER);
+    CHECK(strstr(gf_last_error(), "block_with_sync") && strstr(gf_last_error(), "inside a GF_EACH_THREAD"),
+          "gf_block_sync inside a region of a block kernel fails the launch on the stub, naming the kernel and the rule");
+    CHECK_EQ_RESULT(run_misuse(mod, "block_sync_between", b, host), GF_OK);
+    CHECK(host[0] == 2 && host[15] == 1, "gf_block_sync between a block kernel's regions is no misuse (the block is together there)");
+    CHECK_FAIL(run_misuse(mod, "block_break", b, host), GF_ERROR_DRIVER);
+    CHECK(strstr(gf_last_error(), "block_break") && strstr(gf_last_error(), "with break"),
+          "break in a region fails the launch on the stub (on a GPU it skips the barrier), naming the kernel (review 8)");
+    CHECK_FAIL(run_misuse(mod, "block_return", b, host), GF_ERROR_DRIVER);
+    CHECK(strstr(gf_last_error(), "block_return") && strstr(gf_last_error(), "returned from inside"),
+          "return in a region fails the launch on the stub (on a GPU the others wait at the barrier), naming the kernel (review 8)");
+    CHECK_FAIL(run_misuse(mod, "row_thread0_returns", b, host), GF_ERROR_DRIVER);
+    CHECK(strstr(gf_last_error(), "15 of its 16 threads reached gf_block_sync"),
+          "a GF_KERNEL whose thread 0 returns while the rest sync: the count names every thread that arrived (review 8: 1 of 16)");
     gf_buffer_destroy(b);
     gf_module_destroy(mod);
-    gf_stream_destroy(s);   /* the failure stays with the stream: a fresh one for what follows */
-    CHECK_EQ_RESULT(gf_stream_create(dev, NULL, &s), GF_OK);
 }
 
 static void test_atomics(gf_module *mod)

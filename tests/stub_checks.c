@@ -202,7 +202,7 @@ static void test_no_memory_for_fibers(void)
     for (i = 0; i < 32; i++) host[i] = (float)i;
     CHECK_EQ_RESULT(gf_copy_to_device(x, 0, host, sizeof host), GF_OK);
     CHECK_EQ_RESULT(gf_stream_create(dev, NULL, &s), GF_OK);
-    stacks_limit(1);   /* thread 0's stack, then none */
+    stacks_limit(1);   /* thread 1's stack (thread 0 runs on the worker's own), then none */
     {
         gf_kernel *k = NULL;
         gf_launch_dims d;
@@ -219,6 +219,7 @@ static void test_no_memory_for_fibers(void)
     }
     CHECK(error_has("kernel 'correct', block (0, 0, 0): no host memory for its threads' fiber stacks") && error_has("the launch stopped there"),
           "no memory for fiber stacks: OUT_OF_MEMORY naming the kernel and block");
+    CHECK(error_has("(7 x "), "... counting the stacks its threads but thread 0 need (7 of a block of 8)");
     gf_stream_destroy(s);
     {   /* no stack at all: a kernel without barriers runs as plain calls, right */
         gf_stream *t = NULL;
