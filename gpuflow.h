@@ -1621,7 +1621,9 @@ static void gf__mutex_destroy(gf__mutex *m) { pthread_mutex_destroy(GF__OS_MUTEX
 /* Spins a little before it sleeps: most of gpuflow's locks are held for a few instructions,
    and a stream's worker and the thread that feeds it meet on its queue's lock at every item;
    a sleeping wait costs two futex calls and a wake-up (the race detector's stub figures). */
-#define GF__LOCK_SPINS 64
+#ifndef GF__LOCK_SPINS
+#  define GF__LOCK_SPINS 64
+#endif
 static void gf__lock(gf__mutex *m) {
     int spins;
     for (spins = 0; spins < GF__LOCK_SPINS; spins++) {

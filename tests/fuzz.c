@@ -426,7 +426,7 @@ static const gf_stub_kernel fz_stub_kernels[] = {
     { NULL, fz_k_empty, 0, NULL, 0, NULL, 0 }, /* and one without a name */
     { "reverse_u32", fz_k_reverse, 3, fz_u32_params, 0, NULL, 0 },
     { "atomics_u32", fz_k_atomics, 3, fz_u32_params, 0, NULL, 0 },
-    { "diverge_u32", fz_k_diverge, 3, fz_u32_params, 0, NULL },
+    { "diverge_u32", fz_k_diverge, 3, fz_u32_params, 0, NULL, 0 },
 };
 
 static int fz_first_buf(int dev);
