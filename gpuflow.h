@@ -1579,7 +1579,7 @@ static int gf__cas_u64(uint64_t *p, uint64_t expected, uint64_t desired) {   /* 
 #endif
 
 #if defined(_WIN32)
-static void gf__mutex_init(gf__mutex *m)    { InitializeCriticalSectionAndSpinCount(GF__OS_MUTEX(m), 256); GF__DISOWNED(m); }   /* spins first, as gf__lock does on POSIX */
+static void gf__mutex_init(gf__mutex *m)    { InitializeCriticalSection(GF__OS_MUTEX(m)); GF__DISOWNED(m); }
 static void gf__mutex_destroy(gf__mutex *m) { DeleteCriticalSection(GF__OS_MUTEX(m)); }
 static void gf__lock(gf__mutex *m)          { EnterCriticalSection(GF__OS_MUTEX(m)); GF__OWNED(m); }
 static void gf__unlock(gf__mutex *m)        { GF__DISOWNED(m); LeaveCriticalSection(GF__OS_MUTEX(m)); }
@@ -1618,25 +1618,7 @@ static void gf__yield(void) { SwitchToThread(); }
 #else
 static void gf__mutex_init(gf__mutex *m)    { pthread_mutex_init(GF__OS_MUTEX(m), NULL); GF__DISOWNED(m); }
 static void gf__mutex_destroy(gf__mutex *m) { pthread_mutex_destroy(GF__OS_MUTEX(m)); }
-/* Spins a little before it sleeps: most of gpuflow's locks are held for a few instructions,
-   and a stream's worker and the thread that feeds it meet on its queue's lock at every item;
-   a sleeping wait costs two futex calls and a wake-up (the race detector's stub figures). */
-#ifndef GF__LOCK_SPINS
-#  define GF__LOCK_SPINS 64
-#endif
-static void gf__lock(gf__mutex *m) {
-    int spins;
-    for (spins = 0; spins < GF__LOCK_SPINS; spins++) {
-        if (pthread_mutex_trylock(GF__OS_MUTEX(m)) == 0) { GF__OWNED(m); return; }
-#if defined(__x86_64__) || defined(__i386__)
-        __asm__ __volatile__("pause");
-#elif defined(__aarch64__)
-        __asm__ __volatile__("yield");
-#endif
-    }
-    pthread_mutex_lock(GF__OS_MUTEX(m));
-    GF__OWNED(m);
-}
+static void gf__lock(gf__mutex *m)          { pthread_mutex_lock(GF__OS_MUTEX(m)); GF__OWNED(m); }
 static void gf__unlock(gf__mutex *m)        { GF__DISOWNED(m); pthread_mutex_unlock(GF__OS_MUTEX(m)); }
 static void gf__cond_init(gf__cond *c) {
     pthread_condattr_t a;
