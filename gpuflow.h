@@ -993,11 +993,9 @@ GPUFLOW_API gf_device  *gf_stream_device(const gf_stream *s);
    released twice, destroyed or released with a pending gf_event_on_complete), GF_ERROR_CAPTURE
    (waiting on an event recorded inside a capture in progress), GF_ERROR_NOT_FOUND (a wait id
    that is not pending). A never-recorded event counts as complete, as in CUDA. An event pool
-   is shared by threads without contention: each running thread (up to 16 per pool) takes
-   events from a shelf of its own, with no lock, and what it releases goes back there; an
-   event released by another thread than the one that acquired it goes to the pool's shared
-   list (one short lock). gf_event_pool_stats is a snapshot when other threads use the pool
-   meanwhile. */
+   is shared by threads without contention: each thread takes events from a shelf of its own and
+   an event goes back to the shelf it came from; gf_event_pool_stats is a snapshot when other
+   threads use the pool meanwhile. */
 GPUFLOW_API gf_result gf_event_create(gf_device *dev, unsigned flags, gf_event **out);
 GPUFLOW_API void      gf_event_destroy(gf_event *ev);
 GPUFLOW_API gf_result gf_event_record(gf_event *ev, gf_stream *s);
@@ -2065,7 +2063,7 @@ struct gf_event {
     uint64_t stream_id;             /* the same, by id: what descriptions look the label up by */
     gf_event_pool *pool;
     int in_pool;                    /* atomic: 1 while it sits in its pool (or was never acquired) */
-    int shelf;                      /* atomic: the pool shelf it was last acquired from (-1: none) */
+    int shelf;                      /* atomic: the pool shelf it was last acquired from */
     uint64_t capture_id;            /* recorded inside this capture (0: none) */
     int capture_pos;                /* recording stream's capture_ops at the record */
     uint64_t trace_id;              /* profiler: the op it marks, for flow arrows */
@@ -4984,32 +4982,29 @@ static gf_result gf__call_event_elapsed_ms(gf_event *start, gf_event *end, float
 }
 
 /* ---- event pools ---------------------------------------------------------------- >>eventpools */
-/* Acquiring and releasing a pooled event costs a pointer move instead of a driver create and
-   destroy. Free events sit on shelves, each on cache lines of its own; a shelf belongs to one
-   running thread (its thread slot, below, modulo GF__EVENT_SHELVES), and only that thread
-   touches it, with no lock: an acquire pops from the caller's shelf, and a release by the
-   thread that owns the event's shelf pushes onto it. Behind the shelves, one shared free list
-   per kind (plain, timing), under the pool's lock, serves a thread without a shelf of its own
-   (its shelf's slot taken by another running thread), takes what a full shelf cannot hold and
-   events released by another thread than their shelf's owner, and feeds empty shelves.
-   A shelf whose thread has ended is emptied into the shared list and handed to the next
-   thread that asks for it, so events a thread leaves on its shelf are found again: an empty
-   shared list collects ended threads' shelves before the pool makes new ones. Two releases of
-   one event, from any threads, meet on one atomic exchange of its in_pool flag: the second is
-   refused. Lock order: the pool's lock, then the thread slots' (gf__thread_id). */
-#define GF__EVENT_SHELVES 16          /* shelves per pool: thread slot s uses shelf s % 16 */
+/* Acquiring and releasing a pooled event costs a lock and a pointer move instead of a driver
+   create and destroy. Free events sit on shelves, one per thread (threads share them past
+   GF__EVENT_SHELVES), each on cache lines of its own, so threads that cycle events never
+   touch a line another thread writes; behind them, one shared free list per kind (plain,
+   timing) takes what a full shelf cannot hold and feeds empty ones. A shelf is reachable from
+   every thread, so events a thread leaves on its shelf when it exits are found again: an empty
+   shared list collects every shelf's events before the pool makes new ones. An event goes back
+   to the shelf it came from, under that shelf's lock: two releases of one event, from any
+   threads, meet on one lock, and the second is refused.
+   Lock order: the pool's lock, then a shelf's. */
+#define GF__EVENT_SHELVES 16          /* shelves per pool; thread n uses shelf n % 16 */
 #define GF__EVENT_SHELF_SIZE 8        /* free events a shelf keeps per kind */
 
 typedef struct gf__event_shelf {
-    uint64_t owner;                                   /* atomic: its thread's id (0: none); set under pool->lock */
-    int count[2];                                     /* atomic: [0] plain, [1] timing; the owner writes */
-    gf_event *items[2][GF__EVENT_SHELF_SIZE];         /* the owner's alone (an ended owner's: pool->lock) */
+    gf__spin lock;
+    int count[2];                                     /* [0] plain, [1] timing */
+    gf_event *items[2][GF__EVENT_SHELF_SIZE];
 } gf__event_shelf;
 
 struct gf_event_pool {
     uint32_t type;
     gf_device *dev;
-    gf__spin lock;                 /* the shared lists, shelf owners, and the list of all events */
+    gf__spin lock;                 /* the shared lists and the list of all events */
     gf_event **free_list[2]; int free_count[2], free_cap[2];   /* [0] plain, [1] timing */
     int created[2];                /* per kind: the shared list can hold them all */
     gf_event **all; int all_count, all_cap;
@@ -5017,57 +5012,12 @@ struct gf_event_pool {
     struct { gf__event_shelf shelf; char gap[GF__CACHE_LINE]; } shelves[GF__EVENT_SHELVES];
 };
 
-/* Thread slots: a running thread that uses an event pool holds one of GF__THREAD_SLOTS slots,
-   the lowest free one, and its id is the slot with the slot's generation; when the thread ends
-   (a pthread key's or a fiber-local slot's destructor) the generation moves on and the slot is
-   free for the next thread, so an id names one thread's lifetime and says whether it still
-   runs. Ids live in pool shelves. A thread past GF__THREAD_SLOTS running ones, or one whose
-   end cannot be heard, gets no slot and uses the pools' shared lists. */
-#define GF__THREAD_SLOTS 256
-#define GF__NO_THREAD_SLOT ((uint64_t)1 << 63)   /* asked, and none to be had */
-static GF__TLS uint64_t gf__my_thread_id;        /* (generation << 16) | (slot + 1); 0: not asked yet */
-static uint64_t gf__slot_generation[GF__THREAD_SLOTS];   /* atomic: moves on when the slot's thread ends */
-static uint64_t gf__slot_taken[GF__THREAD_SLOTS / 64];   /* gf__slots_lock */
-static gf__spin gf__slots_lock;
-static int gf__slots_hook;                                /* gf__slots_lock: 0 not set up, 1 ready, -1 unavailable */
-static int gf__thread_id_slot(uint64_t id) { return (int)(id & 0xffff) - 1; }   /* -1: none */
-static int gf__thread_id_running(uint64_t id) {
-    int slot = gf__thread_id_slot(id);
-    return slot >= 0 && (id >> 16) == gf__atomic_load(&gf__slot_generation[slot]);
-}
-static void gf__thread_slot_release(int slot) {   /* its thread has ended */
-    gf__atomic_add(&gf__slot_generation[slot], 1);   /* publishes the thread's last shelf writes */
-    gf__spin_lock(&gf__slots_lock);
-    gf__slot_taken[slot / 64] &= ~((uint64_t)1 << (slot % 64));
-    gf__spin_unlock(&gf__slots_lock);
-    gf__my_thread_id = 0;   /* a later call on this thread (another destructor) asks again */
-}
-#if defined(_WIN32)
-static DWORD gf__slots_key;
-static VOID NTAPI gf__thread_slot_ended(PVOID p) { if (p) gf__thread_slot_release((int)(uintptr_t)p - 1); }
-static int gf__slots_hook_setup(void) { return (gf__slots_key = FlsAlloc(gf__thread_slot_ended)) != FLS_OUT_OF_INDEXES; }
-static int gf__slots_hook_arm(int slot) { return FlsSetValue(gf__slots_key, (PVOID)(uintptr_t)(slot + 1)) != 0; }
-#else
-static pthread_key_t gf__slots_key;
-static void gf__thread_slot_ended(void *p) { if (p) gf__thread_slot_release((int)(uintptr_t)p - 1); }
-static int gf__slots_hook_setup(void) { return pthread_key_create(&gf__slots_key, gf__thread_slot_ended) == 0; }
-static int gf__slots_hook_arm(int slot) { return pthread_setspecific(gf__slots_key, (void *)(uintptr_t)(slot + 1)) == 0; }
-#endif
-static uint64_t gf__thread_id(void) {
-    int slot = -1, i;
-    if (gf__my_thread_id) return gf__my_thread_id;
-    gf__spin_lock(&gf__slots_lock);
-    if (!gf__slots_hook) gf__slots_hook = gf__slots_hook_setup() ? 1 : -1;
-    for (i = 0; gf__slots_hook > 0 && slot < 0 && i < GF__THREAD_SLOTS; i++)
-        if (!(gf__slot_taken[i / 64] & ((uint64_t)1 << (i % 64)))) slot = i;
-    if (slot >= 0 && gf__slots_hook_arm(slot)) {
-        gf__slot_taken[slot / 64] |= (uint64_t)1 << (slot % 64);
-        gf__my_thread_id = (gf__atomic_load(&gf__slot_generation[slot]) << 16) | (uint64_t)(slot + 1);
-    } else {
-        gf__my_thread_id = GF__NO_THREAD_SLOT;
-    }
-    gf__spin_unlock(&gf__slots_lock);
-    return gf__my_thread_id;
+/* The calling thread's number, 1, 2, ... in the order threads first ask (0: not yet asked). */
+static GF__TLS int gf__thread_number;
+static int gf__threads_numbered;   /* atomic */
+static int gf__thread_shelf(void) {
+    if (!gf__thread_number) gf__thread_number = gf__atomic_add_int(&gf__threads_numbered, 1) + 1;
+    return (int)((unsigned)gf__thread_number % GF__EVENT_SHELVES);
 }
 
 static gf_result gf__event_pool_grow(gf_event_pool *pool, int timing, int n) {   /* pool->lock held */
@@ -5081,7 +5031,6 @@ static gf_result gf__event_pool_grow(gf_event_pool *pool, int timing, int n) {  
         if ((r = gf__event_new(pool->dev, timing ? GF_EVENT_TIMING : 0, &ev)) != GF_OK) return r;
         ev->pool = pool;
         ev->in_pool = 1;
-        ev->shelf = -1;
         pool->all[pool->all_count++] = ev;
         pool->created[k]++;
         pool->free_list[k][pool->free_count[k]++] = ev;
@@ -5110,43 +5059,16 @@ static gf_result gf__call_event_pool_create(gf_device *dev, const gf_event_pool_
     return GF_OK;
 }
 
-/* Moves a shelf's events to the shared lists and frees it (pool->lock held; its owner ended). */
-static void gf__event_shelf_empty(gf_event_pool *pool, gf__event_shelf *shelf) {
-    int k;
-    for (k = 0; k < 2; k++)
-        while (shelf->count[k]) {
-            pool->free_list[k][pool->free_count[k]++] = shelf->items[k][shelf->count[k] - 1];
-            gf__atomic_store_int(&shelf->count[k], shelf->count[k] - 1);
-        }
-    gf__atomic_store(&shelf->owner, (uint64_t)0);
-}
-
-/* The calling thread's shelf, by index (-1: none); claim: it may take its slot's shelf
-   (pool->lock held) when that is free or its thread has ended. */
-static int gf__event_shelf_of(gf_event_pool *pool, uint64_t id, int claim) {
-    int slot = gf__thread_id_slot(id), i;
-    gf__event_shelf *shelf;
-    uint64_t owner;
-    if (slot < 0) return -1;
-    i = slot % GF__EVENT_SHELVES;
-    shelf = &pool->shelves[i].shelf;
-    owner = gf__atomic_load(&shelf->owner);
-    if (owner == id) return i;   /* stays ours: only a sweep of an ended owner changes it */
-    if (!claim || (owner && gf__thread_id_running(owner))) return -1;
-    if (owner) gf__event_shelf_empty(pool, shelf);
-    gf__atomic_store(&shelf->owner, id);
-    return i;
-}
-
-/* An event of kind k from the shared list (pool->lock held): when it is empty, first the
-   shelves of ended threads, then a new one. */
+/* An event of kind k from the shared list (pool->lock held): when it is empty, first every
+   shelf's events of that kind, then a new one. */
 static gf_result gf__event_pool_take_shared(gf_event_pool *pool, int k, gf_event **out) {
     int i;
     if (pool->free_count[k] == 0)
         for (i = 0; i < GF__EVENT_SHELVES; i++) {
             gf__event_shelf *shelf = &pool->shelves[i].shelf;
-            uint64_t owner = gf__atomic_load(&shelf->owner);
-            if (owner && !gf__thread_id_running(owner)) gf__event_shelf_empty(pool, shelf);
+            gf__spin_lock(&shelf->lock);
+            while (shelf->count[k]) pool->free_list[k][pool->free_count[k]++] = shelf->items[k][--shelf->count[k]];
+            gf__spin_unlock(&shelf->lock);
         }
     if (pool->free_count[k] == 0) {
         gf_result r = gf__event_pool_grow(pool, k, 1);
@@ -5157,24 +5079,20 @@ static gf_result gf__event_pool_take_shared(gf_event_pool *pool, int k, gf_event
 }
 
 static gf_result gf__event_pool_take(gf_event_pool *pool, unsigned flags, gf_event **out) {
-    int k = (flags & GF_EVENT_TIMING) ? 1 : 0, n;
-    uint64_t id = gf__thread_id();
-    int home = gf__event_shelf_of(pool, id, 0);
-    gf__event_shelf *shelf = home >= 0 ? &pool->shelves[home].shelf : NULL;
+    int k = (flags & GF_EVENT_TIMING) ? 1 : 0, home = gf__thread_shelf();
+    gf__event_shelf *shelf = &pool->shelves[home].shelf;
     gf_event *ev = NULL;
-    if (shelf && (n = shelf->count[k]) > 0) {   /* the owner's fast path: no lock */
-        ev = shelf->items[k][n - 1];
-        gf__atomic_store_int(&shelf->count[k], n - 1);
-    } else {
+    gf__spin_lock(&shelf->lock);
+    if (shelf->count[k]) ev = shelf->items[k][--shelf->count[k]];
+    gf__spin_unlock(&shelf->lock);
+    if (!ev) {
         gf_result r;
         gf__spin_lock(&pool->lock);
-        if (home < 0) home = gf__event_shelf_of(pool, id, 1);
         r = gf__event_pool_take_shared(pool, k, &ev);
         gf__spin_unlock(&pool->lock);
         if (r != GF_OK) return r;
     }
-    /* ours alone now: its release (an exchange, then the shelf's owner or the pool's lock)
-       ordered the last holder's writes before these */
+    /* ours alone now: the lock it came out under ordered the last holder's writes before these */
     gf__atomic_store_int(&ev->shelf, home);
     gf__atomic_store_int(&ev->in_pool, 0);
     gf__atomic_store_int(&ev->recorded, 0);
@@ -5183,25 +5101,21 @@ static gf_result gf__event_pool_take(gf_event_pool *pool, unsigned flags, gf_eve
     return GF_OK;
 }
 
-/* Back onto the shelf it came from when the caller owns that shelf and it has room, else the
-   shared list. Returns 0, and changes nothing, when the event is already in the pool. */
+/* Back onto the shelf it came from (the shared list when that shelf is full). Returns 0, and
+   changes nothing, when the event is already in the pool. */
 static int gf__event_pool_put(gf_event_pool *pool, gf_event *ev) {
-    int k = (ev->flags & GF_EVENT_TIMING) ? 1 : 0, home, n;
-    gf__event_shelf *shelf = NULL;
-    if (gf__atomic_xchg_int(&ev->in_pool, 1)) return 0;
-    home = gf__atomic_load_int(&ev->shelf);
-    if (home >= 0 && gf__my_thread_id) {
-        shelf = &pool->shelves[home].shelf;
-        if (gf__atomic_load(&shelf->owner) != gf__my_thread_id) shelf = NULL;
+    int k = (ev->flags & GF_EVENT_TIMING) ? 1 : 0, shelved = 0;
+    gf__event_shelf *shelf = &pool->shelves[gf__atomic_load_int(&ev->shelf)].shelf;
+    gf__spin_lock(&shelf->lock);
+    if (gf__atomic_load_int(&ev->in_pool)) { gf__spin_unlock(&shelf->lock); return 0; }
+    gf__atomic_store_int(&ev->in_pool, 1);
+    if (shelf->count[k] < GF__EVENT_SHELF_SIZE) { shelf->items[k][shelf->count[k]++] = ev; shelved = 1; }
+    gf__spin_unlock(&shelf->lock);
+    if (!shelved) {
+        gf__spin_lock(&pool->lock);
+        pool->free_list[k][pool->free_count[k]++] = ev;   /* capacity: every event has a slot */
+        gf__spin_unlock(&pool->lock);
     }
-    if (shelf && (n = shelf->count[k]) < GF__EVENT_SHELF_SIZE) {
-        shelf->items[k][n] = ev;
-        gf__atomic_store_int(&shelf->count[k], n + 1);
-        return 1;
-    }
-    gf__spin_lock(&pool->lock);
-    pool->free_list[k][pool->free_count[k]++] = ev;   /* capacity: every event has a slot */
-    gf__spin_unlock(&pool->lock);
     return 1;
 }
 static void gf__event_pool_give(gf_event_pool *pool, gf_event *ev) {   /* the core's own events */
@@ -5237,7 +5151,9 @@ GPUFLOW_IMPL gf_result gf_event_pool_get_stats(gf_event_pool *pool, gf_event_poo
     available = pool->free_count[0] + pool->free_count[1];
     for (i = 0; i < GF__EVENT_SHELVES; i++) {
         gf__event_shelf *shelf = &pool->shelves[i].shelf;
-        available += gf__atomic_load_int(&shelf->count[0]) + gf__atomic_load_int(&shelf->count[1]);
+        gf__spin_lock(&shelf->lock);
+        available += shelf->count[0] + shelf->count[1];
+        gf__spin_unlock(&shelf->lock);
     }
     out->available = available;
     out->in_use = pool->all_count - available;

@@ -719,7 +719,7 @@ static void section_event(bench *B) {
         double mutex_ns, spin_ns;
         host_lock_costs(&mutex_ns, &spin_ns);
         printf("%-30s %.2f ns a mutex lock+unlock, %.2f ns a spin lock+unlock (uncontended; a cycle takes "
-               "the stream's mutex, the event's spin pair and the release's exchange)\n", "host_lock_costs", mutex_ns, spin_ns);
+               "one mutex and three spin pairs and an exchange)\n", "host_lock_costs", mutex_ns, spin_ns);
         if (machine) printf("@gf host_mutex_pair_ns %.6g 0 ns\n@gf host_spin_pair_ns %.6g 0 ns\n", mutex_ns, spin_ns);
     }
     gf_event_destroy(B->gev);
