@@ -185,6 +185,10 @@ $(BUILD)/cpp_gxx: tests/cpp_compile.cpp $(HDRS) | $(BUILD)
 $(BUILD)/cpp_clangxx: tests/cpp_compile.cpp $(HDRS) | $(BUILD)
 	$(CLANGXX) -std=c++11 $(WARN) $(OPT) $(BACKENDS) $< -o $@ $(LDLIBS)
 
+# C++ under ThreadSanitizer: the stub's fiber hooks must link unmangled
+$(BUILD)/tsan/cpp_clangxx: tests/cpp_compile.cpp $(HDRS) | $(BUILD)/tsan
+	$(CLANGXX) -std=c++11 $(WARN) -g -O1 $(TSAN) $< -o $@ $(LDLIBS)
+
 # ---- make test-gpu (the GPU machine) ---------------------------------------------------------------
 # CUDA, then OpenCL through NVIDIA's ICD (registered here through OCL_ICD_VENDORS when its
 # library is present), then memcheck. memcheck does not report the API errors that the suite
@@ -286,7 +290,7 @@ sanitize: $(BUILD)/asan/conformance $(BUILD)/asan/bad_input $(BUILD)/asan/thread
           $(BUILD)/asan/multi_device $(BUILD)/tsan/multi_device $(BUILD)/tsan/conformance $(BUILD)/tsan/threads $(BUILD)/tsan/reliability \
           $(BUILD)/asan/on_demand $(BUILD)/tsan/on_demand $(BUILD)/asan/realtime $(BUILD)/tsan/realtime \
           $(BUILD)/asan/hot_reload $(BUILD)/tsan/hot_reload $(BUILD)/asan/decide $(BUILD)/tsan/decide \
-          $(BUILD)/asan/record $(BUILD)/tsan/record $(BUILD)/asan/fuzz_record_replay $(MSAN_TESTS)
+          $(BUILD)/asan/record $(BUILD)/tsan/record $(BUILD)/asan/fuzz_record_replay $(BUILD)/tsan/cpp_clangxx $(MSAN_TESTS)
 	@$(SAN_ENV) sh tests/run.sh "$(BUILD)/asan/conformance stub" "$(BUILD)/asan/bad_input" \
 	    "$(BUILD)/asan/threads stub" "$(BUILD)/asan/reliability stub" "$(BUILD)/asan/races stub" \
 	    "$(BUILD)/asan/faults alloc stub" "$(BUILD)/asan/faults slots stub" "$(BUILD)/asan/dialect stub" "$(BUILD)/tsan/dialect stub" \
@@ -296,7 +300,7 @@ sanitize: $(BUILD)/asan/conformance $(BUILD)/asan/bad_input $(BUILD)/asan/thread
 	    "$(BUILD)/tsan/conformance stub" "$(BUILD)/tsan/threads stub" "$(BUILD)/tsan/reliability stub" \
 	    "$(BUILD)/asan/on_demand stub" "$(BUILD)/tsan/on_demand stub" "$(BUILD)/asan/realtime stub" "$(BUILD)/tsan/realtime stub" \
 	    "$(BUILD)/asan/hot_reload stub" "$(BUILD)/tsan/hot_reload stub" "$(BUILD)/asan/decide stub" "$(BUILD)/tsan/decide stub" \
-	    "$(BUILD)/asan/record stub" "$(BUILD)/tsan/record stub" "$(BUILD)/asan/fuzz_record_replay tests/replay_corpus" $(MSAN_RUNS)
+	    "$(BUILD)/asan/record stub" "$(BUILD)/tsan/record stub" "$(BUILD)/asan/fuzz_record_replay tests/replay_corpus" "$(BUILD)/tsan/cpp_clangxx" $(MSAN_RUNS)
 
 # Every N of the fault loops rather than a sample (minutes): make faults-all
 faults-all: $(BUILD)/faults

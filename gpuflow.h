@@ -13445,10 +13445,16 @@ __asm__(".text\n\t.p2align 4\n\t.def gf__fiber_swap; .scl 3; .type 32; .endef\n"
         ".text\n");
 #endif
 #ifdef GF__TSAN_FIBERS
+#  ifdef __cplusplus
+extern "C" {   /* ThreadSanitizer's runtime exports them unmangled */
+#  endif
 void *__tsan_get_current_fiber(void);
 void *__tsan_create_fiber(unsigned flags);
 void __tsan_destroy_fiber(void *fiber);
 void __tsan_switch_to_fiber(void *fiber, unsigned flags);
+#  ifdef __cplusplus
+}
+#  endif
 #endif
 
 typedef struct gf__block_run {

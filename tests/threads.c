@@ -128,6 +128,89 @@ static void *shelf_main(void *p)
     return NULL;
 }
 
+/* Event pools past their shelves: a release racing another of the same event, events
+   released by another thread than the one that acquired them, and more threads at once than
+   a pool has shelves (threads whose shelf another running thread holds use the shared list). */
+enum { OWN_T = 24, OWN_HELD = 3, OWN_CYCLES = 200, RACE_ROUNDS = 300 };
+typedef struct {
+    gf_event_pool *pool;
+    gf_stream *s;
+    gf_event *held[OWN_HELD];
+    gf_event *release_this;          /* race: the one event both threads release */
+    int phase, errors, released_ok;
+} own_worker;
+static own_worker OW[OWN_T];
+
+static void *own_main(void *p)
+{
+    own_worker *w = (own_worker *)p;
+    int i;
+    switch (w->phase) {
+    case 0:   /* acquire and record some, keep them */
+        for (i = 0; i < OWN_HELD; i++)
+            if (gf_event_pool_acquire(w->pool, i == 2 ? GF_EVENT_TIMING : 0, &w->held[i]) != GF_OK || gf_event_record(w->held[i], w->s) != GF_OK) w->errors++;
+        break;
+    case 1:   /* release the next thread's */
+        for (i = 0; i < OWN_HELD; i++) if (gf_event_pool_release(w->pool, OW[(w - OW + 1) % OWN_T].held[i]) != GF_OK) w->errors++;
+        break;
+    case 2:   /* cycle */
+        for (i = 0; i < OWN_CYCLES; i++) {
+            gf_event *e = NULL;
+            if (gf_event_pool_acquire(w->pool, 0, &e) != GF_OK || gf_event_record(e, w->s) != GF_OK || gf_event_pool_release(w->pool, e) != GF_OK) w->errors++;
+        }
+        break;
+    default:  /* race */
+        if (gf_event_pool_release(w->pool, w->release_this) == GF_OK) w->released_ok = 1;
+        break;
+    }
+    return NULL;
+}
+
+static void own_run(int phase, int n)
+{
+    pthread_t t[OWN_T];
+    int i, started = 0;
+    for (i = 0; i < n; i++) OW[i].phase = phase;
+    for (i = 0; i < n; i++) if (pthread_create(&t[i], NULL, own_main, &OW[i]) == 0) started++;
+    CHECK(started == n, "event pool threads started");
+    for (i = 0; i < started; i++) pthread_join(t[i], NULL);
+}
+
+static void test_event_pool_threads(gf_stream *s)
+{
+    gf_event_pool *pool = NULL;
+    gf_event_pool_stats es = {0};
+    int i, errors = 0, one_each = 1, created;
+    if (!CHECK_EQ_RESULT(gf_event_pool_create(dev, NULL, &pool), GF_OK)) return;
+    for (i = 0; i < OWN_T; i++) { memset(&OW[i], 0, sizeof OW[i]); OW[i].pool = pool; OW[i].s = s; }
+    own_run(0, OWN_T);
+    own_run(1, OWN_T);
+    for (i = 0; i < OWN_T; i++) errors += OW[i].errors;
+    CHECK(errors == 0, "event pool, 24 threads: each released the events the next thread acquired");
+    CHECK(gf_event_pool_stats(pool, &es) == GF_OK && es.in_use == 0 && es.available == es.created,
+          "event pool: events released on another thread are all back");
+    created = es.created;
+    own_run(2, OWN_T);
+    for (i = 0, errors = 0; i < OWN_T; i++) errors += OW[i].errors;
+    CHECK(errors == 0, "event pool: 24 threads at once, 16 shelves: every acquire, record and release succeeded");
+    CHECK(gf_event_pool_stats(pool, &es) == GF_OK && es.in_use == 0 && es.available == es.created && es.created == created,
+          "event pool: all back, and cycling one at a time made no new event");
+    /* two threads release one event at once, 300 times (600 threads: the slots of ended
+       threads are handed on): exactly one release is taken */
+    for (i = 0; i < RACE_ROUNDS; i++) {
+        gf_event *e = NULL;
+        if (gf_event_pool_acquire(pool, 0, &e) != GF_OK) { one_each = 0; break; }
+        OW[0].release_this = OW[1].release_this = e;
+        OW[0].released_ok = OW[1].released_ok = 0;
+        own_run(3, 2);
+        if (OW[0].released_ok + OW[1].released_ok != 1) one_each = 0;
+    }
+    CHECK(one_each, "event pool: of two releases of one event racing, exactly one succeeds (300 rounds)");
+    CHECK(gf_event_pool_stats(pool, &es) == GF_OK && es.in_use == 0 && es.available == es.created && es.created == created,
+          "event pool: after the races every event is back once, and none was made");
+    gf_event_pool_destroy(pool);
+}
+
 /* Streams, events and buffers created and destroyed concurrently on one device. */
 static void *churn_main(void *p)
 {
@@ -318,6 +401,7 @@ int main(int argc, char **argv)
     }
     gf_event_pool_destroy(events);
     events = NULL;
+    test_event_pool_threads(shared);
 
     run_threads(churn_main);
     CHECK(total_errors() == 0, "concurrent create / use / destroy of streams, events, async buffers");
