@@ -130,7 +130,7 @@ static void *shelf_main(void *p)
 
 /* Event pools past their shelves: a release racing another of the same event, events
    released by another thread than the one that acquired them, and more threads at once than
-   a pool has shelves (threads whose shelf another running thread holds use the shared list). */
+   a pool has shelves (two threads then share a shelf, and its lock). */
 enum { OWN_T = 24, OWN_HELD = 3, OWN_CYCLES = 200, RACE_ROUNDS = 300 };
 typedef struct {
     gf_event_pool *pool;
