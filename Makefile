@@ -59,7 +59,18 @@ TEST_BINS = $(BUILD)/conformance $(BUILD)/bad_input $(BUILD)/threads $(BUILD)/no
             $(BUILD)/record $(BUILD)/fuzz_record_replay $(BUILD)/tools/gfreplay $(BUILD)/cpp_gxx $(if $(HAVE_CLANGXX),$(BUILD)/cpp_clangxx) \
             $(if $(HAVE_CLANG),$(BUILD)/conformance_clang) $(BUILD)/conformance_debug $(BUILD)/interop_debug $(if $(HAVE_CUDA),$(BUILD)/nvrtc_check) \
             $(if $(HAVE_HIP),$(BUILD)/hiprtc_check $(BUILD)/hiprtc_missing)
-TEST_RUNS = "$(BUILD)/conformance stub" "$(BUILD)/conformance opencl" \
+# tests/run.sh runs these TEST_JOBS at a time (default: every core), the longest first; "then:"
+# waits for the one before it.
+TEST_RUNS = "sh tests/windows.sh $(BUILD) examples" "sh tests/windows.sh $(BUILD) tests" \
+            "sh tests/examples.sh $(BUILD)/examples-test '$(CC) $(CSTD) $(WARN) $(BACKENDS)' stub $(if $(HAVE_OPENCL),opencl)" \
+            "then: sh tests/replay.sh $(BUILD)/tools/gfreplay $(BUILD)/examples-test $(BUILD) stub $(if $(HAVE_OPENCL),opencl)" \
+            "sh tests/compile_checks.sh $(BUILD) '$(CC) $(CSTD) $(WARN) $(call isys,$(CUDA_INCLUDE)) $(call isys,$(HIP_INCLUDE))' \
+                $(if $(HAVE_CUDA),cuda) $(if $(HAVE_OPENCL),opencl) $(if $(HAVE_HIP),hip)" \
+            "sh tests/package.sh $(BUILD)" "sh tests/doc_blocks.sh $(BUILD)" \
+            "CC='$(CC)' CXX='$(GXX)' sh tests/header_versions.sh $(VENDOR_HEADERS) $(CUDA_INCLUDE)" \
+            "sh tests/aarch64.sh $(BUILD)" "sh tests/readme.sh $(BUILD)" \
+            "sh tests/env_debug.sh $(BUILD)/env-debug '$(CC) $(CSTD) $(WARN)'" \
+            "$(BUILD)/conformance stub" "$(BUILD)/conformance opencl" \
             "$(BUILD)/conformance cuda" "$(BUILD)/conformance hip" \
             "$(BUILD)/bad_input" "$(BUILD)/threads stub" "$(BUILD)/threads opencl" \
             "$(BUILD)/reliability stub" "$(BUILD)/reliability opencl" \
@@ -70,21 +81,14 @@ TEST_RUNS = "$(BUILD)/conformance stub" "$(BUILD)/conformance opencl" \
             "$(BUILD)/fuzz_replay tests/fuzz_corpus" "$(BUILD)/debug_shells" \
             "$(BUILD)/newcomer stub" "$(BUILD)/newcomer opencl" "$(BUILD)/newcomer_stubonly stub" "$(BUILD)/on_demand stub" "$(BUILD)/on_demand opencl" "$(BUILD)/realtime stub" "$(BUILD)/realtime opencl" \
             "$(BUILD)/hot_reload stub" "$(BUILD)/hot_reload opencl" "$(BUILD)/decide stub" "$(BUILD)/decide opencl" \
-            "$(BUILD)/record stub" "$(BUILD)/record opencl" "$(BUILD)/fuzz_record_replay tests/replay_corpus" "sh tests/readme.sh $(BUILD)" "sh tests/doc_blocks.sh $(BUILD)" \
+            "$(BUILD)/record stub" "$(BUILD)/record opencl" "$(BUILD)/fuzz_record_replay tests/replay_corpus" \
             $(if $(HAVE_NVRTC),"$(BUILD)/nvrtc_check --require $(if $(wildcard $(PTXAS)),--ptxas $(PTXAS)) $(wildcard examples/*.gfk tests/*.gfk)") \
             $(if $(HAVE_HIP),"$(BUILD)/hiprtc_check --require $(wildcard examples/*.gfk tests/*.gfk)" "$(BUILD)/hiprtc_missing --expect-missing") \
             "$(BUILD)/no_driver" "$(BUILD)/cpp_gxx" \
             $(if $(HAVE_CLANGXX),"$(BUILD)/cpp_clangxx") \
             $(if $(HAVE_CLANG),"$(BUILD)/conformance_clang stub") \
             "$(BUILD)/conformance_debug stub" $(if $(HAVE_OPENCL),"$(BUILD)/conformance_debug opencl") "$(BUILD)/interop_debug stub" \
-            "sh tests/examples.sh $(BUILD)/examples-test '$(CC) $(CSTD) $(WARN) $(BACKENDS)' stub $(if $(HAVE_OPENCL),opencl)" \
-            "sh tests/replay.sh $(BUILD)/tools/gfreplay $(BUILD)/examples-test $(BUILD) stub $(if $(HAVE_OPENCL),opencl)" \
-            "sh tests/windows.sh $(BUILD)" "sh tests/aarch64.sh $(BUILD)" "sh tests/package.sh $(BUILD)" "sh tests/backend_rules.sh $(CC)" \
-            "sh tests/env_debug.sh $(BUILD)/env-debug '$(CC) $(CSTD) $(WARN)'" \
-            "sh tests/compile_checks.sh $(BUILD) '$(CC) $(CSTD) $(WARN) $(call isys,$(CUDA_INCLUDE)) $(call isys,$(HIP_INCLUDE))' \
-                $(if $(HAVE_CUDA),cuda) $(if $(HAVE_OPENCL),opencl) $(if $(HAVE_HIP),hip)" \
-            "CC='$(CC)' CXX='$(GXX)' sh tests/header_versions.sh $(VENDOR_HEADERS) $(CUDA_INCLUDE)" \
-            "sh tests/await.sh $(BUILD)/analyze-header"
+            "sh tests/backend_rules.sh $(CC)" "sh tests/await.sh $(BUILD)/analyze-header"
 
 # make analyze: the header with every backend, and each test program as make test builds it
 # (the *_sigcheck_fail files must not compile; cuBLAS's test compiles CUDA alone)
@@ -97,16 +101,17 @@ analyze:
 .PHONY: tools test test-gpu test-multigpu test-vulkan analyze sanitize examples bench install clean ptx stress stress-sanitize fuzz faults-all hip-headers vendor-headers FORCE
 .DELETE_ON_ERROR:
 
-# make test builds its programs on every core, and runs the static analyzer over the header
-# (every backend compiled in) beside the tests, on one core: the whole run stays under 10
-# minutes on 2 cores. `make analyze` adds every test program.
+# make test builds its programs on every core, then runs the tests one more at a time than there
+# are cores (tests/run.sh; wine, qemu and the test programs' own waits leave a core idle
+# otherwise) and the static analyzer over the header (every backend compiled in) beside them:
+# the whole run stays under 10 minutes on 2 cores. `make analyze` adds every test program.
 JOBS ?= $(shell getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)
 test: | $(BUILD)
 	@$(MAKE) --no-print-directory -j$(JOBS) $(TEST_BINS)
 	@echo "backends compiled in:$(if $(HAVE_CUDA), cuda)$(if $(HAVE_OPENCL), opencl)$(if $(HAVE_HIP), hip) stub"
 	@rm -f $(BUILD)/analyze-header.rc; (sh tests/analyze.sh $(BUILD)/analyze '$(CC) $(CSTD) $(BACKENDS)' gpuflow.h \
 	    >$(BUILD)/analyze-header.log 2>&1; echo $$? >$(BUILD)/analyze-header.rc) &
-	@TEST_TIMEOUT=$${TEST_TIMEOUT:-300} sh tests/run.sh $(TEST_RUNS)
+	@TEST_TIMEOUT=$${TEST_TIMEOUT:-300} TEST_JOBS=$${TEST_JOBS:-$$(($(JOBS) + 1))} sh tests/run.sh $(TEST_RUNS)
 
 $(BUILD) $(BUILD)/asan $(BUILD)/tsan $(BUILD)/msan $(BUILD)/examples $(BUILD)/bench $(BUILD)/tools:
 	@mkdir -p $@
@@ -146,7 +151,7 @@ test-vulkan: $(BUILD)/vulkan $(BUILD)/tools/gfreplay
 	@if [ -f "$(NV_OPENCL)" ]; then mkdir -p $(BUILD)/icd && echo "$(NV_OPENCL)" > $(BUILD)/icd/nvidia.icd; fi
 	@mkdir -p $(BUILD)/replay-vulkan
 	@if [ -f "$(NV_OPENCL)" ]; then export OCL_ICD_VENDORS=$(abspath $(BUILD)/icd); fi; \
-	sh tests/run.sh "$(BUILD)/vulkan cuda" "$(BUILD)/vulkan hip" "$(BUILD)/vulkan opencl" "$(BUILD)/vulkan stub" \
+	TEST_JOBS=$${TEST_JOBS:-1} sh tests/run.sh "$(BUILD)/vulkan cuda" "$(BUILD)/vulkan hip" "$(BUILD)/vulkan opencl" "$(BUILD)/vulkan stub" \
 	    "env REPLAY_TESTS=vulkan sh tests/replay.sh $(BUILD)/tools/gfreplay $(BUILD)/replay-vulkan $(BUILD) $(if $(HAVE_CUDA),cuda) $(if $(HAVE_OPENCL),opencl) stub"
 
 # cuBLAS's headers and HIP's define the same vector types: this test compiles CUDA alone
@@ -192,14 +197,16 @@ $(BUILD)/tsan/cpp_clangxx: tests/cpp_compile.cpp $(HDRS) | $(BUILD)/tsan
 # ---- make test-gpu (the GPU machine) ---------------------------------------------------------------
 # CUDA, then OpenCL through NVIDIA's ICD (registered here through OCL_ICD_VENDORS when its
 # library is present), then memcheck. memcheck does not report the API errors that the suite
-# provokes on purpose (unknown kernel, bad PTX, refused graph update, unjoined capture).
+# provokes on purpose (unknown kernel, bad PTX, refused graph update, unjoined capture). The GPU
+# targets and the stress runs run one test at a time (TEST_JOBS=1): they share one device, and
+# stress runs measure.
 NV_OPENCL ?= /usr/local/nvidia/lib64/libnvidia-opencl.so.1
 test-gpu: $(BUILD)/conformance $(BUILD)/threads $(BUILD)/reliability $(BUILD)/races $(BUILD)/faults $(BUILD)/dialect $(BUILD)/newcomer $(BUILD)/cache $(BUILD)/no_stalls $(BUILD)/interop $(BUILD)/multi_device $(BUILD)/on_demand $(BUILD)/realtime $(BUILD)/hot_reload $(BUILD)/decide $(BUILD)/record $(BUILD)/tools/gfreplay \
           $(BUILD)/cublas_interop $(BUILD)/nvrtc_check $(BUILD)/cuda_backend $(BUILD)/graph_pool_measure $(BUILD)/conformance_debug
 	@test -n "$(HAVE_CUDA)" || { echo "test-gpu: needs $(CUDA_INCLUDE)/cuda.h and gpuflow_cuda.h"; exit 1; }
 	@if [ -f "$(NV_OPENCL)" ]; then mkdir -p $(BUILD)/icd && echo "$(NV_OPENCL)" > $(BUILD)/icd/nvidia.icd; fi
 	@status=0; \
-	OCL_ICD_VENDORS=$(abspath $(BUILD)/icd) sh tests/run.sh "$(BUILD)/conformance cuda" "$(BUILD)/threads cuda" "$(BUILD)/reliability cuda" "$(BUILD)/races cuda" \
+	OCL_ICD_VENDORS=$(abspath $(BUILD)/icd) TEST_JOBS=$${TEST_JOBS:-1} sh tests/run.sh "$(BUILD)/conformance cuda" "$(BUILD)/threads cuda" "$(BUILD)/reliability cuda" "$(BUILD)/races cuda" \
 	    "$(BUILD)/faults entries cuda" "$(BUILD)/faults slots cuda" "$(BUILD)/dialect cuda" "$(BUILD)/dialect opencl" \
 	    "$(BUILD)/newcomer cuda" "$(BUILD)/newcomer opencl" "$(BUILD)/cache cuda" "$(BUILD)/cache opencl" "$(BUILD)/on_demand cuda" "$(BUILD)/on_demand opencl" "$(BUILD)/realtime cuda" "$(BUILD)/realtime opencl" \
 	    "$(BUILD)/hot_reload cuda" "$(BUILD)/hot_reload opencl" "$(BUILD)/decide cuda" "$(BUILD)/decide opencl" \
@@ -209,7 +216,7 @@ test-gpu: $(BUILD)/conformance $(BUILD)/threads $(BUILD)/reliability $(BUILD)/ra
 	    "$(BUILD)/multi_device cuda" "$(BUILD)/multi_device opencl" "$(BUILD)/multi_device mixed cuda" \
 	    "$(BUILD)/cublas_interop" "$(BUILD)/cuda_backend" "$(BUILD)/graph_pool_measure cuda" "$(BUILD)/nvrtc_check --require --arch compute_90 --ptxas $(PTXAS) $(wildcard examples/*.gfk tests/*.gfk)" \
 	    "sh tests/examples.sh $(BUILD)/examples-gpu '$(CC) $(CSTD) $(WARN) $(BACKENDS)' cuda opencl" \
-	    "sh tests/replay.sh $(BUILD)/tools/gfreplay $(BUILD)/examples-gpu $(BUILD) cuda opencl" || status=1; \
+	    "then: sh tests/replay.sh $(BUILD)/tools/gfreplay $(BUILD)/examples-gpu $(BUILD) cuda opencl" || status=1; \
 	if [ -f $(HIP_HEADERS)/hip/hip_runtime_api.h ]; then \
 	    CC='$(CC)' HIP_HEADERS=$(HIP_HEADERS) CUDA_INCLUDE=$(CUDA_INCLUDE) TEST_TIMEOUT=300 \
 	        sh tests/run.sh "sh tests/hip_on_cuda/run.sh $(BUILD)/hip_on_cuda" || status=1; \
@@ -232,7 +239,7 @@ test-multigpu: $(BUILD)/multi_device $(BUILD)/examples/nccl_allreduce
 	@test -n "$(HAVE_CUDA)" || { echo "test-multigpu: needs $(CUDA_INCLUDE)/cuda.h and gpuflow_cuda.h"; exit 1; }
 	@if [ -f "$(NV_OPENCL)" ]; then mkdir -p $(BUILD)/icd && echo "$(NV_OPENCL)" > $(BUILD)/icd/nvidia.icd; fi
 	@status=0; \
-	OCL_ICD_VENDORS=$(abspath $(BUILD)/icd) GPUFLOW_OPENCL_PLATFORM=$${GPUFLOW_OPENCL_PLATFORM:-NVIDIA} sh tests/run.sh \
+	OCL_ICD_VENDORS=$(abspath $(BUILD)/icd) GPUFLOW_OPENCL_PLATFORM=$${GPUFLOW_OPENCL_PLATFORM:-NVIDIA} TEST_JOBS=$${TEST_JOBS:-1} sh tests/run.sh \
 	    "$(BUILD)/multi_device cuda" "$(BUILD)/multi_device opencl" "$(BUILD)/multi_device mixed cuda" "sh tests/nccl_check.sh $(BUILD)/examples/nccl_allreduce" || status=1; \
 	if command -v compute-sanitizer >/dev/null 2>&1; then \
 	    echo "== compute-sanitizer --tool memcheck --report-api-errors no $(BUILD)/multi_device cuda"; \
@@ -344,13 +351,13 @@ STRESS_UPDATE      ?= update
 CACHE_STRESS_SECONDS  ?= 10
 CACHE_STRESS_BACKENDS ?= $(if $(HAVE_OPENCL),opencl) $(if $(HAVE_CUDA),cuda) $(if $(HAVE_HIP),hip)
 stress: $(BUILD)/stress $(BUILD)/cache_stress
-	@STRESS_SECONDS=$(STRESS_SECONDS) CACHE_STRESS_SECONDS=$(CACHE_STRESS_SECONDS) TEST_TIMEOUT=$$((3 * $(STRESS_SECONDS) + 120)) sh tests/run.sh \
+	@STRESS_SECONDS=$(STRESS_SECONDS) CACHE_STRESS_SECONDS=$(CACHE_STRESS_SECONDS) TEST_TIMEOUT=$$((3 * $(STRESS_SECONDS) + 120)) TEST_JOBS=1 sh tests/run.sh \
 	    $(foreach b,$(STRESS_BACKENDS),"$(BUILD)/stress $(b) $(STRESS_UPDATE)") \
 	    $(foreach b,$(CACHE_STRESS_BACKENDS),"$(BUILD)/cache_stress $(b)")
 
 stress-sanitize: $(BUILD)/asan/stress $(BUILD)/tsan/stress
 	@$(SAN_ENV) STRESS_SECONDS=$(STRESS_SAN_SECONDS) STRESS_SOAK_EVERY=500 TEST_TIMEOUT=$$((4 * $(STRESS_SAN_SECONDS) + 240)) \
-	    sh tests/run.sh "$(BUILD)/asan/stress stub $(STRESS_UPDATE)" "$(BUILD)/tsan/stress stub $(STRESS_UPDATE)"
+	    TEST_JOBS=1 sh tests/run.sh "$(BUILD)/asan/stress stub $(STRESS_UPDATE)" "$(BUILD)/tsan/stress stub $(STRESS_UPDATE)"
 
 # ---- make examples / bench ---------------------------------------------------------------------------
 # Each example builds with its own one cc line (stub backend) and runs in build/examples.

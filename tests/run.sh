@@ -1,40 +1,87 @@
 #!/bin/sh
-# Runs each test command given as an argument, shows its output, and sums the summary lines
-# (`N passed, N failed[, N skipped]`, the last one each command prints) into one final line
-# of the same form. A command that crashes, exits non-zero, runs past TEST_TIMEOUT seconds
-# (default 120) or prints no summary line counts as one more failure. Exits 1 if anything failed.
+# Runs each test command given as an argument, TEST_JOBS at a time (default: the number of
+# cores; 1 runs them one by one, in order), shows each one's output as a block when it ends,
+# and sums the summary lines (`N passed, N failed[, N skipped]`, the last one each command
+# prints) into one final line of the same form. A command that crashes, exits non-zero, runs
+# past TEST_TIMEOUT seconds (default 120) or prints no summary line counts as one more
+# failure. Exits 1 if anything failed. Commands must not share output files: each writes
+# under its own build directory. A command written "then: CMD" starts only after the one
+# before it has ended (it uses what that one made).
 set -u
 limit=${TEST_TIMEOUT:-120}
-out=$(mktemp "${TMPDIR:-/tmp}/gpuflow-test.XXXXXX") || exit 1
-trap 'rm -f "$out"' EXIT INT TERM
+jobs=${TEST_JOBS:-$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1)}
+case $jobs in ''|*[!0-9]*|0) jobs=1 ;; esac
+dir=$(mktemp -d "${TMPDIR:-/tmp}/gpuflow-test.XXXXXX") || exit 1
+trap 'rm -rf "$dir"' EXIT
+trap 'exit 130' INT TERM
 passed=0 failed=0 skipped=0
-for cmd in "$@"; do
-    echo "== $cmd"
-    t0=$(date +%s)
-    if command -v timeout >/dev/null 2>&1; then
-        timeout -k 10 "$limit" sh -c "$cmd" >"$out" 2>&1
-    else
-        sh -c "$cmd" >"$out" 2>&1
-    fi
-    rc=$?
+total=$# running=0 pending=
+
+launch() {   # launch K CMD: runs CMD in the background; its output in K.out, then K.rc holds "status seconds"
+    (
+        t0=$(date +%s)
+        if command -v timeout >/dev/null 2>&1; then
+            timeout -k 10 "$limit" sh -c "$2" >"$dir/$1.out" 2>&1 </dev/null
+        else
+            sh -c "$2" >"$dir/$1.out" 2>&1 </dev/null
+        fi
+        echo "$? $(( $(date +%s) - t0 ))" >"$dir/$1.tmp" && mv "$dir/$1.tmp" "$dir/$1.rc"
+    ) &
+}
+
+report() {   # report K CMD: shows the block and adds its summary line to the totals
+    out="$dir/$1.out"
+    read -r rc secs <"$dir/$1.rc"
+    echo "== $2"
     cat "$out"
-    echo "-- $(( $(date +%s) - t0 )) s"   # where the run's time goes (make test must stay under 10 minutes on 2 cores)
+    echo "-- $secs s"   # where the run's time goes (make test must stay under 10 minutes on 2 cores)
     line=$(grep -E '^[0-9]+ passed, [0-9]+ failed(, [0-9]+ skipped)?$' "$out" | tail -n 1)
     if [ -z "$line" ]; then
         [ "$rc" -eq 124 ] && why="timed out after ${limit}s" || why="exit status $rc"
-        echo "!! $cmd: no summary line ($why): counted as 1 failed"
+        echo "!! $2: no summary line ($why): counted as 1 failed"
         failed=$((failed + 1))
-        continue
+        return
     fi
     p=$(echo "$line" | sed -E 's/^([0-9]+) passed.*/\1/')
     f=$(echo "$line" | sed -E 's/^[0-9]+ passed, ([0-9]+) failed.*/\1/')
     s=$(echo "$line" | sed -nE 's/.*, ([0-9]+) skipped$/\1/p')
     passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + ${s:-0}))
     if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
-        echo "!! $cmd: exit status $rc with no failed check: counted as 1 failed"
+        echo "!! $2: exit status $rc with no failed check: counted as 1 failed"
         failed=$((failed + 1))
     fi
+}
+
+i=1 todo=
+while [ "$i" -le "$total" ]; do todo="$todo $i" i=$((i + 1)); done
+while [ -n "$todo$pending" ]; do
+    later=
+    for k in $todo; do
+        eval "cmd=\${$k}"
+        case $cmd in "then: "*)
+            case " $todo $pending " in *" $((k - 1)) "*) later="$later $k"; continue ;; esac ;;
+        esac
+        if [ "$running" -lt "$jobs" ]; then
+            launch "$k" "${cmd#then: }"
+            pending="$pending $k" running=$((running + 1))
+        else
+            later="$later $k"
+        fi
+    done
+    todo=$later still=
+    for k in $pending; do
+        if [ -f "$dir/$k.rc" ]; then
+            eval "cmd=\${$k}"
+            report "$k" "${cmd#then: }"
+            running=$((running - 1))
+        else
+            still="$still $k"
+        fi
+    done
+    pending=$still
+    [ -n "$pending" ] && { sleep 0.2 2>/dev/null || sleep 1; }
 done
+wait
 if [ "$skipped" -gt 0 ]; then
     echo "$passed passed, $failed failed, $skipped skipped"
 else
