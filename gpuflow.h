@@ -8203,7 +8203,7 @@ static gf_result gf__pool_alloc(gf__capture *cap, size_t bytes, gf_buffer **out)
 static gf_result gf__call_graph_set_kernel_args(gf_graph *g, int launch_index, const gf_arg *args, int count) {
     gf__cmd *cmd = NULL;
     gf__cmd_launch *launch;
-    gf_arg *copy;
+    gf_arg *copy = NULL;   /* set before use; gcc -Og cannot tell */
     const char *name = NULL;   /* the kernel's name, kept in copy */
     gf_result r = GF_OK;
     int i, seen = 0;

@@ -18,7 +18,7 @@ qemu=$(command -v qemu-aarch64 || command -v qemu-aarch64-static)
 passed=0 failed=0 skipped=0
 ok()   { echo "ok   $1"; passed=$((passed + 1)); }
 fail() { echo "FAIL $1"; failed=$((failed + 1)); }
-flags="-std=c99 -Wall -Wextra -Wpedantic -Werror -O1 -static -pthread"
+flags="-std=c99 -Wall -Wextra -Wpedantic -Werror -Og -static -pthread"
 for t in conformance dialect; do
     for switch in asm ucontext; do
         def=; [ $switch = ucontext ] && def=-DGF__FIBER_ASM=0

@@ -38,7 +38,7 @@ for only in "GPUFLOW_MALLOC(n)=malloc(n)" "GPUFLOW_FREE(p)=free(p)" "GPUFLOW_MAL
     fi
 done
 
-# Optimised builds warn no more than the tests' -O1: gcc's -O2 and -O3 see through inlining
+# Optimised builds warn no more than the tests' -Og: gcc's -O2 and -O3 see through inlining
 # (a bounded snprintf in gf_device_open's AUTO path was once -Wformat-truncation there).
 printf '#define GPUFLOW_IMPLEMENTATION\n#include "gpuflow.h"\nint main(void) { gf_device *d; if (gf_device_open(GF_BACKEND_AUTO, 0, &d) != GF_OK) return 1; gf_device_close(d); return 0; }\n' > "$dir/optimised.c"
 for o in -O2 -O3; do

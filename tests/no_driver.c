@@ -7,6 +7,7 @@
      the stub.
    Skipped (one skipped check, with a notice) when the CUDA backend is not compiled in (no
    cuda.h or no gpuflow_cuda.h at build time), or when a real CUDA device is present. */
+#define _POSIX_C_SOURCE 200809L   /* setenv */
 #define GPUFLOW_IMPLEMENTATION
 #include "backends.h"
 #include <stdlib.h>

@@ -8,6 +8,7 @@
    the detector on, and must be reported exactly as often as it races (once, however often the
    race repeats; never for a correct one). Then a program that hangs on purpose until a helper
    thread lets it go: with GPUFLOW_HANG_MS set, its wait logs a state report naming the chain. */
+#define _POSIX_C_SOURCE 200809L   /* setenv */
 #define GPUFLOW_IMPLEMENTATION
 #include "backends.h"
 #include <stdlib.h>

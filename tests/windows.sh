@@ -5,7 +5,7 @@
 # One check per build and per run; skipped without MinGW, runs skipped without wine64. PART
 # (tests or examples; both when left out) lets make test run the two halves side by side, each
 # in its own wine prefix. The examples build at -O0 (twice as fast to compile; what they check
-# is that each builds and runs there), the tests at -O1.
+# is that each builds and runs there), the tests at -Og.
 #   usage: tests/windows.sh BUILD_DIR [PART]
 set -u
 cc=x86_64-w64-mingw32-gcc
@@ -28,7 +28,7 @@ flags="-std=c99 -Wall -Wextra -Wpedantic -Werror -static -pthread"
 
 compile_only() {   # name, define, include flags
     printf '#define GPUFLOW_IMPLEMENTATION\n%s\n#include "gpuflow.h"\nint main(void) { gf_device *d; return gf_device_open(GF_BACKEND_AUTO, 0, &d) == GF_OK ? 0 : 1; }\n' "$2" > "$out/$1.c"
-    if $cc $flags -O1 -I. $3 "$out/$1.c" -o "$out/$1.exe"; then ok "windows build: $1"; else fail "windows build: $1"; fi
+    if $cc $flags -Og -I. $3 "$out/$1.c" -o "$out/$1.exe"; then ok "windows build: $1"; else fail "windows build: $1"; fi
 }
 if [ "$part" != examples ]; then
     compile_only stub "" ""
@@ -52,7 +52,7 @@ else
     }
     # Each program is built while the one before it runs under wine (the two overlap on two cores).
     build() {   # source: builds $out/NAME.exe, its status in $out/NAME.rc, its output in $out/NAME.log
-        b=$(basename "$1" .c) opt=-O1
+        b=$(basename "$1" .c) opt=-Og
         case $1 in examples/*) opt=-O0 ;; esac
         $cc $flags $opt -I. -Itests "$1" -o "$out/$b.exe" -lm > "$out/$b.log" 2>&1; echo $? > "$out/$b.rc"
     }
