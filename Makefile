@@ -301,13 +301,16 @@ MSAN_TESTS = $(if $(HAVE_CLANG),$(BUILD)/msan/conformance $(BUILD)/msan/races $(
 MSAN_RUNS = $(if $(HAVE_CLANG),"$(BUILD)/msan/conformance stub" "$(BUILD)/msan/races stub" "$(BUILD)/msan/bad_input" \
               "$(BUILD)/msan/fuzz_replay tests/fuzz_corpus")
 
-sanitize: $(BUILD)/asan/conformance $(BUILD)/asan/bad_input $(BUILD)/asan/threads $(BUILD)/asan/reliability $(BUILD)/asan/races \
+SAN_BINS = $(BUILD)/asan/conformance $(BUILD)/asan/bad_input $(BUILD)/asan/threads $(BUILD)/asan/reliability $(BUILD)/asan/races \
           $(BUILD)/asan/faults $(BUILD)/asan/dialect $(BUILD)/tsan/dialect $(BUILD)/asan/fuzz_replay $(BUILD)/asan/debug_shells \
           $(BUILD)/asan/stub_checks $(BUILD)/tsan/stub_checks $(BUILD)/asan/no_stalls $(BUILD)/tsan/no_stalls $(BUILD)/asan/interop $(BUILD)/tsan/interop \
           $(BUILD)/asan/multi_device $(BUILD)/tsan/multi_device $(BUILD)/tsan/conformance $(BUILD)/tsan/threads $(BUILD)/tsan/reliability \
           $(BUILD)/asan/on_demand $(BUILD)/tsan/on_demand $(BUILD)/asan/realtime $(BUILD)/tsan/realtime \
           $(BUILD)/asan/hot_reload $(BUILD)/tsan/hot_reload $(BUILD)/asan/decide $(BUILD)/tsan/decide \
           $(BUILD)/asan/record $(BUILD)/tsan/record $(BUILD)/asan/fuzz_record_replay $(BUILD)/tsan/cpp_clangxx $(MSAN_TESTS)
+# built on every core like make test's programs, then run side by side (tests/run.sh)
+sanitize:
+	@$(MAKE) --no-print-directory -j$(JOBS) $(SAN_BINS)
 	@$(SAN_ENV) sh tests/run.sh "$(BUILD)/asan/conformance stub" "$(BUILD)/asan/bad_input" \
 	    "$(BUILD)/asan/threads stub" "$(BUILD)/asan/reliability stub" "$(BUILD)/asan/races stub" \
 	    "$(BUILD)/asan/faults alloc stub" "$(BUILD)/asan/faults slots stub" "$(BUILD)/asan/dialect stub" "$(BUILD)/tsan/dialect stub" \

@@ -13100,6 +13100,7 @@ typedef struct gf__stub_item {
     struct gf__stub_guard *guards; int guard_count;   /* LAUNCH under GPUFLOW_DEBUG: buffers to check */
 } gf__stub_item;
 
+#define GF__STUB_SPENT_MAX 64   /* run items a stream keeps for its next push to free */
 typedef struct gf__stub_stream {
     gf__mutex lock;
     gf__cond cond;
@@ -13108,6 +13109,8 @@ typedef struct gf__stub_stream {
     int stop;
     int idle;                       /* the worker sleeps on cond: a push must wake it */
     int waiters;                    /* threads in synchronize: a finished item must wake them */
+    struct gf__stub_item *spent;    /* run items the next push frees, on the thread that made */
+    int spent_count;                /* them (malloc's per-thread cache takes them back there) */
     gf__thread thread;
     int running;                    /* the head item runs now (for the state report) */
     struct gf__grid *grid;          /* the launch running now (q->lock): the blocks it is at */
@@ -13983,19 +13986,27 @@ static void gf__stub_worker(void *arg) {
         if (!q->head) q->tail = NULL;
         q->done++;
         if (q->waiters) gf__cond_broadcast(&q->cond);
-        gf__free(it);
+        if (q->spent_count < GF__STUB_SPENT_MAX) { it->next = q->spent; q->spent = it; q->spent_count++; }
+        else gf__free(it);   /* nobody pushes: do not hold on to more */
     }
     gf__unlock(&q->lock);
 }
 #endif
 
+static void gf__stub_items_free(gf__stub_item *it) {
+    gf__stub_item *next;
+    for (; it; it = next) { next = it->next; gf__free(it); }
+}
 static gf__stub_item *gf__stub_item_new(gf__stub_kind kind, size_t extra) {
     gf__stub_item *it = (gf__stub_item *)gf__malloc(sizeof *it + extra);
     if (it) { memset(it, 0, sizeof *it); it->kind = kind; }
     return it;
 }
 
-/* Queues it on s (or runs it now under GPUFLOW_STUB_INLINE); takes ownership. */
+/* Queues it on s (or runs it now under GPUFLOW_STUB_INLINE); takes ownership. The worker is
+   woken after q->lock is let go, or it would wake only to wait for that lock (q lives on:
+   the caller's stream outlives the call), and the items it has run are freed here: a malloc
+   and a free on two threads meet on the allocator's lock, on one they stay in its cache. */
 static gf_result gf__stub_push(gf_stream *s, gf__stub_item *it) {
     gf__stub_stream *q = (gf__stub_stream *)s->native;
     if (!it) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "stub: out of host memory");
@@ -14003,12 +14014,21 @@ static gf_result gf__stub_push(gf_stream *s, gf__stub_item *it) {
     gf__stub_run(q, it);
     gf__free(it);
 #else
-    gf__lock(&q->lock);
-    if (q->tail) q->tail->next = it; else q->head = it;
-    q->tail = it;
-    q->enqueued++;
-    if (q->idle) gf__cond_broadcast(&q->cond);
-    gf__unlock(&q->lock);
+    {
+        gf__stub_item *spent;
+        int wake;
+        gf__lock(&q->lock);
+        if (q->tail) q->tail->next = it; else q->head = it;
+        q->tail = it;
+        q->enqueued++;
+        wake = q->idle;
+        spent = q->spent;
+        q->spent = NULL;
+        q->spent_count = 0;
+        gf__unlock(&q->lock);
+        if (wake) gf__cond_broadcast(&q->cond);
+        gf__stub_items_free(spent);
+    }
 #endif
     return GF_OK;
 }
@@ -14037,6 +14057,7 @@ static void gf__stub_stream_destroy(gf_stream *s) {
 #ifndef GPUFLOW_STUB_INLINE
     gf__thread_join(q->thread);
 #endif
+    gf__stub_items_free(q->spent);
     gf__cond_destroy(&q->cond);
     gf__mutex_destroy(&q->lock);
     gf__free(q);

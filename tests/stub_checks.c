@@ -11,6 +11,7 @@
      guards    a write one element past a buffer's end, one before its start, past the end
                through a view: the stream fails naming the kernel and the argument; wrapped
                memory (no guard zones) and in-bounds kernels do not.
+     spent     the run items a stream keeps for its next push to free: at most 64, then freed
 
    usage: stub_checks (the stub only) */
 #define GPUFLOW_IMPLEMENTATION
@@ -320,6 +321,39 @@ static void test_guards(void)
     gf_buffer_destroy(x);
 }
 
+/* The queue's run items: the worker hands them back to the next push, which frees them on the
+   thread that made them; at most GF__STUB_SPENT_MAX wait, so a stream nobody pushes to any
+   more holds no more than that (and its destroy frees those: ASan's leak check). */
+static int spent_items(gf__stub_stream *q, int *listed)
+{
+    gf__stub_item *it;
+    int count;
+    gf__lock(&q->lock);
+    count = q->spent_count;
+    for (*listed = 0, it = q->spent; it; it = it->next) (*listed)++;
+    gf__unlock(&q->lock);
+    return count;
+}
+static void test_spent_items(void)
+{
+    gf_stream *s;
+    gf_buffer *b;
+    int i, n, listed, ok = 1;
+    if (!CHECK_EQ_RESULT(gf_stream_create(dev, NULL, &s), GF_OK)) return;
+    if (!CHECK_EQ_RESULT(gf_buffer_create(dev, 64, &b), GF_OK)) { gf_stream_destroy(s); return; }
+    for (i = 0; i < 1000; i++) ok &= gf_fill_async(s, b, 0, (unsigned char)i, 64) == GF_OK;
+    CHECK(ok, "1000 fills queued");
+    CHECK_EQ_RESULT(gf_stream_synchronize(s), GF_OK);
+    n = spent_items((gf__stub_stream *)s->native, &listed);
+    CHECK(n == listed && n >= 1 && n <= GF__STUB_SPENT_MAX, "after 1000 fills, the items kept for the next push are counted and at most GF__STUB_SPENT_MAX");
+    CHECK_EQ_RESULT(gf_fill_async(s, b, 0, 7, 64), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_synchronize(s), GF_OK);
+    n = spent_items((gf__stub_stream *)s->native, &listed);
+    CHECK(n == listed && n == 1, "the next push freed them: only its own item waits");
+    gf_buffer_destroy(b);
+    gf_stream_destroy(s);
+}
+
 int main(void)
 {
     gf_module_desc md;
@@ -341,6 +375,7 @@ int main(void)
     test_no_memory_for_fibers();
     test_running_kernel_in_report();
     test_guards();
+    test_spent_items();
     gf_module_destroy(mod);
     gf_device_close(dev);
     return th_finish();
