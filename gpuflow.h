@@ -14004,9 +14004,10 @@ static gf__stub_item *gf__stub_item_new(gf__stub_kind kind, size_t extra) {
 }
 
 /* Queues it on s (or runs it now under GPUFLOW_STUB_INLINE); takes ownership. The worker is
-   woken after q->lock is let go, or it would wake only to wait for that lock (q lives on:
-   the caller's stream outlives the call), and the items it has run are freed here: a malloc
-   and a free on two threads meet on the allocator's lock, on one they stay in its cache. */
+   woken after q->lock is let go, or it would wake only to wait for that lock (q lives on: a
+   program's stream is pushed to under s->lock, which its destroy takes first; the device's
+   own streams live until it closes), and the items it has run are freed here: a malloc and a
+   free on two threads meet on the allocator's lock, on one they stay in its cache. */
 static gf_result gf__stub_push(gf_stream *s, gf__stub_item *it) {
     gf__stub_stream *q = (gf__stub_stream *)s->native;
     if (!it) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "stub: out of host memory");

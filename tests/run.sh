@@ -12,19 +12,30 @@ limit=${TEST_TIMEOUT:-120}
 jobs=${TEST_JOBS:-$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1)}
 case $jobs in ''|*[!0-9]*|0) jobs=1 ;; esac
 dir=$(mktemp -d "${TMPDIR:-/tmp}/gpuflow-test.XXXXXX") || exit 1
-trap 'rm -rf "$dir"' EXIT
-trap 'exit 130' INT TERM
 passed=0 failed=0 skipped=0
 total=$# running=0 pending=
+# Ctrl-C or TERM stops the commands still running (a background command ignores the terminal's
+# INT, and timeout puts its command in a process group of its own): each one's timeout (or sh)
+# gets TERM, which it passes on to the whole command, and is waited for.
+stop_all() {
+    for k in $pending; do
+        [ -f "$dir/$k.pid" ] && kill -TERM "$(cat "$dir/$k.pid")" 2>/dev/null
+    done
+    wait
+}
+trap 'rm -rf "$dir"' EXIT
+trap 'stop_all; exit 130' INT TERM
 
 launch() {   # launch K CMD: runs CMD in the background; its output in K.out, then K.rc holds "status seconds"
     (
         t0=$(date +%s)
         if command -v timeout >/dev/null 2>&1; then
-            timeout -k 10 "$limit" sh -c "$2" >"$dir/$1.out" 2>&1 </dev/null
+            timeout -k 10 "$limit" sh -c "$2" >"$dir/$1.out" 2>&1 </dev/null &
         else
-            sh -c "$2" >"$dir/$1.out" 2>&1 </dev/null
+            sh -c "$2" >"$dir/$1.out" 2>&1 </dev/null &
         fi
+        echo $! >"$dir/$1.pid"
+        wait $!
         echo "$? $(( $(date +%s) - t0 ))" >"$dir/$1.tmp" && mv "$dir/$1.tmp" "$dir/$1.rc"
     ) &
 }
@@ -37,7 +48,8 @@ report() {   # report K CMD: shows the block and adds its summary line to the to
     echo "-- $secs s"   # where the run's time goes (make test must stay under 10 minutes on 2 cores)
     line=$(grep -E '^[0-9]+ passed, [0-9]+ failed(, [0-9]+ skipped)?$' "$out" | tail -n 1)
     if [ -z "$line" ]; then
-        [ "$rc" -eq 124 ] && why="timed out after ${limit}s" || why="exit status $rc"
+        why="exit status $rc"   # 137: killed, as timeout -k does to a command that outlives its TERM
+        if [ "$rc" -eq 124 ] || { [ "$rc" -eq 137 ] && [ "$secs" -ge "$limit" ]; }; then why="timed out after ${limit}s"; fi
         echo "!! $2: no summary line ($why): counted as 1 failed"
         failed=$((failed + 1))
         return
