@@ -2715,7 +2715,9 @@ static gf_result gf__pool_alloc(gf__capture *cap, size_t bytes, gf_buffer **out)
    with no buffer argument as one entry without a root, so new arguments replace its own. */
 /* One access a command makes (root: the buffer), or in a graph's list a semaphore signal or
    wait it captured (root NULL, sem set): its launches order by them as the stream would. */
-typedef struct gf__race_use { gf_buffer *root; size_t lo, hi; int write, launch; char op[64]; gf_semaphore *sem; int sem_wait; } gf__race_use;
+/* op names the operation in reports: a literal, or a name the detector interned (kept until the
+   device closes), so that neither building nor keeping an access copies text. */
+typedef struct gf__race_use { gf_buffer *root; size_t lo, hi; const char *op; gf_semaphore *sem; int write, launch, sem_wait; } gf__race_use;
 /* faults on demand (>>faults): what an operation counts as, and the check at its start,
    which costs two relaxed loads while no rule is set and the device is not lost */
 enum { GF__FK_LAUNCH, GF__FK_COPY, GF__FK_FILL, GF__FK_OP, GF__FK_BUFFER, GF__FK_SYNC, GF__FK_ALLOC, GF__FK_LOST, GF__FK_ENTRY };
@@ -12179,15 +12181,18 @@ GPUFLOW_IMPL gf_result gf_replay(const gf_replay_desc *desc, gf_replay_report *o
    keeps its recent accesses by byte range; two that overlap, one a write, unordered, are a
    race. All of it is under one lock per device, taken only while the detector is on. */
 typedef struct gf__race_access {
-    uint32_t slot, epoch; uint64_t tick;
+    uint32_t slot, epoch; uint64_t tick;   /* the stream's label is its slot's (gf__race.slot_label) */
     size_t lo, hi; int write;
-    char op[64], stream[64];        /* a whole stream label */
+    const char *op;                 /* as in gf__race_use */
 } gf__race_access;
 struct gf__race_buffer { uint32_t id; gf__race_access *acc; int count, cap, overflowed; };
 typedef struct gf__race {
     gf__mutex lock;
     uint64_t *host; int host_n; uint64_t host_version;   /* what the host knows has completed */
     int next_slot; uint32_t next_buffer;
+    const char **slot_label; int slot_label_cap;           /* each slot's stream label, interned */
+    gf__spin names_lock;                                   /* innermost: the interned names */
+    char **names; int name_count, name_cap;                /* open addressing, name_cap a power of two */
     uint64_t count; int reports; char report[GF_RACE_REPORTS][512];
     uint64_t *keys; int key_count, key_cap;                /* races reported, by a hash of both sides */
     uint32_t epoch;                                        /* bumped when turned on again: older accesses are stale */
@@ -12209,10 +12214,51 @@ static void gf__vc_join(uint64_t **dst, int *dst_n, const uint64_t *src, int src
     for (i = 0; i < src_n; i++) if (src[i] > (*dst)[i]) (*dst)[i] = src[i];
 }
 
+/* text, kept by the detector until the device closes: what accesses and graphs name their
+   operations and streams by (one copy per distinct name, not one per access). Out of host
+   memory: fallback, a literal. */
+static uint64_t gf__race_hash(const char *text) {
+    uint64_t h = 1469598103934665603u;
+    for (; *text; text++) h = (h ^ (unsigned char)*text) * 1099511628211u;
+    return h;
+}
+static const char *gf__race_intern(gf__race *race, const char *text, const char *fallback) {
+    const char *found = fallback;
+    int i;
+    gf__spin_lock(&race->names_lock);
+    if (race->name_count * 2 >= race->name_cap) {   /* kept at most half full: the probes stay short */
+        int cap = race->name_cap ? race->name_cap * 2 : 64;
+        char **grown = (char **)gf__calloc(sizeof *grown * (size_t)cap);
+        if (grown) {
+            for (i = 0; i < race->name_cap; i++) {
+                size_t at;
+                if (!race->names[i]) continue;
+                for (at = (size_t)gf__race_hash(race->names[i]) & (size_t)(cap - 1); grown[at]; at = (at + 1) & (size_t)(cap - 1)) {}
+                grown[at] = race->names[i];
+            }
+            gf__free(race->names);
+            race->names = grown;
+            race->name_cap = cap;
+        }
+    }
+    if (race->name_count < race->name_cap - 1) {   /* a free entry ends every probe */
+        size_t at = (size_t)gf__race_hash(text) & (size_t)(race->name_cap - 1);
+        while (race->names[at] && strcmp(race->names[at], text)) at = (at + 1) & (size_t)(race->name_cap - 1);
+        if (race->names[at]) found = race->names[at];
+        else if ((race->names[at] = gf__strdup(text)) != NULL) { found = race->names[at]; race->name_count++; }
+    }
+    gf__spin_unlock(&race->names_lock);
+    return found;
+}
+
 /* The stream's slot and clock, with the host clock folded in (race->lock held). */
 static int gf__race_stream(gf__race *race, gf_stream *s) {
     GF__HELD(&race->lock);
-    if (s->race_slot < 0) s->race_slot = race->next_slot++;
+    if (s->race_slot < 0) {
+        if (!gf__grow((void **)&race->slot_label, &race->slot_label_cap, race->next_slot + 1, sizeof *race->slot_label)) return 0;
+        race->slot_label[race->next_slot] = gf__race_intern(race, s->label, "a stream");
+        s->race_slot = race->next_slot++;
+    }
     if (!gf__vc_fit(&s->race_vc, &s->race_n, s->race_slot + 1)) return 0;
     if (s->race_host_seen != race->host_version) {
         gf__vc_join(&s->race_vc, &s->race_n, race->host, race->host_n);
@@ -12234,14 +12280,16 @@ static void gf__race_add_use(gf__race_use *uses, int cap, int *n, gf_buffer *buf
         uses[*n].launch = -1;
         uses[*n].sem = NULL;
         uses[*n].sem_wait = 0;
-        gf__copy_str(uses[*n].op, sizeof uses[*n].op, op);
+        uses[*n].op = op;
     }
     (*n)++;
 }
 /* How many accesses c makes (the first cap of them in uses). */
-static int gf__race_uses_of(const gf__cmd *c, gf__race_use *uses, int cap) {
+static int gf__race_uses_of(gf__race *race, const gf__cmd *c, gf__race_use *uses, int cap) {
     static const char *copy_ops[3] = { "copy-to-device", "copy-to-host", "copy-buffer" };
-    char op[160];
+    char text[sizeof ((gf_kernel *)0)->name + 16];
+    const char *op;
+    size_t name_n;
     int n = 0, i;
     size_t row;
     switch (c->kind) {
@@ -12260,7 +12308,11 @@ static int gf__race_uses_of(const gf__cmd *c, gf__race_use *uses, int cap) {
     case GF__CMD_FILL: gf__race_add_use(uses, cap, &n, c->as.fill.buf, c->as.fill.offset, c->as.fill.bytes, 1, "fill"); break;
     case GF__CMD_LAUNCH: {
         const gf__cmd_launch *l = &c->as.launch;
-        snprintf(op, sizeof op, "launch '%s'", l->kernel_name);
+        if ((name_n = strlen(l->kernel_name)) >= sizeof text - 16) name_n = sizeof text - 16;
+        memcpy(text, "launch '", 8);
+        memcpy(text + 8, l->kernel_name, name_n);
+        memcpy(text + 8 + name_n, "'", 2);
+        op = gf__race_intern(race, text, "launch");
         for (i = 0; i < l->arg_count; i++)
             if (l->args[i].buffer) gf__race_add_use(uses, cap, &n, l->args[i].buffer, 0, l->args[i].buffer->size, l->args[i].size != GF_ARG_READ_ONLY, op);
         break;
@@ -12320,13 +12372,14 @@ static void gf__race_access_one(gf__race *race, gf_stream *s, const gf__race_use
             int ordered = a->slot == (uint32_t)s->race_slot || ((int)a->slot < s->race_n && s->race_vc[a->slot] >= a->tick);
             if (!ordered && (a->write || u->write)) {
                 char text[1024];
+                const char *a_stream = race->slot_label[a->slot];
                 size_t lo = a->lo > u->lo ? a->lo : u->lo, hi = a->hi < u->hi ? a->hi : u->hi;
                 snprintf(text, sizeof text, "race: buffer %u [%llu, %llu) %s by %s on '%s', %s by %s on '%s': no event orders them "
                          "(record an event on '%s' after the %s and make '%s' wait on it)",
-                         rb->id, (unsigned long long)lo, (unsigned long long)hi, a->write ? "written" : "read", a->op, a->stream,
-                         u->write ? "written" : "read", u->op, s->label, a->stream, a->op, s->label);
-                if (!msg[0]) gf__race_found(race, gf__race_key(a->op, a->stream, u->op, s->label, rb->id), text, msg, cap);
-                else gf__race_found(race, gf__race_key(a->op, a->stream, u->op, s->label, rb->id), text, text, sizeof text);
+                         rb->id, (unsigned long long)lo, (unsigned long long)hi, a->write ? "written" : "read", a->op, a_stream,
+                         u->write ? "written" : "read", u->op, s->label, a_stream, a->op, s->label);
+                if (!msg[0]) gf__race_found(race, gf__race_key(a->op, a_stream, u->op, s->label, rb->id), text, msg, cap);
+                else gf__race_found(race, gf__race_key(a->op, a_stream, u->op, s->label, rb->id), text, text, sizeof text);
             }
             /* an earlier access this one orders and covers can never race with later ones */
             if (ordered && u->lo <= a->lo && a->hi <= u->hi && (u->write || !a->write)) { rb->acc[i] = rb->acc[--rb->count]; continue; }
@@ -12345,8 +12398,7 @@ static void gf__race_access_one(gf__race *race, gf_stream *s, const gf__race_use
     a->epoch = race->epoch;
     a->tick = tick;
     a->lo = u->lo; a->hi = u->hi; a->write = u->write;
-    gf__copy_str(a->op, sizeof a->op, u->op);
-    gf__copy_str(a->stream, sizeof a->stream, s->label);
+    a->op = u->op;
 }
 
 static void gf__race_log(const char *msg) { if (msg[0]) gf__log_text(GF_LOG_WARNING, GF_OK, msg); }
@@ -12370,11 +12422,11 @@ static void gf__race_apply(gf_stream *s, const gf__race_use *uses, int n) {
 }
 /* c's accesses: in stack when they fit, else on the heap (the caller frees *uses if it is
    not stack); without memory for them, the first GF__RACE_MAX_USES. */
-static int gf__race_uses_all(const gf__cmd *c, gf__race_use *stack, gf__race_use **uses) {
-    int n = gf__race_uses_of(c, stack, GF__RACE_MAX_USES);
+static int gf__race_uses_all(gf__race *race, const gf__cmd *c, gf__race_use *stack, gf__race_use **uses) {
+    int n = gf__race_uses_of(race, c, stack, GF__RACE_MAX_USES);
     *uses = stack;
     if (n > GF__RACE_MAX_USES) {
-        if ((*uses = (gf__race_use *)gf__malloc(sizeof **uses * (size_t)n)) != NULL) gf__race_uses_of(c, *uses, n);
+        if ((*uses = (gf__race_use *)gf__malloc(sizeof **uses * (size_t)n)) != NULL) gf__race_uses_of(race, c, *uses, n);
         else { *uses = stack; n = GF__RACE_MAX_USES; }
     }
     return n;
@@ -12402,7 +12454,7 @@ static void gf__race_op(gf_stream *s, const gf__cmd *c) {
     }
     if (c->kind == GF__CMD_SIGNAL) { gf__race_signal(s, c->as.sem.sem); return; }
     if (c->kind == GF__CMD_SEM_WAIT) { gf__race_sem_wait(s, c->as.sem.sem); return; }
-    n = gf__race_uses_all(c, stack, &uses);
+    n = gf__race_uses_all(s->dev->race, c, stack, &uses);
     gf__race_apply(s, uses, n);
     if (uses != stack) gf__free(uses);
 }
@@ -12434,7 +12486,7 @@ static void gf__race_capture(gf_graph *g, const gf__cmd *c, int launch) {
         gf__race_keep(g, &marker, 1);
         return;
     }
-    n = gf__race_uses_all(c, stack, &uses);
+    n = gf__race_uses_all(g->dev->race, c, stack, &uses);
     for (i = 0; i < n; i++) uses[i].launch = launch;
     if (n == 0 && launch >= 0) {   /* holds the launch's place for arguments given later */
         memset(&marker, 0, sizeof marker);
@@ -12451,7 +12503,7 @@ static void gf__race_retarget(gf_graph *g, int launch, const gf__cmd *c) {
     int n, i, at = -1, count = 0, cap = 0;
     for (i = 0; i < g->race_use_count && at < 0; i++) if (g->race_uses[i].launch == launch) at = i;
     if (at < 0) return;
-    n = gf__race_uses_all(c, stack, &uses);
+    n = gf__race_uses_all(g->dev->race, c, stack, &uses);
     memset(&marker, 0, sizeof marker);
     marker.launch = launch;
     for (i = 0; i < n; i++) uses[i].launch = launch;
@@ -12538,7 +12590,7 @@ static void gf__race_free(gf_buffer *buf, gf_stream *s) {
         gf__race_use u;
         memset(&u, 0, sizeof u);
         u.root = root; u.lo = 0; u.hi = root->capacity; u.write = 1;
-        gf__copy_str(u.op, sizeof u.op, "free (gf_buffer_destroy_async)");
+        u.op = "free (gf_buffer_destroy_async)";
         if (gf__race_stream(race, s)) { s->race_vc[s->race_slot]++; gf__race_access_one(race, s, &u, msg, sizeof msg); }
     } else if (!s && root->race) {
         struct gf__race_buffer *rb = root->race;
@@ -12547,9 +12599,10 @@ static void gf__race_free(gf_buffer *buf, gf_stream *s) {
             if (a->epoch != race->epoch || ((int)a->slot < race->host_n && race->host[a->slot] >= a->tick)) continue;
             if (a->lo < buf->view_offset + buf->size && buf->view_offset < a->hi) {
                 char text[512];
+                const char *a_stream = race->slot_label[a->slot];
                 snprintf(text, sizeof text, "race: buffer %u [%llu, %llu) destroyed while %s on '%s' may still use it (synchronize '%s' first)",
-                         rb->id, (unsigned long long)a->lo, (unsigned long long)a->hi, a->op, a->stream, a->stream);
-                gf__race_found(race, gf__race_key("destroy", "", a->op, a->stream, rb->id), text, msg, sizeof msg);
+                         rb->id, (unsigned long long)a->lo, (unsigned long long)a->hi, a->op, a_stream, a_stream);
+                gf__race_found(race, gf__race_key("destroy", "", a->op, a_stream, rb->id), text, msg, sizeof msg);
             }
         }
     }
@@ -12603,7 +12656,11 @@ GPUFLOW_IMPL gf_result gf_race_report(gf_device *dev, gf_race_info *out) {
 }
 
 static void gf__race_close(gf_device *dev) {
+    int i;
     if (!dev->race) return;
+    for (i = 0; i < dev->race->name_cap; i++) gf__free(dev->race->names[i]);
+    gf__free(dev->race->names);
+    gf__free(dev->race->slot_label);
     gf__free(dev->race->host);
     gf__free(dev->race->keys);
     gf__mutex_destroy(&dev->race->lock);

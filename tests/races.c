@@ -761,6 +761,50 @@ static void test_long_labels(void)
     labels_program(l1, l2, 1);
 }
 
+/* ---- an access outlives its kernel's module: the report still names the launch ----------------- */
+/* The detector keeps each operation's name as its own text (interned once per name, not copied
+   per access): an access made by a kernel whose module is already destroyed is reported by the
+   kernel's name (under ASan, a name that pointed into the module would be a use after free). */
+static void test_kernel_gone(void)
+{
+    gf_device *dev = fresh_device();
+    gf_module *mod = NULL;
+    gf_kernel *k = NULL;
+    gf_stream *w, *r;
+    gf_buffer *b = NULL;
+    gf_launch_dims d;
+    gf_arg a[3];
+    uint32_t n = 16, v = 5;
+    unsigned char host[64];
+    if (!CHECK(dev != NULL, "kernel gone: device")) return;
+    if (gf_module_load(dev, &tk_module, &mod) != GF_OK || gf_kernel_get(mod, "fill_u32", &k) != GF_OK) {
+        SKIP("kernel gone: no test kernels for this backend");
+        if (mod) gf_module_destroy(mod);
+        gf_device_close(dev);
+        return;
+    }
+    w = stream_named(dev, "kernel w");
+    r = stream_named(dev, "kernel r");
+    gf_buffer_create(dev, 64, &b);
+    memset(&d, 0, sizeof d);
+    d.grid[0] = d.grid[1] = d.grid[2] = 1;
+    d.block[0] = 16; d.block[1] = d.block[2] = 1;
+    a[0].value = 0; a[0].size = 0; a[0].buffer = b;
+    a[1].value = &n; a[1].size = sizeof n; a[1].buffer = 0;
+    a[2].value = &v; a[2].size = sizeof v; a[2].buffer = 0;
+    CHECK_EQ_RESULT(gf_launch(w, k, d, a, 3), GF_OK);
+    gf_module_destroy(mod);                     /* never waits: the code goes after the launch */
+    gf_copy_to_host_async(r, host, b, 0, 64);   /* unordered with the launch */
+    if (!CHECK(races_of(dev) == 1 && report_names(dev, "written by launch 'fill_u32'", "kernel w", "read by copy-to-host", "kernel r"),
+               "kernel gone: a launch's write, its module destroyed since, and an unordered read: one race naming the launch"))
+        print_reports(dev);
+    gf_device_synchronize(dev);
+    gf_buffer_destroy(b);
+    gf_stream_destroy(w);
+    gf_stream_destroy(r);
+    gf_device_close(dev);
+}
+
 /* ---- a 2D copy of more rows than one operation reports (GF__RACE_MAX_USES 64) ------------------ */
 static void rows_program(size_t read_row, int known_defect)
 {
@@ -1091,6 +1135,7 @@ int main(int argc, char **argv)
     test_many_ranges();
     test_many_races();
     test_long_labels();
+    test_kernel_gone();
     test_many_rows();
     test_event_reuse();
     test_graph_args();
