@@ -12269,19 +12269,22 @@ static int gf__race_stream(gf__race *race, gf_stream *s) {
 
 /* The accesses one command makes: exact byte ranges on root buffers (a view's are its
    parent's, at the view's offset). */
+static gf__race_use gf__race_use_of(gf_buffer *buf, size_t offset, size_t bytes, int write, const char *op) {
+    gf__race_use u;
+    u.root = buf->parent ? buf->parent : buf;
+    u.lo = buf->view_offset + offset;
+    u.hi = u.lo + bytes;
+    u.op = op;
+    u.sem = NULL;
+    u.write = write;
+    u.launch = -1;
+    u.sem_wait = 0;
+    return u;
+}
 /* Counts every access; writes those that fit in cap. */
 static void gf__race_add_use(gf__race_use *uses, int cap, int *n, gf_buffer *buf, size_t offset, size_t bytes, int write, const char *op) {
     if (!buf) return;
-    if (*n < cap) {
-        uses[*n].root = buf->parent ? buf->parent : buf;
-        uses[*n].lo = buf->view_offset + offset;
-        uses[*n].hi = uses[*n].lo + bytes;
-        uses[*n].write = write;
-        uses[*n].launch = -1;
-        uses[*n].sem = NULL;
-        uses[*n].sem_wait = 0;
-        uses[*n].op = op;
-    }
+    if (*n < cap) uses[*n] = gf__race_use_of(buf, offset, bytes, write, op);
     (*n)++;
 }
 /* How many accesses c makes (the first cap of them in uses). */
@@ -12454,6 +12457,11 @@ static void gf__race_op(gf_stream *s, const gf__cmd *c) {
     }
     if (c->kind == GF__CMD_SIGNAL) { gf__race_signal(s, c->as.sem.sem); return; }
     if (c->kind == GF__CMD_SEM_WAIT) { gf__race_sem_wait(s, c->as.sem.sem); return; }
+    if (c->kind == GF__CMD_FILL) {   /* the commonest: one access, no list to build */
+        gf__race_use fill = gf__race_use_of(c->as.fill.buf, c->as.fill.offset, c->as.fill.bytes, 1, "fill");
+        gf__race_apply(s, &fill, 1);
+        return;
+    }
     n = gf__race_uses_all(s->dev->race, c, stack, &uses);
     gf__race_apply(s, uses, n);
     if (uses != stack) gf__free(uses);
