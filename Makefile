@@ -105,14 +105,16 @@ analyze:
 # single step, 3 minutes on one core) in the background first, builds its programs on every
 # core, then runs the tests one more at a time than there are cores (tests/run.sh; wine, qemu
 # and the programs' own waits leave a core idle otherwise): the whole run stays under 10
-# minutes on 2 cores. However make test ends (a failed build, Ctrl-C), the analyzer goes with
-# it (tests/await.sh stop). `make analyze` adds every test program.
+# minutes on 2 cores. When make test ends early (a failed build, Ctrl-C), the analyzer goes
+# with it (tests/await.sh stop; the line with $(MAKE) stays on its own, since make -n runs it).
+# `make analyze` adds every test program.
 JOBS ?= $(shell getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)
+ANALYZER_STOP = sh tests/await.sh stop $(BUILD)/analyze-header
 test: | $(BUILD)
-	@sh tests/await.sh start $(BUILD)/analyze-header sh tests/analyze.sh $(BUILD)/analyze '$(CC) $(CSTD) $(BACKENDS)' gpuflow.h; \
-	trap 'sh tests/await.sh stop $(BUILD)/analyze-header' EXIT; trap 'exit 130' INT TERM; \
-	$(MAKE) --no-print-directory -j$(JOBS) $(TEST_BINS) && \
-	echo "backends compiled in:$(if $(HAVE_CUDA), cuda)$(if $(HAVE_OPENCL), opencl)$(if $(HAVE_HIP), hip) stub" && \
+	@sh tests/await.sh start $(BUILD)/analyze-header sh tests/analyze.sh $(BUILD)/analyze '$(CC) $(CSTD) $(BACKENDS)' gpuflow.h
+	@trap '$(ANALYZER_STOP)' INT TERM; $(MAKE) --no-print-directory -j$(JOBS) $(TEST_BINS) || { $(ANALYZER_STOP); exit 1; }
+	@echo "backends compiled in:$(if $(HAVE_CUDA), cuda)$(if $(HAVE_OPENCL), opencl)$(if $(HAVE_HIP), hip) stub"
+	@trap '$(ANALYZER_STOP)' EXIT; trap 'exit 130' INT TERM; \
 	TEST_TIMEOUT=$${TEST_TIMEOUT:-300} TEST_JOBS=$${TEST_JOBS:-$$(($(JOBS) + 1))} sh tests/run.sh $(TEST_RUNS)
 
 $(BUILD) $(BUILD)/asan $(BUILD)/tsan $(BUILD)/msan $(BUILD)/examples $(BUILD)/bench $(BUILD)/tools:

@@ -12190,7 +12190,8 @@ typedef struct gf__race {
     gf__mutex lock;
     uint64_t *host; int host_n; uint64_t host_version;   /* what the host knows has completed */
     int next_slot; uint32_t next_buffer;
-    const char **slot_label; int slot_label_cap;           /* each slot's stream label, interned */
+    const char **slot_label; int slot_label_cap;           /* each slot's stream label, interned (or
+                                                              gf__race_unnamed, tried again at its next use) */
     gf__spin names_lock;                                   /* innermost: the interned names */
     char **names; int name_count, name_cap;                /* open addressing, name_cap a power of two */
     uint64_t count; int reports; char report[GF_RACE_REPORTS][512];
@@ -12216,7 +12217,10 @@ static void gf__vc_join(uint64_t **dst, int *dst_n, const uint64_t *src, int src
 
 /* text, kept by the detector until the device closes: what accesses and graphs name their
    operations and streams by (one copy per distinct name, not one per access). Out of host
-   memory: fallback, a literal. */
+   memory: fallback, a literal. Report texts show at most 63 characters of an operation's
+   name, as when each access kept a 64-byte copy (a kernel's name may have 127; a report keeps
+   511 characters, and its advice comes last). */
+static const char gf__race_unnamed[] = "a stream";   /* a stream whose label found no memory yet */
 static uint64_t gf__race_hash(const char *text) {
     uint64_t h = 1469598103934665603u;
     for (; *text; text++) h = (h ^ (unsigned char)*text) * 1099511628211u;
@@ -12256,9 +12260,11 @@ static int gf__race_stream(gf__race *race, gf_stream *s) {
     GF__HELD(&race->lock);
     if (s->race_slot < 0) {
         if (!gf__grow((void **)&race->slot_label, &race->slot_label_cap, race->next_slot + 1, sizeof *race->slot_label)) return 0;
-        race->slot_label[race->next_slot] = gf__race_intern(race, s->label, "a stream");
+        race->slot_label[race->next_slot] = gf__race_unnamed;
         s->race_slot = race->next_slot++;
     }
+    if (race->slot_label[s->race_slot] == gf__race_unnamed)   /* named at its first use, or again until memory allows */
+        race->slot_label[s->race_slot] = gf__race_intern(race, s->label, gf__race_unnamed);
     if (!gf__vc_fit(&s->race_vc, &s->race_n, s->race_slot + 1)) return 0;
     if (s->race_host_seen != race->host_version) {
         gf__vc_join(&s->race_vc, &s->race_n, race->host, race->host_n);
@@ -12377,8 +12383,8 @@ static void gf__race_access_one(gf__race *race, gf_stream *s, const gf__race_use
                 char text[1024];
                 const char *a_stream = race->slot_label[a->slot];
                 size_t lo = a->lo > u->lo ? a->lo : u->lo, hi = a->hi < u->hi ? a->hi : u->hi;
-                snprintf(text, sizeof text, "race: buffer %u [%llu, %llu) %s by %s on '%s', %s by %s on '%s': no event orders them "
-                         "(record an event on '%s' after the %s and make '%s' wait on it)",
+                snprintf(text, sizeof text, "race: buffer %u [%llu, %llu) %s by %.63s on '%s', %s by %.63s on '%s': no event orders them "
+                         "(record an event on '%s' after the %.63s and make '%s' wait on it)",
                          rb->id, (unsigned long long)lo, (unsigned long long)hi, a->write ? "written" : "read", a->op, a_stream,
                          u->write ? "written" : "read", u->op, s->label, a_stream, a->op, s->label);
                 if (!msg[0]) gf__race_found(race, gf__race_key(a->op, a_stream, u->op, s->label, rb->id), text, msg, cap);
@@ -12608,7 +12614,7 @@ static void gf__race_free(gf_buffer *buf, gf_stream *s) {
             if (a->lo < buf->view_offset + buf->size && buf->view_offset < a->hi) {
                 char text[512];
                 const char *a_stream = race->slot_label[a->slot];
-                snprintf(text, sizeof text, "race: buffer %u [%llu, %llu) destroyed while %s on '%s' may still use it (synchronize '%s' first)",
+                snprintf(text, sizeof text, "race: buffer %u [%llu, %llu) destroyed while %.63s on '%s' may still use it (synchronize '%s' first)",
                          rb->id, (unsigned long long)a->lo, (unsigned long long)a->hi, a->op, a_stream, a_stream);
                 gf__race_found(race, gf__race_key("destroy", "", a->op, a_stream, rb->id), text, msg, sizeof msg);
             }

@@ -13,13 +13,22 @@ start)
     prefix=$2
     shift 2
     rm -f "$prefix.rc" "$prefix.pid"
-    if command -v timeout >/dev/null 2>&1; then set -- timeout -k 10 1200 "$@"; fi
-    ( "$@" >"$prefix.log" 2>&1 </dev/null & echo $! >"$prefix.pid"; wait $!; echo $? >"$prefix.rc" ) 2>/dev/null &
+    # a process group of its own, so that stop reaches everything it starts: timeout makes one
+    # (and bounds the run), else setsid (a background job is no group leader: it does not
+    # fork); with neither, stop reaches the command alone
+    if command -v timeout >/dev/null 2>&1; then set -- timeout -k 10 1200 "$@"
+    elif command -v setsid >/dev/null 2>&1; then set -- setsid "$@"; fi
+    # the pid file appears whole (stop reads it), and goes before the status is written
+    ( "$@" >"$prefix.log" 2>&1 </dev/null & echo $! >"$prefix.pid.new"; mv "$prefix.pid.new" "$prefix.pid"
+      wait $!; status=$?; rm -f "$prefix.pid"; echo $status >"$prefix.rc" ) 2>/dev/null &
     exit 0 ;;
 stop)
     prefix=$2 waited=0
-    while [ ! -f "$prefix.pid" ] && [ ! -f "$prefix.rc" ] && [ "$waited" -lt 5 ]; do sleep 1; waited=$((waited + 1)); done
-    [ -f "$prefix.rc" ] || kill -TERM "$(cat "$prefix.pid" 2>/dev/null)" 2>/dev/null
+    while [ ! -s "$prefix.pid" ] && [ ! -f "$prefix.rc" ] && [ "$waited" -lt 5 ]; do sleep 1; waited=$((waited + 1)); done
+    if [ -s "$prefix.pid" ] && [ ! -f "$prefix.rc" ]; then
+        pid=$(cat "$prefix.pid")
+        kill -TERM -"$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null   # its group, else it alone
+    fi
     exit 0 ;;
 esac
 prefix=$1 limit=${2:-600} waited=0

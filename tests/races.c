@@ -805,6 +805,91 @@ static void test_kernel_gone(void)
     gf_device_close(dev);
 }
 
+/* ---- names: a kernel's name of 127 characters, and names that found no memory --------------- */
+/* The detector keeps each distinct name once (interned, per device). A report shows 63
+   characters of an operation's name, as when every access kept a 64-byte copy, so that a
+   127-character kernel name leaves the report's advice whole; a stream whose label found no
+   host memory at its first use is named at a later one (not "a stream" for its life). */
+static void names_kernel(const gf_kernel_ctx *ctx, void *const *args) { (void)ctx; (void)args; }
+static void test_names(void)
+{
+    static const gf_stub_param param = { "out", "GF_GLOBAL uint32_t *", sizeof(void *) };
+    static char long_name[128];
+    gf_stub_kernel kernel;
+    gf_module_desc md;
+    gf_device *dev;
+    gf_module *mod = NULL;
+    gf_kernel *k = NULL;
+    gf_stream *w, *r;
+    gf_buffer *b = NULL;
+    gf_launch_dims d;
+    gf_arg a;
+    gf_race_info info;
+    unsigned char host[64];
+    char want[120], what[200];
+    int n, unnamed = 0;
+    if (backend != GF_BACKEND_STUB) { SKIP("names: stub kernels (the stub's own module)"); return; }
+    memset(long_name, 'k', 127);
+    memset(&kernel, 0, sizeof kernel);
+    kernel.name = long_name; kernel.fn = names_kernel; kernel.param_count = 1; kernel.params = &param;
+    memset(&md, 0, sizeof md);
+    md.stub_kernels = &kernel; md.stub_kernel_count = 1;
+    if (!CHECK((dev = fresh_device()) != NULL, "names: device")) return;
+    CHECK_EQ_RESULT(gf_module_load(dev, &md, &mod), GF_OK);
+    CHECK_EQ_RESULT(gf_kernel_get(mod, long_name, &k), GF_OK);
+    w = stream_named(dev, "names w");
+    r = stream_named(dev, "names r");
+    gf_buffer_create(dev, 64, &b);
+    memset(&d, 0, sizeof d);
+    d.grid[0] = d.grid[1] = d.grid[2] = 1;
+    d.block[0] = d.block[1] = d.block[2] = 1;
+    a.value = 0; a.size = 0; a.buffer = b;
+    if (k) gf_launch(w, k, d, &a, 1);
+    gf_copy_to_host_async(r, host, b, 0, 64);   /* unordered with the launch */
+    memset(&info, 0, sizeof info);
+    gf_race_report(dev, &info);
+    snprintf(want, sizeof want, "written by launch '%.55s on 'names w'", long_name);   /* 63 characters of the operation */
+    if (!CHECK(info.count == 1 && strstr(info.report[0], want) && strstr(info.report[0], "make 'names r' wait on it)"),
+               "names: a launch of a kernel named with 127 characters races: the report shows 63 characters of it and its advice whole"))
+        print_reports(dev);
+    gf_device_synchronize(dev);
+    gf_buffer_destroy(b);
+    gf_stream_destroy(w);
+    gf_stream_destroy(r);
+    gf_module_destroy(mod);
+    gf_device_close(dev);
+
+    for (n = 1; n <= 40; n++) {   /* each host allocation in turn fails while two streams are first used */
+        gf_buffer *b2 = NULL;
+        char spec[32];
+        if (!(dev = fresh_device())) continue;
+        w = stream_named(dev, "label w");
+        r = stream_named(dev, "label r");
+        gf_buffer_create(dev, 64, &b);
+        gf_buffer_create(dev, 64, &b2);
+        snprintf(spec, sizeof spec, "alloc:%d", n);
+        gf_faults_set(spec);
+        gf_fill_async(w, b, 0, 1, 64);
+        gf_fill_async(r, b2, 0, 1, 64);
+        gf_faults_set(NULL);
+        gf_device_synchronize(dev);
+        gf_fill_async(w, b, 0, 2, 64);
+        gf_copy_to_host_async(r, host, b, 0, 64);   /* unordered with the fill */
+        if (races_of(dev) != 1 || !report_names(dev, "written by fill", "label w", "read by copy-to-host", "label r")) {
+            if (!unnamed++) { printf("    alloc:%d:\n", n); print_reports(dev); }
+        }
+        gf_device_synchronize(dev);
+        gf_buffer_destroy(b);
+        gf_buffer_destroy(b2);
+        gf_stream_destroy(w);
+        gf_stream_destroy(r);
+        gf_device_close(dev);
+    }
+    snprintf(what, sizeof what, "names: the 1st to 40th host allocation failed at two streams' first use: each later race names both streams "
+             "(%d did not)", unnamed);
+    CHECK(unnamed == 0, what);
+}
+
 /* ---- a 2D copy of more rows than one operation reports (GF__RACE_MAX_USES 64) ------------------ */
 static void rows_program(size_t read_row, int known_defect)
 {
@@ -1136,6 +1221,7 @@ int main(int argc, char **argv)
     test_many_races();
     test_long_labels();
     test_kernel_gone();
+    test_names();
     test_many_rows();
     test_event_reuse();
     test_graph_args();
