@@ -245,6 +245,32 @@ static void ok_waiter(env *e)                  /* the waiter fired: the host kno
     gf_event_destroy(ev);
     th_flag_destroy(&fired);
 }
+/* fill_u32 (tests/test_kernels.h) writing *v into b's first *n words: one block of 16 threads
+   (d may be NULL: arguments only). */
+static void fill_u32_args(gf_launch_dims *d, gf_arg a[3], gf_buffer *b, const uint32_t *n, const uint32_t *v)
+{
+    if (d) {
+        memset(d, 0, sizeof *d);
+        d->grid[0] = d->grid[1] = d->grid[2] = 1;
+        d->block[0] = 16; d->block[1] = d->block[2] = 1;
+    }
+    a[0].value = 0; a[0].size = 0; a[0].buffer = b;
+    a[1].value = n; a[1].size = sizeof *n; a[1].buffer = 0;
+    a[2].value = v; a[2].size = sizeof *v; a[2].buffer = 0;
+}
+/* The test kernels' fill_u32 on dev, or a skip named by what (then NULL, and nothing loaded). */
+static gf_kernel *fill_u32_kernel(gf_device *dev, gf_module **mod, const char *what)
+{
+    gf_kernel *k = NULL;
+    char why[120];
+    *mod = NULL;
+    if (gf_module_load(dev, &tk_module, mod) == GF_OK && gf_kernel_get(*mod, "fill_u32", &k) == GF_OK) return k;
+    snprintf(why, sizeof why, "%s: no test kernels for this backend", what);
+    SKIP(why);
+    if (*mod) gf_module_destroy(*mod);
+    *mod = NULL;
+    return NULL;
+}
 static gf_module *race_mod;
 static void launch_args(env *e, int read_only_second)
 {
@@ -253,12 +279,7 @@ static void launch_args(env *e, int read_only_second)
     gf_arg a[3];
     uint32_t n = 16, v = 1;
     if (!race_mod || gf_kernel_get(race_mod, "fill_u32", &k) != GF_OK) return;
-    memset(&d, 0, sizeof d);
-    d.grid[0] = d.grid[1] = d.grid[2] = 1;
-    d.block[0] = 16; d.block[1] = d.block[2] = 1;
-    a[0].value = 0; a[0].size = 0; a[0].buffer = e->b;
-    a[1].value = &n; a[1].size = sizeof n; a[1].buffer = 0;
-    a[2].value = &v; a[2].size = sizeof v; a[2].buffer = 0;
+    fill_u32_args(&d, a, e->b, &n, &v);
     gf_copy_to_host_async(e->s1, e->host, e->b, 0, 64);    /* a read on s1 */
     if (read_only_second) a[0].size = GF_ARG_READ_ONLY;     /* the kernel says it only reads */
     gf_launch(e->s2, k, d, a, 3);                           /* a write on s2, unless read-only */
@@ -777,21 +798,11 @@ static void test_kernel_gone(void)
     uint32_t n = 16, v = 5;
     unsigned char host[64];
     if (!CHECK(dev != NULL, "kernel gone: device")) return;
-    if (gf_module_load(dev, &tk_module, &mod) != GF_OK || gf_kernel_get(mod, "fill_u32", &k) != GF_OK) {
-        SKIP("kernel gone: no test kernels for this backend");
-        if (mod) gf_module_destroy(mod);
-        gf_device_close(dev);
-        return;
-    }
+    if (!(k = fill_u32_kernel(dev, &mod, "kernel gone"))) { gf_device_close(dev); return; }
     w = stream_named(dev, "kernel w");
     r = stream_named(dev, "kernel r");
     gf_buffer_create(dev, 64, &b);
-    memset(&d, 0, sizeof d);
-    d.grid[0] = d.grid[1] = d.grid[2] = 1;
-    d.block[0] = 16; d.block[1] = d.block[2] = 1;
-    a[0].value = 0; a[0].size = 0; a[0].buffer = b;
-    a[1].value = &n; a[1].size = sizeof n; a[1].buffer = 0;
-    a[2].value = &v; a[2].size = sizeof v; a[2].buffer = 0;
+    fill_u32_args(&d, a, b, &n, &v);
     CHECK_EQ_RESULT(gf_launch(w, k, d, a, 3), GF_OK);
     gf_module_destroy(mod);                     /* never waits: the code goes after the launch */
     gf_copy_to_host_async(r, host, b, 0, 64);   /* unordered with the launch */
@@ -984,12 +995,7 @@ static gf_graph *capture_fill_u32(gf_stream *s, gf_kernel *k, gf_buffer *b, uint
     gf_launch_dims d;
     gf_arg a[3];
     gf_graph *g = NULL;
-    memset(&d, 0, sizeof d);
-    d.grid[0] = d.grid[1] = d.grid[2] = 1;
-    d.block[0] = 16; d.block[1] = d.block[2] = 1;
-    a[0].value = 0; a[0].size = 0; a[0].buffer = b;
-    a[1].value = &n; a[1].size = sizeof n; a[1].buffer = 0;
-    a[2].value = &v; a[2].size = sizeof v; a[2].buffer = 0;
+    fill_u32_args(&d, a, b, &n, &v);
     if (gf_stream_begin_capture(s, GF_CAPTURE_GLOBAL) != GF_OK) return NULL;
     if (gf_launch(s, k, d, a, 3) != GF_OK) { gf_stream_end_capture(s, &g); if (g) gf_graph_destroy(g); return NULL; }
     return gf_stream_end_capture(s, &g) == GF_OK ? g : NULL;
@@ -998,9 +1004,7 @@ static int set_fill_u32(gf_graph *g, gf_buffer *b, uint32_t v)
 {
     uint32_t n = 16;
     gf_arg a[3];
-    a[0].value = 0; a[0].size = 0; a[0].buffer = b;
-    a[1].value = &n; a[1].size = sizeof n; a[1].buffer = 0;
-    a[2].value = &v; a[2].size = sizeof v; a[2].buffer = 0;
+    fill_u32_args(NULL, a, b, &n, &v);
     return gf_graph_set_kernel_args(g, 0, a, 3) == GF_OK;
 }
 /* how: 0 set_kernel_args to B; 1 gf_graph_update from a graph that writes B. racy: 0, another
@@ -1016,12 +1020,7 @@ static void graph_args_program(int how, int racy)
     unsigned char host[64];
     char what[240];
     if (!CHECK(dev != NULL, "graph args: device")) return;
-    if (gf_module_load(dev, &tk_module, &mod) != GF_OK || gf_kernel_get(mod, "fill_u32", &k) != GF_OK) {
-        SKIP("graph args: no test kernels for this backend");
-        if (mod) gf_module_destroy(mod);
-        gf_device_close(dev);
-        return;
-    }
+    if (!(k = fill_u32_kernel(dev, &mod, "graph args"))) { gf_device_close(dev); return; }
     gs = stream_named(dev, "graph");
     os = stream_named(dev, "other");
     gf_buffer_create(dev, 64, &a);
