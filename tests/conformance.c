@@ -2711,6 +2711,9 @@ static void test_flow_tasks(void)
     CHECK_EQ_RESULT(gf_flow_depend(flow, t[2], t[3]), GF_OK);
     CHECK_EQ_RESULT(gf_profiler_enable(C.dev, GF_PROFILE_ON), GF_OK);
     CHECK_EQ_RESULT(gf_flow_run(flow, pool), GF_OK);
+    /* runs are not ordered with each other, and the second writes the bytes the first wrote:
+       without this wait, two lanes' fills of the same bytes may run at once (TSan saw it) */
+    CHECK_EQ_RESULT(gf_flow_wait_frames(flow, 0, TH_WAIT_MS), GF_OK);
     CHECK_EQ_RESULT(gf_flow_run(flow, pool), GF_OK);
     CHECK(th_flag_wait(&done, 8, TH_WAIT_MS), "flow tasks: each task's completion callback ran once per run");
     CHECK_EQ_RESULT(gf_stream_pool_synchronize(pool), GF_OK);
