@@ -519,15 +519,18 @@ static gf__cl_job *gf__cl_job_new(gf__cl_device *d, void (*fn)(void *user), void
 /* Frees the job; its user event is completed first, so that the work held behind it runs (a
    job that ran), and so that no driver keeps an unset one alive (a dropped job: NVIDIA's
    OpenCL then hangs the context's release). An event left unset would stall its queue for
-   good: a failed attempt is tried once more. */
+   good: a failed attempt is tried once more, and one that stays unset is kept, not released
+   (the context is then kept too, where releasing it hung device close on NVIDIA's OpenCL). */
 static void gf__cl_job_end(gf__cl_job *job) {
     gf__cl_device *d = job->dev;
     if (job->done) {
         cl_int e = GF__CL(clSetUserEventStatus, (job->done, CL_COMPLETE));
         if (e != CL_SUCCESS) e = GF__CL(clSetUserEventStatus, (job->done, CL_COMPLETE));
-        if (e != CL_SUCCESS)
+        if (e != CL_SUCCESS) {
             gf__notice(GF_LOG_ERROR, "OpenCL: clSetUserEventStatus: %s (%d): work after a stream callback "
-                       "will not run", gf__cl_error_name(e), (int)e);
+                       "will not run, and the user event and its context stay with the driver", gf__cl_error_name(e), (int)e);
+            job->done = NULL;
+        }
     }
     if (job->done) GF__CL(clReleaseEvent, (job->done));
     if (job->marker) GF__CL(clReleaseEvent, (job->marker));
