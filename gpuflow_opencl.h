@@ -1277,8 +1277,8 @@ static gf_result gf__cl_fill_wide(gf_stream *s, gf_buffer *buf, size_t offset, u
     cl_mem mem;
     gf__cl_imports x;
     gf_result r;
-    GPUFLOW_ASSERT((width == 1 || width == 2 || width == 4) && offset % (size_t)width == 0);   /* the core checks */
-    mem = gf__cl_mem(buf, &offset);
+    GPUFLOW_ASSERT(width == 1 || width == 2 || width == 4);   /* the core checks the offset from the memory's start, */
+    mem = gf__cl_mem(buf, &offset);                             /* not from a view's (view 3, offset 1: 4) */
     if (offset % (size_t)width)   /* OpenCL counts from the cl_mem's start, not the view's */
         return gf__fail(GF_ERROR_INVALID_ARGUMENT, "OpenCL: a fill of %d-byte values must start at a multiple of %d "
                         "bytes of the memory; the view starts at byte %llu of its parent", width, width,

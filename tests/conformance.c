@@ -2325,6 +2325,19 @@ static void test_wide_fills(void)
     CHECK_FAIL(gf_fill32_async(s, b, 0, 1, 257), GF_ERROR_OUT_OF_RANGE);
     CHECK_FAIL(gf_fill32_async(s, b, 0, 1, SIZE_MAX / 2), GF_ERROR_OUT_OF_RANGE);    /* count * 4 overflows */
     CHECK_FAIL(gf_fill16_async(s, b, 0, 1, 0), GF_ERROR_INVALID_ARGUMENT);
+    {   /* through a view at byte 3: alignment counts from the memory's start (3 + 1 = 4), on every
+           backend (OpenCL asserted on the view's own offset and aborted) */
+        gf_buffer *v = NULL;
+        CHECK_EQ_RESULT(gf_buffer_view(b, 3, 64, &v), GF_OK);
+        CHECK_EQ_RESULT(gf_fill32_async(s, v, 1, 0x01020304u, 2), GF_OK);
+        CHECK_EQ_RESULT(gf_fill16_async(s, v, 9, 0xabcd, 1), GF_OK);
+        CHECK_FAIL(gf_fill32_async(s, v, 0, 1, 1), GF_ERROR_INVALID_ARGUMENT);     /* byte 3 */
+        CHECK_EQ_RESULT(gf_stream_synchronize(s), GF_OK);
+        CHECK_EQ_RESULT(gf_copy_to_host(h32, b, 0, sizeof h32), GF_OK);
+        CHECK(h32[0] == 0xdeadbeefu && h32[1] == 0x01020304u && h32[2] == 0x01020304u && (h32[3] & 0xffffu) == 0xabcd &&
+              h32[4] == 0xdeadbeefu, "fill32 and fill16 through a view at byte 3: the values where the offsets say");
+        gf_buffer_destroy(v);
+    }
     gf_buffer_destroy(b);
     gf_stream_destroy(s);
 }
