@@ -3954,7 +3954,8 @@ static void gf__budget_sample(gf_budget *b) {   /* mem_lock held */
 static void gf__budget_unref(gf_budget *b) {   /* mem_lock held; the last reference frees it */
     if (--b->refs > 0) return;
     gf__free(b->samples);
-    gf__free(b);
+    b->samples = NULL;
+    gf__obj_free(b->dev, b);   /* under GPUFLOW_DEBUG kept as a shell, so later uses are refused */
 }
 /* A budget's callback is told once gf_buffer_create_desc has finished (and been recorded), so
    the calls it makes come after that call, in a recording as in time. The note holds the

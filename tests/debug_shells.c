@@ -25,6 +25,11 @@ int main(void)
     gf_graph_pool *gp = NULL;
     gf_module *mod = NULL;
     gf_kernel *k = NULL;
+    gf_budget *bud = NULL, *held = NULL;
+    gf_buffer *charged = NULL;
+    gf_budget_desc bd;
+    gf_budget_stats bs;
+    gf_buffer_desc buf_desc;
     gf_task t;
     unsigned char h[16];
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -44,6 +49,15 @@ int main(void)
     CHECK_EQ_RESULT(gf_graph_pool_create(dev, &gp), GF_OK);
     CHECK_EQ_RESULT(gf_module_load(dev, &tk_module, &mod), GF_OK);
     CHECK_EQ_RESULT(gf_kernel_get(mod, "fill_u32", &k), GF_OK);
+    memset(&bd, 0, sizeof bd);
+    bd.label = "frame";
+    bd.limit = 1 << 20;
+    CHECK_EQ_RESULT(gf_budget_create(dev, &bd, &bud), GF_OK);
+    CHECK_EQ_RESULT(gf_budget_create(dev, &bd, &held), GF_OK);   /* destroyed while a buffer holds it */
+    memset(&buf_desc, 0, sizeof buf_desc);
+    buf_desc.size = 64;
+    buf_desc.budget = held;
+    CHECK_EQ_RESULT(gf_buffer_create_desc(dev, &buf_desc, &charged), GF_OK);
 
     gf_buffer_destroy(v);
     gf_buffer_destroy(b);
@@ -57,6 +71,9 @@ int main(void)
     gf_graph_pool_destroy(gp);
     gf_module_destroy(mod);
     gf_stream_destroy(s);
+    gf_budget_destroy(bud);
+    gf_budget_destroy(held);
+    gf_buffer_destroy(charged);   /* the budget's last hold: freed now (a shell) */
 
     /* every stale handle is refused with INVALID_HANDLE; nothing reads freed memory */
     CHECK_FAIL(gf_fill_async(other, b, 0, 1, 16), GF_ERROR_INVALID_HANDLE);
@@ -74,6 +91,11 @@ int main(void)
         CHECK_FAIL(gf_launch(other, k, d, NULL, 0), GF_ERROR_INVALID_HANDLE);
     }
     CHECK_FAIL(gf_stream_synchronize(s), GF_ERROR_INVALID_HANDLE);
+    CHECK_FAIL(gf_budget_get_stats(bud, &bs), GF_ERROR_INVALID_HANDLE);   /* budgets were freed, not kept (found by review) */
+    CHECK_FAIL(gf_budget_get_stats(held, &bs), GF_ERROR_INVALID_HANDLE);
+    buf_desc.budget = bud;
+    CHECK_FAIL(gf_buffer_create_desc(dev, &buf_desc, &charged), GF_ERROR_INVALID_HANDLE);
+    CHECK_SETS_ERROR(gf_budget_destroy(held));
     CHECK_SETS_ERROR(gf_buffer_destroy(b));          /* a second destroy: refused, not a double free */
     CHECK_SETS_ERROR(gf_stream_destroy(s));
     CHECK_EQ_RESULT(gf_stream_synchronize(other), GF_OK);
