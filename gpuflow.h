@@ -310,9 +310,10 @@ typedef struct gf_stream_stats {
 #define GF_EVENT_TIMING 1u        /* gf_event_create flag: the event can be timed */
 
 typedef struct gf_event_pool_desc {
-    int capacity;                 /* plain events made up front (default 16); the pool grows on demand */
-    int timing_capacity;          /* GF_EVENT_TIMING events made up front (default 16) */
+    int capacity;                 /* plain events made up front (default 16, at most GF_EVENT_POOL_MAX); the pool grows on demand */
+    int timing_capacity;          /* GF_EVENT_TIMING events made up front (default 16, at most GF_EVENT_POOL_MAX) */
 } gf_event_pool_desc;
+#define GF_EVENT_POOL_MAX 65536   /* events a pool makes up front, per kind (more: it grows as they are taken) */
 typedef struct gf_event_pool_stats { int available, in_use, created; } gf_event_pool_stats;
 
 typedef struct gf_stream_pool_desc {
@@ -5050,7 +5051,9 @@ static gf_result gf__call_event_pool_create(gf_device *dev, const gf_event_pool_
     GF__CHECK(dev, GF__T_DEVICE);
     GF__CHECK_OUT(out);
     *out = NULL;
-    if (plain < 0 || timing < 0) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_event_pool_create: capacities must be >= 0");
+    if (plain < 0 || timing < 0 || plain > GF_EVENT_POOL_MAX || timing > GF_EVENT_POOL_MAX)   /* INT_MAX made events for minutes */
+        return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_event_pool_create: capacities must be 0 to GF_EVENT_POOL_MAX (%d); "
+                        "got %d and %d (timing)", GF_EVENT_POOL_MAX, plain, timing);
     if (!(pool = (gf_event_pool *)gf__calloc(sizeof *pool))) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_event_pool_create: out of host memory");
     pool->type = GF__T_EVENT_POOL;
     pool->dev = dev;

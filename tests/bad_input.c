@@ -9,6 +9,7 @@
 #define GPUFLOW_IMPLEMENTATION
 #include "backends.h"
 #include <stdlib.h>
+#include <limits.h>
 #include "harness.h"
 #include "test_kernels.h"
 
@@ -288,6 +289,13 @@ static void test_pools(void)
     ed.capacity = 0;
     ed.timing_capacity = -3;
     CHECK_FAIL(gf_event_pool_create(dev, &ed, &x), GF_ERROR_INVALID_ARGUMENT);
+    ed.capacity = INT_MAX;   /* made events for minutes (found by review) */
+    ed.timing_capacity = 0;
+    CHECK_FAIL(gf_event_pool_create(dev, &ed, &x), GF_ERROR_INVALID_ARGUMENT);
+    ed.capacity = 0;
+    ed.timing_capacity = GF_EVENT_POOL_MAX + 1;
+    CHECK_FAIL(gf_event_pool_create(dev, &ed, &x), GF_ERROR_INVALID_ARGUMENT);
+    CHECK(strstr(gf_last_error(), "GF_EVENT_POOL_MAX") != NULL, "an event pool too large: the message names the limit");
     CHECK_FAIL(gf_event_pool_create(dev, NULL, NULL), GF_ERROR_INVALID_ARGUMENT);
     CHECK(x == NULL, "no event pool from refused creates");
     CHECK_EQ_RESULT(gf_event_pool_create(dev, NULL, &ep), GF_OK);
