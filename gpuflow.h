@@ -8962,19 +8962,25 @@ static int gf__file_stamp(const char *path, long long *mtime, long long *size) {
     *size = (long long)st.st_size;
     return 1;
 }
+/* path opened to be read whole, *size its length; NULL unless it is a regular file that opens
+   (a directory's length reads as LONG_MAX, and opening a FIFO waits for a writer). */
+static FILE *gf__open_whole(const char *path, size_t *size) {
+    struct stat st;
+    FILE *f;
+    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size < 0 || (uint64_t)st.st_size >= (uint64_t)(SIZE_MAX / 2)) return NULL;
+    if (!(f = fopen(path, "rb"))) return NULL;
+    *size = (size_t)st.st_size;
+    return f;
+}
 /* The whole text of path, NUL-terminated, in *out (the caller frees it). */
 static gf_result gf__file_text(const char *fn, const char *path, char **out) {
-    FILE *f = fopen(path, "rb");
+    size_t n = 0;
+    FILE *f = gf__open_whole(path, &n);
     char *text;
-    long n;
     *out = NULL;
-    if (!f) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "%s: cannot open source_path '%s'", fn, path);
-    if (fseek(f, 0, SEEK_END) != 0 || (n = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0) {
-        fclose(f);
-        return gf__fail(GF_ERROR_INVALID_ARGUMENT, "%s: cannot read source_path '%s'", fn, path);
-    }
-    if (!(text = (char *)gf__malloc((size_t)n + 1))) { fclose(f); return gf__fail(GF_ERROR_OUT_OF_MEMORY, "%s: out of host memory", fn); }
-    if (fread(text, 1, (size_t)n, f) != (size_t)n) {
+    if (!f) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "%s: cannot open source_path '%s' (a regular file it can read)", fn, path);
+    if (!(text = (char *)gf__malloc(n + 1))) { fclose(f); return gf__fail(GF_ERROR_OUT_OF_MEMORY, "%s: out of host memory", fn); }
+    if (fread(text, 1, n, f) != n) {
         fclose(f);
         gf__free(text);
         return gf__fail(GF_ERROR_INVALID_ARGUMENT, "%s: cannot read source_path '%s'", fn, path);
@@ -9976,11 +9982,10 @@ static void gf__rec_module(const gf_module_desc *d, gf_result r) {
     gf__rec_u32(d ? 1 : 0);
     if (!d) return;
     if (!d->source && d->source_path) {   /* the file as it is now (quietly: the caller's error text stays) */
-        FILE *f = fopen(d->source_path, "rb");
-        long n;
-        if (f && fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0 &&
-            (text = (char *)GPUFLOW_MALLOC((size_t)n + 1)) != NULL) {
-            if (fread(text, 1, (size_t)n, f) == (size_t)n) text[n] = 0;
+        size_t n = 0;
+        FILE *f = gf__open_whole(d->source_path, &n);
+        if (f && (text = (char *)GPUFLOW_MALLOC(n + 1)) != NULL) {
+            if (fread(text, 1, n, f) == n) text[n] = 0;
             else { GPUFLOW_FREE(text); text = NULL; }
         }
         if (f) fclose(f);
@@ -12081,16 +12086,16 @@ GPUFLOW_IMPL gf_result gf_replay(const gf_replay_desc *desc, gf_replay_report *o
     if (!desc || (!desc->path && !desc->data)) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_replay: desc->path (or data and size) is required");
     if ((unsigned)desc->backend >= (unsigned)GF_BACKEND_COUNT) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_replay: unknown backend %d", (int)desc->backend);
     if (desc->path) {
-        FILE *f = fopen(desc->path, "rb");
-        long n = -1;
-        int read = f && fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0;
-        if (read && !(file = (unsigned char *)gf__rp_alloc((size_t)n + 1, 0))) {
+        size_t n = 0;
+        FILE *f = gf__open_whole(desc->path, &n);
+        int read = f != NULL;
+        if (read && !(file = (unsigned char *)gf__rp_alloc(n + 1, 0))) {
             fclose(f);
             return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_replay: out of host memory for '%s'", desc->path);
         }
-        if (read) read = fread(file, 1, (size_t)n, f) == (size_t)n;
+        if (read) read = fread(file, 1, n, f) == n;
         if (f) fclose(f);
-        if (!read) { gf__free(file); return gf__fail(GF_ERROR_NOT_FOUND, "gf_replay: cannot read '%s'", desc->path); }
+        if (!read) { gf__free(file); return gf__fail(GF_ERROR_NOT_FOUND, "gf_replay: cannot read '%s' (a regular file)", desc->path); }
         in.p = file; in.end = file + n;
     } else {
         in.p = (const unsigned char *)desc->data; in.end = in.p + desc->size;

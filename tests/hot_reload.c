@@ -197,6 +197,18 @@ static void test_bad_input(void)
     d.stub_kernel_count = 1;
     CHECK_FAIL(gf_module_load(dev, &d, &mod), GF_ERROR_INVALID_ARGUMENT);
     CHECK(strstr(gf_last_error(), "/nonexistent/gpuflow/kernels.gfk") != NULL, "bad input: a source file that cannot be read is named");
+    d.source_path = ".";   /* a directory: 2^63 bytes were asked for (found by review) */
+    CHECK_FAIL(gf_module_load(dev, &d, &mod), GF_ERROR_INVALID_ARGUMENT);
+    {   /* a FIFO: the open waited for a writer for good */
+        char fifo[64];
+        snprintf(fifo, sizeof fifo, "/tmp/gpuflow-reload-fifo-%ld", (long)getpid());
+        remove(fifo);
+        if (mkfifo(fifo, 0600) == 0) {
+            d.source_path = fifo;
+            CHECK_FAIL(gf_module_load(dev, &d, &mod), GF_ERROR_INVALID_ARGUMENT);
+            remove(fifo);
+        }
+    }
     CHECK_FAIL(gf_module_reload(NULL, NULL), GF_ERROR_INVALID_HANDLE);
     CHECK_FAIL(gf_module_poll(NULL, &reloaded), GF_ERROR_INVALID_HANDLE);
     d.source_path = NULL;

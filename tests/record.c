@@ -42,6 +42,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 #include <sys/wait.h>
+#include <sys/stat.h>
 
 #if defined(__SANITIZE_THREAD__)
 #  define RECORD_UNDER_TSAN 1
@@ -1477,6 +1478,18 @@ static void test_input(void)
     d.path = "/nonexistent-dir/for/sure.gfrec";
     CHECK_FAIL(gf_replay(&d, NULL), GF_ERROR_INVALID_ARGUMENT);
     CHECK_FAIL(gf_replay(&d, &rep), GF_ERROR_NOT_FOUND);
+    d.path = ".";   /* a directory: its length read as LONG_MAX, and 2^63 bytes were asked for (found by review) */
+    CHECK_FAIL(gf_replay(&d, &rep), GF_ERROR_NOT_FOUND);
+    {   /* a FIFO: the open waited for a writer for good */
+        char fifo[64];
+        snprintf(fifo, sizeof fifo, "/tmp/gpuflow-record-fifo-%ld", (long)getpid());
+        remove(fifo);
+        if (mkfifo(fifo, 0600) == 0) {
+            d.path = fifo;
+            CHECK_FAIL(gf_replay(&d, &rep), GF_ERROR_NOT_FOUND);
+            remove(fifo);
+        }
+    }
     d.path = NULL; d.data = not_a_file; d.size = sizeof not_a_file;
     CHECK_FAIL(gf_replay(&d, &rep), GF_ERROR_INVALID_ARGUMENT);
     d.backend = (gf_backend)99;
