@@ -12859,9 +12859,10 @@ static int gf__prof_begin(gf_stream *s, gf_op_kind kind, const char *name, uint6
 }
 
 static void gf__prof_end(gf_stream *s, int idx, gf_result r) {
-    gf__profiler *p = s->dev->profiler;
+    gf__profiler *p;
     gf__prof_rec *rec;
-    if (idx < 0) return;
+    if (idx < 0) return;   /* before the profiler is read: gf_profiler_enable may be setting it (TSan) */
+    p = s->dev->profiler;   /* set before gf__prof_begin gave idx, and kept while profiling is on */
     gf__lock(&p->lock);
     rec = &p->recs[idx];
     if (r == GF_OK && s->dev->be->event_record(rec->end, s) == GF_OK) {

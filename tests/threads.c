@@ -301,6 +301,34 @@ static void *waiter_main(void *p)
     return NULL;
 }
 
+/* The first gf_profiler_enable while another thread times ranges on a stream: the range's end
+   read the device's profiler before checking it had begun one (a TSan report; found by review). */
+static gf_stream *ranges_stream;
+static th_flag ranges_go;
+static void *ranges_main(void *arg)
+{
+    int i;
+    (void)arg;
+    for (i = 0; i < 20000; i++) {
+        gf_range_push(ranges_stream, "r");
+        gf_range_pop(ranges_stream);
+        if (i == 100) th_flag_add(&ranges_go, 1);   /* under way: now the enable races it */
+    }
+    return NULL;
+}
+static void test_profiler_enable_while_ranges(gf_stream *s)
+{
+    pthread_t t;
+    ranges_stream = s;
+    th_flag_init(&ranges_go);
+    if (!CHECK(pthread_create(&t, NULL, ranges_main, NULL) == 0, "ranges thread started")) return;
+    th_flag_wait(&ranges_go, 1, 10000);
+    CHECK_EQ_RESULT(gf_profiler_enable(dev, GF_PROFILE_ON), GF_OK);
+    pthread_join(t, NULL);
+    CHECK_EQ_RESULT(gf_profiler_enable(dev, 0), GF_OK);
+    th_flag_destroy(&ranges_go);
+}
+
 int main(int argc, char **argv)
 {
     gf_backend backend = GF_BACKEND_STUB;
@@ -328,6 +356,7 @@ int main(int argc, char **argv)
     CHECK_EQ_RESULT(gf_stream_create(dev, NULL, &shared), GF_OK);
     CHECK_EQ_RESULT(gf_buffer_create(dev, NT * REGION, &buf), GF_OK);
     if (!shared || !buf) return th_finish();
+    test_profiler_enable_while_ranges(shared);
     for (i = 0; i < NT; i++) {
         W[i].index = i;
         W[i].shared = shared;
