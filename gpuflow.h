@@ -1963,6 +1963,7 @@ struct gf_device {
     gf__spin mem_lock;              /* mem, limit, pinned */
     gf_memory_counter mem[GF_MEMORY_KIND_COUNT];
     uint64_t mem_limit;             /* 0: none */
+    uint64_t mem_admitted;          /* bytes gf__mem_admit let through that are not counted yet */
     gf__pinned *pinned; int pinned_count, pinned_cap;
     struct gf_budget **budgets; int budget_count, budget_cap;   /* live budgets, under mem_lock */
     int race_on;                    /* atomic: the race detector checks operations */
@@ -4034,10 +4035,9 @@ static void gf__budget_stats_of(const gf_budget *b, gf_budget_stats *out) {
 
 /* Accounting: every allocation gpuflow makes is counted under its kind, with peaks; the limit
    (gf_device_set_memory_limit) is held against the device kinds together. */
-static void gf__mem_count(gf_device *dev, int kind, uint64_t bytes, int sign) {
+static void gf__mem_count_locked(gf_device *dev, int kind, uint64_t bytes, int sign) {   /* mem_lock held */
     gf_memory_counter *c;
     if (kind < 0 || kind >= GF_MEMORY_KIND_COUNT) return;   /* wrapped memory and views: not ours */
-    gf__spin_lock(&dev->mem_lock);
     c = &dev->mem[kind];
     if (sign > 0) {
         c->bytes += bytes; c->count++;
@@ -4046,6 +4046,29 @@ static void gf__mem_count(gf_device *dev, int kind, uint64_t bytes, int sign) {
     } else {
         c->bytes -= bytes; c->count--;
     }
+}
+static void gf__mem_count(gf_device *dev, int kind, uint64_t bytes, int sign) {
+    gf__spin_lock(&dev->mem_lock);
+    gf__mem_count_locked(dev, kind, bytes, sign);
+    gf__spin_unlock(&dev->mem_lock);
+}
+static void gf__mem_unadmit(gf_device *dev, uint64_t bytes) {   /* an admitted allocation that failed */
+    gf__spin_lock(&dev->mem_lock);
+    dev->mem_admitted -= bytes;
+    gf__spin_unlock(&dev->mem_lock);
+}
+/* An admitted allocation that succeeded: counted as kind and no longer as admitted, at once. */
+static void gf__mem_count_new(gf_device *dev, int kind, uint64_t bytes) {
+    gf__spin_lock(&dev->mem_lock);
+    dev->mem_admitted -= bytes;
+    gf__mem_count_locked(dev, kind, bytes, +1);
+    gf__spin_unlock(&dev->mem_lock);
+}
+/* Memory that changes kind (cached <-> in use): one step, so that the total never dips. */
+static void gf__mem_move(gf_device *dev, int from, int to, uint64_t bytes) {
+    gf__spin_lock(&dev->mem_lock);
+    gf__mem_count_locked(dev, from, bytes, -1);
+    gf__mem_count_locked(dev, to, bytes, +1);
     gf__spin_unlock(&dev->mem_lock);
 }
 static uint64_t gf__mem_device_bytes(gf_device *dev) {   /* dev->mem_lock held */
@@ -4053,16 +4076,22 @@ static uint64_t gf__mem_device_bytes(gf_device *dev) {   /* dev->mem_lock held *
            dev->mem[GF_MEMORY_ASYNC].bytes + dev->mem[GF_MEMORY_CACHED].bytes + dev->mem[GF_MEMORY_PENDING].bytes;
 }
 /* GF_OK if bytes more device memory stays within the limit; else gives cached blocks back and
-   asks again, then refuses naming the limit and the use. */
+   asks again, then refuses naming the limit and the use. What it lets through counts as used
+   (mem_admitted) until the allocation is counted (gf__mem_count_new) or fails
+   (gf__mem_unadmit): else allocations at once from several threads each passed the check on
+   the same use, together past the limit. */
 static gf_result gf__mem_admit(gf_device *dev, size_t bytes, const char *fn) {
     int pass;
     for (pass = 0; pass < 2; pass++) {
         uint64_t used, limit;
+        int fits;
         gf__spin_lock(&dev->mem_lock);
-        used = gf__mem_device_bytes(dev);
+        used = gf__mem_device_bytes(dev) + dev->mem_admitted;
         limit = dev->mem_limit;
+        fits = !limit || (bytes <= limit && used <= limit - bytes);
+        if (fits) dev->mem_admitted += bytes;
         gf__spin_unlock(&dev->mem_lock);
-        if (!limit || (bytes <= limit && used <= limit - bytes)) return GF_OK;
+        if (fits) return GF_OK;
         if (pass == 0) {
             gf_result r;
             if (gf__atomic_load_int(&dev->retired_pending) &&
@@ -4080,14 +4109,12 @@ static gf_result gf__mem_admit(gf_device *dev, size_t bytes, const char *fn) {
 /* The driver's allocation; when it runs out of memory while the stream-ordered cache holds
    blocks, those go back first (waiting for their last uses) and the allocation is retried.
    The first failure is not logged, and a retry that succeeds leaves no error behind. */
-static gf_result gf__buffer_alloc(gf_buffer *buf) {
+static gf_result gf__buffer_alloc_admitted(gf_buffer *buf) {
     gf_device *dev = buf->dev;
     char before[sizeof gf__error_text];
     unsigned serial = gf__error_serial;
     gf_result r;
     int reclaimable;
-    gf__retired_collect(dev, 0);   /* memory whose queued work has passed goes first */
-    if ((r = gf__mem_admit(dev, buf->size, "gf_buffer_create")) != GF_OK) return r;
     gf__lock(&dev->cache.lock);
     reclaimable = dev->cache.count > 0 || gf__atomic_load_int(&dev->retired_pending);
     gf__unlock(&dev->cache.lock);
@@ -4105,6 +4132,13 @@ static gf_result gf__buffer_alloc(gf_buffer *buf) {
     gf__error_serial = serial;
     return dev->be->buffer_alloc(buf);
 }
+static gf_result gf__buffer_alloc(gf_buffer *buf) {   /* counted by the caller (gf__mem_count_new) when GF_OK */
+    gf_result r;
+    gf__retired_collect(buf->dev, 0);   /* memory whose queued work has passed goes first */
+    if ((r = gf__mem_admit(buf->dev, buf->size, "gf_buffer_create")) != GF_OK) return r;
+    if ((r = gf__buffer_alloc_admitted(buf)) != GF_OK) gf__mem_unadmit(buf->dev, buf->size);
+    return r;
+}
 
 static gf_result gf__buffer_new_as(gf_device *dev, size_t bytes, gf_memory_kind kind, int exportable, gf_buffer **out) {
     gf_buffer *buf;
@@ -4119,7 +4153,7 @@ static gf_result gf__buffer_new_as(gf_device *dev, size_t bytes, gf_memory_kind 
     buf->kind = kind;
     if ((r = gf__buffer_alloc(buf)) != GF_OK) { gf__free(buf); return r; }
     buf->capacity = bytes;
-    gf__mem_count(dev, buf->kind, bytes, +1);
+    gf__mem_count_new(dev, buf->kind, bytes);
     *out = buf;
     return GF_OK;
 }
@@ -4694,8 +4728,7 @@ static void gf__retire(gf_device *dev, void (*release)(void *obj), void *obj, in
     item.release = release; item.obj = obj; item.kind = kind; item.bytes = bytes;
     item.fences = NULL; item.fence_count = 0; item.hold = 0;
     if (kind != GF__KIND_NO_MEMORY) {   /* pending until it goes (a view's handle too: 0 bytes) */
-        gf__mem_count(dev, kind, bytes, -1);
-        gf__mem_count(dev, GF_MEMORY_PENDING, bytes, +1);
+        gf__mem_move(dev, kind, GF_MEMORY_PENDING, bytes);
     }
     if (gf__fences_make(dev, &item.fences, &item.fence_count) != GF_OK) {
         gf__notice(GF_LOG_WARNING, "gpuflow: a destroy could not fence the device's streams (%s); waiting for the device instead", gf__error_text);
@@ -6182,9 +6215,8 @@ static gf_buffer *gf__cache_take(gf_stream *s, size_t bytes) {
     fresh->type = GF__T_BUFFER;
     fresh->size = bytes;
     fresh->refs = 1;
-    gf__mem_count(s->dev, GF_MEMORY_CACHED, fresh->capacity, -1);
     fresh->kind = GF_MEMORY_ASYNC;
-    gf__mem_count(s->dev, GF_MEMORY_ASYNC, fresh->capacity, +1);
+    gf__mem_move(s->dev, GF_MEMORY_CACHED, GF_MEMORY_ASYNC, fresh->capacity);
     return fresh;
 }
 
@@ -6209,9 +6241,8 @@ static gf_result gf__cache_put(gf_stream *s, gf_buffer *buf) {   /* s->lock held
     cache->bytes += buf->capacity;
     buf->type = GF__T_DEAD;   /* the handle is gone; the memory waits for reuse */
     gf__buffer_uses_drop(buf);
-    gf__mem_count(dev, buf->kind, buf->capacity, -1);
+    gf__mem_move(dev, buf->kind, GF_MEMORY_CACHED, buf->capacity);
     buf->kind = GF_MEMORY_CACHED;
-    gf__mem_count(dev, buf->kind, buf->capacity, +1);
     gf__cache_release_locked(dev, cache->keep, 0);
     gf__unlock(&cache->lock);
     return GF_OK;
@@ -6252,12 +6283,14 @@ static gf_result gf__call_buffer_create_async(gf_stream *s, size_t bytes, gf_buf
         }
     } else if (be->buffer_alloc_async) {
         if ((r = gf__mem_admit(s->dev, bytes, "gf_buffer_create_async")) != GF_OK) {}
-        else if (!(buf = (gf_buffer *)gf__calloc(sizeof *buf))) r = gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_buffer_create_async: out of host memory");
-        else {
+        else if (!(buf = (gf_buffer *)gf__calloc(sizeof *buf))) {
+            gf__mem_unadmit(s->dev, bytes);
+            r = gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_buffer_create_async: out of host memory");
+        } else {
             buf->type = GF__T_BUFFER; buf->dev = s->dev; buf->size = buf->capacity = bytes;
             buf->refs = 1; buf->kind = GF_MEMORY_ASYNC;
-            if ((r = be->buffer_alloc_async(s, buf)) != GF_OK) { gf__free(buf); buf = NULL; }
-            else gf__mem_count(s->dev, GF_MEMORY_ASYNC, bytes, +1);
+            if ((r = be->buffer_alloc_async(s, buf)) != GF_OK) { gf__mem_unadmit(s->dev, bytes); gf__free(buf); buf = NULL; }
+            else gf__mem_count_new(s->dev, GF_MEMORY_ASYNC, bytes);
         }
     } else if (!(buf = gf__cache_take(s, bytes))) {
         r = gf__buffer_new(s->dev, bytes, GF_MEMORY_ASYNC, &buf);
