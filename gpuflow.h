@@ -6182,10 +6182,42 @@ static void gf__cache_release_locked(gf_device *dev, size_t keep, int wait) {
         gf__buffer_free(b.buf);
     }
 }
+/* With wait, the blocks are waited for with the cache's lock let go: a stream callback that
+   allocates takes that lock, and the wait may be for work behind that very callback. Blocks
+   whose wait fails go back into the cache. */
 static void gf__cache_release(gf_device *dev, size_t keep, int wait) {
-    gf__lock(&dev->cache.lock);
-    gf__cache_release_locked(dev, keep, wait);
-    gf__unlock(&dev->cache.lock);
+    gf__alloc_cache *cache = &dev->cache;
+    gf__block *taken;
+    int n = 0, i;
+    gf__lock(&cache->lock);
+    if (!wait || !cache->count || cache->bytes <= keep ||
+        !(taken = (gf__block *)gf__malloc((size_t)cache->count * sizeof *taken))) {   /* no memory: those done only */
+        gf__cache_release_locked(dev, keep, 0);
+        gf__unlock(&cache->lock);
+        return;
+    }
+    while (cache->bytes > keep && cache->count) {
+        taken[n] = cache->blocks[--cache->count];
+        cache->bytes -= taken[n++].buf->capacity;
+    }
+    gf__unlock(&cache->lock);
+    for (i = 0; i < n; i++) {
+        if (dev->be->event_synchronize(taken[i].freed) == GF_OK) {
+            gf__event_pool_give(dev->events, taken[i].freed);
+            gf__buffer_free(taken[i].buf);
+            continue;
+        }
+        gf__lock(&cache->lock);   /* still in use, or unknowable: kept */
+        if (gf__grow((void **)&cache->blocks, &cache->cap, cache->count + 1, sizeof *cache->blocks)) {
+            cache->blocks[cache->count++] = taken[i];
+            cache->bytes += taken[i].buf->capacity;
+        } else {
+            gf__notice(GF_LOG_WARNING, "gpuflow: out of host memory: a cached block of %llu bytes whose last use is unknown is "
+                       "never given back", (unsigned long long)taken[i].buf->capacity);   /* never freed under work that may use it */
+        }
+        gf__unlock(&cache->lock);
+    }
+    gf__free(taken);
 }
 
 static gf_buffer *gf__cache_take(gf_stream *s, size_t bytes) {

@@ -1221,6 +1221,41 @@ static void test_graph_args_update_threads(void)
     gf_module_destroy(mod);
 }
 
+/* An allocation past the memory limit waits for a cached block whose last use is behind a
+   stream callback that allocates on that stream: the wait held the cache's lock, which the
+   callback's allocation takes, and both waited for good (found by review). Stub and OpenCL,
+   where callbacks may call gpuflow. */
+static gf_stream *cache_cb_stream;
+static void allocating_cb(void *user, gf_result status)
+{
+    gf_buffer *b = NULL;
+    (void)status;
+    th_sleep_ms(100);   /* the allocation below is waiting by now */
+    *(gf_result *)user = gf_buffer_create_async(cache_cb_stream, 1024, &b);
+    if (b) gf_buffer_destroy_async(cache_cb_stream, b);
+}
+static void test_cache_wait_behind_allocating_callback(void)
+{
+    gf_buffer *big = NULL, *other = NULL;
+    gf_result in_cb = GF_ERROR_INVALID_STATE;
+    gf_memory_stats ms;
+    if (R.backend != GF_BACKEND_STUB && R.backend != GF_BACKEND_OPENCL) return;
+    if (!CHECK_EQ_RESULT(gf_stream_create(R.dev, NULL, &cache_cb_stream), GF_OK)) return;
+    CHECK_EQ_RESULT(gf_device_synchronize(R.dev), GF_OK);
+    CHECK_EQ_RESULT(gf_device_trim(R.dev, 0), GF_OK);
+    CHECK_EQ_RESULT(gf_device_memory_stats(R.dev, &ms), GF_OK);
+    CHECK_EQ_RESULT(gf_device_set_memory_limit(R.dev, ms.device_bytes + (1 << 20)), GF_OK);
+    CHECK_EQ_RESULT(gf_buffer_create_async(cache_cb_stream, 768 << 10, &big), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_add_callback(cache_cb_stream, allocating_cb, &in_cb), GF_OK);
+    CHECK_EQ_RESULT(gf_buffer_destroy_async(cache_cb_stream, big), GF_OK);   /* cached, its last use behind the callback */
+    CHECK_EQ_RESULT(gf_buffer_create(R.dev, 512 << 10, &other), GF_OK);      /* needs the cached block back */
+    CHECK_EQ_RESULT(gf_stream_synchronize(cache_cb_stream), GF_OK);
+    CHECK(in_cb == GF_OK, "the callback's allocation went on while an allocation waited for the cache");
+    if (other) gf_buffer_destroy(other);
+    gf_stream_destroy(cache_cb_stream);
+    CHECK_EQ_RESULT(gf_device_set_memory_limit(R.dev, 0), GF_OK);
+}
+
 int main(int argc, char **argv)
 {
     gf_result r;
@@ -1254,6 +1289,7 @@ int main(int argc, char **argv)
     test_record_stream_two_devices();
     test_graph_args_after_update();
     test_graph_args_update_threads();
+    test_cache_wait_behind_allocating_callback();
 #ifdef GPUFLOW_OPENCL
     fcl_done();
 #endif
