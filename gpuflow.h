@@ -1145,7 +1145,9 @@ GPUFLOW_API gf_result gf_graph_set_kernel_args(gf_graph *g, int launch_index, co
    open at gf_stream_end_capture: GF_ERROR_CAPTURE, and the capture is discarded. Recorded
    graphs (the stub, OpenCL) evaluate the int at replay: gf_graph_launch then waits for the
    stream at each evaluation (a 4-byte read back; GPUFLOW_SYNC_DEBUG reports it), so such a
-   launch is not asynchronous. CUDA (12.3+ drivers) makes the driver's WHILE and IF nodes, the
+   launch is not asynchronous: from a host callback of its stream it is refused
+   (GF_ERROR_INVALID_STATE), and while it waits it holds the stream, so a host callback on that
+   stream must not enqueue on it then (the two would wait for each other). CUDA (12.3+ drivers) makes the driver's WHILE and IF nodes, the
    handle set from the int by a kernel of gpuflow's own: its replays stay asynchronous; a body
    there holds what conditional bodies may (kernels, copies, fills, child graphs: a host
    callback is refused by the driver). A backend that captures natively without them (HIP, and
@@ -7969,6 +7971,15 @@ static gf_result gf__call_stream_end_capture(gf_stream *s, gf_graph **out) {
 /* The int lands in a block of the graph's own (its release waits for the work a launch
    queued), so a copy that outlives a failed wait lands in live memory. s->lock and g->lock held
    (a replay): nothing here may wait for s's lock, as a retire would. */
+/* 1 if replaying g waits for its stream: a recorded graph with a loop or branch, or one that
+   replays such a graph. */
+static int gf__graph_reads_back(const gf_graph *g) {
+    int i;
+    if (g->by_driver) return 0;
+    for (i = 0; i < g->cmd_count; i++)
+        if (g->cmds[i].kind == GF__CMD_COND || (g->cmds[i].kind == GF__CMD_GRAPH && gf__graph_reads_back(g->cmds[i].as.child))) return 1;
+    return 0;
+}
 static gf_result gf__cond_read(gf_graph *g, gf_stream *s, const gf__cmd_cond *c, int32_t *value) {
     gf__copy copy;
     gf_result r;
@@ -8179,6 +8190,8 @@ static gf_result gf__call_graph_launch(gf_graph *g, gf_stream *s) {
     GF__SAME_DEVICE(g->dev, s->dev);
     if (gf__atomic_load_int(&g->stale_flag))
         return gf__fail(GF_ERROR_INVALID_STATE, "gf_graph_launch: the graph is stale: %s; capture it again (or gf_graph_update it from a new capture)", g->stale);
+    if (gf__callback_stream == s && gf__graph_reads_back(g))   /* before any of it runs: never half a replay */
+        return gf__refuse_self_wait("gf_graph_launch (a recorded graph that reads its loop or branch conditions back)", s->dev, s);
     c.kind = GF__CMD_GRAPH;
     c.as.child = g;
     gf__atomic_store_int(&g->launched, 1);

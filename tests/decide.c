@@ -102,8 +102,17 @@ static void test_countdown(void)
     gf_graph_destroy(g);
 }
 
+static gf_backend on_backend;   /* host callbacks may call gpuflow on the stub and OpenCL */
+struct from_cb { gf_graph *g; gf_result r; };
+static void launch_from_cb(void *user, gf_result status)
+{
+    struct from_cb *fc = (struct from_cb *)user;
+    (void)status;
+    fc->r = gf_graph_launch(fc->g, s);
+}
 static void test_if(void)
 {
+    gf_graph_info gi;
     gf_graph *g = NULL;
     int w[WORDS];
     CHECK_EQ_RESULT(gf_stream_begin_capture(s, GF_CAPTURE_GLOBAL), GF_OK);
@@ -122,6 +131,16 @@ static void test_if(void)
     CHECK(set_state(w), "if: the state is set");
     CHECK_EQ_RESULT(gf_graph_launch(g, s), GF_OK);
     CHECK(get_state(w) && w[4] == 10 && w[5] == 2, "if: not taken when it is 0; what follows runs");
+    if (gf_graph_get_info(g, &gi) == GF_OK && !gi.native && (on_backend == GF_BACKEND_STUB || on_backend == GF_BACKEND_OPENCL)) {
+        /* launched from a host callback of its own stream: refused before any of it runs (its read
+           back waited for that callback: found by review) */
+        struct from_cb fc;
+        fc.g = g; fc.r = GF_OK;
+        CHECK_EQ_RESULT(gf_stream_add_callback(s, launch_from_cb, &fc), GF_OK);
+        CHECK_EQ_RESULT(gf_stream_synchronize(s), GF_OK);
+        CHECK(fc.r == GF_ERROR_INVALID_STATE, "if: a recorded graph launched from its stream's callback is refused");
+        CHECK(get_state(w) && w[5] == 2, "if: ... and nothing of it ran");
+    }
     gf_graph_destroy(g);
 }
 
@@ -892,6 +911,7 @@ int main(int argc, char **argv)
     gf_graph_info info;
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (!(name = th_backend_arg(argc, argv, &backend))) return 2;
+    on_backend = backend;
     r = gf_device_open(backend, 0, &dev);
     if (r == GF_ERROR_BACKEND_UNAVAILABLE || r == GF_ERROR_NO_DEVICE) {
         printf("notice: decide %s skipped: %s\n", name, gf_last_error());
