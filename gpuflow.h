@@ -1212,8 +1212,9 @@ GPUFLOW_API void      gf_stub_barrier_at(int site);       /* site: which gf_bloc
 GPUFLOW_API unsigned  gf_stub_atomic(gf_stub_atomic_op op, unsigned *p, unsigned v, unsigned desired);
 
 /* ---- profiling ----------------------------------------------------------------------- */
-/* Codes: GF_ERROR_INVALID_STATE (never enabled), GF_ERROR_DRIVER (profiled work that could not
-   be timed: dropped and counted in dropped_ops). Reports and traces wait for profiled work. */
+/* Codes: GF_ERROR_INVALID_STATE (never enabled; a report or trace from a host callback of the
+   device, whose wait could never end), GF_ERROR_DRIVER (profiled work that could not be timed:
+   dropped and counted in dropped_ops). Reports and traces wait for profiled work. */
 GPUFLOW_API gf_result gf_profiler_enable(gf_device *dev, unsigned flags);
 GPUFLOW_API gf_result gf_profiler_report(gf_device *dev, gf_profile_report *out);
 GPUFLOW_API gf_result gf_profiler_write_trace(gf_device *dev, const char *path);
@@ -5508,6 +5509,8 @@ static GF__TLS int gf__on_waiter_thread;
 static void gf__call_stream_pool_destroy(gf_stream_pool *pool) {
     int i;
     GF__CHECK_VOID(pool, GF__T_STREAM_POOL);
+    for (i = 0; i < pool->count; i++)   /* kept: from a host callback of one of its streams it could not drain */
+        if (gf__refuse_self_wait("gf_stream_pool_destroy", pool->dev, pool->streams[i]) != GF_OK) return;
     for (i = 0; i < pool->count; i++)
         if (gf__stream_busy(pool->streams[i]) && gf__hidden_wait("gf_stream_pool_destroy", pool->streams[i], "its queued work has run") != GF_OK) return;
     for (i = 0; i < pool->count; i++) gf__stream_sync(pool->streams[i]);
@@ -13058,23 +13061,28 @@ GPUFLOW_IMPL gf_result gf_stream_get_stats(gf_stream *s, gf_stream_stats *out) {
     return GF_OK;
 }
 
-static gf__profiler *gf__profiler_ready(gf_device *dev, const char *fn) {
-    gf__profiler *p;
+/* The profiler, every record it holds timed (a wait for the device's profiled work: refused
+   from a host callback of the device, whose stream's later work it would wait for). */
+static gf_result gf__profiler_ready(gf_device *dev, const char *fn, gf__profiler **out) {
+    gf_result r;
     gf__lock(&dev->lock);
-    p = dev->profiler;
+    *out = dev->profiler;
     gf__unlock(&dev->lock);
-    if (!p) gf__set_error(GF_ERROR_INVALID_STATE, "%s: the profiler was never enabled on this device", fn);
-    else if (gf__prof_resolve(dev, 1) != GF_OK) { gf__set_error(GF_ERROR_DRIVER, "%s: some profiled operations could not be timed (dropped): %s", fn, gf__error_text); p = NULL; }
-    return p;
+    if (!*out) return gf__fail(GF_ERROR_INVALID_STATE, "%s: the profiler was never enabled on this device", fn);
+    if ((r = gf__refuse_self_wait(fn, dev, NULL)) != GF_OK) return r;
+    if (gf__prof_resolve(dev, 1) != GF_OK)
+        return gf__fail(GF_ERROR_DRIVER, "%s: some profiled operations could not be timed (dropped): %s", fn, gf__error_text);
+    return GF_OK;
 }
 
 GPUFLOW_IMPL gf_result gf_profiler_report(gf_device *dev, gf_profile_report *out) {
     gf__profiler *p;
+    gf_result r;
     double first = 0, last = 0;
     int i, any = 0;
     GF__CHECK(dev, GF__T_DEVICE);
     GF__CHECK_OUT(out);
-    if (!(p = gf__profiler_ready(dev, __func__))) return dev->profiler ? GF_ERROR_DRIVER : GF_ERROR_INVALID_STATE;
+    if ((r = gf__profiler_ready(dev, __func__, &p)) != GF_OK) return r;
     memset(out, 0, sizeof *out);
     gf__lock(&p->lock);
     out->dropped_ops = p->dropped;
@@ -13152,12 +13160,13 @@ static void gf__json_string(FILE *f, const char *s) {
 
 GPUFLOW_IMPL gf_result gf_profiler_write_trace(gf_device *dev, const char *path) {
     gf__profiler *p;
+    gf_result r;
     FILE *f;
     double t0 = 0;
     int i, k, any = 0;
     GF__CHECK(dev, GF__T_DEVICE);
     if (!path || !*path) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_profiler_write_trace: path is empty");
-    if (!(p = gf__profiler_ready(dev, __func__))) return dev->profiler ? GF_ERROR_DRIVER : GF_ERROR_INVALID_STATE;
+    if ((r = gf__profiler_ready(dev, __func__, &p)) != GF_OK) return r;
     if (!(f = fopen(path, "w"))) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_profiler_write_trace: cannot open '%s' for writing", path);
     gf__lock(&p->lock);
     for (i = 0; i < p->count; i++)

@@ -340,6 +340,44 @@ static void nc_waits_from_callback(void *user, gf_result status)
     t->stream_kept = gf_stream_label(t->s)[0] != 0 && contains(gf_last_error(), "host callback");
     th_flag_add(&t->done, 1);
 }
+/* The profiler's report and trace, and a stream pool's destroy, from a callback of one of the
+   pool's streams: each waited for the callback for good (found by review). */
+typedef struct nc_pool_inside { gf_stream_pool *pool; gf_result report, trace; int pool_kept; th_flag done; } nc_pool_inside;
+static void nc_more_waits_from_callback(void *user, gf_result status)
+{
+    nc_pool_inside *u = (nc_pool_inside *)user;
+    gf_profile_report rep;
+    char path[64];
+    (void)status;
+    snprintf(path, sizeof path, "/tmp/gpuflow-nc-trace-%ld.json", (long)getpid());
+    u->report = gf_profiler_report(dev, &rep);
+    u->trace = gf_profiler_write_trace(dev, path);
+    remove(path);
+    th_prime();
+    gf_stream_pool_destroy(u->pool);
+    u->pool_kept = contains(gf_last_error(), "host callback");
+    th_flag_add(&u->done, 1);
+}
+static void test_more_waits_in_callbacks(void)
+{
+    nc_pool_inside u;
+    gf_stream *ps = NULL;
+    memset(&u, 0, sizeof u);
+    th_flag_init(&u.done);
+    if (!CHECK_EQ_RESULT(gf_profiler_enable(dev, GF_PROFILE_ON), GF_OK)) return;
+    if (CHECK_EQ_RESULT(gf_stream_pool_create(dev, NULL, &u.pool), GF_OK) && CHECK_EQ_RESULT(gf_stream_pool_acquire(u.pool, NULL, &ps), GF_OK)) {
+        CHECK_EQ_RESULT(gf_stream_add_callback(ps, nc_more_waits_from_callback, &u), GF_OK);
+        if (CHECK(th_flag_wait(&u.done, 1, TH_WAIT_MS), "7: the callback returned (no report, trace or pool destroy inside it hung)")) {
+            CHECK_EQ_RESULT(u.report, GF_ERROR_INVALID_STATE);
+            CHECK_EQ_RESULT(u.trace, GF_ERROR_INVALID_STATE);
+            CHECK(u.pool_kept, "7: gf_stream_pool_destroy from a callback of its stream is refused and keeps the pool");
+        }
+        gf_stream_pool_release(u.pool, ps);
+        gf_stream_pool_destroy(u.pool);
+    }
+    CHECK_EQ_RESULT(gf_profiler_enable(dev, 0), GF_OK);
+    th_flag_destroy(&u.done);
+}
 static void test_waits_in_callbacks(void)
 {
     nc_inside t;
@@ -374,6 +412,7 @@ static void test_waits_in_callbacks(void)
     gf_buffer_destroy(t.b);
     gf_stream_destroy(t.s);
     th_flag_destroy(&t.done);
+    test_more_waits_in_callbacks();
 }
 static void test_fork(void)
 {
