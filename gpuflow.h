@@ -117,7 +117,8 @@
     (gf_event_on_complete) and flow tasks' completion callbacks run on the device's waiter
     thread and may call gpuflow freely, except gf_device_close and the waits that wait for the
     waiter itself (gf_event_cancel_wait of the wait that is running). The logger may be called
-    from any thread, from inside any gpuflow call; it may call gpuflow.
+    from any thread, from inside any gpuflow call; it may call gpuflow (a message is told once
+    the call holds none of gpuflow's locks, still before it returns).
     A wait that could never end is refused (GF_ERROR_INVALID_STATE), on every backend: from a
     stream callback, synchronizing or destroying its own stream, synchronizing or trimming the
     device, destroying a buffer or closing the device, or synchronizing an event recorded after
@@ -1584,11 +1585,17 @@ static int gf__cas_u64(uint64_t *p, uint64_t expected, uint64_t desired) {   /* 
 }
 #endif
 
+/* The library's mutexes this thread holds: what is logged meanwhile waits until it holds none
+   (gf__log_text), since a logger may call gpuflow and take one of them. */
+static GF__TLS int gf__locks_held;
+static void gf__log_release_held(void);
+#define GF__LOCKED()   (gf__locks_held++)
+#define GF__UNLOCKED() do { if (--gf__locks_held == 0) gf__log_release_held(); } while (0)
 #if defined(_WIN32)
 static void gf__mutex_init(gf__mutex *m)    { InitializeCriticalSection(GF__OS_MUTEX(m)); GF__DISOWNED(m); }
 static void gf__mutex_destroy(gf__mutex *m) { DeleteCriticalSection(GF__OS_MUTEX(m)); }
-static void gf__lock(gf__mutex *m)          { EnterCriticalSection(GF__OS_MUTEX(m)); GF__OWNED(m); }
-static void gf__unlock(gf__mutex *m)        { GF__DISOWNED(m); LeaveCriticalSection(GF__OS_MUTEX(m)); }
+static void gf__lock(gf__mutex *m)          { EnterCriticalSection(GF__OS_MUTEX(m)); GF__OWNED(m); GF__LOCKED(); }
+static void gf__unlock(gf__mutex *m)        { GF__DISOWNED(m); LeaveCriticalSection(GF__OS_MUTEX(m)); GF__UNLOCKED(); }
 static void gf__cond_init(gf__cond *c)      { InitializeConditionVariable(c); }
 static void gf__cond_destroy(gf__cond *c)   { (void)c; }
 static void gf__cond_wait(gf__cond *c, gf__mutex *m) {
@@ -1624,8 +1631,8 @@ static void gf__yield(void) { SwitchToThread(); }
 #else
 static void gf__mutex_init(gf__mutex *m)    { pthread_mutex_init(GF__OS_MUTEX(m), NULL); GF__DISOWNED(m); }
 static void gf__mutex_destroy(gf__mutex *m) { pthread_mutex_destroy(GF__OS_MUTEX(m)); }
-static void gf__lock(gf__mutex *m)          { pthread_mutex_lock(GF__OS_MUTEX(m)); GF__OWNED(m); }
-static void gf__unlock(gf__mutex *m)        { GF__DISOWNED(m); pthread_mutex_unlock(GF__OS_MUTEX(m)); }
+static void gf__lock(gf__mutex *m)          { pthread_mutex_lock(GF__OS_MUTEX(m)); GF__OWNED(m); GF__LOCKED(); }
+static void gf__unlock(gf__mutex *m)        { GF__DISOWNED(m); pthread_mutex_unlock(GF__OS_MUTEX(m)); GF__UNLOCKED(); }
 static void gf__cond_init(gf__cond *c) {
     pthread_condattr_t a;
     pthread_condattr_init(&a);
@@ -1770,6 +1777,12 @@ static int gf__stderr_level_now(void) {
     return level;
 }
 
+/* Messages logged while this thread held a mutex of the library's, told once it holds none
+   (the last GF__LOG_HELD of them; older ones are counted and said). */
+#define GF__LOG_HELD 4
+typedef struct gf__held_message { gf_log_level level; gf_result code; char text[sizeof gf__error_text]; } gf__held_message;
+static GF__TLS gf__held_message gf__log_held[GF__LOG_HELD];
+static GF__TLS int gf__log_held_count, gf__log_held_dropped;
 static void gf__log_text(gf_log_level level, gf_result code, const char *text) {
     gf_log_fn fn;
     void *user;
@@ -1777,12 +1790,38 @@ static void gf__log_text(gf_log_level level, gf_result code, const char *text) {
     fn = gf__log_fn;
     user = gf__log_user;
     gf__log_lock_release();
+    if (fn && gf__locks_held > 0) {   /* the logger may take the very lock this thread holds */
+        gf__held_message *m;
+        if (gf__log_held_count == GF__LOG_HELD) {
+            memmove(gf__log_held, gf__log_held + 1, (GF__LOG_HELD - 1) * sizeof *gf__log_held);
+            gf__log_held_count--;
+            gf__log_held_dropped++;
+        }
+        m = &gf__log_held[gf__log_held_count++];
+        m->level = level; m->code = code;
+        snprintf(m->text, sizeof m->text, "%s", text);
+        return;
+    }
     if (fn) {   /* outside the lock: a logger may call gpuflow, and the failure it hears of keeps its text */
         char saved[sizeof gf__error_text];
         memcpy(saved, gf__error_text, sizeof saved);
         fn(user, level, code, text);
         memcpy(gf__error_text, saved, sizeof saved);
     } else if ((int)level <= gf__stderr_level_now()) fprintf(stderr, "%s%s\n", strncmp(text, "gpuflow:", 8) ? "gpuflow: " : "", text);
+}
+
+static void gf__log_release_held(void) {
+    int i, n = gf__log_held_count, dropped = gf__log_held_dropped;
+    gf__held_message held[GF__LOG_HELD];
+    if (!n) return;
+    memcpy(held, gf__log_held, (size_t)n * sizeof *held);   /* the logger's own calls may hold more */
+    gf__log_held_count = gf__log_held_dropped = 0;
+    if (dropped) {
+        char text[96];
+        snprintf(text, sizeof text, "gpuflow: %d earlier message%s of this call left out", dropped, dropped == 1 ? "" : "s");
+        gf__log_text(GF_LOG_WARNING, GF_OK, text);
+    }
+    for (i = 0; i < n; i++) gf__log_text(held[i].level, held[i].code, held[i].text);
 }
 
 static gf_log_level gf__level_of(gf_result code) {

@@ -446,6 +446,29 @@ static void test_logger(void)
     gf_stream_destroy(s);
 }
 
+/* A logger that asks about the object whose call failed: the failure was logged while that
+   object's lock was held, and the logger's call waited on it for good (found by review). Now
+   a message waits until the thread holds no lock of the library's. */
+static gf_stream_set *logged_set;
+static int logger_queried;
+static void querying_logger(void *user, gf_log_level level, gf_result code, const char *message)
+{
+    gf_frame_info fi;
+    (void)user; (void)level; (void)code; (void)message;
+    if (gf_stream_set_frames(logged_set, &fi) == GF_OK) logger_queried++;
+}
+static void test_logger_calls_back(void)
+{
+    if (!CHECK_EQ_RESULT(gf_stream_set_create(R.dev, 2, "logged set", &logged_set), GF_OK)) return;
+    logger_queried = 0;
+    gf_set_logger(querying_logger, NULL);
+    CHECK_FAIL(gf_stream_set_end_frame(logged_set), GF_ERROR_INVALID_STATE);   /* no frame open */
+    gf_set_logger(NULL, NULL);
+    CHECK(logger_queried >= 1, "logger: it may query the object whose call failed (no deadlock), and it heard the failure");
+    CHECK(contains(gf_last_error(), "gf_stream_set_end_frame"), "logger: the failure keeps its own text after the logger's calls");
+    gf_stream_set_destroy(logged_set);
+}
+
 /* ---- bounded waits ----------------------------------------------------------------------------- */
 static void test_timeouts(void)
 {
@@ -1280,6 +1303,7 @@ int main(int argc, char **argv)
     test_launch_arguments();
     test_idle_stream_query();
     test_logger();
+    test_logger_calls_back();
     test_timeouts();
     test_fuzz_findings();
     test_wrap_buffer_wrapper_first();
