@@ -1122,7 +1122,8 @@ GPUFLOW_API gf_result gf_flow_run_multi(gf_flow *flow, gf_stream_pool *const *po
 
 /* ---- graphs -------------------------------------------------------------------------- */
 /* Native driver graphs on CUDA and HIP, recorded replay elsewhere (gf_graph_info says which).
-   Codes: GF_ERROR_CAPTURE (capture misuse: nesting, an unjoined fork, sync inside a capture),
+   A graph holds the buffers and modules its commands use: one destroyed while the graph lives
+   is refused from then on, and its memory or code goes with the graph. Codes: GF_ERROR_CAPTURE (capture misuse: nesting, an unjoined fork, sync inside a capture),
    GF_ERROR_NOT_SUPPORTED (updating graphs that own memory), GF_ERROR_OUT_OF_RANGE (a launch
    index past the graph's launches), GF_ERROR_INVALID_STATE (a graph pool with live graphs). */
 GPUFLOW_API gf_result gf_stream_begin_capture(gf_stream *s, gf_capture_mode mode);
@@ -2176,6 +2177,7 @@ struct gf_module {
     const gf_stub_kernel *given_stub; int given_stub_count;
     long long path_mtime, path_size;
     gf_module **olds; int old_count, old_cap;
+    int refs;                       /* atomic: the program's handle and each graph holding it (the code goes with the last) */
 };
 
 /* A recorded command: what a capture without native graphs keeps, and replay re-issues. */
@@ -2243,6 +2245,9 @@ struct gf_graph {
     gf_semaphore **sems; int sem_count, sem_cap;    /* semaphores its replays signal or wait: held */
     gf_buffer **kept; int kept_count, kept_cap;     /* memory of gpuflow's own its replays use (a flow's
                                                        conditions): a reference each, dropped at release */
+    gf_buffer **held; int held_count, held_cap;     /* the program's buffers its commands use, and the */
+    gf_module **mods; int mod_count, mod_cap;       /* modules of its launches: a reference each, so that
+                                                       destroying one while the graph lives frees nothing it replays */
     gf_graph *part_of;              /* the recording whose native first part this graph is (released with it) */
     int32_t *landing;               /* a recording's condition read back lands here (one of its blocks) */
     int emulated;                   /* began natively, recorded from its first loop or branch on (HIP) */
@@ -2732,6 +2737,7 @@ static void gf__stages_free(gf_device *dev, struct gf__stage *st);
 static void gf__retire(gf_device *dev, void (*release)(void *obj), void *obj, int kind, size_t bytes);
 #define GF__KIND_NO_MEMORY (-1)   /* gf__retire's kind for an object that holds no memory (a semaphore) */
 static void gf__buffer_unref(gf_buffer *buf, int retire);
+static void gf__module_unref(gf_module *mod);
 static void gf__retired_collect(gf_device *dev, int wait);
 /* events, event pools, async waiters */
 static gf_result gf__wait_locked(gf_stream *s, gf_event *ev);
@@ -7706,6 +7712,40 @@ static int gf__graph_keep_of(gf_graph *g, const gf_graph *child) {
     for (i = 0; i < child->kept_count; i++) if (!gf__graph_keep(g, child->kept[i])) return 0;
     return 1;
 }
+/* g holds buf, a buffer of the program's that its commands use (once): destroyed meanwhile, its
+   memory stays until g goes. 0: out of host memory. */
+static int gf__graph_hold_buffer(gf_graph *g, gf_buffer *buf) {
+    int i;
+    for (i = 0; i < g->held_count; i++) if (g->held[i] == buf) return 1;
+    if (!gf__grow((void **)&g->held, &g->held_cap, g->held_count + 1, sizeof *g->held)) return 0;
+    gf__atomic_add_int(&buf->refs, 1);
+    g->held[g->held_count++] = buf;
+    return 1;
+}
+/* g holds mod, whose kernels it launches (once): destroyed meanwhile, its code stays until g goes. */
+static int gf__graph_hold_module(gf_graph *g, gf_module *mod) {
+    int i;
+    for (i = 0; i < g->mod_count; i++) if (g->mods[i] == mod) return 1;
+    if (!gf__grow((void **)&g->mods, &g->mod_cap, g->mod_count + 1, sizeof *g->mods)) return 0;
+    gf__atomic_add_int(&mod->refs, 1);
+    g->mods[g->mod_count++] = mod;
+    return 1;
+}
+/* g replays what from replays (a child launched inside g's capture, or an update's source): it
+   holds what from holds. 0: out of host memory (what it took stays held until g goes). */
+static int gf__graph_hold_all_of(gf_graph *g, const gf_graph *from) {
+    int i;
+    for (i = 0; i < from->held_count; i++) if (!gf__graph_hold_buffer(g, from->held[i])) return 0;
+    for (i = 0; i < from->mod_count; i++) if (!gf__graph_hold_module(g, from->mods[i])) return 0;
+    return 1;
+}
+/* g holds the modules of the launches in cmds. */
+static int gf__graph_hold_modules_of(gf_graph *g, const gf__cmd *cmds, int count) {
+    int i;
+    for (i = 0; i < count; i++)
+        if (cmds[i].kind == GF__CMD_LAUNCH && !gf__graph_hold_module(g, cmds[i].as.launch.kernel->mod)) return 0;
+    return 1;
+}
 /* g holds sems (each once) while it may replay a signal or wait of them; 0: out of host memory. */
 static int gf__graph_hold_semaphores_of(gf_graph *g, gf_semaphore *const *sems, int count) {
     int i;
@@ -7736,6 +7776,10 @@ static void gf__graph_release(gf_graph *g) {   /* back to a shell of its device;
     if (g->pool) gf__atomic_add_int(&g->pool->graphs, -1);
     for (i = 0; i < g->owned_count; i++) { g->owned[i]->graph_owner = NULL; gf__buffer_free(g->owned[i]); }
     for (i = 0; i < g->kept_count; i++) gf__buffer_unref(g->kept[i], 1);
+    for (i = 0; i < g->held_count; i++) gf__buffer_unref(g->held[i], 1);
+    for (i = 0; i < g->mod_count; i++) gf__module_unref(g->mods[i]);
+    gf__free(g->held);
+    gf__free(g->mods);
     for (i = 0; i < g->block_count; i++) gf__free(g->blocks[i]);
     gf__free(g->kept);
     gf__free(g->owned);
@@ -7859,7 +7903,8 @@ static gf_result gf__capture_add(gf_stream *s, const gf__cmd *c) {
         if (c->as.child->emulated)
             r = gf__fail(GF_ERROR_NOT_SUPPORTED, "gf_graph_launch: a graph whose loops or branches are emulated (%s) is not launched inside "
                          "another capture; launch it on its own", s->dev->be->name);
-        else if (!gf__graph_keep_of(cap->graph, c->as.child)) r = gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_graph_launch: out of host memory");
+        else if (!gf__graph_keep_of(cap->graph, c->as.child) || !gf__graph_hold_all_of(cap->graph, c->as.child))
+            r = gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_graph_launch: out of host memory");
         gf__unlock(&c->as.child->lock);
         if (r != GF_OK) { gf__unlock(&s->dev->lock); return r; }
     }
@@ -7992,6 +8037,12 @@ static gf_result gf__call_stream_end_capture(gf_stream *s, gf_graph **out) {
     if (r == GF_OK && c->open_conds)
         r = gf__fail(GF_ERROR_CAPTURE, "gf_stream_end_capture: a %s begun on stream '%s' was not ended; the capture was discarded",
                      c->open_cond[c->open_conds - 1].what == GF__COND_WHILE ? "while" : "if", c->open_cond[c->open_conds - 1].s->label);
+    for (i = 0; r == GF_OK && i < c->buffer_count; i++)   /* what the program destroys stays until the graph goes */
+        if (!c->buffers[i]->graph_owner && !gf__graph_hold_buffer(c->graph, c->buffers[i]))
+            r = gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_stream_end_capture: out of host memory; the capture was discarded");
+    if (r == GF_OK && (!gf__graph_hold_modules_of(c->graph, c->graph->cmds, c->graph->cmd_count) ||
+                       !gf__graph_hold_modules_of(c->graph, c->graph->launches, c->graph->launch_count)))
+        r = gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_stream_end_capture: out of host memory; the capture was discarded");
     gf__unlock(&s->dev->lock);
     if (r != GF_OK) { gf__capture_discard(c); gf__unlock(&s->lock); return r; }
     g = c->graph;
@@ -8008,11 +8059,6 @@ static gf_result gf__call_stream_end_capture(gf_stream *s, gf_graph **out) {
     return GF_OK;
 }
 
-/* A recorded conditional's int, when the stream reaches it: the stream's work so far has
-   passed (a 4-byte read back and a wait: what emulating a device-side branch costs). */
-/* The int lands in a block of the graph's own (its release waits for the work a launch
-   queued), so a copy that outlives a failed wait lands in live memory. s->lock and g->lock held
-   (a replay): nothing here may wait for s's lock, as a retire would. */
 /* 1 if replaying g waits for its stream: a recorded graph with a loop or branch, or one that
    replays such a graph. */
 static int gf__graph_reads_back(const gf_graph *g) {
@@ -8022,6 +8068,11 @@ static int gf__graph_reads_back(const gf_graph *g) {
         if (g->cmds[i].kind == GF__CMD_COND || (g->cmds[i].kind == GF__CMD_GRAPH && gf__graph_reads_back(g->cmds[i].as.child))) return 1;
     return 0;
 }
+/* A recorded conditional's int, when the stream reaches it: the stream's work so far has
+   passed (a 4-byte read back and a wait: what emulating a device-side branch costs). */
+/* The int lands in a block of the graph's own (its release waits for the work a launch
+   queued), so a copy that outlives a failed wait lands in live memory. s->lock and g->lock held
+   (a replay): nothing here may wait for s's lock, as a retire would. */
 static gf_result gf__cond_read(gf_graph *g, gf_stream *s, const gf__cmd_cond *c, int32_t *value) {
     gf__copy copy;
     gf_result r;
@@ -8420,8 +8471,10 @@ static gf_result gf__call_graph_update(gf_graph *target, gf_graph *from) {
     gf__cmd *cmds = NULL;
     gf__race_use *race_uses = NULL;
     gf_result r = GF_OK;
-    int count = 0, from_owns, race_count = 0, sem_count = 0;
+    int count = 0, from_owns, race_count = 0, sem_count = 0, i;
     gf_semaphore **sems = NULL;       /* recordings: from's semaphores, held while the locks change hands */
+    gf_graph carry;                   /* recordings: from's buffers and modules, likewise (its held and mods alone) */
+    memset(&carry, 0, sizeof carry);
     GF__CHECK(target, GF__T_GRAPH);
     GF__CHECK(from, GF__T_GRAPH);
     GF__SAME_DEVICE(target->dev, from->dev);
@@ -8444,7 +8497,8 @@ static gf_result gf__call_graph_update(gf_graph *target, gf_graph *from) {
                          target->launch_count, launches);
         else if ((cmds = gf__launches_copy(from, launches)) == NULL && launches)
             r = gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_graph_update: out of host memory");
-        else if (!gf__graph_hold_semaphores_of(target, from->sems, from->sem_count))   /* the exec replays from's from now on */
+        else if (!gf__graph_hold_semaphores_of(target, from->sems, from->sem_count) ||   /* the exec replays from's from now on */
+                 !gf__graph_hold_all_of(target, from))
             r = gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_graph_update: out of host memory");
         else if ((r = target->dev->be->graph_update(target, from)) == GF_OK) {
             /* the exec now runs from's arguments: what gf_graph_set_kernel_args checks follows */
@@ -8469,6 +8523,7 @@ static gf_result gf__call_graph_update(gf_graph *target, gf_graph *from) {
             gf__atomic_add_int(&sems[sem_count]->refs, 1);
         }
     } else if (from->sem_count) r = gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_graph_update: out of host memory");
+    if (r == GF_OK && !gf__graph_hold_all_of(&carry, from)) r = gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_graph_update: out of host memory");
     if (!from_owns && !(cmds = gf__cmds_copy(from))) r = gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_graph_update: out of host memory");
     count = from->cmd_count;
     if (r == GF_OK && from->race_use_count && (race_uses = (gf__race_use *)gf__malloc(sizeof *race_uses * (size_t)from->race_use_count)) != NULL) {
@@ -8485,7 +8540,7 @@ static gf_result gf__call_graph_update(gf_graph *target, gf_graph *from) {
         else if (!gf__same_shape(target->cmds, target->cmd_count, cmds, count))
             r = gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_graph_update: the graphs differ in shape (%d and %d nodes, or other kinds); target unchanged",
                          target->cmd_count, count);
-        else if (!gf__graph_hold_semaphores_of(target, sems, sem_count))
+        else if (!gf__graph_hold_semaphores_of(target, sems, sem_count) || !gf__graph_hold_all_of(target, &carry))
             r = gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_graph_update: out of host memory");
         else {
             gf__cmd *old = target->cmds;
@@ -8507,6 +8562,10 @@ static gf_result gf__call_graph_update(gf_graph *target, gf_graph *from) {
     gf__free(race_uses);
     while (sem_count > 0) gf__semaphore_unref(sems[--sem_count]);
     gf__free(sems);
+    for (i = 0; i < carry.held_count; i++) gf__buffer_unref(carry.held[i], 1);
+    for (i = 0; i < carry.mod_count; i++) gf__module_unref(carry.mods[i]);
+    gf__free(carry.held);
+    gf__free(carry.mods);
     return r;
 }
 
@@ -9150,6 +9209,7 @@ static gf_result gf__call_module_load(gf_device *dev, const gf_module_desc *desc
         return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_module_load: stub_kernels and stub_kernel_count disagree");
     if (!(mod = (gf_module *)gf__calloc(sizeof *mod))) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_module_load: out of host memory");
     mod->type = GF__T_MODULE;
+    mod->refs = 1;
     mod->dev = dev;
     mod->id = gf__atomic_add(&dev->next_id, 1) + 1;
     gf__mutex_init(&mod->lock);
@@ -9342,6 +9402,11 @@ GPUFLOW_IMPL gf_result gf_module_poll(gf_module *mod, int *reloaded) {
     }
 }
 
+static void gf__module_release(void *p);
+/* Drops one reference; the last retires the code until the launches queued before now have run. */
+static void gf__module_unref(gf_module *mod) {
+    if (gf__atomic_add_int(&mod->refs, -1) == 1) gf__retire(mod->dev, gf__module_release, mod, GF_MEMORY_KIND_COUNT, 0);
+}
 static void gf__module_release(void *p) {   /* the code itself, once no queued launch uses it */
     gf_module *mod = (gf_module *)p;
     gf_kernel *k, *next;
@@ -9370,7 +9435,7 @@ static void gf__call_module_destroy(gf_module *mod) {
     gf__unlock(&mod->lock);
     mod->type = GF__T_DEAD;
     gf__live(mod->dev, GF__T_MODULE, -1);
-    gf__retire(mod->dev, gf__module_release, mod, GF_MEMORY_KIND_COUNT, 0);
+    gf__module_unref(mod);
 }
 
 /* The device's launch limits, in 64 bits: a block of 65536 x 65536 threads is 2^32, which

@@ -1552,6 +1552,39 @@ static void test_graph_replay(void)
     th_flag_destroy(&f);
 }
 
+/* The buffer and module a graph uses, destroyed while it lives: its launches still run them
+   (their memory and code go with the graph). A replay read freed memory (found by review). */
+static void test_graph_outlives_its_objects(void)
+{
+    enum { N = 64 };
+    static uint32_t h[N];
+    gf_stream *s = mk_stream("graph-holds");
+    gf_buffer *b = mk_buffer(N * sizeof(uint32_t));
+    gf_module *mod = NULL;
+    gf_kernel *k = NULL;
+    gf_graph *g = NULL;
+    int have_kernel = C.mod && gf_module_load(C.dev, &tk_module, &mod) == GF_OK && gf_kernel_get(mod, "add_u32", &k) == GF_OK;
+    memset(h, 0, sizeof h);
+    CHECK_EQ_RESULT(gf_copy_to_device(b, 0, h, sizeof h), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_begin_capture(s, GF_CAPTURE_GLOBAL), GF_OK);
+    if (have_kernel) CHECK_EQ_RESULT(launch_u32(s, k, b, N, 2), GF_OK);
+    else CHECK_EQ_RESULT(gf_fill_async(s, b, 0, 0x02, N * sizeof(uint32_t)), GF_OK);
+    CHECK_EQ_RESULT(gf_copy_to_host_async(s, h, b, 0, sizeof h), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_end_capture(s, &g), GF_OK);
+    gf_buffer_destroy(b);
+    if (mod) gf_module_destroy(mod);
+    if (g) {
+        CHECK_EQ_RESULT(gf_graph_launch(g, s), GF_OK);
+        CHECK_EQ_RESULT(gf_graph_launch(g, s), GF_OK);
+        CHECK_EQ_RESULT(gf_stream_synchronize(s), GF_OK);
+        CHECK(have_kernel ? all_u32(h, N, 4) : all_u32(h, N, 0x02020202u),
+              "a graph whose buffer and module were destroyed still runs them (they go with the graph)");
+        gf_graph_destroy(g);
+    }
+    CHECK_EQ_RESULT(gf_stream_synchronize(s), GF_OK);
+    gf_stream_destroy(s);
+}
+
 static void test_graph_update(void)
 {
     enum { N = 512 };
@@ -2802,6 +2835,7 @@ int main(int argc, char **argv)
         { "flows", test_flows },
         { "graph_replay", test_graph_replay },
         { "graph_update", test_graph_update },
+        { "graph_outlives_its_objects", test_graph_outlives_its_objects },
         { "graph_capture_fn", test_graph_capture_fn },
         { "graph_fork_join", test_graph_fork_join },
         { "graph_misuse", test_graph_misuse },
