@@ -1062,8 +1062,9 @@ GPUFLOW_API gf_result gf_synchronize_all(gf_stream *const *streams, int count, d
 
 /* ---- flows: a DAG of GPU tasks ----------------------------------------------------------- */
 /* Codes: GF_ERROR_CYCLE (an edge that would close a cycle, with the cycle named), a task's own
-   failure (with its message), GF_ERROR_CAPTURE. A failing task stops the run; the flow stays
-   runnable. Tasks run on the calling thread; they only enqueue. A flow created with
+   failure (with its message), GF_ERROR_CAPTURE, GF_ERROR_INVALID_STATE (a call on the flow from
+   inside one of its own tasks). A failing task stops the run; the flow stays runnable. Tasks
+   run on the calling thread; they only enqueue. A flow created with
    gf_flow_desc.graph_after becomes a graph by itself: its tasks' functions then run only when
    it is captured (a change to the flow captures it anew), so it suits flows whose tasks enqueue
    the same work every run. */
@@ -6422,6 +6423,14 @@ static gf_result gf__call_buffer_destroy_async(gf_stream *s, gf_buffer *buf) {
 }
 
 /* ---- flows: a DAG of tasks over streams ---------------------------------------------- >>flows */
+/* The flow whose task runs on this thread: its own calls on that flow from inside the task are
+   refused (the run holds the flow until its tasks have enqueued). */
+static GF__TLS const gf_flow *gf__task_flow;
+/* flow_x, of gf_flow_x, for its implementation's name (gf__call_flow_x, or gf_flow_x itself). */
+static const char *gf__flow_fn_name(const char *fn) { return strncmp(fn, "gf__call_", 9) ? fn + 3 : fn + 9; }
+#define GF__IN_OWN_TASK_TEXT "gf_%s: called from a task of the same flow, which its run holds until its tasks have enqueued; call it outside them"
+#define GF__NOT_IN_OWN_TASK(flow) \
+    if (gf__task_flow == (flow)) return gf__fail(GF_ERROR_INVALID_STATE, GF__IN_OWN_TASK_TEXT, gf__flow_fn_name(__func__))
 /* A task id carries its flow's id in the high 16 bits, so an id of another flow is refused. */
 typedef struct gf__task {
     char name[64];
@@ -6516,6 +6525,7 @@ static gf_result gf__flow_push(gf_flow *flow, const char *fn, const gf__task *pr
 GPUFLOW_IMPL gf_result gf_flow_add_desc(gf_flow *flow, const gf_task_desc *desc, gf_task *out) {
     gf__task t;
     GF__CHECK(flow, GF__T_FLOW);
+    GF__NOT_IN_OWN_TASK(flow);
     GF__CHECK_OUT(out);
     GF__CHECK_OUT(desc);
     if (!desc->fn) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_flow_add: fn is NULL");
@@ -6546,6 +6556,7 @@ GPUFLOW_IMPL gf_result gf_flow_add_condition(gf_flow *flow, const char *name, gf
     gf__task t;
     gf_result r;
     GF__CHECK(flow, GF__T_FLOW);
+    GF__NOT_IN_OWN_TASK(flow);
     GF__CHECK(cond, GF__T_BUFFER);
     GF__CHECK_OUT(out);
     if ((r = gf__cond_int_check("gf_flow_add_condition", cond, offset)) != GF_OK) return r;
@@ -6584,6 +6595,7 @@ GPUFLOW_IMPL gf_result gf_flow_depend(gf_flow *flow, gf_task before, gf_task aft
     int *path;
     unsigned char *seen;
     GF__CHECK(flow, GF__T_FLOW);
+    GF__NOT_IN_OWN_TASK(flow);
     gf__lock(&flow->lock);
     bi = gf__task_index(flow, before);
     ai = gf__task_index(flow, after);
@@ -6722,6 +6734,23 @@ static gf_result gf__task_on_complete(gf_flow *flow, gf__task *t, gf_stream *s) 
     return GF_OK;
 }
 
+/* Runs a task's function on s, inside a range of its name (seen in the trace). */
+static gf_result gf__task_call(const gf_flow *flow, const gf__task *task, gf_stream *s) {
+    const gf_flow *outer = gf__task_flow;
+    unsigned serial = gf__error_serial;
+    gf_result r;
+    gf_range_push(s, task->name);
+    gf__task_flow = flow;
+    r = task->fn(s, task->user);
+    gf__task_flow = outer;
+    if (r != GF_OK) {
+        char what[160];
+        snprintf(what, sizeof what, "gf_flow: task '%s' of flow '%s'", task->name, flow->label);
+        r = gf__fail_user(r, serial, what);
+    }
+    gf_range_pop(s);
+    return r;
+}
 /* Enqueues the plan's tasks on the lanes' streams, with an event wait for each edge that
    crosses streams, each task inside a range of its name (seen in the trace). The host never
    blocks. run: a gf_flow_run (completion callbacks apply), not a capture. */
@@ -6738,16 +6767,7 @@ static gf_result gf__flow_enqueue(gf_flow *flow, const gf__flow_plan *p, gf_stre
             int pr = p->preds[p->pred_first[t] + k];
             if (lanes[p->lane[pr]] != s) { r = gf_stream_wait_event(s, done[pr]); if (run) flow->stats.cross_edges++; }
         }
-        if (r == GF_OK) {
-            unsigned serial = gf__error_serial;
-            gf_range_push(s, task->name);
-            if ((r = task->fn(s, task->user)) != GF_OK) {
-                char what[160];
-                snprintf(what, sizeof what, "gf_flow: task '%s' of flow '%s'", task->name, flow->label);
-                r = gf__fail_user(r, serial, what);
-            }
-            gf_range_pop(s);
-        }
+        if (r == GF_OK) r = gf__task_call(flow, task, s);
         if (r == GF_OK && p->signals[t] && (r = gf__event_pool_take(s->dev->events, 0, &done[t])) == GF_OK) {
             r = gf_event_record(done[t], s);
             if (run) flow->stats.events++;
@@ -6991,24 +7011,17 @@ static gf_result gf__decide_run(gf__decide *d, gf_stream_pool *const *pools, int
     lane->tail = t;
     dt->pending = d->plan->pred_count[t];   /* counts again from here */
     memset(d->ran + d->plan->pred_first[t], 0, (size_t)d->plan->pred_count[t]);
-    gf_range_push(s, task->name);
     if (task->cond) {
         int32_t value = 0;
+        gf_range_push(s, task->name);
         r = gf__int_read("gf_flow_run", s, task->cond, task->cond_offset, "a condition task's int", &value);
         gf_range_pop(s);
         if (r != GF_OK) return r;
         flow->stats.tasks_run++;
         if (value >= 0 && value < task->succ_count) return gf__decide_push(&d->picked, task->succ[value], t);
         return GF_OK;
-    } else {
-        unsigned serial = gf__error_serial;
-        if ((r = task->fn(s, task->user)) != GF_OK) {
-            char what[160];
-            snprintf(what, sizeof what, "gf_flow: task '%s' of flow '%s'", task->name, flow->label);
-            r = gf__fail_user(r, serial, what);
-        }
-        gf_range_pop(s);
     }
+    r = gf__task_call(flow, task, s);
     if (r == GF_OK && task->on_complete) r = gf__task_on_complete(flow, task, s);
     if (r != GF_OK) return r;
     flow->stats.tasks_run++;
@@ -7277,16 +7290,7 @@ static gf_result gf__shape_emit(gf__shape *sh, const unsigned char *in, int head
         if (loop) r = gf__shape_loop(sh, pc);
         else if (task->cond && sh->stop[x]) r = gf__shape_copy(sh, x);   /* the loop's own condition: its WHILE tests the slot */
         else if (task->cond) { if ((r = gf__shape_copy(sh, x)) == GF_OK) r = gf__shape_branches(sh, x); }
-        else if (!sh->dry) {
-            unsigned serial = gf__error_serial;
-            gf_range_push(sh->s, task->name);
-            if ((r = task->fn(sh->s, task->user)) != GF_OK) {
-                char what[160];
-                snprintf(what, sizeof what, "gf_flow: task '%s' of flow '%s'", task->name, flow->label);
-                r = gf__fail_user(r, serial, what);
-            }
-            gf_range_pop(sh->s);
-        }
+        else if (!sh->dry) r = gf__task_call(flow, task, sh->s);
         for (k = 0; r == GF_OK && k < GF__STRONG_SUCCS(flow, x); k++) {
             int y = task->succ[k];
             if (in[y] && !skip[y] && --indeg[y] == 0) order[tail++] = y;
@@ -7452,6 +7456,7 @@ static int gf__flow_run_as_graph(gf_flow *flow, gf_stream_pool *pool, gf_result 
 GPUFLOW_IMPL gf_result gf_flow_run(gf_flow *flow, gf_stream_pool *pool) {
     gf_result r;
     GF__CHECK(flow, GF__T_FLOW);
+    GF__NOT_IN_OWN_TASK(flow);
     GF__CHECK(pool, GF__T_STREAM_POOL);
     GF__SAME_DEVICE(flow->dev, pool->dev);
     if (flow->graph_after && gf__flow_run_as_graph(flow, pool, &r)) return r;
@@ -7460,6 +7465,7 @@ GPUFLOW_IMPL gf_result gf_flow_run(gf_flow *flow, gf_stream_pool *pool) {
 GPUFLOW_IMPL gf_result gf_flow_run_multi(gf_flow *flow, gf_stream_pool *const *pools, int count) {
     int i, j;
     GF__CHECK(flow, GF__T_FLOW);
+    GF__NOT_IN_OWN_TASK(flow);
     if (!pools || count < 1) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_flow_run_multi: give one pool per device the tasks use (count %d)", count);
     for (i = 0; i < count; i++) {
         if (!gf__is(pools[i], GF__T_STREAM_POOL)) return gf__bad_handle(__func__, "pools[i]", pools[i], GF__T_STREAM_POOL);
@@ -7479,6 +7485,7 @@ GPUFLOW_IMPL gf_result gf_flow_capture(gf_flow *flow, gf_stream *s, gf_graph **o
     gf_result r;
     int i;
     GF__CHECK(flow, GF__T_FLOW);
+    GF__NOT_IN_OWN_TASK(flow);
     GF__CHECK(s, GF__T_STREAM);
     GF__CHECK_OUT(out);
     GF__SAME_DEVICE(flow->dev, s->dev);
@@ -7536,6 +7543,7 @@ GPUFLOW_IMPL gf_result gf_flow_capture(gf_flow *flow, gf_stream *s, gf_graph **o
 GPUFLOW_IMPL void gf_flow_destroy(gf_flow *flow) {
     int i;
     GF__CHECK_VOID(flow, GF__T_FLOW);
+    if (gf__task_flow == flow) { gf__set_error(GF_ERROR_INVALID_STATE, GF__IN_OWN_TASK_TEXT, "flow_destroy"); return; }
     if (flow->graph) gf_graph_destroy(flow->graph);
     for (i = 0; i < flow->count; i++) gf__free(flow->tasks[i].succ);
     for (i = 0; i < flow->fork_count; i++) gf__stream_free(flow->forks[i]);
@@ -7551,6 +7559,7 @@ GPUFLOW_IMPL void gf_flow_destroy(gf_flow *flow) {
 
 GPUFLOW_IMPL gf_result gf_flow_get_stats(gf_flow *flow, gf_flow_stats *out) {
     GF__CHECK(flow, GF__T_FLOW);
+    GF__NOT_IN_OWN_TASK(flow);
     GF__CHECK_OUT(out);
     gf__lock(&flow->lock);
     gf__flow_frames_collect(flow);
@@ -7562,6 +7571,7 @@ GPUFLOW_IMPL gf_result gf_flow_get_stats(gf_flow *flow, gf_flow_stats *out) {
 
 GPUFLOW_IMPL gf_result gf_flow_frames(gf_flow *flow, gf_frame_info *out) {
     GF__CHECK(flow, GF__T_FLOW);
+    GF__NOT_IN_OWN_TASK(flow);
     GF__CHECK_OUT(out);
     gf__lock(&flow->lock);
     gf__flow_frames_collect(flow);
@@ -7574,6 +7584,7 @@ GPUFLOW_IMPL gf_result gf_flow_wait_frames(gf_flow *flow, int max_in_flight, uns
     uint64_t end;
     gf_result r = GF_OK;
     GF__CHECK(flow, GF__T_FLOW);
+    GF__NOT_IN_OWN_TASK(flow);
     if (max_in_flight < 0) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_flow_wait_frames: max_in_flight %d is negative", max_in_flight);
     end = gf__now_ns() + (uint64_t)timeout_ms * 1000000u;
     gf__lock(&flow->lock);
@@ -7613,6 +7624,7 @@ GPUFLOW_IMPL gf_result gf_flow_write_dot(gf_flow *flow, const char *path) {
     FILE *f;
     int i, k, lane;
     GF__CHECK(flow, GF__T_FLOW);
+    GF__NOT_IN_OWN_TASK(flow);
     if (!path || !*path) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_flow_write_dot: path is empty");
     gf__lock(&flow->lock);
     if ((r = gf__flow_plan_make(flow, &plan)) != GF_OK) { gf__unlock(&flow->lock); return r; }

@@ -1388,6 +1388,38 @@ static int flow_order_ok(th_log *log, int from)
     return load == from && left > load && right > load && store == from + 3 && th_log_count(log) >= from + 4;
 }
 
+/* A task that calls its own flow: refused, never a wait for the run that holds it (found by
+   review: gf_flow_add and gf_flow_get_stats from a task waited for good). */
+typedef struct inner_calls { gf_flow *flow; gf_result add, stats, run; } inner_calls;
+static gf_result calls_own_flow(gf_stream *s, void *user)
+{
+    inner_calls *c = (inner_calls *)user;
+    gf_flow_stats st;
+    gf_task t;
+    (void)s;
+    c->add = gf_flow_add(c->flow, "inner", calls_own_flow, c, &t);
+    c->stats = gf_flow_get_stats(c->flow, &st);
+    c->run = gf_flow_run(c->flow, NULL);
+    return GF_OK;
+}
+static void test_flow_calls_from_own_task(void)
+{
+    gf_stream_pool *pool = mk_pool(2, GF_POOL_ROUND_ROBIN, "own-task", 0);
+    inner_calls c;
+    gf_flow_stats st;
+    gf_task t;
+    memset(&c, 0, sizeof c);
+    if (!pool || !CHECK_EQ_RESULT(gf_flow_create(C.dev, NULL, &c.flow), GF_OK)) return;
+    CHECK_EQ_RESULT(gf_flow_add(c.flow, "caller", calls_own_flow, &c, &t), GF_OK);
+    CHECK_EQ_RESULT(gf_flow_run(c.flow, pool), GF_OK);
+    CHECK(c.add == GF_ERROR_INVALID_STATE && c.stats == GF_ERROR_INVALID_STATE && c.run == GF_ERROR_INVALID_STATE,
+          "flow: its own calls from inside one of its tasks are refused (add, stats, run)");
+    CHECK(gf_flow_get_stats(c.flow, &st) == GF_OK && st.runs == 1 && st.tasks_run == 1, "flow: ... and changed nothing (one run of its one task)");
+    CHECK_EQ_RESULT(gf_stream_pool_synchronize(pool), GF_OK);
+    gf_flow_destroy(c.flow);
+    gf_stream_pool_destroy(pool);
+}
+
 static void test_flows(void)
 {
     static th_log log;
@@ -2833,6 +2865,7 @@ int main(int argc, char **argv)
         { "waiters", test_waiters },
         { "async_alloc", test_async_alloc },
         { "flows", test_flows },
+        { "flow_calls_from_own_task", test_flow_calls_from_own_task },
         { "graph_replay", test_graph_replay },
         { "graph_update", test_graph_update },
         { "graph_outlives_its_objects", test_graph_outlives_its_objects },
