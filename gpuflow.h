@@ -6426,11 +6426,9 @@ static gf_result gf__call_buffer_destroy_async(gf_stream *s, gf_buffer *buf) {
 /* The flow whose task runs on this thread: its own calls on that flow from inside the task are
    refused (the run holds the flow until its tasks have enqueued). */
 static GF__TLS const gf_flow *gf__task_flow;
-/* flow_x, of gf_flow_x, for its implementation's name (gf__call_flow_x, or gf_flow_x itself). */
-static const char *gf__flow_fn_name(const char *fn) { return strncmp(fn, "gf__call_", 9) ? fn + 3 : fn + 9; }
-#define GF__IN_OWN_TASK_TEXT "gf_%s: called from a task of the same flow, which its run holds until its tasks have enqueued; call it outside them"
+#define GF__IN_OWN_TASK_TEXT "%s: called from a task of the same flow, which its run holds until its tasks have enqueued; call it outside them"
 #define GF__NOT_IN_OWN_TASK(flow) \
-    if (gf__task_flow == (flow)) return gf__fail(GF_ERROR_INVALID_STATE, GF__IN_OWN_TASK_TEXT, gf__flow_fn_name(__func__))
+    if (gf__task_flow == (flow)) return gf__fail(GF_ERROR_INVALID_STATE, GF__IN_OWN_TASK_TEXT, GF__FN)
 /* A task id carries its flow's id in the high 16 bits, so an id of another flow is refused. */
 typedef struct gf__task {
     char name[64];
@@ -7543,7 +7541,7 @@ GPUFLOW_IMPL gf_result gf_flow_capture(gf_flow *flow, gf_stream *s, gf_graph **o
 GPUFLOW_IMPL void gf_flow_destroy(gf_flow *flow) {
     int i;
     GF__CHECK_VOID(flow, GF__T_FLOW);
-    if (gf__task_flow == flow) { gf__set_error(GF_ERROR_INVALID_STATE, GF__IN_OWN_TASK_TEXT, "flow_destroy"); return; }
+    if (gf__task_flow == flow) { gf__set_error(GF_ERROR_INVALID_STATE, GF__IN_OWN_TASK_TEXT, "gf_flow_destroy"); return; }
     if (flow->graph) gf_graph_destroy(flow->graph);
     for (i = 0; i < flow->count; i++) gf__free(flow->tasks[i].succ);
     for (i = 0; i < flow->fork_count; i++) gf__stream_free(flow->forks[i]);
@@ -8199,8 +8197,8 @@ static gf_result gf__cond_begin(const char *fn, gf_stream *s, gf_buffer *cond, s
     gf__capture *cap;
     gf_result r = GF_OK;
     int discard = 0;
-    GF__CHECK(s, GF__T_STREAM);
-    GF__CHECK(cond, GF__T_BUFFER);
+    if (!s || !gf__is(s, GF__T_STREAM)) return gf__bad_handle(fn, "s", s, GF__T_STREAM);   /* named as the caller's call */
+    if (!cond || !gf__is(cond, GF__T_BUFFER)) return gf__bad_handle(fn, "cond", cond, GF__T_BUFFER);
     if ((r = gf__cond_int_check(fn, cond, offset)) != GF_OK) return r;
     if (cond->dev != s->dev) return gf__fail(GF_ERROR_WRONG_DEVICE, "%s: the condition's buffer belongs to another device than the stream", fn);
     gf__lock(&s->lock);
@@ -9355,7 +9353,8 @@ static gf_result gf__call_module_reload(gf_module *mod, const gf_module_desc *de
         return gf__fail(GF_ERROR_NOT_SUPPORTED, "gf_module_reload: the stub runs the C form compiled into the program, which a file "
                         "cannot change: give a desc with the new stub_kernels (from a library the program reloaded, say)");
     if (!desc) (void)gf__file_stamp(mod->path, &mod->path_mtime, &mod->path_size);   /* seen now, built or not */
-    if ((r = gf_module_load(mod->dev, &d, &fresh)) != GF_OK) return r;   /* the log is in the message; the old code runs on */
+    if ((r = gf_module_load(mod->dev, &d, &fresh)) != GF_OK)   /* the log is in the message; the old code runs on */
+        return gf__fail(r, "gf_module_reload: the new code did not load; the old code runs on: %s", gf__error_text);
     gf__lock(&mod->lock);
     for (k = mod->kernels; k; k = k->next) count++;
     if (count && (!(found = (gf_kernel **)gf__calloc(sizeof *found * (size_t)count)) || !(changed = (int *)gf__calloc(sizeof *changed * (size_t)count))))
@@ -9840,6 +9839,18 @@ typedef struct gf__fault_rule {
 static struct { gf__spin lock; gf__fault_rule rule[GF__FAULT_RULES]; int count; uint64_t injected; } gf__faults;
 
 /* One rule from text (n characters); 0: not understood. */
+/* 1 if name can be an entry point gpuflow asks about: a driver's (cuX..., clX..., hipX...,
+   hiprtcX..., nvrtcX..., X upper case) or a kernel cache file operation. Anything else
+   ("lanch", "LAUNCH") would never fire. */
+static int gf__fault_entry_named(const char *name) {
+    static const char *const prefixes[] = { "cu", "cl", "hiprtc", "hip", "nvrtc" };
+    static const char *const files[] = { "mkdir", "open", "read", "write", "rename", "remove" };
+    size_t i, k;
+    for (i = 0; i < sizeof files / sizeof files[0]; i++) if (!strcmp(name, files[i])) return 1;
+    for (i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
+        if (!strncmp(name, prefixes[i], k = strlen(prefixes[i])) && name[k] >= 'A' && name[k] <= 'Z') return 1;
+    return 0;
+}
 static int gf__fault_parse(const char *text, size_t n, gf__fault_rule *r) {
     const char *colon = (const char *)memchr(text, ':', n), *p;
     char number[24];
@@ -9857,20 +9868,23 @@ static int gf__fault_parse(const char *text, size_t n, gf__fault_rule *r) {
         for (i = 0; i < name_n; i++)
             if (!((text[i] >= 'a' && text[i] <= 'z') || (text[i] >= 'A' && text[i] <= 'Z') || (text[i] >= '0' && text[i] <= '9') || text[i] == '_')) return 0;
         memcpy(r->entry, text, name_n);
+        if (!gf__fault_entry_named(r->entry)) return 0;
     }
     p = colon + 1;
     n -= name_n + 1;
     if (n == 0 || n >= sizeof number || *p < '0' || *p > '9') return 0;
     memcpy(number, p, n);
     number[n] = 0;
+    errno = 0;
     r->nth = (uint64_t)strtoull(number, &end, 10);
-    if (r->nth == 0) return 0;
+    if (r->nth == 0 || errno == ERANGE) return 0;   /* past 2^64 read as its largest */
     if (*end == '+' && end[1] == 0) { r->from = 1; return 1; }
     if (*end == '/') {
         const char *k = end + 1;
         if (*k < '0' || *k > '9') return 0;
+        errno = 0;
         r->every = (uint64_t)strtoull(k, &end, 10);
-        if (r->every == 0) return 0;
+        if (r->every == 0 || errno == ERANGE) return 0;
     }
     return *end == 0 && r->kind != GF__FK_LOST ? 1 : *end == 0 && !r->every;
 }
@@ -9888,7 +9902,8 @@ static gf_result gf__call_faults_set(const char *spec) {
             return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_faults_set: more than %d rules; the rules are unchanged", GF__FAULT_RULES);
         if (!gf__fault_parse(p, n, &rules[count]))
             return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_faults_set: '%.*s' is not a rule (WHAT:N, WHAT:N+ or WHAT:N/K; WHAT is "
-                            "launch, copy, fill, op, buffer, sync, alloc, lost (not with /K) or a driver entry's name); the rules are unchanged",
+                            "launch, copy, fill, op, buffer, sync, alloc, lost (not with /K), a driver entry point's name (cu..., cl..., hip..., "
+                            "nvrtc...) or a kernel cache file operation (mkdir, open, read, write, rename, remove)); the rules are unchanged",
                             (int)(n < 80 ? n : 80), p);
         count++;
         p += n;

@@ -58,6 +58,12 @@ static void test_rules(void)
     CHECK_FAIL(gf_faults_set("launch:0"), GF_ERROR_INVALID_ARGUMENT);
     CHECK_FAIL(gf_faults_set("launch:2x"), GF_ERROR_INVALID_ARGUMENT);
     CHECK_FAIL(gf_faults_set("lost:2/3"), GF_ERROR_INVALID_ARGUMENT);
+    CHECK_FAIL(gf_faults_set("lanch:1"), GF_ERROR_INVALID_ARGUMENT);   /* were taken as driver entries that never fire (found by review) */
+    CHECK_FAIL(gf_faults_set("LAUNCH:1"), GF_ERROR_INVALID_ARGUMENT);
+    CHECK_FAIL(gf_faults_set("launch:99999999999999999999"), GF_ERROR_INVALID_ARGUMENT);   /* past 2^64: was its largest */
+    CHECK_FAIL(gf_faults_set("copy:1/99999999999999999999"), GF_ERROR_INVALID_ARGUMENT);
+    CHECK_EQ_RESULT(gf_faults_set("cuMemAlloc:1,clFinish:2/3,hipMalloc:1+,hiprtcCompileProgram:1,nvrtcCompileProgram:1,rename:1"), GF_OK);
+    CHECK_EQ_RESULT(gf_faults_set(NULL), GF_OK);
     CHECK_FAIL(gf_faults_set("copy:1,bad name:2"), GF_ERROR_INVALID_ARGUMENT);
     CHECK(said("'bad"), "rules: the first rule not understood is named");
     CHECK_EQ_RESULT(gf_faults_set("launch:2"), GF_OK);
