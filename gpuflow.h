@@ -1812,18 +1812,26 @@ static void gf__log_text(gf_log_level level, gf_result code, const char *text) {
     } else if ((int)level <= gf__stderr_level_now()) fprintf(stderr, "%s%s\n", strncmp(text, "gpuflow:", 8) ? "gpuflow: " : "", text);
 }
 
+/* Each held message is told with gf_last_error() giving its text meanwhile (as when it was
+   logged), the call's own text back afterwards. */
 static void gf__log_release_held(void) {
     int i, n = gf__log_held_count, dropped = gf__log_held_dropped;
     gf__held_message held[GF__LOG_HELD];
+    char current[sizeof gf__error_text];
     if (!n) return;
     memcpy(held, gf__log_held, (size_t)n * sizeof *held);   /* the logger's own calls may hold more */
     gf__log_held_count = gf__log_held_dropped = 0;
+    memcpy(current, gf__error_text, sizeof current);
     if (dropped) {
         char text[96];
         snprintf(text, sizeof text, "gpuflow: %d earlier message%s of this call left out", dropped, dropped == 1 ? "" : "s");
         gf__log_text(GF_LOG_WARNING, GF_OK, text);
     }
-    for (i = 0; i < n; i++) gf__log_text(held[i].level, held[i].code, held[i].text);
+    for (i = 0; i < n; i++) {   /* the text passed is the copy: the logger's own failures change gf__error_text */
+        memcpy(gf__error_text, held[i].text, sizeof gf__error_text);
+        gf__log_text(held[i].level, held[i].code, held[i].text);
+    }
+    memcpy(gf__error_text, current, sizeof current);
 }
 
 static gf_log_level gf__level_of(gf_result code) {
