@@ -2747,6 +2747,7 @@ static void gf__retire(gf_device *dev, void (*release)(void *obj), void *obj, in
 #define GF__KIND_NO_MEMORY (-1)   /* gf__retire's kind for an object that holds no memory (a semaphore) */
 static void gf__buffer_unref(gf_buffer *buf, int retire);
 static void gf__module_unref(gf_module *mod);
+static int gf__in_task_on(const gf_stream *s);
 static void gf__retired_collect(gf_device *dev, int wait);
 /* events, event pools, async waiters */
 static gf_result gf__wait_locked(gf_stream *s, gf_event *ev);
@@ -4132,6 +4133,10 @@ static uint64_t gf__mem_device_bytes(gf_device *dev) {   /* dev->mem_lock held *
     return dev->mem[GF_MEMORY_DEVICE].bytes + dev->mem[GF_MEMORY_MANAGED].bytes +
            dev->mem[GF_MEMORY_ASYNC].bytes + dev->mem[GF_MEMORY_CACHED].bytes + dev->mem[GF_MEMORY_PENDING].bytes;
 }
+/* An allocation made while this thread holds one of the library's locks (an allocation on a
+   stream: its lock) takes back only what has passed: waiting for pending frees could wait for
+   a host callback that needs that lock. */
+static int gf__may_wait_for_frees(void) { return gf__locks_held == 0; }
 /* GF_OK if bytes more device memory stays within the limit; else gives cached blocks back and
    asks again, then refuses naming the limit and the use. What it lets through counts as used
    (mem_admitted) until the allocation is counted (gf__mem_count_new) or fails
@@ -4151,6 +4156,7 @@ static gf_result gf__mem_admit(gf_device *dev, size_t bytes, const char *fn) {
         if (fits) return GF_OK;
         if (pass == 0) {
             gf_result r;
+            if (!gf__may_wait_for_frees()) { gf__cache_release(dev, 0, 0); gf__retired_collect(dev, 0); continue; }
             if (gf__atomic_load_int(&dev->retired_pending) &&
                 (r = gf__hidden_wait(fn, NULL, "destroyed buffers' queued work has passed (the memory limit is reached)")) != GF_OK) return r;
             gf__cache_release(dev, 0, 1);
@@ -4182,9 +4188,14 @@ static gf_result gf__buffer_alloc_admitted(gf_buffer *buf) {
     gf__quiet--;
     if (r == GF_OK) return r;
     if (r != GF_ERROR_OUT_OF_MEMORY) { gf__log_text(gf__level_of(r), r, gf__error_text); return r; }
-    if (gf__atomic_load_int(&dev->retired_pending) && (r = gf__hidden_wait("gf_buffer_create", NULL, "destroyed buffers' queued work has passed (the memory is short)")) != GF_OK) return r;
-    gf__cache_release(dev, 0, 1);
-    gf__retired_collect(dev, 1);   /* an allocation that would fail waits for pending frees */
+    if (!gf__may_wait_for_frees()) {
+        gf__cache_release(dev, 0, 0);
+        gf__retired_collect(dev, 0);
+    } else {
+        if (gf__atomic_load_int(&dev->retired_pending) && (r = gf__hidden_wait("gf_buffer_create", NULL, "destroyed buffers' queued work has passed (the memory is short)")) != GF_OK) return r;
+        gf__cache_release(dev, 0, 1);
+        gf__retired_collect(dev, 1);   /* an allocation that would fail waits for pending frees */
+    }
     memcpy(gf__error_text, before, sizeof before);
     gf__error_serial = serial;
     return dev->be->buffer_alloc(buf);
@@ -5563,8 +5574,14 @@ static GF__TLS int gf__on_waiter_thread;
 static void gf__call_stream_pool_destroy(gf_stream_pool *pool) {
     int i;
     GF__CHECK_VOID(pool, GF__T_STREAM_POOL);
-    for (i = 0; i < pool->count; i++)   /* kept: from a host callback of one of its streams it could not drain */
+    for (i = 0; i < pool->count; i++) {   /* kept: from a host callback of one of its streams it could not drain */
         if (gf__refuse_self_wait("gf_stream_pool_destroy", pool->dev, pool->streams[i]) != GF_OK) return;
+        if (gf__in_task_on(pool->streams[i])) {   /* and a flow's task runs on one of them */
+            gf__set_error(GF_ERROR_INVALID_STATE, "gf_stream_pool_destroy: called from a flow's task that runs on stream '%s' of the pool; "
+                          "destroy it after the run", pool->streams[i]->label);
+            return;
+        }
+    }
     for (i = 0; i < pool->count; i++)
         if (gf__stream_busy(pool->streams[i]) && gf__hidden_wait("gf_stream_pool_destroy", pool->streams[i], "its queued work has run") != GF_OK) return;
     for (i = 0; i < pool->count; i++) gf__stream_sync(pool->streams[i]);
@@ -6384,7 +6401,10 @@ static gf_result gf__call_buffer_create_async(gf_stream *s, size_t bytes, gf_buf
             else gf__mem_count_new(s->dev, GF_MEMORY_ASYNC, bytes);
         }
     } else if (!(buf = gf__cache_take(s, bytes))) {
+        gf__unlock(&s->lock);   /* new memory may wait for pending frees: not holding the stream, which a
+                                   host callback that allocates on it takes, and may be what is waited for */
         r = gf__buffer_new(s->dev, bytes, GF_MEMORY_ASYNC, &buf);
+        gf__lock(&s->lock);
     }
     gf__unlock(&s->lock);
     if (r != GF_OK) return r;
@@ -6431,12 +6451,24 @@ static gf_result gf__call_buffer_destroy_async(gf_stream *s, gf_buffer *buf) {
 }
 
 /* ---- flows: a DAG of tasks over streams ---------------------------------------------- >>flows */
-/* The flow whose task runs on this thread: its own calls on that flow from inside the task are
-   refused (the run holds the flow until its tasks have enqueued). */
-static GF__TLS const gf_flow *gf__task_flow;
+/* The flows whose tasks run on this thread, innermost first (a task may run another flow): their
+   own calls on any of them from inside are refused (a run holds its flow until its tasks have
+   enqueued), as is destroying the pool of a stream a task runs on. */
+typedef struct gf__task_frame { const gf_flow *flow; const gf_stream *s; const struct gf__task_frame *outer; } gf__task_frame;
+static GF__TLS const gf__task_frame *gf__task_frames;
+static int gf__in_task_of(const gf_flow *flow) {
+    const gf__task_frame *f;
+    for (f = gf__task_frames; f; f = f->outer) if (f->flow == flow) return 1;
+    return 0;
+}
+static int gf__in_task_on(const gf_stream *s) {
+    const gf__task_frame *f;
+    for (f = gf__task_frames; f; f = f->outer) if (f->s == s) return 1;
+    return 0;
+}
 #define GF__IN_OWN_TASK_TEXT "%s: called from a task of the same flow, which its run holds until its tasks have enqueued; call it outside them"
 #define GF__NOT_IN_OWN_TASK(flow) \
-    if (gf__task_flow == (flow)) return gf__fail(GF_ERROR_INVALID_STATE, GF__IN_OWN_TASK_TEXT, GF__FN)
+    if (gf__in_task_of(flow)) return gf__fail(GF_ERROR_INVALID_STATE, GF__IN_OWN_TASK_TEXT, GF__FN)
 /* A task id carries its flow's id in the high 16 bits, so an id of another flow is refused. */
 typedef struct gf__task {
     char name[64];
@@ -6742,13 +6774,18 @@ static gf_result gf__task_on_complete(gf_flow *flow, gf__task *t, gf_stream *s) 
 
 /* Runs a task's function on s, inside a range of its name (seen in the trace). */
 static gf_result gf__task_call(const gf_flow *flow, const gf__task *task, gf_stream *s) {
-    const gf_flow *outer = gf__task_flow;
+    gf__task_frame frame;
     unsigned serial = gf__error_serial;
+    int locks_held = gf__locks_held;
     gf_result r;
     gf_range_push(s, task->name);
-    gf__task_flow = flow;
+    frame.flow = flow; frame.s = s; frame.outer = gf__task_frames;
+    gf__task_frames = &frame;
+    gf__locks_held = 0;   /* the program's code: what its calls log is told before they return (a logger's
+                             call on this flow is refused, not a wait on the lock the run holds) */
     r = task->fn(s, task->user);
-    gf__task_flow = outer;
+    gf__locks_held = locks_held;
+    gf__task_frames = frame.outer;
     if (r != GF_OK) {
         char what[160];
         snprintf(what, sizeof what, "gf_flow: task '%s' of flow '%s'", task->name, flow->label);
@@ -7549,7 +7586,7 @@ GPUFLOW_IMPL gf_result gf_flow_capture(gf_flow *flow, gf_stream *s, gf_graph **o
 GPUFLOW_IMPL void gf_flow_destroy(gf_flow *flow) {
     int i;
     GF__CHECK_VOID(flow, GF__T_FLOW);
-    if (gf__task_flow == flow) { gf__set_error(GF_ERROR_INVALID_STATE, GF__IN_OWN_TASK_TEXT, "gf_flow_destroy"); return; }
+    if (gf__in_task_of(flow)) { gf__set_error(GF_ERROR_INVALID_STATE, GF__IN_OWN_TASK_TEXT, "gf_flow_destroy"); return; }
     if (flow->graph) gf_graph_destroy(flow->graph);
     for (i = 0; i < flow->count; i++) gf__free(flow->tasks[i].succ);
     for (i = 0; i < flow->fork_count; i++) gf__stream_free(flow->forks[i]);
@@ -7757,12 +7794,24 @@ static int gf__graph_hold_all_of(gf_graph *g, const gf_graph *from) {
     for (i = 0; i < from->mod_count; i++) if (!gf__graph_hold_module(g, from->mods[i])) return 0;
     return 1;
 }
-/* g holds the modules of the launches in cmds. */
-static int gf__graph_hold_modules_of(gf_graph *g, const gf__cmd *cmds, int count) {
+/* Swaps what g and other hold (an update: the target takes what its new commands use). */
+static void gf__graph_holds_swap(gf_graph *g, gf_graph *other) {
+    gf_buffer **b = g->held; int bn = g->held_count, bc = g->held_cap;
+    gf_module **m = g->mods; int mn = g->mod_count, mc = g->mod_cap;
+    g->held = other->held; g->held_count = other->held_count; g->held_cap = other->held_cap;
+    g->mods = other->mods; g->mod_count = other->mod_count; g->mod_cap = other->mod_cap;
+    other->held = b; other->held_count = bn; other->held_cap = bc;
+    other->mods = m; other->mod_count = mn; other->mod_cap = mc;
+}
+/* Lets go of what g holds (the memory and code go once the work queued before now has passed). */
+static void gf__graph_holds_drop(gf_graph *g) {
     int i;
-    for (i = 0; i < count; i++)
-        if (cmds[i].kind == GF__CMD_LAUNCH && !gf__graph_hold_module(g, cmds[i].as.launch.kernel->mod)) return 0;
-    return 1;
+    for (i = 0; i < g->held_count; i++) gf__buffer_unref(g->held[i], 1);
+    for (i = 0; i < g->mod_count; i++) gf__module_unref(g->mods[i]);
+    gf__free(g->held);
+    gf__free(g->mods);
+    g->held = NULL; g->mods = NULL;
+    g->held_count = g->held_cap = g->mod_count = g->mod_cap = 0;
 }
 /* g holds sems (each once) while it may replay a signal or wait of them; 0: out of host memory. */
 static int gf__graph_hold_semaphores_of(gf_graph *g, gf_semaphore *const *sems, int count) {
@@ -7794,10 +7843,7 @@ static void gf__graph_release(gf_graph *g) {   /* back to a shell of its device;
     if (g->pool) gf__atomic_add_int(&g->pool->graphs, -1);
     for (i = 0; i < g->owned_count; i++) { g->owned[i]->graph_owner = NULL; gf__buffer_free(g->owned[i]); }
     for (i = 0; i < g->kept_count; i++) gf__buffer_unref(g->kept[i], 1);
-    for (i = 0; i < g->held_count; i++) gf__buffer_unref(g->held[i], 1);
-    for (i = 0; i < g->mod_count; i++) gf__module_unref(g->mods[i]);
-    gf__free(g->held);
-    gf__free(g->mods);
+    gf__graph_holds_drop(g);
     for (i = 0; i < g->block_count; i++) gf__free(g->blocks[i]);
     gf__free(g->kept);
     gf__free(g->owned);
@@ -7901,7 +7947,8 @@ static gf_result gf__capture_add(gf_stream *s, const gf__cmd *c) {
         gf__unlock(&s->dev->lock);
         return gf__fail(GF_ERROR_CAPTURE, "gpuflow: the capture of stream '%s' was discarded by another call", s->label);
     }
-    if ((c->kind == GF__CMD_SIGNAL || c->kind == GF__CMD_SEM_WAIT) && !gf__graph_hold_semaphore(cap->graph, c->as.sem.sem)) {
+    if (((c->kind == GF__CMD_SIGNAL || c->kind == GF__CMD_SEM_WAIT) && !gf__graph_hold_semaphore(cap->graph, c->as.sem.sem)) ||
+        (c->kind == GF__CMD_LAUNCH && !gf__graph_hold_module(cap->graph, c->as.launch.kernel->mod))) {   /* now: a destroy in the capture waits for the graph */
         gf__unlock(&s->dev->lock);
         return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gpuflow: capture: out of host memory");
     }
@@ -8058,9 +8105,7 @@ static gf_result gf__call_stream_end_capture(gf_stream *s, gf_graph **out) {
     for (i = 0; r == GF_OK && i < c->buffer_count; i++)   /* what the program destroys stays until the graph goes */
         if (!c->buffers[i]->graph_owner && !gf__graph_hold_buffer(c->graph, c->buffers[i]))
             r = gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_stream_end_capture: out of host memory; the capture was discarded");
-    if (r == GF_OK && (!gf__graph_hold_modules_of(c->graph, c->graph->cmds, c->graph->cmd_count) ||
-                       !gf__graph_hold_modules_of(c->graph, c->graph->launches, c->graph->launch_count)))
-        r = gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_stream_end_capture: out of host memory; the capture was discarded");
+
     gf__unlock(&s->dev->lock);
     if (r != GF_OK) { gf__capture_discard(c); gf__unlock(&s->lock); return r; }
     g = c->graph;
@@ -8433,6 +8478,8 @@ static gf_result gf__call_graph_set_kernel_args(gf_graph *g, int launch_index, c
     }
     if (r == GF_OK && g->by_driver && !g->dev->be->graph_set_kernel_args)
         r = gf__fail(GF_ERROR_NOT_SUPPORTED, "gf_graph_set_kernel_args: the %s backend cannot change a native graph's launch", g->dev->be->name);
+    for (i = 0; r == GF_OK && i < count; i++)   /* held as the captured ones are (a refusal below leaves an extra hold: harmless) */
+        if (args[i].buffer && !gf__graph_hold_buffer(g, args[i].buffer)) r = gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_graph_set_kernel_args: out of host memory");
     if (r == GF_OK && !(copy = gf__args_copy(args, count, launch->kernel_name, &name))) r = gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_graph_set_kernel_args: out of host memory");
     if (r == GF_OK && g->by_driver && (r = g->dev->be->graph_set_kernel_args(g, launch_index, launch->kernel, copy, count)) != GF_OK)
         gf__free(copy);
@@ -8489,9 +8536,10 @@ static gf_result gf__call_graph_update(gf_graph *target, gf_graph *from) {
     gf__cmd *cmds = NULL;
     gf__race_use *race_uses = NULL;
     gf_result r = GF_OK;
-    int count = 0, from_owns, race_count = 0, sem_count = 0, i;
+    int count = 0, from_owns, race_count = 0, sem_count = 0;
     gf_semaphore **sems = NULL;       /* recordings: from's semaphores, held while the locks change hands */
-    gf_graph carry;                   /* recordings: from's buffers and modules, likewise (its held and mods alone) */
+    gf_graph carry;                   /* from's buffers and modules, held while the locks change hands; after a
+                                         success the target's old ones (its held and mods alone) */
     memset(&carry, 0, sizeof carry);
     GF__CHECK(target, GF__T_GRAPH);
     GF__CHECK(from, GF__T_GRAPH);
@@ -8516,9 +8564,10 @@ static gf_result gf__call_graph_update(gf_graph *target, gf_graph *from) {
         else if ((cmds = gf__launches_copy(from, launches)) == NULL && launches)
             r = gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_graph_update: out of host memory");
         else if (!gf__graph_hold_semaphores_of(target, from->sems, from->sem_count) ||   /* the exec replays from's from now on */
-                 !gf__graph_hold_all_of(target, from))
+                 !gf__graph_hold_all_of(&carry, from))
             r = gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_graph_update: out of host memory");
         else if ((r = target->dev->be->graph_update(target, from)) == GF_OK) {
+            gf__graph_holds_swap(target, &carry);   /* from's buffers and modules; its own old ones go below */
             /* the exec now runs from's arguments: what gf_graph_set_kernel_args checks follows */
             gf__cmds_free(target->launches, launches);
             target->launches = cmds;
@@ -8530,6 +8579,7 @@ static gf_result gf__call_graph_update(gf_graph *target, gf_graph *from) {
         if (cmds) gf__cmds_free(cmds, launches);
         gf__unlock(&second->lock);
         gf__unlock(&first->lock);
+        gf__graph_holds_drop(&carry);
         return r;
     }
     gf__lock(&from->lock);
@@ -8558,10 +8608,11 @@ static gf_result gf__call_graph_update(gf_graph *target, gf_graph *from) {
         else if (!gf__same_shape(target->cmds, target->cmd_count, cmds, count))
             r = gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_graph_update: the graphs differ in shape (%d and %d nodes, or other kinds); target unchanged",
                          target->cmd_count, count);
-        else if (!gf__graph_hold_semaphores_of(target, sems, sem_count) || !gf__graph_hold_all_of(target, &carry))
+        else if (!gf__graph_hold_semaphores_of(target, sems, sem_count))
             r = gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_graph_update: out of host memory");
         else {
             gf__cmd *old = target->cmds;
+            gf__graph_holds_swap(target, &carry);   /* from's buffers and modules; its own old ones go below */
             int old_count = target->cmd_count;
             gf__atomic_store_int(&target->stale_flag, 0);
             target->cmds = cmds;
@@ -8580,10 +8631,7 @@ static gf_result gf__call_graph_update(gf_graph *target, gf_graph *from) {
     gf__free(race_uses);
     while (sem_count > 0) gf__semaphore_unref(sems[--sem_count]);
     gf__free(sems);
-    for (i = 0; i < carry.held_count; i++) gf__buffer_unref(carry.held[i], 1);
-    for (i = 0; i < carry.mod_count; i++) gf__module_unref(carry.mods[i]);
-    gf__free(carry.held);
-    gf__free(carry.mods);
+    gf__graph_holds_drop(&carry);
     return r;
 }
 

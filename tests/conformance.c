@@ -1390,7 +1390,18 @@ static int flow_order_ok(th_log *log, int from)
 
 /* A task that calls its own flow: refused, never a wait for the run that holds it (found by
    review: gf_flow_add and gf_flow_get_stats from a task waited for good). */
-typedef struct inner_calls { gf_flow *flow; gf_result add, stats, run; } inner_calls;
+typedef struct inner_calls {
+    gf_flow *flow, *nested; gf_stream_pool *pool;
+    gf_result add, stats, run, nested_run, outer_stats; int pool_kept;
+} inner_calls;
+static gf_result calls_outer_flow(gf_stream *s, void *user)   /* a task of a flow run from a task of c->flow */
+{
+    inner_calls *c = (inner_calls *)user;
+    gf_flow_stats st;
+    (void)s;
+    c->outer_stats = gf_flow_get_stats(c->flow, &st);
+    return GF_OK;
+}
 static gf_result calls_own_flow(gf_stream *s, void *user)
 {
     inner_calls *c = (inner_calls *)user;
@@ -1400,6 +1411,9 @@ static gf_result calls_own_flow(gf_stream *s, void *user)
     c->add = gf_flow_add(c->flow, "inner", calls_own_flow, c, &t);
     c->stats = gf_flow_get_stats(c->flow, &st);
     c->run = gf_flow_run(c->flow, NULL);
+    c->nested_run = gf_flow_run(c->nested, c->pool);
+    gf_stream_pool_destroy(c->pool);   /* the task runs on one of its streams */
+    c->pool_kept = strstr(gf_last_error(), "gf_stream_pool_destroy") != NULL;
     return GF_OK;
 }
 static void test_flow_calls_from_own_task(void)
@@ -1409,13 +1423,20 @@ static void test_flow_calls_from_own_task(void)
     gf_flow_stats st;
     gf_task t;
     memset(&c, 0, sizeof c);
+    c.pool = pool;
     if (!pool || !CHECK_EQ_RESULT(gf_flow_create(C.dev, NULL, &c.flow), GF_OK)) return;
+    CHECK_EQ_RESULT(gf_flow_create(C.dev, NULL, &c.nested), GF_OK);
+    CHECK_EQ_RESULT(gf_flow_add(c.nested, "nested", calls_outer_flow, &c, &t), GF_OK);
     CHECK_EQ_RESULT(gf_flow_add(c.flow, "caller", calls_own_flow, &c, &t), GF_OK);
     CHECK_EQ_RESULT(gf_flow_run(c.flow, pool), GF_OK);
     CHECK(c.add == GF_ERROR_INVALID_STATE && c.stats == GF_ERROR_INVALID_STATE && c.run == GF_ERROR_INVALID_STATE,
           "flow: its own calls from inside one of its tasks are refused (add, stats, run)");
+    CHECK(c.nested_run == GF_OK && c.outer_stats == GF_ERROR_INVALID_STATE,
+          "flow: another flow runs from a task, and its task's call on the outer flow is refused (it waited for good)");
+    CHECK(c.pool_kept, "flow: destroying the pool a task runs on, from the task, is refused (the run then used freed streams)");
     CHECK(gf_flow_get_stats(c.flow, &st) == GF_OK && st.runs == 1 && st.tasks_run == 1, "flow: ... and changed nothing (one run of its one task)");
     CHECK_EQ_RESULT(gf_stream_pool_synchronize(pool), GF_OK);
+    gf_flow_destroy(c.nested);
     gf_flow_destroy(c.flow);
     gf_stream_pool_destroy(pool);
 }
@@ -1614,6 +1635,52 @@ static void test_graph_outlives_its_objects(void)
         gf_graph_destroy(g);
     }
     CHECK_EQ_RESULT(gf_stream_synchronize(s), GF_OK);
+    if (C.mod) {   /* a module destroyed inside the capture, and a buffer a launch was retargeted to */
+        gf_buffer *b1 = mk_buffer(N * sizeof(uint32_t)), *b2 = mk_buffer(N * sizeof(uint32_t));
+        gf_arg args[3];
+        uint32_t n = N, v = 3;
+        g = NULL;
+        memset(h, 0, sizeof h);
+        CHECK_EQ_RESULT(gf_copy_to_device(b2, 0, h, sizeof h), GF_OK);
+        if (gf_module_load(C.dev, &tk_module, &mod) == GF_OK && gf_kernel_get(mod, "add_u32", &k) == GF_OK) {
+            CHECK_EQ_RESULT(gf_stream_begin_capture(s, GF_CAPTURE_GLOBAL), GF_OK);
+            CHECK_EQ_RESULT(launch_u32(s, k, b1, N, 1), GF_OK);
+            gf_module_destroy(mod);   /* inside the capture: its code must outlive the graph to come */
+            CHECK_EQ_RESULT(gf_stream_end_capture(s, &g), GF_OK);
+        }
+        args[0].value = 0; args[0].size = 0; args[0].buffer = b2;
+        args[1].value = &n; args[1].size = sizeof n; args[1].buffer = 0;
+        args[2].value = &v; args[2].size = sizeof v; args[2].buffer = 0;
+        if (g && CHECK_EQ_RESULT(gf_graph_set_kernel_args(g, 0, args, 3), GF_OK)) {
+            gf_buffer_destroy(b2);   /* the graph's launch now uses it */
+            CHECK_EQ_RESULT(gf_graph_launch(g, s), GF_OK);
+            CHECK_EQ_RESULT(gf_stream_synchronize(s), GF_OK);
+            CHECK(1, "a graph whose module went inside its capture, retargeted to a buffer then destroyed, runs (ASan: no freed memory)");
+        } else gf_buffer_destroy(b2);
+        if (g) gf_graph_destroy(g);
+        gf_buffer_destroy(b1);
+    }
+    {   /* a graph updated from fresh captures whose buffers go at once: it holds only its latest's */
+        gf_graph *target = NULL, *fresh = NULL;
+        gf_memory_stats m0, m1;
+        int i, ok = 1;
+        CHECK_EQ_RESULT(gf_stream_synchronize(s), GF_OK);
+        CHECK_EQ_RESULT(gf_device_memory_stats(C.dev, &m0), GF_OK);
+        for (i = 0; i < 8 && ok; i++) {
+            gf_buffer *t = mk_buffer(1 << 16);
+            gf_graph **into = i ? &fresh : &target;
+            ok = t && gf_stream_begin_capture(s, GF_CAPTURE_GLOBAL) == GF_OK && gf_fill_async(s, t, 0, (unsigned char)i, 1 << 16) == GF_OK &&
+                 gf_stream_end_capture(s, into) == GF_OK;
+            if (t) gf_buffer_destroy(t);
+            if (ok && i) { ok = gf_graph_update(target, fresh) == GF_OK; gf_graph_destroy(fresh); fresh = NULL; }
+            if (ok) ok = gf_graph_launch(target, s) == GF_OK && gf_stream_synchronize(s) == GF_OK;
+        }
+        CHECK(ok, "8 updates of a graph from captures whose buffers were destroyed");
+        CHECK_EQ_RESULT(gf_device_trim(C.dev, 0), GF_OK);
+        CHECK(gf_device_memory_stats(C.dev, &m1) == GF_OK && m1.device_bytes <= m0.device_bytes + (1 << 16),
+              "... holds the latest capture's buffer alone, not each earlier one's");
+        if (target) gf_graph_destroy(target);
+    }
     gf_stream_destroy(s);
 }
 

@@ -457,6 +457,42 @@ static void querying_logger(void *user, gf_log_level level, gf_result code, cons
     (void)user; (void)level; (void)code; (void)message;
     if (gf_stream_set_frames(logged_set, &fi) == GF_OK) logger_queried++;
 }
+/* A failure inside a flow's task is told before its call returns (the run holds the flow's
+   lock, and messages waited for the run's end; past four they were dropped: found by review). */
+static int task_logged;
+static void counting_logger(void *user, gf_log_level level, gf_result code, const char *message)
+{
+    (void)user; (void)level; (void)code; (void)message;
+    task_logged++;
+}
+static gf_result failing_task(gf_stream *s, void *user)
+{
+    int i, *told_in_time = (int *)user;
+    for (i = 0; i < 6; i++) {
+        int before = task_logged;
+        (void)gf_stream_wait_event(s, NULL);   /* refused: logged */
+        *told_in_time += task_logged == before + 1;
+    }
+    return GF_OK;
+}
+static void test_logger_in_flow_task(void)
+{
+    gf_stream_pool *pool = NULL;
+    gf_flow *flow = NULL;
+    gf_task t;
+    int told_in_time = 0;
+    if (!CHECK_EQ_RESULT(gf_stream_pool_create(R.dev, NULL, &pool), GF_OK)) return;
+    if (CHECK_EQ_RESULT(gf_flow_create(R.dev, NULL, &flow), GF_OK) && CHECK_EQ_RESULT(gf_flow_add(flow, "fails", failing_task, &told_in_time, &t), GF_OK)) {
+        task_logged = 0;
+        gf_set_logger(counting_logger, NULL);
+        CHECK_EQ_RESULT(gf_flow_run(flow, pool), GF_OK);
+        gf_set_logger(NULL, NULL);
+        CHECK(told_in_time == 6 && task_logged == 6, "logger: each failure in a flow's task is told before its call returns, none dropped");
+    }
+    gf_flow_destroy(flow);
+    CHECK_EQ_RESULT(gf_stream_pool_synchronize(pool), GF_OK);
+    gf_stream_pool_destroy(pool);
+}
 static void test_logger_calls_back(void)
 {
     if (!CHECK_EQ_RESULT(gf_stream_set_create(R.dev, 2, "logged set", &logged_set), GF_OK)) return;
@@ -1257,12 +1293,18 @@ static void allocating_cb(void *user, gf_result status)
     *(gf_result *)user = gf_buffer_create_async(cache_cb_stream, 1024, &b);
     if (b) gf_buffer_destroy_async(cache_cb_stream, b);
 }
+static void cache_wait_case(int async);
 static void test_cache_wait_behind_allocating_callback(void)
+{
+    if (R.backend != GF_BACKEND_STUB && R.backend != GF_BACKEND_OPENCL) return;
+    cache_wait_case(0);
+    cache_wait_case(1);   /* gf_buffer_create_async on the callback's stream: it held the stream while it waited */
+}
+static void cache_wait_case(int async)
 {
     gf_buffer *big = NULL, *other = NULL;
     gf_result in_cb = GF_ERROR_INVALID_STATE;
     gf_memory_stats ms;
-    if (R.backend != GF_BACKEND_STUB && R.backend != GF_BACKEND_OPENCL) return;
     if (!CHECK_EQ_RESULT(gf_stream_create(R.dev, NULL, &cache_cb_stream), GF_OK)) return;
     CHECK_EQ_RESULT(gf_device_synchronize(R.dev), GF_OK);
     CHECK_EQ_RESULT(gf_device_trim(R.dev, 0), GF_OK);
@@ -1271,10 +1313,12 @@ static void test_cache_wait_behind_allocating_callback(void)
     CHECK_EQ_RESULT(gf_buffer_create_async(cache_cb_stream, 768 << 10, &big), GF_OK);
     CHECK_EQ_RESULT(gf_stream_add_callback(cache_cb_stream, allocating_cb, &in_cb), GF_OK);
     CHECK_EQ_RESULT(gf_buffer_destroy_async(cache_cb_stream, big), GF_OK);   /* cached, its last use behind the callback */
-    CHECK_EQ_RESULT(gf_buffer_create(R.dev, 512 << 10, &other), GF_OK);      /* needs the cached block back */
+    if (async) CHECK_EQ_RESULT(gf_buffer_create_async(cache_cb_stream, 300 << 10, &other), GF_OK);   /* past the limit but for the cached block */
+    else CHECK_EQ_RESULT(gf_buffer_create(R.dev, 512 << 10, &other), GF_OK);                     /* needs the cached block back */
     CHECK_EQ_RESULT(gf_stream_synchronize(cache_cb_stream), GF_OK);
     CHECK(in_cb == GF_OK, "the callback's allocation went on while an allocation waited for the cache");
-    if (other) gf_buffer_destroy(other);
+    if (other && async) gf_buffer_destroy_async(cache_cb_stream, other);
+    else if (other) gf_buffer_destroy(other);
     gf_stream_destroy(cache_cb_stream);
     CHECK_EQ_RESULT(gf_device_set_memory_limit(R.dev, 0), GF_OK);
 }
@@ -1304,6 +1348,7 @@ int main(int argc, char **argv)
     test_idle_stream_query();
     test_logger();
     test_logger_calls_back();
+    test_logger_in_flow_task();
     test_timeouts();
     test_fuzz_findings();
     test_wrap_buffer_wrapper_first();
