@@ -388,6 +388,7 @@ static gf_result gf__cl_list(gf__cl_pick **out, int *count) {
     char names[256] = "";
     gf__cl_pick *picks = NULL;
     cl_int e, listing = CL_SUCCESS;   /* the last failure to list devices, other than "none" */
+    cl_int naming = CL_SUCCESS;       /* the last failure to read a platform's name */
     GPUFLOW_ASSERT(gf__cl_driver.result == GF_OK && gf__cl_driver.tried);   /* the core loads first */
     *out = NULL; *count = 0;
     e = GF__CL(clGetPlatformIDs, (0, NULL, &np));
@@ -399,7 +400,7 @@ static gf_result gf__cl_list(gf__cl_pick **out, int *count) {
     for (p = 0; p < np; p++) {   /* keep the platforms the filter names; remember every name */
         char name[128] = "";
         size_t used = strlen(names);
-        GF__CL(clGetPlatformInfo, (plats[p], CL_PLATFORM_NAME, sizeof name, name, NULL));
+        if ((e = GF__CL(clGetPlatformInfo, (plats[p], CL_PLATFORM_NAME, sizeof name, name, NULL))) != CL_SUCCESS) { naming = e; name[0] = 0; }
         snprintf(names + used, sizeof names - used, "%s\"%s\"", used ? ", " : "", name);
         if (!filter || !*filter || strstr(name, filter)) plats[kept++] = plats[p];
     }
@@ -425,9 +426,12 @@ static gf_result gf__cl_list(gf__cl_pick **out, int *count) {
     if (n == 0) {
         char failed[96] = "";
         gf__free(picks);
-        if (kept == 0 && np > 0)
+        if (kept == 0 && np > 0) {
+            if (naming != CL_SUCCESS)
+                snprintf(failed, sizeof failed, "; clGetPlatformInfo: %s (%d)", gf__cl_error_name(naming), (int)naming);
             return gf__fail(GF_ERROR_NO_DEVICE, "OpenCL: no platform name contains GPUFLOW_OPENCL_PLATFORM=\"%s\" "
-                            "(platforms: %s)", filter, names);
+                            "(platforms: %s%s)", filter, names, failed);
+        }
         if (listing != CL_SUCCESS)
             snprintf(failed, sizeof failed, " (clGetDeviceIDs: %s (%d))", gf__cl_error_name(listing), (int)listing);
         return gf__fail(GF_ERROR_NO_DEVICE, "OpenCL: no GPU, accelerator or CPU device on platforms %s%s", names, failed);

@@ -197,6 +197,21 @@ static void test_entry(gf_backend backend)
     CHECK_EQ_RESULT(gf_faults_set(NULL), GF_OK);
     CHECK_EQ_RESULT(launch(fill, 6), GF_OK);
     CHECK(first_word() == 6, "entries: the device works on");
+    if (backend == GF_BACKEND_OPENCL) {   /* platform names unread, under GPUFLOW_OPENCL_PLATFORM: the failure is named (found by the fault loop on NVIDIA's OpenCL) */
+        char platform[128];
+        gf_device *other = NULL;
+        const char *was = getenv("GPUFLOW_OPENCL_PLATFORM");
+        char saved[128];
+        snprintf(saved, sizeof saved, "%s", was ? was : "");
+        snprintf(platform, sizeof platform, "%.*s", (int)strcspn(gf_device_name(dev), ":"), gf_device_name(dev));
+        setenv("GPUFLOW_OPENCL_PLATFORM", platform, 1);
+        CHECK_EQ_RESULT(gf_faults_set("clGetPlatformInfo:1+"), GF_OK);
+        CHECK(gf_device_open(GF_BACKEND_OPENCL, 0, &other) == GF_ERROR_NO_DEVICE && said("clGetPlatformInfo"),
+              "entries: platform names that cannot be read, under a platform filter: the failed call is named");
+        CHECK_EQ_RESULT(gf_faults_set(NULL), GF_OK);
+        if (other) gf_device_close(other);
+        if (was) setenv("GPUFLOW_OPENCL_PLATFORM", saved, 1); else unsetenv("GPUFLOW_OPENCL_PLATFORM");
+    }
 }
 
 static int env_child(gf_backend backend)
