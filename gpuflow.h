@@ -1589,10 +1589,10 @@ static int gf__cas_u64(uint64_t *p, uint64_t expected, uint64_t desired) {   /* 
 
 /* The library's mutexes this thread holds: what is logged meanwhile waits until it holds none
    (gf__log_text), since a logger may call gpuflow and take one of them. */
-static GF__TLS int gf__locks_held;
+static GF__TLS int gf__locks_held, gf__log_held_count;
 static void gf__log_release_held(void);
 #define GF__LOCKED()   (gf__locks_held++)
-#define GF__UNLOCKED() do { if (--gf__locks_held == 0) gf__log_release_held(); } while (0)
+#define GF__UNLOCKED() do { if (--gf__locks_held == 0 && gf__log_held_count) gf__log_release_held(); } while (0)
 #if defined(_WIN32)
 static void gf__mutex_init(gf__mutex *m)    { InitializeCriticalSection(GF__OS_MUTEX(m)); GF__DISOWNED(m); }
 static void gf__mutex_destroy(gf__mutex *m) { DeleteCriticalSection(GF__OS_MUTEX(m)); }
@@ -1784,7 +1784,7 @@ static int gf__stderr_level_now(void) {
 #define GF__LOG_HELD 4
 typedef struct gf__held_message { gf_log_level level; gf_result code; char text[sizeof gf__error_text]; } gf__held_message;
 static GF__TLS gf__held_message gf__log_held[GF__LOG_HELD];
-static GF__TLS int gf__log_held_count, gf__log_held_dropped;
+static GF__TLS int gf__log_held_dropped;   /* gf__log_held_count: beside gf__locks_held */
 static void gf__log_text(gf_log_level level, gf_result code, const char *text) {
     gf_log_fn fn;
     void *user;
