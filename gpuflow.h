@@ -7752,15 +7752,19 @@ static void gf__cmds_free(gf__cmd *cmds, int count) {
     gf__free(cmds);
 }
 
+/* The body of a graph's holds: obj joins list once, taking a reference (obj->refs) the first
+   time; 1, or 0 when out of host memory. */
+#define GF__HOLD_ONCE(list, count, cap, obj) \
+    do { \
+        int i_; \
+        for (i_ = 0; i_ < (count); i_++) if ((list)[i_] == (obj)) return 1; \
+        if (!gf__grow((void **)&(list), &(cap), (count) + 1, sizeof *(list))) return 0; \
+        gf__atomic_add_int(&(obj)->refs, 1); \
+        (list)[(count)++] = (obj); \
+        return 1; \
+    } while (0)
 /* g holds a reference to buf (gpuflow's own memory its replays use); 0: out of host memory. */
-static int gf__graph_keep(gf_graph *g, gf_buffer *buf) {
-    int i;
-    for (i = 0; i < g->kept_count; i++) if (g->kept[i] == buf) return 1;
-    if (!gf__grow((void **)&g->kept, &g->kept_cap, g->kept_count + 1, sizeof *g->kept)) return 0;
-    gf__atomic_add_int(&buf->refs, 1);
-    g->kept[g->kept_count++] = buf;
-    return 1;
-}
+static int gf__graph_keep(gf_graph *g, gf_buffer *buf) { GF__HOLD_ONCE(g->kept, g->kept_count, g->kept_cap, buf); }
 /* g replays child's commands (a graph launched inside g's capture): it keeps what child keeps. */
 static int gf__graph_keep_of(gf_graph *g, const gf_graph *child) {
     int i;
@@ -7769,23 +7773,9 @@ static int gf__graph_keep_of(gf_graph *g, const gf_graph *child) {
 }
 /* g holds buf, a buffer of the program's that its commands use (once): destroyed meanwhile, its
    memory stays until g goes. 0: out of host memory. */
-static int gf__graph_hold_buffer(gf_graph *g, gf_buffer *buf) {
-    int i;
-    for (i = 0; i < g->held_count; i++) if (g->held[i] == buf) return 1;
-    if (!gf__grow((void **)&g->held, &g->held_cap, g->held_count + 1, sizeof *g->held)) return 0;
-    gf__atomic_add_int(&buf->refs, 1);
-    g->held[g->held_count++] = buf;
-    return 1;
-}
+static int gf__graph_hold_buffer(gf_graph *g, gf_buffer *buf) { GF__HOLD_ONCE(g->held, g->held_count, g->held_cap, buf); }
 /* g holds mod, whose kernels it launches (once): destroyed meanwhile, its code stays until g goes. */
-static int gf__graph_hold_module(gf_graph *g, gf_module *mod) {
-    int i;
-    for (i = 0; i < g->mod_count; i++) if (g->mods[i] == mod) return 1;
-    if (!gf__grow((void **)&g->mods, &g->mod_cap, g->mod_count + 1, sizeof *g->mods)) return 0;
-    gf__atomic_add_int(&mod->refs, 1);
-    g->mods[g->mod_count++] = mod;
-    return 1;
-}
+static int gf__graph_hold_module(gf_graph *g, gf_module *mod) { GF__HOLD_ONCE(g->mods, g->mod_count, g->mod_cap, mod); }
 /* g replays what from replays (a child launched inside g's capture, or an update's source): it
    holds what from holds. 0: out of host memory (what it took stays held until g goes). */
 static int gf__graph_hold_all_of(gf_graph *g, const gf_graph *from) {
@@ -7820,14 +7810,7 @@ static int gf__graph_hold_semaphores_of(gf_graph *g, gf_semaphore *const *sems, 
     return 1;
 }
 /* g holds sem (once) while it may replay a signal or wait of it. */
-static int gf__graph_hold_semaphore(gf_graph *g, gf_semaphore *sem) {
-    int i;
-    for (i = 0; i < g->sem_count; i++) if (g->sems[i] == sem) return 1;
-    if (!gf__grow((void **)&g->sems, &g->sem_cap, g->sem_count + 1, sizeof *g->sems)) return 0;
-    gf__atomic_add_int(&sem->refs, 1);
-    g->sems[g->sem_count++] = sem;
-    return 1;
-}
+static int gf__graph_hold_semaphore(gf_graph *g, gf_semaphore *sem) { GF__HOLD_ONCE(g->sems, g->sem_count, g->sem_cap, sem); }
 
 static void gf__graph_release(gf_graph *g) {   /* back to a shell of its device; nothing runs it */
     int i;
