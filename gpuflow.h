@@ -6242,15 +6242,15 @@ static void gf__cache_init(gf_device *dev) {
     dev->cache.keep = GF__DEFAULT_CACHE_KEEP;
 }
 
-/* Frees cached blocks until at most keep bytes remain (cache->lock held). wait: blocks whose
-   freeing work has not completed are waited for; else they are passed over. */
-static void gf__cache_release_locked(gf_device *dev, size_t keep, int wait) {
+/* Frees cached blocks until at most keep bytes remain (cache->lock held), passing over those
+   whose freeing work has not completed (gf__cache_release waits for them, without the lock). */
+static void gf__cache_release_locked(gf_device *dev, size_t keep) {
     gf__alloc_cache *cache = &dev->cache;
     int i = 0;
     GF__HELD(&cache->lock);
     while (cache->bytes > keep && i < cache->count) {
         gf__block b = cache->blocks[i];
-        gf_result r = wait ? dev->be->event_synchronize(b.freed) : dev->be->event_query(b.freed);
+        gf_result r = dev->be->event_query(b.freed);
         if (r != GF_OK) { i++; continue; }   /* still in use (or unknowable): keep it */
         cache->blocks[i] = cache->blocks[--cache->count];
         cache->bytes -= b.buf->capacity;
@@ -6268,7 +6268,7 @@ static void gf__cache_release(gf_device *dev, size_t keep, int wait) {
     gf__lock(&cache->lock);
     if (!wait || !cache->count || cache->bytes <= keep ||
         !(taken = (gf__block *)gf__malloc((size_t)cache->count * sizeof *taken))) {   /* no memory: those done only */
-        gf__cache_release_locked(dev, keep, 0);
+        gf__cache_release_locked(dev, keep);
         gf__unlock(&cache->lock);
         return;
     }
@@ -6351,7 +6351,7 @@ static gf_result gf__cache_put(gf_stream *s, gf_buffer *buf) {   /* s->lock held
     gf__buffer_uses_drop(buf);
     gf__mem_move(dev, buf->kind, GF_MEMORY_CACHED, buf->capacity);
     buf->kind = GF_MEMORY_CACHED;
-    gf__cache_release_locked(dev, cache->keep, 0);
+    gf__cache_release_locked(dev, cache->keep);
     gf__unlock(&cache->lock);
     return GF_OK;
 }
