@@ -122,7 +122,8 @@
     A wait that could never end is refused (GF_ERROR_INVALID_STATE), on every backend: from a
     stream callback, synchronizing or destroying its own stream, synchronizing or trimming the
     device, destroying a buffer or closing the device, or synchronizing an event recorded after
-    the callback on its stream. After fork(), a device opened in the parent refuses every
+    the callback on its stream; the bounded waits (_timeout) too, which could only time out.
+    After fork(), a device opened in the parent refuses every
     enqueue and wait in the child: open a fresh device there.
 
     LICENSE: zlib/libpng, see the end of the file.
@@ -2139,6 +2140,8 @@ struct gf_semaphore {
     void *native;                   /* the backend's */
     uint64_t *race_vc; int race_n;  /* race detector: the clocks of the signals so far, joined */
     int refs;                       /* atomic: the handle, and each graph that signals or waits on it */
+    gf__spin last_lock;             /* timelines: the last signal enqueued outside a capture, and */
+    uint64_t last_stream, last_value;   /* its stream's id (0: none yet) */
 };
 
 typedef struct gf__record_info { int recorded; gf_stream *stream; uint64_t stream_id, capture_id, trace_id; int capture_pos; } gf__record_info;
@@ -3723,11 +3726,27 @@ static void gf__stream_label_of(gf_device *dev, uint64_t id, char *out, size_t c
     gf__unlock(&dev->lock);
 }
 
+/* A timeline only moves forward: a signal queued behind one of at least its value on the same
+   stream would move it back when it runs. (Signals on other streams may run in either order,
+   and a captured one runs when its graph does: neither is judged here.) */
+static gf_result gf__timeline_forward(gf_stream *s, gf_semaphore *sem, uint64_t value) {
+    uint64_t last_stream, last_value;
+    gf__spin_lock(&sem->last_lock);
+    last_stream = sem->last_stream;
+    last_value = sem->last_value;
+    gf__spin_unlock(&sem->last_lock);
+    if (last_stream != s->id || value > last_value) return GF_OK;
+    return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_semaphore_signal_async: %s is a timeline, and stream '%s' already signals it to %llu "
+                    "before this signal of %llu: a timeline only moves forward (signal a value above %llu)", sem->label, s->label,
+                    (unsigned long long)last_value, (unsigned long long)value, (unsigned long long)last_value);
+}
 static gf_result gf__exec_counted(gf_stream *s, const gf__cmd *c) {   /* s->lock held */
     GF__HELD(&s->lock);
     char name[48];
     gf_result r;
     int rec = -1;
+    if (c->kind == GF__CMD_SIGNAL && c->as.sem.sem->timeline && (r = gf__timeline_forward(s, c->as.sem.sem, c->as.sem.value)) != GF_OK)
+        return r;
     if (gf__atomic_load_int(&s->dev->profiling))   /* off: not even the call and its arguments */
         rec = gf__prof_begin(s, gf__cmd_op(c), gf__cmd_name(c, name, sizeof name), gf__cmd_bytes(c), 0);
     r = gf__exec(s, c, NULL);
@@ -3738,6 +3757,13 @@ static gf_result gf__exec_counted(gf_stream *s, const gf__cmd *c) {   /* s->lock
         gf__op_note *n = gf__note_op(s, gf__cmd_op(c), c->as.sem.sem->label, 0);
         n->has_value = 1;
         n->value = c->as.sem.value;
+        if (c->kind == GF__CMD_SIGNAL && c->as.sem.sem->timeline) {
+            gf_semaphore *sem = c->as.sem.sem;
+            gf__spin_lock(&sem->last_lock);
+            sem->last_stream = s->id;
+            sem->last_value = c->as.sem.value;
+            gf__spin_unlock(&sem->last_lock);
+        }
         if (c->kind == GF__CMD_SEM_WAIT && c->as.sem.sem->imported != GF_EXTERNAL_NONE) {   /* another API signals it */
             s->foreign_wait_seq = n->seq;
             gf__cmd_name(c, s->foreign_wait, sizeof s->foreign_wait);
@@ -3963,6 +3989,7 @@ static gf_result gf__call_stream_synchronize_timeout(gf_stream *s, unsigned time
     gf_result r;
     GF__CHECK(s, GF__T_STREAM);
     if ((r = GF__FAULT_POINT(s->dev, GF__FK_SYNC, "gf_stream_synchronize_timeout")) != GF_OK) return r;
+    if ((r = gf__refuse_self_wait("gf_stream_synchronize_timeout", s->dev, s)) != GF_OK) return r;   /* it could only time out */
     if ((r = gf__refuse_in_capture(s, "gf_stream_synchronize_timeout")) != GF_OK) return r;
     if ((r = gf__poll(gf__stream_query_settled, s, timeout_ms)) == GF_TIMEOUT)
         return gf__fail(GF_TIMEOUT, "gf_stream_synchronize_timeout: stream '%s' still had work after %u ms", s->label, timeout_ms);
@@ -5026,17 +5053,23 @@ static gf_result gf__event_settle(gf_event *ev, gf_result r) {
     return r;
 }
 
+/* A wait for an event recorded after this host callback on the callback's own stream: it
+   completes only once the callback returns, so the wait is refused (a bounded one could only
+   time out). */
+static gf_result gf__event_refuse_self_wait(const char *fn, gf_event *ev) {
+    gf_result r = gf__refuse_forked(ev->dev, fn);
+    if (r == GF_OK && gf__callback_stream && gf__callback_stream->dev == ev->dev && gf__atomic_load_int(&ev->recorded) &&
+        gf__event_latest(ev).stream_id == gf__callback_stream->id && ev->dev->be->event_query(ev) == GF_NOT_READY)
+        r = gf__refuse_self_wait(fn, ev->dev, gf__callback_stream);
+    return r;
+}
 static gf_result gf__call_event_synchronize(gf_event *ev) {
     gf_result r;
     GF__CHECK(ev, GF__T_EVENT);
     if ((r = gf__event_check_wait("gf_event_synchronize", ev)) != GF_OK) return r;
     if ((r = GF__FAULT_POINT(ev->dev, GF__FK_SYNC, "gf_event_synchronize")) != GF_OK) return r;
-    if ((r = gf__refuse_forked(ev->dev, "gf_event_synchronize")) != GF_OK) return r;
+    if ((r = gf__event_refuse_self_wait("gf_event_synchronize", ev)) != GF_OK) return r;
     if (!gf__atomic_load_int(&ev->recorded)) return GF_OK;
-    if (gf__callback_stream && gf__callback_stream->dev == ev->dev &&
-        gf__event_latest(ev).stream_id == gf__callback_stream->id && ev->dev->be->event_query(ev) == GF_NOT_READY)
-        /* recorded after this callback on its own stream: it completes only once the callback returns */
-        return gf__refuse_self_wait("gf_event_synchronize", ev->dev, gf__callback_stream);
     if (ev->dev->hang_ms && gf__poll(gf__event_query_backend, ev, ev->dev->hang_ms) == GF_TIMEOUT) {
         gf__record_info rec = gf__event_latest(ev);
         char label[80], what[128];
@@ -5054,6 +5087,7 @@ static gf_result gf__call_event_synchronize_timeout(gf_event *ev, unsigned timeo
     GF__CHECK(ev, GF__T_EVENT);
     if ((r = gf__event_check_wait("gf_event_synchronize_timeout", ev)) != GF_OK) return r;
     if ((r = GF__FAULT_POINT(ev->dev, GF__FK_SYNC, "gf_event_synchronize_timeout")) != GF_OK) return r;
+    if ((r = gf__event_refuse_self_wait("gf_event_synchronize_timeout", ev)) != GF_OK) return r;
     if (!gf__atomic_load_int(&ev->recorded)) return GF_OK;
     if ((r = gf__poll(gf__event_query_backend, ev, timeout_ms)) == GF_TIMEOUT)
         return gf__fail(GF_TIMEOUT, "gf_event_synchronize_timeout: the event's work had not completed after %u ms", timeout_ms);
@@ -5777,6 +5811,8 @@ static gf_result gf__call_stream_set_wait_frames(gf_stream_set *set, int max_in_
         else if (r == GF_TIMEOUT)
             r = gf__fail(GF_TIMEOUT, "gf_stream_set_wait_frames: %llu frames still in flight after %u ms (at most %d asked)",
                          (unsigned long long)(set->count.begun - set->count.completed), timeout_ms, max_in_flight);
+        else if (r == GF_ERROR_INVALID_STATE)   /* from a host callback of the frame's own stream */
+            r = gf__fail(r, "gf_stream_set_wait_frames: %s", gf__error_text);
     }
     gf__unlock(&set->lock);
     return r;

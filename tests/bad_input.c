@@ -727,6 +727,12 @@ static void test_interop(void)
     stream_works(s, "refused interop calls left the stream working");
     CHECK_EQ_RESULT(gf_semaphore_signal_async(s, sem, 3), GF_OK);
     CHECK_EQ_RESULT(gf_semaphore_wait_async(s, sem, 3), GF_OK);
+    /* a timeline moved back by a later signal on the same stream (was accepted; found by review) */
+    CHECK_FAIL(gf_semaphore_signal_async(s, sem, 3), GF_ERROR_INVALID_ARGUMENT);
+    CHECK_FAIL(gf_semaphore_signal_async(s, sem, 2), GF_ERROR_INVALID_ARGUMENT);
+    CHECK(strstr(gf_last_error(), "above 3") != NULL, "the refusal names the value to pass");
+    CHECK_EQ_RESULT(gf_semaphore_signal_async(s, sem, 4), GF_OK);
+    CHECK_EQ_RESULT(gf_semaphore_wait_async(s, sem, 4), GF_OK);
     CHECK_EQ_RESULT(gf_stream_synchronize(s), GF_OK);
     gf_semaphore_destroy(sem);
     gf_semaphore_destroy(sem2);

@@ -318,6 +318,7 @@ static void test_cache(void)
 typedef struct nc_inside {
     gf_stream *s; gf_buffer *b; gf_event *before, *after;
     gf_result stream_sync, device_sync, trim, event_before, event_after;
+    gf_result stream_sync_timeout, event_after_timeout;   /* bounded: they used to wait the time out */
     int buffer_kept, stream_kept;
     th_flag recorded;             /* the test recorded `after`: the callback may look at it */
     th_flag done;
@@ -332,6 +333,8 @@ static void nc_waits_from_callback(void *user, gf_result status)
     t->trim = gf_device_trim(dev, 0);
     t->event_before = gf_event_synchronize(t->before);
     t->event_after = gf_event_synchronize(t->after);
+    t->stream_sync_timeout = gf_stream_synchronize_timeout(t->s, 50);
+    t->event_after_timeout = gf_event_synchronize_timeout(t->after, 50);
     th_prime();
     gf_buffer_destroy(t->b);   /* refused: the buffer stays (its destroy outside the callback frees it; ASan sees a double free) */
     t->buffer_kept = contains(gf_last_error(), "host callback");
@@ -397,9 +400,11 @@ static void test_waits_in_callbacks(void)
     CHECK_EQ_RESULT(t.stream_sync, GF_ERROR_INVALID_STATE);
     CHECK_EQ_RESULT(t.device_sync, GF_ERROR_INVALID_STATE);
     CHECK_EQ_RESULT(t.trim, GF_ERROR_INVALID_STATE);
+    CHECK_EQ_RESULT(t.stream_sync_timeout, GF_ERROR_INVALID_STATE);   /* it could only time out */
     if (backend == GF_BACKEND_STUB || backend == GF_BACKEND_OPENCL) {   /* CUDA and HIP forbid driver calls in callbacks */
         CHECK_EQ_RESULT(t.event_before, GF_OK);                   /* done before the callback: no wait */
         CHECK_EQ_RESULT(t.event_after, GF_ERROR_INVALID_STATE);   /* recorded after it on its stream */
+        CHECK_EQ_RESULT(t.event_after_timeout, GF_ERROR_INVALID_STATE);
     }
     CHECK(t.buffer_kept, "7: gf_buffer_destroy from a callback is refused, saying why, and keeps the buffer");
     CHECK(t.stream_kept, "7: gf_stream_destroy of the callback's own stream is refused and keeps it");
