@@ -99,7 +99,10 @@
       declarations below names the codes its calls return beyond GF_ERROR_INVALID_HANDLE
       (a NULL, wrong-type or destroyed object) and GF_ERROR_INVALID_ARGUMENT.
     - Every object may be used from several threads. The order of work on one stream is the
-      order in which its enqueue calls returned.
+      order in which its enqueue calls returned. An object's destroy comes after every call
+      that uses the object has returned, as with free(): a destroy racing another thread's
+      call on the same object (a synchronize of the stream being destroyed) is the program's
+      error, which gpuflow does not detect.
     - No destroy waits for the device. Destroying a buffer, a view, a module, a graph or a graph
       pool returns at once: the handle is gone, and what the object still lends to work queued
       before the destroy (memory, code, callback contexts) goes once that work has passed
