@@ -118,8 +118,10 @@
     call into the driver: it may touch host memory, signal your own threads, or set flags, but
     must not call gpuflow functions that enqueue, synchronize, allocate or free. Async waiters
     (gf_event_on_complete) and flow tasks' completion callbacks run on the device's waiter
-    thread and may call gpuflow freely, except gf_device_close and the waits that wait for the
-    waiter itself (gf_event_cancel_wait of the wait that is running). The logger may be called
+    thread and may call gpuflow freely, except gf_device_close (refused) and the waits that
+    wait for the waiter itself (gf_event_cancel_wait of the wait that is running). An
+    allocation from a stream callback, short of memory, takes back only memory whose queued
+    work has passed (the rest may be queued behind the callback). The logger may be called
     from any thread, from inside any gpuflow call; it may call gpuflow (a message is told once
     the call holds none of gpuflow's locks, still before it returns).
     A wait that could never end is refused (GF_ERROR_INVALID_STATE), on every backend: from a
@@ -2011,6 +2013,7 @@ struct gf_device {
     gf__mutex retired_lock;         /* retired[]: what destroys let go of, waiting for queued work */
     struct gf__retired *retired; int retired_count, retired_cap;
     int retired_pending;            /* atomic: retired_count, read without the lock */
+    int retired_busy;               /* atomic: collections holding items they took off the list */
     gf__mutex stage_lock;           /* stage_idle, stage_idle_bytes: host callbacks take it too */
     struct gf__stage *stage_idle; size_t stage_idle_bytes;
     struct gf__stage *stage_lost;   /* stages the device may still write: freed only at close */
@@ -3160,6 +3163,7 @@ static gf_result gf__refuse_forked(const gf_device *dev, const char *fn) {
    for that stream, or for the whole device, would wait for the callback itself. */
 static GF__TLS gf_stream *gf__callback_stream;
 static GF__TLS gf_device *gf__budget_calling;   /* the device whose budget's callback this thread runs */
+static GF__TLS gf__waiter *gf__waiter_self;     /* the async waiter whose thread this is (NULL: none) */
 static gf_result gf__refuse_self_wait(const char *fn, gf_device *dev, const gf_stream *s) {
     const gf_stream *cb = gf__callback_stream;
     gf_result r = gf__refuse_forked(dev, fn);
@@ -3344,6 +3348,11 @@ static void gf__env_at_close(gf_device *dev) {
 static void gf__call_device_close(gf_device *dev) {
     GF__CHECK_VOID(dev, GF__T_DEVICE);
     if (gf__refuse_self_wait("gf_device_close", dev, NULL) != GF_OK) return;   /* kept: closing waits for the device */
+    if (gf__waiter_self && gf__waiter_self == dev->waiter) {   /* the close stops and frees the thread it runs on */
+        gf__set_error(GF_ERROR_INVALID_STATE, "gf_device_close: called from a completion callback (gf_event_on_complete, a flow's "
+                      "on_complete), which runs on the device's waiter thread that the close stops; close the device after it returns");
+        return;
+    }
     if (gf__budget_calling == dev) {
         gf__set_error(GF_ERROR_INVALID_STATE, "gf_device_close: called from a callback of one of the device's budgets, which holds "
                       "the budget until it returns; close the device after it");
@@ -4164,9 +4173,14 @@ static uint64_t gf__mem_device_bytes(gf_device *dev) {   /* dev->mem_lock held *
            dev->mem[GF_MEMORY_ASYNC].bytes + dev->mem[GF_MEMORY_CACHED].bytes + dev->mem[GF_MEMORY_PENDING].bytes;
 }
 /* An allocation made while this thread holds one of the library's locks (an allocation on a
-   stream: its lock) takes back only what has passed: waiting for pending frees could wait for
-   a host callback that needs that lock. */
-static int gf__may_wait_for_frees(void) { return gf__locks_held == 0; }
+   stream: its lock), or from a stream's host callback, takes back only what has passed:
+   waiting for pending frees could wait for a host callback that needs that lock, or for work
+   queued behind the callback itself. */
+/* Memory destroyed and not yet released: on the list, or in a collection's hands. */
+static int gf__retired_any(gf_device *dev) {
+    return gf__atomic_load_int(&dev->retired_pending) || gf__atomic_load_int(&dev->retired_busy);
+}
+static int gf__may_wait_for_frees(void) { return gf__locks_held == 0 && !gf__callback_stream; }
 /* GF_OK if bytes more device memory stays within the limit; else gives cached blocks back and
    asks again, then refuses naming the limit and the use. What it lets through counts as used
    (mem_admitted) until the allocation is counted (gf__mem_count_new) or fails
@@ -4187,7 +4201,7 @@ static gf_result gf__mem_admit(gf_device *dev, size_t bytes, const char *fn) {
         if (pass == 0) {
             gf_result r;
             if (!gf__may_wait_for_frees()) { gf__cache_release(dev, 0, 0); gf__retired_collect(dev, 0); continue; }
-            if (gf__atomic_load_int(&dev->retired_pending) &&
+            if (gf__retired_any(dev) &&
                 (r = gf__hidden_wait(fn, NULL, "destroyed buffers' queued work has passed (the memory limit is reached)")) != GF_OK) return r;
             gf__cache_release(dev, 0, 1);
             gf__retired_collect(dev, 1);
@@ -4209,7 +4223,7 @@ static gf_result gf__buffer_alloc_admitted(gf_buffer *buf) {
     gf_result r;
     int reclaimable;
     gf__lock(&dev->cache.lock);
-    reclaimable = dev->cache.count > 0 || gf__atomic_load_int(&dev->retired_pending);
+    reclaimable = dev->cache.count > 0 || gf__retired_any(dev);
     gf__unlock(&dev->cache.lock);
     if (!reclaimable) return dev->be->buffer_alloc(buf);
     memcpy(before, gf__error_text, sizeof before);
@@ -4222,7 +4236,7 @@ static gf_result gf__buffer_alloc_admitted(gf_buffer *buf) {
         gf__cache_release(dev, 0, 0);
         gf__retired_collect(dev, 0);
     } else {
-        if (gf__atomic_load_int(&dev->retired_pending) && (r = gf__hidden_wait("gf_buffer_create", NULL, "destroyed buffers' queued work has passed (the memory is short)")) != GF_OK) return r;
+        if (gf__retired_any(dev) && (r = gf__hidden_wait("gf_buffer_create", NULL, "destroyed buffers' queued work has passed (the memory is short)")) != GF_OK) return r;
         gf__cache_release(dev, 0, 1);
         gf__retired_collect(dev, 1);   /* an allocation that would fail waits for pending frees */
     }
@@ -4847,8 +4861,22 @@ static void gf__retire(gf_device *dev, void (*release)(void *obj), void *obj, in
     gf__retired_release(dev, &item);
 }
 
-/* Releases what retired and whose fences have all passed; wait: waits for each fence first. */
+/* Releases what retired and whose fences have all passed; wait: waits for each fence first,
+   and for what other threads' collections hold meanwhile (an allocation short of memory
+   must not see an empty list while another thread is still releasing it). */
+static void gf__retired_collect_once(gf_device *dev, int wait);
+static GF__TLS int gf__collecting;   /* this thread runs a collection's releases */
 static void gf__retired_collect(gf_device *dev, int wait) {
+    unsigned nap = GF__WAIT_NAP_MIN_US;
+    gf__retired_collect_once(dev, wait);
+    if (!wait || gf__collecting) return;
+    while (gf__atomic_load_int(&dev->retired_busy)) {
+        gf__sleep_us(nap);
+        if (nap < GF__WAIT_NAP_MAX_US) nap *= 2;
+    }
+    gf__retired_collect_once(dev, 1);   /* what they put back, not passed yet */
+}
+static void gf__retired_collect_once(gf_device *dev, int wait) {
     gf__retired *items;
     int count, i, j, kept = 0;
     if (!gf__atomic_load_int(&dev->retired_pending)) return;   /* the common case: one load */
@@ -4856,7 +4884,9 @@ static void gf__retired_collect(gf_device *dev, int wait) {
     items = dev->retired; count = dev->retired_count;
     dev->retired = NULL; dev->retired_count = dev->retired_cap = 0;
     gf__atomic_store_int(&dev->retired_pending, 0);
+    gf__atomic_add_int(&dev->retired_busy, 1);
     gf__unlock(&dev->retired_lock);
+    gf__collecting++;
     for (i = 0; i < count; i++) {
         int passed = 1;
         if (wait) gf__retired_wait(dev, &items[i]);
@@ -4875,6 +4905,8 @@ static void gf__retired_collect(gf_device *dev, int wait) {
         gf__unlock(&dev->retired_lock);
         for (i = 0; i < kept; i++) { gf__retired_wait(dev, &items[i]); gf__retired_release(dev, &items[i]); }
     }
+    gf__collecting--;
+    gf__atomic_add_int(&dev->retired_busy, -1);
     gf__free(items);
 }
 
@@ -5606,8 +5638,6 @@ GPUFLOW_IMPL gf_result gf_stream_pool_get_stats(gf_stream_pool *pool, gf_stream_
     return GF_OK;
 }
 
-static GF__TLS int gf__on_waiter_thread;
-
 static void gf__call_stream_pool_destroy(gf_stream_pool *pool) {
     int i;
     GF__CHECK_VOID(pool, GF__T_STREAM_POOL);
@@ -5622,7 +5652,7 @@ static void gf__call_stream_pool_destroy(gf_stream_pool *pool) {
     for (i = 0; i < pool->count; i++)
         if (gf__stream_busy(pool->streams[i]) && gf__hidden_wait("gf_stream_pool_destroy", pool->streams[i], "its queued work has run") != GF_OK) return;
     for (i = 0; i < pool->count; i++) gf__stream_sync(pool->streams[i]);
-    if (gf__on_waiter_thread) gf__pool_drop_completions(pool);
+    if (gf__waiter_self) gf__pool_drop_completions(pool);
     while (gf__atomic_load_int(&pool->measuring) > 0) gf__sleep_us(100);   /* waiters still refer to the pool */
     for (i = 0; i < pool->count; i++) gf__stream_free(pool->streams[i]);
     gf__mutex_destroy(&pool->lock);
@@ -6158,7 +6188,7 @@ static int gf__waiter_fire_one(gf__waiter *w) {
 static void gf__waiter_main(void *arg) {
     gf__waiter *w = (gf__waiter *)arg;
     uint64_t nap = GF__WAIT_NAP_MIN_US;
-    gf__on_waiter_thread = 1;
+    gf__waiter_self = w;
     gf__lock(&w->lock);
     while (!w->stop) {
         if (w->count == 0) { gf__cond_wait(&w->cond, &w->lock); nap = GF__WAIT_NAP_MIN_US; continue; }
@@ -6229,7 +6259,7 @@ static int gf__waiter_cancel(gf_device *dev, uint64_t wait_id) {
             gf__unlock(&w->lock);
             return 1;
         }
-    while (w->firing == wait_id && wait_id && !gf__on_waiter_thread) gf__cond_wait(&w->cond, &w->lock);
+    while (w->firing == wait_id && wait_id && !gf__waiter_self) gf__cond_wait(&w->cond, &w->lock);
     gf__unlock(&w->lock);
     return 0;
 }

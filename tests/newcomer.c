@@ -419,6 +419,111 @@ static void test_waits_in_callbacks(void)
     th_flag_destroy(&t.done);
     test_more_waits_in_callbacks();
 }
+/* Found by review: (a) two allocations at once, short of memory while a destroyed buffer's free
+   waited for its queued work, and one got GF_ERROR_OUT_OF_MEMORY: it found the list of pending
+   frees empty while the other thread was still waiting to release them; (b) an allocation
+   inside a host callback, short of memory, waited for a free queued behind that callback, for
+   good; (c) gf_device_close from a completion callback freed the waiter thread it ran on. */
+typedef struct nc_alloc_race { gf_device *d; gf_result r; } nc_alloc_race;
+static void *nc_alloc_half(void *p)
+{
+    nc_alloc_race *a = (nc_alloc_race *)p;
+    gf_buffer *b = NULL;
+    a->r = gf_buffer_create(a->d, 512u << 10, &b);
+    if (a->r == GF_OK) gf_buffer_destroy(b);
+    return NULL;
+}
+typedef struct nc_cb_alloc { gf_device *d; th_flag destroyed, done; gf_result r; char said[256]; } nc_cb_alloc;
+static void nc_alloc_in_callback(void *user, gf_result status)
+{
+    nc_cb_alloc *u = (nc_cb_alloc *)user;
+    gf_buffer *b = NULL;
+    (void)status;
+    th_flag_wait(&u->destroyed, 1, TH_WAIT_MS);
+    u->r = gf_buffer_create(u->d, 1u << 20, &b);   /* the free it needs is queued behind this callback */
+    snprintf(u->said, sizeof u->said, "%s", gf_last_error());
+    if (u->r == GF_OK) gf_buffer_destroy(b);
+    th_flag_add(&u->done, 1);
+}
+typedef struct nc_close_in_waiter { gf_device *d; gf_result r; th_flag done; } nc_close_in_waiter;
+static void nc_close_from_waiter(void *user, gf_result status)
+{
+    nc_close_in_waiter *u = (nc_close_in_waiter *)user;
+    (void)status;
+    th_prime();
+    gf_device_close(u->d);   /* refused: the close would stop the thread this runs on */
+    u->r = contains(gf_last_error(), "waiter thread") ? GF_ERROR_INVALID_STATE : GF_OK;
+    th_flag_add(&u->done, 1);
+}
+static void test_memory_waits_and_closes(void)
+{
+    gf_device *d = NULL;
+    gf_stream *s = NULL;
+    gf_buffer *big = NULL;
+    gf_event *ev = NULL;
+    th_gate gate;
+    pthread_t t[2];
+    nc_alloc_race a[2];
+    nc_cb_alloc u;
+    nc_close_in_waiter w;
+    int i;
+    if (!CHECK_EQ_RESULT(gf_device_open(backend, 0, &d), GF_OK)) return;
+    CHECK_EQ_RESULT(gf_stream_create(d, NULL, &s), GF_OK);
+    CHECK_EQ_RESULT(gf_device_set_memory_limit(d, 2u << 20), GF_OK);
+    /* (a) */
+    th_gate_init(&gate);
+    CHECK_EQ_RESULT(gf_buffer_create(d, 2u << 20, &big), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_add_callback(s, th_gate_cb, &gate), GF_OK);
+    CHECK_EQ_RESULT(gf_fill_async(s, big, 0, 1, 2u << 20), GF_OK);
+    gf_buffer_destroy(big);   /* its memory is pending until the fill behind the gate has run */
+    for (i = 0; i < 2; i++) {
+        a[i].d = d; a[i].r = GF_ERROR_INVALID_STATE;
+        pthread_create(&t[i], NULL, nc_alloc_half, &a[i]);
+        th_sleep_ms(30);      /* the first has taken the pending frees when the second asks */
+    }
+    th_sleep_ms(30);
+    th_gate_open(&gate);
+    for (i = 0; i < 2; i++) pthread_join(t[i], NULL);
+    CHECK_EQ_RESULT(a[0].r, GF_OK);
+    CHECK_EQ_RESULT(a[1].r, GF_OK);   /* was GF_ERROR_OUT_OF_MEMORY */
+    CHECK_EQ_RESULT(gf_stream_synchronize(s), GF_OK);
+    th_gate_destroy(&gate);
+    /* (b): CUDA and HIP forbid driver calls in callbacks */
+    if (backend == GF_BACKEND_STUB || backend == GF_BACKEND_OPENCL) {
+        memset(&u, 0, sizeof u);
+        u.d = d;
+        th_flag_init(&u.destroyed);
+        th_flag_init(&u.done);
+        CHECK_EQ_RESULT(gf_buffer_create(d, 2u << 20, &big), GF_OK);
+        CHECK_EQ_RESULT(gf_stream_add_callback(s, nc_alloc_in_callback, &u), GF_OK);
+        CHECK_EQ_RESULT(gf_fill_async(s, big, 0, 1, 2u << 20), GF_OK);
+        gf_buffer_destroy(big);
+        th_flag_add(&u.destroyed, 1);
+        if (CHECK(th_flag_wait(&u.done, 1, TH_WAIT_MS), "an allocation in a callback, short of memory, returns")) {
+            CHECK_EQ_RESULT(u.r, GF_ERROR_OUT_OF_MEMORY);
+            CHECK(contains(u.said, "memory limit"), "it says the limit was reached");
+            CHECK_EQ_RESULT(gf_stream_synchronize(s), GF_OK);
+        }
+        th_flag_destroy(&u.destroyed);
+        th_flag_destroy(&u.done);
+    }
+    gf_stream_destroy(s);
+    /* (c) */
+    memset(&w, 0, sizeof w);
+    w.d = d;
+    th_flag_init(&w.done);
+    CHECK_EQ_RESULT(gf_event_create(d, 0, &ev), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_create(d, NULL, &s), GF_OK);
+    CHECK_EQ_RESULT(gf_event_record(ev, s), GF_OK);
+    CHECK_EQ_RESULT(gf_event_on_complete(ev, nc_close_from_waiter, &w, NULL), GF_OK);
+    if (CHECK(th_flag_wait(&w.done, 1, TH_WAIT_MS), "the completion callback returned"))
+        CHECK_EQ_RESULT(w.r, GF_ERROR_INVALID_STATE);
+    CHECK(gf_device_name(d)[0] != 0, "the device is still open");
+    th_flag_destroy(&w.done);
+    gf_event_destroy(ev);
+    gf_stream_destroy(s);
+    gf_device_close(d);
+}
 static void test_fork(void)
 {
     gf_stream *s = NULL;
@@ -651,6 +756,7 @@ int main(int argc, char **argv)
     gf_stream_destroy(s);
     test_cache();
     test_waits_in_callbacks();
+    test_memory_waits_and_closes();
     test_fork();
     test_build_error_lines();
     printf("the first messages a newcomer meets:\n");
