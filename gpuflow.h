@@ -1730,7 +1730,7 @@ GPUFLOW_IMPL void gf_set_logger(gf_log_fn fn, void *user) {
 
 /* With no logger installed, messages up to GPUFLOW_LOG's level go to stderr, one line each,
    "gpuflow: <text>". GPUFLOW_LOG=error|warning|info|off; unset, it is off, or warning while a
-   debugging switch is on (GPUFLOW_RACE_CHECK, _HANG_MS, _SYNC_DEBUG, _SYNC), info with
+   debugging switch is on (GPUFLOW_RACE_CHECK, _HANG_MS, _SYNC_DEBUG, _SYNC, _FAULTS, _RECORD), info with
    GPUFLOW_STATS or GPUFLOW_TRACE (what they print is info): a vendored library says nothing
    unless asked, and a switch the user turned on is heard. Read once. */
 static int gf__stderr_level = -2;   /* atomic; -2: not read yet, -1: off, else the last level printed */
@@ -1774,7 +1774,7 @@ static int gf__stderr_level_now(void) {
     level = gf__switch_on("GPUFLOW_STATS") || gf__switch_on("GPUFLOW_TRACE") ? (int)GF_LOG_INFO   /* what they print is info */
           : gf__switch_on("GPUFLOW_RACE_CHECK") || gf__switch_on("GPUFLOW_HANG_MS") || gf__switch_on("GPUFLOW_SYNC_DEBUG") ||
             gf__switch_on("GPUFLOW_SYNC") || getenv("GPUFLOW_STUB_DEVICES") || gf__switch_on("GPUFLOW_FAULTS") ||
-            gf__env_next_unknown(&i, &n) ? (int)GF_LOG_WARNING : -1;   /* a misspelt switch is heard */
+            gf__switch_on("GPUFLOW_RECORD") || gf__env_next_unknown(&i, &n) ? (int)GF_LOG_WARNING : -1;   /* a misspelt switch is heard */
     if (v && *v) {
         for (i = 0; i < 3 && strcmp(v, names[i]); i++) {}
         if (i < 3) level = i;
@@ -3048,6 +3048,7 @@ static void gf__env_unknown(void) {   /* once per process, at the first device's
     size_t n;
     int at = 0;
     if (gf__atomic_xchg_int(&checked, 1)) return;   /* once per process */
+    (void)gf__stderr_level_now();   /* a GPUFLOW_LOG it does not understand is named now, not at the first message */
     while ((name = gf__env_next_unknown(&at, &n)) != NULL)
         gf__notice(GF_LOG_WARNING, "gpuflow: %.*s is not a variable gpuflow reads (it reads GPUFLOW_BACKEND, _CACHE_DIR, _FAULTS, _HANG_MS, _LOG, "
                    "_OPENCL_PLATFORM, _RACE_CHECK, _RECORD, _RECORD_LIMIT, _STATS, _STUB_DEVICES, _STUB_THREADS, _SYNC, _SYNC_DEBUG, _TRACE)", (int)n, name);
@@ -4281,19 +4282,19 @@ static gf_result gf__call_buffer_create_desc(gf_device *dev, const gf_buffer_des
     *out = NULL;
     if (desc->size == 0) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_buffer_create: size is 0");
     if (desc->managed && !dev->info.managed_memory)
-        return gf__fail(GF_ERROR_NOT_SUPPORTED, "gf_buffer_create: %s device '%s' has no managed memory",
+        return gf__fail(GF_ERROR_NOT_SUPPORTED, "gf_buffer_create_desc: %s device '%s' has no managed memory",
                         gf_backend_name(dev->info.backend), dev->info.name);
     if (desc->exportable && desc->managed)
-        return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_buffer_create: a managed buffer cannot be exportable");
+        return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_buffer_create_desc: a managed buffer cannot be exportable");
     if (desc->exportable && !(dev->be->external_types ? dev->be->external_types(dev, GF__EXT_EXPORT_MEMORY) : 0))
-        return gf__fail(GF_ERROR_NOT_SUPPORTED, "gf_buffer_create: the %s backend (device '%s') exports no memory", dev->be->name, dev->info.name);
+        return gf__fail(GF_ERROR_NOT_SUPPORTED, "gf_buffer_create_desc: the %s backend (device '%s') exports no memory", dev->be->name, dev->info.name);
     if ((r = GF__FAULT_POINT(dev, GF__FK_BUFFER, "gf_buffer_create")) != GF_OK) return r;
     if (desc->budget) {
         int crossed = 0;
         uint64_t used = 0;
         GF__CHECK(desc->budget, GF__T_BUDGET);
         if (desc->budget->dev != dev)
-            return gf__fail(GF_ERROR_WRONG_DEVICE, "gf_buffer_create: budget '%s' belongs to another device", desc->budget->label);
+            return gf__fail(GF_ERROR_WRONG_DEVICE, "gf_buffer_create_desc: budget '%s' belongs to another device", desc->budget->label);
         if ((r = gf__budget_charge(desc->budget, desc->size, &crossed, &used)) != GF_OK) return r;
         r = gf__buffer_new_as(dev, desc->size, desc->managed ? GF_MEMORY_MANAGED : GF_MEMORY_DEVICE, desc->exportable != 0, out);
         if (r != GF_OK) { gf__budget_uncharge(desc->budget, desc->size); return r; }
@@ -5825,8 +5826,8 @@ static gf_result gf__call_stream_set_wait_frames(gf_stream_set *set, int max_in_
     gf__set_collect(set);
     if (set->open && max_in_flight == 0 && set->count.begun > set->count.completed) {   /* the open frame cannot complete */
         gf__unlock(&set->lock);
-        return gf__fail(GF_ERROR_INVALID_STATE, "gf_stream_set_wait_frames: no frame in flight needs frame %llu, which is still open "
-                        "(end it with gf_stream_set_end_frame first)", (unsigned long long)(set->count.begun - 1));
+        return gf__fail(GF_ERROR_INVALID_STATE, "gf_stream_set_wait_frames: max_in_flight 0 waits for every frame, and frame %llu is still "
+                        "open (end it with gf_stream_set_end_frame first)", (unsigned long long)(set->count.begun - 1));
     }
     while (r == GF_OK && set->count.begun - set->count.completed > (uint64_t)max_in_flight) {
         int i, oldest = -1;
@@ -8152,8 +8153,8 @@ static gf_result gf__call_stream_end_capture(gf_stream *s, gf_graph **out) {
             r = gf__fail(GF_ERROR_CAPTURE, "gf_stream_end_capture: stream '%s' forked into the capture and was not joined back; the capture was discarded",
                          c->members[i]->label);
     if (r == GF_OK && c->open_conds)
-        r = gf__fail(GF_ERROR_CAPTURE, "gf_stream_end_capture: a %s begun on stream '%s' was not ended; the capture was discarded",
-                     c->open_cond[c->open_conds - 1].what == GF__COND_WHILE ? "while" : "if", c->open_cond[c->open_conds - 1].s->label);
+        r = gf__fail(GF_ERROR_CAPTURE, "gf_stream_end_capture: %s begun on stream '%s' was not ended; the capture was discarded",
+                     c->open_cond[c->open_conds - 1].what == GF__COND_WHILE ? "a loop (gf_stream_begin_while)" : "a branch (gf_stream_begin_if)", c->open_cond[c->open_conds - 1].s->label);
     for (i = 0; r == GF_OK && i < c->buffer_count; i++)   /* what the program destroys stays until the graph goes */
         if (!c->buffers[i]->graph_owner && !gf__graph_hold_buffer(c->graph, c->buffers[i]))
             r = gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_stream_end_capture: out of host memory; the capture was discarded");
@@ -14713,9 +14714,14 @@ static void *gf__stub_map(int fd, size_t bytes) {
     return p == MAP_FAILED ? NULL : p;
 }
 /* The bytes behind fd where it says (a memfd, shm or file); 0 where it cannot (a dma-buf). */
-static uint64_t gf__stub_fd_bytes(int fd) {
+/* What fd holds, where the host can tell (memfd, POSIX shm, files: 1 and *bytes, 0 bytes
+   included); 0 where it cannot (a dma-buf). Mapping past what a file holds succeeds, and the
+   first touch then kills the process (SIGBUS). */
+static int gf__stub_fd_bytes(int fd, uint64_t *bytes) {
     struct stat st;
-    return fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? (uint64_t)st.st_size : 0;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return 0;
+    *bytes = (uint64_t)st.st_size;
+    return 1;
 }
 static gf_result gf__stub_alloc_shared(gf_buffer *buf) {
     gf__stub_mapping *m = (gf__stub_mapping *)gf__calloc(sizeof *m);
@@ -14740,8 +14746,8 @@ static void gf__stub_mapping_free(gf__stub_mapping *m) {
 }
 static gf_result gf__stub_buffer_import(gf_buffer *buf, const gf_external_memory_desc *d) {
     gf__stub_mapping *m;
-    uint64_t has = gf__stub_fd_bytes(d->fd);
-    if (has && d->size > has)
+    uint64_t has = 0;
+    if (gf__stub_fd_bytes(d->fd, &has) && d->size > has)
         return gf__fail(GF_ERROR_OUT_OF_RANGE, "gf_buffer_import: size %llu is past the %llu bytes fd %d holds",
                         (unsigned long long)d->size, (unsigned long long)has, d->fd);
     if (d->size > (uint64_t)SIZE_MAX) return gf__fail(GF_ERROR_OUT_OF_RANGE, "gf_buffer_import: size does not fit this host");
@@ -14783,8 +14789,8 @@ static gf_result gf__stub_semaphore_create(gf_semaphore *sem) {
 }
 static gf_result gf__stub_semaphore_import(gf_semaphore *sem, const gf_semaphore_desc *d) {
     gf__stub_sem *m;
-    uint64_t has = gf__stub_fd_bytes(d->fd);
-    if (has && has < sizeof(uint64_t))
+    uint64_t has = 0;
+    if (gf__stub_fd_bytes(d->fd, &has) && has < sizeof(uint64_t))
         return gf__fail(GF_ERROR_OUT_OF_RANGE, "gf_semaphore_import: fd %d holds %llu bytes; a stub semaphore is 8", d->fd, (unsigned long long)has);
     if (!(m = (gf__stub_sem *)gf__calloc(sizeof *m))) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "stub: out of host memory");
     m->timeline = sem->timeline;

@@ -72,6 +72,11 @@ run GPUFLOW_RACECHECK=1
 if has "^gpuflow: GPUFLOW_RACECHECK is not a variable gpuflow reads"; then ok "a misspelt GPUFLOW_ variable is named in a warning"
 else fail "GPUFLOW_RACECHECK=1: stderr has: $(head -c 300 "$out/err")"; fi
 
+run GPUFLOW_RECORD=/nonexistent-dir/run.gfrec
+if has '^gpuflow: GPUFLOW_RECORD=/nonexistent-dir/run.gfrec: ' && grep -q '^done$' "$out/out"; then
+    ok "GPUFLOW_RECORD=file that cannot be opened: named in a warning (it was silent), and the program runs"
+else fail "GPUFLOW_RECORD=/nonexistent-dir/run.gfrec: stderr has: $(head -c 300 "$out/err")"; fi
+
 run GPUFLOW_LOG=loud
 if has '^gpuflow: GPUFLOW_LOG=loud: expected error, warning, info or off'; then ok "GPUFLOW_LOG=loud: the value is named and ignored"
 else fail "GPUFLOW_LOG=loud: stderr has: $(head -c 300 "$out/err")"; fi

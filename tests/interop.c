@@ -144,6 +144,17 @@ static void test_refusals(void)
             close(pipes[0]);
             close(pipes[1]);
         }
+        {   /* an fd that holds nothing: was taken, and the first copy died of SIGBUS (found by review) */
+            int empty = shm_fd(0);
+            if (CHECK(empty >= 0, "an empty shared-memory fd")) {
+                d = mem_desc(GF_EXTERNAL_HOST_FD, empty, 4096, 0);
+                CHECK_FAIL(gf_buffer_import(dev, &d, &b), GF_ERROR_OUT_OF_RANGE);
+                memset(&sd, 0, sizeof sd);
+                sd.type = GF_EXTERNAL_HOST_FD; sd.fd = empty; sd.timeline = 1;
+                CHECK_FAIL(gf_semaphore_import(dev, &sd, &sem), GF_ERROR_OUT_OF_RANGE);
+                close(empty);
+            }
+        }
         CHECK(b == NULL && imported_bytes() == before, "refused imports: no buffer, no memory counted");
         CHECK(fd_open(fd), "refused imports: the caller's fd stays open (it is still the caller's)");
         /* exports: only an exportable buffer, never a view */
