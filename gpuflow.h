@@ -824,7 +824,8 @@ GPUFLOW_API gf_result gf_device_enable_peer(gf_device *a, gf_device *b);       /
 /* ---- memory -------------------------------------------------------------------------- */
 /* Codes: GF_ERROR_OUT_OF_MEMORY (device memory, the memory limit, host memory), GF_ERROR_OUT_OF_RANGE
    (a range past a buffer's end), GF_ERROR_WRONG_DEVICE, GF_ERROR_CAPTURE (a synchronous copy
-   into a buffer a capture uses), GF_ERROR_NOT_SUPPORTED (managed memory, prefetch, wide fills
+   into a buffer a capture uses; its destroy, which keeps it: destroy it after the capture ends),
+   GF_ERROR_NOT_SUPPORTED (managed memory, prefetch, wide fills
    where the backend has none), GF_ERROR_DRIVER. Async calls return at once; host memory given
    to them must stay valid until the stream reaches them. gf_buffer_destroy never waits: the
    memory is freed once the work queued (on any stream) before the destroy has passed, checked
@@ -832,7 +833,8 @@ GPUFLOW_API gf_result gf_device_enable_peer(gf_device *a, gf_device *b);       /
    A view keeps its parent's memory alive; its destroy only lets go of that. Views of views are
    refused. Blocks until the copy is done: gf_copy_to_device, gf_copy_to_host. Blocks until all
    queued work has run: gf_device_trim. An allocation that finds the memory short first waits
-   for destroyed buffers' pending frees. Synchronous calls: not from a CUDA/HIP stream callback. */
+   for destroyed buffers' pending frees (from a stream callback: takes back only those whose
+   work has passed). Synchronous calls: not from a CUDA/HIP stream callback. */
 GPUFLOW_API gf_result gf_buffer_create(gf_device *dev, size_t bytes, gf_buffer **out);
 GPUFLOW_API gf_result gf_buffer_create_desc(gf_device *dev, const gf_buffer_desc *desc, gf_buffer **out);
 GPUFLOW_API void      gf_buffer_destroy(gf_buffer *buf);
