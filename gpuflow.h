@@ -3654,6 +3654,29 @@ static void gf__callback_run(void *p) {
 
 /* Runs one command on s through the backend. owner: a native graph being captured, which
    then keeps what the driver will refer to at every replay. */
+/* A signal enqueued on s by the program (s->lock held; not a graph's replay). A timeline only moves forward: a
+   signal queued behind one of at least its value on the same stream would move it back when
+   it runs. (Signals on other streams may run in either order, and a captured one runs when its
+   graph does: neither is judged here.) */
+static GF__NOINLINE gf_result gf__timeline_signal(gf_stream *s, gf_semaphore *sem, uint64_t value) {
+    uint64_t last_stream, last_value;
+    gf_result r;
+    if (!sem->timeline) return s->dev->be->semaphore_signal(s, sem, value);
+    gf__spin_lock(&sem->last_lock);
+    last_stream = sem->last_stream;
+    last_value = sem->last_value;
+    gf__spin_unlock(&sem->last_lock);
+    if (last_stream == s->id && value <= last_value)
+        return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_semaphore_signal_async: %s is a timeline, and stream '%s' already signals it to %llu "
+                        "before this signal of %llu: a timeline only moves forward (signal a value above %llu)", sem->label, s->label,
+                        (unsigned long long)last_value, (unsigned long long)value, (unsigned long long)last_value);
+    if ((r = s->dev->be->semaphore_signal(s, sem, value)) != GF_OK) return r;
+    gf__spin_lock(&sem->last_lock);
+    sem->last_stream = s->id;
+    sem->last_value = value;
+    gf__spin_unlock(&sem->last_lock);
+    return GF_OK;
+}
 static gf_result gf__exec(gf_stream *s, const gf__cmd *c, gf_graph *owner) {
     const gf__backend *be = s->dev->be;
     switch (c->kind) {
@@ -3741,30 +3764,14 @@ static void gf__stream_label_of(gf_device *dev, uint64_t id, char *out, size_t c
     gf__unlock(&dev->lock);
 }
 
-/* A timeline only moves forward: a signal queued behind one of at least its value on the same
-   stream would move it back when it runs. (Signals on other streams may run in either order,
-   and a captured one runs when its graph does: neither is judged here.) */
-static gf_result gf__timeline_forward(gf_stream *s, gf_semaphore *sem, uint64_t value) {
-    uint64_t last_stream, last_value;
-    gf__spin_lock(&sem->last_lock);
-    last_stream = sem->last_stream;
-    last_value = sem->last_value;
-    gf__spin_unlock(&sem->last_lock);
-    if (last_stream != s->id || value > last_value) return GF_OK;
-    return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_semaphore_signal_async: %s is a timeline, and stream '%s' already signals it to %llu "
-                    "before this signal of %llu: a timeline only moves forward (signal a value above %llu)", sem->label, s->label,
-                    (unsigned long long)last_value, (unsigned long long)value, (unsigned long long)last_value);
-}
 static gf_result gf__exec_counted(gf_stream *s, const gf__cmd *c) {   /* s->lock held */
     GF__HELD(&s->lock);
     char name[48];
     gf_result r;
     int rec = -1;
-    if (c->kind == GF__CMD_SIGNAL && c->as.sem.sem->timeline && (r = gf__timeline_forward(s, c->as.sem.sem, c->as.sem.value)) != GF_OK)
-        return r;
     if (gf__atomic_load_int(&s->dev->profiling))   /* off: not even the call and its arguments */
         rec = gf__prof_begin(s, gf__cmd_op(c), gf__cmd_name(c, name, sizeof name), gf__cmd_bytes(c), 0);
-    r = gf__exec(s, c, NULL);
+    r = c->kind == GF__CMD_SIGNAL ? gf__timeline_signal(s, c->as.sem.sem, c->as.sem.value) : gf__exec(s, c, NULL);
     if (rec >= 0) gf__prof_end(s, rec, r);
     if (r != GF_OK) return r;
     if (GF__RACE_ON(s->dev)) gf__race_op(s, c);
@@ -3772,13 +3779,6 @@ static gf_result gf__exec_counted(gf_stream *s, const gf__cmd *c) {   /* s->lock
         gf__op_note *n = gf__note_op(s, gf__cmd_op(c), c->as.sem.sem->label, 0);
         n->has_value = 1;
         n->value = c->as.sem.value;
-        if (c->kind == GF__CMD_SIGNAL && c->as.sem.sem->timeline) {
-            gf_semaphore *sem = c->as.sem.sem;
-            gf__spin_lock(&sem->last_lock);
-            sem->last_stream = s->id;
-            sem->last_value = c->as.sem.value;
-            gf__spin_unlock(&sem->last_lock);
-        }
         if (c->kind == GF__CMD_SEM_WAIT && c->as.sem.sem->imported != GF_EXTERNAL_NONE) {   /* another API signals it */
             s->foreign_wait_seq = n->seq;
             gf__cmd_name(c, s->foreign_wait, sizeof s->foreign_wait);
