@@ -127,7 +127,9 @@
     A wait that could never end is refused (GF_ERROR_INVALID_STATE), on every backend: from a
     stream callback, synchronizing or destroying its own stream, synchronizing or trimming the
     device, destroying a buffer or closing the device, or synchronizing an event recorded after
-    the callback on its stream; the bounded waits (_timeout) too, which could only time out.
+    the callback on its stream; the bounded waits (_timeout) too, which could only time out;
+    and a wait for another stream or its event that waits for work queued after the callback
+    (through event waits, as far as each stream's latest operations show them).
     After fork(), a device opened in the parent refuses every
     enqueue and wait in the child: open a fresh device there.
 
@@ -1484,6 +1486,7 @@ static void gf__free(void *p) {
 #define GF__DEFAULT_POOL_KEEP(total) ((total) / 4)  /* a driver's stream-ordered pool keeps this much freed memory */
 #define GF__RANGE_DEPTH 16                          /* nested gf_range_push spans timed per stream */
 #define GF__RECENT_OPS 8                            /* per stream, for gf_device_write_state */
+#define GF__WAIT_CHAIN 4                            /* streams followed from a callback's wait (gf__waits_behind_callback) */
 #define GF__RACE_ACCESSES 4096                      /* per buffer, not yet known done: the oldest go beyond (a warning) */
 #define GF__STAGE_IDLE_KEEP ((size_t)64 << 20)      /* idle pinned staging memory kept for reuse */
 #define GF__FIBER_STACK ((size_t)128 << 10)         /* a stub block thread's stack, when its kernel syncs */
@@ -2081,6 +2084,7 @@ typedef struct gf__copy {
 /* The name is a copy: the kernel (its module) may be destroyed before anyone reads the note. */
 typedef struct gf__op_note {
     uint64_t seq; gf_op_kind kind; char name[48]; uint64_t waits_on;
+    uint64_t waits_on_seq;          /* a wait on this device: the place in waits_on's order it waits for (0: unknown) */
     int has_value; uint64_t value;  /* a semaphore's signal or wait: the value (name: its label) */
 } gf__op_note;
 
@@ -2126,6 +2130,7 @@ struct gf_event {
     gf__spin lock;                  /* a record (driver call and the fields below) against readers */
     gf_stream *stream;              /* where it was last recorded (captures only: it may be gone since) */
     uint64_t stream_id;             /* the same, by id: what descriptions look the label up by */
+    uint64_t stream_seq;            /* the operations of that stream it follows (its place in the order) */
     gf_event_pool *pool;
     int in_pool;                    /* atomic: 1 while it sits in its pool (or was never acquired) */
     int shelf;                      /* atomic: the pool shelf it was last acquired from */
@@ -2152,13 +2157,14 @@ struct gf_semaphore {
     uint64_t last_stream, last_value;   /* its stream's id (0: none yet) */
 };
 
-typedef struct gf__record_info { int recorded; gf_stream *stream; uint64_t stream_id, capture_id, trace_id; int capture_pos; } gf__record_info;
+typedef struct gf__record_info { int recorded; gf_stream *stream; uint64_t stream_id, stream_seq, capture_id, trace_id; int capture_pos; } gf__record_info;
 static gf__record_info gf__event_latest(gf_event *ev) {
     gf__record_info info;
     gf__spin_lock(&ev->lock);
     info.recorded = gf__atomic_load_int(&ev->recorded);
     info.stream = ev->stream;
     info.stream_id = ev->stream_id;
+    info.stream_seq = ev->stream_seq;
     info.capture_id = ev->capture_id;
     info.trace_id = ev->trace_id;
     info.capture_pos = ev->capture_pos;
@@ -3165,12 +3171,19 @@ static gf_result gf__refuse_forked(const gf_device *dev, const char *fn) {
 /* The stream whose host callback this thread is running (NULL: none). A wait from inside it
    for that stream, or for the whole device, would wait for the callback itself. */
 static GF__TLS gf_stream *gf__callback_stream;
+static GF__TLS uint64_t gf__callback_seq;   /* that callback's place in its stream's order (0: unknown) */
 static GF__TLS gf_device *gf__budget_calling;   /* the device whose budget's callback this thread runs */
 static GF__TLS gf__waiter *gf__waiter_self;     /* the async waiter whose thread this is (NULL: none) */
+static int gf__waits_behind_callback(gf_stream *t, uint64_t upto, int depth);
 static gf_result gf__refuse_self_wait(const char *fn, gf_device *dev, const gf_stream *s) {
-    const gf_stream *cb = gf__callback_stream;
+    gf_stream *cb = gf__callback_stream;
     gf_result r = gf__refuse_forked(dev, fn);
-    if (r != GF_OK || !cb || (s ? cb != s : cb->dev != dev)) return r;
+    if (r != GF_OK || !cb) return r;
+    if (s && s != cb && cb->dev == dev && gf__waits_behind_callback((gf_stream *)s, UINT64_MAX, GF__WAIT_CHAIN))
+        return gf__fail(GF_ERROR_INVALID_STATE, "%s: called from a host callback of stream '%s', it would wait for stream '%s', which "
+                        "waits (itself or through other streams) for work queued on '%s' after that callback, and never end; wait "
+                        "outside the callback (signal a thread of your own, or use gf_event_on_complete)", fn, cb->label, s->label, cb->label);
+    if (s ? cb != s : cb->dev != dev) return GF_OK;
     return gf__fail(GF_ERROR_INVALID_STATE, "%s: called from a host callback of stream '%s', it would wait for that callback to "
                     "return and never end; wait outside the callback (signal a thread of your own, or use gf_event_on_complete)",
                     fn, cb->label);
@@ -3429,6 +3442,66 @@ static gf_result gf__streams_visit(gf_device *dev, gf_result (*visit)(gf_stream 
     return r;
 }
 static gf_result gf__visit_sync(gf_stream *s, void *ctx) { (void)ctx; return gf__stream_sync(s); }
+
+/* The stream of dev with this id, held against its destroy as gf__streams_visit holds it
+   (NULL: gone). */
+static gf_stream *gf__stream_hold(gf_device *dev, uint64_t id) {
+    gf_stream *u = NULL;
+    int k;
+    gf__lock(&dev->lock);
+    for (k = 0; k < dev->stream_count && !u; k++) if (dev->streams[k]->id == id) u = dev->streams[k];
+    if (u) u->sync_refs++;
+    gf__unlock(&dev->lock);
+    return u;
+}
+static void gf__stream_unhold(gf_stream *u) {
+    gf__lock(&u->dev->lock);
+    u->sync_refs--;
+    gf__cond_broadcast(&u->dev->released);
+    gf__unlock(&u->dev->lock);
+}
+/* Does t's work up to its place upto (UINT64_MAX: all of it) wait, itself or through the
+   waits of the streams it waits for (depth more), for work queued on the running host
+   callback's stream after that callback? Then a wait for it from the callback never ends. Read
+   from each stream's notes of its latest operations (gf__op_note): a wait older than those,
+   or across devices, is not seen. Not while this thread holds a library lock. */
+static int gf__waits_behind_callback(gf_stream *t, uint64_t upto, int depth) {
+    const gf_stream *cb = gf__callback_stream;
+    const uint64_t from = gf__callback_seq;
+    gf_device *dev = t->dev;
+    uint64_t next_id[GF__RECENT_OPS], next_seq[GF__RECENT_OPS], seq, last, low;
+    int n = 0, i, behind = 0;
+    if (!cb || !from || cb->dev != dev || gf__locks_held) return 0;
+    gf__lock(&t->lock);
+    last = gf__atomic_load(&t->submitted);
+    low = gf__atomic_load(&t->retired);
+    if (last > GF__RECENT_OPS && low < last - GF__RECENT_OPS) low = last - GF__RECENT_OPS;
+    for (seq = low + 1; seq <= last && seq <= upto && !behind; seq++) {
+        const gf__op_note *note = &t->recent[seq % GF__RECENT_OPS];
+        if (note->seq != seq || note->kind != GF_OP_WAIT || !note->waits_on_seq) continue;
+        if (note->waits_on == cb->id) behind = note->waits_on_seq >= from;
+        else if (depth > 1) { next_id[n] = note->waits_on; next_seq[n] = note->waits_on_seq; n++; }
+    }
+    gf__unlock(&t->lock);
+    for (i = 0; i < n && !behind; i++) {
+        gf_stream *u = gf__stream_hold(dev, next_id[i]);
+        if (!u) continue;
+        behind = gf__waits_behind_callback(u, next_seq[i], depth - 1);
+        gf__stream_unhold(u);
+    }
+    return behind && t->dev->be->stream_query(t) != GF_OK;   /* the notes lag the queue: still pending */
+}
+/* The same for the record an event's wait waits for (not the callback's own stream: that is
+   gf__event_refuse_self_wait's direct case). */
+static int gf__event_behind_callback(gf_event *ev, const gf__record_info *rec) {
+    gf_stream *t;
+    int behind;
+    if (!gf__callback_stream || gf__callback_stream->dev != ev->dev || rec->stream_id == gf__callback_stream->id || gf__locks_held) return 0;
+    if (!(t = gf__stream_hold(ev->dev, rec->stream_id))) return 0;
+    behind = gf__waits_behind_callback(t, rec->stream_seq, GF__WAIT_CHAIN);
+    gf__stream_unhold(t);
+    return behind;
+}
 /* Waits for every stream the device had when the call began (as gf__streams_visit visits
    them), then frees what waited only for that work. */
 
@@ -3638,22 +3711,23 @@ static gf_result gf__copy_2d_exec(gf_stream *s, const gf_copy_2d *c) {
 }
 
 /* ---- commands: every operation on a stream is one gf__cmd ------------------------- >>commands */
-typedef struct gf__callback_ctx { gf_callback fn; void *user; gf_stream *s; int kept; } gf__callback_ctx;
+typedef struct gf__callback_ctx { gf_callback fn; void *user; gf_stream *s; uint64_t seq; int kept; } gf__callback_ctx;
 
 static void gf__callback_run(void *p) {
     gf__callback_ctx *c = (gf__callback_ctx *)p;
     gf_result status = c->s ? (gf_result)gf__atomic_load_int(&c->s->status) : GF_OK;
     gf_stream *outer = gf__callback_stream;
+    uint64_t outer_seq = gf__callback_seq;
     if (c->s) gf__atomic_store_int(&c->s->callback_running, 1);   /* for gf_device_write_state */
     gf__callback_stream = c->s;
+    gf__callback_seq = c->seq;
     c->fn(c->user, status);
     gf__callback_stream = outer;
+    gf__callback_seq = outer_seq;
     if (c->s) gf__atomic_store_int(&c->s->callback_running, 0);
     if (!c->kept) gf__free(c);
 }
 
-/* Runs one command on s through the backend. owner: a native graph being captured, which
-   then keeps what the driver will refer to at every replay. */
 /* A signal enqueued on s by the program (s->lock held; not a graph's replay). A timeline only moves forward: a
    signal queued behind one of at least its value on the same stream would move it back when
    it runs. (Signals on other streams may run in either order, and a captured one runs when its
@@ -3677,6 +3751,8 @@ static GF__NOINLINE gf_result gf__timeline_signal(gf_stream *s, gf_semaphore *se
     gf__spin_unlock(&sem->last_lock);
     return GF_OK;
 }
+/* Runs one command on s through the backend. owner: a native graph being captured, which
+   then keeps what the driver will refer to at every replay. */
 static gf_result gf__exec(gf_stream *s, const gf__cmd *c, gf_graph *owner) {
     const gf__backend *be = s->dev->be;
     switch (c->kind) {
@@ -3698,6 +3774,7 @@ static gf_result gf__exec(gf_stream *s, const gf__cmd *c, gf_graph *owner) {
         gf__callback_ctx *ctx = (gf__callback_ctx *)gf__calloc(sizeof *ctx);
         if (!ctx) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_stream_add_callback: out of host memory");
         ctx->fn = c->as.callback.fn; ctx->user = c->as.callback.user; ctx->s = owner ? NULL : s; ctx->kept = owner != NULL;
+        ctx->seq = owner ? 0 : gf__atomic_load(&s->submitted) + 1;   /* its note's place (s->lock held) */
         if (owner && !gf__keep_block(owner, ctx)) {
             gf__free(ctx);
             return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_stream_add_callback: out of host memory");
@@ -3751,6 +3828,7 @@ static gf__op_note *gf__note_op(gf_stream *s, gf_op_kind kind, const char *name,
     n->kind = kind;
     if (name) gf__copy_str(n->name, sizeof n->name, name); else n->name[0] = 0;
     n->waits_on = waits_on;
+    n->waits_on_seq = 0;
     n->has_value = 0;
     return n;
 }
@@ -4972,6 +5050,7 @@ static gf_result gf__event_record_locked(gf_event *ev, gf_stream *s) {
         if (!capture_id) ev->trace_id = s->last_trace_id;
         ev->stream = s;
         ev->stream_id = s->id;
+        ev->stream_seq = gf__atomic_load(&s->submitted);
         gf__atomic_store_int(&ev->recorded, 1);
     }
     gf__spin_unlock(&ev->lock);
@@ -5033,7 +5112,7 @@ static gf_result gf__wait_locked(gf_stream *s, gf_event *ev) {
         r = dev->be->stream_wait_event(s, ev);
         gf__prof_end(s, prof, r);
         if (r == GF_OK) {
-            gf__note_op(s, GF_OP_WAIT, NULL, rec.stream_id);
+            gf__note_op(s, GF_OP_WAIT, NULL, rec.stream_id)->waits_on_seq = rec.stream_seq;
             if (GF__RACE_ON(dev)) gf__race_wait(s, ev);
         }
     }
@@ -5096,10 +5175,17 @@ static gf_result gf__event_settle(gf_event *ev, gf_result r) {
    time out). */
 static gf_result gf__event_refuse_self_wait(const char *fn, gf_event *ev) {
     gf_result r = gf__refuse_forked(ev->dev, fn);
-    if (r == GF_OK && gf__callback_stream && gf__callback_stream->dev == ev->dev && gf__atomic_load_int(&ev->recorded) &&
-        gf__event_latest(ev).stream_id == gf__callback_stream->id && ev->dev->be->event_query(ev) == GF_NOT_READY)
-        r = gf__refuse_self_wait(fn, ev->dev, gf__callback_stream);
-    return r;
+    gf__record_info rec;
+    if (r != GF_OK || !gf__callback_stream || gf__callback_stream->dev != ev->dev || !gf__atomic_load_int(&ev->recorded)) return r;
+    rec = gf__event_latest(ev);
+    if (rec.stream_id == gf__callback_stream->id && ev->dev->be->event_query(ev) == GF_NOT_READY)
+        return gf__refuse_self_wait(fn, ev->dev, gf__callback_stream);
+    if (gf__event_behind_callback(ev, &rec) && ev->dev->be->event_query(ev) == GF_NOT_READY)
+        return gf__fail(GF_ERROR_INVALID_STATE, "%s: called from a host callback of stream '%s', it would wait for an event whose stream "
+                        "waits (itself or through other streams) for work queued on '%s' after that callback, and never end; wait "
+                        "outside the callback (signal a thread of your own, or use gf_event_on_complete)", fn,
+                        gf__callback_stream->label, gf__callback_stream->label);
+    return GF_OK;
 }
 static gf_result gf__call_event_synchronize(gf_event *ev) {
     gf_result r;

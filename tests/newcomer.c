@@ -381,6 +381,78 @@ static void test_more_waits_in_callbacks(void)
     CHECK_EQ_RESULT(gf_profiler_enable(dev, 0), GF_OK);
     th_flag_destroy(&u.done);
 }
+/* Waits that wait for the callback through another stream (found by review: each hung): B
+   waits for an event recorded on A after A's running callback, C waits for B's event; from
+   the callback, waiting for B, B's event or C, or destroying B, is refused. Streams that wait
+   for A's work before the callback, or not at all, are waited for as usual. */
+typedef struct nc_behind {
+    gf_stream *b, *c, *d, *e;
+    gf_event *ev_b;
+    gf_result sync_b, sync_b_timeout, event_b, sync_c, sync_d, sync_e;
+    int b_kept;
+    th_flag queued, done;
+} nc_behind;
+static void nc_waits_behind_from_callback(void *user, gf_result status)
+{
+    nc_behind *u = (nc_behind *)user;
+    (void)status;
+    th_flag_wait(&u->queued, 1, TH_WAIT_MS);
+    u->sync_b = gf_stream_synchronize(u->b);
+    u->sync_b_timeout = gf_stream_synchronize_timeout(u->b, 50);
+    u->event_b = gf_event_synchronize(u->ev_b);
+    u->sync_c = gf_stream_synchronize(u->c);
+    u->sync_d = gf_stream_synchronize(u->d);
+    u->sync_e = gf_stream_synchronize(u->e);
+    th_prime();
+    gf_stream_destroy(u->b);
+    u->b_kept = gf_stream_label(u->b)[0] != 0 && contains(gf_last_error(), "after that callback");
+    th_flag_add(&u->done, 1);
+}
+static void test_waits_behind_callbacks(void)
+{
+    nc_behind u;
+    gf_stream *a = NULL;
+    gf_event *before = NULL, *after = NULL;
+    gf_buffer *buf = NULL;
+    memset(&u, 0, sizeof u);
+    th_flag_init(&u.queued);
+    th_flag_init(&u.done);
+    CHECK_EQ_RESULT(gf_stream_create(dev, NULL, &a), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_create(dev, NULL, &u.b), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_create(dev, NULL, &u.c), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_create(dev, NULL, &u.d), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_create(dev, NULL, &u.e), GF_OK);
+    CHECK_EQ_RESULT(gf_event_create(dev, 0, &before), GF_OK);
+    CHECK_EQ_RESULT(gf_event_create(dev, 0, &after), GF_OK);
+    CHECK_EQ_RESULT(gf_event_create(dev, 0, &u.ev_b), GF_OK);
+    if (!CHECK_EQ_RESULT(gf_buffer_create(dev, 64, &buf), GF_OK)) return;
+    CHECK_EQ_RESULT(gf_event_record(before, a), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_add_callback(a, nc_waits_behind_from_callback, &u), GF_OK);
+    CHECK_EQ_RESULT(gf_event_record(after, a), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_wait_event(u.b, after), GF_OK);      /* B waits behind the callback */
+    CHECK_EQ_RESULT(gf_fill_async(u.b, buf, 0, 1, 64), GF_OK);
+    CHECK_EQ_RESULT(gf_event_record(u.ev_b, u.b), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_wait_event(u.c, u.ev_b), GF_OK);     /* C through B */
+    CHECK_EQ_RESULT(gf_fill_async(u.d, buf, 0, 2, 64), GF_OK);     /* D: its own work only */
+    CHECK_EQ_RESULT(gf_stream_wait_event(u.e, before), GF_OK);     /* E: A's work before the callback */
+    th_flag_add(&u.queued, 1);
+    if (CHECK(th_flag_wait(&u.done, 1, TH_WAIT_MS), "the callback returned (no wait behind it hung)")) {
+        CHECK_EQ_RESULT(u.sync_b, GF_ERROR_INVALID_STATE);
+        CHECK_EQ_RESULT(u.sync_b_timeout, GF_ERROR_INVALID_STATE);
+        CHECK_EQ_RESULT(u.event_b, GF_ERROR_INVALID_STATE);
+        CHECK_EQ_RESULT(u.sync_c, GF_ERROR_INVALID_STATE);
+        CHECK_EQ_RESULT(u.sync_d, GF_OK);
+        CHECK_EQ_RESULT(u.sync_e, GF_OK);
+        CHECK(u.b_kept, "destroying B from the callback is refused, saying why, and keeps it");
+    }
+    CHECK_EQ_RESULT(gf_stream_synchronize(a), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_synchronize(u.c), GF_OK);   /* outside the callback: fine */
+    gf_stream_destroy(u.b); gf_stream_destroy(u.c); gf_stream_destroy(u.d); gf_stream_destroy(u.e); gf_stream_destroy(a);
+    gf_event_destroy(before); gf_event_destroy(after); gf_event_destroy(u.ev_b);
+    gf_buffer_destroy(buf);
+    th_flag_destroy(&u.queued);
+    th_flag_destroy(&u.done);
+}
 static void test_waits_in_callbacks(void)
 {
     nc_inside t;
@@ -418,6 +490,7 @@ static void test_waits_in_callbacks(void)
     gf_stream_destroy(t.s);
     th_flag_destroy(&t.done);
     test_more_waits_in_callbacks();
+    if (backend == GF_BACKEND_STUB || backend == GF_BACKEND_OPENCL) test_waits_behind_callbacks();   /* CUDA, HIP: no calls there */
 }
 /* Found by review: (a) two allocations at once, short of memory while a destroyed buffer's free
    waited for its queued work, and one got GF_ERROR_OUT_OF_MEMORY: it found the list of pending
