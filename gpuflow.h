@@ -1486,6 +1486,7 @@ static void gf__free(void *p) {
 #define GF__DEFAULT_POOL_KEEP(total) ((total) / 4)  /* a driver's stream-ordered pool keeps this much freed memory */
 #define GF__RANGE_DEPTH 16                          /* nested gf_range_push spans timed per stream */
 #define GF__RECENT_OPS 8                            /* per stream, for gf_device_write_state */
+#define GF__ADMIT_WAITS 4                           /* an allocation past the memory limit waits for pending frees at most this often */
 #define GF__WAIT_CHAIN 4                            /* streams followed from a callback's wait (gf__waits_behind_callback) */
 #define GF__RACE_ACCESSES 4096                      /* per buffer, not yet known done: the oldest go beyond (a warning) */
 #define GF__STAGE_IDLE_KEEP ((size_t)64 << 20)      /* idle pinned staging memory kept for reuse */
@@ -1609,6 +1610,12 @@ static void gf__mutex_init(gf__mutex *m)    { InitializeCriticalSection(GF__OS_M
 static void gf__mutex_destroy(gf__mutex *m) { DeleteCriticalSection(GF__OS_MUTEX(m)); }
 static void gf__lock(gf__mutex *m)          { EnterCriticalSection(GF__OS_MUTEX(m)); GF__OWNED(m); GF__LOCKED(); }
 static void gf__unlock(gf__mutex *m)        { GF__DISOWNED(m); LeaveCriticalSection(GF__OS_MUTEX(m)); GF__UNLOCKED(); }
+static int gf__trylock(gf__mutex *m) {      /* 1: taken; a section this thread holds already counts as busy */
+    if (!TryEnterCriticalSection(GF__OS_MUTEX(m))) return 0;
+    if (GF__OS_MUTEX(m)->RecursionCount > 1) { LeaveCriticalSection(GF__OS_MUTEX(m)); return 0; }
+    GF__OWNED(m); GF__LOCKED();
+    return 1;
+}
 static void gf__cond_init(gf__cond *c)      { InitializeConditionVariable(c); }
 static void gf__cond_destroy(gf__cond *c)   { (void)c; }
 static void gf__cond_wait(gf__cond *c, gf__mutex *m) {
@@ -1646,6 +1653,11 @@ static void gf__mutex_init(gf__mutex *m)    { pthread_mutex_init(GF__OS_MUTEX(m)
 static void gf__mutex_destroy(gf__mutex *m) { pthread_mutex_destroy(GF__OS_MUTEX(m)); }
 static void gf__lock(gf__mutex *m)          { pthread_mutex_lock(GF__OS_MUTEX(m)); GF__OWNED(m); GF__LOCKED(); }
 static void gf__unlock(gf__mutex *m)        { GF__DISOWNED(m); pthread_mutex_unlock(GF__OS_MUTEX(m)); GF__UNLOCKED(); }
+static int gf__trylock(gf__mutex *m) {      /* 1: taken */
+    if (pthread_mutex_trylock(GF__OS_MUTEX(m)) != 0) return 0;
+    GF__OWNED(m); GF__LOCKED();
+    return 1;
+}
 static void gf__cond_init(gf__cond *c) {
     pthread_condattr_t a;
     pthread_condattr_init(&a);
@@ -3179,7 +3191,8 @@ static gf_result gf__refuse_self_wait(const char *fn, gf_device *dev, const gf_s
     gf_stream *cb = gf__callback_stream;
     gf_result r = gf__refuse_forked(dev, fn);
     if (r != GF_OK || !cb) return r;
-    if (s && s != cb && cb->dev == dev && gf__waits_behind_callback((gf_stream *)s, UINT64_MAX, GF__WAIT_CHAIN))
+    if (s && s != cb && cb->dev == dev && dev->be->stream_query((gf_stream *)s) == GF_NOT_READY &&
+        gf__waits_behind_callback((gf_stream *)s, UINT64_MAX, GF__WAIT_CHAIN))
         return gf__fail(GF_ERROR_INVALID_STATE, "%s: called from a host callback of stream '%s', it would wait for stream '%s', which "
                         "waits (itself or through other streams) for work queued on '%s' after that callback, and never end; wait "
                         "outside the callback (signal a thread of your own, or use gf_event_on_complete)", fn, cb->label, s->label, cb->label);
@@ -3443,12 +3456,22 @@ static gf_result gf__streams_visit(gf_device *dev, gf_result (*visit)(gf_stream 
 }
 static gf_result gf__visit_sync(gf_stream *s, void *ctx) { (void)ctx; return gf__stream_sync(s); }
 
+/* A lock that may be held while its holder waits for this thread: tried for a while, never
+   waited for (0: still busy). */
+static int gf__trylock_a_while(gf__mutex *m) {
+    int i;
+    for (i = 0; i < 64; i++) {
+        if (gf__trylock(m)) return 1;
+        gf__yield();
+    }
+    return 0;
+}
 /* The stream of dev with this id, held against its destroy as gf__streams_visit holds it
-   (NULL: gone). */
+   (NULL: gone, or the device's lock is busy: the caller may hold locks of its own). */
 static gf_stream *gf__stream_hold(gf_device *dev, uint64_t id) {
     gf_stream *u = NULL;
     int k;
-    gf__lock(&dev->lock);
+    if (!gf__trylock_a_while(&dev->lock)) return NULL;
     for (k = 0; k < dev->stream_count && !u; k++) if (dev->streams[k]->id == id) u = dev->streams[k];
     if (u) u->sync_refs++;
     gf__unlock(&dev->lock);
@@ -3464,15 +3487,16 @@ static void gf__stream_unhold(gf_stream *u) {
    waits of the streams it waits for (depth more), for work queued on the running host
    callback's stream after that callback? Then a wait for it from the callback never ends. Read
    from each stream's notes of its latest operations (gf__op_note): a wait older than those,
-   or across devices, is not seen. Not while this thread holds a library lock. */
+   across devices, or through a stream being destroyed, is not seen. Locks are only tried (a
+   busy one: not seen): another thread may hold a stream's lock while it waits for this
+   callback (a recorded graph reading a condition back), and the caller may hold a lock. */
 static int gf__waits_behind_callback(gf_stream *t, uint64_t upto, int depth) {
     const gf_stream *cb = gf__callback_stream;
     const uint64_t from = gf__callback_seq;
     gf_device *dev = t->dev;
     uint64_t next_id[GF__RECENT_OPS], next_seq[GF__RECENT_OPS], seq, last, low;
     int n = 0, i, behind = 0;
-    if (!cb || !from || cb->dev != dev || gf__locks_held) return 0;
-    gf__lock(&t->lock);
+    if (!cb || !from || cb->dev != dev || !gf__trylock_a_while(&t->lock)) return 0;
     last = gf__atomic_load(&t->submitted);
     low = gf__atomic_load(&t->retired);
     if (last > GF__RECENT_OPS && low < last - GF__RECENT_OPS) low = last - GF__RECENT_OPS;
@@ -3489,14 +3513,14 @@ static int gf__waits_behind_callback(gf_stream *t, uint64_t upto, int depth) {
         behind = gf__waits_behind_callback(u, next_seq[i], depth - 1);
         gf__stream_unhold(u);
     }
-    return behind && t->dev->be->stream_query(t) != GF_OK;   /* the notes lag the queue: still pending */
+    return behind;
 }
 /* The same for the record an event's wait waits for (not the callback's own stream: that is
    gf__event_refuse_self_wait's direct case). */
 static int gf__event_behind_callback(gf_event *ev, const gf__record_info *rec) {
     gf_stream *t;
     int behind;
-    if (!gf__callback_stream || gf__callback_stream->dev != ev->dev || rec->stream_id == gf__callback_stream->id || gf__locks_held) return 0;
+    if (!gf__callback_stream || gf__callback_stream->dev != ev->dev || rec->stream_id == gf__callback_stream->id) return 0;
     if (!(t = gf__stream_hold(ev->dev, rec->stream_id))) return 0;
     behind = gf__waits_behind_callback(t, rec->stream_seq, GF__WAIT_CHAIN);
     gf__stream_unhold(t);
@@ -4269,7 +4293,7 @@ static int gf__may_wait_for_frees(void) { return gf__locks_held == 0 && !gf__cal
    the same use, together past the limit. */
 static gf_result gf__mem_admit(gf_device *dev, size_t bytes, const char *fn) {
     int pass;
-    for (pass = 0; pass < 2; pass++) {
+    for (pass = 0; pass <= GF__ADMIT_WAITS; pass++) {
         uint64_t used, limit;
         int fits;
         gf__spin_lock(&dev->mem_lock);
@@ -4279,7 +4303,8 @@ static gf_result gf__mem_admit(gf_device *dev, size_t bytes, const char *fn) {
         if (fits) dev->mem_admitted += bytes;
         gf__spin_unlock(&dev->mem_lock);
         if (fits) return GF_OK;
-        if (pass == 0) {
+        /* waits again while other threads' destroys keep adding pending frees meanwhile */
+        if (pass < GF__ADMIT_WAITS && (pass == 0 || gf__retired_any(dev))) {
             gf_result r;
             if (!gf__may_wait_for_frees()) { gf__cache_release(dev, 0, 0); gf__retired_collect(dev, 0); continue; }
             if (gf__retired_any(dev) &&
@@ -5180,7 +5205,7 @@ static gf_result gf__event_refuse_self_wait(const char *fn, gf_event *ev) {
     rec = gf__event_latest(ev);
     if (rec.stream_id == gf__callback_stream->id && ev->dev->be->event_query(ev) == GF_NOT_READY)
         return gf__refuse_self_wait(fn, ev->dev, gf__callback_stream);
-    if (gf__event_behind_callback(ev, &rec) && ev->dev->be->event_query(ev) == GF_NOT_READY)
+    if (ev->dev->be->event_query(ev) == GF_NOT_READY && gf__event_behind_callback(ev, &rec))
         return gf__fail(GF_ERROR_INVALID_STATE, "%s: called from a host callback of stream '%s', it would wait for an event whose stream "
                         "waits (itself or through other streams) for work queued on '%s' after that callback, and never end; wait "
                         "outside the callback (signal a thread of your own, or use gf_event_on_complete)", fn,

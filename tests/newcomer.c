@@ -453,6 +453,77 @@ static void test_waits_behind_callbacks(void)
     th_flag_destroy(&u.queued);
     th_flag_destroy(&u.done);
 }
+/* The check above, attacked (found by review): it waited for a stream's lock that another
+   thread held while waiting for the callback (a recorded loop's launch reading its condition
+   back), so a legal wait for a finished stream or event hung; and a stream set's frame wait
+   from the callback, made under the set's lock, was never checked (it waited its time out). */
+typedef struct nc_lock_held { gf_stream *c, *frame; gf_event *done_ev; gf_stream_set *set; gf_result sync_c, event, frames; th_flag go, done; } nc_lock_held;
+static void nc_wait_while_locked(void *user, gf_result status)
+{
+    nc_lock_held *u = (nc_lock_held *)user;
+    (void)status;
+    th_flag_wait(&u->go, 1, TH_WAIT_MS);
+    th_sleep_ms(100);                          /* the main thread is in gf_graph_launch, holding B */
+    u->sync_c = gf_stream_synchronize(u->c);   /* C waits only for B's work before B waits behind us */
+    u->event = gf_event_synchronize(u->done_ev);
+    u->frames = gf_stream_set_wait_frames(u->set, 0, 3000);   /* its frame waits behind us */
+    th_flag_add(&u->done, 1);
+}
+static void test_waits_behind_callbacks_locked(void)
+{
+    nc_lock_held u;
+    gf_stream *a = NULL, *b = NULL;
+    gf_buffer *cond = NULL, *buf = NULL;
+    gf_event *after = NULL;
+    gf_graph *g = NULL;
+    double t0;
+    memset(&u, 0, sizeof u);
+    th_flag_init(&u.go);
+    th_flag_init(&u.done);
+    CHECK_EQ_RESULT(gf_stream_create(dev, NULL, &a), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_create(dev, NULL, &b), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_create(dev, NULL, &u.c), GF_OK);
+    CHECK_EQ_RESULT(gf_buffer_create(dev, 64, &cond), GF_OK);
+    CHECK_EQ_RESULT(gf_buffer_create(dev, 64, &buf), GF_OK);
+    CHECK_EQ_RESULT(gf_event_create(dev, 0, &u.done_ev), GF_OK);
+    CHECK_EQ_RESULT(gf_event_create(dev, 0, &after), GF_OK);
+    if (!CHECK_EQ_RESULT(gf_stream_set_create(dev, 2, "frames", &u.set), GF_OK)) return;
+    CHECK_EQ_RESULT(gf_fill_async(b, cond, 0, 0, 64), GF_OK);   /* the loop's condition: 0 */
+    CHECK_EQ_RESULT(gf_stream_synchronize(b), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_begin_capture(b, GF_CAPTURE_GLOBAL), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_begin_while(b, cond, 0), GF_OK);
+    CHECK_EQ_RESULT(gf_fill_async(b, buf, 0, 1, 64), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_end_while(b), GF_OK);
+    if (!CHECK_EQ_RESULT(gf_stream_end_capture(b, &g), GF_OK)) return;
+    CHECK_EQ_RESULT(gf_fill_async(b, buf, 0, 2, 64), GF_OK);
+    CHECK_EQ_RESULT(gf_event_record(u.done_ev, b), GF_OK);      /* B's work before it waits behind the callback */
+    CHECK_EQ_RESULT(gf_stream_wait_event(u.c, u.done_ev), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_set_next(u.set, 0, &u.frame), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_add_callback(a, nc_wait_while_locked, &u), GF_OK);
+    CHECK_EQ_RESULT(gf_event_record(after, a), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_wait_event(b, after), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_wait_event(u.frame, after), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_set_end_frame(u.set), GF_OK);
+    th_flag_add(&u.go, 1);
+    t0 = th_now_ms();
+    CHECK_EQ_RESULT(gf_graph_launch(g, b), GF_OK);   /* holds B while it reads the condition back */
+    if (CHECK(th_flag_wait(&u.done, 1, TH_WAIT_MS), "the callback returned (no wait in it hung on a busy stream's lock)")) {
+        CHECK_EQ_RESULT(u.sync_c, GF_OK);
+        CHECK_EQ_RESULT(u.event, GF_OK);
+        CHECK_EQ_RESULT(u.frames, GF_ERROR_INVALID_STATE);
+        CHECK(th_now_ms() - t0 < 2500, "the frame wait was refused at once, not after its time out");
+    }
+    CHECK_EQ_RESULT(gf_stream_synchronize(a), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_synchronize(b), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_set_synchronize(u.set), GF_OK);
+    gf_graph_destroy(g);
+    gf_stream_set_destroy(u.set);
+    gf_event_destroy(u.done_ev); gf_event_destroy(after);
+    gf_buffer_destroy(cond); gf_buffer_destroy(buf);
+    gf_stream_destroy(u.c); gf_stream_destroy(b); gf_stream_destroy(a);
+    th_flag_destroy(&u.go);
+    th_flag_destroy(&u.done);
+}
 static void test_waits_in_callbacks(void)
 {
     nc_inside t;
@@ -490,19 +561,22 @@ static void test_waits_in_callbacks(void)
     gf_stream_destroy(t.s);
     th_flag_destroy(&t.done);
     test_more_waits_in_callbacks();
-    if (backend == GF_BACKEND_STUB || backend == GF_BACKEND_OPENCL) test_waits_behind_callbacks();   /* CUDA, HIP: no calls there */
+    if (backend == GF_BACKEND_STUB || backend == GF_BACKEND_OPENCL) {   /* CUDA, HIP: no calls there */
+        test_waits_behind_callbacks();
+        test_waits_behind_callbacks_locked();
+    }
 }
 /* Found by review: (a) two allocations at once, short of memory while a destroyed buffer's free
    waited for its queued work, and one got GF_ERROR_OUT_OF_MEMORY: it found the list of pending
    frees empty while the other thread was still waiting to release them; (b) an allocation
    inside a host callback, short of memory, waited for a free queued behind that callback, for
    good; (c) gf_device_close from a completion callback freed the waiter thread it ran on. */
-typedef struct nc_alloc_race { gf_device *d; gf_result r; } nc_alloc_race;
+typedef struct nc_alloc_race { gf_device *d; gf_result r; size_t bytes; } nc_alloc_race;
 static void *nc_alloc_half(void *p)
 {
     nc_alloc_race *a = (nc_alloc_race *)p;
     gf_buffer *b = NULL;
-    a->r = gf_buffer_create(a->d, 512u << 10, &b);
+    a->r = gf_buffer_create(a->d, a->bytes ? a->bytes : 512u << 10, &b);
     if (a->r == GF_OK) gf_buffer_destroy(b);
     return NULL;
 }
@@ -550,7 +624,7 @@ static void test_memory_waits_and_closes(void)
     CHECK_EQ_RESULT(gf_fill_async(s, big, 0, 1, 2u << 20), GF_OK);
     gf_buffer_destroy(big);   /* its memory is pending until the fill behind the gate has run */
     for (i = 0; i < 2; i++) {
-        a[i].d = d; a[i].r = GF_ERROR_INVALID_STATE;
+        a[i].d = d; a[i].r = GF_ERROR_INVALID_STATE; a[i].bytes = 0;
         pthread_create(&t[i], NULL, nc_alloc_half, &a[i]);
         th_sleep_ms(30);      /* the first has taken the pending frees when the second asks */
     }
@@ -561,6 +635,45 @@ static void test_memory_waits_and_closes(void)
     CHECK_EQ_RESULT(a[1].r, GF_OK);   /* was GF_ERROR_OUT_OF_MEMORY */
     CHECK_EQ_RESULT(gf_stream_synchronize(s), GF_OK);
     th_gate_destroy(&gate);
+    /* (a'): frees that became pending while the allocation waited are waited for too (was:
+       the allocation waited for what was pending when it asked, then failed while a free
+       destroyed meanwhile was still pending). Gates order it: p, then q, then r go. */
+    {
+        gf_stream *s2 = NULL, *s3 = NULL;
+        gf_buffer *p = NULL, *q = NULL, *r = NULL;
+        th_gate g1, g2, g3;
+        th_gate_init(&g1); th_gate_init(&g2); th_gate_init(&g3);
+        CHECK_EQ_RESULT(gf_stream_create(d, NULL, &s2), GF_OK);
+        CHECK_EQ_RESULT(gf_stream_create(d, NULL, &s3), GF_OK);
+        CHECK_EQ_RESULT(gf_buffer_create(d, 1u << 20, &p), GF_OK);
+        CHECK_EQ_RESULT(gf_buffer_create(d, 512u << 10, &q), GF_OK);
+        CHECK_EQ_RESULT(gf_buffer_create(d, 512u << 10, &r), GF_OK);
+        CHECK_EQ_RESULT(gf_stream_add_callback(s, th_gate_cb, &g1), GF_OK);
+        CHECK_EQ_RESULT(gf_fill_async(s, p, 0, 1, 1u << 20), GF_OK);
+        gf_buffer_destroy(p);
+        a[0].d = d; a[0].r = GF_ERROR_INVALID_STATE; a[0].bytes = 2u << 20;   /* all three must go */
+        pthread_create(&t[0], NULL, nc_alloc_half, &a[0]);
+        th_sleep_ms(30);
+        CHECK_EQ_RESULT(gf_stream_add_callback(s2, th_gate_cb, &g2), GF_OK);
+        CHECK_EQ_RESULT(gf_fill_async(s2, q, 0, 1, 512u << 10), GF_OK);
+        gf_buffer_destroy(q);
+        th_sleep_ms(30);
+        th_gate_open(&g1);                         /* p goes; the allocation waits for q */
+        th_sleep_ms(30);
+        CHECK_EQ_RESULT(gf_stream_add_callback(s3, th_gate_cb, &g3), GF_OK);
+        CHECK_EQ_RESULT(gf_fill_async(s3, r, 0, 1, 512u << 10), GF_OK);
+        gf_buffer_destroy(r);                      /* pending while it waits for q */
+        th_sleep_ms(30);
+        th_gate_open(&g2);                         /* q goes: r is still pending */
+        th_sleep_ms(30);
+        th_gate_open(&g3);                         /* r goes: now it fits */
+        pthread_join(t[0], NULL);
+        CHECK_EQ_RESULT(a[0].r, GF_OK);            /* was GF_ERROR_OUT_OF_MEMORY */
+        CHECK_EQ_RESULT(gf_stream_synchronize(s), GF_OK);
+        gf_stream_destroy(s2);
+        gf_stream_destroy(s3);
+        th_gate_destroy(&g1); th_gate_destroy(&g2); th_gate_destroy(&g3);
+    }
     /* (b): CUDA and HIP forbid driver calls in callbacks */
     if (backend == GF_BACKEND_STUB || backend == GF_BACKEND_OPENCL) {
         memset(&u, 0, sizeof u);
