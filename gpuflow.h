@@ -3187,12 +3187,11 @@ static GF__TLS uint64_t gf__callback_seq;   /* that callback's place in its stre
 static GF__TLS gf_device *gf__budget_calling;   /* the device whose budget's callback this thread runs */
 static GF__TLS gf__waiter *gf__waiter_self;     /* the async waiter whose thread this is (NULL: none) */
 static int gf__waits_behind_callback(gf_stream *t, uint64_t upto, int depth);
-static gf_result gf__refuse_self_wait(const char *fn, gf_device *dev, const gf_stream *s) {
+static gf_result gf__refuse_self_wait(const char *fn, gf_device *dev, gf_stream *s) {
     gf_stream *cb = gf__callback_stream;
     gf_result r = gf__refuse_forked(dev, fn);
     if (r != GF_OK || !cb) return r;
-    if (s && s != cb && cb->dev == dev && dev->be->stream_query((gf_stream *)s) == GF_NOT_READY &&
-        gf__waits_behind_callback((gf_stream *)s, UINT64_MAX, GF__WAIT_CHAIN))
+    if (s && s != cb && cb->dev == dev && dev->be->stream_query(s) == GF_NOT_READY && gf__waits_behind_callback(s, UINT64_MAX, GF__WAIT_CHAIN))
         return gf__fail(GF_ERROR_INVALID_STATE, "%s: called from a host callback of stream '%s', it would wait for stream '%s', which "
                         "waits (itself or through other streams) for work queued on '%s' after that callback, and never end; wait "
                         "outside the callback (signal a thread of your own, or use gf_event_on_complete)", fn, cb->label, s->label, cb->label);
@@ -3752,10 +3751,10 @@ static void gf__callback_run(void *p) {
     if (!c->kept) gf__free(c);
 }
 
-/* A signal enqueued on s by the program (s->lock held; not a graph's replay). A timeline only moves forward: a
-   signal queued behind one of at least its value on the same stream would move it back when
-   it runs. (Signals on other streams may run in either order, and a captured one runs when its
-   graph does: neither is judged here.) */
+/* A signal the program enqueued on s (s->lock held; not a graph's replay). A timeline only
+   moves forward: a signal queued behind one of at least its value on the same stream would
+   move it back when it runs. (Signals on other streams may run in either order, and a captured
+   one runs when its graph does: neither is judged here.) */
 static GF__NOINLINE gf_result gf__timeline_signal(gf_stream *s, gf_semaphore *sem, uint64_t value) {
     uint64_t last_stream, last_value;
     gf_result r;
@@ -4277,14 +4276,14 @@ static uint64_t gf__mem_device_bytes(gf_device *dev) {   /* dev->mem_lock held *
     return dev->mem[GF_MEMORY_DEVICE].bytes + dev->mem[GF_MEMORY_MANAGED].bytes +
            dev->mem[GF_MEMORY_ASYNC].bytes + dev->mem[GF_MEMORY_CACHED].bytes + dev->mem[GF_MEMORY_PENDING].bytes;
 }
-/* An allocation made while this thread holds one of the library's locks (an allocation on a
-   stream: its lock), or from a stream's host callback, takes back only what has passed:
-   waiting for pending frees could wait for a host callback that needs that lock, or for work
-   queued behind the callback itself. */
 /* Memory destroyed and not yet released: on the list, or in a collection's hands. */
 static int gf__retired_any(gf_device *dev) {
     return gf__atomic_load_int(&dev->retired_pending) || gf__atomic_load_int(&dev->retired_busy);
 }
+/* An allocation made while this thread holds one of the library's locks (an allocation on a
+   stream: its lock), or from a stream's host callback, takes back only what has passed:
+   waiting for pending frees could wait for a host callback that needs that lock, or for work
+   queued behind the callback itself. */
 static int gf__may_wait_for_frees(void) { return gf__locks_held == 0 && !gf__callback_stream; }
 /* GF_OK if bytes more device memory stays within the limit; else gives cached blocks back and
    asks again, then refuses naming the limit and the use. What it lets through counts as used
@@ -5195,9 +5194,9 @@ static gf_result gf__event_settle(gf_event *ev, gf_result r) {
     return r;
 }
 
-/* A wait for an event recorded after this host callback on the callback's own stream: it
-   completes only once the callback returns, so the wait is refused (a bounded one could only
-   time out). */
+/* A wait from a host callback for an event that completes only once the callback returns:
+   recorded after it on its own stream, or on a stream that waits behind it. Refused (a bounded
+   wait could only time out). */
 static gf_result gf__event_refuse_self_wait(const char *fn, gf_event *ev) {
     gf_result r = gf__refuse_forked(ev->dev, fn);
     gf__record_info rec;
@@ -5958,7 +5957,7 @@ static gf_result gf__call_stream_set_wait_frames(gf_stream_set *set, int max_in_
         else if (r == GF_TIMEOUT)
             r = gf__fail(GF_TIMEOUT, "gf_stream_set_wait_frames: %llu frames still in flight after %u ms (at most %d asked)",
                          (unsigned long long)(set->count.begun - set->count.completed), timeout_ms, max_in_flight);
-        else if (r == GF_ERROR_INVALID_STATE)   /* from a host callback of the frame's own stream */
+        else if (r == GF_ERROR_INVALID_STATE)   /* from a host callback the frame waits behind */
             r = gf__fail(r, "gf_stream_set_wait_frames: %s", gf__error_text);
     }
     gf__unlock(&set->lock);
@@ -14826,7 +14825,6 @@ static void *gf__stub_map(int fd, size_t bytes) {
     void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     return p == MAP_FAILED ? NULL : p;
 }
-/* The bytes behind fd where it says (a memfd, shm or file); 0 where it cannot (a dma-buf). */
 /* What fd holds, where the host can tell (memfd, POSIX shm, files: 1 and *bytes, 0 bytes
    included); 0 where it cannot (a dma-buf). Mapping past what a file holds succeeds, and the
    first touch then kills the process (SIGBUS). */
