@@ -644,9 +644,9 @@ static void test_memory_waits_and_closes(void)
     /* (a'): frees that became pending while the allocation waited are waited for too (was:
        the allocation waited for what was pending when it asked, then failed while a free
        destroyed meanwhile was still pending). Gates order it: p, then q, then r go. Not on
-       CUDA or HIP: there the driver's free (cuMemFree) waits for the device's queued work,
-       the gates included, and holds the driver's other calls meanwhile, so the test's own
-       enqueues would wait for gates it has not opened yet. */
+       CUDA or HIP: on the H100 the test's own enqueues were held until its gates timed out,
+       as if the driver's free (cuMemFree) in the waiting thread waited for the gated work
+       and held the driver's other calls meanwhile. */
     if (backend == GF_BACKEND_STUB || backend == GF_BACKEND_OPENCL) {
         gf_stream *s2 = NULL, *s3 = NULL;
         gf_buffer *p = NULL, *q = NULL, *r = NULL;
