@@ -372,7 +372,6 @@ typedef struct gf__cuda_device {
     int concurrent_managed;           /* prefetch to the GPU is meaningful */
     int cc;                           /* compute capability, 10 * major + minor: 90 for 9.0 */
     CUmemoryPool pool;                /* the default pool; NULL without memory pools */
-    CUstream free_stream;             /* released memory goes back here (cuMemFreeAsync); NULL: cuMemFree */
     gf__spin cond_lock;               /* cond_module, loaded at the first conditional */
     CUmodule cond_module; CUfunction cond_set;
 } gf__cuda_device;
@@ -622,11 +621,6 @@ static gf_result gf__cuda_device_start(gf_device *dev, gf__cuda_device *d) {
             GF__CUDA_RELAXED(r, MemPoolSetAttribute, (d->pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep));
             if (r != CUDA_SUCCESS) { call = "cuMemPoolSetAttribute"; goto undo; }
         }
-        /* cuMemFree waits for every operation queued on the device, and holds other threads'
-           driver calls meanwhile (on an H100: 1 s behind another stream's host function). The
-           core releases memory only once the work that used it has passed, so a stream-ordered
-           free on a stream of its own waits for nothing. Without one, cuMemFree. */
-        if (GF__CUDA_CALL(StreamCreateWithPriority, (&d->free_stream, CU_STREAM_NON_BLOCKING, 0)) != CUDA_SUCCESS) d->free_stream = NULL;
     }
     return GF_OK;
 undo:
@@ -673,10 +667,6 @@ static void gf__cuda_device_close(gf_device *dev) {
     if (!d) return;
     if (d->pool && !d->borrowed && gf__cuda_enter(dev) == GF_OK) (void)GF__CUDA_CALL(MemPoolTrimTo, (d->pool, 0));
     if (d->cond_module && gf__cuda_enter(dev) == GF_OK) (void)GF__CUDA_CALL(ModuleUnload, (d->cond_module));
-    if (d->free_stream && gf__cuda_enter(dev) == GF_OK) {   /* its frees run to the end first */
-        (void)GF__CUDA_CALL(StreamSynchronize, (d->free_stream));
-        (void)GF__CUDA_CALL(StreamDestroy, (d->free_stream));
-    }
     gf__cuda_device_free(dev);
 }
 
@@ -697,31 +687,20 @@ static void gf__cuda_external_free(gf_buffer *buf);          /* interop, below *
 static gf_result gf__cuda_alloc_exportable(gf_buffer *buf);
 
 static gf_result gf__cuda_buffer_alloc(gf_buffer *buf) {
-    gf__cuda_device *d = (gf__cuda_device *)buf->dev->native;
     CUdeviceptr p = 0;
-    CUresult r;
     GF__CUDA_ENTER(buf->dev);
     if (buf->exportable) return gf__cuda_alloc_exportable(buf);
     if (buf->managed)
         GF__CUDA_CHECK_RELAXED(MemAllocManaged, (&p, buf->size, CU_MEM_ATTACH_GLOBAL));
-    else {
-        GF__CUDA_RELAXED(r, MemAlloc, (&p, buf->size));
-        if (r == CUDA_ERROR_OUT_OF_MEMORY && d->free_stream && GF__CUDA_CALL(StreamSynchronize, (d->free_stream)) == CUDA_SUCCESS)
-            GF__CUDA_RELAXED(r, MemAlloc, (&p, buf->size));   /* frees still on their way back first */
-        if (r != CUDA_SUCCESS) return gf__cuda_fail(r, "cuMemAlloc");
-    }
+    else
+        GF__CUDA_CHECK_RELAXED(MemAlloc, (&p, buf->size));
     buf->native = (uint64_t)p;
     return GF_OK;
 }
 
 static void gf__cuda_buffer_free(gf_buffer *buf) {
-    gf__cuda_device *d = (gf__cuda_device *)buf->dev->native;
     if (buf->external) gf__cuda_external_free(buf);
-    else if (buf->native && !buf->borrowed && gf__cuda_enter(buf->dev) == GF_OK) {
-        CUresult r = CUDA_ERROR_NOT_SUPPORTED;
-        if (d && d->free_stream && !buf->managed) GF__CUDA_RELAXED(r, MemFreeAsync, ((CUdeviceptr)buf->native, d->free_stream));
-        if (r != CUDA_SUCCESS) GF__CUDA_RELAXED_VOID(MemFree, ((CUdeviceptr)buf->native));
-    }
+    else if (buf->native && !buf->borrowed && gf__cuda_enter(buf->dev) == GF_OK) GF__CUDA_RELAXED_VOID(MemFree, ((CUdeviceptr)buf->native));
     buf->native = 0;
 }
 

@@ -401,7 +401,6 @@ typedef struct gf__hip_device {
     int prio_least, prio_greatest;    /* numerically: least >= greatest */
     int concurrent_managed;           /* prefetching to the GPU is meaningful */
     hipMemPool_t pool;                /* the default pool; NULL without stream-ordered allocation */
-    hipStream_t free_stream;          /* released memory goes back here (hipFreeAsync); NULL: hipFree */
     char arch[256];                   /* hipDeviceProp_t's gcnArchName ("gfx90a:sramecc+:xnack-"); "" if unknown */
 } gf__hip_device;
 
@@ -640,10 +639,6 @@ static gf_result gf__hip_device_start(gf_device *dev, int ordinal, int borrowed)
         uint64_t keep = (uint64_t)GF__DEFAULT_POOL_KEEP(total);
         GF__HIP_OPEN_STEP(DeviceGetDefaultMemPool, (&d->pool, ordinal));
         if (!borrowed) GF__HIP_OPEN_STEP(MemPoolSetAttribute, (d->pool, hipMemPoolAttrReleaseThreshold, &keep));
-        /* As on CUDA (gpuflow_cuda.h, free_stream): the core releases memory once its work has
-           passed, so a stream-ordered free on a stream of its own waits for nothing, where
-           hipFree waits for the device. Without one, hipFree. */
-        if (GF__HIP_CALL(StreamCreateWithPriority, (&d->free_stream, hipStreamNonBlocking, 0)) != hipSuccess) d->free_stream = NULL;
     }
     dev->native = d;
     return GF_OK;
@@ -672,10 +667,6 @@ static void gf__hip_device_close(gf_device *dev) {
     gf__hip_device *d = (gf__hip_device *)dev->native;
     if (!d) return;
     if (d->pool && !d->borrowed) (void)GF__HIP_CALL(MemPoolTrimTo, (d->pool, 0));
-    if (d->free_stream) {   /* its frees run to the end first */
-        (void)GF__HIP_CALL(StreamSynchronize, (d->free_stream));
-        (void)GF__HIP_CALL(StreamDestroy, (d->free_stream));
-    }
     gf__free(d);
     dev->native = NULL;
 }
@@ -693,31 +684,20 @@ static gf_result gf__hip_memory_info(gf_device *dev, size_t *free_bytes, size_t 
 
 /* ---- memory ----------------------------------------------------------------------------- */
 static gf_result gf__hip_buffer_alloc(gf_buffer *buf) {
-    gf__hip_device *d = (gf__hip_device *)buf->dev->native;
     void *p = NULL;
-    hipError_t r;
     GF__HIP_USE(buf->dev);
     if (buf->managed)
         GF__HIP_CHECK_RELAXED(MallocManaged, (&p, buf->size, hipMemAttachGlobal));
-    else {
-        GF__HIP_RELAXED(r, Malloc, (&p, buf->size));
-        if (r == hipErrorOutOfMemory && d->free_stream && GF__HIP_CALL(StreamSynchronize, (d->free_stream)) == hipSuccess)
-            GF__HIP_RELAXED(r, Malloc, (&p, buf->size));   /* frees still on their way back first */
-        if (r != hipSuccess) return gf__hip_fail(r, "hipMalloc");
-    }
+    else
+        GF__HIP_CHECK_RELAXED(Malloc, (&p, buf->size));
     buf->native = (uint64_t)(uintptr_t)p;
     return GF_OK;
 }
 
 static void gf__hip_external_free(gf_buffer *buf);   /* interop, below */
 static void gf__hip_buffer_free(gf_buffer *buf) {
-    gf__hip_device *d = (gf__hip_device *)buf->dev->native;
-    hipError_t r = hipErrorNotSupported;
     if (buf->external) gf__hip_external_free(buf);
-    else if (buf->native && !buf->borrowed) {
-        if (d && d->free_stream && !buf->managed) GF__HIP_RELAXED(r, FreeAsync, (GF__HIP_PTR(buf), d->free_stream));
-        if (r != hipSuccess) GF__HIP_RELAXED_VOID(Free, (GF__HIP_PTR(buf)));
-    }
+    else if (buf->native && !buf->borrowed) GF__HIP_RELAXED_VOID(Free, (GF__HIP_PTR(buf)));
     buf->native = 0;
 }
 
