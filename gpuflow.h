@@ -106,10 +106,12 @@
     - No destroy waits for the device. Destroying a buffer, a view, a module, a graph or a graph
       pool returns at once: the handle is gone, and what the object still lends to work queued
       before the destroy (memory, code, callback contexts) goes once that work has passed
-      (memory stats count it as GF_MEMORY_PENDING meanwhile). Destroying a stream (or a stream
-      pool) waits for that stream's own queued work, and only that. Every call that can hold
-      the host says so beside it ("blocks until ..."); GPUFLOW_SYNC_DEBUG=warn names each such
-      wait a program did not ask for by name (a synchronize, a wait, a close), =error refuses it.
+      (memory stats count it as GF_MEMORY_PENDING meanwhile); the driver's free then may wait
+      for the device's other streams (CUDA's cuMemFree does: README, "Rules worth knowing").
+      Destroying a stream (or a stream pool) waits for that stream's own queued work, and only
+      that. Every call that can hold the host says so beside it ("blocks until ...");
+      GPUFLOW_SYNC_DEBUG=warn names each such wait a program did not ask for by name (a
+      synchronize, a wait, a close), =error refuses it.
 
     CALLBACKS
     =========
