@@ -106,8 +106,10 @@
     - No destroy waits for the device. Destroying a buffer, a view, a module, a graph or a graph
       pool returns at once: the handle is gone, and what the object still lends to work queued
       before the destroy (memory, code, callback contexts) goes once that work has passed
-      (memory stats count it as GF_MEMORY_PENDING meanwhile); the driver's free then may wait
-      for the device's other streams (CUDA's cuMemFree does: README, "Rules worth knowing").
+      (memory stats count it as GF_MEMORY_PENDING meanwhile). The release itself waits for no
+      other stream either: device memory goes back stream-ordered on CUDA and HIP, and the
+      driver calls that wait for the whole device (CUDA's cuModuleUnload, cuMemFreeHost) are
+      made once the device's streams are idle (README, "Rules worth knowing").
       Destroying a stream (or a stream pool) waits for that stream's own queued work, and only
       that. Every call that can hold the host says so beside it ("blocks until ...");
       GPUFLOW_SYNC_DEBUG=warn names each such wait a program did not ask for by name (a
@@ -834,6 +836,9 @@ GPUFLOW_API gf_result gf_device_enable_peer(gf_device *a, gf_device *b);       /
    to them must stay valid until the stream reaches them. gf_buffer_destroy never waits: the
    memory is freed once the work queued (on any stream) before the destroy has passed, checked
    at the next allocation or synchronize; gf_buffer_destroy_async frees in one stream's order.
+   gf_host_free never waits: where the driver's free waits for the device (CUDA, HIP) the
+   memory goes once no stream has work queued (at the latest at gf_device_synchronize, trim or
+   close; counted as GF_MEMORY_PINNED until then); the program makes sure no queued work uses it.
    A view keeps its parent's memory alive; its destroy only lets go of that. Views of views are
    refused. Blocks until the copy is done: gf_copy_to_device, gf_copy_to_host. Blocks until all
    queued work has run: gf_device_trim. An allocation that finds the memory short first waits
@@ -2387,6 +2392,10 @@ struct gf__backend {
     gf_result (*buffer_free_async)(gf_stream *s, gf_buffer *buf);
     gf_result (*host_alloc)(gf_device *dev, size_t bytes, void **out);
     void      (*host_free)(gf_device *dev, void *ptr);
+    /* 1 where module_unload and host_free wait for every stream of the device (CUDA's
+       cuModuleUnload and cuMemFreeHost do: 280 ms behind another stream's 300 ms host function
+       on an H100): the core then makes them only when its streams are idle ("deferred releases"). */
+    int       release_waits;
 
     gf_result (*stream_create)(gf_stream *s);                   /* label, priority set */
     void      (*stream_destroy)(gf_stream *s);                  /* after the core drained it */
@@ -2774,12 +2783,13 @@ static void gf__cache_init(gf_device *dev);
 static void gf__cache_trim(gf_device *dev);
 static void gf__cache_release(gf_device *dev, size_t keep, int wait);
 static void gf__stages_free(gf_device *dev, struct gf__stage *st);
-static void gf__retire(gf_device *dev, void (*release)(void *obj), void *obj, int kind, size_t bytes);
+static void gf__retire(gf_device *dev, void (*release)(void *obj), void *obj, int kind, size_t bytes, int when_idle);
 #define GF__KIND_NO_MEMORY (-1)   /* gf__retire's kind for an object that holds no memory (a semaphore) */
 static void gf__buffer_unref(gf_buffer *buf, int retire);
 static void gf__module_unref(gf_module *mod);
 static int gf__in_task_on(const gf_stream *s);
 static void gf__retired_collect(gf_device *dev, int wait);
+static uint64_t gf__pending(gf_stream *s);
 /* events, event pools, async waiters */
 static gf_result gf__wait_locked(gf_stream *s, gf_event *ev);
 static gf_result gf__event_record_locked(gf_event *ev, gf_stream *s);
@@ -4450,10 +4460,10 @@ static void gf__buffer_unref(gf_buffer *buf, int retire) {
     if (retire && buf->parent && dev->be->buffer_view) {   /* the view's handle, and at once its hold on the parent */
         gf_buffer *parent = buf->parent;
         buf->parent_dropped = 1;
-        gf__retire(dev, gf__buffer_release, buf, buf->kind, 0);
+        gf__retire(dev, gf__buffer_release, buf, buf->kind, 0, 0);
         gf__buffer_unref(parent, 1);
     } else if (retire && !buf->parent && !buf->borrowed) {
-        gf__retire(dev, gf__buffer_release, buf, buf->kind, buf->capacity);
+        gf__retire(dev, gf__buffer_release, buf, buf->kind, buf->capacity, 0);
     } else {
         gf__mem_count(dev, buf->kind, buf->capacity, -1);
         gf__buffer_release(buf);
@@ -4506,6 +4516,14 @@ GPUFLOW_IMPL gf_result gf_host_alloc(gf_device *dev, size_t bytes, void **out) {
     gf__mem_count(dev, GF_MEMORY_PINNED, bytes, +1);
     return GF_OK;
 }
+/* A pinned allocation let go of, freed by the driver once it is idle (counted as pinned until then). */
+typedef struct gf__pinned_free { gf_device *dev; void *ptr; size_t bytes; } gf__pinned_free;
+static void gf__pinned_release(void *p) {
+    gf__pinned_free *f = (gf__pinned_free *)p;
+    gf__mem_count(f->dev, GF_MEMORY_PINNED, f->bytes, -1);
+    f->dev->be->host_free(f->dev, f->ptr);
+    gf__free(f);
+}
 GPUFLOW_IMPL void gf_host_free(gf_device *dev, void *ptr) {
     size_t bytes = 0;
     int i, found = 0;
@@ -4516,6 +4534,14 @@ GPUFLOW_IMPL void gf_host_free(gf_device *dev, void *ptr) {
         if (dev->pinned[i].ptr == ptr) { bytes = dev->pinned[i].bytes; dev->pinned[i] = dev->pinned[--dev->pinned_count]; found = 1; }
     gf__spin_unlock(&dev->mem_lock);
     if (!found) { gf__set_error(GF_ERROR_INVALID_ARGUMENT, "gf_host_free: the pointer was not allocated by gf_host_alloc on this device"); return; }
+    if (dev->be->release_waits) {   /* the driver's free waits for the device: made once it is idle */
+        gf__pinned_free *p = (gf__pinned_free *)gf__malloc(sizeof *p);
+        if (p) {
+            p->dev = dev; p->ptr = ptr; p->bytes = bytes;
+            gf__retire(dev, gf__pinned_release, p, GF__KIND_NO_MEMORY, 0, 1);
+            return;
+        }
+    }
     gf__mem_count(dev, GF_MEMORY_PINNED, bytes, -1);
     dev->be->host_free(dev, ptr);
 }
@@ -4875,7 +4901,10 @@ static gf_result gf__call_device_trim(gf_device *dev, size_t keep_bytes) {
    race detector's bookkeeping: passing a fence tells the host nothing about the program's
    order), and the release runs once every fence has passed. That is checked at the next
    allocation, gf_device_synchronize and gf_stream_synchronize; an allocation that would fail,
-   gf_device_trim and close wait for it. A stream in a driver's capture gets no fence (the driver
+   gf_device_trim and close wait for it. A release whose driver call waits for the whole device
+   (backend release_waits: a module's unload, pinned memory) is made only once no stream of the
+   device has work queued, so that a synchronize of one stream never waits for another's work;
+   until then it waits, at the latest for gf_device_synchronize. A stream in a driver's capture gets no fence (the driver
    refuses a record there that is not captured), as gf_device_synchronize does not wait for it
    either: what it ran before the capture began is not waited for. */
 typedef struct gf__retired {
@@ -4884,6 +4913,8 @@ typedef struct gf__retired {
     gf_event **fences; int fence_count;
     int hold;                       /* unfenced (the device could not be waited for): kept until a
                                        trim, an allocation that waits, or close */
+    int when_idle;                  /* a release that waits for the device (backend release_waits):
+                                       made once no stream of the device has work queued */
 } gf__retired;
 
 static void gf__fences_free(gf_device *dev, gf_event **fences, int count) {
@@ -4941,11 +4972,11 @@ static void gf__retired_wait(gf_device *dev, const gf__retired *item) {
    when no stream has work outstanding. If the fences cannot be made (out of host memory, a
    driver failure) the device is waited for instead, as destroys did before; if that fails too,
    the memory is kept (and said): never a release under work that may still use it. */
-static void gf__retire(gf_device *dev, void (*release)(void *obj), void *obj, int kind, size_t bytes) {
+static void gf__retire(gf_device *dev, void (*release)(void *obj), void *obj, int kind, size_t bytes, int when_idle) {
     gf__retired item;
     int kept;
     item.release = release; item.obj = obj; item.kind = kind; item.bytes = bytes;
-    item.fences = NULL; item.fence_count = 0; item.hold = 0;
+    item.fences = NULL; item.fence_count = 0; item.hold = 0; item.when_idle = when_idle;
     if (kind != GF__KIND_NO_MEMORY) {   /* pending until it goes (a view's handle too: 0 bytes) */
         gf__mem_move(dev, kind, GF_MEMORY_PENDING, bytes);
     }
@@ -4983,9 +5014,15 @@ static void gf__retired_collect(gf_device *dev, int wait) {
     }
     gf__retired_collect_once(dev, 1);   /* what they put back, not passed yet */
 }
+/* Whether no stream of dev has work queued, as the driver answers now. Not asked while this
+   thread holds one of the library's locks (the walk takes the device's): then "busy". */
+static gf_result gf__visit_idle(gf_stream *s, void *ctx) { (void)ctx; return gf__pending(s) ? GF_NOT_READY : GF_OK; }
+static int gf__device_idle(gf_device *dev) {
+    return !gf__locks_held && gf__streams_visit(dev, gf__visit_idle, NULL, 1) == GF_OK;
+}
 static void gf__retired_collect_once(gf_device *dev, int wait) {
     gf__retired *items;
-    int count, i, j, kept = 0;
+    int count, i, j, kept = 0, idle = -1;   /* idle: asked once, when an item needs it */
     if (!gf__atomic_load_int(&dev->retired_pending)) return;   /* the common case: one load */
     gf__lock(&dev->retired_lock);
     items = dev->retired; count = dev->retired_count;
@@ -4998,6 +5035,10 @@ static void gf__retired_collect_once(gf_device *dev, int wait) {
         int passed = 1;
         if (wait) gf__retired_wait(dev, &items[i]);
         else for (j = 0, passed = !items[i].hold; j < items[i].fence_count && passed; j++) passed = dev->be->event_query(items[i].fences[j]) == GF_OK;
+        if (passed && items[i].when_idle && !wait) {
+            if (idle < 0) idle = gf__device_idle(dev);
+            passed = idle;
+        }
         if (passed) gf__retired_release(dev, &items[i]);
         else items[kept++] = items[i];
     }
@@ -7098,7 +7139,7 @@ static gf_result gf__int_read(const char *call, gf_stream *s, gf_buffer *buf, si
     if ((r = gf__hidden_wait(call, s, what)) != GF_OK) return r;
     if (!(landing = (int32_t *)gf__malloc(sizeof *landing))) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "%s: out of host memory", call);
     if ((r = gf__call_copy_to_host_async(s, landing, buf, offset, sizeof *landing)) != GF_OK) { gf__free(landing); return r; }
-    if ((r = gf__call_stream_synchronize(s)) != GF_OK) { gf__retire(s->dev, gf__free, landing, GF__KIND_NO_MEMORY, 0); return r; }
+    if ((r = gf__call_stream_synchronize(s)) != GF_OK) { gf__retire(s->dev, gf__free, landing, GF__KIND_NO_MEMORY, 0, 0); return r; }
     *value = *landing;
     gf__free(landing);
     return GF_OK;
@@ -8940,7 +8981,7 @@ static void gf__call_graph_destroy(gf_graph *g) {
             if (b) {
                 b->blocks = g->blocks; b->count = g->block_count;
                 g->blocks = NULL; g->block_count = g->block_cap = 0;
-                gf__retire(g->dev, gf__blocks_release, b, GF_MEMORY_KIND_COUNT, 0);
+                gf__retire(g->dev, gf__blocks_release, b, GF_MEMORY_KIND_COUNT, 0, 0);
             }
         }
     }
@@ -9639,7 +9680,7 @@ GPUFLOW_IMPL gf_result gf_module_poll(gf_module *mod, int *reloaded) {
 static void gf__module_release(void *p);
 /* Drops one reference; the last retires the code until the launches queued before now have run. */
 static void gf__module_unref(gf_module *mod) {
-    if (gf__atomic_add_int(&mod->refs, -1) == 1) gf__retire(mod->dev, gf__module_release, mod, GF_MEMORY_KIND_COUNT, 0);
+    if (gf__atomic_add_int(&mod->refs, -1) == 1) gf__retire(mod->dev, gf__module_release, mod, GF_MEMORY_KIND_COUNT, 0, mod->dev->be->release_waits);
 }
 static void gf__module_release(void *p) {   /* the code itself, once no queued launch uses it */
     gf_module *mod = (gf_module *)p;
@@ -10038,7 +10079,7 @@ static void gf__call_semaphore_destroy(gf_semaphore *sem) {
     GF__CHECK_VOID(sem, GF__T_SEMAPHORE);
     sem->type = GF__T_DEAD;
     gf__live(sem->dev, GF__T_SEMAPHORE, -1);
-    gf__retire(sem->dev, gf__semaphore_unref, sem, GF__KIND_NO_MEMORY, 0);
+    gf__retire(sem->dev, gf__semaphore_unref, sem, GF__KIND_NO_MEMORY, 0, 0);
 }
 
 /* ======================================================================================== */

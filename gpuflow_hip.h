@@ -401,6 +401,7 @@ typedef struct gf__hip_device {
     int prio_least, prio_greatest;    /* numerically: least >= greatest */
     int concurrent_managed;           /* prefetching to the GPU is meaningful */
     hipMemPool_t pool;                /* the default pool; NULL without stream-ordered allocation */
+    hipStream_t free_stream;          /* released memory goes back here (hipFreeAsync); NULL: hipFree */
     char arch[256];                   /* hipDeviceProp_t's gcnArchName ("gfx90a:sramecc+:xnack-"); "" if unknown */
 } gf__hip_device;
 
@@ -581,6 +582,17 @@ static void gf__hip_device_arch(int ordinal, char *out, size_t cap) {
     gf__free(props);
 }
 
+/* Gives plain device memory back (the device current): stream-ordered on a stream of
+   gpuflow's own, then that stream synchronized, where hipFree may wait for the whole device
+   (as CUDA's cuMemFree does; gpuflow_cuda.h has the H100's figures). */
+static void gf__hip_free_plain(gf__hip_device *d, void *p) {
+    hipError_t r = hipErrorNotSupported;
+    if (d && d->free_stream) GF__HIP_RELAXED(r, FreeAsync, (p, d->free_stream));
+    if (r == hipSuccess) GF__HIP_RELAXED(r, StreamSynchronize, (d->free_stream));
+    else GF__HIP_RELAXED(r, Free, (p));   /* no pools, or the driver refused: the waiting free */
+    (void)r;
+}
+
 /* Each step names its entry point; the first failure frees d and reports it. */
 #define GF__HIP_OPEN_STEP(name, args) do { if ((r = GF__HIP_CALL(name, args)) != hipSuccess) { \
         call = "hip" #name; goto fail; } } while (0)
@@ -639,6 +651,14 @@ static gf_result gf__hip_device_start(gf_device *dev, int ordinal, int borrowed)
         uint64_t keep = (uint64_t)GF__DEFAULT_POOL_KEEP(total);
         GF__HIP_OPEN_STEP(DeviceGetDefaultMemPool, (&d->pool, ordinal));
         if (!borrowed) GF__HIP_OPEN_STEP(MemPoolSetAttribute, (d->pool, hipMemPoolAttrReleaseThreshold, &keep));
+        /* The stream plain memory goes back on (gf__hip_free_plain); the allocator's one-time
+           setup is paid here, as on CUDA. */
+        if (GF__HIP_CALL(StreamCreateWithPriority, (&d->free_stream, hipStreamNonBlocking, 0)) != hipSuccess) d->free_stream = NULL;
+        else {
+            void *p = NULL;
+            GF__HIP_RELAXED(r, MallocFromPoolAsync, (&p, 1, d->pool, d->free_stream));
+            if (r == hipSuccess) gf__hip_free_plain(d, p);
+        }
     }
     dev->native = d;
     return GF_OK;
@@ -667,6 +687,7 @@ static void gf__hip_device_close(gf_device *dev) {
     gf__hip_device *d = (gf__hip_device *)dev->native;
     if (!d) return;
     if (d->pool && !d->borrowed) (void)GF__HIP_CALL(MemPoolTrimTo, (d->pool, 0));
+    if (d->free_stream) (void)GF__HIP_CALL(StreamDestroy, (d->free_stream));   /* idle: each free waited for it */
     gf__free(d);
     dev->native = NULL;
 }
@@ -697,7 +718,10 @@ static gf_result gf__hip_buffer_alloc(gf_buffer *buf) {
 static void gf__hip_external_free(gf_buffer *buf);   /* interop, below */
 static void gf__hip_buffer_free(gf_buffer *buf) {
     if (buf->external) gf__hip_external_free(buf);
-    else if (buf->native && !buf->borrowed) GF__HIP_RELAXED_VOID(Free, (GF__HIP_PTR(buf)));
+    else if (buf->native && !buf->borrowed) {
+        if (buf->managed) GF__HIP_RELAXED_VOID(Free, (GF__HIP_PTR(buf)));
+        else gf__hip_free_plain((gf__hip_device *)buf->dev->native, GF__HIP_PTR(buf));
+    }
     buf->native = 0;
 }
 
@@ -1712,6 +1736,7 @@ static void gf__hip_fill_table(gf__backend *t) {
     t->buffer_free_async = gf__hip_buffer_free_async;
     t->host_alloc = gf__hip_host_alloc;
     t->host_free = gf__hip_host_free;
+    t->release_waits = 1;   /* as on CUDA: hipModuleUnload and hipHostFree may wait for the device */
     t->stream_create = gf__hip_stream_create;
     t->stream_destroy = gf__hip_stream_destroy;
     t->stream_synchronize = gf__hip_stream_synchronize;

@@ -12,9 +12,14 @@
        front): gf_buffer_destroy of a buffer the queued work uses, of a view, gf_module_destroy
        of a module whose kernel is queued; raw: cuMemFree (which waits for the device) and
        cuMemFreeAsync, clReleaseMemObject of a buffer and of a sub-buffer.
-    3. fill: 256 MiB gf_fill_async + wait against the driver's own fill (cuMemsetD8Async,
+    3. release, with another stream held 50 ms by a host callback and with the device idle: the
+       synchronize that releases a destroyed 64 MiB buffer (its fill queued behind 2 ms of its
+       stream's own work; raw: that synchronize and cuMemFree, clFinish and clReleaseMemObject),
+       and 1 MiB of pinned memory allocated and freed (raw: cuMemHostAlloc + cuMemFreeHost);
+       median of 5, sides alternating.
+    4. fill: 256 MiB gf_fill_async + wait against the driver's own fill (cuMemsetD8Async,
        clEnqueueFillBuffer) on the same stream, best of 5.
-    4. start-up: device open, module load with an empty cache directory (compiles), again from
+    5. start-up: device open, module load with an empty cache directory (compiles), again from
        gpuflow's cache (a hit), the first launch (launch + synchronize).
 
     The raw side calls the driver through the table gpuflow loaded (gf__cu, gf__cl: the
@@ -34,6 +39,7 @@
 #  endif
 #endif
 #include "gpuflow.h"
+#include "bench_stats.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,7 +67,7 @@ GF_KERNEL(sb_copy, GF_PARAM(GF_GLOBAL float *, dst), GF_PARAM(GF_GLOBAL const fl
 #define OK(call) do { gf_result r_ = (call); if (r_ != GF_OK) { \
     fprintf(stderr, "%s:%d: %s: %s (%s)\n", __FILE__, __LINE__, #call, gf_result_name(r_), gf_last_error()); exit(1); } } while (0)
 
-static double now_ms(void) { return (double)gf__now_ns() / 1e6; }
+static double now_ms(void) { return now_s() * 1e3; }
 
 static gf_device *dev;
 static gf_backend backend;
@@ -238,6 +244,100 @@ static void stalls(gf_stream *s, gf_kernel *k) {
     gf_buffer_destroy(big);
 }
 
+static void sleep_ms(long ms) { struct timespec t; t.tv_sec = ms / 1000; t.tv_nsec = ms % 1000 * 1000000L; nanosleep(&t, NULL); }
+static void hold_50ms(void *user, gf_result status) { (void)user; (void)status; sleep_ms(50); }
+
+/* One release, with another stream held 50 ms by a host callback (rel_busy) or not: side 0
+   gpuflow, side 1 the driver. rel_pinned 0: a 64 MiB buffer filled behind a 2 ms callback and
+   destroyed while the other stream is still idle (so that only its own stream fences it), then
+   the other stream made busy; timed: the synchronize of the buffer's stream, where gpuflow
+   releases it (raw: that synchronize and cuMemFree). 1: 1 MiB of pinned memory allocated and
+   freed while the other stream is busy. */
+static gf_stream *rel_stream, *rel_other;
+static int rel_busy, rel_pinned;
+static void hold_2ms(void *user, gf_result status) { (void)user; (void)status; sleep_ms(2); }
+static double release_once(int side) {
+    const size_t bytes = rel_pinned ? (size_t)1 << 20 : (size_t)64 << 20;
+    gf_buffer *b = NULL;
+    double t0 = 0, t = -1;
+#ifdef GPUFLOW_CUDA
+    CUstream cs = backend == GF_BACKEND_CUDA ? (CUstream)gf_stream_native(rel_stream) : NULL;
+    CUdeviceptr d = 0;
+#endif
+#ifdef GPUFLOW_OPENCL
+    cl_command_queue q = backend == GF_BACKEND_OPENCL ? (cl_command_queue)gf_stream_native(rel_stream) : NULL;
+    cl_mem mem = NULL;
+#endif
+    if (!rel_pinned) {   /* the buffer, its fill queued behind 2 ms of the stream's own work */
+        OK(gf_stream_add_callback(rel_stream, hold_2ms, NULL));
+        if (side == 0) {
+            OK(gf_buffer_create(dev, bytes, &b));
+            OK(gf_fill_async(rel_stream, b, 0, 1, bytes));
+            gf_buffer_destroy(b);
+        }
+#ifdef GPUFLOW_CUDA
+        if (side == 1 && cs) { gf__cu.MemAlloc(&d, bytes); gf__cu.MemsetD8Async(d, 1, bytes, cs); }
+#endif
+#ifdef GPUFLOW_OPENCL
+        if (side == 1 && q) {
+            gf_native_device nd;
+            unsigned char one = 1;
+            cl_int e;
+            OK(gf_device_get_native(dev, &nd));
+            mem = gf__cl.clCreateBuffer((cl_context)nd.context, CL_MEM_READ_WRITE, bytes, NULL, &e);
+            gf__cl.clEnqueueFillBuffer(q, mem, &one, 1, 0, bytes, 0, NULL, NULL);
+        }
+#endif
+    }
+    if (rel_busy) OK(gf_stream_add_callback(rel_other, hold_50ms, NULL));
+    sleep_ms(5);   /* the 2 ms have passed; the other stream's callback runs */
+    t0 = now_ms();
+    if (side == 0) {
+        if (rel_pinned) { void *h; OK(gf_host_alloc(dev, bytes, &h)); gf_host_free(dev, h); }
+        else OK(gf_stream_synchronize(rel_stream));
+        t = now_ms() - t0;
+    }
+#ifdef GPUFLOW_CUDA
+    if (side == 1 && cs) {
+        void *h;
+        if (rel_pinned) { gf__cu.MemHostAlloc(&h, bytes, 0); gf__cu.MemFreeHost(h); }
+        else { gf__cu.StreamSynchronize(cs); gf__cu.MemFree(d); }
+        t = now_ms() - t0;
+    }
+#endif
+#ifdef GPUFLOW_OPENCL
+    if (side == 1 && q && !rel_pinned) { gf__cl.clFinish(q); gf__cl.clReleaseMemObject(mem); t = now_ms() - t0; }
+#endif
+    OK(gf_stream_synchronize(rel_stream));
+    if (rel_busy) OK(gf_stream_synchronize(rel_other));
+    return t;
+}
+
+static void releases(gf_stream *s) {
+    double m[2][2][2];   /* [pinned][busy][side] */
+    int pinned, busy, sides = backend == GF_BACKEND_CUDA || backend == GF_BACKEND_OPENCL ? 2 : 1;
+    static const char *rows[2][2] = { { "release_buffer_device_idle", "release_buffer_other_busy_50ms" },
+                                      { "release_pinned_device_idle", "release_pinned_other_busy_50ms" } };
+    rel_stream = s;
+    OK(gf_stream_create(dev, NULL, &rel_other));
+    for (pinned = 0; pinned < 2; pinned++)
+        for (busy = 0; busy < 2; busy++) {
+            rel_pinned = pinned; rel_busy = busy;
+            measure_sides(release_once, pinned && backend != GF_BACKEND_CUDA ? 1 : sides, 5, m[pinned][busy]);
+        }
+    gf_stream_destroy(rel_other);
+    OK(gf_device_synchronize(dev));
+    printf("# release, median of 5: buffer: the synchronize that releases a destroyed 64 MiB buffer (raw: that synchronize\n"
+           "# and the driver's free); pinned: 1 MiB gf_host_alloc + gf_host_free (raw: cuMemHostAlloc + cuMemFreeHost)\n");
+    for (pinned = 0; pinned < 2; pinned++)
+        for (busy = 0; busy < 2; busy++) {
+            const char *raw = backend == GF_BACKEND_CUDA ? (pinned ? "cuMemHostAlloc + cuMemFreeHost" : "synchronize + cuMemFree")
+                            : backend == GF_BACKEND_OPENCL && !pinned ? "clFinish + clReleaseMemObject" : "no raw side here";
+            int has_raw = backend == GF_BACKEND_CUDA || (backend == GF_BACKEND_OPENCL && !pinned);
+            row(rows[pinned][busy], m[pinned][busy][0], has_raw ? m[pinned][busy][1] : -1, raw);
+        }
+}
+
 static void fills(gf_stream *s) {
     size_t bytes = (size_t)256 << 20;
     gf_buffer *b;
@@ -308,6 +408,7 @@ int main(int argc, char **argv) {
     printf("startup_first_launch_ms          gpuflow %9.3f ms   (launch + synchronize)\n", first_ms);
     priorities(k);
     stalls(s, k);
+    releases(s);
     fills(s);
     gf_module_destroy(m);
     gf_stream_destroy(s);

@@ -9,6 +9,10 @@
      buffer     a buffer destroyed with a copy from it queued: returns at once, its memory shows
                 as pending (GF_MEMORY_PENDING), the copy still reads the right bytes, then the
                 memory goes at the next synchronize
+     release    the memory of a destroyed buffer whose work has passed is freed without waiting for
+                another stream's queued work
+     idle       a destroyed module's unload and gf_host_free, whose driver calls wait for the whole
+                device on CUDA, wait for no other stream: made once the device is idle
      views      a view destroyed with a launch on it queued: at once, and its parent's memory is
                 not pending; the parent destroyed before its last view: pending with the view
      module     a module destroyed with a launch of its kernel queued: at once, its kernel is
@@ -114,6 +118,65 @@ static void test_buffer(gf_stream *s)
     open_and_sync(s, &g);
     CHECK(memcmp(back, host, sizeof host) == 0, "buffer: the copy queued before the destroy read the buffer's bytes (the memory outlived its handle)");
     CHECK(pending_bytes() == 0, "buffer: after gf_stream_synchronize nothing is pending");
+}
+
+/* The release itself: a destroyed buffer whose work has passed is freed at the next
+   synchronize of its stream, and that free must not wait for another stream's queued work
+   (on CUDA, cuMemFree waited for every stream of the device, here for the shut gate: found by
+   a test of this stop; gpuflow_cuda.h's free_stream). */
+static void test_release(gf_stream *s)
+{
+    gf_stream *other = NULL;
+    gf_buffer *b = NULL;
+    th_gate busy, g;
+    if (!CHECK_EQ_RESULT(gf_stream_create(dev, NULL, &other), GF_OK)) return;
+    CHECK_EQ_RESULT(gf_buffer_create(dev, 1 << 20, &b), GF_OK);
+    shut(s, &g);
+    CHECK_EQ_RESULT(gf_fill_async(s, b, 0, 7, 1 << 20), GF_OK);
+    gf_buffer_destroy(b);                        /* pending behind g: fenced on s alone */
+    shut(other, &busy);                          /* another stream's work, queued for as long as the test wants */
+    th_gate_open(&g);
+    CHECK_EQ_RESULT(gf_stream_synchronize(s), GF_OK);   /* the fill has passed: the memory is released here */
+    CHECK(TH_GATE_LEFT(&busy) == 0, "release: freeing a passed buffer's memory did not wait for another stream's queued work");
+    CHECK(pending_bytes() == 0, "release: the memory was freed");
+    th_gate_destroy(&g);
+    open_and_sync(other, &busy);
+    gf_stream_destroy(other);
+}
+
+/* Releases whose driver call waits for every stream of the device (CUDA's cuModuleUnload and
+   cuMemFreeHost: 280 ms behind another stream's 300 ms host function on an H100) are made only
+   once no stream has work queued: neither the synchronize after a destroyed module's last
+   launch nor gf_host_free waits for another stream's queued work, and gf_device_synchronize
+   then makes them (found by a census of the driver's releases on the H100). */
+static void test_release_when_idle(gf_stream *s)
+{
+    gf_module *m = load_module();
+    gf_kernel *k = NULL;
+    gf_buffer *x = NULL;
+    gf_stream *other = NULL;
+    gf_memory_stats st;
+    void *pinned = NULL;
+    th_gate g, busy;
+    if (!m) return;
+    if (!CHECK_EQ_RESULT(gf_stream_create(dev, NULL, &other), GF_OK)) { gf_module_destroy(m); return; }
+    CHECK_EQ_RESULT(gf_kernel_get(m, "ns_add", &k), GF_OK);
+    CHECK_EQ_RESULT(gf_buffer_create(dev, NS_N * sizeof(float), &x), GF_OK);
+    CHECK_EQ_RESULT(gf_host_alloc(dev, 1 << 20, &pinned), GF_OK);
+    shut(s, &g);
+    CHECK_EQ_RESULT(launch_add(s, k, x), GF_OK);
+    gf_module_destroy(m);                        /* retired behind the launch, gated on s */
+    shut(other, &busy);                          /* another stream's work, queued until the test opens it */
+    open_and_sync(s, &g);                        /* the launch has passed: the module's release comes due */
+    gf_host_free(dev, pinned);
+    CHECK(TH_GATE_LEFT(&busy) == 0, "release when idle: a module's unload or gf_host_free waited for another stream's queued work");
+    open_and_sync(other, &busy);
+    CHECK_EQ_RESULT(gf_device_synchronize(dev), GF_OK);   /* idle now: the releases are made */
+    memset(&st, 0, sizeof st);
+    CHECK_EQ_RESULT(gf_device_memory_stats(dev, &st), GF_OK);
+    CHECK(st.kind[GF_MEMORY_PINNED].count == 0, "release when idle: the pinned memory was freed once the device was idle");
+    gf_buffer_destroy(x);
+    gf_stream_destroy(other);
 }
 
 static void test_views(gf_stream *s, gf_kernel *k)
@@ -421,6 +484,8 @@ int main(int argc, char **argv)
     m = load_module();
     if (m) CHECK_EQ_RESULT(gf_kernel_get(m, "ns_add", &k), GF_OK);
     test_buffer(s);
+    test_release(s);
+    test_release_when_idle(s);
     if (k) test_views(s, k);
     test_module(s);
     test_graph(s);
