@@ -106,10 +106,12 @@
     - No destroy waits for the device. Destroying a buffer, a view, a module, a graph or a graph
       pool returns at once: the handle is gone, and what the object still lends to work queued
       before the destroy (memory, code, callback contexts) goes once that work has passed
-      (memory stats count it as GF_MEMORY_PENDING meanwhile). The release itself waits for no
-      other stream either: device memory goes back stream-ordered on CUDA and HIP, and the
-      driver calls that wait for the whole device (CUDA's cuModuleUnload, cuMemFreeHost) are
-      made once the device's streams are idle (README, "Rules worth knowing").
+      (memory stats count it as GF_MEMORY_PENDING meanwhile). The release itself does not wait
+      for other streams: gf_buffer_create's memory goes back stream-ordered on CUDA and HIP with
+      memory pools (managed memory, and devices without pools, keep the driver's free, which
+      waits), and the driver calls that wait for the whole device (CUDA's cuModuleUnload,
+      cuMemFreeHost) are made when gpuflow finds the device's streams idle, at
+      gf_device_synchronize, trim and close, or past a bound (README, "Rules worth knowing").
       Destroying a stream (or a stream pool) waits for that stream's own queued work, and only
       that. Every call that can hold the host says so beside it ("blocks until ...");
       GPUFLOW_SYNC_DEBUG=warn names each such wait a program did not ask for by name (a
@@ -836,9 +838,10 @@ GPUFLOW_API gf_result gf_device_enable_peer(gf_device *a, gf_device *b);       /
    to them must stay valid until the stream reaches them. gf_buffer_destroy never waits: the
    memory is freed once the work queued (on any stream) before the destroy has passed, checked
    at the next allocation or synchronize; gf_buffer_destroy_async frees in one stream's order.
-   gf_host_free never waits: where the driver's free waits for the device (CUDA, HIP) the
-   memory goes once no stream has work queued (at the latest at gf_device_synchronize, trim or
-   close; counted as GF_MEMORY_PINNED until then); the program makes sure no queued work uses it.
+   gf_host_free does not wait: where the driver's free waits for the device (CUDA, HIP) the
+   memory goes when gpuflow finds the device's streams idle, at gf_device_synchronize, trim or
+   close, or once 64 MiB wait so (GF_MEMORY_PINNED counts it until then; gf_host_alloc short of
+   memory waits for it); the program makes sure no queued work uses it.
    A view keeps its parent's memory alive; its destroy only lets go of that. Views of views are
    refused. Blocks until the copy is done: gf_copy_to_device, gf_copy_to_host. Blocks until all
    queued work has run: gf_device_trim. An allocation that finds the memory short first waits
@@ -901,8 +904,11 @@ GPUFLOW_API void      gf_budget_destroy(gf_budget *budget);
    latest record / cl_kernel; the stub: host pointers for buffers, NULL elsewhere. In: gpuflow
    uses what it is given and never destroys or resets it; a wrapped stream's destroy drains
    what gpuflow enqueued, so the native stream must outlive its wrapper; a wrapped buffer's
-   destroy does not touch the memory, which may go first (no work may still use it). Codes: GF_ERROR_NOT_SUPPORTED (the stub has no native streams or
-   devices), GF_ERROR_WRONG_DEVICE (a handle of another context). */
+   destroy does not touch the memory, which may go first (no work may still use it). Out:
+   gpuflow fences only its own streams' work before a release, so work the program queues
+   itself on a native handle (another stream, a library) must be ordered before the destroy.
+   Codes: GF_ERROR_NOT_SUPPORTED (the stub has no native streams or devices),
+   GF_ERROR_WRONG_DEVICE (a handle of another context). */
 GPUFLOW_API void     *gf_device_native(gf_device *dev);
 GPUFLOW_API gf_result gf_device_get_native(gf_device *dev, gf_native_device *out);   /* all of it: what gf_device_open_native takes */
 GPUFLOW_API void     *gf_stream_native(gf_stream *s);
@@ -1497,6 +1503,8 @@ static void gf__free(void *p) {
 #define GF__WAIT_CHAIN 4                            /* streams followed from a callback's wait (gf__waits_behind_callback) */
 #define GF__RACE_ACCESSES 4096                      /* per buffer, not yet known done: the oldest go beyond (a warning) */
 #define GF__STAGE_IDLE_KEEP ((size_t)64 << 20)      /* idle pinned staging memory kept for reuse */
+#define GF__IDLE_RELEASE_KEEP ((size_t)64 << 20)    /* host memory let go of kept for an idle device */
+#define GF__IDLE_RELEASE_MAX 64                     /* releases (module unloads) kept for an idle device */
 #define GF__FIBER_STACK ((size_t)128 << 10)         /* a stub block thread's stack, when its kernel syncs */
 #define GF__WAIT_NAP_MIN_US 20                      /* polling waits back off from this... */
 #define GF__WAIT_NAP_MAX_US 1000                    /* ...to this */
@@ -2038,6 +2046,10 @@ struct gf_device {
     struct gf__retired *retired; int retired_count, retired_cap;
     int retired_pending;            /* atomic: retired_count, read without the lock */
     int retired_busy;               /* atomic: collections holding items they took off the list */
+    gf__mutex idle_lock;            /* idle[]: releases due whose driver call waits for the device */
+    struct gf__idle_release *idle; int idle_count, idle_cap;
+    int idle_pending;               /* atomic: idle_count, read without the lock */
+    size_t idle_bytes;              /* host memory among them */
     gf__mutex stage_lock;           /* stage_idle, stage_idle_bytes: host callbacks take it too */
     struct gf__stage *stage_idle; size_t stage_idle_bytes;
     struct gf__stage *stage_lost;   /* stages the device may still write: freed only at close */
@@ -2782,13 +2794,15 @@ static void gf__buffer_uses_drop(gf_buffer *buf);
 static void gf__cache_init(gf_device *dev);
 static void gf__cache_trim(gf_device *dev);
 static void gf__cache_release(gf_device *dev, size_t keep, int wait);
-static void gf__stages_free(gf_device *dev, struct gf__stage *st);
+static void gf__stages_free(gf_device *dev, struct gf__stage *st, int now);
 static void gf__retire(gf_device *dev, void (*release)(void *obj), void *obj, int kind, size_t bytes, int when_idle);
 #define GF__KIND_NO_MEMORY (-1)   /* gf__retire's kind for an object that holds no memory (a semaphore) */
 static void gf__buffer_unref(gf_buffer *buf, int retire);
 static void gf__module_unref(gf_module *mod);
 static int gf__in_task_on(const gf_stream *s);
 static void gf__retired_collect(gf_device *dev, int wait);
+static int gf__idle_push(gf_device *dev, void (*release)(void *obj), void *obj, size_t bytes);
+static void gf__idle_drain(gf_device *dev, int force);
 static uint64_t gf__pending(gf_stream *s);
 /* events, event pools, async waiters */
 static gf_result gf__wait_locked(gf_stream *s, gf_event *ev);
@@ -3012,10 +3026,12 @@ static int gf__device_is_open(const gf_device *dev) {   /* never reads *dev */
 
 static void gf__device_free(gf_device *dev) {
     int i;
-    gf__retired_collect(dev, 1);   /* the device is idle: every fence has passed */
+    gf__retired_collect(dev, 1);   /* the device is idle: every fence has passed, and what waited for idle goes */
     gf__free(dev->retired);
+    gf__free(dev->idle);
     gf__free(dev->trace_path);
     gf__mutex_destroy(&dev->retired_lock);
+    gf__mutex_destroy(&dev->idle_lock);
     gf__cache_trim(dev);
     for (i = 0; i < dev->graph_count; i++)   /* graphs are shells the device recycles; a graph releases its own parts */
         if (dev->graphs[i]->type == GF__T_GRAPH && !dev->graphs[i]->part_of) gf__graph_release(dev->graphs[i]);
@@ -3023,8 +3039,8 @@ static void gf__device_free(gf_device *dev) {
     if (dev->sync_stream) gf__stream_free(dev->sync_stream);
     if (dev->peer_stream) gf__stream_free(dev->peer_stream);
     if (dev->events) gf__event_pool_free(dev->events);   /* the waiter thread has stopped */
-    gf__stages_free(dev, dev->stage_idle);   /* every stream drained: no callback holds one */
-    gf__stages_free(dev, dev->stage_lost);
+    gf__stages_free(dev, dev->stage_idle, 1);   /* every stream drained: no callback holds one */
+    gf__stages_free(dev, dev->stage_lost, 1);
     gf__mutex_destroy(&dev->stage_lock);
     if (dev->native) dev->be->device_close(dev);
     gf__cond_destroy(&dev->released);
@@ -3239,6 +3255,7 @@ static gf_result gf__device_open_on(gf_backend b, int index, const gf_native_dev
     gf__cond_init(&dev->released);
     gf__mutex_init(&dev->stage_lock);
     gf__mutex_init(&dev->retired_lock);
+    gf__mutex_init(&dev->idle_lock);
     gf__cache_init(dev);
     r = native ? be->device_open_native(dev, native) : be->device_open(dev, index);
     if (r != GF_OK) { dev->native = NULL; gf__device_free(dev); return r; }
@@ -3554,6 +3571,7 @@ static gf_result gf__call_device_synchronize(gf_device *dev) {
     if ((r = GF__FAULT_POINT(dev, GF__FK_SYNC, "gf_device_synchronize")) != GF_OK) return r;
     r = gf__streams_visit(dev, gf__visit_sync, NULL, 0);
     gf__retired_collect(dev, 0);   /* what waited for the work just finished */
+    gf__idle_drain(dev, 1);        /* the device was just waited for: what waits for idle goes too */
     return r;
 }
 
@@ -3637,11 +3655,16 @@ static size_t gf__stage_size(size_t bytes) {
     return cap;
 }
 
-static void gf__stages_free(gf_device *dev, gf__stage *st) {   /* never from a callback */
+static void gf__stage_release(void *p) {
+    gf__stage *st = (gf__stage *)p;
+    st->dev->be->host_free(st->dev, st->pinned);
+    gf__free(st);
+}
+/* now: at close (idle); else idle releases where the driver's free waits for the device */
+static void gf__stages_free(gf_device *dev, gf__stage *st, int now) {   /* never from a callback */
     while (st) {
         gf__stage *next = st->next;
-        dev->be->host_free(dev, st->pinned);
-        gf__free(st);
+        if (now || !dev->be->release_waits || !gf__idle_push(dev, gf__stage_release, st, st->cap)) gf__stage_release(st);
         st = next;
     }
 }
@@ -3664,7 +3687,7 @@ static gf_result gf__stage_get(gf_device *dev, size_t bytes, gf__stage **out) {
         dev->stage_idle_bytes = 0;
     }
     gf__unlock(&dev->stage_lock);
-    gf__stages_free(dev, idle);
+    gf__stages_free(dev, idle, 0);
     if (!st) {
         if (!(st = (gf__stage *)gf__calloc(sizeof *st))) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gpuflow: out of host memory for a staging buffer");
         if ((r = dev->be->host_alloc(dev, cap, &st->pinned)) != GF_OK) { gf__free(st); return r; }
@@ -4330,36 +4353,48 @@ static gf_result gf__mem_admit(gf_device *dev, size_t bytes, const char *fn) {
     return GF_OK;
 }
 
-/* The driver's allocation; when it runs out of memory while the stream-ordered cache holds
-   blocks, those go back first (waiting for their last uses) and the allocation is retried.
-   The first failure is not logged, and a retry that succeeds leaves no error behind. */
-static gf_result gf__buffer_alloc_admitted(gf_buffer *buf) {
-    gf_device *dev = buf->dev;
+/* A driver's allocation made while the library holds memory it could give back: tried
+   quietly; out of memory, reclaim(dev) gives back what it can and it is tried once more. The
+   first failure is not logged, and a retry that succeeds leaves no error behind. */
+static gf_result gf__alloc_reclaiming(gf_device *dev, gf_result (*alloc)(void *ctx), void *ctx, gf_result (*reclaim)(gf_device *dev)) {
     char before[sizeof gf__error_text];
     unsigned serial = gf__error_serial;
     gf_result r;
+    memcpy(before, gf__error_text, sizeof before);
+    gf__quiet++;
+    r = alloc(ctx);
+    gf__quiet--;
+    if (r == GF_OK) return r;
+    if (r != GF_ERROR_OUT_OF_MEMORY) { gf__log_text(gf__level_of(r), r, gf__error_text); return r; }
+    if ((r = reclaim(dev)) != GF_OK) return r;
+    memcpy(gf__error_text, before, sizeof before);
+    gf__error_serial = serial;
+    return alloc(ctx);
+}
+
+/* Device memory: the stream-ordered cache's blocks go back (waiting for their last uses), and
+   destroyed buffers' pending frees are waited for. */
+static gf_result gf__reclaim_device_memory(gf_device *dev) {
+    gf_result r;
+    if (!gf__may_wait_for_frees()) {
+        gf__cache_release(dev, 0, 0);
+        gf__retired_collect(dev, 0);
+        return GF_OK;
+    }
+    if (gf__retired_any(dev) && (r = gf__hidden_wait("gf_buffer_create", NULL, "destroyed buffers' queued work has passed (the memory is short)")) != GF_OK) return r;
+    gf__cache_release(dev, 0, 1);
+    gf__retired_collect(dev, 1);   /* an allocation that would fail waits for pending frees */
+    return GF_OK;
+}
+static gf_result gf__buffer_alloc_try(void *buf) { return ((gf_buffer *)buf)->dev->be->buffer_alloc((gf_buffer *)buf); }
+static gf_result gf__buffer_alloc_admitted(gf_buffer *buf) {
+    gf_device *dev = buf->dev;
     int reclaimable;
     gf__lock(&dev->cache.lock);
     reclaimable = dev->cache.count > 0 || gf__retired_any(dev);
     gf__unlock(&dev->cache.lock);
     if (!reclaimable) return dev->be->buffer_alloc(buf);
-    memcpy(before, gf__error_text, sizeof before);
-    gf__quiet++;
-    r = dev->be->buffer_alloc(buf);
-    gf__quiet--;
-    if (r == GF_OK) return r;
-    if (r != GF_ERROR_OUT_OF_MEMORY) { gf__log_text(gf__level_of(r), r, gf__error_text); return r; }
-    if (!gf__may_wait_for_frees()) {
-        gf__cache_release(dev, 0, 0);
-        gf__retired_collect(dev, 0);
-    } else {
-        if (gf__retired_any(dev) && (r = gf__hidden_wait("gf_buffer_create", NULL, "destroyed buffers' queued work has passed (the memory is short)")) != GF_OK) return r;
-        gf__cache_release(dev, 0, 1);
-        gf__retired_collect(dev, 1);   /* an allocation that would fail waits for pending frees */
-    }
-    memcpy(gf__error_text, before, sizeof before);
-    gf__error_serial = serial;
-    return dev->be->buffer_alloc(buf);
+    return gf__alloc_reclaiming(dev, gf__buffer_alloc_try, buf, gf__reclaim_device_memory);
 }
 static gf_result gf__buffer_alloc(gf_buffer *buf) {   /* counted by the caller (gf__mem_count_new) when GF_OK */
     gf_result r;
@@ -4495,7 +4530,20 @@ static void gf__call_buffer_destroy(gf_buffer *buf) {
 GPUFLOW_IMPL size_t gf_buffer_size(const gf_buffer *buf) { return gf__is(buf, GF__T_BUFFER) ? buf->size : 0; }
 
 /* Pinned allocations are listed per device (few, and large): the list gives gf_host_free the
-   size to account and refuses pointers gf_host_alloc did not give. */
+   size to account and refuses pointers gf_host_alloc did not give. Short of memory while pinned
+   memory let go of waits for an idle device, that goes back first (waiting for the device). */
+typedef struct gf__host_request { gf_device *dev; size_t bytes; void **out; } gf__host_request;
+static gf_result gf__host_alloc_try(void *p) {
+    gf__host_request *q = (gf__host_request *)p;
+    return q->dev->be->host_alloc(q->dev, q->bytes, q->out);
+}
+static gf_result gf__reclaim_host_memory(gf_device *dev) {
+    gf_result r;
+    if (!gf__may_wait_for_frees()) return GF_OK;
+    if ((r = gf__hidden_wait("gf_host_alloc", NULL, "the device's streams have run (pinned memory let go of goes back: the memory is short)")) != GF_OK) return r;
+    gf__idle_drain(dev, 1);
+    return GF_OK;
+}
 GPUFLOW_IMPL gf_result gf_host_alloc(gf_device *dev, size_t bytes, void **out) {
     gf_result r;
     int listed;
@@ -4503,7 +4551,12 @@ GPUFLOW_IMPL gf_result gf_host_alloc(gf_device *dev, size_t bytes, void **out) {
     GF__CHECK_OUT(out);
     *out = NULL;
     if (bytes == 0) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_host_alloc: size is 0");
-    if ((r = dev->be->host_alloc(dev, bytes, out)) != GF_OK) return r;
+    if (gf__atomic_load_int(&dev->idle_pending)) {   /* pinned memory let go of may be what is short */
+        gf__host_request req;
+        req.dev = dev; req.bytes = bytes; req.out = out;
+        r = gf__alloc_reclaiming(dev, gf__host_alloc_try, &req, gf__reclaim_host_memory);
+    } else r = dev->be->host_alloc(dev, bytes, out);
+    if (r != GF_OK) return r;
     gf__spin_lock(&dev->mem_lock);
     listed = gf__grow((void **)&dev->pinned, &dev->pinned_cap, dev->pinned_count + 1, sizeof *dev->pinned);
     if (listed) { dev->pinned[dev->pinned_count].ptr = *out; dev->pinned[dev->pinned_count++].bytes = bytes; }
@@ -4516,7 +4569,7 @@ GPUFLOW_IMPL gf_result gf_host_alloc(gf_device *dev, size_t bytes, void **out) {
     gf__mem_count(dev, GF_MEMORY_PINNED, bytes, +1);
     return GF_OK;
 }
-/* A pinned allocation let go of, freed by the driver once it is idle (counted as pinned until then). */
+/* A gf_host_alloc allocation let go of, waiting for the device to be idle (counted as pinned until then). */
 typedef struct gf__pinned_free { gf_device *dev; void *ptr; size_t bytes; } gf__pinned_free;
 static void gf__pinned_release(void *p) {
     gf__pinned_free *f = (gf__pinned_free *)p;
@@ -4534,12 +4587,12 @@ GPUFLOW_IMPL void gf_host_free(gf_device *dev, void *ptr) {
         if (dev->pinned[i].ptr == ptr) { bytes = dev->pinned[i].bytes; dev->pinned[i] = dev->pinned[--dev->pinned_count]; found = 1; }
     gf__spin_unlock(&dev->mem_lock);
     if (!found) { gf__set_error(GF_ERROR_INVALID_ARGUMENT, "gf_host_free: the pointer was not allocated by gf_host_alloc on this device"); return; }
-    if (dev->be->release_waits) {   /* the driver's free waits for the device: made once it is idle */
+    if (dev->be->release_waits) {   /* the driver's free waits for the device: an idle release */
         gf__pinned_free *p = (gf__pinned_free *)gf__malloc(sizeof *p);
         if (p) {
             p->dev = dev; p->ptr = ptr; p->bytes = bytes;
-            gf__retire(dev, gf__pinned_release, p, GF__KIND_NO_MEMORY, 0, 1);
-            return;
+            if (gf__idle_push(dev, gf__pinned_release, p, bytes)) return;
+            gf__free(p);   /* no room to note it: freed now */
         }
     }
     gf__mem_count(dev, GF_MEMORY_PINNED, bytes, -1);
@@ -4902,9 +4955,8 @@ static gf_result gf__call_device_trim(gf_device *dev, size_t keep_bytes) {
    order), and the release runs once every fence has passed. That is checked at the next
    allocation, gf_device_synchronize and gf_stream_synchronize; an allocation that would fail,
    gf_device_trim and close wait for it. A release whose driver call waits for the whole device
-   (backend release_waits: a module's unload, pinned memory) is made only once no stream of the
-   device has work queued, so that a synchronize of one stream never waits for another's work;
-   until then it waits, at the latest for gf_device_synchronize. A stream in a driver's capture gets no fence (the driver
+   (backend release_waits: a module's unload) goes, once its fences pass, to the idle releases
+   below. A stream in a driver's capture gets no fence (the driver
    refuses a record there that is not captured), as gf_device_synchronize does not wait for it
    either: what it ran before the capture began is not waited for. */
 typedef struct gf__retired {
@@ -4914,7 +4966,7 @@ typedef struct gf__retired {
     int hold;                       /* unfenced (the device could not be waited for): kept until a
                                        trim, an allocation that waits, or close */
     int when_idle;                  /* a release that waits for the device (backend release_waits):
-                                       made once no stream of the device has work queued */
+                                       once its fences pass it moves to the idle releases */
 } gf__retired;
 
 static void gf__fences_free(gf_device *dev, gf_event **fences, int count) {
@@ -4955,10 +5007,20 @@ static gf_result gf__fences_make(gf_device *dev, gf_event ***out, int *count) {
     return GF_OK;
 }
 
-static void gf__retired_release(gf_device *dev, gf__retired *item) {
+static void gf__retired_settle(gf_device *dev, gf__retired *item) {   /* its fences back, no longer pending */
     gf__fences_free(dev, item->fences, item->fence_count);
     if (item->kind != GF__KIND_NO_MEMORY) gf__mem_count(dev, GF_MEMORY_PENDING, item->bytes, -1);
+}
+static void gf__retired_release(gf_device *dev, gf__retired *item) {
+    gf__retired_settle(dev, item);
     item->release(item->obj);
+}
+/* Passed: released now, or (a release that waits for the device, by a collection that does
+   not wait) handed to the idle releases. */
+static void gf__retired_passed(gf_device *dev, gf__retired *item, int wait) {
+    if (!item->when_idle || wait) { gf__retired_release(dev, item); return; }
+    gf__retired_settle(dev, item);
+    if (!gf__idle_push(dev, item->release, item->obj, 0)) item->release(item->obj);   /* no room: now */
 }
 
 /* Waits for every fence of an item (a fence that fails to answer counts as passed: the
@@ -5007,22 +5069,18 @@ static GF__TLS int gf__collecting;   /* this thread runs a collection's releases
 static void gf__retired_collect(gf_device *dev, int wait) {
     unsigned nap = GF__WAIT_NAP_MIN_US;
     gf__retired_collect_once(dev, wait);
-    if (!wait || gf__collecting) return;
-    while (gf__atomic_load_int(&dev->retired_busy)) {
-        gf__sleep_us(nap);
-        if (nap < GF__WAIT_NAP_MAX_US) nap *= 2;
+    if (wait && !gf__collecting) {
+        while (gf__atomic_load_int(&dev->retired_busy)) {
+            gf__sleep_us(nap);
+            if (nap < GF__WAIT_NAP_MAX_US) nap *= 2;
+        }
+        gf__retired_collect_once(dev, 1);   /* what they put back, not passed yet */
     }
-    gf__retired_collect_once(dev, 1);   /* what they put back, not passed yet */
-}
-/* Whether no stream of dev has work queued, as the driver answers now. Not asked while this
-   thread holds one of the library's locks (the walk takes the device's): then "busy". */
-static gf_result gf__visit_idle(gf_stream *s, void *ctx) { (void)ctx; return gf__pending(s) ? GF_NOT_READY : GF_OK; }
-static int gf__device_idle(gf_device *dev) {
-    return !gf__locks_held && gf__streams_visit(dev, gf__visit_idle, NULL, 1) == GF_OK;
+    gf__idle_drain(dev, wait);   /* a collection that waits makes the idle releases too */
 }
 static void gf__retired_collect_once(gf_device *dev, int wait) {
     gf__retired *items;
-    int count, i, j, kept = 0, idle = -1;   /* idle: asked once, when an item needs it */
+    int count, i, j, kept = 0;
     if (!gf__atomic_load_int(&dev->retired_pending)) return;   /* the common case: one load */
     gf__lock(&dev->retired_lock);
     items = dev->retired; count = dev->retired_count;
@@ -5035,11 +5093,7 @@ static void gf__retired_collect_once(gf_device *dev, int wait) {
         int passed = 1;
         if (wait) gf__retired_wait(dev, &items[i]);
         else for (j = 0, passed = !items[i].hold; j < items[i].fence_count && passed; j++) passed = dev->be->event_query(items[i].fences[j]) == GF_OK;
-        if (passed && items[i].when_idle && !wait) {
-            if (idle < 0) idle = gf__device_idle(dev);
-            passed = idle;
-        }
-        if (passed) gf__retired_release(dev, &items[i]);
+        if (passed) gf__retired_passed(dev, &items[i], wait);
         else items[kept++] = items[i];
     }
     if (kept) {   /* back, beside any retired meanwhile; without room, wait for them now */
@@ -5055,6 +5109,61 @@ static void gf__retired_collect_once(gf_device *dev, int wait) {
     }
     gf__collecting--;
     gf__atomic_add_int(&dev->retired_busy, -1);
+    gf__free(items);
+}
+
+/* Idle releases: driver calls that wait for every stream of the device (backend release_waits:
+   CUDA's cuModuleUnload and cuMemFreeHost wait 280 ms behind another stream's 300 ms host
+   function on an H100) are made only when none of the device's streams has work queued, so
+   that a synchronize of one stream never waits for another's work. What is due waits here: a
+   retired module whose fences passed, memory given to gf_host_free, surplus staging memory.
+   Made by a collection that finds the device idle; by gf_device_synchronize, a collection that
+   waits (trim, an allocation short of memory) and close whatever the streams do; and past
+   GF__IDLE_RELEASE_KEEP bytes or GF__IDLE_RELEASE_MAX items by the next collection made outside
+   the library's locks, waiting (GPUFLOW_SYNC_DEBUG names that wait; =error keeps them). Work
+   the program queues outside gpuflow (a wrapped stream's, or other streams of a lent context)
+   is not seen: a release made "idle" then still waits for it. */
+typedef struct gf__idle_release { void (*release)(void *obj); void *obj; size_t bytes; } gf__idle_release;
+
+/* Whether no stream of dev has work queued, by gpuflow's own count of what each stream ran,
+   asking the driver where that count is behind. Not asked while this thread holds one of the
+   library's locks (the walk takes the device's): then "busy". */
+static gf_result gf__visit_idle(gf_stream *s, void *ctx) { (void)ctx; return gf__pending(s) ? GF_NOT_READY : GF_OK; }
+static int gf__device_idle(gf_device *dev) {
+    return !gf__locks_held && gf__streams_visit(dev, gf__visit_idle, NULL, 1) == GF_OK;
+}
+/* 0: no host memory to note it (the caller releases now). bytes: host memory it gives back. */
+static int gf__idle_push(gf_device *dev, void (*release)(void *obj), void *obj, size_t bytes) {
+    int kept;
+    gf__lock(&dev->idle_lock);
+    kept = gf__grow((void **)&dev->idle, &dev->idle_cap, dev->idle_count + 1, sizeof *dev->idle);
+    if (kept) {
+        dev->idle[dev->idle_count].release = release;
+        dev->idle[dev->idle_count].obj = obj;
+        dev->idle[dev->idle_count++].bytes = bytes;
+        dev->idle_bytes += bytes;
+        gf__atomic_store_int(&dev->idle_pending, dev->idle_count);
+    }
+    gf__unlock(&dev->idle_lock);
+    return kept;
+}
+static void gf__idle_drain(gf_device *dev, int force) {
+    gf__idle_release *items;
+    int count, i, over;
+    if (!gf__atomic_load_int(&dev->idle_pending)) return;   /* the common case: one load */
+    gf__lock(&dev->idle_lock);
+    over = dev->idle_bytes > GF__IDLE_RELEASE_KEEP || dev->idle_count > GF__IDLE_RELEASE_MAX;
+    gf__unlock(&dev->idle_lock);
+    if (!force && !gf__device_idle(dev)) {
+        if (!over || !gf__may_wait_for_frees() || gf__sync_debug_mode() == 2) return;
+        (void)gf__hidden_wait("a synchronize or allocation", NULL, "the device's streams have run (module code and pinned memory let go of, past the bound kept for an idle moment)");
+    }
+    gf__lock(&dev->idle_lock);
+    items = dev->idle; count = dev->idle_count;
+    dev->idle = NULL; dev->idle_count = dev->idle_cap = 0; dev->idle_bytes = 0;
+    gf__atomic_store_int(&dev->idle_pending, 0);
+    gf__unlock(&dev->idle_lock);
+    for (i = 0; i < count; i++) items[i].release(items[i].obj);
     gf__free(items);
 }
 

@@ -13,6 +13,8 @@
                 another stream's queued work
      idle       a destroyed module's unload and gf_host_free, whose driver calls wait for the whole
                 device on CUDA, wait for no other stream: made once the device is idle
+     bound      past 64 MiB of pinned memory let go of while the device stays busy, the next
+                synchronize frees it, waiting (CUDA and HIP only)
      views      a view destroyed with a launch on it queued: at once, and its parent's memory is
                 not pending; the parent destroyed before its last view: pending with the view
      module     a module destroyed with a launch of its kernel queued: at once, its kernel is
@@ -144,18 +146,26 @@ static void test_release(gf_stream *s)
     gf_stream_destroy(other);
 }
 
+static int releases_wait(void) { return backend == GF_BACKEND_CUDA || backend == GF_BACKEND_HIP; }
+static uint64_t pinned_count(void)
+{
+    gf_memory_stats st;
+    memset(&st, 0, sizeof st);
+    if (gf_device_memory_stats(dev, &st) != GF_OK) return (uint64_t)-1;
+    return st.kind[GF_MEMORY_PINNED].count;
+}
+
 /* Releases whose driver call waits for every stream of the device (CUDA's cuModuleUnload and
    cuMemFreeHost: 280 ms behind another stream's 300 ms host function on an H100) are made only
    once no stream has work queued: neither the synchronize after a destroyed module's last
-   launch nor gf_host_free waits for another stream's queued work, and gf_device_synchronize
-   then makes them (found by a census of the driver's releases on the H100). */
+   launch nor gf_host_free waits for another stream's queued work, and the synchronize that
+   leaves the device idle makes them (found by a census of the driver's releases on the H100). */
 static void test_release_when_idle(gf_stream *s)
 {
     gf_module *m = load_module();
     gf_kernel *k = NULL;
     gf_buffer *x = NULL;
     gf_stream *other = NULL;
-    gf_memory_stats st;
     void *pinned = NULL;
     th_gate g, busy;
     if (!m) return;
@@ -170,12 +180,38 @@ static void test_release_when_idle(gf_stream *s)
     open_and_sync(s, &g);                        /* the launch has passed: the module's release comes due */
     gf_host_free(dev, pinned);
     CHECK(TH_GATE_LEFT(&busy) == 0, "release when idle: a module's unload or gf_host_free waited for another stream's queued work");
-    open_and_sync(other, &busy);
-    CHECK_EQ_RESULT(gf_device_synchronize(dev), GF_OK);   /* idle now: the releases are made */
-    memset(&st, 0, sizeof st);
-    CHECK_EQ_RESULT(gf_device_memory_stats(dev, &st), GF_OK);
-    CHECK(st.kind[GF_MEMORY_PINNED].count == 0, "release when idle: the pinned memory was freed once the device was idle");
+    if (releases_wait()) CHECK(pinned_count() == 1, "release when idle: the pinned memory waits for an idle device (counted meanwhile)");
+    open_and_sync(other, &busy);                 /* the device is idle after it: the releases are made */
+    CHECK(pinned_count() == 0, "release when idle: the pinned memory was freed once the device was idle");
+    CHECK_EQ_RESULT(gf_device_synchronize(dev), GF_OK);
     gf_buffer_destroy(x);
+    gf_stream_destroy(other);
+}
+
+/* What waits for an idle device is bounded: past 64 MiB of pinned memory let go of while
+   another stream stays busy, the next synchronize makes the releases, waiting for the device
+   (found by an outside review: a device that never went idle kept every free). */
+static void *open_later(void *p);
+static void test_idle_bound(gf_stream *s)
+{
+    gf_stream *other = NULL;
+    void *a = NULL, *b = NULL;
+    pthread_t opener;
+    th_gate busy;
+    if (!releases_wait()) { SKIP("idle bound: only where the driver's pinned free waits for the device (CUDA, HIP)"); return; }
+    if (!CHECK_EQ_RESULT(gf_stream_create(dev, NULL, &other), GF_OK)) return;
+    CHECK_EQ_RESULT(gf_host_alloc(dev, (size_t)40 << 20, &a), GF_OK);
+    CHECK_EQ_RESULT(gf_host_alloc(dev, (size_t)40 << 20, &b), GF_OK);
+    shut(other, &busy);
+    gf_host_free(dev, a);
+    gf_host_free(dev, b);                        /* 80 MiB wait for an idle device: past the bound */
+    CHECK(pinned_count() == 2, "idle bound: the frees returned at once, the memory still counted");
+    pthread_create(&opener, NULL, open_later, &busy);
+    CHECK_EQ_RESULT(gf_stream_synchronize(s), GF_OK);   /* over the bound: releases, waiting for the device */
+    CHECK(TH_GATE_LEFT(&busy) == 1, "idle bound: past the bound the releases waited for the busy stream");
+    CHECK(pinned_count() == 0, "idle bound: past the bound the pinned memory was freed");
+    pthread_join(opener, NULL);
+    open_and_sync(other, &busy);
     gf_stream_destroy(other);
 }
 
@@ -486,6 +522,7 @@ int main(int argc, char **argv)
     test_buffer(s);
     test_release(s);
     test_release_when_idle(s);
+    test_idle_bound(s);
     if (k) test_views(s, k);
     test_module(s);
     test_graph(s);
