@@ -503,7 +503,8 @@ typedef struct gf_module_desc {
     const void *hip_code; size_t hip_code_size;
     const char *opencl_source; const void *spirv; size_t spirv_size;
     const char *build_options;    /* OpenCL, NVRTC and hiprtc options (default none) */
-    const gf_stub_kernel *stub_kernels; int stub_kernel_count;
+    const gf_stub_kernel *stub_kernels; int stub_kernel_count;   /* read while the module lives (reloads,
+                                     launch checks): a static table, as GF_STUB_KERNEL makes */
     /* Kernels from one source (see KERNELS FROM ONE SOURCE): the dialect text, compiled at run
        time for the device (NVRTC, hiprtc, clBuildProgram); the stub runs stub_kernels, made
        from the same file by GF_KERNELS_AS_C. */
@@ -9607,6 +9608,27 @@ static gf_result gf__call_module_load(gf_device *dev, const gf_module_desc *desc
     return GF_OK;
 }
 
+/* Which parameters are pointers, read once from the types as written. */
+static uint32_t gf__buffer_params(const gf_stub_param *params, int count) {
+    uint32_t mask = 0;
+    int i;
+    for (i = 0; params && i < count && i < 32; i++)
+        if (params[i].type && strchr(params[i].type, '*')) mask |= (uint32_t)1 << i;
+    return mask;
+}
+/* A device backend's kernel takes its parameter list from the module's stub_kernels entry of
+   the same name, where the program gave one, so that launches are checked against it on every
+   backend (the stub's kernel_get sets its own). */
+static void gf__kernel_params_given(gf_kernel *k, const gf_stub_kernel *given, int count) {
+    int i;
+    for (i = 0; given && i < count; i++)
+        if (given[i].name && !strcmp(given[i].name, k->name)) {
+            k->param_count = given[i].param_count;
+            k->params = given[i].params;
+            k->buffer_params = gf__buffer_params(k->params, k->param_count);
+            return;
+        }
+}
 static gf_result gf__call_kernel_get(gf_module *mod, const char *name, gf_kernel **out) {
     gf_kernel *k;
     gf_result r;
@@ -9630,6 +9652,7 @@ static gf_result gf__call_kernel_get(gf_module *mod, const char *name, gf_kernel
         gf__free(k);
         return r;
     }
+    if (!k->params) gf__kernel_params_given(k, mod->given_stub, mod->given_stub_count);
     k->next = mod->kernels;
     mod->kernels = k;
     gf__unlock(&mod->lock);
@@ -14886,14 +14909,6 @@ static gf_result gf__stub_module_load(gf_module *mod, const gf_module_desc *desc
     return GF_OK;
 }
 static void gf__stub_module_unload(gf_module *mod) { gf__free(mod->stub_kernels); }
-/* Which parameters are pointers, read once from the types as written. */
-static uint32_t gf__buffer_params(const gf_stub_param *params, int count) {
-    uint32_t mask = 0;
-    int i;
-    for (i = 0; params && i < count && i < 32; i++)
-        if (params[i].type && strchr(params[i].type, '*')) mask |= (uint32_t)1 << i;
-    return mask;
-}
 static gf_result gf__stub_kernel_get(gf_kernel *k) {
     int i;
     for (i = 0; i < k->mod->stub_kernel_count; i++)
