@@ -2228,6 +2228,7 @@ struct gf_module {
     void *native;
     gf_stub_kernel *stub_kernels; int stub_kernel_count;
     gf__mutex lock;
+    gf__mutex reload_lock;          /* one reload at a time: path and origin change only inside one */
     gf_kernel *kernels;             /* handed out by gf_kernel_get, freed with the module */
     /* hot reload: how it was loaded from a file (path NULL: from text), and the code that
        stale graphs still run */
@@ -9597,9 +9598,11 @@ static gf_result gf__call_module_load(gf_device *dev, const gf_module_desc *desc
     mod->dev = dev;
     mod->id = gf__atomic_add(&dev->next_id, 1) + 1;
     gf__mutex_init(&mod->lock);
+    gf__mutex_init(&mod->reload_lock);
     if ((r = gf__module_build(mod, desc)) != GF_OK) {
         gf__module_origin_free(mod);
         gf__mutex_destroy(&mod->lock);
+        gf__mutex_destroy(&mod->reload_lock);
         gf__free(mod);
         return r;
     }
@@ -9732,13 +9735,21 @@ static void gf__module_file_desc(const gf_module *mod, gf_module_desc *d) {
     d->source_path = mod->path; d->build_options = mod->options; d->source_name = mod->source_name;
     d->cache_dir = mod->cache_dir; d->stub_kernels = mod->given_stub; d->stub_kernel_count = mod->given_stub_count;
 }
+static gf_result gf__module_reload_locked(gf_module *mod, const gf_module_desc *desc);
 static gf_result gf__call_module_reload(gf_module *mod, const gf_module_desc *desc) {
+    gf_result r;
+    GF__CHECK(mod, GF__T_MODULE);
+    gf__lock(&mod->reload_lock);
+    r = gf__module_reload_locked(mod, desc);
+    gf__unlock(&mod->reload_lock);
+    return r;
+}
+static gf_result gf__module_reload_locked(gf_module *mod, const gf_module_desc *desc) {
     gf_module_desc d;
     gf_module *fresh = NULL;
     gf_kernel *k, **found = NULL;
     int count = 0, i, *changed = NULL, followed;
     gf_result r;
-    GF__CHECK(mod, GF__T_MODULE);
     if (desc) d = *desc;
     else {
         if (!mod->path) return gf__fail(GF_ERROR_INVALID_STATE, "gf_module_reload: the module was not loaded from a file "
@@ -9748,7 +9759,14 @@ static gf_result gf__call_module_reload(gf_module *mod, const gf_module_desc *de
     if (!mod->dev->be->compile && d.stub_kernels == mod->given_stub && d.stub_kernel_count == mod->given_stub_count)
         return gf__fail(GF_ERROR_NOT_SUPPORTED, "gf_module_reload: the stub runs the C form compiled into the program, which a file "
                         "cannot change: give a desc with the new stub_kernels (from a library the program reloaded, say)");
-    if (!desc) (void)gf__file_stamp(mod->path, &mod->path_mtime, &mod->path_size);   /* seen now, built or not */
+    if (!desc) {   /* seen now, built or not (a poll reads the stamp under the module's lock) */
+        long long mtime, size;
+        if (gf__file_stamp(mod->path, &mtime, &size)) {
+            gf__lock(&mod->lock);
+            mod->path_mtime = mtime; mod->path_size = size;
+            gf__unlock(&mod->lock);
+        }
+    }
     if ((r = gf_module_load(mod->dev, &d, &fresh)) != GF_OK)   /* the log is in the message; the old code runs on */
         return gf__fail(r, "gf_module_reload: the new code did not load; the old code runs on: %s", gf__error_text);
     gf__lock(&mod->lock);
@@ -9795,13 +9813,22 @@ static gf_result gf__call_module_reload(gf_module *mod, const gf_module_desc *de
 
 GPUFLOW_IMPL gf_result gf_module_poll(gf_module *mod, int *reloaded) {
     long long mtime, size;
+    int changed;
     GF__CHECK(mod, GF__T_MODULE);
     GF__CHECK_OUT(reloaded);
     *reloaded = 0;
-    if (!mod->path) return gf__fail(GF_ERROR_INVALID_STATE, "gf_module_poll: the module was not loaded from a file (gf_module_desc.source_path)");
-    if (!gf__file_stamp(mod->path, &mtime, &size) || (mtime == mod->path_mtime && size == mod->path_size)) return GF_OK;
-    mod->path_mtime = mtime;   /* seen, built or not: a broken file is not compiled again at every poll */
-    mod->path_size = size;
+    gf__lock(&mod->lock);   /* a reload swaps path and stamp under it; two polls see one change once */
+    if (!mod->path) {
+        gf__unlock(&mod->lock);
+        return gf__fail(GF_ERROR_INVALID_STATE, "gf_module_poll: the module was not loaded from a file (gf_module_desc.source_path)");
+    }
+    changed = gf__file_stamp(mod->path, &mtime, &size) && (mtime != mod->path_mtime || size != mod->path_size);
+    if (changed) {
+        mod->path_mtime = mtime;   /* seen, built or not: a broken file is not compiled again at every poll */
+        mod->path_size = size;
+    }
+    gf__unlock(&mod->lock);
+    if (!changed) return GF_OK;
     {
         gf_result r = gf_module_reload(mod, NULL);
         *reloaded = r == GF_OK;
@@ -9826,6 +9853,7 @@ static void gf__module_release(void *p) {   /* the code itself, once no queued l
     gf__module_origin_free(mod);
     gf__free(mod->olds);
     gf__mutex_destroy(&mod->lock);
+    gf__mutex_destroy(&mod->reload_lock);
     gf__obj_free(mod->dev, mod);
 }
 /* Never waits: the module and its kernels are refused from now on; the code is unloaded once

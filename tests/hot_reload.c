@@ -186,6 +186,45 @@ static void test_file(gf_backend backend)
     gf_module_destroy(mod);
 }
 
+/* Polls from two threads beside reloads that give the module its file again (each reload
+   swaps in a new copy of the path and frees the old): a poll reads the path and its stamp
+   under the module's lock, and reloads run one at a time (TSan found a poll reading them
+   bare; an outside tester). make sanitize runs it under TSan. */
+static gf_module *poll_mod;
+static th_gate poll_stop;
+static void *poll_loop(void *p)
+{
+    int reloaded;
+    (void)p;
+    while (!th_gate_get(&poll_stop, &poll_stop.open)) (void)gf_module_poll(poll_mod, &reloaded);
+    return NULL;
+}
+static void test_poll_threads(void)
+{
+    gf_module_desc d;
+    pthread_t a, b;
+    int i, ok = 1;
+    memset(&d, 0, sizeof d);
+    d.source_path = path;
+    d.stub_kernels = stub_v1;
+    d.stub_kernel_count = 1;
+    if (!CHECK(write_source(NULL, 1, 1), "threads: the kernel file is written")) return;
+    if (!CHECK_EQ_RESULT(gf_module_load(dev, &d, &poll_mod), GF_OK)) return;
+    th_gate_init(&poll_stop);
+    pthread_create(&a, NULL, poll_loop, NULL);
+    pthread_create(&b, NULL, poll_loop, NULL);
+    for (i = 0; i < 4; i++) {   /* the stub reloads only new stub_kernels */
+        d.stub_kernels = i % 2 ? stub_v1 : stub_v2;
+        ok &= gf_module_reload(poll_mod, &d) == GF_OK;
+    }
+    th_gate_open(&poll_stop);
+    pthread_join(a, NULL);
+    pthread_join(b, NULL);
+    CHECK(ok, "threads: reloads beside two polling threads succeed");
+    th_gate_destroy(&poll_stop);
+    gf_module_destroy(poll_mod);
+}
+
 static void test_bad_input(void)
 {
     gf_module_desc d;
@@ -239,6 +278,7 @@ int main(int argc, char **argv)
     CHECK_EQ_RESULT(gf_buffer_create(dev, N * sizeof(unsigned), &buf), GF_OK);
     if (s && buf) {
         test_file(backend);
+        test_poll_threads();
         test_bad_input();
     }
     remove(path);
