@@ -4668,12 +4668,22 @@ static gf_result gf__call_copy_to_host_async(gf_stream *s, void *dst, gf_buffer 
     if (!src) return gf__bad_handle("gf_copy_to_host_async", "src", src, GF__T_BUFFER);
     return gf__copy_async("gf_copy_to_host_async", s, &c);
 }
+/* The buffer that owns a view's memory (views of views are refused), and an offset into it. */
+static const gf_buffer *gf__buffer_root(const gf_buffer *b) { return b->parent ? b->parent : b; }
+static size_t gf__root_offset(const gf_buffer *b, size_t offset) {   /* saturates: past the end stays past it */
+    size_t base = b->parent ? b->view_offset : 0;
+    return offset > (size_t)-1 - base ? (size_t)-1 : base + offset;
+}
 static gf_result gf__call_copy_buffer_async(gf_stream *s, gf_buffer *dst, size_t dst_offset, gf_buffer *src, size_t src_offset, size_t bytes) {
     gf__copy c = gf__copy_desc(GF__COPY_D2D, dst, dst_offset, src, src_offset, NULL, bytes);
     if (!gf__is(dst, GF__T_BUFFER)) return gf__bad_handle("gf_copy_buffer_async", "dst", dst, GF__T_BUFFER);
     if (!gf__is(src, GF__T_BUFFER)) return gf__bad_handle("gf_copy_buffer_async", "src", src, GF__T_BUFFER);
-    if (dst == src && (dst_offset < src_offset ? src_offset - dst_offset : dst_offset - src_offset) < bytes)
-        return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_copy_buffer_async: source and destination ranges overlap");
+    if (gf__buffer_root(dst) == gf__buffer_root(src)) {   /* the same memory, perhaps through views */
+        size_t d = gf__root_offset(dst, dst_offset), r = gf__root_offset(src, src_offset);
+        if ((d < r ? r - d : d - r) < bytes)
+            return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_copy_buffer_async: source and destination ranges overlap%s",
+                            dst != src ? " (through a view)" : "");
+    }
     return gf__copy_async("gf_copy_buffer_async", s, &c);
 }
 
@@ -4835,6 +4845,13 @@ static gf_result gf__call_copy_2d_async(gf_stream *s, const gf_copy_2d *copy) {
     if (!copy->dst && !copy->src) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_copy_2d_async: host to host is not a device copy");
     if (copy->dst && copy->dst == copy->src)
         return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_copy_2d_async: source and destination are the same buffer");
+    if (copy->dst && copy->src && gf__buffer_root(copy->dst) == gf__buffer_root(copy->src)) {   /* views of one buffer */
+        size_t d = gf__root_offset(copy->dst, copy->dst_offset), r = gf__root_offset(copy->src, copy->src_offset);
+        size_t d_end = d + (copy->height - 1) * copy->dst_pitch + copy->width;   /* in range: checked above */
+        size_t r_end = r + (copy->height - 1) * copy->src_pitch + copy->width;
+        if (d < r_end && r < d_end)
+            return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_copy_2d_async: source and destination overlap (views of one buffer)");
+    }
     c.kind = GF__CMD_COPY_2D;
     c.as.copy_2d = *copy;
     return gf__submit(s, &c);
