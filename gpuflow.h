@@ -6356,7 +6356,8 @@ static gf_result gf__order_after(gf_stream *waiter, gf_stream *from, gf_stream *
    alternate, so one chunk is read while the last is written. The other device's part runs on
    its peer stream, ordered after what s had queued, and s goes on only after the last chunk
    is written: in order on both sides. The stages are pinned for the device whose backend
-   needs pinned memory. */
+   needs pinned memory. After a backend's peer copy the other device's peer stream waits for
+   it, which its releases' fences then see. */
 #define GF__PEER_CHUNK ((size_t)8 << 20)
 static gf_result gf__copy_between_devices(gf_stream *s, const gf__copy *c) {
     GF__HELD(&s->lock);
@@ -6368,8 +6369,14 @@ static gf_result gf__copy_between_devices(gf_stream *s, const gf__copy *c) {
     size_t chunk = c->bytes < GF__PEER_CHUNK ? c->bytes : GF__PEER_CHUNK, done = 0;
     int k = 0, used[2] = { 0, 0 };
     gf_result r;
-    if (src_dev->be == dst_dev->be && s->dev->be->copy_peer) return s->dev->be->copy_peer(s, c);
     if ((r = gf__peer_stream(other, &peer)) != GF_OK) return r;
+    if (src_dev->be == dst_dev->be && s->dev->be->copy_peer) {
+        /* s reaches the other device's buffer itself: the other device's peer stream waits for
+           the copy, so that a destroy there fences it and a release cannot free the memory under
+           it (the other device's fences see only its own streams). */
+        if ((r = s->dev->be->copy_peer(s, c)) != GF_OK) return r;
+        return gf__order_after(peer, s, s);
+    }
     reader = s->dev == src_dev ? s : peer;
     writer = reader == s ? peer : s;
     if ((r = gf__stage_get(stage_dev, chunk, &st[0])) != GF_OK) return r;

@@ -228,6 +228,43 @@ static void test_memory(gf_device *a, gf_device *b)
     gf_buffer_destroy(x);
 }
 
+/* A buffer of a, read by a copy queued on a stream of b, destroyed before the copy runs: its
+   memory stays until the copy has passed, though only b's stream reads it (found by an outside
+   tester: gf_device_synchronize(a) freed it under b's queued peer copy; ASan: use after free). */
+static void test_release_under_peer_copy(gf_device *a, gf_device *b)
+{
+    enum { N = 4096 };
+    gf_stream *sb = NULL;
+    gf_buffer *x = NULL, *y = NULL;
+    th_gate gates[2];
+    pthread_t opener;
+    unsigned char host[N], back[N];
+    if (!CHECK_EQ_RESULT(gf_stream_create(b, NULL, &sb), GF_OK)) return;
+    if (CHECK_EQ_RESULT(gf_buffer_create(a, N, &x), GF_OK) && CHECK_EQ_RESULT(gf_buffer_create(b, N, &y), GF_OK)) {
+        pattern(host, N, 7);
+        memset(back, 0, sizeof back);
+        CHECK_EQ_RESULT(gf_copy_to_device(x, 0, host, N), GF_OK);
+        th_gate_init(&gates[0]);
+        th_gate_init(&gates[1]);
+        CHECK_EQ_RESULT(gf_stream_add_callback(sb, th_gate_cb, &gates[0]), GF_OK);
+        CHECK_EQ_RESULT(gf_copy_buffer_async(sb, y, 0, x, 0, N), GF_OK);   /* reads a's buffer when it runs */
+        gf_buffer_destroy(x);
+        x = NULL;
+        pthread_create(&opener, NULL, open_later, gates);
+        CHECK_EQ_RESULT(gf_device_synchronize(a), GF_OK);   /* a's releases come due here */
+        CHECK(TH_GATE_LEFT(&gates[0]) == 1, "release: a's synchronize waited for b's copy from its destroyed buffer");
+        pthread_join(opener, NULL);
+        CHECK_EQ_RESULT(gf_stream_synchronize(sb), GF_OK);
+        CHECK_EQ_RESULT(gf_copy_to_host(back, y, 0, N), GF_OK);
+        CHECK(memcmp(back, host, N) == 0, "release: b's copy read the destroyed buffer's bytes");
+        th_gate_destroy(&gates[0]);
+        th_gate_destroy(&gates[1]);
+    }
+    if (x) gf_buffer_destroy(x);
+    if (y) gf_buffer_destroy(y);
+    gf_stream_destroy(sb);
+}
+
 /* A flow of three tasks: fill on a, copy to b on b, read back on b; edges across devices. */
 typedef struct flow_ctx { gf_buffer *x, *y; unsigned char *host; size_t n; } flow_ctx;
 static gf_result task_fill(gf_stream *s, void *user) { flow_ctx *c = (flow_ctx *)user; return gf_fill_async(s, c->x, 0, 0x5c, c->n); }
@@ -392,6 +429,7 @@ static void run_pair(gf_device *a, gf_device *b, gf_device *third, int staged)
     test_order(b, a);
     test_barriers(a, b);
     test_memory(a, b);
+    test_release_under_peer_copy(a, b);
     test_flow(a, b);
 }
 
