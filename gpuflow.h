@@ -832,7 +832,9 @@ GPUFLOW_API gf_result gf_device_enable_peer(gf_device *a, gf_device *b);       /
 
 /* ---- memory -------------------------------------------------------------------------- */
 /* Codes: GF_ERROR_OUT_OF_MEMORY (device memory, the memory limit, host memory), GF_ERROR_OUT_OF_RANGE
-   (a range past a buffer's end), GF_ERROR_WRONG_DEVICE, GF_ERROR_CAPTURE (a synchronous copy
+   (a range past a buffer's end), GF_ERROR_INVALID_ARGUMENT (overlapping copy ranges, also
+   through views; a memory limit below the bytes in use once cached and passed memory went
+   back), GF_ERROR_INVALID_STATE (gf_buffer_destroy_async of a buffer whose views live), GF_ERROR_WRONG_DEVICE, GF_ERROR_CAPTURE (a synchronous copy
    into a buffer a capture uses; its destroy, which keeps it: destroy it after the capture ends),
    GF_ERROR_NOT_SUPPORTED (managed memory, prefetch, wide fills
    where the backend has none), GF_ERROR_DRIVER. Async calls return at once; host memory given
@@ -872,6 +874,9 @@ GPUFLOW_API gf_result gf_device_memory_stats(gf_device *dev, gf_memory_stats *ou
 GPUFLOW_API gf_result gf_device_reset_peak(gf_device *dev);
 GPUFLOW_API gf_result gf_device_set_memory_limit(gf_device *dev, size_t bytes);   /* 0: no limit */
 GPUFLOW_API gf_result gf_device_trim(gf_device *dev, size_t keep_bytes);
+/* gf_set_allocator is process-wide and not synchronized with other calls: set it before the
+   first device opens. Memory goes back to the allocator that gave it, so a swap while gpuflow
+   holds memory from another heap is the program's error, like free() of another heap's memory. */
 GPUFLOW_API void      gf_set_allocator(const gf_allocator *allocator);             /* NULL: back to the macros */
 
 /* Memory budgets: a label and a byte limit that buffers created with gf_buffer_desc.budget
@@ -4939,17 +4944,24 @@ static gf_result gf__call_device_reset_peak(gf_device *dev) {
     gf__spin_unlock(&dev->mem_lock);
     return GF_OK;
 }
+/* A limit below what the device holds is refused, after memory kept only for reuse (the
+   cache's passed blocks) and destroyed buffers' passed frees went back: without waiting. */
 static gf_result gf__call_device_set_memory_limit(gf_device *dev, size_t bytes) {
-    uint64_t used;
+    uint64_t used = 0;
+    int pass;
     GF__CHECK(dev, GF__T_DEVICE);
-    gf__spin_lock(&dev->mem_lock);
-    used = gf__mem_device_bytes(dev);
-    if (!bytes || bytes >= used) dev->mem_limit = bytes;
-    gf__spin_unlock(&dev->mem_lock);
-    if (bytes && bytes < used)
-        return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_device_set_memory_limit: %llu bytes is below the %llu bytes in use; limit unchanged",
-                        (unsigned long long)bytes, (unsigned long long)used);
-    return GF_OK;
+    for (pass = 0; pass < 2; pass++) {
+        int fits;
+        if (pass) { gf__cache_release(dev, 0, 0); gf__retired_collect(dev, 0); }
+        gf__spin_lock(&dev->mem_lock);
+        used = gf__mem_device_bytes(dev);
+        fits = !bytes || bytes >= used;
+        if (fits) dev->mem_limit = bytes;
+        gf__spin_unlock(&dev->mem_lock);
+        if (fits) return GF_OK;
+    }
+    return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_device_set_memory_limit: %llu bytes is below the %llu bytes in use; limit unchanged",
+                    (unsigned long long)bytes, (unsigned long long)used);
 }
 /* Waits for the device, then gives cached stream-ordered memory back until at most keep_bytes
    stay cached; on CUDA and HIP, the driver pool's trim. */

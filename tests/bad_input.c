@@ -210,6 +210,15 @@ static void test_memory(void)
     CHECK_FAIL(gf_buffer_destroy_async(s2, x), GF_ERROR_WRONG_DEVICE);
     CHECK(gf_fill_async(s, x, 0, 3, 16) == GF_OK && gf_buffer_destroy_async(s, x) == GF_OK &&
           gf_stream_synchronize(s) == GF_OK, "the async buffer still works after refused frees");
+    {   /* memory cached only for reuse does not refuse a lower limit (found by an outside tester) */
+        gf_buffer *c = NULL;
+        if (CHECK_EQ_RESULT(gf_buffer_create_async(s, 1 << 20, &c), GF_OK)) {
+            CHECK_EQ_RESULT(gf_buffer_destroy_async(s, c), GF_OK);
+            CHECK_EQ_RESULT(gf_stream_synchronize(s), GF_OK);
+            CHECK_EQ_RESULT(gf_device_set_memory_limit(dev, 512 << 10), GF_OK);   /* below the 1 MiB cached */
+            CHECK_EQ_RESULT(gf_device_set_memory_limit(dev, 0), GF_OK);
+        }
+    }
     b_unchanged("the plain buffer passed to destroy_async still holds its data");
 }
 
