@@ -2578,6 +2578,9 @@ static void test_memory_stats(void)
     CHECK_EQ_RESULT(gf_device_reset_peak(C.dev), GF_OK);
     CHECK_EQ_RESULT(gf_device_memory_stats(C.dev, &st2), GF_OK);
     CHECK(st2.kind[GF_MEMORY_DEVICE].peak_bytes == base, "memory stats: reset_peak brings peaks to the current use");
+    /* a limit below what is in use is refused; memory kept only for reuse would go back first */
+    CHECK_EQ_RESULT(gf_device_trim(C.dev, 0), GF_OK);
+    CHECK_EQ_RESULT(gf_device_memory_stats(C.dev, &st2), GF_OK);
     CHECK_FAIL(gf_device_set_memory_limit(C.dev, st2.device_bytes ? (size_t)st2.device_bytes - 1 : 0), st2.device_bytes ? GF_ERROR_INVALID_ARGUMENT : GF_OK);
     CHECK_EQ_RESULT(gf_device_set_memory_limit(C.dev, (size_t)st2.device_bytes + (2 << 20)), GF_OK);
     CHECK_EQ_RESULT(gf_buffer_create(C.dev, 1 << 20, &b), GF_OK);
