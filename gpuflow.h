@@ -842,9 +842,10 @@ GPUFLOW_API gf_result gf_device_enable_peer(gf_device *a, gf_device *b);       /
    memory is freed once the work queued (on any stream) before the destroy has passed, checked
    at the next allocation or synchronize; gf_buffer_destroy_async frees in one stream's order.
    gf_host_free does not wait: where the driver's free waits for the device (CUDA, HIP) the
-   memory goes when gpuflow finds the device's streams idle, at gf_device_synchronize, trim or
-   close, or once 64 MiB wait so (GF_MEMORY_PINNED counts it until then; gf_host_alloc short of
-   memory waits for it); the program makes sure no queued work uses it.
+   memory goes at once if gpuflow's streams of the device are idle, else when a synchronize or
+   allocation finds them so, at gf_device_synchronize, trim or close, or once 64 MiB wait so
+   (GF_MEMORY_PINNED counts it until then; gf_host_alloc short of memory waits for it). The
+   program makes sure no queued work uses it.
    A view keeps its parent's memory alive; its destroy only lets go of that. Views of views are
    refused. Blocks until the copy is done: gf_copy_to_device, gf_copy_to_host. Blocks until all
    queued work has run: gf_device_trim. An allocation that finds the memory short first waits
@@ -2809,7 +2810,8 @@ static void gf__module_unref(gf_module *mod);
 static int gf__in_task_on(const gf_stream *s);
 static void gf__retired_collect(gf_device *dev, int wait);
 static int gf__idle_push(gf_device *dev, void (*release)(void *obj), void *obj, size_t bytes);
-static void gf__idle_drain(gf_device *dev, int force);
+enum { GF__IDLE_IF_IDLE, GF__IDLE_OR_BOUND, GF__IDLE_NOW };   /* gf__idle_drain: when the idle releases are made */
+static void gf__idle_drain(gf_device *dev, int when);
 static uint64_t gf__pending(gf_stream *s);
 /* events, event pools, async waiters */
 static gf_result gf__wait_locked(gf_stream *s, gf_event *ev);
@@ -3578,7 +3580,7 @@ static gf_result gf__call_device_synchronize(gf_device *dev) {
     if ((r = GF__FAULT_POINT(dev, GF__FK_SYNC, "gf_device_synchronize")) != GF_OK) return r;
     r = gf__streams_visit(dev, gf__visit_sync, NULL, 0);
     gf__retired_collect(dev, 0);   /* what waited for the work just finished */
-    gf__idle_drain(dev, 1);        /* the device was just waited for: what waits for idle goes too */
+    gf__idle_drain(dev, GF__IDLE_NOW);   /* the device was just waited for: what waits for idle goes too */
     return r;
 }
 
@@ -4548,7 +4550,7 @@ static gf_result gf__reclaim_host_memory(gf_device *dev) {
     gf_result r;
     if (!gf__may_wait_for_frees()) return GF_OK;
     if ((r = gf__hidden_wait("gf_host_alloc", NULL, "the device's streams have run (pinned memory let go of goes back: the memory is short)")) != GF_OK) return r;
-    gf__idle_drain(dev, 1);
+    gf__idle_drain(dev, GF__IDLE_NOW);
     return GF_OK;
 }
 GPUFLOW_IMPL gf_result gf_host_alloc(gf_device *dev, size_t bytes, void **out) {
@@ -4558,6 +4560,7 @@ GPUFLOW_IMPL gf_result gf_host_alloc(gf_device *dev, size_t bytes, void **out) {
     GF__CHECK_OUT(out);
     *out = NULL;
     if (bytes == 0) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_host_alloc: size is 0");
+    gf__idle_drain(dev, GF__IDLE_OR_BOUND);   /* an allocation is a collection point, as for device memory */
     if (gf__atomic_load_int(&dev->idle_pending)) {   /* pinned memory let go of may be what is short */
         gf__host_request req;
         req.dev = dev; req.bytes = bytes; req.out = out;
@@ -4598,7 +4601,10 @@ GPUFLOW_IMPL void gf_host_free(gf_device *dev, void *ptr) {
         gf__pinned_free *p = (gf__pinned_free *)gf__malloc(sizeof *p);
         if (p) {
             p->dev = dev; p->ptr = ptr; p->bytes = bytes;
-            if (gf__idle_push(dev, gf__pinned_release, p, bytes)) return;
+            if (gf__idle_push(dev, gf__pinned_release, p, bytes)) {
+                gf__idle_drain(dev, GF__IDLE_IF_IDLE);   /* an idle device: freed now, as elsewhere */
+                return;
+            }
             gf__free(p);   /* no room to note it: freed now */
         }
     }
@@ -5107,7 +5113,7 @@ static void gf__retired_collect(gf_device *dev, int wait) {
         }
         gf__retired_collect_once(dev, 1);   /* what they put back, not passed yet */
     }
-    gf__idle_drain(dev, wait);   /* a collection that waits makes the idle releases too */
+    gf__idle_drain(dev, wait ? GF__IDLE_NOW : GF__IDLE_OR_BOUND);   /* a collection that waits makes them all */
 }
 static void gf__retired_collect_once(gf_device *dev, int wait) {
     gf__retired *items;
@@ -5178,15 +5184,17 @@ static int gf__idle_push(gf_device *dev, void (*release)(void *obj), void *obj, 
     gf__unlock(&dev->idle_lock);
     return kept;
 }
-static void gf__idle_drain(gf_device *dev, int force) {
+/* when: GF__IDLE_IF_IDLE only if the device is idle; GF__IDLE_OR_BOUND also past the bound,
+   waiting; GF__IDLE_NOW whatever the streams do. */
+static void gf__idle_drain(gf_device *dev, int when) {
     gf__idle_release *items;
     int count, i, over;
     if (!gf__atomic_load_int(&dev->idle_pending)) return;   /* the common case: one load */
     gf__lock(&dev->idle_lock);
     over = dev->idle_bytes > GF__IDLE_RELEASE_KEEP || dev->idle_count > GF__IDLE_RELEASE_MAX;
     gf__unlock(&dev->idle_lock);
-    if (!force && !gf__device_idle(dev)) {
-        if (!over || !gf__may_wait_for_frees() || gf__sync_debug_mode() == 2) return;
+    if (when != GF__IDLE_NOW && !gf__device_idle(dev)) {
+        if (when == GF__IDLE_IF_IDLE || !over || !gf__may_wait_for_frees() || gf__sync_debug_mode() == 2) return;
         (void)gf__hidden_wait("a synchronize or allocation", NULL, "the device's streams have run (module code and pinned memory let go of, past the bound kept for an idle moment)");
     }
     gf__lock(&dev->idle_lock);
