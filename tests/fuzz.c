@@ -2186,7 +2186,11 @@ static void op_memory(fz_in *in)
         unsigned how = fz_u8(in) % 4;
         bytes = how == 0 ? 0 : how == 1 ? (size_t)st.device_bytes + ((size_t)fz_u16(in) << 10)
               : how == 2 && st.device_bytes ? (size_t)st.device_bytes - 1 - fz_u8(in) % (size_t)st.device_bytes : SIZE_MAX - fz_u8(in);
-        if (d >= 0 && bytes && bytes < st.device_bytes) fz_bad(&e, GF_ERROR_INVALID_ARGUMENT);   /* below what is in use */
+        if (d >= 0 && bytes && bytes < st.device_bytes) {   /* below what is in use */
+            uint64_t live = st.kind[GF_MEMORY_DEVICE].bytes + st.kind[GF_MEMORY_MANAGED].bytes + st.kind[GF_MEMORY_ASYNC].bytes;
+            if (bytes < live) fz_bad(&e, GF_ERROR_INVALID_ARGUMENT);
+            else fz_alt(&e, GF_ERROR_INVALID_ARGUMENT);   /* cached or pending memory whose work passed goes back first */
+        }
         if (FZ_CALL(&e, gf_device_set_memory_limit(dev, bytes)) == GF_OK && FZ_CALL(NULL, gf_device_memory_stats(dev, &after)) == GF_OK &&
             after.limit != bytes)
             fz_die(__LINE__, "gf_device_set_memory_limit", "the stats do not show the limit set");
