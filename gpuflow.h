@@ -822,9 +822,13 @@ GPUFLOW_API gf_result  gf_device_synchronize(gf_device *dev);
    gf_devices opened on one ordinal are distinct devices to gpuflow's rules (memory
    accounting, events, streams) and share the driver's context. Not captured: a copy or wait
    across devices inside a capture is GF_ERROR_CAPTURE. The race detector checks each
-   device's own side. Closing a device waits for other devices' streams still bridged to its
-   events or holding its staging memory. GPUFLOW_STUB_DEVICES=N (1 to 16; default 1) makes the stub N devices, each with its
-   own memory capacity and accounting. Codes: GF_ERROR_WRONG_DEVICE (a stream of neither
+   device's own side. A buffer destroyed while another device's queued copy uses it is freed
+   once that copy has run (the copy's stream, and what it queued before, are waited for by the
+   release, not by the buffer device's synchronize, unless the copy is staged through host
+   memory: then the buffer device's own streams take part in it). Closing a device waits for other devices'
+   streams still bridged to its events, holding its staging memory or copying its memory.
+   GPUFLOW_STUB_DEVICES=N (1 to 16; default 1) makes the stub N devices, each with its own
+   memory capacity and accounting. Codes: GF_ERROR_WRONG_DEVICE (a stream of neither
    device), GF_ERROR_NOT_SUPPORTED (gf_device_enable_peer where there is no link: the message
    says why), GF_ERROR_CAPTURE, GF_ERROR_DRIVER. Thread-safe. */
 GPUFLOW_API int       gf_device_can_access_peer(gf_device *a, gf_device *b);   /* 0 for bad handles */
@@ -2038,6 +2042,8 @@ struct gf_device {
     gf_stream *sync_stream;         /* carries the synchronous copies */
     gf_stream *peer_stream;         /* made at first need: this device's side of copies and waits
                                        bridged to other devices (gpuflow's own: "gpuflow/peer") */
+    gf_stream *outside_stream;      /* made at first need: waits for other devices' peer copies of
+                                       its memory, so its releases' fences see them ("gpuflow/outside") */
     int bridges;                    /* atomic: other devices' callbacks that hold its marks or stages */
     gf_event_pool *events;          /* the device's own events: barriers, flows, profiler */
     uint64_t next_id;
@@ -2142,6 +2148,8 @@ struct gf_stream {
     gf__capture *capture;           /* capture this stream takes part in, or NULL */
     int capture_ops, capture_joined;/* ops since joining; ops covered by a join back */
     int sync_refs;                  /* device-wide synchronizes holding it (dev->lock); destroy waits */
+    int fence_only;                 /* dev->outside_stream: fenced by releases; neither a device's
+                                       synchronize nor its idle check waits for it */
     gf_stream_pool *pool; int pool_index;
     uint64_t lease_t0; gf_workload lease_workload;  /* pool completion timing */
     int internal;                   /* owned by the core (pool, set, flow, sync stream) */
@@ -2240,6 +2248,7 @@ struct gf_module {
        stale graphs still run */
     char *path, *options, *source_name, *cache_dir;
     const gf_stub_kernel *given_stub; int given_stub_count;
+    int given_stale;                /* reloaded from its file: given_stub no longer describes the code */
     long long path_mtime, path_size;
     gf_module **olds; int old_count, old_cap;
     int refs;                       /* atomic: the program's handle and each graph holding it (the code goes with the last) */
@@ -3047,6 +3056,7 @@ static void gf__device_free(gf_device *dev) {
     for (i = 0; i < dev->graph_count; i++) gf__free(dev->graphs[i]);
     if (dev->sync_stream) gf__stream_free(dev->sync_stream);
     if (dev->peer_stream) gf__stream_free(dev->peer_stream);
+    if (dev->outside_stream) gf__stream_free(dev->outside_stream);
     if (dev->events) gf__event_pool_free(dev->events);   /* the waiter thread has stopped */
     gf__stages_free(dev, dev->stage_idle, 1);   /* every stream drained: no callback holds one */
     gf__stages_free(dev, dev->stage_lost, 1);
@@ -3427,6 +3437,7 @@ static void gf__call_device_close(gf_device *dev) {
     gf__open_devices_remove(dev);
     gf__report_live(dev);
     gf__wait_device(dev);
+    if (dev->outside_stream) (void)gf__stream_sync(dev->outside_stream);   /* other devices' copies of its memory */
     while (gf__atomic_load_int(&dev->bridges)) gf__sleep_us(200);   /* other devices' callbacks still hold its marks or stages */
     gf__env_at_close(dev);
     gf__waiter_stop(dev);
@@ -3491,7 +3502,7 @@ static gf_result gf__streams_visit(gf_device *dev, gf_result (*visit)(gf_stream 
     }
     return r;
 }
-static gf_result gf__visit_sync(gf_stream *s, void *ctx) { (void)ctx; return gf__stream_sync(s); }
+static gf_result gf__visit_sync(gf_stream *s, void *ctx) { (void)ctx; return s->fence_only ? GF_OK : gf__stream_sync(s); }
 
 /* A lock that may be held while its holder waits for this thread: tried for a while, never
    waited for (0: still busy). */
@@ -4844,6 +4855,20 @@ static gf_result gf__check_2d_side(gf_stream *s, const char *side, gf_buffer *bu
     extent = pitch * (height - 1) + width;
     return gf__check_range(fn, buf, offset, extent);
 }
+/* Whether a row of one side shares a byte with a row of the other (offsets into one buffer,
+   both ranges checked, pitches >= width >= 1). Row j of src starts at r + j * rp and meets the
+   row at `row` when it starts within width - 1 bytes of it; starts grow with j, so the first
+   one at or past the lowest such start decides. */
+static int gf__rows_overlap(size_t d, size_t dp, size_t r, size_t rp, size_t width, size_t height) {
+    size_t i;
+    for (i = 0; i < height; i++) {
+        size_t row = d + i * dp, lo = row + 1 > width ? row + 1 - width : 0, hi = row + width - 1, j;
+        if (hi < r) continue;
+        j = lo <= r ? 0 : (lo - r + rp - 1) / rp;
+        if (j < height && r + j * rp <= hi) return 1;
+    }
+    return 0;
+}
 static gf_result gf__call_copy_2d_async(gf_stream *s, const gf_copy_2d *copy) {
     gf_result r;
     gf__cmd c;
@@ -4856,13 +4881,10 @@ static gf_result gf__call_copy_2d_async(gf_stream *s, const gf_copy_2d *copy) {
     if (!copy->dst && !copy->src) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_copy_2d_async: host to host is not a device copy");
     if (copy->dst && copy->dst == copy->src)
         return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_copy_2d_async: source and destination are the same buffer");
-    if (copy->dst && copy->src && gf__buffer_root(copy->dst) == gf__buffer_root(copy->src)) {   /* views of one buffer */
-        size_t d = gf__root_offset(copy->dst, copy->dst_offset), r = gf__root_offset(copy->src, copy->src_offset);
-        size_t d_end = d + (copy->height - 1) * copy->dst_pitch + copy->width;   /* in range: checked above */
-        size_t r_end = r + (copy->height - 1) * copy->src_pitch + copy->width;
-        if (d < r_end && r < d_end)
-            return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_copy_2d_async: source and destination overlap (views of one buffer)");
-    }
+    if (copy->dst && copy->src && gf__buffer_root(copy->dst) == gf__buffer_root(copy->src) &&   /* views of one buffer */
+        gf__rows_overlap(gf__root_offset(copy->dst, copy->dst_offset), copy->dst_pitch,
+                         gf__root_offset(copy->src, copy->src_offset), copy->src_pitch, copy->width, copy->height))
+        return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_copy_2d_async: a source row and a destination row share bytes (views of one buffer)");
     c.kind = GF__CMD_COPY_2D;
     c.as.copy_2d = *copy;
     return gf__submit(s, &c);
@@ -5165,7 +5187,7 @@ typedef struct gf__idle_release { void (*release)(void *obj); void *obj; size_t 
 /* Whether no stream of dev has work queued, by gpuflow's own count of what each stream ran,
    asking the driver where that count is behind. Not asked while this thread holds one of the
    library's locks (the walk takes the device's): then "busy". */
-static gf_result gf__visit_idle(gf_stream *s, void *ctx) { (void)ctx; return gf__pending(s) ? GF_NOT_READY : GF_OK; }
+static gf_result gf__visit_idle(gf_stream *s, void *ctx) { (void)ctx; return !s->fence_only && gf__pending(s) ? GF_NOT_READY : GF_OK; }
 static int gf__device_idle(gf_device *dev) {
     return !gf__locks_held && gf__streams_visit(dev, gf__visit_idle, NULL, 1) == GF_OK;
 }
@@ -6220,21 +6242,25 @@ static gf_result gf__call_synchronize_all(gf_stream *const *streams, int count, 
 /* ---- more than one device -------------------------------------------------------------- >>peers */
 /* Each device's side of the work bridged to other devices runs on its peer stream, made at
    first need: an internal stream, so nothing of the program's waits behind it. */
-static gf_result gf__peer_stream(gf_device *dev, gf_stream **out) {
+/* One of the device's own streams (*slot: dev->peer_stream or dev->outside_stream), made at
+   first need. */
+static gf_result gf__own_stream(gf_device *dev, gf_stream **slot, const char *label, int fence_only, gf_stream **out) {
     gf_stream *made = NULL;
     gf_result r;
     gf__lock(&dev->lock);
-    *out = dev->peer_stream;
+    *out = *slot;
     gf__unlock(&dev->lock);
     if (*out) return GF_OK;
-    if ((r = gf__stream_new(dev, "gpuflow/peer", GF_PRIORITY_NORMAL, 1, &made)) != GF_OK) return r;
+    if ((r = gf__stream_new(dev, label, GF_PRIORITY_NORMAL, 1, &made)) != GF_OK) return r;
+    made->fence_only = fence_only;
     gf__lock(&dev->lock);
-    if (!dev->peer_stream) { dev->peer_stream = made; made = NULL; }   /* else another thread made it first */
-    *out = dev->peer_stream;
+    if (!*slot) { *slot = made; made = NULL; }   /* else another thread made it first */
+    *out = *slot;
     gf__unlock(&dev->lock);
     if (made) gf__stream_free(made);
     return GF_OK;
 }
+static gf_result gf__peer_stream(gf_device *dev, gf_stream **out) { return gf__own_stream(dev, &dev->peer_stream, "gpuflow/peer", 0, out); }
 
 /* A mark: one of t's device's own events, recorded on t now (t->lock held). */
 static gf_result gf__mark(gf_stream *t, gf_event **out) {
@@ -6376,8 +6402,8 @@ static gf_result gf__order_after(gf_stream *waiter, gf_stream *from, gf_stream *
    alternate, so one chunk is read while the last is written. The other device's part runs on
    its peer stream, ordered after what s had queued, and s goes on only after the last chunk
    is written: in order on both sides. The stages are pinned for the device whose backend
-   needs pinned memory. After a backend's peer copy the other device's peer stream waits for
-   it, which its releases' fences then see. */
+   needs pinned memory. After a backend's peer copy the other device's outside stream waits
+   for it, which its releases' fences then see. */
 #define GF__PEER_CHUNK ((size_t)8 << 20)
 static gf_result gf__copy_between_devices(gf_stream *s, const gf__copy *c) {
     GF__HELD(&s->lock);
@@ -6389,14 +6415,16 @@ static gf_result gf__copy_between_devices(gf_stream *s, const gf__copy *c) {
     size_t chunk = c->bytes < GF__PEER_CHUNK ? c->bytes : GF__PEER_CHUNK, done = 0;
     int k = 0, used[2] = { 0, 0 };
     gf_result r;
-    if ((r = gf__peer_stream(other, &peer)) != GF_OK) return r;
     if (src_dev->be == dst_dev->be && s->dev->be->copy_peer) {
-        /* s reaches the other device's buffer itself: the other device's peer stream waits for
-           the copy, so that a destroy there fences it and a release cannot free the memory under
-           it (the other device's fences see only its own streams). */
+        /* s reaches the other device's buffer itself: the other device's outside stream waits
+           for the copy, so that a release there fences it and cannot free the memory under it
+           (its fences see only its own streams); its synchronize does not wait for s. */
+        gf_stream *outside;
         if ((r = s->dev->be->copy_peer(s, c)) != GF_OK) return r;
-        return gf__order_after(peer, s, s);
+        if ((r = gf__own_stream(other, &other->outside_stream, "gpuflow/outside", 1, &outside)) != GF_OK) return r;
+        return gf__order_after(outside, s, s);
     }
+    if ((r = gf__peer_stream(other, &peer)) != GF_OK) return r;
     reader = s->dev == src_dev ? s : peer;
     writer = reader == s ? peer : s;
     if ((r = gf__stage_get(stage_dev, chunk, &st[0])) != GF_OK) return r;
@@ -9665,7 +9693,8 @@ static uint32_t gf__buffer_params(const gf_stub_param *params, int count) {
 }
 /* A device backend's kernel takes its parameter list from the module's stub_kernels entry of
    the same name, where the program gave one, so that launches are checked against it on every
-   backend (the stub's kernel_get sets its own). */
+   backend (the stub's kernel_get sets its own). Not after a reload from the module's file:
+   the program's table describes the code it was built with, and the file may have changed. */
 static void gf__kernel_params_given(gf_kernel *k, const gf_stub_kernel *given, int count) {
     int i;
     for (i = 0; given && i < count; i++)
@@ -9699,7 +9728,7 @@ static gf_result gf__call_kernel_get(gf_module *mod, const char *name, gf_kernel
         gf__free(k);
         return r;
     }
-    if (!k->params) gf__kernel_params_given(k, mod->given_stub, mod->given_stub_count);
+    if (!k->params && !mod->given_stale) gf__kernel_params_given(k, mod->given_stub, mod->given_stub_count);
     k->next = mod->kernels;
     mod->kernels = k;
     gf__unlock(&mod->lock);
@@ -9799,6 +9828,7 @@ static gf_result gf__module_reload_locked(gf_module *mod, const gf_module_desc *
         if (!mod->path) return gf__fail(GF_ERROR_INVALID_STATE, "gf_module_reload: the module was not loaded from a file "
                                         "(gf_module_desc.source_path): give the new code in a desc");
         gf__module_file_desc(mod, &d);
+        if (mod->dev->be->compile) { d.stub_kernels = NULL; d.stub_kernel_count = 0; }   /* describes the program's code, not the file's */
     }
     if (!mod->dev->be->compile && d.stub_kernels == mod->given_stub && d.stub_kernel_count == mod->given_stub_count)
         return gf__fail(GF_ERROR_NOT_SUPPORTED, "gf_module_reload: the stub runs the C form compiled into the program, which a file "
@@ -9832,6 +9862,7 @@ static gf_result gf__module_reload_locked(gf_module *mod, const gf_module_desc *
         mod->native = fresh->native; mod->stub_kernels = fresh->stub_kernels; mod->stub_kernel_count = fresh->stub_kernel_count;
         fresh->native = native; fresh->stub_kernels = stubs; fresh->stub_kernel_count = stub_count;
         if (desc) { mod->given_stub = desc->stub_kernels; mod->given_stub_count = desc->stub_kernel_count; }
+        mod->given_stale = !desc && mod->dev->be->compile;
         if (desc && fresh->path) {   /* a new file to watch: its origin becomes the module's */
             char *t;
             t = mod->path; mod->path = fresh->path; fresh->path = t;

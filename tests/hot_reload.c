@@ -48,16 +48,19 @@ static const gf_stub_param hr3_params[3] = { { "p", "GF_GLOBAL unsigned *", size
                                              { "extra", "unsigned", sizeof(unsigned) } };
 static const gf_stub_kernel stub_v3args[] = { { "hr_val", hr_v4, 3, hr3_params, 0, NULL, 0 } };
 
-/* The kernel file at version v (a value it writes), or a broken one, or one that renamed it. */
+/* The kernel file at version v (a value it writes), or a broken one, or one that renamed it,
+   or one with a third parameter it adds to v. */
 static int write_source(const char *body, unsigned v, int bump)
 {
     FILE *f = fopen(path, "w");
     struct stat st;
     struct timeval times[2];
+    int three = body && !strcmp(body, "three");
     if (!f) return 0;
-    fprintf(f, "GF_KERNELS(\nGF_KERNEL(%s, GF_PARAM(GF_GLOBAL unsigned *, p), GF_PARAM(unsigned, n))\n{\n"
-               "    unsigned i = gf_global_id(0);\n    if (i < n) p[i] = %s%u;\n}\n)\n",
-            body && !strcmp(body, "renamed") ? "hr_other" : "hr_val", body && !strcmp(body, "broken") ? "undeclared_name + " : "", v);
+    fprintf(f, "GF_KERNELS(\nGF_KERNEL(%s, GF_PARAM(GF_GLOBAL unsigned *, p), GF_PARAM(unsigned, n)%s)\n{\n"
+               "    unsigned i = gf_global_id(0);\n    if (i < n) p[i] = %s%u%s;\n}\n)\n",
+            body && !strcmp(body, "renamed") ? "hr_other" : "hr_val", three ? ", GF_PARAM(unsigned, extra)" : "",
+            body && !strcmp(body, "broken") ? "undeclared_name + " : "", v, three ? " + extra" : "");
     if (fclose(f) != 0) return 0;
     /* a modification time the poll cannot miss, whatever the file system's resolution */
     if (bump && stat(path, &st) == 0) {
@@ -199,6 +202,34 @@ static void *poll_loop(void *p)
     while (!th_gate_get(&poll_stop, &poll_stop.open)) (void)gf_module_poll(poll_mod, &reloaded);
     return NULL;
 }
+/* A reload from the file may change a kernel's parameters: the program's stub_kernels table
+   describes the code it was built with, so it no longer checks the launches (a review found
+   the reloaded kernel refused with its new arguments and refused by the driver with its old). */
+static void test_file_params(gf_backend backend)
+{
+    gf_module_desc d;
+    gf_module *mod = NULL;
+    gf_kernel *k = NULL;
+    unsigned n = N, extra = 100;
+    int reloaded = 0;
+    gf_arg args[3];
+    if (backend == GF_BACKEND_STUB) return;   /* the stub's code is the program's: no file reload */
+    memset(&d, 0, sizeof d);
+    d.source_path = path;
+    d.stub_kernels = stub_v1;
+    d.stub_kernel_count = 1;
+    if (!CHECK(write_source(NULL, 1, 1), "params: the kernel file is written")) return;
+    if (!CHECK_EQ_RESULT(gf_module_load(dev, &d, &mod), GF_OK)) return;
+    if (CHECK_EQ_RESULT(gf_kernel_get(mod, "hr_val", &k), GF_OK) && CHECK(write_source("three", 5, 1), "params: a third parameter")) {
+        CHECK_EQ_RESULT(gf_module_poll(mod, &reloaded), GF_OK);
+        CHECK(reloaded == 1, "params: the edit is reloaded");
+        args[0] = (gf_arg)GF_ARG_BUFFER(buf); args[1] = (gf_arg)GF_ARG(n); args[2] = (gf_arg)GF_ARG(extra);
+        CHECK_EQ_RESULT(gf_launch(s, k, dims_n(), args, 3), GF_OK);
+        CHECK(last_word(buf) == 105, "params: the reloaded kernel runs with its new third argument");
+    }
+    gf_module_destroy(mod);
+}
+
 static void test_poll_threads(void)
 {
     gf_module_desc d;
@@ -278,6 +309,7 @@ int main(int argc, char **argv)
     CHECK_EQ_RESULT(gf_buffer_create(dev, N * sizeof(unsigned), &buf), GF_OK);
     if (s && buf) {
         test_file(backend);
+        test_file_params(backend);
         test_poll_threads();
         test_bad_input();
     }
