@@ -9856,7 +9856,8 @@ static gf_result gf__module_reload_locked(gf_module *mod, const gf_module_desc *
         gf_stub_kernel *stubs = mod->stub_kernels;
         int stub_count = mod->stub_kernel_count;
         for (k = mod->kernels, i = 0; k; k = k->next, i++) {
-            changed[i] = k->param_count != found[i]->param_count;
+            /* a count is known only from a parameter table (a reload from the file has none) */
+            changed[i] = k->params && found[i]->params && k->param_count != found[i]->param_count;
             gf__kernel_swap_code(k, found[i]);
         }
         mod->native = fresh->native; mod->stub_kernels = fresh->stub_kernels; mod->stub_kernel_count = fresh->stub_kernel_count;
