@@ -73,6 +73,17 @@ static int write_source(const char *body, unsigned v, int bump)
     return 1;
 }
 
+/* A module from the kernel file at file_path, with the stub's version 1. */
+static gf_module_desc file_desc(const char *file_path)
+{
+    gf_module_desc d;
+    memset(&d, 0, sizeof d);
+    d.source_path = file_path;
+    d.stub_kernels = stub_v1;
+    d.stub_kernel_count = 1;
+    return d;
+}
+
 static gf_launch_dims dims_n(void)
 {
     gf_launch_dims d;
@@ -104,10 +115,7 @@ static void test_file(gf_backend backend)
     gf_graph_info info;
     th_gate gate;
     int reloaded = -1;
-    memset(&d, 0, sizeof d);
-    d.source_path = path;
-    d.stub_kernels = stub_v1;
-    d.stub_kernel_count = 1;
+    d = file_desc(path);
     if (!CHECK(write_source(NULL, 1, 0), "file: the kernel file is written")) return;
     if (!CHECK_EQ_RESULT(gf_module_load(dev, &d, &mod), GF_OK)) return;
     CHECK_EQ_RESULT(gf_kernel_get(mod, "hr_val", &k), GF_OK);
@@ -214,10 +222,7 @@ static void test_file_params(gf_backend backend)
     int reloaded = 0;
     gf_arg args[3];
     if (backend == GF_BACKEND_STUB) return;   /* the stub's code is the program's: no file reload */
-    memset(&d, 0, sizeof d);
-    d.source_path = path;
-    d.stub_kernels = stub_v1;
-    d.stub_kernel_count = 1;
+    d = file_desc(path);
     if (!CHECK(write_source(NULL, 1, 1), "params: the kernel file is written")) return;
     if (!CHECK_EQ_RESULT(gf_module_load(dev, &d, &mod), GF_OK)) return;
     if (CHECK_EQ_RESULT(gf_kernel_get(mod, "hr_val", &k), GF_OK) && CHECK(write_source("three", 5, 1), "params: a third parameter")) {
@@ -235,10 +240,7 @@ static void test_poll_threads(void)
     gf_module_desc d;
     pthread_t a, b;
     int i, ok = 1;
-    memset(&d, 0, sizeof d);
-    d.source_path = path;
-    d.stub_kernels = stub_v1;
-    d.stub_kernel_count = 1;
+    d = file_desc(path);
     if (!CHECK(write_source(NULL, 1, 1), "threads: the kernel file is written")) return;
     if (!CHECK_EQ_RESULT(gf_module_load(dev, &d, &poll_mod), GF_OK)) return;
     th_gate_init(&poll_stop);
@@ -261,10 +263,7 @@ static void test_bad_input(void)
     gf_module_desc d;
     gf_module *mod = NULL;
     int reloaded;
-    memset(&d, 0, sizeof d);
-    d.source_path = "/nonexistent/gpuflow/kernels.gfk";
-    d.stub_kernels = stub_v1;
-    d.stub_kernel_count = 1;
+    d = file_desc("/nonexistent/gpuflow/kernels.gfk");
     CHECK_FAIL(gf_module_load(dev, &d, &mod), GF_ERROR_INVALID_ARGUMENT);
     CHECK(strstr(gf_last_error(), "/nonexistent/gpuflow/kernels.gfk") != NULL, "bad input: a source file that cannot be read is named");
     d.source_path = ".";   /* a directory: 2^63 bytes were asked for (found by review) */
