@@ -1377,7 +1377,9 @@ GPUFLOW_API gf_result gf_record_stop(void);
    compiles the recorded source with the system's C compiler); a module whose C kernels are
    not found fails its load on the stub, which is skipped (a warning names it), with the calls
    on its kernels. A recorded callback runs as a no-op. Reading a cut, corrupt or hostile file is safe: what is well formed is replayed, and a
-   call naming an object the replay does not have is skipped and counted.
+   call naming an object the replay does not have is skipped and counted. A refused launch's
+   arguments are not in the file (it may not have read them): replayed with zeroed ones, it is
+   skipped when it is then refused otherwise (a bad handle among them).
    Returns GF_OK when every compared result matched; GF_ERROR_INVALID_STATE when one did not
    (the first is in out->first_mismatch and gf_last_error, each is logged as a warning);
    GF_ERROR_INVALID_ARGUMENT for data that is not a recording or is malformed (replayed up to
@@ -1393,7 +1395,7 @@ typedef struct gf_replay_call {
     int thread; double at_ms;     /* who made it, when (ms since recording began) */
     const char *name;             /* "gf_launch" */
     gf_result recorded, replayed; /* replayed: meaningless when skipped */
-    int skipped;                  /* not made: an object the replay does not have */
+    int skipped;                  /* not made (an object the replay does not have), or refused otherwise for lack of args */
     int compared;                 /* its result counts (queries and bounded waits do not) */
 } gf_replay_call;
 typedef struct gf_replay_desc {
@@ -1420,7 +1422,7 @@ typedef struct gf_replay_desc {
 typedef struct gf_replay_report {
     uint64_t calls;               /* recorded calls read */
     uint64_t replayed;            /* made again */
-    uint64_t skipped;             /* not made: an object the replay does not have */
+    uint64_t skipped;             /* calls not made, or refused otherwise for lack of args */
     uint64_t mismatches;          /* results (or device-to-host bytes) that differ */
     uint64_t races;               /* found by the race detector (GF_REPLAY_RACE_CHECK) */
     int threads;                  /* threads that made the recorded calls (the highest number) */
@@ -12138,6 +12140,7 @@ typedef struct gf__rp_arg {
     gf_stream_desc sd; gf_buffer_desc bd; gf_event_pool_desc pd; gf_copy_2d c2; gf__rp_blob c2src;
     gf_module_desc md; const char *const *names; int name_count;
     gf_launch_dims dims; gf_arg *args; int argc;
+    int args_unwritten;                    /* a refused launch's: the file has fewer args than argc */
     gf_acquire_hint hint; gf_stream_pool_desc qd; gf_stream **streams; gf_budget_desc gd;
     int lacking;                           /* a module's stub kernels the replay could not find */
     int c2dst_given;                       /* a 2D copy to host memory */
@@ -12311,6 +12314,7 @@ static int gf__rp_args(gf__replay *rp, gf__rp_in *in, const char *letters, gf__r
             written = gf__rp_u32(in);
             n = given && a->argc > 0 && a->argc <= GF__REC_MAX_ARGS ? (uint32_t)a->argc : 0;
             if (written > n) { in->bad = 1; break; }
+            a->args_unwritten = written < n;
             if (given && !(a->args = (gf_arg *)gf__rp_keep(rp, sizeof *a->args * (n ? n : 1)))) { in->bad = 1; break; }
             for (j = 0; j < (int)written && !in->bad; j++) {
                 gf__rp_arg buf;
@@ -12622,8 +12626,12 @@ static gf_result gf__rp_call(gf__replay *rp, gf__rec_call call, gf__rp_arg *v, g
     case GF__RC_module_destroy: gf_module_destroy(GF__RPO(0, gf_module)); r = GF_OK; break;
     case GF__RC_launch:
         r = gf_launch(GF__RPO(0, gf_stream), GF__RPO(1, gf_kernel), v[2].dims, v[2].args, v[2].argc);
+        if (r != recorded && v[2].args_unwritten) return GF__RP_SKIPPED;   /* refused for args the file lacks (e.g. a destroyed buffer's) */
         break;
-    case GF__RC_graph_set_kernel_args: r = gf_graph_set_kernel_args(GF__RPO(0, gf_graph), (int)v[1].u, v[2].args, v[2].argc); break;
+    case GF__RC_graph_set_kernel_args:
+        r = gf_graph_set_kernel_args(GF__RPO(0, gf_graph), (int)v[1].u, v[2].args, v[2].argc);
+        if (r != recorded && v[2].args_unwritten) return GF__RP_SKIPPED;
+        break;
     case GF__RC_stream_begin_capture: r = gf_stream_begin_capture(GF__RPO(0, gf_stream), (gf_capture_mode)(int)v[1].u); break;
     case GF__RC_stream_end_capture:
         if (v[0].obj && !v[0].wrong_kind && ((gf_stream *)v[0].obj)->capture) capture = ((gf_stream *)v[0].obj)->capture->id;

@@ -582,6 +582,28 @@ static void test_review(void)
               "review R6: frees and allocations from two threads replay with nothing skipped");
         remove(path2);
     }
+    /* R7: a launch refused for a handle in its arguments (a stream passed as a buffer; under
+       GPUFLOW_DEBUG a destroyed buffer): the file has no arguments for a refused launch, so its
+       replay cannot reach the same refusal; skipped, not a mismatch (it was "args[0] has
+       neither a buffer nor a value" against GF_ERROR_INVALID_HANDLE) */
+    if (rv_start("r7")) {
+        gf_arg bad;
+        gf_device_open(GF_BACKEND_STUB, 0, &dev);
+        gf_stream_create(dev, NULL, &s);
+        memset(&md, 0, sizeof md); md.stub_kernels = rv_kernels; md.stub_kernel_count = 2;
+        gf_module_load(dev, &md, &m);
+        gf_kernel_get(m, "one_arg", &k);
+        memset(&dims, 0, sizeof dims); dims.grid[0] = dims.grid[1] = dims.grid[2] = 1; dims.block[0] = dims.block[1] = dims.block[2] = 1;
+        bad.buffer = (gf_buffer *)(void *)s; bad.value = NULL; bad.size = 0;
+        CHECK_EQ_RESULT(gf_launch(s, k, dims, &bad, 1), GF_ERROR_INVALID_HANDLE);
+        gf_record_stop();
+        gf_module_destroy(m);
+        gf_stream_destroy(s);
+        gf_device_close(dev);
+        CHECK(rv_replay(path2, &rep) == GF_OK && rep.mismatches == 0 && rep.skipped == 1,
+              "review R7: a launch refused for a handle among its arguments is skipped in the replay, not a mismatch");
+        remove(path2);
+    }
 }
 
 static gf_device *shared_dev;
