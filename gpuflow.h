@@ -2034,8 +2034,10 @@ typedef struct gf__alloc_cache {
 struct gf_device {
     uint32_t type;
     const gf__backend *be;
-    int index;
+    int index;                      /* -1: opened on the program's own device (gf_device_open_native) */
     gf_device_info info;
+    char tag[sizeof ((gf_device_info *)0)->name + 56];   /* names it in messages: 'name' (backend index),
+                                                        so two GPUs of one model, or two opens of one, differ */
     void *native;                   /* the backend's device state */
     gf__mutex lock;                 /* streams[], graphs[], captures */
     gf__cond released;              /* a stream's sync_refs fell to 0 */
@@ -3021,11 +3023,22 @@ GPUFLOW_IMPL int gf_device_count(gf_backend b) {
 static gf__spin gf__open_lock;
 static gf_device **gf__open_list;
 static int gf__open_count, gf__open_cap;
+/* dev's name in messages; open: which open of one device it is (the first: 1). */
+static void gf__device_tag(gf_device *dev, int open) {
+    char where[48];
+    if (dev->index < 0) snprintf(where, sizeof where, "%s, the program's own", dev->be->name);
+    else if (open > 1) snprintf(where, sizeof where, "%s %d, open #%d", dev->be->name, dev->index, open);
+    else snprintf(where, sizeof where, "%s %d", dev->be->name, dev->index);
+    snprintf(dev->tag, sizeof dev->tag, "'%s' (%s)", dev->info.name, where);
+}
+/* Adds dev; a second open of one device is told apart in its tag. */
 static int gf__open_devices_add(gf_device *dev) {
-    int ok;
+    int ok, i, open = 1;
     gf__spin_lock(&gf__open_lock);
+    for (i = 0; i < gf__open_count; i++) open += dev->index >= 0 && gf__open_list[i]->be == dev->be && gf__open_list[i]->index == dev->index;
     if ((ok = gf__grow((void **)&gf__open_list, &gf__open_cap, gf__open_count + 1, sizeof *gf__open_list)) != 0) gf__open_list[gf__open_count++] = dev;
     gf__spin_unlock(&gf__open_lock);
+    if (open > 1) gf__device_tag(dev, open);
     return ok;
 }
 static void gf__open_devices_remove(gf_device *dev) {
@@ -3156,7 +3169,7 @@ static void gf__device_env(gf_device *dev) {
     gf__env_faults();
     if (trace && *trace) {
         if ((dev->trace_path = gf__strdup(trace)) != NULL && gf_profiler_enable(dev, GF_PROFILE_ON) == GF_OK) {
-            gf__notice(GF_LOG_INFO, "gpuflow: GPUFLOW_TRACE: '%s' is profiled; its trace goes to %s at close", dev->info.name, trace);
+            gf__notice(GF_LOG_INFO, "gpuflow: GPUFLOW_TRACE: %s is profiled; its trace goes to %s at close", dev->tag, trace);
         } else {
             gf__notice(GF_LOG_WARNING, "gpuflow: GPUFLOW_TRACE=%s: the profiler could not be turned on (%s)", trace, gf__error_text);
             gf__free(dev->trace_path);
@@ -3165,16 +3178,16 @@ static void gf__device_env(gf_device *dev) {
     }
     if (gf__env_switch("GPUFLOW_SYNC")) {
         dev->sync_each = 1;
-        gf__notice(GF_LOG_INFO, "gpuflow: GPUFLOW_SYNC: every operation on '%s' waits for itself", dev->info.name);
+        gf__notice(GF_LOG_INFO, "gpuflow: GPUFLOW_SYNC: every operation on %s waits for itself", dev->tag);
     }
     dev->stats_at_close = gf__env_switch("GPUFLOW_STATS");
     if (gf__env_switch("GPUFLOW_RACE_CHECK")) {
         gf_race_check_enable(dev, GF_RACE_CHECK_ON);
-        gf__notice(GF_LOG_INFO, "gpuflow: GPUFLOW_RACE_CHECK: the race detector is on for '%s'", dev->info.name);
+        gf__notice(GF_LOG_INFO, "gpuflow: GPUFLOW_RACE_CHECK: the race detector is on for %s", dev->tag);
     }
     if (hang) {
         dev->hang_ms = hang;
-        gf__notice(GF_LOG_INFO, "gpuflow: GPUFLOW_HANG_MS=%u: a wait longer than that reports the state of '%s'", hang, dev->info.name);
+        gf__notice(GF_LOG_INFO, "gpuflow: GPUFLOW_HANG_MS=%u: a wait longer than that reports the state of %s", hang, dev->tag);
     }
 }
 
@@ -3267,7 +3280,7 @@ static gf_result gf__device_open_on(gf_backend b, int index, const gf_native_dev
     if (!(dev = (gf_device *)gf__calloc(sizeof *dev))) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_device_open: out of host memory");
     dev->type = GF__T_DEVICE;
     dev->be = be;
-    dev->index = index;
+    dev->index = native ? -1 : index;
 #if !defined(_WIN32)
     pthread_once(&gf__fork_once, gf__fork_register);
 #endif
@@ -3281,6 +3294,7 @@ static gf_result gf__device_open_on(gf_backend b, int index, const gf_native_dev
     r = native ? be->device_open_native(dev, native) : be->device_open(dev, index);
     if (r != GF_OK) { dev->native = NULL; gf__device_free(dev); return r; }
     dev->info.backend = b;
+    gf__device_tag(dev, 1);
     if (!dev->info.max_kernel_args_bytes) dev->info.max_kernel_args_bytes = GF__DEFAULT_KERNEL_ARGS_BYTES;
     if ((r = gf_event_pool_create(dev, NULL, &dev->events)) != GF_OK ||
         (r = gf__stream_new(dev, "gpuflow/sync", GF_PRIORITY_NORMAL, 1, &dev->sync_stream)) != GF_OK) {
@@ -3389,8 +3403,8 @@ static void gf__report_live(gf_device *dev) {
         int n = gf__atomic_load_int(&dev->live[kinds[i].type - GF__T_DEVICE]) - (kinds[i].type == GF__T_EVENT_POOL);   /* less the device's own */
         if (n > 0) gf__say(&t, "%s%d %s%s", t.used ? ", " : "", n, kinds[i].name, n == 1 ? "" : "s");
     }
-    if (t.used) gf__notice(GF_LOG_WARNING, "gf_device_close: '%s' is closed with objects still alive: %s; destroy them first (what the device does not own leaks)",
-                        dev->info.name, text);
+    if (t.used) gf__notice(GF_LOG_WARNING, "gf_device_close: %s is closed with objects still alive: %s; destroy them first (what the device does not own leaks)",
+                        dev->tag, text);
 }
 
 /* At close, what the environment asked for: GPUFLOW_TRACE's trace file, GPUFLOW_STATS's block
@@ -3401,12 +3415,12 @@ static void gf__env_at_close(gf_device *dev) {
     int i, k;
     if (dev->trace_path) {
         if (gf_profiler_write_trace(dev, dev->trace_path) == GF_OK)
-            gf__notice(GF_LOG_INFO, "gpuflow: GPUFLOW_TRACE: the trace of '%s' is in %s (open it in https://ui.perfetto.dev)", dev->info.name, dev->trace_path);
+            gf__notice(GF_LOG_INFO, "gpuflow: GPUFLOW_TRACE: the trace of %s is in %s (open it in https://ui.perfetto.dev)", dev->tag, dev->trace_path);
         else
-            gf__notice(GF_LOG_WARNING, "gpuflow: GPUFLOW_TRACE: the trace of '%s' could not be written: %s", dev->info.name, gf__error_text);
+            gf__notice(GF_LOG_WARNING, "gpuflow: GPUFLOW_TRACE: the trace of %s could not be written: %s", dev->tag, gf__error_text);
     }
     if (!dev->stats_at_close || gf_device_memory_stats(dev, &st) != GF_OK) return;
-    gf__notice(GF_LOG_INFO, "gpuflow: GPUFLOW_STATS: '%s' (%s) at close", dev->info.name, gf_backend_name(dev->info.backend));
+    gf__notice(GF_LOG_INFO, "gpuflow: GPUFLOW_STATS: %s at close", dev->tag);
     for (k = 0; k < GF_MEMORY_KIND_COUNT; k++)
         gf__notice(GF_LOG_INFO, "gpuflow: GPUFLOW_STATS:   memory %-8s %llu bytes in %llu (peak %llu bytes in %llu)", kinds[k],
                    (unsigned long long)st.kind[k].bytes, (unsigned long long)st.kind[k].count,
@@ -4098,8 +4112,7 @@ static gf_result gf__call_stream_create(gf_device *dev, const gf_stream_desc *de
     if (prio < GF_PRIORITY_NORMAL || prio > GF_PRIORITY_LOW)
         return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_stream_create: priority %d is not a gf_priority", (int)prio);
     if (prio != GF_PRIORITY_NORMAL && !dev->info.stream_priorities)
-        gf__notice(GF_LOG_INFO, "gf_stream_create: the %s device '%s' has no stream priorities; the priority is kept as a label only",
-                   gf_backend_name(dev->info.backend), dev->info.name);
+        gf__notice(GF_LOG_INFO, "gf_stream_create: device %s has no stream priorities; the priority is kept as a label only", dev->tag);
     return gf__stream_new(dev, desc ? desc->label : NULL, prio, 0, out);
 }
 
@@ -4455,12 +4468,11 @@ static gf_result gf__call_buffer_create_desc(gf_device *dev, const gf_buffer_des
     *out = NULL;
     if (desc->size == 0) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_buffer_create: size is 0");
     if (desc->managed && !dev->info.managed_memory)
-        return gf__fail(GF_ERROR_NOT_SUPPORTED, "gf_buffer_create_desc: %s device '%s' has no managed memory",
-                        gf_backend_name(dev->info.backend), dev->info.name);
+        return gf__fail(GF_ERROR_NOT_SUPPORTED, "gf_buffer_create_desc: device %s has no managed memory", dev->tag);
     if (desc->exportable && desc->managed)
         return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_buffer_create_desc: a managed buffer cannot be exportable");
     if (desc->exportable && !(dev->be->external_types ? dev->be->external_types(dev, GF__EXT_EXPORT_MEMORY) : 0))
-        return gf__fail(GF_ERROR_NOT_SUPPORTED, "gf_buffer_create_desc: the %s backend (device '%s') exports no memory", dev->be->name, dev->info.name);
+        return gf__fail(GF_ERROR_NOT_SUPPORTED, "gf_buffer_create_desc: the %s backend (device %s) exports no memory", dev->be->name, dev->tag);
     if ((r = GF__FAULT_POINT(dev, GF__FK_BUFFER, "gf_buffer_create")) != GF_OK) return r;
     if (desc->budget) {
         int crossed = 0;
@@ -4634,8 +4646,8 @@ static gf_result gf__check_copy(const char *fn, gf_stream *s, const gf__copy *c)
         if (!gf__device_is_open(c->dst->dev) || !gf__device_is_open(c->src->dev))
             return gf__fail(GF_ERROR_INVALID_HANDLE, "%s: %s belongs to a device that was closed", fn, gf__device_is_open(c->dst->dev) ? "src" : "dst");
         if (s->dev != c->dst->dev && s->dev != c->src->dev)
-            return gf__fail(GF_ERROR_WRONG_DEVICE, "%s: a copy between devices '%s' and '%s' runs on a stream of one of them, not of '%s'",
-                            fn, c->src->dev->info.name, c->dst->dev->info.name, s->dev->info.name);
+            return gf__fail(GF_ERROR_WRONG_DEVICE, "%s: a copy between devices %s and %s runs on a stream of one of them, not of %s",
+                            fn, c->src->dev->tag, c->dst->dev->tag, s->dev->tag);
     } else {
         if (c->dst && c->dst->dev != s->dev) return gf__fail(GF_ERROR_WRONG_DEVICE, "%s: dst belongs to another device", fn);
         if (c->src && c->src->dev != s->dev) return gf__fail(GF_ERROR_WRONG_DEVICE, "%s: src belongs to another device", fn);
@@ -6334,7 +6346,7 @@ static gf_result gf__wait_event_across(gf_stream *s, gf_event *ev) {
     gf_stream *peer;
     gf_result r;
     if (!rec.recorded) return GF_OK;   /* as in CUDA: a never-recorded event is complete */
-    if (rec.capture_id) return gf__fail(GF_ERROR_CAPTURE, "gf_stream_wait_event: the event was recorded inside a capture of device '%s'", ev->dev->info.name);
+    if (rec.capture_id) return gf__fail(GF_ERROR_CAPTURE, "gf_stream_wait_event: the event was recorded inside a capture of device %s", ev->dev->tag);
     if (ev->dev->be == be && be->stream_wait_peer) {
         gf__lock(&s->lock);
         if ((r = gf__refuse_capture_across("gf_stream_wait_event", s)) == GF_OK && (r = be->stream_wait_peer(s, ev)) == GF_OK)
@@ -6470,11 +6482,11 @@ static gf_result gf__call_device_enable_peer(gf_device *a, gf_device *b) {
     GF__CHECK(b, GF__T_DEVICE);
     if (a == b) return GF_OK;
     if (a->be != b->be)
-        return gf__fail(GF_ERROR_NOT_SUPPORTED, "gf_device_enable_peer: '%s' (%s) and '%s' (%s) are of two backends: copies between them go through host memory",
-                        a->info.name, a->be->name, b->info.name, b->be->name);
+        return gf__fail(GF_ERROR_NOT_SUPPORTED, "gf_device_enable_peer: %s and %s are of two backends: copies between them go through host memory",
+                        a->tag, b->tag);
     if (!a->be->peer_enable || !gf_device_can_access_peer(a, b))
-        return gf__fail(GF_ERROR_NOT_SUPPORTED, "gf_device_enable_peer: '%s' cannot reach the memory of '%s' directly (%s); copies between them go through host memory",
-                        a->info.name, b->info.name, a->be->peer_enable ? "the driver says no link" : "the backend has no peer access");
+        return gf__fail(GF_ERROR_NOT_SUPPORTED, "gf_device_enable_peer: %s cannot reach the memory of %s directly (%s); copies between them go through host memory",
+                        a->tag, b->tag, a->be->peer_enable ? "the driver says no link" : "the backend has no peer access");
     return a->be->peer_enable(a, b);
 }
 
@@ -7815,8 +7827,8 @@ static gf_result gf__flow_run(const char *fn, gf_flow *flow, gf_stream_pool *con
     for (i = 0; i < flow->count; i++)
         if (!gf__pool_of(pools, count, flow->tasks[i].dev)) {
             gf__unlock(&flow->lock);
-            return gf__fail(GF_ERROR_WRONG_DEVICE, "%s: task '%s' of flow '%s' runs on device '%s', which no pool given belongs to%s", fn,
-                            flow->tasks[i].name, flow->label, flow->tasks[i].dev->info.name,
+            return gf__fail(GF_ERROR_WRONG_DEVICE, "%s: task '%s' of flow '%s' runs on device %s, which no pool given belongs to%s", fn,
+                            flow->tasks[i].name, flow->label, flow->tasks[i].dev->tag,
                             count == 1 ? " (tasks on several devices: gf_flow_run_multi with one pool per device)" : "");
         }
     if (flow->conditions) {
@@ -7924,7 +7936,7 @@ GPUFLOW_IMPL gf_result gf_flow_run_multi(gf_flow *flow, gf_stream_pool *const *p
         if (!gf__is(pools[i], GF__T_STREAM_POOL)) return gf__bad_handle(__func__, "pools[i]", pools[i], GF__T_STREAM_POOL);
         for (j = 0; j < i; j++)
             if (pools[j]->dev == pools[i]->dev)
-                return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_flow_run_multi: pools[%d] and pools[%d] belong to one device ('%s')", j, i, pools[i]->dev->info.name);
+                return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_flow_run_multi: pools[%d] and pools[%d] belong to one device (%s)", j, i, pools[i]->dev->tag);
     }
     return gf__flow_run(__func__, flow, pools, count);
 }
@@ -7947,8 +7959,8 @@ GPUFLOW_IMPL gf_result gf_flow_capture(gf_flow *flow, gf_stream *s, gf_graph **o
     for (i = 0; i < flow->count; i++)
         if (flow->tasks[i].dev != flow->dev) {
             gf__unlock(&flow->lock);
-            return gf__fail(GF_ERROR_CAPTURE, "gf_flow_capture: task '%s' runs on another device ('%s'): a flow over several devices is run, not captured",
-                            flow->tasks[i].name, flow->tasks[i].dev->info.name);
+            return gf__fail(GF_ERROR_CAPTURE, "gf_flow_capture: task '%s' runs on another device (%s): a flow over several devices is run, not captured",
+                            flow->tasks[i].name, flow->tasks[i].dev->tag);
         }
     if (flow->conditions) {
         r = gf__flow_capture_decided(flow, s, out);
@@ -8096,8 +8108,8 @@ GPUFLOW_IMPL gf_result gf_flow_write_dot(gf_flow *flow, const char *path) {
         fputs(";\n", f);
         for (i = 0; i < flow->count; i++)
             if (plan.lane[i] == lane) {   /* a task on another device than the flow's says which */
-                char label[64 + sizeof flow->dev->info.name + 8];
-                if (flow->tasks[i].dev != flow->dev) snprintf(label, sizeof label, "%s\non %s", flow->tasks[i].name, flow->tasks[i].dev->info.name);
+                char label[64 + sizeof flow->dev->tag + 8];
+                if (flow->tasks[i].dev != flow->dev) snprintf(label, sizeof label, "%s\non %s", flow->tasks[i].name, flow->tasks[i].dev->tag);
                 else gf__copy_str(label, sizeof label, flow->tasks[i].name);
                 fprintf(f, "    t%d [label=", i);
                 gf__dot_string(f, label);
@@ -10164,8 +10176,8 @@ static gf_result gf__external_check(const char *fn, gf_device *dev, gf_external_
             int n = snprintf(list + used, sizeof list - used, "%s%s", used ? ", " : "", gf_external_type_name((gf_external_type)t));
             if (n > 0 && used + (size_t)n < sizeof list) used += (size_t)n;
         }
-    return gf__fail(GF_ERROR_NOT_SUPPORTED, "%s: the %s backend (device '%s') does not take %s; it %s: %s", fn, dev->be->name,
-                    dev->info.name, gf_external_type_name(type), uses[use], used ? list : "none");
+    return gf__fail(GF_ERROR_NOT_SUPPORTED, "%s: the %s backend (device %s) does not take %s; it %s: %s", fn, dev->be->name,
+                    dev->tag, gf_external_type_name(type), uses[use], used ? list : "none");
 }
 /* An fd type's fd must be open (a closed one is named here, before a driver sees it). */
 static gf_result gf__external_fd_check(const char *fn, gf_external_type type, int fd) {
@@ -10466,13 +10478,13 @@ static gf_result gf__fault_point(gf_device *dev, int kind, const char *fn) {
     uint64_t number = 0;
     int hit;
     if (gf__atomic_load_int(&dev->lost))
-        return gf__fail(GF_ERROR_DEVICE_LOST, "%s: device '%s' is lost (GPUFLOW_FAULTS made it so at operation %llu): close it",
-                        fn, dev->info.name, (unsigned long long)dev->lost_at);
+        return gf__fail(GF_ERROR_DEVICE_LOST, "%s: device %s is lost (GPUFLOW_FAULTS made it so at operation %llu): close it",
+                        fn, dev->tag, (unsigned long long)dev->lost_at);
     if (!(hit = gf__fault_count(kind, NULL, why, sizeof why, &number))) return GF_OK;
     if (hit == GF__FK_LOST) {
         dev->lost_at = number;
         gf__atomic_store_int(&dev->lost, 1);
-        return gf__fail(GF_ERROR_DEVICE_LOST, "%s: %s: device '%s' is lost from now on", fn, why, dev->info.name);
+        return gf__fail(GF_ERROR_DEVICE_LOST, "%s: %s: device %s is lost from now on", fn, why, dev->tag);
     }
     return gf__fail(kind == GF__FK_BUFFER ? GF_ERROR_OUT_OF_MEMORY : GF_ERROR_DRIVER, "%s: %s", fn, why);
 }
@@ -13421,7 +13433,7 @@ static void gf__describe(gf_device *dev, gf__text *t) {
     uint64_t after = 0, last = gf__atomic_load(&dev->next_id);
     gf__capture *c;
     int i;
-    gf__say(t, "device '%s' (%s):\n", dev->info.name, gf_backend_name(dev->info.backend));
+    gf__say(t, "device %s:\n", dev->tag);
     for (;;) {   /* streams in id order, each held as a device synchronize holds it */
         gf_stream *s = NULL;
         uint64_t sub, ret;

@@ -742,7 +742,7 @@ static gf_result gf__cuda_buffer_wrap(gf_buffer *buf, uint64_t native) {
 static gf_result gf__cuda_buffer_alloc_async(gf_stream *s, gf_buffer *buf) {
     gf__cuda_device *d = (gf__cuda_device *)s->dev->native;
     CUdeviceptr p = 0;
-    if (!d->pool) return gf__fail(GF_ERROR_NOT_SUPPORTED, "CUDA: device %s has no memory pools (stream-ordered allocation)", s->dev->info.name);
+    if (!d->pool) return gf__fail(GF_ERROR_NOT_SUPPORTED, "CUDA: device %s has no memory pools (stream-ordered allocation)", s->dev->tag);
     GF__CUDA_ENTER(s->dev);
     GF__CUDA_CHECK(MemAllocFromPoolAsync, (&p, buf->size, d->pool, GF__CUSTREAM(s)));
     buf->native = (uint64_t)p;

@@ -743,8 +743,8 @@ static gf_result gf__hip_buffer_wrap(gf_buffer *buf, uint64_t native) {
                         (unsigned long long)native);
     if (r != hipSuccess) return gf__hip_fail(r, "hipPointerGetAttributes");
     if (attr.device != d->ordinal)
-        return gf__fail(GF_ERROR_WRONG_DEVICE, "gf_buffer_wrap: the memory belongs to HIP device %d, not to device %d (%s)",
-                        attr.device, d->ordinal, buf->dev->info.name);
+        return gf__fail(GF_ERROR_WRONG_DEVICE, "gf_buffer_wrap: the memory belongs to HIP device %d, not to device %d, %s",
+                        attr.device, d->ordinal, buf->dev->tag);
     GF__HIP_CHECK(MemGetAddressRange, (&base, &size, p));
     skip = (size_t)((char *)p - (char *)base);
     if (skip > size || buf->size > size - skip)
@@ -760,7 +760,7 @@ static gf_result gf__hip_buffer_alloc_async(gf_stream *s, gf_buffer *buf) {
     void *p = NULL;
     if (!d->pool)
         return gf__fail(GF_ERROR_NOT_SUPPORTED, "HIP: device %s or this runtime has no memory pools (stream-ordered allocation)",
-                        s->dev->info.name);
+                        s->dev->tag);
     GF__HIP_CHECK(MallocFromPoolAsync, (&p, buf->size, d->pool, GF__HIPSTREAM(s)));
     buf->native = (uint64_t)(uintptr_t)p;
     return GF_OK;
@@ -877,8 +877,8 @@ static gf_result gf__hip_stream_wrap(gf_stream *s, void *native) {
     if (gf__hip.StreamGetDevice) {
         GF__HIP_CHECK(StreamGetDevice, ((hipStream_t)native, &owner));
         if (owner != d->dev)
-            return gf__fail(GF_ERROR_WRONG_DEVICE, "gf_stream_wrap: the hipStream_t belongs to HIP device %d, not to device %d (%s)",
-                            (int)owner, d->ordinal, s->dev->info.name);
+            return gf__fail(GF_ERROR_WRONG_DEVICE, "gf_stream_wrap: the hipStream_t belongs to HIP device %d, not to device %d, %s",
+                            (int)owner, d->ordinal, s->dev->tag);
     }
     s->native = native;
     return GF_OK;

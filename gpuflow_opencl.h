@@ -843,7 +843,7 @@ static gf_result gf__cl_svm_alloc(gf_buffer *buf, cl_mem *out) {
     cl_int e;
     if (!d->fine_svm)
         return gf__fail(GF_ERROR_NOT_SUPPORTED, "OpenCL: managed buffers need fine-grained SVM, "
-                        "which %s lacks", buf->dev->info.name);
+                        "which %s lacks", buf->dev->tag);
     GPUFLOW_ASSERT(gf__cl.clSVMAlloc && gf__cl.clSVMFree);   /* fine_svm is set only with both */
     svm = (gf__cl_svm *)gf__calloc(sizeof *svm);
     if (!svm) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "OpenCL: out of host memory");
@@ -877,7 +877,7 @@ static gf_result gf__cl_buffer_alloc(gf_buffer *buf) {
     /* a driver may accept a size no device has (NVIDIA's does, lazily): refuse it here */
     if (d->max_alloc && (uint64_t)buf->size > d->max_alloc)
         return gf__fail(GF_ERROR_OUT_OF_MEMORY, "OpenCL: %llu bytes is more than one buffer of %s may hold (CL_DEVICE_MAX_MEM_ALLOC_SIZE %llu)",
-                        (unsigned long long)buf->size, buf->dev->info.name, (unsigned long long)d->max_alloc);
+                        (unsigned long long)buf->size, buf->dev->tag, (unsigned long long)d->max_alloc);
     if (buf->managed) {
         gf_result r = gf__cl_svm_alloc(buf, &mem);
         if (r != GF_OK) return r;
@@ -930,8 +930,8 @@ static gf_result gf__cl_buffer_wrap(gf_buffer *buf, uint64_t native) {
     if (e == CL_SUCCESS) e = GF__CL(clGetMemObjectInfo, (mem, CL_MEM_SIZE, sizeof size, &size, NULL));
     if (e != CL_SUCCESS) return gf__cl_fail("clGetMemObjectInfo", e);
     if (ctx != d->ctx)
-        return gf__fail(GF_ERROR_WRONG_DEVICE, "gf_buffer_wrap: the cl_mem belongs to another cl_context than %s's",
-                        buf->dev->info.name);
+        return gf__fail(GF_ERROR_WRONG_DEVICE, "gf_buffer_wrap: the cl_mem belongs to another cl_context than %s",
+                        buf->dev->tag);
     if (buf->size > size)
         return gf__fail(GF_ERROR_OUT_OF_RANGE, "gf_buffer_wrap: the cl_mem has %llu bytes, %llu asked for",
                         (unsigned long long)size, (unsigned long long)buf->size);
@@ -1072,8 +1072,8 @@ static gf_result gf__cl_stream_wrap(gf_stream *s, void *native) {
     if (e == CL_SUCCESS) e = GF__CL(clGetCommandQueueInfo, (queue, CL_QUEUE_PROPERTIES, sizeof props, &props, NULL));
     if (e != CL_SUCCESS) return gf__cl_fail("clGetCommandQueueInfo", e);
     if (ctx != d->ctx)
-        return gf__fail(GF_ERROR_WRONG_DEVICE, "gf_stream_wrap: the queue belongs to another cl_context than %s's",
-                        s->dev->info.name);
+        return gf__fail(GF_ERROR_WRONG_DEVICE, "gf_stream_wrap: the queue belongs to another cl_context than %s",
+                        s->dev->tag);
     if (props & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE)
         return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_stream_wrap: the queue runs out of order; a stream needs an "
                         "in-order queue");
@@ -1544,7 +1544,7 @@ static gf_result gf__cl_module_load(gf_module *mod, const gf_module_desc *desc) 
     } else if (desc->spirv && desc->spirv_size) {
         if (!d->create_with_il)
             return gf__fail(GF_ERROR_NOT_SUPPORTED, "OpenCL: %s takes no SPIR-V (no clCreateProgramWithIL or "
-                            "cl_khr_il_program); give opencl_source", mod->dev->info.name);
+                            "cl_khr_il_program); give opencl_source", mod->dev->tag);
         /* Through the device's pointer, not the table (it may be the KHR entry), but the
            same seam: GF__CL_NEW spelled out. */
         prog = GF__FAULT("clCreateProgramWithIL") && gf__cl_injected(&e)
@@ -1759,7 +1759,7 @@ static gf_result gf__cl_buffer_import(gf_buffer *buf, const gf_external_memory_d
     if (desc->offset && (!d->sub_align || desc->offset % d->sub_align))
         return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_buffer_import: OpenCL imports at an offset that is a multiple of %llu bytes "
                         "(CL_DEVICE_MEM_BASE_ADDR_ALIGN of %s); %llu is not", (unsigned long long)d->sub_align,
-                        buf->dev->info.name, (unsigned long long)desc->offset);
+                        buf->dev->tag, (unsigned long long)desc->offset);
     if (desc->size > (uint64_t)SIZE_MAX) return gf__fail(GF_ERROR_OUT_OF_RANGE, "gf_buffer_import: size does not fit this host");
     if ((fd = dup(desc->fd)) < 0) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_buffer_import: dup of fd %d failed", desc->fd);
     props[0] = CL_EXTERNAL_MEMORY_HANDLE_OPAQUE_FD_KHR; props[1] = (cl_ulong)fd;

@@ -56,7 +56,7 @@ if has "^gpuflow: GPUFLOW_SYNC: launch of 'bad_sync' on stream 'stream 3' failed
 else fail "GPUFLOW_SYNC=1: stderr has: $(head -c 400 "$out/err")"; fi
 
 run GPUFLOW_STATS=1
-if has "^gpuflow: GPUFLOW_STATS: 'gpuflow CPU stub' (stub) at close" && has "^gpuflow: GPUFLOW_STATS:   memory device " &&
+if has "^gpuflow: GPUFLOW_STATS: 'gpuflow CPU stub' (stub 0) at close" && has "^gpuflow: GPUFLOW_STATS:   memory device " &&
    has "^gpuflow: GPUFLOW_STATS:   memory pending  0 bytes in 0 (peak 1024 bytes" &&
    has "^gpuflow: GPUFLOW_STATS:   stream 'gpuflow/sync': 1 operations, 0 launches, 1 copies (1024 bytes)"; then
     ok "GPUFLOW_STATS=1: memory by kind with peaks, and each stream still open (here the device's own), at close"

@@ -428,6 +428,32 @@ static void test_close_during_staged_copy(void)
     free(out);
 }
 
+/* Messages tell devices apart: two GPUs of one model share a name, and so do two opens of one
+   device (the message named all three devices below 'gpuflow CPU stub'). */
+static void test_tags(gf_backend backend)
+{
+    gf_device *d[3] = { NULL, NULL, NULL };
+    gf_buffer *x = NULL, *y = NULL;
+    gf_stream *s = NULL;
+    char want[64];
+    int i;
+    for (i = 0; i < 3; i++) CHECK_EQ_RESULT(gf_device_open(backend, 0, &d[i]), GF_OK);
+    if (d[0] && d[1] && d[2] && gf_buffer_create(d[0], 64, &x) == GF_OK && gf_buffer_create(d[1], 64, &y) == GF_OK &&
+        gf_stream_create(d[2], NULL, &s) == GF_OK) {
+        CHECK_FAIL(gf_copy_buffer_async(s, y, 0, x, 0, 16), GF_ERROR_WRONG_DEVICE);
+        snprintf(want, sizeof want, "(%s 0)", gf_backend_name(backend));
+        CHECK(strstr(gf_last_error(), want) != NULL, "tags: the first open of device 0 is named with its backend and index");
+        for (i = 2; i <= 3; i++) {
+            snprintf(want, sizeof want, "(%s 0, open #%d)", gf_backend_name(backend), i);
+            CHECK(strstr(gf_last_error(), want) != NULL, i == 2 ? "tags: the second open of one device is told apart" : "tags: and the third");
+        }
+    }
+    gf_stream_destroy(s);
+    gf_buffer_destroy(x);
+    gf_buffer_destroy(y);
+    for (i = 0; i < 3; i++) if (d[i]) gf_device_close(d[i]);
+}
+
 static void run_pair(gf_device *a, gf_device *b, gf_device *third, int staged)
 {
     printf("pair: '%s' (%s) and '%s' (%s)%s\n", gf_device_name(a), gf_backend_name(gf_device_backend(a)), gf_device_name(b),
@@ -500,5 +526,6 @@ int main(int argc, char **argv)
         if (staged && count >= 4) test_close_during_staged_copy();
     }
     for (i = 0; i < n; i++) gf_device_close(dev[i]);
+    test_tags(backend);
     return th_finish();
 }
