@@ -82,7 +82,9 @@
     GPUFLOW_FAULTS=rules: chosen operations fail on purpose (see "faults on demand");
     GPUFLOW_RECORD=file: every gpuflow call goes to file, for gf_replay and tools/gfreplay
     (GPUFLOW_RECORD_LIMIT=bytes bounds it; see "record and replay"). Any other GPUFLOW_* variable is named in a warning. Values are read strictly: one that is not understood is named in a
-    warning and the switch stays off.
+    warning and the switch stays off (GPUFLOW_BACKEND naming no backend: gf_device_open with
+    GF_BACKEND_AUTO fails with GF_ERROR_INVALID_ARGUMENT). These warnings reach stderr unless a
+    logger is installed or GPUFLOW_LOG is error or off.
 
     CONVENTIONS
     ===========
@@ -93,7 +95,8 @@
       GF_TIMEOUT positive. gf_last_error() gives this thread's text for the last failure (a
       success leaves it alone); every failure also goes to the logger (gf_set_logger; it may
       call gpuflow, and the failure keeps its text), or with none installed to stderr at the
-      level GPUFLOW_LOG names (default: nothing, or warnings while a debugging switch is on).
+      level GPUFLOW_LOG names (default: nothing, or warnings while a debugging switch is on;
+      a GPUFLOW_* variable gpuflow cannot follow is always named).
     - Bad input (NULL or wrong-type handles, out-of-range sizes, objects of another device,
       misuse during capture, ...) returns a specific code and changes nothing. Every group of
       declarations below names the codes its calls return beyond GF_ERROR_INVALID_HANDLE
@@ -1777,7 +1780,8 @@ GPUFLOW_IMPL void gf_set_logger(gf_log_fn fn, void *user) {
    "gpuflow: <text>". GPUFLOW_LOG=error|warning|info|off; unset, it is off, or warning while a
    debugging switch is on (GPUFLOW_RACE_CHECK, _HANG_MS, _SYNC_DEBUG, _SYNC, _FAULTS, _RECORD), info with
    GPUFLOW_STATS or GPUFLOW_TRACE (what they print is info): a vendored library says nothing
-   unless asked, and a switch the user turned on is heard. Read once. */
+   unless asked, and a switch the user turned on is heard (a variable it cannot follow always is:
+   gf__env_warn). Read once. */
 static int gf__stderr_level = -2;   /* atomic; -2: not read yet, -1: off, else the last level printed */
 /* The environment's variables that gpuflow reads; any other GPUFLOW_* is named in a warning
    (a misspelt switch would otherwise stay silently off). */
@@ -1812,14 +1816,12 @@ static int gf__switch_on(const char *name) {
 static int gf__stderr_level_now(void) {
     static const char *const names[] = { "error", "warning", "info" };
     const char *v;
-    int level = gf__atomic_load_int(&gf__stderr_level), i = 0;
-    size_t n;
+    int level = gf__atomic_load_int(&gf__stderr_level), i;
     if (level != -2) return level;
     v = getenv("GPUFLOW_LOG");
     level = gf__switch_on("GPUFLOW_STATS") || gf__switch_on("GPUFLOW_TRACE") ? (int)GF_LOG_INFO   /* what they print is info */
           : gf__switch_on("GPUFLOW_RACE_CHECK") || gf__switch_on("GPUFLOW_HANG_MS") || gf__switch_on("GPUFLOW_SYNC_DEBUG") ||
-            gf__switch_on("GPUFLOW_SYNC") || getenv("GPUFLOW_STUB_DEVICES") || gf__switch_on("GPUFLOW_FAULTS") ||
-            gf__switch_on("GPUFLOW_RECORD") || gf__env_next_unknown(&i, &n) ? (int)GF_LOG_WARNING : -1;   /* a misspelt switch is heard */
+            gf__switch_on("GPUFLOW_SYNC") || gf__switch_on("GPUFLOW_FAULTS") || gf__switch_on("GPUFLOW_RECORD") ? (int)GF_LOG_WARNING : -1;
     if (v && *v) {
         for (i = 0; i < 3 && strcmp(v, names[i]); i++) {}
         if (i < 3) level = i;
@@ -1936,6 +1938,24 @@ static void gf__notice(gf_log_level level, const char *fmt, ...) {
     vsnprintf(text, sizeof text, fmt, ap);
     va_end(ap);
     gf__log_text(level, GF_OK, text);
+}
+/* A GPUFLOW_* variable gpuflow cannot follow (a misspelt name, a value not understood): a
+   warning heard even when GPUFLOW_LOG is unset and no debugging switch is on, since the
+   user asked for something that is not happening. GPUFLOW_LOG=error or off keeps it quiet. */
+static void gf__env_warn(const char *fmt, ...) GF__PRINTF(1, 2);
+static void gf__env_warn(const char *fmt, ...) {
+    char text[sizeof gf__error_text];
+    const char *log = getenv("GPUFLOW_LOG");
+    int logger;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    gf__log_lock_acquire();
+    logger = gf__log_fn != NULL;
+    gf__log_lock_release();
+    if (!logger && !(log && *log) && gf__stderr_level_now() < (int)GF_LOG_WARNING) fprintf(stderr, "%s\n", text);
+    else gf__log_text(GF_LOG_WARNING, GF_OK, text);
 }
 
 /* Test builds only (GPUFLOW_FAULT_INJECTION): the program defines gpuflow_fault_hit, and a
@@ -3109,7 +3129,7 @@ static int gf__env_switch(const char *name) {
     const char *v = getenv(name);
     if (!v || !*v || gf__env_word(v, off)) return 0;
     if (gf__env_word(v, on)) return 1;
-    gf__notice(GF_LOG_WARNING, "gpuflow: %s=%s is not understood (1, on, yes, true or 0, off, no, false); it stays off", name, v);
+    gf__env_warn("gpuflow: %s=%s is not understood (1, on, yes, true or 0, off, no, false); it stays off", name, v);
     return 0;
 }
 /* A count of milliseconds: decimal digits only, 0 (off) to max; else a warning and 0. */
@@ -3119,7 +3139,7 @@ static unsigned gf__env_ms(const char *name, unsigned max) {
     if (!v || !*v) return 0;
     for (p = v; *p >= '0' && *p <= '9' && n <= max; p++) n = n * 10 + (uint64_t)(*p - '0');
     if (*p || p == v || n > max) {
-        gf__notice(GF_LOG_WARNING, "gpuflow: %s=%s is not understood (whole milliseconds, 0 to %u); it stays off", name, v, max);
+        gf__env_warn("gpuflow: %s=%s is not understood (whole milliseconds, 0 to %u); it stays off", name, v, max);
         return 0;
     }
     return (unsigned)n;
@@ -3132,7 +3152,7 @@ static void gf__env_unknown(void) {   /* once per process, at the first device's
     if (gf__atomic_xchg_int(&checked, 1)) return;   /* once per process */
     (void)gf__stderr_level_now();   /* a GPUFLOW_LOG it does not understand is named now, not at the first message */
     while ((name = gf__env_next_unknown(&at, &n)) != NULL)
-        gf__notice(GF_LOG_WARNING, "gpuflow: %.*s is not a variable gpuflow reads (it reads GPUFLOW_BACKEND, _CACHE_DIR, _FAULTS, _HANG_MS, _LOG, "
+        gf__env_warn("gpuflow: %.*s is not a variable gpuflow reads (it reads GPUFLOW_BACKEND, _CACHE_DIR, _FAULTS, _HANG_MS, _LOG, "
                    "_OPENCL_PLATFORM, _RACE_CHECK, _RECORD, _RECORD_LIMIT, _STATS, _STUB_DEVICES, _STUB_THREADS, _SYNC, _SYNC_DEBUG, _TRACE)", (int)n, name);
 }
 
@@ -3158,7 +3178,7 @@ static void gf__env_faults(void) {
     gf_result r = gf_faults_set(v);
     gf__rec_env_faults(v, r);
     if (r == GF_OK) gf__notice(GF_LOG_WARNING, "gpuflow: GPUFLOW_FAULTS=%s: these operations will fail on purpose", v);
-    else gf__notice(GF_LOG_WARNING, "gpuflow: GPUFLOW_FAULTS=%s is not understood (%s); no fault is injected", v, gf__error_text);
+    else gf__env_warn("gpuflow: GPUFLOW_FAULTS=%s is not understood (%s); no fault is injected", v, gf__error_text);
 }
 
 static void gf__device_env(gf_device *dev) {
@@ -3171,7 +3191,7 @@ static void gf__device_env(gf_device *dev) {
         if ((dev->trace_path = gf__strdup(trace)) != NULL && gf_profiler_enable(dev, GF_PROFILE_ON) == GF_OK) {
             gf__notice(GF_LOG_INFO, "gpuflow: GPUFLOW_TRACE: %s is profiled; its trace goes to %s at close", dev->tag, trace);
         } else {
-            gf__notice(GF_LOG_WARNING, "gpuflow: GPUFLOW_TRACE=%s: the profiler could not be turned on (%s)", trace, gf__error_text);
+            gf__env_warn("gpuflow: GPUFLOW_TRACE=%s: the profiler could not be turned on (%s)", trace, gf__error_text);
             gf__free(dev->trace_path);
             dev->trace_path = NULL;
         }
@@ -3203,7 +3223,7 @@ static int gf__sync_debug_mode(void) {   /* 0 off, 1 warn, 2 error */
     if (!v || !*v || !strcmp(v, "off") || !strcmp(v, "0")) return 0;
     if (!strcmp(v, "warn") || !strcmp(v, "1")) return 1;
     if (!strcmp(v, "error") || !strcmp(v, "2")) return 2;
-    gf__notice(GF_LOG_WARNING, "GPUFLOW_SYNC_DEBUG=%s: expected warn, error or off; the check stays off", v);
+    gf__env_warn("gpuflow: GPUFLOW_SYNC_DEBUG=%s: expected warn, error or off; the check stays off", v);
     return 0;
 }
 static gf_result gf__hidden_wait(const char *call, const gf_stream *s, const char *what) {
@@ -3345,8 +3365,12 @@ static gf_result gf__call_device_open(gf_backend b, int index, gf_device **out) 
     env = getenv("GPUFLOW_BACKEND");
     if (env && *env) {
         gf_backend forced = gf__backend_from_env(env);
-        if (forced == GF_BACKEND_AUTO)
+        if (forced == GF_BACKEND_AUTO) {   /* refused, not ignored: the program would run on a backend the user did not ask for */
+            static int warned;
+            if (!gf__atomic_xchg_int(&warned, 1))
+                gf__env_warn("gpuflow: GPUFLOW_BACKEND=%s: expected one of:%s; gf_device_open(GF_BACKEND_AUTO) fails", env, every_name);
             return gf__fail(GF_ERROR_INVALID_ARGUMENT, "GPUFLOW_BACKEND=%s: expected one of:%s", env, every_name);
+        }
         return gf__device_open_on(forced, index, NULL, out);
     }
     /* AUTO: the first compiled-in backend that opens, in registry order, remembering why the
@@ -11665,16 +11689,16 @@ static void gf__env_record(void) {
         if (path[0] == '%' && path[1] == 'p') { n += (size_t)snprintf(named + n, sizeof named - n, "%lu", gf__getpid()); path++; }
         else named[n++] = *path;
     named[n] = 0;
-    if (*path) { gf__notice(GF_LOG_WARNING, "gpuflow: GPUFLOW_RECORD: the name is too long; nothing is recorded"); return; }
+    if (*path) { gf__env_warn("gpuflow: GPUFLOW_RECORD: the name is too long; nothing is recorded"); return; }
     if (limit && *limit) {
         d.max_bytes = (uint64_t)strtoull(limit, &end, 10);
         if (*end || !d.max_bytes) {
-            gf__notice(GF_LOG_WARNING, "gpuflow: GPUFLOW_RECORD_LIMIT=%s: expected a number of bytes; the default (%llu) holds", limit,
+            gf__env_warn("gpuflow: GPUFLOW_RECORD_LIMIT=%s: expected a number of bytes; the default (%llu) holds", limit,
                        (unsigned long long)GF__DEFAULT_RECORD_LIMIT);
             d.max_bytes = 0;
         }
     }
-    if (gf_record_start(&d) != GF_OK) { gf__notice(GF_LOG_WARNING, "gpuflow: GPUFLOW_RECORD=%s: %s; nothing is recorded", named, gf__error_text); return; }
+    if (gf_record_start(&d) != GF_OK) { gf__env_warn("gpuflow: GPUFLOW_RECORD=%s: %s; nothing is recorded", named, gf__error_text); return; }
     atexit(gf__rec_at_exit);
     gf__notice(GF_LOG_INFO, "gpuflow: GPUFLOW_RECORD: every gpuflow call goes to %s", named);
 }
@@ -14038,7 +14062,7 @@ static gf_result gf__stub_device_count(int *count) {
     for (p = v; *p >= '0' && *p <= '9' && n <= GF__STUB_MAX_DEVICES; p++) n = n * 10 + (*p - '0');
     if (*p || n < 1 || n > GF__STUB_MAX_DEVICES) {
         if (!gf__atomic_add_int(&warned, 1))
-            gf__notice(GF_LOG_WARNING, "gpuflow: GPUFLOW_STUB_DEVICES=%s is not understood (a count, 1 to %d); the stub has one device", v, GF__STUB_MAX_DEVICES);
+            gf__env_warn("gpuflow: GPUFLOW_STUB_DEVICES=%s is not understood (a count, 1 to %d); the stub has one device", v, GF__STUB_MAX_DEVICES);
         return GF_OK;
     }
     *count = n;
@@ -14659,7 +14683,7 @@ static int gf__stub_threads(void) {
         char *end;
         n = strtol(v, &end, 10);
         if (*end || n < 1 || n > 1024) {
-            gf__notice(GF_LOG_WARNING, "gpuflow: GPUFLOW_STUB_THREADS=%s is not understood (a count, 1 to 1024); one per core", v);
+            gf__env_warn("gpuflow: GPUFLOW_STUB_THREADS=%s is not understood (a count, 1 to 1024); one per core", v);
             n = 0;
         }
     }

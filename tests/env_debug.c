@@ -58,6 +58,10 @@ int main(void)
     gf_buffer *buf, *none = NULL;
     char host[1024], back[1024];
     memset(host, 1, sizeof host);
+    if (getenv("GPUFLOW_BACKEND")) {   /* AUTO under the variable (the rest runs on the stub as named) */
+        if (gf_device_open(GF_BACKEND_AUTO, 0, &dev) == GF_OK) gf_device_close(dev);
+        else puts("auto refused");
+    }
     if (gf_device_open(GF_BACKEND_STUB, 0, &dev) != GF_OK) return 1;
     if (gf_stream_create(dev, NULL, &a) != GF_OK || gf_stream_create(dev, NULL, &b) != GF_OK ||
         gf_buffer_create(dev, sizeof host, &buf) != GF_OK) return 1;

@@ -77,6 +77,25 @@ if has '^gpuflow: GPUFLOW_RECORD=/nonexistent-dir/run.gfrec: ' && grep -q '^done
     ok "GPUFLOW_RECORD=file that cannot be opened: named in a warning (it was silent), and the program runs"
 else fail "GPUFLOW_RECORD=/nonexistent-dir/run.gfrec: stderr has: $(head -c 300 "$out/err")"; fi
 
+# a value gpuflow cannot follow is heard with no switch on, and turns on no other message
+run GPUFLOW_STUB_THREADS=abc
+if has '^gpuflow: GPUFLOW_STUB_THREADS=abc is not understood' && ! has 'size is 0' && grep -q '^done$' "$out/out"; then
+    ok "GPUFLOW_STUB_THREADS=abc: named in a warning with no switch on (it was silent), and nothing else is"
+else fail "GPUFLOW_STUB_THREADS=abc: stderr has: $(head -c 300 "$out/err")"; fi
+
+run GPUFLOW_BACKEND=bogus
+if has '^gpuflow: GPUFLOW_BACKEND=bogus: expected one of' && grep -q '^auto refused$' "$out/out" && grep -q '^done$' "$out/out"; then
+    ok "GPUFLOW_BACKEND=bogus: AUTO's open fails and the warning says why (it was silent)"
+else fail "GPUFLOW_BACKEND=bogus: stderr has: $(head -c 300 "$out/err"); stdout: $(head -c 100 "$out/out")"; fi
+
+run GPUFLOW_STUB_DEVICES=2
+if [ "$(lines)" -eq 0 ]; then ok "GPUFLOW_STUB_DEVICES=2 is no debugging switch: nothing on stderr (it printed every refused call)"
+else fail "GPUFLOW_STUB_DEVICES=2: stderr has: $(head -c 300 "$out/err")"; fi
+
+run GPUFLOW_RACECHECK=1
+if [ "$(lines)" -eq 1 ]; then ok "a misspelt GPUFLOW_ variable is named, and turns on no other message"
+else fail "GPUFLOW_RACECHECK=1: stderr has: $(head -c 300 "$out/err")"; fi
+
 run GPUFLOW_LOG=loud
 if has '^gpuflow: GPUFLOW_LOG=loud: expected error, warning, info or off'; then ok "GPUFLOW_LOG=loud: the value is named and ignored"
 else fail "GPUFLOW_LOG=loud: stderr has: $(head -c 300 "$out/err")"; fi
