@@ -847,7 +847,8 @@ GPUFLOW_API gf_result gf_device_enable_peer(gf_device *a, gf_device *b);       /
    where the backend has none), GF_ERROR_DRIVER. Async calls return at once; host memory given
    to them must stay valid until the stream reaches them. gf_buffer_destroy never waits: the
    memory is freed once the work queued (on any stream) before the destroy has passed, checked
-   at the next allocation or synchronize; gf_buffer_destroy_async frees in one stream's order.
+   at the next allocation or synchronize; gf_buffer_destroy_async frees in one stream's order
+   a buffer gf_buffer_create_async made (another is GF_ERROR_INVALID_ARGUMENT).
    gf_host_free does not wait: where the driver's free waits for the device (CUDA, HIP) the
    memory goes at once if gpuflow's streams of the device are idle, else when a synchronize or
    allocation finds them so, at gf_device_synchronize, trim or close, or once 64 MiB wait so
@@ -1304,7 +1305,8 @@ GPUFLOW_API gf_result gf_device_write_state(gf_device *dev, char *text, size_t s
                             operation (open, read, write, rename, remove, mkdir): it fails as
                             that call would. Not in builds with GPUFLOW_FAULT_INJECTION (the
                             test hook owns the seam there)
-   An injected failure's message begins "GPUFLOW_FAULTS:" and names the rule. NULL or "" clears
+   An injected failure's message says "GPUFLOW_FAULTS:" after the call's name and names the rule
+   ("gf_buffer_create: GPUFLOW_FAULTS: this buffer is number 2, which rule 'buffer:2+' fails"). NULL or "" clears
    the rules (a lost device stays lost). Codes: GF_ERROR_INVALID_ARGUMENT naming the first
    rule not understood (the rules are then unchanged). Thread-safe; counts are process-wide.
    With no rule set each check is one relaxed load. */
