@@ -10792,6 +10792,8 @@ static void gf__rec_args(gf__rec_call call, gf_result r, va_list ap) {
         const void *p = va_arg(ap, const void *);
         uint32_t id = gf__rec_id(p);
         gf__rec_u32(id);
+        /* a graph's own buffer (made in its capture) outlives this free: its number stays */
+        if (call == GF__RC_buffer_destroy_async && id != GF__REC_UNKNOWN && gf__is(p, GF__T_BUFFER) && ((const gf_buffer *)p)->graph_owner) break;
         if (p && id != GF__REC_UNKNOWN) { gf__rec_forget(p); gf__rec_retired = p; gf__rec_retired_id = id; }
         break;
     }
@@ -12619,10 +12621,12 @@ static gf_result gf__rp_call(gf__replay *rp, gf__rec_call call, gf__rp_arg *v, g
         r = gf_buffer_create_async(GF__RPO(0, gf_stream), (size_t)v[1].u, (gf_buffer **)&made);
         if (r == GF_OK && !v[0].wrong_kind && ((gf_stream *)v[0].obj)->capture) capture = ((gf_stream *)v[0].obj)->capture->id;
         break;
-    case GF__RC_buffer_destroy_async:
+    case GF__RC_buffer_destroy_async: {
+        int graphs = v[1].obj && !v[1].wrong_kind && ((gf_buffer *)v[1].obj)->graph_owner;   /* a no-op: its graph's, it lives on */
         r = gf_buffer_destroy_async(GF__RPO(0, gf_stream), GF__RPO(1, gf_buffer));
-        if (v[1].obj && !v[1].wrong_kind && r == GF_OK) { rp->objs[v[1].id].obj = NULL; gf__rp_drop_children(rp, v[1].id); }
+        if (v[1].obj && !v[1].wrong_kind && r == GF_OK && !graphs) { rp->objs[v[1].id].obj = NULL; gf__rp_drop_children(rp, v[1].id); }
         return r;
+    }
     case GF__RC_buffer_record_stream: r = gf_buffer_record_stream(GF__RPO(0, gf_buffer), GF__RPO(1, gf_stream)); break;
     case GF__RC_stream_create: r = gf_stream_create(GF__RPO(0, gf_device), v[1].given ? &v[1].sd : NULL, (gf_stream **)&made); break;
     case GF__RC_stream_destroy: gf_stream_destroy(GF__RPO(0, gf_stream)); r = GF_OK; break;

@@ -604,6 +604,39 @@ static void test_review(void)
               "review R7: a launch refused for a handle among its arguments is skipped in the replay, not a mismatch");
         remove(path2);
     }
+    /* R8: a buffer a pooled capture made is its graph's: its gf_buffer_destroy_async in the
+       capture is a no-op and the handle stays valid (examples/frame.c gives it to
+       gf_graph_set_kernel_args); the recorder retired its number, so those calls were skipped */
+    if (rv_start("r8")) {
+        gf_graph_pool *gp = NULL;
+        gf_buffer *scratch = NULL;
+        gf_arg arg;
+        gf_device_open(GF_BACKEND_STUB, 0, &dev);
+        gf_stream_create(dev, NULL, &s);
+        memset(&md, 0, sizeof md); md.stub_kernels = rv_kernels; md.stub_kernel_count = 2;
+        gf_module_load(dev, &md, &m);
+        gf_kernel_get(m, "one_arg", &k);
+        memset(&dims, 0, sizeof dims); dims.grid[0] = dims.grid[1] = dims.grid[2] = 1; dims.block[0] = dims.block[1] = dims.block[2] = 1;
+        gf_graph_pool_create(dev, &gp);
+        CHECK_EQ_RESULT(gf_stream_begin_capture_pool(s, GF_CAPTURE_GLOBAL, gp), GF_OK);
+        gf_buffer_create_async(s, 64, &scratch);
+        arg.buffer = scratch; arg.value = NULL; arg.size = 0;
+        gf_launch(s, k, dims, &arg, 1);
+        CHECK_EQ_RESULT(gf_buffer_destroy_async(s, scratch), GF_OK);
+        CHECK_EQ_RESULT(gf_stream_end_capture(s, &g), GF_OK);
+        CHECK_EQ_RESULT(gf_graph_set_kernel_args(g, 0, &arg, 1), GF_OK);
+        gf_graph_launch(g, s);
+        gf_stream_synchronize(s);
+        gf_graph_destroy(g);
+        gf_graph_pool_destroy(gp);
+        gf_record_stop();
+        gf_module_destroy(m);
+        gf_stream_destroy(s);
+        gf_device_close(dev);
+        CHECK(rv_replay(path2, &rep) == GF_OK && rep.mismatches == 0 && rep.skipped == 0 && rep.replayed == rep.calls,
+              "review R8: a pooled capture's own buffer, freed in the capture, keeps its number: its later use replays");
+        remove(path2);
+    }
 }
 
 static gf_device *shared_dev;
