@@ -13550,18 +13550,19 @@ static void gf__hang_report(gf_device *dev, const char *what) {
    read, and given back, when a report or trace resolves them. Times are relative to a base
    event recorded before the first timed operation. */
 #define GF__PROFILE_MAX_RECORDS (1 << 20)
-enum { GF__REC_OPEN, GF__REC_IN_FLIGHT, GF__REC_RESOLVED, GF__REC_FAILED };   /* open: end not yet recorded */
+enum { GF__REC_OPEN, GF__REC_IN_FLIGHT, GF__REC_HELD, GF__REC_RESOLVED, GF__REC_FAILED };   /* open: end not yet recorded; held: a blocking resolve waits for it */
 typedef struct gf__prof_rec {
     uint64_t id, stream_id, flow_from;
     char label[64], name[48];
     gf_op_kind kind;
     uint64_t bytes;
     gf_event *start, *end;
-    int state;                       /* GF__REC_OPEN, _IN_FLIGHT, _RESOLVED, _FAILED */
+    int state;                       /* GF__REC_OPEN, _IN_FLIGHT, _HELD, _RESOLVED, _FAILED */
     double start_ms, dur_ms;
 } gf__prof_rec;
 struct gf__profiler {
     gf__mutex lock;
+    gf__mutex wait_lock;            /* one blocking resolve at a time (taken before lock) */
     gf__prof_rec *recs; int count, cap;
     uint64_t dropped;
     gf_event *base; int base_recorded;
@@ -13637,46 +13638,61 @@ static void gf__prof_end(gf_stream *s, int idx, gf_result r) {
     gf__unlock(&p->lock);
 }
 
-/* Reads the times of finished records (blocking: waits for all) and returns their events. A
-   record whose time cannot be read (a driver failure) is dropped, and a blocking resolve then
-   fails with that failure, so a report never looks whole when it is not. */
+/* A record whose end was waited for or queried (r, not GF_NOT_READY): its times read against
+   the base, or it is dropped (a driver failure: it will never have a time); its events go back
+   either way (p->lock held). Returns the failure, if any. */
+static gf_result gf__prof_settle(gf_device *dev, gf__profiler *p, gf__prof_rec *rec, gf_result r) {
+    float a = 0, b = 0;
+    if (r == GF_OK && (r = dev->be->event_elapsed_ms(p->base, rec->start, &a)) == GF_OK) r = dev->be->event_elapsed_ms(rec->start, rec->end, &b);
+    if (r == GF_OK) {
+        rec->state = GF__REC_RESOLVED;
+        rec->start_ms = a;
+        rec->dur_ms = b > 0 ? b : 0;
+    } else {
+        rec->state = GF__REC_FAILED;
+    }
+    gf__event_pool_give(dev->events, rec->start);
+    gf__event_pool_give(dev->events, rec->end);
+    return r;
+}
+
+/* Reads the times of finished records (blocking: waits for all there are now) and returns
+   their events. A record whose time cannot be read (a driver failure) is dropped, and a
+   blocking resolve then fails with that failure, so a report never looks whole when it is not.
+   A blocking resolve waits with p->lock let go, one record at a time: every profiled enqueue
+   takes that lock, and the work waited for may sit behind a host callback that enqueues (held
+   across the wait, the two never moved). The record waited for is HELD meanwhile, so that no
+   other resolve gives its events back; blocking resolves take turns (wait_lock). */
 static gf_result gf__prof_resolve(gf_device *dev, int blocking) {
     gf__profiler *p = dev->profiler;
     const gf__backend *be = dev->be;
     gf_result r, first = GF_OK;
-    int i;
+    int i, n;
     if (!p) return GF_OK;
-    gf__lock(&p->lock);
-    /* every time is read against the base: it must have completed first */
-    if (p->base_recorded && (r = blocking ? be->event_synchronize(p->base) : be->event_query(p->base)) != GF_OK) {
+    /* every time is read against the base: it must have completed first (it never changes once enabled) */
+    if (p->base_recorded && (r = blocking ? be->event_synchronize(p->base) : be->event_query(p->base)) != GF_OK) return blocking ? r : GF_OK;
+    if (!blocking) {
+        gf__lock(&p->lock);
+        for (i = 0; i < p->count; i++)
+            if (p->recs[i].state == GF__REC_IN_FLIGHT && (r = be->event_query(p->recs[i].end)) != GF_NOT_READY) (void)gf__prof_settle(dev, p, &p->recs[i], r);
         gf__unlock(&p->lock);
-        return blocking ? r : GF_OK;
+        return GF_OK;
     }
-    for (i = 0; i < p->count; i++) {
-        gf__prof_rec *rec = &p->recs[i];
-        float a = 0, b = 0;
-        if (rec->state != GF__REC_IN_FLIGHT) continue;
-        if ((r = blocking ? be->event_synchronize(rec->end) : be->event_query(rec->end)) != GF_OK) {
-            if (r == GF_NOT_READY) continue;
-            if (first == GF_OK) first = r;
-            rec->state = GF__REC_FAILED;   /* cannot be waited for: it will never have a time */
-            gf__event_pool_give(dev->events, rec->start);
-            gf__event_pool_give(dev->events, rec->end);
-            continue;
-        }
-        if ((r = be->event_elapsed_ms(p->base, rec->start, &a)) != GF_OK || (r = be->event_elapsed_ms(rec->start, rec->end, &b)) != GF_OK) {
-            if (first == GF_OK) first = r;
-            rec->state = GF__REC_FAILED;
-        } else {
-            rec->state = GF__REC_RESOLVED;
-            rec->start_ms = a;
-            rec->dur_ms = b > 0 ? b : 0;
-        }
-        gf__event_pool_give(dev->events, rec->start);
-        gf__event_pool_give(dev->events, rec->end);
+    gf__lock(&p->wait_lock);
+    gf__lock(&p->lock);
+    for (i = 0, n = p->count; i < n; i++) {
+        gf_event *end;
+        if (p->recs[i].state != GF__REC_IN_FLIGHT) continue;
+        p->recs[i].state = GF__REC_HELD;
+        end = p->recs[i].end;
+        gf__unlock(&p->lock);
+        r = be->event_synchronize(end);
+        gf__lock(&p->lock);   /* recs may have moved meanwhile: by index */
+        if ((r = gf__prof_settle(dev, p, &p->recs[i], r)) != GF_OK && first == GF_OK) first = r;
     }
     gf__unlock(&p->lock);
-    return blocking ? first : GF_OK;
+    gf__unlock(&p->wait_lock);
+    return first;
 }
 
 static void gf__profiler_free(gf_device *dev) {
@@ -13687,6 +13703,7 @@ static void gf__profiler_free(gf_device *dev) {
     gf__event_pool_give(dev->events, p->base);
     gf__free(p->recs);
     gf__mutex_destroy(&p->lock);
+    gf__mutex_destroy(&p->wait_lock);
     gf__free(p);
     dev->profiler = NULL;
 }
@@ -13705,7 +13722,13 @@ static gf_result gf__call_profiler_enable(gf_device *dev, unsigned flags) {
         else if ((r = dev->be->event_record(p->base, dev->sync_stream)) != GF_OK || (r = dev->be->event_synchronize(p->base)) != GF_OK) {
             gf__event_pool_give(dev->events, p->base);
             gf__free(p);
-        } else { p->base_recorded = 1; p->base_host_ns = gf__now_ns(); gf__mutex_init(&p->lock); dev->profiler = p; }
+        } else {
+            p->base_recorded = 1;
+            p->base_host_ns = gf__now_ns();
+            gf__mutex_init(&p->lock);
+            gf__mutex_init(&p->wait_lock);
+            dev->profiler = p;
+        }
     }
     if (r == GF_OK) gf__atomic_store_int(&dev->profiling, flags ? 1 : 0);
     gf__unlock(&dev->lock);

@@ -7,6 +7,7 @@
 #define GPUFLOW_IMPLEMENTATION
 #include "backends.h"
 #include <stdlib.h>
+#include <unistd.h>   /* _exit */
 #include "harness.h"
 #include "test_kernels.h"
 
@@ -369,6 +370,60 @@ static void test_memory_limit_threads(void)
     CHECK_EQ_RESULT(gf_device_set_memory_limit(dev, 0), GF_OK);
 }
 
+/* A report waits for profiled work that sits behind a host callback, and the callback enqueues
+   on another stream (the stub and OpenCL allow it): the report held the profiler's lock across
+   its wait and the callback's enqueue needed it, so neither ever returned (found by review). */
+static gf_stream *rc_other;
+static gf_buffer *rc_buf;
+static th_flag rc_entered, rc_reporting, rc_reported;
+static gf_result rc_fill = GF_ERROR_INVALID_STATE;
+static void rc_callback(void *user, gf_result status)
+{
+    (void)user; (void)status;
+    th_flag_add(&rc_entered, 1);
+    th_flag_wait(&rc_reporting, 1, 10000);
+    th_sleep_ms(50);   /* the report is waiting by now */
+    rc_fill = gf_fill_async(rc_other, rc_buf, 2048, 1, 64);   /* not the bytes the stream's own fills write */
+}
+static void *rc_reporter(void *arg)
+{
+    gf_profile_report rep;
+    (void)arg;
+    th_flag_add(&rc_reporting, 1);
+    if (gf_profiler_report(dev, &rep) == GF_OK) th_flag_add(&rc_reported, 1);
+    th_flag_add(&rc_reported, 1);
+    return NULL;
+}
+static void test_profiler_report_vs_callback(gf_backend backend)
+{
+    gf_stream *s = NULL;
+    pthread_t t;
+    if (backend == GF_BACKEND_CUDA || backend == GF_BACKEND_HIP) return;   /* their callbacks must not call the driver */
+    th_flag_init(&rc_entered); th_flag_init(&rc_reporting); th_flag_init(&rc_reported);
+    CHECK_EQ_RESULT(gf_stream_create(dev, NULL, &s), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_create(dev, NULL, &rc_other), GF_OK);
+    CHECK_EQ_RESULT(gf_buffer_create(dev, 4096, &rc_buf), GF_OK);
+    CHECK_EQ_RESULT(gf_profiler_enable(dev, GF_PROFILE_ON), GF_OK);
+    if (s && rc_other && rc_buf && gf_fill_async(s, rc_buf, 0, 0, 2048) == GF_OK && gf_stream_add_callback(s, rc_callback, NULL) == GF_OK &&
+        gf_fill_async(s, rc_buf, 0, 2, 2048) == GF_OK && th_flag_wait(&rc_entered, 1, 10000) &&
+        CHECK(pthread_create(&t, NULL, rc_reporter, NULL) == 0, "reporter thread started")) {
+        if (!CHECK(th_flag_wait(&rc_reported, 1, 10000),
+                   "profiler: a report waiting for work behind a callback that enqueues returns (they deadlocked)")) {
+            th_finish();   /* both threads hang for good: end here rather than hang the suite */
+            fflush(NULL);
+            _exit(1);
+        }
+        pthread_join(t, NULL);
+        CHECK(th_flag_get(&rc_reported) == 2 && rc_fill == GF_OK, "profiler: the report and the callback's enqueue both succeeded");
+    }
+    CHECK_EQ_RESULT(gf_device_synchronize(dev), GF_OK);
+    CHECK_EQ_RESULT(gf_profiler_enable(dev, 0), GF_OK);
+    gf_buffer_destroy(rc_buf);
+    gf_stream_destroy(rc_other);
+    gf_stream_destroy(s);
+    th_flag_destroy(&rc_entered); th_flag_destroy(&rc_reporting); th_flag_destroy(&rc_reported);
+}
+
 int main(int argc, char **argv)
 {
     gf_backend backend = GF_BACKEND_STUB;
@@ -397,6 +452,7 @@ int main(int argc, char **argv)
     CHECK_EQ_RESULT(gf_buffer_create(dev, NT * REGION, &buf), GF_OK);
     if (!shared || !buf) return th_finish();
     test_profiler_enable_while_ranges(shared);
+    test_profiler_report_vs_callback(backend);
     test_memory_limit_threads();
     for (i = 0; i < NT; i++) {
         W[i].index = i;
