@@ -1066,7 +1066,7 @@ GPUFLOW_API void      gf_stream_pool_destroy(gf_stream_pool *pool);   /* blocks 
 /* ---- stream sets: a fixed-depth ring for pipelines ------------------------------------- */
 GPUFLOW_API gf_result  gf_stream_set_create(gf_device *dev, int depth, const char *label, gf_stream_set **out);
 GPUFLOW_API gf_stream *gf_stream_set_get(gf_stream_set *set, size_t i);
-GPUFLOW_API gf_result  gf_stream_set_next(gf_stream_set *set, size_t i, gf_stream **out);
+GPUFLOW_API gf_result  gf_stream_set_next(gf_stream_set *set, size_t i, gf_stream **out);   /* blocks until slot i's last round has run */
 GPUFLOW_API gf_result  gf_stream_set_synchronize(gf_stream_set *set);
 GPUFLOW_API void       gf_stream_set_destroy(gf_stream_set *set);
 /* Frames: each gf_stream_set_next begins a frame (a round of the set) on its slot; it ends at
@@ -1076,8 +1076,9 @@ GPUFLOW_API void       gf_stream_set_destroy(gf_stream_set *set);
    on the device (from its first operation to its end, by events). gf_stream_set_wait_frames
    paces the host as engines do: it returns once at most max_in_flight frames are in flight,
    or GF_TIMEOUT after timeout_ms; a frame still open cannot complete, so a wait that would
-   need it is GF_ERROR_INVALID_STATE (end it first). Thread-safe (the set's lock); not from a
-   callback of the set's streams. */
+   need it is GF_ERROR_INVALID_STATE (end it first). Thread-safe (the set's lock, let go while
+   a call waits, so one thread's wait never holds another's query); not from a callback of the
+   set's streams. */
 typedef struct gf_frame_info {
     uint64_t frames;              /* begun */
     uint64_t completed;           /* known complete on the device */
@@ -6129,6 +6130,22 @@ static void gf__set_round_complete(gf_stream_set *set, int slot) {
     if (gf__frames_complete(&set->count, set->round_frame[slot]))
         set->count.last_ms = gf_event_elapsed_ms(set->round_start[slot], set->round_done[slot], &ms) == GF_OK ? ms : 0.0f;
 }
+/* Waits for a slot's ended round (at most until *end, when given), with set->lock let go: a
+   set's queries and other slots do not wait behind it. The slot is counted complete if it still
+   holds that round (another thread may have counted it, or begun the next, meanwhile). */
+static gf_result gf__set_wait_round(gf_stream_set *set, int slot, const uint64_t *end) {
+    gf_event *done = set->round_done[slot];
+    uint64_t frame = set->round_frame[slot];
+    gf_result r;
+    GF__HELD(&set->lock);
+    gf__unlock(&set->lock);
+    gf__faults_inside++;   /* the set's own pacing */
+    r = end ? gf_event_synchronize_timeout(done, gf__ms_left(*end)) : gf_event_synchronize(done);
+    gf__faults_inside--;
+    gf__lock(&set->lock);
+    if (r == GF_OK && set->pending[slot] && set->round_frame[slot] == frame) gf__set_round_complete(set, slot);
+    return r;
+}
 /* Every ended round the device has finished, found without waiting (set->lock held). */
 static void gf__set_collect(gf_stream_set *set) {
     int i;
@@ -6145,11 +6162,9 @@ static gf_result gf__call_stream_set_next(gf_stream_set *set, size_t i, gf_strea
     *out = NULL;
     slot = (int)(i % (size_t)set->depth);
     gf__lock(&set->lock);
-    r = gf__set_end_round(set);   /* the previous round ends here, if it is still open */
-    gf__faults_inside++;   /* the set's own pacing */
-    if (r == GF_OK) r = gf_event_synchronize(set->round_done[slot]);   /* this slot's last round */
-    gf__faults_inside--;
-    if (r == GF_OK && set->pending[slot]) gf__set_round_complete(set, slot);
+    /* the previous round ends here, if it is still open; then this slot's last round must have
+       passed (waited for with the lock let go, so frames, end_frame and other slots go on) */
+    while ((r = gf__set_end_round(set)) == GF_OK && set->pending[slot] && (r = gf__set_wait_round(set, slot, NULL)) == GF_OK) {}
     if (r == GF_OK) r = gf_event_record(set->round_start[slot], set->streams[slot]);
     if (r == GF_OK) {
         set->last = slot;
@@ -6203,10 +6218,8 @@ static gf_result gf__call_stream_set_wait_frames(gf_stream_set *set, int max_in_
                          "which is still open (end it with gf_stream_set_end_frame first)", max_in_flight, (unsigned long long)(set->count.begun - 1));
             break;
         }
-        gf__faults_inside++;
-        r = gf_event_synchronize_timeout(set->round_done[oldest], gf__ms_left(end));
-        gf__faults_inside--;
-        if (r == GF_OK) gf__set_round_complete(set, oldest);
+        r = gf__set_wait_round(set, oldest, &end);
+        if (r == GF_OK) gf__set_collect(set);   /* what other threads ended meanwhile */
         else if (r == GF_TIMEOUT)
             r = gf__fail(GF_TIMEOUT, "gf_stream_set_wait_frames: %llu frames still in flight after %u ms (at most %d asked)",
                          (unsigned long long)(set->count.begun - set->count.completed), timeout_ms, max_in_flight);
@@ -8081,12 +8094,20 @@ GPUFLOW_IMPL gf_result gf_flow_wait_frames(gf_flow *flow, int max_in_flight, uns
     gf__lock(&flow->lock);
     gf__flow_frames_collect(flow);
     while (r == GF_OK && flow->frames.begun - flow->frames.completed > (uint64_t)max_in_flight && flow->frame_count > 0) {
-        gf__flow_frame *oldest = &flow->frame[0];
+        /* the oldest run's first lane still running, waited for with the lock let go (the flow's
+           queries and runs go on); the events are the device pool's, never freed meanwhile */
+        uint64_t number = flow->frame[0].number;
+        gf_event *lane_end = NULL;
         int k;
-        for (k = 0; r == GF_OK && k < oldest->lanes; k++) {
+        for (k = 0; k < flow->frame[0].lanes && !lane_end; k++)
+            if (flow->frame[0].ends[k]->dev->be->event_query(flow->frame[0].ends[k]) != GF_OK) lane_end = flow->frame[0].ends[k];
+        if (lane_end) {
+            gf__unlock(&flow->lock);
             gf__faults_inside++;   /* the flow's own pacing */
-            r = gf__call_event_synchronize_timeout(oldest->ends[k], gf__ms_left(end));
+            r = gf__call_event_synchronize_timeout(lane_end, gf__ms_left(end));
             gf__faults_inside--;
+            gf__lock(&flow->lock);
+            if (r != GF_OK && r != GF_TIMEOUT && (!flow->frame_count || flow->frame[0].number != number)) r = GF_OK;   /* counted meanwhile: its event went back */
         }
         if (r == GF_OK) gf__flow_frames_collect(flow);
         else if (r == GF_TIMEOUT)

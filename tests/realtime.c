@@ -154,6 +154,71 @@ static void test_flow_frames(void)
     gf_stream_pool_destroy(pool);
 }
 
+/* One thread paces (a wait for a frame the device holds) while another asks how many frames
+   are in flight and begins work on another slot: the pacing calls held the set's (the flow's)
+   lock across their wait, so the "without waiting" queries waited as long (found by review). */
+static gf_stream_set *pace_set;
+static gf_flow *pace_flow;
+static th_flag pace_done;
+static void *pace_main(void *arg)
+{
+    (void)arg;
+    if (pace_set) (void)gf_stream_set_wait_frames(pace_set, 0, TH_WAIT_MS);
+    else (void)gf_flow_wait_frames(pace_flow, 0, TH_WAIT_MS);
+    th_flag_add(&pace_done, 1);
+    return NULL;
+}
+static void test_pacing_holds_nothing(void)
+{
+    gf_stream_pool *pool = NULL;
+    gf_stream *s = NULL;
+    gf_frame_info fi;
+    th_gate gate;
+    pthread_t t;
+    int round;
+    gf_task a = 0;
+    for (round = 0; round < 2; round++) {   /* a stream set, then a flow */
+        th_gate_init(&gate);
+        th_flag_init(&pace_done);
+        pace_set = NULL; pace_flow = NULL;
+        if (round == 0) {
+            if (!CHECK_EQ_RESULT(gf_stream_set_create(dev, 2, "paced", &pace_set), GF_OK)) return;
+            CHECK_EQ_RESULT(gf_stream_set_next(pace_set, 0, &s), GF_OK);
+            if (s) CHECK_EQ_RESULT(gf_stream_add_callback(s, th_gate_cb, &gate), GF_OK);
+            CHECK_EQ_RESULT(gf_stream_set_end_frame(pace_set), GF_OK);
+        } else {
+            if (!CHECK_EQ_RESULT(gf_flow_create(dev, NULL, &pace_flow), GF_OK)) return;
+            CHECK_EQ_RESULT(gf_stream_pool_create(dev, NULL, &pool), GF_OK);
+            CHECK_EQ_RESULT(gf_flow_add(pace_flow, "hold", hold_task, NULL, &a), GF_OK);
+            flow_gate = &gate;
+            CHECK_EQ_RESULT(gf_flow_run(pace_flow, pool), GF_OK);
+            flow_gate = NULL;
+        }
+        if (CHECK(pthread_create(&t, NULL, pace_main, NULL) == 0, "pacing thread started")) {
+            th_sleep_ms(50);   /* it waits by now, for the frame the gate holds */
+            CHECK(round == 0 ? gf_stream_set_frames(pace_set, &fi) == GF_OK : gf_flow_frames(pace_flow, &fi) == GF_OK, "pacing: the query answers");
+            CHECK(th_flag_get(&pace_done) == 0 && fi.in_flight == 1,
+                  round == 0 ? "pacing: gf_stream_set_frames answers while another thread's gf_stream_set_wait_frames waits (it waited as long)"
+                             : "pacing: gf_flow_frames answers while another thread's gf_flow_wait_frames waits (it waited as long)");
+            if (round == 0) {
+                CHECK_EQ_RESULT(gf_stream_set_next(pace_set, 1, &s), GF_OK);   /* another slot: its own last round is done */
+                CHECK(th_flag_get(&pace_done) == 0, "pacing: gf_stream_set_next on another slot goes on meanwhile");
+                CHECK_EQ_RESULT(gf_stream_set_end_frame(pace_set), GF_OK);
+            }
+            th_gate_open(&gate);
+            pthread_join(t, NULL);
+            CHECK(th_flag_get(&pace_done) == 1 && !TH_GATE_TIMED_OUT(&gate), "pacing: the wait returns once the frame completes");
+        } else {
+            th_gate_open(&gate);
+        }
+        if (pace_set) { CHECK_EQ_RESULT(gf_stream_set_synchronize(pace_set), GF_OK); gf_stream_set_destroy(pace_set); }
+        if (pace_flow) { CHECK_EQ_RESULT(gf_stream_pool_synchronize(pool), GF_OK); gf_flow_destroy(pace_flow); gf_stream_pool_destroy(pool); }
+        th_gate_destroy(&gate);
+        th_flag_destroy(&pace_done);
+    }
+    pace_set = NULL; pace_flow = NULL;
+}
+
 typedef struct heard { int crossed, refused; uint64_t used, asked; } heard;
 static void on_budget(void *user, gf_budget *b, gf_budget_event event, uint64_t used, uint64_t asked)
 {
@@ -308,6 +373,7 @@ int main(int argc, char **argv)
     printf("realtime on %s: %s\n", backend_name, gf_device_name(dev));
     test_frames();
     test_flow_frames();
+    test_pacing_holds_nothing();
     test_budgets(backend);
     test_budget_callbacks();
     gf_device_close(dev);
