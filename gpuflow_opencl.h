@@ -522,20 +522,11 @@ static gf__cl_job *gf__cl_job_new(gf__cl_device *d, void (*fn)(void *user), void
 
 /* Frees the job; its user event is completed first, so that the work held behind it runs (a
    job that ran), and so that no driver keeps an unset one alive (a dropped job: NVIDIA's
-   OpenCL then hangs the context's release). An event left unset would stall its queue for
-   good: a failed attempt is tried once more, and one that stays unset is kept, not released
-   (the context is then kept too, where releasing it hung device close on NVIDIA's OpenCL). */
+   OpenCL then hangs the context's release). */
+static int gf__cl_user_event_set(cl_event ev, cl_int status, const char *held);
 static void gf__cl_job_end(gf__cl_job *job) {
     gf__cl_device *d = job->dev;
-    if (job->done) {
-        cl_int e = GF__CL(clSetUserEventStatus, (job->done, CL_COMPLETE));
-        if (e != CL_SUCCESS) e = GF__CL(clSetUserEventStatus, (job->done, CL_COMPLETE));
-        if (e != CL_SUCCESS) {
-            gf__notice(GF_LOG_ERROR, "OpenCL: clSetUserEventStatus: %s (%d): work after a stream callback "
-                       "will not run, and the user event and its context stay with the driver", gf__cl_error_name(e), (int)e);
-            job->done = NULL;
-        }
-    }
+    if (job->done && !gf__cl_user_event_set(job->done, CL_COMPLETE, "work after a stream callback")) job->done = NULL;
     if (job->done) GF__CL(clReleaseEvent, (job->done));
     if (job->marker) GF__CL(clReleaseEvent, (job->marker));
     gf__free(job);
@@ -1423,8 +1414,20 @@ static gf_result gf__cl_stream_wait_event(gf_stream *s, gf_event *ev) {
 static void CL_CALLBACK gf__cl_on_peer_marker(cl_event marker, cl_int status, void *arg) {
     cl_event user = (cl_event)arg;
     (void)marker;
-    GF__CL(clSetUserEventStatus, (user, status < 0 ? status : CL_COMPLETE));
-    GF__CL(clReleaseEvent, (user));   /* the callback's reference */
+    if (gf__cl_user_event_set(user, status < 0 ? status : CL_COMPLETE, "work waiting for another device's event"))
+        GF__CL(clReleaseEvent, (user));   /* the callback's reference */
+}
+/* Sets a user event's status, trying once more if the first attempt fails: an event left unset
+   stalls its queue for good (the work `held` behind it never runs). One that stays unset is said
+   and kept, not released (releasing its context then hung device close on NVIDIA's OpenCL).
+   Returns 1 once set. */
+static int gf__cl_user_event_set(cl_event ev, cl_int status, const char *held) {
+    cl_int e = GF__CL(clSetUserEventStatus, (ev, status));
+    if (e != CL_SUCCESS) e = GF__CL(clSetUserEventStatus, (ev, status));
+    if (e == CL_SUCCESS) return 1;
+    gf__notice(GF_LOG_ERROR, "OpenCL: clSetUserEventStatus: %s (%d): %s will not run, and the user event and its context stay "
+               "with the driver", gf__cl_error_name(e), (int)e, held);
+    return 0;
 }
 static gf_result gf__cl_stream_wait_peer(gf_stream *s, gf_event *ev) {
     gf__cl_device *d = (gf__cl_device *)s->dev->native;

@@ -211,6 +211,32 @@ static void test_entry(gf_backend backend)
         CHECK_EQ_RESULT(gf_faults_set(NULL), GF_OK);
         if (other) gf_device_close(other);
         if (was) setenv("GPUFLOW_OPENCL_PLATFORM", saved, 1); else unsetenv("GPUFLOW_OPENCL_PLATFORM");
+        /* a wait for another device's event is a user event completed from a callback: one
+           failed clSetUserEventStatus left it unset, and the waiting stream stalled for good
+           (its destroy and its device's close with it; found by review) */
+        other = NULL;
+        if (gf_device_open(GF_BACKEND_OPENCL, 0, &other) == GF_OK) {
+            gf_stream *os = NULL;
+            gf_event *ev = NULL;
+            int stalled = 0;
+            if (gf_stream_create(other, NULL, &os) == GF_OK && gf_event_create(dev, 0, &ev) == GF_OK) {
+                uint64_t before = gf_faults_injected();
+                CHECK_EQ_RESULT(gf_faults_set("clSetUserEventStatus:1"), GF_OK);
+                CHECK_EQ_RESULT(gf_fill_async(s, buf, 0, 7, 64), GF_OK);
+                CHECK_EQ_RESULT(gf_event_record(ev, s), GF_OK);
+                CHECK_EQ_RESULT(gf_stream_wait_event(os, ev), GF_OK);
+                CHECK_EQ_RESULT(gf_stream_synchronize(s), GF_OK);
+                stalled = !CHECK_EQ_RESULT(gf_stream_synchronize_timeout(os, TH_WAIT_MS), GF_OK);
+                CHECK(gf_faults_injected() == before + 1 && !stalled,
+                      "entries: clSetUserEventStatus failed once in a wait across devices, and the wait still ended");
+                CHECK_EQ_RESULT(gf_faults_set(NULL), GF_OK);
+            }
+            if (ev) gf_event_destroy(ev);
+            if (!stalled) {   /* a stalled stream's destroy and close would wait for ever */
+                if (os) gf_stream_destroy(os);
+                gf_device_close(other);
+            }
+        }
     }
 }
 
