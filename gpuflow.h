@@ -4284,8 +4284,10 @@ static void gf__budget_told(const gf__budget_note *due) {   /* a call's due call
     gf__spin_unlock(&dev->mem_lock);
 }
 /* Charges bytes to b before the memory is allocated: refused past its limit (the callback then
-   due). *crossed: the charge crossed warn_bytes upward (the caller makes the callback due once
-   the buffer is made). */
+   due). Counted in its bytes at once (two threads cannot both pass the limit); its peak and
+   samples wait for gf__budget_made, so a buffer that is then not made (the device's limit,
+   no memory) leaves no trace once gf__budget_uncharge gives the bytes back. *crossed: the charge
+   crosses warn_bytes upward. */
 static gf_result gf__budget_charge(gf_budget *b, uint64_t bytes, int *crossed, uint64_t *now) {
     uint64_t used;
     gf__spin_lock(&b->dev->mem_lock);
@@ -4299,13 +4301,19 @@ static gf_result gf__budget_charge(gf_budget *b, uint64_t bytes, int *crossed, u
     }
     b->bytes += bytes;
     b->count++;
-    if (b->bytes > b->peak_bytes) b->peak_bytes = b->bytes;
     *crossed = used < b->warn_bytes && b->bytes >= b->warn_bytes;
     *now = b->bytes;
     b->refs++;   /* the buffer's hold */
-    gf__budget_sample(b);
     gf__spin_unlock(&b->dev->mem_lock);
     return GF_OK;
+}
+/* The charged buffer was made: its peak and sample, and the crossing's callback due. */
+static void gf__budget_made(gf_budget *b, uint64_t bytes, int crossed, uint64_t now) {
+    gf__spin_lock(&b->dev->mem_lock);
+    if (b->bytes > b->peak_bytes) b->peak_bytes = b->bytes;
+    gf__budget_sample(b);
+    if (crossed) gf__budget_tell(b, GF_BUDGET_CROSSED, now, bytes);
+    gf__spin_unlock(&b->dev->mem_lock);
 }
 static void gf__budget_uncharge(gf_budget *b, uint64_t bytes) {
     gf_device *dev = b->dev;   /* b may go with the unref */
@@ -4511,11 +4519,7 @@ static gf_result gf__call_buffer_create_desc(gf_device *dev, const gf_buffer_des
         r = gf__buffer_new_as(dev, desc->size, desc->managed ? GF_MEMORY_MANAGED : GF_MEMORY_DEVICE, desc->exportable != 0, out);
         if (r != GF_OK) { gf__budget_uncharge(desc->budget, desc->size); return r; }
         (*out)->budget = desc->budget;
-        if (crossed) {
-            gf__spin_lock(&dev->mem_lock);
-            gf__budget_tell(desc->budget, GF_BUDGET_CROSSED, used, desc->size);
-            gf__spin_unlock(&dev->mem_lock);
-        }
+        gf__budget_made(desc->budget, desc->size, crossed, used);
         return GF_OK;
     }
     return gf__buffer_new_as(dev, desc->size, desc->managed ? GF_MEMORY_MANAGED : GF_MEMORY_DEVICE, desc->exportable != 0, out);

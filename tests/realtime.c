@@ -274,6 +274,16 @@ static void test_budgets(gf_backend backend)
     a = NULL;
     CHECK_EQ_RESULT(gf_budget_get_stats(b, &st), GF_OK);
     CHECK(st.bytes == 200u << 10 && st.count == 1 && st.peak_bytes == 600u << 10, "budgets: a destroy gives its bytes back");
+    /* within the budget but past the device's memory limit: not made, and the budget's figures
+       are as they were (its peak had risen to bytes never held; found by review) */
+    CHECK_EQ_RESULT(gf_device_memory_stats(dev, &ms), GF_OK);
+    CHECK_EQ_RESULT(gf_device_set_memory_limit(dev, ms.device_bytes + (100u << 10)), GF_OK);
+    d.size = 700 << 10;
+    CHECK_FAIL(gf_buffer_create_desc(dev, &d, &x), GF_ERROR_OUT_OF_MEMORY);
+    CHECK_EQ_RESULT(gf_device_set_memory_limit(dev, 0), GF_OK);
+    CHECK_EQ_RESULT(gf_budget_get_stats(b, &st), GF_OK);
+    CHECK(x == NULL && st.bytes == 200u << 10 && st.count == 1 && st.peak_bytes == 600u << 10 && h.crossed == 1,
+          "budgets: a buffer the device's limit refused leaves the budget's bytes, peak and callbacks as they were");
     d.size = 400 << 10;
     CHECK_EQ_RESULT(gf_buffer_create_desc(dev, &d, &a), GF_OK);   /* fits again; crosses again */
     CHECK(h.crossed == 2, "budgets: crossing upward again calls back again");
