@@ -508,6 +508,18 @@ typedef struct gf__cl_device {
     gf__cl_external_memory xmem;
 } gf__cl_device;
 
+/* Pinned memory back to the driver: unmapped (once more if that fails: a mapping left in place
+   keeps the driver's host memory), then released, in the host queue's order. */
+static void gf__cl_pinned_release(gf__cl_device *d, gf__cl_pinned *p) {
+    cl_int e = GF__CL(clEnqueueUnmapMemObject, (d->host_queue, p->mem, p->ptr, 0, NULL, NULL));
+    if (e != CL_SUCCESS) e = GF__CL(clEnqueueUnmapMemObject, (d->host_queue, p->mem, p->ptr, 0, NULL, NULL));
+    if (e != CL_SUCCESS)
+        gf__notice(GF_LOG_WARNING, "OpenCL: clEnqueueUnmapMemObject: %s (%d): pinned memory at %p stays mapped; the driver may keep it",
+                   gf__cl_error_name(e), (int)e, p->ptr);
+    GF__CL(clReleaseMemObject, (p->mem));
+    gf__free(p);
+}
+
 /* A job counts as live from its making to its end, so that the device outlives every marker
    callback still to come. */
 static gf__cl_job *gf__cl_job_new(gf__cl_device *d, void (*fn)(void *user), void *user) {
@@ -601,9 +613,7 @@ static void gf__cl_device_close(gf_device *dev) {
     while (d->pinned) {   /* pinned memory the program did not free */
         gf__cl_pinned *p = d->pinned;
         d->pinned = p->next;
-        GF__CL(clEnqueueUnmapMemObject, (d->host_queue, p->mem, p->ptr, 0, NULL, NULL));
-        GF__CL(clReleaseMemObject, (p->mem));
-        gf__free(p);
+        gf__cl_pinned_release(d, p);
     }
     if (d->host_queue) {
         GF__CL(clFinish, (d->host_queue));
@@ -987,11 +997,8 @@ static void gf__cl_host_free(gf_device *dev, void *ptr) {
         gf__set_error(GF_ERROR_INVALID_ARGUMENT, "gf_host_free: %p is not pinned memory of this device", ptr);
         return;
     }
-    /* The buffer is released once the unmap has run. */
-    GF__CL(clEnqueueUnmapMemObject, (d->host_queue, p->mem, p->ptr, 0, NULL, NULL));
-    GF__CL(clReleaseMemObject, (p->mem));
+    gf__cl_pinned_release(d, p);
     GF__CL(clFlush, (d->host_queue));
-    gf__free(p);
 }
 
 /* ---- streams ---------------------------------------------------------------------------- */

@@ -232,6 +232,21 @@ static void test_entry(gf_backend backend)
                 CHECK_EQ_RESULT(gf_faults_set(NULL), GF_OK);
             }
             if (ev) gf_event_destroy(ev);
+            {   /* pinned memory's unmap failing once is tried again; failing for good is said (it
+                   was ignored, and the driver kept the mapped memory) */
+                void *pinned = NULL;
+                uint64_t before = gf_faults_injected();
+                gf_set_logger(th_said_logger, NULL);
+                th_said_clear();
+                CHECK_EQ_RESULT(gf_faults_set("clEnqueueUnmapMemObject:1"), GF_OK);
+                if (CHECK_EQ_RESULT(gf_host_alloc(other, 4096, &pinned), GF_OK)) gf_host_free(other, pinned);
+                CHECK(gf_faults_injected() == before + 1 && th_said_count("stays mapped") == 0, "entries: a failed unmap of pinned memory is tried again");
+                CHECK_EQ_RESULT(gf_faults_set("clEnqueueUnmapMemObject:1+"), GF_OK);
+                if (CHECK_EQ_RESULT(gf_host_alloc(other, 4096, &pinned), GF_OK)) gf_host_free(other, pinned);
+                CHECK_EQ_RESULT(gf_faults_set(NULL), GF_OK);
+                CHECK(th_said_count("stays mapped") == 1, "entries: an unmap that keeps failing is said, not ignored");
+                gf_set_logger(NULL, NULL);
+            }
             if (!stalled) {   /* a stalled stream's destroy and close would wait for ever */
                 if (os) gf_stream_destroy(os);
                 gf_device_close(other);
