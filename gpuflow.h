@@ -4466,18 +4466,19 @@ static gf_result gf__buffer_alloc_admitted(gf_buffer *buf) {
     if (!reclaimable) return dev->be->buffer_alloc(buf);
     return gf__alloc_reclaiming(dev, gf__buffer_alloc_try, buf, gf__reclaim_device_memory);
 }
-static gf_result gf__buffer_alloc(gf_buffer *buf) {   /* counted by the caller (gf__mem_count_new) when GF_OK */
+static gf_result gf__buffer_alloc(const char *fn, gf_buffer *buf) {   /* counted by the caller (gf__mem_count_new) when GF_OK */
     gf_result r;
     gf__retired_collect(buf->dev, 0);   /* memory whose queued work has passed goes first */
-    if ((r = gf__mem_admit(buf->dev, buf->size, "gf_buffer_create")) != GF_OK) return r;
+    if ((r = gf__mem_admit(buf->dev, buf->size, fn)) != GF_OK) return r;
     if ((r = gf__buffer_alloc_admitted(buf)) != GF_OK) gf__mem_unadmit(buf->dev, buf->size);
     return r;
 }
 
-static gf_result gf__buffer_new_as(gf_device *dev, size_t bytes, gf_memory_kind kind, int exportable, gf_buffer **out) {
+/* A buffer of new device memory; fn: the public call that makes it, named in its failures. */
+static gf_result gf__buffer_new_as(const char *fn, gf_device *dev, size_t bytes, gf_memory_kind kind, int exportable, gf_buffer **out) {
     gf_buffer *buf;
     gf_result r;
-    if (!(buf = (gf_buffer *)gf__calloc(sizeof *buf))) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_buffer_create: out of host memory");
+    if (!(buf = (gf_buffer *)gf__calloc(sizeof *buf))) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "%s: out of host memory", fn);
     buf->type = GF__T_BUFFER;
     buf->dev = dev;
     buf->exportable = exportable;
@@ -4485,14 +4486,14 @@ static gf_result gf__buffer_new_as(gf_device *dev, size_t bytes, gf_memory_kind 
     buf->managed = kind == GF_MEMORY_MANAGED;
     buf->refs = 1;
     buf->kind = kind;
-    if ((r = gf__buffer_alloc(buf)) != GF_OK) { gf__free(buf); return r; }
+    if ((r = gf__buffer_alloc(fn, buf)) != GF_OK) { gf__free(buf); return r; }
     buf->capacity = bytes;
     gf__mem_count_new(dev, buf->kind, bytes);
     *out = buf;
     return GF_OK;
 }
-static gf_result gf__buffer_new(gf_device *dev, size_t bytes, gf_memory_kind kind, gf_buffer **out) {
-    return gf__buffer_new_as(dev, bytes, kind, 0, out);
+static gf_result gf__buffer_new(const char *fn, gf_device *dev, size_t bytes, gf_memory_kind kind, gf_buffer **out) {
+    return gf__buffer_new_as(fn, dev, bytes, kind, 0, out);
 }
 
 static gf_result gf__call_buffer_create_desc(gf_device *dev, const gf_buffer_desc *desc, gf_buffer **out) {
@@ -4516,13 +4517,13 @@ static gf_result gf__call_buffer_create_desc(gf_device *dev, const gf_buffer_des
         if (desc->budget->dev != dev)
             return gf__fail(GF_ERROR_WRONG_DEVICE, "gf_buffer_create_desc: budget '%s' belongs to another device", desc->budget->label);
         if ((r = gf__budget_charge(desc->budget, desc->size, &crossed, &used)) != GF_OK) return r;
-        r = gf__buffer_new_as(dev, desc->size, desc->managed ? GF_MEMORY_MANAGED : GF_MEMORY_DEVICE, desc->exportable != 0, out);
+        r = gf__buffer_new_as("gf_buffer_create", dev, desc->size, desc->managed ? GF_MEMORY_MANAGED : GF_MEMORY_DEVICE, desc->exportable != 0, out);
         if (r != GF_OK) { gf__budget_uncharge(desc->budget, desc->size); return r; }
         (*out)->budget = desc->budget;
         gf__budget_made(desc->budget, desc->size, crossed, used);
         return GF_OK;
     }
-    return gf__buffer_new_as(dev, desc->size, desc->managed ? GF_MEMORY_MANAGED : GF_MEMORY_DEVICE, desc->exportable != 0, out);
+    return gf__buffer_new_as("gf_buffer_create", dev, desc->size, desc->managed ? GF_MEMORY_MANAGED : GF_MEMORY_DEVICE, desc->exportable != 0, out);
 }
 
 static gf_result gf__call_buffer_create(gf_device *dev, size_t bytes, gf_buffer **out) {
@@ -6850,7 +6851,7 @@ static gf_result gf__call_buffer_create_async(gf_stream *s, size_t bytes, gf_buf
         r = gf__pool_alloc(s->capture, bytes, &buf);
     } else if (s->capture && !s->capture->by_driver) {
         /* recorded graphs keep their memory for their whole life: allocate once, now */
-        if ((r = gf__buffer_new(s->dev, bytes, GF_MEMORY_DEVICE, &buf)) == GF_OK && !gf__graph_own(s->capture->graph, buf)) {
+        if ((r = gf__buffer_new("gf_buffer_create_async", s->dev, bytes, GF_MEMORY_DEVICE, &buf)) == GF_OK && !gf__graph_own(s->capture->graph, buf)) {
             gf__buffer_free(buf);
             r = gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_buffer_create_async: out of host memory");
         }
@@ -6868,7 +6869,7 @@ static gf_result gf__call_buffer_create_async(gf_stream *s, size_t bytes, gf_buf
     } else if (!(buf = gf__cache_take(s, bytes))) {
         gf__unlock(&s->lock);   /* new memory may wait for pending frees: not holding the stream, which a
                                    host callback that allocates on it takes, and may be what is waited for */
-        r = gf__buffer_new(s->dev, bytes, GF_MEMORY_ASYNC, &buf);
+        r = gf__buffer_new("gf_buffer_create_async", s->dev, bytes, GF_MEMORY_ASYNC, &buf);
         gf__lock(&s->lock);
     }
     gf__unlock(&s->lock);
@@ -7837,7 +7838,7 @@ static gf_result gf__flow_capture_decided(gf_flow *flow, gf_stream *s, gf_graph 
         if ((r = gf__shape_loops(&sh)) == GF_OK) r = gf__shape_emit(&sh, all, -1);
         sh.dry = 0;
     }
-    if (r == GF_OK) r = gf__buffer_new(flow->dev, (size_t)slots * 4, GF_MEMORY_DEVICE, &sh.scratch);
+    if (r == GF_OK) r = gf__buffer_new("gf_flow_capture", flow->dev, (size_t)slots * 4, GF_MEMORY_DEVICE, &sh.scratch);
     if (r == GF_OK && gf__atomic_load_int(&gf__rec_on)) gf__rec_made_buffer(sh.scratch);
     if (r == GF_OK && (r = gf_stream_begin_capture(s, GF_CAPTURE_GLOBAL)) == GF_OK) {
         int kept;
@@ -8877,7 +8878,7 @@ static gf_result gf__pool_alloc(gf__capture *cap, size_t bytes, gf_buffer **out)
         gf_buffer *block = NULL;
         if (!gf__grow((void **)&pool->blocks, &pool->block_cap, pool->block_count + 1, sizeof *pool->blocks))
             r = gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_buffer_create_async: out of host memory");
-        else if ((r = gf__buffer_new(pool->dev, bytes, GF_MEMORY_DEVICE, &block)) == GF_OK)
+        else if ((r = gf__buffer_new("gf_buffer_create_async", pool->dev, bytes, GF_MEMORY_DEVICE, &block)) == GF_OK)
             pool->blocks[best = pool->block_count++] = block;
     }
     if (r == GF_OK && best >= cap->pool_taken_cap) {
@@ -12804,7 +12805,7 @@ static gf_result gf__rp_call(gf__replay *rp, gf__rec_call call, gf__rp_arg *v, g
         uint64_t bytes = call == GF__RC_buffer_wrap ? v[1].u : v[1].u - v[1].offset;
         if (!gf__is(v[0].obj, GF__T_DEVICE) || !bytes || bytes > v[1].u || bytes > (uint64_t)SIZE_MAX) { r = GF_ERROR_INVALID_ARGUMENT; break; }
         gf__alloc_own++;
-        r = gf__buffer_new_as(GF__RPO(0, gf_device), (size_t)bytes, GF_MEMORY_IMPORTED, 0, (gf_buffer **)&made);
+        r = gf__buffer_new_as("gf_replay", GF__RPO(0, gf_device), (size_t)bytes, GF_MEMORY_IMPORTED, 0, (gf_buffer **)&made);
         gf__alloc_own--;
         break;
     }
@@ -12831,7 +12832,7 @@ static gf_result gf__rp_call(gf__replay *rp, gf__rec_call call, gf__rp_arg *v, g
     case GF__RC_range_pop: gf_range_pop(GF__RPO(0, gf_stream)); r = GF_OK; break;
     case GF__RC_flow_slots:   /* as gf_flow_capture made it: no fault point, no memory limit */
         if (!v[0].obj || v[0].wrong_kind || !v[1].u) r = GF_ERROR_INVALID_ARGUMENT;
-        else r = gf__buffer_new(GF__RPO(0, gf_device), (size_t)v[1].u, GF_MEMORY_DEVICE, (gf_buffer **)&made);
+        else r = gf__buffer_new("gf_replay", GF__RPO(0, gf_device), (size_t)v[1].u, GF_MEMORY_DEVICE, (gf_buffer **)&made);
         break;
     case GF__RC_stream_abandon_capture:
         if (v[0].obj && !v[0].wrong_kind) gf__capture_abandon(GF__RPO(0, gf_stream));

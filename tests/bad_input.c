@@ -221,6 +221,9 @@ static void test_memory(void)
             CHECK_EQ_RESULT(gf_buffer_destroy_async(s, c), GF_OK);
             CHECK_EQ_RESULT(gf_stream_synchronize(s), GF_OK);
             CHECK_EQ_RESULT(gf_device_set_memory_limit(dev, 512 << 10), GF_OK);   /* below the 1 MiB cached */
+            /* past the limit: the failure names the call made (it said gf_buffer_create) */
+            CHECK_FAIL(gf_buffer_create_async(s, 1 << 20, &c), GF_ERROR_OUT_OF_MEMORY);
+            CHECK(!strncmp(gf_last_error(), "gf_buffer_create_async:", 23), "a stream-ordered allocation past the memory limit is named as such");
             CHECK_EQ_RESULT(gf_device_set_memory_limit(dev, 0), GF_OK);
         }
     }
