@@ -1122,8 +1122,8 @@ GPUFLOW_API gf_result gf_flow_write_dot(gf_flow *flow, const char *path);   /* t
    device (its first lane's start to its last lane's end; 0 for a run over several devices);
    gf_frame_info.open is always 0 (a run is queued whole). gf_flow_wait_frames paces the host:
    it returns once at most max_in_flight runs are in flight, or GF_TIMEOUT after timeout_ms
-   (max_in_flight negative: GF_ERROR_INVALID_ARGUMENT). Both hold the flow's lock, so a run of the
-   flow from another thread waits for them. Runs are not ordered with each other (each takes its
+   (max_in_flight negative: GF_ERROR_INVALID_ARGUMENT). A wait lets the flow's lock go while it
+   waits, so runs and queries from other threads go on meanwhile. Runs are not ordered with each other (each takes its
    lanes from the pool anew, so two may run side by side): a run that must come after the last
    one's work waits for it first (max_in_flight 0). */
 GPUFLOW_API gf_result gf_flow_frames(gf_flow *flow, gf_frame_info *out);
@@ -1957,7 +1957,8 @@ static void gf__env_warn(const char *fmt, ...) {
     gf__log_lock_acquire();
     logger = gf__log_fn != NULL;
     gf__log_lock_release();
-    if (!logger && !(log && *log) && gf__stderr_level_now() < (int)GF_LOG_WARNING) fprintf(stderr, "%s\n", text);
+    if (!logger && !(log && (!strcmp(log, "error") || !strcmp(log, "off"))) && gf__stderr_level_now() < (int)GF_LOG_WARNING)
+        fprintf(stderr, "%s\n", text);   /* also under a GPUFLOW_LOG value not understood (named, and ignored) */
     else gf__log_text(GF_LOG_WARNING, GF_OK, text);
 }
 
@@ -2059,6 +2060,7 @@ struct gf_device {
     const gf__backend *be;
     int index;                      /* -1: opened on the program's own device (gf_device_open_native) */
     gf_device_info info;
+    int open_number;                /* which open of this backend and index (2 and up: in the tag) */
     char tag[sizeof ((gf_device_info *)0)->name + 56];   /* names it in messages: 'name' (backend index),
                                                         so two GPUs of one model, or two opens of one, differ */
     void *native;                   /* the backend's device state */
@@ -3054,14 +3056,18 @@ static void gf__device_tag(gf_device *dev, int open) {
     else snprintf(where, sizeof where, "%s %d", dev->be->name, dev->index);
     snprintf(dev->tag, sizeof dev->tag, "'%s' (%s)", dev->info.name, where);
 }
-/* Adds dev; a second open of one device is told apart in its tag. */
+/* Adds dev; a second open of one device is told apart in its tag, by a number above those of
+   the opens still there (so no two open handles read alike). */
 static int gf__open_devices_add(gf_device *dev) {
-    int ok, i, open = 1;
+    int ok, i;
+    dev->open_number = 1;
     gf__spin_lock(&gf__open_lock);
-    for (i = 0; i < gf__open_count; i++) open += dev->index >= 0 && gf__open_list[i]->be == dev->be && gf__open_list[i]->index == dev->index;
+    for (i = 0; i < gf__open_count; i++)
+        if (dev->index >= 0 && gf__open_list[i]->be == dev->be && gf__open_list[i]->index == dev->index && gf__open_list[i]->open_number >= dev->open_number)
+            dev->open_number = gf__open_list[i]->open_number + 1;
     if ((ok = gf__grow((void **)&gf__open_list, &gf__open_cap, gf__open_count + 1, sizeof *gf__open_list)) != 0) gf__open_list[gf__open_count++] = dev;
     gf__spin_unlock(&gf__open_lock);
-    if (open > 1) gf__device_tag(dev, open);
+    if (dev->open_number > 1) gf__device_tag(dev, dev->open_number);
     return ok;
 }
 static void gf__open_devices_remove(gf_device *dev) {
@@ -4240,6 +4246,7 @@ struct gf_budget {
     int refs;                       /* under dev->mem_lock */
     char label[64];
     uint64_t limit, warn_bytes, bytes, peak_bytes, count, refused;
+    uint64_t charging;              /* of bytes: charged for buffers not made yet (not held: no peak, no sample) */
     gf_budget_fn fn; void *user;
     uint64_t (*samples)[2]; int sample_count;   /* (ns since the profiler's base, bytes) */
 };
@@ -4248,7 +4255,7 @@ static void gf__budget_sample(gf_budget *b) {   /* mem_lock held */
     if (!b->samples && !(b->samples = (uint64_t (*)[2])gf__malloc(sizeof *b->samples * GF__BUDGET_SAMPLES))) return;
     if (b->sample_count == GF__BUDGET_SAMPLES) return;   /* the trace shows the first ones */
     b->samples[b->sample_count][0] = gf__now_ns();
-    b->samples[b->sample_count][1] = b->bytes;
+    b->samples[b->sample_count][1] = b->bytes - b->charging;
     b->sample_count++;
 }
 static void gf__budget_unref(gf_budget *b) {   /* mem_lock held; the last reference frees it */
@@ -4284,9 +4291,9 @@ static void gf__budget_told(const gf__budget_note *due) {   /* a call's due call
     gf__spin_unlock(&dev->mem_lock);
 }
 /* Charges bytes to b before the memory is allocated: refused past its limit (the callback then
-   due). Counted in its bytes at once (two threads cannot both pass the limit); its peak and
-   samples wait for gf__budget_made, so a buffer that is then not made (the device's limit,
-   no memory) leaves no trace once gf__budget_uncharge gives the bytes back. *crossed: the charge
+   due). Counted against the limit at once (two threads cannot both pass it), but held only once
+   gf__budget_settle says the buffer was made: a buffer that is not made (the device's limit, no
+   memory) leaves the count, peak, samples and figures as they were. *crossed: the charge
    crosses warn_bytes upward. */
 static gf_result gf__budget_charge(gf_budget *b, uint64_t bytes, int *crossed, uint64_t *now) {
     uint64_t used;
@@ -4300,20 +4307,29 @@ static gf_result gf__budget_charge(gf_budget *b, uint64_t bytes, int *crossed, u
                         "(%llu of %llu bytes used)", (unsigned long long)bytes, b->label, (unsigned long long)used, (unsigned long long)b->limit);
     }
     b->bytes += bytes;
-    b->count++;
+    b->charging += bytes;
     *crossed = used < b->warn_bytes && b->bytes >= b->warn_bytes;
     *now = b->bytes;
     b->refs++;   /* the buffer's hold */
     gf__spin_unlock(&b->dev->mem_lock);
     return GF_OK;
 }
-/* The charged buffer was made: its peak and sample, and the crossing's callback due. */
-static void gf__budget_made(gf_budget *b, uint64_t bytes, int crossed, uint64_t now) {
-    gf__spin_lock(&b->dev->mem_lock);
-    if (b->bytes > b->peak_bytes) b->peak_bytes = b->bytes;
-    gf__budget_sample(b);
-    if (crossed) gf__budget_tell(b, GF_BUDGET_CROSSED, now, bytes);
-    gf__spin_unlock(&b->dev->mem_lock);
+/* The charged buffer was made (ok) or not: held from now on (its count, the peak of what is
+   held, a sample, the crossing's callback due), or its charge given back. */
+static void gf__budget_settle(gf_budget *b, uint64_t bytes, int ok, int crossed, uint64_t now) {
+    gf_device *dev = b->dev;   /* b may go with the unref */
+    gf__spin_lock(&dev->mem_lock);
+    b->charging -= bytes;
+    if (ok) {
+        b->count++;
+        if (b->bytes - b->charging > b->peak_bytes) b->peak_bytes = b->bytes - b->charging;
+        gf__budget_sample(b);
+        if (crossed) gf__budget_tell(b, GF_BUDGET_CROSSED, now, bytes);
+    } else {
+        b->bytes -= bytes;
+        gf__budget_unref(b);
+    }
+    gf__spin_unlock(&dev->mem_lock);
 }
 static void gf__budget_uncharge(gf_budget *b, uint64_t bytes) {
     gf_device *dev = b->dev;   /* b may go with the unref */
@@ -4335,7 +4351,7 @@ static void gf__budgets_free(gf_device *dev) {
 }
 static void gf__budget_stats_of(const gf_budget *b, gf_budget_stats *out) {
     gf__copy_str(out->label, sizeof out->label, b->label);
-    out->limit = b->limit; out->bytes = b->bytes; out->peak_bytes = b->peak_bytes;
+    out->limit = b->limit; out->bytes = b->bytes - b->charging; out->peak_bytes = b->peak_bytes;
     out->count = b->count; out->refused = b->refused;
 }
 
@@ -4518,10 +4534,9 @@ static gf_result gf__call_buffer_create_desc(gf_device *dev, const gf_buffer_des
             return gf__fail(GF_ERROR_WRONG_DEVICE, "gf_buffer_create_desc: budget '%s' belongs to another device", desc->budget->label);
         if ((r = gf__budget_charge(desc->budget, desc->size, &crossed, &used)) != GF_OK) return r;
         r = gf__buffer_new_as("gf_buffer_create", dev, desc->size, desc->managed ? GF_MEMORY_MANAGED : GF_MEMORY_DEVICE, desc->exportable != 0, out);
-        if (r != GF_OK) { gf__budget_uncharge(desc->budget, desc->size); return r; }
-        (*out)->budget = desc->budget;
-        gf__budget_made(desc->budget, desc->size, crossed, used);
-        return GF_OK;
+        if (r == GF_OK) (*out)->budget = desc->budget;
+        gf__budget_settle(desc->budget, desc->size, r == GF_OK, crossed, used);
+        return r;
     }
     return gf__buffer_new_as("gf_buffer_create", dev, desc->size, desc->managed ? GF_MEMORY_MANAGED : GF_MEMORY_DEVICE, desc->exportable != 0, out);
 }
@@ -4893,13 +4908,18 @@ static gf_result gf__check_2d_side(gf_stream *s, const char *side, gf_buffer *bu
     if (pitch < width)
         return gf__fail(GF_ERROR_INVALID_ARGUMENT, "%s: %s_pitch %llu is smaller than the width %llu", fn, side,
                         (unsigned long long)pitch, (unsigned long long)width);
-    if (!buf) return GF_OK;
-    if (!gf__is(buf, GF__T_BUFFER)) return gf__bad_handle(fn, side, buf, GF__T_BUFFER);
-    if (buf->dev != s->dev) return gf__fail(GF_ERROR_WRONG_DEVICE, "%s: %s belongs to another device", fn, side);
+    if (buf && !gf__is(buf, GF__T_BUFFER)) return gf__bad_handle(fn, side, buf, GF__T_BUFFER);
+    if (buf && buf->dev != s->dev) return gf__fail(GF_ERROR_WRONG_DEVICE, "%s: %s belongs to another device", fn, side);
+    /* host rows too: their addresses are made the same way (they wrapped, and the copy ran outside host memory) */
     if (height - 1 > (SIZE_MAX - width) / pitch)
-        return gf__fail(GF_ERROR_OUT_OF_RANGE, "%s: %llu rows of pitch %llu overflow a size", fn, (unsigned long long)height, (unsigned long long)pitch);
+        return gf__fail(GF_ERROR_OUT_OF_RANGE, "%s: %llu rows of %s_pitch %llu overflow a size", fn, (unsigned long long)height, side,
+                        (unsigned long long)pitch);
     extent = pitch * (height - 1) + width;
-    return gf__check_range(fn, buf, offset, extent);
+    /* no host object is larger than PTRDIFF_MAX (malloc refuses them); smaller spans are the program's word, as for a plain copy */
+    if (!buf && (extent > (size_t)PTRDIFF_MAX || extent > UINTPTR_MAX - (uintptr_t)host))
+        return gf__fail(GF_ERROR_OUT_OF_RANGE, "%s: %llu rows of %s_pitch %llu from %p span %llu bytes: no host memory is that large", fn,
+                        (unsigned long long)height, side, (unsigned long long)pitch, host, (unsigned long long)extent);
+    return buf ? gf__check_range(fn, buf, offset, extent) : GF_OK;
 }
 /* Whether a row of one side shares a byte with a row of the other (offsets into one buffer,
    both ranges checked, pitches >= width >= 1). Row j of src starts at r + j * rp and meets the
@@ -5489,16 +5509,22 @@ static gf_result gf__call_event_synchronize(gf_event *ev) {
 
 static gf_result gf__event_query_backend(void *p) { gf_event *ev = (gf_event *)p; return ev->dev->be->event_query(ev); }
 
+/* A bounded wait for ev on behalf of fn: GF_TIMEOUT is returned quietly (fn says what it means). */
+static gf_result gf__event_wait_for(const char *fn, gf_event *ev, unsigned timeout_ms) {
+    gf_result r;
+    if ((r = gf__event_check_wait(fn, ev)) != GF_OK) return r;
+    if ((r = GF__FAULT_POINT(ev->dev, GF__FK_SYNC, fn)) != GF_OK) return r;
+    if ((r = gf__event_refuse_self_wait(fn, ev)) != GF_OK) return r;
+    if (!gf__atomic_load_int(&ev->recorded)) return GF_OK;
+    if ((r = gf__poll(gf__event_query_backend, ev, timeout_ms)) == GF_TIMEOUT) return r;
+    return gf__event_settle(ev, r);
+}
 static gf_result gf__call_event_synchronize_timeout(gf_event *ev, unsigned timeout_ms) {
     gf_result r;
     GF__CHECK(ev, GF__T_EVENT);
-    if ((r = gf__event_check_wait("gf_event_synchronize_timeout", ev)) != GF_OK) return r;
-    if ((r = GF__FAULT_POINT(ev->dev, GF__FK_SYNC, "gf_event_synchronize_timeout")) != GF_OK) return r;
-    if ((r = gf__event_refuse_self_wait("gf_event_synchronize_timeout", ev)) != GF_OK) return r;
-    if (!gf__atomic_load_int(&ev->recorded)) return GF_OK;
-    if ((r = gf__poll(gf__event_query_backend, ev, timeout_ms)) == GF_TIMEOUT)
+    if ((r = gf__event_wait_for("gf_event_synchronize_timeout", ev, timeout_ms)) == GF_TIMEOUT)
         return gf__fail(GF_TIMEOUT, "gf_event_synchronize_timeout: the event's work had not completed after %u ms", timeout_ms);
-    return gf__event_settle(ev, r);
+    return r;
 }
 
 static gf_result gf__call_event_query(gf_event *ev) {
@@ -6135,17 +6161,21 @@ static void gf__set_round_complete(gf_stream_set *set, int slot) {
     if (gf__frames_complete(&set->count, set->round_frame[slot]))
         set->count.last_ms = gf_event_elapsed_ms(set->round_start[slot], set->round_done[slot], &ms) == GF_OK ? ms : 0.0f;
 }
-/* Waits for a slot's ended round (at most until *end, when given), with set->lock let go: a
-   set's queries and other slots do not wait behind it. The slot is counted complete if it still
-   holds that round (another thread may have counted it, or begun the next, meanwhile). */
+/* Waits for a slot's ended round with set->lock let go, so that the set's queries and other
+   slots do not wait behind it: for good (end NULL), or one slice of at most GF__PACE_SLICE_MS
+   before *end (GF_TIMEOUT, quietly: the caller looks again, since another thread may meanwhile
+   have counted the round and begun the next on its event). The slot is counted complete if it
+   still holds that round. */
+#define GF__PACE_SLICE_MS 2u
 static gf_result gf__set_wait_round(gf_stream_set *set, int slot, const uint64_t *end) {
     gf_event *done = set->round_done[slot];
     uint64_t frame = set->round_frame[slot];
+    unsigned left = end ? gf__ms_left(*end) : 0;
     gf_result r;
     GF__HELD(&set->lock);
     gf__unlock(&set->lock);
     gf__faults_inside++;   /* the set's own pacing */
-    r = end ? gf_event_synchronize_timeout(done, gf__ms_left(*end)) : gf_event_synchronize(done);
+    r = end ? gf__event_wait_for("gf_stream_set_wait_frames", done, left < GF__PACE_SLICE_MS ? left : GF__PACE_SLICE_MS) : gf_event_synchronize(done);
     gf__faults_inside--;
     gf__lock(&set->lock);
     if (r == GF_OK && set->pending[slot] && set->round_frame[slot] == frame) gf__set_round_complete(set, slot);
@@ -6210,9 +6240,10 @@ static gf_result gf__call_stream_set_wait_frames(gf_stream_set *set, int max_in_
     gf__lock(&set->lock);
     gf__set_collect(set);
     if (set->open && max_in_flight == 0 && set->count.begun > set->count.completed) {   /* the open frame cannot complete */
+        uint64_t open = set->count.begun - 1;   /* read under the lock */
         gf__unlock(&set->lock);
         return gf__fail(GF_ERROR_INVALID_STATE, "gf_stream_set_wait_frames: max_in_flight 0 waits for every frame, and frame %llu is still "
-                        "open (end it with gf_stream_set_end_frame first)", (unsigned long long)(set->count.begun - 1));
+                        "open (end it with gf_stream_set_end_frame first)", (unsigned long long)open);
     }
     while (r == GF_OK && set->count.begun - set->count.completed > (uint64_t)max_in_flight) {
         int i, oldest = -1;
@@ -6224,12 +6255,11 @@ static gf_result gf__call_stream_set_wait_frames(gf_stream_set *set, int max_in_
             break;
         }
         r = gf__set_wait_round(set, oldest, &end);
+        if (r == GF_TIMEOUT && gf__ms_left(end) > 0) r = GF_OK;   /* a slice: look again */
         if (r == GF_OK) gf__set_collect(set);   /* what other threads ended meanwhile */
         else if (r == GF_TIMEOUT)
             r = gf__fail(GF_TIMEOUT, "gf_stream_set_wait_frames: %llu frames still in flight after %u ms (at most %d asked)",
                          (unsigned long long)(set->count.begun - set->count.completed), timeout_ms, max_in_flight);
-        else if (r == GF_ERROR_INVALID_STATE)   /* from a host callback the frame waits behind */
-            r = gf__fail(r, "gf_stream_set_wait_frames: %s", gf__error_text);
     }
     gf__unlock(&set->lock);
     return r;
@@ -8106,13 +8136,15 @@ GPUFLOW_IMPL gf_result gf_flow_wait_frames(gf_flow *flow, int max_in_flight, uns
         int k;
         for (k = 0; k < flow->frame[0].lanes && !lane_end; k++)
             if (flow->frame[0].ends[k]->dev->be->event_query(flow->frame[0].ends[k]) != GF_OK) lane_end = flow->frame[0].ends[k];
-        if (lane_end) {
+        if (lane_end) {   /* in slices: another thread may count the run meanwhile, and its event go back to the pool and be recorded anew */
+            unsigned left = gf__ms_left(end);
             gf__unlock(&flow->lock);
             gf__faults_inside++;   /* the flow's own pacing */
-            r = gf__call_event_synchronize_timeout(lane_end, gf__ms_left(end));
+            r = gf__event_wait_for("gf_flow_wait_frames", lane_end, left < GF__PACE_SLICE_MS ? left : GF__PACE_SLICE_MS);
             gf__faults_inside--;
             gf__lock(&flow->lock);
-            if (r != GF_OK && r != GF_TIMEOUT && (!flow->frame_count || flow->frame[0].number != number)) r = GF_OK;   /* counted meanwhile: its event went back */
+            if (r != GF_OK && (!flow->frame_count || flow->frame[0].number != number)) r = GF_OK;   /* counted meanwhile: its event went back */
+            else if (r == GF_TIMEOUT && gf__ms_left(end) > 0) r = GF_OK;   /* a slice: look again */
         }
         if (r == GF_OK) gf__flow_frames_collect(flow);
         else if (r == GF_TIMEOUT)

@@ -208,6 +208,25 @@ static void test_memory(void)
         if (v) gf_buffer_destroy(v);
         if (p) gf_buffer_destroy(p);
     }
+    {   /* host rows whose pitch overflows, or spans more than host memory can, are refused like a buffer's (they were
+           taken: the copy read and wrote outside host memory; found by an outside tester) */
+        gf_buffer *p = NULL;
+        gf_copy_2d c;
+        unsigned char rows[64];
+        if (CHECK_EQ_RESULT(gf_buffer_create(dev, 64, &p), GF_OK)) {
+            memset(&c, 0, sizeof c);
+            c.dst = p; c.dst_pitch = 16; c.src_host = rows; c.src_pitch = SIZE_MAX; c.width = 4; c.height = 2;
+            CHECK_FAIL(gf_copy_2d_async(s, &c), GF_ERROR_OUT_OF_RANGE);
+            memset(&c, 0, sizeof c);
+            c.dst_host = rows; c.dst_pitch = SIZE_MAX / 2 + 1; c.src = p; c.src_pitch = 16; c.width = 4; c.height = 3;
+            CHECK_FAIL(gf_copy_2d_async(s, &c), GF_ERROR_OUT_OF_RANGE);
+            c.height = 2;                           /* no overflow, but more than any host memory can be */
+            CHECK_FAIL(gf_copy_2d_async(s, &c), GF_ERROR_OUT_OF_RANGE);
+            CHECK(strstr(gf_last_error(), "no host memory is that large") != NULL, "host rows larger than any host memory are refused, said why");
+            CHECK_EQ_RESULT(gf_stream_synchronize(s), GF_OK);
+            gf_buffer_destroy(p);
+        }
+    }
     CHECK_FAIL(gf_buffer_destroy_async(NULL, b), GF_ERROR_INVALID_HANDLE);
     CHECK_FAIL(gf_buffer_destroy_async(s, NULL), GF_ERROR_INVALID_HANDLE);
     CHECK_FAIL(gf_buffer_destroy_async(s, b), GF_ERROR_INVALID_ARGUMENT);      /* not stream-ordered */

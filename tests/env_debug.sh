@@ -96,6 +96,10 @@ run GPUFLOW_RACECHECK=1
 if [ "$(lines)" -eq 1 ]; then ok "a misspelt GPUFLOW_ variable is named, and turns on no other message"
 else fail "GPUFLOW_RACECHECK=1: stderr has: $(head -c 300 "$out/err")"; fi
 
+run GPUFLOW_LOG=warn GPUFLOW_RACECHECK=1
+if has '^gpuflow: GPUFLOW_RACECHECK is not a variable gpuflow reads'; then ok "a GPUFLOW_LOG value not understood does not silence the other variables' warnings"
+else fail "GPUFLOW_LOG=warn GPUFLOW_RACECHECK=1: stderr has: $(head -c 300 "$out/err")"; fi
+
 run GPUFLOW_LOG=loud
 if has '^gpuflow: GPUFLOW_LOG=loud: expected error, warning, info or off'; then ok "GPUFLOW_LOG=loud: the value is named and ignored"
 else fail "GPUFLOW_LOG=loud: stderr has: $(head -c 300 "$out/err")"; fi

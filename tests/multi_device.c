@@ -447,6 +447,16 @@ static void test_tags(gf_backend backend)
             snprintf(want, sizeof want, "(%s 0, open #%d)", gf_backend_name(backend), i);
             CHECK(strstr(gf_last_error(), want) != NULL, i == 2 ? "tags: the second open of one device is told apart" : "tags: and the third");
         }
+        /* the second closed and opened again: a number no open handle has (it was #3 again) */
+        gf_buffer_destroy(y);
+        y = NULL;
+        gf_device_close(d[1]);
+        d[1] = NULL;
+        if (CHECK_EQ_RESULT(gf_device_open(backend, 0, &d[1]), GF_OK) && CHECK_EQ_RESULT(gf_buffer_create(d[1], 64, &y), GF_OK)) {
+            CHECK_FAIL(gf_copy_buffer_async(s, y, 0, x, 0, 16), GF_ERROR_WRONG_DEVICE);
+            snprintf(want, sizeof want, "(%s 0, open #4)", gf_backend_name(backend));
+            CHECK(strstr(gf_last_error(), want) != NULL, "tags: an open after a close takes a number no open handle has");
+        }
     }
     gf_stream_destroy(s);
     gf_buffer_destroy(x);

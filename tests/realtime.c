@@ -219,6 +219,59 @@ static void test_pacing_holds_nothing(void)
     pace_set = NULL; pace_flow = NULL;
 }
 
+/* A pacing wait whose run another thread counts meanwhile: the run's end event goes back to
+   the device's pool, and a profiled operation held by a gate takes it and records it anew.
+   The wait waited for that unrelated work until it timed out (found by review). */
+static gf_result reuse_result = GF_ERROR_INVALID_STATE;
+static void *reuse_main(void *arg)
+{
+    (void)arg;
+    reuse_result = gf_flow_wait_frames(pace_flow, 0, 1500);
+    return NULL;
+}
+static void test_pacing_event_reused(void)
+{
+    gf_stream_pool *pool = NULL;
+    gf_stream *held = NULL;
+    gf_buffer *buf = NULL;
+    gf_frame_info fi;
+    th_gate first, second;
+    pthread_t t;
+    gf_task a = 0;
+    int spins = 0;
+    th_gate_init(&first); th_gate_init(&second);
+    pace_set = NULL;
+    if (!CHECK_EQ_RESULT(gf_flow_create(dev, NULL, &pace_flow), GF_OK)) return;
+    CHECK_EQ_RESULT(gf_stream_pool_create(dev, NULL, &pool), GF_OK);
+    CHECK_EQ_RESULT(gf_flow_add(pace_flow, "hold", hold_task, NULL, &a), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_create(dev, NULL, &held), GF_OK);
+    CHECK_EQ_RESULT(gf_buffer_create(dev, 4096, &buf), GF_OK);
+    if (held) CHECK_EQ_RESULT(gf_stream_add_callback(held, th_gate_cb, &second), GF_OK);
+    CHECK_EQ_RESULT(gf_profiler_enable(dev, GF_PROFILE_ON), GF_OK);   /* its operations take events from the device's pool */
+    flow_gate = &first;
+    CHECK_EQ_RESULT(gf_flow_run(pace_flow, pool), GF_OK);
+    flow_gate = NULL;
+    if (CHECK(pthread_create(&t, NULL, reuse_main, NULL) == 0, "reuse: pacing thread started")) {
+        th_sleep_ms(50);
+        th_gate_open(&first);
+        do { memset(&fi, 0, sizeof fi); (void)gf_flow_frames(pace_flow, &fi); } while (fi.completed < 1 && ++spins < 100000000);   /* counted here first */
+        CHECK_EQ_RESULT(gf_fill_async(held, buf, 0, 1, 64), GF_OK);   /* profiled behind the second gate */
+        pthread_join(t, NULL);
+        CHECK_EQ_RESULT(reuse_result, GF_OK);
+        CHECK(reuse_result == GF_OK, "pacing: a wait for a run another thread counted returns, whatever its event is used for next");
+    }
+    th_gate_open(&second);
+    if (held) CHECK_EQ_RESULT(gf_stream_synchronize(held), GF_OK);
+    if (pool) CHECK_EQ_RESULT(gf_stream_pool_synchronize(pool), GF_OK);
+    CHECK_EQ_RESULT(gf_profiler_enable(dev, 0), GF_OK);
+    gf_buffer_destroy(buf);
+    gf_stream_destroy(held);
+    gf_flow_destroy(pace_flow);
+    gf_stream_pool_destroy(pool);
+    pace_flow = NULL;
+    th_gate_destroy(&first); th_gate_destroy(&second);
+}
+
 typedef struct heard { int crossed, refused; uint64_t used, asked; } heard;
 static void on_budget(void *user, gf_budget *b, gf_budget_event event, uint64_t used, uint64_t asked)
 {
@@ -384,6 +437,7 @@ int main(int argc, char **argv)
     test_frames();
     test_flow_frames();
     test_pacing_holds_nothing();
+    test_pacing_event_reused();
     test_budgets(backend);
     test_budget_callbacks();
     gf_device_close(dev);

@@ -424,6 +424,52 @@ static void test_profiler_report_vs_callback(gf_backend backend)
     th_flag_destroy(&rc_entered); th_flag_destroy(&rc_reporting); th_flag_destroy(&rc_reported);
 }
 
+/* A budget's peak is of bytes held: one thread's buffers that the device's limit refuses were
+   counted into the peak that another thread's buffer, made meanwhile, set (found by review). */
+enum { PEAK_ROUNDS = 20000 };
+static gf_budget *peak_budget;
+static void *peak_refused_main(void *arg)
+{
+    gf_buffer_desc d;
+    int i;
+    (void)arg;
+    memset(&d, 0, sizeof d);
+    d.size = 700 << 10; d.budget = peak_budget;
+    for (i = 0; i < PEAK_ROUNDS; i++) { gf_buffer *b = NULL; if (gf_buffer_create_desc(dev, &d, &b) == GF_OK) gf_buffer_destroy(b); }
+    return NULL;
+}
+static void *peak_small_main(void *arg)
+{
+    gf_buffer_desc d;
+    int i;
+    (void)arg;
+    memset(&d, 0, sizeof d);
+    d.size = 1024; d.budget = peak_budget;
+    for (i = 0; i < PEAK_ROUNDS; i++) { gf_buffer *b = NULL; if (gf_buffer_create_desc(dev, &d, &b) == GF_OK) gf_buffer_destroy(b); }
+    return NULL;
+}
+static void test_budget_peak_threads(void)
+{
+    gf_budget_desc bd;
+    gf_budget_stats st;
+    gf_memory_stats ms;
+    pthread_t t[2];
+    memset(&bd, 0, sizeof bd);
+    bd.label = "peak"; bd.limit = 1 << 20;
+    CHECK_EQ_RESULT(gf_device_synchronize(dev), GF_OK);
+    if (!CHECK_EQ_RESULT(gf_budget_create(dev, &bd, &peak_budget), GF_OK) || !CHECK_EQ_RESULT(gf_device_memory_stats(dev, &ms), GF_OK)) return;
+    CHECK_EQ_RESULT(gf_device_set_memory_limit(dev, ms.device_bytes + (100u << 10)), GF_OK);   /* refuses the 700 KiB ones */
+    if (CHECK(pthread_create(&t[0], NULL, peak_refused_main, NULL) == 0, "peak: refused thread started")) {
+        if (CHECK(pthread_create(&t[1], NULL, peak_small_main, NULL) == 0, "peak: small thread started")) pthread_join(t[1], NULL);
+        pthread_join(t[0], NULL);
+    }
+    CHECK_EQ_RESULT(gf_device_set_memory_limit(dev, 0), GF_OK);
+    CHECK(gf_budget_get_stats(peak_budget, &st) == GF_OK && st.bytes == 0 && st.count == 0 && st.peak_bytes <= 1024,
+          "budget: the peak counts what was held, not what another thread was refused meanwhile");
+    if (st.peak_bytes > 1024) printf("  peak %llu bytes, of which at most 1024 were ever held\n", (unsigned long long)st.peak_bytes);
+    gf_budget_destroy(peak_budget);
+}
+
 int main(int argc, char **argv)
 {
     gf_backend backend = GF_BACKEND_STUB;
@@ -454,6 +500,7 @@ int main(int argc, char **argv)
     test_profiler_enable_while_ranges(shared);
     test_profiler_report_vs_callback(backend);
     test_memory_limit_threads();
+    test_budget_peak_threads();
     for (i = 0; i < NT; i++) {
         W[i].index = i;
         W[i].shared = shared;
