@@ -4975,8 +4975,12 @@ static gf_result gf__call_budget_create(gf_device *dev, const gf_budget_desc *de
     b->refs = 1;
     gf__copy_str(b->label, sizeof b->label, desc->label);
     b->limit = desc->limit;
-    b->warn_bytes = (uint64_t)((double)desc->limit * (double)warn);
-    if (b->warn_bytes == 0) b->warn_bytes = 1;
+    {   /* the product in double: at limits near 2^64 it rounds up past what a uint64_t holds */
+        double at = (double)desc->limit * (double)warn;
+        b->warn_bytes = at >= 18446744073709551615.0 ? desc->limit : (uint64_t)at;
+        if (b->warn_bytes > desc->limit) b->warn_bytes = desc->limit;
+        if (b->warn_bytes == 0) b->warn_bytes = 1;
+    }
     b->fn = desc->fn;
     b->user = desc->user;
     gf__spin_lock(&dev->mem_lock);

@@ -302,6 +302,23 @@ static void test_budgets(gf_backend backend)
     CHECK_FAIL(gf_budget_create(dev, &bd, &bad), GF_ERROR_INVALID_ARGUMENT);
     CHECK(bad == NULL, "budgets: refused descriptions make nothing");
     bd.warn_at = 0.5f; bd.fn = on_budget; bd.user = &h;
+    {   /* a limit near 2^64 at warn_at 1: the threshold wrapped to 1 byte and the first buffer "crossed" it (found by review) */
+        gf_budget_desc big = bd;
+        gf_budget *huge = NULL;
+        gf_buffer *one = NULL;
+        heard quiet;
+        memset(&quiet, 0, sizeof quiet);
+        big.label = "huge"; big.limit = UINT64_MAX; big.warn_at = 1.0f; big.user = &quiet;
+        if (CHECK_EQ_RESULT(gf_budget_create(dev, &big, &huge), GF_OK)) {
+            gf_buffer_desc hd;
+            memset(&hd, 0, sizeof hd);
+            hd.size = 16; hd.budget = huge;
+            CHECK_EQ_RESULT(gf_buffer_create_desc(dev, &hd, &one), GF_OK);
+            CHECK(quiet.crossed == 0, "budgets: a limit of 2^64 - 1 warns near it, not at the first byte");
+            gf_buffer_destroy(one);
+            gf_budget_destroy(huge);
+        }
+    }
     CHECK_EQ_RESULT(gf_budget_create(dev, &bd, &b), GF_OK);
     if (!b) return;
     CHECK_EQ_RESULT(gf_profiler_enable(dev, GF_PROFILE_ON), GF_OK);
