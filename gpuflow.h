@@ -6310,6 +6310,11 @@ static gf_result gf__call_barrier(gf_stream *const *streams, int count) {
     int i, j, taken = 0;
     if ((r = gf__check_stream_list("gf_barrier", streams, count)) != GF_OK) return r;
     if (count > GF_POOL_MAX_STREAMS) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_barrier: count %d exceeds %d", count, GF_POOL_MAX_STREAMS);
+    for (i = 0; i < count; i++)   /* refused before any mark is recorded: a capture would keep half a barrier */
+        if (streams[i]->dev != streams[0]->dev)
+            for (j = 0; j < count; j++)
+                if (gf__stream_capturing(streams[j]))
+                    return gf__fail(GF_ERROR_CAPTURE, "gf_barrier: stream '%s' is capturing, and a wait across devices cannot be captured", streams[j]->label);
     for (i = 0; i < count && r == GF_OK; i++) {   /* each mark from its stream's device: they may differ */
         if ((r = gf__event_pool_take(streams[i]->dev->events, 0, &marks[i])) != GF_OK) break;
         taken++;

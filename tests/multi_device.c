@@ -199,9 +199,18 @@ static void test_barriers(gf_device *a, gf_device *b)
         CHECK_FAIL(gf_copy_buffer_async(st[1], y, 0, x, 0, 256), GF_ERROR_CAPTURE);
         CHECK_FAIL(gf_stream_wait_event(st[1], ev), GF_ERROR_CAPTURE);
         CHECK_FAIL(gf_stream_wait_stream(st[1], st[0]), GF_ERROR_CAPTURE);
+        /* a barrier too, named as such, before any of it is captured (it named gf_stream_wait_event
+           and left its mark's record in the graph; found by review) */
+        CHECK_FAIL(gf_barrier(st, 2), GF_ERROR_CAPTURE);
+        CHECK(!strncmp(gf_last_error(), "gf_barrier:", 11), "barriers: a barrier across devices into a capture is refused as gf_barrier");
         CHECK_EQ_RESULT(gf_fill_async(st[1], y, 0, 1, 256), GF_OK);
         CHECK_EQ_RESULT(gf_stream_end_capture(st[1], &g), GF_OK);   /* the capture itself goes on */
-        if (g) gf_graph_destroy(g);
+        if (g) {
+            gf_graph_info gi;
+            memset(&gi, 0, sizeof gi);
+            CHECK(gf_graph_get_info(g, &gi) == GF_OK && gi.nodes == 1, "barriers: the graph holds the fill alone, nothing of the refused calls");
+            gf_graph_destroy(g);
+        }
     }
     gf_stream_synchronize(st[0]);
     gf_event_destroy(ev);
