@@ -1389,11 +1389,13 @@ GPUFLOW_API gf_result gf_record_stop(void);
    Returns GF_OK when every compared result matched; GF_ERROR_INVALID_STATE when one did not
    (the first is in out->first_mismatch and gf_last_error, each is logged as a warning);
    GF_ERROR_INVALID_ARGUMENT for data that is not a recording or is malformed (replayed up to
-   there); GF_ERROR_NOT_FOUND when path cannot be read. Fault rules the file sets are cleared
+   there), unknown flags, or a stub_kernel_count that is negative or has no table;
+   GF_ERROR_NOT_FOUND when path cannot be read. Fault rules the file sets are cleared
    at its end; an alloc rule counts the calls' allocations, not the replay's own bookkeeping,
    so the call that failed when recorded fails again (on the backend it was recorded on).
    Devices the file leaves open are closed at the end, and what it leaves on a device is
-   destroyed before its close. Not while another thread records (the replay's own calls are not recorded). */
+   destroyed before its close. Not while another thread records; a recording this thread runs
+   goes on, without the replay's own calls. */
 #define GF_REPLAY_RACE_CHECK 1u   /* the race detector on for every device the replay opens */
 #define GF_REPLAY_PROFILE    2u   /* the profiler on; trace_path gets the first device's trace */
 typedef struct gf_replay_call {
@@ -11714,7 +11716,7 @@ GPUFLOW_IMPL gf_result gf_record_start(const gf_record_desc *desc) {
     memcpy(head, "gpuflowR", 8);
     for (i = 0; i < 4; i++) head[8 + i] = (unsigned char)(GF__REC_VERSION >> (8 * i));
     for (i = 0; i < 4; i++) head[12 + i] = (unsigned char)((desc->device_to_host ? 1u : 0u) >> (8 * i));
-    if (fwrite(head, 1, sizeof head, gf__rec.file) != sizeof head) {
+    if (fwrite(head, 1, sizeof head, gf__rec.file) != sizeof head || fflush(gf__rec.file) != 0) {   /* flushed: a full disk is told now */
         fclose(gf__rec.file);
         gf__rec.file = NULL;
         gf__spin_unlock(&gf__rec.lock);
@@ -12914,6 +12916,10 @@ GPUFLOW_IMPL gf_result gf_replay(const gf_replay_desc *desc, gf_replay_report *o
     memset(out, 0, sizeof *out);
     if (!desc || (!desc->path && !desc->data)) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_replay: desc->path (or data and size) is required");
     if ((unsigned)desc->backend >= (unsigned)GF_BACKEND_COUNT) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_replay: unknown backend %d", (int)desc->backend);
+    if (desc->flags & ~(GF_REPLAY_RACE_CHECK | GF_REPLAY_PROFILE)) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_replay: unknown flags 0x%x", desc->flags);
+    if (desc->stub_kernel_count < 0 || (desc->stub_kernel_count > 0 && !desc->stub_kernels))
+        return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_replay: stub_kernel_count %d with stub_kernels %s", desc->stub_kernel_count,
+                        desc->stub_kernels ? "given" : "NULL");
     if (desc->path) {
         size_t n = 0;
         FILE *f = gf__open_whole(desc->path, &n);
@@ -12924,7 +12930,7 @@ GPUFLOW_IMPL gf_result gf_replay(const gf_replay_desc *desc, gf_replay_report *o
         }
         if (read) read = fread(file, 1, n, f) == n;
         if (f) fclose(f);
-        if (!read) { gf__free(file); return gf__fail(GF_ERROR_NOT_FOUND, "gf_replay: cannot read '%s' (a regular file)", desc->path); }
+        if (!read) { gf__free(file); return gf__fail(GF_ERROR_NOT_FOUND, "gf_replay: cannot read '%s' (it must be a regular file this process can read)", desc->path); }
         in.p = file; in.end = file + n;
     } else {
         in.p = (const unsigned char *)desc->data; in.end = in.p + desc->size;

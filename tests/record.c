@@ -1533,6 +1533,20 @@ static void test_input(void)
     d.path = "/nonexistent-dir/for/sure.gfrec";
     CHECK_FAIL(gf_replay(&d, NULL), GF_ERROR_INVALID_ARGUMENT);
     CHECK_FAIL(gf_replay(&d, &rep), GF_ERROR_NOT_FOUND);
+    /* a kernel table and flags are checked like gf_module_reload's (they were taken; found by review) */
+    d.flags = 0x80u;
+    CHECK_FAIL(gf_replay(&d, &rep), GF_ERROR_INVALID_ARGUMENT);
+    d.flags = 0; d.stub_kernel_count = 3;
+    CHECK_FAIL(gf_replay(&d, &rep), GF_ERROR_INVALID_ARGUMENT);
+    d.stub_kernel_count = -1; d.stub_kernels = rv_kernels;
+    CHECK_FAIL(gf_replay(&d, &rep), GF_ERROR_INVALID_ARGUMENT);
+    d.stub_kernel_count = 0; d.stub_kernels = NULL;
+    /* a path that cannot be written to is refused at the start (the header was buffered: /dev/full started) */
+    if (access("/dev/full", W_OK) == 0) {
+        rd.path = "/dev/full";
+        CHECK_FAIL(gf_record_start(&rd), GF_ERROR_INVALID_ARGUMENT);
+        CHECK_FAIL(gf_record_stop(), GF_ERROR_INVALID_STATE);
+    }
     d.path = ".";   /* a directory: its length read as LONG_MAX, and 2^63 bytes were asked for (found by review) */
     CHECK_FAIL(gf_replay(&d, &rep), GF_ERROR_NOT_FOUND);
     {   /* a FIFO: the open waited for a writer for good */
