@@ -100,7 +100,10 @@
     - Bad input (NULL or wrong-type handles, out-of-range sizes, objects of another device,
       misuse during capture, ...) returns a specific code and changes nothing. Every group of
       declarations below names the codes its calls return beyond GF_ERROR_INVALID_HANDLE
-      (a NULL, wrong-type or destroyed object) and GF_ERROR_INVALID_ARGUMENT.
+      (a NULL or wrong-type object, a destroyed graph) and GF_ERROR_INVALID_ARGUMENT. Other
+      destroyed objects are freed, so their handles are refused only while the memory is not
+      reused (a use after free, as with free()); GPUFLOW_DEBUG keeps them as shells, refused
+      reliably until their device closes.
     - Every object may be used from several threads. The order of work on one stream is the
       order in which its enqueue calls returned. An object's destroy comes after every call
       that uses the object has returned, as with free(): a destroy racing another thread's
@@ -945,7 +948,9 @@ GPUFLOW_API gf_result gf_buffer_wrap(gf_device *dev, uint64_t native_buffer, siz
    An imported buffer covers [offset, size) of the exported allocation, counts as
    GF_MEMORY_IMPORTED, and is freed like any buffer (never waiting); the exporter's memory
    must outlive it. Semaphores: binary (a signal's value is ignored; a wait consumes the
-   signal) or timeline (a wait passes once the value is >= its value; signals must increase).
+   signal) or timeline (a wait passes once the value is >= its value; signals must increase:
+   gpuflow refuses a signal not above the last one queued on the same stream; the order of
+   signals from other streams, other handles or other APIs is the program's to keep).
    Signal and wait are stream-ordered; a wait for a value nobody signals holds its stream
    (bounded waits time out; the hang report names the semaphore). The race detector orders a
    wait after the signals queued before it, as an event wait after the record it sees, and a
@@ -1004,7 +1009,7 @@ typedef struct gf_semaphore_desc {
 GPUFLOW_API gf_result gf_buffer_import(gf_device *dev, const gf_external_memory_desc *desc, gf_buffer **out);
 GPUFLOW_API gf_result gf_buffer_export(gf_buffer *buf, gf_external_type type, gf_external_handle *out);   /* an exportable buffer */
 GPUFLOW_API gf_result gf_semaphore_import(gf_device *dev, const gf_semaphore_desc *desc, gf_semaphore **out);
-GPUFLOW_API gf_result gf_semaphore_create(gf_device *dev, int timeline, gf_semaphore **out);
+GPUFLOW_API gf_result gf_semaphore_create(gf_device *dev, int timeline, gf_semaphore **out);   /* timeline nonzero: a timeline, else binary */
 GPUFLOW_API gf_result gf_semaphore_export(gf_semaphore *sem, gf_external_type type, gf_external_handle *out);
 GPUFLOW_API gf_result gf_semaphore_signal_async(gf_stream *s, gf_semaphore *sem, uint64_t value);
 GPUFLOW_API gf_result gf_semaphore_wait_async(gf_stream *s, gf_semaphore *sem, uint64_t value);
@@ -1150,8 +1155,11 @@ GPUFLOW_API gf_result gf_flow_wait_frames(gf_flow *flow, int max_in_flight, unsi
    branch's first task that also waits by a plain edge, a task inside a loop or branch waiting
    for one outside it or the other way round) are GF_ERROR_CAPTURE, naming the tasks, before any
    task's function runs; gf_flow_run runs any.
-   Such a graph holds a few bytes of its own and is not updated by gf_graph_update. Codes: offset not a multiple of 4 GF_ERROR_INVALID_ARGUMENT, past the buffer
-   GF_ERROR_OUT_OF_RANGE. A loop whose int never changes runs for ever, as a while loop would. */
+   Such a graph holds a few bytes of its own and is not updated by gf_graph_update. The condition
+   is a task of cond's device (another device's buffer: run it with gf_flow_run_multi and that
+   device's pool; a flow over several devices is not captured). Codes: offset not a multiple of
+   4 GF_ERROR_INVALID_ARGUMENT, past the buffer GF_ERROR_OUT_OF_RANGE. A loop whose int never
+   changes runs for ever, as a while loop would. */
 GPUFLOW_API gf_result gf_flow_add_condition(gf_flow *flow, const char *name, gf_buffer *cond, size_t offset, gf_task *out);
 /* A flow whose tasks name devices (gf_task_desc.device): each task takes a stream of the pool
    of its device, and an edge between devices is a wait across devices (see "more than one
@@ -10294,6 +10302,7 @@ static gf_result gf__call_buffer_import(gf_device *dev, const gf_external_memory
     GF__CHECK_OUT(desc);
     GF__CHECK_OUT(out);
     *out = NULL;
+    if (desc->flags & ~GF_EXTERNAL_DEDICATED) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_buffer_import: unknown flags 0x%x", desc->flags);
     if ((r = gf__external_check(GF__FN, dev, desc->type, GF__EXT_IMPORT_MEMORY)) != GF_OK) return r;
     if ((r = gf__external_fd_check(GF__FN, desc->type, desc->fd)) != GF_OK) return r;
     if (desc->size == 0) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_buffer_import: size is 0 (give the exported allocation's size)");

@@ -120,6 +120,10 @@ static void test_refusals(void)
     CHECK_FAIL(gf_buffer_import(NULL, &d, &b), GF_ERROR_INVALID_HANDLE);
     CHECK_FAIL(gf_buffer_import(dev, NULL, &b), GF_ERROR_INVALID_ARGUMENT);
     CHECK_FAIL(gf_buffer_import(dev, &d, NULL), GF_ERROR_INVALID_ARGUMENT);
+    d = mem_desc(GF_EXTERNAL_HOST_FD, fd, IP_N, 0);
+    d.flags = 0x80000000u;   /* unknown flags: refused, as everywhere (they were taken; found by review) */
+    CHECK_FAIL(gf_buffer_import(dev, &d, &b), GF_ERROR_INVALID_ARGUMENT);
+    CHECK(b == NULL && strstr(gf_last_error(), "unknown flags") != NULL, "an import with unknown flags is refused, said why");
     d = mem_desc(GF_EXTERNAL_OPAQUE_FD, fd, IP_N, 0);
     if (takes_host_fd) {
         CHECK_FAIL(gf_buffer_import(dev, &d, &b), GF_ERROR_NOT_SUPPORTED);
