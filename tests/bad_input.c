@@ -2,8 +2,8 @@
    gf_last_error() text, and leave every object as it was (checked by using the objects
    afterwards). CHECK_FAIL is two checks: the code, and the message.
 
-   Codes (see /tmp/decisions.md, mirrored in gpuflow.h's comments): NULL, wrong-type or
-   destroyed handle -> INVALID_HANDLE; NULL out-pointer, zero size, zero dims, count <= 0,
+   Codes (gpuflow.h's CONVENTIONS and each group's notes): NULL, wrong-type or destroyed
+   handle (a graph; any object under GPUFLOW_DEBUG, which conformance_debug runs) -> INVALID_HANDLE; NULL out-pointer, zero size, zero dims, count <= 0,
    unknown enum -> INVALID_ARGUMENT; offset + size past the end -> OUT_OF_RANGE; objects of
    two devices -> WRONG_DEVICE; and the pool, event and flow rules named at each case. */
 #define GPUFLOW_IMPLEMENTATION
