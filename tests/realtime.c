@@ -229,7 +229,7 @@ static void *reuse_main(void *arg)
     reuse_result = gf_flow_wait_frames(pace_flow, 0, 1500);
     return NULL;
 }
-static void test_pacing_event_reused(void)
+static void test_pacing_event_reused(gf_backend backend)
 {
     gf_stream_pool *pool = NULL;
     gf_stream *held = NULL;
@@ -239,6 +239,10 @@ static void test_pacing_event_reused(void)
     pthread_t t;
     gf_task a = 0;
     int spins = 0;
+    if (backend == GF_BACKEND_CUDA || backend == GF_BACKEND_HIP) {   /* their host callbacks share one thread: the second gate would hold the first */
+        SKIP("pacing with a reused event: two gates at once need callbacks that run side by side");
+        return;
+    }
     th_gate_init(&first); th_gate_init(&second);
     pace_set = NULL;
     if (!CHECK_EQ_RESULT(gf_flow_create(dev, NULL, &pace_flow), GF_OK)) return;
@@ -454,7 +458,7 @@ int main(int argc, char **argv)
     test_frames();
     test_flow_frames();
     test_pacing_holds_nothing();
-    test_pacing_event_reused();
+    test_pacing_event_reused(backend);
     test_budgets(backend);
     test_budget_callbacks();
     gf_device_close(dev);
