@@ -7341,12 +7341,17 @@ static gf_result gf__flow_enqueue(gf_flow *flow, const gf__flow_plan *p, gf_stre
 /* Frames: every run is one (a frame of an engine's loop). A start on its first lane, an end on
    every lane, from the devices' event pools, read back without waiting: completed runs give
    gf_flow_frames its counts and the last one's time on the device, and the profiler's average
-   when it was on. */
+   when it was on. Their records are the library's own: no fault rule counts them (a recording
+   has no such calls, so a replay's counts would drift from the run's). */
 static void gf__flow_frame_begin(gf_flow *flow, gf_stream *first, gf__flow_frame *fr) {
+    gf_result r;
     memset(fr, 0, sizeof *fr);
     fr->timed = gf__atomic_load_int(&flow->dev->profiling);
     if (!first || first->dev != flow->dev || gf__event_pool_take(first->dev->events, GF_EVENT_TIMING, &fr->start) != GF_OK) return;
-    if (gf__call_event_record(fr->start, first) != GF_OK) { gf__event_pool_give(first->dev->events, fr->start); fr->start = NULL; }
+    gf__faults_inside++;
+    r = gf__call_event_record(fr->start, first);
+    gf__faults_inside--;
+    if (r != GF_OK) { gf__event_pool_give(first->dev->events, fr->start); fr->start = NULL; }
 }
 static void gf__flow_frame_release(gf__flow_frame *fr) {
     int i;
@@ -7361,11 +7366,13 @@ static void gf__flow_frame_end(gf_flow *flow, gf_stream **lanes, int count, gf__
     GF__HELD(&flow->lock);
     int i, ok = count > 0 && (fr->ends = (gf_event **)gf__calloc(sizeof *fr->ends * (size_t)count)) != NULL;
     fr->number = flow->frames.begun++;
+    gf__faults_inside++;   /* the library's own records (gf__flow_frame_begin) */
     for (i = 0; ok && i < count; i++) {
         fr->lanes = i + 1;
         ok = gf__event_pool_take(lanes[i]->dev->events, fr->start && lanes[i]->dev == fr->start->dev ? GF_EVENT_TIMING : 0, &fr->ends[i]) == GF_OK &&
              gf__call_event_record(fr->ends[i], lanes[i]) == GF_OK;
     }
+    gf__faults_inside--;
     for (i = 0; fr->start && i < count; i++) if (lanes[i]->dev != fr->start->dev) fr->timed = 0;   /* no one clock */
     if (ok && gf__grow((void **)&flow->frame, &flow->frame_cap, flow->frame_count + 1, sizeof *flow->frame)) {
         flow->frame[flow->frame_count++] = *fr;

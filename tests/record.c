@@ -433,6 +433,18 @@ static void rv_barrier_misuse(const gf_kernel_ctx *ctx, void *const *args) { (vo
 static const gf_stub_kernel rv_kernels[] = {
     { "one_arg", rv_noop_kernel, 1, NULL, 0, NULL, 0 }, { "misuse", rv_barrier_misuse, 0, NULL, 0, NULL, 0 },
 };
+static gf_kernel *rv_flow_kernel;
+static gf_result rv_flow_task(gf_stream *on, void *user)
+{
+    unsigned v = 1;
+    gf_arg arg;
+    gf_launch_dims d;
+    (void)user;
+    memset(&d, 0, sizeof d);
+    d.grid[0] = d.grid[1] = d.grid[2] = 1; d.block[0] = d.block[1] = d.block[2] = 1;
+    arg.buffer = NULL; arg.value = &v; arg.size = sizeof v;
+    return gf_launch(on, rv_flow_kernel, d, &arg, 1);
+}
 static gf_result rv_replay(const char *file, gf_replay_report *rep)
 {
     gf_replay_desc d;
@@ -602,6 +614,31 @@ static void test_review(void)
         gf_device_close(dev);
         CHECK(rv_replay(path2, &rep) == GF_OK && rep.mismatches == 0 && rep.skipped == 1,
               "review R7: a launch refused for a handle among its arguments is skipped in the replay, not a mismatch");
+        remove(path2);
+    }
+    /* R9: an op fault rule over a flow's runs: the run's own frame events were counted as
+       operations, which the file does not have, so the replay's failures fell on other calls */
+    if (rv_start("r9")) {
+        gf_flow *flow = NULL;
+        gf_stream_pool *sp = NULL;
+        gf_task task = 0;
+        gf_device_open(GF_BACKEND_STUB, 0, &dev);
+        memset(&md, 0, sizeof md); md.stub_kernels = rv_kernels; md.stub_kernel_count = 2;
+        gf_module_load(dev, &md, &m);
+        gf_kernel_get(m, "one_arg", &rv_flow_kernel);
+        gf_stream_pool_create(dev, NULL, &sp);
+        gf_flow_create(dev, NULL, &flow);
+        gf_flow_add(flow, "launch", rv_flow_task, NULL, &task);
+        gf_faults_set("op:2/2");
+        for (i = 0; i < 4; i++) { (void)gf_flow_run(flow, sp); gf_stream_pool_synchronize(sp); }
+        gf_faults_set(NULL);
+        gf_flow_destroy(flow);
+        gf_stream_pool_destroy(sp);
+        gf_module_destroy(m);
+        gf_device_close(dev);
+        gf_record_stop();
+        CHECK(rv_replay(path2, &rep) == GF_OK && rep.mismatches == 0 && rep.skipped == 0,
+              "review R9: an op fault rule over a flow's runs fails the same calls in the replay");
         remove(path2);
     }
     /* R8: a buffer a pooled capture made is its graph's: its gf_buffer_destroy_async in the
