@@ -67,6 +67,8 @@
         GPUFLOW_DEBUG            destroyed objects stay refused shells until their device closes
         GPUFLOW_STUB_INLINE      the stub runs work inline in the calling thread (debugging)
         GPUFLOW_STUB_MEMORY      the stub device's nominal capacity in bytes (default 8 GiB)
+        GPUFLOW_STUB_FIBER_STACK the stack of each thread but the first of a stub block that
+                                 syncs (default 128 KiB; a page below it faults on POSIX)
         GPUFLOW_NVTX             CUDA: stream names and gf_range_push as NVTX ranges
 
     Environment: GPUFLOW_BACKEND=cuda|hip|opencl|stub forces the backend GF_BACKEND_AUTO picks;
@@ -1534,7 +1536,11 @@ static void gf__free(void *p) {
 #define GF__STAGE_IDLE_KEEP ((size_t)64 << 20)      /* idle pinned staging memory kept for reuse */
 #define GF__IDLE_RELEASE_KEEP ((size_t)64 << 20)    /* host memory let go of kept for an idle device */
 #define GF__IDLE_RELEASE_MAX 64                     /* releases (module unloads) kept for an idle device */
-#define GF__FIBER_STACK ((size_t)128 << 10)         /* a stub block thread's stack, when its kernel syncs */
+#ifdef GPUFLOW_STUB_FIBER_STACK
+#  define GF__FIBER_STACK ((size_t)(GPUFLOW_STUB_FIBER_STACK))
+#else
+#  define GF__FIBER_STACK ((size_t)128 << 10)       /* a stub block thread's stack, when its kernel syncs */
+#endif
 #define GF__WAIT_NAP_MIN_US 20                      /* polling waits back off from this... */
 #define GF__WAIT_NAP_MAX_US 1000                    /* ...to this */
 
@@ -14338,9 +14344,38 @@ static void gf__stub_host_free(gf_device *dev, void *ptr) { (void)dev; gf__free(
 #if defined(GF__FIBER_WINDOWS)
 typedef struct gf__fiber { void *fiber; void *tsan; } gf__fiber;
 #elif GF__FIBER_ASM
-typedef struct gf__fiber { void *sp; void *stack; void *tsan; } gf__fiber;
+typedef struct gf__fiber { void *sp; void *stack, *block; void *tsan; } gf__fiber;
 #else
-typedef struct gf__fiber { ucontext_t ctx; void *stack; void *tsan; } gf__fiber;
+typedef struct gf__fiber { ucontext_t ctx; void *stack, *block; void *tsan; } gf__fiber;
+#endif
+#if !defined(GF__FIBER_WINDOWS)
+/* A fiber's stack: GF__FIBER_STACK bytes at f->stack, in a block (f->block) that has, on POSIX,
+   a page just below the stack that faults: a kernel deeper than its stack stops there at once
+   (SIGSEGV) instead of writing over the heap below it, silently (found by review: corrupted
+   malloc's bookkeeping, or wrote outside with GF_OK). The page is made writable again before
+   the block goes back. Elsewhere (MinGW) the block is the stack, unguarded. */
+static void *gf__fiber_stack_alloc(gf__fiber *f) {
+#  if !defined(_WIN32)
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    char *guard;
+    if (!(f->block = gf__malloc(GF__FIBER_STACK + 2 * page))) return NULL;
+    guard = (char *)(((uintptr_t)f->block + page - 1) & ~(uintptr_t)(page - 1));
+    (void)mprotect(guard, page, PROT_NONE);   /* refused: the stack works, unguarded */
+    return f->stack = guard + page;
+#  else
+    return f->stack = f->block = gf__malloc(GF__FIBER_STACK);
+#  endif
+}
+static void gf__fiber_stack_free(gf__fiber *f) {
+#  if !defined(_WIN32)
+    if (f->block) {
+        size_t page = (size_t)sysconf(_SC_PAGESIZE);
+        (void)mprotect((char *)f->stack - page, page, PROT_READ | PROT_WRITE);
+    }
+#  endif
+    gf__free(f->block);
+    f->block = f->stack = NULL;
+}
 #endif
 
 #if GF__FIBER_ASM
@@ -14488,7 +14523,7 @@ static int gf__fiber_start(gf__block_run *b, int i) {   /* a fresh fiber for thr
         void (*entry)(void) = gf__fiber_main;
         uintptr_t top;
         void **frame;
-        if (!f->stack && !(f->stack = gf__malloc(GF__FIBER_STACK))) return 0;
+        if (!f->stack && !gf__fiber_stack_alloc(f)) return 0;
         /* stack tops staggered by thread: 128 KiB apart they would all fall in one cache set */
         top = ((uintptr_t)f->stack + GF__FIBER_STACK - (GF__FIBER_WORDS - GF__FIBER_BELOW) * sizeof(void *)
                - (uintptr_t)(i % 61) * 64) & ~(uintptr_t)15;
@@ -14502,7 +14537,7 @@ static int gf__fiber_start(gf__block_run *b, int i) {   /* a fresh fiber for thr
         f->sp = frame;
     }
 #else
-    if (!f->stack && !(f->stack = gf__malloc(GF__FIBER_STACK))) return 0;
+    if (!f->stack && !gf__fiber_stack_alloc(f)) return 0;
     getcontext(&f->ctx);
     f->ctx.uc_stack.ss_sp = f->stack;
     f->ctx.uc_stack.ss_size = GF__FIBER_STACK;
@@ -14761,7 +14796,7 @@ static void gf__grid_run(gf__grid *g) {
 #if defined(GF__FIBER_WINDOWS)
         if (b.fibers[i].fiber) DeleteFiber(b.fibers[i].fiber);
 #else
-        gf__free(b.fibers[i].stack);
+        gf__fiber_stack_free(&b.fibers[i]);
 #endif
 #ifdef GF__TSAN_FIBERS
         if (b.fibers[i].tsan) __tsan_destroy_fiber(b.fibers[i].tsan);

@@ -19,6 +19,21 @@
 #include "../gpuflow.h"
 #include "harness.h"
 #include <stdlib.h>
+#if !defined(_WIN32)
+#  include <signal.h>
+#  include <sys/wait.h>
+#endif
+/* A sanitizer reports a fault itself and exits (1, or its exitcode) rather than die by the signal */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#  define SC_SANITIZED 1
+#elif defined(__has_feature)
+#  if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
+#    define SC_SANITIZED 1
+#  endif
+#endif
+#ifndef SC_SANITIZED
+#  define SC_SANITIZED 0
+#endif
 
 static gf_device *dev;
 
@@ -97,7 +112,19 @@ static void k_in_bounds(const gf_kernel_ctx *c, void *const *a)
     float *x = arg_x(a);
     if (lin(c) < arg_n(a)) x[lin(c)] = 7.0f;
 }
+/* threads that sync and need a little more stack than a fiber has (2 KiB past it: what lies
+   below a stack without a guard is mapped, and was written over), each page written */
+static void k_deep(const gf_kernel_ctx *c, void *const *a)
+{
+    volatile unsigned char deep[GF__FIBER_STACK + 2048];
+    size_t i;
+    float *x = arg_x(a);
+    for (i = 0; i < sizeof deep; i += 512) deep[i] = (unsigned char)i;
+    gf_block_sync();
+    x[lin(c)] = (float)deep[512];
+}
 static const gf_stub_kernel kernels[] = {
+    { "deep", k_deep, 2, x_n_params, 0, NULL, 0 },
     { "early_return", k_early_return, 2, x_n_params, 0, NULL, 0 }, { "thread0_returns", k_thread0_returns, 2, x_n_params, 0, NULL, 0 },
     { "divergent", k_divergent, 2, x_n_params, 0, NULL, 0 },       { "correct", k_correct, 2, x_n_params, 0, NULL, 0 },
     { "spin", k_spin, 2, x_n_params, 0, NULL, 0 },                 { "write_at", k_write_at, 2, x_n_params, 0, NULL, 0 },
@@ -176,13 +203,13 @@ static void test_barriers(void)
     gf_buffer_destroy(x);
 }
 
-/* fuzzer KD7: no memory for a block's fiber stacks: the stream fails with OUT_OF_MEMORY, no
+/* fuzzer KD7: no memory for a block's fiber stacks (a fiber's block: its stack and a guard page): the stream fails with OUT_OF_MEMORY, no
    thread runs twice, nothing crashes (ASan) */
 static int stacks_limited, stacks_left;   /* atomics: while limited, fiber stacks that may still be allocated */
 static void *stacks_alloc(void *user, size_t n)
 {
     (void)user;
-    if (n == GF__FIBER_STACK && __atomic_load_n(&stacks_limited, __ATOMIC_ACQUIRE) && __atomic_fetch_sub(&stacks_left, 1, __ATOMIC_ACQ_REL) <= 0)
+    if (n >= GF__FIBER_STACK && n < GF__FIBER_STACK + (1u << 20) && __atomic_load_n(&stacks_limited, __ATOMIC_ACQUIRE) && __atomic_fetch_sub(&stacks_left, 1, __ATOMIC_ACQ_REL) <= 0)
         return NULL;
     return malloc(n);
 }
@@ -334,6 +361,36 @@ static int spent_items(gf__stub_stream *q, int *listed)
     gf__unlock(&q->lock);
     return count;
 }
+/* A kernel deeper than a fiber's stack stops at the guard page below it (SIGSEGV), in a child
+   process: it wrote over the heap below the stack, silently, or returned GF_OK (found by review). */
+static void test_fiber_stack_guard(void)
+{
+#if !defined(_WIN32)
+    pid_t child;
+    int status = 0;
+    fflush(stdout);
+    if ((child = fork()) == 0) {   /* a device of its own: the parent's stays the parent's */
+        gf_module_desc md;
+        gf_buffer *x = NULL;
+        memset(&md, 0, sizeof md);
+        md.stub_kernels = kernels;
+        md.stub_kernel_count = (int)(sizeof kernels / sizeof kernels[0]);
+        if (gf_device_open(GF_BACKEND_STUB, 0, &dev) != GF_OK || gf_module_load(dev, &md, &mod) != GF_OK ||
+            gf_buffer_create(dev, 64 * sizeof(float), &x) != GF_OK) _exit(3);
+        if (run("deep", x, 64, 1, NULL) != GF_OK) { printf("  the deep kernel failed: %s\n", gf_last_error()); fflush(stdout); _exit(4); }
+        _exit(0);
+    }
+    if (!CHECK(child > 0, "guard: a child process to run the deep kernel in")) return;
+    waitpid(child, &status, 0);
+    CHECK((WIFSIGNALED(status) && (WTERMSIG(status) == SIGSEGV || WTERMSIG(status) == SIGBUS)) ||
+          (SC_SANITIZED && WIFEXITED(status) && WEXITSTATUS(status) != 0 && WEXITSTATUS(status) != 3 && WEXITSTATUS(status) != 4),
+          "guard: a kernel deeper than a fiber's stack stops at the guard page, not past it");
+    if (!WIFSIGNALED(status)) printf("  the child exited with %d\n", WEXITSTATUS(status));
+#else
+    SKIP("guard pages: POSIX only");
+#endif
+}
+
 static void test_spent_items(void)
 {
     gf_stream *s;
@@ -376,6 +433,7 @@ int main(void)
     test_running_kernel_in_report();
     test_guards();
     test_spent_items();
+    test_fiber_stack_guard();
     gf_module_destroy(mod);
     gf_device_close(dev);
     return th_finish();
