@@ -445,6 +445,17 @@ static gf_result rv_flow_task(gf_stream *on, void *user)
     arg.buffer = NULL; arg.value = &v; arg.size = sizeof v;
     return gf_launch(on, rv_flow_kernel, d, &arg, 1);
 }
+/* A stub device, a stream, the module of rv_kernels and its "one_arg" kernel, one-thread dims. */
+static void rv_one_arg_setup(gf_device **dev, gf_stream **s, gf_module **m, gf_kernel **k, gf_launch_dims *dims)
+{
+    gf_module_desc md;
+    gf_device_open(GF_BACKEND_STUB, 0, dev);
+    gf_stream_create(*dev, NULL, s);
+    memset(&md, 0, sizeof md); md.stub_kernels = rv_kernels; md.stub_kernel_count = 2;
+    gf_module_load(*dev, &md, m);
+    gf_kernel_get(*m, "one_arg", k);
+    memset(dims, 0, sizeof *dims); dims->grid[0] = dims->grid[1] = dims->grid[2] = 1; dims->block[0] = dims->block[1] = dims->block[2] = 1;
+}
 static gf_result rv_replay(const char *file, gf_replay_report *rep)
 {
     gf_replay_desc d;
@@ -600,12 +611,7 @@ static void test_review(void)
        neither a buffer nor a value" against GF_ERROR_INVALID_HANDLE) */
     if (rv_start("r7")) {
         gf_arg bad;
-        gf_device_open(GF_BACKEND_STUB, 0, &dev);
-        gf_stream_create(dev, NULL, &s);
-        memset(&md, 0, sizeof md); md.stub_kernels = rv_kernels; md.stub_kernel_count = 2;
-        gf_module_load(dev, &md, &m);
-        gf_kernel_get(m, "one_arg", &k);
-        memset(&dims, 0, sizeof dims); dims.grid[0] = dims.grid[1] = dims.grid[2] = 1; dims.block[0] = dims.block[1] = dims.block[2] = 1;
+        rv_one_arg_setup(&dev, &s, &m, &k, &dims);
         bad.buffer = (gf_buffer *)(void *)s; bad.value = NULL; bad.size = 0;
         CHECK_EQ_RESULT(gf_launch(s, k, dims, &bad, 1), GF_ERROR_INVALID_HANDLE);
         gf_record_stop();
@@ -648,12 +654,7 @@ static void test_review(void)
         gf_graph_pool *gp = NULL;
         gf_buffer *scratch = NULL;
         gf_arg arg;
-        gf_device_open(GF_BACKEND_STUB, 0, &dev);
-        gf_stream_create(dev, NULL, &s);
-        memset(&md, 0, sizeof md); md.stub_kernels = rv_kernels; md.stub_kernel_count = 2;
-        gf_module_load(dev, &md, &m);
-        gf_kernel_get(m, "one_arg", &k);
-        memset(&dims, 0, sizeof dims); dims.grid[0] = dims.grid[1] = dims.grid[2] = 1; dims.block[0] = dims.block[1] = dims.block[2] = 1;
+        rv_one_arg_setup(&dev, &s, &m, &k, &dims);
         gf_graph_pool_create(dev, &gp);
         CHECK_EQ_RESULT(gf_stream_begin_capture_pool(s, GF_CAPTURE_GLOBAL, gp), GF_OK);
         gf_buffer_create_async(s, 64, &scratch);
