@@ -1130,9 +1130,9 @@ GPUFLOW_API gf_result gf_flow_write_dot(gf_flow *flow, const char *path);   /* t
    gf_frame_info.open is always 0 (a run is queued whole). gf_flow_wait_frames paces the host:
    it returns once at most max_in_flight runs are in flight, or GF_TIMEOUT after timeout_ms
    (max_in_flight negative: GF_ERROR_INVALID_ARGUMENT). A wait lets the flow's lock go while it
-   waits, so runs and queries from other threads go on meanwhile. Runs are not ordered with each other (each takes its
-   lanes from the pool anew, so two may run side by side): a run that must come after the last
-   one's work waits for it first (max_in_flight 0). */
+   waits, so runs and queries from other threads go on meanwhile. Runs are not ordered with each
+   other (each takes its lanes from the pool anew, so two may run side by side): a run that must
+   come after the last one's work waits for it first (max_in_flight 0). */
 GPUFLOW_API gf_result gf_flow_frames(gf_flow *flow, gf_frame_info *out);
 GPUFLOW_API gf_result gf_flow_wait_frames(gf_flow *flow, int max_in_flight, unsigned timeout_ms);
 /* Condition tasks: flows that loop and branch. When a run reaches a condition task, the 32-bit
