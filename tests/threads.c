@@ -29,6 +29,7 @@ typedef struct {
     gf_event_pool *events;
     th_flag callbacks;
     char error_text[1024];
+    char first_error[512];               /* gf_last_error() at this thread's first failed check */
 } worker;
 
 static worker W[NT];
@@ -43,10 +44,19 @@ static void run_threads(void *(*fn)(void *))
     for (i = 0; i < started; i++) pthread_join(t[i], NULL);
 }
 
+/* A failed check on a worker thread: counted, and the first one's error text kept for the report. */
+static void w_fail(worker *w)
+{
+    if (!w->errors++) snprintf(w->first_error, sizeof w->first_error, "%s", gf_last_error());
+}
 static int total_errors(void)
 {
     int i, e = 0;
-    for (i = 0; i < NT; i++) { e += W[i].errors; W[i].errors = 0; }
+    for (i = 0; i < NT; i++) {
+        if (W[i].errors) printf("  thread %d: %d failed, the first with gf_last_error: %s\n", i, W[i].errors, W[i].first_error);
+        e += W[i].errors;
+        W[i].errors = 0;
+    }
     return e;
 }
 
@@ -58,12 +68,12 @@ static void *shared_stream_main(void *p)
     int i;
     for (i = 0; i < ITER; i++) {
         memset(w->src[i], (unsigned char)(w->index * 64 + i), REGION);
-        if (i % 10 == 9 && gf_fill_async(w->shared, w->buf, off, 0xee, REGION / 2) != GF_OK) w->errors++;
-        if (gf_copy_to_device_async(w->shared, w->buf, off, w->src[i], REGION) != GF_OK) w->errors++;
-        if (i % 15 == 0 && gf_device_synchronize(dev) != GF_OK) w->errors++;
+        if (i % 10 == 9 && gf_fill_async(w->shared, w->buf, off, 0xee, REGION / 2) != GF_OK) w_fail(w);
+        if (gf_copy_to_device_async(w->shared, w->buf, off, w->src[i], REGION) != GF_OK) w_fail(w);
+        if (i % 15 == 0 && gf_device_synchronize(dev) != GF_OK) w_fail(w);
     }
-    if (gf_copy_to_host_async(w->shared, w->out, w->buf, off, REGION) != GF_OK) w->errors++;
-    if (gf_stream_synchronize(w->shared) != GF_OK) w->errors++;
+    if (gf_copy_to_host_async(w->shared, w->out, w->buf, off, REGION) != GF_OK) w_fail(w);
+    if (gf_stream_synchronize(w->shared) != GF_OK) w_fail(w);
     return NULL;
 }
 
@@ -82,14 +92,14 @@ static void *kernel_main(void *p)
     args[0].value = 0; args[0].size = 0; args[0].buffer = w->own;
     args[1].value = &n; args[1].size = sizeof n; args[1].buffer = 0;
     args[2].value = &one; args[2].size = sizeof one; args[2].buffer = 0;
-    if (gf_stream_create(dev, NULL, &s) != GF_OK) { w->errors++; return NULL; }
-    if (gf_fill_async(s, w->own, 0, 0, REGION * sizeof(uint32_t)) != GF_OK) w->errors++;
+    if (gf_stream_create(dev, NULL, &s) != GF_OK) { w_fail(w); return NULL; }
+    if (gf_fill_async(s, w->own, 0, 0, REGION * sizeof(uint32_t)) != GF_OK) w_fail(w);
     for (i = 0; i < ITER; i++) {
         one = 1;
-        if (gf_launch(s, k_add, d, args, 3) != GF_OK) w->errors++;
+        if (gf_launch(s, k_add, d, args, 3) != GF_OK) w_fail(w);
     }
-    if (gf_copy_to_host_async(s, w->own_host, w->own, 0, sizeof w->own_host) != GF_OK) w->errors++;
-    if (gf_stream_synchronize(s) != GF_OK) w->errors++;
+    if (gf_copy_to_host_async(s, w->own_host, w->own, 0, sizeof w->own_host) != GF_OK) w_fail(w);
+    if (gf_stream_synchronize(s) != GF_OK) w_fail(w);
     gf_stream_destroy(s);
     return NULL;
 }
@@ -102,18 +112,18 @@ static void *pool_main(void *p)
     for (i = 0; i < ITER; i++) {
         gf_stream *a = NULL, *b = NULL;
         gf_event *e = NULL;
-        if (gf_stream_pool_acquire(w->pool, NULL, &a) != GF_OK) { w->errors++; continue; }
-        if (gf_stream_pool_acquire(w->pool, NULL, &b) != GF_OK) { w->errors++; gf_stream_pool_release(w->pool, a); continue; }
-        if (gf_event_pool_acquire(w->events, 0, &e) != GF_OK) w->errors++;
+        if (gf_stream_pool_acquire(w->pool, NULL, &a) != GF_OK) { w_fail(w); continue; }
+        if (gf_stream_pool_acquire(w->pool, NULL, &b) != GF_OK) { w_fail(w); gf_stream_pool_release(w->pool, a); continue; }
+        if (gf_event_pool_acquire(w->events, 0, &e) != GF_OK) w_fail(w);
         else {
-            if (gf_stream_add_callback(a, th_flag_cb, &w->callbacks) != GF_OK) w->errors++;
-            if (gf_event_record(e, a) != GF_OK) w->errors++;
-            if (gf_stream_wait_event(b, e) != GF_OK) w->errors++;
-            if (gf_stream_add_callback(b, th_flag_cb, &w->callbacks) != GF_OK) w->errors++;
-            if (gf_event_pool_release(w->events, e) != GF_OK) w->errors++;
+            if (gf_stream_add_callback(a, th_flag_cb, &w->callbacks) != GF_OK) w_fail(w);
+            if (gf_event_record(e, a) != GF_OK) w_fail(w);
+            if (gf_stream_wait_event(b, e) != GF_OK) w_fail(w);
+            if (gf_stream_add_callback(b, th_flag_cb, &w->callbacks) != GF_OK) w_fail(w);
+            if (gf_event_pool_release(w->events, e) != GF_OK) w_fail(w);
         }
-        if (gf_stream_pool_release(w->pool, a) != GF_OK) w->errors++;
-        if (gf_stream_pool_release(w->pool, b) != GF_OK) w->errors++;
+        if (gf_stream_pool_release(w->pool, a) != GF_OK) w_fail(w);
+        if (gf_stream_pool_release(w->pool, b) != GF_OK) w_fail(w);
     }
     return NULL;
 }
@@ -125,8 +135,8 @@ static void *shelf_main(void *p)
     worker *w = (worker *)p;
     gf_event *e[4];
     int i;
-    for (i = 0; i < 4; i++) if (gf_event_pool_acquire(w->events, 0, &e[i]) != GF_OK) { w->errors++; return NULL; }
-    for (i = 0; i < 4; i++) if (gf_event_pool_release(w->events, e[i]) != GF_OK) w->errors++;
+    for (i = 0; i < 4; i++) if (gf_event_pool_acquire(w->events, 0, &e[i]) != GF_OK) { w_fail(w); return NULL; }
+    for (i = 0; i < 4; i++) if (gf_event_pool_release(w->events, e[i]) != GF_OK) w_fail(w);
     return NULL;
 }
 
@@ -223,17 +233,17 @@ static void *churn_main(void *p)
         gf_event *e = NULL;
         gf_buffer *b = NULL;
         unsigned char h[32];
-        if (gf_stream_create(dev, NULL, &s) != GF_OK) { w->errors++; continue; }
-        if (gf_event_create(dev, GF_EVENT_TIMING, &e) != GF_OK) w->errors++;
-        if (gf_buffer_create_async(s, 32, &b) != GF_OK) w->errors++;
+        if (gf_stream_create(dev, NULL, &s) != GF_OK) { w_fail(w); continue; }
+        if (gf_event_create(dev, GF_EVENT_TIMING, &e) != GF_OK) w_fail(w);
+        if (gf_buffer_create_async(s, 32, &b) != GF_OK) w_fail(w);
         else {
             memset(h, 0, sizeof h);
-            if (gf_fill_async(s, b, 0, (unsigned char)(i + 1), 32) != GF_OK) w->errors++;
-            if (gf_copy_to_host_async(s, h, b, 0, 32) != GF_OK) w->errors++;
-            if (gf_buffer_destroy_async(s, b) != GF_OK) w->errors++;
-            if (e && gf_event_record(e, s) != GF_OK) w->errors++;
+            if (gf_fill_async(s, b, 0, (unsigned char)(i + 1), 32) != GF_OK) w_fail(w);
+            if (gf_copy_to_host_async(s, h, b, 0, 32) != GF_OK) w_fail(w);
+            if (gf_buffer_destroy_async(s, b) != GF_OK) w_fail(w);
+            if (e && gf_event_record(e, s) != GF_OK) w_fail(w);
             if (gf_stream_synchronize(s) != GF_OK || h[0] != (unsigned char)(i + 1) || h[31] != (unsigned char)(i + 1))
-                w->errors++;
+                w_fail(w);
         }
         gf_event_destroy(e);
         gf_stream_destroy(s);
@@ -251,17 +261,17 @@ static void *capture_main(void *p)
     unsigned char h[64];
     int i;
     if (gf_stream_create(dev, NULL, &s) != GF_OK || gf_buffer_create(dev, sizeof h, &b) != GF_OK) {
-        w->errors++;
+        w_fail(w);
         return NULL;
     }
     memset(h, 0, sizeof h);
-    if (gf_stream_begin_capture(s, GF_CAPTURE_THREAD_LOCAL) != GF_OK) w->errors++;
-    if (gf_fill_async(s, b, 0, (unsigned char)(0x30 + w->index), sizeof h) != GF_OK) w->errors++;
-    if (gf_copy_to_host_async(s, h, b, 0, sizeof h) != GF_OK) w->errors++;
-    if (gf_stream_end_capture(s, &g) != GF_OK) w->errors++;
+    if (gf_stream_begin_capture(s, GF_CAPTURE_THREAD_LOCAL) != GF_OK) w_fail(w);
+    if (gf_fill_async(s, b, 0, (unsigned char)(0x30 + w->index), sizeof h) != GF_OK) w_fail(w);
+    if (gf_copy_to_host_async(s, h, b, 0, sizeof h) != GF_OK) w_fail(w);
+    if (gf_stream_end_capture(s, &g) != GF_OK) w_fail(w);
     for (i = 0; g && i < 5; i++)
-        if (gf_graph_launch(g, s) != GF_OK) w->errors++;
-    if (gf_stream_synchronize(s) != GF_OK || h[0] != 0x30 + w->index || h[63] != 0x30 + w->index) w->errors++;
+        if (gf_graph_launch(g, s) != GF_OK) w_fail(w);
+    if (gf_stream_synchronize(s) != GF_OK || h[0] != 0x30 + w->index || h[63] != 0x30 + w->index) w_fail(w);
     gf_graph_destroy(g);
     gf_buffer_destroy(b);
     gf_stream_destroy(s);
@@ -277,10 +287,10 @@ static void *waiter_main(void *p)
     gf_buffer *b = NULL;
     uint64_t id;
     int i;
-    if (gf_stream_create(dev, NULL, &s) != GF_OK || gf_event_create(dev, 0, &e) != GF_OK) { w->errors++; return NULL; }
+    if (gf_stream_create(dev, NULL, &s) != GF_OK || gf_event_create(dev, 0, &e) != GF_OK) { w_fail(w); return NULL; }
     for (i = 0; i < 10; i++) {
-        if (gf_event_record(e, s) != GF_OK) w->errors++;
-        if (gf_event_on_complete(e, th_flag_cb, &w->callbacks, &id) != GF_OK) w->errors++;
+        if (gf_event_record(e, s) != GF_OK) w_fail(w);
+        if (gf_event_on_complete(e, th_flag_cb, &w->callbacks, &id) != GF_OK) w_fail(w);
     }
     /* failures of this thread's own, while the others make theirs: each thread keeps its text */
     for (i = 0; i < 200; i++) {
@@ -291,13 +301,13 @@ static void *waiter_main(void *p)
         case 2: r = gf_event_query((gf_event *)s); break;
         default: r = gf_fill_async(s, NULL, 0, 0, 1); break;
         }
-        if (r == GF_OK) w->errors++;
+        if (r == GF_OK) w_fail(w);
         if (i == 0) snprintf(w->error_text, sizeof w->error_text, "%s", gf_last_error());
-        else if (strcmp(w->error_text, gf_last_error()) != 0) w->errors++;
+        else if (strcmp(w->error_text, gf_last_error()) != 0) w_fail(w);
     }
-    if (gf_stream_synchronize(s) != GF_OK) w->errors++;
-    if (!th_flag_wait(&w->callbacks, 10, TH_WAIT_MS)) w->errors++;
-    if (!w->error_text[0]) w->errors++;
+    if (gf_stream_synchronize(s) != GF_OK) w_fail(w);
+    if (!th_flag_wait(&w->callbacks, 10, TH_WAIT_MS)) w_fail(w);
+    if (!w->error_text[0]) w_fail(w);
     gf_event_destroy(e);
     gf_stream_destroy(s);
     return NULL;
