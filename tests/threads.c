@@ -29,7 +29,7 @@ typedef struct {
     gf_event_pool *events;
     th_flag callbacks;
     char error_text[1024];
-    char first_error[512];               /* gf_last_error() at this thread's first failed check */
+    char first_error[1024];              /* gf_last_error() at this thread's first failed check */
 } worker;
 
 static worker W[NT];
