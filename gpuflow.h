@@ -1541,6 +1541,7 @@ static void gf__free(void *p) {
 #else
 #  define GF__FIBER_STACK ((size_t)128 << 10)       /* a stub block thread's stack, when its kernel syncs */
 #endif
+#define GF__PACE_SLICE_MS 2u                        /* a pacing wait looks again this often (another thread may count what it waits for) */
 #define GF__WAIT_NAP_MIN_US 20                      /* polling waits back off from this... */
 #define GF__WAIT_NAP_MAX_US 1000                    /* ...to this */
 
@@ -6186,7 +6187,6 @@ static void gf__set_round_complete(gf_stream_set *set, int slot) {
    before *end (GF_TIMEOUT, quietly: the caller looks again, since another thread may meanwhile
    have counted the round and begun the next on its event). The slot is counted complete if it
    still holds that round. */
-#define GF__PACE_SLICE_MS 2u
 static gf_result gf__set_wait_round(gf_stream_set *set, int slot, const uint64_t *end) {
     gf_event *done = set->round_done[slot];
     uint64_t frame = set->round_frame[slot];
