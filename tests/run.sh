@@ -4,7 +4,8 @@
 # and sums the summary lines (`N passed, N failed[, N skipped]`, the last one each command
 # prints) into one final line of the same form. A command that crashes, exits non-zero, runs
 # past TEST_TIMEOUT seconds (default 120) or prints no summary line counts as one more
-# failure. Exits 1 if anything failed. Commands must not share output files: each writes
+# failure. Before the final line, a recap names each failed command and its first FAIL lines
+# (a CI log that keeps only its tail still says what failed). Exits 1 if anything failed. Commands must not share output files: each writes
 # under its own build directory. A command written "then: CMD" starts only after the one
 # before it has ended (it uses what that one made).
 set -u
@@ -13,6 +14,7 @@ jobs=${TEST_JOBS:-$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1)}
 case $jobs in ''|*[!0-9]*|0) jobs=1 ;; esac
 dir=$(mktemp -d "${TMPDIR:-/tmp}/gpuflow-test.XXXXXX") || exit 1
 passed=0 failed=0 skipped=0
+recap=   # the keys of the commands that failed, in the order they ended
 total=$# running=0 pending=
 # Ctrl-C or TERM stops the commands still running (a background command ignores the terminal's
 # INT, and timeout puts its command in a process group of its own): each one's timeout (or sh)
@@ -51,16 +53,19 @@ report() {   # report K CMD: shows the block and adds its summary line to the to
         why="exit status $rc"   # 137: killed, as timeout -k does to a command that outlives its TERM
         if [ "$rc" -eq 124 ] || { [ "$rc" -eq 137 ] && [ "$secs" -ge "$limit" ]; }; then why="timed out after ${limit}s"; fi
         echo "!! $2: no summary line ($why): counted as 1 failed"
-        failed=$((failed + 1))
+        echo "no summary line ($why)" >"$dir/$1.why"
+        failed=$((failed + 1)) recap="$recap $1"
         return
     fi
     p=$(echo "$line" | sed -E 's/^([0-9]+) passed.*/\1/')
     f=$(echo "$line" | sed -E 's/^[0-9]+ passed, ([0-9]+) failed.*/\1/')
     s=$(echo "$line" | sed -nE 's/.*, ([0-9]+) skipped$/\1/p')
     passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + ${s:-0}))
+    [ "$f" -gt 0 ] && { echo "$line" >"$dir/$1.why"; recap="$recap $1"; }
     if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
         echo "!! $2: exit status $rc with no failed check: counted as 1 failed"
-        failed=$((failed + 1))
+        echo "exit status $rc with no failed check" >"$dir/$1.why"
+        failed=$((failed + 1)) recap="$recap $1"
     fi
 }
 
@@ -94,6 +99,14 @@ while [ -n "$todo$pending" ]; do
     [ -n "$pending" ] && { sleep 0.2 2>/dev/null || sleep 1; }
 done
 wait
+if [ -n "$recap" ]; then
+    echo "== failed:"
+    for k in $recap; do
+        eval "cmd=\${$k}"
+        echo "!! ${cmd#then: }: $(cat "$dir/$k.why")"
+        grep -E '^(FAIL|!!) ' "$dir/$k.out" | head -n 5 | sed 's/^/   /'
+    done
+fi
 if [ "$skipped" -gt 0 ]; then
     echo "$passed passed, $failed failed, $skipped skipped"
 else
