@@ -2930,6 +2930,10 @@ static void gf__prof_end(gf_stream *s, int rec, gf_result r);
 static void gf__profiler_free(gf_device *dev);
 
 /* ---- names --------------------------------------------------------------------------- >>names */
+/* whether a code read from outside (a recording) is one of gf_result's: only such a code may be
+   made a gf_result (C++ leaves a value outside the enum's range undefined) */
+static int gf__result_known(int32_t code) { return code >= GF_ERROR_DEVICE_LOST && code <= GF_TIMEOUT; }
+
 GPUFLOW_IMPL const char *gf_result_name(gf_result r) {
     switch (r) {
     case GF_OK: return "GF_OK";
@@ -12299,7 +12303,7 @@ static void gf__rp_index(gf__replay *rp, gf__rp_in in) {
         if (call == GF__RC_semaphore_signal_async) {
             gf__rp_signal sig;
             rec.p += GF__REC_HEADER - 10;   /* thread, time */
-            if ((gf_result)(int32_t)gf__rp_u32(&rec) != GF_OK) continue;   /* only a signal that was made ends a wait */
+            if ((int32_t)gf__rp_u32(&rec) != GF_OK) continue;   /* only a signal that was made ends a wait */
             (void)gf__rp_u32(&rec);
             sig.call = calls; sig.sem = gf__rp_u32(&rec); sig.value = gf__rp_u64(&rec);
             if (!rec.bad && gf__rp_grow((void **)&rp->signals, &rp->signal_cap, rp->signal_count + 1, sizeof *rp->signals)) rp->signals[rp->signal_count++] = sig;
@@ -12308,7 +12312,7 @@ static void gf__rp_index(gf__replay *rp, gf__rp_in in) {
         if (call == GF__RC_semaphore_export) {   /* then another API may signal it too */
             uint32_t sem;
             rec.p += GF__REC_HEADER - 10;
-            if ((gf_result)(int32_t)gf__rp_u32(&rec) != GF_OK) continue;
+            if ((int32_t)gf__rp_u32(&rec) != GF_OK) continue;
             sem = gf__rp_u32(&rec);
             if (!rec.bad && gf__rp_grow((void **)&rp->exported, &rp->exported_cap, rp->exported_count + 1, sizeof *rp->exported)) rp->exported[rp->exported_count++] = sem;
             continue;
@@ -12592,11 +12596,12 @@ static void gf__rp_skipped_in_capture(gf__replay *rp, const char *letters, const
     if (id && gf__rp_grow((void **)&rp->partial, &rp->partial_cap, rp->partial_count + 1, sizeof *rp->partial)) rp->partial[rp->partial_count++] = id;
 }
 
-/* Makes one recorded call again; its result, or 1 (not an error code) when it was skipped. */
-#define GF__RP_SKIPPED ((gf_result)100)
-static gf_result gf__rp_call(gf__replay *rp, gf__rec_call call, gf__rp_arg *v, gf_result recorded) {
+/* Makes one recorded call again; its result, or GF__RP_SKIPPED (no gf_result: an int, since a
+   value outside the enum's range is undefined behaviour in C++) when it was skipped. */
+#define GF__RP_SKIPPED 100
+static int gf__rp_call(gf__replay *rp, gf__rec_call call, gf__rp_arg *v, gf_result recorded) {
     const gf_replay_desc *d = rp->desc;
-    gf_result r = GF__RP_SKIPPED;
+    int r = GF__RP_SKIPPED;   /* a gf_result once a case has made the call */
     void *made = NULL;
     const char *letters = gf__rec_calls[call].args;
     uint32_t device = 0, parent = 0;
@@ -12646,8 +12651,10 @@ static gf_result gf__rp_call(gf__replay *rp, gf__rec_call call, gf__rp_arg *v, g
     switch (call) {
     case GF__RC_device_open: case GF__RC_device_open_native: {   /* a native device: a device of that backend and index */
         gf_device *dev = NULL;
-        gf_backend recorded_on = (gf_backend)(int)v[0].u;   /* a value no backend has is kept: the open fails as it did */
-        int known = recorded_on >= GF_BACKEND_AUTO && recorded_on < GF_BACKEND_COUNT;
+        /* a value no backend has opens GF_BACKEND_COUNT, which fails as it did (kept as an int
+           until it is known: C++ leaves a gf_backend out of the enum's range undefined) */
+        int known = (int)v[0].u >= GF_BACKEND_AUTO && (int)v[0].u < GF_BACKEND_COUNT;
+        gf_backend recorded_on = known ? (gf_backend)(int)v[0].u : GF_BACKEND_COUNT;
         r = gf_device_open(d->backend != GF_BACKEND_AUTO && known ? d->backend : recorded_on, (int)v[1].u, &dev);
         if (r == GF_OK) {
             if (d->memory_limit) (void)gf_device_set_memory_limit(dev, d->memory_limit);
@@ -12742,7 +12749,7 @@ static gf_result gf__rp_call(gf__replay *rp, gf__rec_call call, gf__rp_arg *v, g
         if (v[1].given && v[0].obj && !v[0].wrong_kind)
             v[1].md.stub_kernels = gf__rp_stub_kernels(rp, &v[1], GF__RPO(0, gf_device), &v[1].md.stub_kernel_count);
         r = gf_module_load(GF__RPO(0, gf_device), v[1].given ? &v[1].md : NULL, (gf_module **)&made);
-        if (gf__rp_short_of_kernels(rp, call, &v[1], r, recorded)) return GF__RP_SKIPPED;
+        if (gf__rp_short_of_kernels(rp, call, &v[1], (gf_result)r, recorded)) return GF__RP_SKIPPED;
         break;
     case GF__RC_module_reload:
         if (v[1].given && v[0].obj && !v[0].wrong_kind)
@@ -12753,7 +12760,7 @@ static gf_result gf__rp_call(gf__replay *rp, gf__rec_call call, gf__rp_arg *v, g
             v[1].md.stub_kernel_count = ((gf_module *)v[0].obj)->given_stub_count;
         }
         r = gf_module_reload(GF__RPO(0, gf_module), v[1].given ? &v[1].md : NULL);
-        if (gf__rp_short_of_kernels(rp, call, &v[1], r, recorded)) return GF__RP_SKIPPED;
+        if (gf__rp_short_of_kernels(rp, call, &v[1], (gf_result)r, recorded)) return GF__RP_SKIPPED;
         break;
     case GF__RC_kernel_get: r = gf_kernel_get(GF__RPO(0, gf_module), v[1].s, (gf_kernel **)&made); break;
     case GF__RC_module_destroy: gf_module_destroy(GF__RPO(0, gf_module)); r = GF_OK; break;
@@ -12834,7 +12841,7 @@ static gf_result gf__rp_call(gf__replay *rp, gf__rec_call call, gf__rp_arg *v, g
         r = call == GF__RC_stream_pool_acquire ? gf_stream_pool_acquire(pool, v[1].given ? &v[1].hint : NULL, (gf_stream **)&made)
                                                : gf_stream_pool_acquire_ready(pool, (unsigned)v[1].u, (gf_stream **)&made);
         if (r == GF_OK && pool && at >= 0 && at < pool->count && made != pool->streams[at]) {   /* the recorded stream, not the strategy's */
-            int given = gf__pool_index(pool, (gf_stream **)&made, r);
+            int given = gf__pool_index(pool, (gf_stream **)&made, (gf_result)r);
             gf__atomic_add(&pool->lease[given].releases, 1);
             gf__atomic_add(&pool->lease[at].acquisitions, 1);
             made = pool->streams[at];
@@ -12925,7 +12932,7 @@ static gf_result gf__rp_call(gf__replay *rp, gf__rec_call call, gf__rp_arg *v, g
     return r;
 }
 
-static const char *gf__rp_result_name(gf_result r) { return r == GF__RP_SKIPPED ? "skipped" : gf_result_name(r); }
+static const char *gf__rp_result_name(int r) { return r == GF__RP_SKIPPED ? "skipped" : gf_result_name((gf_result)r); }
 
 GPUFLOW_IMPL gf_result gf_replay(const gf_replay_desc *desc, gf_replay_report *out) {
     char why[sizeof gf__error_text];   /* the caller's error text, kept; then a malformed file's */
@@ -12979,17 +12986,26 @@ GPUFLOW_IMPL gf_result gf_replay(const gf_replay_desc *desc, gf_replay_report *o
         uint32_t size = gf__rp_u32(&in);
         unsigned call, thread;
         double at_ms;
-        gf_result recorded, r;
+        gf_result recorded;
+        int32_t recorded_code;
+        int r;
         if (in.bad || (uint64_t)(in.end - in.p) < size || size < GF__REC_HEADER - 4) break;   /* cut in the middle of a record */
         rec.p = in.p; rec.end = in.p + size; rec.bad = 0;
         in.p += size;
         call = (unsigned)gf__rp_le(&rec, 2);
         thread = (unsigned)gf__rp_le(&rec, 2);
         at_ms = (double)gf__rp_u64(&rec) / 1e6;
-        recorded = (gf_result)(int32_t)gf__rp_u32(&rec);
+        recorded_code = (int32_t)gf__rp_u32(&rec);
         if (call == GF__RC_END || call == GF__RC_CUT) { out->cut = call == GF__RC_CUT; break; }
         if (call == GF__RC_BYTES) continue;   /* read by the copy that names it */
         if (call == GF__RC_NONE || call >= GF__RC_COUNT) { result = gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_replay: record %llu names no call (%u)", (unsigned long long)out->calls + 1, call); out->cut = 0; break; }
+        if (!gf__result_known(recorded_code)) {   /* checked before it becomes a gf_result (C++: undefined out of range) */
+            result = gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_replay: record %llu (%s) holds no result code (%ld)", (unsigned long long)out->calls + 1,
+                              gf__rec_calls[call].name, (long)recorded_code);
+            out->cut = 0;
+            break;
+        }
+        recorded = (gf_result)recorded_code;
         out->calls++;
         if ((int)thread > out->threads) out->threads = (int)thread;
         if (!gf__rp_args(&rp, &rec, gf__rec_calls[call].args, v) || rec.p != rec.end) {
@@ -13003,11 +13019,11 @@ GPUFLOW_IMPL gf_result gf_replay(const gf_replay_desc *desc, gf_replay_report *o
         if (desc->on_call) {
             gf_replay_call c;
             c.index = out->calls; c.thread = (int)thread; c.at_ms = at_ms; c.name = gf__rec_calls[call].name;
-            c.recorded = recorded; c.replayed = r; c.skipped = r == GF__RP_SKIPPED; c.compared = !(gf__rec_calls[call].flags & GF__RCF_NOCMP);
+            c.recorded = recorded; c.replayed = r == GF__RP_SKIPPED ? GF_OK : (gf_result)r; c.skipped = r == GF__RP_SKIPPED; c.compared = !(gf__rec_calls[call].flags & GF__RCF_NOCMP);
             desc->on_call(desc->user, &c);
         }
         if (r == GF__RP_SKIPPED) { out->skipped++; continue; }
-        if (rp.malformed) { result = r; out->cut = 0; break; }
+        if (rp.malformed) { result = (gf_result)r; out->cut = 0; break; }
         out->replayed++;
         if (r != recorded && !(gf__rec_calls[call].flags & GF__RCF_NOCMP)) {
             char text[sizeof out->first_mismatch];

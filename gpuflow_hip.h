@@ -1548,8 +1548,15 @@ static void gf__hip_graph_destroy(gf_graph *g) {
    calls' twins). HIP 5's headers name no timeline semaphore type; its value is CUDA's, as
    ROCm 6 gives it. HIP exports nothing: no virtual memory with a shareable handle is loaded,
    and the runtime makes no semaphore of its own. */
-#define GF__HIP_TIMELINE_SEMAPHORE_FD ((hipExternalSemaphoreHandleType)9)      /* hipExternalSemaphoreHandleTypeTimelineSemaphoreFd */
-#define GF__HIP_TIMELINE_SEMAPHORE_WIN32 ((hipExternalSemaphoreHandleType)10)  /* ...TimelineSemaphoreWin32 */
+#define GF__HIP_TIMELINE_SEMAPHORE_FD 9      /* hipExternalSemaphoreHandleTypeTimelineSemaphoreFd */
+#define GF__HIP_TIMELINE_SEMAPHORE_WIN32 10  /* ...TimelineSemaphoreWin32 */
+
+/* Sets a handle type HIP 5's enum may not list: written as the enum's bytes, since a C++ build
+   leaves a cast to an enum out of its range undefined. */
+static void gf__hip_semaphore_type(hipExternalSemaphoreHandleDesc *hd, int type) {
+    if (sizeof hd->type == sizeof type) memcpy(&hd->type, &type, sizeof type);
+    else hd->type = (hipExternalSemaphoreHandleType)type;   /* a short enum holds every value it lists */
+}
 
 static unsigned gf__hip_external_types(gf_device *dev, int use) {
     (void)dev;
@@ -1655,11 +1662,11 @@ static gf_result gf__hip_semaphore_import(gf_semaphore *sem, const gf_semaphore_
     else if (d->type == GF_EXTERNAL_OPAQUE_WIN32_KMT) {
         if (d->timeline) return gf__fail(GF_ERROR_NOT_SUPPORTED, "gf_semaphore_import: HIP takes no timeline semaphore as a KMT handle");
         hd.type = hipExternalSemaphoreHandleTypeOpaqueWin32Kmt;
-    } else hd.type = d->timeline ? GF__HIP_TIMELINE_SEMAPHORE_WIN32 : hipExternalSemaphoreHandleTypeOpaqueWin32;
+    } else gf__hip_semaphore_type(&hd, d->timeline ? GF__HIP_TIMELINE_SEMAPHORE_WIN32 : (int)hipExternalSemaphoreHandleTypeOpaqueWin32);
     hd.handle.win32.handle = d->win32_handle;
     hd.handle.win32.name = d->win32_name;
 #else
-    hd.type = d->timeline ? GF__HIP_TIMELINE_SEMAPHORE_FD : hipExternalSemaphoreHandleTypeOpaqueFd;
+    gf__hip_semaphore_type(&hd, d->timeline ? GF__HIP_TIMELINE_SEMAPHORE_FD : (int)hipExternalSemaphoreHandleTypeOpaqueFd);
     if ((hd.handle.fd = dup(d->fd)) < 0) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_semaphore_import: dup of fd %d failed", d->fd);
 #endif
     if ((r = GF__HIP_CALL(ImportExternalSemaphore, (&ext, &hd))) != hipSuccess) {

@@ -475,7 +475,10 @@ static int rv_start(const char *what)
 static unsigned char hb_buf[4096];
 static size_t hb_len, hb_rec;
 static void hb_le(uint64_t v, int n) { int i; for (i = 0; i < n; i++) hb_buf[hb_len++] = (unsigned char)(v >> (8 * i)); }
-static void hb_begin(int call) { hb_rec = hb_len; hb_le(0, 4); hb_le((uint64_t)call, 2); hb_le(1, 2); hb_le(0, 8); hb_le(0, 4); }
+static void hb_begin_result(int call, int32_t result) {
+    hb_rec = hb_len; hb_le(0, 4); hb_le((uint64_t)call, 2); hb_le(1, 2); hb_le(0, 8); hb_le((uint32_t)result, 4);
+}
+static void hb_begin(int call) { hb_begin_result(call, GF_OK); }
 static void hb_end(void) { uint32_t n = (uint32_t)(hb_len - hb_rec - 4); int i; for (i = 0; i < 4; i++) hb_buf[hb_rec + i] = (unsigned char)(n >> (8 * i)); }
 static gf_device *rv_dev;
 static gf_stream *rv_stream;
@@ -552,6 +555,24 @@ static void test_review(void)
         d.data = hb_buf; d.size = hb_len; d.backend = GF_BACKEND_STUB; d.untrusted = 1;
         CHECK(gf_replay(&d, &rep) == GF_ERROR_INVALID_ARGUMENT && strstr(gf_last_error(), "gf_copy_2d_async) is malformed"),
               "review R3: host bytes shorter than the rows they stand for are a malformed file, not a read past it");
+    }
+    /* S1: a record's result code is read as an int and checked before it becomes a gf_result (a
+       value outside the enum is undefined behaviour in C++): one no gf_result has is a malformed
+       file; a backend no gf_backend has opens as refused, as it was */
+    {
+        gf_replay_desc d;
+        memset(&d, 0, sizeof d);
+        hb_len = 0;
+        memcpy(hb_buf, "gpuflowR", 8); hb_len = 8; hb_le(1, 4); hb_le(0, 4);
+        hb_begin_result(GF__RC_device_open, 100); hb_le(GF_BACKEND_STUB, 4); hb_le(0, 4); hb_le(1, 4); hb_end();
+        d.data = hb_buf; d.size = hb_len; d.backend = GF_BACKEND_STUB; d.untrusted = 1;
+        CHECK(gf_replay(&d, &rep) == GF_ERROR_INVALID_ARGUMENT && strstr(gf_last_error(), "holds no result code (100)"),
+              "review S1: a record whose result no gf_result has is a malformed file");
+        hb_len = 16;
+        hb_begin_result(GF__RC_device_open, GF_ERROR_INVALID_ARGUMENT); hb_le(77, 4); hb_le(0, 4); hb_le(0, 4); hb_end();
+        d.size = hb_len; d.backend = GF_BACKEND_AUTO;
+        CHECK(gf_replay(&d, &rep) == GF_OK && rep.replayed == 1 && rep.mismatches == 0,
+              "review S1: a device open on a backend no gf_backend has is refused again, as it was");
     }
     /* R4: a refused destroy keeps the object's number: the calls after it are replayed */
     if (rv_start("r4")) {
