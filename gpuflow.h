@@ -1373,8 +1373,13 @@ GPUFLOW_API uint64_t  gf_faults_injected(void);   /* failures injected since the
    as its stream reaches it: the file stays open after its END until then (or the next
    gf_record_start, or its device's close, after which the copy replays zeros). Thread-safe;
    with recording off each recorded call costs one load.
-   Codes: gf_record_start GF_ERROR_INVALID_STATE while recording, GF_ERROR_INVALID_ARGUMENT for
-   a path that cannot be written; gf_record_stop GF_ERROR_INVALID_STATE when not recording. */
+   The file is written alone: another recorder writing it (another process given the same
+   GPUFLOW_RECORD without %p, another copy of gpuflow in this process) makes gf_record_start
+   refuse rather than cut it (locked while recording; the same process's second copy is seen on
+   Linux and Windows).
+   Codes: gf_record_start GF_ERROR_INVALID_STATE while recording or while another recorder
+   writes the file, GF_ERROR_INVALID_ARGUMENT for a path that cannot be written; gf_record_stop
+   GF_ERROR_INVALID_STATE when not recording. */
 typedef struct gf_record_desc {
     const char *path;             /* required: the file (replaced) */
     uint64_t max_bytes;           /* size limit (default 1 GiB): the call that would pass it ends
@@ -9406,6 +9411,7 @@ static gf_result gf__cache_identity_make(gf__cache_identity *id, const char *tex
 #if defined(_WIN32)
 #  include <io.h>
 #  include <direct.h>
+#  include <share.h>   /* the recorder's _fsopen */
 #  include <fcntl.h>
 #  include <sys/stat.h>
 #  define GF__O_CACHE_READ  (_O_RDONLY | _O_BINARY)
@@ -11725,9 +11731,47 @@ GPUFLOW_IMPL gf_result gf_synchronize_all(gf_stream *const *streams, int count, 
     GF__RECORDED(synchronize_all, gf__call_synchronize_all(streams, count, elapsed_ms), streams, count, GF__P(elapsed_ms));
 }
 
+/* Opens a recording's file for writing alone: a file another recorder writes (another process
+   given the same GPUFLOW_RECORD without %p, or another copy of gpuflow in this process) is left
+   as it is (*busy set) rather than cut and interleaved. The lock is an open file description's
+   where Linux has them (F_OFD_SETLK: two copies in one process too), else the process's
+   (fcntl); Windows denies other writers at the open. */
+#if defined(F_OFD_SETLK)
+#  define GF__F_OFD_SETLK F_OFD_SETLK
+#elif defined(__linux__)
+#  define GF__F_OFD_SETLK 37   /* Linux 3.15; <fcntl.h> names it only with _GNU_SOURCE */
+#endif
+static FILE *gf__record_file_open(const char *path, int *busy) {
+#if defined(_WIN32)
+    FILE *f = _fsopen(path, "wb", _SH_DENYWR);
+    *busy = !f && errno == EACCES;
+    return f;
+#else
+    struct flock whole;
+    FILE *f;
+    int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644), locked;
+    *busy = 0;
+    if (fd < 0) return NULL;
+    memset(&whole, 0, sizeof whole);
+    whole.l_type = F_WRLCK; whole.l_whence = SEEK_SET;   /* l_len 0: to the end, however long */
+#  if defined(GF__F_OFD_SETLK)
+    locked = fcntl(fd, GF__F_OFD_SETLK, &whole) == 0;
+    if (!locked && errno == EINVAL) locked = fcntl(fd, F_SETLK, &whole) == 0;   /* a kernel before 3.15 */
+#  else
+    locked = fcntl(fd, F_SETLK, &whole) == 0;
+#  endif
+    if (!locked) {
+        *busy = errno == EACCES || errno == EAGAIN;   /* anything else (a file system without locks): go on without */
+        if (*busy) { close(fd); return NULL; }
+    }
+    if (ftruncate(fd, 0) != 0 || !(f = fdopen(fd, "wb"))) { close(fd); return NULL; }
+    return f;
+#endif
+}
+
 GPUFLOW_IMPL gf_result gf_record_start(const gf_record_desc *desc) {
     unsigned char head[16];
-    int i;
+    int i, busy;
     if (!desc || !desc->path || !*desc->path) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_record_start: desc->path is required");
     gf__spin_lock(&gf__rec.lock);
     if (gf__rec.file) {
@@ -11735,8 +11779,11 @@ GPUFLOW_IMPL gf_result gf_record_start(const gf_record_desc *desc) {
         return gf__fail(GF_ERROR_INVALID_STATE, "gf_record_start: already recording to %s (gf_record_stop first)", gf__rec.path);
     }
     gf__rec_tail_settle(1);   /* the last one's snapshots still queued are left out (it may be this path) */
-    if (!(gf__rec.file = fopen(desc->path, "wb"))) {
+    if (!(gf__rec.file = gf__record_file_open(desc->path, &busy))) {
         gf__spin_unlock(&gf__rec.lock);
+        if (busy)
+            return gf__fail(GF_ERROR_INVALID_STATE, "gf_record_start: another recorder writes '%s' (another process, or another copy of gpuflow in this one: "
+                                                    "give each its own file, e.g. with %%p in GPUFLOW_RECORD)", desc->path);
         return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_record_start: cannot open '%s' for writing", desc->path);
     }
     memcpy(head, "gpuflowR", 8);

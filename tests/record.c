@@ -43,6 +43,7 @@
 #include <unistd.h>
 #include <sys/wait.h>
 #include <sys/stat.h>
+#include <fcntl.h>
 
 #if defined(__SANITIZE_THREAD__)
 #  define RECORD_UNDER_TSAN 1
@@ -1662,6 +1663,50 @@ static void test_env_pid(char *self, const char *name)
     gf_faults_set(NULL);
     remove(path2);
 }
+/* One recorder to a file (review S4): a process given the same GPUFLOW_RECORD while this one
+   records, or a copy of gpuflow in this process that holds the file (an open file description's
+   lock, as another copy's would be), leaves the file alone instead of cutting it and writing
+   over its records. */
+static void test_alone(char *self, const char *name)
+{
+    char cmd[1024];
+    gf_record_desc rd;
+    gf_replay_desc d;
+    gf_replay_report rep;
+    gf_device *dev;
+    gf_buffer *b;
+    snprintf(path2, sizeof path2, "record_%d_alone.gfrec", (int)getpid());
+    memset(&rd, 0, sizeof rd);
+    rd.path = path2;
+    CHECK_EQ_RESULT(gf_record_start(&rd), GF_OK);
+    CHECK_EQ_RESULT(gf_device_open(backend, 0, &dev), GF_OK);
+    snprintf(cmd, sizeof cmd, "GPUFLOW_RECORD=%s GPUFLOW_FAULTS=buffer:2 GPUFLOW_LOG=off '%s' --env-child %s", path2, self, name);
+    CHECK(system(cmd) == 0, "alone: a process given the recording's file runs on without recording");
+    CHECK_EQ_RESULT(gf_buffer_create(dev, 64, &b), GF_OK);
+    gf_buffer_destroy(b);
+    gf_device_close(dev);
+    CHECK_EQ_RESULT(gf_record_stop(), GF_OK);
+    replay_desc(&d, path2, GF_BACKEND_AUTO);
+    CHECK_EQ_RESULT(gf_replay(&d, &rep), GF_OK);
+    CHECK(rep.calls == 4 && rep.mismatches == 0 && !rep.cut, "alone: the first recorder's file holds its own four calls (no other process cut it)");
+#if defined(__linux__)
+    {
+        struct flock whole;
+        char kept[8] = "";
+        FILE *f;
+        int fd = open(path2, O_RDWR | O_TRUNC);
+        memset(&whole, 0, sizeof whole);
+        whole.l_type = F_WRLCK; whole.l_whence = SEEK_SET;
+        CHECK(fd >= 0 && write(fd, "kept", 4) == 4 && fcntl(fd, 37 /* F_OFD_SETLK */, &whole) == 0, "alone: the file held as another copy would");
+        CHECK_FAIL(gf_record_start(&rd), GF_ERROR_INVALID_STATE);
+        CHECK(strstr(gf_last_error(), "another recorder writes") != NULL, "alone: the refusal says another recorder writes the file");
+        close(fd);
+        CHECK((f = fopen(path2, "rb")) && fread(kept, 1, 4, f) == 4 && !strcmp(kept, "kept"), "alone: the held file was not cut");
+        if (f) fclose(f);
+    }
+#endif
+    remove(path2);
+}
 static void test_env(char *self, const char *name)
 {
     char cmd[1024];
@@ -1729,6 +1774,7 @@ int main(int argc, char **argv)
     test_review6();
     test_env(argv[0], name);
     test_env_pid(argv[0], name);
+    test_alone(argv[0], name);
     remove(path);
     return th_finish();
 }
