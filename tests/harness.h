@@ -242,6 +242,18 @@ TH_FN int th_gate_get(th_gate *g, const int *field)
     pthread_mutex_unlock(&g->m);
     return v;
 }
+/* Waits (bounded) until n callbacks have entered the gate: the work before it has run. A test
+   that times what the gate holds starts its clock after this, not after the enqueue (a loaded
+   machine may start the stream's thread late). */
+TH_FN int th_gate_wait_entered(th_gate *g, int n, unsigned timeout_ms)
+{
+    double until = th_now_ms() + timeout_ms;
+    while (th_gate_get(g, &g->entered) < n) {
+        if (th_now_ms() > until) return 0;
+        th_sleep_ms(1);
+    }
+    return 1;
+}
 #define TH_GATE_LEFT(g) th_gate_get((g), &(g)->left)
 #define TH_GATE_TIMED_OUT(g) th_gate_get((g), &(g)->timed_out)
 

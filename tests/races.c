@@ -1147,6 +1147,7 @@ static void test_hang_report(void)
           "write_state: names both streams and what 'waiting' waits for");
     o.gate = &gate;
     o.ms = 400;
+    CHECK(th_gate_wait_entered(&gate, 1, TH_WAIT_MS), "hang: 'held' runs its callback");   /* what the report must see */
     pthread_create(&t, NULL, open_later, &o);
     CHECK_EQ_RESULT(gf_stream_synchronize(waiting), GF_OK);                    /* hangs until the gate opens */
     pthread_join(t, NULL);

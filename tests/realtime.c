@@ -55,6 +55,7 @@ static void test_frames(void)
     CHECK_FAIL(gf_stream_set_end_frame(set), GF_ERROR_INVALID_STATE);
     CHECK_FAIL(gf_stream_set_wait_frames(set, 1, 50), GF_TIMEOUT);   /* the device holds them */
     CHECK_FAIL(gf_stream_set_wait_frames(set, -1, 50), GF_ERROR_INVALID_ARGUMENT);
+    CHECK(th_gate_wait_entered(&gates[0], 1, TH_WAIT_MS), "frames: frame 0 reached its gate");   /* its start is recorded */
     th_sleep_ms(30);
     th_gate_open(&gates[0]);
     CHECK_EQ_RESULT(gf_stream_set_wait_frames(set, 2, TH_WAIT_MS), GF_OK);
@@ -116,6 +117,7 @@ static void test_flow_frames(void)
     CHECK_FAIL(gf_flow_wait_frames(flow, -1, 50), GF_ERROR_INVALID_ARGUMENT);
     CHECK_FAIL(gf_flow_wait_frames(NULL, 1, 50), GF_ERROR_INVALID_HANDLE);
     CHECK_FAIL(gf_flow_frames(flow, NULL), GF_ERROR_INVALID_ARGUMENT);
+    CHECK(th_gate_wait_entered(&gates[0], 1, TH_WAIT_MS), "flow frames: run 0 reached its gate");   /* its start is recorded */
     th_sleep_ms(30);
     th_gate_open(&gates[0]);
     CHECK_EQ_RESULT(gf_flow_wait_frames(flow, 2, TH_WAIT_MS), GF_OK);

@@ -764,7 +764,7 @@ static void run_stress(void)
 
     /* ---- exact totals ---- */
     for (i = 0; i < cfg.threads; i++) {
-        snprintf(what, sizeof what, "stress thread %d: every call succeeded and every check held (%d failures; first: %s)",
+        snprintf(what, sizeof what, "stress thread %d: every call succeeded and every check held (%d failures; first: %.160s)",
                  i, W[i].e.count, W[i].e.count ? W[i].e.first : "-");
         CHECK(W[i].e.count == 0, what);
     }
