@@ -1037,9 +1037,12 @@ GPUFLOW_API gf_device  *gf_stream_device(const gf_stream *s);
 
 /* ---- events and event pools ------------------------------------------------------------ */
 /* Codes: GF_NOT_READY, GF_TIMEOUT, GF_ERROR_INVALID_STATE (never recorded for elapsed time,
-   released twice, destroyed or released with a pending gf_event_on_complete), GF_ERROR_CAPTURE
-   (waiting on an event recorded inside a capture in progress), GF_ERROR_NOT_FOUND (a wait id
-   that is not pending). A never-recorded event counts as complete, as in CUDA. An event pool
+   released or destroyed twice), GF_ERROR_CAPTURE (waiting on an event recorded inside a capture
+   in progress), GF_ERROR_NOT_FOUND (a wait id that is not pending). A never-recorded event
+   counts as complete, as in CUDA. An event (or an event pool) destroyed, or an event released,
+   while gf_event_on_complete waits on it are pending goes through at once: the waits still run,
+   and the event is freed (back in its pool; the pool freed) when the last has run or been
+   cancelled, never handed out before. An event pool
    is shared by threads without contention: each thread takes events from a shelf of its own and
    an event goes back to the shelf it came from; gf_event_pool_stats is a snapshot when other
    threads use the pool meanwhile. */
@@ -2158,7 +2161,8 @@ struct gf_buffer {
     struct gf_budget *budget;       /* charged to it (held) from create to destroy */
     gf_buffer *parent; size_t view_offset;   /* a view: a window on parent's memory */
     int parent_dropped;             /* a retired view whose hold on parent already went */
-    int refs;                       /* atomic: the live handle plus each view; the memory goes at 0 */
+    int refs;                       /* atomic: the live handle, each view and each graph that holds it; the memory goes at 0 */
+    int views;                      /* atomic: its views whose handles live */
     int kind;                       /* gf_memory_kind it is counted under; GF_MEMORY_KIND_COUNT: none */
     gf__spin use_lock;              /* uses */
     gf_event **uses; int use_count, use_cap;   /* gf_buffer_record_stream: work to finish before reuse */
@@ -2235,6 +2239,7 @@ struct gf_event {
     int capture_pos;                /* recording stream's capture_ops at the record */
     uint64_t trace_id;              /* profiler: the op it marks, for flow arrows */
     int waits;                      /* atomic: pending gf_event_on_complete waits on it */
+    int after_waits;                /* the waiter's lock: a gf__after_waits the last wait carries out */
     uint64_t *race_vc; int race_n;  /* race detector: its recording stream's clock at the record */
     char gap[GF__CACHE_LINE];       /* pooled events cycle on different threads: no shared line */
 };
@@ -2881,6 +2886,11 @@ static gf_result gf__event_pool_take(gf_event_pool *pool, unsigned flags, gf_eve
 static void gf__event_pool_give(gf_event_pool *pool, gf_event *ev);
 static void gf__event_pool_free(gf_event_pool *pool);
 static gf_result gf__waiter_add(gf_event *ev, gf_callback fn, void *user, uint64_t *wait_id);
+/* what an event's last gf_event_on_complete wait carries out: the user destroyed it, released
+   it to its pool, or destroyed its pool while the waits were pending */
+enum gf__after_waits { GF__AFTER_NOTHING, GF__AFTER_FREE, GF__AFTER_RELEASE, GF__AFTER_POOL };
+static int gf__after_waits_set(gf_event *ev, int after);
+static int gf__after_waits_pool(gf_event_pool *pool);
 static void gf__pool_drop_completions(gf_stream_pool *pool);
 static void gf__waiter_stop(gf_device *dev);
 /* graphs and graph pools */
@@ -4630,6 +4640,7 @@ static void gf__call_buffer_destroy(gf_buffer *buf) {
     }
     if (gf__refuse_self_wait("gf_buffer_destroy", buf->dev, NULL) != GF_OK) return;   /* kept: fencing the streams calls the driver */
     if (GF__RACE_ON(buf->dev)) gf__race_free(buf, NULL);
+    if (buf->parent) gf__atomic_add_int(&buf->parent->views, -1);
     buf->type = GF__T_DEAD;
     gf__buffer_unref(buf, 1);
 }
@@ -4849,6 +4860,7 @@ static gf_result gf__call_buffer_view(gf_buffer *buf, size_t offset, size_t byte
         view->host = buf->host ? (void *)((char *)buf->host + offset) : NULL;
     }
     gf__atomic_add_int(&buf->refs, 1);
+    gf__atomic_add_int(&buf->views, 1);
     *out = view;
     return GF_OK;
 }
@@ -5191,12 +5203,14 @@ static void gf__retired_wait(gf_device *dev, const gf__retired *item) {
    the memory is kept (and said): never a release under work that may still use it. */
 static void gf__retire(gf_device *dev, void (*release)(void *obj), void *obj, int kind, size_t bytes, int when_idle) {
     gf__retired item;
+    char saved[sizeof gf__error_text];
     int kept;
     item.release = release; item.obj = obj; item.kind = kind; item.bytes = bytes;
     item.fences = NULL; item.fence_count = 0; item.hold = 0; item.when_idle = when_idle;
     if (kind != GF__KIND_NO_MEMORY) {   /* pending until it goes (a view's handle too: 0 bytes) */
         gf__mem_move(dev, kind, GF_MEMORY_PENDING, bytes);
     }
+    memcpy(saved, gf__error_text, sizeof saved);
     if (gf__fences_make(dev, &item.fences, &item.fence_count) != GF_OK) {
         gf__notice(GF_LOG_WARNING, "gpuflow: a destroy could not fence the device's streams (%s); waiting for the device instead", gf__error_text);
         if (gf__wait_device(dev) != GF_OK) {
@@ -5204,6 +5218,9 @@ static void gf__retire(gf_device *dev, void (*release)(void *obj), void *obj, in
                        gf__error_text);
             item.hold = 1;
         }
+        /* the destroy went through (the warnings say how): a void destroy's caller reads an
+           error text as a refusal, and would use the handle again */
+        memcpy(gf__error_text, saved, sizeof saved);
     }
     if (item.fence_count || item.hold) {
         gf__lock(&dev->retired_lock);
@@ -5354,11 +5371,15 @@ static gf_result gf__call_event_create(gf_device *dev, unsigned flags, gf_event 
 }
 
 static void gf__call_event_destroy(gf_event *ev) {
+    int deferred;
     GF__CHECK_VOID(ev, GF__T_EVENT);
     if (ev->pool) { gf__set_error(GF_ERROR_INVALID_ARGUMENT, "gf_event_destroy: the event belongs to an event pool; release it there"); return; }
-    if (gf__atomic_load_int(&ev->waits)) { gf__set_error(GF_ERROR_INVALID_STATE, "gf_event_destroy: a gf_event_on_complete wait is pending on the event; cancel it first"); return; }
+    if ((deferred = gf__after_waits_set(ev, GF__AFTER_FREE)) < 0) {
+        gf__set_error(GF_ERROR_INVALID_STATE, "gf_event_destroy: the event was destroyed already (it goes when its gf_event_on_complete waits have run)");
+        return;
+    }
     gf__live(ev->dev, GF__T_EVENT, -1);
-    gf__event_free(ev);
+    if (!deferred) gf__event_free(ev);
 }
 
 /* Records ev on s (s->lock held): the driver's record and the core's bookkeeping together,
@@ -5612,6 +5633,8 @@ struct gf_event_pool {
     gf_event **free_list[2]; int free_count[2], free_cap[2];   /* [0] plain, [1] timing */
     int created[2];                /* per kind: the shared list can hold them all */
     gf_event **all; int all_count, all_cap;
+    int destroyed;                 /* the waiter's lock: gf_event_pool_destroy came while waits were pending */
+    int waiting;                   /* atomic: then, its events whose waits are still pending */
     char gap[GF__CACHE_LINE];      /* keeps the fields above off shelf 0's line */
     struct { gf__event_shelf shelf; char gap[GF__CACHE_LINE]; } shelves[GF__EVENT_SHELVES];
 };
@@ -5708,12 +5731,13 @@ static gf_result gf__event_pool_take(gf_event_pool *pool, unsigned flags, gf_eve
 }
 
 /* Back onto the shelf it came from (the shared list when that shelf is full). Returns 0, and
-   changes nothing, when the event is already in the pool. */
-static int gf__event_pool_put(gf_event_pool *pool, gf_event *ev) {
+   changes nothing, when the event is already in the pool. marked: a release that came while
+   waits were pending marked it in the pool already (gf__after_waits_set); it is shelved now. */
+static int gf__event_pool_put(gf_event_pool *pool, gf_event *ev, int marked) {
     int k = (ev->flags & GF_EVENT_TIMING) ? 1 : 0, shelved = 0;
     gf__event_shelf *shelf = &pool->shelves[gf__atomic_load_int(&ev->shelf)].shelf;
     gf__spin_lock(&shelf->lock);
-    if (gf__atomic_load_int(&ev->in_pool)) { gf__spin_unlock(&shelf->lock); return 0; }
+    if (!marked && gf__atomic_load_int(&ev->in_pool)) { gf__spin_unlock(&shelf->lock); return 0; }
     gf__atomic_store_int(&ev->in_pool, 1);
     if (shelf->count[k] < GF__EVENT_SHELF_SIZE) { shelf->items[k][shelf->count[k]++] = ev; shelved = 1; }
     gf__spin_unlock(&shelf->lock);
@@ -5725,7 +5749,7 @@ static int gf__event_pool_put(gf_event_pool *pool, gf_event *ev) {
     return 1;
 }
 static void gf__event_pool_give(gf_event_pool *pool, gf_event *ev) {   /* the core's own events */
-    int put = gf__event_pool_put(pool, ev);
+    int put = gf__event_pool_put(pool, ev, 0);
     GPUFLOW_ASSERT(put);   /* the core releases each of its events once */
     (void)put;
 }
@@ -5739,12 +5763,13 @@ static gf_result gf__call_event_pool_acquire(gf_event_pool *pool, unsigned flags
 }
 
 static gf_result gf__call_event_pool_release(gf_event_pool *pool, gf_event *ev) {
+    int deferred;
     GF__CHECK(pool, GF__T_EVENT_POOL);
     GF__CHECK(ev, GF__T_EVENT);
     if (ev->pool != pool) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_event_pool_release: the event does not come from this pool");
-    if (gf__atomic_load_int(&ev->waits))
-        return gf__fail(GF_ERROR_INVALID_STATE, "gf_event_pool_release: a gf_event_on_complete wait is pending on the event; cancel it first");
-    if (!gf__event_pool_put(pool, ev)) return gf__fail(GF_ERROR_INVALID_STATE, "gf_event_pool_release: the event was already released");
+    deferred = gf__after_waits_set(ev, GF__AFTER_RELEASE);   /* waits pending: it goes back when they have run */
+    if (deferred < 0 || (!deferred && !gf__event_pool_put(pool, ev, 0)))
+        return gf__fail(GF_ERROR_INVALID_STATE, "gf_event_pool_release: the event was already released");
     return GF_OK;
 }
 
@@ -5777,19 +5802,18 @@ static void gf__event_pool_free(gf_event_pool *pool) {
     gf__obj_free(pool->dev, pool);
 }
 
-/* Destroys every event the pool made, including those still acquired, but refuses (and keeps
-   the pool) while a gf_event_on_complete wait is pending on one of them: the waiter thread
-   would read the freed event. Cancel the wait, or let it fire, first. */
+/* Destroys every event the pool made, including those still acquired. While a
+   gf_event_on_complete wait is pending on one of them the pool stays (the waiter thread reads
+   the event): the last such wait to run or be cancelled frees it. */
 static void gf__call_event_pool_destroy(gf_event_pool *pool) {
-    int i;
+    int deferred;
     GF__CHECK_VOID(pool, GF__T_EVENT_POOL);
-    for (i = 0; i < pool->all_count; i++)
-        if (gf__atomic_load_int(&pool->all[i]->waits)) {
-            gf__set_error(GF_ERROR_INVALID_STATE, "gf_event_pool_destroy: a gf_event_on_complete wait is pending on one of the pool's events; cancel it first (the pool was kept)");
-            return;
-        }
+    if ((deferred = gf__after_waits_pool(pool)) < 0) {
+        gf__set_error(GF_ERROR_INVALID_STATE, "gf_event_pool_destroy: the pool was destroyed already (it goes when the gf_event_on_complete waits on its events have run)");
+        return;
+    }
     gf__live(pool->dev, GF__T_EVENT_POOL, -1);
-    gf__event_pool_free(pool);
+    if (!deferred) gf__event_pool_free(pool);
 }
 
 /* ---- stream pools -------------------------------------------------------------- >>streampools */
@@ -6612,13 +6636,74 @@ struct gf__waiter {
     uint64_t firing;               /* id of the callback running now, or 0 */
 };
 
-/* Takes wait i off the list (w->lock held); its event no longer counts it. */
-static gf__wait gf__waiter_remove(gf__waiter *w, int i) {
+/* Takes wait i off the list (w->lock held); its event no longer counts it. *after: what the
+   event's last wait carries out (gf__after_waits_run, with the lock let go), else NOTHING. */
+static gf__wait gf__waiter_remove(gf__waiter *w, int i, int *after) {
     GF__HELD(&w->lock);
     gf__wait taken = w->waits[i];
     w->waits[i] = w->waits[--w->count];
-    gf__atomic_add_int(&taken.ev->waits, -1);
+    *after = gf__atomic_add_int(&taken.ev->waits, -1) == 1 ? taken.ev->after_waits : GF__AFTER_NOTHING;
     return taken;
+}
+
+static gf__waiter *gf__waiter_of(gf_device *dev) {
+    gf__waiter *w;
+    gf__lock(&dev->lock);
+    w = dev->waiter;
+    gf__unlock(&dev->lock);
+    return w;
+}
+
+/* A destroy or release of ev (after: FREE, RELEASE) that waits pending on it put off: marks what
+   their last one carries out. 1: put off; 0: none pending, go on now; -1: ev was destroyed or
+   released already. A released event is in its pool from now on (a record or a second release
+   is refused), but on no shelf until then. */
+static int gf__after_waits_set(gf_event *ev, int after) {
+    gf__waiter *w = gf__waiter_of(ev->dev);   /* no waiter: never a wait */
+    int r = 0;
+    if (!w) return 0;
+    gf__lock(&w->lock);
+    if (ev->after_waits) r = -1;
+    else if (gf__atomic_load_int(&ev->waits)) {
+        if (after == GF__AFTER_RELEASE) {
+            gf__event_shelf *shelf = &ev->pool->shelves[gf__atomic_load_int(&ev->shelf)].shelf;
+            gf__spin_lock(&shelf->lock);   /* as gf__event_pool_put marks it */
+            if (gf__atomic_load_int(&ev->in_pool)) r = -1;
+            else gf__atomic_store_int(&ev->in_pool, 1);
+            gf__spin_unlock(&shelf->lock);
+        }
+        if (r == 0) { ev->after_waits = after; r = 1; }
+    }
+    gf__unlock(&w->lock);
+    return r;
+}
+
+/* The same for a pool's destroy: each of its events with waits pending marks POOL, and the last
+   of them frees the pool. 1: put off; 0: go on now; -1: destroyed already. */
+static int gf__after_waits_pool(gf_event_pool *pool) {
+    gf__waiter *w = gf__waiter_of(pool->dev);
+    int i, pending = 0, r;
+    if (!w) return 0;
+    gf__lock(&w->lock);
+    if (pool->destroyed) r = -1;
+    else {
+        gf__spin_lock(&pool->lock);   /* all: another thread may be growing it */
+        for (i = 0; i < pool->all_count; i++)
+            if (gf__atomic_load_int(&pool->all[i]->waits)) { pool->all[i]->after_waits = GF__AFTER_POOL; pending++; }
+        gf__spin_unlock(&pool->lock);
+        gf__atomic_store_int(&pool->waiting, pending);
+        pool->destroyed = pending > 0;
+        r = pending > 0;
+    }
+    gf__unlock(&w->lock);
+    return r;
+}
+
+/* Carries out what an event's last wait was left to do (no lock held: it frees). */
+static void gf__after_waits_run(gf_event *ev, int after) {
+    if (after == GF__AFTER_FREE) gf__event_free(ev);
+    else if (after == GF__AFTER_RELEASE) { ev->after_waits = GF__AFTER_NOTHING; (void)gf__event_pool_put(ev->pool, ev, 1); }
+    else if (after == GF__AFTER_POOL && gf__atomic_add_int(&ev->pool->waiting, -1) == 1) gf__event_pool_free(ev->pool);
 }
 
 /* Fires one completed wait (w->lock held, released around the callback); 0 if none is done. */
@@ -6630,13 +6715,15 @@ static int gf__waiter_fire_one(gf__waiter *w) {
         gf_result r = gf__atomic_load_int(&ev->recorded) ? ev->dev->be->event_query(ev) : GF_OK;
         if (r != GF_NOT_READY) {
             gf__wait fire;
-            /* what fn enqueues comes after; and while the wait is counted the event cannot be
-               destroyed, so this is the last look at it */
+            int after;
+            /* what fn enqueues comes after; and while the wait is counted the event is not
+               freed, so this is the last look at it */
             if (r == GF_OK && GF__RACE_ON(ev->dev)) gf__race_event_done(ev);
-            fire = gf__waiter_remove(w, i);   /* before the call: fn may destroy the event */
+            fire = gf__waiter_remove(w, i, &after);   /* before the call: fn may destroy the event */
             w->firing = fire.id;
             gf__unlock(&w->lock);
             fire.fn(fire.user, r);
+            gf__after_waits_run(ev, after);   /* destroyed or released meanwhile: after fn, which may name it */
             gf__lock(&w->lock);
             w->firing = 0;
             gf__cond_broadcast(&w->cond);
@@ -6707,17 +6794,15 @@ GPUFLOW_IMPL gf_result gf_event_on_complete(gf_event *ev, gf_callback fn, void *
    wait running right now is let finish first (unless this is the waiter thread, which runs
    it), so after a return it is not running. */
 static int gf__waiter_cancel(gf_device *dev, uint64_t wait_id) {
-    gf__waiter *w;
-    int i;
-    gf__lock(&dev->lock);
-    w = dev->waiter;
-    gf__unlock(&dev->lock);
+    gf__waiter *w = gf__waiter_of(dev);
+    int i, after;
     if (!w) return 0;
     gf__lock(&w->lock);
     for (i = 0; i < w->count; i++)
         if (w->waits[i].id == wait_id) {
-            gf__waiter_remove(w, i);
+            gf_event *ev = gf__waiter_remove(w, i, &after).ev;
             gf__unlock(&w->lock);
+            gf__after_waits_run(ev, after);
             return 1;
         }
     while (w->firing == wait_id && wait_id && !gf__waiter_self) gf__cond_wait(&w->cond, &w->lock);
@@ -6951,9 +7036,20 @@ static gf_result gf__call_buffer_destroy_async(gf_stream *s, gf_buffer *buf) {
     GF__SAME_DEVICE(s->dev, buf->dev);
     if (buf->async_state != 1)
         return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_buffer_destroy_async: the buffer was not made by gf_buffer_create_async");
-    if (gf__atomic_load_int(&buf->refs) > 1)
+    if (gf__atomic_load_int(&buf->views))
         return gf__fail(GF_ERROR_INVALID_STATE, "gf_buffer_destroy_async: views of the buffer are still alive; destroy them first");
     if (buf->graph_owner) return GF_OK;   /* freed with its graph */
+    if (gf__atomic_load_int(&buf->refs) > 1) {   /* a graph holds it: the handle goes now, the memory with the graph (as gf_buffer_destroy) */
+        gf__lock(&s->lock);
+        capturing = s->capture != NULL;
+        gf__unlock(&s->lock);
+        if (capturing || gf__atomic_load_int(&buf->capture_uses))
+            return gf__fail(GF_ERROR_CAPTURE, "gf_buffer_destroy_async: a graph holds the buffer, and a capture cannot free it: destroy it after the capture");
+        if (GF__RACE_ON(s->dev)) gf__race_free(buf, s);
+        buf->type = GF__T_DEAD;
+        gf__buffer_unref(buf, 1);
+        return GF_OK;
+    }
     gf__lock(&s->lock);
     gf__lock(&s->dev->lock);
     capturing = s->capture != NULL;
@@ -13588,15 +13684,19 @@ static gf_result gf__call_race_check_enable(gf_device *dev, unsigned flags) {
 }
 
 GPUFLOW_IMPL gf_result gf_race_report(gf_device *dev, gf_race_info *out) {
+    gf__race *race;
     GF__CHECK(dev, GF__T_DEVICE);
     GF__CHECK_OUT(out);
     memset(out, 0, sizeof *out);
-    if (!dev->race) return GF_OK;
-    gf__lock(&dev->race->lock);
-    out->count = dev->race->count;
-    out->reports = dev->race->reports;
-    memcpy(out->report, dev->race->report, sizeof out->report);
-    gf__unlock(&dev->race->lock);
+    gf__lock(&dev->lock);   /* as the first gf_race_check_enable made it: a report meanwhile sees it whole or not at all */
+    race = dev->race;
+    gf__unlock(&dev->lock);
+    if (!race) return GF_OK;
+    gf__lock(&race->lock);
+    out->count = race->count;
+    out->reports = race->reports;
+    memcpy(out->report, race->report, sizeof out->report);
+    gf__unlock(&race->lock);
     return GF_OK;
 }
 

@@ -724,20 +724,7 @@ static int fz_gpool_users(int i)
 }
 
 /* ---- destroying table entries -------------------------------------------------------------------------- */
-static void fz_sleep_ms(unsigned ms)
-{
-    struct timespec ts;
-    ts.tv_sec = (time_t)(ms / 1000u);
-    ts.tv_nsec = (long)(ms % 1000u) * 1000000L;
-    nanosleep(&ts, NULL);
-}
-static int fz_has_wait(const gf_event *e)
-{
-    int i;
-    for (i = 0; i < FZ_NWAIT; i++) if (F.wait[i].h.live && F.wait[i].e == e) return 1;
-    return 0;
-}
-static void fz_forget_waits(const gf_event *e)   /* the event is gone: its waits fired */
+static void fz_forget_waits(const gf_event *e)   /* the event is gone: its waits run without it */
 {
     int i;
     for (i = 0; i < FZ_NWAIT; i++) if (F.wait[i].h.live && F.wait[i].e == e) F.wait[i].h.live = 0;
@@ -753,30 +740,14 @@ static void fz_cancel_waits(int dev, const gf_event *only)
         F.wait[i].h.live = 0;
     }
 }
-/* Waits (bounded) until the waits on event e that have no id have fired: try(e) is a call that
-   is refused while a wait is pending and does what the caller wants once none is. 1: done. */
-static int fz_settle(int dev, gf_event *e, int (*try_once)(int slot), int slot)
+/* Destroys plain event i, with its waits cancelled first or left pending (the event goes when
+   they have run). A destroy must succeed. */
+static void fz_destroy_event(int i, int cancel_first)
 {
-    int tries;
-    fz_cancel_waits(dev, e);
-    if (fz_has_wait(e)) FZ_CALL(NULL, gf_device_synchronize(F.dev[dev]));
-    for (tries = 0; !try_once(slot); tries++) {
-        if (fz_oom || !fz_has_wait(e)) return 0;   /* refused for another reason */
-        if (tries == 10000) fz_die(__LINE__, "fz_settle", "a gf_event_on_complete wait did not fire within 10 s of a device synchronize");
-        fz_sleep_ms(1);
-    }
-    fz_forget_waits(e);
-    return 1;
-}
-static int fz_try_event_destroy(int i) { return !FZ_VOID(0, !fz_has_wait(F.ev[i].e), gf_event_destroy(F.ev[i].e)); }
-static int fz_try_event_release(int i) { return FZ_CALL(NULL, gf_event_pool_release(F.epool[F.ev[i].pool].p, F.ev[i].e)) == GF_OK; }
-
-/* Destroys plain event i, letting its waits without an id fire first. 1: destroyed. */
-static int fz_destroy_event(int i)
-{
-    if (!fz_settle(F.ev[i].h.dev, F.ev[i].e, fz_try_event_destroy, i)) return 0;
+    if (cancel_first) fz_cancel_waits(F.ev[i].h.dev, F.ev[i].e);
+    FZ_VOID(0, 1, gf_event_destroy(F.ev[i].e));
+    fz_forget_waits(F.ev[i].e);
     F.ev[i].h.live = 0;
-    return 1;
 }
 static void fz_drop_buf(int i)
 {
@@ -798,19 +769,16 @@ static void fz_drop_streams(int kind, int owner)
     fz_streams_gone(kind, owner);
     for (i = 0; i < FZ_NSTREAM; i++) if (F.str[i].h.live && F.str[i].kind == kind && F.str[i].owner == owner) F.str[i].h.live = 0;
 }
-/* An event pool, and the events acquired from it. settle: first let every wait on them end
-   (a pool with a pending gf_event_on_complete is refused, GF_ERROR_INVALID_STATE). */
-static int fz_destroy_epool(int i, int settle)
+/* An event pool, and the events acquired from it; cancel_first: their waits cancelled first,
+   else left pending (the pool goes when they have run). A destroy must succeed. */
+static int fz_destroy_epool(int i, int cancel_first)
 {
-    int k, waits = 0;
-    for (k = 0; k < FZ_NEVENT; k++) {
-        if (!F.ev[k].h.live || F.ev[k].pool != i || !fz_has_wait(F.ev[k].e)) continue;
-        if (settle && fz_settle(F.ev[k].h.dev, F.ev[k].e, fz_try_event_release, k)) { F.ev[k].h.live = 0; continue; }   /* released */
-        waits = 1;
-    }
-    if (FZ_VOID(0, !waits, gf_event_pool_destroy(F.epool[i].p))) return 0;
+    int k;
     for (k = 0; k < FZ_NEVENT; k++)
-        if (F.ev[k].h.live && F.ev[k].pool == i) { fz_forget_waits(F.ev[k].e); F.ev[k].h.live = 0; }   /* had fired */
+        if (cancel_first && F.ev[k].h.live && F.ev[k].pool == i) fz_cancel_waits(F.ev[k].h.dev, F.ev[k].e);
+    if (FZ_VOID(0, 1, gf_event_pool_destroy(F.epool[i].p))) return 0;
+    for (k = 0; k < FZ_NEVENT; k++)
+        if (F.ev[k].h.live && F.ev[k].pool == i) { fz_forget_waits(F.ev[k].e); F.ev[k].h.live = 0; }
     F.epool[i].h.live = 0;
     return 1;
 }
@@ -874,10 +842,8 @@ static void fz_close_device(int d)
     for (i = 0; i < FZ_NCAP; i++) if (F.cap[i].h.live && F.cap[i].h.dev == d) F.cap[i].h.live = 0;   /* their streams are gone */
     for (i = 0; i < FZ_NGPOOL; i++) if (F.gpool[i].h.live && F.gpool[i].h.dev == d) { FZ_VOID(0, 1, gf_graph_pool_destroy(F.gpool[i].p)); F.gpool[i].h.live = 0; }
     for (i = 0; i < FZ_NMOD; i++) if (F.mod[i].h.live && F.mod[i].h.dev == d) fz_destroy_module(i);
-    for (i = 0; i < FZ_NEPOOL; i++) if (F.epool[i].h.live && F.epool[i].h.dev == d && !fz_destroy_epool(i, 1))
-        fz_die(__LINE__, "gf_event_pool_destroy", "refused after every wait on its events ended");
-    for (i = 0; i < FZ_NEVENT; i++) if (F.ev[i].h.live && F.ev[i].h.dev == d && !fz_destroy_event(i))
-        fz_die(__LINE__, "gf_event_destroy", "refused after every wait on it ended");
+    for (i = 0; i < FZ_NEPOOL; i++) if (F.epool[i].h.live && F.epool[i].h.dev == d) fz_destroy_epool(i, 0);
+    for (i = 0; i < FZ_NEVENT; i++) if (F.ev[i].h.live && F.ev[i].h.dev == d) fz_destroy_event(i, 0);
     for (i = 0; i < FZ_NWAIT; i++) if (F.wait[i].h.live && F.wait[i].h.dev == d) F.wait[i].h.live = 0;
     /* views and parents in slot order: either may go first, the memory goes with the last */
     for (i = 0; i < FZ_NBUF; i++) if (F.buf[i].h.live && F.buf[i].h.dev == d && !fz_destroy_buf(i))
@@ -1301,9 +1267,7 @@ static void op_event_destroy(fz_in *in)
     int d, i;
     gf_event *ev = fz_pick_event(in, &e, &d, &i);
     if (i < 0 || F.ev[i].pool >= 0) { FZ_VOID(1, 0, gf_event_destroy(ev)); return; }   /* a pool's: refused */
-    /* refused (GF_ERROR_INVALID_STATE) while a gf_event_on_complete wait is pending */
-    if (fz_u8(in) & 1) fz_destroy_event(i);   /* its waits ended first */
-    else if (fz_try_event_destroy(i)) { fz_forget_waits(ev); F.ev[i].h.live = 0; }
+    fz_destroy_event(i, (int)(fz_u8(in) & 1));   /* pending waits put the free off, not the destroy */
 }
 
 static void op_event_record(fz_in *in)
@@ -1403,7 +1367,7 @@ static void op_epool_destroy(fz_in *in)
     void *bad;
     int i = FZ_PICK(in, &e, F.epool, K_EPOOL, &bad);
     if (i < 0) { FZ_VOID(1, 0, gf_event_pool_destroy((gf_event_pool *)bad)); return; }
-    fz_destroy_epool(i, (int)(fz_u8(in) & 1));   /* without settling: refused while a wait is pending */
+    fz_destroy_epool(i, (int)(fz_u8(in) & 1));
 }
 
 static void op_epool_use(fz_in *in)
@@ -1427,10 +1391,8 @@ static void op_epool_use(fz_in *in)
         gf_event *ev = fz_pick_event(in, &e, &d, &xi);
         if (xi >= 0 && pi >= 0 && F.ev[xi].pool != pi && fz_u8(in) & 1)   /* mostly one of this pool's */
             for (k = 0; k < FZ_NEVENT; k++) if (F.ev[k].h.live && F.ev[k].pool == pi) { xi = k; ev = F.ev[k].e; d = F.ev[k].h.dev; break; }
-        int waits = xi >= 0 && fz_has_wait(ev);
         if (xi >= 0 && F.ev[xi].pool != pi && pi >= 0) fz_bad(&e, GF_ERROR_INVALID_ARGUMENT);   /* not this pool's */
         if (xi >= 0 && pi >= 0 && F.ev[xi].h.dev != F.epool[pi].h.dev) fz_alt(&e, GF_ERROR_WRONG_DEVICE);
-        if (waits && !e.bad) fz_alt(&e, GF_ERROR_INVALID_STATE);   /* a wait may still be pending */
         if (FZ_CALL(&e, gf_event_pool_release(p, ev)) != GF_OK) return;
         F.ev[xi].h.live = 0;
         fz_forget_waits(ev);

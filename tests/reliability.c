@@ -62,31 +62,101 @@ static void *open_later(void *p)
     return NULL;
 }
 
-/* ---- 1: destroying an event pool while a waiter is pending on one of its events ------------ */
+/* ---- 1: destroying an event, a pooled event or a pool while a waiter is pending on it ----------
+   The waiter thread reads the event until its wait has run, so the event (the pool) stays until
+   then; the destroy or release itself goes through at once. Before (review L1), each was refused
+   while a wait was pending, even after the event completed: a void destroy's refusal leaked the
+   event, and a pool grew by one event per refused release. */
+static int pool_available(gf_event_pool *pool)
+{
+    gf_event_pool_stats st;
+    memset(&st, 0, sizeof st);
+    return gf_event_pool_get_stats(pool, &st) == GF_OK ? st.available : -1;
+}
+static int pool_available_reaches(gf_event_pool *pool, int want)   /* the waiter puts it back just after the callback */
+{
+    double until = th_now_ms() + TH_WAIT_MS;
+    while (pool_available(pool) != want && th_now_ms() < until) th_sleep_ms(1);
+    return pool_available(pool) == want;
+}
 static void test_pool_destroy_with_pending_wait(void)
 {
-    gf_event_pool *pool = NULL;
-    gf_event *ev = NULL;
-    gf_stream *s = mk_stream("gated");
-    gf_event_pool_stats st = {0};
+    gf_device *dev = NULL;
+    gf_stream *s = NULL;
+    gf_event_pool *pool = NULL, *doomed = NULL;
+    gf_event *ev = NULL, *pooled = NULL, *plain = NULL;
+    gf_event_pool_stats st;
+    int spare;   /* the pool's events on its shelves before the release */
     th_gate gate;
     th_flag fired;
+    if (!CHECK_EQ_RESULT(gf_device_open(R.backend, 0, &dev), GF_OK)) return;
     th_gate_init(&gate);
     th_flag_init(&fired);
-    CHECK_EQ_RESULT(gf_event_pool_create(R.dev, NULL, &pool), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_create(dev, NULL, &s), GF_OK);
+    CHECK_EQ_RESULT(gf_event_pool_create(dev, NULL, &pool), GF_OK);
+    CHECK_EQ_RESULT(gf_event_pool_create(dev, NULL, &doomed), GF_OK);
+    CHECK_EQ_RESULT(gf_event_create(dev, 0, &plain), GF_OK);
     CHECK_EQ_RESULT(gf_event_pool_acquire(pool, 0, &ev), GF_OK);
+    CHECK_EQ_RESULT(gf_event_pool_acquire(doomed, 0, &pooled), GF_OK);
     CHECK_EQ_RESULT(gf_stream_add_callback(s, th_gate_cb, &gate), GF_OK);
     CHECK_EQ_RESULT(gf_event_record(ev, s), GF_OK);
+    CHECK_EQ_RESULT(gf_event_record(plain, s), GF_OK);
+    CHECK_EQ_RESULT(gf_event_record(pooled, s), GF_OK);
     CHECK_EQ_RESULT(gf_event_on_complete(ev, th_flag_cb, &fired, NULL), GF_OK);
-    CHECK_SETS_ERROR(gf_event_pool_destroy(pool));
-    CHECK(contains(gf_last_error(), "pending"), "1: the refusal says a wait is pending");
-    CHECK_EQ_RESULT(gf_event_pool_get_stats(pool, &st), GF_OK);   /* kept: still a live pool */
-    CHECK(st.in_use == 1, "1: the refused destroy changed nothing");
-    th_gate_open(&gate);
-    CHECK(th_flag_wait(&fired, 1, TH_WAIT_MS), "1: the pending wait fires once its event completes");
+    CHECK_EQ_RESULT(gf_event_on_complete(plain, th_flag_cb, &fired, NULL), GF_OK);
+    CHECK_EQ_RESULT(gf_event_on_complete(pooled, th_flag_cb, &fired, NULL), GF_OK);
+
+    /* a pooled event: released now, back on its shelf once its wait has run */
+    spare = pool_available(pool);
     CHECK_EQ_RESULT(gf_event_pool_release(pool, ev), GF_OK);
-    gf_event_pool_destroy(pool);   /* nothing pending now: the waiter never touched freed memory */
+    CHECK_FAIL(gf_event_pool_release(pool, ev), GF_ERROR_INVALID_STATE);   /* twice */
+    CHECK(contains(gf_last_error(), "already released"), "1: a second release is refused as one");
+    CHECK_FAIL(gf_event_record(ev, s), GF_ERROR_INVALID_STATE);            /* released */
+    memset(&st, 0, sizeof st);
+    CHECK(gf_event_pool_get_stats(pool, &st) == GF_OK && st.in_use == 1 && st.available == spare,
+          "1: an event released with its wait pending is handed to no one until the wait has run");
+    {
+        gf_event *taken[64];
+        int n, seen = 0;
+        for (n = 0; n < spare + 1 && n < 64 && gf_event_pool_acquire(pool, 0, &taken[n]) == GF_OK; n++) seen |= taken[n] == ev;
+        CHECK(n == spare + 1 && !seen, "1: acquires meanwhile get every event but it");
+        while (n-- > 0) CHECK_EQ_RESULT(gf_event_pool_release(pool, taken[n]), GF_OK);
+    }
+    spare = pool_available(pool);
+
+    /* a plain event: destroyed now (no refusal), freed once its wait has run */
+    th_prime();
+    gf_event_destroy(plain);
+    CHECK(!strcmp(gf_last_error(), th_sentinel), "1: an event with a pending wait is destroyed without a refusal");
+    CHECK_SETS_ERROR(gf_event_destroy(plain));   /* its memory lives until the wait has run: a second destroy is seen */
+    CHECK(contains(gf_last_error(), "destroyed already"), "1: a second destroy is refused as one");
+
+    /* a pool: destroyed now, freed with its events once the wait on one of them has run */
+    th_prime();
+    gf_event_pool_destroy(doomed);
+    CHECK(!strcmp(gf_last_error(), th_sentinel), "1: a pool with a pending wait on an event is destroyed without a refusal");
+    CHECK_SETS_ERROR(gf_event_pool_destroy(doomed));
+    CHECK(contains(gf_last_error(), "destroyed already"), "1: a second pool destroy is refused as one");
+
+    CHECK(th_flag_get(&fired) == 0, "1: no wait ran before its event completed");
+    th_gate_open(&gate);
+    CHECK(th_flag_wait(&fired, 3, TH_WAIT_MS), "1: every wait runs once its event completes, destroyed or not");
+    CHECK(fired.status == GF_OK, "1: each with GF_OK");
+    CHECK(pool_available_reaches(pool, spare + 1), "1: the released event is back in its pool after its wait");
+    {
+        gf_event *taken[64];
+        int n, seen = 0;
+        for (n = 0; n < spare + 1 && n < 64 && gf_event_pool_acquire(pool, 0, &taken[n]) == GF_OK; n++) seen |= taken[n] == ev;
+        CHECK(n == spare + 1 && seen, "1: and handed out again");
+        while (n-- > 0) CHECK_EQ_RESULT(gf_event_pool_release(pool, taken[n]), GF_OK);
+    }
+    gf_event_pool_destroy(pool);
     gf_stream_destroy(s);
+    th_said_clear();
+    gf_set_logger(th_said_logger, NULL);
+    gf_device_close(dev);
+    gf_set_logger(NULL, NULL);
+    CHECK(th_said_count("objects still alive") == 0, "1: the close finds nothing left alive (the destroys counted)");
     th_flag_destroy(&fired);
     th_gate_destroy(&gate);
 }
@@ -167,11 +237,15 @@ static void test_destroy_without_memory(void)
     o.gate = &gate;
     o.ms = 100;
     pthread_create(&t, NULL, open_later, &o);
+    th_prime();
     ra_fail_here = 1;          /* this thread gets no host memory during the destroy */
     gf_buffer_destroy(b);      /* must wait for the fill, not free what it will write */
     ra_fail_here = 0;
     pthread_join(t, NULL);
     CHECK(TH_GATE_LEFT(&gate) == 1, "3: the destroy returned only after the queued fill could run");
+    /* the fuzzer's finding: the failed fence's text stayed, so the caller took the destroy for a
+       refusal and used the freed buffer again */
+    CHECK(!strcmp(gf_last_error(), th_sentinel), "3: the destroy went through: it leaves no error text");
     CHECK_EQ_RESULT(gf_stream_synchronize(s), GF_OK);
     gf_stream_destroy(s);
     th_gate_destroy(&gate);
@@ -1323,6 +1397,31 @@ static void cache_wait_case(int async)
     CHECK_EQ_RESULT(gf_device_set_memory_limit(R.dev, 0), GF_OK);
 }
 
+/* Review Z1: gf_buffer_destroy_async of a stream-ordered buffer a graph holds (its commands use
+   it) was refused as "views of the buffer are still alive": the graph's hold counted as a view.
+   It goes through now, as gf_buffer_destroy does (the memory goes with the graph); a live view
+   is still refused, and its destroy lets the parent go. */
+static void test_destroy_async_held_by_graph(void)
+{
+    gf_stream *s = mk_stream("z1");
+    gf_buffer *b = NULL, *v = NULL;
+    gf_graph *g = NULL;
+    CHECK_EQ_RESULT(gf_buffer_create_async(s, 64, &b), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_begin_capture(s, GF_CAPTURE_GLOBAL), GF_OK);
+    CHECK_EQ_RESULT(gf_fill_async(s, b, 0, 0x5a, 64), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_end_capture(s, &g), GF_OK);
+    CHECK_EQ_RESULT(gf_buffer_view(b, 0, 16, &v), GF_OK);
+    CHECK_FAIL(gf_buffer_destroy_async(s, b), GF_ERROR_INVALID_STATE);
+    CHECK(contains(gf_last_error(), "views"), "Z1: a live view is still named");
+    gf_buffer_destroy(v);
+    CHECK_EQ_RESULT(gf_buffer_destroy_async(s, b), GF_OK);   /* held by g: the handle goes, the memory with g */
+    CHECK_EQ_RESULT(gf_graph_launch(g, s), GF_OK);           /* g still fills the memory it holds */
+    CHECK_EQ_RESULT(gf_stream_synchronize(s), GF_OK);
+    gf_graph_destroy(g);
+    CHECK_EQ_RESULT(gf_stream_synchronize(s), GF_OK);
+    gf_stream_destroy(s);
+}
+
 int main(int argc, char **argv)
 {
     gf_result r;
@@ -1359,6 +1458,7 @@ int main(int argc, char **argv)
     test_graph_args_after_update();
     test_graph_args_update_threads();
     test_cache_wait_behind_allocating_callback();
+    test_destroy_async_held_by_graph();
 #ifdef GPUFLOW_OPENCL
     fcl_done();
 #endif

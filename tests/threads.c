@@ -380,6 +380,34 @@ static void test_memory_limit_threads(void)
     CHECK_EQ_RESULT(gf_device_set_memory_limit(dev, 0), GF_OK);
 }
 
+/* Review Z2: the first gf_race_check_enable made the detector's state while a gf_race_report on
+   another thread read the pointer to it with no lock: the report could see it before its
+   mutex was made (TSan: a data race). The report reads it under the device's lock now. */
+static gf_device *rr_dev;
+static int rr_go;
+static void *rr_reporter(void *arg)
+{
+    gf_race_info info;
+    int i, failed = 0;
+    (void)arg;
+    while (!__atomic_load_n(&rr_go, __ATOMIC_ACQUIRE)) {}
+    for (i = 0; i < 2000; i++) failed += gf_race_report(rr_dev, &info) != GF_OK;
+    return (void *)(size_t)failed;
+}
+static void test_race_enable_vs_report(gf_backend backend)
+{
+    pthread_t t;
+    void *failed = (void *)1;
+    if (!CHECK_EQ_RESULT(gf_device_open(backend, 0, &rr_dev), GF_OK)) return;
+    if (CHECK(pthread_create(&t, NULL, rr_reporter, NULL) == 0, "race report thread started")) {
+        __atomic_store_n(&rr_go, 1, __ATOMIC_RELEASE);
+        CHECK_EQ_RESULT(gf_race_check_enable(rr_dev, GF_RACE_CHECK_ON), GF_OK);
+        pthread_join(t, &failed);
+        CHECK(failed == NULL, "race report: every report while the detector was first switched on succeeded");
+    }
+    gf_device_close(rr_dev);
+}
+
 /* A report waits for profiled work that sits behind a host callback, and the callback enqueues
    on another stream (the stub and OpenCL allow it): the report held the profiler's lock across
    its wait and the callback's enqueue needed it, so neither ever returned (found by review). */
@@ -511,6 +539,7 @@ int main(int argc, char **argv)
     test_profiler_report_vs_callback(backend);
     test_memory_limit_threads();
     test_budget_peak_threads();
+    test_race_enable_vs_report(backend);
     for (i = 0; i < NT; i++) {
         W[i].index = i;
         W[i].shared = shared;
