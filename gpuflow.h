@@ -1269,7 +1269,11 @@ GPUFLOW_API unsigned  gf_stub_atomic(gf_stub_atomic_op op, unsigned *p, unsigned
 /* ---- profiling ----------------------------------------------------------------------- */
 /* Codes: GF_ERROR_INVALID_STATE (never enabled; a report or trace from a host callback of the
    device, whose wait could never end), GF_ERROR_DRIVER (profiled work that could not be timed:
-   dropped and counted in dropped_ops). Reports and traces wait for profiled work. */
+   dropped and counted in dropped_ops). Reports and traces wait for profiled work. The history
+   (what reports, traces and gf_stream_stats' busy time cover) runs from the switch on: switched
+   off and on again, it starts anew (what was read is dropped, so profiling a window at a time
+   holds one window's records); left on, it keeps every record until the device closes (at most
+   2^20, about 200 MiB; later operations are dropped and counted). */
 GPUFLOW_API gf_result gf_profiler_enable(gf_device *dev, unsigned flags);
 GPUFLOW_API gf_result gf_profiler_report(gf_device *dev, gf_profile_report *out);
 GPUFLOW_API gf_result gf_profiler_write_trace(gf_device *dev, const char *path);
@@ -2860,7 +2864,8 @@ static int gf__device_is_open(const gf_device *dev);                          /*
 static gf_result gf__wait_event_across(gf_stream *s, gf_event *ev);
 static gf_result gf__wait_stream_across(gf_stream *waiter, gf_stream *other);
 #define gf__copy_across(c) ((c)->kind == GF__COPY_D2D && (c)->dst->dev != (c)->src->dev)
-static void gf__capture_discard(gf__capture *c);
+static gf_graph *gf__capture_discard(gf__capture *c);
+static void gf__discarded_release(gf_graph *g);
 static void gf__capture_abandon(gf_stream *s);
 /* memory */
 static void gf__buffer_uses_drop(gf_buffer *buf);
@@ -4158,9 +4163,11 @@ static gf_result gf__stream_sync(gf_stream *s) {
 static void gf__stream_free(gf_stream *s) {
     gf_device *dev = s->dev;
     int i;
+    gf_graph *discarded = NULL;
     gf__lock(&s->lock);
-    if (s->capture) gf__capture_discard(s->capture);
+    if (s->capture) discarded = gf__capture_discard(s->capture);
     gf__unlock(&s->lock);
+    gf__discarded_release(discarded);
     gf__lock(&dev->lock);
     for (i = 0; i < dev->stream_count; i++)
         if (dev->streams[i] == s) { dev->streams[i] = dev->streams[--dev->stream_count]; break; }
@@ -4199,10 +4206,12 @@ static void gf__call_stream_destroy(gf_stream *s) {
 
 /* A capturing stream cannot be waited on: the capture is discarded and the misuse reported. */
 static gf_result gf__refuse_in_capture(gf_stream *s, const char *fn) {
+    gf_graph *discarded;
     gf__lock(&s->lock);
     if (!s->capture) { gf__unlock(&s->lock); return GF_OK; }
-    gf__capture_discard(s->capture);
+    discarded = gf__capture_discard(s->capture);
     gf__unlock(&s->lock);
+    gf__discarded_release(discarded);
     return gf__fail(GF_ERROR_CAPTURE, "%s: stream '%s' is capturing; the capture was ended and discarded (wait after "
                     "gf_stream_end_capture; inside a capture, order streams with events)", fn, s->label);
 }
@@ -5371,14 +5380,16 @@ static gf_result gf__call_event_create(gf_device *dev, unsigned flags, gf_event 
 }
 
 static void gf__call_event_destroy(gf_event *ev) {
+    gf_device *dev;
     int deferred;
     GF__CHECK_VOID(ev, GF__T_EVENT);
     if (ev->pool) { gf__set_error(GF_ERROR_INVALID_ARGUMENT, "gf_event_destroy: the event belongs to an event pool; release it there"); return; }
+    dev = ev->dev;   /* once put off, the waiter thread may free ev at any time */
     if ((deferred = gf__after_waits_set(ev, GF__AFTER_FREE)) < 0) {
         gf__set_error(GF_ERROR_INVALID_STATE, "gf_event_destroy: the event was destroyed already (it goes when its gf_event_on_complete waits have run)");
         return;
     }
-    gf__live(ev->dev, GF__T_EVENT, -1);
+    gf__live(dev, GF__T_EVENT, -1);
     if (!deferred) gf__event_free(ev);
 }
 
@@ -5806,13 +5817,15 @@ static void gf__event_pool_free(gf_event_pool *pool) {
    gf_event_on_complete wait is pending on one of them the pool stays (the waiter thread reads
    the event): the last such wait to run or be cancelled frees it. */
 static void gf__call_event_pool_destroy(gf_event_pool *pool) {
+    gf_device *dev;
     int deferred;
     GF__CHECK_VOID(pool, GF__T_EVENT_POOL);
+    dev = pool->dev;   /* once put off, the waiter thread may free the pool at any time */
     if ((deferred = gf__after_waits_pool(pool)) < 0) {
         gf__set_error(GF_ERROR_INVALID_STATE, "gf_event_pool_destroy: the pool was destroyed already (it goes when the gf_event_on_complete waits on its events have run)");
         return;
     }
-    gf__live(pool->dev, GF__T_EVENT_POOL, -1);
+    gf__live(dev, GF__T_EVENT_POOL, -1);
     if (!deferred) gf__event_pool_free(pool);
 }
 
@@ -6636,14 +6649,27 @@ struct gf__waiter {
     uint64_t firing;               /* id of the callback running now, or 0 */
 };
 
-/* Takes wait i off the list (w->lock held); its event no longer counts it. *after: what the
-   event's last wait carries out (gf__after_waits_run, with the lock let go), else NOTHING. */
-static gf__wait gf__waiter_remove(gf__waiter *w, int i, int *after) {
+/* Takes wait i off the list (w->lock held); its event still counts it (gf__wait_uncount). */
+static gf__wait gf__waiter_take(gf__waiter *w, int i) {
     GF__HELD(&w->lock);
     gf__wait taken = w->waits[i];
     w->waits[i] = w->waits[--w->count];
-    *after = gf__atomic_add_int(&taken.ev->waits, -1) == 1 ? taken.ev->after_waits : GF__AFTER_NOTHING;
     return taken;
+}
+/* The event no longer counts a wait taken off the list (w->lock held). A release put off goes
+   back to the pool here, under the lock: a gf_event_pool_destroy taking the lock next must
+   find it there, not on its way. Returns what else its last wait carries out (a free, with the
+   lock let go: gf__after_waits_run), else NOTHING. */
+static int gf__wait_uncount(gf__waiter *w, gf_event *ev) {
+    int after;
+    GF__HELD(&w->lock);
+    (void)w;
+    if (gf__atomic_add_int(&ev->waits, -1) != 1) return GF__AFTER_NOTHING;
+    after = ev->after_waits;
+    if (after != GF__AFTER_RELEASE) return after;
+    ev->after_waits = GF__AFTER_NOTHING;   /* acquired anew, it starts clean */
+    (void)gf__event_pool_put(ev->pool, ev, 1);   /* spin locks only: no driver call under the waiter's lock */
+    return GF__AFTER_NOTHING;
 }
 
 static gf__waiter *gf__waiter_of(gf_device *dev) {
@@ -6699,10 +6725,10 @@ static int gf__after_waits_pool(gf_event_pool *pool) {
     return r;
 }
 
-/* Carries out what an event's last wait was left to do (no lock held: it frees). */
+/* Carries out the free an event's last wait was left (no lock held: it calls the driver); no
+   one else holds the event (or the pool) any more. */
 static void gf__after_waits_run(gf_event *ev, int after) {
     if (after == GF__AFTER_FREE) gf__event_free(ev);
-    else if (after == GF__AFTER_RELEASE) { ev->after_waits = GF__AFTER_NOTHING; (void)gf__event_pool_put(ev->pool, ev, 1); }
     else if (after == GF__AFTER_POOL && gf__atomic_add_int(&ev->pool->waiting, -1) == 1) gf__event_pool_free(ev->pool);
 }
 
@@ -6716,17 +6742,22 @@ static int gf__waiter_fire_one(gf__waiter *w) {
         if (r != GF_NOT_READY) {
             gf__wait fire;
             int after;
-            /* what fn enqueues comes after; and while the wait is counted the event is not
-               freed, so this is the last look at it */
+            /* what fn enqueues comes after */
             if (r == GF_OK && GF__RACE_ON(ev->dev)) gf__race_event_done(ev);
-            fire = gf__waiter_remove(w, i, &after);   /* before the call: fn may destroy the event */
+            fire = gf__waiter_take(w, i);   /* off the list (a cancel waits for it), still counted: a destroy
+                                              or release meanwhile, by fn or another thread, is put off */
             w->firing = fire.id;
             gf__unlock(&w->lock);
             fire.fn(fire.user, r);
-            gf__after_waits_run(ev, after);   /* destroyed or released meanwhile: after fn, which may name it */
             gf__lock(&w->lock);
+            after = gf__wait_uncount(w, ev);   /* fn has returned: the event may go now */
             w->firing = 0;
             gf__cond_broadcast(&w->cond);
+            if (after != GF__AFTER_NOTHING) {
+                gf__unlock(&w->lock);
+                gf__after_waits_run(ev, after);
+                gf__lock(&w->lock);
+            }
             return 1;
         }
     }
@@ -6800,7 +6831,8 @@ static int gf__waiter_cancel(gf_device *dev, uint64_t wait_id) {
     gf__lock(&w->lock);
     for (i = 0; i < w->count; i++)
         if (w->waits[i].id == wait_id) {
-            gf_event *ev = gf__waiter_remove(w, i, &after).ev;
+            gf_event *ev = gf__waiter_take(w, i).ev;
+            after = gf__wait_uncount(w, ev);
             gf__unlock(&w->lock);
             gf__after_waits_run(ev, after);
             return 1;
@@ -8639,7 +8671,11 @@ static void gf__capture_detach(gf__capture *c) {
     gf__free(c);
 }
 
-static void gf__capture_discard(gf__capture *c) {
+/* Ends capture c and throws it away (its origin's lock held). Returns its graph, which the
+   caller releases with gf__discarded_release once it has let go of the stream's lock: the
+   release may retire what the graph held last (a module, a buffer), and a retire fences every
+   stream of the device, this one too (a stream destroyed mid-capture deadlocked so). */
+static gf_graph *gf__capture_discard(gf__capture *c) {
     char why[sizeof gf__error_text];
     gf_graph *g = c->graph;
     int i;
@@ -8649,14 +8685,24 @@ static void gf__capture_discard(gf__capture *c) {
     c->open_conds = 0;
     if (c->by_driver && c->origin->dev->be->capture_end(c->origin, g) == GF_OK) g->by_driver = 1;
     gf__capture_detach(c);
+    memcpy(gf__error_text, why, sizeof why);
+    return g;
+}
+/* The release of a discarded capture's graph (no stream lock held); keeps the error text. */
+static void gf__discarded_release(gf_graph *g) {
+    char why[sizeof gf__error_text];
+    if (!g) return;
+    memcpy(why, gf__error_text, sizeof why);
     gf__graph_release(g);
     memcpy(gf__error_text, why, sizeof why);
 }
 
 static void gf__capture_abandon(gf_stream *s) {
+    gf_graph *g = NULL;
     gf__lock(&s->lock);
-    if (s->capture) gf__capture_discard(s->capture);
+    if (s->capture) g = gf__capture_discard(s->capture);
     gf__unlock(&s->lock);
+    gf__discarded_release(g);
 }
 
 static gf_result gf__call_stream_begin_capture(gf_stream *s, gf_capture_mode mode) {
@@ -8733,7 +8779,12 @@ static gf_result gf__call_stream_end_capture(gf_stream *s, gf_graph **out) {
             r = gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_stream_end_capture: out of host memory; the capture was discarded");
 
     gf__unlock(&s->dev->lock);
-    if (r != GF_OK) { gf__capture_discard(c); gf__unlock(&s->lock); return r; }
+    if (r != GF_OK) {
+        g = gf__capture_discard(c);
+        gf__unlock(&s->lock);
+        gf__discarded_release(g);
+        return r;
+    }
     g = c->graph;
     if (c->by_driver) r = s->dev->be->capture_end(s, g);
     else g->nodes = g->cmd_count;
@@ -8874,6 +8925,7 @@ static gf_result gf__cond_record(gf__capture *cap, gf_stream *s, int what, gf_bu
 }
 static gf_result gf__cond_begin(const char *fn, gf_stream *s, gf_buffer *cond, size_t offset, int what, gf__cond_test test) {
     gf__capture *cap;
+    gf_graph *discarded;
     gf_result r = GF_OK;
     int discard = 0;
     if (!s || !gf__is(s, GF__T_STREAM)) return gf__bad_handle(fn, "s", s, GF__T_STREAM);   /* named as the caller's call */
@@ -8918,13 +8970,15 @@ static gf_result gf__cond_begin(const char *fn, gf_stream *s, gf_buffer *cond, s
         r = gf__cond_record(cap, s, what, cond, offset, test);
     }
     gf__unlock(&s->dev->lock);
-    if (discard) gf__capture_discard(cap);
+    discarded = discard ? gf__capture_discard(cap) : NULL;
     gf__unlock(&s->lock);
+    gf__discarded_release(discarded);
     return r;
 }
 static gf_result gf__cond_end(const char *fn, gf_stream *s, int what) {
     static const char *const names[2] = { "while", "if" };
     gf__capture *cap;
+    gf_graph *discarded;
     gf__cmd c;
     gf_result r = GF_OK;
     GF__CHECK(s, GF__T_STREAM);
@@ -8958,8 +9012,9 @@ static gf_result gf__cond_end(const char *fn, gf_stream *s, int what) {
         }
     }
     gf__unlock(&s->dev->lock);
-    if (r != GF_OK && (r != GF_ERROR_OUT_OF_MEMORY || cap->by_driver)) gf__capture_discard(cap);
+    discarded = r != GF_OK && (r != GF_ERROR_OUT_OF_MEMORY || cap->by_driver) ? gf__capture_discard(cap) : NULL;
     gf__unlock(&s->lock);
+    gf__discarded_release(discarded);
     return r;
 }
 
@@ -13821,7 +13876,8 @@ typedef struct gf__prof_rec {
 struct gf__profiler {
     gf__mutex lock;
     gf__mutex wait_lock;            /* one blocking resolve at a time (taken before lock) */
-    gf__prof_rec *recs; int count, cap;
+    gf__prof_rec *recs; int count, cap;   /* in id order */
+    uint64_t next_id;               /* the last record's id: ids outlive a restart (waits' arrows name them) */
     uint64_t dropped;
     gf_event *base; int base_recorded;
     uint64_t base_host_ns;          /* the host's clock when base was known complete: host samples (budgets) line up by it */
@@ -13865,7 +13921,7 @@ static int gf__prof_begin(gf_stream *s, gf_op_kind kind, const char *name, uint6
     idx = p->count++;
     rec = &p->recs[idx];
     memset(rec, 0, sizeof *rec);
-    rec->id = (uint64_t)idx + 1;
+    rec->id = ++p->next_id;
     rec->stream_id = s->id;
     rec->flow_from = flow_from;
     gf__copy_str(rec->label, sizeof rec->label, s->label);
@@ -13966,10 +14022,46 @@ static void gf__profiler_free(gf_device *dev) {
     dev->profiler = NULL;
 }
 
+/* The record with id (p->lock held), or NULL: gone with a restart, or never made. */
+static const gf__prof_rec *gf__prof_find(const gf__profiler *p, uint64_t id) {
+    int lo = 0, hi = p->count - 1;
+    while (lo <= hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (p->recs[mid].id == id) return &p->recs[mid];
+        if (p->recs[mid].id < id) lo = mid + 1;
+        else hi = mid - 1;
+    }
+    return NULL;
+}
+
+/* Switching the profiler on again starts a new history, so that a program that profiles a
+   window at a time holds no more than a window's records: what has been read (resolved,
+   failed) is dropped, with the dropped count. Records still in flight stay, moved down (their
+   ids stay); none is dropped while a record is open (its op's gf__prof_end holds its index)
+   or held (a blocking resolve waits on it by index). Called while profiling is off. */
+static void gf__prof_restart(gf_device *dev) {
+    gf__profiler *p = dev->profiler;
+    int i, kept = 0;
+    (void)gf__prof_resolve(dev, 0);   /* what has finished since: read now, and dropped */
+    gf__lock(&p->lock);
+    for (i = 0; i < p->count; i++)
+        if (p->recs[i].state == GF__REC_OPEN || p->recs[i].state == GF__REC_HELD) { gf__unlock(&p->lock); return; }
+    for (i = 0; i < p->count; i++)
+        if (p->recs[i].state == GF__REC_IN_FLIGHT) p->recs[kept++] = p->recs[i];
+    p->count = kept;
+    p->dropped = 0;
+    gf__unlock(&p->lock);
+}
+
 static gf_result gf__call_profiler_enable(gf_device *dev, unsigned flags) {
     gf_result r = GF_OK;
+    int restart;
     GF__CHECK(dev, GF__T_DEVICE);
     if (flags & ~GF_PROFILE_ON) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_profiler_enable: unknown flags 0x%x", flags);
+    gf__lock(&dev->lock);
+    restart = flags && dev->profiler && !gf__atomic_load_int(&dev->profiling);
+    gf__unlock(&dev->lock);
+    if (restart) gf__prof_restart(dev);   /* not under dev->lock: its reads call the driver */
     gf__lock(&dev->lock);
     if (flags && !dev->profiler) {
         /* The base every time is read against: recorded and completed now, on the device's own
@@ -14153,9 +14245,9 @@ GPUFLOW_IMPL gf_result gf_profiler_write_trace(gf_device *dev, const char *path)
         fprintf(f, ",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":1,\"tid\":%llu,\"ts\":%.3f,\"dur\":%.3f,\"args\":{\"bytes\":%llu}}",
                 gf__op_name(rec->kind), (unsigned long long)rec->stream_id, (rec->start_ms - t0) * 1000.0,
                 rec->dur_ms * 1000.0, (unsigned long long)rec->bytes);
-        if (rec->kind == GF_OP_WAIT && rec->flow_from && rec->flow_from <= (uint64_t)p->count) {
-            const gf__prof_rec *src = &p->recs[rec->flow_from - 1];   /* the op the waited event followed */
-            if (src->state == GF__REC_RESOLVED) {
+        if (rec->kind == GF_OP_WAIT && rec->flow_from) {
+            const gf__prof_rec *src = gf__prof_find(p, rec->flow_from);   /* the op the waited event followed */
+            if (src && src->state == GF__REC_RESOLVED) {
                 fprintf(f, ",\n{\"name\":\"wait\",\"cat\":\"dependency\",\"ph\":\"s\",\"id\":%llu,\"pid\":1,\"tid\":%llu,\"ts\":%.3f}",
                         (unsigned long long)rec->id, (unsigned long long)src->stream_id, (src->start_ms - t0) * 1000.0);
                 fprintf(f, ",\n{\"name\":\"wait\",\"cat\":\"dependency\",\"ph\":\"f\",\"bp\":\"e\",\"id\":%llu,\"pid\":1,\"tid\":%llu,\"ts\":%.3f}",

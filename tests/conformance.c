@@ -2283,6 +2283,26 @@ static void test_profiler(void)
     CHECK(gf_profiler_report(C.dev, &rep2) == GF_OK && rep2.total_ops == rep.total_ops,
           "with the profiler off, operations are not profiled");
 
+    /* on again: a new history (review L2: every record was kept until the device closed, so a
+       program profiling a frame at a time grew by ~200 bytes an operation, for ever) */
+    {
+        int w, windows_ok = 1;
+        for (w = 0; w < 200; w++) {
+            gf_profile_report win;
+            if (gf_profiler_enable(C.dev, GF_PROFILE_ON) != GF_OK || gf_fill_async(s1, b, 0, (unsigned char)w, 100) != GF_OK ||
+                gf_profiler_report(C.dev, &win) != GF_OK || win.total_ops != 1 || win.dropped_ops != 0 ||
+                gf_profiler_enable(C.dev, 0) != GF_OK)
+                windows_ok = 0;
+        }
+        CHECK(windows_ok, "profiler switched on again: each window's report holds that window's one operation");
+        CHECK_EQ_RESULT(gf_profiler_enable(C.dev, GF_PROFILE_ON), GF_OK);   /* a wait whose source went with a restart: no arrow, no crash */
+        CHECK_EQ_RESULT(gf_stream_wait_event(s2, ev), GF_OK);
+        snprintf(path, sizeof path, "%s/gpuflow_trace_restart_%s_%ld.json", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", C.name, (long)getpid());
+        CHECK_EQ_RESULT(gf_profiler_write_trace(C.dev, path), GF_OK);
+        remove(path);
+        CHECK_EQ_RESULT(gf_profiler_enable(C.dev, 0), GF_OK);
+    }
+
     gf_event_destroy(ev);
     gf_buffer_destroy(b);
     gf_buffer_destroy(k);

@@ -1554,14 +1554,10 @@ static void op_barrier(fz_in *in)
 {
     fz_exp e = { 0 };
     gf_stream *list[6] = { 0 };
-    int n = 1 + (int)(fz_u8(in) % 5), i, d, d0 = -1, si;
+    int n = 1 + (int)(fz_u8(in) % 5), i, d, si;
     unsigned sel = fz_u8(in) % 8;
     double ms = 0;
-    for (i = 0; i < n; i++) {
-        list[i] = fz_pick_stream(in, &e, &d, &si);
-        if (i == 0) d0 = d;
-        else fz_same_dev(&e, d0, d);
-    }
+    for (i = 0; i < n; i++) list[i] = fz_pick_stream(in, &e, &d, &si);   /* of any devices: waits bridge them */
     if (sel == 6) { n = -(int)(fz_u8(in) % 2); e.bad = 0; fz_bad(&e, GF_ERROR_INVALID_ARGUMENT); }
     if (sel == 7) { e.bad = 0; fz_bad(&e, GF_ERROR_INVALID_ARGUMENT); }
     if (sel & 1) {

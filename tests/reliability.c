@@ -161,6 +161,49 @@ static void test_pool_destroy_with_pending_wait(void)
     th_gate_destroy(&gate);
 }
 
+/* ---- 1b: a destroy while the event's last wait is running (review A1: the wait stopped counting
+   before its callback ran, so a destroy, a release or a pool's destroy on another thread went
+   through at once and freed what the callback was still using) ---------------------------------- */
+typedef struct { gf_event *ev; th_flag running, go; gf_result seen; } busy_wait;
+static void busy_wait_cb(void *user, gf_result status)
+{
+    busy_wait *b = (busy_wait *)user;
+    (void)status;
+    th_flag_add(&b->running, 1);
+    th_flag_wait(&b->go, 1, TH_WAIT_MS);   /* the test destroys meanwhile */
+    b->seen = gf_event_query(b->ev);        /* the callback may still name its event */
+    th_flag_add(&b->running, 1);            /* done: seen is written */
+}
+static void test_destroy_while_wait_runs(void)
+{
+    gf_event_pool *pool = NULL;
+    busy_wait b[2];
+    int k;
+    CHECK_EQ_RESULT(gf_event_pool_create(R.dev, NULL, &pool), GF_OK);
+    for (k = 0; k < 2; k++) {
+        memset(&b[k], 0, sizeof b[k]);
+        th_flag_init(&b[k].running);
+        th_flag_init(&b[k].go);
+        b[k].seen = GF_ERROR_INVALID_STATE;
+    }
+    CHECK_EQ_RESULT(gf_event_create(R.dev, 0, &b[0].ev), GF_OK);        /* never recorded: complete */
+    CHECK_EQ_RESULT(gf_event_pool_acquire(pool, 0, &b[1].ev), GF_OK);
+    for (k = 0; k < 2; k++) {
+        CHECK_EQ_RESULT(gf_event_on_complete(b[k].ev, busy_wait_cb, &b[k], NULL), GF_OK);
+        CHECK(th_flag_wait(&b[k].running, 1, TH_WAIT_MS), "1b: the wait's callback runs");
+        if (k == 0) gf_event_destroy(b[k].ev);
+        else { CHECK_EQ_RESULT(gf_event_pool_release(pool, b[k].ev), GF_OK); gf_event_pool_destroy(pool); }
+        th_flag_add(&b[k].go, 1);
+    }
+    CHECK_EQ_RESULT(gf_device_synchronize(R.dev), GF_OK);
+    for (k = 0; k < 2; k++) {
+        CHECK(th_flag_wait(&b[k].running, 2, TH_WAIT_MS) && b[k].seen == GF_OK, k ? "1b: a pool destroyed while its event's wait ran is freed after the callback (ASan: no use after free)"
+                                    : "1b: an event destroyed while its wait ran is freed after the callback (ASan: no use after free)");
+        th_flag_destroy(&b[k].running);
+        th_flag_destroy(&b[k].go);
+    }
+}
+
 /* ---- 2: graph updates racing launches into captures and other updates ----------------------- */
 typedef struct { gf_graph *g, *h, *k; gf_stream *s; int iters; int failures; } graph_race;
 
@@ -1436,6 +1479,7 @@ int main(int argc, char **argv)
     if (!CHECK_EQ_RESULT(r, GF_OK)) return th_finish();
     printf("reliability on %s: %s\n", R.name, gf_device_name(R.dev));
     test_pool_destroy_with_pending_wait();
+    test_destroy_while_wait_runs();
     test_graph_update_races();
     test_destroy_without_memory();
     if (R.backend == GF_BACKEND_STUB) test_cache_gives_memory_back();   /* needs the 64 MiB stub */
