@@ -4630,8 +4630,14 @@ static void gf__buffer_unref(gf_buffer *buf, int retire) {
         gf__buffer_release(buf);
     }
 }
-static void gf__buffer_free(gf_buffer *buf) {   /* the handle goes; the memory with its last reference */
+/* A buffer's handle is gone (its memory goes with the last reference): a view's parent no longer
+   counts it among its live views. */
+static void gf__buffer_handle_gone(gf_buffer *buf) {
+    if (buf->parent) gf__atomic_add_int(&buf->parent->views, -1);
     buf->type = GF__T_DEAD;
+}
+static void gf__buffer_free(gf_buffer *buf) {   /* the handle goes; the memory with its last reference */
+    gf__buffer_handle_gone(buf);
     gf__buffer_unref(buf, 0);
 }
 
@@ -4649,8 +4655,7 @@ static void gf__call_buffer_destroy(gf_buffer *buf) {
     }
     if (gf__refuse_self_wait("gf_buffer_destroy", buf->dev, NULL) != GF_OK) return;   /* kept: fencing the streams calls the driver */
     if (GF__RACE_ON(buf->dev)) gf__race_free(buf, NULL);
-    if (buf->parent) gf__atomic_add_int(&buf->parent->views, -1);
-    buf->type = GF__T_DEAD;
+    gf__buffer_handle_gone(buf);
     gf__buffer_unref(buf, 1);
 }
 
@@ -7078,7 +7083,7 @@ static gf_result gf__call_buffer_destroy_async(gf_stream *s, gf_buffer *buf) {
         if (capturing || gf__atomic_load_int(&buf->capture_uses))
             return gf__fail(GF_ERROR_CAPTURE, "gf_buffer_destroy_async: a graph holds the buffer, and a capture cannot free it: destroy it after the capture");
         if (GF__RACE_ON(s->dev)) gf__race_free(buf, s);
-        buf->type = GF__T_DEAD;
+        gf__buffer_handle_gone(buf);
         gf__buffer_unref(buf, 1);
         return GF_OK;
     }
@@ -9449,7 +9454,7 @@ static void gf__call_graph_destroy(gf_graph *g) {
         if (g->block_count && !(b = (gf__blocks *)gf__calloc(sizeof *b))) {
             if (gf__settle_for_destroy(g->dev, "gf_graph_destroy", "graph") != GF_OK) return;   /* no room to defer: wait */
         } else {
-            for (i = 0; i < g->owned_count; i++) { g->owned[i]->graph_owner = NULL; g->owned[i]->type = GF__T_DEAD; gf__buffer_unref(g->owned[i], 1); }
+            for (i = 0; i < g->owned_count; i++) { g->owned[i]->graph_owner = NULL; gf__buffer_handle_gone(g->owned[i]); gf__buffer_unref(g->owned[i], 1); }
             g->owned_count = 0;
             if (b) {
                 b->blocks = g->blocks; b->count = g->block_count;

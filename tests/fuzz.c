@@ -1086,8 +1086,12 @@ static void op_copy_d2d_async(fz_in *in)
     gf_buffer *dst = fz_pick_buf(in, &e, &d1, &b1), *src = fz_pick_buf(in, &e, &d2, &b2);
     size_t s1 = b1 >= 0 ? F.buf[b1].size : 64, s2 = b2 >= 0 ? F.buf[b2].size : 64, lim = s1 < s2 ? s1 : s2;
     size_t doff = fz_offset(in, s1), soff = fz_offset(in, s2), bytes = fz_count(in, lim);
-    fz_same_dev(&e, ds, d1);
-    fz_same_dev(&e, ds, d2);
+    if (d1 >= 0 && d2 >= 0 && d1 != d2) {   /* between devices: on a stream of either */
+        if (ds >= 0 && ds != d1 && ds != d2) fz_bad(&e, GF_ERROR_WRONG_DEVICE);
+    } else {
+        fz_same_dev(&e, ds, d1);
+        fz_same_dev(&e, ds, d2);
+    }
     if (b1 >= 0 && b2 >= 0) {
         fz_exp probe = { 0 };
         if (!fz_range(&probe, s1, doff, bytes) && !fz_range(&probe, s2, soff, bytes)) bytes = fz_clamp(bytes, FZ_WORK_MAX);
@@ -1224,13 +1228,13 @@ static void op_stream_wait(fz_in *in)
     int ds, dx, si, xi;
     gf_stream *s = fz_pick_stream(in, &e, &ds, &si);
     if (fz_u8(in) & 1) {
-        gf_event *ev = fz_pick_event(in, &e, &dx, &xi);
-        fz_same_dev(&e, ds, dx);
+        gf_event *ev = fz_pick_event(in, &e, &dx, &xi);   /* of any device: a wait across devices is bridged */
+        (void)dx;
         if (!e.bad) fz_alt(&e, GF_ERROR_CAPTURE);   /* capture rules: another capture's event, ... */
         FZ_CALL(&e, gf_stream_wait_event(s, ev));
     } else {
-        gf_stream *other = fz_pick_stream(in, &e, &dx, &xi);
-        fz_same_dev(&e, ds, dx);
+        gf_stream *other = fz_pick_stream(in, &e, &dx, &xi);   /* of any device, as above */
+        (void)dx;
         if (!e.bad) fz_alt(&e, GF_ERROR_CAPTURE);   /* a capturing waiter, another capture's stream */
         FZ_CALL(&e, gf_stream_wait_stream(s, other));
     }

@@ -5,7 +5,7 @@
        ./graph_pool_measure [cuda|hip|opencl|stub]   (the GPU machine: make test-gpu runs it on CUDA)
 
    A check each: both graphs compute, and the pooled pair holds no more than one graph's memory
-   plus a margin (the private pair's use is printed, not asserted: how a driver keeps graph
+   plus a margin (the least of up to three tries: other programs' memory counts too) (the private pair's use is printed, not asserted: how a driver keeps graph
    memory is its own business). */
 #define GPUFLOW_IMPLEMENTATION
 #include "backends.h"
@@ -76,6 +76,7 @@ int main(int argc, char **argv)
     gf_stream *s = NULL;
     gf_graph_pool *pool = NULL;
     double shared, apart;
+    int tries;
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (argc == 2) th_backend_named(argv[1], &b);   /* a backend's name, else CUDA */
     if (gf_device_open(b, 0, &dev) != GF_OK) {
@@ -88,6 +89,12 @@ int main(int argc, char **argv)
     apart = pair(dev, s, NULL, "private");
     CHECK_EQ_RESULT(gf_graph_pool_create(dev, &pool), GF_OK);
     shared = pair(dev, s, pool, "pool");
+    /* the driver's count is the whole device's: make test-gpu runs other tests beside this one,
+       whose memory comes and goes meanwhile and only ever adds. The least of three tries. */
+    for (tries = 1; tries < 3 && shared >= 1.25; tries++) {
+        double again = pair(dev, s, pool, "pool, again");
+        if (again < shared) shared = again;
+    }
     gf_graph_pool_destroy(pool);
     CHECK(shared < 1.25, "the pooled pair holds about one graph's memory");
     printf("pool %.2f GiB against private %.2f GiB\n", shared, apart);
