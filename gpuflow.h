@@ -10874,6 +10874,7 @@ typedef struct gf__rec_slot { const void *ptr; uint32_t id; } gf__rec_slot;
 static struct {
     gf__spin lock;
     FILE *file;
+    int file_lock;                                  /* the fd that holds the file's lock (-1: none) */
     char path[512];
     uint64_t written, limit, t0;
     int device_to_host, threads, recording;   /* recording: which one this is (threads are numbered anew in each) */
@@ -10884,7 +10885,7 @@ static struct {
     size_t blob_at; const void *blob; uint64_t blob_n;   /* host bytes, written from where they are */
     int broken;                                     /* out of memory while writing it */
     struct gf__rec_late *late;                      /* snapshots whose callbacks have not run */
-    FILE *tail; int tail_of; uint64_t tail_written, tail_limit;   /* a stopped recording's file, open (after its
+    FILE *tail; int tail_lock, tail_of; uint64_t tail_written, tail_limit;   /* a stopped recording's file, open (after its
                                                        END) until the snapshots queued before the stop are in it */
     uint64_t late_count;                            /* snapshots numbered so far (numbers from 1) */
 } gf__rec;
@@ -10892,6 +10893,60 @@ static GF__TLS int gf__rec_depth;      /* recorded calls this thread is inside: 
 static GF__TLS int gf__rec_thread;     /* this thread's number in the file */
 static GF__TLS int gf__rec_thread_of;  /* the recording that number belongs to */
 static GF__TLS const void *gf__rec_retired; static GF__TLS uint32_t gf__rec_retired_id;   /* this call's destroyed object */
+
+/* Opens a recording's file for writing alone: a file another recorder writes (another process
+   given the same GPUFLOW_RECORD without %p, or another copy of gpuflow in this process) is left
+   as it is (*busy set) rather than cut and interleaved. The lock is an open file description's
+   where Linux has them (F_OFD_SETLK: two copies in one process too), else the process's
+   (fcntl); Windows denies other writers at the open. */
+#if defined(F_OFD_SETLK)
+#  define GF__F_OFD_SETLK F_OFD_SETLK
+#elif defined(__linux__)
+#  define GF__F_OFD_SETLK 37   /* Linux 3.15; <fcntl.h> names it only with _GNU_SOURCE */
+#endif
+static FILE *gf__record_file_open(const char *path, int *busy, int *lock_fd) {
+#if defined(_WIN32)
+    FILE *f = _fsopen(path, "wb", _SH_DENYWR);
+    *busy = !f && errno == EACCES;
+    *lock_fd = -1;
+    return f;
+#else
+    /* the lock is taken on an fd of its own before fopen cuts the file (fdopen, which would
+       spare it, is not declared when <stdio.h> came first under strict C); it stays open, and
+       the lock held, until the file closes (gf__record_file_close) */
+    struct flock whole;
+    FILE *f;
+    int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644), locked;
+    *busy = 0;
+    *lock_fd = -1;
+    if (fd < 0) return NULL;
+    memset(&whole, 0, sizeof whole);
+    whole.l_type = F_WRLCK; whole.l_whence = SEEK_SET;   /* l_len 0: to the end, however long */
+#  if defined(GF__F_OFD_SETLK)
+    locked = fcntl(fd, GF__F_OFD_SETLK, &whole) == 0;
+    if (!locked && errno == EINVAL) locked = fcntl(fd, F_SETLK, &whole) == 0;   /* a kernel before 3.15 */
+#  else
+    locked = fcntl(fd, F_SETLK, &whole) == 0;
+#  endif
+    if (!locked) {
+        *busy = errno == EACCES || errno == EAGAIN;   /* anything else (a file system without locks): go on without */
+        if (*busy) { close(fd); return NULL; }
+    }
+    if (!(f = fopen(path, "wb"))) { close(fd); return NULL; }
+    *lock_fd = fd;
+    return f;
+#endif
+}
+/* Closes a recording's file and lets its lock go. 0, or EOF when the close failed. */
+static int gf__record_file_close(FILE *f, int lock_fd) {
+    int r = fclose(f);
+#if !defined(_WIN32)
+    if (lock_fd >= 0) close(lock_fd);
+#else
+    (void)lock_fd;
+#endif
+    return r;
+}
 
 static void gf__rec_put(const void *p, size_t n) {
     if (gf__rec.broken || !n) return;
@@ -11240,7 +11295,7 @@ static void gf__rec_late_unwant(int recording) {   /* its snapshots are not take
 static void gf__rec_tail_settle(int all) {
     if (!gf__rec.tail || (!all && gf__rec_late_wanted_of(gf__rec.tail_of))) return;
     gf__rec_late_unwant(gf__rec.tail_of);
-    (void)fclose(gf__rec.tail);   /* its END is written: a failure here loses a snapshot, which replays as zeros */
+    (void)gf__record_file_close(gf__rec.tail, gf__rec.tail_lock);   /* its END is written: a failure here loses a snapshot, which replays as zeros */
     gf__rec.tail = NULL;
 }
 /* A snapshot built in gf__rec.buf, to the stopped recording's file (gf__rec.lock held): the
@@ -11348,12 +11403,13 @@ static const char *gf__rec_close(uint16_t last) {
     gf__rec_tail_settle(1);   /* an earlier one's (gf_record_start closed it already) */
     if (!why && gf__rec_late_wanted_of(gf__rec.recording) && fflush(gf__rec.file) == 0) {
         gf__rec.tail = gf__rec.file;
+        gf__rec.tail_lock = gf__rec.file_lock;
         gf__rec.tail_of = gf__rec.recording;
         gf__rec.tail_written = gf__rec.written + gf__rec.len;
         gf__rec.tail_limit = gf__rec.limit + 64;   /* what the END's room was for */
     } else {
         gf__rec_late_unwant(gf__rec.recording);
-        if (fclose(gf__rec.file) != 0 && !why) why = "cannot close the recording";
+        if (gf__record_file_close(gf__rec.file, gf__rec.file_lock) != 0 && !why) why = "cannot close the recording";
     }
     gf__rec.file = NULL;
     gf__atomic_store_int(&gf__rec_on, 0);
@@ -11887,43 +11943,6 @@ GPUFLOW_IMPL gf_result gf_synchronize_all(gf_stream *const *streams, int count, 
     GF__RECORDED(synchronize_all, gf__call_synchronize_all(streams, count, elapsed_ms), streams, count, GF__P(elapsed_ms));
 }
 
-/* Opens a recording's file for writing alone: a file another recorder writes (another process
-   given the same GPUFLOW_RECORD without %p, or another copy of gpuflow in this process) is left
-   as it is (*busy set) rather than cut and interleaved. The lock is an open file description's
-   where Linux has them (F_OFD_SETLK: two copies in one process too), else the process's
-   (fcntl); Windows denies other writers at the open. */
-#if defined(F_OFD_SETLK)
-#  define GF__F_OFD_SETLK F_OFD_SETLK
-#elif defined(__linux__)
-#  define GF__F_OFD_SETLK 37   /* Linux 3.15; <fcntl.h> names it only with _GNU_SOURCE */
-#endif
-static FILE *gf__record_file_open(const char *path, int *busy) {
-#if defined(_WIN32)
-    FILE *f = _fsopen(path, "wb", _SH_DENYWR);
-    *busy = !f && errno == EACCES;
-    return f;
-#else
-    struct flock whole;
-    FILE *f;
-    int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644), locked;
-    *busy = 0;
-    if (fd < 0) return NULL;
-    memset(&whole, 0, sizeof whole);
-    whole.l_type = F_WRLCK; whole.l_whence = SEEK_SET;   /* l_len 0: to the end, however long */
-#  if defined(GF__F_OFD_SETLK)
-    locked = fcntl(fd, GF__F_OFD_SETLK, &whole) == 0;
-    if (!locked && errno == EINVAL) locked = fcntl(fd, F_SETLK, &whole) == 0;   /* a kernel before 3.15 */
-#  else
-    locked = fcntl(fd, F_SETLK, &whole) == 0;
-#  endif
-    if (!locked) {
-        *busy = errno == EACCES || errno == EAGAIN;   /* anything else (a file system without locks): go on without */
-        if (*busy) { close(fd); return NULL; }
-    }
-    if (ftruncate(fd, 0) != 0 || !(f = fdopen(fd, "wb"))) { close(fd); return NULL; }
-    return f;
-#endif
-}
 
 GPUFLOW_IMPL gf_result gf_record_start(const gf_record_desc *desc) {
     unsigned char head[16];
@@ -11935,7 +11954,7 @@ GPUFLOW_IMPL gf_result gf_record_start(const gf_record_desc *desc) {
         return gf__fail(GF_ERROR_INVALID_STATE, "gf_record_start: already recording to %s (gf_record_stop first)", gf__rec.path);
     }
     gf__rec_tail_settle(1);   /* the last one's snapshots still queued are left out (it may be this path) */
-    if (!(gf__rec.file = gf__record_file_open(desc->path, &busy))) {
+    if (!(gf__rec.file = gf__record_file_open(desc->path, &busy, &gf__rec.file_lock))) {
         gf__spin_unlock(&gf__rec.lock);
         if (busy)
             return gf__fail(GF_ERROR_INVALID_STATE, "gf_record_start: another recorder writes '%s' (another process, or another copy of gpuflow in this one: "
@@ -11946,7 +11965,7 @@ GPUFLOW_IMPL gf_result gf_record_start(const gf_record_desc *desc) {
     for (i = 0; i < 4; i++) head[8 + i] = (unsigned char)(GF__REC_VERSION >> (8 * i));
     for (i = 0; i < 4; i++) head[12 + i] = (unsigned char)((desc->device_to_host ? 1u : 0u) >> (8 * i));
     if (fwrite(head, 1, sizeof head, gf__rec.file) != sizeof head || fflush(gf__rec.file) != 0) {   /* flushed: a full disk is told now */
-        fclose(gf__rec.file);
+        gf__record_file_close(gf__rec.file, gf__rec.file_lock);
         gf__rec.file = NULL;
         gf__spin_unlock(&gf__rec.lock);
         return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_record_start: cannot write '%s'", desc->path);
