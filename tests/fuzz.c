@@ -2070,7 +2070,12 @@ static void fz_2d_side(fz_in *in, fz_exp *e, int sdev, gf_buffer **buf, size_t *
     if (!*buf && fz_u8(in) % 8 == 7) *pitch = width - 1;
     if (!*buf == !*host) { fz_bad(e, GF_ERROR_INVALID_ARGUMENT); return; }   /* exactly one of the two */
     if (*pitch < width) { fz_bad(e, GF_ERROR_INVALID_ARGUMENT); return; }
-    if (!*buf) return;
+    if (!*buf) {   /* host rows: their span must fit a size, and host memory */
+        if (height - 1 > (SIZE_MAX - width) / *pitch || *pitch * (height - 1) + width > (size_t)PTRDIFF_MAX ||
+            *pitch * (height - 1) + width > UINTPTR_MAX - (uintptr_t)*host)
+            fz_bad(e, GF_ERROR_OUT_OF_RANGE);
+        return;
+    }
     if (bi < 0) { fz_bad(e, GF_ERROR_INVALID_HANDLE); return; }
     if (d != sdev && sdev >= 0) { fz_bad(e, GF_ERROR_WRONG_DEVICE); return; }
     if (height - 1 > (SIZE_MAX - width) / *pitch) { fz_bad(e, GF_ERROR_OUT_OF_RANGE); return; }
