@@ -4810,10 +4810,13 @@ static size_t gf__root_offset(const gf_buffer *b, size_t offset) {   /* saturate
 }
 static gf_result gf__call_copy_buffer_async(gf_stream *s, gf_buffer *dst, size_t dst_offset, gf_buffer *src, size_t src_offset, size_t bytes) {
     gf__copy c = gf__copy_desc(GF__COPY_D2D, dst, dst_offset, src, src_offset, NULL, bytes);
+    gf_result checked;
     if (!gf__is(dst, GF__T_BUFFER)) return gf__bad_handle("gf_copy_buffer_async", "dst", dst, GF__T_BUFFER);
     if (!gf__is(src, GF__T_BUFFER)) return gf__bad_handle("gf_copy_buffer_async", "src", src, GF__T_BUFFER);
     if (gf__buffer_root(dst) == gf__buffer_root(src)) {   /* the same memory, perhaps through views */
         size_t d = gf__root_offset(dst, dst_offset), r = gf__root_offset(src, src_offset);
+        GF__CHECK(s, GF__T_STREAM);
+        if ((checked = gf__check_copy("gf_copy_buffer_async", s, &c)) != GF_OK) return checked;   /* a range past its buffer first */
         if ((d < r ? r - d : d - r) < bytes)
             return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_copy_buffer_async: source and destination ranges overlap%s",
                             dst != src ? " (through a view)" : "");

@@ -193,6 +193,8 @@ static void test_memory(void)
             CHECK_FAIL(gf_copy_buffer_async(s, v, 0, p, 0, 64), GF_ERROR_INVALID_ARGUMENT);
             CHECK(strstr(gf_last_error(), "overlap") != NULL, "a copy between a view and its parent's overlapping bytes is refused");
             CHECK_EQ_RESULT(gf_copy_buffer_async(s, v, 0, p, 132, 64), GF_OK);   /* apart: taken */
+            /* a range past its buffer is named first, overlapping or not (the fuzzer's model) */
+            CHECK_FAIL(gf_copy_buffer_async(s, v, 100, p, 90, 61), GF_ERROR_OUT_OF_RANGE);
             memset(&c, 0, sizeof c);
             c.dst = v; c.dst_pitch = 16; c.src = p; c.src_pitch = 16; c.width = 8; c.height = 4;
             CHECK_FAIL(gf_copy_2d_async(s, &c), GF_ERROR_INVALID_ARGUMENT);
