@@ -6672,12 +6672,15 @@ static int gf__wait_uncount(gf__waiter *w, gf_event *ev) {
     int after;
     GF__HELD(&w->lock);
     (void)w;
-    if (gf__atomic_add_int(&ev->waits, -1) != 1) return GF__AFTER_NOTHING;
+    if (gf__atomic_load_int(&ev->waits) != 1) {   /* not the last (the count changes only under this lock) */
+        gf__atomic_add_int(&ev->waits, -1);
+        return GF__AFTER_NOTHING;
+    }
     after = ev->after_waits;
-    if (after != GF__AFTER_RELEASE) return after;
     ev->after_waits = GF__AFTER_NOTHING;   /* acquired anew, it starts clean */
-    (void)gf__event_pool_put(ev->pool, ev, 1);   /* spin locks only: no driver call under the waiter's lock */
-    return GF__AFTER_NOTHING;
+    if (after == GF__AFTER_RELEASE) (void)gf__event_pool_put(ev->pool, ev, 1);   /* spin locks only: no driver call under this lock */
+    gf__atomic_add_int(&ev->waits, -1);   /* the last look at ev: at 0 a destroy frees it at once, without this lock */
+    return after == GF__AFTER_RELEASE ? GF__AFTER_NOTHING : after;
 }
 
 static gf__waiter *gf__waiter_of(gf_device *dev) {
@@ -6693,9 +6696,13 @@ static gf__waiter *gf__waiter_of(gf_device *dev) {
    released already. A released event is in its pool from now on (a record or a second release
    is refused), but on no shelf until then. */
 static int gf__after_waits_set(gf_event *ev, int after) {
-    gf__waiter *w = gf__waiter_of(ev->dev);   /* no waiter: never a wait */
+    gf__waiter *w;
     int r = 0;
-    if (!w) return 0;
+    /* no wait pending: nothing to put off, and no lock taken (a release is the event pool's hot
+       path). A wait is only added by a call on the event itself, so none can start meanwhile;
+       one that ends meanwhile is seen under the lock below. */
+    if (!gf__atomic_load_int(&ev->waits)) return 0;
+    if (!(w = gf__waiter_of(ev->dev))) return 0;   /* no waiter: never a wait */
     gf__lock(&w->lock);
     if (ev->after_waits) r = -1;
     else if (gf__atomic_load_int(&ev->waits)) {
