@@ -24,6 +24,19 @@
 #include <pthread.h>
 #include "../gpuflow.h"
 
+/* TH_UNDER_TSAN: built with ThreadSanitizer. A program that races on purpose (for the race
+   detector to report) races for real on the stub, so such parts skip under TSan (ASan runs them). */
+#if defined(__SANITIZE_THREAD__)
+#  define TH_UNDER_TSAN 1
+#elif defined(__has_feature)
+#  if __has_feature(thread_sanitizer)
+#    define TH_UNDER_TSAN 1
+#  endif
+#endif
+#ifndef TH_UNDER_TSAN
+#  define TH_UNDER_TSAN 0
+#endif
+
 /* Each test program uses only some of these helpers. */
 #if defined(__GNUC__)
 #  define TH_FN static __attribute__((unused))

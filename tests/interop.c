@@ -543,11 +543,14 @@ static void test_captured(void)
         CHECK_EQ_RESULT(gf_stream_synchronize(s), GF_OK);
         CHECK(host[0] == 0x6e && th_said_count("race:") == 0,
               "captured: a launch's captured wait and signal order it against the streams that signal and wait outside (no race)");
-        CHECK_EQ_RESULT(gf_graph_launch(g2, s), GF_OK);
-        CHECK_EQ_RESULT(gf_copy_to_host_async(other, host, buf, 0, sizeof host), GF_OK);   /* no wait: a race */
-        gf_stream_synchronize(other);
-        gf_stream_synchronize(s);
-        CHECK(th_said_count("race:") == 1, "captured: the same copy without the wait is a race");
+        if (TH_UNDER_TSAN) SKIP("captured: the racy copy races for real on the stub (ASan runs it)");
+        else {
+            CHECK_EQ_RESULT(gf_graph_launch(g2, s), GF_OK);
+            CHECK_EQ_RESULT(gf_copy_to_host_async(other, host, buf, 0, sizeof host), GF_OK);   /* no wait: a race */
+            gf_stream_synchronize(other);
+            gf_stream_synchronize(s);
+            CHECK(th_said_count("race:") == 1, "captured: the same copy without the wait is a race");
+        }
     }
     gf_race_check_enable(dev, 0);
     gf_set_logger(NULL, NULL);

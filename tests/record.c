@@ -45,16 +45,6 @@
 #include <sys/stat.h>
 #include <fcntl.h>
 
-#if defined(__SANITIZE_THREAD__)
-#  define RECORD_UNDER_TSAN 1
-#elif defined(__has_feature)
-#  if __has_feature(thread_sanitizer)
-#    define RECORD_UNDER_TSAN 1
-#  endif
-#endif
-#ifndef RECORD_UNDER_TSAN
-#  define RECORD_UNDER_TSAN 0
-#endif
 
 #define N 1024u
 static gf_backend backend;
@@ -372,7 +362,7 @@ static void test_cut(void)
     }
     CHECK(bad == 0, "cut: every prefix of a file replays to a result");
     copy = (unsigned char *)malloc(n);
-#if RECORD_UNDER_TSAN   /* a flipped byte can drop a wait: two streams then write one buffer at once, as the file says */
+#if TH_UNDER_TSAN   /* a flipped byte can drop a wait: two streams then write one buffer at once, as the file says */
     SKIP("cut: the flipped files under ThreadSanitizer (their races are the file's; ASan runs them)");
     free(copy);
     copy = NULL;
@@ -388,7 +378,7 @@ static void test_cut(void)
         if (r > GF_OK || r < GF_ERROR_DEVICE_LOST) bad++;
     }
     gf_faults_set(NULL);
-    if (!RECORD_UNDER_TSAN) CHECK(bad == 0, "cut: 150 files with bytes flipped replay to a result");
+    if (!TH_UNDER_TSAN) CHECK(bad == 0, "cut: 150 files with bytes flipped replay to a result");
     free(copy);
     free(data);
 }
@@ -402,7 +392,7 @@ static void test_race(void)
     gf_device *dev;
     gf_stream *a, *b;
     gf_buffer *buf;
-    if (RECORD_UNDER_TSAN) { SKIP("race: its racy run races for real on the stub (ASan runs it)"); return; }
+    if (TH_UNDER_TSAN) { SKIP("race: its racy run races for real on the stub (ASan runs it)"); return; }
     snprintf(path2, sizeof path2, "record_%d_race.gfrec", (int)getpid());
     memset(&rd, 0, sizeof rd);
     rd.path = path2;
