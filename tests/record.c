@@ -1678,7 +1678,7 @@ static void test_alone(char *self, const char *name)
     CHECK_EQ_RESULT(gf_record_stop(), GF_OK);
     replay_desc(&d, path2, GF_BACKEND_AUTO);
     CHECK_EQ_RESULT(gf_replay(&d, &rep), GF_OK);
-    CHECK(rep.calls == 4 && rep.mismatches == 0 && !rep.cut, "alone: the first recorder's file holds its own four calls (no other process cut it)");
+    CHECK(rep.calls == 4 && rep.mismatches == 0 && !rep.cut, "alone: the first recorder's file replays its own four calls after another process named it");
 #if defined(__linux__)
     {
         struct flock whole;
