@@ -132,12 +132,14 @@
     call into the driver: it may touch host memory, signal your own threads, or set flags, but
     must not call gpuflow functions that enqueue, synchronize, allocate or free. Async waiters
     (gf_event_on_complete) and flow tasks' completion callbacks run on the device's waiter
-    thread and may call gpuflow freely, except gf_device_close (refused) and the waits that
-    wait for the waiter itself (gf_event_cancel_wait of the wait that is running). An
+    thread and may call gpuflow freely, except gf_device_close (refused); gf_event_cancel_wait
+    of the wait that is running answers GF_ERROR_NOT_FOUND at once (it is past cancelling). An
     allocation from a stream callback, short of memory, takes back only memory whose queued
     work has passed (the rest may be queued behind the callback). The logger may be called
     from any thread, from inside any gpuflow call; it may call gpuflow (a message is told once
-    the call holds none of gpuflow's locks, still before it returns).
+    the call holds none of gpuflow's locks, still before it returns). The messages of the
+    logger's own gpuflow calls are not logged, which would call the logger inside itself
+    (for ever, were each to fail); their results and gf_last_error() still tell them.
     A wait that could never end is refused (GF_ERROR_INVALID_STATE), on every backend: from a
     stream callback, synchronizing or destroying its own stream, synchronizing or trimming the
     device, destroying a buffer or closing the device, or synchronizing an event recorded after
@@ -1116,7 +1118,9 @@ GPUFLOW_API gf_result gf_synchronize_all(gf_stream *const *streams, int count, d
    run on the calling thread; they only enqueue. A flow created with
    gf_flow_desc.graph_after becomes a graph by itself: its tasks' functions then run only when
    it is captured (a change to the flow captures it anew), so it suits flows whose tasks enqueue
-   the same work every run. */
+   the same work every run. gf_flow_get_stats and gf_flow_frames never wait for a run: while
+   another thread's run holds the flow they answer with the counts as the last run left them,
+   so a callback may call them even while a task waits for that callback. */
 GPUFLOW_API gf_result gf_flow_create(gf_device *dev, const gf_flow_desc *desc, gf_flow **out);
 GPUFLOW_API gf_result gf_flow_add(gf_flow *flow, const char *name, gf_task_fn fn, void *user, gf_task *out);
 GPUFLOW_API gf_result gf_flow_depend(gf_flow *flow, gf_task before, gf_task after);
@@ -1383,10 +1387,14 @@ GPUFLOW_API uint64_t  gf_faults_injected(void);   /* failures injected since the
    The file is written alone: another recorder writing it (another process given the same
    GPUFLOW_RECORD without %p, another copy of gpuflow in this process) makes gf_record_start
    refuse rather than cut it (locked while recording; the same process's second copy is seen on
-   Linux and Windows).
+   Linux and Windows). A fork's child does not record unless it starts a recording of its own,
+   and writes nothing into the parent's file; the file is closed on exec; a FIFO with no reader
+   is refused, not waited for.
    Codes: gf_record_start GF_ERROR_INVALID_STATE while recording or while another recorder
-   writes the file, GF_ERROR_INVALID_ARGUMENT for a path that cannot be written; gf_record_stop
-   GF_ERROR_INVALID_STATE when not recording. */
+   writes the file, GF_ERROR_INVALID_ARGUMENT for a path that cannot be written (the system's
+   reason in the message), GF_ERROR_OUT_OF_MEMORY out of memory or file descriptors;
+   gf_record_stop GF_ERROR_INVALID_STATE when not recording (once after a recording that a
+   failed write or its limit ended early, with the reason). */
 typedef struct gf_record_desc {
     const char *path;             /* required: the file (replaced) */
     uint64_t max_bytes;           /* size limit (default 1 GiB): the call that would pass it ends
@@ -1870,6 +1878,7 @@ static int gf__stderr_level_now(void) {
 typedef struct gf__held_message { gf_log_level level; gf_result code; char text[sizeof gf__error_text]; } gf__held_message;
 static GF__TLS gf__held_message gf__log_held[GF__LOG_HELD];
 static GF__TLS int gf__log_held_dropped;   /* gf__log_held_count: beside gf__locks_held */
+static GF__TLS int gf__in_logger;   /* this thread runs the logger */
 static void gf__log_text(gf_log_level level, gf_result code, const char *text) {
     gf_log_fn fn;
     void *user;
@@ -1877,6 +1886,7 @@ static void gf__log_text(gf_log_level level, gf_result code, const char *text) {
     fn = gf__log_fn;
     user = gf__log_user;
     gf__log_lock_release();
+    if (fn && gf__in_logger) return;   /* the logger's own calls: told to it, it could call itself for ever */
     if (fn && gf__locks_held > 0) {   /* the logger may take the very lock this thread holds */
         gf__held_message *m;
         if (gf__log_held_count == GF__LOG_HELD) {
@@ -1892,7 +1902,9 @@ static void gf__log_text(gf_log_level level, gf_result code, const char *text) {
     if (fn) {   /* outside the lock: a logger may call gpuflow, and the failure it hears of keeps its text */
         char saved[sizeof gf__error_text];
         memcpy(saved, gf__error_text, sizeof saved);
+        gf__in_logger++;
         fn(user, level, code, text);
+        gf__in_logger--;
         memcpy(gf__error_text, saved, sizeof saved);
     } else if ((int)level <= gf__stderr_level_now()) fprintf(stderr, "%s%s\n", strncmp(text, "gpuflow:", 8) ? "gpuflow: " : "", text);
 }
@@ -3303,7 +3315,8 @@ static int gf__stream_busy(gf_stream *s) {
    was opened under and refuses to be used past a fork. */
 static volatile unsigned gf__fork_count;
 #if !defined(_WIN32)
-static void gf__on_fork_child(void) { gf__fork_count++; }
+static void gf__rec_after_fork(void);   /* >>record */
+static void gf__on_fork_child(void) { gf__fork_count++; gf__rec_after_fork(); }
 static pthread_once_t gf__fork_once = PTHREAD_ONCE_INIT;
 static void gf__fork_register(void) { pthread_atfork(NULL, NULL, gf__on_fork_child); }
 #endif
@@ -4185,6 +4198,7 @@ static gf_result gf__call_stream_create(gf_device *dev, const gf_stream_desc *de
     gf_priority prio = desc ? desc->priority : GF_PRIORITY_NORMAL;
     GF__CHECK(dev, GF__T_DEVICE);
     GF__CHECK_OUT(out);
+    *out = NULL;
     if (prio < GF_PRIORITY_NORMAL || prio > GF_PRIORITY_LOW)
         return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_stream_create: priority %d is not a gf_priority", (int)prio);
     if (prio != GF_PRIORITY_NORMAL && !dev->info.stream_priorities)
@@ -6111,19 +6125,28 @@ GPUFLOW_IMPL gf_result gf_stream_pool_get_stats(gf_stream_pool *pool, gf_stream_
     return GF_OK;
 }
 
+/* Whether a destroy of a pool's or a set's streams (of owner, "pool" or "set") may drain them:
+   not from a host callback of one of them or a flow's task on one (it would wait for itself),
+   and GPUFLOW_SYNC_DEBUG is told of the wait for a busy one. GF_OK: go on; else the error is set. */
+static gf_result gf__streams_drainable(const char *fn, const char *owner, gf_device *dev, gf_stream *const *streams, int count) {
+    gf_result r;
+    int i;
+    for (i = 0; i < count; i++) {
+        if (!streams[i]) continue;
+        if ((r = gf__refuse_self_wait(fn, dev, streams[i])) != GF_OK) return r;
+        if (gf__in_task_on(streams[i]))
+            return gf__fail(GF_ERROR_INVALID_STATE, "%s: called from a flow's task that runs on stream '%s' of the %s; destroy it after the run",
+                            fn, streams[i]->label, owner);
+    }
+    for (i = 0; i < count; i++)
+        if (streams[i] && gf__stream_busy(streams[i]) && (r = gf__hidden_wait(fn, streams[i], "its queued work has run")) != GF_OK) return r;
+    return GF_OK;
+}
+
 static void gf__call_stream_pool_destroy(gf_stream_pool *pool) {
     int i;
     GF__CHECK_VOID(pool, GF__T_STREAM_POOL);
-    for (i = 0; i < pool->count; i++) {   /* kept: from a host callback of one of its streams it could not drain */
-        if (gf__refuse_self_wait("gf_stream_pool_destroy", pool->dev, pool->streams[i]) != GF_OK) return;
-        if (gf__in_task_on(pool->streams[i])) {   /* and a flow's task runs on one of them */
-            gf__set_error(GF_ERROR_INVALID_STATE, "gf_stream_pool_destroy: called from a flow's task that runs on stream '%s' of the pool; "
-                          "destroy it after the run", pool->streams[i]->label);
-            return;
-        }
-    }
-    for (i = 0; i < pool->count; i++)
-        if (gf__stream_busy(pool->streams[i]) && gf__hidden_wait("gf_stream_pool_destroy", pool->streams[i], "its queued work has run") != GF_OK) return;
+    if (gf__streams_drainable("gf_stream_pool_destroy", "pool", pool->dev, pool->streams, pool->count) != GF_OK) return;   /* kept */
     for (i = 0; i < pool->count; i++) gf__stream_sync(pool->streams[i]);
     if (gf__waiter_self) gf__pool_drop_completions(pool);
     while (gf__atomic_load_int(&pool->measuring) > 0) gf__sleep_us(100);   /* waiters still refer to the pool */
@@ -6347,6 +6370,7 @@ static gf_result gf__call_stream_set_synchronize(gf_stream_set *set) {
 static void gf__call_stream_set_destroy(gf_stream_set *set) {
     int i;
     GF__CHECK_VOID(set, GF__T_STREAM_SET);
+    if (gf__streams_drainable("gf_stream_set_destroy", "set", set->dev, set->streams, set->depth) != GF_OK) return;   /* kept */
     for (i = 0; i < set->depth; i++) {
         if (set->streams[i]) gf__stream_free(set->streams[i]);
         if (set->round_done[i]) gf__event_free(set->round_done[i]);
@@ -6860,8 +6884,9 @@ static int gf__waiter_cancel(gf_device *dev, uint64_t wait_id) {
 GPUFLOW_IMPL gf_result gf_event_cancel_wait(gf_device *dev, uint64_t wait_id) {
     GF__CHECK(dev, GF__T_DEVICE);
     if (gf__waiter_cancel(dev, wait_id)) return GF_OK;
-    return gf__fail(GF_ERROR_NOT_FOUND, "gf_event_cancel_wait: no pending wait %llu (already fired, cancelled or never made)",
-                    (unsigned long long)wait_id);
+    return gf__fail(GF_ERROR_NOT_FOUND, "gf_event_cancel_wait: no pending wait %llu (%s)", (unsigned long long)wait_id,
+                    gf__waiter_self && gf__waiter_self->firing == wait_id ? "it is the wait whose callback is running: past cancelling"
+                                                                         : "already fired, cancelled or never made");
 }
 
 /* A pool destroyed from the waiter thread cannot wait for its completion callbacks, which
@@ -7173,6 +7198,8 @@ struct gf_flow {
     double timed_ms;                      /* sum over stats.timed_runs */
     gf__flow_frame *frame; int frame_count, frame_cap;     /* runs not yet known complete, oldest first */
     gf__frames frames;                    /* gf_flow_frames: a run is a frame */
+    gf__spin shown_lock;                  /* the counts as lock was last let go, which queries read while a run holds it */
+    struct { gf_flow_stats stats; double timed_ms; gf__frames frames; } shown;
     char (*last_lanes)[64]; int last_lane_count;              /* the last run's streams, for DOT */
     int graph_after;                      /* gf_flow_desc.graph_after */
     uint64_t version;                     /* bumped by every change of tasks or edges */
@@ -7183,6 +7210,30 @@ struct gf_flow {
 };
 
 static uint64_t gf__flow_ids;   /* process-wide, atomic: only to tell flows' task ids apart */
+
+/* Lets the flow go, its counts shown first: a query (gf_flow_get_stats, gf_flow_frames) never
+   waits for a run, whose task may wait for a host callback that makes that query. */
+static void gf__flow_unlock(gf_flow *flow) {
+    gf__spin_lock(&flow->shown_lock);
+    flow->shown.stats = flow->stats;
+    flow->shown.timed_ms = flow->timed_ms;
+    flow->shown.frames = flow->frames;
+    gf__spin_unlock(&flow->shown_lock);
+    gf__unlock(&flow->lock);
+}
+static void gf__flow_frames_collect(gf_flow *flow);
+/* The counts for a query: fresh when no run holds the flow, else as the last one let it go. */
+static void gf__flow_counts(gf_flow *flow, gf_flow_stats *stats, double *timed_ms, gf__frames *frames) {
+    if (gf__trylock(&flow->lock)) {
+        gf__flow_frames_collect(flow);
+        gf__flow_unlock(flow);
+    }
+    gf__spin_lock(&flow->shown_lock);
+    *stats = flow->shown.stats;
+    *timed_ms = flow->shown.timed_ms;
+    *frames = flow->shown.frames;
+    gf__spin_unlock(&flow->shown_lock);
+}
 
 GPUFLOW_IMPL gf_result gf_flow_create(gf_device *dev, const gf_flow_desc *desc, gf_flow **out) {
     gf_flow *flow;
@@ -7218,7 +7269,7 @@ static gf_result gf__flow_push(gf_flow *flow, const char *fn, const gf__task *pr
     gf__task *t;
     gf__lock(&flow->lock);
     if (flow->count >= 0xffff || !gf__grow((void **)&flow->tasks, &flow->cap, flow->count + 1, sizeof *flow->tasks)) {
-        gf__unlock(&flow->lock);
+        gf__flow_unlock(flow);
         return gf__fail(GF_ERROR_OUT_OF_MEMORY, "%s: flow '%s' cannot hold more tasks", fn, flow->label);
     }
     t = &flow->tasks[flow->count];
@@ -7229,7 +7280,7 @@ static gf_result gf__flow_push(gf_flow *flow, const char *fn, const gf__task *pr
     *out = (gf_task)(flow->id << 16 | (uint32_t)flow->count);
     flow->count++;
     flow->version++;
-    gf__unlock(&flow->lock);
+    gf__flow_unlock(flow);
     return GF_OK;
 }
 
@@ -7311,22 +7362,22 @@ GPUFLOW_IMPL gf_result gf_flow_depend(gf_flow *flow, gf_task before, gf_task aft
     bi = gf__task_index(flow, before);
     ai = gf__task_index(flow, after);
     if (bi < 0 || ai < 0) {
-        gf__unlock(&flow->lock);
+        gf__flow_unlock(flow);
         return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_flow_depend: task %s (0x%x) is not a task of flow '%s'",
                         bi < 0 ? "before" : "after", (unsigned)(bi < 0 ? before : after), flow->label);
     }
     if (bi == ai) {
-        gf__unlock(&flow->lock);
+        gf__flow_unlock(flow);
         return gf__fail(GF_ERROR_CYCLE, "gf_flow_depend: flow '%s': task '%s' cannot depend on itself", flow->label, flow->tasks[ai].name);
     }
     b = &flow->tasks[bi];
-    for (k = 0; !b->cond && k < b->succ_count; k++) if (b->succ[k] == ai) { gf__unlock(&flow->lock); return GF_OK; }   /* a pick repeats: its index counts */
+    for (k = 0; !b->cond && k < b->succ_count; k++) if (b->succ[k] == ai) { gf__flow_unlock(flow); return GF_OK; }   /* a pick repeats: its index counts */
     path = (int *)gf__malloc(sizeof *path * (size_t)flow->count);
     seen = (unsigned char *)gf__calloc((size_t)flow->count);
     if (path && seen && b->cond) memset(seen, 1, (size_t)flow->count);   /* a pick may go back: no search */
     if (!path || !seen) {
         gf__free(path); gf__free(seen);
-        gf__unlock(&flow->lock);
+        gf__flow_unlock(flow);
         return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_flow_depend: out of host memory");
     }
     if (gf__flow_path(flow, ai, bi, path, &len, seen)) {   /* after already reaches before */
@@ -7337,18 +7388,18 @@ GPUFLOW_IMPL gf_result gf_flow_depend(gf_flow *flow, gf_task before, gf_task aft
             used += (size_t)snprintf(names + used, sizeof names - used, "'%s' -> ", flow->tasks[path[i]].name);
         if (used < sizeof names) snprintf(names + used, sizeof names - used, "'%s'", flow->tasks[ai].name);
         gf__free(path); gf__free(seen);
-        gf__unlock(&flow->lock);
+        gf__flow_unlock(flow);
         return gf__fail(GF_ERROR_CYCLE, "gf_flow_depend: flow '%s': the edge would close the cycle %s (only a condition task's edge "
                         "may go back: a loop)", flow->label, names);
     }
     gf__free(path); gf__free(seen);
     if (!gf__grow((void **)&b->succ, &b->succ_cap, b->succ_count + 1, sizeof *b->succ)) {
-        gf__unlock(&flow->lock);
+        gf__flow_unlock(flow);
         return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_flow_depend: out of host memory");
     }
     b->succ[b->succ_count++] = ai;
     flow->version++;
-    gf__unlock(&flow->lock);
+    gf__flow_unlock(flow);
     return GF_OK;
 }
 
@@ -8084,24 +8135,24 @@ static gf_result gf__flow_run(const char *fn, gf_flow *flow, gf_stream_pool *con
     gf__lock(&flow->lock);
     for (i = 0; i < flow->count; i++)
         if (!gf__pool_of(pools, count, flow->tasks[i].dev)) {
-            gf__unlock(&flow->lock);
+            gf__flow_unlock(flow);
             return gf__fail(GF_ERROR_WRONG_DEVICE, "%s: task '%s' of flow '%s' runs on device %s, which no pool given belongs to%s", fn,
                             flow->tasks[i].name, flow->label, flow->tasks[i].dev->tag,
                             count == 1 ? " (tasks on several devices: gf_flow_run_multi with one pool per device)" : "");
         }
     if (flow->conditions) {
         r = gf__flow_decide(flow, pools, count);
-        gf__unlock(&flow->lock);
+        gf__flow_unlock(flow);
         return r;
     }
-    if ((r = gf__flow_plan_make(flow, &plan)) != GF_OK) { gf__unlock(&flow->lock); return r; }
+    if ((r = gf__flow_plan_make(flow, &plan)) != GF_OK) { gf__flow_unlock(flow); return r; }
     lanes = (gf_stream **)gf__calloc(sizeof *lanes * (size_t)(plan.lanes + 1));
     lane_pool = (gf_stream_pool **)gf__calloc(sizeof *lane_pool * (size_t)(plan.lanes + 1));
     if (!lanes || !lane_pool) {
         gf__free(lanes);
         gf__free(lane_pool);
         gf__plan_free(&plan);
-        gf__unlock(&flow->lock);
+        gf__flow_unlock(flow);
         return gf__fail(GF_ERROR_OUT_OF_MEMORY, "%s: out of host memory", fn);
     }
     for (i = 0; i < plan.lanes && r == GF_OK; i++) {   /* a lane runs on its first task's device */
@@ -8123,7 +8174,7 @@ static gf_result gf__flow_run(const char *fn, gf_flow *flow, gf_stream_pool *con
     gf__free(lanes);
     gf__free(lane_pool);
     gf__plan_free(&plan);
-    gf__unlock(&flow->lock);
+    gf__flow_unlock(flow);
     return r;
 }
 
@@ -8144,7 +8195,7 @@ static int gf__flow_run_as_graph(gf_flow *flow, gf_stream_pool *pool, gf_result 
     if (!flow->graph && !capture) flow->same_runs++;   /* this run goes as a flow */
     g = flow->graph;
     version = flow->version;
-    gf__unlock(&flow->lock);
+    gf__flow_unlock(flow);
     if (stale) gf_graph_destroy(stale);   /* never waits: its queued replays keep what they use */
     if (!g && !capture) return 0;
     if ((*r = gf_stream_pool_acquire(pool, NULL, &s)) != GF_OK) return 1;
@@ -8153,13 +8204,13 @@ static int gf__flow_run_as_graph(gf_flow *flow, gf_stream_pool *pool, gf_result 
             gf__notice(GF_LOG_WARNING, "gf_flow_run: flow '%s' could not become a graph (%s); it runs as a flow", flow->label, gf__error_text);
             gf__lock(&flow->lock);
             flow->graph_refused = 1;
-            gf__unlock(&flow->lock);
+            gf__flow_unlock(flow);
             gf_stream_pool_release(pool, s);
             return 0;
         }
         gf__lock(&flow->lock);
         if (flow->version == version && !flow->graph) { flow->graph = g; flow->graph_version = version; flow->stats.captures++; g = flow->graph; }
-        gf__unlock(&flow->lock);
+        gf__flow_unlock(flow);
     }
     gf__flow_frame_begin(flow, s, &frame);
     *r = gf_graph_launch(g, s);
@@ -8170,7 +8221,7 @@ static int gf__flow_run_as_graph(gf_flow *flow, gf_stream_pool *pool, gf_result 
         gf__flow_frame_end(flow, &s, 1, &frame);
     } else gf__flow_frame_release(&frame);
     gf__flow_frames_collect(flow);   /* bounds the pending list to the frames in flight */
-    gf__unlock(&flow->lock);
+    gf__flow_unlock(flow);
     if (g != flow->graph) gf_graph_destroy(g);   /* changed while it was captured: this run's alone */
     gf_stream_pool_release(pool, s);
     return 1;
@@ -8216,16 +8267,16 @@ GPUFLOW_IMPL gf_result gf_flow_capture(gf_flow *flow, gf_stream *s, gf_graph **o
     gf__lock(&flow->lock);
     for (i = 0; i < flow->count; i++)
         if (flow->tasks[i].dev != flow->dev) {
-            gf__unlock(&flow->lock);
+            gf__flow_unlock(flow);
             return gf__fail(GF_ERROR_CAPTURE, "gf_flow_capture: task '%s' runs on another device (%s): a flow over several devices is run, not captured",
                             flow->tasks[i].name, flow->tasks[i].dev->tag);
         }
     if (flow->conditions) {
         r = gf__flow_capture_decided(flow, s, out);
-        gf__unlock(&flow->lock);
+        gf__flow_unlock(flow);
         return r;
     }
-    if ((r = gf__flow_plan_make(flow, &plan)) != GF_OK) { gf__unlock(&flow->lock); return r; }
+    if ((r = gf__flow_plan_make(flow, &plan)) != GF_OK) { gf__flow_unlock(flow); return r; }
     if (!(lanes = (gf_stream **)gf__calloc(sizeof *lanes * (size_t)(plan.lanes + 1))))
         r = gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_flow_capture: out of host memory");
     if (r == GF_OK && plan.lanes > 1 && plan.lanes - 1 > flow->fork_count) {   /* the flow keeps its fork streams */
@@ -8259,7 +8310,7 @@ GPUFLOW_IMPL gf_result gf_flow_capture(gf_flow *flow, gf_stream *s, gf_graph **o
     if (join) gf__event_pool_give(flow->dev->events, join);
     gf__free(lanes);
     gf__plan_free(&plan);
-    gf__unlock(&flow->lock);
+    gf__flow_unlock(flow);
     return r;
 }
 
@@ -8281,25 +8332,25 @@ GPUFLOW_IMPL void gf_flow_destroy(gf_flow *flow) {
 }
 
 GPUFLOW_IMPL gf_result gf_flow_get_stats(gf_flow *flow, gf_flow_stats *out) {
+    gf__frames frames;
+    double timed_ms;
     GF__CHECK(flow, GF__T_FLOW);
     GF__NOT_IN_OWN_TASK(flow);
     GF__CHECK_OUT(out);
-    gf__lock(&flow->lock);
-    gf__flow_frames_collect(flow);
-    *out = flow->stats;
-    out->avg_run_ms = flow->stats.timed_runs ? flow->timed_ms / (double)flow->stats.timed_runs : 0.0;
-    gf__unlock(&flow->lock);
+    gf__flow_counts(flow, out, &timed_ms, &frames);
+    out->avg_run_ms = out->timed_runs ? timed_ms / (double)out->timed_runs : 0.0;
     return GF_OK;
 }
 
 GPUFLOW_IMPL gf_result gf_flow_frames(gf_flow *flow, gf_frame_info *out) {
+    gf_flow_stats stats;
+    gf__frames frames;
+    double timed_ms;
     GF__CHECK(flow, GF__T_FLOW);
     GF__NOT_IN_OWN_TASK(flow);
     GF__CHECK_OUT(out);
-    gf__lock(&flow->lock);
-    gf__flow_frames_collect(flow);
-    gf__frames_info(&flow->frames, 0, out);
-    gf__unlock(&flow->lock);
+    gf__flow_counts(flow, &stats, &timed_ms, &frames);
+    gf__frames_info(&frames, 0, out);
     return GF_OK;
 }
 
@@ -8322,7 +8373,7 @@ GPUFLOW_IMPL gf_result gf_flow_wait_frames(gf_flow *flow, int max_in_flight, uns
             if (flow->frame[0].ends[k]->dev->be->event_query(flow->frame[0].ends[k]) != GF_OK) lane_end = flow->frame[0].ends[k];
         if (lane_end) {   /* in slices: another thread may count the run meanwhile, and its event go back to the pool and be recorded anew */
             unsigned left = gf__ms_left(end);
-            gf__unlock(&flow->lock);
+            gf__flow_unlock(flow);
             gf__faults_inside++;   /* the flow's own pacing */
             r = gf__event_wait_for("gf_flow_wait_frames", lane_end, left < GF__PACE_SLICE_MS ? left : GF__PACE_SLICE_MS);
             gf__faults_inside--;
@@ -8335,7 +8386,7 @@ GPUFLOW_IMPL gf_result gf_flow_wait_frames(gf_flow *flow, int max_in_flight, uns
             r = gf__fail(GF_TIMEOUT, "gf_flow_wait_frames: flow '%s': %llu runs still in flight after %u ms (at most %d asked)", flow->label,
                          (unsigned long long)(flow->frames.begun - flow->frames.completed), timeout_ms, max_in_flight);
     }
-    gf__unlock(&flow->lock);
+    gf__flow_unlock(flow);
     return r;
 }
 
@@ -8360,10 +8411,10 @@ GPUFLOW_IMPL gf_result gf_flow_write_dot(gf_flow *flow, const char *path) {
     GF__NOT_IN_OWN_TASK(flow);
     if (!path || !*path) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_flow_write_dot: path is empty");
     gf__lock(&flow->lock);
-    if ((r = gf__flow_plan_make(flow, &plan)) != GF_OK) { gf__unlock(&flow->lock); return r; }
+    if ((r = gf__flow_plan_make(flow, &plan)) != GF_OK) { gf__flow_unlock(flow); return r; }
     if (!(f = fopen(path, "w"))) {
         gf__plan_free(&plan);
-        gf__unlock(&flow->lock);
+        gf__flow_unlock(flow);
         return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_flow_write_dot: cannot open '%s' for writing", path);
     }
     fputs("digraph ", f);
@@ -8394,7 +8445,7 @@ GPUFLOW_IMPL gf_result gf_flow_write_dot(gf_flow *flow, const char *path) {
         }
     fputs("}\n", f);
     gf__plan_free(&plan);
-    gf__unlock(&flow->lock);
+    gf__flow_unlock(flow);
     if (fclose(f) != 0) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_flow_write_dot: writing '%s' failed", path);
     return GF_OK;
 }
@@ -9577,7 +9628,7 @@ static gf_result gf__cache_identity_make(gf__cache_identity *id, const char *tex
 #if defined(_WIN32)
 #  include <io.h>
 #  include <direct.h>
-#  include <share.h>   /* the recorder's _fsopen */
+#  include <share.h>   /* the recorder's _sopen_s */
 #  include <fcntl.h>
 #  include <sys/stat.h>
 #  define GF__O_CACHE_READ  (_O_RDONLY | _O_BINARY)
@@ -9656,11 +9707,15 @@ static int gf__cache_dir_usable(const char *dir) {
     return 1;
 }
 
+/* One read or write's share: Windows' take an int's worth at most. */
+static size_t gf__io_chunk(size_t n) { return n < ((size_t)1 << 30) ? n : (size_t)1 << 30; }
+/* Every byte, or 0 (errno set; EIO for an early end); a signal's EINTR is retried. */
 static int gf__fd_read_all(int fd, void *data, size_t n) {
     size_t at = 0;
     while (at < n) {
-        long got = GF__FAULT("read") ? -1 : (long)gf__fd_read(fd, (char *)data + at, n - at);
-        if (got <= 0) return 0;
+        long got = GF__FAULT("read") ? (errno = EIO, -1) : (long)gf__fd_read(fd, (char *)data + at, gf__io_chunk(n - at));
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) { if (!got) errno = EIO; return 0; }
         at += (size_t)got;
     }
     return 1;
@@ -9708,11 +9763,14 @@ static gf_result gf__cache_read(const char *path, const gf__cache_identity *id, 
     return GF_OK;
 }
 
-static int gf__fd_write_all(int fd, const void *data, size_t n) {
+/* As gf__fd_read_all. faultable: faults on demand may fail it ("write"); the recorder's writes
+   are not, so that recording changes no fault count. */
+static int gf__fd_write_all(int fd, const void *data, size_t n, int faultable) {
     size_t at = 0;
     while (at < n) {
-        long put = GF__FAULT("write") ? -1 : (long)gf__fd_write(fd, (const char *)data + at, n - at);
-        if (put <= 0) return 0;
+        long put = faultable && GF__FAULT("write") ? (errno = EIO, -1) : (long)gf__fd_write(fd, (const char *)data + at, gf__io_chunk(n - at));
+        if (put < 0 && errno == EINTR) continue;
+        if (put <= 0) { if (!put) errno = EIO; return 0; }
         at += (size_t)put;
     }
     return 1;
@@ -9738,7 +9796,7 @@ static void gf__cache_write(const char *path, const gf__cache_identity *id, gf_b
         gf__free(tmp);
         return;
     }
-    ok = gf__fd_write_all(fd, &h, sizeof h) && gf__fd_write_all(fd, id->bytes, id->size) && gf__fd_write_all(fd, binary, size);
+    ok = gf__fd_write_all(fd, &h, sizeof h, 1) && gf__fd_write_all(fd, id->bytes, id->size, 1) && gf__fd_write_all(fd, binary, size, 1);
     ok = gf__fd_close(fd) == 0 && ok;
     if (!ok || GF__FAULT("rename") || rename(tmp, path) != 0) {
         remove(tmp);
@@ -10883,9 +10941,9 @@ static const struct { const char *name, *args; int flags; } gf__rec_calls[] = {
 typedef struct gf__rec_slot { const void *ptr; uint32_t id; } gf__rec_slot;
 static struct {
     gf__spin lock;
-    FILE *file;
-    int file_lock;                                  /* the fd that holds the file's lock (-1: none) */
+    struct gf__rec_file *file;
     char path[512];
+    char stopped_why[256];                          /* why the last recording ended early ("": it did not) */
     uint64_t written, limit, t0;
     int device_to_host, threads, recording;   /* recording: which one this is (threads are numbered anew in each) */
     uint32_t next_id;
@@ -10895,7 +10953,7 @@ static struct {
     size_t blob_at; const void *blob; uint64_t blob_n;   /* host bytes, written from where they are */
     int broken;                                     /* out of memory while writing it */
     struct gf__rec_late *late;                      /* snapshots whose callbacks have not run */
-    FILE *tail; int tail_lock, tail_of; uint64_t tail_written, tail_limit;   /* a stopped recording's file, open (after its
+    struct gf__rec_file *tail; int tail_of; uint64_t tail_written, tail_limit;   /* a stopped recording's file, open (after its
                                                        END) until the snapshots queued before the stop are in it */
     uint64_t late_count;                            /* snapshots numbered so far (numbers from 1) */
 } gf__rec;
@@ -10904,32 +10962,37 @@ static GF__TLS int gf__rec_thread;     /* this thread's number in the file */
 static GF__TLS int gf__rec_thread_of;  /* the recording that number belongs to */
 static GF__TLS const void *gf__rec_retired; static GF__TLS uint32_t gf__rec_retired_id;   /* this call's destroyed object */
 
+/* A recording's file, written with write(2) through a buffer of its own rather than stdio: a
+   signal's EINTR is retried, the fd does not outlive an exec, and a fork's child drops the
+   parent's unwritten bytes (gf__rec_after_fork) where stdio would write them again at its exit. */
+#define GF__REC_OUT_BYTES 65536
+typedef struct gf__rec_file { int fd; size_t len; unsigned char out[GF__REC_OUT_BYTES]; } gf__rec_file;
+
 /* Opens a recording's file for writing alone: a file another recorder writes (another process
    given the same GPUFLOW_RECORD without %p, or another copy of gpuflow in this process) is left
    as it is (*busy set) rather than cut and interleaved. The lock is an open file description's
    where Linux has them (F_OFD_SETLK: two copies in one process too), else the process's
-   (fcntl); Windows denies other writers at the open. */
+   (fcntl); Windows denies other writers at the open. NULL with *err an errno value. */
 #if defined(F_OFD_SETLK)
 #  define GF__F_OFD_SETLK F_OFD_SETLK
 #elif defined(__linux__)
 #  define GF__F_OFD_SETLK 37   /* Linux 3.15; <fcntl.h> names it only with _GNU_SOURCE */
 #endif
-static FILE *gf__record_file_open(const char *path, int *busy, int *lock_fd) {
+static gf__rec_file *gf__rec_file_open(const char *path, int *busy, int *err) {
+    gf__rec_file *f;
+    int fd;
 #if defined(_WIN32)
-    FILE *f = _fsopen(path, "wb", _SH_DENYWR);
-    *busy = !f && errno == EACCES;
-    *lock_fd = -1;
-    return f;
+    *err = _sopen_s(&fd, path, _O_WRONLY | _O_CREAT | _O_TRUNC | _O_BINARY | _O_NOINHERIT, _SH_DENYWR, _S_IREAD | _S_IWRITE);
+    *busy = *err == EACCES;
+    if (*err) return NULL;
 #else
-    /* the lock is taken on an fd of its own before fopen cuts the file (fdopen, which would
-       spare it, is not declared when <stdio.h> came first under strict C); it stays open, and
-       the lock held, until the file closes (gf__record_file_close) */
+    /* O_NONBLOCK: a FIFO with no reader is refused (ENXIO), not waited for. The lock is taken
+       before the file is cut, so a busy file keeps what its recorder wrote. */
     struct flock whole;
-    FILE *f;
-    int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644), locked;
-    *busy = 0;
-    *lock_fd = -1;
-    if (fd < 0) return NULL;
+    struct stat st;
+    int locked;
+    *busy = *err = 0;
+    if ((fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NONBLOCK, 0644)) < 0) { *err = errno; return NULL; }
     memset(&whole, 0, sizeof whole);
     whole.l_type = F_WRLCK; whole.l_whence = SEEK_SET;   /* l_len 0: to the end, however long */
 #  if defined(GF__F_OFD_SETLK)
@@ -10938,24 +11001,48 @@ static FILE *gf__record_file_open(const char *path, int *busy, int *lock_fd) {
 #  else
     locked = fcntl(fd, F_SETLK, &whole) == 0;
 #  endif
-    if (!locked) {
-        *busy = errno == EACCES || errno == EAGAIN;   /* anything else (a file system without locks): go on without */
-        if (*busy) { close(fd); return NULL; }
+    /* a file system without locks (any other errno) goes on without */
+    if (!locked && (errno == EACCES || errno == EAGAIN)) { *busy = 1; *err = errno; close(fd); return NULL; }
+    if (fstat(fd, &st) != 0 || (S_ISREG(st.st_mode) && ftruncate(fd, 0) != 0) ||
+        fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0) {
+        *err = errno;
+        close(fd);
+        return NULL;
     }
-    if (!(f = fopen(path, "wb"))) { close(fd); return NULL; }
-    *lock_fd = fd;
+#endif
+    if (!(f = (gf__rec_file *)GPUFLOW_MALLOC(sizeof *f))) { *err = ENOMEM; gf__fd_close(fd); return NULL; }
+    f->fd = fd;
+    f->len = 0;
     return f;
-#endif
 }
-/* Closes a recording's file and lets its lock go. 0, or EOF when the close failed. */
-static int gf__record_file_close(FILE *f, int lock_fd) {
-    int r = fclose(f);
-#if !defined(_WIN32)
-    if (lock_fd >= 0) close(lock_fd);
-#else
-    (void)lock_fd;
-#endif
-    return r;
+/* What gf__rec_file_put buffered, to the file: 0, or the errno value of the failure. */
+static int gf__rec_file_drain(gf__rec_file *f) {
+    int err = gf__fd_write_all(f->fd, f->out, f->len, 0) ? 0 : errno;
+    f->len = 0;
+    return err;
+}
+static int gf__rec_file_put(gf__rec_file *f, const void *p, size_t n) {   /* 0, or an errno value */
+    int err;
+    if (n <= sizeof f->out - f->len) { memcpy(f->out + f->len, p, n); f->len += n; return 0; }
+    if ((err = gf__rec_file_drain(f)) != 0) return err;
+    if (n < sizeof f->out) { memcpy(f->out, p, n); f->len = n; return 0; }
+    return gf__fd_write_all(f->fd, p, n, 0) ? 0 : errno;
+}
+/* Writes what is buffered and closes the file, letting its lock go: 0, or an errno value. */
+static int gf__rec_file_close(gf__rec_file *f) {
+    int err = gf__rec_file_drain(f);
+    if (gf__fd_close(f->fd) != 0 && !err) err = errno;
+    GPUFLOW_FREE(f);
+    return err;
+}
+/* Why a write failed, for a message: this thread's copy, so it outlives gf__rec.lock; two, taken
+   in turn, so the reason a recording stopped outlives the failure to close it. */
+static const char *gf__rec_file_why(const char *what, int err) {
+    static GF__TLS char why[2][192];
+    static GF__TLS int turn;
+    turn ^= 1;
+    snprintf(why[turn], sizeof why[turn], "%s (%s)", what, strerror(err));
+    return why[turn];
 }
 
 static void gf__rec_put(const void *p, size_t n) {
@@ -11229,25 +11316,31 @@ static int gf__refused(const char *fn) {
    a CUT record ends the recording. Returns what to warn about (after the lock), or NULL. */
 static const char *gf__rec_close(uint16_t last);
 static const char *gf__rec_write_out(int flush);
+/* Ends the recording early (gf__rec.lock held) and keeps why, for gf_record_stop to tell. */
+static const char *gf__rec_cut(const char *stop) {
+    (void)gf__rec_close(GF__RC_CUT);   /* the file is marked cut short if it can be; stop says why it ended */
+    gf__copy_str(gf__rec.stopped_why, sizeof gf__rec.stopped_why, stop);
+    return stop;
+}
 static const char *gf__rec_emit(int flush) {   /* the record to the file; a failure ends the recording */
     const char *stop = gf__rec_write_out(flush);
-    if (stop) { const char *why = gf__rec_close(GF__RC_CUT); return why ? why : stop; }
-    return NULL;
+    return stop ? gf__rec_cut(stop) : NULL;
 }
 static const char *gf__rec_write_out(int flush) {   /* NULL, or why it was not written */
-    size_t i, n = gf__rec.len;
+    size_t i, n = gf__rec.len, head = gf__rec.blob ? gf__rec.blob_at : n;
     uint64_t total = n + (gf__rec.blob ? gf__rec.blob_n : 0);
     const char *stop = NULL;
+    int err;
     if (gf__rec.broken) stop = "out of host memory for a record: recording stopped";
     else if (total > gf__rec.limit - gf__rec.written || total - 4 > 0xffffffffu) {
         stop = "the recording reached its size limit (gf_record_desc.max_bytes, GPUFLOW_RECORD_LIMIT) and stopped there";
     } else {
         for (i = 0; i < 4; i++) gf__rec.buf[i] = (unsigned char)((total - 4) >> (8 * i));
-        if (fwrite(gf__rec.buf, 1, gf__rec.blob ? gf__rec.blob_at : n, gf__rec.file) != (gf__rec.blob ? gf__rec.blob_at : n) ||
-            (gf__rec.blob && (fwrite(gf__rec.blob, 1, (size_t)gf__rec.blob_n, gf__rec.file) != gf__rec.blob_n ||
-                              fwrite(gf__rec.buf + gf__rec.blob_at, 1, n - gf__rec.blob_at, gf__rec.file) != n - gf__rec.blob_at)) ||
-            (flush && fflush(gf__rec.file) != 0))
-            stop = "cannot write the recording (disk full?): recording stopped";
+        err = gf__rec_file_put(gf__rec.file, gf__rec.buf, head);
+        if (!err && gf__rec.blob) err = gf__rec_file_put(gf__rec.file, gf__rec.blob, (size_t)gf__rec.blob_n);
+        if (!err && gf__rec.blob) err = gf__rec_file_put(gf__rec.file, gf__rec.buf + head, n - head);
+        if (!err && flush) err = gf__rec_file_drain(gf__rec.file);
+        if (err) stop = gf__rec_file_why("cannot write the recording: recording stopped", err);
         else gf__rec.written += total;
     }
     gf__rec.blob = NULL;
@@ -11302,16 +11395,23 @@ static void gf__rec_late_unwant(int recording) {   /* its snapshots are not take
 }
 /* The stopped recording's file closes once it waits for no snapshot (gf__rec.lock held); all:
    whatever it waits for. */
+static void gf__rec_idle(void) {   /* with no file open, the record buffer goes too (gf__rec.lock held) */
+    if (gf__rec.file || gf__rec.tail) return;
+    GPUFLOW_FREE(gf__rec.buf);
+    gf__rec.buf = NULL;
+    gf__rec.len = gf__rec.cap = 0;
+}
 static void gf__rec_tail_settle(int all) {
     if (!gf__rec.tail || (!all && gf__rec_late_wanted_of(gf__rec.tail_of))) return;
     gf__rec_late_unwant(gf__rec.tail_of);
-    (void)gf__record_file_close(gf__rec.tail, gf__rec.tail_lock);   /* its END is written: a failure here loses a snapshot, which replays as zeros */
+    (void)gf__rec_file_close(gf__rec.tail);   /* its END is written: a failure here loses a snapshot, which replays as zeros */
     gf__rec.tail = NULL;
+    gf__rec_idle();
 }
 /* A snapshot built in gf__rec.buf, to the stopped recording's file (gf__rec.lock held): the
    writer's file and counters are the tail's for the one write. Past the limit it is left out. */
 static void gf__rec_tail_write(void) {
-    FILE *file = gf__rec.file;
+    gf__rec_file *file = gf__rec.file;
     uint64_t written = gf__rec.written, limit = gf__rec.limit;
     gf__rec.file = gf__rec.tail; gf__rec.written = gf__rec.tail_written; gf__rec.limit = gf__rec.tail_limit;
     (void)gf__rec_write_out(1);
@@ -11331,10 +11431,7 @@ static void gf__rec_late_run(void *user) {   /* the stream's callback */
         gf__rec_u64(l->number);
         gf__rec_blob_in_place(l->p, l->n);
         if (tail) gf__rec_tail_write();
-        else if ((why = gf__rec_write_out(0)) != NULL) {
-            const char *closing = gf__rec_close(GF__RC_CUT);
-            if (closing) why = closing;
-        }
+        else if ((why = gf__rec_write_out(0)) != NULL) why = gf__rec_cut(why);
     }
     if (tail) gf__rec_tail_settle(0);
     gf__copy_str(path, sizeof path, gf__rec.path);
@@ -11405,27 +11502,29 @@ static void gf__rec_late_cancel(uint64_t number) {
    one takes none: it is past its limit). */
 static const char *gf__rec_close(uint16_t last) {
     const char *why = NULL;
+    int err = 0;
     if (!gf__rec.file) return NULL;
     if (last != GF__RC_END) gf__rec_late_unwant(gf__rec.recording);
     gf__rec_begin(last, GF_OK);   /* no size check: the limit leaves room for it */
     if (!gf__rec.broken) gf__rec.buf[0] = (unsigned char)(gf__rec.len - 4);
-    if (gf__rec.broken || fwrite(gf__rec.buf, 1, gf__rec.len, gf__rec.file) != gf__rec.len) why = "cannot write the recording's last record";
+    if (gf__rec.broken) why = "out of host memory for the recording's last record";
+    else if ((err = gf__rec_file_put(gf__rec.file, gf__rec.buf, gf__rec.len)) != 0) why = gf__rec_file_why("cannot write the recording's last record", err);
     gf__rec_tail_settle(1);   /* an earlier one's (gf_record_start closed it already) */
-    if (!why && gf__rec_late_wanted_of(gf__rec.recording) && fflush(gf__rec.file) == 0) {
+    if (!why && gf__rec_late_wanted_of(gf__rec.recording) && gf__rec_file_drain(gf__rec.file) == 0) {
         gf__rec.tail = gf__rec.file;
-        gf__rec.tail_lock = gf__rec.file_lock;
         gf__rec.tail_of = gf__rec.recording;
         gf__rec.tail_written = gf__rec.written + gf__rec.len;
         gf__rec.tail_limit = gf__rec.limit + 64;   /* what the END's room was for */
     } else {
         gf__rec_late_unwant(gf__rec.recording);
-        if (gf__record_file_close(gf__rec.file, gf__rec.file_lock) != 0 && !why) why = "cannot close the recording";
+        if ((err = gf__rec_file_close(gf__rec.file)) != 0 && !why) why = gf__rec_file_why("cannot close the recording", err);
     }
     gf__rec.file = NULL;
     gf__atomic_store_int(&gf__rec_on, 0);
     GPUFLOW_FREE(gf__rec.map);
     gf__rec.map = NULL;
     gf__rec.map_cap = gf__rec.map_count = 0;
+    gf__rec_idle();
     return why;
 }
 
@@ -11956,30 +12055,36 @@ GPUFLOW_IMPL gf_result gf_synchronize_all(gf_stream *const *streams, int count, 
 
 GPUFLOW_IMPL gf_result gf_record_start(const gf_record_desc *desc) {
     unsigned char head[16];
-    int i, busy;
+    int i, busy, err;
     if (!desc || !desc->path || !*desc->path) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_record_start: desc->path is required");
+#if !defined(_WIN32)
+    pthread_once(&gf__fork_once, gf__fork_register);   /* a fork's child drops the recording (gf__rec_after_fork) */
+#endif
     gf__spin_lock(&gf__rec.lock);
     if (gf__rec.file) {
         gf__spin_unlock(&gf__rec.lock);
         return gf__fail(GF_ERROR_INVALID_STATE, "gf_record_start: already recording to %s (gf_record_stop first)", gf__rec.path);
     }
     gf__rec_tail_settle(1);   /* the last one's snapshots still queued are left out (it may be this path) */
-    if (!(gf__rec.file = gf__record_file_open(desc->path, &busy, &gf__rec.file_lock))) {
+    if (!(gf__rec.file = gf__rec_file_open(desc->path, &busy, &err))) {
         gf__spin_unlock(&gf__rec.lock);
         if (busy)
             return gf__fail(GF_ERROR_INVALID_STATE, "gf_record_start: another recorder writes '%s' (another process, or another copy of gpuflow in this one: "
                                                     "give each its own file, e.g. with %%p in GPUFLOW_RECORD)", desc->path);
-        return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_record_start: cannot open '%s' for writing", desc->path);
+        return gf__fail(err == ENOMEM || err == EMFILE || err == ENFILE ? GF_ERROR_OUT_OF_MEMORY : GF_ERROR_INVALID_ARGUMENT,
+                        "gf_record_start: cannot open '%s' for writing (%s)", desc->path,
+                        err == ENXIO ? "a FIFO that no process reads" : strerror(err));
     }
     memcpy(head, "gpuflowR", 8);
     for (i = 0; i < 4; i++) head[8 + i] = (unsigned char)(GF__REC_VERSION >> (8 * i));
     for (i = 0; i < 4; i++) head[12 + i] = (unsigned char)((desc->device_to_host ? 1u : 0u) >> (8 * i));
-    if (fwrite(head, 1, sizeof head, gf__rec.file) != sizeof head || fflush(gf__rec.file) != 0) {   /* flushed: a full disk is told now */
-        gf__record_file_close(gf__rec.file, gf__rec.file_lock);
+    if ((err = gf__rec_file_put(gf__rec.file, head, sizeof head)) != 0 || (err = gf__rec_file_drain(gf__rec.file)) != 0) {   /* written now: a full disk is told now */
+        (void)gf__rec_file_close(gf__rec.file);
         gf__rec.file = NULL;
         gf__spin_unlock(&gf__rec.lock);
-        return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_record_start: cannot write '%s'", desc->path);
+        return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_record_start: cannot write '%s' (%s)", desc->path, strerror(err));
     }
+    gf__rec.stopped_why[0] = 0;
     gf__copy_str(gf__rec.path, sizeof gf__rec.path, desc->path);
     gf__rec.written = sizeof head;
     gf__rec.limit = desc->max_bytes ? desc->max_bytes : GF__DEFAULT_RECORD_LIMIT;
@@ -11998,12 +12103,40 @@ GPUFLOW_IMPL gf_result gf_record_stop(void) {
     const char *why;
     char path[512];
     gf__spin_lock(&gf__rec.lock);
-    if (!gf__rec.file) { gf__spin_unlock(&gf__rec.lock); return gf__fail(GF_ERROR_INVALID_STATE, "gf_record_stop: not recording"); }
+    if (!gf__rec.file) {
+        gf__copy_str(path, sizeof path, gf__rec.stopped_why);
+        gf__spin_unlock(&gf__rec.lock);
+        gf__rec.stopped_why[0] = 0;   /* told once */
+        return gf__fail(GF_ERROR_INVALID_STATE, "gf_record_stop: not recording%s%s%s", *path ? " (the recording stopped early: " : "", path, *path ? ")" : "");
+    }
     why = gf__rec_close(GF__RC_END);
     gf__copy_str(path, sizeof path, gf__rec.path);
     gf__spin_unlock(&gf__rec.lock);
     return why ? gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_record_stop: %s: %s", path, why) : GF_OK;
 }
+
+#if !defined(_WIN32)
+/* fork's child, where no other thread runs: the parent's recording stays the parent's. Its file
+   closes here without a write (a fork in the middle of a record would end it mid-way), nothing
+   the child does is recorded unless it starts a recording of its own, and the recorder's lock,
+   which a parent thread may have held at the fork, starts free. */
+static void gf__rec_after_fork(void) {
+    gf__rec_file *files[2];
+    gf__rec_late *l;
+    int i;
+    files[0] = gf__rec.file; files[1] = gf__rec.tail;
+    for (i = 0; i < 2; i++) if (files[i]) { close(files[i]->fd); GPUFLOW_FREE(files[i]); }
+    while ((l = gf__rec.late) != NULL) { gf__rec.late = l->next; GPUFLOW_FREE(l); }   /* their callbacks stayed in the parent */
+    GPUFLOW_FREE(gf__rec.map);
+    gf__rec.file = gf__rec.tail = NULL;
+    gf__rec.map = NULL;
+    gf__rec.map_cap = gf__rec.map_count = 0;
+    gf__rec_idle();
+    gf__rec.stopped_why[0] = 0;
+    gf__atomic_store_int(&gf__rec_on, 0);
+    gf__atomic_store_int(&gf__rec.lock, 0);
+}
+#endif
 
 /* GPUFLOW_RECORD=file (GPUFLOW_RECORD_LIMIT=bytes): recording from the first device open to exit. */
 static void gf__rec_at_exit(void) { if (gf__rec.file) (void)gf_record_stop(); }
@@ -12022,8 +12155,9 @@ static void gf__env_record(void) {
     named[n] = 0;
     if (*path) { gf__env_warn("gpuflow: GPUFLOW_RECORD: the name is too long; nothing is recorded"); return; }
     if (limit && *limit) {
+        errno = 0;
         d.max_bytes = (uint64_t)strtoull(limit, &end, 10);
-        if (*end || !d.max_bytes) {
+        if (*end || !d.max_bytes || *limit < '0' || *limit > '9' || errno == ERANGE) {   /* strtoull takes "-1" and clamps past 2^64 */
             gf__env_warn("gpuflow: GPUFLOW_RECORD_LIMIT=%s: expected a number of bytes; the default (%llu) holds", limit,
                        (unsigned long long)GF__DEFAULT_RECORD_LIMIT);
             d.max_bytes = 0;

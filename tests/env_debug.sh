@@ -83,6 +83,14 @@ if has '^gpuflow: GPUFLOW_STUB_THREADS=abc is not understood' && ! has 'size is 
     ok "GPUFLOW_STUB_THREADS=abc: named in a warning with no switch on (it was silent), and nothing else is"
 else fail "GPUFLOW_STUB_THREADS=abc: stderr has: $(head -c 300 "$out/err")"; fi
 
+for v in -1 99999999999999999999999; do   # strtoull read both as huge limits (review S)
+    run GPUFLOW_RECORD="$out/limit.gfrec" GPUFLOW_RECORD_LIMIT=$v
+    if has "^gpuflow: GPUFLOW_RECORD_LIMIT=$v: expected a number of bytes" && grep -q '^done$' "$out/out"; then
+        ok "GPUFLOW_RECORD_LIMIT=$v: named in a warning, the default limit holds"
+    else fail "GPUFLOW_RECORD_LIMIT=$v: stderr has: $(head -c 300 "$out/err")"; fi
+    rm -f "$out/limit.gfrec"
+done
+
 run GPUFLOW_BACKEND=bogus
 if has '^gpuflow: GPUFLOW_BACKEND=bogus: expected one of' && grep -q '^auto refused$' "$out/out" && grep -q '^done$' "$out/out"; then
     ok "GPUFLOW_BACKEND=bogus: AUTO's open fails and the warning says why (it was silent)"

@@ -348,7 +348,7 @@ static void nc_waits_from_callback(void *user, gf_result status)
 }
 /* The profiler's report and trace, and a stream pool's destroy, from a callback of one of the
    pool's streams: each waited for the callback for good (found by review). */
-typedef struct nc_pool_inside { gf_stream_pool *pool; gf_result report, trace; int pool_kept; th_flag done; } nc_pool_inside;
+typedef struct nc_pool_inside { gf_stream_pool *pool; gf_stream_set *set; gf_result report, trace; int pool_kept, set_kept; th_flag done; } nc_pool_inside;
 static void nc_more_waits_from_callback(void *user, gf_result status)
 {
     nc_pool_inside *u = (nc_pool_inside *)user;
@@ -362,6 +362,15 @@ static void nc_more_waits_from_callback(void *user, gf_result status)
     th_prime();
     gf_stream_pool_destroy(u->pool);
     u->pool_kept = contains(gf_last_error(), "host callback");
+    th_flag_add(&u->done, 1);
+}
+static void nc_set_destroy_from_callback(void *user, gf_result status)
+{
+    nc_pool_inside *u = (nc_pool_inside *)user;
+    (void)status;
+    th_prime();
+    gf_stream_set_destroy(u->set);   /* hung for good (found by review) */
+    u->set_kept = contains(gf_last_error(), "host callback") && gf_stream_set_get(u->set, 0) != NULL;
     th_flag_add(&u->done, 1);
 }
 static void test_more_waits_in_callbacks(void)
@@ -380,6 +389,12 @@ static void test_more_waits_in_callbacks(void)
         }
         gf_stream_pool_release(u.pool, ps);
         gf_stream_pool_destroy(u.pool);
+    }
+    if (CHECK_EQ_RESULT(gf_stream_set_create(dev, 2, "set", &u.set), GF_OK)) {
+        CHECK_EQ_RESULT(gf_stream_add_callback(gf_stream_set_get(u.set, 1), nc_set_destroy_from_callback, &u), GF_OK);
+        if (CHECK(th_flag_wait(&u.done, 2, TH_WAIT_MS), "7: the callback returned (the set's destroy inside it did not hang)"))
+            CHECK(u.set_kept, "7: gf_stream_set_destroy from a callback of one of its streams is refused and keeps the set");
+        gf_stream_set_destroy(u.set);
     }
     CHECK_EQ_RESULT(gf_profiler_enable(dev, 0), GF_OK);
     th_flag_destroy(&u.done);

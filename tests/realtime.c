@@ -221,6 +221,51 @@ static void test_pacing_holds_nothing(void)
     pace_set = NULL; pace_flow = NULL;
 }
 
+/* A task that waits (on the host) for a gf_event_on_complete callback that asks the flow for its
+   stats and frames: the run holds the flow meanwhile, and the queries waited for it while it
+   waited for them, for good (found by review). They now answer with the counts as the last run
+   left them. */
+typedef struct ask_flow { gf_flow *flow; gf_event *ev; gf_result stats, frames; uint64_t runs; th_flag asked; } ask_flow;
+static void ask_flow_cb(void *user, gf_result status)
+{
+    ask_flow *u = (ask_flow *)user;
+    gf_flow_stats st;
+    gf_frame_info fi;
+    (void)status;
+    memset(&st, 0, sizeof st);
+    u->stats = gf_flow_get_stats(u->flow, &st);
+    u->frames = gf_flow_frames(u->flow, &fi);
+    u->runs = st.runs;
+    th_flag_add(&u->asked, 1);
+}
+static gf_result ask_flow_task(gf_stream *on, void *user)
+{
+    ask_flow *u = (ask_flow *)user;
+    gf_result r;
+    if ((r = gf_event_record(u->ev, on)) != GF_OK || (r = gf_event_on_complete(u->ev, ask_flow_cb, u, NULL)) != GF_OK) return r;
+    return th_flag_wait(&u->asked, 1, 5000) ? GF_OK : GF_TIMEOUT;
+}
+static void test_queries_from_callbacks(void)
+{
+    gf_stream_pool *pool = NULL;
+    gf_task t = 0;
+    ask_flow u;
+    memset(&u, 0, sizeof u);
+    th_flag_init(&u.asked);
+    u.stats = u.frames = GF_ERROR_INVALID_STATE;
+    if (CHECK_EQ_RESULT(gf_flow_create(dev, NULL, &u.flow), GF_OK) && CHECK_EQ_RESULT(gf_event_create(dev, 0, &u.ev), GF_OK) &&
+        CHECK_EQ_RESULT(gf_stream_pool_create(dev, NULL, &pool), GF_OK) && CHECK_EQ_RESULT(gf_flow_add(u.flow, "asks", ask_flow_task, &u, &t), GF_OK)) {
+        CHECK_EQ_RESULT(gf_flow_run(u.flow, pool), GF_OK);
+        CHECK(th_flag_get(&u.asked) == 1 && u.stats == GF_OK && u.frames == GF_OK && u.runs == 0,
+              "queries: a callback that a running task waits for gets the flow's stats and frames as the last run left them");
+        CHECK_EQ_RESULT(gf_stream_pool_synchronize(pool), GF_OK);
+    }
+    if (pool) gf_stream_pool_destroy(pool);
+    if (u.ev) gf_event_destroy(u.ev);
+    if (u.flow) gf_flow_destroy(u.flow);
+    th_flag_destroy(&u.asked);
+}
+
 /* A pacing wait whose run another thread counts meanwhile: the run's end event goes back to
    the device's pool, and a profiled operation held by a gate takes it and records it anew.
    The wait waited for that unrelated work until it timed out (found by review). */
@@ -460,6 +505,7 @@ int main(int argc, char **argv)
     test_frames();
     test_flow_frames();
     test_pacing_holds_nothing();
+    test_queries_from_callbacks();
     test_pacing_event_reused(backend);
     test_budgets(backend);
     test_budget_callbacks();

@@ -44,6 +44,8 @@
 #include <sys/wait.h>
 #include <sys/stat.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <pthread.h>
 
 
 #define N 1024u
@@ -1697,6 +1699,129 @@ static void test_alone(char *self, const char *name)
 #endif
     remove(path2);
 }
+/* The process around a recording (review S1-S5). A fork's child drops the parent's recording:
+   its exit writes nothing into the parent's file, and a recorder's lock that a parent thread
+   held at the fork does not hang the child's first call. The file is close-on-exec, a FIFO with
+   no reader is refused rather than waited for, and a signal (EINTR) in the middle of a write
+   is retried instead of ending the recording. */
+static volatile sig_atomic_t ticks;
+static void on_tick(int sig) { (void)sig; ticks++; }
+typedef struct { int fd; const char *to; pthread_t main; volatile int done; } pipe_reader;
+static void *drain_pipe(void *user)   /* lets the pipe fill, then copies it to a file */
+{
+    pipe_reader *pr = (pipe_reader *)user;
+    FILE *f = fopen(pr->to, "wb");
+    char chunk[4096];
+    ssize_t got;
+    th_sleep_ms(100);
+    while ((got = read(pr->fd, chunk, sizeof chunk)) > 0) if (f) fwrite(chunk, 1, (size_t)got, f);
+    if (f) fclose(f);
+    return NULL;
+}
+static void *ticker(void *user)   /* a signal to the recording thread every 0.5 ms */
+{
+    pipe_reader *pr = (pipe_reader *)user;
+    struct timespec half = { 0, 500 * 1000 };
+    while (!pr->done) { pthread_kill(pr->main, SIGUSR1); nanosleep(&half, NULL); }
+    return NULL;
+}
+static void test_process(void)
+{
+    gf_record_desc rd;
+    gf_replay_desc d;
+    gf_replay_report rep;
+    gf_device *dev = NULL;
+    gf_buffer *b = NULL;
+    gf_stream *s = NULL;
+    int status = -1, i, fds[2];
+    pid_t pid;
+    snprintf(path2, sizeof path2, "record_%d_process.gfrec", (int)getpid());
+    memset(&rd, 0, sizeof rd);
+    rd.path = path2;
+    CHECK_EQ_RESULT(gf_record_start(&rd), GF_OK);
+    {
+        struct stat want, st;
+        int fd, found = 0, inherited = 0;
+        if (stat(path2, &want) == 0)
+            for (fd = 3; fd < 1024; fd++)
+                if (fstat(fd, &st) == 0 && st.st_dev == want.st_dev && st.st_ino == want.st_ino) {
+                    found++;
+                    if (!(fcntl(fd, F_GETFD) & FD_CLOEXEC)) inherited++;
+                }
+        CHECK(found && !inherited, "process: every fd of the recording is close-on-exec");
+    }
+    if (CHECK_EQ_RESULT(gf_device_open(backend, 0, &dev), GF_OK) && CHECK_EQ_RESULT(gf_buffer_create(dev, 64, &b), GF_OK) &&
+        CHECK_EQ_RESULT(gf_stream_create(dev, NULL, &s), GF_OK)) {
+        for (i = 0; i < 8; i++) gf_fill32_async(s, b, 0, (uint32_t)i, 16);   /* records not yet written at the fork */
+        fflush(stdout);
+        if ((pid = fork()) == 0) exit(0);   /* exit, not _exit: what is left to write at exit is written */
+        CHECK(pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0, "process: a child that only exits");
+        gf__spin_lock(&gf__rec.lock);   /* as a thread in the middle of a record at the fork */
+        fflush(stdout);
+        if ((pid = fork()) == 0) {
+            gf_device *child = NULL;
+            alarm(20);
+            if (gf_device_open(GF_BACKEND_STUB, 0, &child) != GF_OK) _exit(3);
+            gf_device_close(child);
+            _exit(gf_record_stop() == GF_ERROR_INVALID_STATE ? 0 : 4);   /* the parent's recording is not the child's */
+        }
+        gf__spin_unlock(&gf__rec.lock);
+        CHECK(pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+              "process: a child whose parent held the recorder's lock at the fork opens a device, unrecorded");
+    }
+    if (s) gf_stream_destroy(s);
+    if (b) gf_buffer_destroy(b);
+    if (dev) gf_device_close(dev);
+    CHECK_EQ_RESULT(gf_record_stop(), GF_OK);
+    replay_desc(&d, path2, GF_BACKEND_AUTO);
+    CHECK_EQ_RESULT(gf_replay(&d, &rep), GF_OK);
+    CHECK(rep.calls == 14 && rep.mismatches == 0 && !rep.cut, "process: the file has the parent's 14 calls and no child's");
+    remove(path2);
+
+    if (CHECK(mkfifo(path2, 0600) == 0, "process: a FIFO")) {
+        fflush(stdout);
+        if ((pid = fork()) == 0) { alarm(20); _exit(gf_record_start(&rd) == GF_ERROR_INVALID_ARGUMENT && strstr(gf_last_error(), "FIFO") ? 0 : 3); }
+        CHECK(pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+              "process: a FIFO that no process reads is refused, not waited for");
+        remove(path2);
+    }
+
+    if (CHECK(pipe(fds) == 0, "process: a pipe")) {
+        struct sigaction sa, old;
+        pipe_reader pr;
+        pthread_t reader, tick;
+        char at[64];
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_tick;   /* no SA_RESTART: a write the signal interrupts fails with EINTR */
+        sigaction(SIGUSR1, &sa, &old);
+        snprintf(at, sizeof at, "/dev/fd/%d", fds[1]);
+        pr.fd = fds[0]; pr.to = path2; pr.main = pthread_self(); pr.done = 0;
+        rd.path = at;
+        CHECK_EQ_RESULT(gf_record_start(&rd), GF_OK);
+        close(fds[1]);   /* the recording holds its own */
+        pthread_create(&reader, NULL, drain_pipe, &pr);
+        pthread_create(&tick, NULL, ticker, &pr);
+        if (CHECK_EQ_RESULT(gf_device_open(backend, 0, &dev), GF_OK)) {
+            if (CHECK_EQ_RESULT(gf_stream_create(dev, NULL, &s), GF_OK)) {
+                for (i = 0; i < 20000; i++) gf_fill32_async(s, NULL, 0, 0, 1);   /* refused fills: about 1 MB of records */
+                gf_stream_destroy(s);
+            }
+            gf_device_close(dev);
+        }
+        CHECK_EQ_RESULT(gf_record_stop(), GF_OK);
+        pr.done = 1;
+        pthread_join(tick, NULL);
+        pthread_join(reader, NULL);
+        close(fds[0]);
+        sigaction(SIGUSR1, &old, NULL);
+        CHECK(ticks > 0, "process: signals came while the pipe was full");
+        rd.path = path2;
+        replay_desc(&d, path2, GF_BACKEND_AUTO);
+        CHECK_EQ_RESULT(gf_replay(&d, &rep), GF_OK);
+        CHECK(rep.calls == 20004 && rep.mismatches == 0 && !rep.cut, "process: signals in the middle of writes lose no record");
+        remove(path2);
+    }
+}
 static void test_env(char *self, const char *name)
 {
     char cmd[1024];
@@ -1765,6 +1890,7 @@ int main(int argc, char **argv)
     test_env(argv[0], name);
     test_env_pid(argv[0], name);
     test_alone(argv[0], name);
+    test_process();
     remove(path);
     return th_finish();
 }

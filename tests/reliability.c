@@ -610,8 +610,28 @@ static void test_logger_in_flow_task(void)
     CHECK_EQ_RESULT(gf_stream_pool_synchronize(pool), GF_OK);
     gf_stream_pool_destroy(pool);
 }
+/* A logger whose own gpuflow call fails: that failure's message called the logger inside
+   itself, for ever, until the stack overflowed (found by review). It is now left out, and the
+   call's result and gf_last_error() still tell the logger. */
+static int failing_logger_calls;
+static gf_result failing_logger_got;
+static int failing_logger_text;
+static void failing_logger(void *user, gf_log_level level, gf_result code, const char *message)
+{
+    (void)user; (void)level; (void)code;
+    if (!contains(message, "gf_stream_query")) return;   /* th_prime's own */
+    failing_logger_calls++;
+    failing_logger_got = gf_stream_query(NULL);
+    failing_logger_text = contains(gf_last_error(), "gf_stream_query");
+}
 static void test_logger_calls_back(void)
 {
+    failing_logger_calls = 0;
+    gf_set_logger(failing_logger, NULL);
+    CHECK_FAIL(gf_stream_query(NULL), GF_ERROR_INVALID_HANDLE);
+    gf_set_logger(NULL, NULL);
+    CHECK(failing_logger_calls == 1 && failing_logger_got == GF_ERROR_INVALID_HANDLE && failing_logger_text,
+          "logger: its own failing call is not logged to it (it recursed until the stack overflowed); the result and text still tell it");
     if (!CHECK_EQ_RESULT(gf_stream_set_create(R.dev, 2, "logged set", &logged_set), GF_OK)) return;
     logger_queried = 0;
     gf_set_logger(querying_logger, NULL);
