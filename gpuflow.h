@@ -1387,9 +1387,10 @@ GPUFLOW_API uint64_t  gf_faults_injected(void);   /* failures injected since the
    The file is written alone: another recorder writing it (another process given the same
    GPUFLOW_RECORD without %p, another copy of gpuflow in this process) makes gf_record_start
    refuse rather than cut it (locked while recording; the same process's second copy is seen on
-   Linux and Windows). A fork's child does not record unless it starts a recording of its own,
-   and writes nothing into the parent's file; the file is closed on exec; a FIFO with no reader
-   is refused, not waited for.
+   Linux and Windows; only a regular file is locked). A fork's child does not record unless it
+   starts a recording of its own, and writes nothing into the parent's file; the file is closed
+   on exec; a FIFO with no reader is refused, not waited for, and a pipe's reader that leaves
+   ends the recording (EPIPE), not the process (SIGPIPE).
    Codes: gf_record_start GF_ERROR_INVALID_STATE while recording or while another recorder
    writes the file, GF_ERROR_INVALID_ARGUMENT for a path that cannot be written (the system's
    reason in the message), GF_ERROR_OUT_OF_MEMORY out of memory or file descriptors;
@@ -1397,8 +1398,10 @@ GPUFLOW_API uint64_t  gf_faults_injected(void);   /* failures injected since the
    failed write or its limit ended early, with the reason). */
 typedef struct gf_record_desc {
     const char *path;             /* required: the file (replaced) */
-    uint64_t max_bytes;           /* size limit (default 1 GiB): the call that would pass it ends
-                                     the recording, and the file says it was cut */
+    uint64_t max_bytes;           /* size limit (default 1 GiB; at least 128): the call that would
+                                     pass it ends the recording, and the file says it was cut; a
+                                     snapshot still queued at the stop that would pass it is left
+                                     out (that copy replays zeros) */
     int device_to_host;           /* also gf_copy_to_host's bytes, which a replay compares
                                      (default: sizes only) */
 } gf_record_desc;
@@ -1596,6 +1599,7 @@ typedef HANDLE             gf__thread;
 #  include <unistd.h>
 #  include <ucontext.h>   /* the stub runs a syncing block's threads as fibers */
 #  include <fcntl.h>      /* the stub's shared memory (interop) */
+#  include <signal.h>     /* the recorder's writes to a pipe hold SIGPIPE off */
 #  include <sys/mman.h>
 #  include <sys/stat.h>
 #  if !defined(CLOCK_MONOTONIC)
@@ -6679,6 +6683,7 @@ struct gf__waiter {
     gf__wait *waits; int count, cap;
     uint64_t next_id;
     uint64_t firing;               /* id of the callback running now, or 0 */
+    int scan;                      /* where the next look for a completed wait starts */
 };
 
 /* Takes wait i off the list (w->lock held); its event still counts it (gf__wait_uncount). */
@@ -6771,12 +6776,16 @@ static void gf__after_waits_run(gf_event *ev, int after) {
     else if (after == GF__AFTER_POOL && gf__atomic_add_int(&ev->pool->waiting, -1) == 1) gf__event_pool_free(ev->pool);
 }
 
-/* Fires one completed wait (w->lock held, released around the callback); 0 if none is done. */
+/* Fires one completed wait (w->lock held, released around the callback); 0 if none is done.
+   The look goes on from where the last one fired, round the list: a backlog of n waits whose
+   completed ones lie late in it costs a query each per round, not n per callback fired. */
 static int gf__waiter_fire_one(gf__waiter *w) {
     GF__HELD(&w->lock);
-    int i;
-    for (i = 0; i < w->count; i++) {
-        gf_event *ev = w->waits[i].ev;
+    int k, i;
+    for (k = 0; k < w->count; k++) {
+        gf_event *ev;
+        i = (int)(((unsigned)w->scan + (unsigned)k) % (unsigned)w->count);
+        ev = w->waits[i].ev;
         gf_result r = gf__atomic_load_int(&ev->recorded) ? ev->dev->be->event_query(ev) : GF_OK;
         if (r != GF_NOT_READY) {
             gf__wait fire;
@@ -6785,6 +6794,7 @@ static int gf__waiter_fire_one(gf__waiter *w) {
             if (r == GF_OK && GF__RACE_ON(ev->dev)) gf__race_event_done(ev);
             fire = gf__waiter_take(w, i);   /* off the list (a cancel waits for it), still counted: a destroy
                                               or release meanwhile, by fn or another thread, is put off */
+            w->scan = i;   /* the last wait, moved into i, is looked at next */
             w->firing = fire.id;
             gf__unlock(&w->lock);
             fire.fn(fire.user, r);
@@ -10966,7 +10976,12 @@ static GF__TLS const void *gf__rec_retired; static GF__TLS uint32_t gf__rec_reti
    signal's EINTR is retried, the fd does not outlive an exec, and a fork's child drops the
    parent's unwritten bytes (gf__rec_after_fork) where stdio would write them again at its exit. */
 #define GF__REC_OUT_BYTES 65536
-typedef struct gf__rec_file { int fd; size_t len; unsigned char out[GF__REC_OUT_BYTES]; } gf__rec_file;
+typedef struct gf__rec_file {
+    int fd;
+    int pipe;   /* a FIFO or socket: a write there may raise SIGPIPE */
+    size_t len;
+    unsigned char out[GF__REC_OUT_BYTES];
+} gf__rec_file;
 
 /* Opens a recording's file for writing alone: a file another recorder writes (another process
    given the same GPUFLOW_RECORD without %p, or another copy of gpuflow in this process) is left
@@ -10980,45 +10995,68 @@ typedef struct gf__rec_file { int fd; size_t len; unsigned char out[GF__REC_OUT_
 #endif
 static gf__rec_file *gf__rec_file_open(const char *path, int *busy, int *err) {
     gf__rec_file *f;
-    int fd;
+    int fd, is_pipe = 0;
 #if defined(_WIN32)
     *err = _sopen_s(&fd, path, _O_WRONLY | _O_CREAT | _O_TRUNC | _O_BINARY | _O_NOINHERIT, _SH_DENYWR, _S_IREAD | _S_IWRITE);
-    *busy = *err == EACCES;
+    *busy = *err == EACCES && _doserrno == ERROR_SHARING_VIOLATION;   /* else a read-only file, a folder: no other recorder */
     if (*err) return NULL;
 #else
-    /* O_NONBLOCK: a FIFO with no reader is refused (ENXIO), not waited for. The lock is taken
-       before the file is cut, so a busy file keeps what its recorder wrote. */
-    struct flock whole;
+    /* O_NONBLOCK: a FIFO with no reader is refused (ENXIO), not waited for. Only a regular file
+       is locked and cut, the lock first, so a busy file keeps what its recorder wrote (a pipe,
+       a terminal or /dev/null has nothing to cut, and may have many writers). */
     struct stat st;
-    int locked;
     *busy = *err = 0;
     if ((fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NONBLOCK, 0644)) < 0) { *err = errno; return NULL; }
-    memset(&whole, 0, sizeof whole);
-    whole.l_type = F_WRLCK; whole.l_whence = SEEK_SET;   /* l_len 0: to the end, however long */
+    if (fstat(fd, &st) != 0) { *err = errno; close(fd); return NULL; }
+    if (S_ISREG(st.st_mode)) {
+        struct flock whole;
+        int locked;
+        memset(&whole, 0, sizeof whole);
+        whole.l_type = F_WRLCK; whole.l_whence = SEEK_SET;   /* l_len 0: to the end, however long */
 #  if defined(GF__F_OFD_SETLK)
-    locked = fcntl(fd, GF__F_OFD_SETLK, &whole) == 0;
-    if (!locked && errno == EINVAL) locked = fcntl(fd, F_SETLK, &whole) == 0;   /* a kernel before 3.15 */
+        locked = fcntl(fd, GF__F_OFD_SETLK, &whole) == 0;
+        if (!locked && errno == EINVAL) locked = fcntl(fd, F_SETLK, &whole) == 0;   /* a kernel before 3.15 */
 #  else
-    locked = fcntl(fd, F_SETLK, &whole) == 0;
+        locked = fcntl(fd, F_SETLK, &whole) == 0;
 #  endif
-    /* a file system without locks (any other errno) goes on without */
-    if (!locked && (errno == EACCES || errno == EAGAIN)) { *busy = 1; *err = errno; close(fd); return NULL; }
-    if (fstat(fd, &st) != 0 || (S_ISREG(st.st_mode) && ftruncate(fd, 0) != 0) ||
-        fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0) {
-        *err = errno;
-        close(fd);
-        return NULL;
+        /* a file system without locks (any other errno) goes on without */
+        if (!locked && (errno == EACCES || errno == EAGAIN)) { *busy = 1; *err = errno; close(fd); return NULL; }
+        if (ftruncate(fd, 0) != 0) { *err = errno; close(fd); return NULL; }
     }
+    is_pipe = S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode);
+    if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0) { *err = errno; close(fd); return NULL; }
 #endif
     if (!(f = (gf__rec_file *)GPUFLOW_MALLOC(sizeof *f))) { *err = ENOMEM; gf__fd_close(fd); return NULL; }
     f->fd = fd;
+    f->pipe = is_pipe;
     f->len = 0;
     return f;
 }
+/* Writes to a pipe or socket whose reader left raise SIGPIPE, which ends the process unless the
+   program handles it: the recorder's go with SIGPIPE blocked in this thread, and one they raise
+   is taken back before the mask is restored, so the write fails with EPIPE and the recording
+   ends with that reason. (Where the system lacks the POSIX calls, the plain write.) */
+static int gf__rec_file_write(const gf__rec_file *f, const void *p, size_t n) {   /* 0, or an errno value */
+#if !defined(_WIN32) && defined(SIG_BLOCK)
+    if (f->pipe) {
+        sigset_t pipe_only, old, pending;
+        int sig, err;
+        sigemptyset(&pipe_only);
+        sigaddset(&pipe_only, SIGPIPE);
+        pthread_sigmask(SIG_BLOCK, &pipe_only, &old);
+        err = gf__fd_write_all(f->fd, p, n, 0) ? 0 : errno;
+        if (err == EPIPE && !sigismember(&old, SIGPIPE) && sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE))
+            (void)sigwait(&pipe_only, &sig);   /* pending, so at once */
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        return err;
+    }
+#endif
+    return gf__fd_write_all(f->fd, p, n, 0) ? 0 : errno;
+}
 /* What gf__rec_file_put buffered, to the file: 0, or the errno value of the failure. */
 static int gf__rec_file_drain(gf__rec_file *f) {
-    int err = gf__fd_write_all(f->fd, f->out, f->len, 0) ? 0 : errno;
-    f->len = 0;
+    int err = gf__rec_file_write(f, f->out, f->len);
+    f->len = 0;   /* written or not: the failure ends the recording */
     return err;
 }
 static int gf__rec_file_put(gf__rec_file *f, const void *p, size_t n) {   /* 0, or an errno value */
@@ -11026,7 +11064,7 @@ static int gf__rec_file_put(gf__rec_file *f, const void *p, size_t n) {   /* 0, 
     if (n <= sizeof f->out - f->len) { memcpy(f->out + f->len, p, n); f->len += n; return 0; }
     if ((err = gf__rec_file_drain(f)) != 0) return err;
     if (n < sizeof f->out) { memcpy(f->out, p, n); f->len = n; return 0; }
-    return gf__fd_write_all(f->fd, p, n, 0) ? 0 : errno;
+    return gf__rec_file_write(f, p, n);
 }
 /* Writes what is buffered and closes the file, letting its lock go: 0, or an errno value. */
 static int gf__rec_file_close(gf__rec_file *f) {
@@ -11510,7 +11548,9 @@ static const char *gf__rec_close(uint16_t last) {
     if (gf__rec.broken) why = "out of host memory for the recording's last record";
     else if ((err = gf__rec_file_put(gf__rec.file, gf__rec.buf, gf__rec.len)) != 0) why = gf__rec_file_why("cannot write the recording's last record", err);
     gf__rec_tail_settle(1);   /* an earlier one's (gf_record_start closed it already) */
-    if (!why && gf__rec_late_wanted_of(gf__rec.recording) && gf__rec_file_drain(gf__rec.file) == 0) {
+    if (!why && gf__rec_late_wanted_of(gf__rec.recording) && (err = gf__rec_file_drain(gf__rec.file)) != 0)
+        why = gf__rec_file_why("cannot write the recording", err);
+    if (!why && gf__rec_late_wanted_of(gf__rec.recording)) {
         gf__rec.tail = gf__rec.file;
         gf__rec.tail_of = gf__rec.recording;
         gf__rec.tail_written = gf__rec.written + gf__rec.len;
@@ -12062,8 +12102,10 @@ GPUFLOW_IMPL gf_result gf_record_start(const gf_record_desc *desc) {
 #endif
     gf__spin_lock(&gf__rec.lock);
     if (gf__rec.file) {
+        char busy_path[sizeof gf__rec.path];
+        gf__copy_str(busy_path, sizeof busy_path, gf__rec.path);
         gf__spin_unlock(&gf__rec.lock);
-        return gf__fail(GF_ERROR_INVALID_STATE, "gf_record_start: already recording to %s (gf_record_stop first)", gf__rec.path);
+        return gf__fail(GF_ERROR_INVALID_STATE, "gf_record_start: already recording to %s (gf_record_stop first)", busy_path);
     }
     gf__rec_tail_settle(1);   /* the last one's snapshots still queued are left out (it may be this path) */
     if (!(gf__rec.file = gf__rec_file_open(desc->path, &busy, &err))) {
@@ -12105,8 +12147,8 @@ GPUFLOW_IMPL gf_result gf_record_stop(void) {
     gf__spin_lock(&gf__rec.lock);
     if (!gf__rec.file) {
         gf__copy_str(path, sizeof path, gf__rec.stopped_why);
-        gf__spin_unlock(&gf__rec.lock);
         gf__rec.stopped_why[0] = 0;   /* told once */
+        gf__spin_unlock(&gf__rec.lock);
         return gf__fail(GF_ERROR_INVALID_STATE, "gf_record_stop: not recording%s%s%s", *path ? " (the recording stopped early: " : "", path, *path ? ")" : "");
     }
     why = gf__rec_close(GF__RC_END);

@@ -46,6 +46,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <pthread.h>
+#include <sys/resource.h>
 
 
 #define N 1024u
@@ -1785,6 +1786,59 @@ static void test_process(void)
               "process: a FIFO that no process reads is refused, not waited for");
         remove(path2);
     }
+
+    /* review A: a reader that left a pipe killed the process (SIGPIPE); /dev/null was locked as
+       a file, so a second recorder of it was refused; a failed write at the stop was told only
+       when no snapshot was left to take */
+    fflush(stdout);
+    if ((pid = fork()) == 0) {
+        char at[64];
+        int fine = 1;
+        alarm(20);
+        if (pipe(fds) != 0) _exit(3);
+        snprintf(at, sizeof at, "/dev/fd/%d", fds[1]);
+        rd.path = at;
+        if (gf_record_start(&rd) != GF_OK) _exit(4);
+        close(fds[0]);
+        close(fds[1]);
+        if (gf_device_open(backend, 0, &dev) == GF_OK) gf_device_close(dev);   /* flushed: EPIPE */
+        fine = gf_record_stop() == GF_ERROR_INVALID_STATE && strstr(gf_last_error(), "Broken pipe") != NULL;
+        _exit(fine ? 0 : 5);
+    }
+    CHECK(pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+          "process: a pipe whose reader left ends the recording with EPIPE, told by gf_record_stop (SIGPIPE killed the process)");
+    rd.path = "/dev/null";
+    if (CHECK_EQ_RESULT(gf_record_start(&rd), GF_OK)) {
+        fflush(stdout);
+        if ((pid = fork()) == 0) { alarm(20); _exit(gf_record_start(&rd) == GF_OK && gf_record_stop() == GF_OK ? 0 : 3); }
+        CHECK(pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+              "process: /dev/null takes two recorders (only a regular file is locked)");
+        CHECK_EQ_RESULT(gf_record_stop(), GF_OK);
+    }
+    rd.path = path2;
+    fflush(stdout);
+    if ((pid = fork()) == 0) {
+        static unsigned char host[256 * 1024];
+        struct rlimit small;
+        gf_buffer *big = NULL;
+        th_gate held;
+        alarm(20);
+        signal(SIGXFSZ, SIG_IGN);
+        small.rlim_cur = small.rlim_max = 4096;
+        if (setrlimit(RLIMIT_FSIZE, &small) != 0 || gf_record_start(&rd) != GF_OK) _exit(3);
+        th_gate_init(&held);
+        if (gf_device_open(backend, 0, &dev) != GF_OK || gf_stream_create(dev, NULL, &s) != GF_OK || gf_buffer_create(dev, sizeof host, &big) != GF_OK ||
+            gf_stream_add_callback(s, th_gate_cb, &held) != GF_OK)
+            _exit(4);
+        for (i = 0; i < 600; i++) gf_fill32_async(s, big, 0, (uint32_t)i, 16);   /* buffered, past the file's 4 KiB */
+        if (gf_copy_to_device_async(s, big, 0, host, sizeof host) != GF_OK) _exit(5);   /* its snapshot waits behind the gate */
+        i = gf_record_stop() != GF_OK;
+        th_gate_open(&held);
+        _exit(i ? 0 : 6);
+    }
+    CHECK(pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+          "process: a write that fails at the stop is told while a snapshot is still to come (it returned GF_OK)");
+    remove(path2);
 
     if (CHECK(pipe(fds) == 0, "process: a pipe")) {
         struct sigaction sa, old;

@@ -1485,6 +1485,62 @@ static void test_destroy_async_held_by_graph(void)
     gf_stream_destroy(s);
 }
 
+/* The waiter thread looked for a completed wait from the front of its list each time: with n
+   waits still pending ahead of completed ones, each callback fired cost n event queries (a
+   soak's backlog grew without end). It now goes on round the list from where it last fired. The
+   device's table is a copy whose event query counts, put in before any thread of the device
+   starts. */
+static gf_result (*real_event_query)(gf_event *);
+static int waiter_queries;
+static gf_result counted_event_query(gf_event *ev) { __atomic_fetch_add(&waiter_queries, 1, __ATOMIC_RELAXED); return real_event_query(ev); }
+static void count_fired(void *user, gf_result status) { (void)status; th_flag_add((th_flag *)user, 1); }
+static void test_waiter_backlog(void)
+{
+    enum { PENDING = 400, DONE = 400 };
+    static gf__backend counting;
+    gf_device *dev = NULL;
+    gf_stream *held = NULL, *open_ = NULL;
+    gf_event *ev[PENDING + DONE];
+    th_gate gates[2];
+    th_flag fired;
+    int i, queries;
+    memset(ev, 0, sizeof ev);
+    if (!CHECK_EQ_RESULT(gf_device_open(R.backend, 0, &dev), GF_OK)) return;
+    counting = *dev->be;
+    real_event_query = counting.event_query;
+    counting.event_query = counted_event_query;
+    dev->be = &counting;
+    th_gate_init(&gates[0]); th_gate_init(&gates[1]);
+    th_flag_init(&fired);
+    if (CHECK_EQ_RESULT(gf_stream_create(dev, NULL, &held), GF_OK) && CHECK_EQ_RESULT(gf_stream_create(dev, NULL, &open_), GF_OK) &&
+        CHECK_EQ_RESULT(gf_stream_add_callback(held, th_gate_cb, &gates[0]), GF_OK) &&
+        CHECK_EQ_RESULT(gf_stream_add_callback(open_, th_gate_cb, &gates[1]), GF_OK)) {
+        int ok = 1;
+        for (i = 0; i < PENDING + DONE && ok; i++)   /* the held stream's waits first in the list */
+            ok = gf_event_create(dev, 0, &ev[i]) == GF_OK && gf_event_record(ev[i], i < PENDING ? held : open_) == GF_OK &&
+                 gf_event_on_complete(ev[i], count_fired, &fired, NULL) == GF_OK;
+        if (CHECK(ok, "waiter backlog: the waits are made")) {
+            th_gate_wait_entered(&gates[1], 1, TH_WAIT_MS);
+            queries = __atomic_load_n(&waiter_queries, __ATOMIC_RELAXED);
+            th_gate_open(&gates[1]);
+            CHECK(th_flag_wait(&fired, DONE, TH_WAIT_MS), "waiter backlog: the open stream's waits fire while the held stream's wait");
+            queries = __atomic_load_n(&waiter_queries, __ATOMIC_RELAXED) - queries;
+            printf("  waiter backlog: %d event queries fired %d callbacks behind %d pending waits\n", queries, DONE, PENDING);
+            CHECK(queries < 20 * (PENDING + DONE), "waiter backlog: a query or so per wait and round, not the whole pending list per callback");
+        }
+    }
+    th_gate_open(&gates[0]);
+    th_gate_open(&gates[1]);
+    if (dev) CHECK_EQ_RESULT(gf_device_synchronize(dev), GF_OK);
+    CHECK(th_flag_wait(&fired, PENDING + DONE, TH_WAIT_MS), "waiter backlog: every wait fired once the stream went on");
+    for (i = 0; i < PENDING + DONE; i++) if (ev[i]) gf_event_destroy(ev[i]);
+    if (held) gf_stream_destroy(held);
+    if (open_) gf_stream_destroy(open_);
+    gf_device_close(dev);
+    th_gate_destroy(&gates[0]); th_gate_destroy(&gates[1]);
+    th_flag_destroy(&fired);
+}
+
 int main(int argc, char **argv)
 {
     gf_result r;
@@ -1523,6 +1579,7 @@ int main(int argc, char **argv)
     test_graph_args_update_threads();
     test_cache_wait_behind_allocating_callback();
     test_destroy_async_held_by_graph();
+    test_waiter_backlog();
 #ifdef GPUFLOW_OPENCL
     fcl_done();
 #endif
