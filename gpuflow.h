@@ -1294,7 +1294,11 @@ GPUFLOW_API void      gf_range_pop(gf_stream *s);
    one a write, that nothing orders, as a warning through the logger and in gf_race_report.
    GF_RACE_CHECK_ON turns it on, 0 off; GPUFLOW_RACE_CHECK=1 in the environment turns it on for
    every device at open. Off, it costs one branch per operation. Graphs replay the accesses
-   seen while they were captured (capture with the detector on). */
+   seen while they were captured (capture with the detector on), as one operation of the
+   launching stream: races between a graph's own branches are not seen. A host wait teaches
+   the host what had been queued when it began. Not seen either: orderings through another
+   device's streams (a chain across devices is reported), and one memory under two handles
+   (an export and its import); README "Finding races and hangs" lists the limits. */
 GPUFLOW_API gf_result gf_race_check_enable(gf_device *dev, unsigned flags);
 GPUFLOW_API gf_result gf_race_report(gf_device *dev, gf_race_info *out);
 /* Hang diagnostics: each stream's operations not known to be done, what it waits on, running
@@ -2952,8 +2956,12 @@ static void gf__race_record(gf_event *ev, gf_stream *s);
 static void gf__race_wait(gf_stream *s, gf_event *ev);
 static void gf__race_signal(gf_stream *s, gf_semaphore *sem);
 static void gf__race_sem_wait(gf_stream *s, gf_semaphore *sem);
-static void gf__race_event_done(gf_event *ev);
-static void gf__race_stream_done(gf_stream *s);
+/* What a wait's success teaches the host: the clock of the stream (the event) as the wait
+   began, since another thread may queue on it (record it anew) meanwhile. Empty: detector off. */
+typedef struct gf__race_seen { uint64_t *vc; int n; } gf__race_seen;
+static gf__race_seen gf__race_seen_stream(gf_stream *s);
+static gf__race_seen gf__race_seen_event(gf_event *ev);
+static void gf__race_seen_done(gf_device *dev, gf__race_seen *seen, int done);
 static void gf__race_free(gf_buffer *buf, gf_stream *s);
 static void gf__race_forget(gf_buffer *buf);
 static void gf__race_close(gf_device *dev);
@@ -4140,11 +4148,10 @@ static gf_result gf__stream_new_on(gf_device *dev, const char *label, gf_priorit
 
 /* The answer of a wait or query of s: done (the host now knows its work so far completed),
    not yet, or a failure the stream keeps. */
-static gf_result gf__stream_settle(gf_stream *s, gf_result r, uint64_t seen) {
-    if (r == GF_OK) {
-        gf__atomic_store(&s->retired, seen);
-        if (GF__RACE_ON(s->dev)) gf__race_stream_done(s);
-    } else if (r != GF_NOT_READY) gf__atomic_store_int(&s->status, (int)r);
+static gf_result gf__stream_settle(gf_stream *s, gf_result r, uint64_t seen, gf__race_seen *race_seen) {
+    if (r == GF_OK) gf__atomic_store(&s->retired, seen);
+    else if (r != GF_NOT_READY) gf__atomic_store_int(&s->status, (int)r);
+    gf__race_seen_done(s->dev, race_seen, r == GF_OK);
     return r;
 }
 
@@ -4168,13 +4175,14 @@ static void gf__warn_foreign_wait(gf_stream *s) {
 
 static gf_result gf__stream_sync(gf_stream *s) {
     uint64_t seen = gf__atomic_load(&s->submitted);
+    gf__race_seen race_seen = gf__race_seen_stream(s);
     gf__warn_foreign_wait(s);
     if (s->dev->hang_ms && gf__poll(gf__stream_query_settled, s, s->dev->hang_ms) == GF_TIMEOUT) {
         char what[128];
         snprintf(what, sizeof what, "waiting for stream '%s'", s->label);
         gf__hang_report(s->dev, what);
     }
-    return gf__stream_settle(s, s->dev->be->stream_synchronize(s), seen);
+    return gf__stream_settle(s, s->dev->be->stream_synchronize(s), seen, &race_seen);
 }
 
 static void gf__stream_free(gf_stream *s) {
@@ -4264,7 +4272,8 @@ static gf_result gf__poll(gf__query_fn query, void *obj, unsigned timeout_ms) {
 static gf_result gf__stream_query_settled(void *p) {
     gf_stream *s = (gf_stream *)p;
     uint64_t seen = gf__atomic_load(&s->submitted);
-    return gf__stream_settle(s, s->dev->be->stream_query(s), seen);
+    gf__race_seen race_seen = gf__race_seen_stream(s);
+    return gf__stream_settle(s, s->dev->be->stream_query(s), seen, &race_seen);
 }
 
 static gf_result gf__call_stream_synchronize_timeout(gf_stream *s, unsigned timeout_ms) {
@@ -5556,8 +5565,8 @@ static gf_result gf__event_check_wait(const char *fn, gf_event *ev) {
 }
 
 /* An event's wait or query answered: done means the host knows its record completed. */
-static gf_result gf__event_settle(gf_event *ev, gf_result r) {
-    if (r == GF_OK && GF__RACE_ON(ev->dev)) gf__race_event_done(ev);
+static gf_result gf__event_settle(gf_event *ev, gf_result r, gf__race_seen *race_seen) {
+    gf__race_seen_done(ev->dev, race_seen, r == GF_OK);
     return r;
 }
 
@@ -5579,12 +5588,14 @@ static gf_result gf__event_refuse_self_wait(const char *fn, gf_event *ev) {
     return GF_OK;
 }
 static gf_result gf__call_event_synchronize(gf_event *ev) {
+    gf__race_seen race_seen;
     gf_result r;
     GF__CHECK(ev, GF__T_EVENT);
     if ((r = gf__event_check_wait("gf_event_synchronize", ev)) != GF_OK) return r;
     if ((r = GF__FAULT_POINT(ev->dev, GF__FK_SYNC, "gf_event_synchronize")) != GF_OK) return r;
     if ((r = gf__event_refuse_self_wait("gf_event_synchronize", ev)) != GF_OK) return r;
     if (!gf__atomic_load_int(&ev->recorded)) return GF_OK;
+    race_seen = gf__race_seen_event(ev);
     if (ev->dev->hang_ms && gf__poll(gf__event_query_backend, ev, ev->dev->hang_ms) == GF_TIMEOUT) {
         gf__record_info rec = gf__event_latest(ev);
         char label[80], what[128];
@@ -5592,20 +5603,22 @@ static gf_result gf__call_event_synchronize(gf_event *ev) {
         snprintf(what, sizeof what, "waiting for an event recorded on %s", label);
         gf__hang_report(ev->dev, what);
     }
-    return gf__event_settle(ev, ev->dev->be->event_synchronize(ev));
+    return gf__event_settle(ev, ev->dev->be->event_synchronize(ev), &race_seen);
 }
 
 static gf_result gf__event_query_backend(void *p) { gf_event *ev = (gf_event *)p; return ev->dev->be->event_query(ev); }
 
 /* A bounded wait for ev on behalf of fn: GF_TIMEOUT is returned quietly (fn says what it means). */
 static gf_result gf__event_wait_for(const char *fn, gf_event *ev, unsigned timeout_ms) {
+    gf__race_seen race_seen;
     gf_result r;
     if ((r = gf__event_check_wait(fn, ev)) != GF_OK) return r;
     if ((r = GF__FAULT_POINT(ev->dev, GF__FK_SYNC, fn)) != GF_OK) return r;
     if ((r = gf__event_refuse_self_wait(fn, ev)) != GF_OK) return r;
     if (!gf__atomic_load_int(&ev->recorded)) return GF_OK;
-    if ((r = gf__poll(gf__event_query_backend, ev, timeout_ms)) == GF_TIMEOUT) return r;
-    return gf__event_settle(ev, r);
+    race_seen = gf__race_seen_event(ev);
+    r = gf__poll(gf__event_query_backend, ev, timeout_ms);
+    return gf__event_settle(ev, r, &race_seen);   /* a timeout frees the snapshot */
 }
 static gf_result gf__call_event_synchronize_timeout(gf_event *ev, unsigned timeout_ms) {
     gf_result r;
@@ -5616,11 +5629,13 @@ static gf_result gf__call_event_synchronize_timeout(gf_event *ev, unsigned timeo
 }
 
 static gf_result gf__call_event_query(gf_event *ev) {
+    gf__race_seen race_seen;
     gf_result r;
     GF__CHECK(ev, GF__T_EVENT);
     if ((r = gf__event_check_wait("gf_event_query", ev)) != GF_OK) return r;
     if (!gf__atomic_load_int(&ev->recorded)) return GF_OK;
-    return gf__event_settle(ev, ev->dev->be->event_query(ev));
+    race_seen = gf__race_seen_event(ev);
+    return gf__event_settle(ev, ev->dev->be->event_query(ev), &race_seen);
 }
 
 static gf_result gf__call_event_elapsed_ms(gf_event *start, gf_event *end, float *ms) {
@@ -5922,7 +5937,8 @@ static gf_result gf__call_stream_pool_create(gf_device *dev, const gf_stream_poo
 static uint64_t gf__pending(gf_stream *s) {
     uint64_t sub = gf__atomic_load(&s->submitted), ret = gf__atomic_load(&s->retired);
     if (sub != ret) {   /* refresh: the driver may have finished since we last looked */
-        if (gf__stream_settle(s, s->dev->be->stream_query(s), sub) == GF_OK) return 0;
+        gf__race_seen race_seen = gf__race_seen_stream(s);
+        if (gf__stream_settle(s, s->dev->be->stream_query(s), sub, &race_seen) == GF_OK) return 0;
         ret = gf__atomic_load(&s->retired);
     }
     return sub - ret;
@@ -6784,14 +6800,16 @@ static int gf__waiter_fire_one(gf__waiter *w) {
     int k, i;
     for (k = 0; k < w->count; k++) {
         gf_event *ev;
+        gf__race_seen race_seen;
+        gf_result r;
         i = (int)(((unsigned)w->scan + (unsigned)k) % (unsigned)w->count);
         ev = w->waits[i].ev;
-        gf_result r = gf__atomic_load_int(&ev->recorded) ? ev->dev->be->event_query(ev) : GF_OK;
+        race_seen = gf__race_seen_event(ev);
+        r = gf__atomic_load_int(&ev->recorded) ? ev->dev->be->event_query(ev) : GF_OK;
+        gf__race_seen_done(ev->dev, &race_seen, r == GF_OK);   /* what fn enqueues comes after */
         if (r != GF_NOT_READY) {
             gf__wait fire;
             int after;
-            /* what fn enqueues comes after */
-            if (r == GF_OK && GF__RACE_ON(ev->dev)) gf__race_event_done(ev);
             fire = gf__waiter_take(w, i);   /* off the list (a cancel waits for it), still counted: a destroy
                                               or release meanwhile, by fn or another thread, is put off */
             w->scan = i;   /* the last wait, moved into i, is looked at next */
@@ -13868,27 +13886,39 @@ static void gf__race_host_knows(gf__race *race, uint64_t *const *vc, const int *
     gf__vc_join(&race->host, &race->host_n, *vc, *n);
     race->host_version++;
 }
-static void gf__race_stream_done(gf_stream *s) {
-    gf__race *race = s->dev->race;
+static gf__race_seen gf__race_seen_of(gf_device *dev, uint64_t *const *vc, const int *n) {
+    gf__race_seen seen = { NULL, 0 };
+    gf__race *race = dev->race;
+    if (!GF__RACE_ON(dev)) return seen;
     gf__lock(&race->lock);
-    if (!gf__atomic_load_int(&s->dev->race_on)) { gf__unlock(&race->lock); return; }   /* switched off since the caller looked */
-    gf__race_host_knows(race, &s->race_vc, &s->race_n);
+    if (gf__atomic_load_int(&dev->race_on) && *n && (seen.vc = (uint64_t *)gf__malloc(sizeof **vc * (size_t)*n)) != NULL) {
+        memcpy(seen.vc, *vc, sizeof **vc * (size_t)*n);   /* out of memory: the wait teaches nothing (a race may be made up, none missed) */
+        seen.n = *n;
+    }
     gf__unlock(&race->lock);
+    return seen;
 }
-static void gf__race_event_done(gf_event *ev) {
-    gf__race *race = ev->dev->race;
-    gf__lock(&race->lock);
-    if (!gf__atomic_load_int(&ev->dev->race_on)) { gf__unlock(&race->lock); return; }   /* switched off since the caller looked */
-    gf__race_host_knows(race, &ev->race_vc, &ev->race_n);
-    gf__unlock(&race->lock);
+static gf__race_seen gf__race_seen_stream(gf_stream *s) { return gf__race_seen_of(s->dev, &s->race_vc, &s->race_n); }
+static gf__race_seen gf__race_seen_event(gf_event *ev) { return gf__race_seen_of(ev->dev, &ev->race_vc, &ev->race_n); }
+/* The wait ended (done: what it waited for completed): the host learns the clock it began with. */
+static void gf__race_seen_done(gf_device *dev, gf__race_seen *seen, int done) {
+    if (!seen->vc) return;
+    if (done) {
+        gf__race *race = dev->race;
+        gf__lock(&race->lock);
+        if (gf__atomic_load_int(&dev->race_on)) gf__race_host_knows(race, &seen->vc, &seen->n);   /* switched off since: nothing to learn */
+        gf__unlock(&race->lock);
+    }
+    gf__free(seen->vc);
+    seen->vc = NULL;
 }
-/* A buffer's memory is going (s: freed on that stream, ordered there; NULL: a destroy on the
-   host, ordered only by what the host knows). Either way its accesses are forgotten. */
+/* A buffer's memory is going (s: freed on that stream, a write ordered there; NULL: a destroy on
+   the host, which is no access: the memory waits for the work queued before it, so it races
+   with nothing). Either way the root's accesses are forgotten. */
 static void gf__race_free(gf_buffer *buf, gf_stream *s) {
     gf__race *race = buf->dev->race;
     gf_buffer *root = buf->parent ? buf->parent : buf;
     char msg[512];
-    int i;
     msg[0] = 0;
     gf__lock(&race->lock);
     if (!gf__atomic_load_int(&buf->dev->race_on)) {}   /* switched off since the caller looked: nothing to judge */
@@ -13898,19 +13928,6 @@ static void gf__race_free(gf_buffer *buf, gf_stream *s) {
         u.root = root; u.lo = 0; u.hi = root->capacity; u.write = 1;
         u.op = "free (gf_buffer_destroy_async)";
         if (gf__race_stream(race, s)) { s->race_vc[s->race_slot]++; gf__race_access_one(race, s, &u, msg, sizeof msg); }
-    } else if (!s && root->race) {
-        struct gf__race_buffer *rb = root->race;
-        for (i = 0; i < rb->count && !msg[0]; i++) {
-            gf__race_access *a = &rb->acc[i];
-            if (a->epoch != race->epoch || ((int)a->slot < race->host_n && race->host[a->slot] >= a->tick)) continue;
-            if (a->lo < buf->view_offset + buf->size && buf->view_offset < a->hi) {
-                char text[512];
-                const char *a_stream = race->slot_label[a->slot];
-                snprintf(text, sizeof text, "race: buffer %u [%llu, %llu) destroyed while %.63s on '%s' may still use it (synchronize '%s' first)",
-                         rb->id, (unsigned long long)a->lo, (unsigned long long)a->hi, a->op, a_stream, a_stream);
-                gf__race_found(race, gf__race_key("destroy", "", a->op, a_stream, rb->id), text, msg, sizeof msg);
-            }
-        }
     }
     if (root == buf && root->race) { gf__free(root->race->acc); gf__free(root->race); root->race = NULL; }
     gf__unlock(&race->lock);

@@ -204,7 +204,9 @@ static void replay(env *e, int racy)
 }
 static void ok_graph_replay(env *e) { replay(e, 0); }
 static void racy_graph_replay(env *e) { replay(e, 1); }
-static void racy_destroy_in_use(env *e)        /* destroyed with no synchronize since the fill */
+/* destroyed with no synchronize since the fill: no race, since the memory waits for the work
+   queued before the destroy (it was reported as one, which the destroy's contract makes false) */
+static void ok_destroy_in_use(env *e)
 {
     gf_buffer *tmp = NULL;
     gf_buffer_create(e->dev, 256, &tmp);
@@ -305,7 +307,7 @@ static const struct { const char *name; void (*fn)(env *); int races; int needs_
     { "a one-stream pool", ok_pool, 0, 0 },
     { "graph replay, then a waited read", ok_graph_replay, 0, 0 },
     { "graph replay, then an unordered read", racy_graph_replay, 1, 0 },
-    { "destroy while in use", racy_destroy_in_use, 1, 0 },
+    { "destroy while in use (the memory waits for the work)", ok_destroy_in_use, 0, 0 },
     { "destroy after a synchronize", ok_destroy_after_sync, 0, 0 },
     { "stream-ordered free while another stream writes", racy_destroy_async, 1, 0 },
     { "the same with gf_buffer_record_stream", ok_destroy_async_recorded, 0, 0 },

@@ -1541,6 +1541,76 @@ static void test_waiter_backlog(void)
     th_flag_destroy(&fired);
 }
 
+/* The race detector and a host wait (found by review): a synchronize taught the host the
+   stream's clock as the wait returned, so what another thread queued on the stream while the
+   wait ran counted as done. It now teaches the clock as the wait began. The device's table is a
+   copy whose stream synchronize lets another thread queue a fill first, then answers as a
+   driver that waited for the earlier work alone (the fill waits behind a held callback). */
+static gf_result (*real_stream_synchronize)(gf_stream *);
+static th_flag sync_began, queued_meanwhile;
+static int sync_hooked;
+static gf_result hooked_stream_synchronize(gf_stream *s)
+{
+    if (!sync_hooked) return real_stream_synchronize(s);
+    th_flag_add(&sync_began, 1);
+    th_flag_wait(&queued_meanwhile, 1, TH_WAIT_MS);
+    return GF_OK;   /* what was queued when the wait began had run */
+}
+typedef struct meanwhile { gf_stream *s; gf_buffer *x; th_gate *held; } meanwhile;
+static void *queue_meanwhile(void *arg)
+{
+    meanwhile *m = (meanwhile *)arg;
+    th_flag_wait(&sync_began, 1, TH_WAIT_MS);
+    (void)gf_stream_add_callback(m->s, th_gate_cb, m->held);
+    (void)gf_fill_async(m->s, m->x, 0, 7, 256);
+    th_flag_add(&queued_meanwhile, 1);
+    return NULL;
+}
+static void test_race_host_wait_began(void)
+{
+    static gf__backend hooked;
+    gf_device *dev = NULL;
+    gf_stream *a = NULL, *b = NULL;
+    gf_buffer *x = NULL;
+    gf_race_info info;
+    unsigned char host[256];
+    th_gate held;
+    meanwhile m;
+    pthread_t t;
+    if (TH_UNDER_TSAN) { SKIP("race host wait: its racy read races for real on the stub (ASan runs it)"); return; }
+    if (!CHECK_EQ_RESULT(gf_device_open(R.backend, 0, &dev), GF_OK)) return;
+    hooked = *dev->be;
+    real_stream_synchronize = hooked.stream_synchronize;
+    hooked.stream_synchronize = hooked_stream_synchronize;
+    dev->be = &hooked;
+    th_gate_init(&held);
+    th_flag_init(&sync_began);
+    th_flag_init(&queued_meanwhile);
+    if (CHECK_EQ_RESULT(gf_race_check_enable(dev, GF_RACE_CHECK_ON), GF_OK) && CHECK_EQ_RESULT(gf_stream_create(dev, NULL, &a), GF_OK) &&
+        CHECK_EQ_RESULT(gf_stream_create(dev, NULL, &b), GF_OK) && CHECK_EQ_RESULT(gf_buffer_create(dev, sizeof host, &x), GF_OK)) {
+        m.s = a; m.x = x; m.held = &held;
+        if (CHECK(pthread_create(&t, NULL, queue_meanwhile, &m) == 0, "race host wait: a second thread")) {
+            sync_hooked = 1;
+            CHECK_EQ_RESULT(gf_stream_synchronize(a), GF_OK);
+            sync_hooked = 0;
+            pthread_join(t, NULL);
+            CHECK_EQ_RESULT(gf_copy_to_host_async(b, host, x, 0, sizeof host), GF_OK);   /* the fill on a has not run */
+            th_gate_open(&held);
+            CHECK_EQ_RESULT(gf_device_synchronize(dev), GF_OK);
+            CHECK(gf_race_report(dev, &info) == GF_OK && info.count == 1,
+                  "race host wait: a fill queued by another thread while the synchronize waited is unordered with a later read (it was taken as done)");
+        }
+    }
+    th_gate_open(&held);
+    if (x) gf_buffer_destroy(x);
+    if (a) gf_stream_destroy(a);
+    if (b) gf_stream_destroy(b);
+    gf_device_close(dev);
+    th_gate_destroy(&held);
+    th_flag_destroy(&sync_began);
+    th_flag_destroy(&queued_meanwhile);
+}
+
 int main(int argc, char **argv)
 {
     gf_result r;
@@ -1580,6 +1650,7 @@ int main(int argc, char **argv)
     test_cache_wait_behind_allocating_callback();
     test_destroy_async_held_by_graph();
     test_waiter_backlog();
+    test_race_host_wait_began();
 #ifdef GPUFLOW_OPENCL
     fcl_done();
 #endif
