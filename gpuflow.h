@@ -953,8 +953,9 @@ GPUFLOW_API gf_result gf_buffer_wrap(gf_device *dev, uint64_t native_buffer, siz
    GF_MEMORY_IMPORTED, and is freed like any buffer (never waiting); the exporter's memory
    must outlive it. Semaphores: binary (a signal's value is ignored; a wait consumes the
    signal) or timeline (a wait passes once the value is >= its value; signals must increase:
-   gpuflow refuses a signal not above the last one queued on the same stream; the order of
-   signals from other streams, other handles or other APIs is the program's to keep).
+   gpuflow refuses a signal not above the last one queued on the same stream, for each of the
+   last 8 streams that signalled it; the order of signals from other streams, other handles or
+   other APIs is the program's to keep).
    Signal and wait are stream-ordered; a wait for a value nobody signals holds its stream
    (bounded waits time out; the hang report names the semaphore). The race detector orders a
    wait after the signals queued before it, as an event wait after the record it sees, and a
@@ -2268,7 +2269,7 @@ struct gf_event {
     char gap[GF__CACHE_LINE];       /* pooled events cycle on different threads: no shared line */
 };
 
-/* What a wait needs to know of an event's latest record, read under the event's lock. */
+#define GF__SEM_STREAMS 8   /* streams a timeline remembers the last signal of */
 struct gf_semaphore {
     uint32_t type;
     gf_device *dev;
@@ -2279,8 +2280,9 @@ struct gf_semaphore {
     void *native;                   /* the backend's */
     uint64_t *race_vc; int race_n;  /* race detector: the clocks of the signals so far, joined */
     int refs;                       /* atomic: the handle, and each graph that signals or waits on it */
-    gf__spin last_lock;             /* timelines: the last signal enqueued outside a capture, and */
-    uint64_t last_stream, last_value;   /* its stream's id (0: none yet) */
+    gf__spin last_lock;             /* timelines: the last signal enqueued outside a capture by each */
+    struct { uint64_t stream, value; } last[GF__SEM_STREAMS];   /* of the latest streams (id 0: none) */
+    int last_next;                  /* the entry a new stream takes */
 };
 
 typedef struct gf__record_info { int recorded; gf_stream *stream; uint64_t stream_id, stream_seq, capture_id, trace_id; int capture_pos; } gf__record_info;
@@ -3926,21 +3928,22 @@ static void gf__callback_run(void *p) {
    move it back when it runs. (Signals on other streams may run in either order, and a captured
    one runs when its graph does: neither is judged here.) */
 static GF__NOINLINE gf_result gf__timeline_signal(gf_stream *s, gf_semaphore *sem, uint64_t value) {
-    uint64_t last_stream, last_value;
+    uint64_t last_value = 0;
     gf_result r;
+    int i, at = -1;
     if (!sem->timeline) return s->dev->be->semaphore_signal(s, sem, value);
     gf__spin_lock(&sem->last_lock);
-    last_stream = sem->last_stream;
-    last_value = sem->last_value;
+    for (i = 0; i < GF__SEM_STREAMS && at < 0; i++) if (sem->last[i].stream == s->id) { at = i; last_value = sem->last[i].value; }
     gf__spin_unlock(&sem->last_lock);
-    if (last_stream == s->id && value <= last_value)
+    if (at >= 0 && value <= last_value)
         return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_semaphore_signal_async: %s is a timeline, and stream '%s' already signals it to %llu "
                         "before this signal of %llu: a timeline only moves forward (signal a value above %llu)", sem->label, s->label,
                         (unsigned long long)last_value, (unsigned long long)value, (unsigned long long)last_value);
     if ((r = s->dev->be->semaphore_signal(s, sem, value)) != GF_OK) return r;
-    gf__spin_lock(&sem->last_lock);
-    sem->last_stream = s->id;
-    sem->last_value = value;
+    gf__spin_lock(&sem->last_lock);   /* s->lock is held: no other signal of s came meanwhile (another stream's may have taken its entry) */
+    for (at = -1, i = 0; i < GF__SEM_STREAMS && at < 0; i++) if (sem->last[i].stream == s->id) at = i;
+    if (at < 0) { at = sem->last_next; sem->last_next = (at + 1) % GF__SEM_STREAMS; sem->last[at].stream = s->id; }   /* the oldest goes */
+    sem->last[at].value = value;
     gf__spin_unlock(&sem->last_lock);
     return GF_OK;
 }
@@ -14602,7 +14605,12 @@ static void gf__stub_mapping_free(gf__stub_mapping *m);
 /* Stub semaphores: a 64-bit counter (a timeline's value; a binary's 1 when signalled), in a
    shared memory object where the host has them (another process maps the exported fd), else
    in the object itself. A wait polls the counter, backing off to GF__WAIT_NAP_MAX_US. */
-typedef struct gf__stub_sem { uint64_t *value; int fd; int timeline; uint64_t own; } gf__stub_sem;
+typedef struct gf__stub_sem { uint64_t *value; size_t mapped; int fd; int timeline; uint64_t own; } gf__stub_sem;
+/* An exported stub semaphore's shared object: the counter, then what it is, so that an import
+   as the other kind is refused (a binary wait would set a timeline back to 0 for every holder).
+   An fd of 8 bytes is taken as a bare counter of the kind asked. */
+typedef struct gf__stub_sem_shared { uint64_t value; uint32_t magic, timeline; } gf__stub_sem_shared;
+#define GF__STUB_SEM_MAGIC 0x67667353u   /* "Ssfg" */
 static void gf__stub_sem_signal(gf__stub_sem *m, uint64_t value) {
     uint64_t seen = gf__atomic_load(m->value);
     if (!m->timeline) { gf__atomic_store(m->value, (uint64_t)1); return; }
@@ -15759,11 +15767,37 @@ static gf_result gf__stub_launch(gf_stream *s, gf_kernel *k, const gf_launch_dim
 /* ---- the stub's interop: memory and semaphores the host maps ----------------------------- */
 #if !defined(_WIN32)
 static unsigned gf__stub_external_types(gf_device *dev, int use) { (void)dev; (void)use; return GF__EXT_BIT(GF_EXTERNAL_HOST_FD); }
-/* A fresh POSIX shared-memory object of bytes whose name is gone at once: only fds reach it. */
+#if defined(__linux__)
+/* A memfd of bytes sealed against shrinking, so that no holder of an exported fd can cut the
+   memory under this process's mapping (its next touch would die of SIGBUS); -1 where the C
+   library or the kernel has none. memfd_create is looked up at run time: glibc declares it only
+   under _GNU_SOURCE, and C libraries before glibc 2.27 lack it. */
+#  if defined(RTLD_DEFAULT)
+#    define GF__RTLD_DEFAULT RTLD_DEFAULT
+#  else
+#    define GF__RTLD_DEFAULT ((void *)0)   /* glibc's and musl's RTLD_DEFAULT, named only under _GNU_SOURCE */
+#  endif
+static int gf__stub_memfd(size_t bytes) {
+    enum { MEMFD_CLOEXEC = 1, MEMFD_ALLOW_SEALING = 2, ADD_SEALS = 1033, SEAL_SEAL = 1, SEAL_SHRINK = 2 };   /* <linux/memfd.h>, <linux/fcntl.h> */
+    int (*memfd_create_fn)(const char *, unsigned);
+    void *sym = dlsym(GF__RTLD_DEFAULT, "memfd_create");
+    int fd;
+    if (!sym) return -1;
+    memcpy(&memfd_create_fn, &sym, sizeof sym);
+    if ((fd = memfd_create_fn("gpuflow", MEMFD_CLOEXEC | MEMFD_ALLOW_SEALING)) < 0) return -1;
+    if (ftruncate(fd, (off_t)bytes) != 0 || fcntl(fd, ADD_SEALS, SEAL_SHRINK | SEAL_SEAL) != 0) { close(fd); return -1; }
+    return fd;
+}
+#else
+static int gf__stub_memfd(size_t bytes) { (void)bytes; return -1; }
+#endif
+/* A fresh shared-memory object of bytes that only fds reach: a sealed memfd where Linux has
+   them, else a POSIX one whose name is gone at once (which a holder can shrink: README). */
 static int gf__stub_shm(size_t bytes) {
     static int serial;
     char name[64];
-    int tries, fd = -1;
+    int tries, fd = gf__stub_memfd(bytes);
+    if (fd >= 0) return fd;
     for (tries = 0; tries < 16 && fd < 0; tries++) {
         snprintf(name, sizeof name, "/gpuflow-%ld-%d", (long)getpid(), gf__atomic_add_int(&serial, 1));
         if ((fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600)) >= 0) shm_unlink(name);
@@ -15838,30 +15872,49 @@ static gf_result gf__stub_buffer_export(gf_buffer *buf, gf_external_type type, g
 static gf_result gf__stub_semaphore_create(gf_semaphore *sem) {
     gf__stub_sem *m = (gf__stub_sem *)gf__calloc(sizeof *m);
     if (!m) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "stub: out of host memory");
+    gf__stub_sem_shared *shared = NULL;
     m->timeline = sem->timeline;
-    if ((m->fd = gf__stub_shm(sizeof(uint64_t))) < 0 || !(m->value = (uint64_t *)gf__stub_map(m->fd, sizeof(uint64_t)))) {
+    if ((m->fd = gf__stub_shm(sizeof *shared)) < 0 || !(shared = (gf__stub_sem_shared *)gf__stub_map(m->fd, sizeof *shared))) {
         int err = errno;
         if (m->fd >= 0) close(m->fd);
         gf__free(m);
         return gf__fail(GF_ERROR_OUT_OF_MEMORY, "stub: cannot make a shared semaphore (%s)", strerror(err));
     }
+    shared->magic = GF__STUB_SEM_MAGIC;
+    shared->timeline = (uint32_t)(sem->timeline != 0);
+    m->value = &shared->value;
+    m->mapped = sizeof *shared;
     sem->native = m;
     return GF_OK;
 }
 static gf_result gf__stub_semaphore_import(gf_semaphore *sem, const gf_semaphore_desc *d) {
     gf__stub_sem *m;
     uint64_t has = 0;
-    if (gf__stub_fd_bytes(d->fd, &has) && has < sizeof(uint64_t))
+    size_t mapped;
+    int known = gf__stub_fd_bytes(d->fd, &has);
+    if (known && has < sizeof(uint64_t))
         return gf__fail(GF_ERROR_OUT_OF_RANGE, "gf_semaphore_import: fd %d holds %llu bytes; a stub semaphore is 8", d->fd, (unsigned long long)has);
+    mapped = known && has >= sizeof(gf__stub_sem_shared) ? sizeof(gf__stub_sem_shared) : sizeof(uint64_t);
     if (!(m = (gf__stub_sem *)gf__calloc(sizeof *m))) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "stub: out of host memory");
     m->timeline = sem->timeline;
     m->fd = -1;
-    if (!(m->value = (uint64_t *)gf__stub_map(d->fd, sizeof(uint64_t)))) {
+    if (!(m->value = (uint64_t *)gf__stub_map(d->fd, mapped))) {
         int err = errno;
         gf__free(m);
         return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_semaphore_import: fd %d cannot be mapped (%s); the stub takes a host fd "
                         "whose first 8 bytes are the counter (what a stub semaphore exports)", d->fd, strerror(err));
     }
+    if (mapped == sizeof(gf__stub_sem_shared)) {
+        const gf__stub_sem_shared *shared = (const gf__stub_sem_shared *)(void *)m->value;
+        int timeline = shared->timeline != 0;
+        if (shared->magic == GF__STUB_SEM_MAGIC && timeline != (sem->timeline != 0)) {
+            munmap((void *)m->value, mapped);
+            gf__free(m);
+            return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_semaphore_import: fd %d is a %s semaphore's; import it as one (gf_semaphore_desc.timeline %d)",
+                            d->fd, timeline ? "timeline" : "binary", timeline);
+        }
+    }
+    m->mapped = mapped;
     sem->native = m;
     return GF_OK;
 }
@@ -15869,12 +15922,12 @@ static gf_result gf__stub_semaphore_export(gf_semaphore *sem, gf_external_type t
     gf__stub_sem *m = (gf__stub_sem *)sem->native;
     (void)type;
     if ((out->fd = fcntl(m->fd, F_DUPFD_CLOEXEC, 0)) < 0) return gf__fail(GF_ERROR_DRIVER, "gf_semaphore_export: dup failed (%s)", strerror(errno));
-    out->size = sizeof(uint64_t);
+    out->size = m->mapped;
     return GF_OK;
 }
 static void gf__stub_semaphore_destroy(gf_semaphore *sem) {
     gf__stub_sem *m = (gf__stub_sem *)sem->native;
-    munmap((void *)m->value, sizeof(uint64_t));
+    munmap((void *)m->value, m->mapped);
     if (m->fd >= 0) close(m->fd);
     gf__free(m);
 }

@@ -443,6 +443,60 @@ static void test_semaphores(void)
     gf_stream_destroy(c);
 }
 
+/* What a holder of an exported fd (a peer process) could do to the exporter, and a stream's
+   timeline signal forgotten (found by review): cutting a buffer's or a semaphore's fd killed
+   the exporter at its next touch (SIGBUS); a timeline imported as binary, whose wait set the
+   counter back to 0 for every holder; a stream that signalled 5, then another 10, could signal
+   3. On Linux the stub's memory is a memfd sealed against shrinking. */
+static void test_hostile_peer(void)
+{
+    gf_buffer_desc bd;
+    gf_buffer *buf = NULL;
+    gf_external_handle h;
+    gf_semaphore *t = NULL, *imported = NULL;
+    gf_semaphore_desc sd;
+    gf_stream *a = NULL, *b = NULL;
+    unsigned char host[64];
+    memset(&bd, 0, sizeof bd);
+    bd.size = 4096;
+    bd.exportable = 1;
+    if (!CHECK_EQ_RESULT(gf_stream_create(dev, NULL, &a), GF_OK) || !CHECK_EQ_RESULT(gf_stream_create(dev, NULL, &b), GF_OK)) return;
+#if defined(__linux__)
+    if (CHECK_EQ_RESULT(gf_buffer_create_desc(dev, &bd, &buf), GF_OK) && CHECK_EQ_RESULT(gf_buffer_export(buf, GF_EXTERNAL_HOST_FD, &h), GF_OK)) {
+        CHECK(ftruncate(h.fd, 0) != 0, "hostile peer: an exported buffer's fd cannot be cut (sealed against shrinking)");
+        close(h.fd);
+        CHECK_EQ_RESULT(gf_fill_async(a, buf, 0, 0x3c, bd.size), GF_OK);   /* SIGBUS here, once cut */
+        CHECK_EQ_RESULT(gf_copy_to_host_async(a, host, buf, 0, sizeof host), GF_OK);
+        CHECK(gf_stream_synchronize(a) == GF_OK && host[0] == 0x3c, "hostile peer: the exporter's memory stays whole");
+    }
+    if (buf) gf_buffer_destroy(buf);
+#endif
+    if (CHECK_EQ_RESULT(gf_semaphore_create(dev, 1, &t), GF_OK) && CHECK_EQ_RESULT(gf_semaphore_export(t, GF_EXTERNAL_HOST_FD, &h), GF_OK)) {
+#if defined(__linux__)
+        CHECK(ftruncate(h.fd, 0) != 0, "hostile peer: an exported semaphore's fd cannot be cut");
+#endif
+        memset(&sd, 0, sizeof sd);
+        sd.type = GF_EXTERNAL_HOST_FD;
+        sd.fd = h.fd;
+        sd.timeline = 0;
+        CHECK_FAIL(gf_semaphore_import(dev, &sd, &imported), GF_ERROR_INVALID_ARGUMENT);
+        CHECK(imported == NULL && strstr(gf_last_error(), "timeline") != NULL, "hostile peer: a timeline's fd imported as binary is refused, naming the kind");
+        sd.timeline = 1;
+        CHECK_EQ_RESULT(gf_semaphore_import(dev, &sd, &imported), GF_OK);
+        close(h.fd);
+        CHECK_EQ_RESULT(gf_semaphore_signal_async(a, t, 5), GF_OK);
+        CHECK_EQ_RESULT(gf_semaphore_signal_async(b, t, 10), GF_OK);
+        CHECK_FAIL(gf_semaphore_signal_async(a, t, 3), GF_ERROR_INVALID_ARGUMENT);   /* a's last was 5 */
+        CHECK_EQ_RESULT(gf_semaphore_signal_async(a, t, 11), GF_OK);
+        CHECK_EQ_RESULT(gf_semaphore_wait_async(b, imported, 11), GF_OK);
+        CHECK_EQ_RESULT(gf_stream_synchronize_timeout(b, TH_WAIT_MS), GF_OK);
+    }
+    if (imported) gf_semaphore_destroy(imported);
+    if (t) gf_semaphore_destroy(t);
+    gf_stream_destroy(a);
+    gf_stream_destroy(b);
+}
+
 #if !defined(_WIN32)
 /* The trap of a host wait behind a wait for an imported semaphore: gpuflow says so once (here
    the signal comes from another thread, so the wait does return). */
@@ -713,6 +767,7 @@ int main(int argc, char **argv)
         test_semaphores();
         test_captured();
         test_foreign_wait_warning();
+        test_hostile_peer();
     }
     if (exports) {
         test_export();
