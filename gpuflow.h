@@ -2281,8 +2281,8 @@ struct gf_semaphore {
     uint64_t *race_vc; int race_n;  /* race detector: the clocks of the signals so far, joined */
     int refs;                       /* atomic: the handle, and each graph that signals or waits on it */
     gf__spin last_lock;             /* timelines: the last signal enqueued outside a capture by each */
-    struct { uint64_t stream, value; } last[GF__SEM_STREAMS];   /* of the latest streams (id 0: none) */
-    int last_next;                  /* the entry a new stream takes */
+    struct { uint64_t stream, value, used; } last[GF__SEM_STREAMS];   /* of the latest streams (id 0: none) */
+    uint64_t last_used;             /* stamps the entries: a new stream takes the least recently used */
 };
 
 typedef struct gf__record_info { int recorded; gf_stream *stream; uint64_t stream_id, stream_seq, capture_id, trace_id; int capture_pos; } gf__record_info;
@@ -3942,8 +3942,12 @@ static GF__NOINLINE gf_result gf__timeline_signal(gf_stream *s, gf_semaphore *se
     if ((r = s->dev->be->semaphore_signal(s, sem, value)) != GF_OK) return r;
     gf__spin_lock(&sem->last_lock);   /* s->lock is held: no other signal of s came meanwhile (another stream's may have taken its entry) */
     for (at = -1, i = 0; i < GF__SEM_STREAMS && at < 0; i++) if (sem->last[i].stream == s->id) at = i;
-    if (at < 0) { at = sem->last_next; sem->last_next = (at + 1) % GF__SEM_STREAMS; sem->last[at].stream = s->id; }   /* the oldest goes */
+    if (at < 0) {   /* the least recently signalling stream's entry goes */
+        for (at = 0, i = 1; i < GF__SEM_STREAMS; i++) if (sem->last[i].used < sem->last[at].used) at = i;
+        sem->last[at].stream = s->id;
+    }
     sem->last[at].value = value;
+    sem->last[at].used = ++sem->last_used;
     gf__spin_unlock(&sem->last_lock);
     return GF_OK;
 }
@@ -6815,7 +6819,8 @@ static int gf__waiter_fire_one(gf__waiter *w) {
             int after;
             fire = gf__waiter_take(w, i);   /* off the list (a cancel waits for it), still counted: a destroy
                                               or release meanwhile, by fn or another thread, is put off */
-            w->scan = i;   /* the last wait, moved into i, is looked at next */
+            w->scan = i + 1;   /* on from the next: the last wait, moved into i, is looked at last in the round (looked
+                                  at next, two callbacks that wait anew each time kept every other wait from firing) */
             w->firing = fire.id;
             gf__unlock(&w->lock);
             fire.fn(fire.user, r);
@@ -13891,8 +13896,9 @@ static void gf__race_host_knows(gf__race *race, uint64_t *const *vc, const int *
 }
 static gf__race_seen gf__race_seen_of(gf_device *dev, uint64_t *const *vc, const int *n) {
     gf__race_seen seen = { NULL, 0 };
-    gf__race *race = dev->race;
+    gf__race *race;
     if (!GF__RACE_ON(dev)) return seen;
+    race = dev->race;   /* made by the first enable, before it turned race_on */
     gf__lock(&race->lock);
     if (gf__atomic_load_int(&dev->race_on) && *n && (seen.vc = (uint64_t *)gf__malloc(sizeof **vc * (size_t)*n)) != NULL) {
         memcpy(seen.vc, *vc, sizeof **vc * (size_t)*n);   /* out of memory: the wait teaches nothing (a race may be made up, none missed) */

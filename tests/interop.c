@@ -443,6 +443,7 @@ static void test_semaphores(void)
     gf_stream_destroy(c);
 }
 
+#if !defined(_WIN32)
 /* What a holder of an exported fd (a peer process) could do to the exporter, and a stream's
    timeline signal forgotten (found by review): cutting a buffer's or a semaphore's fd killed
    the exporter at its next touch (SIGBUS); a timeline imported as binary, whose wait set the
@@ -493,11 +494,27 @@ static void test_hostile_peer(void)
     }
     if (imported) gf_semaphore_destroy(imported);
     if (t) gf_semaphore_destroy(t);
+    /* the last 8 streams to signal are remembered, the least recent forgotten first: s0, which
+       signalled again since s1..s7 first did, is still known after s8 comes (review B3) */
+    if (CHECK_EQ_RESULT(gf_semaphore_create(dev, 1, &t), GF_OK)) {
+        gf_stream *q[9];
+        int i, ok = 1;
+        memset(q, 0, sizeof q);
+        for (i = 0; i < 9 && ok; i++) ok = gf_stream_create(dev, NULL, &q[i]) == GF_OK;
+        if (CHECK(ok, "timeline memory: nine streams")) {
+            ok = gf_semaphore_signal_async(q[0], t, 10) == GF_OK;
+            for (i = 1; i < 8 && ok; i++) ok = gf_semaphore_signal_async(q[i], t, (uint64_t)(30 + i)) == GF_OK;
+            ok = ok && gf_semaphore_signal_async(q[0], t, 20) == GF_OK && gf_semaphore_signal_async(q[8], t, 200) == GF_OK;
+            CHECK(ok, "timeline memory: the signals go");
+            CHECK_FAIL(gf_semaphore_signal_async(q[0], t, 5), GF_ERROR_INVALID_ARGUMENT);
+        }
+        for (i = 0; i < 9; i++) if (q[i]) { gf_stream_synchronize(q[i]); gf_stream_destroy(q[i]); }
+        gf_semaphore_destroy(t);
+    }
     gf_stream_destroy(a);
     gf_stream_destroy(b);
 }
 
-#if !defined(_WIN32)
 /* The trap of a host wait behind a wait for an imported semaphore: gpuflow says so once (here
    the signal comes from another thread, so the wait does return). */
 typedef struct late_signal { gf_stream *s; gf_semaphore *sem; uint64_t value; } late_signal;

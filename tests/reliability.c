@@ -1541,6 +1541,53 @@ static void test_waiter_backlog(void)
     th_flag_destroy(&fired);
 }
 
+/* Two callbacks that each wait anew on their own completed event kept the waiter thread from
+   ever reaching the waits between them (found by review: the look went on at the moved wait,
+   which was always one of the two). Every completed wait now fires within a round. */
+typedef struct rearming { gf_event *ev; int rearms, plain, rearms_at_last_plain; th_flag plain_done, rearms_done; } rearming;
+static void rearm_cb(void *user, gf_result status)
+{
+    rearming *r = (rearming *)user;
+    (void)status;
+    if (++r->rearms < 20000) (void)gf_event_on_complete(r->ev, rearm_cb, r, NULL);
+    else th_flag_add(&r->rearms_done, 1);
+}
+static void plain_cb(void *user, gf_result status)
+{
+    rearming *r = (rearming *)user;
+    (void)status;
+    if (++r->plain == 6) r->rearms_at_last_plain = r->rearms;
+    th_flag_add(&r->plain_done, 1);
+}
+static void test_waiter_rearming(void)
+{
+    gf_stream *s = mk_stream("rearm");
+    rearming r;
+    th_gate gate;
+    int i, ok = 1;
+    memset(&r, 0, sizeof r);
+    th_flag_init(&r.plain_done);
+    th_flag_init(&r.rearms_done);
+    th_gate_init(&gate);
+    if (CHECK_EQ_RESULT(gf_event_create(R.dev, 0, &r.ev), GF_OK) && CHECK_EQ_RESULT(gf_stream_add_callback(s, th_gate_cb, &gate), GF_OK) &&
+        CHECK_EQ_RESULT(gf_event_record(r.ev, s), GF_OK)) {
+        ok = gf_event_on_complete(r.ev, rearm_cb, &r, NULL) == GF_OK;
+        for (i = 0; i < 6 && ok; i++) ok = gf_event_on_complete(r.ev, plain_cb, &r, NULL) == GF_OK;
+        ok = ok && gf_event_on_complete(r.ev, rearm_cb, &r, NULL) == GF_OK;
+        th_gate_open(&gate);
+        CHECK(ok && th_flag_wait(&r.plain_done, 6, TH_WAIT_MS) && th_flag_wait(&r.rearms_done, 2, TH_WAIT_MS), "waiter rearming: every wait fired");
+        printf("  waiter rearming: the 6 plain waits had fired after %d callbacks that waited anew\n", r.rearms_at_last_plain);
+        CHECK(r.rearms_at_last_plain < 100, "waiter rearming: waits between two callbacks that wait anew fire within a round (they waited for the 20,000th)");
+    }
+    th_gate_open(&gate);
+    gf_stream_synchronize(s);
+    if (r.ev) gf_event_destroy(r.ev);
+    gf_stream_destroy(s);
+    th_gate_destroy(&gate);
+    th_flag_destroy(&r.plain_done);
+    th_flag_destroy(&r.rearms_done);
+}
+
 /* The race detector and a host wait (found by review): a synchronize taught the host the
    stream's clock as the wait returned, so what another thread queued on the stream while the
    wait ran counted as done. It now teaches the clock as the wait began. The device's table is a
@@ -1650,6 +1697,7 @@ int main(int argc, char **argv)
     test_cache_wait_behind_allocating_callback();
     test_destroy_async_held_by_graph();
     test_waiter_backlog();
+    test_waiter_rearming();
     test_race_host_wait_began();
 #ifdef GPUFLOW_OPENCL
     fcl_done();
