@@ -1278,7 +1278,9 @@ GPUFLOW_API unsigned  gf_stub_atomic(gf_stub_atomic_op op, unsigned *p, unsigned
    (what reports, traces and gf_stream_stats' busy time cover) runs from the switch on: switched
    off and on again, it starts anew (what was read is dropped, so profiling a window at a time
    holds one window's records); left on, it keeps every record until the device closes (at most
-   2^20, about 200 MiB; later operations are dropped and counted). */
+   2^20, later operations dropped and counted; a record with its two timing events took about
+   1 KiB on the stub, so up to about 1 GiB; the events go back to the device's pool, which
+   keeps them for reuse). */
 GPUFLOW_API gf_result gf_profiler_enable(gf_device *dev, unsigned flags);
 GPUFLOW_API gf_result gf_profiler_report(gf_device *dev, gf_profile_report *out);
 GPUFLOW_API gf_result gf_profiler_write_trace(gf_device *dev, const char *path);
@@ -2966,6 +2968,7 @@ static gf__race_seen gf__race_seen_event(gf_event *ev);
 static void gf__race_seen_done(gf_device *dev, gf__race_seen *seen, int done);
 static void gf__race_free(gf_buffer *buf, gf_stream *s);
 static void gf__race_forget(gf_buffer *buf);
+static void gf__race_slot_release(gf_stream *s);
 static void gf__race_close(gf_device *dev);
 static void gf__hang_report(gf_device *dev, const char *what);
 static const char *gf__op_name(gf_op_kind k);
@@ -4209,6 +4212,7 @@ static void gf__stream_free(gf_stream *s) {
     if (gf__atomic_load_int(&gf__rec_on)) gf__rec_gone(s);   /* one gpuflow made: its number goes with it */
     dev->be->stream_destroy(s);
     gf__mutex_destroy(&s->lock);
+    gf__race_slot_release(s);
     gf__free(s->race_vc);
     gf__obj_free(dev, s);
 }
@@ -13508,6 +13512,7 @@ typedef struct gf__race {
     gf__mutex lock;
     uint64_t *host; int host_n; uint64_t host_version;   /* what the host knows has completed */
     int next_slot; uint32_t next_buffer;
+    int *free_slots; int free_count, free_cap;             /* slots of destroyed streams the host clock covers */
     const char **slot_label; int slot_label_cap;           /* each slot's stream label, interned (or
                                                               gf__race_unnamed, tried again at its next use) */
     gf__spin names_lock;                                   /* innermost: the interned names */
@@ -13576,7 +13581,11 @@ static const char *gf__race_intern(gf__race *race, const char *text, const char 
 /* The stream's slot and clock, with the host clock folded in (race->lock held). */
 static int gf__race_stream(gf__race *race, gf_stream *s) {
     GF__HELD(&race->lock);
-    if (s->race_slot < 0) {
+    if (s->race_slot < 0 && race->free_count > 0) {   /* a destroyed stream's: its ticks go on from the host's */
+        s->race_slot = race->free_slots[--race->free_count];
+        race->slot_label[s->race_slot] = gf__race_unnamed;
+        s->race_host_seen = race->host_version - 1;   /* folded in below, the slot's entry with it */
+    } else if (s->race_slot < 0) {
         if (!gf__grow((void **)&race->slot_label, &race->slot_label_cap, race->next_slot + 1, sizeof *race->slot_label)) return 0;
         race->slot_label[race->next_slot] = gf__race_unnamed;
         s->race_slot = race->next_slot++;
@@ -13942,6 +13951,19 @@ static void gf__race_free(gf_buffer *buf, gf_stream *s) {
     gf__unlock(&race->lock);
     gf__race_log(msg);
 }
+/* A stream goes, synchronized: its slot is another stream's next if the host clock covers its
+   every tick (then every later operation is ordered after all it did, and the next owner's
+   ticks go on above them). Else (the detector off, the wait failed) the slot stays unused. */
+static void gf__race_slot_release(gf_stream *s) {
+    gf__race *race = s->dev->race;
+    int slot = s->race_slot;
+    if (!race || slot < 0) return;
+    gf__lock(&race->lock);
+    if (gf__atomic_load_int(&s->dev->race_on) && slot < s->race_n && slot < race->host_n && race->host[slot] >= s->race_vc[slot] &&
+        gf__grow((void **)&race->free_slots, &race->free_cap, race->free_count + 1, sizeof *race->free_slots))
+        race->free_slots[race->free_count++] = slot;
+    gf__unlock(&race->lock);
+}
 static void gf__race_forget(gf_buffer *buf) {   /* the memory is gone: so are its accesses */
     gf__race *race = buf->dev->race;
     gf__lock(&race->lock);
@@ -13997,6 +14019,7 @@ static void gf__race_close(gf_device *dev) {
     for (i = 0; i < dev->race->name_cap; i++) gf__free(dev->race->names[i]);
     gf__free(dev->race->names);
     gf__free(dev->race->slot_label);
+    gf__free(dev->race->free_slots);
     gf__free(dev->race->host);
     gf__free(dev->race->keys);
     gf__mutex_destroy(&dev->race->lock);
