@@ -13955,9 +13955,10 @@ static void gf__race_free(gf_buffer *buf, gf_stream *s) {
    every tick (then every later operation is ordered after all it did, and the next owner's
    ticks go on above them). Else (the detector off, the wait failed) the slot stays unused. */
 static void gf__race_slot_release(gf_stream *s) {
-    gf__race *race = s->dev->race;
+    gf__race *race;
     int slot = s->race_slot;
-    if (!race || slot < 0) return;
+    if (slot < 0 || !GF__RACE_ON(s->dev)) return;   /* off: its slot stays taken */
+    race = s->dev->race;   /* read once known on, as gf__race_seen_of does: the first enable makes it */
     gf__lock(&race->lock);
     if (gf__atomic_load_int(&s->dev->race_on) && slot < s->race_n && slot < race->host_n && race->host[slot] >= s->race_vc[slot] &&
         gf__grow((void **)&race->free_slots, &race->free_cap, race->free_count + 1, sizeof *race->free_slots))
