@@ -154,8 +154,8 @@ $(BUILD)/newcomer_stubonly: tests/newcomer.c $(HDRS) | $(BUILD)
 # Vulkan's headers (types only: the loader is opened at run time): Debian's libvulkan-dev, or
 # VULKAN_INCLUDE=dir (the GPU machine: a copy carried in .gl/include)
 VULKAN_INCLUDE ?=
-$(BUILD)/vulkan: tests/vulkan.c examples/vulkan_setup.h examples/scale.gfk $(HDRS) | $(BUILD)
-	$(CC) $(CSTD) $(WARN) $(OPT) $(BACKENDS) $(if $(VULKAN_INCLUDE),-isystem $(VULKAN_INCLUDE)) $< -o $@ $(LDLIBS)
+$(BUILD)/vulkan: tests/vulkan.c examples/vulkan_setup.h examples/scale.gfk $(HDRS) $(BUILD)/gpuflow_impl.o | $(BUILD)
+	$(CC) $(CSTD) $(WARN) $(OPT) $(BACKENDS) $(if $(VULKAN_INCLUDE),-isystem $(VULKAN_INCLUDE)) -DGF_TEST_LINKED_IMPL $< $(BUILD)/gpuflow_impl.o -o $@ $(LDLIBS)
 
 # make test-vulkan: gpuflow with a real Vulkan driver (NVIDIA's on the GPU machine: the loader
 # carried as the device README says); skips where no driver exports opaque fds

@@ -754,13 +754,15 @@ typedef struct gf_race_info {
 typedef enum gf_stub_region_event { GF_STUB_REGION_ENTER, GF_STUB_REGION_LEAVE, GF_STUB_REGION_BREAK } gf_stub_region_event;
 GPUFLOW_API void gf_stub_region(gf_stub_region_event what);   /* the stub's: GF_EACH_THREAD tells it */
 typedef struct gf__region { gf_kernel_ctx t; int inside; } gf__region;
-static inline gf_kernel_block gf__block_of(const gf_kernel_ctx *c) {
+/* (GF__UNUSED_DECL: clang warns of an unused static inline in the main file, which gpuflow.h is
+   when compiled on its own: cc -x c -DGPUFLOW_IMPLEMENTATION -c gpuflow.h) */
+GF__UNUSED_DECL static inline gf_kernel_block gf__block_of(const gf_kernel_ctx *c) {
     gf_kernel_block b;
     int d;
     for (d = 0; d < 3; d++) { b.grid[d] = c->grid[d]; b.block[d] = c->block[d]; b.block_idx[d] = c->block_idx[d]; }
     return b;
 }
-static inline gf__region gf__region_first(gf_kernel_block b) {
+GF__UNUSED_DECL static inline gf__region gf__region_first(gf_kernel_block b) {
     gf__region r;
     int d;
     for (d = 0; d < 3; d++) { r.t.grid[d] = b.grid[d]; r.t.block[d] = b.block[d]; r.t.block_idx[d] = b.block_idx[d]; r.t.thread_idx[d] = 0; }
@@ -768,7 +770,7 @@ static inline gf__region gf__region_first(gf_kernel_block b) {
     gf_stub_region(GF_STUB_REGION_ENTER);
     return r;
 }
-static inline int gf__region_more(const gf__region *r) {
+GF__UNUSED_DECL static inline int gf__region_more(const gf__region *r) {
     if (r->t.thread_idx[2] < r->t.block[2]) return 1;
     gf_stub_region(GF_STUB_REGION_LEAVE);
     return 0;
@@ -1834,14 +1836,16 @@ GPUFLOW_IMPL void gf_set_logger(gf_log_fn fn, void *user) {
    unless asked, and a switch the user turned on is heard (a variable it cannot follow always is:
    gf__env_warn). Read once. */
 static int gf__stderr_level = -2;   /* atomic; -2: not read yet, -1: off, else the last level printed */
+#if !defined(_WIN32)
 /* The environment's variables that gpuflow reads; any other GPUFLOW_* is named in a warning
    (a misspelt switch would otherwise stay silently off). */
 static const char *const gf__env_known[] = {
     "GPUFLOW_BACKEND", "GPUFLOW_CACHE_DIR", "GPUFLOW_FAULTS", "GPUFLOW_HANG_MS", "GPUFLOW_LOG", "GPUFLOW_OPENCL_PLATFORM",
     "GPUFLOW_RACE_CHECK", "GPUFLOW_RECORD", "GPUFLOW_RECORD_LIMIT", "GPUFLOW_STATS", "GPUFLOW_STUB_DEVICES", "GPUFLOW_STUB_THREADS", "GPUFLOW_SYNC", "GPUFLOW_SYNC_DEBUG", "GPUFLOW_TRACE", NULL
 };
-#if !defined(_WIN32) && !defined(__USE_GNU)   /* glibc's <unistd.h> declares it under _GNU_SOURCE */
+#  if !defined(__USE_GNU)   /* glibc's <unistd.h> declares it under _GNU_SOURCE */
 extern char **environ;
+#  endif
 #endif
 /* The next GPUFLOW_* variable of the environment gpuflow does not read, from *at on: its name
    (*n characters), or NULL. Not on Windows (no portable environ there). */

@@ -18,6 +18,7 @@
 #include "gpuflow.h"
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #if defined(_WIN32)
 #  include <sys/utime.h>

@@ -28,6 +28,16 @@ ok()   { echo "ok   $1"; passed=$((passed + 1)); }
 fail() { echo "FAIL $1"; [ -f "$out/log" ] && tail -n 12 "$out/log"; failed=$((failed + 1)); }
 skip() { echo "SKIP $1"; skipped=$((skipped + 1)); }
 CC=${CC:-cc}
+flags="-std=c99 -Wall -Wextra -Wpedantic -Werror"
+# A block that builds the implementation (GPUFLOW_IMPLEMENTATION, itself or through
+# examples/example.h) and sets none of its other GPUFLOW_* switches is built without it and
+# linked to one compile of it with the same flags (tests/examples.sh says why): its own code
+# builds as before, examples/example.h from a copy without that line.
+mkdir -p "$out/linked/examples" || exit 1
+for f in examples/*; do sed '/^#define GPUFLOW_IMPLEMENTATION$/d' "$f" > "$out/linked/$f"; done
+if ! $CC $flags -I"$src" -DGPUFLOW_IMPLEMENTATION -x c -c gpuflow.h -o "$out/linked/gpuflow_impl.o" 2>"$out/log"; then
+    fail "gpuflow.h: the implementation does not build with $CC $flags"
+fi
 have_cl_headers=0
 printf '#include <CL/cl.h>\n' | $CC -E -x c - >/dev/null 2>&1 && have_cl_headers=1
 
@@ -120,7 +130,14 @@ for md in README.md docs/*.md; do
             skip "$where: defines GPUFLOW_OPENCL and this machine has no OpenCL headers (opencl-headers)"
             n=$((n + 1)); continue
         fi
-        if ! (cd "$dir" && $CC -std=c99 -Wall -Wextra -Wpedantic -Werror -I"$src" "$c" -o "$dir/$n.bin" -pthread -ldl -lm) >"$out/log" 2>&1; then
+        build="$c" inc=
+        if grep -q '^#define GPUFLOW_IMPLEMENTATION\|^#include "examples/example.h"' "$c" &&
+           ! grep '^#define GPUFLOW_' "$c" | grep -qv '^#define GPUFLOW_IMPLEMENTATION$'; then
+            sed '/^#define GPUFLOW_IMPLEMENTATION$/d' "$c" > "$dir/$n.linked.c"
+            build="$dir/$n.linked.c $out/linked/gpuflow_impl.o" inc="-I$out/linked"
+        fi
+        # shellcheck disable=SC2086
+        if ! (cd "$dir" && $CC $flags $inc -I"$src" $build -o "$dir/$n.bin" -pthread -ldl -lm) >"$out/log" 2>&1; then
             fail "$where: $kind block does not compile ($c)"
         elif [ $run -eq 1 ] && ! (cd "$dir" && GPUFLOW_BACKEND=stub timeout 60 "$dir/$n.bin") >"$out/log" 2>&1; then
             fail "$where: $kind block compiled, but its run on the stub failed"

@@ -50,12 +50,30 @@ else
             *) fail "wine: $what (exit $rc)"; echo "$log" | tail -n 8 ;;
         esac
     }
-    # Each program is built while the one before it runs under wine (the two overlap on two cores).
-    build() {   # source: builds $out/NAME.exe, its status in $out/NAME.rc, its output in $out/NAME.log
-        b=$(basename "$1" .c) opt=-Og
-        case $1 in examples/*) opt=-O0 ;; esac
-        $cc $flags $opt -I. -Itests "$1" -o "$out/$b.exe" -lm > "$out/$b.log" 2>&1; echo $? > "$out/$b.rc"
+    # The implementation is compiled once per optimisation level and linked in, as make test does
+    # natively: the tests that take GF_TEST_LINKED_IMPL, and the examples as copies with their
+    # GPUFLOW_IMPLEMENTATION line taken out (tests/examples.sh says why). Each program is built
+    # while the one before it runs under wine (the two overlap on two cores).
+    impl() {   # opt: $out/gpuflow_impl-PART-OPT.o, compiled on first use (each part its own)
+        [ -f "$out/gpuflow_impl-$part$1.o" ] ||
+            $cc $flags "$1" -I. -DGPUFLOW_IMPLEMENTATION -x c -c gpuflow.h -o "$out/gpuflow_impl-$part$1.o"
     }
+    build() {   # source: builds $out/NAME.exe, its status in $out/NAME.rc, its output in $out/NAME.log
+        b=$(basename "$1" .c) opt=-Og src=$1 linked=yes defs=
+        case $1 in
+            examples/*) opt=-O0 src=$out/examples/$b.c ;;
+            tests/reliability.c) linked=no ;;   # its own allocator: the implementation in the same file
+            tests/*) defs=-DGF_TEST_LINKED_IMPL ;;
+        esac
+        if [ $linked = no ]; then $cc $flags $opt -I. -Itests "$src" -o "$out/$b.exe" -lm
+        else impl $opt && $cc $flags $opt -I. -Itests $defs "$src" "$out/gpuflow_impl-$part$opt.o" -o "$out/$b.exe" -lm
+        fi > "$out/$b.log" 2>&1; echo $? > "$out/$b.rc"
+    }
+    rm -f "$out/gpuflow_impl-$part"-*.o
+    if [ "$part" != tests ]; then
+        mkdir -p "$out/examples" || exit 1
+        for f in examples/*; do sed '/^#define GPUFLOW_IMPLEMENTATION$/d' "$f" > "$out/$f"; done
+    fi
     tests="tests/conformance.c tests/threads.c tests/reliability.c tests/races.c tests/dialect.c tests/interop.c"
     case $part in
         tests) set -- $tests ;;
