@@ -1576,6 +1576,9 @@ static void gf__free(void *p) {
 #define GF__PACE_SLICE_MS 2u                        /* a pacing wait looks again this often (another thread may count what it waits for) */
 #define GF__WAIT_NAP_MIN_US 20                      /* polling waits back off from this... */
 #define GF__WAIT_NAP_MAX_US 1000                    /* ...to this */
+#define GF__WAIT_LOOK_BATCH 64                      /* the waiter looks at this many waits, then lets go of its lock */
+#define GF__WAIT_NAP_PER_ROUND 8                    /* after a round that fired nothing it naps 8x the round's time at least... */
+#define GF__WAIT_NAP_ROUND_MAX_US 100000            /* ...up to this */
 
 /* ---- platform: threads, locks, atomics, clocks, dynamic libraries ----------------- >>platform */
 #if defined(_WIN32)
@@ -3367,6 +3370,20 @@ static gf_result gf__refuse_self_wait(const char *fn, gf_device *dev, gf_stream 
                     fn, cb->label);
 }
 
+/* The same for a wait for the whole device (close, synchronize, trim), which a callback of
+   another device's stream may not make either: that device's copies and waits between the two
+   (gpuflow's own stages, bridges and peer streams) may be queued behind the callback, and no
+   chain of those is traced. */
+static gf_result gf__refuse_device_wait(const char *fn, gf_device *dev) {
+    gf_stream *cb = gf__callback_stream;
+    gf_result r = gf__refuse_self_wait(fn, dev, NULL);
+    if (r != GF_OK || !cb || cb->dev == dev) return r;
+    return gf__fail(GF_ERROR_INVALID_STATE, "%s: called from a host callback of stream '%s' of another device, it would wait for all "
+                    "of %s's work, which may wait for work queued on '%s' after that callback (a copy or a wait between the two "
+                    "devices), and never end; call it outside the callback (signal a thread of your own, or use gf_event_on_complete)",
+                    fn, cb->label, dev->tag, cb->label);
+}
+
 /* Opens device index of b, or (native != NULL) a gf_device over an engine's own device. */
 static gf_result gf__device_open_on(gf_backend b, int index, const gf_native_device *native, gf_device **out) {
     const gf__backend *be = NULL;
@@ -3547,7 +3564,7 @@ static void gf__env_at_close(gf_device *dev) {
 
 static void gf__call_device_close(gf_device *dev) {
     GF__CHECK_VOID(dev, GF__T_DEVICE);
-    if (gf__refuse_self_wait("gf_device_close", dev, NULL) != GF_OK) return;   /* kept: closing waits for the device */
+    if (gf__refuse_device_wait("gf_device_close", dev) != GF_OK) return;   /* kept: closing waits for the device */
     if (gf__waiter_self && gf__waiter_self == dev->waiter) {   /* the close stops and frees the thread it runs on */
         gf__set_error(GF_ERROR_INVALID_STATE, "gf_device_close: called from a completion callback (gf_event_on_complete, a flow's "
                       "on_complete), which runs on the device's waiter thread that the close stops; close the device after it returns");
@@ -3711,7 +3728,7 @@ static gf_result gf__wait_device(gf_device *dev) {
 static gf_result gf__call_device_synchronize(gf_device *dev) {
     gf_result r;
     GF__CHECK(dev, GF__T_DEVICE);
-    if ((r = gf__refuse_self_wait("gf_device_synchronize", dev, NULL)) != GF_OK) return r;
+    if ((r = gf__refuse_device_wait("gf_device_synchronize", dev)) != GF_OK) return r;
     if ((r = GF__FAULT_POINT(dev, GF__FK_SYNC, "gf_device_synchronize")) != GF_OK) return r;
     r = gf__streams_visit(dev, gf__visit_sync, NULL, 0);
     gf__retired_collect(dev, 0);   /* what waited for the work just finished */
@@ -5163,7 +5180,7 @@ static gf_result gf__call_device_set_memory_limit(gf_device *dev, size_t bytes) 
 static gf_result gf__call_device_trim(gf_device *dev, size_t keep_bytes) {
     gf_result r;
     GF__CHECK(dev, GF__T_DEVICE);
-    if ((r = gf__refuse_self_wait(GF__FN, dev, NULL)) != GF_OK) return r;
+    if ((r = gf__refuse_device_wait(GF__FN, dev)) != GF_OK) return r;
     if ((r = gf__hidden_wait(GF__FN, NULL, "all queued work has run (frees reach the driver's pool only when they run)")) != GF_OK) return r;
     /* frees still queued on streams reach the driver's pool only when they run */
     if ((r = gf__wait_device(dev)) != GF_OK) return r;
@@ -6714,8 +6731,19 @@ struct gf__waiter {
     gf__wait *waits; int count, cap;
     uint64_t next_id;
     uint64_t firing;               /* id of the callback running now, or 0 */
-    int scan;                      /* where the next look for a completed wait starts */
+    int scan;                      /* the wait to look at next */
+    int looked;                    /* waits looked at since one last fired (a round: all of them) */
+    int wanted;                    /* atomic: other threads waiting for the lock (the waiter lets them in between batches) */
 };
+
+/* The lock, for any thread but the waiter's: counted while waited for, so that the waiter hands
+   it over between batches of queries (a mutex is not fair: let go and taken back at once, it
+   went to the waiter again for dozens of batches running). */
+static void gf__waiter_lock(gf__waiter *w) {
+    gf__atomic_add_int(&w->wanted, 1);
+    gf__lock(&w->lock);
+    gf__atomic_add_int(&w->wanted, -1);
+}
 
 /* Takes wait i off the list (w->lock held); its event still counts it (gf__wait_uncount). */
 static gf__wait gf__waiter_take(gf__waiter *w, int i) {
@@ -6763,7 +6791,7 @@ static int gf__after_waits_set(gf_event *ev, int after) {
        one that ends meanwhile is seen under the lock below. */
     if (!gf__atomic_load_int(&ev->waits)) return 0;
     if (!(w = gf__waiter_of(ev->dev))) return 0;   /* no waiter: never a wait */
-    gf__lock(&w->lock);
+    gf__waiter_lock(w);
     if (ev->after_waits) r = -1;
     else if (gf__atomic_load_int(&ev->waits)) {
         if (after == GF__AFTER_RELEASE) {
@@ -6785,7 +6813,7 @@ static int gf__after_waits_pool(gf_event_pool *pool) {
     gf__waiter *w = gf__waiter_of(pool->dev);
     int i, pending = 0, r;
     if (!w) return 0;
-    gf__lock(&w->lock);
+    gf__waiter_lock(w);
     if (pool->destroyed) r = -1;
     else {
         gf__spin_lock(&pool->lock);   /* all: another thread may be growing it */
@@ -6807,17 +6835,23 @@ static void gf__after_waits_run(gf_event *ev, int after) {
     else if (after == GF__AFTER_POOL && gf__atomic_add_int(&ev->pool->waiting, -1) == 1) gf__event_pool_free(ev->pool);
 }
 
-/* Fires one completed wait (w->lock held, released around the callback); 0 if none is done.
-   The look goes on from where the last one fired, round the list: a backlog of n waits whose
-   completed ones lie late in it costs a query each per round, not n per callback fired. */
+/* Fires one completed wait (w->lock held, released around the callback), looking at no more
+   than GF__WAIT_LOOK_BATCH waits: 1 fired; 0 none of those was done (the round goes on); -1 a
+   whole round since the last one fired found none. The look goes on round the list from the wait
+   after the last one looked at: a backlog of n waits whose completed ones lie late in it costs a
+   query each per round, not n per callback fired. */
 static int gf__waiter_fire_one(gf__waiter *w) {
     GF__HELD(&w->lock);
     int k, i;
-    for (k = 0; k < w->count; k++) {
+    if (!w->count) { w->looked = 0; return -1; }
+    for (k = 0; k < GF__WAIT_LOOK_BATCH && w->count; k++) {
         gf_event *ev;
         gf__race_seen race_seen;
         gf_result r;
-        i = (int)(((unsigned)w->scan + (unsigned)k) % (unsigned)w->count);
+        if (w->looked >= w->count) { w->looked = 0; return -1; }
+        i = (int)((unsigned)w->scan % (unsigned)w->count);
+        w->scan = i + 1;
+        w->looked++;
         ev = w->waits[i].ev;
         race_seen = gf__race_seen_event(ev);
         r = gf__atomic_load_int(&ev->recorded) ? ev->dev->be->event_query(ev) : GF_OK;
@@ -6827,8 +6861,9 @@ static int gf__waiter_fire_one(gf__waiter *w) {
             int after;
             fire = gf__waiter_take(w, i);   /* off the list (a cancel waits for it), still counted: a destroy
                                               or release meanwhile, by fn or another thread, is put off */
-            w->scan = i + 1;   /* on from the next: the last wait, moved into i, is looked at last in the round (looked
-                                  at next, two callbacks that wait anew each time kept every other wait from firing) */
+            /* on from the next: the last wait, moved into i, is looked at last in the round (looked
+               at next, two callbacks that wait anew each time kept every other wait from firing) */
+            w->looked = 0;
             w->firing = fire.id;
             gf__unlock(&w->lock);
             fire.fn(fire.user, r);
@@ -6847,18 +6882,38 @@ static int gf__waiter_fire_one(gf__waiter *w) {
     return 0;
 }
 
+/* Between batches the lock is let go and the thread yields, so that a thread adding or
+   cancelling a wait is held up by one batch of queries, not by a round of thousands. A round
+   that fired nothing is followed by a nap of at least GF__WAIT_NAP_PER_ROUND times what it took:
+   a backlog of waits that stay pending keeps this thread to a small share of a core. */
 static void gf__waiter_main(void *arg) {
     gf__waiter *w = (gf__waiter *)arg;
-    uint64_t nap = GF__WAIT_NAP_MIN_US;
+    uint64_t nap = GF__WAIT_NAP_MIN_US, round_start = 0;
+    int r;
     gf__waiter_self = w;
     gf__lock(&w->lock);
     while (!w->stop) {
         if (w->count == 0) { gf__cond_wait(&w->cond, &w->lock); nap = GF__WAIT_NAP_MIN_US; continue; }
-        if (gf__waiter_fire_one(w)) { nap = GF__WAIT_NAP_MIN_US; continue; }
-        gf__cond_timedwait_us(&w->cond, &w->lock, nap);
+        if (w->looked == 0) round_start = gf__now_ns();
+        if ((r = gf__waiter_fire_one(w)) > 0) { nap = GF__WAIT_NAP_MIN_US; continue; }
+        if (r == 0) {   /* a batch, none done: let in whoever waits for the lock (a few yields at most) */
+            int yields;
+            if (gf__atomic_load_int(&w->wanted)) {
+                gf__unlock(&w->lock);
+                for (yields = 0; yields < 64 && gf__atomic_load_int(&w->wanted); yields++) gf__yield();
+                gf__lock(&w->lock);
+            }
+            continue;
+        }
+        {
+            uint64_t floor_us = (gf__now_ns() - round_start) / 1000 * GF__WAIT_NAP_PER_ROUND;
+            if (floor_us > GF__WAIT_NAP_ROUND_MAX_US) floor_us = GF__WAIT_NAP_ROUND_MAX_US;
+            gf__cond_timedwait_us(&w->cond, &w->lock, nap > floor_us ? nap : floor_us);
+        }
         if (nap < GF__WAIT_NAP_MAX_US) nap *= 2;
     }
-    while (gf__waiter_fire_one(w)) {}   /* the device was synchronized: deliver what completed */
+    w->looked = 0;
+    while (gf__waiter_fire_one(w) >= 0) {}   /* the device was synchronized: deliver what completed */
     gf__unlock(&w->lock);
 }
 
@@ -6879,7 +6934,7 @@ static gf_result gf__waiter_add(gf_event *ev, gf_callback fn, void *user, uint64
     }
     w = dev->waiter;
     gf__unlock(&dev->lock);
-    gf__lock(&w->lock);
+    gf__waiter_lock(w);
     if (!gf__grow((void **)&w->waits, &w->cap, w->count + 1, sizeof *w->waits)) {
         gf__unlock(&w->lock);
         return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_event_on_complete: out of host memory");
@@ -6890,8 +6945,7 @@ static gf_result gf__waiter_add(gf_event *ev, gf_callback fn, void *user, uint64
     w->waits[w->count].fn = fn;
     w->waits[w->count].user = user;
     if (wait_id) *wait_id = w->next_id;
-    w->count++;
-    gf__cond_broadcast(&w->cond);
+    if (w->count++ == 0) gf__cond_broadcast(&w->cond);   /* it sleeps until there is a wait; with some, it looks each nap */
     gf__unlock(&w->lock);
     return GF_OK;
 }
@@ -6911,7 +6965,7 @@ static int gf__waiter_cancel(gf_device *dev, uint64_t wait_id) {
     gf__waiter *w = gf__waiter_of(dev);
     int i, after;
     if (!w) return 0;
-    gf__lock(&w->lock);
+    gf__waiter_lock(w);
     for (i = 0; i < w->count; i++)
         if (w->waits[i].id == wait_id) {
             gf_event *ev = gf__waiter_take(w, i).ev;
@@ -6950,7 +7004,7 @@ static void gf__pool_drop_completions(gf_stream_pool *pool) {
 static void gf__waiter_stop(gf_device *dev) {
     gf__waiter *w = dev->waiter;
     if (!w) return;
-    gf__lock(&w->lock);
+    gf__waiter_lock(w);
     w->stop = 1;
     gf__cond_broadcast(&w->cond);
     gf__unlock(&w->lock);
@@ -14088,7 +14142,7 @@ static void gf__describe(gf_device *dev, gf__text *t) {
     gf__unlock(&dev->lock);
     if (dev->waiter) {
         gf__waiter *w = dev->waiter;
-        gf__lock(&w->lock);
+        gf__waiter_lock(w);
         for (i = 0; i < w->count; i++) {
             gf__record_info rec = gf__event_latest(w->waits[i].ev);
             char label[80] = "";

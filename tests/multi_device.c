@@ -473,6 +473,42 @@ static void test_tags(gf_backend backend)
     for (i = 0; i < 3; i++) if (d[i]) gf_device_close(d[i]);
 }
 
+/* A callback of b's stream that closed (or synchronized) device a hung for good when a copy
+   or wait between the two was queued behind it: a's close waited for gpuflow's own stage,
+   bridge or peer stream, ordered after the callback. Such whole-device waits from another
+   device's callback are refused now, and both devices go on. */
+typedef struct other_close { gf_device *a; gf_result sync; int close_refused; } other_close;
+static void close_other_cb(void *user, gf_result status)
+{
+    other_close *o = (other_close *)user;
+    (void)status;
+    o->sync = gf_device_synchronize(o->a);
+    gf_device_close(o->a);
+    o->close_refused = strstr(gf_last_error(), "gf_device_close: called from a host callback") != NULL;
+}
+static void test_wait_from_other_callback(gf_device *a, gf_device *b)
+{
+    gf_stream *sb = NULL;
+    gf_buffer *x = NULL, *y = NULL;
+    other_close o = { NULL, GF_OK, 0 };
+    unsigned char v = 0, src[4096];
+    o.a = a;
+    memset(src, 0x5a, sizeof src);
+    if (CHECK_EQ_RESULT(gf_stream_create(b, NULL, &sb), GF_OK) && CHECK_EQ_RESULT(gf_buffer_create(a, 4096, &x), GF_OK) &&
+        CHECK_EQ_RESULT(gf_buffer_create(b, 4096, &y), GF_OK) && CHECK_EQ_RESULT(gf_copy_to_device(x, 0, src, sizeof src), GF_OK) &&
+        CHECK_EQ_RESULT(gf_stream_add_callback(sb, close_other_cb, &o), GF_OK) &&
+        CHECK_EQ_RESULT(gf_copy_buffer_async(sb, y, 0, x, 0, 4096), GF_OK)) {   /* behind the callback: a's side waits for it */
+        CHECK_EQ_RESULT(gf_stream_synchronize_timeout(sb, 20000), GF_OK);
+        CHECK_EQ_RESULT(o.sync, GF_ERROR_INVALID_STATE);
+        CHECK(o.close_refused, "gf_device_close of another device from a stream callback is refused, with a message");
+        CHECK_EQ_RESULT(gf_copy_to_host(&v, y, 4095, 1), GF_OK);
+        CHECK(v == 0x5a, "the copy behind that callback ran, and both devices go on");
+    }
+    if (y) gf_buffer_destroy(y);
+    if (x) gf_buffer_destroy(x);
+    if (sb) gf_stream_destroy(sb);
+}
+
 static void run_pair(gf_device *a, gf_device *b, gf_device *third, int staged)
 {
     printf("pair: '%s' (%s) and '%s' (%s)%s\n", gf_device_name(a), gf_backend_name(gf_device_backend(a)), gf_device_name(b),
@@ -486,6 +522,7 @@ static void run_pair(gf_device *a, gf_device *b, gf_device *third, int staged)
     test_memory(a, b);
     test_release_under_peer_copy(a, b, staged);
     test_flow(a, b);
+    test_wait_from_other_callback(a, b);
 }
 
 int main(int argc, char **argv)
