@@ -9758,6 +9758,13 @@ static gf_result gf__cache_identity_make(gf__cache_identity *id, const char *tex
 #  define gf__getpid() ((unsigned long)getpid())
 #endif
 
+/* rename(), over an entry already there (Windows' rename refuses an existing name) */
+#if defined(_WIN32)
+static int gf__rename_over(const char *from, const char *to) { return MoveFileExA(from, to, MOVEFILE_REPLACE_EXISTING) ? 0 : -1; }
+#else
+static int gf__rename_over(const char *from, const char *to) { return rename(from, to); }
+#endif
+
 /* The entry's path, allocated to fit: a long directory (PATH_MAX is 4096 on Linux) is never
    cut short, which would put the entry somewhere else. NULL: out of host memory. */
 static char *gf__cache_path(const char *dir, const uint64_t key[2]) {
@@ -9896,7 +9903,7 @@ static void gf__cache_write(const char *path, const gf__cache_identity *id, gf_b
     }
     ok = gf__fd_write_all(fd, &h, sizeof h, 1) && gf__fd_write_all(fd, id->bytes, id->size, 1) && gf__fd_write_all(fd, binary, size, 1);
     ok = gf__fd_close(fd) == 0 && ok;
-    if (!ok || GF__FAULT("rename") || rename(tmp, path) != 0) {
+    if (!ok || GF__FAULT("rename") || gf__rename_over(tmp, path) != 0) {
         remove(tmp);
         gf__notice(GF_LOG_WARNING, "gf_module_load: cannot write the kernel cache entry '%s'", path);
     }
@@ -12758,7 +12765,8 @@ static const void *gf__rp_host(gf__replay *rp, const gf__rp_blob *b, gf_buffer *
 
 /* The host bytes one side of a 2D copy spans, by its pitch (0: none, or too many to stand in for). */
 static uint64_t gf__rp_span(const gf_copy_2d *c, size_t pitch) {
-    if (!c->height || !c->width || pitch > ((uint64_t)1 << 32) || c->height > ((size_t)1 << 31)) return 0;
+    uint64_t wide = pitch;   /* (a size_t compared with 2^32 is always false on a 32-bit host, and warned of) */
+    if (!c->height || !c->width || wide > ((uint64_t)1 << 32) || c->height > ((size_t)1 << 31)) return 0;
     return (uint64_t)(c->height - 1) * pitch + c->width;
 }
 
@@ -14605,6 +14613,10 @@ GPUFLOW_IMPL gf_result gf_profiler_write_trace(gf_device *dev, const char *path)
 #ifndef GPUFLOW_STUB_MEMORY
 #  define GPUFLOW_STUB_MEMORY ((uint64_t)8 << 30)
 #endif
+/* What the stub device holds: GPUFLOW_STUB_MEMORY, but no more than half of what a size_t counts
+   (a 32-bit host: total and free memory fit their size_t, and a buffer's guard zones cannot wrap
+   its size) */
+#define GF__STUB_CAPACITY ((uint64_t)(GPUFLOW_STUB_MEMORY) < (uint64_t)(SIZE_MAX / 2) ? (uint64_t)(GPUFLOW_STUB_MEMORY) : (uint64_t)(SIZE_MAX / 2))
 
 /* One record of an event. A wait holds the record that was current when it was enqueued, so
    recording the event again elsewhere does not release it (CUDA's meaning). */
@@ -14778,7 +14790,7 @@ static gf_result gf__stub_device_open(gf_device *dev, int index) {
     gf__block_pool_init(&((gf__stub_device *)dev->native)->pool);
     if (index == 0) gf__copy_str(dev->info.name, sizeof dev->info.name, "gpuflow CPU stub");
     else snprintf(dev->info.name, sizeof dev->info.name, "gpuflow CPU stub #%d", index);
-    dev->info.total_memory = (size_t)GPUFLOW_STUB_MEMORY;
+    dev->info.total_memory = (size_t)GF__STUB_CAPACITY;
     dev->info.compute_units = 1;
     dev->info.managed_memory = 1;
     /* CUDA's limits, so that a launch the stub runs is one a GPU takes. */
@@ -14795,8 +14807,8 @@ static void gf__stub_device_close(gf_device *dev) {
 
 static gf_result gf__stub_memory_info(gf_device *dev, size_t *free_bytes, size_t *total_bytes) {
     uint64_t used = gf__atomic_load(&((gf__stub_device *)dev->native)->allocated);
-    *total_bytes = (size_t)GPUFLOW_STUB_MEMORY;
-    *free_bytes = (size_t)(GPUFLOW_STUB_MEMORY - used);
+    *total_bytes = (size_t)GF__STUB_CAPACITY;
+    *free_bytes = (size_t)(GF__STUB_CAPACITY - used);
     return GF_OK;
 }
 
@@ -14832,19 +14844,19 @@ static gf_result gf__stub_buffer_alloc(gf_buffer *buf) {
     gf__stub_device *sd = (gf__stub_device *)buf->dev->native;
     unsigned char *raw;
     uint64_t before;
-    if ((uint64_t)buf->size > GPUFLOW_STUB_MEMORY)   /* checked first: a size near SIZE_MAX would wrap the sum */
+    if ((uint64_t)buf->size > GF__STUB_CAPACITY)   /* checked first: a size near SIZE_MAX would wrap the sum */
         return gf__fail(GF_ERROR_OUT_OF_MEMORY, "stub: cannot allocate %llu bytes (the device has %llu)",
-                        (unsigned long long)buf->size, (unsigned long long)GPUFLOW_STUB_MEMORY);
+                        (unsigned long long)buf->size, (unsigned long long)GF__STUB_CAPACITY);
     before = gf__atomic_add(&sd->allocated, (uint64_t)buf->size);
-    if (buf->exportable && before <= GPUFLOW_STUB_MEMORY - (uint64_t)buf->size) {   /* shared memory another process can map */
+    if (buf->exportable && before <= GF__STUB_CAPACITY - (uint64_t)buf->size) {   /* shared memory another process can map */
         gf_result r = gf__stub_alloc_shared(buf);
         if (r != GF_OK) gf__atomic_add(&sd->allocated, (uint64_t)0 - (uint64_t)buf->size);
         return r;
     }
-    if (before > GPUFLOW_STUB_MEMORY - (uint64_t)buf->size || !(raw = (unsigned char *)gf__malloc(buf->size + 2 * GF__GUARD_BYTES))) {
+    if (before > GF__STUB_CAPACITY - (uint64_t)buf->size || !(raw = (unsigned char *)gf__malloc(buf->size + 2 * GF__GUARD_BYTES))) {
         gf__atomic_add(&sd->allocated, (uint64_t)0 - (uint64_t)buf->size);
         return gf__fail(GF_ERROR_OUT_OF_MEMORY, "stub: cannot allocate %llu bytes (%llu of %llu in use)", (unsigned long long)buf->size,
-                        (unsigned long long)before, (unsigned long long)GPUFLOW_STUB_MEMORY);
+                        (unsigned long long)before, (unsigned long long)GF__STUB_CAPACITY);
     }
     buf->host = raw + GF__GUARD_BYTES;
     buf->native = (uint64_t)(uintptr_t)buf->host;
@@ -14860,6 +14872,11 @@ static void gf__stub_buffer_free(gf_buffer *buf) {
 }
 /* The stub's "native" buffer is host memory: wrapping one makes a gf_buffer over it. */
 static gf_result gf__stub_buffer_wrap(gf_buffer *buf, uint64_t native) {
+    uint64_t last = native + (uint64_t)buf->size - 1;   /* the stub's "device address" is a host pointer */
+    if (last < native || last > (uint64_t)UINTPTR_MAX)
+        return gf__fail(GF_ERROR_OUT_OF_RANGE, "gf_buffer_wrap: 0x%llx + %llu bytes is no host address range of this %u-bit process (the "
+                        "stub's device addresses are host pointers)", (unsigned long long)native, (unsigned long long)buf->size,
+                        (unsigned)(sizeof(void *) * 8));
     buf->host = (void *)(uintptr_t)native;
     buf->native = native;
     return GF_OK;

@@ -249,6 +249,11 @@ static void test_memory(void)
         }
     }
     b_unchanged("the plain buffer passed to destroy_async still holds its data");
+    /* the stub's device addresses are host pointers: a range past the end of the address space
+       (or, on a 32-bit host, above 4 GiB) was wrapped, cut to a pointer that wrote elsewhere */
+    x = NULL;
+    CHECK_FAIL(gf_buffer_wrap(dev, UINT64_MAX - 7, 16, &x), GF_ERROR_OUT_OF_RANGE);
+    CHECK(x == NULL, "a refused wrap leaves *out NULL");
 }
 
 static void test_streams_and_events(void)

@@ -1616,6 +1616,33 @@ static void test_waiter_lets_go(void)
     free(ev);
 }
 
+/* On Windows, rename() refuses a name that exists: a kernel cache entry found corrupt or made
+   for something else ("... rebuilding it") was never replaced, so every later load warned and
+   compiled again (found under wine). Entries now go over the old name there too. Run on every
+   platform (tests/windows.sh runs this file under wine). */
+static void test_cache_entry_replaced(void)
+{
+    char dir[64], *path;
+    gf__cache_identity id;
+    void *bin = NULL;
+    size_t size = 0;
+    snprintf(dir, sizeof dir, "gf-cache-replace-%lu", (unsigned long)gf__getpid());
+    if (!CHECK(gf__cache_dir_usable(dir), "cache replace: a directory of its own") ||
+        !CHECK_EQ_RESULT(gf__cache_identity_make(&id, "kernel text", "", "test compiler"), GF_OK))
+        return;
+    if (CHECK((path = gf__cache_path(dir, id.key)) != NULL, "cache replace: the entry's path")) {
+        gf__cache_write(path, &id, GF_BACKEND_OPENCL, "first", 6);
+        gf__cache_write(path, &id, GF_BACKEND_OPENCL, "second", 7);   /* the old entry is there */
+        if (CHECK_EQ_RESULT(gf__cache_read(path, &id, GF_BACKEND_OPENCL, &bin, &size), GF_OK))
+            CHECK(size == 7 && !memcmp(bin, "second", 7), "cache replace: a new entry replaces the one under its name");
+        gf__free(bin);
+        remove(path);
+        gf__free(path);
+    }
+    gf__free(id.bytes);
+    rmdir(dir);
+}
+
 /* The race detector gave every stream created while it was on a clock slot of its own, for
    good: a program that makes a stream per job grew every clock (and each operation's cost)
    with every stream it ever made (found by a soak: 150 us per round after 50,000 streams). A
@@ -1811,6 +1838,7 @@ int main(int argc, char **argv)
     test_destroy_async_held_by_graph();
     test_waiter_backlog();
     test_waiter_lets_go();
+    test_cache_entry_replaced();
     test_waiter_rearming();
     test_race_slots_reused();
     test_race_host_wait_began();
