@@ -1839,32 +1839,31 @@ GPUFLOW_IMPL void gf_set_logger(gf_log_fn fn, void *user) {
    unless asked, and a switch the user turned on is heard (a variable it cannot follow always is:
    gf__env_warn). Read once. */
 static int gf__stderr_level = -2;   /* atomic; -2: not read yet, -1: off, else the last level printed */
-#if !defined(_WIN32)
 /* The environment's variables that gpuflow reads; any other GPUFLOW_* is named in a warning
    (a misspelt switch would otherwise stay silently off). */
 static const char *const gf__env_known[] = {
     "GPUFLOW_BACKEND", "GPUFLOW_CACHE_DIR", "GPUFLOW_FAULTS", "GPUFLOW_HANG_MS", "GPUFLOW_LOG", "GPUFLOW_OPENCL_PLATFORM",
     "GPUFLOW_RACE_CHECK", "GPUFLOW_RECORD", "GPUFLOW_RECORD_LIMIT", "GPUFLOW_STATS", "GPUFLOW_STUB_DEVICES", "GPUFLOW_STUB_THREADS", "GPUFLOW_SYNC", "GPUFLOW_SYNC_DEBUG", "GPUFLOW_TRACE", NULL
 };
+#if defined(_WIN32)
+#  define gf__environ _environ   /* the C runtime's (MSVCRT and UCRT declare it in <stdlib.h>) */
+#else
 #  if !defined(__USE_GNU)   /* glibc's <unistd.h> declares it under _GNU_SOURCE */
 extern char **environ;
 #  endif
+#  define gf__environ environ
 #endif
 /* The next GPUFLOW_* variable of the environment gpuflow does not read, from *at on: its name
-   (*n characters), or NULL. Not on Windows (no portable environ there). */
+   (*n characters), or NULL. */
 static const char *gf__env_next_unknown(int *at, size_t *n) {
-#if !defined(_WIN32)
-    for (; environ && environ[*at]; (*at)++) {
-        const char *e = environ[*at], *eq = strchr(e, '=');
+    for (; gf__environ && gf__environ[*at]; (*at)++) {
+        const char *e = gf__environ[*at], *eq = strchr(e, '=');
         int i, known = 0;
         if (strncmp(e, "GPUFLOW_", 8)) continue;
         *n = eq ? (size_t)(eq - e) : strlen(e);
         for (i = 0; gf__env_known[i] && !known; i++) known = strlen(gf__env_known[i]) == *n && !strncmp(e, gf__env_known[i], *n);
         if (!known) { (*at)++; return e; }
     }
-#else
-    (void)at; (void)n;
-#endif
     return NULL;
 }
 static int gf__switch_on(const char *name) {
@@ -3061,6 +3060,9 @@ static const char *gf__api_name(const char *fn) {
    has a non-NULL handle, also where gf__is is not looked into. */
 #define GF__CHECK(obj, T) \
     do { if (!(obj) || !gf__is((obj), (T))) return gf__bad_handle(GF__FN, #obj, (obj), (T)); } while (0)
+/* The same in a helper that several calls share: fn names the call the user made. */
+#define GF__CHECK_IN(fn, obj, T) \
+    do { if (!(obj) || !gf__is((obj), (T))) return gf__bad_handle((fn), #obj, (obj), (T)); } while (0)
 /* The same for functions that return nothing (destroy, close): they only set the error text. */
 #define GF__CHECK_VOID(obj, T) \
     do { if (!(obj) || !gf__is((obj), (T))) { gf__say_bad_handle(GF__FN, #obj, (obj), (T)); return; } } while (0)
@@ -4817,7 +4819,7 @@ static gf_result gf__check_copy(const char *fn, gf_stream *s, const gf__copy *c)
 static gf_result gf__copy_async(const char *fn, gf_stream *s, const gf__copy *copy) {
     gf_result r;
     gf__cmd c;
-    GF__CHECK(s, GF__T_STREAM);
+    GF__CHECK_IN(fn, s, GF__T_STREAM);
     if ((r = gf__check_copy(fn, s, copy)) != GF_OK) return r;
     c.kind = GF__CMD_COPY;
     c.as.copy = *copy;
@@ -4827,7 +4829,7 @@ static gf_result gf__copy_async(const char *fn, gf_stream *s, const gf__copy *co
 /* Synchronous copies run on the device's own stream; they do not wait for other streams. */
 static gf_result gf__copy_sync(const char *fn, gf_buffer *buf, const gf__copy *copy) {
     gf_result r;
-    GF__CHECK(buf, GF__T_BUFFER);
+    GF__CHECK_IN(fn, buf, GF__T_BUFFER);
     if (gf__atomic_load_int(&buf->capture_uses))
         return gf__fail(GF_ERROR_CAPTURE, "%s: a capture in progress uses this buffer; a synchronous copy would race it", fn);
     if ((r = gf__hidden_wait(fn, NULL, "the copy is done (a synchronous copy: the _async form does not wait)")) != GF_OK) return r;
@@ -4988,8 +4990,8 @@ static void gf__buffer_uses_drop(gf_buffer *buf) {
 static gf_result gf__fill_wide(const char *fn, gf_stream *s, gf_buffer *buf, size_t offset, uint32_t value, int width, size_t count) {
     gf_result r;
     gf__cmd c;
-    GF__CHECK(s, GF__T_STREAM);
-    GF__CHECK(buf, GF__T_BUFFER);
+    GF__CHECK_IN(fn, s, GF__T_STREAM);
+    GF__CHECK_IN(fn, buf, GF__T_BUFFER);
     GF__SAME_DEVICE(s->dev, buf->dev);
     if (count == 0) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "%s: count is 0", fn);
     if (count > SIZE_MAX / (size_t)width)
@@ -6750,6 +6752,10 @@ static gf__wait gf__waiter_take(gf__waiter *w, int i) {
     GF__HELD(&w->lock);
     gf__wait taken = w->waits[i];
     w->waits[i] = w->waits[--w->count];
+    if (w->cap > 256 && w->count < w->cap / 8) {   /* a burst's peak goes back (a shrink never fails to keep what is there) */
+        gf__wait *fewer = (gf__wait *)gf__realloc(w->waits, (size_t)(w->cap / 2) * sizeof *fewer);
+        if (fewer) { w->waits = fewer; w->cap /= 2; }
+    }
     return taken;
 }
 /* The event no longer counts a wait taken off the list (w->lock held). A release put off goes
@@ -9145,7 +9151,7 @@ static gf_result gf__cond_end(const char *fn, gf_stream *s, int what) {
     gf_graph *discarded;
     gf__cmd c;
     gf_result r = GF_OK;
-    GF__CHECK(s, GF__T_STREAM);
+    GF__CHECK_IN(fn, s, GF__T_STREAM);
     gf__lock(&s->lock);
     if (!(cap = s->capture)) {
         gf__unlock(&s->lock);
@@ -10059,11 +10065,27 @@ static void gf__module_origin_free(gf_module *mod) {
     gf__free(mod->path); gf__free(mod->options); gf__free(mod->source_name); gf__free(mod->cache_dir);
     mod->path = mod->options = mod->source_name = mod->cache_dir = NULL;
 }
-/* A file's modification time and size (0: it cannot be read). */
+/* A file's modification time (in nanoseconds where the platform keeps them: two saves of the
+   same length within a second were one to a poll of whole seconds) and size (0: it cannot be
+   read). Windows: _stat keeps seconds, its file times 100 ns, read through the file's handle. */
 static int gf__file_stamp(const char *path, long long *mtime, long long *size) {
     struct stat st;
     if (stat(path, &st) != 0) return 0;
-    *mtime = (long long)st.st_mtime;
+#if defined(_WIN32)
+    {
+        HANDLE h = CreateFileA(path, 0, FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE, NULL, OPEN_EXISTING, FILE_ATTRIBUTE_NORMAL, NULL);
+        FILETIME written;
+        *mtime = (long long)st.st_mtime * 1000000000;
+        if (h != INVALID_HANDLE_VALUE) {
+            if (GetFileTime(h, NULL, NULL, &written)) *mtime = (long long)(((uint64_t)written.dwHighDateTime << 32) | written.dwLowDateTime);
+            CloseHandle(h);
+        }
+    }
+#elif defined(__APPLE__)
+    *mtime = (long long)st.st_mtimespec.tv_sec * 1000000000 + st.st_mtimespec.tv_nsec;
+#else
+    *mtime = (long long)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+#endif
     *size = (long long)st.st_size;
     return 1;
 }

@@ -254,6 +254,11 @@ static void test_memory(void)
     x = NULL;
     CHECK_FAIL(gf_buffer_wrap(dev, UINT64_MAX - 7, 16, &x), GF_ERROR_OUT_OF_RANGE);
     CHECK(x == NULL, "a refused wrap leaves *out NULL");
+    /* a refusal of a shared helper names the call made (it said gf__copy_async) */
+    CHECK_FAIL(gf_copy_buffer_async(NULL, b, 0, b, 8, 4), GF_ERROR_INVALID_HANDLE);
+    CHECK(!strncmp(gf_last_error(), "gf_copy_buffer_async:", 21), "a NULL stream is named by the call made");
+    CHECK_FAIL(gf_fill32_async(NULL, b, 0, 7u, 1), GF_ERROR_INVALID_HANDLE);
+    CHECK(!strncmp(gf_last_error(), "gf_fill32_async:", 16), "... for a fill too");
 }
 
 static void test_streams_and_events(void)

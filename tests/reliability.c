@@ -1608,6 +1608,13 @@ static void test_waiter_lets_go(void)
     th_gate_open(&gate);
     if (dev) CHECK_EQ_RESULT(gf_device_synchronize(dev), GF_OK);
     CHECK(th_flag_wait(&fired, STALL_PENDING, TH_WAIT_MS), "waiter lets go: every wait fired once the stream went on");
+    if (dev && dev->waiter) {   /* and the list's peak went back (it kept 8192 slots until the device closed) */
+        int cap;
+        gf__lock(&dev->waiter->lock);
+        cap = dev->waiter->cap;
+        gf__unlock(&dev->waiter->lock);
+        CHECK(cap <= 512, "waiter lets go: the list of waits shrinks once they have fired");
+    }
     for (i = 0; i < STALL_PENDING; i++) if (ev[i]) gf_event_destroy(ev[i]);
     if (held) gf_stream_destroy(held);
     gf_device_close(dev);

@@ -92,6 +92,12 @@ else
             *) run "example $name" "$name.exe" ;;
         esac
     done
+    # a misspelt switch is named on Windows too (the environment read through _environ)
+    if [ "$part" != examples ] && [ -f "$out/stub.exe" ]; then
+        log=$(cd "$out" && GPUFLOW_RACECHECK=1 timeout 120 "$wine" ./stub.exe 2>&1 | tr -d '\r')
+        if echo "$log" | grep -q "GPUFLOW_RACECHECK is not a variable gpuflow reads"; then ok "wine: a misspelt GPUFLOW_ variable is named in a warning"
+        else fail "wine: a misspelt GPUFLOW_ variable got no warning"; echo "$log" | tail -n 3; fi
+    fi
 fi
 if [ "$skipped" -gt 0 ]; then echo "$passed passed, $failed failed, $skipped skipped"; else echo "$passed passed, $failed failed"; fi
 [ "$failed" -eq 0 ]
