@@ -12795,6 +12795,7 @@ static uint64_t gf__rp_span(const gf_copy_2d *c, size_t pitch) {
 /* One argument as read back (only the fields of its letter are set). */
 typedef struct gf__rp_arg {
     uint32_t id; void *obj; int missing;   /* objects: missing is a number the replay does not have */
+    int too_big;                           /* a size or offset this host's size_t cannot hold (a 64-bit recording on 32 bits) */
     int wrong_kind;                        /* an object, not of the kind the call takes */
     uint64_t u; const char *s; gf__rp_blob blob;
     int given;                             /* descs: a pointer was passed */
@@ -12918,7 +12919,7 @@ static int gf__rp_args(gf__replay *rp, gf__rp_in *in, const char *letters, gf__r
             break;
         }
         case 'i': case 'u': a->u = gf__rp_u32(in); break;
-        case 'z': a->u = gf__rp_u64(in); break;
+        case 'z': a->u = gf__rp_u64(in); a->too_big = (uint64_t)(size_t)a->u != a->u; break;
         case 'c': a->s = gf__rp_str(in); break;
         case 'h': case 'o': case 'y': a->blob = gf__rp_snapshot(rp, gf__rp_blob_read(in)); break;
         case '6':
@@ -12927,7 +12928,7 @@ static int gf__rp_args(gf__replay *rp, gf__rp_in *in, const char *letters, gf__r
         case '7':
             if ((a->given = (int)gf__rp_u32(in)) != 0) {
                 gf__rp_arg budget;
-                a->bd.size = (size_t)gf__rp_u64(in); a->bd.managed = (int)gf__rp_u32(in); a->bd.exportable = (int)gf__rp_u32(in);
+                a->u = gf__rp_u64(in); a->bd.size = (size_t)a->u; a->too_big = (uint64_t)a->bd.size != a->u; a->bd.managed = (int)gf__rp_u32(in); a->bd.exportable = (int)gf__rp_u32(in);
                 gf__rp_object(rp, in, 'V', &budget);
                 a->bd.budget = budget.wrong_kind ? NULL : (gf_budget *)budget.obj;
                 a->missing = budget.missing;
@@ -13165,6 +13166,9 @@ static int gf__rp_call(gf__replay *rp, gf__rec_call call, gf__rp_arg *v, gf_resu
         return GF__RP_SKIPPED;   /* the backend's semaphore refused it: a stand-in has none to refuse */
     for (i = 0; letters[i]; i++) {
         if (v[i].missing) return GF__RP_SKIPPED;   /* an object the replay does not have */
+        if (v[i].too_big)   /* cut to this host's size_t, it would be another call (and match) */
+            return gf__fail(GF_ERROR_OUT_OF_RANGE, "gf_replay: %s: %llu (a size or offset of argument %d) does not fit this host's "
+                            "size_t", gf__rec_calls[call].name, (unsigned long long)v[i].u, i + 1);
         if (letters[i] == 'x' && v[i].obj && rp->objs[v[i].id].kind != gf__rp_destroys(call))
             v[i].wrong_kind = 1;   /* refused as the original was, and it lives on */
         if (letters[i] >= 'a' && letters[i] <= 'z' && strchr(GF__REC_MADE, letters[i])) out = i;
