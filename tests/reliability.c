@@ -1557,14 +1557,14 @@ static gf_result stall_event_query(gf_event *ev)
     static uint64_t id_before;
     gf__waiter *w = __atomic_load_n(&stall_waiter, __ATOMIC_ACQUIRE);
     if (w) {   /* the waiter thread, w->lock held */
-        int n = ++stall_queries, spins;
+        int n = __atomic_add_fetch(&stall_queries, 1, __ATOMIC_RELAXED), spins;
         if (n == STALL_AT) {
             __atomic_store_n(&stall_go, 1, __ATOMIC_RELEASE);
             for (spins = 0; spins < 5000 && !gf__atomic_load_int(&w->wanted); spins++) th_sleep_ms(1);
             id_before = w->next_id;
-            stall_run = 0;
-        } else if (n > STALL_AT && w->next_id == id_before && stall_run >= 0 && n < STALL_AT + STALL_PENDING) {
-            stall_run++;
+            __atomic_store_n(&stall_run, 0, __ATOMIC_RELAXED);
+        } else if (n > STALL_AT && w->next_id == id_before && __atomic_load_n(&stall_run, __ATOMIC_RELAXED) >= 0 && n < STALL_AT + STALL_PENDING) {
+            __atomic_add_fetch(&stall_run, 1, __ATOMIC_RELAXED);
         }
     }
     return real_event_query(ev);
@@ -1592,6 +1592,7 @@ static void test_waiter_lets_go(void)
                  gf_event_on_complete(ev[i], count_fired, &fired, NULL) == GF_OK;
         if (CHECK(ok, "waiter lets go: the waits are made")) {
             uint64_t id = 0;
+            int run;
             __atomic_store_n(&stall_waiter, dev->waiter, __ATOMIC_RELEASE);
             for (waited = 0; waited < TH_WAIT_MS && !__atomic_load_n(&stall_go, __ATOMIC_ACQUIRE); waited++) th_sleep_ms(1);
             CHECK(__atomic_load_n(&stall_go, __ATOMIC_ACQUIRE), "waiter lets go: the waiter looks at the backlog");
@@ -1599,9 +1600,10 @@ static void test_waiter_lets_go(void)
             CHECK_EQ_RESULT(gf_event_cancel_wait(dev, id), GF_OK);
             for (waited = 0; waited < TH_WAIT_MS && __atomic_load_n(&stall_queries, __ATOMIC_RELAXED) < STALL_AT + STALL_PENDING; waited++) th_sleep_ms(1);
             __atomic_store_n(&stall_waiter, NULL, __ATOMIC_RELEASE);
+            run = __atomic_load_n(&stall_run, __ATOMIC_RELAXED);
             printf("  waiter lets go: %d queries of the waiter's round went by while an add waited for its lock (%d waits pending)\n",
-                   stall_run, STALL_PENDING);
-            CHECK(stall_run >= 0 && stall_run <= 2 * GF__WAIT_LOOK_BATCH,
+                   run, STALL_PENDING);
+            CHECK(run >= 0 && run <= 2 * GF__WAIT_LOOK_BATCH,
                   "waiter lets go: a thread adding a wait waits for a batch of queries, not a round of the whole backlog");
         }
     }
