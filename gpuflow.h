@@ -1686,6 +1686,15 @@ static int gf__cas_u64(uint64_t *p, uint64_t expected, uint64_t desired) {   /* 
 }
 #endif
 
+/* A 64-bit field that the atomics above update: 8-aligned even where the ABI puts a uint64_t
+   on 4 bytes inside a struct (i386 System V), since a locked access that straddles two cache
+   lines is a split lock: very slow everywhere, a fault where the kernel refuses them. */
+#if defined(__GNUC__) || defined(__clang__)
+typedef uint64_t gf__atomic64 __attribute__((aligned(8)));
+#else
+typedef uint64_t gf__atomic64;   /* MSVC aligns a uint64_t to 8 inside structs */
+#endif
+
 /* The library's mutexes this thread holds: what is logged meanwhile waits until it holds none
    (gf__log_text), since a logger may call gpuflow and take one of them. */
 static GF__TLS int gf__locks_held, gf__log_held_count;
@@ -2133,8 +2142,8 @@ struct gf_device {
                                        its memory, so its releases' fences see them ("gpuflow/outside") */
     int bridges;                    /* atomic: other devices' callbacks that hold its marks or stages */
     gf_event_pool *events;          /* the device's own events: barriers, flows, profiler */
-    uint64_t next_id;
-    uint64_t next_label;            /* "stream N" counts the streams the program made */
+    gf__atomic64 next_id;
+    gf__atomic64 next_label;        /* "stream N" counts the streams the program made */
     unsigned fork_count;            /* gf__fork_count when opened: a child of fork() differs */
     int live[GF__T_BUDGET - GF__T_DEVICE + 1];   /* atomic: objects the program made, by type */
     gf__capture *captures;          /* in progress */
@@ -2230,9 +2239,9 @@ struct gf_stream {
     void *cond_native;              /* the backend's bodies of loops and branches open on it (native captures) */
     gf__mutex lock;                 /* enqueue order, capture state, profiler records */
     int status;                     /* gf_result: sticky asynchronous error, given to callbacks */
-    uint64_t ops, copies, bytes_copied, launches, callbacks;   /* atomics */
-    uint64_t staged_copies, bridged_waits;                    /* atomics: across devices */
-    uint64_t submitted, retired;    /* pending = submitted - retired, refreshed by query */
+    gf__atomic64 ops, copies, bytes_copied, launches, callbacks;   /* atomics */
+    gf__atomic64 staged_copies, bridged_waits;                    /* atomics: across devices */
+    gf__atomic64 submitted, retired;    /* pending = submitted - retired, refreshed by query */
     gf__capture *capture;           /* capture this stream takes part in, or NULL */
     int capture_ops, capture_joined;/* ops since joining; ops covered by a join back */
     int sync_refs;                  /* device-wide synchronizes holding it (dev->lock); destroy waits */
@@ -5916,10 +5925,10 @@ struct gf_stream_pool {
     int measure;
     gf_stream *streams[GF_POOL_MAX_STREAMS];
     char gap[GF__CACHE_LINE];
-    uint64_t next;                                /* atomic round-robin cursor */
+    gf__atomic64 next;                            /* atomic round-robin cursor */
     char gap2[GF__CACHE_LINE];
     struct {                                      /* per stream, on lines of their own: atomics */
-        uint64_t acquisitions, releases;          /* held now = acquisitions - releases */
+        gf__atomic64 acquisitions, releases;      /* held now = acquisitions - releases */
         char gap[GF__CACHE_LINE - 2 * sizeof(uint64_t)];
     } lease[GF_POOL_MAX_STREAMS];
     gf__mutex lock;                               /* completion statistics */
@@ -14708,11 +14717,12 @@ typedef struct gf__stub_stream {
 #define GF__GRID_CHUNK_PER_RUNNER 16    /* blocks are taken in chunks: about this many per runner */
 typedef struct gf__grid {
     struct gf__stub_stream *q; struct gf__stub_item *it;
-    uint64_t total, next, chunk;    /* next: atomic, the next block to take; chunk: how many at once */
+    uint64_t total, chunk;          /* chunk: how many blocks a runner takes at once */
+    gf__atomic64 next;              /* atomic: the next block to take */
     int stop;                       /* atomic: a block could not run: take no more */
     int active;                     /* workers inside it (the pool's lock) */
     int runners;                    /* atomic: threads that took part, each its own slot */
-    struct { uint64_t block; char pad[56]; } at[GF__GRID_SLOTS];   /* atomic: 1 + the block a runner is in, 0 idle; a line each */
+    struct { gf__atomic64 block; char pad[56]; } at[GF__GRID_SLOTS];   /* atomic: 1 + the block a runner is in, 0 idle; a line each */
     struct gf__grid *link;
 } gf__grid;
 typedef struct gf__block_pool {
@@ -14721,7 +14731,7 @@ typedef struct gf__block_pool {
     gf__grid *grids;                /* launches with blocks left to take */
     gf__thread *threads; int want, started, stop;
 } gf__block_pool;
-typedef struct gf__stub_device { uint64_t allocated; gf__block_pool pool; } gf__stub_device;
+typedef struct gf__stub_device { gf__atomic64 allocated; gf__block_pool pool; } gf__stub_device;
 /* An exportable buffer or an import (buf->external): the mapping, and the fd an export
    duplicates (-1: none). Made and freed in "the stub's interop" below. */
 typedef struct gf__stub_mapping { unsigned char *base; size_t bytes; int fd; int imported; } gf__stub_mapping;
@@ -14731,7 +14741,7 @@ static void gf__stub_mapping_free(gf__stub_mapping *m);
 /* Stub semaphores: a 64-bit counter (a timeline's value; a binary's 1 when signalled), in a
    shared memory object where the host has them (another process maps the exported fd), else
    in the object itself. A wait polls the counter, backing off to GF__WAIT_NAP_MAX_US. */
-typedef struct gf__stub_sem { uint64_t *value; size_t mapped; int fd; int timeline; uint64_t own; } gf__stub_sem;
+typedef struct gf__stub_sem { uint64_t *value; size_t mapped; int fd; int timeline; gf__atomic64 own; } gf__stub_sem;
 /* An exported stub semaphore's shared object: the counter, then what it is, so that an import
    as the other kind is refused (a binary wait would set a timeline back to 0 for every holder).
    An fd of 8 bytes is taken as a bare counter of the kind asked. */

@@ -4,7 +4,7 @@
 #   aarch64: the conformance suite and the dialect tests (block barriers: the stub's
 #            hand-written AArch64 fiber switch), each built twice, with the switch and with
 #            ucontext (-DGF__FIBER_ASM=0), so the two can be compared;
-#   i686:    a 32-bit host (size_t of 32 bits, 4-aligned 64-bit fields; ucontext fibers): the
+#   i686:    a 32-bit host (size_t of 32 bits, 4-aligned uint64_t in structs; ucontext fibers): the
 #            conformance suite, the bad-input suite and the reliability tests.
 #   usage: tests/cross.sh BUILD_DIR aarch64|i686
 set -u

@@ -1807,6 +1807,29 @@ static void test_race_host_wait_began(void)
     th_flag_destroy(&queued_meanwhile);
 }
 
+/* The 64-bit fields gpuflow updates with atomics are 8-aligned, where the ABI puts a uint64_t on
+   4 bytes inside a struct (i386: tests/cross.sh runs this file so): a device's next_id was at
+   4 mod 8, and a locked access across two cache lines is a split lock (a fault where the
+   kernel refuses them; a torn read of a plain 64-bit load). */
+#define RA_ALIGNED(p) ((((uintptr_t)(const void *)(p)) & 7u) == 0)
+static void test_atomics_aligned(void)
+{
+    gf_device *dev = R.dev;
+    gf_stream *s = NULL;
+    gf_stream_pool *pool = NULL;
+    if (CHECK_EQ_RESULT(gf_stream_create(dev, NULL, &s), GF_OK)) {
+        CHECK(RA_ALIGNED(&dev->next_id) && RA_ALIGNED(&dev->next_label), "atomics aligned: a device's id counters are 8-aligned");
+        CHECK(RA_ALIGNED(&s->submitted) && RA_ALIGNED(&s->retired) && RA_ALIGNED(&s->ops) && RA_ALIGNED(&s->bridged_waits),
+              "atomics aligned: a stream's counters are 8-aligned");
+        gf_stream_destroy(s);
+    }
+    if (CHECK_EQ_RESULT(gf_stream_pool_create(dev, NULL, &pool), GF_OK)) {
+        CHECK(RA_ALIGNED(&pool->next) && RA_ALIGNED(&pool->lease[0].acquisitions) && RA_ALIGNED(&pool->lease[1].releases),
+              "atomics aligned: a stream pool's cursor and lease counters are 8-aligned");
+        gf_stream_pool_destroy(pool);
+    }
+}
+
 int main(int argc, char **argv)
 {
     gf_result r;
@@ -1851,6 +1874,7 @@ int main(int argc, char **argv)
     test_waiter_rearming();
     test_race_slots_reused();
     test_race_host_wait_began();
+    test_atomics_aligned();
 #ifdef GPUFLOW_OPENCL
     fcl_done();
 #endif
