@@ -1649,17 +1649,24 @@ typedef gf__os_mutex gf__mutex;
 
 #if defined(_MSC_VER) && !defined(__clang__)
 #  include <intrin.h>
-#  define gf__atomic_load(p)        (*(volatile long long *)(p))
+#  if defined(_M_X64)   /* an aligned volatile load is atomic here, and an acquire (/volatile:ms) */
+#    define gf__atomic_load(p)        (*(volatile long long *)(p))
+#    define gf__atomic_load_int(p)    (*(volatile long *)(p))
+#    define gf__atomic_load_u32(p)    (*(volatile unsigned *)(p))
+#    define gf__counter_add(p, v)     (*(volatile uint64_t *)(p) += (v))
+#  else   /* 32-bit x86 loads 64 bits in two halves; ARM64's volatile is a plain load (/volatile:iso) */
+#    define gf__atomic_load(p)        ((uint64_t)InterlockedCompareExchange64((volatile long long *)(p), 0, 0))
+#    define gf__atomic_load_int(p)    InterlockedCompareExchange((volatile long *)(p), 0, 0)
+#    define gf__atomic_load_u32(p)    ((unsigned)InterlockedCompareExchange((volatile long *)(p), 0, 0))
+#    define gf__counter_add(p, v)     InterlockedExchangeAdd64((volatile long long *)(p), (long long)(v))
+#  endif
 #  define gf__atomic_store(p, v)    InterlockedExchange64((volatile long long *)(p), (long long)(v))
 #  define gf__atomic_add(p, v)      ((uint64_t)InterlockedExchangeAdd64((volatile long long *)(p), (long long)(v)))
-#  define gf__atomic_load_int(p)    (*(volatile long *)(p))
 #  define gf__atomic_store_int(p,v) InterlockedExchange((volatile long *)(p), (long)(v))
 #  define gf__atomic_add_int(p, v)  ((int)InterlockedExchangeAdd((volatile long *)(p), (long)(v)))
 #  define gf__atomic_xchg_int(p, v) ((int)InterlockedExchange((volatile long *)(p), (long)(v)))
 #  define gf__atomic_cas(p, expected, desired) \
     (InterlockedCompareExchange64((volatile long long *)(p), (long long)(desired), (long long)(expected)) == (long long)(expected))
-#  define gf__atomic_load_u32(p)    (*(volatile unsigned *)(p))
-#  define gf__counter_add(p, v)     (*(volatile uint64_t *)(p) += (v))
 static int gf__atomic_cas_u32(unsigned *p, unsigned *expected, unsigned desired) {   /* 1: done; else *expected is the value seen */
     unsigned seen = (unsigned)InterlockedCompareExchange((volatile long *)p, (long)desired, (long)*expected);
     if (seen == *expected) return 1;
@@ -4188,10 +4195,23 @@ static gf_result gf__stream_new_on(gf_device *dev, const char *label, gf_priorit
     return GF_OK;
 }
 
+/* The work of s up to seen (a count of submitted read before the driver said done) is done:
+   retired only rises, since two threads may settle with different counts in either order. */
+static void gf__stream_retire(gf_stream *s, uint64_t seen) {
+    uint64_t was = gf__atomic_load(&s->retired);
+    while (was < seen && !gf__atomic_cas(&s->retired, was, seen)) was = gf__atomic_load(&s->retired);
+}
+/* Operations of s not known to be done. retired is read first: it never passes a count of
+   submitted read before it, so the difference cannot wrap. */
+static uint64_t gf__stream_unsettled(gf_stream *s) {
+    uint64_t ret = gf__atomic_load(&s->retired), sub = gf__atomic_load(&s->submitted);
+    return sub > ret ? sub - ret : 0;
+}
+
 /* The answer of a wait or query of s: done (the host now knows its work so far completed),
    not yet, or a failure the stream keeps. */
 static gf_result gf__stream_settle(gf_stream *s, gf_result r, uint64_t seen, gf__race_seen *race_seen) {
-    if (r == GF_OK) gf__atomic_store(&s->retired, seen);
+    if (r == GF_OK) gf__stream_retire(s, seen);
     else if (r != GF_NOT_READY) gf__atomic_store_int(&s->status, (int)r);
     gf__race_seen_done(s->dev, race_seen, r == GF_OK);
     return r;
@@ -5978,13 +5998,12 @@ static gf_result gf__call_stream_pool_create(gf_device *dev, const gf_stream_poo
 }
 
 static uint64_t gf__pending(gf_stream *s) {
-    uint64_t sub = gf__atomic_load(&s->submitted), ret = gf__atomic_load(&s->retired);
-    if (sub != ret) {   /* refresh: the driver may have finished since we last looked */
+    uint64_t sub = gf__atomic_load(&s->submitted);   /* before the query: what a "done" answer covers */
+    if (gf__stream_unsettled(s)) {   /* refresh: the driver may have finished since we last looked */
         gf__race_seen race_seen = gf__race_seen_stream(s);
         if (gf__stream_settle(s, s->dev->be->stream_query(s), sub, &race_seen) == GF_OK) return 0;
-        ret = gf__atomic_load(&s->retired);
     }
-    return sub - ret;
+    return gf__stream_unsettled(s);
 }
 
 /* Among the streams i with i % classes == cls (all when cls < 0), the least pending one. */
@@ -6127,9 +6146,10 @@ static gf_result gf__call_stream_pool_release(gf_stream_pool *pool, gf_stream *s
     GF__CHECK(s, GF__T_STREAM);
     if (s->pool != pool) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_stream_pool_release: stream '%s' does not come from this pool", s->label);
     i = s->pool_index;
-    if (gf__atomic_add(&pool->lease[i].releases, 1) >= gf__atomic_load(&pool->lease[i].acquisitions)) {   /* more releases than acquires */
-        gf__atomic_add(&pool->lease[i].releases, UINT64_MAX);   /* undo: adding 2^64 - 1 subtracts 1 */
-        return gf__fail(GF_ERROR_INVALID_STATE, "gf_stream_pool_release: stream '%s' is not acquired", s->label);
+    for (;;) {   /* acquisitions first: a release counted only while it has an acquire to match, at that moment */
+        uint64_t acquired = gf__atomic_load(&pool->lease[i].acquisitions), released = gf__atomic_load(&pool->lease[i].releases);
+        if (released >= acquired) return gf__fail(GF_ERROR_INVALID_STATE, "gf_stream_pool_release: stream '%s' is not acquired", s->label);
+        if (gf__atomic_cas(&pool->lease[i].releases, released, released + 1)) break;
     }
     if (pool->measure && !s->capture) {   /* time until the work given under this lease completes */
         gf__completion *c = (gf__completion *)gf__calloc(sizeof *c);
@@ -14149,9 +14169,10 @@ static void gf__describe(gf_device *dev, gf__text *t) {
         gf__unlock(&dev->lock);
         if (!s) break;
         after = s->id;
-        if (!capturing && s->dev->be->stream_query(s) == GF_OK) gf__atomic_store(&s->retired, gf__atomic_load(&s->submitted));
+        sub = gf__atomic_load(&s->submitted);   /* before the query: work queued after it is not covered */
+        if (!capturing && s->dev->be->stream_query(s) == GF_OK) gf__stream_retire(s, sub);
+        ret = gf__atomic_load(&s->retired);   /* retired first, then submitted: ret <= sub */
         sub = gf__atomic_load(&s->submitted);
-        ret = gf__atomic_load(&s->retired);
         if (s->dev->be->describe_stream) s->dev->be->describe_stream(s, t);
         if (sub != ret || gf__atomic_load_int(&s->callback_running) || capturing) {
             gf__say(t, "  stream '%s': %llu operation%s not known to be done%s%s\n", s->label, (unsigned long long)(sub - ret),
@@ -14448,7 +14469,6 @@ static gf_result gf__call_profiler_enable(gf_device *dev, unsigned flags) {
 
 GPUFLOW_IMPL gf_result gf_stream_get_stats(gf_stream *s, gf_stream_stats *out) {
     gf__profiler *p;
-    uint64_t sub;
     GF__CHECK(s, GF__T_STREAM);
     GF__CHECK_OUT(out);
     memset(out, 0, sizeof *out);
@@ -14459,8 +14479,7 @@ GPUFLOW_IMPL gf_result gf_stream_get_stats(gf_stream *s, gf_stream_stats *out) {
     out->callbacks = gf__atomic_load(&s->callbacks);
     out->staged_copies = gf__atomic_load(&s->staged_copies);
     out->bridged_waits = gf__atomic_load(&s->bridged_waits);
-    sub = gf__atomic_load(&s->submitted);
-    out->pending = sub - gf__atomic_load(&s->retired);
+    out->pending = gf__stream_unsettled(s);
     gf__lock(&s->dev->lock);
     p = s->dev->profiler;
     gf__unlock(&s->dev->lock);

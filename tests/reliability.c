@@ -1807,6 +1807,78 @@ static void test_race_host_wait_began(void)
     th_flag_destroy(&queued_meanwhile);
 }
 
+/* What the host knows is done on a stream (found by a memory-ordering review). gf_device_write_state
+   read the stream's count of submitted work after the driver's "idle": work queued meanwhile
+   counted as done, so stats said 0 pending and a pool's acquire_ready handed the stream out as
+   idle. And two settlers answering in either order set the count back. The device's table is a
+   copy whose stream query lets the test queue work, or wait, between the count and the answer. */
+static gf_result (*real_stream_query)(gf_stream *);
+static gf_stream *query_hooked;   /* the stream whose next query is hooked; the hook clears it */
+static int query_hook_kind;       /* 1: queue a held callback first; 2: wait until told */
+static th_gate query_held;
+static th_flag query_began, query_go;
+static gf_result hooked_stream_query(gf_stream *s)
+{
+    if (s != __atomic_load_n(&query_hooked, __ATOMIC_ACQUIRE)) return real_stream_query(s);
+    __atomic_store_n(&query_hooked, NULL, __ATOMIC_RELEASE);
+    if (query_hook_kind == 1) {
+        (void)gf_stream_add_callback(s, th_gate_cb, &query_held);   /* queued after the answer below was true */
+    } else {
+        th_flag_add(&query_began, 1);
+        th_flag_wait(&query_go, 1, TH_WAIT_MS);
+    }
+    return GF_OK;
+}
+static void *query_stream(void *s) { (void)gf_stream_query((gf_stream *)s); return NULL; }
+static void test_settled_counts(void)
+{
+    static gf__backend hooked;
+    gf_device *dev = NULL;
+    gf_stream *s = NULL;
+    gf_buffer *x = NULL;
+    gf_stream_stats st;
+    char text[4096];
+    pthread_t t;
+    if (!CHECK_EQ_RESULT(gf_device_open(R.backend, 0, &dev), GF_OK)) return;
+    hooked = *dev->be;
+    real_stream_query = hooked.stream_query;
+    hooked.stream_query = hooked_stream_query;
+    dev->be = &hooked;
+    th_gate_init(&query_held);
+    th_flag_init(&query_began);
+    th_flag_init(&query_go);
+    if (CHECK_EQ_RESULT(gf_stream_create(dev, NULL, &s), GF_OK) && CHECK_EQ_RESULT(gf_buffer_create(dev, 256, &x), GF_OK)) {
+        query_hook_kind = 1;
+        __atomic_store_n(&query_hooked, s, __ATOMIC_RELEASE);
+        CHECK_EQ_RESULT(gf_device_write_state(dev, text, sizeof text), GF_OK);
+        CHECK(gf_stream_get_stats(s, &st) == GF_OK && st.pending == 1,
+              "settled counts: a callback queued while gf_device_write_state asked the driver is not taken as done");
+        th_gate_open(&query_held);
+        CHECK_EQ_RESULT(gf_stream_synchronize(s), GF_OK);
+
+        query_hook_kind = 2;   /* a query that answers late, after a synchronize that saw more */
+        __atomic_store_n(&query_hooked, s, __ATOMIC_RELEASE);
+        if (CHECK(pthread_create(&t, NULL, query_stream, s) == 0, "settled counts: a second thread")) {
+            th_flag_wait(&query_began, 1, TH_WAIT_MS);
+            CHECK_EQ_RESULT(gf_fill_async(s, x, 0, 1, 256), GF_OK);
+            CHECK_EQ_RESULT(gf_stream_synchronize(s), GF_OK);
+            th_flag_add(&query_go, 1);
+            pthread_join(t, NULL);
+            CHECK(gf_stream_get_stats(s, &st) == GF_OK && st.pending == 0,
+                  "settled counts: a late answer to an older query does not set the count of done work back");
+        }
+    }
+    __atomic_store_n(&query_hooked, NULL, __ATOMIC_RELEASE);
+    th_gate_open(&query_held);
+    th_flag_add(&query_go, 1);
+    if (x) gf_buffer_destroy(x);
+    if (s) gf_stream_destroy(s);
+    gf_device_close(dev);
+    th_gate_destroy(&query_held);
+    th_flag_destroy(&query_began);
+    th_flag_destroy(&query_go);
+}
+
 /* The 64-bit fields gpuflow updates with atomics are 8-aligned, where the ABI puts a uint64_t on
    4 bytes inside a struct (i386: tests/cross.sh runs this file so): a device's next_id was at
    4 mod 8, and a locked access across two cache lines is a split lock (a fault where the
@@ -1875,6 +1947,7 @@ int main(int argc, char **argv)
     test_race_slots_reused();
     test_race_host_wait_began();
     test_atomics_aligned();
+    test_settled_counts();
 #ifdef GPUFLOW_OPENCL
     fcl_done();
 #endif
