@@ -2268,7 +2268,7 @@ struct gf_stream {
     uint64_t foreign_warned;        /* the one gf__warn_foreign_wait last named */
     char foreign_wait[48];          /* "semaphore N: value" */
     int callback_running;           /* atomic: a host callback of this stream is running now */
-    int range_depth;                /* may exceed GF__RANGE_DEPTH: deeper ranges are not timed */
+    uint64_t range_depth;           /* may exceed GF__RANGE_DEPTH: deeper ranges are not timed (64 bits: unmatched pushes never wrap it) */
 };
 
 struct gf_event {
@@ -3358,7 +3358,7 @@ static int gf__stream_busy(gf_stream *s) {
 static volatile unsigned gf__fork_count;
 #if !defined(_WIN32)
 static void gf__rec_after_fork(void);   /* >>record */
-static void gf__on_fork_child(void) { gf__fork_count++; gf__rec_after_fork(); }
+static void gf__on_fork_child(void) { gf__fork_count = gf__fork_count + 1; gf__rec_after_fork(); }
 static pthread_once_t gf__fork_once = PTHREAD_ONCE_INIT;
 static void gf__fork_register(void) { pthread_atfork(NULL, NULL, gf__on_fork_child); }
 #endif
@@ -11028,6 +11028,7 @@ static gf_result gf__fault_point(gf_device *dev, int kind, const char *fn) {
    before. */
 #define GF__REC_VERSION 3u
 #define GF__REC_UNKNOWN 0xffffffffu
+#define GF__REC_MAX_ID 0x7fffffffu          /* object numbers a recording gives (then it stops) and a replay takes */
 #define GF__REC_NULL 0xffffffffu
 #define GF__REC_HEADER 20                 /* size, call, thread, time, result */
 #define GF__REC_MAX_ARGS 4096             /* launch arguments written (more: the count alone) */
@@ -11108,6 +11109,7 @@ static struct {
     unsigned char *buf; size_t len, cap;            /* the record being written */
     size_t blob_at; const void *blob; uint64_t blob_n;   /* host bytes, written from where they are */
     int broken;                                     /* out of memory while writing it */
+    int numbers_spent;                              /* GF__REC_MAX_ID objects numbered: stopped */
     struct gf__rec_late *late;                      /* snapshots whose callbacks have not run */
     struct gf__rec_file *tail; int tail_of; uint64_t tail_written, tail_limit;   /* a stopped recording's file, open (after its
                                                        END) until the snapshots queued before the stop are in it */
@@ -11288,6 +11290,7 @@ static uint32_t gf__rec_new(const void *p) {   /* a number for an object just ma
     gf__rec_slot *s;
     size_t i;
     if (!p) return 0;
+    if (gf__rec.next_id >= GF__REC_MAX_ID) { gf__rec.numbers_spent = gf__rec.broken = 1; return 0; }   /* never wraps to 0 (NULL) or to a live one */
     if ((s = gf__rec_find(p)) != NULL) return s->id = ++gf__rec.next_id;   /* a destroyed object's memory, made again */
     if ((gf__rec.map_count + 1) * 2 > gf__rec.map_cap) {
         size_t old = gf__rec.map_cap, cap = old ? old * 2 : 256;
@@ -11515,7 +11518,8 @@ static const char *gf__rec_write_out(int flush) {   /* NULL, or why it was not w
     uint64_t total = n + (gf__rec.blob ? gf__rec.blob_n : 0);
     const char *stop = NULL;
     int err;
-    if (gf__rec.broken) stop = "out of host memory for a record: recording stopped";
+    if (gf__rec.numbers_spent) stop = "the recording numbered 2^31 - 1 objects (each event pool acquire is one), as many as a replay takes: recording stopped";
+    else if (gf__rec.broken) stop = "out of host memory for a record: recording stopped";
     else if (total > gf__rec.limit - gf__rec.written || total - 4 > 0xffffffffu) {
         stop = "the recording reached its size limit (gf_record_desc.max_bytes, GPUFLOW_RECORD_LIMIT) and stopped there";
     } else {
@@ -12280,6 +12284,7 @@ GPUFLOW_IMPL gf_result gf_record_start(const gf_record_desc *desc) {
     gf__rec.device_to_host = desc->device_to_host != 0;
     gf__rec.t0 = gf__now_ns();
     gf__rec.next_id = 0;
+    gf__rec.numbers_spent = 0;
     gf__rec.threads = 0;
     gf__rec.recording++;
     gf__atomic_store_int(&gf__rec_on, 1);
@@ -13046,13 +13051,14 @@ static int gf__rp_args(gf__replay *rp, gf__rp_in *in, const char *letters, gf__r
 }
 
 /* A number the file gives an object just made; 0 when the file is malformed. */
+/* 1: numbered; 0: a number no call could have given; -1: no host memory for the table. */
 static int gf__rp_made(gf__replay *rp, const gf__rp_arg *a, char kind, void *obj, uint32_t device, uint32_t parent) {
-    uint32_t cap;
+    uint64_t cap;
     if (!a->id) {   /* the file names it nothing, so nothing can use it */
         if (obj && !parent) gf__rp_destroy((char)(kind - 'a' + 'A'), obj);
         return 1;
     }
-    if (a->id == GF__REC_UNKNOWN || a->id > rp->out->calls + 1 ||   /* each call makes one at most, */
+    if (a->id > GF__REC_MAX_ID || a->id > rp->out->calls + 1 ||   /* each call makes one at most, */
         (a->id < rp->obj_cap && rp->objs[a->id].obj)) {               /* and numbers are never given twice */
         if (obj && !parent) gf__rp_destroy((char)(kind - 'a' + 'A'), obj);
         return 0;
@@ -13060,14 +13066,21 @@ static int gf__rp_made(gf__replay *rp, const gf__rp_arg *a, char kind, void *obj
     if (a->id >= rp->obj_cap) {
         gf__rp_obj *grown;
         cap = rp->obj_cap ? rp->obj_cap : 64;
-        while (cap <= a->id) cap *= 2;
-        gf__alloc_own++;
-        grown = (gf__rp_obj *)gf__realloc(rp->objs, sizeof *grown * cap);
-        gf__alloc_own--;
-        if (!grown) return 0;
-        memset(grown + rp->obj_cap, 0, sizeof *grown * (cap - rp->obj_cap));
+        while (cap <= a->id) cap *= 2;   /* 64 bits: ids of 2^31 and up doubled a 32-bit cap to 0, for ever */
+        if (cap > UINT32_MAX) cap = UINT32_MAX;   /* ids are 32 bits, the last one is GF__REC_UNKNOWN */
+        if (cap > SIZE_MAX / sizeof *grown) grown = NULL;
+        else {
+            gf__alloc_own++;
+            grown = (gf__rp_obj *)gf__realloc(rp->objs, sizeof *grown * (size_t)cap);
+            gf__alloc_own--;
+        }
+        if (!grown) {
+            if (obj && !parent) gf__rp_destroy((char)(kind - 'a' + 'A'), obj);
+            return -1;
+        }
+        memset(grown + rp->obj_cap, 0, sizeof *grown * (size_t)(cap - rp->obj_cap));
         rp->objs = grown;
-        rp->obj_cap = cap;
+        rp->obj_cap = (uint32_t)cap;
     }
     gf__free(rp->objs[a->id].children);   /* a number given again (its object gone): nothing of the last one stays */
     memset(&rp->objs[a->id], 0, sizeof rp->objs[a->id]);
@@ -13164,7 +13177,7 @@ static int gf__rp_call(gf__replay *rp, gf__rec_call call, gf__rp_arg *v, gf_resu
     uint64_t capture = 0;   /* a buffer made now: the capture it belongs to */
     int partial = 0;        /* a graph made now from a capture that skipped calls */
     void *owned = NULL;     /* host memory a synchronous copy used: freed after it */
-    int i, out = -1;
+    int i, out = -1, made_ok;
     if (d->untrusted) {   /* nothing that could run for ever, or make a great many objects */
         if (call == GF__RC_stream_begin_while || call == GF__RC_stream_begin_while_equal) return GF__RP_SKIPPED;
         if (call == GF__RC_device_open || call == GF__RC_device_open_native) {
@@ -13477,8 +13490,12 @@ static int gf__rp_call(gf__replay *rp, gf__rec_call call, gf__rp_arg *v, gf_resu
         gf__rp_drop_children(rp, v[0].id);
         rp->objs[v[0].id].obj = NULL;
     }
-    if (out >= 0 && !gf__rp_made(rp, &v[out], letters[out], r == GF_OK ? made : NULL, device, parent)) {
-        rp->malformed = 1;   /* a number no call could have given (what it made is gone again) */
+    if (out >= 0 && (made_ok = gf__rp_made(rp, &v[out], letters[out], r == GF_OK ? made : NULL, device, parent)) != 1) {
+        rp->malformed = 1;   /* what it made is gone again */
+        if (made_ok < 0)
+            return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_replay: call %llu (%s) makes object number %lu: out of host memory for a "
+                            "table of that many objects (numbers are never given twice)", (unsigned long long)rp->out->calls,
+                            gf__rec_calls[call].name, (unsigned long)v[out].id);
         return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_replay: call %llu (%s) makes an object numbered past the calls before it",
                         (unsigned long long)rp->out->calls, gf__rec_calls[call].name);
     }
@@ -15036,7 +15053,23 @@ static void gf__fiber_stack_free(gf__fiber *f) {
    do not change (and restoring them costs more than the rest of the switch).
    A fresh fiber's frame (gf__fiber_start): GF__FIBER_WORDS words, the first GF__FIBER_BELOW
    below the stack's top, the entry's address in word GF__FIBER_ENTRY, the rest 0. */
-void gf__fiber_swap(void **from, void *to) __asm__("gf__fiber_swap");   /* a symbol of this object file alone */
+/* The symbol is global (a local one defined in top-level asm is lost when gcc's LTO puts its
+   callers in another partition) and hidden (not exported from a shared library). Two copies of
+   the implementation in one program (GPUFLOW_STATIC) keep one: it is weak (Windows: a COMDAT),
+   and an LTO partition that holds both assembles the second away (.ifndef). Its name says the
+   frame's layout: change it with the layout. */
+#  define GF__FIBER_SWAP "gf__fiber_swap_v1"
+#  if defined(_WIN32)
+#    define GF__FIBER_SWAP_BEGIN ".ifndef " GF__FIBER_SWAP "\n\t.section .text$" GF__FIBER_SWAP ",\"xr\"\n\t.linkonce discard\n\t" \
+                                 ".p2align 4\n\t.globl " GF__FIBER_SWAP "\n\t.def " GF__FIBER_SWAP "; .scl 2; .type 32; .endef\n" \
+                                 GF__FIBER_SWAP ":\n\t"
+#    define GF__FIBER_SWAP_END ".text\n\t.endif\n"
+#  else
+#    define GF__FIBER_SWAP_BEGIN ".ifndef " GF__FIBER_SWAP "\n\t.pushsection .text\n\t.p2align 4\n\t.weak " GF__FIBER_SWAP \
+                                 "\n\t.hidden " GF__FIBER_SWAP "\n\t.type " GF__FIBER_SWAP ", %function\n" GF__FIBER_SWAP ":\n\t"
+#    define GF__FIBER_SWAP_END ".size " GF__FIBER_SWAP ", .-" GF__FIBER_SWAP "\n\t.popsection\n\t.endif\n"
+#  endif
+void gf__fiber_swap(void **from, void *to) __asm__(GF__FIBER_SWAP);
 #endif
 #if GF__FIBER_ASM == 1
 /* from in rdi, to in rsi. Frame: r15 ... rbp, ret's address (the top), the entry's own return
@@ -15044,12 +15077,11 @@ void gf__fiber_swap(void **from, void *to) __asm__("gf__fiber_swap");   /* a sym
 #  define GF__FIBER_BELOW 6
 #  define GF__FIBER_ENTRY 6
 #  define GF__FIBER_WORDS 8
-__asm__(".text\n\t.p2align 4\n\t.type gf__fiber_swap, @function\n"
-        "gf__fiber_swap:\n\t"
+__asm__(GF__FIBER_SWAP_BEGIN
         "pushq %rbp\n\tpushq %rbx\n\tpushq %r12\n\tpushq %r13\n\tpushq %r14\n\tpushq %r15\n\t"
         "movq %rsp, (%rdi)\n\tmovq %rsi, %rsp\n\t"
         "popq %r15\n\tpopq %r14\n\tpopq %r13\n\tpopq %r12\n\tpopq %rbx\n\tpopq %rbp\n\tret\n\t"
-        ".size gf__fiber_swap, .-gf__fiber_swap\n\t.previous\n");
+        GF__FIBER_SWAP_END);
 #elif GF__FIBER_ASM == 2
 /* from in x0, to in x1; ret goes to the lr restored. d8-d15 are the halves of v8-v15 that the
    procedure call standard keeps. Frame: x19 ... x28, fp, lr (the entry), d8 ... d15; sp, 16-byte
@@ -15057,8 +15089,7 @@ __asm__(".text\n\t.p2align 4\n\t.type gf__fiber_swap, @function\n"
 #  define GF__FIBER_BELOW 20
 #  define GF__FIBER_ENTRY 11
 #  define GF__FIBER_WORDS 20
-__asm__(".text\n\t.p2align 4\n\t.type gf__fiber_swap, %function\n"
-        "gf__fiber_swap:\n\t"
+__asm__(GF__FIBER_SWAP_BEGIN
         "stp x19, x20, [sp, #-160]!\n\tstp x21, x22, [sp, #16]\n\tstp x23, x24, [sp, #32]\n\t"
         "stp x25, x26, [sp, #48]\n\tstp x27, x28, [sp, #64]\n\tstp x29, x30, [sp, #80]\n\t"
         "stp d8, d9, [sp, #96]\n\tstp d10, d11, [sp, #112]\n\tstp d12, d13, [sp, #128]\n\tstp d14, d15, [sp, #144]\n\t"
@@ -15067,7 +15098,7 @@ __asm__(".text\n\t.p2align 4\n\t.type gf__fiber_swap, %function\n"
         "ldp x27, x28, [sp, #64]\n\tldp x29, x30, [sp, #80]\n\t"
         "ldp d8, d9, [sp, #96]\n\tldp d10, d11, [sp, #112]\n\tldp d12, d13, [sp, #128]\n\tldp d14, d15, [sp, #144]\n\t"
         "ldp x19, x20, [sp], #160\n\tret\n\t"
-        ".size gf__fiber_swap, .-gf__fiber_swap\n\t.previous\n");
+        GF__FIBER_SWAP_END);
 #elif GF__FIBER_ASM == 3
 /* from in rcx, to in rdx. The thread's stack bounds in its TEB (StackBase gs:8, StackLimit
    gs:16, DeallocationStack gs:0x1478) go with the stack: exception dispatch, unwinding and
@@ -15075,13 +15106,12 @@ __asm__(".text\n\t.p2align 4\n\t.type gf__fiber_swap, %function\n"
    StackBase (word GF__FIBER_TEB on), r15 ... rbp, ret's address (the top), the entry's own
    return address and its 32 bytes of shadow space. movups: a fresh frame sits 8 bytes off
    the alignment of one that a switch saved (its ret lands as a call would, not as a return).
-   COFF has no .previous: the asm ends in .text, where GCC puts top-level asm (first). */
+   COFF has no .previous: the asm ends in .text, where GCC puts top-level asm. */
 #  define GF__FIBER_BELOW 31
 #  define GF__FIBER_ENTRY 31
 #  define GF__FIBER_WORDS 37
 #  define GF__FIBER_TEB 20
-__asm__(".text\n\t.p2align 4\n\t.def gf__fiber_swap; .scl 3; .type 32; .endef\n"
-        "gf__fiber_swap:\n\t"
+__asm__(GF__FIBER_SWAP_BEGIN
         "pushq %rbp\n\tpushq %rbx\n\tpushq %rdi\n\tpushq %rsi\n\tpushq %r12\n\tpushq %r13\n\tpushq %r14\n\tpushq %r15\n\t"
         "pushq %gs:8\n\tpushq %gs:16\n\tpushq %gs:0x1478\n\tsubq $160, %rsp\n\t"
         "movups %xmm6, (%rsp)\n\tmovups %xmm7, 16(%rsp)\n\tmovups %xmm8, 32(%rsp)\n\tmovups %xmm9, 48(%rsp)\n\t"
@@ -15093,7 +15123,7 @@ __asm__(".text\n\t.p2align 4\n\t.def gf__fiber_swap; .scl 3; .type 32; .endef\n"
         "movups 128(%rsp), %xmm14\n\tmovups 144(%rsp), %xmm15\n\taddq $160, %rsp\n\t"
         "popq %gs:0x1478\n\tpopq %gs:16\n\tpopq %gs:8\n\t"
         "popq %r15\n\tpopq %r14\n\tpopq %r13\n\tpopq %r12\n\tpopq %rsi\n\tpopq %rdi\n\tpopq %rbx\n\tpopq %rbp\n\tret\n\t"
-        ".text\n");
+        GF__FIBER_SWAP_END);
 #endif
 #ifdef GF__TSAN_FIBERS
 #  ifdef __cplusplus

@@ -6,7 +6,8 @@
 #     stops with an #error naming what to install or add (skipped where the header is on
 #     the compiler's default path, so it cannot be taken away);
 #   - GPUFLOW_STATIC builds warning-free under -Werror though the program calls one function;
-#     so does GPUFLOW_STUB_INLINE;
+#     so does GPUFLOW_STUB_INLINE; two GPUFLOW_STATIC copies link and run under gcc's LTO;
+#   - the implementation is warning-free as C++20 (g++, clang++);
 #   - only gf_/GF_/GPUFLOW_ names reach an includer: a program with its own rsqrtf builds, and a
 #     kernel file compiled as C (gpuflow.h included again with GF_KERNELS) gets the dialect's;
 #   - the implementation builds after <stdio.h> and <math.h> under -std=c99, and after a header
@@ -124,6 +125,13 @@ for other in clang g++; do
         ok "GPUFLOW_STATIC under $other: warning-free under -Werror"
     else fail "GPUFLOW_STATIC under $other: $(grep -m1 warning "$dir/static.err")"; fi
 done
+# C++20 deprecates ++ and compound assignment on a volatile (gcc and clang warn by default).
+for other in g++ clang++; do
+    command -v $other >/dev/null 2>&1 || continue
+    if $other -x c++ -std=c++20 -Wall -Wextra -Wpedantic -Werror -I. -fsyntax-only "$dir/static.c" 2>"$dir/static.err"; then
+        ok "the implementation under $other -std=c++20: warning-free under -Werror"
+    else fail "the implementation under $other -std=c++20: $(grep -m1 warning "$dir/static.err")"; fi
+done
 for b in "$@"; do
     B=$(echo "$b" | tr a-z A-Z)
     if $cc -I. "-DGPUFLOW_$B" -c "$dir/static.c" -o "$dir/static_$b.o" 2>"$dir/static.err"; then
@@ -132,6 +140,23 @@ for b in "$@"; do
         fail "GPUFLOW_STATIC with GPUFLOW_$B: $(grep -m1 -E 'warning|error' "$dir/static.err")"
     fi
 done
+
+# Link-time optimisation (gcc): two GPUFLOW_STATIC copies of the implementation in one program
+# link and run, with every function in a partition of its own (the stub's fiber switch, in
+# top-level asm, was a local symbol that its callers' partitions could not see) and with one
+# partition for all (both copies' switch then went into one assembly: defined twice).
+if $cc -v 2>&1 | grep -q '^gcc version'; then
+    for n in 1 2; do
+        printf '#define GPUFLOW_IMPLEMENTATION\n#define GPUFLOW_STATIC\n#include "gpuflow.h"\nint open_%s(void);\nint open_%s(void) { gf_device *d; if (gf_device_open(GF_BACKEND_STUB, 0, &d) != GF_OK) return 1; gf_device_close(d); return 0; }\n' $n $n > "$dir/lto$n.c"
+    done
+    printf 'int open_1(void);\nint open_2(void);\nint main(void) { return open_1() + open_2(); }\n' > "$dir/lto_main.c"
+    for part in max one; do
+        if $cc -O1 -flto=2 -flto-partition=$part -I. "$dir/lto1.c" "$dir/lto2.c" "$dir/lto_main.c" -o "$dir/lto_$part" -pthread -ldl -lm 2>"$dir/lto.err" &&
+           "$dir/lto_$part"; then
+            ok "gcc LTO (-flto-partition=$part), two GPUFLOW_STATIC copies: linked and ran"
+        else fail "gcc LTO (-flto-partition=$part), two GPUFLOW_STATIC copies: $(grep -m1 -E 'error|undefined' "$dir/lto.err")"; fi
+    done
+fi
 
 # The dialect's C words stay out of other includers; a kernel file compiled as C gets them.
 printf '#include <math.h>\n#define GPUFLOW_IMPLEMENTATION\n#include "gpuflow.h"\nstatic float rsqrtf(float x) { return 1.0f / sqrtf(x); }\nint main(void){ return rsqrtf(4.0f) == 0.5f ? 0 : 1; }\n' > "$dir/own.c"

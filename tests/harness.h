@@ -36,6 +36,18 @@
 #ifndef TH_UNDER_TSAN
 #  define TH_UNDER_TSAN 0
 #endif
+/* TH_UNDER_SANITIZER: any sanitizer whose allocator stops the program on a request it cannot
+   meet (a test of gpuflow's answer to a huge allocation skips there). */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#  define TH_UNDER_SANITIZER 1
+#elif defined(__has_feature)
+#  if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
+#    define TH_UNDER_SANITIZER 1
+#  endif
+#endif
+#ifndef TH_UNDER_SANITIZER
+#  define TH_UNDER_SANITIZER 0
+#endif
 
 /* Each test program uses only some of these helpers. */
 #if defined(__GNUC__)

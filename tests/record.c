@@ -967,6 +967,42 @@ static gf_result copy_under_first_alloc_fault(gf_stream *s, gf_buffer *buf, cons
 /* `alloc` fault rules recorded with a session: the replay's own memory (for bytes read back,
    copies' scratch, its tables) is not counted, so the same call fails as when recorded; nor
    is a recording's own, so a recorded copy fails as an unrecorded one does. */
+/* Object numbers over a long recording (found by a long-run review): a 32-bit count wrapped to
+   GF__REC_UNKNOWN, then 0 (NULL) and the numbers of live objects; the recording now stops at
+   GF__REC_MAX_ID, saying so. A replay given a number past that refuses it: its table's 32-bit
+   size doubled to 0 for ever. */
+static void test_numbers_spent(void)
+{
+    gf_record_desc rd;
+    gf_device *dev = NULL;
+    gf_event *ev[3] = { NULL, NULL, NULL };
+    gf__replay rp;
+    gf_replay_report rep;
+    gf__rp_arg a;
+    int i;
+    memset(&rd, 0, sizeof rd);
+    rd.path = path2;
+    if (!CHECK_EQ_RESULT(gf_record_start(&rd), GF_OK)) return;
+    if (CHECK_EQ_RESULT(gf_device_open(backend, 0, &dev), GF_OK)) {
+        gf__rec.next_id = GF__REC_MAX_ID - 1;   /* as after 2^31 - 2 objects */
+        (void)gf_event_create(dev, 0, &ev[0]);
+        CHECK(gf__rec_find(ev[0]) && gf__rec_find(ev[0])->id == GF__REC_MAX_ID, "numbers spent: the last number is given");
+        for (i = 1; i < 3; i++) (void)gf_event_create(dev, 0, &ev[i]);   /* no number left: the recording stops */
+        for (i = 0; i < 3; i++) if (ev[i]) gf_event_destroy(ev[i]);
+        gf_device_close(dev);
+    }
+    CHECK(gf_record_stop() == GF_ERROR_INVALID_STATE && strstr(gf_last_error(), "2^31 - 1 objects"),
+          "numbers spent: the recording stopped at the last object number and says why");
+    memset(&rp, 0, sizeof rp);
+    memset(&rep, 0, sizeof rep);
+    memset(&a, 0, sizeof a);
+    rep.calls = 3000000000u;   /* as in a file of 3e9 calls */
+    rp.out = &rep;
+    a.id = 0x80000001u;
+    CHECK(gf__rp_made(&rp, &a, 'e', NULL, 0, 0) == 0, "numbers spent: a replay refuses an object number past 2^31 - 1");
+    gf__free(rp.objs);
+}
+
 static void test_alloc_faults(void)
 {
     gf_replay_report rep;
@@ -1935,6 +1971,7 @@ int main(int argc, char **argv)
     test_snapshot();
     test_snapshot_staged();
     test_alloc_faults();
+    test_numbers_spent();
     test_budget_calls();
     test_flow_events();
     test_flow_conditions();

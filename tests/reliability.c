@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <limits.h>
 
 /* The test allocator: a thread that sets ra_fail_here sees every allocation fail. */
 static __thread int ra_fail_here;
@@ -1879,6 +1880,27 @@ static void test_settled_counts(void)
     th_flag_destroy(&query_go);
 }
 
+/* Unmatched gf_range_push (found by a long-run review): the depth was an int, and 2^31 pushes
+   without their pops (one leaked per error path) wrapped it negative, then a push wrote the
+   stream's open spans at index INT_MIN. */
+static void test_range_depth_unbounded(void)
+{
+    gf_stream *s = NULL;
+    if (!CHECK_EQ_RESULT(gf_stream_create(R.dev, NULL, &s), GF_OK)) return;
+    s->range_depth = INT_MAX;   /* as after 2^31 - 1 pushes left open */
+    gf_range_push(s, "one more");
+    gf_range_push(s, "and another");
+    gf_range_pop(s);
+    gf_range_pop(s);
+    gf_range_pop(s);
+    CHECK(s->range_depth == (uint64_t)INT_MAX - 1, "range depth: pushes past INT_MAX are counted and popped");
+    s->range_depth = 0;
+    gf_range_push(s, "fresh");
+    gf_range_pop(s);
+    CHECK_EQ_RESULT(gf_stream_synchronize(s), GF_OK);
+    gf_stream_destroy(s);
+}
+
 /* The 64-bit fields gpuflow updates with atomics are 8-aligned, where the ABI puts a uint64_t on
    4 bytes inside a struct (i386: tests/cross.sh runs this file so): a device's next_id was at
    4 mod 8, and a locked access across two cache lines is a split lock (a fault where the
@@ -1948,6 +1970,7 @@ int main(int argc, char **argv)
     test_race_host_wait_began();
     test_atomics_aligned();
     test_settled_counts();
+    test_range_depth_unbounded();
 #ifdef GPUFLOW_OPENCL
     fcl_done();
 #endif
