@@ -1123,7 +1123,10 @@ GPUFLOW_API gf_result gf_synchronize_all(gf_stream *const *streams, int count, d
    it is captured (a change to the flow captures it anew), so it suits flows whose tasks enqueue
    the same work every run. gf_flow_get_stats and gf_flow_frames never wait for a run: while
    another thread's run holds the flow they answer with the counts as the last run left them,
-   so a callback may call them even while a task waits for that callback. */
+   so a callback may call them even while a task waits for that callback. A gf_task names its
+   flow: another live flow's task is refused (GF_ERROR_INVALID_ARGUMENT); a flow holds at most
+   65535 tasks, and at most 65535 flows live at once in a process (GF_ERROR_OUT_OF_MEMORY past
+   either). */
 GPUFLOW_API gf_result gf_flow_create(gf_device *dev, const gf_flow_desc *desc, gf_flow **out);
 GPUFLOW_API gf_result gf_flow_add(gf_flow *flow, const char *name, gf_task_fn fn, void *user, gf_task *out);
 GPUFLOW_API gf_result gf_flow_depend(gf_flow *flow, gf_task before, gf_task after);
@@ -1509,6 +1512,7 @@ GPUFLOW_API gf_result gf_replay(const gf_replay_desc *desc, gf_replay_report *ou
 #if defined(GPUFLOW_IMPLEMENTATION) && !defined(GPUFLOW_IMPLEMENTATION_DONE)
 #define GPUFLOW_IMPLEMENTATION_DONE
 
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -2083,6 +2087,7 @@ static int gf__grow(void **items, int *cap, int need, size_t elem) {
     int n;
     void *p;
     if (need <= *cap) return 1;
+    if (need > INT_MAX / 2 || (size_t)need > SIZE_MAX / 2 / elem) return 0;   /* doubling past INT_MAX wrapped, for ever */
     n = *cap ? *cap * 2 : 8;
     while (n < need) n *= 2;
     p = gf__realloc(*items, (size_t)n * elem);
@@ -5754,12 +5759,13 @@ struct gf_event_pool {
     struct { gf__event_shelf shelf; char gap[GF__CACHE_LINE]; } shelves[GF__EVENT_SHELVES];
 };
 
-/* The calling thread's number, 1, 2, ... in the order threads first ask (0: not yet asked). */
-static GF__TLS int gf__thread_number;
+/* The calling thread's shelf + 1, shelves dealt round robin in the order threads first ask (0:
+   not yet asked). The count wraps (atomics wrap; unsigned arithmetic after), harmlessly. */
+static GF__TLS int gf__thread_shelf_1;
 static int gf__threads_numbered;   /* atomic */
 static int gf__thread_shelf(void) {
-    if (!gf__thread_number) gf__thread_number = gf__atomic_add_int(&gf__threads_numbered, 1) + 1;
-    return (int)((unsigned)gf__thread_number % GF__EVENT_SHELVES);
+    if (!gf__thread_shelf_1) gf__thread_shelf_1 = (int)((unsigned)gf__atomic_add_int(&gf__threads_numbered, 1) % GF__EVENT_SHELVES) + 1;
+    return gf__thread_shelf_1 - 1;
 }
 
 static gf_result gf__event_pool_grow(gf_event_pool *pool, int timing, int n) {   /* pool->lock held */
@@ -7300,7 +7306,7 @@ static int gf__in_task_on(const gf_stream *s) {
 #define GF__IN_OWN_TASK_TEXT "%s: called from a task of the same flow, which its run holds until its tasks have enqueued; call it outside them"
 #define GF__NOT_IN_OWN_TASK(flow) \
     if (gf__in_task_of(flow)) return gf__fail(GF_ERROR_INVALID_STATE, GF__IN_OWN_TASK_TEXT, GF__FN)
-/* A task id carries its flow's id in the high 16 bits, so an id of another flow is refused. */
+/* A task id carries its flow's id in the high 16 bits, so an id of another live flow is refused. */
 typedef struct gf__task {
     char name[64];
     gf_task_fn fn;
@@ -7336,13 +7342,34 @@ struct gf_flow {
     char (*last_lanes)[64]; int last_lane_count;              /* the last run's streams, for DOT */
     int graph_after;                      /* gf_flow_desc.graph_after */
     uint64_t version;                     /* bumped by every change of tasks or edges */
-    uint64_t counted_version; int same_runs;   /* runs since the last change */
+    uint64_t counted_version; int same_runs;   /* runs since the last change (stops counting at graph_after) */
     gf_graph *graph; uint64_t graph_version;   /* the flow captured, and at which version */
     int graph_refused;                    /* its capture failed (a task that cannot be captured): runs as a flow */
     int conditions;                       /* condition tasks: runs are decided as they go (gf__flow_decide) */
 };
 
-static uint64_t gf__flow_ids;   /* process-wide, atomic: only to tell flows' task ids apart */
+/* Flow ids (1..0xffff, a task's top 16 bits) that live flows hold, process-wide: two live flows
+   never share one, so another flow's task is refused however many flows came and went (a
+   count modulo 0xffff gave a flow made 65535 flows later the id of one still alive). Ids are
+   handed out round robin, so a destroyed flow's come back last. */
+#define GF__FLOW_IDS 0xffffu
+static struct { gf__spin lock; uint32_t last; uint64_t held[(GF__FLOW_IDS + 64) / 64]; } gf__flow_ids;
+static uint32_t gf__flow_id_take(void) {   /* 0: all held */
+    uint32_t k, id = 0;
+    gf__spin_lock(&gf__flow_ids.lock);
+    for (k = 0; k < GF__FLOW_IDS && !id; k++) {
+        uint32_t c = (gf__flow_ids.last + k) % GF__FLOW_IDS + 1u;
+        if (!(gf__flow_ids.held[c / 64] >> (c % 64) & 1u)) id = c;
+    }
+    if (id) { gf__flow_ids.held[id / 64] |= (uint64_t)1 << (id % 64); gf__flow_ids.last = id; }
+    gf__spin_unlock(&gf__flow_ids.lock);
+    return id;
+}
+static void gf__flow_id_give(uint32_t id) {
+    gf__spin_lock(&gf__flow_ids.lock);
+    gf__flow_ids.held[id / 64] &= ~((uint64_t)1 << (id % 64));
+    gf__spin_unlock(&gf__flow_ids.lock);
+}
 
 /* Lets the flow go, its counts shown first: a query (gf_flow_get_stats, gf_flow_frames) never
    waits for a run, whose task may wait for a host callback that makes that query. */
@@ -7377,9 +7404,12 @@ GPUFLOW_IMPL gf_result gf_flow_create(gf_device *dev, const gf_flow_desc *desc, 
         return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_flow_create: workload %d is not a gf_workload", (int)desc->workload);
     if (desc && desc->graph_after < 0) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_flow_create: graph_after %d is negative", desc->graph_after);
     if (!(flow = (gf_flow *)gf__calloc(sizeof *flow))) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_flow_create: out of host memory");
+    if (!(flow->id = gf__flow_id_take())) {
+        gf__free(flow);
+        return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_flow_create: %u flows are alive in this process, as many as task handles can tell apart", GF__FLOW_IDS);
+    }
     flow->type = GF__T_FLOW;
     flow->dev = dev;
-    flow->id = (uint32_t)(gf__atomic_add(&gf__flow_ids, 1) % 0xffffu) + 1u;   /* 1..0xffff */
     gf__copy_str(flow->label, sizeof flow->label, desc && desc->label ? desc->label : "flow");
     flow->workload = desc ? desc->workload : GF_WORKLOAD_ANY;
     flow->graph_after = desc ? desc->graph_after : 0;
@@ -8325,7 +8355,7 @@ static int gf__flow_run_as_graph(gf_flow *flow, gf_stream_pool *pool, gf_result 
     if (flow->graph && flow->graph_version != flow->version) { stale = flow->graph; flow->graph = NULL; flow->graph_refused = 0; }
     for (i = 0; i < flow->count; i++) callbacks |= flow->tasks[i].on_complete != NULL || flow->tasks[i].dev != flow->dev;
     capture = !flow->graph && !flow->graph_refused && !callbacks && flow->same_runs >= flow->graph_after;
-    if (!flow->graph && !capture) flow->same_runs++;   /* this run goes as a flow */
+    if (!flow->graph && !capture && flow->same_runs < flow->graph_after) flow->same_runs++;   /* this run goes as a flow */
     g = flow->graph;
     version = flow->version;
     gf__flow_unlock(flow);
@@ -8460,6 +8490,7 @@ GPUFLOW_IMPL void gf_flow_destroy(gf_flow *flow) {
     gf__free(flow->forks);
     gf__free(flow->tasks);
     gf__mutex_destroy(&flow->lock);
+    gf__flow_id_give(flow->id);
     gf__live(flow->dev, GF__T_FLOW, -1);
     gf__obj_free(flow->dev, flow);
 }
@@ -13861,9 +13892,11 @@ static void gf__race_access_one(gf__race *race, gf_stream *s, const gf__race_use
         i++;
     }
     if (rb->count == GF__RACE_ACCESSES) {   /* none known done: the oldest goes, and races with it may be missed */
-        if (!rb->overflowed++)
+        if (!rb->overflowed) {
+            rb->overflowed = 1;
             gf__notice(GF_LOG_WARNING, "race detector: buffer %u has %d accesses no synchronize has retired; the oldest are forgotten "
                        "from now on, so a race with one of them may be missed (synchronize now and then)", rb->id, GF__RACE_ACCESSES);
+        }
         memmove(rb->acc, rb->acc + 1, sizeof *rb->acc * (size_t)(--rb->count));
     }
     if (!gf__grow((void **)&rb->acc, &rb->cap, rb->count + 1, sizeof *rb->acc)) return;

@@ -1901,6 +1901,76 @@ static void test_range_depth_unbounded(void)
     gf_stream_destroy(s);
 }
 
+/* Flow ids (found by a long-run review): a count modulo 65535 gave a flow made 65535 flows later
+   (a flow per frame: 18 minutes) the id of one still alive, and that one's tasks were taken as
+   the new flow's own. */
+static gf_result flow_nothing(gf_stream *s, void *user) { (void)s; (void)user; return GF_OK; }
+static void test_flow_ids_live(void)
+{
+    gf_flow *a = NULL, *b = NULL, *tmp = NULL;
+    gf_task ta, tb0, tb1;
+    int i, made = 1;
+    if (!CHECK_EQ_RESULT(gf_flow_create(R.dev, NULL, &a), GF_OK)) return;
+    if (CHECK_EQ_RESULT(gf_flow_add(a, "a0", flow_nothing, NULL, &ta), GF_OK)) {
+        for (i = 0; i < 65534 && made; i++) {   /* b comes 65535 flows after a */
+            made = gf_flow_create(R.dev, NULL, &tmp) == GF_OK;
+            if (made) gf_flow_destroy(tmp);
+        }
+        CHECK(made, "flow ids: 65534 flows made and destroyed one by one beside a live one");
+        if (CHECK_EQ_RESULT(gf_flow_create(R.dev, NULL, &b), GF_OK) && CHECK_EQ_RESULT(gf_flow_add(b, "b0", flow_nothing, NULL, &tb0), GF_OK) &&
+            CHECK_EQ_RESULT(gf_flow_add(b, "b1", flow_nothing, NULL, &tb1), GF_OK))
+            CHECK_FAIL(gf_flow_depend(b, ta, tb1), GF_ERROR_INVALID_ARGUMENT);   /* a's task, not b's first */
+    }
+    if (b) gf_flow_destroy(b);
+    gf_flow_destroy(a);
+}
+
+/* Counts that ran on for ever (found by a long-run review): a flow with graph_after that can
+   never become a graph (a task with on_complete) counted its runs in an int that overflowed
+   after 2^31; a growing list doubled its int capacity past INT_MAX and then looped for good;
+   the count of threads that used an event pool was an int that overflowed (UBSan). */
+static void flow_done(void *user, gf_result status) { (void)user; (void)status; }
+static void *pool_cycle(void *pool)
+{
+    gf_event *ev = NULL;
+    if (gf_event_pool_acquire((gf_event_pool *)pool, 0, &ev) == GF_OK) (void)gf_event_pool_release((gf_event_pool *)pool, ev);
+    return ev;
+}
+static void test_counts_bounded(void)
+{
+    gf_flow_desc fd;
+    gf_task_desc td;
+    gf_flow *flow = NULL;
+    gf_stream_pool *pool = NULL;
+    gf_event_pool *events = NULL;
+    gf_task t;
+    void *items = NULL, *got = NULL;
+    int cap = 8, i;
+    pthread_t th;
+    memset(&fd, 0, sizeof fd);
+    memset(&td, 0, sizeof td);
+    fd.graph_after = 2;
+    td.fn = flow_nothing; td.on_complete = flow_done;
+    if (CHECK_EQ_RESULT(gf_flow_create(R.dev, &fd, &flow), GF_OK) && CHECK_EQ_RESULT(gf_flow_add_desc(flow, &td, &t), GF_OK) &&
+        CHECK_EQ_RESULT(gf_stream_pool_create(R.dev, NULL, &pool), GF_OK)) {
+        for (i = 0; i < 5; i++) CHECK_EQ_RESULT(gf_flow_run(flow, pool), GF_OK);
+        CHECK(flow->same_runs <= 2, "counts bounded: a flow that cannot become a graph stops counting its runs at graph_after");
+        CHECK_EQ_RESULT(gf_device_synchronize(R.dev), GF_OK);
+    }
+    if (flow) gf_flow_destroy(flow);
+    if (pool) gf_stream_pool_destroy(pool);
+    CHECK(!gf__grow(&items, &cap, INT_MAX / 2 + 1, 1) && cap == 8, "counts bounded: a list asked past INT_MAX / 2 items refuses at once");
+    gf__free(items);
+    if (CHECK_EQ_RESULT(gf_event_pool_create(R.dev, NULL, &events), GF_OK)) {
+        __atomic_store_n(&gf__threads_numbered, INT_MAX, __ATOMIC_RELAXED);   /* as after 2^31 - 1 threads */
+        if (CHECK(pthread_create(&th, NULL, pool_cycle, events) == 0, "counts bounded: a thread")) {
+            pthread_join(th, &got);
+            CHECK(got != NULL, "counts bounded: a thread numbered past INT_MAX takes an event from a pool");
+        }
+        gf_event_pool_destroy(events);
+    }
+}
+
 /* The 64-bit fields gpuflow updates with atomics are 8-aligned, where the ABI puts a uint64_t on
    4 bytes inside a struct (i386: tests/cross.sh runs this file so): a device's next_id was at
    4 mod 8, and a locked access across two cache lines is a split lock (a fault where the
@@ -1971,6 +2041,8 @@ int main(int argc, char **argv)
     test_atomics_aligned();
     test_settled_counts();
     test_range_depth_unbounded();
+    test_flow_ids_live();
+    test_counts_bounded();
 #ifdef GPUFLOW_OPENCL
     fcl_done();
 #endif
