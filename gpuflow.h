@@ -65,6 +65,7 @@
                                  none (default: libc); gf_set_allocator does the same at run time
         GPUFLOW_ASSERT(c)        the library's own invariants (default: assert)
         GPUFLOW_DEBUG            destroyed objects stay refused shells until their device closes
+                                 (defined at all, whatever its value, turns it on)
         GPUFLOW_STUB_INLINE      the stub runs work inline in the calling thread (debugging)
         GPUFLOW_STUB_MEMORY      the stub device's nominal capacity in bytes (default 8 GiB)
         GPUFLOW_STUB_FIBER_STACK the stack of each thread but the first of a stub block that
@@ -148,6 +149,12 @@
     (through event waits, as far as each stream's latest operations show them).
     After fork(), a device opened in the parent refuses every
     enqueue and wait in the child: open a fresh device there.
+    No callback may throw a C++ exception or longjmp out (they would cross gpuflow's C frames
+    and leave its locks and bookkeeping as they were: a stream or waiter callback that throws
+    ends the process; a logger that throws leaves its thread's later messages unlogged); mark
+    C++ callbacks noexcept and catch inside. An allocator that fails returns NULL.
+    A shared library or plugin with gpuflow inside closes its devices before it is unloaded
+    (dlclose, FreeLibrary): a device's threads run the library's code until its close.
 
     LICENSE: zlib/libpng, see the end of the file.
 */
@@ -1407,7 +1414,8 @@ GPUFLOW_API uint64_t  gf_faults_injected(void);   /* failures injected since the
    writes the file, GF_ERROR_INVALID_ARGUMENT for a path that cannot be written (the system's
    reason in the message), GF_ERROR_OUT_OF_MEMORY out of memory or file descriptors;
    gf_record_stop GF_ERROR_INVALID_STATE when not recording (once after a recording that a
-   failed write or its limit ended early, with the reason). */
+   failed write, its limit or its object numbers (2^31 - 1 in one recording; each object made
+   and each event pool acquire takes one) ended early, with the reason). */
 typedef struct gf_record_desc {
     const char *path;             /* required: the file (replaced) */
     uint64_t max_bytes;           /* size limit (default 1 GiB; at least 128): the call that would
@@ -12292,8 +12300,9 @@ GPUFLOW_IMPL gf_result gf_record_start(const gf_record_desc *desc) {
     if (!(gf__rec.file = gf__rec_file_open(desc->path, &busy, &err))) {
         gf__spin_unlock(&gf__rec.lock);
         if (busy)
-            return gf__fail(GF_ERROR_INVALID_STATE, "gf_record_start: another recorder writes '%s' (another process, or another copy of gpuflow in this one: "
-                                                    "give each its own file, e.g. with %%p in GPUFLOW_RECORD)", desc->path);
+            return gf__fail(GF_ERROR_INVALID_STATE, "gf_record_start: another recorder writes '%s' (another process: give each its own file, e.g. "
+                                                    "with %%p in GPUFLOW_RECORD; or another copy of gpuflow in this process, which %%p does not tell "
+                                                    "apart: record from one copy, or give each copy a path of its own)", desc->path);
         return gf__fail(err == ENOMEM || err == EMFILE || err == ENFILE ? GF_ERROR_OUT_OF_MEMORY : GF_ERROR_INVALID_ARGUMENT,
                         "gf_record_start: cannot open '%s' for writing (%s)", desc->path,
                         err == ENXIO ? "a FIFO that no process reads" : strerror(err));
