@@ -1263,7 +1263,8 @@ GPUFLOW_API void      gf_module_destroy(gf_module *mod);   /* never waits: the c
    runs the new code at its next replay; a native graph (CUDA, HIP) has each launch of a
    reloaded kernel pointed at the new code in place; one the driver refuses to update (or whose
    kernel's parameters changed) is stale: gf_graph_launch returns GF_ERROR_INVALID_STATE until
-   it is captured again (its old code is kept until the module goes). A failure leaves the old
+   it is captured again or updated (the old code it runs is kept while it lives, and goes with
+   the last such graph; out of host memory, with the module). A failure leaves the old
    code running: GF_ERROR_BUILD with the compiler's log, GF_ERROR_NOT_FOUND for a kernel the
    program holds that the new code lacks, GF_ERROR_INVALID_STATE for a module not loaded from
    a file (poll, or reload with desc NULL). The stub runs the C form compiled into the program,
@@ -10298,14 +10299,15 @@ static gf_result gf__call_kernel_get(gf_module *mod, const char *name, gf_kernel
 /* Native graphs with launches of mod's kernels follow a reload: each such launch gets the
    kernel's new code through the backend's argument update (its function is read from the
    kernel); a graph whose backend cannot, whose driver refuses, or whose kernel's parameters
-   changed is marked stale. 1: every graph followed. The graphs are listed under dev->lock,
-   then updated one at a time under their own lock (the program does not destroy graphs of the
-   device meanwhile: gf_module_reload's rule). */
+   changed is marked stale, and holds old (the module that now has the old code), which then
+   goes with the last such graph. 1: every graph followed or holds old; 0: out of host memory
+   for a hold. The graphs are listed under dev->lock, then updated one at a time under their
+   own lock (the program does not destroy graphs of the device meanwhile: gf_module_reload's rule). */
 static GF__TLS int gf__following_reload;   /* graph_set_kernel_args: the launch takes its kernel's code now (a reload) */
-static int gf__graphs_follow_reload(gf_module *mod, const int *changed_params) {
+static int gf__graphs_follow_reload(gf_module *mod, const int *changed_params, gf_module *old) {
     gf_device *dev = mod->dev;
     gf_graph **list = NULL;
-    int n = 0, i, j, all = 1;
+    int n = 0, i, j, all = 1, held = 1;
     gf__lock(&dev->lock);
     if (dev->graph_count && (list = (gf_graph **)gf__malloc(sizeof *list * (size_t)dev->graph_count)) != NULL)
         for (i = 0; i < dev->graph_count; i++)
@@ -10315,6 +10317,7 @@ static int gf__graphs_follow_reload(gf_module *mod, const int *changed_params) {
     for (i = 0; i < n; i++) {
         gf_graph *g = list[i];
         gf__lock(&g->lock);
+        all = 1;
         if (g->has_children) {   /* graphs launched inside its capture: their nodes are copies gpuflow cannot reach */
             snprintf(g->stale, sizeof g->stale, "it holds graphs launched inside its capture, which a module's reload cannot reach");
             gf__atomic_store_int(&g->stale_flag, 1);
@@ -10344,10 +10347,11 @@ static int gf__graphs_follow_reload(gf_module *mod, const int *changed_params) {
                 break;
             }
         }
+        if (!all && !gf__graph_hold_module(g, old)) held = 0;   /* it runs the old code on */
         gf__unlock(&g->lock);
     }
     gf__free(list);
-    return all;
+    return held;
 }
 
 /* Swaps what the backend made for k with what it made for t (the same kernel, other code). */
@@ -10435,10 +10439,10 @@ static gf_result gf__module_reload_locked(gf_module *mod, const gf_module_desc *
     gf__unlock(&mod->lock);
     gf__free(found);
     if (r != GF_OK) { gf__free(changed); gf_module_destroy(fresh); return r; }
-    followed = gf__graphs_follow_reload(mod, changed);
+    followed = gf__graphs_follow_reload(mod, changed, fresh);
     gf__free(changed);
-    /* fresh now holds the old code: it goes after the launches queued before now, unless a
-       stale graph still runs it (then with the module) */
+    /* fresh now holds the old code: it goes after the launches queued before now and with the
+       last stale graph that runs it (one that could not hold it: with the module) */
     if (followed) gf_module_destroy(fresh);
     else if (!gf__grow((void **)&mod->olds, &mod->old_cap, mod->old_count + 1, sizeof *mod->olds)) {
         gf__notice(GF_LOG_WARNING, "gpuflow: gf_module_reload: out of host memory to note the old code that stale graphs run: it is never freed");
