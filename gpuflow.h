@@ -1054,7 +1054,9 @@ GPUFLOW_API gf_device  *gf_stream_device(const gf_stream *s);
    counts as complete, as in CUDA. An event (or an event pool) destroyed, or an event released,
    while gf_event_on_complete waits on it are pending goes through at once: the waits still run,
    and the event is freed (back in its pool; the pool freed) when the last has run or been
-   cancelled, never handed out before. An event pool
+   cancelled, never handed out before. gf_event_on_complete's callback runs on the device's
+   waiter thread soon after the event completes: a synchronize that returned does not mean it
+   has run yet (have the callback signal what waits for it). An event pool
    is shared by threads without contention: each thread takes events from a shelf of its own and
    an event goes back to the shelf it came from; gf_event_pool_stats is a snapshot when other
    threads use the pool meanwhile. */
