@@ -7343,6 +7343,8 @@ struct gf_flow {
     gf_workload workload;
     gf__mutex lock;
     gf__task *tasks; int count, cap;
+    int *walk; int walk_cap;              /* gf_flow_depend's search: a path, and each step's next successor */
+    uint32_t *seen; uint32_t seen_mark;   /* seen[i] == seen_mark: task i was searched in this call */
     gf_stream **forks; int fork_count;    /* capture: extra streams for parallel branches */
     gf_flow_stats stats;                  /* under lock */
     double timed_ms;                      /* sum over stats.timed_runs */
@@ -7510,26 +7512,45 @@ static int gf__task_index(const gf_flow *flow, gf_task t) {   /* flow->lock held
     return (t >> 16) == flow->id && i < flow->count ? i : -1;
 }
 
-/* Depth-first search for a path of strong edges from -> to; on success path[] holds it and
-   *len its length. */
-static int gf__flow_path(const gf_flow *flow, int from, int to, int *path, int *len, unsigned char *seen) {
-    int k;
-    path[(*len)++] = from;
-    if (from == to) return 1;
-    seen[from] = 1;
-    for (k = 0; k < GF__STRONG_SUCCS(flow, from); k++) {
-        int n = flow->tasks[from].succ[k];
-        if (!seen[n] && gf__flow_path(flow, n, to, path, len, seen)) return 1;
+/* Depth-first search for a path of strong edges from -> to (flow->lock held), without recursion
+   (a chain of 65535 tasks) and without clearing a mark per task (a flow built edge by edge
+   would cost O(n^2)): a task is seen when it holds this search's mark. Returns the path's
+   length (its tasks in flow->walk), 0 when there is none, -1 when out of host memory. */
+static int gf__flow_path(gf_flow *flow, int from, int to) {
+    int *path, *next, len = 1, i;
+    GF__HELD(&flow->lock);
+    if (flow->walk_cap < flow->count) {
+        int *walk = (int *)gf__realloc(flow->walk, sizeof *walk * 2 * (size_t)flow->cap);
+        uint32_t *seen = walk ? (uint32_t *)gf__realloc(flow->seen, sizeof *seen * (size_t)flow->cap) : NULL;
+        if (walk) flow->walk = walk;
+        if (!seen) return -1;
+        for (i = flow->walk_cap; i < flow->cap; i++) seen[i] = 0;
+        flow->seen = seen;
+        flow->walk_cap = flow->cap;
     }
-    (*len)--;
+    if (++flow->seen_mark == 0) {   /* the marks wrapped: every task unseen again */
+        for (i = 0; i < flow->walk_cap; i++) flow->seen[i] = 0;
+        flow->seen_mark = 1;
+    }
+    path = flow->walk;
+    next = flow->walk + flow->walk_cap;
+    path[0] = from; next[0] = 0; flow->seen[from] = flow->seen_mark;
+    while (len > 0) {
+        int at = path[len - 1];
+        if (at == to) return len;
+        if (next[len - 1] < GF__STRONG_SUCCS(flow, at)) {
+            int n = flow->tasks[at].succ[next[len - 1]++];
+            if (flow->seen[n] != flow->seen_mark) { flow->seen[n] = flow->seen_mark; path[len] = n; next[len] = 0; len++; }
+        } else {
+            len--;
+        }
+    }
     return 0;
 }
 
 GPUFLOW_IMPL gf_result gf_flow_depend(gf_flow *flow, gf_task before, gf_task after) {
     gf__task *b;
     int bi, ai, k, len = 0;
-    int *path;
-    unsigned char *seen;
     GF__CHECK(flow, GF__T_FLOW);
     GF__NOT_IN_OWN_TASK(flow);
     gf__lock(&flow->lock);
@@ -7546,27 +7567,21 @@ GPUFLOW_IMPL gf_result gf_flow_depend(gf_flow *flow, gf_task before, gf_task aft
     }
     b = &flow->tasks[bi];
     for (k = 0; !b->cond && k < b->succ_count; k++) if (b->succ[k] == ai) { gf__flow_unlock(flow); return GF_OK; }   /* a pick repeats: its index counts */
-    path = (int *)gf__malloc(sizeof *path * (size_t)flow->count);
-    seen = (unsigned char *)gf__calloc((size_t)flow->count);
-    if (path && seen && b->cond) memset(seen, 1, (size_t)flow->count);   /* a pick may go back: no search */
-    if (!path || !seen) {
-        gf__free(path); gf__free(seen);
+    if (!b->cond && (len = gf__flow_path(flow, ai, bi)) < 0) {   /* a pick may go back: no search */
         gf__flow_unlock(flow);
         return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_flow_depend: out of host memory");
     }
-    if (gf__flow_path(flow, ai, bi, path, &len, seen)) {   /* after already reaches before */
+    if (len > 0) {   /* after already reaches before */
         char names[512];
         size_t used = 0;
         int i;
         for (i = 0; i < len && used < sizeof names; i++)
-            used += (size_t)snprintf(names + used, sizeof names - used, "'%s' -> ", flow->tasks[path[i]].name);
+            used += (size_t)snprintf(names + used, sizeof names - used, "'%s' -> ", flow->tasks[flow->walk[i]].name);
         if (used < sizeof names) snprintf(names + used, sizeof names - used, "'%s'", flow->tasks[ai].name);
-        gf__free(path); gf__free(seen);
         gf__flow_unlock(flow);
         return gf__fail(GF_ERROR_CYCLE, "gf_flow_depend: flow '%s': the edge would close the cycle %s (only a condition task's edge "
                         "may go back: a loop)", flow->label, names);
     }
-    gf__free(path); gf__free(seen);
     if (!gf__grow((void **)&b->succ, &b->succ_cap, b->succ_count + 1, sizeof *b->succ)) {
         gf__flow_unlock(flow);
         return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_flow_depend: out of host memory");
@@ -8500,6 +8515,8 @@ GPUFLOW_IMPL void gf_flow_destroy(gf_flow *flow) {
     gf__free(flow->last_lanes);
     gf__free(flow->forks);
     gf__free(flow->tasks);
+    gf__free(flow->walk);
+    gf__free(flow->seen);
     gf__mutex_destroy(&flow->lock);
     gf__flow_id_give(flow->id);
     gf__live(flow->dev, GF__T_FLOW, -1);
