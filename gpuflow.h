@@ -2137,10 +2137,13 @@ typedef struct gf__capture gf__capture;
 typedef struct gf__profiler gf__profiler;
 typedef struct gf__waiter gf__waiter;
 typedef struct gf__completion gf__completion;
-typedef struct gf__block { gf_buffer *buf; gf_event *freed; uint64_t stream_id; } gf__block;
+typedef struct gf__block { size_t capacity; gf_buffer *buf; gf_event *freed; uint64_t stream_id; } gf__block;
+#define GF__CACHE_BINS 256          /* by capacity: four bins for each power of two */
+typedef struct gf__cache_bin { gf__block *blocks; int count, cap; } gf__cache_bin;
 typedef struct gf__alloc_cache {
     gf__mutex lock;
-    gf__block *blocks; int count, cap;
+    gf__cache_bin bins[GF__CACHE_BINS];   /* every block of a bin is smaller than every block of the next */
+    int count;                      /* blocks in all bins */
     size_t bytes;                   /* cached: the blocks' capacities */
     size_t keep;                    /* release threshold */
 } gf__alloc_cache;
@@ -7079,20 +7082,47 @@ static void gf__cache_init(gf_device *dev) {
     dev->cache.keep = GF__DEFAULT_CACHE_KEEP;
 }
 
-/* Frees cached blocks until at most keep bytes remain (cache->lock held), passing over those
-   whose freeing work has not completed (gf__cache_release waits for them, without the lock). */
+/* The bin of a capacity: 4e + the two bits below the top one, where 2^e <= capacity < 2^(e+1)
+   (under 4: the capacity). A best fit is then the smallest fitting block of the first bin that
+   has one, found without looking at the blocks of other sizes. */
+static int gf__cache_bin_of(size_t capacity) {
+    int e = 0;
+    size_t v = capacity;
+    while (v >>= 1) e++;
+    return e < 2 ? (int)capacity : 4 * e + (int)((capacity >> (e - 2)) & 3u);
+}
+static gf__block gf__cache_unbin(gf__alloc_cache *cache, gf__cache_bin *bin, int i) {   /* cache->lock held */
+    gf__block b = bin->blocks[i];
+    bin->blocks[i] = bin->blocks[--bin->count];
+    cache->count--;
+    cache->bytes -= b.capacity;
+    return b;
+}
+static int gf__cache_bin_put(gf__alloc_cache *cache, gf__block b) {   /* cache->lock held; 0: out of host memory */
+    gf__cache_bin *bin = &cache->bins[gf__cache_bin_of(b.capacity)];
+    if (!gf__grow((void **)&bin->blocks, &bin->cap, bin->count + 1, sizeof *bin->blocks)) return 0;
+    bin->blocks[bin->count++] = b;
+    cache->count++;
+    cache->bytes += b.capacity;
+    return 1;
+}
+
+/* Frees cached blocks, the largest bins first, until at most keep bytes remain (cache->lock
+   held), passing over those whose freeing work has not completed (gf__cache_release waits for
+   them, without the lock). */
 static void gf__cache_release_locked(gf_device *dev, size_t keep) {
     gf__alloc_cache *cache = &dev->cache;
-    int i = 0;
+    int k, i;
     GF__HELD(&cache->lock);
-    while (cache->bytes > keep && i < cache->count) {
-        gf__block b = cache->blocks[i];
-        gf_result r = dev->be->event_query(b.freed);
-        if (r != GF_OK) { i++; continue; }   /* still in use (or unknowable): keep it */
-        cache->blocks[i] = cache->blocks[--cache->count];
-        cache->bytes -= b.buf->capacity;
-        gf__event_pool_give(dev->events, b.freed);
-        gf__buffer_free(b.buf);
+    for (k = GF__CACHE_BINS - 1; k >= 0 && cache->bytes > keep; k--) {
+        gf__cache_bin *bin = &cache->bins[k];
+        for (i = 0; i < bin->count && cache->bytes > keep;) {
+            gf__block b;
+            if (dev->be->event_query(bin->blocks[i].freed) != GF_OK) { i++; continue; }   /* still in use (or unknowable): kept */
+            b = gf__cache_unbin(cache, bin, i);
+            gf__event_pool_give(dev->events, b.freed);
+            gf__buffer_free(b.buf);
+        }
     }
 }
 /* With wait, the blocks are waited for with the cache's lock let go: a stream callback that
@@ -7101,7 +7131,7 @@ static void gf__cache_release_locked(gf_device *dev, size_t keep) {
 static void gf__cache_release(gf_device *dev, size_t keep, int wait) {
     gf__alloc_cache *cache = &dev->cache;
     gf__block *taken;
-    int n = 0, i;
+    int n = 0, i, k;
     gf__lock(&cache->lock);
     if (!wait || !cache->count || cache->bytes <= keep ||
         !(taken = (gf__block *)gf__malloc((size_t)cache->count * sizeof *taken))) {   /* no memory: those done only */
@@ -7109,10 +7139,8 @@ static void gf__cache_release(gf_device *dev, size_t keep, int wait) {
         gf__unlock(&cache->lock);
         return;
     }
-    while (cache->bytes > keep && cache->count) {
-        taken[n] = cache->blocks[--cache->count];
-        cache->bytes -= taken[n++].buf->capacity;
-    }
+    for (k = GF__CACHE_BINS - 1; k >= 0 && cache->bytes > keep; k--)
+        while (cache->bins[k].count && cache->bytes > keep) taken[n++] = gf__cache_unbin(cache, &cache->bins[k], cache->bins[k].count - 1);
     gf__unlock(&cache->lock);
     for (i = 0; i < n; i++) {
         if (dev->be->event_synchronize(taken[i].freed) == GF_OK) {
@@ -7121,37 +7149,39 @@ static void gf__cache_release(gf_device *dev, size_t keep, int wait) {
             continue;
         }
         gf__lock(&cache->lock);   /* still in use, or unknowable: kept */
-        if (gf__grow((void **)&cache->blocks, &cache->cap, cache->count + 1, sizeof *cache->blocks)) {
-            cache->blocks[cache->count++] = taken[i];
-            cache->bytes += taken[i].buf->capacity;
-        } else {
+        if (!gf__cache_bin_put(cache, taken[i]))
             gf__notice(GF_LOG_WARNING, "gpuflow: out of host memory: a cached block of %llu bytes whose last use is unknown is "
-                       "never given back", (unsigned long long)taken[i].buf->capacity);   /* never freed under work that may use it */
-        }
+                       "never given back", (unsigned long long)taken[i].capacity);   /* never freed under work that may use it */
         gf__unlock(&cache->lock);
     }
     gf__free(taken);
 }
 
+/* The best fit for bytes: the smallest block of bytes to 2 x bytes (no more is wasted) that s
+   may use now (freed on s, or its freeing work done). */
 static gf_buffer *gf__cache_take(gf_stream *s, size_t bytes) {
     gf__alloc_cache *cache = &s->dev->cache;
     gf_buffer *fresh, *buf = NULL;
-    int i, best = -1;
+    size_t most = bytes > SIZE_MAX / 2 ? SIZE_MAX : bytes * 2 + 1;
+    int k, i, best = -1, last = gf__cache_bin_of(most);
     /* a new handle for reused memory: a stale handle to the freed buffer stays refused */
     if (!(fresh = (gf_buffer *)gf__calloc(sizeof *fresh))) return NULL;
     gf__lock(&cache->lock);
-    for (i = 0; i < cache->count; i++) {
-        gf__block *b = &cache->blocks[i];
-        if (b->buf->capacity < bytes || b->buf->capacity / 2 > bytes) continue;   /* too small, or wasteful */
-        if (best >= 0 && b->buf->capacity >= cache->blocks[best].buf->capacity) continue;
-        if (b->stream_id != s->id && s->dev->be->event_query(b->freed) != GF_OK) continue;
-        best = i;
-    }
-    if (best >= 0) {
-        buf = cache->blocks[best].buf;
-        gf__event_pool_give(s->dev->events, cache->blocks[best].freed);
-        cache->bytes -= buf->capacity;
-        cache->blocks[best] = cache->blocks[--cache->count];
+    for (k = gf__cache_bin_of(bytes); k <= last && best < 0; k++) {
+        gf__cache_bin *bin = &cache->bins[k];
+        for (i = 0; i < bin->count; i++) {
+            gf__block *b = &bin->blocks[i];
+            if (b->capacity < bytes || b->capacity / 2 > bytes) continue;   /* too small, or wasteful */
+            if (best >= 0 && b->capacity >= bin->blocks[best].capacity) continue;
+            if (b->stream_id != s->id && s->dev->be->event_query(b->freed) != GF_OK) continue;
+            best = i;
+            if (b->capacity == bytes) break;   /* none fits better */
+        }
+        if (best >= 0) {
+            gf__block b = gf__cache_unbin(cache, bin, best);
+            buf = b.buf;
+            gf__event_pool_give(s->dev->events, b.freed);
+        }
     }
     gf__unlock(&cache->lock);
     if (!buf) { gf__free(fresh); return NULL; }
@@ -7169,21 +7199,19 @@ static gf_result gf__cache_put(gf_stream *s, gf_buffer *buf) {   /* s->lock held
     GF__HELD(&s->lock);
     gf_device *dev = s->dev;
     gf__alloc_cache *cache = &dev->cache;
-    gf_event *ev;
+    gf__block b;
     gf_result r;
-    if ((r = gf__event_pool_take(dev->events, 0, &ev)) != GF_OK) return r;
-    if ((r = gf__event_record_locked(ev, s)) != GF_OK) { gf__event_pool_give(dev->events, ev); return r; }
+    if ((r = gf__event_pool_take(dev->events, 0, &b.freed)) != GF_OK) return r;
+    if ((r = gf__event_record_locked(b.freed, s)) != GF_OK) { gf__event_pool_give(dev->events, b.freed); return r; }
+    b.capacity = buf->capacity;
+    b.buf = buf;
+    b.stream_id = s->id;
     gf__lock(&cache->lock);
-    if (!gf__grow((void **)&cache->blocks, &cache->cap, cache->count + 1, sizeof *cache->blocks)) {
+    if (!gf__cache_bin_put(cache, b)) {
         gf__unlock(&cache->lock);
-        gf__event_pool_give(dev->events, ev);
+        gf__event_pool_give(dev->events, b.freed);
         return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_buffer_destroy_async: out of host memory");
     }
-    cache->blocks[cache->count].buf = buf;
-    cache->blocks[cache->count].freed = ev;
-    cache->blocks[cache->count].stream_id = s->id;
-    cache->count++;
-    cache->bytes += buf->capacity;
     buf->type = GF__T_DEAD;   /* the handle is gone; the memory waits for reuse */
     gf__buffer_uses_drop(buf);
     gf__mem_move(dev, buf->kind, GF_MEMORY_CACHED, buf->capacity);
@@ -7194,16 +7222,22 @@ static gf_result gf__cache_put(gf_stream *s, gf_buffer *buf) {   /* s->lock held
 }
 
 static void gf__cache_trim(gf_device *dev) {   /* device close: idle */
-    int i;
+    int k, i;
     gf__cache_release(dev, 0, 1);
     /* Blocks whose freeing event could not be waited for: the device is closing, and its
        close ends all its work, so they go too rather than leak. */
-    for (i = 0; i < dev->cache.count; i++) {
-        gf__event_pool_give(dev->events, dev->cache.blocks[i].freed);
-        gf__buffer_free(dev->cache.blocks[i].buf);
+    for (k = 0; k < GF__CACHE_BINS; k++) {
+        gf__cache_bin *bin = &dev->cache.bins[k];
+        for (i = 0; i < bin->count; i++) {
+            gf__event_pool_give(dev->events, bin->blocks[i].freed);
+            gf__buffer_free(bin->blocks[i].buf);
+        }
+        gf__free(bin->blocks);
+        bin->blocks = NULL;
+        bin->count = bin->cap = 0;
     }
     dev->cache.count = 0;
-    gf__free(dev->cache.blocks);
+    dev->cache.bytes = 0;
     gf__mutex_destroy(&dev->cache.lock);
 }
 
