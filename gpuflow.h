@@ -1258,9 +1258,10 @@ GPUFLOW_API gf_result gf_kernel_get(gf_module *mod, const char *name, gf_kernel 
 GPUFLOW_API void      gf_module_destroy(gf_module *mod);   /* never waits: the code goes after queued launches */
 /* Hot reload. gf_module_reload builds the module's code again, from desc (new source, binaries
    or stub_kernels) or, desc NULL, from its source_path read again with the options it was
-   loaded with; gf_module_poll does it when source_path's modification time or size changed
-   since the last load or poll (*reloaded says whether it did), at a frame boundary the program
-   chooses. The gf_kernel handles the program holds launch the new code from then on; launches
+   loaded with; gf_module_poll does it when source_path changed since the last load or poll
+   (its modification time, size, status-change time or identity; a file not found is warned
+   about once, and the old code runs on), at a frame boundary the program chooses (*reloaded
+   says whether it reloaded). The gf_kernel handles the program holds launch the new code from then on; launches
    queued before keep the old code, which goes once they have passed. Graphs: a recorded graph
    runs the new code at its next replay; a native graph (CUDA, HIP) has each launch of a
    reloaded kernel pointed at the new code in place; one the driver refuses to update (or whose
@@ -2360,6 +2361,12 @@ struct gf_kernel {
     gf_kernel *next;
 };
 
+/* What tells one version of a file from another: its modification time (ns) and size, its
+   status-change time (which no tool sets back: a copy that keeps the modification time, a
+   chmod, a symlink turned to another file of the same size and time all move it) and its
+   identity (another file put in its place). */
+typedef struct gf__file_version { long long mtime, ctime, size; uint64_t ino, dev; } gf__file_version;
+
 struct gf_module {
     uint32_t type;
     gf_device *dev;
@@ -2374,7 +2381,8 @@ struct gf_module {
     char *path, *options, *source_name, *cache_dir;
     const gf_stub_kernel *given_stub; int given_stub_count;
     int given_stale;                /* reloaded from its file: given_stub no longer describes the code */
-    long long path_mtime, path_size;
+    gf__file_version path_version;  /* the file as last loaded or polled */
+    int path_gone;                  /* a poll found it missing (said once) */
     gf_module **olds; int old_count, old_cap;
     int refs;                       /* atomic: the program's handle and each graph holding it (the code goes with the last) */
 };
@@ -10190,26 +10198,41 @@ static void gf__module_origin_free(gf_module *mod) {
 /* A file's modification time (in nanoseconds where the platform keeps them: two saves of the
    same length within a second were one to a poll of whole seconds) and size (0: it cannot be
    read). Windows: _stat keeps seconds, its file times 100 ns, read through the file's handle. */
-static int gf__file_stamp(const char *path, long long *mtime, long long *size) {
+static int gf__file_version_of(const char *path, gf__file_version *v) {   /* 0: no such file */
     struct stat st;
     if (stat(path, &st) != 0) return 0;
+    memset(v, 0, sizeof *v);
+    v->size = (long long)st.st_size;
 #if defined(_WIN32)
     {
         HANDLE h = CreateFileA(path, 0, FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE, NULL, OPEN_EXISTING, FILE_ATTRIBUTE_NORMAL, NULL);
-        FILETIME written;
-        *mtime = (long long)st.st_mtime * 1000000000;
-        if (h != INVALID_HANDLE_VALUE) {
-            if (GetFileTime(h, NULL, NULL, &written)) *mtime = (long long)(((uint64_t)written.dwHighDateTime << 32) | written.dwLowDateTime);
+        BY_HANDLE_FILE_INFORMATION info;
+        v->mtime = (long long)st.st_mtime * 1000000000;
+        if (h != INVALID_HANDLE_VALUE) {   /* 100 ns write and creation times, the file's index on its volume */
+            if (GetFileInformationByHandle(h, &info)) {
+                v->mtime = (long long)(((uint64_t)info.ftLastWriteTime.dwHighDateTime << 32) | info.ftLastWriteTime.dwLowDateTime);
+                v->ctime = (long long)(((uint64_t)info.ftCreationTime.dwHighDateTime << 32) | info.ftCreationTime.dwLowDateTime);
+                v->ino = ((uint64_t)info.nFileIndexHigh << 32) | info.nFileIndexLow;
+                v->dev = info.dwVolumeSerialNumber;
+            }
             CloseHandle(h);
         }
     }
-#elif defined(__APPLE__)
-    *mtime = (long long)st.st_mtimespec.tv_sec * 1000000000 + st.st_mtimespec.tv_nsec;
 #else
-    *mtime = (long long)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+#  if defined(__APPLE__)
+    v->mtime = (long long)st.st_mtimespec.tv_sec * 1000000000 + st.st_mtimespec.tv_nsec;
+    v->ctime = (long long)st.st_ctimespec.tv_sec * 1000000000 + st.st_ctimespec.tv_nsec;
+#  else
+    v->mtime = (long long)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+    v->ctime = (long long)st.st_ctim.tv_sec * 1000000000 + st.st_ctim.tv_nsec;
+#  endif
+    v->ino = (uint64_t)st.st_ino;
+    v->dev = (uint64_t)st.st_dev;
 #endif
-    *size = (long long)st.st_size;
     return 1;
+}
+static int gf__file_version_same(const gf__file_version *a, const gf__file_version *b) {
+    return a->mtime == b->mtime && a->ctime == b->ctime && a->size == b->size && a->ino == b->ino && a->dev == b->dev;
 }
 /* path opened to be read whole, *size its length; NULL unless it is a regular file that opens
    (a directory's length reads as LONG_MAX, and opening a FIFO waits for a writer). */
@@ -10248,7 +10271,7 @@ static gf_result gf__module_build(gf_module *mod, const gf_module_desc *desc) {
     char *text = NULL;
     gf_result r;
     if (desc->source_path && !desc->source) {
-        if (!gf__file_stamp(desc->source_path, &mod->path_mtime, &mod->path_size))
+        if (!gf__file_version_of(desc->source_path, &mod->path_version))
             return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_module_load: cannot read source_path '%s'", desc->source_path);
         if ((r = gf__file_text("gf_module_load", desc->source_path, &text)) != GF_OK) return r;
         d.source = text;
@@ -10449,11 +10472,12 @@ static gf_result gf__module_reload_locked(gf_module *mod, const gf_module_desc *
     if (!mod->dev->be->compile && d.stub_kernels == mod->given_stub && d.stub_kernel_count == mod->given_stub_count)
         return gf__fail(GF_ERROR_NOT_SUPPORTED, "gf_module_reload: the stub runs the C form compiled into the program, which a file "
                         "cannot change: give a desc with the new stub_kernels (from a library the program reloaded, say)");
-    if (!desc) {   /* seen now, built or not (a poll reads the stamp under the module's lock) */
-        long long mtime, size;
-        if (gf__file_stamp(mod->path, &mtime, &size)) {
+    if (!desc) {   /* seen now, built or not (a poll reads the version under the module's lock) */
+        gf__file_version seen;
+        if (gf__file_version_of(mod->path, &seen)) {
             gf__lock(&mod->lock);
-            mod->path_mtime = mtime; mod->path_size = size;
+            mod->path_version = seen;
+            mod->path_gone = 0;
             gf__unlock(&mod->lock);
         }
     }
@@ -10486,7 +10510,8 @@ static gf_result gf__module_reload_locked(gf_module *mod, const gf_module_desc *
             t = mod->options; mod->options = fresh->options; fresh->options = t;
             t = mod->source_name; mod->source_name = fresh->source_name; fresh->source_name = t;
             t = mod->cache_dir; mod->cache_dir = fresh->cache_dir; fresh->cache_dir = t;
-            mod->path_mtime = fresh->path_mtime; mod->path_size = fresh->path_size;
+            mod->path_version = fresh->path_version;
+            mod->path_gone = 0;
         }
     }
     gf__unlock(&mod->lock);
@@ -10504,8 +10529,8 @@ static gf_result gf__module_reload_locked(gf_module *mod, const gf_module_desc *
 }
 
 GPUFLOW_IMPL gf_result gf_module_poll(gf_module *mod, int *reloaded) {
-    long long mtime, size;
-    int changed;
+    gf__file_version now;
+    int changed, there, gone = 0;
     GF__CHECK(mod, GF__T_MODULE);
     GF__CHECK_OUT(reloaded);
     *reloaded = 0;
@@ -10514,12 +10539,17 @@ GPUFLOW_IMPL gf_result gf_module_poll(gf_module *mod, int *reloaded) {
         gf__unlock(&mod->lock);
         return gf__fail(GF_ERROR_INVALID_STATE, "gf_module_poll: the module was not loaded from a file (gf_module_desc.source_path)");
     }
-    changed = gf__file_stamp(mod->path, &mtime, &size) && (mtime != mod->path_mtime || size != mod->path_size);
+    there = gf__file_version_of(mod->path, &now);
+    changed = there && !gf__file_version_same(&now, &mod->path_version);
     if (changed) {
-        mod->path_mtime = mtime;   /* seen, built or not: a broken file is not compiled again at every poll */
-        mod->path_size = size;
+        mod->path_version = now;   /* seen, built or not: a broken file is not compiled again at every poll */
+        mod->path_gone = 0;
     }
+    if (!there && !mod->path_gone) gone = mod->path_gone = 1;
     gf__unlock(&mod->lock);
+    if (gone)   /* an editor between its rename and its write, or a file deleted: said once, the old code runs on */
+        gf__notice(GF_LOG_WARNING, "gpuflow: gf_module_poll: '%s' cannot be found (deleted or renamed?): the old code runs on "
+                   "until a file is there again", mod->path);
     if (!changed) return GF_OK;
     {
         gf_result r = gf_module_reload(mod, NULL);
