@@ -7835,9 +7835,16 @@ static void gf__flow_frame_done(gf_flow *flow, int i) {
     memmove(fr, fr + 1, sizeof *fr * (size_t)(flow->frame_count - i - 1));   /* oldest first */
     flow->frame_count--;
 }
-static int gf__flow_frame_complete(const gf__flow_frame *fr) {   /* its start comes before its first lane's end */
+/* Whether each lane of the run has ended (its start comes before its first lane's end). A lane
+   found ended is, to the race detector, a host wait for it that ended: what the run wrote is
+   ordered before what the host queues next (a run paced by gf_flow_wait_frames, say). */
+static int gf__flow_frame_complete(const gf__flow_frame *fr) {
     int k;
-    for (k = 0; k < fr->lanes; k++) if (fr->ends[k]->dev->be->event_query(fr->ends[k]) != GF_OK) return 0;
+    for (k = 0; k < fr->lanes; k++) {
+        gf_event *end = fr->ends[k];
+        gf__race_seen race_seen = gf__race_seen_event(end);
+        if (gf__event_settle(end, end->dev->be->event_query(end), &race_seen) != GF_OK) return 0;
+    }
     return 1;
 }
 /* The frames the devices have finished, oldest first, found without waiting; it stops at the
