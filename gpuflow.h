@@ -6788,6 +6788,7 @@ struct gf__waiter {
     gf__thread thread;
     int stop;
     gf__wait *waits; int count, cap;
+    int *index; int slots;          /* each wait's place by its id (open addressing; 1 + the place, 0 empty): a cancel finds it at once */
     uint64_t next_id;
     uint64_t firing;               /* id of the callback running now, or 0 */
     int scan;                      /* the wait to look at next */
@@ -6804,14 +6805,46 @@ static void gf__waiter_lock(gf__waiter *w) {
     gf__atomic_add_int(&w->wanted, -1);
 }
 
+/* The index of the waits by id (w->lock held): ids are dealt in order, so the low bits spread. */
+static int gf__waiter_slot(const gf__waiter *w, uint64_t id) {   /* the slot that holds id, or the empty one it would go in */
+    int h = (int)(id & (uint64_t)(w->slots - 1));
+    while (w->index[h] && w->waits[w->index[h] - 1].id != id) h = (h + 1) & (w->slots - 1);
+    return h;
+}
+static int gf__waiter_index_build(gf__waiter *w, int slots) {   /* 0: out of host memory (the old index stays) */
+    int *index = (int *)gf__calloc(sizeof *index * (size_t)slots), i;
+    if (!index) return 0;
+    gf__free(w->index);
+    w->index = index;
+    w->slots = slots;
+    for (i = 0; i < w->count; i++) w->index[gf__waiter_slot(w, w->waits[i].id)] = i + 1;
+    return 1;
+}
+static void gf__waiter_unindex(gf__waiter *w, int h) {   /* linear probing's deletion: later entries of the run move back */
+    int j = h, k;
+    for (;;) {
+        h = (h + 1) & (w->slots - 1);
+        if (!w->index[h]) break;
+        k = (int)(w->waits[w->index[h] - 1].id & (uint64_t)(w->slots - 1));
+        if (j < h ? (j < k && k <= h) : (j < k || k <= h)) continue;   /* its home lies after the hole: it stays */
+        w->index[j] = w->index[h];
+        j = h;
+    }
+    w->index[j] = 0;
+}
 /* Takes wait i off the list (w->lock held); its event still counts it (gf__wait_uncount). */
 static gf__wait gf__waiter_take(gf__waiter *w, int i) {
     GF__HELD(&w->lock);
     gf__wait taken = w->waits[i];
-    w->waits[i] = w->waits[--w->count];
+    gf__waiter_unindex(w, gf__waiter_slot(w, taken.id));
+    if (i != --w->count) {   /* the last wait moves into i */
+        w->waits[i] = w->waits[w->count];
+        w->index[gf__waiter_slot(w, w->waits[i].id)] = i + 1;
+    }
     if (w->cap > 256 && w->count < w->cap / 8) {   /* a burst's peak goes back (a shrink never fails to keep what is there) */
         gf__wait *fewer = (gf__wait *)gf__realloc(w->waits, (size_t)(w->cap / 2) * sizeof *fewer);
         if (fewer) { w->waits = fewer; w->cap /= 2; }
+        if (w->slots > 512 && w->count * 4 < w->slots / 4) (void)gf__waiter_index_build(w, w->slots / 4);
     }
     return taken;
 }
@@ -6998,11 +7031,13 @@ static gf_result gf__waiter_add(gf_event *ev, gf_callback fn, void *user, uint64
     w = dev->waiter;
     gf__unlock(&dev->lock);
     gf__waiter_lock(w);
-    if (!gf__grow((void **)&w->waits, &w->cap, w->count + 1, sizeof *w->waits)) {
+    if (!gf__grow((void **)&w->waits, &w->cap, w->count + 1, sizeof *w->waits) ||
+        ((w->count + 1) * 2 > w->slots && !gf__waiter_index_build(w, w->slots ? w->slots * 2 : 64))) {   /* at most half full */
         gf__unlock(&w->lock);
         return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_event_on_complete: out of host memory");
     }
     w->waits[w->count].id = ++w->next_id;
+    w->index[gf__waiter_slot(w, w->next_id)] = w->count + 1;
     w->waits[w->count].ev = ev;
     gf__atomic_add_int(&ev->waits, 1);
     w->waits[w->count].fn = fn;
@@ -7029,14 +7064,13 @@ static int gf__waiter_cancel(gf_device *dev, uint64_t wait_id) {
     int i, after;
     if (!w) return 0;
     gf__waiter_lock(w);
-    for (i = 0; i < w->count; i++)
-        if (w->waits[i].id == wait_id) {
-            gf_event *ev = gf__waiter_take(w, i).ev;
-            after = gf__wait_uncount(w, ev);
-            gf__unlock(&w->lock);
-            gf__after_waits_run(ev, after);
-            return 1;
-        }
+    if (w->slots && (i = w->index[gf__waiter_slot(w, wait_id)] - 1) >= 0) {
+        gf_event *ev = gf__waiter_take(w, i).ev;
+        after = gf__wait_uncount(w, ev);
+        gf__unlock(&w->lock);
+        gf__after_waits_run(ev, after);
+        return 1;
+    }
     while (w->firing == wait_id && wait_id && !gf__waiter_self) gf__cond_wait(&w->cond, &w->lock);
     gf__unlock(&w->lock);
     return 0;
@@ -7075,6 +7109,7 @@ static void gf__waiter_stop(gf_device *dev) {
     gf__cond_destroy(&w->cond);
     gf__mutex_destroy(&w->lock);
     gf__free(w->waits);
+    gf__free(w->index);
     gf__free(w);
     dev->waiter = NULL;
 }
