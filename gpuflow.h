@@ -6992,11 +6992,13 @@ static void gf__waiter_main(void *arg) {
         if (w->count == 0) { gf__cond_wait(&w->cond, &w->lock); nap = GF__WAIT_NAP_MIN_US; continue; }
         if (w->looked == 0) round_start = gf__now_ns();
         if ((r = gf__waiter_fire_one(w)) > 0) { nap = GF__WAIT_NAP_MIN_US; continue; }
-        if (r == 0) {   /* a batch, none done: let in whoever waits for the lock (a few yields at most) */
+        if (r == 0) {   /* a batch, none done: let in whoever waits for the lock (until it has it, 2 ms at most:
+                           on a loaded machine its wake-up can take longer than a few yields) */
             int yields;
             if (gf__atomic_load_int(&w->wanted)) {
+                uint64_t until = gf__now_ns() + 2000000u;
                 gf__unlock(&w->lock);
-                for (yields = 0; yields < 64 && gf__atomic_load_int(&w->wanted); yields++) gf__yield();
+                for (yields = 1; gf__atomic_load_int(&w->wanted) && (yields % 64 || gf__now_ns() < until); yields++) gf__yield();
                 gf__lock(&w->lock);
             }
             continue;
@@ -7422,6 +7424,7 @@ struct gf_flow {
     gf__task *tasks; int count, cap;
     int *walk; int walk_cap;              /* gf_flow_depend's search: a path, and each step's next successor */
     uint32_t *seen; uint32_t seen_mark;   /* seen[i] == seen_mark: task i was searched in this call */
+    int backward;                         /* strong edges to a task made earlier: while none, none closes a cycle */
     gf_stream **forks; int fork_count;    /* capture: extra streams for parallel branches */
     gf_flow_stats stats;                  /* under lock */
     double timed_ms;                      /* sum over stats.timed_runs */
@@ -7644,7 +7647,8 @@ GPUFLOW_IMPL gf_result gf_flow_depend(gf_flow *flow, gf_task before, gf_task aft
     }
     b = &flow->tasks[bi];
     for (k = 0; !b->cond && k < b->succ_count; k++) if (b->succ[k] == ai) { gf__flow_unlock(flow); return GF_OK; }   /* a pick repeats: its index counts */
-    if (!b->cond && (len = gf__flow_path(flow, ai, bi)) < 0) {   /* a pick may go back: no search */
+    /* no search for a pick (it may go back), nor while every edge goes to a later task */
+    if (!b->cond && (bi > ai || flow->backward) && (len = gf__flow_path(flow, ai, bi)) < 0) {
         gf__flow_unlock(flow);
         return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_flow_depend: out of host memory");
     }
@@ -7664,6 +7668,7 @@ GPUFLOW_IMPL gf_result gf_flow_depend(gf_flow *flow, gf_task before, gf_task aft
         return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_flow_depend: out of host memory");
     }
     b->succ[b->succ_count++] = ai;
+    if (!b->cond && bi > ai) flow->backward++;
     flow->version++;
     gf__flow_unlock(flow);
     return GF_OK;

