@@ -7202,8 +7202,9 @@ static void gf__cache_release(gf_device *dev, size_t keep, int wait) {
     gf__free(taken);
 }
 
-/* The best fit for bytes: the smallest block of bytes to 2 x bytes (no more is wasted) that s
-   may use now (freed on s, or its freeing work done). */
+/* A fit for bytes: a block of bytes to 2 x bytes (no more is wasted) that s may use now (freed
+   on s, or its freeing work done), the first found in the smallest bin that has one: within a
+   quarter of the best fit, without looking at every block of that bin. */
 static gf_buffer *gf__cache_take(gf_stream *s, size_t bytes) {
     gf__alloc_cache *cache = &s->dev->cache;
     gf_buffer *fresh, *buf = NULL;
@@ -7214,13 +7215,11 @@ static gf_buffer *gf__cache_take(gf_stream *s, size_t bytes) {
     gf__lock(&cache->lock);
     for (k = gf__cache_bin_of(bytes); k <= last && best < 0; k++) {
         gf__cache_bin *bin = &cache->bins[k];
-        for (i = 0; i < bin->count; i++) {
+        for (i = 0; i < bin->count && best < 0; i++) {
             gf__block *b = &bin->blocks[i];
             if (b->capacity < bytes || b->capacity / 2 > bytes) continue;   /* too small, or wasteful */
-            if (best >= 0 && b->capacity >= bin->blocks[best].capacity) continue;
             if (b->stream_id != s->id && s->dev->be->event_query(b->freed) != GF_OK) continue;
             best = i;
-            if (b->capacity == bytes) break;   /* none fits better */
         }
         if (best >= 0) {
             gf__block b = gf__cache_unbin(cache, bin, best);

@@ -1971,9 +1971,9 @@ static void test_counts_bounded(void)
     }
 }
 
-/* The stream-ordered allocation cache (stub, OpenCL) keeps blocks in bins by size, so that a
-   take looks at blocks of fitting sizes only (it scanned every block, 113 us at 20k): still the
-   best fit, the smallest block of bytes to 2 x bytes, none reused past that. */
+/* The stream-ordered allocation cache (stub, OpenCL) keeps blocks in bins by size (four per power
+   of two), so that a take looks at blocks of fitting sizes only (it scanned every block, 113 us
+   at 20k): a block of the smallest bin that holds one of bytes to 2 x bytes, none past that. */
 static void test_cache_best_fit(void)
 {
     static const size_t sizes[] = { 1000, 4000, 2000, 1500, 1500, 64 << 10 };
@@ -1991,7 +1991,7 @@ static void test_cache_best_fit(void)
     CHECK(R.dev->cache.count == n && R.dev->cache.bytes == bytes_before + 1000 + 4000 + 2000 + 3000 + (64 << 10),
           "cache best fit: six freed blocks cached, their bytes counted");
     if (CHECK_EQ_RESULT(gf_buffer_create_async(s, 1400, &got), GF_OK)) {
-        CHECK(got->capacity == 1500, "cache best fit: 1400 bytes take a block of 1500 (not 2000)");
+        CHECK(got->capacity == 1500, "cache best fit: 1400 bytes take a block of 1500 (its bin; not 2000)");
         CHECK_EQ_RESULT(gf_buffer_destroy_async(s, got), GF_OK);
     }
     if (CHECK_EQ_RESULT(gf_buffer_create_async(s, 2500, &got), GF_OK)) {
