@@ -13829,7 +13829,8 @@ typedef struct gf__race {
     gf__spin names_lock;                                   /* innermost: the interned names */
     char **names; int name_count, name_cap;                /* open addressing, name_cap a power of two */
     uint64_t count; int reports; char report[GF_RACE_REPORTS][512];
-    uint64_t *keys; int key_count, key_cap;                /* races reported, by a hash of both sides */
+    uint64_t *keys; int key_count, key_cap;                /* races reported, by a hash of both sides: a set
+                                                              (open addressing, 0 empty, at most half full) */
     uint32_t epoch;                                        /* bumped when turned on again: older accesses are stale */
 } gf__race;
 #define GF__RACE_MAX_USES 64   /* accesses one operation has on the stack; more (2D rows) go to the heap */
@@ -13987,11 +13988,32 @@ static uint64_t gf__race_key(const char *a_op, const char *a_stream, const char 
     return (x < y ? x * 31 + y : y * 31 + x) ^ ((uint64_t)id * 0x9e3779b97f4a7c15u);
 }
 /* A new race (race->lock held): counted and kept once; its text goes to out for logging. */
+/* The slot of key in the set of races reported, or the empty one it would go in. */
+static int gf__race_key_slot(const uint64_t *keys, int cap, uint64_t key) {
+    int h = (int)((key * 0x9e3779b97f4a7c15u) >> 40) & (cap - 1);
+    while (keys[h] && keys[h] != key) h = (h + 1) & (cap - 1);
+    return h;
+}
 static int gf__race_found(gf__race *race, uint64_t key, const char *text, char *out, size_t cap) {
     GF__HELD(&race->lock);
-    int i;
-    for (i = 0; i < race->key_count; i++) if (race->keys[i] == key) return 0;
-    if (gf__grow((void **)&race->keys, &race->key_cap, race->key_count + 1, sizeof *race->keys)) race->keys[race->key_count++] = key;
+    int h, i;
+    if (!key) key = 1;   /* 0 marks an empty slot */
+    if (race->key_cap && race->keys[gf__race_key_slot(race->keys, race->key_cap, key)]) return 0;   /* told already */
+    if ((race->key_count + 1) * 2 > race->key_cap) {   /* grown (out of memory: the race is told, and may be again) */
+        int grown_cap = race->key_cap ? race->key_cap * 2 : 64;
+        uint64_t *grown = (uint64_t *)gf__calloc(sizeof *grown * (size_t)grown_cap);
+        if (grown) {
+            for (i = 0; i < race->key_cap; i++) if (race->keys[i]) grown[gf__race_key_slot(grown, grown_cap, race->keys[i])] = race->keys[i];
+            gf__free(race->keys);
+            race->keys = grown;
+            race->key_cap = grown_cap;
+        }
+    }
+    if ((race->key_count + 1) * 2 <= race->key_cap) {
+        h = gf__race_key_slot(race->keys, race->key_cap, key);
+        race->keys[h] = key;
+        race->key_count++;
+    }
     race->count++;
     if (race->reports < GF_RACE_REPORTS) gf__copy_str(race->report[race->reports++], sizeof race->report[0], text);
     gf__copy_str(out, cap, text);

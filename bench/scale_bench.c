@@ -10,6 +10,8 @@
             a random size, with N freed blocks of random sizes cached (the stub and OpenCL: where
             the driver has no stream-ordered allocator of its own)
    cancel   gf_event_on_complete + gf_event_cancel_wait with N waits pending
+   races    with the race detector on, a fill on one stream and an unordered fill on another of
+            a buffer whose race was told already, with N races told (one per buffer)
 
    ./scale_bench [stub|opencl|cuda|hip]      (default: the stub)
 
@@ -86,6 +88,7 @@ static double cache_us(gf_stream *s, int held) {   /* per create + destroy, held
 
 /* ---- cancel --------------------------------------------------------------------------------- */
 static void noop(void *user, gf_result status) { (void)user; (void)status; }
+static void quiet(void *user, gf_log_level level, gf_result code, const char *message) { (void)user; (void)level; (void)code; (void)message; }
 static void hold(void *user, gf_result status) {   /* the stream waits here until *user is set */
     (void)status;
     while (!__atomic_load_n((int *)user, __ATOMIC_ACQUIRE)) { struct timespec ms = { 0, 1000000 }; nanosleep(&ms, NULL); }
@@ -114,6 +117,42 @@ static double cancel_us(gf_stream *s, int pending) {   /* per on_complete + canc
     return bench_median(t, BATCHES);
 }
 
+/* ---- races --------------------------------------------------------------------------------- */
+static double races_us(int told) {   /* per racy pair of fills, told races known */
+    enum { OPS = 1000 };
+    double t[BATCHES];
+    gf_stream *a, *b;
+    gf_buffer **bufs = (gf_buffer **)malloc(sizeof *bufs * (size_t)told);
+    int k, i;
+    if (!bufs) exit(1);
+    CHECK(gf_race_check_enable(dev, GF_RACE_CHECK_ON));
+    CHECK(gf_stream_create(dev, NULL, &a));
+    CHECK(gf_stream_create(dev, NULL, &b));
+    for (i = 0; i < told; i++) {
+        CHECK(gf_buffer_create(dev, 64, &bufs[i]));
+        CHECK(gf_fill_async(a, bufs[i], 0, 1, 64));
+        CHECK(gf_fill_async(b, bufs[i], 0, 2, 64));   /* told once */
+        if (i % 1000 == 999) CHECK(gf_device_synchronize(dev));
+    }
+    CHECK(gf_device_synchronize(dev));
+    for (k = 0; k < BATCHES; k++) {
+        double t0 = bench_now_us();
+        for (i = 0; i < OPS; i++) {
+            gf_buffer *x = bufs[(size_t)i * 7919u % (size_t)told];
+            CHECK(gf_fill_async(a, x, 0, 1, 64));
+            CHECK(gf_fill_async(b, x, 0, 2, 64));
+        }
+        t[k] = (bench_now_us() - t0) / OPS;
+        CHECK(gf_device_synchronize(dev));
+    }
+    for (i = 0; i < told; i++) gf_buffer_destroy(bufs[i]);
+    gf_stream_destroy(a);
+    gf_stream_destroy(b);
+    CHECK(gf_race_check_enable(dev, 0));
+    free(bufs);
+    return bench_median(t, BATCHES);
+}
+
 int main(int argc, char **argv) {
     gf_backend backend = argc > 1 ? bench_backend(argc, argv, "scale_bench [stub|opencl|cuda|hip]") : GF_BACKEND_STUB;
     gf_stream *s;
@@ -126,6 +165,9 @@ int main(int argc, char **argv) {
     if (dev->be->buffer_alloc_async) printf("cache: the driver allocates in stream order itself: skipped\n");
     else row("cache: create_async + destroy_async", 100, cache_us(s, 100), 20000, cache_us(s, 20000));
     row("cancel: on_complete + cancel_wait", 1000, cancel_us(s, 1000), 100000, cancel_us(s, 100000));
+    gf_set_logger(quiet, NULL);   /* every race is told once, as a warning: not on the terminal */
+    row("races: an unordered pair, told already", 100, races_us(100), 20000, races_us(20000));
+    gf_set_logger(NULL, NULL);
     gf_stream_destroy(s);
     gf_device_close(dev);
     return 0;
