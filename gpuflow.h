@@ -6174,8 +6174,9 @@ static gf_result gf__call_stream_pool_release(gf_stream_pool *pool, gf_stream *s
     GF__CHECK(s, GF__T_STREAM);
     if (s->pool != pool) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_stream_pool_release: stream '%s' does not come from this pool", s->label);
     i = s->pool_index;
-    for (;;) {   /* acquisitions first: a release counted only while it has an acquire to match, at that moment */
-        uint64_t acquired = gf__atomic_load(&pool->lease[i].acquisitions), released = gf__atomic_load(&pool->lease[i].releases);
+    for (;;) {   /* releases first: acquisitions only rise, so a holder's release always finds one to match (read
+                    the other way, another thread's acquire and release in between refused it, for good) */
+        uint64_t released = gf__atomic_load(&pool->lease[i].releases), acquired = gf__atomic_load(&pool->lease[i].acquisitions);
         if (released >= acquired) return gf__fail(GF_ERROR_INVALID_STATE, "gf_stream_pool_release: stream '%s' is not acquired", s->label);
         if (gf__atomic_cas(&pool->lease[i].releases, released, released + 1)) break;
     }
