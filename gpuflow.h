@@ -1765,7 +1765,20 @@ static uint64_t gf__now_ns(void) {
     QueryPerformanceFrequency(&f); QueryPerformanceCounter(&c);
     return (uint64_t)((double)c.QuadPart * 1e9 / (double)f.QuadPart);
 }
-static void gf__sleep_us(unsigned us) { Sleep((us + 999) / 1000); }
+/* Sleep() rounds up to the system timer's tick (15.6 ms unless a process asked for finer), so a
+   poll's 20 us nap became 15 ms: a high-resolution waitable timer where Windows has one (10,
+   1803 and later), Sleep where it has not. */
+#ifndef CREATE_WAITABLE_TIMER_HIGH_RESOLUTION
+#  define CREATE_WAITABLE_TIMER_HIGH_RESOLUTION 0x00000002
+#endif
+static void gf__sleep_us(unsigned us) {
+    HANDLE timer = CreateWaitableTimerExW(NULL, NULL, CREATE_WAITABLE_TIMER_HIGH_RESOLUTION, TIMER_ALL_ACCESS);
+    LARGE_INTEGER due;
+    due.QuadPart = -(LONGLONG)us * 10;   /* relative, in 100 ns */
+    if (timer && SetWaitableTimer(timer, &due, 0, NULL, NULL, FALSE)) WaitForSingleObject(timer, INFINITE);
+    else Sleep((us + 999) / 1000);
+    if (timer) CloseHandle(timer);
+}
 static void gf__yield(void) { SwitchToThread(); }
 #else
 static void gf__mutex_init(gf__mutex *m)    { pthread_mutex_init(GF__OS_MUTEX(m), NULL); GF__DISOWNED(m); }
@@ -12511,6 +12524,7 @@ static void gf__env_record(void) {
     static int read;
     const char *path = getenv("GPUFLOW_RECORD"), *limit = getenv("GPUFLOW_RECORD_LIMIT");
     gf_record_desc d;
+    gf_result started;
     char *end = NULL;
     char named[512];
     size_t n = 0;
@@ -12530,7 +12544,10 @@ static void gf__env_record(void) {
             d.max_bytes = 0;
         }
     }
-    if (gf_record_start(&d) != GF_OK) { gf__env_warn("gpuflow: GPUFLOW_RECORD=%s: %s; nothing is recorded", named, gf__error_text); return; }
+    gf__quiet++;   /* said once, below, with the variable named */
+    started = gf_record_start(&d);
+    gf__quiet--;
+    if (started != GF_OK) { gf__env_warn("gpuflow: GPUFLOW_RECORD=%s: %s; nothing is recorded", named, gf__error_text); return; }
     atexit(gf__rec_at_exit);
     gf__notice(GF_LOG_INFO, "gpuflow: GPUFLOW_RECORD: every gpuflow call goes to %s", named);
 }
@@ -15352,6 +15369,7 @@ typedef struct gf__block_run {
     int *site;                      /* per thread at the barrier: which gf_block_sync it called */
     gf_kernel_ctx *ctx;             /* per thread */
     gf__fiber *fibers, main;
+    int converted;                  /* Windows: the thread was made a fiber for this run (made a thread again after) */
     char misuse[160];               /* the block's first barrier misuse, "" if none */
 } gf__block_run;
 static GF__TLS gf__block_run *gf__running_block;   /* the block this thread runs */
@@ -15597,7 +15615,8 @@ static void gf__grid_run(gf__grid *g) {
         b.fibers = (gf__fiber *)gf__calloc(sizeof *b.fibers * (size_t)per_block);
 #if defined(GF__FIBER_WINDOWS)
         b.main.fiber = ConvertThreadToFiber(NULL);
-        if (!b.main.fiber) b.main.fiber = GetCurrentFiber();   /* already a fiber */
+        b.converted = b.main.fiber != NULL;
+        if (!b.main.fiber) b.main.fiber = GetCurrentFiber();   /* already a fiber (the program's own) */
 #endif
 #ifdef GF__TSAN_FIBERS
         b.main.tsan = __tsan_get_current_fiber();
@@ -15684,6 +15703,9 @@ static void gf__grid_run(gf__grid *g) {
     gf__free(b.ctx);
     gf__free(b.site);
     gf__free(b.state);
+#if defined(GF__FIBER_WINDOWS)
+    if (b.converted) ConvertFiberToThread();   /* as it was: the program's thread (GPUFLOW_STUB_INLINE) may make fibers of its own */
+#endif
 }
 
 /* A block worker: helps with any grid that has blocks left, sleeps when none has. */

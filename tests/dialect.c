@@ -106,6 +106,10 @@ static void test_block_sum(gf_module *mod)
         ok &= fabsf(out[g] - want) <= 1e-3f * want + 1e-3f;
     }
     CHECK(ok, "dialect: a shared-memory reduction with block barriers gives each block's sum");
+#if defined(_WIN32) && defined(GPUFLOW_STUB_INLINE)
+    /* Windows fibers: the launch ran on this thread, which it made a fiber; it is a thread again */
+    CHECK(!IsThreadAFiber(), "dialect: a launch with barriers run inline leaves the program's thread a thread, not a fiber");
+#endif
     gf_buffer_destroy(bi);
     gf_buffer_destroy(bo);
 }

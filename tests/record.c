@@ -1692,6 +1692,20 @@ static void test_env_pid(char *self, const char *name)
     gf_faults_set(NULL);
     remove(path2);
 }
+/* An unusable GPUFLOW_RECORD is said once (found by a Windows review: gf_record_start's own
+   failure was logged, then the variable's warning said it again). */
+static void test_env_unusable(char *self, const char *name)
+{
+    char cmd[1200], line[1024];
+    FILE *p;
+    int said = 0;
+    snprintf(cmd, sizeof cmd, "GPUFLOW_RECORD=/gpuflow-no-such-dir-%d/x.gfrec '%s' --env-child %s 2>&1", (int)getpid(), self, name);
+    fflush(stdout);
+    if (!CHECK((p = popen(cmd, "r")) != NULL, "env unusable: the child runs")) return;
+    while (fgets(line, sizeof line, p)) said += strstr(line, "gpuflow-no-such-dir") != NULL;
+    pclose(p);
+    CHECK(said == 1, "env unusable: a GPUFLOW_RECORD that cannot be written is said once");
+}
 /* One recorder to a file (review S4): a process given the same GPUFLOW_RECORD while this one
    records, or a copy of gpuflow in this process that holds the file (an open file description's
    lock, as another copy's would be), leaves the file alone instead of cutting it and writing
@@ -1979,6 +1993,7 @@ int main(int argc, char **argv)
     test_review6();
     test_env(argv[0], name);
     test_env_pid(argv[0], name);
+    test_env_unusable(argv[0], name);
     test_alone(argv[0], name);
     test_process();
     remove(path);

@@ -1,6 +1,7 @@
 #!/bin/sh
 # Windows, built with MinGW (x86_64-w64-mingw32-gcc) and run under wine64 on the stub: the
-# conformance suite, the thread test, the reliability, race, dialect and interop tests, and every
+# conformance suite, the thread test, the reliability, race, dialect and interop tests (dialect
+# again with Windows fibers, run inline), and every
 # example. Also compile checks of the CUDA and OpenCL backends for Windows (no driver there).
 # One check per build and per run; skipped without MinGW, runs skipped without wine64. PART
 # (tests or examples; both when left out) lets make test run the two halves side by side, each
@@ -92,6 +93,13 @@ else
             *) run "example $name" "$name.exe" ;;
         esac
     done
+    # Windows fibers (the fallback where the asm switch is not built, -DGF__FIBER_ASM=0) with the
+    # work run inline on the program's thread: the barriers hold, and that thread is a thread again
+    if [ "$part" != examples ]; then
+        if $cc $flags -Og -I. -Itests -DGF__FIBER_ASM=0 -DGPUFLOW_STUB_INLINE tests/dialect.c -o "$out/dialect_fibers.exe" -lm; then
+            run "dialect stub (Windows fibers, inline)" dialect_fibers.exe stub
+        else fail "windows build: tests/dialect.c with Windows fibers, inline"; fi
+    fi
     # a misspelt switch is named on Windows too (the environment read through _environ)
     if [ "$part" != examples ] && [ -f "$out/stub.exe" ]; then
         log=$(cd "$out" && GPUFLOW_RACECHECK=1 timeout 120 "$wine" ./stub.exe 2>&1 | tr -d '\r')

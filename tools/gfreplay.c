@@ -12,7 +12,8 @@
 
    On the stub, a module recorded with dialect source gets its C kernels here: the recorded
    source is compiled with the system's C compiler into a shared library (against the
-   gpuflow.h this program was built from, GFREPLAY_INCLUDE) and loaded. Exit status: 0 when
+   gpuflow.h this program was built from, GFREPLAY_INCLUDE) and loaded (not on Windows, where
+   such modules and their launches are skipped, and said so). Exit status: 0 when
    every result matched, 1 on a mismatch or a malformed file, 2 for bad usage.
 
        cc -std=c99 -O2 tools/gfreplay.c -o gfreplay -pthread -ldl -lm -rdynamic   (make tools)
@@ -108,6 +109,11 @@ int main(int argc, char **argv) {
 #if !defined(_WIN32)
     snprintf(c.dir, sizeof c.dir, "%s/gfreplay.XXXXXX", getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
     if (mkdtemp(c.dir)) { d.compile_stub = compile_stub; d.user = &c; }
+    else fprintf(stderr, "gfreplay: cannot make a folder in %s for the stub's kernels (%s): modules recorded on the stub are skipped\n",
+                 getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", strerror(errno));
+#else
+    fprintf(stderr, "gfreplay: on Windows the stub's kernels are not built from a recording's source: modules loaded on the "
+                    "stub, and their launches, are skipped (counted)\n");
 #endif
     if (!getenv("GPUFLOW_LOG")) gf_set_logger(warnings, NULL);   /* else as it says */
     r = gf_replay(&d, &rep);
