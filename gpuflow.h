@@ -2317,7 +2317,7 @@ struct gf_event {
     gf_event_pool *pool;
     int in_pool;                    /* atomic: 1 while it sits in its pool (or was never acquired) */
     int shelf;                      /* atomic: the pool shelf it was last acquired from */
-    uint64_t capture_id;            /* recorded inside this capture (0: none) */
+    gf__atomic64 capture_id;        /* recorded inside this capture (0: none); atomic: a pool take clears it unlocked */
     int capture_pos;                /* recording stream's capture_ops at the record */
     uint64_t trace_id;              /* profiler: the op it marks, for flow arrows */
     int waits;                      /* atomic: pending gf_event_on_complete waits on it */
@@ -2350,7 +2350,7 @@ static gf__record_info gf__event_latest(gf_event *ev) {
     info.stream = ev->stream;
     info.stream_id = ev->stream_id;
     info.stream_seq = ev->stream_seq;
-    info.capture_id = ev->capture_id;
+    info.capture_id = gf__atomic_load(&ev->capture_id);
     info.trace_id = ev->trace_id;
     info.capture_pos = ev->capture_pos;
     gf__spin_unlock(&ev->lock);
@@ -5548,7 +5548,7 @@ static gf_result gf__event_record_locked(gf_event *ev, gf_stream *s) {
     gf__spin_lock(&ev->lock);
     if (!s->capture || s->capture->by_driver) r = s->dev->be->event_record(ev, s);
     if (r == GF_OK) {
-        ev->capture_id = capture_id;
+        gf__atomic_store(&ev->capture_id, capture_id);
         ev->capture_pos = capture_pos;
         if (!capture_id) ev->trace_id = s->last_trace_id;
         ev->stream = s;
@@ -5877,11 +5877,13 @@ static gf_result gf__event_pool_take(gf_event_pool *pool, unsigned flags, gf_eve
         gf__spin_unlock(&pool->lock);
         if (r != GF_OK) return r;
     }
-    /* ours alone now: the lock it came out under ordered the last holder's writes before these */
+    /* ours alone now: the lock it came out under ordered the last holder's writes before these.
+       A thread that waited for its last record may still read it (gf_flow_wait_frames waits for a
+       run's lane end with the flow let go): the fields it reads unlocked here are atomics. */
     gf__atomic_store_int(&ev->shelf, home);
     gf__atomic_store_int(&ev->in_pool, 0);
     gf__atomic_store_int(&ev->recorded, 0);
-    ev->capture_id = 0;
+    gf__atomic_store(&ev->capture_id, (uint64_t)0);
     *out = ev;
     return GF_OK;
 }

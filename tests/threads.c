@@ -508,6 +508,47 @@ static void test_budget_peak_threads(void)
     gf_budget_destroy(peak_budget);
 }
 
+/* One flow run from several threads, each run paced by gf_flow_wait_frames (found by a TSan
+   stress): a waiting thread, its flow let go, still read the lane-end event it waited for
+   while another thread's run collected it and a third took it from the pool again, clearing
+   its record unlocked. */
+static gf_flow *paced_flow;
+static gf_stream_pool *paced_pool;
+static gf_buffer *paced_buf;
+static int paced_failures;
+static void paced_nothing(void *user, gf_result status) { (void)user; (void)status; }
+static gf_result paced_fill(gf_stream *s, void *user) { (void)user; return gf_stream_add_callback(s, paced_nothing, NULL); }   /* runs overlap: no memory */
+static void *paced_main(void *arg)
+{
+    int i;
+    (void)arg;
+    for (i = 0; i < 600; i++)
+        if (gf_flow_run(paced_flow, paced_pool) != GF_OK || gf_flow_wait_frames(paced_flow, 0, TH_WAIT_MS) != GF_OK)
+            __atomic_add_fetch(&paced_failures, 1, __ATOMIC_RELAXED);
+    return NULL;
+}
+static void test_flow_paced_threads(void)
+{
+    gf_stream_pool_desc pd;
+    pthread_t t[3];
+    gf_task a, b;
+    int i, started = 0;
+    memset(&pd, 0, sizeof pd);
+    pd.count = 3;
+    if (!CHECK_EQ_RESULT(gf_stream_pool_create(dev, &pd, &paced_pool), GF_OK)) return;
+    if (CHECK_EQ_RESULT(gf_buffer_create(dev, 128, &paced_buf), GF_OK) && CHECK_EQ_RESULT(gf_flow_create(dev, NULL, &paced_flow), GF_OK)) {
+        CHECK_EQ_RESULT(gf_flow_add(paced_flow, "low", paced_fill, (void *)0, &a), GF_OK);
+        CHECK_EQ_RESULT(gf_flow_add(paced_flow, "high", paced_fill, (void *)1, &b), GF_OK);   /* two lanes */
+        for (i = 0; i < 3; i++) started += pthread_create(&t[i], NULL, paced_main, NULL) == 0;
+        for (i = 0; i < started; i++) pthread_join(t[i], NULL);
+        CHECK(started == 3 && paced_failures == 0, "flow paced from threads: every run and wait went through");
+        gf_flow_destroy(paced_flow);
+    }
+    CHECK_EQ_RESULT(gf_stream_pool_synchronize(paced_pool), GF_OK);
+    if (paced_buf) gf_buffer_destroy(paced_buf);
+    gf_stream_pool_destroy(paced_pool);
+}
+
 int main(int argc, char **argv)
 {
     gf_backend backend = GF_BACKEND_STUB;
@@ -539,6 +580,7 @@ int main(int argc, char **argv)
     test_profiler_report_vs_callback(backend);
     test_memory_limit_threads();
     test_budget_peak_threads();
+    test_flow_paced_threads();
     test_race_enable_vs_report(backend);
     for (i = 0; i < NT; i++) {
         W[i].index = i;
