@@ -7177,9 +7177,9 @@ static void gf__cache_release_locked(gf_device *dev, size_t keep) {
     GF__HELD(&cache->lock);
     for (k = GF__CACHE_BINS - 1; k >= 0 && cache->bytes > keep; k--) {
         gf__cache_bin *bin = &cache->bins[k];
-        for (i = 0; i < bin->count && cache->bytes > keep;) {
+        for (i = bin->count - 1; i >= 0 && cache->bytes > keep; i--) {   /* from the end: what moves into i was looked at */
             gf__block b;
-            if (dev->be->event_query(bin->blocks[i].freed) != GF_OK) { i++; continue; }   /* still in use (or unknowable): kept */
+            if (dev->be->event_query(bin->blocks[i].freed) != GF_OK) continue;   /* still in use (or unknowable): kept */
             b = gf__cache_unbin(cache, bin, i);
             gf__event_pool_give(dev->events, b.freed);
             gf__buffer_free(b.buf);
