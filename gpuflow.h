@@ -1261,8 +1261,9 @@ GPUFLOW_API void      gf_module_destroy(gf_module *mod);   /* never waits: the c
    loaded with; gf_module_poll does it when source_path changed since the last load or poll
    (its modification time, size, status-change time or identity; a file not found is warned
    about once, and the old code runs on), at a frame boundary the program chooses (*reloaded
-   says whether it reloaded). The gf_kernel handles the program holds launch the new code from then on; launches
-   queued before keep the old code, which goes once they have passed. Graphs: a recorded graph
+   says whether it reloaded). The gf_kernel handles the program holds launch the new code from
+   then on; launches queued before keep the old code, which goes once they have passed.
+   Graphs: a recorded graph
    runs the new code at its next replay; a native graph (CUDA, HIP) has each launch of a
    reloaded kernel pointed at the new code in place; one the driver refuses to update (or whose
    kernel's parameters changed) is stale: gf_graph_launch returns GF_ERROR_INVALID_STATE until
@@ -2120,6 +2121,11 @@ static int gf__grow(void **items, int *cap, int need, size_t elem) {
     *items = p; *cap = n;
     return 1;
 }
+
+/* Open addressing with linear probing (the recorder's map of objects, the waiter's index): when
+   a slot empties, the entry at `at`, whose hash puts it at `home`, moves back into the hole if
+   the hole lies on its way from home (else a lookup would stop at the hole and miss it). */
+static int gf__probe_moves_back(size_t hole, size_t at, size_t home, size_t mask) { return ((at - home) & mask) >= ((at - hole) & mask); }
 
 /* Fields that different threads write go this far apart, so that no cache line holds two. */
 #define GF__CACHE_LINE 64
@@ -6836,17 +6842,11 @@ static int gf__waiter_index_build(gf__waiter *w, int slots) {   /* 0: out of hos
     for (i = 0; i < w->count; i++) w->index[gf__waiter_slot(w, w->waits[i].id)] = i + 1;
     return 1;
 }
-static void gf__waiter_unindex(gf__waiter *w, int h) {   /* linear probing's deletion: later entries of the run move back */
-    int j = h, k;
-    for (;;) {
-        h = (h + 1) & (w->slots - 1);
-        if (!w->index[h]) break;
-        k = (int)(w->waits[w->index[h] - 1].id & (uint64_t)(w->slots - 1));
-        if (j < h ? (j < k && k <= h) : (j < k || k <= h)) continue;   /* its home lies after the hole: it stays */
-        w->index[j] = w->index[h];
-        j = h;
-    }
-    w->index[j] = 0;
+static void gf__waiter_unindex(gf__waiter *w, int hole) {   /* linear probing's deletion: later entries of the run move back */
+    size_t mask = (size_t)w->slots - 1, i = (size_t)hole, j;
+    for (j = (i + 1) & mask; w->index[j]; j = (j + 1) & mask)
+        if (gf__probe_moves_back(i, j, (size_t)(w->waits[w->index[j] - 1].id & mask), mask)) { w->index[i] = w->index[j]; i = j; }
+    w->index[i] = 0;
 }
 /* Takes wait i off the list (w->lock held); its event still counts it (gf__wait_uncount). */
 static gf__wait gf__waiter_take(gf__waiter *w, int i) {
@@ -11502,8 +11502,7 @@ static void gf__rec_forget(const void *p) {   /* linear probing's deletion: late
     if (!s) return;
     i = (size_t)(s - gf__rec.map);
     for (j = (i + 1) & mask; gf__rec.map[j].ptr; j = (j + 1) & mask) {
-        size_t home = gf__rec_hash(gf__rec.map[j].ptr);
-        if (((j - home) & mask) >= ((j - i) & mask)) { gf__rec.map[i] = gf__rec.map[j]; i = j; }
+        if (gf__probe_moves_back(i, j, gf__rec_hash(gf__rec.map[j].ptr), mask)) { gf__rec.map[i] = gf__rec.map[j]; i = j; }
     }
     gf__rec.map[i].ptr = NULL;
     gf__rec.map_count--;
