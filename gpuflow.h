@@ -7144,8 +7144,8 @@ static void gf__cache_init(gf_device *dev) {
 }
 
 /* The bin of a capacity: 4e + the two bits below the top one, where 2^e <= capacity < 2^(e+1)
-   (under 4: the capacity). A best fit is then the smallest fitting block of the first bin that
-   has one, found without looking at the blocks of other sizes. */
+   (under 4: the capacity). Every block of a bin is within a quarter of every other, so a fit
+   is found in the first bin that has one, without looking at the blocks of other sizes. */
 static int gf__cache_bin_of(size_t capacity) {
     int e = 0;
     size_t v = capacity;
@@ -10445,7 +10445,7 @@ static GF__TLS int gf__following_reload;   /* graph_set_kernel_args: the launch 
 static int gf__graphs_follow_reload(gf_module *mod, const int *changed_params, gf_module *old) {
     gf_device *dev = mod->dev;
     gf_graph **list = NULL;
-    int n = 0, i, j, all = 1, held = 1;
+    int n = 0, i, j, all, held = 1;
     gf__lock(&dev->lock);
     if (dev->graph_count && (list = (gf_graph **)gf__malloc(sizeof *list * (size_t)dev->graph_count)) != NULL)
         for (i = 0; i < dev->graph_count; i++)
@@ -10522,7 +10522,7 @@ static gf_result gf__module_reload_locked(gf_module *mod, const gf_module_desc *
     gf_module_desc d;
     gf_module *fresh = NULL;
     gf_kernel *k, **found = NULL;
-    int count = 0, i, *changed = NULL, followed;
+    int count = 0, i, *changed = NULL, old_held;
     gf_result r;
     if (desc) d = *desc;
     else {
@@ -10579,11 +10579,11 @@ static gf_result gf__module_reload_locked(gf_module *mod, const gf_module_desc *
     gf__unlock(&mod->lock);
     gf__free(found);
     if (r != GF_OK) { gf__free(changed); gf_module_destroy(fresh); return r; }
-    followed = gf__graphs_follow_reload(mod, changed, fresh);
+    old_held = gf__graphs_follow_reload(mod, changed, fresh);
     gf__free(changed);
     /* fresh now holds the old code: it goes after the launches queued before now and with the
        last stale graph that runs it (one that could not hold it: with the module) */
-    if (followed) gf_module_destroy(fresh);
+    if (old_held) gf_module_destroy(fresh);
     else if (!gf__grow((void **)&mod->olds, &mod->old_cap, mod->old_count + 1, sizeof *mod->olds)) {
         gf__notice(GF_LOG_WARNING, "gpuflow: gf_module_reload: out of host memory to note the old code that stale graphs run: it is never freed");
     } else mod->olds[mod->old_count++] = fresh;
@@ -13258,8 +13258,7 @@ static int gf__rp_made(gf__replay *rp, const gf__rp_arg *a, char kind, void *obj
     if (a->id >= rp->obj_cap) {
         gf__rp_obj *grown;
         cap = rp->obj_cap ? rp->obj_cap : 64;
-        while (cap <= a->id) cap *= 2;   /* 64 bits: ids of 2^31 and up doubled a 32-bit cap to 0, for ever */
-        if (cap > UINT32_MAX) cap = UINT32_MAX;   /* ids are 32 bits, the last one is GF__REC_UNKNOWN */
+        while (cap <= a->id) cap *= 2;   /* at most 2^31 (ids past GF__REC_MAX_ID are refused above) */
         if (cap > SIZE_MAX / sizeof *grown) grown = NULL;
         else {
             gf__alloc_own++;
