@@ -1001,6 +1001,7 @@ static void test_numbers_spent(void)
     a.id = 0x80000001u;
     CHECK(gf__rp_made(&rp, &a, 'e', NULL, 0, 0) == 0, "numbers spent: a replay refuses an object number past 2^31 - 1");
     gf__free(rp.objs);
+    remove(path2);
 }
 
 static void test_alloc_faults(void)

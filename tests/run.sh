@@ -26,6 +26,11 @@ stop_all() {
     wait
 }
 trap 'rm -rf "$dir"' EXIT
+# The tests write under build/ and remove what they write elsewhere: the working directory's
+# entries are listed before and after (editors' dot and backup files aside), and one that
+# appeared is a failure (a test that left its recording in the checkout went unseen).
+entries() { ls -A | grep -v -e '^[.#]' -e '~$' | sort; }
+entries >"$dir/cwd.before"
 trap 'stop_all; exit 130' INT TERM
 
 launch() {   # launch K CMD: runs CMD in the background; its output in K.out, then K.rc holds "status seconds"
@@ -99,9 +104,18 @@ while [ -n "$todo$pending" ]; do
     [ -n "$pending" ] && { sleep 0.2 2>/dev/null || sleep 1; }
 done
 wait
+entries | comm -13 "$dir/cwd.before" - >"$dir/cwd.new"
+if [ -s "$dir/cwd.new" ]; then
+    echo "!! the tests left files in $(pwd): $(tr '\n' ' ' <"$dir/cwd.new")"
+    echo "left files in the working directory: $(tr '\n' ' ' <"$dir/cwd.new")" >"$dir/cwd.why"
+    failed=$((failed + 1)) recap="$recap cwd"
+else
+    passed=$((passed + 1))
+fi
 if [ -n "$recap" ]; then
     echo "== failed:"
     for k in $recap; do
+        if [ "$k" = cwd ]; then echo "!! $(cat "$dir/cwd.why")"; continue; fi
         eval "cmd=\${$k}"
         echo "!! ${cmd#then: }: $(cat "$dir/$k.why")"
         grep -E '^(FAIL|!!) ' "$dir/$k.out" | head -n 5 | sed 's/^/   /'
