@@ -26,7 +26,7 @@
                    record and replay
     Implementation, the core and what it stands on:
                    >>defaults >>platform >>errors (and the logger) >>utils (host memory,
-                   growable arrays, spin locks) >>objects
+                   growable arrays, spin locks) >>files (paths, UTF-8 on Windows too) >>objects
                    >>vtable (what a backend fills; "writing a backend" is there) >>kit (all of
                    the core a backend may use) >>forward (every forward declaration)
     The core path: >>names >>validation >>backends >>devices >>deadlocks >>captures >>staged
@@ -87,7 +87,8 @@
     (GPUFLOW_RECORD_LIMIT=bytes bounds it; see "record and replay"). Any other GPUFLOW_* variable is named in a warning. Values are read strictly: one that is not understood is named in a
     warning and the switch stays off (GPUFLOW_BACKEND naming no backend: gf_device_open with
     GF_BACKEND_AUTO fails with GF_ERROR_INVALID_ARGUMENT). These warnings reach stderr unless a
-    logger is installed or GPUFLOW_LOG is error or off.
+    logger is installed or GPUFLOW_LOG is error or off. Paths, given or from these variables,
+    are UTF-8 (Windows: wide file functions, and no MAX_PATH limit; see >>files).
 
     CONVENTIONS
     ===========
@@ -2138,6 +2139,144 @@ static void gf__spin_lock(gf__spin *l) {
 }
 static void gf__spin_unlock(gf__spin *l) { gf__atomic_store_int(l, 0); }
 
+/* ---- paths and files: every file gpuflow opens goes through here ----------------- >>files */
+/* Paths are UTF-8 on every platform. Windows: through the wide file functions, so that any
+   name works (the narrow ones read the ANSI code page, where most of Unicode is '?'), and a
+   path of MAX_PATH or more is made absolute under the \\?\ prefix, which lifts that limit.
+   Bytes that are not UTF-8 are read in the ANSI code page, as the narrow functions did. */
+#if defined(_WIN32)
+#  include <io.h>
+#  include <direct.h>
+#  include <share.h>   /* the recorder's _wsopen_s */
+#  include <fcntl.h>
+#  include <sys/stat.h>
+#  include <wchar.h>
+typedef struct _stat64 gf__stat_t;
+#  ifndef S_ISDIR
+#    define S_ISDIR(m) (((m) & _S_IFMT) == _S_IFDIR)
+#  endif
+#  ifndef S_ISREG
+#    define S_ISREG(m) (((m) & _S_IFMT) == _S_IFREG)
+#  endif
+#  define GF__O_CACHE_READ  (_O_RDONLY | _O_BINARY)
+#  define GF__O_CACHE_NEW   (_O_WRONLY | _O_CREAT | _O_EXCL | _O_BINARY)
+#  define gf__fstat(fd, st) _fstat64((fd), (st))
+#  define gf__fd_read(fd, b, n) _read((fd), (b), (unsigned)(n))
+#  define gf__fd_write(fd, b, n) _write((fd), (b), (unsigned)(n))
+#  define gf__fd_close(fd) _close(fd)
+#  define gf__getpid() ((unsigned long)GetCurrentProcessId())
+/* path as the wide string the file functions take (the caller frees it); NULL with errno set:
+   ENOMEM, or EINVAL for bytes no code page reads. */
+static wchar_t *gf__path_wide(const char *path) {
+    static const wchar_t prefix[] = L"\\\\?\\", unc[] = L"\\\\?\\UNC";
+    UINT page = CP_UTF8;
+    DWORD flags = MB_ERR_INVALID_CHARS, full;
+    int n = MultiByteToWideChar(page, flags, path, -1, NULL, 0);
+    wchar_t *w, *out;
+    if (n <= 0) { page = CP_ACP; flags = 0; n = MultiByteToWideChar(page, flags, path, -1, NULL, 0); }
+    if (n <= 0) { errno = EINVAL; return NULL; }
+    if (!(w = (wchar_t *)gf__malloc((size_t)n * sizeof *w))) { errno = ENOMEM; return NULL; }
+    MultiByteToWideChar(page, flags, path, -1, w, n);
+    /* 248 (MAX_PATH less a file name of 8.3, CreateDirectory's limit) from the first character */
+    if (n < MAX_PATH - 12 || !wcsncmp(w, prefix, 4) || !wcsncmp(w, L"\\\\.\\", 4) || (full = GetFullPathNameW(w, 0, NULL, NULL)) == 0) return w;
+    if (!(out = (wchar_t *)gf__malloc((full + 8) * sizeof *out))) { gf__free(w); errno = ENOMEM; return NULL; }
+    if (w[0] == L'\\' && w[1] == L'\\') {   /* \\server\share\... is \\?\UNC\server\share\... */
+        wcscpy(out, unc);
+        full = GetFullPathNameW(w, full, out + 6, NULL);   /* its first \ over the C, put back */
+        out[6] = L'C';
+    } else {
+        wcscpy(out, prefix);
+        full = GetFullPathNameW(w, full, out + 4, NULL);
+    }
+    gf__free(w);
+    if (full == 0) { gf__free(out); errno = EINVAL; return NULL; }
+    return out;
+}
+static int gf__stat(const char *path, gf__stat_t *st) {
+    wchar_t *w = gf__path_wide(path);
+    int r = w ? _wstat64(w, st) : -1;
+    gf__free(w);
+    return r;
+}
+static FILE *gf__fopen(const char *path, const char *mode) {   /* mode: a few ASCII letters */
+    wchar_t *w = gf__path_wide(path), wmode[8];
+    FILE *f = NULL;
+    int i;
+    for (i = 0; mode[i] && i < 7; i++) wmode[i] = (wchar_t)mode[i];
+    wmode[i] = 0;
+    if (w) f = _wfopen(w, wmode);
+    gf__free(w);
+    return f;
+}
+static int gf__fd_open(const char *path, int flags, int mode) {
+    wchar_t *w = gf__path_wide(path);
+    int fd = w ? _wopen(w, flags, mode) : -1;
+    gf__free(w);
+    return fd;
+}
+static int gf__mkdir(const char *path) {
+    wchar_t *w = gf__path_wide(path);
+    int r = w ? _wmkdir(w) : -1;
+    gf__free(w);
+    return r;
+}
+static int gf__remove(const char *path) {
+    wchar_t *w = gf__path_wide(path);
+    int r = w ? _wremove(w) : -1;
+    gf__free(w);
+    return r;
+}
+/* A path from the environment, as UTF-8 the caller frees; NULL when unset (or out of memory).
+   Windows: read wide (getenv's ANSI copy has '?' for what the code page lacks). */
+static char *gf__env_path(const char *name) {
+    wchar_t wname[64], *w;
+    char *path = NULL;
+    DWORD n;
+    int i, bytes;
+    for (i = 0; name[i] && i < 63; i++) wname[i] = (wchar_t)name[i];
+    wname[i] = 0;
+    if ((n = GetEnvironmentVariableW(wname, NULL, 0)) == 0 || !(w = (wchar_t *)gf__malloc(n * sizeof *w))) return NULL;
+    if (GetEnvironmentVariableW(wname, w, n) < n && (bytes = WideCharToMultiByte(CP_UTF8, 0, w, -1, NULL, 0, NULL, NULL)) > 0 &&
+        (path = (char *)gf__malloc((size_t)bytes)) != NULL)
+        WideCharToMultiByte(CP_UTF8, 0, w, -1, path, bytes, NULL, NULL);
+    gf__free(w);
+    return path;
+}
+/* rename(), over an entry already there (Windows' rename refuses an existing name) */
+static int gf__rename_over(const char *from, const char *to) {
+    wchar_t *wf = gf__path_wide(from), *wt = wf ? gf__path_wide(to) : NULL;
+    int r = wt && MoveFileExW(wf, wt, MOVEFILE_REPLACE_EXISTING) ? 0 : -1;
+    gf__free(wf); gf__free(wt);
+    return r;
+}
+#else
+#  include <fcntl.h>
+#  include <sys/stat.h>
+#  include <unistd.h>
+#  ifndef O_NOFOLLOW
+#    error "gpuflow: the kernel cache needs POSIX 2008 (O_NOFOLLOW), which <fcntl.h>, read before it under strict C, hid: in the file that defines GPUFLOW_IMPLEMENTATION include gpuflow.h before <fcntl.h>, or compile with -D_POSIX_C_SOURCE=200809L"
+#  endif
+#  ifndef O_CLOEXEC
+#    define O_CLOEXEC 0
+#  endif
+typedef struct stat gf__stat_t;
+/* O_NONBLOCK: opening a FIFO planted under an entry's name must not wait for a writer */
+#  define GF__O_CACHE_READ  (O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+#  define GF__O_CACHE_NEW   (O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC)
+#  define gf__stat(p, st) stat((p), (st))
+#  define gf__fstat(fd, st) fstat((fd), (st))
+#  define gf__fopen(p, mode) fopen((p), (mode))
+#  define gf__fd_open(p, f, m) open((p), (f), (m))
+#  define gf__fd_read(fd, b, n) read((fd), (b), (n))
+#  define gf__fd_write(fd, b, n) write((fd), (b), (n))
+#  define gf__fd_close(fd) close(fd)
+#  define gf__mkdir(p) mkdir((p), 0700)
+#  define gf__remove(p) remove(p)
+#  define gf__rename_over(from, to) rename((from), (to))
+#  define gf__env_path(name) gf__strdup(getenv(name))
+#  define gf__getpid() ((unsigned long)getpid())
+#endif
+
 /* ---- objects ----------------------------------------------------------------------- >>objects */
 /* Every object starts with a type tag, so a handle of the wrong type is refused instead of
    misused. A destroyed object's tag is cleared before it is freed, which catches some stale
@@ -3333,19 +3472,20 @@ static void gf__env_faults(void) {
 
 static void gf__device_env(gf_device *dev) {
     unsigned hang = gf__env_ms("GPUFLOW_HANG_MS", 86400000u);   /* a day at most */
-    const char *trace = getenv("GPUFLOW_TRACE");
+    char *trace = gf__env_path("GPUFLOW_TRACE");
     gf__env_unknown();
     gf__env_record();   /* first: GPUFLOW_FAULTS is then recorded */
     gf__env_faults();
     if (trace && *trace) {
-        if ((dev->trace_path = gf__strdup(trace)) != NULL && gf_profiler_enable(dev, GF_PROFILE_ON) == GF_OK) {
+        if (gf_profiler_enable(dev, GF_PROFILE_ON) == GF_OK) {
             gf__notice(GF_LOG_INFO, "gpuflow: GPUFLOW_TRACE: %s is profiled; its trace goes to %s at close", dev->tag, trace);
+            dev->trace_path = trace;
+            trace = NULL;
         } else {
             gf__env_warn("gpuflow: GPUFLOW_TRACE=%s: the profiler could not be turned on (%s)", trace, gf__error_text);
-            gf__free(dev->trace_path);
-            dev->trace_path = NULL;
         }
     }
+    gf__free(trace);
     if (gf__env_switch("GPUFLOW_SYNC")) {
         dev->sync_each = 1;
         gf__notice(GF_LOG_INFO, "gpuflow: GPUFLOW_SYNC: every operation on %s waits for itself", dev->tag);
@@ -8708,7 +8848,7 @@ GPUFLOW_IMPL gf_result gf_flow_write_dot(gf_flow *flow, const char *path) {
     if (!path || !*path) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_flow_write_dot: path is empty");
     gf__lock(&flow->lock);
     if ((r = gf__flow_plan_make(flow, &plan)) != GF_OK) { gf__flow_unlock(flow); return r; }
-    if (!(f = fopen(path, "w"))) {
+    if (!(f = gf__fopen(path, "w"))) {
         gf__plan_free(&plan);
         gf__flow_unlock(flow);
         return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_flow_write_dot: cannot open '%s' for writing", path);
@@ -9736,7 +9876,7 @@ GPUFLOW_IMPL gf_result gf_graph_write_dot(gf_graph *g, const char *path) {
         gf__unlock(&g->lock);
         return r;
     }
-    if (!(f = fopen(path, "w"))) { gf__unlock(&g->lock); return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_graph_write_dot: cannot open '%s' for writing", path); }
+    if (!(f = gf__fopen(path, "w"))) { gf__unlock(&g->lock); return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_graph_write_dot: cannot open '%s' for writing", path); }
     fprintf(f, "digraph gpuflow_graph {\n  node [shape=box, style=rounded];\n  label=\"%s graph, %d node%s\";\n",
             g->by_driver ? "native" : "recorded", g->by_driver ? g->launch_count : g->cmd_count,
             (g->by_driver ? g->launch_count : g->cmd_count) == 1 ? "" : "s");
@@ -9921,48 +10061,6 @@ static gf_result gf__cache_identity_make(gf__cache_identity *id, const char *tex
     return GF_OK;
 }
 
-#if defined(_WIN32)
-#  include <io.h>
-#  include <direct.h>
-#  include <share.h>   /* the recorder's _sopen_s */
-#  include <fcntl.h>
-#  include <sys/stat.h>
-#  define GF__O_CACHE_READ  (_O_RDONLY | _O_BINARY)
-#  define GF__O_CACHE_NEW   (_O_WRONLY | _O_CREAT | _O_EXCL | _O_BINARY)
-#  define gf__fd_open(p, f, m) _open((p), (f), (m))
-#  define gf__fd_read(fd, b, n) _read((fd), (b), (unsigned)(n))
-#  define gf__fd_write(fd, b, n) _write((fd), (b), (unsigned)(n))
-#  define gf__fd_close(fd) _close(fd)
-#  define gf__mkdir(p) _mkdir(p)
-#  define gf__getpid() ((unsigned long)GetCurrentProcessId())
-#else
-#  include <fcntl.h>
-#  include <sys/stat.h>
-#  include <unistd.h>
-#  ifndef O_NOFOLLOW
-#    error "gpuflow: the kernel cache needs POSIX 2008 (O_NOFOLLOW), which <fcntl.h>, read before it under strict C, hid: in the file that defines GPUFLOW_IMPLEMENTATION include gpuflow.h before <fcntl.h>, or compile with -D_POSIX_C_SOURCE=200809L"
-#  endif
-#  ifndef O_CLOEXEC
-#    define O_CLOEXEC 0
-#  endif
-/* O_NONBLOCK: opening a FIFO planted under an entry's name must not wait for a writer */
-#  define GF__O_CACHE_READ  (O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
-#  define GF__O_CACHE_NEW   (O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC)
-#  define gf__fd_open(p, f, m) open((p), (f), (m))
-#  define gf__fd_read(fd, b, n) read((fd), (b), (n))
-#  define gf__fd_write(fd, b, n) write((fd), (b), (n))
-#  define gf__fd_close(fd) close(fd)
-#  define gf__mkdir(p) mkdir((p), 0700)
-#  define gf__getpid() ((unsigned long)getpid())
-#endif
-
-/* rename(), over an entry already there (Windows' rename refuses an existing name) */
-#if defined(_WIN32)
-static int gf__rename_over(const char *from, const char *to) { return MoveFileExA(from, to, MOVEFILE_REPLACE_EXISTING) ? 0 : -1; }
-#else
-static int gf__rename_over(const char *from, const char *to) { return rename(from, to); }
-#endif
-
 /* The entry's path, allocated to fit: a long directory (PATH_MAX is 4096 on Linux) is never
    cut short, which would put the entry somewhere else. NULL: out of host memory. */
 static char *gf__cache_path(const char *dir, const uint64_t key[2]) {
@@ -9974,8 +10072,8 @@ static char *gf__cache_path(const char *dir, const uint64_t key[2]) {
 
 /* The cache directory, made if missing; 0 (with a warning) when it must not be used. */
 static int gf__cache_dir_usable(const char *dir) {
-    struct stat st;
-    if (stat(dir, &st) != 0) {
+    gf__stat_t st;
+    if (gf__stat(dir, &st) != 0) {
         size_t n = strlen(dir), i;
         char *p = (char *)gf__malloc(n + 1);
         int made = p != NULL;
@@ -9985,11 +10083,11 @@ static int gf__cache_dir_usable(const char *dir) {
             if (p[i] == '/' || p[i] == '\\' || p[i] == 0) {
                 char c = p[i];
                 p[i] = 0;
-                if (stat(p, &st) != 0 && (GF__FAULT("mkdir") || gf__mkdir(p) != 0)) made = 0;
+                if (gf__stat(p, &st) != 0 && (GF__FAULT("mkdir") || gf__mkdir(p) != 0)) made = 0;
                 p[i] = c;
             }
         gf__free(p);
-        if (!made || stat(dir, &st) != 0) {
+        if (!made || gf__stat(dir, &st) != 0) {
             gf__notice(GF_LOG_WARNING, "gf_module_load: the kernel cache directory '%s' does not exist and cannot be made: kernels are compiled without it", dir);
             return 0;
         }
@@ -10028,7 +10126,7 @@ static int gf__fd_read_all(int fd, void *data, size_t n) {
    asked for (named in a warning: it is then rebuilt over). */
 static gf_result gf__cache_read(const char *path, const gf__cache_identity *id, gf_backend backend, void **binary, size_t *size) {
     gf__cache_header h;
-    struct stat st;
+    gf__stat_t st;
     char *data = NULL;
     const char *why = NULL;
     int fd = GF__FAULT("open") ? (errno = EIO, -1) : gf__fd_open(path, GF__O_CACHE_READ, 0);
@@ -10039,7 +10137,7 @@ static gf_result gf__cache_read(const char *path, const gf__cache_identity *id, 
     }
     /* The sizes must be what the file holds before anything is allocated for them: forged ones
        would otherwise allocate gigabytes for a file of a few bytes. */
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) why = "not a regular file";
+    if (gf__fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) why = "not a regular file";
 #if !defined(_WIN32)
     else if (st.st_uid != geteuid() && st.st_uid != 0) why = "owned by another user";
 #endif
@@ -10102,7 +10200,7 @@ static void gf__cache_write(const char *path, const gf__cache_identity *id, gf_b
     ok = gf__fd_write_all(fd, &h, sizeof h, 1) && gf__fd_write_all(fd, id->bytes, id->size, 1) && gf__fd_write_all(fd, binary, size, 1);
     ok = gf__fd_close(fd) == 0 && ok;
     if (!ok || GF__FAULT("rename") || gf__rename_over(tmp, path) != 0) {
-        remove(tmp);
+        gf__remove(tmp);
         gf__notice(GF_LOG_WARNING, "gf_module_load: cannot write the kernel cache entry '%s'", path);
     }
     gf__free(tmp);
@@ -10209,25 +10307,27 @@ static gf_result gf__module_load_source(gf_module *mod, const gf_module_desc *de
     gf_device *dev = mod->dev;
     const gf__backend *be = dev->be;
     const char *name = desc->source_name ? desc->source_name : "kernels";
-    const char *dir = desc->cache_dir ? desc->cache_dir : getenv("GPUFLOW_CACHE_DIR");
+    char *env_dir = desc->cache_dir ? NULL : gf__env_path("GPUFLOW_CACHE_DIR");
+    const char *dir = desc->cache_dir ? desc->cache_dir : env_dir;
     size_t n = gf__dialect_text(NULL, 0, be->kernel_prelude, name, desc) + 1;
     char *text = (char *)gf__malloc(n), *path = NULL;
     gf__cache_identity id = { NULL, 0, { 0, 0 } };
     gf_result r = GF_OK;
     int attempt;
-    if (!text) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_module_load: out of host memory");
+    if (!text) { gf__free(env_dir); return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_module_load: out of host memory"); }
     gf__dialect_text(text, n, be->kernel_prelude, name, desc);
     if (dir && *dir && gf__cache_dir_usable(dir)) {
         char compiler[512] = "";
         if (be->compiler_id) be->compiler_id(dev, compiler, sizeof compiler);
         if (!compiler[0])
             gf__notice(GF_LOG_WARNING, "gf_module_load: the %s driver did not say its versions, which a cached binary must match: '%s' is compiled without the cache", be->name, name);
-        else if ((r = gf__cache_identity_make(&id, text, desc->build_options, compiler)) != GF_OK) { gf__free(text); return r; }
+        else if ((r = gf__cache_identity_make(&id, text, desc->build_options, compiler)) != GF_OK) { gf__free(text); gf__free(env_dir); return r; }
         else if (!(path = gf__cache_path(dir, id.key))) {
-            gf__free(text); gf__free(id.bytes);
+            gf__free(text); gf__free(id.bytes); gf__free(env_dir);
             return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_module_load: out of host memory");
         }
     }
+    gf__free(env_dir);   /* path holds what the rest needs of it */
     /* At most two attempts: the cached binary, then (if the driver refuses it) a fresh compile
        that does not read the cache again, whether or not the bad entry could be removed. */
     for (attempt = 0; attempt < 2; attempt++) {
@@ -10240,7 +10340,7 @@ static gf_result gf__module_load_source(gf_module *mod, const gf_module_desc *de
         r = be->module_load_compiled(mod, binary, size);
         gf__free(binary);
         if (r == GF_OK || !cached) break;
-        if (GF__FAULT("remove") || remove(path) != 0)   /* a read-only cache shipped with an application */
+        if (GF__FAULT("remove") || gf__remove(path) != 0)   /* a read-only cache shipped with an application */
             gf__notice(GF_LOG_WARNING, "gf_module_load: the cached '%s' did not load and cannot be removed (%s); compiling it afresh", name, path);
         else
             gf__notice(GF_LOG_WARNING, "gf_module_load: the cached '%s' did not load; rebuilding it", name);
@@ -10261,14 +10361,17 @@ static void gf__module_origin_free(gf_module *mod) {
    same length within a second were one to a poll of whole seconds) and size (0: it cannot be
    read). Windows: _stat keeps seconds, its file times 100 ns, read through the file's handle. */
 static int gf__file_version_of(const char *path, gf__file_version *v) {   /* 0: no such file */
-    struct stat st;
-    if (stat(path, &st) != 0) return 0;
+    gf__stat_t st;
+    if (gf__stat(path, &st) != 0) return 0;
     memset(v, 0, sizeof *v);
     v->size = (long long)st.st_size;
 #if defined(_WIN32)
     {
-        HANDLE h = CreateFileA(path, 0, FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE, NULL, OPEN_EXISTING, FILE_ATTRIBUTE_NORMAL, NULL);
+        wchar_t *w = gf__path_wide(path);
+        HANDLE h = w ? CreateFileW(w, 0, FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE, NULL, OPEN_EXISTING, FILE_ATTRIBUTE_NORMAL, NULL)
+                     : INVALID_HANDLE_VALUE;
         BY_HANDLE_FILE_INFORMATION info;
+        gf__free(w);
         v->mtime = (long long)st.st_mtime * 1000000000;
         if (h != INVALID_HANDLE_VALUE) {   /* 100 ns write and creation times, the file's index on its volume */
             if (GetFileInformationByHandle(h, &info)) {
@@ -10299,10 +10402,10 @@ static int gf__file_version_same(const gf__file_version *a, const gf__file_versi
 /* path opened to be read whole, *size its length; NULL unless it is a regular file that opens
    (a directory's length reads as LONG_MAX, and opening a FIFO waits for a writer). */
 static FILE *gf__open_whole(const char *path, size_t *size) {
-    struct stat st;
+    gf__stat_t st;
     FILE *f;
-    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size < 0 || (uint64_t)st.st_size >= (uint64_t)(SIZE_MAX / 2)) return NULL;
-    if (!(f = fopen(path, "rb"))) return NULL;
+    if (gf__stat(path, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size < 0 || (uint64_t)st.st_size >= (uint64_t)(SIZE_MAX / 2)) return NULL;
+    if (!(f = gf__fopen(path, "rb"))) return NULL;
     *size = (size_t)st.st_size;
     return f;
 }
@@ -11333,8 +11436,10 @@ static gf__rec_file *gf__rec_file_open(const char *path, int *busy, int *err) {
     gf__rec_file *f;
     int fd, is_pipe = 0;
 #if defined(_WIN32)
-    *err = _sopen_s(&fd, path, _O_WRONLY | _O_CREAT | _O_TRUNC | _O_BINARY | _O_NOINHERIT, _SH_DENYWR, _S_IREAD | _S_IWRITE);
-    *busy = *err == EACCES && _doserrno == ERROR_SHARING_VIOLATION;   /* else a read-only file, a folder: no other recorder */
+    wchar_t *w = gf__path_wide(path);
+    *err = w ? _wsopen_s(&fd, w, _O_WRONLY | _O_CREAT | _O_TRUNC | _O_BINARY | _O_NOINHERIT, _SH_DENYWR, _S_IREAD | _S_IWRITE) : errno;
+    *busy = w && *err == EACCES && _doserrno == ERROR_SHARING_VIOLATION;   /* else a read-only file, a folder: no other recorder */
+    gf__free(w);
     if (*err) return NULL;
 #else
     /* O_NONBLOCK: a FIFO with no reader is refused (ENXIO), not waited for. Only a regular file
@@ -12523,19 +12628,23 @@ static void gf__rec_after_fork(void) {
 static void gf__rec_at_exit(void) { if (gf__rec.file) (void)gf_record_stop(); }
 static void gf__env_record(void) {
     static int read;
-    const char *path = getenv("GPUFLOW_RECORD"), *limit = getenv("GPUFLOW_RECORD_LIMIT");
+    const char *limit = getenv("GPUFLOW_RECORD_LIMIT"), *path;
+    char *value;
     gf_record_desc d;
     gf_result started;
     char *end = NULL;
     char named[512];
     size_t n = 0;
-    if (gf__atomic_xchg_int(&read, 1) || !path || !*path) return;
+    if (gf__atomic_xchg_int(&read, 1)) return;
+    if (!(path = value = gf__env_path("GPUFLOW_RECORD")) || !*path) { gf__free(value); return; }
     memset(&d, 0, sizeof d);
     for (d.path = named; *path && n + 24 < sizeof named; path++)   /* %p: this process's id (each process its own file) */
         if (path[0] == '%' && path[1] == 'p') { n += (size_t)snprintf(named + n, sizeof named - n, "%lu", gf__getpid()); path++; }
         else named[n++] = *path;
     named[n] = 0;
-    if (*path) { gf__env_warn("gpuflow: GPUFLOW_RECORD: the name is too long; nothing is recorded"); return; }
+    path = *path ? "" : NULL;
+    gf__free(value);
+    if (path) { gf__env_warn("gpuflow: GPUFLOW_RECORD: the name is too long; nothing is recorded"); return; }
     if (limit && *limit) {
         errno = 0;
         d.max_bytes = (uint64_t)strtoull(limit, &end, 10);
@@ -14833,7 +14942,7 @@ GPUFLOW_IMPL gf_result gf_profiler_write_trace(gf_device *dev, const char *path)
     GF__CHECK(dev, GF__T_DEVICE);
     if (!path || !*path) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_profiler_write_trace: path is empty");
     if ((r = gf__profiler_ready(dev, __func__, &p)) != GF_OK) return r;
-    if (!(f = fopen(path, "w"))) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_profiler_write_trace: cannot open '%s' for writing", path);
+    if (!(f = gf__fopen(path, "w"))) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_profiler_write_trace: cannot open '%s' for writing", path);
     gf__lock(&p->lock);
     for (i = 0; i < p->count; i++)
         if (p->recs[i].state == GF__REC_RESOLVED && (!any || p->recs[i].start_ms < t0)) { t0 = p->recs[i].start_ms; any = 1; }
