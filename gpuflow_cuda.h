@@ -1649,7 +1649,7 @@ static gf_result gf__cuda_graph_set_kernel_args(gf_graph *g, int i, gf_kernel *k
 static gf_result gf__cuda_graph_write_dot(gf_graph *g, const char *path) {
     FILE *f;
     if (!gf__cu.GraphDebugDotPrint) return gf__fail(GF_ERROR_NOT_SUPPORTED, "gf_graph_write_dot: the CUDA driver lacks cuGraphDebugDotPrint");
-    if (!(f = fopen(path, "w"))) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_graph_write_dot: cannot open '%s' for writing", path);
+    if (!(f = gf__fopen(path, "w"))) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_graph_write_dot: cannot open '%s' for writing", path);
     fclose(f);
     GF__CUDA_ENTER(g->dev);
     GF__CUDA_CHECK(GraphDebugDotPrint, ((CUgraph)g->native_graph, path, CU_GRAPH_DEBUG_DOT_FLAGS_KERNEL_NODE_PARAMS |

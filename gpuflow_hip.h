@@ -1518,7 +1518,7 @@ static gf_result gf__hip_graph_write_dot(gf_graph *g, const char *path) {
     FILE *f;
     hipError_t r;
     if (!gf__hip.GraphDebugDotPrint) return GF_ERROR_NOT_SUPPORTED;   /* the core's DOT; nothing to report */
-    if (!(f = fopen(path, "w"))) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_graph_write_dot: cannot open '%s' for writing", path);
+    if (!(f = gf__fopen(path, "w"))) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_graph_write_dot: cannot open '%s' for writing", path);
     fclose(f);
     GF__HIP_USE(g->dev);
     r = GF__HIP_CALL(GraphDebugDotPrint, ((hipGraph_t)g->native_graph, path, 1u /* hipGraphDebugDotFlagsVerbose */));
