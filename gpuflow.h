@@ -75,7 +75,8 @@
     Environment: GPUFLOW_BACKEND=cuda|hip|opencl|stub forces the backend GF_BACKEND_AUTO picks;
     GPUFLOW_RACE_CHECK=1 (on, yes, true) turns the race detector on for every device;
     GPUFLOW_HANG_MS=N logs the device's state when a wait lasts longer than N ms;
-    GPUFLOW_CACHE_DIR=dir keeps compiled kernels; GPUFLOW_OPENCL_PLATFORM=text narrows the
+    GPUFLOW_CACHE_DIR=dir keeps compiled kernels (GPUFLOW_CACHE_LIMIT=bytes, default 256 MiB:
+    past it the least recently used entries go); GPUFLOW_OPENCL_PLATFORM=text narrows the
     OpenCL platforms; GPUFLOW_SYNC_DEBUG=warn|error reports (or refuses) each hidden wait;
     GPUFLOW_LOG=error|warning|info|off: what goes to stderr when no logger is installed;
     GPUFLOW_SYNC=1: every operation waits for itself (the first failure named at its call);
@@ -528,7 +529,8 @@ typedef struct gf_module_desc {
        from the same file by GF_KERNELS_AS_C. */
     const char *source;
     const char *source_name;      /* names it in build logs (default "kernels") */
-    const char *cache_dir;        /* compiled binaries kept here; NULL: GPUFLOW_CACHE_DIR, unset: none */
+    const char *cache_dir;        /* compiled binaries kept here; NULL: GPUFLOW_CACHE_DIR, unset: none
+                                     (GPUFLOW_CACHE_LIMIT bounds it: the least recently used go) */
     const void *opencl_binary; size_t opencl_binary_size;   /* a program binary for this device */
     const char *source_path;      /* the dialect text read from this file (when source is NULL);
                                      gf_module_reload and gf_module_poll read it again */
@@ -1574,6 +1576,8 @@ static void gf__free(void *p) {
 /* ---- defaults: every default the library applies, in one place -------------------- >>defaults */
 #define GF__DEFAULT_POOL_STREAMS 4           /* gf_stream_pool_desc.count */
 #define GF__DEFAULT_RECORD_LIMIT ((uint64_t)1 << 30)   /* gf_record_desc.max_bytes */
+#define GF__DEFAULT_CACHE_LIMIT ((uint64_t)256 << 20)  /* GPUFLOW_CACHE_LIMIT: a kernel cache directory's entries, in bytes */
+#define GF__CACHE_TMP_STALE_S 3600                  /* a kernel cache's temporary file this old was left by a writer that died */
 #define GF__DEFAULT_EVENT_POOL 16            /* gf_event_pool_desc capacities: events made up front, per kind */
 #define GF__DEFAULT_KERNEL_ARGS_BYTES 4096   /* CUDA's classic parameter space; backends may say more */
 #define GF__DEFAULT_CACHE_KEEP ((size_t)64 << 20)   /* freed stream-ordered memory kept for reuse */
@@ -1889,7 +1893,7 @@ static int gf__stderr_level = -2;   /* atomic; -2: not read yet, -1: off, else t
 /* The environment's variables that gpuflow reads; any other GPUFLOW_* is named in a warning
    (a misspelt switch would otherwise stay silently off). */
 static const char *const gf__env_known[] = {
-    "GPUFLOW_BACKEND", "GPUFLOW_CACHE_DIR", "GPUFLOW_FAULTS", "GPUFLOW_HANG_MS", "GPUFLOW_LOG", "GPUFLOW_OPENCL_PLATFORM",
+    "GPUFLOW_BACKEND", "GPUFLOW_CACHE_DIR", "GPUFLOW_CACHE_LIMIT", "GPUFLOW_FAULTS", "GPUFLOW_HANG_MS", "GPUFLOW_LOG", "GPUFLOW_OPENCL_PLATFORM",
     "GPUFLOW_RACE_CHECK", "GPUFLOW_RECORD", "GPUFLOW_RECORD_LIMIT", "GPUFLOW_STATS", "GPUFLOW_STUB_DEVICES", "GPUFLOW_STUB_THREADS", "GPUFLOW_SYNC", "GPUFLOW_SYNC_DEBUG", "GPUFLOW_TRACE", NULL
 };
 #if defined(_WIN32)
@@ -2150,8 +2154,10 @@ static void gf__spin_unlock(gf__spin *l) { gf__atomic_store_int(l, 0); }
 #  include <share.h>   /* the recorder's _wsopen_s */
 #  include <fcntl.h>
 #  include <sys/stat.h>
+#  include <sys/utime.h>
 #  include <wchar.h>
 typedef struct _stat64 gf__stat_t;
+typedef void (*gf__dir_fn)(void *user, const char *name, uint64_t bytes, int64_t age);
 #  ifndef S_ISDIR
 #    define S_ISDIR(m) (((m) & _S_IFMT) == _S_IFDIR)
 #  endif
@@ -2249,10 +2255,41 @@ static int gf__rename_over(const char *from, const char *to) {
     gf__free(wf); gf__free(wt);
     return r;
 }
+static int gf__fd_touch(int fd, const char *path) {   /* by name: _futime wants a file open for writing */
+    wchar_t *w = gf__path_wide(path);
+    int r = w ? _wutime64(w, NULL) : -1;
+    (void)fd;
+    gf__free(w);
+    return r;
+}
+static int gf__dir_each(const char *dir, const char *prefix, gf__dir_fn fn, void *user) {
+    size_t n = strlen(dir) + strlen(prefix) + 3;
+    char *pattern = (char *)gf__malloc(n), name[MAX_PATH * 3];   /* a UTF-8 character for each UTF-16 unit: 3 bytes at most */
+    wchar_t *w = NULL;
+    WIN32_FIND_DATAW found;
+    HANDLE h = INVALID_HANDLE_VALUE;
+    FILETIME now;
+    uint64_t now_s;
+    if (pattern) { snprintf(pattern, n, "%s/%s*", dir, prefix); w = gf__path_wide(pattern); }
+    if (w) h = FindFirstFileW(w, &found);
+    gf__free(pattern); gf__free(w);
+    if (h == INVALID_HANDLE_VALUE) return w && GetLastError() == ERROR_FILE_NOT_FOUND;
+    GetSystemTimeAsFileTime(&now);
+    now_s = (((uint64_t)now.dwHighDateTime << 32) | now.dwLowDateTime) / 10000000u;
+    do {
+        uint64_t written = (((uint64_t)found.ftLastWriteTime.dwHighDateTime << 32) | found.ftLastWriteTime.dwLowDateTime) / 10000000u;
+        if (found.dwFileAttributes & (FILE_ATTRIBUTE_DIRECTORY | FILE_ATTRIBUTE_REPARSE_POINT)) continue;
+        if (WideCharToMultiByte(CP_UTF8, 0, found.cFileName, -1, name, (int)sizeof name, NULL, NULL) > 0)
+            fn(user, name, ((uint64_t)found.nFileSizeHigh << 32) | found.nFileSizeLow, (int64_t)now_s - (int64_t)written);
+    } while (FindNextFileW(h, &found));
+    FindClose(h);
+    return 1;
+}
 #else
 #  include <fcntl.h>
 #  include <sys/stat.h>
 #  include <unistd.h>
+#  include <dirent.h>
 #  ifndef O_NOFOLLOW
 #    error "gpuflow: the kernel cache needs POSIX 2008 (O_NOFOLLOW), which <fcntl.h>, read before it under strict C, hid: in the file that defines GPUFLOW_IMPLEMENTATION include gpuflow.h before <fcntl.h>, or compile with -D_POSIX_C_SOURCE=200809L"
 #  endif
@@ -2275,7 +2312,25 @@ typedef struct stat gf__stat_t;
 #  define gf__rename_over(from, to) rename((from), (to))
 #  define gf__env_path(name) gf__strdup(getenv(name))
 #  define gf__getpid() ((unsigned long)getpid())
+#  define gf__fd_touch(fd, path) ((void)(path), futimens((fd), NULL))
+typedef void (*gf__dir_fn)(void *user, const char *name, uint64_t bytes, int64_t age);
+static int gf__dir_each(const char *dir, const char *prefix, gf__dir_fn fn, void *user) {
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    struct stat st;
+    time_t now = time(NULL);
+    size_t k = strlen(prefix);
+    if (!d) return 0;
+    while ((e = readdir(d)) != NULL)
+        if (!strncmp(e->d_name, prefix, k) && fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
+            fn(user, e->d_name, (uint64_t)st.st_size, (int64_t)(now - st.st_mtime));
+    closedir(d);
+    return 1;
+}
 #endif
+/* gf__dir_each(dir, prefix, fn, user): fn for each regular file of dir whose name starts with
+   prefix (UTF-8), with its size and age (seconds since it was written); 0: dir cannot be read.
+   gf__fd_touch(fd, path): the open file's time set to now (path: the same file). */
 
 /* ---- objects ----------------------------------------------------------------------- >>objects */
 /* Every object starts with a type tag, so a handle of the wrong type is refused instead of
@@ -3433,6 +3488,19 @@ static unsigned gf__env_ms(const char *name, unsigned max) {
     }
     return (unsigned)n;
 }
+/* A size in bytes from the environment: fallback when unset, or (a warning) not a whole number
+   of at least 1 (strtoull would take "-1", and clamp past 2^64). */
+static uint64_t gf__env_bytes(const char *name, uint64_t fallback) {
+    const char *v = getenv(name), *p;
+    uint64_t n = 0;
+    if (!v || !*v) return fallback;
+    for (p = v; *p >= '0' && *p <= '9' && n <= (UINT64_MAX - 9) / 10; p++) n = n * 10 + (uint64_t)(*p - '0');
+    if (*p || !n) {
+        gf__env_warn("gpuflow: %s=%s: expected a number of bytes; the default (%llu) holds", name, v, (unsigned long long)fallback);
+        return fallback;
+    }
+    return n;
+}
 static void gf__env_unknown(void) {   /* once per process, at the first device's open */
     static int checked;
     const char *name;
@@ -3441,7 +3509,7 @@ static void gf__env_unknown(void) {   /* once per process, at the first device's
     if (gf__atomic_xchg_int(&checked, 1)) return;   /* once per process */
     (void)gf__stderr_level_now();   /* a GPUFLOW_LOG it does not understand is named now, not at the first message */
     while ((name = gf__env_next_unknown(&at, &n)) != NULL)
-        gf__env_warn("gpuflow: %.*s is not a variable gpuflow reads (it reads GPUFLOW_BACKEND, _CACHE_DIR, _FAULTS, _HANG_MS, _LOG, "
+        gf__env_warn("gpuflow: %.*s is not a variable gpuflow reads (it reads GPUFLOW_BACKEND, _CACHE_DIR, _CACHE_LIMIT, _FAULTS, _HANG_MS, _LOG, "
                    "_OPENCL_PLATFORM, _RACE_CHECK, _RECORD, _RECORD_LIMIT, _STATS, _STUB_DEVICES, _STUB_THREADS, _SYNC, _SYNC_DEBUG, _TRACE)", (int)n, name);
 }
 
@@ -10152,6 +10220,7 @@ static gf_result gf__cache_read(const char *path, const gf__cache_identity *id, 
     else if (memcmp(data, id->bytes, id->size)) why = "made for other source, options, device or compiler";
     else if (gf__hash(gf__hash(1469598103934665603u, data, id->size + (size_t)h.size), &h.backend, sizeof h.backend) != h.sum)
         why = "corrupt (its checksum does not match)";
+    if (!why) (void)gf__fd_touch(fd, path);   /* used now: gf__cache_dir_trim removes the least recently used first */
     gf__fd_close(fd);
     if (why) {
         gf__notice(GF_LOG_WARNING, "gf_module_load: kernel cache entry '%s' is %s; rebuilding it", path, why);
@@ -10204,6 +10273,57 @@ static void gf__cache_write(const char *path, const gf__cache_identity *id, gf_b
         gf__notice(GF_LOG_WARNING, "gf_module_load: cannot write the kernel cache entry '%s'", path);
     }
     gf__free(tmp);
+}
+
+/* A kernel cache directory over its limit (GPUFLOW_CACHE_LIMIT, bytes of entries): the least
+   recently used entries go (a hit touches its entry), never keep (the one just written); so do
+   the temporary files of writers that died (older than GF__CACHE_TMP_STALE_S). Run after each
+   write, so a cold compile pays for it. A file that cannot be removed (a read-only cache) stays. */
+typedef struct gf__cache_file { char name[64]; uint64_t bytes; int64_t age; } gf__cache_file;
+typedef struct gf__cache_files { gf__cache_file *at; int count, cap, failed; } gf__cache_files;
+/* 1: an entry, gpuflow-<32 hex digits>.bin; 2: a writer's temporary file (entry.pid.n.tmp); 0: neither */
+static int gf__cache_file_kind(const char *name) {
+    size_t n = strlen(name), i;
+    if (n < 44 || strncmp(name, "gpuflow-", 8) || strncmp(name + 40, ".bin", 4)) return 0;
+    for (i = 8; i < 40; i++)
+        if (!((name[i] >= '0' && name[i] <= '9') || (name[i] >= 'a' && name[i] <= 'f'))) return 0;
+    return n == 44 ? 1 : n > 48 && !strcmp(name + n - 4, ".tmp") ? 2 : 0;
+}
+static void gf__cache_file_add(void *user, const char *name, uint64_t bytes, int64_t age) {
+    gf__cache_files *l = (gf__cache_files *)user;
+    if (strlen(name) >= sizeof l->at->name || !gf__cache_file_kind(name)) return;
+    if (!gf__grow((void **)&l->at, &l->cap, l->count + 1, sizeof *l->at)) { l->failed = 1; return; }
+    gf__copy_str(l->at[l->count].name, sizeof l->at->name, name);
+    l->at[l->count].bytes = bytes;
+    l->at[l->count++].age = age;
+}
+static int gf__cache_file_older(const void *a, const void *b) {
+    int64_t x = ((const gf__cache_file *)a)->age, y = ((const gf__cache_file *)b)->age;
+    return x > y ? -1 : x < y;
+}
+static void gf__cache_dir_trim(const char *dir, const char *keep) {
+    uint64_t limit = gf__env_bytes("GPUFLOW_CACHE_LIMIT", GF__DEFAULT_CACHE_LIMIT), total = 0, freed = 0;
+    const char *kept = strrchr(keep, '/') ? strrchr(keep, '/') + 1 : keep;   /* gf__cache_path's dir/name */
+    size_t n = strlen(dir) + sizeof ((gf__cache_file *)0)->name + 2;
+    char *path = (char *)gf__malloc(n);
+    gf__cache_files l;
+    int i, removed = 0;
+    memset(&l, 0, sizeof l);
+    if (!path || !gf__dir_each(dir, "gpuflow-", gf__cache_file_add, &l) || l.failed) { gf__free(path); gf__free(l.at); return; }
+    for (i = 0; i < l.count; i++) if (gf__cache_file_kind(l.at[i].name) == 1) total += l.at[i].bytes;
+    if (l.count > 1) qsort(l.at, (size_t)l.count, sizeof *l.at, gf__cache_file_older);
+    for (i = 0; i < l.count; i++) {
+        int entry = gf__cache_file_kind(l.at[i].name) == 1;
+        if (entry ? total <= limit || !strcmp(l.at[i].name, kept) : l.at[i].age < GF__CACHE_TMP_STALE_S) continue;
+        snprintf(path, n, "%s/%s", dir, l.at[i].name);
+        if (GF__FAULT("remove") || gf__remove(path) != 0 || !entry) continue;
+        total -= l.at[i].bytes; freed += l.at[i].bytes; removed++;
+    }
+    if (removed)
+        gf__notice(GF_LOG_INFO, "gf_module_load: the kernel cache '%s' was over its limit of %llu bytes (GPUFLOW_CACHE_LIMIT): "
+                   "its %d least recently used entries (%llu bytes) were removed", dir, (unsigned long long)limit, removed, (unsigned long long)freed);
+    gf__free(path);
+    gf__free(l.at);
 }
 
 /* The text a device compiler gets: the prelude, then the source under #line. Stringified, a
@@ -10327,7 +10447,6 @@ static gf_result gf__module_load_source(gf_module *mod, const gf_module_desc *de
             return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_module_load: out of host memory");
         }
     }
-    gf__free(env_dir);   /* path holds what the rest needs of it */
     /* At most two attempts: the cached binary, then (if the driver refuses it) a fresh compile
        that does not read the cache again, whether or not the bad entry could be removed. */
     for (attempt = 0; attempt < 2; attempt++) {
@@ -10336,7 +10455,7 @@ static gf_result gf__module_load_source(gf_module *mod, const gf_module_desc *de
         int cached = attempt == 0 && path && gf__cache_read(path, &id, be->kind, &binary, &size) == GF_OK;
         if (!cached && (r = be->compile(dev, name, text, desc->build_options, &binary, &size)) != GF_OK) break;
         if (cached) gf__notice(GF_LOG_INFO, "gf_module_load: '%s' from the kernel cache (%s)", name, path);
-        else if (path) gf__cache_write(path, &id, be->kind, binary, size);
+        else if (path) { gf__cache_write(path, &id, be->kind, binary, size); gf__cache_dir_trim(dir, path); }
         r = be->module_load_compiled(mod, binary, size);
         gf__free(binary);
         if (r == GF_OK || !cached) break;
@@ -10348,6 +10467,7 @@ static gf_result gf__module_load_source(gf_module *mod, const gf_module_desc *de
     gf__free(text);
     gf__free(path);
     gf__free(id.bytes);
+    gf__free(env_dir);
     return r;
 }
 
@@ -12628,11 +12748,10 @@ static void gf__rec_after_fork(void) {
 static void gf__rec_at_exit(void) { if (gf__rec.file) (void)gf_record_stop(); }
 static void gf__env_record(void) {
     static int read;
-    const char *limit = getenv("GPUFLOW_RECORD_LIMIT"), *path;
+    const char *path;
     char *value;
     gf_record_desc d;
     gf_result started;
-    char *end = NULL;
     char named[512];
     size_t n = 0;
     if (gf__atomic_xchg_int(&read, 1)) return;
@@ -12645,15 +12764,7 @@ static void gf__env_record(void) {
     path = *path ? "" : NULL;
     gf__free(value);
     if (path) { gf__env_warn("gpuflow: GPUFLOW_RECORD: the name is too long; nothing is recorded"); return; }
-    if (limit && *limit) {
-        errno = 0;
-        d.max_bytes = (uint64_t)strtoull(limit, &end, 10);
-        if (*end || !d.max_bytes || *limit < '0' || *limit > '9' || errno == ERANGE) {   /* strtoull takes "-1" and clamps past 2^64 */
-            gf__env_warn("gpuflow: GPUFLOW_RECORD_LIMIT=%s: expected a number of bytes; the default (%llu) holds", limit,
-                       (unsigned long long)GF__DEFAULT_RECORD_LIMIT);
-            d.max_bytes = 0;
-        }
-    }
+    d.max_bytes = gf__env_bytes("GPUFLOW_RECORD_LIMIT", GF__DEFAULT_RECORD_LIMIT);
     gf__quiet++;   /* said once, below, with the variable named */
     started = gf_record_start(&d);
     gf__quiet--;

@@ -289,6 +289,27 @@ static void test_directories(const char *base)
 
 /* ---- threads ---- */
 typedef struct racer { const char *dir; int ok; pthread_barrier_t *start; } racer;
+/* GPUFLOW_CACHE_LIMIT through real loads: with room for one entry, a load that writes a second
+   removes the first (the least recently used), keeps its own, and says so; both modules still
+   run, the first compiled again. */
+static void test_limit(const char *base)
+{
+    char dir[1100];
+    snprintf(dir, sizeof dir, "%s/limit", base);
+    CHECK(mkdir(dir, 0700) == 0, "limit: a directory of its own");
+    CHECK(load_and_run(dir, cache_source, NULL, 1.0f), "limit: the first module runs");
+    CHECK(count_files(dir, ".bin", NULL, 0) == 1, "limit: its entry is written");
+    setenv("GPUFLOW_CACHE_LIMIT", "1", 1);   /* room for the newest entry alone */
+    log_clear();
+    CHECK(load_and_run(dir, other_source, NULL, 0.0f), "limit: a second module runs");
+    CHECK(count_files(dir, ".bin", NULL, 0) == 1 && log_has("least recently used entries"),
+          "limit: past the limit, the older entry is removed (and said), the new one kept");
+    CHECK(load_and_run(dir, other_source, NULL, 0.0f) && log_has("from the kernel cache"), "limit: the kept entry is used");
+    unsetenv("GPUFLOW_CACHE_LIMIT");
+    CHECK(load_and_run(dir, cache_source, NULL, 1.0f) && count_files(dir, ".bin", NULL, 0) == 2,
+          "limit: the removed module compiles again, and the default limit keeps both");
+}
+
 static void *race_load(void *p)
 {
     racer *r = (racer *)p;
@@ -345,6 +366,7 @@ int main(int argc, char **argv)
     test_special_files(dir);
     test_directories(base);
     test_threads(base);
+    test_limit(base);
     gf_device_close(dev);
     remove_tree(base);
     return th_finish();

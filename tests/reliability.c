@@ -15,6 +15,10 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <limits.h>
+#include <time.h>
+#if !defined(_WIN32)
+#  include <utime.h>   /* the cache limit's test ages its files */
+#endif
 
 /* The test allocator: a thread that sets ra_fail_here sees every allocation fail. */
 static __thread int ra_fail_here;
@@ -1653,6 +1657,84 @@ static void test_cache_entry_replaced(void)
     rmdir(dir);
 }
 
+/* A kernel cache directory had no bound (an open item of the last notes): every edit under hot
+   reload, every driver update, left an entry for good. Past GPUFLOW_CACHE_LIMIT bytes the least
+   recently used entries go (a hit touches its entry), never the one just written, and so do a
+   dead writer's temporary files; a young temporary file (a writer at work) stays. */
+static void cache_limit_set_age(const char *path, time_t when)
+{
+#if defined(_WIN32)
+    struct _utimbuf t;
+    t.actime = t.modtime = when;
+    _utime(path, &t);
+#else
+    struct utimbuf t;
+    t.actime = t.modtime = when;
+    utime(path, &t);
+#endif
+}
+static void cache_limit_env(const char *value)
+{
+#if defined(_WIN32)
+    _putenv_s("GPUFLOW_CACHE_LIMIT", value ? value : "");
+#else
+    if (value) setenv("GPUFLOW_CACHE_LIMIT", value, 1);
+    else unsetenv("GPUFLOW_CACHE_LIMIT");
+#endif
+}
+static void test_cache_limit(void)
+{
+    enum { ENTRIES = 5, BYTES = 1000 };
+    static const char binary[BYTES] = "compiled";
+    static const int kept[ENTRIES] = { 1, 1, 0, 0, 1 };
+    char dir[64], text[32], tmp_old[256], tmp_new[256], limit[32], *paths[ENTRIES];
+    gf__cache_identity ids[ENTRIES];
+    gf__stat_t st;
+    time_t now = time(NULL);
+    void *bin = NULL;
+    size_t size = 0;
+    FILE *f;
+    int i;
+    memset(paths, 0, sizeof paths);
+    memset(ids, 0, sizeof ids);
+    snprintf(dir, sizeof dir, "gf-cache-limit-%lu", (unsigned long)gf__getpid());
+    if (!CHECK(gf__cache_dir_usable(dir), "cache limit: a directory of its own")) return;
+    for (i = 0; i < ENTRIES; i++) {   /* entry 0 the oldest, 4 the newest */
+        snprintf(text, sizeof text, "kernel %d", i);
+        if (!CHECK_EQ_RESULT(gf__cache_identity_make(&ids[i], text, "", "test compiler"), GF_OK) ||
+            !CHECK((paths[i] = gf__cache_path(dir, ids[i].key)) != NULL, "cache limit: the entry's path"))
+            break;
+        gf__cache_write(paths[i], &ids[i], GF_BACKEND_OPENCL, binary, BYTES);
+        cache_limit_set_age(paths[i], now - 1000 + 100 * i);
+    }
+    if (i == ENTRIES && CHECK(gf__stat(paths[0], &st) == 0, "cache limit: the entries are written")) {
+        if (CHECK_EQ_RESULT(gf__cache_read(paths[0], &ids[0], GF_BACKEND_OPENCL, &bin, &size), GF_OK))   /* a hit: the newest now */
+            gf__free(bin);
+        snprintf(tmp_old, sizeof tmp_old, "%s.123.1.tmp", paths[0]);
+        snprintf(tmp_new, sizeof tmp_new, "%s.123.2.tmp", paths[0]);
+        if ((f = fopen(tmp_old, "wb")) != NULL) fclose(f);
+        if ((f = fopen(tmp_new, "wb")) != NULL) fclose(f);
+        cache_limit_set_age(tmp_old, now - 2 * GF__CACHE_TMP_STALE_S);
+        snprintf(limit, sizeof limit, "%llu", (unsigned long long)st.st_size * 3);   /* three entries' worth */
+        cache_limit_env(limit);
+        gf__cache_dir_trim(dir, paths[1]);   /* entry 1 was just written: it stays, though the oldest */
+        cache_limit_env(NULL);
+        for (i = 0; i < ENTRIES; i++)
+            if (!CHECK((gf__stat(paths[i], &st) == 0) == kept[i], "cache limit: the least recently used entries went, down to the limit"))
+                printf("  entry %d is %s\n", i, kept[i] ? "gone" : "still there");
+        CHECK(gf__stat(tmp_old, &st) != 0, "cache limit: a dead writer's temporary file went");
+        CHECK(gf__stat(tmp_new, &st) == 0, "cache limit: a young temporary file stayed");
+        gf__remove(tmp_old);
+        gf__remove(tmp_new);
+    }
+    for (i = 0; i < ENTRIES; i++) {
+        if (paths[i]) gf__remove(paths[i]);
+        gf__free(paths[i]);
+        gf__free(ids[i].bytes);
+    }
+    rmdir(dir);
+}
+
 /* Paths are UTF-8 on every platform (an open item of the last notes): Windows handed them to
    the ANSI file functions, where a name outside the code page is '?' and MAX_PATH bounds every
    path. A kernel cache directory made as mkdir -p, its entry, a profiler trace and a recording,
@@ -2199,6 +2281,7 @@ int main(int argc, char **argv)
     test_waiter_lets_go();
     test_cache_entry_replaced();
     test_utf8_long_paths();
+    test_cache_limit();
     test_waiter_rearming();
     test_race_slots_reused();
     test_race_host_wait_began();
