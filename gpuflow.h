@@ -810,13 +810,14 @@ GPUFLOW_API const char *gf_result_name(gf_result r);
 GPUFLOW_API const char *gf_last_error(void);
 GPUFLOW_API void        gf_set_logger(gf_log_fn fn, void *user);   /* process-wide; NULL: stderr as GPUFLOW_LOG says */
 GPUFLOW_API const char *gf_backend_name(gf_backend b);
-GPUFLOW_API int         gf_backend_available(gf_backend b);
+GPUFLOW_API int         gf_backend_available(gf_backend b);   /* 0: gf_last_error says why (not logged) */
 
 /* ---- devices ------------------------------------------------------------------------- */
 /* Codes: GF_ERROR_BACKEND_UNAVAILABLE (not compiled in, driver missing), GF_ERROR_NO_DEVICE,
    GF_ERROR_DRIVER. gf_device_close waits for the device, stops its waiter thread and frees what
    the device owns (pools, sets and flows it made internally, its graphs and caches); objects
-   you created must be destroyed before it. Not from a callback or waiter. */
+   you created must be destroyed before it. Not from a callback or waiter. gf_device_count of a
+   backend that is not there is 0 (gf_last_error says why; not logged). */
 GPUFLOW_API int        gf_device_count(gf_backend b);
 GPUFLOW_API gf_result  gf_device_open(gf_backend b, int index, gf_device **out);
 GPUFLOW_API void       gf_device_close(gf_device *dev);
@@ -2038,6 +2039,21 @@ static gf_result gf__fail_user(gf_result r, unsigned serial, const char *what) {
     if (gf__error_serial == serial)
         return gf__fail(r, "%s returned %s without a message", what, gf_result_name(r));
     return gf__fail(r, "%s failed: %s", what, gf__error_text);
+}
+
+/* Around a step whose failure the caller recovers from and tells in its own words (AUTO trying
+   each backend, a flow tried as a graph, an environment variable's setting): its failure is not
+   logged, and this thread's last error is what it was before (a success leaves it alone). */
+typedef struct gf__error_keep { char text[sizeof gf__error_text]; unsigned serial; } gf__error_keep;
+static void gf__error_keep_begin(gf__error_keep *k) {
+    memcpy(k->text, gf__error_text, sizeof k->text);
+    k->serial = gf__error_serial;
+    gf__quiet++;
+}
+static void gf__error_keep_end(const gf__error_keep *k) {
+    gf__quiet--;
+    memcpy(gf__error_text, k->text, sizeof k->text);
+    gf__error_serial = k->serial;
 }
 
 /* A notice: logged, never stored as an error (AUTO passing a backend over, a priority the
@@ -3357,23 +3373,33 @@ static gf_result gf__backend_load(gf_backend b, const gf__backend **out) {
     return be->load();
 }
 
+/* Questions, not failures: a backend that is not there is not logged; gf_last_error says why. */
 GPUFLOW_IMPL int gf_backend_available(gf_backend b) {
     const gf__backend *be;
-    return gf__backend_load(b, &be) == GF_OK;
+    gf_result r;
+    gf__quiet++;
+    r = gf__backend_load(b, &be);
+    gf__quiet--;
+    return r == GF_OK;
 }
 
 GPUFLOW_IMPL int gf_device_count(gf_backend b) {
     const gf__backend *be = NULL;
     int n = 0;
-    if (b == GF_BACKEND_AUTO) {
+    gf_result r;
+    if (b == GF_BACKEND_AUTO) {   /* a sum: no one backend's reason is the answer's */
+        gf__error_keep keep;
         int total = 0;
         gf_backend k;
+        gf__error_keep_begin(&keep);
         for (k = (gf_backend)(GF_BACKEND_AUTO + 1); k < GF_BACKEND_COUNT; k = (gf_backend)(k + 1)) total += gf_device_count(k);
+        gf__error_keep_end(&keep);
         return total;
     }
-    if (gf__backend_load(b, &be) != GF_OK) return 0;
-    if (be->device_count(&n) != GF_OK) return 0;
-    return n;
+    gf__quiet++;
+    if ((r = gf__backend_load(b, &be)) == GF_OK) r = be->device_count(&n);
+    gf__quiet--;
+    return r == GF_OK ? n : 0;
 }
 
 /* ---- devices ----------------------------------------------------------------------- >>devices */
@@ -3531,11 +3557,17 @@ static void gf__recorded_capture_abandon(gf_stream *s);
 static void gf__env_faults(void) {
     static int read;
     const char *v = getenv("GPUFLOW_FAULTS");
+    gf__error_keep keep;
+    char why[sizeof gf__error_text];
+    gf_result r;
     if (gf__atomic_xchg_int(&read, 1) || !v || !*v) return;
-    gf_result r = gf_faults_set(v);
+    gf__error_keep_begin(&keep);   /* said once, below, with the variable named */
+    r = gf_faults_set(v);
+    memcpy(why, gf__error_text, sizeof why);
+    gf__error_keep_end(&keep);
     gf__rec_env_faults(v, r);
     if (r == GF_OK) gf__notice(GF_LOG_WARNING, "gpuflow: GPUFLOW_FAULTS=%s: these operations will fail on purpose", v);
-    else gf__env_warn("gpuflow: GPUFLOW_FAULTS=%s is not understood (%s); no fault is injected", v, gf__error_text);
+    else gf__env_warn("gpuflow: GPUFLOW_FAULTS=%s is not understood (%s); no fault is injected", v, why);
 }
 
 static void gf__device_env(gf_device *dev) {
@@ -3749,15 +3781,19 @@ static gf_result gf__call_device_open(gf_backend b, int index, gf_device **out) 
     /* AUTO: the first compiled-in backend that opens, in registry order, remembering why the
        others did not. */
     for (k = (gf_backend)(GF_BACKEND_AUTO + 1); k < GF_BACKEND_COUNT; k = (gf_backend)(k + 1)) {
+        gf__error_keep keep;
+        gf_result r;
         if (!gf__backend_of(k)) continue;
-        if (gf__device_open_on(k, index, NULL, out) == GF_OK) {
+        gf__error_keep_begin(&keep);   /* a backend passed over is said once, below, in the note */
+        if ((r = gf__device_open_on(k, index, NULL, out)) != GF_OK) gf__say(&said, "%s%s: %s", said.used ? "; " : "", gf_backend_name(k), gf_last_error());
+        gf__error_keep_end(&keep);
+        if (r == GF_OK) {
             if (said.used) {
                 gf__copy_str((*out)->info.note, sizeof (*out)->info.note, note);
                 gf__notice(GF_LOG_INFO, "gf_device_open: chose %s; passed over %s", gf_backend_name(k), note);
             }
             return GF_OK;
         }
-        gf__say(&said, "%s%s: %s", said.used ? "; " : "", gf_backend_name(k), gf_last_error());
     }
     return gf__fail(GF_ERROR_NO_DEVICE, "gf_device_open: no backend has device %d (%s)", index, note);
 }
@@ -3811,10 +3847,17 @@ static void gf__env_at_close(gf_device *dev) {
     gf_memory_stats st;
     int i, k;
     if (dev->trace_path) {
-        if (gf_profiler_write_trace(dev, dev->trace_path) == GF_OK)
+        gf__error_keep keep;
+        char why[sizeof gf__error_text];
+        gf_result r;
+        gf__error_keep_begin(&keep);   /* said once, below, as a warning */
+        r = gf_profiler_write_trace(dev, dev->trace_path);
+        memcpy(why, gf__error_text, sizeof why);
+        gf__error_keep_end(&keep);
+        if (r == GF_OK)
             gf__notice(GF_LOG_INFO, "gpuflow: GPUFLOW_TRACE: the trace of %s is in %s (open it in https://ui.perfetto.dev)", dev->tag, dev->trace_path);
         else
-            gf__notice(GF_LOG_WARNING, "gpuflow: GPUFLOW_TRACE: the trace of %s could not be written: %s", dev->tag, gf__error_text);
+            gf__notice(GF_LOG_WARNING, "gpuflow: GPUFLOW_TRACE: the trace of %s could not be written: %s", dev->tag, why);
     }
     if (!dev->stats_at_close || gf_device_memory_stats(dev, &st) != GF_OK) return;
     gf__notice(GF_LOG_INFO, "gpuflow: GPUFLOW_STATS: %s at close", dev->tag);
@@ -5110,9 +5153,9 @@ static gf_result gf__copy_async(const char *fn, gf_stream *s, const gf__copy *co
 }
 
 /* Synchronous copies run on the device's own stream; they do not wait for other streams. */
-static gf_result gf__copy_sync(const char *fn, gf_buffer *buf, const gf__copy *copy) {
+static gf_result gf__copy_sync(const char *fn, const char *name, gf_buffer *buf, const gf__copy *copy) {   /* name: buf's parameter */
     gf_result r;
-    GF__CHECK_IN(fn, buf, GF__T_BUFFER);
+    if (!buf || !gf__is(buf, GF__T_BUFFER)) return gf__bad_handle(fn, name, buf, GF__T_BUFFER);
     if (gf__atomic_load_int(&buf->capture_uses))
         return gf__fail(GF_ERROR_CAPTURE, "%s: a capture in progress uses this buffer; a synchronous copy would race it", fn);
     if ((r = gf__hidden_wait(fn, NULL, "the copy is done (a synchronous copy: the _async form does not wait)")) != GF_OK) return r;
@@ -5130,11 +5173,11 @@ static gf__copy gf__copy_desc(gf__copy_kind kind, gf_buffer *dst, size_t dst_off
 
 static gf_result gf__call_copy_to_device(gf_buffer *dst, size_t dst_offset, const void *src, size_t bytes) {
     gf__copy c = gf__copy_desc(GF__COPY_H2D, dst, dst_offset, NULL, 0, (void *)src, bytes);
-    return gf__copy_sync("gf_copy_to_device", dst, &c);
+    return gf__copy_sync("gf_copy_to_device", "dst", dst, &c);
 }
 static gf_result gf__call_copy_to_host(void *dst, gf_buffer *src, size_t src_offset, size_t bytes) {
     gf__copy c = gf__copy_desc(GF__COPY_D2H, NULL, 0, src, src_offset, dst, bytes);
-    return gf__copy_sync("gf_copy_to_host", src, &c);
+    return gf__copy_sync("gf_copy_to_host", "src", src, &c);
 }
 static gf_result gf__call_copy_to_device_async(gf_stream *s, gf_buffer *dst, size_t dst_offset, const void *src, size_t bytes) {
     gf__copy c = gf__copy_desc(GF__COPY_H2D, dst, dst_offset, NULL, 0, (void *)src, bytes);
@@ -5275,7 +5318,7 @@ static gf_result gf__fill_wide(const char *fn, gf_stream *s, gf_buffer *buf, siz
     gf__cmd c;
     GF__CHECK_IN(fn, s, GF__T_STREAM);
     GF__CHECK_IN(fn, buf, GF__T_BUFFER);
-    GF__SAME_DEVICE(s->dev, buf->dev);
+    if (s->dev != buf->dev) return gf__fail(GF_ERROR_WRONG_DEVICE, "%s: objects of two different devices used together", fn);
     if (count == 0) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "%s: count is 0", fn);
     if (count > SIZE_MAX / (size_t)width)
         return gf__fail(GF_ERROR_OUT_OF_RANGE, "%s: %llu values of %d bytes overflow a size", fn, (unsigned long long)count, width);
@@ -6750,6 +6793,11 @@ static gf_result gf__call_barrier(gf_stream *const *streams, int count) {
             for (j = 0; j < count; j++)
                 if (gf__stream_capturing(streams[j]))
                     return gf__fail(GF_ERROR_CAPTURE, "gf_barrier: stream '%s' is capturing, and a wait across devices cannot be captured", streams[j]->label);
+    for (i = 1; i < count; i++)   /* a wait on a captured mark pulls a stream into that capture; a captured one cannot wait on a mark made outside it */
+        if (streams[i]->capture != streams[0]->capture)
+            return gf__fail(GF_ERROR_CAPTURE, "gf_barrier: streams '%s' (%s) and '%s' (%s) are not in one capture: a barrier is captured whole, or not at all",
+                            streams[0]->label, streams[0]->capture ? "capturing" : "not capturing",
+                            streams[i]->label, streams[i]->capture ? "capturing" : "not capturing");
     for (i = 0; i < count && r == GF_OK; i++) {   /* each mark from its stream's device: they may differ */
         if ((r = gf__event_pool_take(streams[i]->dev->events, 0, &marks[i])) != GF_OK) break;
         taken++;
@@ -8701,8 +8749,15 @@ static int gf__flow_run_as_graph(gf_flow *flow, gf_stream_pool *pool, gf_result 
     if (!g && !capture) return 0;
     if ((*r = gf_stream_pool_acquire(pool, NULL, &s)) != GF_OK) return 1;
     if (capture) {
-        if (gf_flow_capture(flow, s, &g) != GF_OK) {
-            gf__notice(GF_LOG_WARNING, "gf_flow_run: flow '%s' could not become a graph (%s); it runs as a flow", flow->label, gf__error_text);
+        gf__error_keep keep;
+        char why[sizeof gf__error_text];
+        gf_result captured;
+        gf__error_keep_begin(&keep);   /* the run goes on as a flow: said once, as a warning */
+        captured = gf_flow_capture(flow, s, &g);
+        memcpy(why, gf__error_text, sizeof why);
+        gf__error_keep_end(&keep);
+        if (captured != GF_OK) {
+            gf__notice(GF_LOG_WARNING, "gf_flow_run: flow '%s' could not become a graph (%s); it runs as a flow", flow->label, why);
             gf__lock(&flow->lock);
             flow->graph_refused = 1;
             gf__flow_unlock(flow);
@@ -9409,13 +9464,18 @@ static gf_result gf__graph_replay(gf_graph *g, gf_stream *s) {
     int i;
     gf__lock(&g->lock);
     if (g->by_driver) r = s->dev->be->graph_launch(g, s);
+    for (i = 0; !g->by_driver && i < g->cmd_count; i++) {   /* every launch checked before any command runs: never half a replay */
+        const gf__cmd *c = &g->cmds[i];
+        if (c->kind == GF__CMD_LAUNCH && c->as.launch.kernel->param_count && c->as.launch.kernel->param_count != c->as.launch.arg_count) {
+            r = gf__fail(GF_ERROR_INVALID_STATE, "gf_graph_launch: kernel '%s' takes %d arguments since its module's reload; the graph "
+                         "captured %d: capture it again", c->as.launch.kernel->name, c->as.launch.kernel->param_count, c->as.launch.arg_count);
+            break;
+        }
+    }
     for (i = 0; !g->by_driver && r == GF_OK && i < g->cmd_count; ) {
         const gf__cmd *c = &g->cmds[i];
         int32_t value = 0;
-        if (c->kind == GF__CMD_LAUNCH && c->as.launch.kernel->param_count && c->as.launch.kernel->param_count != c->as.launch.arg_count)
-            r = gf__fail(GF_ERROR_INVALID_STATE, "gf_graph_launch: kernel '%s' takes %d arguments since its module's reload; the graph "
-                         "captured %d: capture it again", c->as.launch.kernel->name, c->as.launch.kernel->param_count, c->as.launch.arg_count);
-        else if (c->kind != GF__CMD_COND) { r = gf__exec(s, c, NULL); i++; }
+        if (c->kind != GF__CMD_COND) { r = gf__exec(s, c, NULL); i++; }
         else if (c->as.cond.what == GF__COND_END_WHILE) i += c->as.cond.jump;
         else if (c->as.cond.what == GF__COND_END_IF) i++;
         else if ((r = gf__cond_read(g, s, &c->as.cond, &value)) == GF_OK) i += GF__COND_TRUE(c->as.cond.test, value) ? 1 : c->as.cond.jump + 1;
@@ -9886,32 +9946,33 @@ static gf_result gf__call_graph_update(gf_graph *target, gf_graph *from) {
     return r;
 }
 
-GPUFLOW_IMPL gf_result gf_graph_capture(gf_stream *s, int warmup_runs, gf_capture_fn fn, void *user, gf_graph **out) {
-    gf_capture_desc d;
-    memset(&d, 0, sizeof d);
-    d.warmup_runs = warmup_runs;
-    return gf_graph_capture_desc(s, &d, fn, user, out);
-}
-
-GPUFLOW_IMPL gf_result gf_graph_capture_desc(gf_stream *s, const gf_capture_desc *desc, gf_capture_fn fn, void *user, gf_graph **out) {
+/* gf_graph_capture and gf_graph_capture_desc; fn names the one the user called. */
+static gf_result gf__graph_capture(const char *fn, gf_stream *s, const gf_capture_desc *desc, gf_capture_fn capture, void *user, gf_graph **out) {
+    char what[96];
     gf_result r;
     int i, warmup_runs;
-    GF__CHECK(s, GF__T_STREAM);
-    GF__CHECK_OUT(out);
-    GF__CHECK_OUT(desc);
+    GF__CHECK_IN(fn, s, GF__T_STREAM);
+    if (!out) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "%s: out is NULL", fn);
+    if (!desc) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "%s: desc is NULL", fn);
     *out = NULL;
     warmup_runs = desc->warmup_runs;
-    if (!fn) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_graph_capture: fn is NULL");
-    if (warmup_runs < 0) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_graph_capture: warmup_runs %d is negative", warmup_runs);
+    if (!capture) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "%s: fn is NULL", fn);
+    if (warmup_runs < 0) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "%s: warmup_runs %d is negative", fn, warmup_runs);
     /* everything checked before the warm-up runs: a refusal changes nothing */
     if (desc->mode < GF_CAPTURE_GLOBAL || desc->mode > GF_CAPTURE_RELAXED)
-        return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_graph_capture: mode %d is not a gf_capture_mode", (int)desc->mode);
-    if (desc->pool) { GF__CHECK(desc->pool, GF__T_GRAPH_POOL); GF__SAME_DEVICE(s->dev, desc->pool->dev); }
+        return gf__fail(GF_ERROR_INVALID_ARGUMENT, "%s: mode %d is not a gf_capture_mode", fn, (int)desc->mode);
+    if (desc->pool) {
+        GF__CHECK_IN(fn, desc->pool, GF__T_GRAPH_POOL);
+        if (desc->pool->dev != s->dev) return gf__fail(GF_ERROR_WRONG_DEVICE, "%s: objects of two different devices used together", fn);
+    }
+    if (gf__stream_capturing(s))   /* the warm-up would run into that capture, and its synchronize discard it */
+        return gf__fail(GF_ERROR_CAPTURE, "%s: stream '%s' is capturing already; end that capture first", fn, s->label);
+    snprintf(what, sizeof what, "%s: the capture function (warm-up run)", fn);
     for (i = 0; i < warmup_runs; i++) {
         unsigned serial = gf__error_serial;
-        if ((r = fn(s, user)) != GF_OK) return gf__fail_user(r, serial, "gf_graph_capture: the capture function (warm-up run)");
+        if ((r = capture(s, user)) != GF_OK) return gf__fail_user(r, serial, what);
     }
-    if (warmup_runs && (r = gf__hidden_wait("gf_graph_capture", s, "its warm-up runs have run")) != GF_OK) return r;
+    if (warmup_runs && (r = gf__hidden_wait(fn, s, "its warm-up runs have run")) != GF_OK) return r;
     if (warmup_runs) {
         gf__faults_inside++;
         r = gf_stream_synchronize(s);
@@ -9921,13 +9982,23 @@ GPUFLOW_IMPL gf_result gf_graph_capture_desc(gf_stream *s, const gf_capture_desc
     if ((r = gf_stream_begin_capture_pool(s, desc->mode, desc->pool)) != GF_OK) return r;
     {
         unsigned serial = gf__error_serial;
-        if ((r = fn(s, user)) != GF_OK) {
-            r = gf__fail_user(r, serial, "gf_graph_capture: the capture function");
+        if ((r = capture(s, user)) != GF_OK) {
+            snprintf(what, sizeof what, "%s: the capture function", fn);
+            r = gf__fail_user(r, serial, what);
             gf__recorded_capture_abandon(s);
             return r;
         }
     }
     return gf_stream_end_capture(s, out);
+}
+GPUFLOW_IMPL gf_result gf_graph_capture(gf_stream *s, int warmup_runs, gf_capture_fn fn, void *user, gf_graph **out) {
+    gf_capture_desc d;
+    memset(&d, 0, sizeof d);
+    d.warmup_runs = warmup_runs;
+    return gf__graph_capture(__func__, s, &d, fn, user, out);
+}
+GPUFLOW_IMPL gf_result gf_graph_capture_desc(gf_stream *s, const gf_capture_desc *desc, gf_capture_fn fn, void *user, gf_graph **out) {
+    return gf__graph_capture(__func__, s, desc, fn, user, out);
 }
 
 /* Graphviz of a graph: the driver's own description where it has one (CUDA), else the
@@ -12752,7 +12823,8 @@ static void gf__env_record(void) {
     char *value;
     gf_record_desc d;
     gf_result started;
-    char named[512];
+    gf__error_keep keep;
+    char named[512], why[sizeof gf__error_text];
     size_t n = 0;
     if (gf__atomic_xchg_int(&read, 1)) return;
     if (!(path = value = gf__env_path("GPUFLOW_RECORD")) || !*path) { gf__free(value); return; }
@@ -12765,10 +12837,11 @@ static void gf__env_record(void) {
     gf__free(value);
     if (path) { gf__env_warn("gpuflow: GPUFLOW_RECORD: the name is too long; nothing is recorded"); return; }
     d.max_bytes = gf__env_bytes("GPUFLOW_RECORD_LIMIT", GF__DEFAULT_RECORD_LIMIT);
-    gf__quiet++;   /* said once, below, with the variable named */
+    gf__error_keep_begin(&keep);   /* said once, below, with the variable named */
     started = gf_record_start(&d);
-    gf__quiet--;
-    if (started != GF_OK) { gf__env_warn("gpuflow: GPUFLOW_RECORD=%s: %s; nothing is recorded", named, gf__error_text); return; }
+    memcpy(why, gf__error_text, sizeof why);
+    gf__error_keep_end(&keep);
+    if (started != GF_OK) { gf__env_warn("gpuflow: GPUFLOW_RECORD=%s: %s; nothing is recorded", named, why); return; }
     atexit(gf__rec_at_exit);
     gf__notice(GF_LOG_INFO, "gpuflow: GPUFLOW_RECORD: every gpuflow call goes to %s", named);
 }
@@ -14697,7 +14770,9 @@ static void gf__hang_report(gf_device *dev, const char *what) {
    read, and given back, when a report or trace resolves them. Times are relative to a base
    event recorded before the first timed operation. */
 #define GF__PROFILE_MAX_RECORDS (1 << 20)
-enum { GF__REC_OPEN, GF__REC_IN_FLIGHT, GF__REC_HELD, GF__REC_RESOLVED, GF__REC_FAILED };   /* open: end not yet recorded; held: a blocking resolve waits for it */
+/* open: end not yet recorded; held: a blocking resolve waits for it; refused: the op itself
+   failed, so it was never enqueued (no time to report, and not dropped either) */
+enum { GF__REC_OPEN, GF__REC_IN_FLIGHT, GF__REC_HELD, GF__REC_RESOLVED, GF__REC_FAILED, GF__REC_REFUSED };
 typedef struct gf__prof_rec {
     uint64_t id, stream_id, flow_from;
     char label[64], name[48];
@@ -14779,7 +14854,7 @@ static void gf__prof_end(gf_stream *s, int idx, gf_result r) {
     if (r == GF_OK && s->dev->be->event_record(rec->end, s) == GF_OK) {
         rec->state = GF__REC_IN_FLIGHT;
     } else {
-        rec->state = GF__REC_FAILED;
+        rec->state = r == GF_OK ? GF__REC_FAILED : GF__REC_REFUSED;
         gf__event_pool_give(s->dev->events, rec->start);
         gf__event_pool_give(s->dev->events, rec->end);
     }

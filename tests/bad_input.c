@@ -805,6 +805,87 @@ static void test_interop(void)
     gf_semaphore_destroy(sem2);
 }
 
+/* An outside audit of the error reports (this session's): refused calls that still changed
+   things, successes that replaced gf_last_error, and messages naming the wrong call or argument. */
+static gf_result audit_warm_fill(gf_stream *st, void *user) { (void)user; return gf_fill_async(st, b, 0, 0x44, 4); }
+static gf_buffer *audit_buf;
+static gf_result audit_syncing_task(gf_stream *st, void *user)   /* cannot be captured: a flow of it stays a flow */
+{
+    (void)user;
+    if (gf_fill_async(st, audit_buf, 0, 1, 4) != GF_OK) return GF_ERROR_INVALID_STATE;
+    return gf_stream_synchronize(st);
+}
+static void test_audit(void)
+{
+    gf_stream *a = NULL, *c = NULL, *l[2];
+    gf_graph *g = NULL;
+    gf_device *d = NULL;
+    gf_semaphore *sem = NULL;
+    gf_profile_report rep;
+    gf_stream_pool *pool = NULL;
+    gf_flow *flow = NULL;
+    gf_flow_desc fd;
+    gf_task task;
+    unsigned char h = 0;
+    int i;
+    if (!CHECK_EQ_RESULT(gf_stream_create(dev, NULL, &a), GF_OK) || !CHECK_EQ_RESULT(gf_stream_create(dev, NULL, &c), GF_OK)) return;
+    /* a barrier of a capturing stream and a free one: a joined c's capture (its work captured,
+       never run), then c's wait was refused; refused whole now */
+    CHECK_EQ_RESULT(gf_stream_begin_capture(c, GF_CAPTURE_GLOBAL), GF_OK);
+    l[0] = a; l[1] = c;
+    CHECK_FAIL(gf_barrier(l, 2), GF_ERROR_CAPTURE);
+    stream_works(a, "audit: a refused barrier left the free stream out of the capture");
+    /* gf_graph_capture with a warm-up on a capturing stream: the warm-up went into that capture
+       and its synchronize discarded it; refused before the warm-up now */
+    CHECK_FAIL(gf_graph_capture(c, 1, audit_warm_fill, NULL, &g), GF_ERROR_CAPTURE);
+    CHECK(!strncmp(gf_last_error(), "gf_graph_capture:", 17), "audit: the refusal names gf_graph_capture");
+    CHECK(gf_stream_end_capture(c, &g) == GF_OK && g != NULL, "audit: the capture both refusals met is whole");
+    if (g) gf_graph_destroy(g);
+    g = NULL;
+    CHECK_FAIL(gf_graph_capture(NULL, 0, audit_warm_fill, NULL, &g), GF_ERROR_INVALID_HANDLE);
+    CHECK(!strncmp(gf_last_error(), "gf_graph_capture:", 17), "audit: gf_graph_capture names itself, not its _desc form");
+    /* names: an internal helper's, and the parameters of the synchronous copies */
+    CHECK_FAIL(gf_fill16_async(s, b2, 0, 1, 1), GF_ERROR_WRONG_DEVICE);
+    CHECK(!strncmp(gf_last_error(), "gf_fill16_async:", 16), "audit: a fill of another device's buffer names gf_fill16_async");
+    CHECK_FAIL(gf_copy_to_device(NULL, 0, pattern, 4), GF_ERROR_INVALID_HANDLE);
+    CHECK(strstr(gf_last_error(), "dst") != NULL, "audit: gf_copy_to_device names its NULL dst");
+    CHECK_FAIL(gf_copy_to_host(&h, NULL, 0, 1), GF_ERROR_INVALID_HANDLE);
+    CHECK(strstr(gf_last_error(), "src") != NULL, "audit: gf_copy_to_host names its NULL src");
+    /* a refused operation is not a dropped one in the profiler's report */
+    if (CHECK_EQ_RESULT(gf_profiler_enable(dev, GF_PROFILE_ON), GF_OK) && CHECK_EQ_RESULT(gf_semaphore_create(dev, 1, &sem), GF_OK)) {
+        CHECK_EQ_RESULT(gf_semaphore_signal_async(a, sem, 5), GF_OK);
+        CHECK_FAIL(gf_semaphore_signal_async(a, sem, 3), GF_ERROR_INVALID_ARGUMENT);   /* a timeline does not go back */
+        CHECK_EQ_RESULT(gf_stream_synchronize(a), GF_OK);
+        CHECK(gf_profiler_report(dev, &rep) == GF_OK && rep.dropped_ops == 0, "audit: a refused signal is not counted as dropped");
+    }
+    if (sem) gf_semaphore_destroy(sem);
+    gf_profiler_enable(dev, 0);
+    /* successes leave gf_last_error as it was: GF_BACKEND_AUTO passing backends over, and a
+       flow that could not become a graph (it runs as a flow, with a warning) */
+    gf_stream_query(NULL);
+    if (gf_device_open(GF_BACKEND_AUTO, 0, &d) == GF_OK) {
+        CHECK(!strncmp(gf_last_error(), "gf_stream_query:", 16), "audit: a successful GF_BACKEND_AUTO open leaves the last error alone");
+        gf_device_close(d);
+    }
+    memset(&fd, 0, sizeof fd);
+    fd.graph_after = 1;
+    audit_buf = b;
+    if (CHECK_EQ_RESULT(gf_stream_pool_create(dev, NULL, &pool), GF_OK) && CHECK_EQ_RESULT(gf_flow_create(dev, &fd, &flow), GF_OK) &&
+        CHECK_EQ_RESULT(gf_flow_add(flow, "syncs", audit_syncing_task, NULL, &task), GF_OK)) {
+        for (i = 0; i < 2; i++) {
+            gf_stream_query(NULL);
+            CHECK_EQ_RESULT(gf_flow_run(flow, pool), GF_OK);
+            CHECK(!strncmp(gf_last_error(), "gf_stream_query:", 16), "audit: a flow run that stays a flow leaves the last error alone");
+        }
+        CHECK_EQ_RESULT(gf_flow_wait_frames(flow, 0, 10000), GF_OK);
+    }
+    if (flow) gf_flow_destroy(flow);
+    if (pool) gf_stream_pool_destroy(pool);
+    CHECK_EQ_RESULT(gf_copy_to_device(b, 0, pattern, 16), GF_OK);   /* the flow's fills undone */
+    gf_stream_destroy(a);
+    gf_stream_destroy(c);
+}
+
 int main(void)
 {
     int i;
@@ -829,6 +910,7 @@ int main(void)
     test_graphs();
     test_kernels_and_profiler();
     test_interop();
+    test_audit();
     gf_event_destroy(ev);
     gf_event_destroy(ev2);
     gf_buffer_destroy(b);

@@ -172,6 +172,7 @@ static void test_file(gf_backend backend)
     }
     /* a graph captured before a reload launches the new code */
     CHECK_EQ_RESULT(gf_stream_begin_capture(s, GF_CAPTURE_GLOBAL), GF_OK);
+    if (late) CHECK_EQ_RESULT(gf_fill_async(s, late, 0, 0x55, 4), GF_OK);   /* a node before the launch */
     CHECK_EQ_RESULT(run(k, buf), GF_OK);
     CHECK_EQ_RESULT(gf_stream_end_capture(s, &g), GF_OK);
     if (g) {
@@ -184,10 +185,14 @@ static void test_file(gf_backend backend)
         CHECK(last_word(buf) == (backend == GF_BACKEND_STUB ? 2u : 7u), "graph: the replay after the reload runs the new code");
         printf("  graph: %s, %d nodes\n", info.native ? "native (its launch updated in place)" : "recorded", info.nodes);
         if (backend == GF_BACKEND_STUB) {   /* new parameters: the recorded launch is refused, not run with the old arguments */
+            unsigned word = 1;
             d.stub_kernels = stub_v3args;
             CHECK_EQ_RESULT(gf_module_reload(mod, &d), GF_OK);
+            if (late) CHECK_EQ_RESULT(gf_fill_async(s, late, 0, 0, 4), GF_OK);
             CHECK_FAIL(gf_graph_launch(g, s), GF_ERROR_INVALID_STATE);
             CHECK(strstr(gf_last_error(), "takes 3 arguments") != NULL, "graph: a kernel whose parameters changed makes the replay say to re-capture");
+            if (late && gf_stream_synchronize(s) == GF_OK && gf_copy_to_host(&word, late, 0, sizeof word) == GF_OK)
+                CHECK(word == 0, "graph: the refused replay ran none of its nodes (the fill before the launch too)");   /* an outside audit: half a replay ran */
             d.stub_kernels = stub_v2;
             CHECK_EQ_RESULT(gf_module_reload(mod, &d), GF_OK);
         }
