@@ -1201,7 +1201,10 @@ GPUFLOW_API gf_result gf_flow_run_multi(gf_flow *flow, gf_stream_pool *const *po
    A graph holds the buffers and modules its commands use: one destroyed while the graph lives
    is refused from then on, and its memory or code goes with the graph. Codes: GF_ERROR_CAPTURE (capture misuse: nesting, an unjoined fork, sync inside a capture),
    GF_ERROR_NOT_SUPPORTED (updating graphs that own memory), GF_ERROR_OUT_OF_RANGE (a launch
-   index past the graph's launches), GF_ERROR_INVALID_STATE (a graph pool with live graphs). */
+   index past the graph's launches), GF_ERROR_INVALID_STATE (a graph pool with live graphs).
+   A capture begun in GF_CAPTURE_GLOBAL or _THREAD_LOCAL mode is ended (or discarded, by a sync
+   or destroy of one of its streams) only on the thread that began it, as CUDA and HIP require:
+   on another thread that call is refused (GF_ERROR_CAPTURE) and the capture goes on. */
 GPUFLOW_API gf_result gf_stream_begin_capture(gf_stream *s, gf_capture_mode mode);
 GPUFLOW_API gf_result gf_stream_end_capture(gf_stream *s, gf_graph **out);
 GPUFLOW_API gf_result gf_graph_launch(gf_graph *g, gf_stream *s);
@@ -2693,6 +2696,9 @@ struct gf_graph {
 struct gf__capture {
     uint64_t id;
     gf_stream *origin;              /* began it; must end it */
+    const void *thread;             /* the thread that began it (gf__thread_mark), where only it may end
+                                       it (GF_CAPTURE_GLOBAL, _THREAD_LOCAL); NULL: any (RELAXED) */
+    gf_capture_mode mode;
     int by_driver;                  /* the driver captures; else the core records */
     gf_graph *graph;                /* what the capture becomes */
     gf_stream **members; int member_count, member_cap;   /* origin and forked streams */
@@ -4544,6 +4550,20 @@ static gf_result gf__stream_sync(gf_stream *s) {
     return gf__stream_settle(s, s->dev->be->stream_synchronize(s), seen, &race_seen);
 }
 
+/* This thread, as a capture remembers the one that began it: a thread-local's address. */
+static GF__TLS char gf__thread_mark;
+/* GF_OK if this thread may end (or discard) capture c: the one that began it, unless it is
+   relaxed. CUDA and HIP refuse the end elsewhere and leave the driver capturing, with no one
+   left to end it; the stub and OpenCL refuse it too, so a program that would fail there fails
+   everywhere. */
+static gf_result gf__capture_thread_check(const char *fn, const gf__capture *c) {
+    static const char *const modes[] = { "GF_CAPTURE_GLOBAL", "GF_CAPTURE_THREAD_LOCAL", "GF_CAPTURE_RELAXED" };
+    if (!c->thread || c->thread == (const void *)&gf__thread_mark) return GF_OK;
+    return gf__fail(GF_ERROR_CAPTURE, "%s: the capture of stream '%s' was begun on another thread in %s mode, where only that thread may "
+                    "end it (CUDA and HIP refuse it elsewhere); it goes on: end it on that thread, or begin it with GF_CAPTURE_RELAXED",
+                    fn, c->origin->label, modes[c->mode]);
+}
+
 static void gf__stream_free(gf_stream *s) {
     gf_device *dev = s->dev;
     int i;
@@ -4579,6 +4599,7 @@ static gf_result gf__call_stream_create(gf_device *dev, const gf_stream_desc *de
 }
 
 static void gf__call_stream_destroy(gf_stream *s) {
+    gf_result r;
     GF__CHECK_VOID(s, GF__T_STREAM);
     if (s->internal) {
         gf__set_error(GF_ERROR_INVALID_ARGUMENT, "gf_stream_destroy: stream '%s' belongs to a %s; destroy that instead",
@@ -4586,6 +4607,10 @@ static void gf__call_stream_destroy(gf_stream *s) {
         return;
     }
     if (gf__refuse_self_wait("gf_stream_destroy", s->dev, s) != GF_OK) return;   /* kept: it cannot drain */
+    gf__lock(&s->lock);
+    r = s->capture ? gf__capture_thread_check("gf_stream_destroy", s->capture) : GF_OK;
+    gf__unlock(&s->lock);
+    if (r != GF_OK) return;   /* kept: its capture cannot be discarded from this thread */
     if (gf__stream_busy(s) && gf__hidden_wait("gf_stream_destroy", s, "its queued work has run") != GF_OK) return;
     gf__stream_free(s);
 }
@@ -4593,8 +4618,10 @@ static void gf__call_stream_destroy(gf_stream *s) {
 /* A capturing stream cannot be waited on: the capture is discarded and the misuse reported. */
 static gf_result gf__refuse_in_capture(gf_stream *s, const char *fn) {
     gf_graph *discarded;
+    gf_result r;
     gf__lock(&s->lock);
     if (!s->capture) { gf__unlock(&s->lock); return GF_OK; }
+    if ((r = gf__capture_thread_check(fn, s->capture)) != GF_OK) { gf__unlock(&s->lock); return r; }
     discarded = gf__capture_discard(s->capture);
     gf__unlock(&s->lock);
     gf__discarded_release(discarded);
@@ -9347,6 +9374,8 @@ static gf_result gf__call_stream_begin_capture_pool(gf_stream *s, gf_capture_mod
         return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_stream_begin_capture: out of host memory");
     }
     c->origin = s;
+    c->mode = mode;
+    c->thread = mode == GF_CAPTURE_RELAXED ? NULL : (const void *)&gf__thread_mark;
     c->by_driver = s->dev->be->capture_begin != NULL;
     if (pool) { c->graph->pool = pool; gf__atomic_add_int(&pool->graphs, 1); }   /* released with the graph */
     gf__lock(&s->lock);
@@ -9391,6 +9420,7 @@ static gf_result gf__call_stream_end_capture(gf_stream *s, gf_graph **out) {
         gf__unlock(&s->lock);
         return gf__fail(GF_ERROR_CAPTURE, "gf_stream_end_capture: stream '%s' joined a capture; end it on the stream that began it", s->label);
     }
+    if ((r = gf__capture_thread_check("gf_stream_end_capture", c)) != GF_OK) { gf__unlock(&s->lock); return r; }
     gf__lock(&s->dev->lock);
     for (i = 1; i < c->member_count && r == GF_OK; i++)
         if (c->members[i]->capture_ops != c->members[i]->capture_joined)

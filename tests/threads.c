@@ -549,6 +549,53 @@ static void test_flow_paced_threads(void)
     gf_stream_pool_destroy(paced_pool);
 }
 
+/* A capture ended, synchronized or destroyed on a thread that did not begin it (found by an
+   outside review of the CUDA backend): CUDA and HIP refuse the end there in GLOBAL and
+   THREAD_LOCAL modes and leave the driver capturing, while gpuflow took the capture as gone.
+   Refused now on every backend, the capture going on; a relaxed capture ends anywhere. */
+typedef struct { gf_stream *s; gf_result end, sync; gf_graph *g; } elsewhere_args;
+static void *elsewhere_main(void *p)
+{
+    elsewhere_args *a = (elsewhere_args *)p;
+    a->end = gf_stream_end_capture(a->s, &a->g);
+    if (a->end != GF_OK) {
+        a->sync = gf_stream_synchronize(a->s);
+        gf_stream_destroy(a->s);   /* refused: kept */
+    }
+    return NULL;
+}
+static void test_capture_ended_elsewhere(void)
+{
+    int relaxed;
+    for (relaxed = 0; relaxed < 2; relaxed++) {
+        elsewhere_args a;
+        gf_buffer *b = NULL;
+        gf_graph *g = NULL;
+        pthread_t t;
+        unsigned char h[4] = { 0, 0, 0, 0 };
+        memset(&a, 0, sizeof a);
+        if (!CHECK_EQ_RESULT(gf_stream_create(dev, NULL, &a.s), GF_OK) || !CHECK_EQ_RESULT(gf_buffer_create(dev, 4, &b), GF_OK)) return;
+        CHECK_EQ_RESULT(gf_stream_begin_capture(a.s, relaxed ? GF_CAPTURE_RELAXED : GF_CAPTURE_GLOBAL), GF_OK);
+        CHECK_EQ_RESULT(gf_fill_async(a.s, b, 0, 0x33, 4), GF_OK);
+        if (!CHECK(pthread_create(&t, NULL, elsewhere_main, &a) == 0, "capture elsewhere: a thread")) return;
+        pthread_join(t, NULL);
+        if (relaxed) {
+            CHECK(a.end == GF_OK && a.g != NULL, "capture elsewhere: a relaxed capture ends on another thread");
+            g = a.g;
+        } else {
+            CHECK(a.end == GF_ERROR_CAPTURE && a.sync == GF_ERROR_CAPTURE, "capture elsewhere: end and synchronize on another thread are refused");
+            CHECK(gf_stream_end_capture(a.s, &g) == GF_OK && g != NULL, "capture elsewhere: the capture went on, and ends on its own thread");
+        }
+        if (g) {
+            CHECK(gf_graph_launch(g, a.s) == GF_OK && gf_stream_synchronize(a.s) == GF_OK && gf_copy_to_host(h, b, 0, 4) == GF_OK &&
+                  h[0] == 0x33 && h[3] == 0x33, "capture elsewhere: the graph runs what was captured");
+            gf_graph_destroy(g);
+        }
+        gf_buffer_destroy(b);
+        gf_stream_destroy(a.s);
+    }
+}
+
 int main(int argc, char **argv)
 {
     gf_backend backend = GF_BACKEND_STUB;
@@ -581,6 +628,7 @@ int main(int argc, char **argv)
     test_memory_limit_threads();
     test_budget_peak_threads();
     test_flow_paced_threads();
+    test_capture_ended_elsewhere();
     test_race_enable_vs_report(backend);
     for (i = 0; i < NT; i++) {
         W[i].index = i;
