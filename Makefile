@@ -58,7 +58,7 @@ TEST_BINS = $(BUILD)/conformance $(BUILD)/bad_input $(BUILD)/threads $(BUILD)/no
             $(BUILD)/faults $(BUILD)/dialect $(BUILD)/cache $(BUILD)/stub_checks $(BUILD)/no_stalls $(BUILD)/interop $(BUILD)/multi_device $(BUILD)/vulkan $(BUILD)/fuzz_replay $(BUILD)/debug_shells $(BUILD)/newcomer $(BUILD)/newcomer_stubonly $(BUILD)/on_demand $(BUILD)/realtime $(BUILD)/hot_reload $(BUILD)/decide \
             $(BUILD)/record $(BUILD)/fuzz_record_replay $(BUILD)/tools/gfreplay $(BUILD)/cpp_gxx $(if $(HAVE_CLANGXX),$(BUILD)/cpp_clangxx) \
             $(if $(HAVE_CLANG),$(BUILD)/conformance_clang) $(BUILD)/conformance_debug $(BUILD)/interop_debug $(if $(HAVE_CUDA),$(BUILD)/nvrtc_check) \
-            $(if $(HAVE_HIP),$(BUILD)/hiprtc_check $(BUILD)/hiprtc_missing)
+            $(if $(HAVE_HIP),$(BUILD)/hiprtc_check $(BUILD)/hiprtc_missing) $(if $(HAVE_OPENCL),$(BUILD)/opencl_limits)
 # tests/run.sh runs these TEST_JOBS at a time (default: every core), the longest first; "then:"
 # waits for the one before it.
 TEST_RUNS = "sh tests/windows.sh $(BUILD) examples" "sh tests/windows.sh $(BUILD) tests" \
@@ -82,6 +82,7 @@ TEST_RUNS = "sh tests/windows.sh $(BUILD) examples" "sh tests/windows.sh $(BUILD
             "$(BUILD)/newcomer stub" "$(BUILD)/newcomer opencl" "$(BUILD)/newcomer_stubonly stub" "$(BUILD)/on_demand stub" "$(BUILD)/on_demand opencl" "$(BUILD)/realtime stub" "$(BUILD)/realtime opencl" \
             "$(BUILD)/hot_reload stub" "$(BUILD)/hot_reload opencl" "$(BUILD)/decide stub" "$(BUILD)/decide opencl" \
             "$(BUILD)/record stub" "$(BUILD)/record opencl" "$(BUILD)/fuzz_record_replay tests/replay_corpus" \
+            $(if $(HAVE_OPENCL),"$(BUILD)/opencl_limits") \
             $(if $(HAVE_NVRTC),"$(BUILD)/nvrtc_check --require $(if $(wildcard $(PTXAS)),--ptxas $(PTXAS)) $(wildcard examples/*.gfk tests/*.gfk)") \
             $(if $(HAVE_HIP),"$(BUILD)/hiprtc_check --require $(wildcard examples/*.gfk tests/*.gfk)" "$(BUILD)/hiprtc_missing --expect-missing") \
             "$(BUILD)/no_driver" "$(BUILD)/cpp_gxx" \

@@ -2977,6 +2977,7 @@ static const gf__backend *gf__backend_of(gf_backend b);
           gf__native_capture_broken gf__native_update_refused gf__native_priority
      launches: gf__kernel_params GF__STACK_ARGS gf__split_options gf__options_joined
           gf__kernel_prelude_cxx gf__kernel_prelude_clc gf__build_log_lines
+     streams: gf__stream_failed (a failure found as a host callback comes due)
      captures and graphs: gf__stream_capturing gf__graph_launch_count gf__graph_launch_node
           gf__graph_launch_args gf__following_reload (set while a hot reload updates a
           native graph's launches: graph_set_kernel_args then takes the kernel's code too)
@@ -2985,6 +2986,13 @@ static const gf__backend *gf__backend_of(gf_backend b);
           GF__EXT_IMPORT_SEMAPHORE GF__EXT_EXPORT_SEMAPHORE GF__T_SEMAPHORE
 */
 
+/* A failure of work queued on s before a host callback, found by the backend as the callback
+   comes due (a stub launch's, an OpenCL marker's status): the callback gets it as its status,
+   as do later ones (a stream's error stays). */
+static void gf__stream_failed(gf_stream *s, gf_result r) GF__UNUSED_DECL;
+static void gf__stream_failed(gf_stream *s, gf_result r) {
+    if (r < 0 && !gf__atomic_load_int(&s->status)) gf__atomic_store_int(&s->status, (int)r);
+}
 /* Whether s is in a capture now (s->lock held, as it is in every slot that enqueues). */
 static int gf__stream_capturing(const gf_stream *s) GF__UNUSED_DECL;
 static int gf__stream_capturing(const gf_stream *s) { return s->capture != NULL; }
@@ -15254,7 +15262,7 @@ typedef struct gf__stub_item {
     gf__stub_kind kind;
     unsigned char *dst; const unsigned char *src; size_t bytes; unsigned char value;
     uint32_t pattern; int width;    /* FILL of 2- or 4-byte values (width 0: value) */
-    void (*fn)(void *); void *user;
+    void (*fn)(void *); void *user; gf_stream *stream;   /* CALLBACK: fn(user), on stream */
     gf__stub_mark *mark;
     void (*kernel)(const gf_kernel_ctx *, void *const *); gf_launch_dims dims; void **argv;
     void (*threads)(gf_kernel_ctx *, void *const *, unsigned);   /* LAUNCH: a block row as one loop (NULL: none) */
@@ -16166,7 +16174,15 @@ static void gf__stub_run(gf__stub_stream *q, gf__stub_item *it) {
             for (at = 0; at < it->bytes; at += (size_t)it->width) memcpy(it->dst + at, v, (size_t)it->width);
         }
         break;
-    case GF__STUB_CALLBACK: it->fn(it->user); break;
+    case GF__STUB_CALLBACK: {
+        gf_result failed;
+        gf__lock(&q->lock);
+        failed = q->error;
+        gf__unlock(&q->lock);
+        if (failed) gf__stream_failed(it->stream, failed);   /* a launch before it failed: the callback is told */
+        it->fn(it->user);
+        break;
+    }
     case GF__STUB_RECORD:
         gf__lock(&it->mark->lock);
         it->mark->done = 1;
@@ -16362,7 +16378,7 @@ static gf_result gf__stub_prefetch(gf_stream *s, gf_buffer *buf, int to_device) 
 }
 static gf_result gf__stub_host_callback(gf_stream *s, void (*fn)(void *), void *user) {
     gf__stub_item *it = gf__stub_item_new(GF__STUB_CALLBACK, 0);
-    if (it) { it->fn = fn; it->user = user; }
+    if (it) { it->fn = fn; it->user = user; it->stream = s; }
     return gf__stub_push(s, it);
 }
 

@@ -508,6 +508,12 @@ static void gf__hip_load_runtime(gf__driver *d) {
     }
     if (GF__HIP_CALL(DriverGetVersion, (&version)) != hipSuccess) version = 0;
     gf__hip_version = version;
+    if (version && version / 10000000 != HIP_VERSION_MAJOR) {   /* the plain name's runtime, of another ABI */
+        snprintf(d->why, sizeof d->why, "HIP: the runtime loaded is %d.%d, and gpuflow was built with HIP %d headers: each ROCm major "
+                 "changes the ABI (structures, enum values), so it is not used; build with that version's headers or install ROCm %d's runtime",
+                 version / 10000000, version / 100000 % 100, HIP_VERSION_MAJOR, HIP_VERSION_MAJOR);
+        return;
+    }
     r = GF__HIP_CALL(Init, (0));
     rc = GF__HIP_CALL(GetDeviceCount, (&count));
     if (rc == hipErrorNoDevice || (rc == hipSuccess && count == 0)) {
@@ -1571,15 +1577,17 @@ static unsigned gf__hip_external_types(gf_device *dev, int use) {
     case GF__EXT_IMPORT_SEMAPHORE:
         return GF__EXT_BIT(GF_EXTERNAL_OPAQUE_WIN32) | GF__EXT_BIT(GF_EXTERNAL_OPAQUE_WIN32_KMT) | GF__EXT_BIT(GF_EXTERNAL_D3D12_FENCE);
 #else
+    /* ROCm imports no semaphore on Linux (its device's importExtSemaphore is unreachable code
+       there, through ROCm 6.2): hipImportExternalSemaphore would fail every time */
     case GF__EXT_IMPORT_MEMORY: return GF__EXT_BIT(GF_EXTERNAL_OPAQUE_FD);
-    case GF__EXT_IMPORT_SEMAPHORE: return GF__EXT_BIT(GF_EXTERNAL_OPAQUE_FD);
 #endif
     default: return 0;
     }
 }
 
-/* An import: what buffer_free undoes (buf->native is base plus the import's offset). */
-typedef struct gf__hip_external { hipExternalMemory_t ext; void *base; } gf__hip_external;
+/* An import: what buffer_free undoes (buf->native is base plus the import's offset); fd: the
+   duplicate the runtime was given, or -1. */
+typedef struct gf__hip_external { hipExternalMemory_t ext; void *base; int fd; } gf__hip_external;
 
 static void gf__hip_external_free(gf_buffer *buf) {
     gf__hip_external *x = (gf__hip_external *)buf->external;
@@ -1587,12 +1595,16 @@ static void gf__hip_external_free(gf_buffer *buf) {
         GF__HIP_RELAXED_VOID(Free, (x->base));   /* the mapped buffer, then the memory */
         if (gf__hip.DestroyExternalMemory) (void)GF__HIP_CALL(DestroyExternalMemory, (x->ext));
     }
+#if !defined(_WIN32)
+    if (x->fd >= 0) close(x->fd);
+#endif
     gf__free(x);
     buf->external = NULL;
 }
 
-/* The runtime owns an fd it imports: it gets a duplicate, so the caller's stays the caller's
-   (gpuflow's one rule); the duplicate is closed here where the import fails. */
+/* The runtime is given a duplicate of the fd, so the caller's stays the caller's (gpuflow's one
+   rule). Unlike CUDA, ROCm does not take an fd it imports (its external memory keeps the
+   number): the duplicate is closed with the buffer, or here where the import fails. */
 static gf_result gf__hip_buffer_import(gf_buffer *buf, const gf_external_memory_desc *d) {
     hipExternalMemoryHandleDesc hd;
     hipExternalMemoryBufferDesc bd;
@@ -1628,15 +1640,26 @@ static gf_result gf__hip_buffer_import(gf_buffer *buf, const gf_external_memory_
     bd.size = d->size;
     if ((r = GF__HIP_CALL(ExternalMemoryGetMappedBuffer, (&base, ext, &bd))) != hipSuccess) {
         if (gf__hip.DestroyExternalMemory) (void)gf__hip.DestroyExternalMemory(ext);
+#if !defined(_WIN32)
+        close(hd.handle.fd);
+#endif
         return gf__hip_fail(r, "hipExternalMemoryGetMappedBuffer");
     }
     if (!(x = (gf__hip_external *)gf__calloc(sizeof *x))) {
         GF__HIP_RELAXED_VOID(Free, (base));
         if (gf__hip.DestroyExternalMemory) (void)gf__hip.DestroyExternalMemory(ext);
+#if !defined(_WIN32)
+        close(hd.handle.fd);
+#endif
         return gf__fail(GF_ERROR_OUT_OF_MEMORY, "HIP: out of host memory");
     }
     x->ext = ext;
     x->base = base;
+#if defined(_WIN32)
+    x->fd = -1;
+#else
+    x->fd = hd.handle.fd;
+#endif
     buf->external = x;
     buf->native = (uint64_t)(uintptr_t)base + d->offset;
     return GF_OK;

@@ -456,6 +456,7 @@ typedef struct gf__cl_job {
     void *user;
     gf__cl_job_state state;         /* under dev->lock */
     cl_event marker, done;
+    gf_stream *stream;              /* told of a failure the marker's status shows */
     struct gf__cl_device *dev;
     struct gf__cl_job *next;
 } gf__cl_job;
@@ -504,6 +505,7 @@ typedef struct gf__cl_device {
     gf__thread *cb_threads; int cb_thread_count, cb_thread_cap;
     gf__mutex fill_lock;            /* the fill kernel: built once, its arguments set per enqueue */
     cl_program fill_program; cl_kernel fill_kernel; int fill_failed;
+    size_t fill_local;              /* the fill kernel's work-group: 256, or the kernel's limit below that */
     gf__cl_semaphores sem;
     gf__cl_external_memory xmem;
 } gf__cl_device;
@@ -584,7 +586,7 @@ static int gf__cl_spawn(gf__cl_device *d) {
 static void CL_CALLBACK gf__cl_on_marker(cl_event marker, cl_int status, void *arg) {
     gf__cl_job *job = (gf__cl_job *)arg;
     gf__cl_device *d = job->dev;
-    (void)status;
+    if (status < 0) gf__stream_failed(job->stream, GF_ERROR_DRIVER);   /* a command before it ended abnormally */
     gf__lock(&d->lock);
     GPUFLOW_ASSERT(marker == job->marker && d->cb_thread_count > 0 && !d->cb_stop);
     if (d->cb_tail) d->cb_tail->next = job; else d->cb_head = job;
@@ -926,13 +928,17 @@ static gf_result gf__cl_buffer_wrap(gf_buffer *buf, uint64_t native) {
     gf__cl_device *d = (gf__cl_device *)buf->dev->native;
     cl_mem mem = (cl_mem)(uintptr_t)native;
     cl_context ctx = NULL;
+    cl_mem_object_type type = 0;
     size_t size = 0;
     cl_int e = GF__CL(clGetMemObjectInfo, (mem, CL_MEM_CONTEXT, sizeof ctx, &ctx, NULL));
     if (e == CL_SUCCESS) e = GF__CL(clGetMemObjectInfo, (mem, CL_MEM_SIZE, sizeof size, &size, NULL));
+    if (e == CL_SUCCESS) e = GF__CL(clGetMemObjectInfo, (mem, CL_MEM_TYPE, sizeof type, &type, NULL));
     if (e != CL_SUCCESS) return gf__cl_fail("clGetMemObjectInfo", e);
     if (ctx != d->ctx)
         return gf__fail(GF_ERROR_WRONG_DEVICE, "gf_buffer_wrap: the cl_mem belongs to another cl_context than %s",
                         buf->dev->tag);
+    if (type != CL_MEM_OBJECT_BUFFER)   /* an image or pipe: buffer copies and kernel arguments would fail later, or worse */
+        return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_buffer_wrap: the cl_mem is not a buffer (CL_MEM_TYPE 0x%x: an image or a pipe)", (unsigned)type);
     if (buf->size > size)
         return gf__fail(GF_ERROR_OUT_OF_RANGE, "gf_buffer_wrap: the cl_mem has %llu bytes, %llu asked for",
                         (unsigned long long)size, (unsigned long long)buf->size);
@@ -1066,12 +1072,16 @@ static gf_result gf__cl_stream_wrap(gf_stream *s, void *native) {
     cl_command_queue queue = (cl_command_queue)native;
     cl_command_queue_properties props = 0;
     cl_context ctx = NULL;
+    cl_device_id device = NULL;
     cl_int e = GF__CL(clGetCommandQueueInfo, (queue, CL_QUEUE_CONTEXT, sizeof ctx, &ctx, NULL));
     if (e == CL_SUCCESS) e = GF__CL(clGetCommandQueueInfo, (queue, CL_QUEUE_PROPERTIES, sizeof props, &props, NULL));
+    if (e == CL_SUCCESS) e = GF__CL(clGetCommandQueueInfo, (queue, CL_QUEUE_DEVICE, sizeof device, &device, NULL));
     if (e != CL_SUCCESS) return gf__cl_fail("clGetCommandQueueInfo", e);
     if (ctx != d->ctx)
         return gf__fail(GF_ERROR_WRONG_DEVICE, "gf_stream_wrap: the queue belongs to another cl_context than %s",
                         s->dev->tag);
+    if (device != d->device)   /* one context may hold several devices: the modules are built for this one */
+        return gf__fail(GF_ERROR_WRONG_DEVICE, "gf_stream_wrap: the queue is of another device of %s's cl_context", s->dev->tag);
     if (props & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE)
         return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_stream_wrap: the queue runs out of order; a stream needs an "
                         "in-order queue");
@@ -1244,6 +1254,13 @@ static cl_kernel gf__cl_fill_kernel(gf__cl_device *d) {   /* fill_lock held; NUL
     d->fill_program = GF__CL_NEW(clCreateProgramWithSource, (d->ctx, 1, &src, NULL), &e);
     if (d->fill_program && (e = GF__CL(clBuildProgram, (d->fill_program, 1, &d->device, NULL, NULL, NULL))) == CL_SUCCESS)
         d->fill_kernel = GF__CL_NEW(clCreateKernel, (d->fill_program, "gf__fill"), &e);
+    d->fill_local = 256;   /* a device (or this kernel) may allow fewer work-items a group */
+    if (d->fill_kernel && ((e = GF__CL(clGetKernelWorkGroupInfo, (d->fill_kernel, d->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof d->fill_local,
+                                                                    &d->fill_local, NULL))) != CL_SUCCESS || !d->fill_local)) {
+        GF__CL(clReleaseKernel, (d->fill_kernel));
+        d->fill_kernel = NULL;
+    }
+    if (d->fill_local > 256) d->fill_local = 256;
     if (!d->fill_kernel) {
         d->fill_failed = 1;
         gf__notice(GF_LOG_WARNING, "OpenCL: gpuflow's fill kernel did not build (%s, %d): large fills use clEnqueueFillBuffer", gf__cl_error_name(e), (int)e);
@@ -1256,12 +1273,13 @@ static cl_int gf__cl_fill_by_kernel(gf_stream *s, cl_mem mem, size_t start, size
     gf__cl_device *d = (gf__cl_device *)s->dev->native;
     cl_ulong at = start, n = bytes;
     cl_uint word = pattern;
-    size_t local = 256, global = ((start & 15) + bytes + 15) / 16;
+    size_t local, global = ((start & 15) + bytes + 15) / 16;
     cl_kernel k;
     cl_int e;
-    global = (global + local - 1) / local * local;
     gf__lock(&d->fill_lock);
     if (!(k = gf__cl_fill_kernel(d))) { gf__unlock(&d->fill_lock); return CL_INVALID_OPERATION; }
+    local = d->fill_local;
+    global = (global + local - 1) / local * local;
     if ((e = GF__CL(clSetKernelArg, (k, 0, sizeof mem, &mem))) == CL_SUCCESS &&
         (e = GF__CL(clSetKernelArg, (k, 1, sizeof at, &at))) == CL_SUCCESS &&
         (e = GF__CL(clSetKernelArg, (k, 2, sizeof n, &n))) == CL_SUCCESS &&
@@ -1315,6 +1333,7 @@ static gf_result gf__cl_host_callback(gf_stream *s, void (*fn)(void *user), void
     cl_event barrier = NULL;
     cl_int e;
     if (!job) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "OpenCL: out of host memory");
+    job->stream = s;
     job->done = GF__CL_NEW(clCreateUserEvent, (d->ctx), &e);
     if (job->done) {
         call = "clEnqueueMarkerWithWaitList";

@@ -187,6 +187,8 @@ GF_KERNEL(row_thread0_returns, GF_PARAM(GF_GLOBAL unsigned *, out))
 )
 /* Launches name on a block of 16 threads (out: 16 unsigned) on a fresh stream; its result
    (the first failure's message in gf_last_error), out copied to host. */
+static gf_result misuse_cb_status = GF_NOT_READY;   /* what the callback after the launch was told */
+static void misuse_cb(void *user, gf_result status) { (void)user; misuse_cb_status = status; }
 static gf_result run_misuse(gf_module *mod, const char *name, gf_buffer *b, unsigned *host)
 {
     gf_kernel *k = NULL;
@@ -196,7 +198,9 @@ static gf_result run_misuse(gf_module *mod, const char *name, gf_buffer *b, unsi
     a.value = 0; a.size = 0; a.buffer = b;
     if ((r = gf_kernel_get(mod, name, &k)) != GF_OK || (r = gf_stream_create(dev, NULL, &t)) != GF_OK) return r;
     (void)gf_fill_async(t, b, 0, 0, 16 * sizeof *host);
-    if ((r = gf_launch(t, k, dims(1, 1, 1, 16, 1, 1), &a, 1)) == GF_OK) r = gf_stream_synchronize(t);
+    misuse_cb_status = GF_NOT_READY;
+    if ((r = gf_launch(t, k, dims(1, 1, 1, 16, 1, 1), &a, 1)) == GF_OK && (r = gf_stream_add_callback(t, misuse_cb, NULL)) == GF_OK)
+        r = gf_stream_synchronize(t);
     (void)gf_copy_to_host(host, b, 0, 16 * sizeof *host);
     gf_stream_destroy(t);
     return r;
@@ -218,7 +222,9 @@ static void test_block_kernel_misuse(void)
     CHECK_FAIL(run_misuse(mod, "block_with_sync", b, host), GF_ERROR_DRIVER);
     CHECK(strstr(gf_last_error(), "block_with_sync") && strstr(gf_last_error(), "inside a GF_EACH_THREAD"),
           "gf_block_sync inside a region of a block kernel fails the launch on the stub, naming the kernel and the rule");
+    CHECK(misuse_cb_status == GF_ERROR_DRIVER, "a callback queued after a launch that failed is given the failure (it was told GF_OK)");
     CHECK_EQ_RESULT(run_misuse(mod, "block_sync_between", b, host), GF_OK);
+    CHECK(misuse_cb_status == GF_OK, "a callback after a launch that ran is told GF_OK");
     CHECK(host[0] == 2 && host[15] == 1, "gf_block_sync between a block kernel's regions is no misuse (the block is together there)");
     CHECK_FAIL(run_misuse(mod, "block_break", b, host), GF_ERROR_DRIVER);
     CHECK(strstr(gf_last_error(), "block_break") && strstr(gf_last_error(), "with break"),

@@ -829,16 +829,21 @@ hipError_t hipMemcpyPeerAsync(void *dst, int dst_ordinal, const void *src, int s
 /* HIP's handle types and flags are CUDA's values (HIP 5's headers stop at the D3D12 fence; 9,
    the timeline fd, is what ROCm 6 names hipExternalSemaphoreHandleTypeTimelineSemaphoreFd);
    the descriptions differ in layout, so each is copied field by field. */
+/* ROCm does not take the fd it imports (the caller keeps it); CUDA does, so CUDA gets a
+   duplicate of its own. */
 hipError_t hipImportExternalMemory(hipExternalMemory_t *out, const hipExternalMemoryHandleDesc *d) {
     CUDA_EXTERNAL_MEMORY_HANDLE_DESC c;
+    CUresult r;
     if (!out || !d) return hipErrorInvalidValue;
     memset(&c, 0, sizeof c);
     c.type = (CUexternalMemoryHandleType)d->type;
-    if (d->type == hipExternalMemoryHandleTypeOpaqueFd) c.handle.fd = d->handle.fd;
+    if (d->type == hipExternalMemoryHandleTypeOpaqueFd) { if ((c.handle.fd = dup(d->handle.fd)) < 0) return hipErrorInvalidValue; }
     else { c.handle.win32.handle = d->handle.win32.handle; c.handle.win32.name = d->handle.win32.name; }
     c.size = d->size;
     c.flags = d->flags;
-    HOC_CALL(cuImportExternalMemory((CUexternalMemory *)out, &c));
+    if ((r = hoc_ctx()) == CUDA_SUCCESS) r = cuImportExternalMemory((CUexternalMemory *)out, &c);
+    if (r != CUDA_SUCCESS && d->type == hipExternalMemoryHandleTypeOpaqueFd) close(c.handle.fd);
+    return hoc_err(r);
 }
 hipError_t hipExternalMemoryGetMappedBuffer(void **ptr, hipExternalMemory_t mem, const hipExternalMemoryBufferDesc *d) {
     CUDA_EXTERNAL_MEMORY_BUFFER_DESC c;

@@ -1,0 +1,101 @@
+/* OpenCL on limits a PoCL platform can be given (found by an outside review of the OpenCL
+   backend): a device that allows fewer than 256 work-items a group, and a context of two
+   devices. Run with PoCL, which reads POCL_MAX_WORK_GROUP_SIZE and POCL_DEVICES at its first
+   call: main sets them first. Skipped (counted) where OpenCL or PoCL is not there.
+
+       ./opencl_limits */
+#define _POSIX_C_SOURCE 200809L   /* setenv */
+#define GPUFLOW_IMPLEMENTATION
+#ifndef GPUFLOW_OPENCL
+#  define GPUFLOW_OPENCL
+#endif
+#include <stdlib.h>
+#include "backends.h"
+#include "harness.h"
+
+/* A fill of 1 MiB is gpuflow's own kernel, launched with groups of 256: on a device of 64 it
+   was refused (CL_INVALID_WORK_GROUP_SIZE) and the memory left as it was. */
+static void test_small_groups(gf_device *dev)
+{
+    static unsigned char h[1 << 20];
+    gf_stream *s = NULL;
+    gf_buffer *b = NULL;
+    size_t i;
+    if (CHECK_EQ_RESULT(gf_stream_create(dev, NULL, &s), GF_OK) && CHECK_EQ_RESULT(gf_buffer_create(dev, sizeof h, &b), GF_OK)) {
+        CHECK_EQ_RESULT(gf_fill_async(s, b, 0, 0xa5, sizeof h), GF_OK);
+        CHECK_EQ_RESULT(gf_stream_synchronize(s), GF_OK);
+        CHECK_EQ_RESULT(gf_copy_to_host(h, b, 0, sizeof h), GF_OK);
+        for (i = 0; i < sizeof h && h[i] == 0xa5; i++) {}
+        CHECK(i == sizeof h, "small groups: a 1 MiB fill fills every byte where a group holds 64 work-items");
+    }
+    if (b) gf_buffer_destroy(b);
+    if (s) gf_stream_destroy(s);
+}
+
+/* A queue of the context's other device was taken as a stream of this one: its first launch
+   ran a program built for another device (PoCL aborted the process). An image was taken as a
+   buffer. Both are refused now, and the device goes on. */
+typedef cl_mem (*create_image_fn)(cl_context, cl_mem_flags, const cl_image_format *, size_t, size_t, size_t, void *, cl_int *);
+static void test_two_devices(void)
+{
+    cl_platform_id platform = NULL;
+    cl_device_id ids[2];
+    cl_uint count = 0;
+    cl_context ctx;
+    cl_command_queue q;
+    cl_mem image;
+    cl_int e;
+    cl_image_format format = { CL_RGBA, CL_UNSIGNED_INT8 };
+    gf_native_device nat;
+    gf_device *dev = NULL;
+    gf_stream *s = NULL;
+    gf_buffer *b = NULL;
+    create_image_fn create_image = NULL;
+    void *sym = gf__dlsym(gf__cl_driver.lib, "clCreateImage2D");   /* not in gpuflow's table: deprecated since 1.2 */
+    memcpy(&create_image, &sym, sizeof sym);   /* object to function pointer, as the loader does */
+    if (!create_image ||
+        GF__CL(clGetPlatformIDs, (1, &platform, NULL)) != CL_SUCCESS ||
+        GF__CL(clGetDeviceIDs, (platform, CL_DEVICE_TYPE_ALL, 2, ids, &count)) != CL_SUCCESS || count < 2) {
+        SKIP("two devices: the platform has fewer than two devices");
+        return;
+    }
+    ctx = GF__CL_NEW(clCreateContext, (NULL, 2, ids, NULL, NULL), &e);
+    if (!CHECK(ctx != NULL, "two devices: a context of both")) return;
+    memset(&nat, 0, sizeof nat);
+    nat.context = ctx;
+    nat.device = ids[0];
+    if (CHECK_EQ_RESULT(gf_device_open_native(GF_BACKEND_OPENCL, &nat, &dev), GF_OK)) {
+        if ((q = GF__CL_NEW(clCreateCommandQueue, (ctx, ids[1], 0), &e)) != NULL) {
+            CHECK_FAIL(gf_stream_wrap(dev, q, NULL, &s), GF_ERROR_WRONG_DEVICE);
+            GF__CL(clReleaseCommandQueue, (q));
+        }
+        if ((image = create_image(ctx, CL_MEM_READ_WRITE, &format, 16, 16, 0, NULL, &e)) != NULL) {
+            CHECK_FAIL(gf_buffer_wrap(dev, (uint64_t)(uintptr_t)image, 64, &b), GF_ERROR_INVALID_ARGUMENT);
+            GF__CL(clReleaseMemObject, (image));
+        }
+        test_small_groups(dev);   /* the device works on */
+        gf_device_close(dev);
+    }
+    GF__CL(clReleaseContext, (ctx));
+}
+
+int main(void)
+{
+    gf_device *dev = NULL;
+    gf_result r;
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    setenv("POCL_MAX_WORK_GROUP_SIZE", "64", 1);
+    setenv("POCL_DEVICES", "pthread pthread", 1);
+    r = gf_device_open(GF_BACKEND_OPENCL, 0, &dev);
+    if (r != GF_OK || !strstr(dev->info.name, "pthread")) {
+        printf("notice: opencl_limits skipped: %s\n", r != GF_OK ? gf_last_error() : "the first OpenCL device is not PoCL's");
+        SKIP("PoCL not the first OpenCL platform here");
+        if (dev) gf_device_close(dev);
+        return th_finish();
+    }
+    printf("opencl limits on %s\n", gf_device_name(dev));
+    test_small_groups(dev);
+    gf_device_close(dev);
+    test_two_devices();
+    return th_finish();
+}
