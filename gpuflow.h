@@ -229,7 +229,8 @@ typedef enum gf_result {
     GF_ERROR_NOT_FOUND            = -12, /* kernel name, wait id */
     GF_ERROR_BUILD                = -13, /* module compile / link failed (log in gf_last_error) */
     GF_ERROR_DRIVER               = -14, /* any other driver failure (named in gf_last_error) */
-    GF_ERROR_DEVICE_LOST          = -15  /* the device is gone (so far only made by faults on demand) */
+    GF_ERROR_DEVICE_LOST          = -15  /* the device is gone: a kernel's fault ended its context (CUDA,
+                                            HIP: an illegal address, a launch failure), or faults on demand */
 } gf_result;
 
 /* ---- opaque objects ------------------------------------------------------------------ */
@@ -3042,6 +3043,7 @@ GF__UNUSED_DECL static const char *gf__dlerror(void) { const char *e = dlerror()
 typedef struct gf__native_codes {
     int success, not_ready, out_of_memory, not_found, not_supported, no_device;
     const int *capture; int capture_count;     /* codes that mean "not allowed in this capture" */
+    const int *lost; int lost_count;           /* codes that leave the context unusable (a kernel's fault) */
     const char *(*name)(int r);                /* the driver's name for a code */
 } gf__native_codes;
 
@@ -3054,12 +3056,14 @@ GF__UNUSED_DECL static gf_result gf__native_code(const gf__native_codes *c, int 
     if (r == c->not_supported) return GF_ERROR_NOT_SUPPORTED;
     if (r == c->no_device) return GF_ERROR_NO_DEVICE;
     for (i = 0; i < c->capture_count; i++) if (r == c->capture[i]) return GF_ERROR_CAPTURE;
+    for (i = 0; i < c->lost_count; i++) if (r == c->lost[i]) return GF_ERROR_DEVICE_LOST;
     return GF_ERROR_DRIVER;
 }
 /* "call: NAME (n)", with the gpuflow code r maps to. */
 GF__UNUSED_DECL static gf_result gf__native_fail(const gf__native_codes *c, int r, const char *call) {
     gf_result code = gf__native_code(c, r);
-    return gf__fail(code, "%s: %s (%d)%s", call, c->name(r), r, code == GF_ERROR_CAPTURE ? ": not allowed in this stream capture" : "");
+    return gf__fail(code, "%s: %s (%d)%s", call, c->name(r), r, code == GF_ERROR_CAPTURE ? ": not allowed in this stream capture"
+                    : code == GF_ERROR_DEVICE_LOST ? ": a kernel's fault left the device's context unusable (every later call fails the same): close the device" : "");
 }
 /* A query's answer: done, not yet, or a failure to report. */
 GF__UNUSED_DECL static gf_result gf__native_ready(const gf__native_codes *c, int r, const char *call) {
@@ -4520,11 +4524,13 @@ static uint64_t gf__stream_unsettled(gf_stream *s) {
 }
 
 /* The answer of a wait or query of s: done (the host now knows its work so far completed),
-   not yet, or a failure the stream keeps. */
-static gf_result gf__stream_settle(gf_stream *s, gf_result r, uint64_t seen, gf__race_seen *race_seen) {
+   not yet, or a failure the stream keeps. waited: a synchronize, which ends with the stream's
+   work whether it failed or not (the race detector learns it either way: the next access
+   after a failed kernel raced with nothing). */
+static gf_result gf__stream_settle(gf_stream *s, gf_result r, uint64_t seen, gf__race_seen *race_seen, int waited) {
     if (r == GF_OK) gf__stream_retire(s, seen);
     else if (r != GF_NOT_READY) gf__atomic_store_int(&s->status, (int)r);
-    gf__race_seen_done(s->dev, race_seen, r == GF_OK);
+    gf__race_seen_done(s->dev, race_seen, r == GF_OK || (waited && r < 0));
     return r;
 }
 
@@ -4555,7 +4561,7 @@ static gf_result gf__stream_sync(gf_stream *s) {
         snprintf(what, sizeof what, "waiting for stream '%s'", s->label);
         gf__hang_report(s->dev, what);
     }
-    return gf__stream_settle(s, s->dev->be->stream_synchronize(s), seen, &race_seen);
+    return gf__stream_settle(s, s->dev->be->stream_synchronize(s), seen, &race_seen, 1);
 }
 
 /* This thread, as a capture remembers the one that began it: a thread-local's address. */
@@ -4668,7 +4674,7 @@ static gf_result gf__stream_query_settled(void *p) {
     gf_stream *s = (gf_stream *)p;
     uint64_t seen = gf__atomic_load(&s->submitted);
     gf__race_seen race_seen = gf__race_seen_stream(s);
-    return gf__stream_settle(s, s->dev->be->stream_query(s), seen, &race_seen);
+    return gf__stream_settle(s, s->dev->be->stream_query(s), seen, &race_seen, 0);
 }
 
 static gf_result gf__call_stream_synchronize_timeout(gf_stream *s, unsigned timeout_ms) {
@@ -5959,9 +5965,10 @@ static gf_result gf__event_check_wait(const char *fn, gf_event *ev) {
     return GF_OK;
 }
 
-/* An event's wait or query answered: done means the host knows its record completed. */
-static gf_result gf__event_settle(gf_event *ev, gf_result r, gf__race_seen *race_seen) {
-    gf__race_seen_done(ev->dev, race_seen, r == GF_OK);
+/* An event's wait or query answered: done means the host knows its record completed (a wait
+   that failed ended too: as gf__stream_settle). */
+static gf_result gf__event_settle(gf_event *ev, gf_result r, gf__race_seen *race_seen, int waited) {
+    gf__race_seen_done(ev->dev, race_seen, r == GF_OK || (waited && r < 0));
     return r;
 }
 
@@ -5998,7 +6005,7 @@ static gf_result gf__call_event_synchronize(gf_event *ev) {
         snprintf(what, sizeof what, "waiting for an event recorded on %s", label);
         gf__hang_report(ev->dev, what);
     }
-    return gf__event_settle(ev, ev->dev->be->event_synchronize(ev), &race_seen);
+    return gf__event_settle(ev, ev->dev->be->event_synchronize(ev), &race_seen, 1);
 }
 
 static gf_result gf__event_query_backend(void *p) { gf_event *ev = (gf_event *)p; return ev->dev->be->event_query(ev); }
@@ -6013,7 +6020,7 @@ static gf_result gf__event_wait_for(const char *fn, gf_event *ev, unsigned timeo
     if (!gf__atomic_load_int(&ev->recorded)) return GF_OK;
     race_seen = gf__race_seen_event(ev);
     r = gf__poll(gf__event_query_backend, ev, timeout_ms);
-    return gf__event_settle(ev, r, &race_seen);   /* a timeout frees the snapshot */
+    return gf__event_settle(ev, r, &race_seen, 1);   /* a timeout frees the snapshot */
 }
 static gf_result gf__call_event_synchronize_timeout(gf_event *ev, unsigned timeout_ms) {
     gf_result r;
@@ -6030,7 +6037,7 @@ static gf_result gf__call_event_query(gf_event *ev) {
     if ((r = gf__event_check_wait("gf_event_query", ev)) != GF_OK) return r;
     if (!gf__atomic_load_int(&ev->recorded)) return GF_OK;
     race_seen = gf__race_seen_event(ev);
-    return gf__event_settle(ev, ev->dev->be->event_query(ev), &race_seen);
+    return gf__event_settle(ev, ev->dev->be->event_query(ev), &race_seen, 0);
 }
 
 static gf_result gf__call_event_elapsed_ms(gf_event *start, gf_event *end, float *ms) {
@@ -6336,7 +6343,7 @@ static uint64_t gf__pending(gf_stream *s) {
     uint64_t sub = gf__atomic_load(&s->submitted);   /* before the query: what a "done" answer covers */
     if (gf__stream_unsettled(s)) {   /* refresh: the driver may have finished since we last looked */
         gf__race_seen race_seen = gf__race_seen_stream(s);
-        if (gf__stream_settle(s, s->dev->be->stream_query(s), sub, &race_seen) == GF_OK) return 0;
+        if (gf__stream_settle(s, s->dev->be->stream_query(s), sub, &race_seen, 0) == GF_OK) return 0;
     }
     return gf__stream_unsettled(s);
 }
@@ -8189,7 +8196,7 @@ static int gf__flow_frame_complete(const gf__flow_frame *fr) {
     for (k = 0; k < fr->lanes; k++) {
         gf_event *end = fr->ends[k];
         gf__race_seen race_seen = gf__race_seen_event(end);
-        if (gf__event_settle(end, end->dev->be->event_query(end), &race_seen) != GF_OK) return 0;
+        if (gf__event_settle(end, end->dev->be->event_query(end), &race_seen, 0) != GF_OK) return 0;
     }
     return 1;
 }
@@ -14392,10 +14399,16 @@ static void gf__race_access_one(gf__race *race, gf_stream *s, const gf__race_use
                 char text[1024];
                 const char *a_stream = race->slot_label[a->slot];
                 size_t lo = a->lo > u->lo ? a->lo : u->lo, hi = a->hi < u->hi ? a->hi : u->hi;
-                snprintf(text, sizeof text, "race: buffer %u [%llu, %llu) %s by %.63s on '%s', %s by %.63s on '%s': no event orders them "
-                         "(record an event on '%s' after the %.63s and make '%s' wait on it)",
-                         rb->id, (unsigned long long)lo, (unsigned long long)hi, a->write ? "written" : "read", a->op, a_stream,
-                         u->write ? "written" : "read", u->op, s->label, a_stream, a->op, s->label);
+                if (s == s->dev->sync_stream)   /* a synchronous call's: its stream is not the program's to order */
+                    snprintf(text, sizeof text, "race: buffer %u [%llu, %llu) %s by %.63s on '%s', %s by a synchronous %.63s: nothing orders "
+                             "them (synchronize '%s', or an event recorded on it after the %.63s, before the synchronous call)",
+                             rb->id, (unsigned long long)lo, (unsigned long long)hi, a->write ? "written" : "read", a->op, a_stream,
+                             u->write ? "written" : "read", u->op, a_stream, a->op);
+                else
+                    snprintf(text, sizeof text, "race: buffer %u [%llu, %llu) %s by %.63s on '%s', %s by %.63s on '%s': no event orders them "
+                             "(record an event on '%s' after the %.63s and make '%s' wait on it)",
+                             rb->id, (unsigned long long)lo, (unsigned long long)hi, a->write ? "written" : "read", a->op, a_stream,
+                             u->write ? "written" : "read", u->op, s->label, a_stream, a->op, s->label);
                 if (!msg[0]) gf__race_found(race, gf__race_key(a->op, a_stream, u->op, s->label, rb->id), text, msg, cap);
                 else gf__race_found(race, gf__race_key(a->op, a_stream, u->op, s->label, rb->id), text, text, sizeof text);
             }

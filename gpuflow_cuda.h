@@ -391,9 +391,13 @@ static const int gf__cuda_capture_codes[] = {
     CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, CUDA_ERROR_STREAM_CAPTURE_MERGE,
     CUDA_ERROR_STREAM_CAPTURE_UNMATCHED, CUDA_ERROR_STREAM_CAPTURE_UNJOINED, CUDA_ERROR_STREAM_CAPTURE_ISOLATION,
     CUDA_ERROR_STREAM_CAPTURE_IMPLICIT, CUDA_ERROR_CAPTURED_EVENT, CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD };
+/* "the process is in an inconsistent state and any further CUDA work will return the same error" (cuda.h) */
+static const int gf__cuda_lost_codes[] = { CUDA_ERROR_ILLEGAL_ADDRESS, CUDA_ERROR_HARDWARE_STACK_ERROR, CUDA_ERROR_ILLEGAL_INSTRUCTION,
+                                        CUDA_ERROR_MISALIGNED_ADDRESS, CUDA_ERROR_INVALID_ADDRESS_SPACE, CUDA_ERROR_INVALID_PC, CUDA_ERROR_LAUNCH_FAILED };
 static const gf__native_codes gf__cuda_codes = {
     CUDA_SUCCESS, CUDA_ERROR_NOT_READY, CUDA_ERROR_OUT_OF_MEMORY, CUDA_ERROR_NOT_FOUND, CUDA_ERROR_NOT_SUPPORTED, CUDA_ERROR_NO_DEVICE,
-    gf__cuda_capture_codes, (int)(sizeof gf__cuda_capture_codes / sizeof gf__cuda_capture_codes[0]), gf__cuda_error_name };
+    gf__cuda_capture_codes, (int)(sizeof gf__cuda_capture_codes / sizeof gf__cuda_capture_codes[0]),
+    gf__cuda_lost_codes, (int)(sizeof gf__cuda_lost_codes / sizeof gf__cuda_lost_codes[0]), gf__cuda_error_name };
 
 /* "cuXxx: CUDA_ERROR_NAME (n)", with the gpuflow code that CUresult maps to. */
 static gf_result gf__cuda_fail(CUresult r, const char *call) { return gf__native_fail(&gf__cuda_codes, (int)r, call); }
@@ -1087,7 +1091,7 @@ static const char *gf__nvrtc_error_name(int r) {
 /* NVRTC's codes in gpuflow's terms: out of memory, or a driver failure (compile errors are
    GF_ERROR_BUILD, said with the log, below). -1: a code NVRTC does not have. */
 static const gf__native_codes gf__nvrtc_codes = {
-    NVRTC_SUCCESS, -1, NVRTC_ERROR_OUT_OF_MEMORY, -1, -1, -1, NULL, 0, gf__nvrtc_error_name };
+    NVRTC_SUCCESS, -1, NVRTC_ERROR_OUT_OF_MEMORY, -1, -1, -1, NULL, 0, NULL, 0, gf__nvrtc_error_name };
 
 /* Where NVRTC is looked for, in order: the soname of the driver's major version first (PTX
    from a newer NVRTC does not load on an older driver), then the other, then any; on Linux

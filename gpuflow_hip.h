@@ -418,9 +418,11 @@ static const int gf__hip_capture_codes[] = {
     hipErrorStreamCaptureUnsupported, hipErrorStreamCaptureInvalidated, hipErrorStreamCaptureMerge,
     hipErrorStreamCaptureUnmatched, hipErrorStreamCaptureUnjoined, hipErrorStreamCaptureIsolation,
     hipErrorStreamCaptureImplicit, hipErrorCapturedEvent, hipErrorStreamCaptureWrongThread };
+static const int gf__hip_lost_codes[] = { hipErrorIllegalAddress, hipErrorLaunchFailure };   /* the context's sticky failures, as CUDA's */
 static const gf__native_codes gf__hip_codes = {
     hipSuccess, hipErrorNotReady, hipErrorOutOfMemory, hipErrorNotFound, hipErrorNotSupported, hipErrorNoDevice,
-    gf__hip_capture_codes, (int)(sizeof gf__hip_capture_codes / sizeof gf__hip_capture_codes[0]), gf__hip_error_name };
+    gf__hip_capture_codes, (int)(sizeof gf__hip_capture_codes / sizeof gf__hip_capture_codes[0]),
+    gf__hip_lost_codes, (int)(sizeof gf__hip_lost_codes / sizeof gf__hip_lost_codes[0]), gf__hip_error_name };
 
 /* "hipXxx: hipErrorName (n)", with the gpuflow code that hipError_t maps to. */
 static gf_result gf__hip_fail(hipError_t r, const char *call) { return gf__native_fail(&gf__hip_codes, (int)r, call); }
@@ -1108,7 +1110,7 @@ static const char *gf__hiprtc_error_name(int r) {
 /* hiprtc's codes in gpuflow's terms: out of memory, or a driver failure (compile errors are
    GF_ERROR_BUILD, said with the log, below). -1: a code hiprtc does not have. */
 static const gf__native_codes gf__hiprtc_codes = {
-    HIPRTC_SUCCESS, -1, HIPRTC_ERROR_OUT_OF_MEMORY, -1, -1, -1, NULL, 0, gf__hiprtc_error_name };
+    HIPRTC_SUCCESS, -1, HIPRTC_ERROR_OUT_OF_MEMORY, -1, -1, -1, NULL, 0, NULL, 0, gf__hiprtc_error_name };
 
 /* Where hiprtc is looked for: first in the HIP runtime itself (ROCm 5 exports it from
    libamdhip64), then libhiprtc of the runtime's major version (ROCm 6 moved it there; a

@@ -293,6 +293,34 @@ static void test_messages(gf_module *mod)
     CHECK(strstr(gf_last_error(), "cuMemAlloc: CUDA_ERROR_OUT_OF_MEMORY (2)") != NULL, "an allocation too large: the driver's call and code");
 }
 
+/* Last, since it ends the process's context for good: a kernel that writes to address 0. Its
+   CUDA_ERROR_ILLEGAL_ADDRESS, which cuda.h says every later call returns too, was
+   GF_ERROR_DRIVER like any refusal (an outside review): GF_ERROR_DEVICE_LOST now, and said. */
+static void test_sticky_fault(void)
+{
+    static const char ptx[] =
+        ".version 7.0\n.target sm_50\n.address_size 64\n"
+        ".visible .entry gf_test_crash() { .reg .u64 %rd<1>; .reg .u32 %r<1>; mov.u64 %rd0, 0; mov.u32 %r0, 1; st.global.u32 [%rd0], %r0; ret; }\n";
+    gf_module_desc d;
+    gf_module *mod = NULL;
+    gf_kernel *k = NULL;
+    gf_stream *s = NULL;
+    gf_launch_dims dims;
+    memset(&d, 0, sizeof d);
+    d.ptx = ptx;
+    memset(&dims, 0, sizeof dims);
+    dims.grid[0] = dims.grid[1] = dims.grid[2] = 1;
+    dims.block[0] = dims.block[1] = dims.block[2] = 1;
+    if (!CHECK_EQ_RESULT(gf_module_load(dev, &d, &mod), GF_OK) || !CHECK_EQ_RESULT(gf_kernel_get(mod, "gf_test_crash", &k), GF_OK) ||
+        !CHECK_EQ_RESULT(gf_stream_create(dev, NULL, &s), GF_OK))
+        return;
+    if (CHECK_EQ_RESULT(gf_launch(s, k, dims, NULL, 0), GF_OK)) {
+        CHECK_FAIL(gf_stream_synchronize(s), GF_ERROR_DEVICE_LOST);
+        CHECK(strstr(gf_last_error(), "CUDA_ERROR_ILLEGAL_ADDRESS") && strstr(gf_last_error(), "unusable"),
+              "a kernel's illegal address: GF_ERROR_DEVICE_LOST, with the driver's code and what it means");
+    }
+}
+
 int main(void)
 {
     gf_module *mod = NULL;
@@ -310,6 +338,7 @@ int main(void)
         test_messages(mod);
     }
     test_source();
+    test_sticky_fault();   /* last: the context does not come back */
     gf_device_close(dev);
     return th_finish();
 }

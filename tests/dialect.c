@@ -232,6 +232,17 @@ static void test_block_kernel_misuse(void)
     CHECK_FAIL(run_misuse(mod, "block_return", b, host), GF_ERROR_DRIVER);
     CHECK(strstr(gf_last_error(), "block_return") && strstr(gf_last_error(), "returned from inside"),
           "return in a region fails the launch on the stub (on a GPU the others wait at the barrier), naming the kernel (review 8)");
+    {   /* a synchronize that returns a launch's failure still waited for it: the race detector learns
+           that (it took the failed launch for one still running, and every later access raced it) */
+        gf_race_info info;
+        memset(&info, 0, sizeof info);
+        CHECK_EQ_RESULT(gf_race_check_enable(dev, GF_RACE_CHECK_ON), GF_OK);
+        CHECK_FAIL(run_misuse(mod, "block_with_sync", b, host), GF_ERROR_DRIVER);
+        CHECK_EQ_RESULT(gf_copy_to_device(b, 0, host, sizeof host), GF_OK);
+        CHECK(gf_race_report(dev, &info) == GF_OK && info.count == 0, "after a synchronize that returned a launch's failure, the host's access races nothing");
+        if (info.reports) printf("  %s\n", info.report[0]);
+        gf_race_check_enable(dev, 0);
+    }
     CHECK_FAIL(run_misuse(mod, "row_thread0_returns", b, host), GF_ERROR_DRIVER);
     CHECK(strstr(gf_last_error(), "15 of its 16 threads reached gf_block_sync"),
           "a GF_KERNEL whose thread 0 returns while the rest sync: the count names every thread that arrived (review 8: 1 of 16)");

@@ -1183,6 +1183,34 @@ static void test_hang_report(void)
     th_gate_destroy(&gate);
 }
 
+/* A synchronous copy racing a stream's fill: the advice named the device's internal stream
+   ("make 'gpuflow/sync' wait on it"), which the program cannot reach (an outside review). */
+static void test_sync_copy_advice(void)
+{
+    gf_device *dev = NULL;
+    gf_stream *x = NULL;
+    gf_buffer *b = NULL;
+    gf_race_info info;
+    unsigned char host[64];
+    if (!CHECK_EQ_RESULT(gf_device_open(backend, 0, &dev), GF_OK)) return;
+    gf_race_check_enable(dev, GF_RACE_CHECK_ON);
+    x = stream_named(dev, "x");
+    if (CHECK_EQ_RESULT(gf_buffer_create(dev, 64, &b), GF_OK)) {
+        gf_fill_async(x, b, 0, 1, 64);
+        gf_copy_to_host(host, b, 0, 64);   /* no wait for x */
+        gf_device_synchronize(dev);
+        memset(&info, 0, sizeof info);
+        gf_race_report(dev, &info);
+        CHECK(info.count == 1 && info.reports && strstr(info.report[0], "by a synchronous copy-to-host") &&
+              strstr(info.report[0], "synchronize 'x'") && !strstr(info.report[0], "gpuflow/sync"),
+              "a synchronous copy's race: the advice is to synchronize the other stream, not to order an internal one");
+        if (info.reports) printf("  %s\n", info.report[0]);
+        gf_buffer_destroy(b);
+    }
+    gf_stream_destroy(x);
+    gf_device_close(dev);
+}
+
 int main(int argc, char **argv)
 {
     gf_device *probe = NULL;
@@ -1242,5 +1270,6 @@ int main(int argc, char **argv)
     test_event_reuse();
     test_graph_args();
     test_hang_report();
+    test_sync_copy_advice();
     return th_finish();
 }
