@@ -54,6 +54,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>   /* dup, close: an imported fd */
 #include <string.h>
 
 #if CUDA_VERSION < 12000
