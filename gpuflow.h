@@ -2340,12 +2340,17 @@ static int gf__dir_each(const char *dir, const char *prefix, gf__dir_fn fn, void
     struct stat st;
     time_t now = time(NULL);
     size_t k = strlen(prefix);
+    int failed;
     if (!d) return 0;
-    while ((e = readdir(d)) != NULL)
+    for (;;) {   /* readdir ends with NULL either way: errno tells a failure (a 32-bit build's offsets, say) from the end */
+        errno = 0;
+        if (!(e = readdir(d))) break;
         if (!strncmp(e->d_name, prefix, k) && fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
             fn(user, e->d_name, (uint64_t)st.st_size, (int64_t)(now - st.st_mtime));
+    }
+    failed = errno != 0;
     closedir(d);
-    return 1;
+    return !failed;
 }
 #endif
 /* gf__dir_each(dir, prefix, fn, user): fn for each regular file of dir whose name starts with
@@ -2969,6 +2974,7 @@ static const gf__backend *gf__backend_of(gf_backend b);
      errors and logging: gf__fail gf__set_error gf__notice gf__quiet gf__copy_str
      host memory: gf__malloc gf__calloc gf__free gf__grow gf__alloc_own (> 0 around an
           allocation that fault rules must not count)
+     files: gf__fopen (a UTF-8 path, on Windows too)
      threads: gf__mutex gf__mutex_init gf__mutex_destroy gf__lock gf__unlock gf__cond
           gf__cond_init gf__cond_destroy gf__cond_wait gf__cond_broadcast gf__thread
           gf__thread_create gf__thread_join gf__atomic_add gf__atomic_load gf__spin
@@ -10425,7 +10431,9 @@ static void gf__cache_dir_trim(const char *dir, const char *keep) {
     gf__cache_files l;
     int i, removed = 0;
     memset(&l, 0, sizeof l);
-    if (!path || !gf__dir_each(dir, "gpuflow-", gf__cache_file_add, &l) || l.failed) { gf__free(path); gf__free(l.at); return; }
+    if (path && !gf__dir_each(dir, "gpuflow-", gf__cache_file_add, &l))
+        gf__notice(GF_LOG_INFO, "gf_module_load: the kernel cache '%s' cannot be listed (%s): it is not trimmed", dir, strerror(errno));
+    if (!path || l.failed || !l.count) { gf__free(path); gf__free(l.at); return; }
     for (i = 0; i < l.count; i++) if (gf__cache_file_kind(l.at[i].name) == 1) total += l.at[i].bytes;
     if (l.count > 1) qsort(l.at, (size_t)l.count, sizeof *l.at, gf__cache_file_older);
     for (i = 0; i < l.count; i++) {

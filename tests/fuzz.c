@@ -1785,8 +1785,8 @@ static void op_graph_capture(fz_in *in)
     if (sel == 14) { fz_bad(&e, GF_ERROR_INVALID_ARGUMENT); FZ_CALL(&e, gf_graph_capture(s, warmup, NULL, NULL, &g)); return; }
     if (sel == 15) { fz_bad(&e, GF_ERROR_INVALID_ARGUMENT); FZ_CALL(&e, gf_graph_capture(s, warmup, fz_task, (void *)&fz_task_kind[kind], NULL)); return; }
     role = si >= 0 ? fz_capture_role(s) : 0;
-    if (si >= 0 && role && warmup == 0) fz_bad(&run, GF_ERROR_CAPTURE);   /* captures do not nest */
-    else if (kind == FZ_T_FAIL) fz_bad(&run, GF_ERROR_INVALID_STATE);     /* fn's own failure comes back */
+    if (si >= 0 && role) fz_bad(&e, GF_ERROR_CAPTURE);   /* captures do not nest: refused before any warm-up run */
+    if (kind == FZ_T_FAIL) fz_bad(&run, GF_ERROR_INVALID_STATE);          /* fn's own failure comes back */
     else if (kind == FZ_T_SYNC) fz_bad(&run, GF_ERROR_CAPTURE);           /* a sync inside the capture */
     if (fz_u8(in) & 1) {   /* the desc form: warm-up runs, mode and a graph pool */
         gf_capture_desc desc;
