@@ -2983,7 +2983,7 @@ static const gf__backend *gf__backend_of(gf_backend b);
           gf__dlopen gf__dlsym gf__dlerror gf__native_codes gf__native_fail gf__native_ready
           gf__native_capture_broken gf__native_update_refused gf__native_priority
      launches: gf__kernel_params GF__STACK_ARGS gf__split_options gf__options_joined
-          gf__kernel_prelude_cxx gf__kernel_prelude_clc gf__build_log_lines
+          gf__kernel_prelude_cxx gf__kernel_prelude_clc gf__build_log_lines gf__build_log_start
      streams: gf__stream_failed (a failure found as a host callback comes due)
      captures and graphs: gf__stream_capturing gf__graph_launch_count gf__graph_launch_node
           gf__graph_launch_args gf__following_reload (set while a hot reload updates a
@@ -4991,40 +4991,45 @@ static gf_result gf__buffer_new(const char *fn, gf_device *dev, size_t bytes, gf
     return gf__buffer_new_as(fn, dev, bytes, kind, 0, out);
 }
 
-static gf_result gf__call_buffer_create_desc(gf_device *dev, const gf_buffer_desc *desc, gf_buffer **out) {
+/* gf_buffer_create and gf_buffer_create_desc; fn names the one the program called. */
+static gf_result gf__buffer_create(const char *fn, gf_device *dev, const gf_buffer_desc *desc, gf_buffer **out) {
+    gf_memory_kind kind;
     gf_result r;
-    GF__CHECK(dev, GF__T_DEVICE);
-    GF__CHECK_OUT(out);
-    GF__CHECK_OUT(desc);
+    GF__CHECK_IN(fn, dev, GF__T_DEVICE);
+    if (!out) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "%s: out is NULL", fn);
+    if (!desc) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "%s: desc is NULL", fn);
     *out = NULL;
-    if (desc->size == 0) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_buffer_create: size is 0");
+    kind = desc->managed ? GF_MEMORY_MANAGED : GF_MEMORY_DEVICE;
+    if (desc->size == 0) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "%s: size is 0", fn);
     if (desc->managed && !dev->info.managed_memory)
-        return gf__fail(GF_ERROR_NOT_SUPPORTED, "gf_buffer_create_desc: device %s has no managed memory", dev->tag);
+        return gf__fail(GF_ERROR_NOT_SUPPORTED, "%s: device %s has no managed memory", fn, dev->tag);
     if (desc->exportable && desc->managed)
-        return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_buffer_create_desc: a managed buffer cannot be exportable");
+        return gf__fail(GF_ERROR_INVALID_ARGUMENT, "%s: a managed buffer cannot be exportable", fn);
     if (desc->exportable && !(dev->be->external_types ? dev->be->external_types(dev, GF__EXT_EXPORT_MEMORY) : 0))
-        return gf__fail(GF_ERROR_NOT_SUPPORTED, "gf_buffer_create_desc: the %s backend (device %s) exports no memory", dev->be->name, dev->tag);
-    if ((r = GF__FAULT_POINT(dev, GF__FK_BUFFER, "gf_buffer_create")) != GF_OK) return r;
+        return gf__fail(GF_ERROR_NOT_SUPPORTED, "%s: the %s backend (device %s) exports no memory", fn, dev->be->name, dev->tag);
+    if ((r = GF__FAULT_POINT(dev, GF__FK_BUFFER, fn)) != GF_OK) return r;
     if (desc->budget) {
         int crossed = 0;
         uint64_t used = 0;
-        GF__CHECK(desc->budget, GF__T_BUDGET);
+        GF__CHECK_IN(fn, desc->budget, GF__T_BUDGET);
         if (desc->budget->dev != dev)
-            return gf__fail(GF_ERROR_WRONG_DEVICE, "gf_buffer_create_desc: budget '%s' belongs to another device", desc->budget->label);
+            return gf__fail(GF_ERROR_WRONG_DEVICE, "%s: budget '%s' belongs to another device", fn, desc->budget->label);
         if ((r = gf__budget_charge(desc->budget, desc->size, &crossed, &used)) != GF_OK) return r;
-        r = gf__buffer_new_as("gf_buffer_create", dev, desc->size, desc->managed ? GF_MEMORY_MANAGED : GF_MEMORY_DEVICE, desc->exportable != 0, out);
+        r = gf__buffer_new_as(fn, dev, desc->size, kind, desc->exportable != 0, out);
         if (r == GF_OK) (*out)->budget = desc->budget;
         gf__budget_settle(desc->budget, desc->size, r == GF_OK, crossed, used);
         return r;
     }
-    return gf__buffer_new_as("gf_buffer_create", dev, desc->size, desc->managed ? GF_MEMORY_MANAGED : GF_MEMORY_DEVICE, desc->exportable != 0, out);
+    return gf__buffer_new_as(fn, dev, desc->size, kind, desc->exportable != 0, out);
 }
-
+static gf_result gf__call_buffer_create_desc(gf_device *dev, const gf_buffer_desc *desc, gf_buffer **out) {
+    return gf__buffer_create("gf_buffer_create_desc", dev, desc, out);
+}
 static gf_result gf__call_buffer_create(gf_device *dev, size_t bytes, gf_buffer **out) {
     gf_buffer_desc d;
     memset(&d, 0, sizeof d);
     d.size = bytes;
-    return gf_buffer_create_desc(dev, &d, out);
+    return gf__buffer_create("gf_buffer_create", dev, &d, out);
 }
 
 /* Drops one reference (the handle's, or a view's on its parent). At the last the memory goes:
@@ -7831,14 +7836,6 @@ GPUFLOW_IMPL gf_result gf_flow_create(gf_device *dev, const gf_flow_desc *desc, 
     return GF_OK;
 }
 
-GPUFLOW_IMPL gf_result gf_flow_add(gf_flow *flow, const char *name, gf_task_fn fn, void *user, gf_task *out) {
-    gf_task_desc d;
-    memset(&d, 0, sizeof d);
-    d.name = name; d.fn = fn; d.user = user;
-    if (gf__is(flow, GF__T_FLOW)) d.workload = flow->workload;
-    return gf_flow_add_desc(flow, &d, out);
-}
-
 /* Appends the task made as proto (named "task N" when it has no name). */
 static gf_result gf__flow_push(gf_flow *flow, const char *fn, const gf__task *proto, const char *name, gf_task *out) {
     gf__task *t;
@@ -7859,26 +7856,37 @@ static gf_result gf__flow_push(gf_flow *flow, const char *fn, const gf__task *pr
     return GF_OK;
 }
 
-GPUFLOW_IMPL gf_result gf_flow_add_desc(gf_flow *flow, const gf_task_desc *desc, gf_task *out) {
+/* gf_flow_add and gf_flow_add_desc; fn names the one the program called. */
+static gf_result gf__flow_add(const char *fn, gf_flow *flow, const gf_task_desc *desc, gf_task *out) {
     gf__task t;
-    GF__CHECK(flow, GF__T_FLOW);
-    GF__NOT_IN_OWN_TASK(flow);
-    GF__CHECK_OUT(out);
-    GF__CHECK_OUT(desc);
-    if (!desc->fn) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_flow_add: fn is NULL");
+    GF__CHECK_IN(fn, flow, GF__T_FLOW);
+    if (gf__in_task_of(flow)) return gf__fail(GF_ERROR_INVALID_STATE, GF__IN_OWN_TASK_TEXT, fn);
+    if (!out) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "%s: out is NULL", fn);
+    if (!desc) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "%s: desc is NULL", fn);
+    if (!desc->fn) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "%s: fn is NULL", fn);
     memset(&t, 0, sizeof t);
     t.hint.priority = desc->priority;
     t.hint.workload = desc->workload;
     if (gf__check_hint(&t.hint) != GF_OK)
-        return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_flow_add_desc: priority %d or workload %d is out of range", (int)desc->priority, (int)desc->workload);
+        return gf__fail(GF_ERROR_INVALID_ARGUMENT, "%s: priority %d or workload %d is out of range", fn, (int)desc->priority, (int)desc->workload);
     if (desc->device && (!gf__device_is_open(desc->device) || !gf__is(desc->device, GF__T_DEVICE)))
-        return gf__fail(GF_ERROR_INVALID_HANDLE, "gf_flow_add_desc: desc->device is not an open device");
+        return gf__fail(GF_ERROR_INVALID_HANDLE, "%s: desc->device is not an open device", fn);
     t.fn = desc->fn;
     t.user = desc->user;
     t.on_complete = desc->on_complete;
     t.on_complete_user = desc->on_complete_user;
     t.dev = desc->device ? desc->device : flow->dev;
-    return gf__flow_push(flow, "gf_flow_add", &t, desc->name, out);
+    return gf__flow_push(flow, fn, &t, desc->name, out);
+}
+GPUFLOW_IMPL gf_result gf_flow_add(gf_flow *flow, const char *name, gf_task_fn fn, void *user, gf_task *out) {
+    gf_task_desc d;
+    memset(&d, 0, sizeof d);
+    d.name = name; d.fn = fn; d.user = user;
+    if (gf__is(flow, GF__T_FLOW)) d.workload = flow->workload;
+    return gf__flow_add(__func__, flow, &d, out);
+}
+GPUFLOW_IMPL gf_result gf_flow_add_desc(gf_flow *flow, const gf_task_desc *desc, gf_task *out) {
+    return gf__flow_add(__func__, flow, desc, out);
 }
 
 /* The checks of a conditional's int (gf_stream_begin_while/if, gf_flow_add_condition). */
@@ -9378,21 +9386,21 @@ static void gf__capture_abandon(gf_stream *s) {
     gf__discarded_release(g);
 }
 
-static gf_result gf__call_stream_begin_capture(gf_stream *s, gf_capture_mode mode) {
-    return gf_stream_begin_capture_pool(s, mode, NULL);
-}
-
-static gf_result gf__call_stream_begin_capture_pool(gf_stream *s, gf_capture_mode mode, gf_graph_pool *pool) {
+/* gf_stream_begin_capture and its _pool form; fn names the one the program called. */
+static gf_result gf__stream_begin_capture(const char *fn, gf_stream *s, gf_capture_mode mode, gf_graph_pool *pool) {
     gf__capture *c;
     gf_result r = GF_OK;
-    GF__CHECK(s, GF__T_STREAM);
-    if (pool) { GF__CHECK(pool, GF__T_GRAPH_POOL); GF__SAME_DEVICE(s->dev, pool->dev); }
+    GF__CHECK_IN(fn, s, GF__T_STREAM);
+    if (pool) {
+        GF__CHECK_IN(fn, pool, GF__T_GRAPH_POOL);
+        if (s->dev != pool->dev) return gf__fail(GF_ERROR_WRONG_DEVICE, "%s: objects of two different devices used together", fn);
+    }
     if (mode < GF_CAPTURE_GLOBAL || mode > GF_CAPTURE_RELAXED)
-        return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_stream_begin_capture: mode %d is not a gf_capture_mode", (int)mode);
-    if (s == s->dev->sync_stream) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_stream_begin_capture: the device's own stream cannot capture");
+        return gf__fail(GF_ERROR_INVALID_ARGUMENT, "%s: mode %d is not a gf_capture_mode", fn, (int)mode);
+    if (s == s->dev->sync_stream) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "%s: the device's own stream cannot capture", fn);
     if (!(c = (gf__capture *)gf__calloc(sizeof *c)) || !(c->graph = gf__graph_new(s->dev, mode))) {
         gf__free(c);
-        return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_stream_begin_capture: out of host memory");
+        return gf__fail(GF_ERROR_OUT_OF_MEMORY, "%s: out of host memory", fn);
     }
     c->origin = s;
     c->mode = mode;
@@ -9401,10 +9409,10 @@ static gf_result gf__call_stream_begin_capture_pool(gf_stream *s, gf_capture_mod
     if (pool) { c->graph->pool = pool; gf__atomic_add_int(&pool->graphs, 1); }   /* released with the graph */
     gf__lock(&s->lock);
     if (s->capture)
-        r = gf__fail(GF_ERROR_CAPTURE, "gf_stream_begin_capture: stream '%s' is already %s", s->label,
+        r = gf__fail(GF_ERROR_CAPTURE, "%s: stream '%s' is already %s", fn, s->label,
                      s->capture->origin == s ? "capturing (captures do not nest)" : "part of another stream's capture");
     else if (!gf__grow((void **)&c->members, &c->member_cap, 1, sizeof *c->members))
-        r = gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_stream_begin_capture: out of host memory");
+        r = gf__fail(GF_ERROR_OUT_OF_MEMORY, "%s: out of host memory", fn);
     else if (c->by_driver)
         r = s->dev->be->capture_begin(s, mode);
     if (r != GF_OK) {
@@ -9424,6 +9432,12 @@ static gf_result gf__call_stream_begin_capture_pool(gf_stream *s, gf_capture_mod
     gf__unlock(&s->dev->lock);
     gf__unlock(&s->lock);
     return GF_OK;
+}
+static gf_result gf__call_stream_begin_capture(gf_stream *s, gf_capture_mode mode) {
+    return gf__stream_begin_capture("gf_stream_begin_capture", s, mode, NULL);
+}
+static gf_result gf__call_stream_begin_capture_pool(gf_stream *s, gf_capture_mode mode, gf_graph_pool *pool) {
+    return gf__stream_begin_capture("gf_stream_begin_capture_pool", s, mode, pool);
 }
 
 static gf_result gf__call_stream_end_capture(gf_stream *s, gf_graph **out) {
@@ -10527,6 +10541,16 @@ static int gf__say_text_line(gf__text *t, const char *text, unsigned long line) 
 /* A compiler that ignores #line (NVIDIA's OpenCL reports "<kernel>:38:80: error") gets its
    line numbers mapped through the text's own directives, as they would have been read. A
    backend helper: unused in a build without OpenCL. */
+/* Where a build log longer than fits (a message's share) is read from: its first error's line
+   when warnings come before it (compilers list diagnostics in the source's order, so a kernel
+   with a page of warnings ahead of its error showed warnings alone). */
+static const char *gf__build_log_start(const char *log, size_t fits) GF__UNUSED_DECL;
+static const char *gf__build_log_start(const char *log, size_t fits) {
+    const char *e = strstr(log, "error");
+    if (!e || strlen(log) < fits || (size_t)(e - log) < fits / 2) return log;
+    while (e > log && e[-1] != '\n') e--;
+    return e;
+}
 static void gf__build_log_lines(const char *text, const char *log, char *out, size_t cap) GF__UNUSED_DECL;
 static void gf__build_log_lines(const char *text, const char *log, char *out, size_t cap) {
     static const char mark[] = "<kernel>:";
@@ -11117,6 +11141,7 @@ GPUFLOW_IMPL gf_result gf_device_get_native(gf_device *dev, gf_native_device *ou
    then NULL: gf_device_get_native says it unambiguously). */
 GPUFLOW_IMPL void *gf_device_native(gf_device *dev) {
     gf_native_device nd;
+    if (!gf__is(dev, GF__T_DEVICE)) { gf__say_bad_handle(__func__, "dev", dev, GF__T_DEVICE); return NULL; }
     if (gf_device_get_native(dev, &nd) != GF_OK) return NULL;
     return nd.context ? nd.context : (void *)(intptr_t)nd.ordinal;
 }

@@ -1179,7 +1179,7 @@ static gf_result gf__cuda_nvrtc_build(const char *arch, const char *name, const 
             log[len - 1] = 0;
             for (len = strlen(log); len && (log[len - 1] == '\n' || log[len - 1] == '\r' || log[len - 1] == ' '); ) log[--len] = 0;
         } else if (log) log[0] = 0;
-        e = gf__fail(GF_ERROR_BUILD, "NVRTC: %s: %s", name, log && log[0] ? log : gf__nvrtc_error_name((int)r));
+        e = gf__fail(GF_ERROR_BUILD, "NVRTC: %s: %s", name, log && log[0] ? gf__build_log_start(log, sizeof gf__error_text / 2) : gf__nvrtc_error_name((int)r));
         goto done;
     }
     if (r != NVRTC_SUCCESS) { call = "nvrtcCompileProgram"; goto failed; }

@@ -1220,7 +1220,7 @@ static gf_result gf__hip_hiprtc_to_code(const char *arch, const char *name, cons
             log[len] = 0;
             for (len = strlen(log); len && (log[len - 1] == '\n' || log[len - 1] == '\r' || log[len - 1] == ' '); ) log[--len] = 0;
         } else if (log) log[0] = 0;
-        e = gf__fail(GF_ERROR_BUILD, "hiprtc: %s: %s", name, log && log[0] ? log : gf__hiprtc_error_name((int)r));
+        e = gf__fail(GF_ERROR_BUILD, "hiprtc: %s: %s", name, log && log[0] ? gf__build_log_start(log, sizeof gf__error_text / 2) : gf__hiprtc_error_name((int)r));
         goto done;
     }
     if (r != HIPRTC_SUCCESS) { call = "hiprtcCompileProgram"; goto failed; }

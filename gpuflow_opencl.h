@@ -249,6 +249,9 @@ static int gf__cl_injected(cl_int *errcode_ret) {
 #  define GF__CL_LIBRARY "libOpenCL.so.1"
 #endif
 
+/* NVIDIA's OpenCL answers a kernel's illegal address with -9999, a code of its own, and every
+   later call on the context fails: as CUDA's ILLEGAL_ADDRESS, the device is lost. */
+#define GF__CL_NV_KERNEL_FAULT (-9999)
 static const char *gf__cl_error_name(cl_int e) {
     switch (e) {
 #define GF__CL_E(x) case x: return #x;
@@ -282,6 +285,7 @@ static const char *gf__cl_error_name(cl_int e) {
     GF__CL_E(CL_INVALID_SPEC_ID) GF__CL_E(CL_MAX_SIZE_RESTRICTION_EXCEEDED)
 #endif
 #undef GF__CL_E
+    case GF__CL_NV_KERNEL_FAULT: return "NVIDIA's code for a kernel's illegal memory access";
     default: return "unknown OpenCL error";
     }
 }
@@ -297,9 +301,11 @@ static gf_result gf__cl_fail(const char *call, cl_int e) {
     case CL_INVALID_GLOBAL_WORK_SIZE: case CL_MEM_COPY_OVERLAP:
         r = GF_ERROR_INVALID_ARGUMENT; break;
     case CL_INVALID_KERNEL_NAME: r = GF_ERROR_NOT_FOUND; break;
+    case GF__CL_NV_KERNEL_FAULT: r = GF_ERROR_DEVICE_LOST; break;
     default: r = GF_ERROR_DRIVER; break;
     }
-    return gf__fail(r, "%s: %s (%d)", call, gf__cl_error_name(e), (int)e);
+    return gf__fail(r, "%s: %s (%d)%s", call, gf__cl_error_name(e), (int)e,
+                    r == GF_ERROR_DEVICE_LOST ? ": the context is unusable from now on: close the device" : "");
 }
 
 /* ---- loading ---------------------------------------------------------------------------- */
@@ -1547,8 +1553,10 @@ static gf_result gf__cl_build_failed(cl_program prog, cl_device_id device, cl_in
         GF__CL(clGetProgramBuildInfo, (prog, device, CL_PROGRAM_BUILD_LOG, 0, NULL, &n));
     if (n > sizeof log - 1) {
         char *full = (char *)gf__calloc(n + 1);
-        if (full && GF__CL(clGetProgramBuildInfo, (prog, device, CL_PROGRAM_BUILD_LOG, n, full, NULL)) == CL_SUCCESS)
-            gf__copy_str(log, sizeof log, full);
+        if (full && GF__CL(clGetProgramBuildInfo, (prog, device, CL_PROGRAM_BUILD_LOG, n, full, NULL)) == CL_SUCCESS) {
+            const char *from = gf__build_log_start(full, sizeof log);
+            snprintf(log, sizeof log, "%s%s", from != full ? "(the warnings before its first error left out) " : "", from);
+        }
         gf__free(full);
     }
     if (text) gf__build_log_lines(text, log, mapped, sizeof mapped);

@@ -844,6 +844,23 @@ static void test_audit(void)
     g = NULL;
     CHECK_FAIL(gf_graph_capture(NULL, 0, audit_warm_fill, NULL, &g), GF_ERROR_INVALID_HANDLE);
     CHECK(!strncmp(gf_last_error(), "gf_graph_capture:", 17), "audit: gf_graph_capture names itself, not its _desc form");
+    {   /* the other pairs where one public call wraps another: each names the call the program made */
+        gf_buffer_desc bd;
+        gf_task_desc td;
+        gf_task task;
+        gf_buffer *nb = NULL;
+        memset(&bd, 0, sizeof bd);
+        memset(&td, 0, sizeof td);
+        CHECK_FAIL(gf_buffer_create(NULL, 16, &nb), GF_ERROR_INVALID_HANDLE);
+        CHECK(!strncmp(gf_last_error(), "gf_buffer_create:", 17), "audit: gf_buffer_create names itself");
+        CHECK_FAIL(gf_buffer_create_desc(dev, &bd, &nb), GF_ERROR_INVALID_ARGUMENT);
+        CHECK(!strncmp(gf_last_error(), "gf_buffer_create_desc:", 22), "audit: gf_buffer_create_desc names itself");
+        CHECK_FAIL(gf_flow_add(NULL, "t", NULL, NULL, &task), GF_ERROR_INVALID_HANDLE);
+        CHECK(!strncmp(gf_last_error(), "gf_flow_add:", 12), "audit: gf_flow_add names itself");
+        CHECK_FAIL(gf_stream_begin_capture(NULL, GF_CAPTURE_GLOBAL), GF_ERROR_INVALID_HANDLE);
+        CHECK(!strncmp(gf_last_error(), "gf_stream_begin_capture:", 24), "audit: gf_stream_begin_capture names itself");
+        CHECK(gf_device_native(NULL) == NULL && !strncmp(gf_last_error(), "gf_device_native:", 17), "audit: gf_device_native names itself");
+    }
     /* names: an internal helper's, and the parameters of the synchronous copies */
     CHECK_FAIL(gf_fill16_async(s, b2, 0, 1, 1), GF_ERROR_WRONG_DEVICE);
     CHECK(!strncmp(gf_last_error(), "gf_fill16_async:", 16), "audit: a fill of another device's buffer names gf_fill16_async");

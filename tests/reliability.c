@@ -1657,6 +1657,21 @@ static void test_cache_entry_replaced(void)
     rmdir(dir);
 }
 
+/* A build log longer than the message holds showed its first part: on NVIDIA's OpenCL (and
+   NVRTC, hiprtc), warnings come in the source's order, so a page of them ahead of the error
+   left the error out (an outside review of the OpenCL backend). The part shown starts at the
+   first error's line when warnings come before it. */
+static void test_build_log_start(void)
+{
+    static char log[4096];
+    int i, n = 0;
+    for (i = 0; i < 30; i++) n += snprintf(log + n, sizeof log - (size_t)n, "<kernel>:%d:2: warning: warning number %d of a long page\n", i + 1, i);
+    snprintf(log + n, sizeof log - (size_t)n, "<kernel>:31:43: error: use of undeclared identifier 'x'\n");
+    CHECK(!strncmp(gf__build_log_start(log, 900), "<kernel>:31:43: error:", 22), "build log: past the message's share, it starts at the first error's line");
+    CHECK(gf__build_log_start(log, sizeof log) == log, "build log: one that fits is shown from its start");
+    CHECK(gf__build_log_start("<kernel>:1:1: error: first\n", 10) != NULL, "build log: an error on the first line is the start");
+}
+
 /* A kernel cache directory had no bound (an open item of the last notes): every edit under hot
    reload, every driver update, left an entry for good. Past GPUFLOW_CACHE_LIMIT bytes the least
    recently used entries go (a hit touches its entry), never the one just written, and so do a
@@ -2284,6 +2299,7 @@ int main(int argc, char **argv)
     test_waiter_lets_go();
     test_cache_entry_replaced();
     test_utf8_long_paths();
+    test_build_log_start();
     test_cache_limit();
     test_waiter_rearming();
     test_race_slots_reused();
