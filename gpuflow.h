@@ -73,7 +73,8 @@
         GPUFLOW_NVTX             CUDA: stream names and gf_range_push as NVTX ranges
 
     Environment: GPUFLOW_BACKEND=cuda|hip|opencl|stub forces the backend GF_BACKEND_AUTO picks;
-    GPUFLOW_RACE_CHECK=1 (on, yes, true) turns the race detector on for every device;
+    GPUFLOW_RACE_CHECK=1 (on, yes, true) turns the race detector on for every device (=abort:
+    and the first race found ends the process, for CI that reads exit statuses);
     GPUFLOW_HANG_MS=N logs the device's state when a wait lasts longer than N ms;
     GPUFLOW_CACHE_DIR=dir keeps compiled kernels (GPUFLOW_CACHE_LIMIT=bytes, default 256 MiB:
     past it the least recently used entries go); GPUFLOW_OPENCL_PLATFORM=text narrows the
@@ -3268,6 +3269,7 @@ typedef struct gf__race_seen { uint64_t *vc; int n; } gf__race_seen;
 static gf__race_seen gf__race_seen_stream(gf_stream *s);
 static gf__race_seen gf__race_seen_event(gf_event *ev);
 static void gf__race_seen_done(gf_device *dev, gf__race_seen *seen, int done);
+static int gf__race_abort;                  /* atomic: GPUFLOW_RACE_CHECK=abort (gf__race_log) */
 static void gf__race_free(gf_buffer *buf, gf_stream *s);
 static void gf__race_forget(gf_buffer *buf);
 static void gf__race_slot_release(gf_stream *s);
@@ -3615,9 +3617,15 @@ static void gf__device_env(gf_device *dev) {
         gf__notice(GF_LOG_INFO, "gpuflow: GPUFLOW_SYNC: every operation on %s waits for itself", dev->tag);
     }
     dev->stats_at_close = gf__env_switch("GPUFLOW_STATS");
-    if (gf__env_switch("GPUFLOW_RACE_CHECK")) {
-        gf_race_check_enable(dev, GF_RACE_CHECK_ON);
-        gf__notice(GF_LOG_INFO, "gpuflow: GPUFLOW_RACE_CHECK: the race detector is on for %s", dev->tag);
+    {
+        const char *race = getenv("GPUFLOW_RACE_CHECK");
+        int halt = race && !strcmp(race, "abort");
+        if (halt || gf__env_switch("GPUFLOW_RACE_CHECK")) {
+            if (halt) gf__atomic_store_int(&gf__race_abort, 1);
+            gf_race_check_enable(dev, GF_RACE_CHECK_ON);
+            gf__notice(GF_LOG_INFO, "gpuflow: GPUFLOW_RACE_CHECK: the race detector is on for %s%s", dev->tag,
+                       halt ? " (the first race found ends the process)" : "");
+        }
     }
     if (hang) {
         dev->hang_ms = hang;
@@ -14467,7 +14475,18 @@ static void gf__race_access_one(gf__race *race, gf_stream *s, const gf__race_use
     a->op = u->op;
 }
 
-static void gf__race_log(const char *msg) { if (msg[0]) gf__log_text(GF_LOG_WARNING, GF_OK, msg); }
+/* GPUFLOW_RACE_CHECK=abort (gf__race_abort): the first race found ends the process, said on
+   stderr first (a CI job that reads only exit statuses then fails; as a sanitizer's halt on
+   error). */
+static void gf__race_log(const char *msg) {
+    if (!msg[0]) return;
+    gf__log_text(GF_LOG_WARNING, GF_OK, msg);
+    if (gf__atomic_load_int(&gf__race_abort)) {
+        fprintf(stderr, "gpuflow: GPUFLOW_RACE_CHECK=abort: the process ends at its first race: %s\n", msg);
+        fflush(stderr);
+        abort();
+    }
+}
 
 /* An operation on s (s->lock held): one tick, then each of its accesses. */
 static void gf__race_apply(gf_stream *s, const gf__race_use *uses, int n) {

@@ -36,6 +36,12 @@ else fail "GPUFLOW_RACE_CHECK=1: no race report on stderr: $(head -c 300 "$out/e
 if has '^gpuflow: gf_buffer_create: size is 0$'; then ok "GPUFLOW_RACE_CHECK=1: errors too (the default level while a switch is on is warning: errors and warnings)"
 else fail "GPUFLOW_RACE_CHECK=1: the failed call is missing: $(head -c 300 "$out/err")"; fi
 
+# abort: a CI job that reads only the exit status sees the race (an outside review: it exited 0)
+rc=0; (ulimit -c 0 2>/dev/null; run GPUFLOW_RACE_CHECK=abort) || rc=$?   # no core file left behind
+if [ "$rc" -ne 0 ] && has "^gpuflow: GPUFLOW_RACE_CHECK=abort: the process ends at its first race: race: buffer " && ! grep -q '^done$' "$out/out"; then
+    ok "GPUFLOW_RACE_CHECK=abort: the first race ends the process (exit status $rc), said on stderr"
+else fail "GPUFLOW_RACE_CHECK=abort: exit status $rc; stderr has: $(head -c 300 "$out/err")"; fi
+
 run GPUFLOW_RACE_CHECK=1 GPUFLOW_LOG=off
 if [ "$(lines)" -eq 0 ]; then ok "GPUFLOW_LOG=off silences even a switch's reports"
 else fail "GPUFLOW_LOG=off: stderr has: $(head -c 300 "$out/err")"; fi
