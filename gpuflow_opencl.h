@@ -1514,7 +1514,10 @@ static gf_result gf__cl_event_elapsed_ms(gf_event *start, gf_event *end, float *
     if (r == GF_OK) r = gf__cl_status(b);
     if (r == GF_OK) e = GF__CL(clGetEventProfilingInfo, (a, CL_PROFILING_COMMAND_END, sizeof ta, &ta, NULL));
     if (r == GF_OK && e == CL_SUCCESS) e = GF__CL(clGetEventProfilingInfo, (b, CL_PROFILING_COMMAND_END, sizeof tb, &tb, NULL));
-    if (r == GF_OK && e != CL_SUCCESS) r = gf__cl_fail("clGetEventProfilingInfo(CL_PROFILING_COMMAND_END)", e);
+    if (r == GF_OK && e == CL_PROFILING_INFO_NOT_AVAILABLE)   /* a queue the program made and wrapped, without profiling */
+        r = gf__fail(GF_ERROR_NOT_SUPPORTED, "OpenCL: the events' queue has no timestamps (CL_PROFILING_INFO_NOT_AVAILABLE): a wrapped "
+                     "queue needs CL_QUEUE_PROFILING_ENABLE for elapsed times");
+    else if (r == GF_OK && e != CL_SUCCESS) r = gf__cl_fail("clGetEventProfilingInfo(CL_PROFILING_COMMAND_END)", e);
     if (r == GF_OK && (ta == 0 || tb == 0))
         r = gf__fail(GF_ERROR_NOT_SUPPORTED, "OpenCL: this platform gives markers no timestamps");
     if (r == GF_OK) *ms = (float)((double)(cl_long)(tb - ta) / 1e6);
@@ -1559,6 +1562,7 @@ static gf_result gf__cl_build_failed(cl_program prog, cl_device_id device, cl_in
         }
         gf__free(full);
     }
+    for (n = strlen(log); n && (log[n - 1] == '\n' || log[n - 1] == '\r' || log[n - 1] == ' '); ) log[--n] = 0;   /* the message ends with the text */
     if (text) gf__build_log_lines(text, log, mapped, sizeof mapped);
     return gf__fail(GF_ERROR_BUILD, "clBuildProgram: %s (%d)%s%s", gf__cl_error_name(e), (int)e, log[0] ? ": " : "", text ? mapped : log);
 }

@@ -73,6 +73,19 @@ static void test_two_devices(void)
             CHECK_FAIL(gf_buffer_wrap(dev, (uint64_t)(uintptr_t)image, 64, &b), GF_ERROR_INVALID_ARGUMENT);
             GF__CL(clReleaseMemObject, (image));
         }
+        if ((q = GF__CL_NEW(clCreateCommandQueue, (ctx, ids[0], 0), &e)) != NULL) {   /* no CL_QUEUE_PROFILING_ENABLE */
+            gf_event *a = NULL, *z = NULL;
+            float ms = 0;
+            if (CHECK_EQ_RESULT(gf_stream_wrap(dev, q, NULL, &s), GF_OK) && CHECK_EQ_RESULT(gf_event_create(dev, GF_EVENT_TIMING, &a), GF_OK) &&
+                CHECK_EQ_RESULT(gf_event_create(dev, GF_EVENT_TIMING, &z), GF_OK) && CHECK_EQ_RESULT(gf_event_record(a, s), GF_OK) &&
+                CHECK_EQ_RESULT(gf_event_record(z, s), GF_OK) && CHECK_EQ_RESULT(gf_stream_synchronize(s), GF_OK))
+                CHECK_FAIL(gf_event_elapsed_ms(a, z, &ms), GF_ERROR_NOT_SUPPORTED);   /* it was GF_ERROR_DRIVER */
+            if (a) gf_event_destroy(a);
+            if (z) gf_event_destroy(z);
+            if (s) gf_stream_destroy(s);
+            s = NULL;
+            GF__CL(clReleaseCommandQueue, (q));
+        }
         test_small_groups(dev);   /* the device works on */
         gf_device_close(dev);
     }
@@ -86,6 +99,19 @@ static void test_vendor_codes(void)
 {
     CHECK(gf__cl_fail("clFinish", GF__CL_NV_KERNEL_FAULT) == GF_ERROR_DEVICE_LOST && strstr(gf_last_error(), "illegal memory access"),
           "NVIDIA's kernel fault code: the device is lost, and the message says why");
+}
+
+/* A build failure's message ended with the log's newlines (an outside audit of the messages). */
+static void test_build_message(gf_device *dev)
+{
+    gf_module_desc d;
+    gf_module *m = NULL;
+    size_t n;
+    memset(&d, 0, sizeof d);
+    d.opencl_source = "__kernel void k(__global int *p) { p[0] = not_declared; }\n";
+    CHECK_FAIL(gf_module_load(dev, &d, &m), GF_ERROR_BUILD);
+    n = strlen(gf_last_error());
+    CHECK(n && gf_last_error()[n - 1] != '\n' && strstr(gf_last_error(), "not_declared"), "a build failure's message names the error and ends with its text");
 }
 
 int main(void)
@@ -105,6 +131,7 @@ int main(void)
     }
     printf("opencl limits on %s\n", gf_device_name(dev));
     test_small_groups(dev);
+    test_build_message(dev);
     gf_device_close(dev);
     test_two_devices();
     return th_finish();
