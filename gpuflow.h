@@ -2055,8 +2055,9 @@ static void gf__error_keep_begin(gf__error_keep *k) {
     k->serial = gf__error_serial;
     gf__quiet++;
 }
-static void gf__error_keep_end(const gf__error_keep *k) {
+static void gf__error_keep_end(const gf__error_keep *k, char *why) {   /* why: the step's failure text, or NULL */
     gf__quiet--;
+    if (why) memcpy(why, gf__error_text, sizeof gf__error_text);
     memcpy(gf__error_text, k->text, sizeof k->text);
     gf__error_serial = k->serial;
 }
@@ -3419,7 +3420,7 @@ GPUFLOW_IMPL int gf_device_count(gf_backend b) {
         gf_backend k;
         gf__error_keep_begin(&keep);
         for (k = (gf_backend)(GF_BACKEND_AUTO + 1); k < GF_BACKEND_COUNT; k = (gf_backend)(k + 1)) total += gf_device_count(k);
-        gf__error_keep_end(&keep);
+        gf__error_keep_end(&keep, NULL);
         return total;
     }
     gf__quiet++;
@@ -3589,8 +3590,7 @@ static void gf__env_faults(void) {
     if (gf__atomic_xchg_int(&read, 1) || !v || !*v) return;
     gf__error_keep_begin(&keep);   /* said once, below, with the variable named */
     r = gf_faults_set(v);
-    memcpy(why, gf__error_text, sizeof why);
-    gf__error_keep_end(&keep);
+    gf__error_keep_end(&keep, why);
     gf__rec_env_faults(v, r);
     if (r == GF_OK) gf__notice(GF_LOG_WARNING, "gpuflow: GPUFLOW_FAULTS=%s: these operations will fail on purpose", v);
     else gf__env_warn("gpuflow: GPUFLOW_FAULTS=%s is not understood (%s); no fault is injected", v, why);
@@ -3818,7 +3818,7 @@ static gf_result gf__call_device_open(gf_backend b, int index, gf_device **out) 
         if (!gf__backend_of(k)) continue;
         gf__error_keep_begin(&keep);   /* a backend passed over is said once, below, in the note */
         if ((r = gf__device_open_on(k, index, NULL, out)) != GF_OK) gf__say(&said, "%s%s: %s", said.used ? "; " : "", gf_backend_name(k), gf_last_error());
-        gf__error_keep_end(&keep);
+        gf__error_keep_end(&keep, NULL);
         if (r == GF_OK) {
             if (said.used) {
                 gf__copy_str((*out)->info.note, sizeof (*out)->info.note, note);
@@ -3884,8 +3884,7 @@ static void gf__env_at_close(gf_device *dev) {
         gf_result r;
         gf__error_keep_begin(&keep);   /* said once, below, as a warning */
         r = gf_profiler_write_trace(dev, dev->trace_path);
-        memcpy(why, gf__error_text, sizeof why);
-        gf__error_keep_end(&keep);
+        gf__error_keep_end(&keep, why);
         if (r == GF_OK)
             gf__notice(GF_LOG_INFO, "gpuflow: GPUFLOW_TRACE: the trace of %s is in %s (open it in https://ui.perfetto.dev)", dev->tag, dev->trace_path);
         else
@@ -8818,8 +8817,7 @@ static int gf__flow_run_as_graph(gf_flow *flow, gf_stream_pool *pool, gf_result 
         gf_result captured;
         gf__error_keep_begin(&keep);   /* the run goes on as a flow: said once, as a warning */
         captured = gf_flow_capture(flow, s, &g);
-        memcpy(why, gf__error_text, sizeof why);
-        gf__error_keep_end(&keep);
+        gf__error_keep_end(&keep, why);
         if (captured != GF_OK) {
             gf__notice(GF_LOG_WARNING, "gf_flow_run: flow '%s' could not become a graph (%s); it runs as a flow", flow->label, why);
             gf__lock(&flow->lock);
@@ -12925,8 +12923,7 @@ static void gf__env_record(void) {
     d.max_bytes = gf__env_bytes("GPUFLOW_RECORD_LIMIT", GF__DEFAULT_RECORD_LIMIT);
     gf__error_keep_begin(&keep);   /* said once, below, with the variable named */
     started = gf_record_start(&d);
-    memcpy(why, gf__error_text, sizeof why);
-    gf__error_keep_end(&keep);
+    gf__error_keep_end(&keep, why);
     if (started != GF_OK) { gf__env_warn("gpuflow: GPUFLOW_RECORD=%s: %s; nothing is recorded", named, why); return; }
     atexit(gf__rec_at_exit);
     gf__notice(GF_LOG_INFO, "gpuflow: GPUFLOW_RECORD: every gpuflow call goes to %s", named);
