@@ -2195,36 +2195,83 @@ typedef void (*gf__dir_fn)(void *user, const char *name, uint64_t bytes, int64_t
 #  define gf__getpid() ((unsigned long)GetCurrentProcessId())
 /* path as the wide string the file functions take (the caller frees it); NULL with errno set:
    ENOMEM, or EINVAL for bytes no code page reads. */
+#  define GF__WSEP(c) ((c) == L'\\' || (c) == L'/')
 static wchar_t *gf__path_wide(const char *path) {
-    static const wchar_t prefix[] = L"\\\\?\\", unc[] = L"\\\\?\\UNC";
     UINT page = CP_UTF8;
-    DWORD flags = MB_ERR_INVALID_CHARS, full;
-    int n = MultiByteToWideChar(page, flags, path, -1, NULL, 0);
-    wchar_t *w, *out;
+    DWORD flags = MB_ERR_INVALID_CHARS, need, got = 0;
+    int n = MultiByteToWideChar(page, flags, path, -1, NULL, 0), tries;
+    wchar_t *w, *full = NULL, *out;
     if (n <= 0) { page = CP_ACP; flags = 0; n = MultiByteToWideChar(page, flags, path, -1, NULL, 0); }
     if (n <= 0) { errno = EINVAL; return NULL; }
     if (!(w = (wchar_t *)gf__malloc((size_t)n * sizeof *w))) { errno = ENOMEM; return NULL; }
     MultiByteToWideChar(page, flags, path, -1, w, n);
-    /* 248 (MAX_PATH less a file name of 8.3, CreateDirectory's limit) from the first character */
-    if (n < MAX_PATH - 12 || !wcsncmp(w, prefix, 4) || !wcsncmp(w, L"\\\\.\\", 4) || (full = GetFullPathNameW(w, 0, NULL, NULL)) == 0) return w;
-    if (!(out = (wchar_t *)gf__malloc((full + 8) * sizeof *out))) { gf__free(w); errno = ENOMEM; return NULL; }
-    if (w[0] == L'\\' && w[1] == L'\\') {   /* \\server\share\... is \\?\UNC\server\share\... */
-        wcscpy(out, unc);
-        full = GetFullPathNameW(w, full, out + 6, NULL);   /* its first \ over the C, put back */
-        out[6] = L'C';
-    } else {
-        wcscpy(out, prefix);
-        full = GetFullPathNameW(w, full, out + 4, NULL);
+    /* \\?\ and \\.\ (either slash): the program's own verbatim or device form, as it is */
+    if (GF__WSEP(w[0]) && GF__WSEP(w[1]) && (w[2] == L'?' || w[2] == L'.') && GF__WSEP(w[3])) return w;
+    /* The absolute form decides (a short relative path under a long current directory is long):
+       248 characters and more (MAX_PATH less an 8.3 name, CreateDirectory's limit) take the
+       prefix. The size is asked for again if another thread's chdir made the path longer. */
+    for (tries = 0; tries < 3; tries++) {
+        if ((need = GetFullPathNameW(w, 0, NULL, NULL)) == 0) break;
+        gf__free(full);
+        if (!(full = (wchar_t *)gf__malloc(need * sizeof *full))) { gf__free(w); errno = ENOMEM; return NULL; }
+        if ((got = GetFullPathNameW(w, need, full, NULL)) != 0 && got < need) break;
     }
+    if (!full || got == 0 || got >= need || got < MAX_PATH - 12) { gf__free(full); return w; }
     gf__free(w);
-    if (full == 0) { gf__free(out); errno = EINVAL; return NULL; }
+    if (!(out = (wchar_t *)gf__malloc((got + 8) * sizeof *out))) { gf__free(full); errno = ENOMEM; return NULL; }
+    if (full[0] == L'\\' && full[1] == L'\\') {   /* \\server\share\... is \\?\UNC\server\share\... */
+        wcscpy(out, L"\\\\?\\UNC");
+        wcscat(out, full + 1);
+    } else {
+        wcscpy(out, L"\\\\?\\");
+        wcscat(out, full);
+    }
+    gf__free(full);
     return out;
+}
+/* The end of a path's root: what no mkdir makes (X:\, \\server\share\, \\?\X:\, \\?\UNC\server\share\, \). */
+static size_t gf__wpath_root(const wchar_t *w) {
+    size_t i = 0;
+    int parts = 0;
+    if (GF__WSEP(w[0]) && GF__WSEP(w[1])) {   /* \\?\..., \\.\..., \\server\share */
+        i = 2;
+        if ((w[2] == L'?' || w[2] == L'.') && GF__WSEP(w[3])) {
+            i = 4;
+            if (!wcsncmp(w + 4, L"UNC", 3) && GF__WSEP(w[7])) i = 8;   /* then server and share */
+            else { if (w[i] && w[i + 1] == L':') i += 2; return GF__WSEP(w[i]) ? i + 1 : i; }
+        }
+        for (; w[i] && parts < 2; i++) if (GF__WSEP(w[i])) parts++;   /* past server\ and share\ */
+        return i;
+    }
+    if (w[0] && w[1] == L':') return GF__WSEP(w[2]) ? 3 : 2;
+    return GF__WSEP(w[0]) ? 1 : 0;
 }
 static int gf__stat(const char *path, gf__stat_t *st) {
     wchar_t *w = gf__path_wide(path);
-    int r = w ? _wstat64(w, st) : -1;
+    size_t n = w ? wcslen(w) : 0, root = w ? gf__wpath_root(w) : 0;
+    int r;
+    while (n > root && n > 1 && GF__WSEP(w[n - 1])) w[--n] = 0;   /* msvcrt's stat refuses "dir\" */
+    r = w ? _wstat64(w, st) : -1;
     gf__free(w);
     return r;
+}
+/* Each missing level of dir made, as mkdir -p (the path widened once: its levels read alike). */
+static int gf__mkdir_parents(const char *dir) {
+    wchar_t *w = gf__path_wide(dir);
+    struct _stat64 st;
+    size_t i, root;
+    int made = w != NULL;
+    if (!w) return 0;
+    root = gf__wpath_root(w);
+    for (i = root + 1; made && i <= wcslen(w); i++)
+        if (!w[i] || GF__WSEP(w[i])) {
+            wchar_t c = w[i];
+            w[i] = 0;
+            if (_wstat64(w, &st) != 0 && (GF__FAULT("mkdir") || (_wmkdir(w) != 0 && errno != EEXIST))) made = 0;
+            w[i] = c;
+        }
+    gf__free(w);
+    return made;
 }
 static FILE *gf__fopen(const char *path, const char *mode) {   /* mode: a few ASCII letters */
     wchar_t *w = gf__path_wide(path), wmode[8];
@@ -2241,12 +2288,6 @@ static int gf__fd_open(const char *path, int flags, int mode) {
     int fd = w ? _wopen(w, flags, mode) : -1;
     gf__free(w);
     return fd;
-}
-static int gf__mkdir(const char *path) {
-    wchar_t *w = gf__path_wide(path);
-    int r = w ? _wmkdir(w) : -1;
-    gf__free(w);
-    return r;
 }
 static int gf__remove(const char *path) {
     wchar_t *w = gf__path_wide(path);
@@ -2329,7 +2370,6 @@ typedef struct stat gf__stat_t;
 #  define gf__fd_read(fd, b, n) read((fd), (b), (n))
 #  define gf__fd_write(fd, b, n) write((fd), (b), (n))
 #  define gf__fd_close(fd) close(fd)
-#  define gf__mkdir(p) mkdir((p), 0700)
 #  define gf__remove(p) remove(p)
 #  define gf__rename_over(from, to) rename((from), (to))
 #  define gf__env_path(name) gf__strdup(getenv(name))
@@ -2354,10 +2394,29 @@ static int gf__dir_each(const char *dir, const char *prefix, gf__dir_fn fn, void
     closedir(d);
     return !failed;
 }
+/* Each missing level of dir made, as mkdir -p; one that another process makes meanwhile is made. */
+static int gf__mkdir_parents(const char *dir) {
+    size_t n = strlen(dir), i;
+    char *p = (char *)gf__malloc(n + 1);
+    struct stat st;
+    int made = p != NULL;
+    if (!p) return 0;
+    memcpy(p, dir, n + 1);
+    for (i = 1; made && i <= n; i++)
+        if (p[i] == '/' || p[i] == 0) {
+            char c = p[i];
+            p[i] = 0;
+            if (stat(p, &st) != 0 && (GF__FAULT("mkdir") || (mkdir(p, 0700) != 0 && errno != EEXIST))) made = 0;
+            p[i] = c;
+        }
+    gf__free(p);
+    return made;
+}
 #endif
 /* gf__dir_each(dir, prefix, fn, user): fn for each regular file of dir whose name starts with
    prefix (UTF-8), with its size and age (seconds since it was written); 0: dir cannot be read.
-   gf__fd_touch(fd, path): the open file's time set to now (path: the same file). */
+   gf__fd_touch(fd, path): the open file's time set to now (path: the same file).
+   gf__mkdir_parents(dir): each missing level made, as mkdir -p; 0 if one cannot be. */
 
 /* ---- objects ----------------------------------------------------------------------- >>objects */
 /* Every object starts with a type tag, so a handle of the wrong type is refused instead of
@@ -2704,8 +2763,8 @@ struct gf_graph {
 struct gf__capture {
     uint64_t id;
     gf_stream *origin;              /* began it; must end it */
-    const void *thread;             /* the thread that began it (gf__thread_mark), where only it may end
-                                       it (GF_CAPTURE_GLOBAL, _THREAD_LOCAL); NULL: any (RELAXED) */
+    uint64_t thread;                /* the thread that began it (gf__thread_id), where only it may end
+                                       it (GF_CAPTURE_GLOBAL, _THREAD_LOCAL); 0: any (RELAXED) */
     gf_capture_mode mode;
     int by_driver;                  /* the driver captures; else the core records */
     gf_graph *graph;                /* what the capture becomes */
@@ -3547,7 +3606,7 @@ static uint64_t gf__env_bytes(const char *name, uint64_t fallback) {
     const char *v = getenv(name), *p;
     uint64_t n = 0;
     if (!v || !*v) return fallback;
-    for (p = v; *p >= '0' && *p <= '9' && n <= (UINT64_MAX - 9) / 10; p++) n = n * 10 + (uint64_t)(*p - '0');
+    for (p = v; *p >= '0' && *p <= '9' && n <= (UINT64_MAX - (uint64_t)(*p - '0')) / 10; p++) n = n * 10 + (uint64_t)(*p - '0');
     if (*p || !n) {
         gf__env_warn("gpuflow: %s=%s: expected a number of bytes; the default (%llu) holds", name, v, (unsigned long long)fallback);
         return fallback;
@@ -4577,15 +4636,21 @@ static gf_result gf__stream_sync(gf_stream *s) {
     return gf__stream_settle(s, s->dev->be->stream_synchronize(s), seen, &race_seen, 1);
 }
 
-/* This thread, as a capture remembers the one that began it: a thread-local's address. */
-static GF__TLS char gf__thread_mark;
+/* This thread, as a capture remembers the one that began it: a number no other thread of the
+   process is ever given (a thread-local's address would be, once its thread has ended). */
+static GF__TLS uint64_t gf__thread_number;
+static gf__atomic64 gf__thread_numbers;   /* atomic: the last given */
+static uint64_t gf__thread_id(void) {
+    if (!gf__thread_number) gf__thread_number = gf__atomic_add(&gf__thread_numbers, 1) + 1;
+    return gf__thread_number;
+}
 /* GF_OK if this thread may end (or discard) capture c: the one that began it, unless it is
    relaxed. CUDA and HIP refuse the end elsewhere and leave the driver capturing, with no one
    left to end it; the stub and OpenCL refuse it too, so a program that would fail there fails
    everywhere. */
 static gf_result gf__capture_thread_check(const char *fn, const gf__capture *c) {
     static const char *const modes[] = { "GF_CAPTURE_GLOBAL", "GF_CAPTURE_THREAD_LOCAL", "GF_CAPTURE_RELAXED" };
-    if (!c->thread || c->thread == (const void *)&gf__thread_mark) return GF_OK;
+    if (!c->thread || c->thread == gf__thread_id()) return GF_OK;
     return gf__fail(GF_ERROR_CAPTURE, "%s: the capture of stream '%s' was begun on another thread in %s mode, where only that thread may "
                     "end it (CUDA and HIP refuse it elsewhere); it goes on: end it on that thread, or begin it with GF_CAPTURE_RELAXED",
                     fn, c->origin->label, modes[c->mode]);
@@ -6581,6 +6646,10 @@ static gf_result gf__streams_drainable(const char *fn, const char *owner, gf_dev
         if (gf__in_task_on(streams[i]))
             return gf__fail(GF_ERROR_INVALID_STATE, "%s: called from a flow's task that runs on stream '%s' of the %s; destroy it after the run",
                             fn, streams[i]->label, owner);
+        gf__lock(&streams[i]->lock);   /* a capture to discard: only from the thread that began it (as gf_stream_destroy) */
+        r = streams[i]->capture ? gf__capture_thread_check(fn, streams[i]->capture) : GF_OK;
+        gf__unlock(&streams[i]->lock);
+        if (r != GF_OK) return r;
     }
     for (i = 0; i < count; i++)
         if (streams[i] && gf__stream_busy(streams[i]) && (r = gf__hidden_wait(fn, streams[i], "its queued work has run")) != GF_OK) return r;
@@ -9410,7 +9479,7 @@ static gf_result gf__stream_begin_capture(const char *fn, gf_stream *s, gf_captu
     }
     c->origin = s;
     c->mode = mode;
-    c->thread = mode == GF_CAPTURE_RELAXED ? NULL : (const void *)&gf__thread_mark;
+    c->thread = mode == GF_CAPTURE_RELAXED ? 0 : gf__thread_id();
     c->by_driver = s->dev->be->capture_begin != NULL;
     if (pool) { c->graph->pool = pool; gf__atomic_add_int(&pool->graphs, 1); }   /* released with the graph */
     gf__lock(&s->lock);
@@ -10284,20 +10353,7 @@ static char *gf__cache_path(const char *dir, const uint64_t key[2]) {
 static int gf__cache_dir_usable(const char *dir) {
     gf__stat_t st;
     if (gf__stat(dir, &st) != 0) {
-        size_t n = strlen(dir), i;
-        char *p = (char *)gf__malloc(n + 1);
-        int made = p != NULL;
-        if (!p) { gf__notice(GF_LOG_WARNING, "gf_module_load: out of host memory: the kernel cache '%s' is not used", dir); return 0; }
-        memcpy(p, dir, n + 1);
-        for (i = 1; made && i <= n; i++)   /* each missing level, as mkdir -p */
-            if (p[i] == '/' || p[i] == '\\' || p[i] == 0) {
-                char c = p[i];
-                p[i] = 0;
-                if (gf__stat(p, &st) != 0 && (GF__FAULT("mkdir") || gf__mkdir(p) != 0)) made = 0;
-                p[i] = c;
-            }
-        gf__free(p);
-        if (!made || gf__stat(dir, &st) != 0) {
+        if (!gf__mkdir_parents(dir) || gf__stat(dir, &st) != 0) {
             gf__notice(GF_LOG_WARNING, "gf_module_load: the kernel cache directory '%s' does not exist and cannot be made: kernels are compiled without it", dir);
             return 0;
         }
@@ -10439,8 +10495,11 @@ static void gf__cache_file_add(void *user, const char *name, uint64_t bytes, int
     l->at[l->count].bytes = bytes;
     l->at[l->count++].age = age;
 }
+/* Oldest first. A time more than a minute ahead of now (a clock set wrong, a restored copy) is
+   not believed: such an entry counts as the oldest, or it would outlive every other for good. */
+static int64_t gf__cache_file_age(const gf__cache_file *f) { return f->age < -60 ? INT64_MAX : f->age; }
 static int gf__cache_file_older(const void *a, const void *b) {
-    int64_t x = ((const gf__cache_file *)a)->age, y = ((const gf__cache_file *)b)->age;
+    int64_t x = gf__cache_file_age((const gf__cache_file *)a), y = gf__cache_file_age((const gf__cache_file *)b);
     return x > y ? -1 : x < y;
 }
 static void gf__cache_dir_trim(const char *dir, const char *keep) {
@@ -10458,9 +10517,14 @@ static void gf__cache_dir_trim(const char *dir, const char *keep) {
     if (l.count > 1) qsort(l.at, (size_t)l.count, sizeof *l.at, gf__cache_file_older);
     for (i = 0; i < l.count; i++) {
         int entry = gf__cache_file_kind(l.at[i].name) == 1;
-        if (entry ? total <= limit || !strcmp(l.at[i].name, kept) : l.at[i].age < GF__CACHE_TMP_STALE_S) continue;
+        if (entry ? total <= limit || !strcmp(l.at[i].name, kept) : gf__cache_file_age(&l.at[i]) < GF__CACHE_TMP_STALE_S) continue;
         snprintf(path, n, "%s/%s", dir, l.at[i].name);
-        if (GF__FAULT("remove") || gf__remove(path) != 0 || !entry) continue;
+        if (GF__FAULT("remove") || gf__remove(path) != 0) {
+            if (errno != ENOENT || !entry) continue;
+            total -= l.at[i].bytes;   /* another process's trim took it: gone all the same (else each trimmer went its whole share further) */
+            continue;
+        }
+        if (!entry) continue;
         total -= l.at[i].bytes; freed += l.at[i].bytes; removed++;
     }
     if (removed)
@@ -12908,7 +12972,7 @@ static void gf__env_record(void) {
     gf_record_desc d;
     gf_result started;
     gf__error_keep keep;
-    char named[512], why[sizeof gf__error_text];
+    char named[4096], why[sizeof gf__error_text];   /* a path's room (PATH_MAX), in UTF-8 bytes */
     size_t n = 0;
     if (gf__atomic_xchg_int(&read, 1)) return;
     if (!(path = value = gf__env_path("GPUFLOW_RECORD")) || !*path) { gf__free(value); return; }
@@ -15522,10 +15586,20 @@ static int gf__guard_check(const gf__stub_guard *g, size_t *before, size_t *afte
 static int gf__guard_check(const gf__stub_guard *g, size_t *before, size_t *after) { (void)g; *before = *after = 0; return 0; }
 #endif
 
+/* A stream callback that enqueues, allocates or waits: the stub does it, but CUDA and HIP
+   refuse every driver call in a stream callback (CALLBACKS), so a program that works here would
+   fail there. Said once, as a warning (an outside review: the stub let it pass silently). */
+static void gf__stub_callback_calls(const char *what) {
+    static int said;
+    if (gf__callback_stream && !gf__atomic_xchg_int(&said, 1))
+        gf__notice(GF_LOG_WARNING, "stub: a stream callback %s: the stub does it, but on CUDA and HIP a stream callback must not "
+                   "call into the driver, and that call fails there (see CALLBACKS in gpuflow.h); said once", what);
+}
 static gf_result gf__stub_buffer_alloc(gf_buffer *buf) {
     gf__stub_device *sd = (gf__stub_device *)buf->dev->native;
     unsigned char *raw;
     uint64_t before;
+    gf__stub_callback_calls("allocated device memory");
     if ((uint64_t)buf->size > GF__STUB_CAPACITY)   /* checked first: a size near SIZE_MAX would wrap the sum */
         return gf__fail(GF_ERROR_OUT_OF_MEMORY, "stub: cannot allocate %llu bytes (the device has %llu)",
                         (unsigned long long)buf->size, (unsigned long long)GF__STUB_CAPACITY);
@@ -16312,6 +16386,7 @@ static gf__stub_item *gf__stub_item_new(gf__stub_kind kind, size_t extra) {
 static gf_result gf__stub_push(gf_stream *s, gf__stub_item *it) {
     gf__stub_stream *q = (gf__stub_stream *)s->native;
     if (!it) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "stub: out of host memory");
+    gf__stub_callback_calls("enqueued work");
 #ifdef GPUFLOW_STUB_INLINE
     gf__stub_run(q, it);
     gf__free(it);
@@ -16376,6 +16451,7 @@ static gf_result gf__stub_stream_failed(gf__stub_stream *q) {
 static gf_result gf__stub_stream_synchronize(gf_stream *s) {
     gf__stub_stream *q = (gf__stub_stream *)s->native;
     uint64_t target;
+    gf__stub_callback_calls("waited for a stream");
     gf__lock(&q->lock);
     target = q->enqueued;
     q->waiters++;

@@ -125,6 +125,13 @@ for other in clang g++; do
         ok "GPUFLOW_STATIC under $other: warning-free under -Werror"
     else fail "GPUFLOW_STATIC under $other: $(grep -m1 warning "$dir/static.err")"; fi
 done
+# GPUFLOW_DEBUG as C++ (a thread-local defined twice compiled as C, not as C++: found by review)
+for other in g++ clang++; do
+    command -v $other >/dev/null 2>&1 || continue
+    if $other -x c++ -std=c++11 -DGPUFLOW_DEBUG -Wall -Wextra -Wpedantic -Werror -I. -fsyntax-only "$dir/static.c" 2>"$dir/static.err"; then
+        ok "GPUFLOW_DEBUG under $other -std=c++11: warning-free under -Werror"
+    else fail "GPUFLOW_DEBUG under $other -std=c++11: $(grep -m1 -E 'warning|error' "$dir/static.err")"; fi
+done
 # C++20 deprecates ++ and compound assignment on a volatile (gcc and clang warn by default).
 for other in g++ clang++; do
     command -v $other >/dev/null 2>&1 || continue

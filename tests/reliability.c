@@ -1753,6 +1753,58 @@ static void test_cache_limit(void)
     rmdir(dir);
 }
 
+/* Processes (here threads) trimming one cache at once: each went its own whole share past the
+   limit, since an entry another had removed was not subtracted (an outside review: 8 trimmers
+   left 0 of 400 entries where 200 fit). Entries of distinct ages: each trimmer sees one order. */
+enum { TRIM_ENTRIES = 120, TRIM_KEEP = 60, TRIM_THREADS = 4 };
+static char trim_dir[64], trim_keep[256];
+static void *trim_main(void *p) { (void)p; gf__cache_dir_trim(trim_dir, trim_keep); return NULL; }
+static void test_cache_trim_together(void)
+{
+    static const char binary[1000] = "compiled";
+    char text[32], limit[32], *path = NULL;
+    pthread_t t[TRIM_THREADS];
+    gf__cache_identity id;
+    gf__stat_t st;
+    time_t now = time(NULL);
+    int i, listed = 0, started = 0;
+    snprintf(trim_dir, sizeof trim_dir, "gf-cache-trim-%lu", (unsigned long)gf__getpid());
+    if (!CHECK(gf__cache_dir_usable(trim_dir), "trims together: a directory of its own")) return;
+    for (i = 0; i < TRIM_ENTRIES; i++) {
+        snprintf(text, sizeof text, "kernel %d", i);
+        if (gf__cache_identity_make(&id, text, "", "test compiler") != GF_OK) break;
+        if ((path = gf__cache_path(trim_dir, id.key)) != NULL) {
+            gf__cache_write(path, &id, GF_BACKEND_OPENCL, binary, sizeof binary);
+            cache_limit_set_age(path, now - 10000 + i);   /* entry i younger than i - 1 */
+            if (i == TRIM_ENTRIES - 1) gf__copy_str(trim_keep, sizeof trim_keep, path);
+            if (i == TRIM_ENTRIES - 1 && gf__stat(path, &st) != 0) st.st_size = 0;   /* the largest ("kernel 119") */
+        }
+        gf__free(path);
+        gf__free(id.bytes);
+    }
+    if (!gf__dir_each(trim_dir, "gpuflow-", cache_limit_count, &listed)) {
+        SKIP("trims together: this platform cannot list the directory");
+    } else if (CHECK(i == TRIM_ENTRIES && listed == TRIM_ENTRIES && st.st_size > 0, "trims together: the entries are written")) {
+        snprintf(limit, sizeof limit, "%llu", (unsigned long long)st.st_size * TRIM_KEEP);
+        cache_limit_env(limit);
+        for (i = 0; i < TRIM_THREADS; i++) started += pthread_create(&t[i], NULL, trim_main, NULL) == 0;
+        for (i = 0; i < started; i++) pthread_join(t[i], NULL);
+        cache_limit_env(NULL);
+        listed = 0;
+        gf__dir_each(trim_dir, "gpuflow-", cache_limit_count, &listed);
+        CHECK(listed == TRIM_KEEP, "trims together: as many entries stay as fit, however many trim at once");
+        if (listed != TRIM_KEEP) printf("  %d of %d entries stayed, %d fit\n", listed, TRIM_ENTRIES, TRIM_KEEP);
+    }
+    for (i = 0; i < TRIM_ENTRIES; i++) {   /* what is left goes */
+        snprintf(text, sizeof text, "kernel %d", i);
+        if (gf__cache_identity_make(&id, text, "", "test compiler") != GF_OK) continue;
+        if ((path = gf__cache_path(trim_dir, id.key)) != NULL) gf__remove(path);
+        gf__free(path);
+        gf__free(id.bytes);
+    }
+    rmdir(trim_dir);
+}
+
 /* Paths are UTF-8 on every platform (an open item of the last notes): Windows handed them to
    the ANSI file functions, where a name outside the code page is '?' and MAX_PATH bounds every
    path. A kernel cache directory made as mkdir -p, its entry, a profiler trace and a recording,
@@ -1768,6 +1820,42 @@ static void utf8_paths_remove_dir(const char *dir)
     rmdir(dir);
 #endif
 }
+#if defined(_WIN32)
+/* Windows path forms (an outside review under wine): a cache directory given absolute (C:\...)
+   was never made (mkdir -p stopped at "C:", which stat does not find); one with a trailing
+   separator was made but then refused (msvcrt's stat refuses "dir\"); a long UNC path written
+   with forward slashes was prefixed as \\?\\\server. */
+static void test_windows_path_forms(void)
+{
+    char cwd[MAX_PATH], abs_dir[MAX_PATH + 64], trail[64], unc[400];
+    wchar_t *w;
+    int i;
+    if (!CHECK(GetCurrentDirectoryA(sizeof cwd, cwd) > 0, "windows paths: the current directory")) return;
+    snprintf(abs_dir, sizeof abs_dir, "%s\\gf-abs-%lu\\a\\b", cwd, (unsigned long)gf__getpid());
+    CHECK(gf__cache_dir_usable(abs_dir), "windows paths: an absolute cache directory with missing levels is made");
+    snprintf(trail, sizeof trail, "gf-trail-%lu/x/", (unsigned long)gf__getpid());
+    CHECK(gf__cache_dir_usable(trail) && gf__cache_dir_usable(trail), "windows paths: a trailing separator is made, then used");
+    snprintf(unc, sizeof unc, "//srv/share/");
+    for (i = (int)strlen(unc); i < 300; i++) unc[i] = 'a';
+    unc[300] = 0;
+    if ((w = gf__path_wide(unc)) != NULL) {
+        CHECK(!wcsncmp(w, L"\\\\?\\UNC\\srv\\share\\", 18), "windows paths: a long UNC path with forward slashes is \\\\?\\UNC\\server\\share");
+        gf__free(w);
+    }
+    if ((w = gf__path_wide("//?/C:/x")) != NULL) {
+        CHECK(!wcscmp(w, L"//?/C:/x"), "windows paths: a verbatim path is left as the program gave it");
+        gf__free(w);
+    }
+    for (i = 0; i < 3; i++) {   /* b, a, then the top */
+        utf8_paths_remove_dir(abs_dir);
+        *strrchr(abs_dir, '\\') = 0;
+    }
+    trail[strlen(trail) - 1] = 0;
+    utf8_paths_remove_dir(trail);
+    *strrchr(trail, '/') = 0;
+    utf8_paths_remove_dir(trail);
+}
+#endif
 static void test_utf8_long_paths(void)
 {
     enum { DEPTH = 26 };
@@ -2299,8 +2387,12 @@ int main(int argc, char **argv)
     test_waiter_lets_go();
     test_cache_entry_replaced();
     test_utf8_long_paths();
+#if defined(_WIN32)
+    test_windows_path_forms();
+#endif
     test_build_log_start();
     test_cache_limit();
+    test_cache_trim_together();
     test_waiter_rearming();
     test_race_slots_reused();
     test_race_host_wait_began();

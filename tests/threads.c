@@ -564,9 +564,44 @@ static void *elsewhere_main(void *p)
     }
     return NULL;
 }
+/* Begins a capture on s, says so (step 1), waits for the main thread's refused destroy (step 2),
+   then ends the capture itself. */
+typedef struct { gf_stream *s; th_flag steps; gf_result begun, ended; } capture_owner;
+static void *capture_owner_main(void *p)
+{
+    capture_owner *o = (capture_owner *)p;
+    gf_graph *g = NULL;
+    o->begun = gf_stream_begin_capture(o->s, GF_CAPTURE_GLOBAL);
+    th_flag_add(&o->steps, 1);
+    th_flag_wait(&o->steps, 2, TH_WAIT_MS);
+    o->ended = gf_stream_end_capture(o->s, &g);
+    if (g) gf_graph_destroy(g);
+    return NULL;
+}
 static void test_capture_ended_elsewhere(void)
 {
     int relaxed;
+    {   /* a pool's destroy would discard its stream's capture: refused too (the pool kept) */
+        gf_stream_pool *pool = NULL;
+        gf_stream_pool_stats st;
+        capture_owner o;
+        pthread_t t;
+        memset(&o, 0, sizeof o);
+        th_flag_init(&o.steps);
+        if (CHECK_EQ_RESULT(gf_stream_pool_create(dev, NULL, &pool), GF_OK) && CHECK_EQ_RESULT(gf_stream_pool_acquire(pool, NULL, &o.s), GF_OK) &&
+            CHECK(pthread_create(&t, NULL, capture_owner_main, &o) == 0, "capture elsewhere: a thread")) {
+            th_flag_wait(&o.steps, 1, TH_WAIT_MS);
+            gf_stream_pool_destroy(pool);   /* refused: kept */
+            CHECK(o.begun == GF_OK && strstr(gf_last_error(), "gf_stream_pool_destroy") && gf_stream_pool_get_stats(pool, &st) == GF_OK,
+                  "capture elsewhere: a pool whose stream captures for another thread is kept at its destroy");
+            th_flag_add(&o.steps, 1);
+            pthread_join(t, NULL);
+            CHECK(o.ended == GF_OK, "capture elsewhere: the thread that began the capture ends it");
+            gf_stream_pool_release(pool, o.s);
+        }
+        if (pool) gf_stream_pool_destroy(pool);
+        th_flag_destroy(&o.steps);
+    }
     for (relaxed = 0; relaxed < 2; relaxed++) {
         elsewhere_args a;
         gf_buffer *b = NULL;
