@@ -134,7 +134,8 @@
     Stream callbacks (gf_stream_add_callback) run on a thread owned by the backend, after the
     stream's earlier work; later work waits for them. On CUDA and HIP a stream callback must not
     call into the driver: it may touch host memory, signal your own threads, or set flags, but
-    must not call gpuflow functions that enqueue, synchronize, allocate or free. Async waiters
+    must not call gpuflow functions that enqueue, synchronize, allocate or free (the stub does
+    them, and says once, as a warning, that CUDA and HIP would fail them). Async waiters
     (gf_event_on_complete) and flow tasks' completion callbacks run on the device's waiter
     thread and may call gpuflow freely, except gf_device_close (refused); gf_event_cancel_wait
     of the wait that is running answers GF_ERROR_NOT_FOUND at once (it is past cancelling). An

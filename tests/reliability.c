@@ -568,6 +568,33 @@ static void test_logger(void)
     gf_stream_destroy(s);
 }
 
+/* A stream callback that enqueues: the stub did it silently, and CUDA and HIP fail it (an outside
+   review of the stub as a bug catcher). The stub says so, once, as a warning. */
+static gf_stream *cb_other;
+static gf_buffer *cb_buf;
+static void enqueuing_cb(void *user, gf_result status) { (void)user; (void)status; (void)gf_fill_async(cb_other, cb_buf, 0, 1, 16); }
+static void test_callback_enqueues(void)
+{
+    log_seen seen;
+    gf_stream *s = mk_stream("calls back");
+    int i;
+    if (R.backend != GF_BACKEND_STUB) { SKIP("the stub's warning about a stream callback's calls"); gf_stream_destroy(s); return; }
+    cb_other = mk_stream("other");
+    memset(&seen, 0, sizeof seen);
+    gf_set_logger(test_logger_fn, &seen);
+    if (CHECK_EQ_RESULT(gf_buffer_create(R.dev, 16, &cb_buf), GF_OK)) {
+        for (i = 0; i < 2; i++) CHECK_EQ_RESULT(gf_stream_add_callback(s, enqueuing_cb, NULL), GF_OK);
+        CHECK_EQ_RESULT(gf_stream_synchronize(s), GF_OK);
+        CHECK_EQ_RESULT(gf_stream_synchronize(cb_other), GF_OK);
+        CHECK(seen.notices == 1 && contains(seen.last, "a stream callback enqueued work") && contains(seen.last, "CUDA and HIP"),
+              "a stream callback that enqueues: the stub warns, once, that CUDA and HIP fail it");
+        gf_buffer_destroy(cb_buf);
+    }
+    gf_set_logger(NULL, NULL);
+    gf_stream_destroy(cb_other);
+    gf_stream_destroy(s);
+}
+
 /* A logger that asks about the object whose call failed: the failure was logged while that
    object's lock was held, and the logger's call waited on it for good (found by review). Now
    a message waits until the thread holds no lock of the library's. */
@@ -2370,6 +2397,7 @@ int main(int argc, char **argv)
     test_launch_arguments();
     test_idle_stream_query();
     test_logger();
+    test_callback_enqueues();
     test_logger_calls_back();
     test_logger_in_flow_task();
     test_timeouts();
