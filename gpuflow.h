@@ -2169,7 +2169,7 @@ static void gf__spin_unlock(gf__spin *l) { gf__atomic_store_int(l, 0); }
 /* ---- paths and files: every file gpuflow opens goes through here ----------------- >>files */
 /* Paths are UTF-8 on every platform. Windows: through the wide file functions, so that any
    name works (the narrow ones read the ANSI code page, where most of Unicode is '?'), and a
-   path of MAX_PATH or more is made absolute under the \\?\ prefix, which lifts that limit.
+   path whose absolute form nears MAX_PATH takes the \\?\ prefix, which lifts that limit.
    Bytes that are not UTF-8 are read in the ANSI code page, as the narrow functions did. */
 #if defined(_WIN32)
 #  include <io.h>
@@ -2194,9 +2194,9 @@ typedef void (*gf__dir_fn)(void *user, const char *name, uint64_t bytes, int64_t
 #  define gf__fd_write(fd, b, n) _write((fd), (b), (unsigned)(n))
 #  define gf__fd_close(fd) _close(fd)
 #  define gf__getpid() ((unsigned long)GetCurrentProcessId())
+#  define GF__WSEP(c) ((c) == L'\\' || (c) == L'/')
 /* path as the wide string the file functions take (the caller frees it); NULL with errno set:
    ENOMEM, or EINVAL for bytes no code page reads. */
-#  define GF__WSEP(c) ((c) == L'\\' || (c) == L'/')
 static wchar_t *gf__path_wide(const char *path) {
     UINT page = CP_UTF8;
     DWORD flags = MB_ERR_INVALID_CHARS, need, got = 0;
