@@ -3602,14 +3602,16 @@ static unsigned gf__env_ms(const char *name, unsigned max) {
     return (unsigned)n;
 }
 /* A size in bytes from the environment: fallback when unset, or (a warning) not a whole number
-   of at least 1 (strtoull would take "-1", and clamp past 2^64). */
-static uint64_t gf__env_bytes(const char *name, uint64_t fallback) {
+   of at least 1 (strtoull would take "-1", and clamp past 2^64). warned: where a variable read
+   again and again (at each cache write) notes that its warning was given, or NULL. */
+static uint64_t gf__env_bytes(const char *name, uint64_t fallback, int *warned) {
     const char *v = getenv(name), *p;
     uint64_t n = 0;
     if (!v || !*v) return fallback;
     for (p = v; *p >= '0' && *p <= '9' && n <= (UINT64_MAX - (uint64_t)(*p - '0')) / 10; p++) n = n * 10 + (uint64_t)(*p - '0');
     if (*p || !n) {
-        gf__env_warn("gpuflow: %s=%s: expected a number of bytes; the default (%llu) holds", name, v, (unsigned long long)fallback);
+        if (!warned || !gf__atomic_xchg_int(warned, 1))
+            gf__env_warn("gpuflow: %s=%s: expected a number of bytes; the default (%llu) holds", name, v, (unsigned long long)fallback);
         return fallback;
     }
     return n;
@@ -10504,7 +10506,8 @@ static int gf__cache_file_older(const void *a, const void *b) {
     return x > y ? -1 : x < y;
 }
 static void gf__cache_dir_trim(const char *dir, const char *keep) {
-    uint64_t limit = gf__env_bytes("GPUFLOW_CACHE_LIMIT", GF__DEFAULT_CACHE_LIMIT), total = 0, freed = 0;
+    static int warned;   /* a value not understood is said once, not at every write */
+    uint64_t limit = gf__env_bytes("GPUFLOW_CACHE_LIMIT", GF__DEFAULT_CACHE_LIMIT, &warned), total = 0, freed = 0;
     const char *kept = strrchr(keep, '/') ? strrchr(keep, '/') + 1 : keep;   /* gf__cache_path's dir/name */
     size_t n = strlen(dir) + sizeof ((gf__cache_file *)0)->name + 2;
     char *path = (char *)gf__malloc(n);
@@ -12985,7 +12988,7 @@ static void gf__env_record(void) {
     path = *path ? "" : NULL;
     gf__free(value);
     if (path) { gf__env_warn("gpuflow: GPUFLOW_RECORD: the name is too long; nothing is recorded"); return; }
-    d.max_bytes = gf__env_bytes("GPUFLOW_RECORD_LIMIT", GF__DEFAULT_RECORD_LIMIT);
+    d.max_bytes = gf__env_bytes("GPUFLOW_RECORD_LIMIT", GF__DEFAULT_RECORD_LIMIT, NULL);
     gf__error_keep_begin(&keep);   /* said once, below, with the variable named */
     started = gf_record_start(&d);
     gf__error_keep_end(&keep, why);

@@ -308,6 +308,12 @@ static void test_limit(const char *base)
     unsetenv("GPUFLOW_CACHE_LIMIT");
     CHECK(load_and_run(dir, cache_source, NULL, 1.0f) && count_files(dir, ".bin", NULL, 0) == 2,
           "limit: the removed module compiles again, and the default limit keeps both");
+    setenv("GPUFLOW_CACHE_LIMIT", "lots", 1);   /* not a number: the default holds, said once (it was said at every write) */
+    log_clear();
+    CHECK(load_and_run(dir, cache_source, "-DGF_LIMIT_A", 1.0f) && load_and_run(dir, cache_source, "-DGF_LIMIT_B", 1.0f) &&
+          log_count("GPUFLOW_CACHE_LIMIT=lots") == 1 && count_files(dir, ".bin", NULL, 0) == 4,
+          "limit: a value not understood is said once, and the default limit holds");
+    unsetenv("GPUFLOW_CACHE_LIMIT");
 }
 
 static void *race_load(void *p)
