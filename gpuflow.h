@@ -6607,18 +6607,22 @@ static gf_result gf__call_stream_pool_release(gf_stream_pool *pool, gf_stream *s
 }
 
 /* Waits for each stream in turn; the first failure ends the wait. */
-static gf_result gf__sync_streams(gf_stream *const *streams, int count) {
+/* Each stream synchronized; a failure is fn's, with the stream's own words after its name. */
+static gf_result gf__sync_streams(const char *fn, gf_stream *const *streams, int count) {
     int i;
     for (i = 0; i < count; i++) {
-        gf_result r = gf_stream_synchronize(streams[i]);
-        if (r != GF_OK) return r;
+        gf_result r;
+        gf__quiet++;   /* told once, below */
+        r = gf_stream_synchronize(streams[i]);
+        gf__quiet--;
+        if (r != GF_OK) return gf__fail(r, "%s: %s", fn, gf__error_text);
     }
     return GF_OK;
 }
 
 static gf_result gf__call_stream_pool_synchronize(gf_stream_pool *pool) {
     GF__CHECK(pool, GF__T_STREAM_POOL);
-    return gf__sync_streams(pool->streams, pool->count);
+    return gf__sync_streams("gf_stream_pool_synchronize", pool->streams, pool->count);
 }
 
 GPUFLOW_IMPL gf_result gf_stream_pool_get_stats(gf_stream_pool *pool, gf_stream_pool_stats *out) {
@@ -6880,7 +6884,7 @@ static gf_result gf__call_stream_set_wait_frames(gf_stream_set *set, int max_in_
 
 static gf_result gf__call_stream_set_synchronize(gf_stream_set *set) {
     GF__CHECK(set, GF__T_STREAM_SET);
-    return gf__sync_streams(set->streams, set->depth);
+    return gf__sync_streams("gf_stream_set_synchronize", set->streams, set->depth);
 }
 
 static void gf__call_stream_set_destroy(gf_stream_set *set) {
@@ -6946,7 +6950,7 @@ static gf_result gf__call_synchronize_all(gf_stream *const *streams, int count, 
     uint64_t t0 = gf__now_ns();
     gf_result r;
     if ((r = gf__check_stream_list("gf_synchronize_all", streams, count)) != GF_OK) return r;
-    if ((r = gf__sync_streams(streams, count)) != GF_OK) return r;
+    if ((r = gf__sync_streams("gf_synchronize_all", streams, count)) != GF_OK) return r;
     if (elapsed_ms) *elapsed_ms = (double)(gf__now_ns() - t0) / 1e6;
     return GF_OK;
 }

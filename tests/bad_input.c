@@ -861,6 +861,15 @@ static void test_audit(void)
         CHECK(!strncmp(gf_last_error(), "gf_stream_begin_capture:", 24), "audit: gf_stream_begin_capture names itself");
         CHECK(gf_device_native(NULL) == NULL && !strncmp(gf_last_error(), "gf_device_native:", 17), "audit: gf_device_native names itself");
     }
+    {   /* calls made of others: the one the program made, then the inner call's words */
+        gf_stream *list[1];
+        gf_graph *cg = NULL;
+        list[0] = a;
+        CHECK_EQ_RESULT(gf_stream_begin_capture(a, GF_CAPTURE_GLOBAL), GF_OK);
+        CHECK_FAIL(gf_synchronize_all(list, 1, NULL), GF_ERROR_CAPTURE);
+        CHECK(!strncmp(gf_last_error(), "gf_synchronize_all: gf_stream_synchronize:", 42), "audit: gf_synchronize_all names itself, then the stream's refusal");
+        CHECK_FAIL(gf_stream_end_capture(a, &cg), GF_ERROR_CAPTURE);   /* the refusal discarded it, as documented */
+    }
     /* names: an internal helper's, and the parameters of the synchronous copies */
     CHECK_FAIL(gf_fill16_async(s, b2, 0, 1, 1), GF_ERROR_WRONG_DEVICE);
     CHECK(!strncmp(gf_last_error(), "gf_fill16_async:", 16), "audit: a fill of another device's buffer names gf_fill16_async");
