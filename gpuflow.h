@@ -4658,6 +4658,14 @@ static gf_result gf__capture_thread_check(const char *fn, const gf__capture *c) 
                     "end it (CUDA and HIP refuse it elsewhere); it goes on: end it on that thread, or begin it with GF_CAPTURE_RELAXED",
                     fn, c->origin->label, modes[c->mode]);
 }
+/* The same before a destroy of s, which would discard the capture s is in (s->lock not held). */
+static gf_result gf__destroy_capture_check(const char *fn, gf_stream *s) {
+    gf_result r;
+    gf__lock(&s->lock);
+    r = s->capture ? gf__capture_thread_check(fn, s->capture) : GF_OK;
+    gf__unlock(&s->lock);
+    return r;
+}
 
 static void gf__stream_free(gf_stream *s) {
     gf_device *dev = s->dev;
@@ -4694,7 +4702,6 @@ static gf_result gf__call_stream_create(gf_device *dev, const gf_stream_desc *de
 }
 
 static void gf__call_stream_destroy(gf_stream *s) {
-    gf_result r;
     GF__CHECK_VOID(s, GF__T_STREAM);
     if (s->internal) {
         gf__set_error(GF_ERROR_INVALID_ARGUMENT, "gf_stream_destroy: stream '%s' belongs to a %s; destroy that instead",
@@ -4702,10 +4709,7 @@ static void gf__call_stream_destroy(gf_stream *s) {
         return;
     }
     if (gf__refuse_self_wait("gf_stream_destroy", s->dev, s) != GF_OK) return;   /* kept: it cannot drain */
-    gf__lock(&s->lock);
-    r = s->capture ? gf__capture_thread_check("gf_stream_destroy", s->capture) : GF_OK;
-    gf__unlock(&s->lock);
-    if (r != GF_OK) return;   /* kept: its capture cannot be discarded from this thread */
+    if (gf__destroy_capture_check("gf_stream_destroy", s) != GF_OK) return;   /* kept: its capture cannot be discarded from this thread */
     if (gf__stream_busy(s) && gf__hidden_wait("gf_stream_destroy", s, "its queued work has run") != GF_OK) return;
     gf__stream_free(s);
 }
@@ -6653,10 +6657,7 @@ static gf_result gf__streams_drainable(const char *fn, const char *owner, gf_dev
         if (gf__in_task_on(streams[i]))
             return gf__fail(GF_ERROR_INVALID_STATE, "%s: called from a flow's task that runs on stream '%s' of the %s; destroy it after the run",
                             fn, streams[i]->label, owner);
-        gf__lock(&streams[i]->lock);   /* a capture to discard: only from the thread that began it (as gf_stream_destroy) */
-        r = streams[i]->capture ? gf__capture_thread_check(fn, streams[i]->capture) : GF_OK;
-        gf__unlock(&streams[i]->lock);
-        if (r != GF_OK) return r;
+        if ((r = gf__destroy_capture_check(fn, streams[i])) != GF_OK) return r;
     }
     for (i = 0; i < count; i++)
         if (streams[i] && gf__stream_busy(streams[i]) && (r = gf__hidden_wait(fn, streams[i], "its queued work has run")) != GF_OK) return r;
