@@ -8100,7 +8100,7 @@ static void gf__plan_free(gf__flow_plan *p) {
     gf__free(p->pred_first); gf__free(p->pred_count); gf__free(p->signals); gf__free(p->lane_first);
 }
 
-static gf_result gf__flow_plan_make(const gf_flow *flow, gf__flow_plan *p) {   /* flow->lock held */
+static gf_result gf__flow_plan_make(const char *fn, const gf_flow *flow, gf__flow_plan *p) {   /* flow->lock held */
     GF__HELD(&flow->lock);
     int n = flow->count, edges = 0, i, k, head = 0, tail = 0;
     int *indeg, *lane_tail, *fill;
@@ -8119,7 +8119,7 @@ static gf_result gf__flow_plan_make(const gf_flow *flow, gf__flow_plan *p) {   /
     if (!p->order || !p->lane || !p->preds || !p->pred_first || !p->pred_count || !p->signals || !p->lane_first ||
         !indeg || !lane_tail || !fill) {
         gf__plan_free(p); gf__free(indeg); gf__free(lane_tail); gf__free(fill);
-        return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_flow: out of host memory");
+        return gf__fail(GF_ERROR_OUT_OF_MEMORY, "%s: out of host memory", fn);
     }
     for (i = 0; i < n; i++) for (k = 0; k < GF__STRONG_SUCCS(flow, i); k++) p->pred_count[flow->tasks[i].succ[k]]++;
     for (i = 1; i < n; i++) p->pred_first[i] = p->pred_first[i - 1] + p->pred_count[i - 1];
@@ -8162,10 +8162,10 @@ static void gf__task_completed(void *p, gf_result status) {
     gf__event_pool_give(d->ev->dev->events, d->ev);
     gf__free(d);
 }
-static gf_result gf__task_on_complete(gf_flow *flow, gf__task *t, gf_stream *s) {
+static gf_result gf__task_on_complete(const char *fn, gf_flow *flow, gf__task *t, gf_stream *s) {
     gf__task_done *d = (gf__task_done *)gf__calloc(sizeof *d);
     gf_result r;
-    if (!d) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_flow_run: out of host memory");
+    if (!d) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "%s: out of host memory", fn);
     d->fn = t->on_complete;
     d->user = t->on_complete_user;
     if ((r = gf__event_pool_take(s->dev->events, 0, &d->ev)) != GF_OK) { gf__free(d); return r; }
@@ -8178,8 +8178,9 @@ static gf_result gf__task_on_complete(gf_flow *flow, gf__task *t, gf_stream *s) 
     return GF_OK;
 }
 
-/* Runs a task's function on s, inside a range of its name (seen in the trace). */
-static gf_result gf__task_call(const gf_flow *flow, const gf__task *task, gf_stream *s) {
+/* Runs a task's function on s, inside a range of its name (seen in the trace); a failure names
+   fn, the public call that ran the task. */
+static gf_result gf__task_call(const char *fn, const gf_flow *flow, const gf__task *task, gf_stream *s) {
     gf__task_frame frame;
     unsigned serial = gf__error_serial;
     int locks_held = gf__locks_held;
@@ -8193,8 +8194,8 @@ static gf_result gf__task_call(const gf_flow *flow, const gf__task *task, gf_str
     gf__locks_held = locks_held;
     gf__task_frames = frame.outer;
     if (r != GF_OK) {
-        char what[160];
-        snprintf(what, sizeof what, "gf_flow: task '%s' of flow '%s'", task->name, flow->label);
+        char what[192];
+        snprintf(what, sizeof what, "%s: task '%s' of flow '%s'", fn, task->name, flow->label);
         r = gf__fail_user(r, serial, what);
     }
     gf_range_pop(s);
@@ -8203,11 +8204,11 @@ static gf_result gf__task_call(const gf_flow *flow, const gf__task *task, gf_str
 /* Enqueues the plan's tasks on the lanes' streams, with an event wait for each edge that
    crosses streams, each task inside a range of its name (seen in the trace). The host never
    blocks. run: a gf_flow_run (completion callbacks apply), not a capture. */
-static gf_result gf__flow_enqueue(gf_flow *flow, const gf__flow_plan *p, gf_stream **lanes, int run) {
+static gf_result gf__flow_enqueue(const char *fn, gf_flow *flow, const gf__flow_plan *p, gf_stream **lanes, int run) {
     gf_event **done = (gf_event **)gf__calloc(sizeof *done * (size_t)(flow->count + 1));
     gf_result r = GF_OK;
     int i, k;
-    if (!done) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_flow: out of host memory");
+    if (!done) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "%s: out of host memory", fn);
     for (i = 0; i < flow->count && r == GF_OK; i++) {
         int t = p->order[i];
         gf__task *task = &flow->tasks[t];
@@ -8216,12 +8217,12 @@ static gf_result gf__flow_enqueue(gf_flow *flow, const gf__flow_plan *p, gf_stre
             int pr = p->preds[p->pred_first[t] + k];
             if (lanes[p->lane[pr]] != s) { r = gf_stream_wait_event(s, done[pr]); if (run) flow->stats.cross_edges++; }
         }
-        if (r == GF_OK) r = gf__task_call(flow, task, s);
+        if (r == GF_OK) r = gf__task_call(fn, flow, task, s);
         if (r == GF_OK && p->signals[t] && (r = gf__event_pool_take(s->dev->events, 0, &done[t])) == GF_OK) {
             r = gf_event_record(done[t], s);
             if (run) flow->stats.events++;
         }
-        if (r == GF_OK && run && task->on_complete) r = gf__task_on_complete(flow, task, s);
+        if (r == GF_OK && run && task->on_complete) r = gf__task_on_complete(fn, flow, task, s);
         if (r == GF_OK && run) flow->stats.tasks_run++;
     }
     for (i = 0; i < flow->count; i++) if (done[i]) gf__event_pool_give(done[i]->dev->events, done[i]);
@@ -8358,6 +8359,7 @@ typedef struct gf__decide_task {
 typedef struct gf__decide_lane { gf_stream *s; gf_stream_pool *pool; int tail; } gf__decide_lane;
 typedef struct gf__decide_ring { int *items; int head, count, cap; } gf__decide_ring;   /* (task, the task that readied it) */
 typedef struct gf__decide {
+    const char *fn;              /* the public call running the flow, for messages */
     gf_flow *flow;
     const gf__flow_plan *plan;   /* strong predecessors by task */
     gf__flow_frame *frame;       /* begun on the first lane */
@@ -8437,7 +8439,7 @@ static gf_result gf__decide_stream(gf__decide *d, gf_stream_pool *const *pools, 
     }
     if (!gf__grow((void **)&d->lanes, &d->lane_cap, d->lane_count + 1, sizeof *d->lanes)) {
         gf_stream_pool_release(pool, s);
-        return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_flow_run: out of host memory");
+        return gf__fail(GF_ERROR_OUT_OF_MEMORY, "%s: out of host memory", d->fn);
     }
     if (!d->lane_count) gf__flow_frame_begin(d->flow, s, d->frame);
     d->lanes[d->lane_count].s = s;
@@ -8477,15 +8479,15 @@ static gf_result gf__decide_run(gf__decide *d, gf_stream_pool *const *pools, int
     if (task->cond) {
         int32_t value = 0;
         gf_range_push(s, task->name);
-        r = gf__int_read("gf_flow_run", s, task->cond, task->cond_offset, "a condition task's int", &value);
+        r = gf__int_read(d->fn, s, task->cond, task->cond_offset, "a condition task's int", &value);
         gf_range_pop(s);
         if (r != GF_OK) return r;
         flow->stats.tasks_run++;
         if (value >= 0 && value < task->succ_count) return gf__decide_push(&d->picked, task->succ[value], t);
         return GF_OK;
     }
-    r = gf__task_call(flow, task, s);
-    if (r == GF_OK && task->on_complete) r = gf__task_on_complete(flow, task, s);
+    r = gf__task_call(d->fn, flow, task, s);
+    if (r == GF_OK && task->on_complete) r = gf__task_on_complete(d->fn, flow, task, s);
     if (r != GF_OK) return r;
     flow->stats.tasks_run++;
     for (k = 0; k < task->succ_count && r == GF_OK; k++) {   /* the edge from t counts once until its successor runs */
@@ -8499,7 +8501,7 @@ static gf_result gf__decide_run(gf__decide *d, gf_stream_pool *const *pools, int
 }
 
 /* gf_flow_run of a flow with condition tasks (flow->lock held). Its runs are not timed. */
-static gf_result gf__flow_decide(gf_flow *flow, gf_stream_pool *const *pools, int count) {
+static gf_result gf__flow_decide(const char *fn, gf_flow *flow, gf_stream_pool *const *pools, int count) {
     GF__HELD(&flow->lock);
     gf__flow_plan plan;
     gf__flow_frame frame;
@@ -8507,10 +8509,11 @@ static gf_result gf__flow_decide(gf_flow *flow, gf_stream_pool *const *pools, in
     gf_stream **streams;
     gf_result r;
     int i, k;
-    if ((r = gf__flow_plan_make(flow, &plan)) != GF_OK) return r;
+    if ((r = gf__flow_plan_make(fn, flow, &plan)) != GF_OK) return r;
     gf__flow_frames_collect(flow);   /* bounds the pending list to the frames in flight */
     memset(&d, 0, sizeof d);
     memset(&frame, 0, sizeof frame);
+    d.fn = fn;
     d.flow = flow;
     d.plan = &plan;
     d.frame = &frame;
@@ -8753,7 +8756,7 @@ static gf_result gf__shape_emit(gf__shape *sh, const unsigned char *in, int head
         if (loop) r = gf__shape_loop(sh, pc);
         else if (task->cond && sh->stop[x]) r = gf__shape_copy(sh, x);   /* the loop's own condition: its WHILE tests the slot */
         else if (task->cond) { if ((r = gf__shape_copy(sh, x)) == GF_OK) r = gf__shape_branches(sh, x); }
-        else if (!sh->dry) r = gf__task_call(flow, task, sh->s);
+        else if (!sh->dry) r = gf__task_call("gf_flow_capture", flow, task, sh->s);
         for (k = 0; r == GF_OK && k < GF__STRONG_SUCCS(flow, x); k++) {
             int y = task->succ[k];
             if (in[y] && !skip[y] && --indeg[y] == 0) order[tail++] = y;
@@ -8772,7 +8775,7 @@ static gf_result gf__flow_capture_decided(gf_flow *flow, gf_stream *s, gf_graph 
     unsigned char *all = NULL;
     gf_result r;
     int n = flow->count, i, slots = 0;
-    if ((r = gf__flow_plan_make(flow, &plan)) != GF_OK) return r;
+    if ((r = gf__flow_plan_make("gf_flow_capture", flow, &plan)) != GF_OK) return r;
     memset(&sh, 0, sizeof sh);
     sh.flow = flow; sh.plan = &plan; sh.s = s;
     sh.back = (int *)gf__malloc(sizeof(int) * (size_t)(n + 1));
@@ -8830,11 +8833,11 @@ static gf_result gf__flow_run(const char *fn, gf_flow *flow, gf_stream_pool *con
                             count == 1 ? " (tasks on several devices: gf_flow_run_multi with one pool per device)" : "");
         }
     if (flow->conditions) {
-        r = gf__flow_decide(flow, pools, count);
+        r = gf__flow_decide(fn, flow, pools, count);
         gf__flow_unlock(flow);
         return r;
     }
-    if ((r = gf__flow_plan_make(flow, &plan)) != GF_OK) { gf__flow_unlock(flow); return r; }
+    if ((r = gf__flow_plan_make(fn, flow, &plan)) != GF_OK) { gf__flow_unlock(flow); return r; }
     lanes = (gf_stream **)gf__calloc(sizeof *lanes * (size_t)(plan.lanes + 1));
     lane_pool = (gf_stream_pool **)gf__calloc(sizeof *lane_pool * (size_t)(plan.lanes + 1));
     if (!lanes || !lane_pool) {
@@ -8853,7 +8856,7 @@ static gf_result gf__flow_run(const char *fn, gf_flow *flow, gf_stream_pool *con
         gf__flow_frame frame;
         gf__flow_frames_collect(flow);   /* bounds the pending list to the frames in flight */
         gf__flow_frame_begin(flow, lanes[0], &frame);
-        r = gf__flow_enqueue(flow, &plan, lanes, 1);
+        r = gf__flow_enqueue(fn, flow, &plan, lanes, 1);
         if (r == GF_OK) gf__flow_frame_end(flow, lanes, plan.lanes, &frame);
         else gf__flow_frame_release(&frame);
         if (r == GF_OK) flow->stats.runs++;
@@ -8971,7 +8974,7 @@ GPUFLOW_IMPL gf_result gf_flow_capture(gf_flow *flow, gf_stream *s, gf_graph **o
         gf__flow_unlock(flow);
         return r;
     }
-    if ((r = gf__flow_plan_make(flow, &plan)) != GF_OK) { gf__flow_unlock(flow); return r; }
+    if ((r = gf__flow_plan_make("gf_flow_capture", flow, &plan)) != GF_OK) { gf__flow_unlock(flow); return r; }
     if (!(lanes = (gf_stream **)gf__calloc(sizeof *lanes * (size_t)(plan.lanes + 1))))
         r = gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_flow_capture: out of host memory");
     if (r == GF_OK && plan.lanes > 1 && plan.lanes - 1 > flow->fork_count) {   /* the flow keeps its fork streams */
@@ -8993,7 +8996,7 @@ GPUFLOW_IMPL gf_result gf_flow_capture(gf_flow *flow, gf_stream *s, gf_graph **o
                 lanes[i] = flow->forks[i - 1];
                 r = gf_stream_wait_event(lanes[i], fork);
             }
-        if (r == GF_OK) r = gf__flow_enqueue(flow, &plan, lanes, 0);
+        if (r == GF_OK) r = gf__flow_enqueue("gf_flow_capture", flow, &plan, lanes, 0);
         if (r == GF_OK) gf__flow_remember_lanes(flow, lanes, plan.lanes);
         if (r == GF_OK && plan.lanes > 1 && (r = gf__event_pool_take(flow->dev->events, 0, &join)) == GF_OK)
             for (i = 1; i < plan.lanes && r == GF_OK; i++)
@@ -9109,7 +9112,7 @@ GPUFLOW_IMPL gf_result gf_flow_write_dot(gf_flow *flow, const char *path) {
     GF__NOT_IN_OWN_TASK(flow);
     if (!path || !*path) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_flow_write_dot: path is empty");
     gf__lock(&flow->lock);
-    if ((r = gf__flow_plan_make(flow, &plan)) != GF_OK) { gf__flow_unlock(flow); return r; }
+    if ((r = gf__flow_plan_make("gf_flow_write_dot", flow, &plan)) != GF_OK) { gf__flow_unlock(flow); return r; }
     if (!(f = gf__fopen(path, "w"))) {
         gf__plan_free(&plan);
         gf__flow_unlock(flow);

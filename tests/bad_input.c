@@ -815,6 +815,11 @@ static gf_result audit_syncing_task(gf_stream *st, void *user)   /* cannot be ca
     if (gf_fill_async(st, audit_buf, 0, 1, 4) != GF_OK) return GF_ERROR_INVALID_STATE;
     return gf_stream_synchronize(st);
 }
+static gf_result audit_failing_task(gf_stream *st, void *user)
+{
+    (void)st; (void)user;
+    return GF_ERROR_INVALID_STATE;
+}
 static void test_audit(void)
 {
     gf_stream *a = NULL, *c = NULL, *l[2];
@@ -904,6 +909,17 @@ static void test_audit(void)
             CHECK(!strncmp(gf_last_error(), "gf_stream_query:", 16), "audit: a flow run that stays a flow leaves the last error alone");
         }
         CHECK_EQ_RESULT(gf_flow_wait_frames(flow, 0, 10000), GF_OK);
+    }
+    if (flow) gf_flow_destroy(flow);
+    flow = NULL;
+    /* a task's failure names the public call that ran it (it said "gf_flow: task ...") */
+    if (pool && CHECK_EQ_RESULT(gf_flow_create(dev, NULL, &flow), GF_OK) &&
+        CHECK_EQ_RESULT(gf_flow_add(flow, "refuses", audit_failing_task, NULL, &task), GF_OK)) {
+        CHECK_FAIL(gf_flow_run(flow, pool), GF_ERROR_INVALID_STATE);
+        CHECK(!strncmp(gf_last_error(), "gf_flow_run: task 'refuses'", 27), "audit: a task's failure names gf_flow_run");
+        CHECK_FAIL(gf_flow_capture(flow, c, &g), GF_ERROR_INVALID_STATE);
+        CHECK(!strncmp(gf_last_error(), "gf_flow_capture: task 'refuses'", 31), "audit: a task's failure names gf_flow_capture");
+        CHECK_EQ_RESULT(gf_stream_pool_synchronize(pool), GF_OK);
     }
     if (flow) gf_flow_destroy(flow);
     if (pool) gf_stream_pool_destroy(pool);
