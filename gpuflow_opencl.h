@@ -9,7 +9,8 @@
     program built with this backend runs on machines without OpenCL and falls back.
 
     Needs: CL/cl.h declaring OpenCL 2.1 or later (the Khronos OpenCL-Headers; checked at
-    compile time), and at run time an ICD loader with the OpenCL 1.2 entry points. 2.0+
+    compile time), and at run time an ICD loader with the OpenCL 1.2 entry points and devices
+    of OpenCL 1.2 or later (an older device is refused at open: GF_ERROR_NOT_SUPPORTED). 2.0+
     entries (clCreateCommandQueueWithProperties, SVM, clCreateProgramWithIL) are used where
     the driver has them.
 
@@ -719,6 +720,11 @@ static gf_result gf__cl_device_init(gf_device *dev, gf__cl_device *d) {
     GF__CL(clGetDeviceInfo, (d->device, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof d->max_alloc, &d->max_alloc, NULL));
     if (sscanf(version, "OpenCL %d.%d", &major, &minor) != 2) { major = 1; minor = 2; }
     d->version = major * 10 + minor;
+    if (d->version < 12) {   /* fills, markers with wait lists and program linking are 1.2's */
+        gf__cl_device_close(dev);
+        return gf__fail(GF_ERROR_NOT_SUPPORTED, "OpenCL: %s (%s) is an OpenCL %d.%d device; gpuflow needs OpenCL 1.2 or later",
+                        dname[0] ? dname : "the device", pname[0] ? pname : "unnamed platform", major, minor);
+    }
     d->total = mem;
     d->sub_align = align_bits / 8;
     if (GF__CL(clGetDeviceInfo, (d->device, CL_DEVICE_EXTENSIONS, 0, NULL, &ext_size)) == CL_SUCCESS &&

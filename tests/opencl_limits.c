@@ -1,6 +1,6 @@
 /* OpenCL on limits a PoCL platform can be given (found by an outside review of the OpenCL
-   backend): a device that allows fewer than 256 work-items a group, and a context of two
-   devices. Run with PoCL, which reads POCL_MAX_WORK_GROUP_SIZE and POCL_DEVICES at its first
+   backend): a device that allows fewer than 256 work-items a group, a context of two devices,
+   and a device older than OpenCL 1.2. Run with PoCL, which reads POCL_MAX_WORK_GROUP_SIZE and POCL_DEVICES at its first
    call: main sets them first. Skipped (counted) where OpenCL or PoCL is not there.
 
        ./opencl_limits */
@@ -114,6 +114,33 @@ static void test_build_message(gf_device *dev)
     CHECK(n && gf_last_error()[n - 1] != '\n' && strstr(gf_last_error(), "not_declared"), "a build failure's message names the error and ends with its text");
 }
 
+/* An OpenCL 1.1 device was opened, and its first fill or marker failed in the driver: refused
+   at open now, named. The device's version is changed in gpuflow's table of the driver. */
+static cl_int (CL_API_CALL *real_device_info)(cl_device_id, cl_device_info, size_t, void *, size_t *);
+static cl_int CL_API_CALL device_info_as_1_1(cl_device_id id, cl_device_info what, size_t size, void *out, size_t *size_out)
+{
+    static const char old[] = "OpenCL 1.1 (as told by the test)";
+    if (what != CL_DEVICE_VERSION) return real_device_info(id, what, size, out, size_out);
+    if (size_out) *size_out = sizeof old;
+    if (out) {
+        if (size < sizeof old) return CL_INVALID_VALUE;
+        memcpy(out, old, sizeof old);
+    }
+    return CL_SUCCESS;
+}
+static void test_old_device(void)
+{
+    gf_device *dev = NULL;
+    real_device_info = gf__cl.clGetDeviceInfo;
+    gf__cl.clGetDeviceInfo = device_info_as_1_1;
+    CHECK_FAIL(gf_device_open(GF_BACKEND_OPENCL, 0, &dev), GF_ERROR_NOT_SUPPORTED);
+    CHECK(strstr(gf_last_error(), "OpenCL 1.1 device") && strstr(gf_last_error(), "1.2 or later"), "an OpenCL 1.1 device: the refusal says why");
+    gf__cl.clGetDeviceInfo = real_device_info;
+    if (dev) gf_device_close(dev);
+    CHECK_EQ_RESULT(gf_device_open(GF_BACKEND_OPENCL, 0, &dev), GF_OK);   /* nothing was left half-open */
+    if (dev) gf_device_close(dev);
+}
+
 int main(void)
 {
     gf_device *dev = NULL;
@@ -134,5 +161,6 @@ int main(void)
     test_build_message(dev);
     gf_device_close(dev);
     test_two_devices();
+    test_old_device();
     return th_finish();
 }
