@@ -917,14 +917,14 @@ static gf_result gf__cl_buffer_view(gf_buffer *view) {
     view->native = 0;
     if (d->sub_align && view->view_offset % d->sub_align == 0) {
         cl_buffer_region region;
-        cl_mem base = GF__CL_MEM(parent);
+        cl_mem base = GF__CL_MEM(parent), whole = NULL;
         size_t at = 0;
         cl_int e;
-        /* an import at an offset is a sub-buffer already, and OpenCL makes none of a sub-buffer:
-           the view's is of the whole import */
-        if (parent->external && base != (cl_mem)parent->external &&
+        /* the parent may be a sub-buffer already (an import at an offset, a wrapped sub-buffer),
+           and OpenCL makes none of a sub-buffer: the view's is of the buffer it lies in */
+        if (GF__CL(clGetMemObjectInfo, (base, CL_MEM_ASSOCIATED_MEMOBJECT, sizeof whole, &whole, NULL)) == CL_SUCCESS && whole &&
             GF__CL(clGetMemObjectInfo, (base, CL_MEM_OFFSET, sizeof at, &at, NULL)) == CL_SUCCESS)
-            base = (cl_mem)parent->external;
+            base = whole;
         region.origin = at + view->view_offset;
         region.size = view->size;
         cl_mem sub = GF__CL_NEW(clCreateSubBuffer, (base, 0, CL_BUFFER_CREATE_TYPE_REGION, &region), &e);

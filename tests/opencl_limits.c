@@ -1,6 +1,6 @@
 /* OpenCL on limits a PoCL platform can be given (found by an outside review of the OpenCL
    backend): a device that allows fewer than 256 work-items a group, a context of two devices,
-   and a device older than OpenCL 1.2. Run with PoCL, which reads POCL_MAX_WORK_GROUP_SIZE and POCL_DEVICES at its first
+   a view of a wrapped sub-buffer, and a device older than OpenCL 1.2. Run with PoCL, which reads POCL_MAX_WORK_GROUP_SIZE and POCL_DEVICES at its first
    call: main sets them first. Skipped (counted) where OpenCL or PoCL is not there.
 
        ./opencl_limits */
@@ -114,6 +114,39 @@ static void test_build_message(gf_device *dev)
     CHECK(n && gf_last_error()[n - 1] != '\n' && strstr(gf_last_error(), "not_declared"), "a build failure's message names the error and ends with its text");
 }
 
+/* A view of a wrapped sub-buffer was refused by the driver (OpenCL makes no sub-buffer of a
+   sub-buffer): its sub-buffer is now made of the buffer the wrapped one lies in. */
+static void test_view_of_wrapped_sub_buffer(gf_device *dev)
+{
+    gf__cl_device *d = (gf__cl_device *)dev->native;
+    size_t align = d->sub_align ? d->sub_align : 128, at = 0;
+    cl_buffer_region region;
+    cl_mem whole, sub = NULL;
+    cl_int e;
+    gf_buffer *b = NULL, *v = NULL, *w = NULL;
+    unsigned char h[64];
+    whole = GF__CL_NEW(clCreateBuffer, (d->ctx, CL_MEM_READ_WRITE, 4 * align, NULL), &e);
+    region.origin = align;
+    region.size = 2 * align;
+    if (whole) sub = GF__CL_NEW(clCreateSubBuffer, (whole, 0, CL_BUFFER_CREATE_TYPE_REGION, &region), &e);
+    if (!CHECK(sub != NULL, "wrapped sub-buffer: made") || !CHECK_EQ_RESULT(gf_buffer_wrap(dev, (uint64_t)(uintptr_t)sub, 2 * align, &b), GF_OK)) goto out;
+    if (CHECK_EQ_RESULT(gf_buffer_view(b, 0, 64, &v), GF_OK) && CHECK_EQ_RESULT(gf_buffer_view(b, align, 64, &w), GF_OK)) {
+        CHECK(gf_buffer_native(v) && GF__CL(clGetMemObjectInfo, ((cl_mem)(uintptr_t)gf_buffer_native(v), CL_MEM_OFFSET, sizeof at, &at, NULL)) == CL_SUCCESS &&
+              at == align, "wrapped sub-buffer: a view at its byte 0 is a sub-buffer at the wrapped one's offset");
+        CHECK(gf_buffer_native(w) && GF__CL(clGetMemObjectInfo, ((cl_mem)(uintptr_t)gf_buffer_native(w), CL_MEM_OFFSET, sizeof at, &at, NULL)) == CL_SUCCESS &&
+              at == 2 * align, "wrapped sub-buffer: a view further in lies at both offsets");
+        CHECK_EQ_RESULT(gf_copy_to_device(v, 0, "0123456789abcdef", 16), GF_OK);
+        CHECK(GF__CL(clEnqueueReadBuffer, (d->host_queue, whole, CL_TRUE, align, 16, h, 0, NULL, NULL)) == CL_SUCCESS && !memcmp(h, "0123456789abcdef", 16),
+              "wrapped sub-buffer: what the view holds is where the wrapped sub-buffer begins");
+    }
+out:
+    if (w) gf_buffer_destroy(w);
+    if (v) gf_buffer_destroy(v);
+    if (b) gf_buffer_destroy(b);
+    if (sub) GF__CL(clReleaseMemObject, (sub));
+    if (whole) GF__CL(clReleaseMemObject, (whole));
+}
+
 /* An OpenCL 1.1 device was opened, and its first fill or marker failed in the driver: refused
    at open now, named. The device's version is changed in gpuflow's table of the driver. */
 static cl_int (CL_API_CALL *real_device_info)(cl_device_id, cl_device_info, size_t, void *, size_t *);
@@ -159,6 +192,7 @@ int main(void)
     printf("opencl limits on %s\n", gf_device_name(dev));
     test_small_groups(dev);
     test_build_message(dev);
+    test_view_of_wrapped_sub_buffer(dev);
     gf_device_close(dev);
     test_two_devices();
     test_old_device();
