@@ -1056,7 +1056,8 @@ GPUFLOW_API gf_device  *gf_stream_device(const gf_stream *s);
 
 /* ---- events and event pools ------------------------------------------------------------ */
 /* Codes: GF_NOT_READY, GF_TIMEOUT, GF_ERROR_INVALID_STATE (never recorded for elapsed time,
-   released or destroyed twice), GF_ERROR_CAPTURE (waiting on an event recorded inside a capture
+   released or destroyed twice, any use of a pooled event after its release until it is
+   acquired again), GF_ERROR_CAPTURE (waiting on an event recorded inside a capture
    in progress), GF_ERROR_NOT_FOUND (a wait id that is not pending). A never-recorded event
    counts as complete, as in CUDA. An event (or an event pool) destroyed, or an event released,
    while gf_event_on_complete waits on it are pending goes through at once: the waits still run,
@@ -5949,12 +5950,19 @@ static gf_result gf__event_record_locked(gf_event *ev, gf_stream *s) {
     return r;
 }
 
+/* A pooled event given back is the pool's until acquired again: a use of it (a use after
+   release, as a use after free) is refused while it sits there. */
+static gf_result gf__event_check_held(const char *fn, gf_event *ev) {
+    if (gf__atomic_load_int(&ev->in_pool)) return gf__fail(GF_ERROR_INVALID_STATE, "%s: the event was released to its pool", fn);
+    return GF_OK;
+}
+
 static gf_result gf__call_event_record(gf_event *ev, gf_stream *s) {
     gf_result r;
     GF__CHECK(ev, GF__T_EVENT);
     GF__CHECK(s, GF__T_STREAM);
     GF__SAME_DEVICE(ev->dev, s->dev);
-    if (gf__atomic_load_int(&ev->in_pool)) return gf__fail(GF_ERROR_INVALID_STATE, "gf_event_record: the event was released to its pool");
+    if ((r = gf__event_check_held("gf_event_record", ev)) != GF_OK) return r;
     gf__lock(&s->lock);
     r = s->capture ? GF_OK : GF__FAULT_POINT(s->dev, GF__FK_OP, "event record");
     if (r == GF_OK) r = gf__event_record_locked(ev, s);
@@ -6014,6 +6022,7 @@ static gf_result gf__call_stream_wait_event(gf_stream *s, gf_event *ev) {
     gf_result r;
     GF__CHECK(s, GF__T_STREAM);
     GF__CHECK(ev, GF__T_EVENT);
+    if ((r = gf__event_check_held("gf_stream_wait_event", ev)) != GF_OK) return r;
     if (s->dev != ev->dev) {
         if (!gf__device_is_open(ev->dev)) return gf__fail(GF_ERROR_INVALID_HANDLE, "gf_stream_wait_event: the event belongs to a device that was closed");
         return gf__wait_event_across(s, ev);
@@ -6083,6 +6092,7 @@ static gf_result gf__call_event_synchronize(gf_event *ev) {
     gf__race_seen race_seen;
     gf_result r;
     GF__CHECK(ev, GF__T_EVENT);
+    if ((r = gf__event_check_held("gf_event_synchronize", ev)) != GF_OK) return r;
     if ((r = gf__event_check_wait("gf_event_synchronize", ev)) != GF_OK) return r;
     if ((r = GF__FAULT_POINT(ev->dev, GF__FK_SYNC, "gf_event_synchronize")) != GF_OK) return r;
     if ((r = gf__event_refuse_self_wait("gf_event_synchronize", ev)) != GF_OK) return r;
@@ -6115,6 +6125,7 @@ static gf_result gf__event_wait_for(const char *fn, gf_event *ev, unsigned timeo
 static gf_result gf__call_event_synchronize_timeout(gf_event *ev, unsigned timeout_ms) {
     gf_result r;
     GF__CHECK(ev, GF__T_EVENT);
+    if ((r = gf__event_check_held("gf_event_synchronize_timeout", ev)) != GF_OK) return r;
     if ((r = gf__event_wait_for("gf_event_synchronize_timeout", ev, timeout_ms)) == GF_TIMEOUT)
         return gf__fail(GF_TIMEOUT, "gf_event_synchronize_timeout: the event's work had not completed after %u ms", timeout_ms);
     return r;
@@ -6124,6 +6135,7 @@ static gf_result gf__call_event_query(gf_event *ev) {
     gf__race_seen race_seen;
     gf_result r;
     GF__CHECK(ev, GF__T_EVENT);
+    if ((r = gf__event_check_held("gf_event_query", ev)) != GF_OK) return r;
     if ((r = gf__event_check_wait("gf_event_query", ev)) != GF_OK) return r;
     if (!gf__atomic_load_int(&ev->recorded)) return GF_OK;
     race_seen = gf__race_seen_event(ev);
@@ -6136,6 +6148,8 @@ static gf_result gf__call_event_elapsed_ms(gf_event *start, gf_event *end, float
     GF__CHECK(end, GF__T_EVENT);
     GF__CHECK_OUT(ms);
     GF__SAME_DEVICE(start->dev, end->dev);
+    if ((r = gf__event_check_held("gf_event_elapsed_ms", start)) != GF_OK || (r = gf__event_check_held("gf_event_elapsed_ms", end)) != GF_OK)
+        return r;
     if (!(start->flags & GF_EVENT_TIMING) || !(end->flags & GF_EVENT_TIMING))
         return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_event_elapsed_ms: %s event was created without GF_EVENT_TIMING",
                         !(start->flags & GF_EVENT_TIMING) ? "the start" : "the end");
@@ -7463,7 +7477,7 @@ GPUFLOW_IMPL gf_result gf_event_on_complete(gf_event *ev, gf_callback fn, void *
     gf_result r;
     GF__CHECK(ev, GF__T_EVENT);
     if (!fn) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_event_on_complete: fn is NULL");
-    if ((r = gf__event_check_wait(__func__, ev)) != GF_OK) return r;
+    if ((r = gf__event_check_held(__func__, ev)) != GF_OK || (r = gf__event_check_wait(__func__, ev)) != GF_OK) return r;
     return gf__waiter_add(ev, fn, user, wait_id);
 }
 

@@ -389,6 +389,17 @@ static void test_pools(void)
           es.created == es0.created, "refused releases left the pool's stats as they were");
     CHECK_EQ_RESULT(gf_event_pool_release(ep, e), GF_OK);
     CHECK_FAIL(gf_event_pool_release(ep, e), GF_ERROR_INVALID_STATE);              /* twice */
+    {   /* a released event is the pool's: every use of it is refused (only a record was) */
+        float ms = 0;
+        CHECK_FAIL(gf_event_record(e, s), GF_ERROR_INVALID_STATE);
+        CHECK_FAIL(gf_stream_wait_event(s, e), GF_ERROR_INVALID_STATE);
+        CHECK_FAIL(gf_event_synchronize(e), GF_ERROR_INVALID_STATE);
+        CHECK_FAIL(gf_event_synchronize_timeout(e, 10), GF_ERROR_INVALID_STATE);
+        CHECK_FAIL(gf_event_query(e), GF_ERROR_INVALID_STATE);
+        CHECK_FAIL(gf_event_on_complete(e, noop_cb, NULL, NULL), GF_ERROR_INVALID_STATE);
+        CHECK_FAIL(gf_event_elapsed_ms(e, e, &ms), GF_ERROR_INVALID_STATE);
+        CHECK(strstr(gf_last_error(), "released to its pool") != NULL, "a released event's use: the refusal says why");
+    }
     CHECK(gf_event_pool_get_stats(ep, &es) == GF_OK && es.in_use == es0.in_use - 1 && es.available == es0.available + 1,
           "a double release did not count twice");
     CHECK_FAIL(gf_event_pool_get_stats(NULL, &es), GF_ERROR_INVALID_HANDLE);
