@@ -1100,7 +1100,7 @@ GPUFLOW_API gf_result  gf_stream_set_create(gf_device *dev, int depth, const cha
 GPUFLOW_API gf_stream *gf_stream_set_get(gf_stream_set *set, size_t i);
 GPUFLOW_API gf_result  gf_stream_set_next(gf_stream_set *set, size_t i, gf_stream **out);   /* blocks until slot i's last round has run */
 GPUFLOW_API gf_result  gf_stream_set_synchronize(gf_stream_set *set);
-GPUFLOW_API void       gf_stream_set_destroy(gf_stream_set *set);
+GPUFLOW_API void       gf_stream_set_destroy(gf_stream_set *set);   /* blocks until its streams' work has run */
 /* Frames: each gf_stream_set_next begins a frame (a round of the set) on its slot; it ends at
    gf_stream_set_end_frame or at the next gf_stream_set_next. gf_stream_set_frames says, without
    waiting, how many frames began, how many the device has completed, how many are in flight
@@ -1334,7 +1334,10 @@ GPUFLOW_API gf_result gf_race_check_enable(gf_device *dev, unsigned flags);
 GPUFLOW_API gf_result gf_race_report(gf_device *dev, gf_race_info *out);
 /* Hang diagnostics: each stream's operations not known to be done, what it waits on, running
    callbacks, captures and async waiters, as text. GPUFLOW_HANG_MS=N in the environment makes
-   any blocking wait that lasts longer than N ms log this once (then it keeps waiting). */
+   any blocking wait that lasts longer than N ms log this once (then it keeps waiting): the
+   synchronizes (their _timeout forms too, when the bound is longer), the destroys that wait,
+   gf_device_close. Not the frame waits and gf_stream_pool_acquire_ready, which wait in short
+   slices and give control back. */
 GPUFLOW_API gf_result gf_device_write_state(gf_device *dev, char *text, size_t size);
 
 /* ---- faults on demand ----------------------------------------------------------------- */
@@ -2552,9 +2555,10 @@ typedef struct gf__copy {
    recorded its event by id (that stream may be gone by the time anyone reads this). */
 /* The name is a copy: the kernel (its module) may be destroyed before anyone reads the note. */
 typedef struct gf__op_note {
-    uint64_t seq; gf_op_kind kind; char name[48]; uint64_t waits_on;
+    uint64_t seq; gf_op_kind kind; char name[128]; uint64_t waits_on;
     uint64_t waits_on_seq;          /* a wait on this device: the place in waits_on's order it waits for (0: unknown) */
     int has_value; uint64_t value;  /* a semaphore's signal or wait: the value (name: its label) */
+    int across;                     /* a wait on another device's stream: name is that stream and its device */
 } gf__op_note;
 
 struct gf_stream {
@@ -4463,7 +4467,14 @@ static gf__op_note *gf__note_op(gf_stream *s, gf_op_kind kind, const char *name,
     n->waits_on = waits_on;
     n->waits_on_seq = 0;
     n->has_value = 0;
+    n->across = 0;
     return n;
+}
+/* A wait for work of another device's stream, named when queued (ids are per device). */
+static void gf__note_wait_across(gf_stream *s, const char *stream_label, const gf_device *other) {
+    char what[sizeof other->tag + 96];   /* cut to the note's name there */
+    snprintf(what, sizeof what, "%.80s of %s", stream_label, other->tag);
+    gf__note_op(s, GF_OP_WAIT, what, 0)->across = 1;
 }
 /* A stream's label by id, for descriptions: "a destroyed stream" once it is gone. */
 static void gf__stream_label_of(gf_device *dev, uint64_t id, char *out, size_t cap) {
@@ -4676,12 +4687,12 @@ static void gf__stream_free(gf_stream *s) {
     if (s->capture) discarded = gf__capture_discard(s->capture);
     gf__unlock(&s->lock);
     gf__discarded_release(discarded);
+    gf__stream_sync(s);   /* still the device's meanwhile: a hang report shows what it waits for */
     gf__lock(&dev->lock);
     for (i = 0; i < dev->stream_count; i++)
         if (dev->streams[i] == s) { dev->streams[i] = dev->streams[--dev->stream_count]; break; }
     while (s->sync_refs) gf__cond_wait(&dev->released, &dev->lock);   /* a device sync still holds it */
     gf__unlock(&dev->lock);
-    gf__stream_sync(s);
     if (gf__atomic_load_int(&gf__rec_on)) gf__rec_gone(s);   /* one gpuflow made: its number goes with it */
     dev->be->stream_destroy(s);
     gf__mutex_destroy(&s->lock);
@@ -4756,6 +4767,15 @@ static gf_result gf__poll(gf__query_fn query, void *obj, unsigned timeout_ms) {
         if (nap < GF__WAIT_NAP_MAX_US) nap *= 2;
     }
 }
+/* gf__poll for a _timeout synchronize: with GPUFLOW_HANG_MS shorter than its bound, the state
+   is logged once the wait passes it, as for an unbounded wait; what names the wait. */
+static gf_result gf__poll_reported(gf_device *dev, gf__query_fn query, void *obj, unsigned timeout_ms, const char *what) {
+    gf_result r;
+    if (!dev->hang_ms || timeout_ms <= dev->hang_ms) return gf__poll(query, obj, timeout_ms);
+    if ((r = gf__poll(query, obj, dev->hang_ms)) != GF_TIMEOUT) return r;
+    gf__hang_report(dev, what);
+    return gf__poll(query, obj, timeout_ms - dev->hang_ms);
+}
 static gf_result gf__stream_query_settled(void *p) {
     gf_stream *s = (gf_stream *)p;
     uint64_t seen = gf__atomic_load(&s->submitted);
@@ -4764,12 +4784,14 @@ static gf_result gf__stream_query_settled(void *p) {
 }
 
 static gf_result gf__call_stream_synchronize_timeout(gf_stream *s, unsigned timeout_ms) {
+    char what[128];
     gf_result r;
     GF__CHECK(s, GF__T_STREAM);
     if ((r = GF__FAULT_POINT(s->dev, GF__FK_SYNC, "gf_stream_synchronize_timeout")) != GF_OK) return r;
     if ((r = gf__refuse_self_wait("gf_stream_synchronize_timeout", s->dev, s)) != GF_OK) return r;   /* it could only time out */
     if ((r = gf__refuse_in_capture(s, "gf_stream_synchronize_timeout")) != GF_OK) return r;
-    if ((r = gf__poll(gf__stream_query_settled, s, timeout_ms)) == GF_TIMEOUT)
+    if (s->dev->hang_ms) snprintf(what, sizeof what, "gf_stream_synchronize_timeout: waiting for stream '%s'", s->label);
+    if ((r = gf__poll_reported(s->dev, gf__stream_query_settled, s, timeout_ms, what)) == GF_TIMEOUT)
         return gf__fail(GF_TIMEOUT, "gf_stream_synchronize_timeout: stream '%s' still had work after %u ms", s->label, timeout_ms);
     return r;
 }
@@ -6088,6 +6110,14 @@ static gf_result gf__event_refuse_self_wait(const char *fn, gf_event *ev) {
                         gf__callback_stream->label, gf__callback_stream->label);
     return GF_OK;
 }
+/* What a hang report says a wait for ev waits for; prefix: the call, or "". */
+static const char *gf__event_wait_what(const char *prefix, gf_event *ev, char *what, size_t size) {
+    gf__record_info rec = gf__event_latest(ev);
+    char label[80];
+    gf__stream_label_of(ev->dev, rec.stream_id, label, sizeof label);
+    snprintf(what, size, "%swaiting for an event recorded on %s", prefix, label);
+    return what;
+}
 static gf_result gf__call_event_synchronize(gf_event *ev) {
     gf__race_seen race_seen;
     gf_result r;
@@ -6099,19 +6129,18 @@ static gf_result gf__call_event_synchronize(gf_event *ev) {
     if (!gf__atomic_load_int(&ev->recorded)) return GF_OK;
     race_seen = gf__race_seen_event(ev);
     if (ev->dev->hang_ms && gf__poll(gf__event_query_backend, ev, ev->dev->hang_ms) == GF_TIMEOUT) {
-        gf__record_info rec = gf__event_latest(ev);
-        char label[80], what[128];
-        gf__stream_label_of(ev->dev, rec.stream_id, label, sizeof label);
-        snprintf(what, sizeof what, "waiting for an event recorded on %s", label);
-        gf__hang_report(ev->dev, what);
+        char what[160];
+        gf__hang_report(ev->dev, gf__event_wait_what("", ev, what, sizeof what));
     }
     return gf__event_settle(ev, ev->dev->be->event_synchronize(ev), &race_seen, 1);
 }
 
 static gf_result gf__event_query_backend(void *p) { gf_event *ev = (gf_event *)p; return ev->dev->be->event_query(ev); }
 
-/* A bounded wait for ev on behalf of fn: GF_TIMEOUT is returned quietly (fn says what it means). */
-static gf_result gf__event_wait_for(const char *fn, gf_event *ev, unsigned timeout_ms) {
+/* A bounded wait for ev on behalf of fn: GF_TIMEOUT is returned quietly (fn says what it means).
+   report: a wait past GPUFLOW_HANG_MS logs the state (not for the frame waits' short slices). */
+static gf_result gf__event_wait_for(const char *fn, gf_event *ev, unsigned timeout_ms, int report) {
+    char what[160] = "";
     gf__race_seen race_seen;
     gf_result r;
     if ((r = gf__event_check_wait(fn, ev)) != GF_OK) return r;
@@ -6119,14 +6148,19 @@ static gf_result gf__event_wait_for(const char *fn, gf_event *ev, unsigned timeo
     if ((r = gf__event_refuse_self_wait(fn, ev)) != GF_OK) return r;
     if (!gf__atomic_load_int(&ev->recorded)) return GF_OK;
     race_seen = gf__race_seen_event(ev);
-    r = gf__poll(gf__event_query_backend, ev, timeout_ms);
+    if (report && ev->dev->hang_ms) {
+        char prefix[64];
+        snprintf(prefix, sizeof prefix, "%s: ", fn);
+        gf__event_wait_what(prefix, ev, what, sizeof what);
+    }
+    r = report ? gf__poll_reported(ev->dev, gf__event_query_backend, ev, timeout_ms, what) : gf__poll(gf__event_query_backend, ev, timeout_ms);
     return gf__event_settle(ev, r, &race_seen, 1);   /* a timeout frees the snapshot */
 }
 static gf_result gf__call_event_synchronize_timeout(gf_event *ev, unsigned timeout_ms) {
     gf_result r;
     GF__CHECK(ev, GF__T_EVENT);
     if ((r = gf__event_check_held("gf_event_synchronize_timeout", ev)) != GF_OK) return r;
-    if ((r = gf__event_wait_for("gf_event_synchronize_timeout", ev, timeout_ms)) == GF_TIMEOUT)
+    if ((r = gf__event_wait_for("gf_event_synchronize_timeout", ev, timeout_ms, 1)) == GF_TIMEOUT)
         return gf__fail(GF_TIMEOUT, "gf_event_synchronize_timeout: the event's work had not completed after %u ms", timeout_ms);
     return r;
 }
@@ -6807,7 +6841,7 @@ static gf_result gf__set_wait_round(gf_stream_set *set, int slot, const uint64_t
     GF__HELD(&set->lock);
     gf__unlock(&set->lock);
     gf__faults_inside++;   /* the set's own pacing */
-    r = end ? gf__event_wait_for("gf_stream_set_wait_frames", done, left < GF__PACE_SLICE_MS ? left : GF__PACE_SLICE_MS) : gf_event_synchronize(done);
+    r = end ? gf__event_wait_for("gf_stream_set_wait_frames", done, left < GF__PACE_SLICE_MS ? left : GF__PACE_SLICE_MS, 0) : gf_event_synchronize(done);
     gf__faults_inside--;
     gf__lock(&set->lock);
     if (r == GF_OK && set->pending[slot] && set->round_frame[slot] == frame) gf__set_round_complete(set, slot);
@@ -7062,12 +7096,14 @@ static gf_result gf__wait_event_across(gf_stream *s, gf_event *ev) {
     gf_event *mark = NULL;
     gf_stream *peer;
     gf_result r;
+    char label[80];
     if (!rec.recorded) return GF_OK;   /* as in CUDA: a never-recorded event is complete */
+    gf__stream_label_of(ev->dev, rec.stream_id, label, sizeof label);   /* before s->lock: ev's device's lock is not taken under it */
     if (rec.capture_id) return gf__fail(GF_ERROR_CAPTURE, "gf_stream_wait_event: the event was recorded inside a capture of device %s", ev->dev->tag);
     if (ev->dev->be == be && be->stream_wait_peer) {
         gf__lock(&s->lock);
         if ((r = gf__refuse_capture_across("gf_stream_wait_event", s)) == GF_OK && (r = be->stream_wait_peer(s, ev)) == GF_OK)
-            gf__note_op(s, GF_OP_WAIT, NULL, rec.stream_id);
+            gf__note_wait_across(s, label, ev->dev);
         gf__unlock(&s->lock);
         return r;
     }
@@ -7078,7 +7114,7 @@ static gf_result gf__wait_event_across(gf_stream *s, gf_event *ev) {
     if (r != GF_OK) return r;
     gf__lock(&s->lock);
     if ((r = gf__refuse_capture_across("gf_stream_wait_event", s)) != GF_OK) gf__event_pool_give(ev->dev->events, mark);
-    else if ((r = gf__wait_mark(s, mark)) == GF_OK) gf__note_op(s, GF_OP_WAIT, NULL, rec.stream_id);
+    else if ((r = gf__wait_mark(s, mark)) == GF_OK) gf__note_wait_across(s, label, ev->dev);
     gf__unlock(&s->lock);
     return r;
 }
@@ -7086,6 +7122,8 @@ static gf_result gf__wait_event_across(gf_stream *s, gf_event *ev) {
 static gf_result gf__wait_stream_across(gf_stream *waiter, gf_stream *other) {
     gf_event *mark = NULL;
     gf_result r;
+    char label[80];
+    snprintf(label, sizeof label, "'%s'", other->label);
     gf__lock(&other->lock);
     r = other->capture ? gf__fail(GF_ERROR_CAPTURE, "gf_stream_wait_stream: stream '%s' is capturing; a wait across devices cannot be captured", other->label)
                        : gf__mark(other, &mark);
@@ -7093,7 +7131,7 @@ static gf_result gf__wait_stream_across(gf_stream *waiter, gf_stream *other) {
     if (r != GF_OK) return r;
     gf__lock(&waiter->lock);
     if ((r = gf__refuse_capture_across("gf_stream_wait_stream", waiter)) != GF_OK) gf__event_pool_give(other->dev->events, mark);
-    else if ((r = gf__wait_mark(waiter, mark)) == GF_OK) gf__note_op(waiter, GF_OP_WAIT, NULL, other->id);
+    else if ((r = gf__wait_mark(waiter, mark)) == GF_OK) gf__note_wait_across(waiter, label, other->dev);
     gf__unlock(&waiter->lock);
     return r;
 }
@@ -7223,6 +7261,7 @@ struct gf__waiter {
     int scan;                      /* the wait to look at next */
     int looked;                    /* waits looked at since one last fired (a round: all of them) */
     int wanted;                    /* atomic: other threads waiting for the lock (the waiter lets them in between batches) */
+    int ended;                     /* atomic: the thread has delivered its last callback */
 };
 
 /* The lock, for any thread but the waiter's: counted while waited for, so that the waiter hands
@@ -7435,8 +7474,10 @@ static void gf__waiter_main(void *arg) {
     }
     w->looked = 0;
     while (gf__waiter_fire_one(w) >= 0) {}   /* the device was synchronized: deliver what completed */
+    gf__atomic_store_int(&w->ended, 1);
     gf__unlock(&w->lock);
 }
+static gf_result gf__waiter_query_ended(void *p) { return gf__atomic_load_int(&((gf__waiter *)p)->ended) ? GF_OK : GF_NOT_READY; }
 
 static gf_result gf__waiter_add(gf_event *ev, gf_callback fn, void *user, uint64_t *wait_id) {
     gf_device *dev = ev->dev;
@@ -7530,6 +7571,8 @@ static void gf__waiter_stop(gf_device *dev) {
     w->stop = 1;
     gf__cond_broadcast(&w->cond);
     gf__unlock(&w->lock);
+    if (dev->hang_ms && gf__poll(gf__waiter_query_ended, w, dev->hang_ms) == GF_TIMEOUT)   /* a callback that does not return */
+        gf__hang_report(dev, "gf_device_close: waiting for the async waiter's last callbacks");
     gf__thread_join(w->thread);
     gf__cond_destroy(&w->cond);
     gf__mutex_destroy(&w->lock);
@@ -9090,7 +9133,7 @@ GPUFLOW_IMPL gf_result gf_flow_wait_frames(gf_flow *flow, int max_in_flight, uns
             unsigned left = gf__ms_left(end);
             gf__flow_unlock(flow);
             gf__faults_inside++;   /* the flow's own pacing */
-            r = gf__event_wait_for("gf_flow_wait_frames", lane_end, left < GF__PACE_SLICE_MS ? left : GF__PACE_SLICE_MS);
+            r = gf__event_wait_for("gf_flow_wait_frames", lane_end, left < GF__PACE_SLICE_MS ? left : GF__PACE_SLICE_MS, 0);
             gf__faults_inside--;
             gf__lock(&flow->lock);
             if (r != GF_OK && (!flow->frame_count || flow->frame[0].number != number)) r = GF_OK;   /* counted meanwhile: its event went back */
@@ -10118,7 +10161,6 @@ static gf_result gf__graph_capture(const char *fn, gf_stream *s, const gf_captur
     int i, warmup_runs;
     GF__CHECK_IN(fn, s, GF__T_STREAM);
     if (!out) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "%s: out is NULL", fn);
-    if (!desc) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "%s: desc is NULL", fn);
     *out = NULL;
     warmup_runs = desc->warmup_runs;
     if (!capture) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "%s: fn is NULL", fn);
@@ -10163,7 +10205,9 @@ GPUFLOW_IMPL gf_result gf_graph_capture(gf_stream *s, int warmup_runs, gf_captur
     return gf__graph_capture(__func__, s, &d, fn, user, out);
 }
 GPUFLOW_IMPL gf_result gf_graph_capture_desc(gf_stream *s, const gf_capture_desc *desc, gf_capture_fn fn, void *user, gf_graph **out) {
-    return gf__graph_capture(__func__, s, desc, fn, user, out);
+    gf_capture_desc defaults;
+    memset(&defaults, 0, sizeof defaults);   /* NULL: every field's default, as everywhere */
+    return gf__graph_capture(__func__, s, desc ? desc : &defaults, fn, user, out);
 }
 
 /* Graphviz of a graph: the driver's own description where it has one (CUDA), else the
@@ -14899,6 +14943,8 @@ static void gf__describe(gf_device *dev, gf__text *t) {
                 if (!n->seq || n->seq <= ret || n->seq > sub) continue;
                 if (n->has_value)
                     gf__say(t, "    #%llu %s '%s: %llu'\n", (unsigned long long)n->seq, gf__op_name(n->kind), n->name, (unsigned long long)n->value);
+                else if (n->across)
+                    gf__say(t, "    #%llu %s\n       waits for the event recorded on %s\n", (unsigned long long)n->seq, gf__op_name(n->kind), n->name);
                 else
                     gf__say(t, "    #%llu %s%s%s%s\n", (unsigned long long)n->seq, gf__op_name(n->kind),
                             n->name[0] ? " '" : "", n->name, n->name[0] ? "'" : "");

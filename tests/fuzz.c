@@ -1777,6 +1777,7 @@ static void op_graph_capture(fz_in *in)
     fz_exp e = { 0 }, run = { 0 };   /* e: refused up front; run: failures of fn's runs */
     int d, si, runs = fz_task_runs, role;
     gf_stream *s = fz_pick_stream(in, &e, &d, &si);
+    fz_exp e_stream = e;   /* what a NULL desc (every default) is refused for */
     unsigned sel = fz_u8(in) % 16, kind = fz_u8(in) % FZ_T_COUNT;
     int warmup = (int)(fz_u8(in) % 3);
     unsigned deps = fz_deps_live();
@@ -1795,7 +1796,11 @@ static void op_graph_capture(fz_in *in)
         desc.mode = (gf_capture_mode)(fz_u8(in) % 4);
         if (desc.mode == 3) { desc.mode = (gf_capture_mode)(3 + fz_u8(in)); fz_bad(&e, GF_ERROR_INVALID_ARGUMENT); }
         desc.pool = fz_pick_gpool(in, &e, d, &pi);
-        if (nodesc) fz_bad(&e, GF_ERROR_INVALID_ARGUMENT);
+        if (nodesc) {   /* NULL: warm-up 0, GF_CAPTURE_GLOBAL, no pool; the stream's refusals alone */
+            e = e_stream;
+            if (si >= 0 && role) fz_bad(&e, GF_ERROR_CAPTURE);
+            pi = -1;
+        }
         if (FZ_CALL(e.bad ? &e : &run, gf_graph_capture_desc(s, nodesc ? NULL : &desc, fz_task, (void *)&fz_task_kind[kind], &g)) == GF_OK)
             fz_graph_add(g, d, deps | fz_deps_live(), 0, pi);
     } else if (FZ_CALL(e.bad ? &e : &run, gf_graph_capture(s, warmup, fz_task, (void *)&fz_task_kind[kind], &g)) == GF_OK)

@@ -118,6 +118,23 @@ static void test_copies(gf_device *a, gf_device *b, gf_device *third, int staged
     gf_stream_destroy(sb);
 }
 
+/* The state report of sb's device names the stream of the other device that sb waits for, and
+   that device (stream ids are per device: it named a stream of sb's own device, or "a
+   destroyed stream"; an outside review). */
+static void order_state_names(gf_stream *sa, gf_stream *sb, int stream_wait)
+{
+    static char state[16384];
+    char want[512];
+    const char *at;
+    snprintf(want, sizeof want, "waits for the event recorded on '%s' of ", gf_stream_label(sa));
+    if (!CHECK_EQ_RESULT(gf_device_write_state(gf_stream_device(sb), state, sizeof state), GF_OK)) return;
+    at = strstr(state, want);
+    if (at) at += strlen(want);
+    CHECK(at && *at == '\'' && !strncmp(at + 1, gf_device_name(gf_stream_device(sa)), 10),
+          stream_wait ? "order: the state report names the other device's stream and its device (a stream wait)"
+                      : "order: the state report names the other device's stream and its device (an event wait)");
+    if (!at) printf("%s\n", state);
+}
 static void test_order(gf_device *a, gf_device *b)
 {
     gf_stream *sa = NULL, *sb = NULL;
@@ -148,6 +165,7 @@ static void test_order(gf_device *a, gf_device *b)
     CHECK_EQ_RESULT(gf_copy_to_host_async(sb, host, y, 0, sizeof host), GF_OK);
     th_sleep_ms(30);
     CHECK_EQ_RESULT(gf_stream_query(sb), GF_NOT_READY);
+    order_state_names(sa, sb, 0);
     th_gate_open(&gate);
     CHECK_EQ_RESULT(gf_stream_synchronize_timeout(sb, TH_WAIT_MS), GF_OK);
     CHECK(host[0] == 0x33 && host[sizeof host - 1] == 0x33, "order: the copy after a wait for the other device's event saw the fill before it");
@@ -159,6 +177,7 @@ static void test_order(gf_device *a, gf_device *b)
     CHECK_EQ_RESULT(gf_stream_wait_stream(sb, sa), GF_OK);
     th_sleep_ms(20);
     CHECK_EQ_RESULT(gf_stream_query(sb), GF_NOT_READY);
+    order_state_names(sa, sb, 1);
     th_gate_open(&gate);
     CHECK_EQ_RESULT(gf_stream_synchronize_timeout(sb, TH_WAIT_MS), GF_OK);
     gf_stream_synchronize(sa);

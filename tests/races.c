@@ -1183,6 +1183,90 @@ static void test_hang_report(void)
     th_gate_destroy(&gate);
 }
 
+/* Waits whose hang report was empty or missing (an outside review): a stream's destroy (the
+   stream had left the device's list before its wait, so the report listed nothing), a
+   _timeout synchronize longer than GPUFLOW_HANG_MS (no report at all), and a device's close
+   waiting for an async waiter's callback (none either). */
+static void hang_log_reset(hang_log *l) { pthread_mutex_lock(&l->m); l->logged = 0; l->text[0] = 0; pthread_mutex_unlock(&l->m); }
+static int hang_log_has(hang_log *l, const char *a, const char *b)
+{
+    int yes;
+    pthread_mutex_lock(&l->m);
+    yes = l->logged == 1 && strstr(l->text, a) && strstr(l->text, b);
+    if (!yes) printf("hang log (%d): %s\n", l->logged, l->text);
+    pthread_mutex_unlock(&l->m);
+    return yes;
+}
+static void test_hang_reports_elsewhere(void)
+{
+    static hang_log log;
+    gf_device *dev = NULL;
+    gf_stream *s;
+    gf_event *ev = NULL;
+    th_gate gate;
+    opener o;
+    pthread_t t;
+    pthread_mutex_init(&log.m, NULL);
+    set_env("GPUFLOW_HANG_MS", "50");
+    if (!CHECK_EQ_RESULT(gf_device_open(backend, 0, &dev), GF_OK)) return;
+    set_env("GPUFLOW_HANG_MS", "");
+    gf_set_logger(hang_logger, &log);
+    o.ms = 300;
+    /* a destroy */
+    th_gate_init(&gate);
+    o.gate = &gate;
+    s = stream_named(dev, "doomed");
+    CHECK_EQ_RESULT(gf_stream_add_callback(s, th_gate_cb, &gate), GF_OK);
+    CHECK(th_gate_wait_entered(&gate, 1, TH_WAIT_MS), "hang, destroy: the callback runs");
+    pthread_create(&t, NULL, open_later, &o);
+    gf_stream_destroy(s);   /* waits for the callback */
+    pthread_join(t, NULL);
+    CHECK(hang_log_has(&log, "stream 'doomed'", "a host callback is running now"), "hang, destroy: the report shows the stream being destroyed");
+    th_gate_destroy(&gate);
+    /* a bounded wait past the hang bound */
+    hang_log_reset(&log);
+    th_gate_init(&gate);
+    o.gate = &gate;
+    s = stream_named(dev, "slow");
+    CHECK_EQ_RESULT(gf_event_create(dev, 0, &ev), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_add_callback(s, th_gate_cb, &gate), GF_OK);
+    CHECK_EQ_RESULT(gf_event_record(ev, s), GF_OK);
+    CHECK(th_gate_wait_entered(&gate, 1, TH_WAIT_MS), "hang, bounded: the callback runs");
+    pthread_create(&t, NULL, open_later, &o);
+    CHECK_EQ_RESULT(gf_event_synchronize_timeout(ev, TH_WAIT_MS), GF_OK);
+    pthread_join(t, NULL);
+    CHECK(hang_log_has(&log, "gf_event_synchronize_timeout: waiting for an event recorded on 'slow'", "a host callback is running now"),
+          "hang, bounded: gf_event_synchronize_timeout past GPUFLOW_HANG_MS reports the state");
+    th_gate_destroy(&gate);
+    hang_log_reset(&log);
+    th_gate_init(&gate);
+    o.gate = &gate;
+    CHECK_EQ_RESULT(gf_stream_add_callback(s, th_gate_cb, &gate), GF_OK);
+    CHECK(th_gate_wait_entered(&gate, 1, TH_WAIT_MS), "hang, bounded: the second callback runs");
+    pthread_create(&t, NULL, open_later, &o);
+    CHECK_EQ_RESULT(gf_stream_synchronize_timeout(s, TH_WAIT_MS), GF_OK);
+    pthread_join(t, NULL);
+    CHECK(hang_log_has(&log, "gf_stream_synchronize_timeout: waiting for stream 'slow'", "a host callback is running now"),
+          "hang, bounded: gf_stream_synchronize_timeout past GPUFLOW_HANG_MS reports the state");
+    th_gate_destroy(&gate);
+    /* a close behind an async waiter's callback */
+    hang_log_reset(&log);
+    th_gate_init(&gate);
+    o.gate = &gate;
+    CHECK_EQ_RESULT(gf_event_record(ev, s), GF_OK);
+    CHECK_EQ_RESULT(gf_event_on_complete(ev, th_gate_cb, &gate, NULL), GF_OK);
+    CHECK(th_gate_wait_entered(&gate, 1, TH_WAIT_MS), "hang, close: the waiter's callback runs");
+    gf_event_destroy(ev);
+    gf_stream_destroy(s);
+    pthread_create(&t, NULL, open_later, &o);
+    gf_device_close(dev);   /* waits for the callback */
+    pthread_join(t, NULL);
+    CHECK(hang_log_has(&log, "gf_device_close: waiting for the async waiter", "its callback is running now"),
+          "hang, close: a close waiting for an async waiter's callback reports the state");
+    th_gate_destroy(&gate);
+    gf_set_logger(NULL, NULL);
+}
+
 /* A synchronous copy racing a stream's fill: the advice named the device's internal stream
    ("make 'gpuflow/sync' wait on it"), which the program cannot reach (an outside review). */
 static void test_sync_copy_advice(void)
@@ -1270,6 +1354,7 @@ int main(int argc, char **argv)
     test_event_reuse();
     test_graph_args();
     test_hang_report();
+    test_hang_reports_elsewhere();
     test_sync_copy_advice();
     return th_finish();
 }
