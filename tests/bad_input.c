@@ -826,6 +826,11 @@ static gf_result audit_syncing_task(gf_stream *st, void *user)   /* cannot be ca
     if (gf_fill_async(st, audit_buf, 0, 1, 4) != GF_OK) return GF_ERROR_INVALID_STATE;
     return gf_stream_synchronize(st);
 }
+static gf_result audit_capture_fill(gf_stream *st, void *user)
+{
+    (void)user;
+    return gf_fill_async(st, audit_buf, 0, 2, 4);
+}
 static gf_result audit_failing_task(gf_stream *st, void *user)
 {
     (void)st; (void)user;
@@ -860,6 +865,14 @@ static void test_audit(void)
     g = NULL;
     CHECK_FAIL(gf_graph_capture(NULL, 0, audit_warm_fill, NULL, &g), GF_ERROR_INVALID_HANDLE);
     CHECK(!strncmp(gf_last_error(), "gf_graph_capture:", 17), "audit: gf_graph_capture names itself, not its _desc form");
+    g = NULL;   /* a NULL desc is every default, as for every other desc (it was refused) */
+    audit_buf = b;
+    CHECK_EQ_RESULT(gf_graph_capture_desc(a, NULL, audit_capture_fill, NULL, &g), GF_OK);
+    if (g) {
+        gf_graph_info gi;
+        CHECK(gf_graph_get_info(g, &gi) == GF_OK && gi.mode == GF_CAPTURE_GLOBAL && gi.nodes >= 1, "audit: a NULL capture desc captures in the default mode");
+        gf_graph_destroy(g);
+    }
     {   /* the other pairs where one public call wraps another: each names the call the program made */
         gf_buffer_desc bd;
         gf_task_desc td;
