@@ -6115,7 +6115,7 @@ static const char *gf__event_wait_what(const char *prefix, gf_event *ev, char *w
     gf__record_info rec = gf__event_latest(ev);
     char label[80];
     gf__stream_label_of(ev->dev, rec.stream_id, label, sizeof label);
-    snprintf(what, size, "%swaiting for an event recorded on %s", prefix, label);
+    snprintf(what, size, "%.64swaiting for an event recorded on %s", prefix, label);
     return what;
 }
 static gf_result gf__call_event_synchronize(gf_event *ev) {
@@ -6129,7 +6129,7 @@ static gf_result gf__call_event_synchronize(gf_event *ev) {
     if (!gf__atomic_load_int(&ev->recorded)) return GF_OK;
     race_seen = gf__race_seen_event(ev);
     if (ev->dev->hang_ms && gf__poll(gf__event_query_backend, ev, ev->dev->hang_ms) == GF_TIMEOUT) {
-        char what[160];
+        char what[192];
         gf__hang_report(ev->dev, gf__event_wait_what("", ev, what, sizeof what));
     }
     return gf__event_settle(ev, ev->dev->be->event_synchronize(ev), &race_seen, 1);
@@ -6140,7 +6140,7 @@ static gf_result gf__event_query_backend(void *p) { gf_event *ev = (gf_event *)p
 /* A bounded wait for ev on behalf of fn: GF_TIMEOUT is returned quietly (fn says what it means).
    report: a wait past GPUFLOW_HANG_MS logs the state (not for the frame waits' short slices). */
 static gf_result gf__event_wait_for(const char *fn, gf_event *ev, unsigned timeout_ms, int report) {
-    char what[160] = "";
+    char what[192] = "";
     gf__race_seen race_seen;
     gf_result r;
     if ((r = gf__event_check_wait(fn, ev)) != GF_OK) return r;
