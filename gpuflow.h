@@ -1647,6 +1647,9 @@ typedef HANDLE             gf__thread;
 #  include <signal.h>     /* the recorder's writes to a pipe hold SIGPIPE off */
 #  include <sys/mman.h>
 #  include <sys/stat.h>
+#  if defined(__GLIBC__) && !defined(PTHREAD_BARRIER_SERIAL_THREAD)   /* defined with POSIX 2001's threads */
+#    error "gpuflow: the implementation needs POSIX 2008 threads (pthread_condattr_setclock), which <pthread.h>, read before it under strict C, hid: in the file that defines GPUFLOW_IMPLEMENTATION include gpuflow.h before it, or compile with -D_POSIX_C_SOURCE=200809L"
+#  endif
 #  if !defined(CLOCK_MONOTONIC)
 #    error "gpuflow: the implementation needs POSIX 2008 (clock_gettime, CLOCK_MONOTONIC), which <time.h> (or a header that reads it, as <pthread.h> does), read before it under strict C, hid: in the file that defines GPUFLOW_IMPLEMENTATION include gpuflow.h before it, or compile with -D_POSIX_C_SOURCE=200809L"
 #  endif
