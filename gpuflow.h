@@ -15347,13 +15347,26 @@ static void gf__call_range_pop(gf_stream *s) {
 
 /* JSON string contents: quotes, backslashes and control bytes escaped; bytes >= 0x80 as \u00XX,
    so the file is valid JSON whatever a label holds. */
+/* The length of the well-formed UTF-8 sequence of 2 to 4 bytes at s, or 0 (RFC 3629: no
+   overlong form, surrogate or code point past U+10FFFF; a NUL ends it). */
+static int gf__utf8_sequence(const unsigned char *s) {
+    unsigned c = s[0];
+    int n = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0, i;
+    for (i = 1; i < n; i++) if ((s[i] & 0xc0) != 0x80) return 0;
+    if ((c == 0xe0 && s[1] < 0xa0) || (c == 0xed && s[1] > 0x9f) || (c == 0xf0 && s[1] < 0x90) || (c == 0xf4 && s[1] > 0x8f)) return 0;
+    return n;
+}
+/* A JSON string: UTF-8 as it is (names are UTF-8), a byte that is not as U+FFFD. */
 static void gf__json_string(FILE *f, const char *s) {
     fputc('"', f);
     for (; *s; s++) {
         unsigned char ch = (unsigned char)*s;
+        int n;
         if (ch == '"' || ch == '\\') { fputc('\\', f); fputc(ch, f); }
-        else if (ch < 0x20 || ch >= 0x80) fprintf(f, "\\u%04x", ch);
-        else fputc(ch, f);
+        else if (ch < 0x20) fprintf(f, "\\u%04x", ch);
+        else if (ch < 0x80) fputc(ch, f);
+        else if ((n = gf__utf8_sequence((const unsigned char *)s)) != 0) { fwrite(s, 1, (size_t)n, f); s += n - 1; }
+        else fputs("\\ufffd", f);
     }
     fputc('"', f);
 }

@@ -2208,7 +2208,8 @@ static void test_profiler(void)
     static unsigned char h[4096];
     static js j;
     static gf_profile_report rep, rep2;
-    gf_stream *s1 = mk_stream(label1), *s2 = mk_stream("compute");
+    static const char label2[] = "compute \xc3\xa9t\xc3\xa9 \xe2\x9a\x99";   /* UTF-8: kept as it is (each byte was a code point) */
+    gf_stream *s1 = mk_stream(label1), *s2 = mk_stream(label2);
     gf_buffer *b = mk_buffer(sizeof h), *k = mk_buffer(256 * sizeof(uint32_t));
     gf_event *ev = NULL;
     const gf_profile_stream *p1, *p2;
@@ -2270,7 +2271,7 @@ static void test_profiler(void)
             if (strcmp(j.ev[i].ph, "X") == 0 && !(j.ev[i].has_ts && j.ev[i].has_dur)) all_timed = 0;
         CHECK(all_timed, "every span has ts and dur");
         CHECK(js_has_thread_name(&j, label1), "thread_name metadata carries stream 1's (escaped) label");
-        CHECK(js_has_thread_name(&j, "compute"), "thread_name metadata for stream 2");
+        CHECK(js_has_thread_name(&j, label2), "thread_name metadata for stream 2, its UTF-8 label as it is");
         CHECK(js_count(&j, "s") >= 1 && js_count(&j, "f") >= 1, "a flow arrow for the cross-stream wait");
     }
     free(text);
