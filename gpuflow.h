@@ -82,7 +82,7 @@
     GPUFLOW_LOG=error|warning|info|off: what goes to stderr when no logger is installed;
     GPUFLOW_SYNC=1: every operation waits for itself (the first failure named at its call);
     GPUFLOW_STATS=1: each device's statistics at close; GPUFLOW_TRACE=file.json: the run's
-    Perfetto trace written at close; GPUFLOW_STUB_DEVICES=N: the stub is N devices (1 to 16);
+    Perfetto trace written at close (every device's in the one file, each a process); GPUFLOW_STUB_DEVICES=N: the stub is N devices (1 to 16);
     GPUFLOW_STUB_THREADS=N: threads that run one stub launch's blocks (default: the cores);
     GPUFLOW_FAULTS=rules: chosen operations fail on purpose (see "faults on demand");
     GPUFLOW_RECORD=file: every gpuflow call goes to file, for gf_replay and tools/gfreplay
@@ -3344,6 +3344,8 @@ static void gf__race_forget(gf_buffer *buf);
 static void gf__race_slot_release(gf_stream *s);
 static void gf__race_close(gf_device *dev);
 static void gf__hang_report(gf_device *dev, const char *what);
+static void gf__trace_run_begin(const gf_device *dev);                         /* >>profiler */
+static gf_result gf__trace_run_write(gf_device *dev, const char *path);
 static const char *gf__op_name(gf_op_kind k);
 /* the profiler wraps each operation in two timing events: begin gives the record's index, or
    -1 when profiling is off */
@@ -3674,6 +3676,7 @@ static void gf__device_env(gf_device *dev) {
     gf__env_faults();
     if (trace && *trace) {
         if (gf_profiler_enable(dev, GF_PROFILE_ON) == GF_OK) {
+            gf__trace_run_begin(dev);
             gf__notice(GF_LOG_INFO, "gpuflow: GPUFLOW_TRACE: %s is profiled; its trace goes to %s at close", dev->tag, trace);
             dev->trace_path = trace;
             trace = NULL;
@@ -3953,7 +3956,7 @@ static void gf__env_at_close(gf_device *dev) {
         char why[sizeof gf__error_text];
         gf_result r;
         gf__error_keep_begin(&keep);   /* said once, below, as a warning */
-        r = gf_profiler_write_trace(dev, dev->trace_path);
+        r = gf__trace_run_write(dev, dev->trace_path);
         gf__error_keep_end(&keep, why);
         if (r == GF_OK)
             gf__notice(GF_LOG_INFO, "gpuflow: GPUFLOW_TRACE: the trace of %s is in %s (open it in https://ui.perfetto.dev)", dev->tag, dev->trace_path);
@@ -15371,28 +15374,21 @@ static void gf__json_string(FILE *f, const char *s) {
     fputc('"', f);
 }
 
-GPUFLOW_IMPL gf_result gf_profiler_write_trace(gf_device *dev, const char *path) {
-    gf__profiler *p;
-    gf_result r;
-    FILE *f;
-    double t0 = 0;
-    int i, k, any = 0;
-    GF__CHECK(dev, GF__T_DEVICE);
-    if (!path || !*path) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_profiler_write_trace: path is empty");
-    if ((r = gf__profiler_ready(dev, __func__, &p)) != GF_OK) return r;
-    if (!(f = gf__fopen(path, "w"))) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_profiler_write_trace: cannot open '%s' for writing", path);
-    gf__lock(&p->lock);
-    for (i = 0; i < p->count; i++)
-        if (p->recs[i].state == GF__REC_RESOLVED && (!any || p->recs[i].start_ms < t0)) { t0 = p->recs[i].start_ms; any = 1; }
-    fputs("{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n", f);
-    fputs("{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":1,\"tid\":0,\"args\":{\"name\":", f);
+/* dev's spans, tracks and counters, as trace events on process pid, each after ",\n" but the
+   first of a file's (first); times in us after origin_ms, read as the device's profiled times
+   are (ms after its base event). p->lock held. */
+static void gf__trace_events(gf_device *dev, gf__profiler *p, FILE *f, int first, int pid, double origin_ms) {
+    GF__HELD(&p->lock);
+    unsigned long long ids = (unsigned long long)pid << 40;   /* arrows' ids, apart by device */
+    int i, k;
+    fprintf(f, "%s{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":0,\"args\":{\"name\":", first ? "" : ",\n", pid);
     gf__json_string(f, dev->info.name);
     fputs("}}", f);
     for (i = 0; i < p->count; i++) {   /* one track per stream, named by its label */
         const gf__prof_rec *rec = &p->recs[i];
         for (k = 0; k < i; k++) if (p->recs[k].stream_id == rec->stream_id) break;
         if (k < i) continue;
-        fprintf(f, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":%llu,\"args\":{\"name\":", (unsigned long long)rec->stream_id);
+        fprintf(f, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%llu,\"args\":{\"name\":", pid, (unsigned long long)rec->stream_id);
         gf__json_string(f, rec->label);
         fputs("}}", f);
     }
@@ -15401,16 +15397,16 @@ GPUFLOW_IMPL gf_result gf_profiler_write_trace(gf_device *dev, const char *path)
         if (rec->state != GF__REC_RESOLVED) continue;
         fputs(",\n{\"name\":", f);
         gf__json_string(f, rec->name);
-        fprintf(f, ",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":1,\"tid\":%llu,\"ts\":%.3f,\"dur\":%.3f,\"args\":{\"bytes\":%llu}}",
-                gf__op_name(rec->kind), (unsigned long long)rec->stream_id, (rec->start_ms - t0) * 1000.0,
+        fprintf(f, ",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":%d,\"tid\":%llu,\"ts\":%.3f,\"dur\":%.3f,\"args\":{\"bytes\":%llu}}",
+                gf__op_name(rec->kind), pid, (unsigned long long)rec->stream_id, (rec->start_ms - origin_ms) * 1000.0,
                 rec->dur_ms * 1000.0, (unsigned long long)rec->bytes);
         if (rec->kind == GF_OP_WAIT && rec->flow_from) {
             const gf__prof_rec *src = gf__prof_find(p, rec->flow_from);   /* the op the waited event followed */
             if (src && src->state == GF__REC_RESOLVED) {
-                fprintf(f, ",\n{\"name\":\"wait\",\"cat\":\"dependency\",\"ph\":\"s\",\"id\":%llu,\"pid\":1,\"tid\":%llu,\"ts\":%.3f}",
-                        (unsigned long long)rec->id, (unsigned long long)src->stream_id, (src->start_ms - t0) * 1000.0);
-                fprintf(f, ",\n{\"name\":\"wait\",\"cat\":\"dependency\",\"ph\":\"f\",\"bp\":\"e\",\"id\":%llu,\"pid\":1,\"tid\":%llu,\"ts\":%.3f}",
-                        (unsigned long long)rec->id, (unsigned long long)rec->stream_id, (rec->start_ms - t0) * 1000.0);
+                fprintf(f, ",\n{\"name\":\"wait\",\"cat\":\"dependency\",\"ph\":\"s\",\"id\":%llu,\"pid\":%d,\"tid\":%llu,\"ts\":%.3f}",
+                        ids + rec->id, pid, (unsigned long long)src->stream_id, (src->start_ms - origin_ms) * 1000.0);
+                fprintf(f, ",\n{\"name\":\"wait\",\"cat\":\"dependency\",\"ph\":\"f\",\"bp\":\"e\",\"id\":%llu,\"pid\":%d,\"tid\":%llu,\"ts\":%.3f}",
+                        ids + rec->id, pid, (unsigned long long)rec->stream_id, (rec->start_ms - origin_ms) * 1000.0);
             }
         }
     }
@@ -15418,21 +15414,90 @@ GPUFLOW_IMPL gf_result gf_profiler_write_trace(gf_device *dev, const char *path)
     for (i = 0; i < dev->budget_count; i++) {
         const gf_budget *b = dev->budgets[i];
         for (k = 0; k < b->sample_count; k++) {
-            double ms = (double)(int64_t)(b->samples[k][0] - p->base_host_ns) / 1e6 - t0;
+            double ms = (double)(int64_t)(b->samples[k][0] - p->base_host_ns) / 1e6 - origin_ms;
             fputs(",\n{\"name\":", f);
             {
                 char name[80];
                 snprintf(name, sizeof name, "budget %s", b->label);
                 gf__json_string(f, name);
             }
-            fprintf(f, ",\"ph\":\"C\",\"pid\":1,\"ts\":%.3f,\"args\":{\"bytes\":%llu}}", ms * 1000.0, (unsigned long long)b->samples[k][1]);
+            fprintf(f, ",\"ph\":\"C\",\"pid\":%d,\"ts\":%.3f,\"args\":{\"bytes\":%llu}}", pid, ms * 1000.0, (unsigned long long)b->samples[k][1]);
         }
     }
     gf__spin_unlock(&dev->mem_lock);
+}
+
+#define GF__TRACE_END "\n]}\n"
+/* A trace file's first line; run: the GPUFLOW_TRACE run it belongs to ("" for none). */
+static void gf__trace_begin(FILE *f, const char *run) {
+    fprintf(f, "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"gpuflow_run\":\"%s\"},\"traceEvents\":[\n", run);
+}
+
+GPUFLOW_IMPL gf_result gf_profiler_write_trace(gf_device *dev, const char *path) {
+    gf__profiler *p;
+    gf_result r;
+    FILE *f;
+    double t0 = 0;
+    int i, any = 0;
+    GF__CHECK(dev, GF__T_DEVICE);
+    if (!path || !*path) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_profiler_write_trace: path is empty");
+    if ((r = gf__profiler_ready(dev, __func__, &p)) != GF_OK) return r;
+    if (!(f = gf__fopen(path, "w"))) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_profiler_write_trace: cannot open '%s' for writing", path);
+    gf__lock(&p->lock);
+    for (i = 0; i < p->count; i++)   /* the first span at 0 */
+        if (p->recs[i].state == GF__REC_RESOLVED && (!any || p->recs[i].start_ms < t0)) { t0 = p->recs[i].start_ms; any = 1; }
+    gf__trace_begin(f, "");
+    gf__trace_events(dev, p, f, 1, 1, t0);
     gf__unlock(&p->lock);
-    fputs("\n]}\n", f);
+    fputs(GF__TRACE_END, f);
     if (fclose(f) != 0) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_profiler_write_trace: writing '%s' failed", path);
     return GF_OK;
+}
+
+/* GPUFLOW_TRACE: one file for the run, whatever the devices. Each device's close adds its
+   events as a process of its own, on one clock (the host's, from the first traced device's
+   profiler base): to the file if this run wrote it (its first line names the run), else to a
+   new file. Holds no memory between closes. */
+static struct { gf__spin lock; uint64_t epoch_ns; int pids; } gf__trace_run;
+static void gf__trace_run_begin(const gf_device *dev) {   /* dev's profiler just began */
+    gf__spin_lock(&gf__trace_run.lock);
+    if (!gf__trace_run.epoch_ns) gf__trace_run.epoch_ns = dev->profiler->base_host_ns;
+    gf__spin_unlock(&gf__trace_run.lock);
+}
+static gf_result gf__trace_run_write(gf_device *dev, const char *path) {
+    char run[64], head[256];
+    gf__profiler *p;
+    gf_result r;
+    FILE *f;
+    size_t n;
+    int ours = 0;
+    if ((r = gf__profiler_ready(dev, "GPUFLOW_TRACE", &p)) != GF_OK) return r;
+    gf__spin_lock(&gf__trace_run.lock);   /* a close at a time: each reads what the last wrote */
+    snprintf(run, sizeof run, "%lu-%llu", gf__getpid(), (unsigned long long)gf__trace_run.epoch_ns);
+    if ((f = gf__fopen(path, "r+b")) != NULL) {   /* ours: the first line names this run, and the file ends whole */
+        n = fread(head, 1, sizeof head - 1, f);
+        head[n] = 0;
+        ours = strstr(head, run) != NULL && strstr(head, "\"gpuflow_run\"") != NULL;
+        if (ours) {
+            char tail[sizeof GF__TRACE_END];
+            long at = fseek(f, -(long)(sizeof tail - 1), SEEK_END) == 0 ? ftell(f) : -1;
+            ours = at > 0 && fread(tail, 1, sizeof tail - 1, f) == sizeof tail - 1 && !memcmp(tail, GF__TRACE_END, sizeof tail - 1) &&
+                   fseek(f, at, SEEK_SET) == 0;
+        }
+        if (!ours) fclose(f);
+    }
+    if (!ours && !(f = gf__fopen(path, "wb"))) {
+        gf__spin_unlock(&gf__trace_run.lock);
+        return gf__fail(GF_ERROR_INVALID_ARGUMENT, "GPUFLOW_TRACE: cannot open '%s' for writing", path);
+    }
+    if (!ours) gf__trace_begin(f, run);
+    gf__lock(&p->lock);
+    gf__trace_events(dev, p, f, !ours, ++gf__trace_run.pids, (double)(int64_t)(gf__trace_run.epoch_ns - p->base_host_ns) / 1e6);
+    gf__unlock(&p->lock);
+    fputs(GF__TRACE_END, f);
+    r = fclose(f) == 0 ? GF_OK : gf__fail(GF_ERROR_INVALID_ARGUMENT, "GPUFLOW_TRACE: writing '%s' failed", path);
+    gf__spin_unlock(&gf__trace_run.lock);
+    return r;
 }
 
 /* ======================================================================================== */

@@ -4,7 +4,8 @@
    event between), holds a stream for a while with a host callback and synchronizes it, makes
    one failed call (a zero-sized buffer) and one synchronous copy, launches a kernel with a
    barrier that not every thread reaches on a third stream, and a kernel that runs 0.4 s on a
-   fourth (GPUFLOW_HANG_MS=100 names it). Its own output: one line, "done". */
+   fourth (GPUFLOW_HANG_MS=100 names it). With a second stub device (GPUFLOW_STUB_DEVICES=2) it
+   copies there too, and closes that device last. Its own output: one line, "done". */
 #define _POSIX_C_SOURCE 200809L
 #define GPUFLOW_IMPLEMENTATION
 #include "backends.h"
@@ -92,6 +93,21 @@ int main(void)
     gf_buffer_destroy(buf);
     gf_stream_destroy(a);
     gf_stream_destroy(b);
+    if (gf_device_count(GF_BACKEND_STUB) > 1) {   /* GPUFLOW_STUB_DEVICES=2: a second device, closed last */
+        gf_device *other = NULL;
+        gf_stream *o = NULL;
+        gf_buffer *ob = NULL;
+        if (gf_device_open(GF_BACKEND_STUB, 1, &other) == GF_OK) {
+            if (gf_stream_create(other, NULL, &o) == GF_OK && gf_buffer_create(other, sizeof host, &ob) == GF_OK) {
+                gf_copy_to_device_async(o, ob, 0, host, sizeof host);
+                gf_stream_synchronize(o);
+            }
+            if (ob) gf_buffer_destroy(ob);
+            if (o) gf_stream_destroy(o);
+            gf_device_close(dev);
+            dev = other;
+        }
+    }
     gf_device_close(dev);
     puts("done");
     return 0;
