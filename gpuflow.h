@@ -1365,8 +1365,10 @@ GPUFLOW_API gf_result gf_device_write_state(gf_device *dev, char *text, size_t s
                             operation (open, read, write, rename, remove, mkdir): it fails as
                             that call would. Not in builds with GPUFLOW_FAULT_INJECTION (the
                             test hook owns the seam there)
-   An injected failure's message says "GPUFLOW_FAULTS:" after the call's name and names the rule
-   ("gf_buffer_create: GPUFLOW_FAULTS: this buffer is number 2, which rule 'buffer:2+' fails"). NULL or "" clears
+   An injected failure's message says "GPUFLOW_FAULTS:" and names the rule and the count it kept,
+   after the call's or the operation's name ("gf_buffer_create: GPUFLOW_FAULTS: this buffer is
+   number 2, which rule 'buffer:2+' fails", "copy: GPUFLOW_FAULTS: this copy is op number 3,
+   which rule 'op:3' fails") or a driver entry's own failure message. NULL or "" clears
    the rules (a lost device stays lost). Codes: GF_ERROR_INVALID_ARGUMENT naming the first
    rule not understood (the rules are then unchanged). Thread-safe; counts are process-wide.
    With no rule set each check is one relaxed load. */
@@ -2032,12 +2034,20 @@ static gf_log_level gf__level_of(gf_result code) {
    the macro's value is code itself, so every reader (and the static analyzer, which does not
    follow variadic calls) sees that a failure path returns its failure. */
 static void gf__set_error(gf_result code, const char *fmt, ...) GF__PRINTF(2, 3);
+/* A driver entry GPUFLOW_FAULTS failed on this thread (its name, then why): the failure's
+   message, which names the entry, says so (the backend's words come first). */
+static GF__TLS char gf__fault_told[2][160];
 static void gf__set_error(gf_result code, const char *fmt, ...) {
     char text[sizeof gf__error_text];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(text, sizeof text, fmt, ap);   /* the arguments may read gf__error_text itself */
     va_end(ap);
+    if (gf__fault_told[0][0] && strstr(text, gf__fault_told[0])) {
+        size_t n = strlen(text);
+        snprintf(text + n, sizeof text - n, ": %s", gf__fault_told[1]);
+        gf__fault_told[0][0] = 0;
+    }
     memcpy(gf__error_text, text, sizeof text);
     gf__error_serial++;
     if (!gf__quiet) gf__log_text(gf__level_of(code), code, text);
@@ -11666,8 +11676,11 @@ static int gf__fault_count(int kind, const char *entry, char *why, size_t cap, u
         n = ++r->seen;
         if (n == r->nth || (r->from && n > r->nth) || (r->every && n > r->nth && (n - r->nth) % r->every == 0)) {
             if (number && (!hit || r->kind == GF__FK_LOST)) *number = n;
-            if (!hit && why) snprintf(why, cap, "GPUFLOW_FAULTS: this %s is number %llu, which rule '%s' fails",
-                                      kind == GF__FK_ENTRY ? entry : gf__fault_kind_names[kind], (unsigned long long)n, r->text);
+            if (!hit && why)   /* n counts what the rule counts, which may be more than this kind */
+                snprintf(why, cap, "GPUFLOW_FAULTS: this %s is %s%snumber %llu, which rule '%s' fails",
+                         kind == GF__FK_ENTRY ? entry : gf__fault_kind_names[kind],
+                         r->kind == kind ? "" : r->kind == GF__FK_LOST ? "operation" : gf__fault_kind_names[r->kind], r->kind == kind ? "" : " ",
+                         (unsigned long long)n, r->text);
             hit = r->kind == GF__FK_LOST ? GF__FK_LOST : (hit ? hit : 1);
         }
     }
@@ -11678,8 +11691,10 @@ static int gf__fault_count(int kind, const char *entry, char *why, size_t cap, u
 static int gf__fault_alloc(void) { return !gf__alloc_own && gf__fault_count(GF__FK_ALLOC, NULL, NULL, 0, NULL) != 0; }
 #if !defined(GPUFLOW_FAULT_INJECTION)
 static int gf__fault_entry(const char *entry) {
-    char why[160];
+    char why[sizeof gf__fault_told[1]];
     if (!gf__fault_count(GF__FK_ENTRY, entry, why, sizeof why, NULL)) return 0;
+    gf__copy_str(gf__fault_told[0], sizeof gf__fault_told[0], entry);   /* for the failure's message */
+    memcpy(gf__fault_told[1], why, sizeof why);
     gf__notice(GF_LOG_INFO, "gpuflow: %s", why);
     return 1;
 }

@@ -140,6 +140,11 @@ static void test_kinds(void)
     CHECK_EQ_RESULT(gf_faults_set(NULL), GF_OK);
     CHECK(gf_faults_injected() - before == 11, "gf_faults_injected counts every failure injected (1 + 3 + 3 + 1 + 1 + 1 + 1)");
     printf("  injected so far: %llu\n", (unsigned long long)(gf_faults_injected() - before));
+    /* the message counts what the rule counts (it said "this fill is number 1" of op's count) */
+    CHECK_EQ_RESULT(gf_faults_set("op:1"), GF_OK);
+    CHECK_FAIL(gf_fill32_async(s, buf, 0, 1u, 1), GF_ERROR_DRIVER);
+    CHECK(strstr(gf_last_error(), "this fill is op number 1, which rule 'op:1' fails") != NULL, "op:1: the message says which count the rule kept");
+    CHECK_EQ_RESULT(gf_faults_set(NULL), GF_OK);
 }
 
 static volatile int slow_done;
@@ -194,6 +199,8 @@ static void test_entry(gf_backend backend)
     CHECK_EQ_RESULT(gf_faults_set(rule), GF_OK);
     CHECK_EQ_RESULT(launch(fill, 4), GF_OK);
     CHECK(launch(fill, 5) != GF_OK && said(entry), "entries: the named driver call fails as the driver's would, and is named");
+    CHECK(strstr(gf_last_error(), entry) && strstr(gf_last_error(), "GPUFLOW_FAULTS:") && strstr(gf_last_error(), rule),
+          "entries: the failure's message says GPUFLOW_FAULTS and names the rule (only an info notice did)");
     CHECK_EQ_RESULT(gf_faults_set(NULL), GF_OK);
     CHECK_EQ_RESULT(launch(fill, 6), GF_OK);
     CHECK(first_word() == 6, "entries: the device works on");
