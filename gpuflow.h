@@ -1349,7 +1349,8 @@ GPUFLOW_API gf_result gf_device_write_state(gf_device *dev, char *text, size_t s
        launch, copy, fill   that kind of stream operation (GF_ERROR_DRIVER); captured work and
                             graph replays are not counted
        op                   any stream operation (launch, copy, fill, callback, event record,
-                            wait, signal) (GF_ERROR_DRIVER)
+                            wait, signal) (GF_ERROR_DRIVER); not the events stream sets and
+                            flows record to count their frames
        buffer               device memory: gf_buffer_create* (GF_ERROR_OUT_OF_MEMORY)
        sync                 host waits: gf_stream_synchronize, gf_event_synchronize,
                             gf_device_synchronize, with or without a timeout (GF_ERROR_DRIVER)
@@ -6826,13 +6827,24 @@ static gf_stream *gf__call_stream_set_get(gf_stream_set *set, size_t i) {
 }
 
 /* The open round ends: its end is recorded on its stream (set->lock held). */
+/* The set's own records: not operations fault rules count (as a flow's frame events). */
+static gf_result gf__set_record(gf_event *ev, gf_stream *s) {
+    gf_result r;
+    gf__faults_inside++;
+    r = gf__call_event_record(ev, s);
+    gf__faults_inside--;
+    return r;
+}
 static gf_result gf__set_end_round(gf_stream_set *set) {
     gf_result r;
     GF__HELD(&set->lock);
     if (set->last < 0 || !set->open) return GF_OK;
-    if ((r = gf_event_record(set->round_done[set->last], set->streams[set->last])) != GF_OK) return r;
-    set->pending[set->last] = 1;
     set->open = 0;
+    if ((r = gf__set_record(set->round_done[set->last], set->streams[set->last])) != GF_OK) {
+        gf__frames_complete(&set->count, set->round_frame[set->last]);   /* ended all the same, untimed: no wait waits for it */
+        return r;
+    }
+    set->pending[set->last] = 1;
     return GF_OK;
 }
 /* A slot's ended round is complete: counted, and its time kept if it is the latest so far
@@ -6882,7 +6894,7 @@ static gf_result gf__call_stream_set_next(gf_stream_set *set, size_t i, gf_strea
     /* the previous round ends here, if it is still open; then this slot's last round must have
        passed (waited for with the lock let go, so frames, end_frame and other slots go on) */
     while ((r = gf__set_end_round(set)) == GF_OK && set->pending[slot] && (r = gf__set_wait_round(set, slot, NULL)) == GF_OK) {}
-    if (r == GF_OK) r = gf_event_record(set->round_start[slot], set->streams[slot]);
+    if (r == GF_OK) r = gf__set_record(set->round_start[slot], set->streams[slot]);
     if (r == GF_OK) {
         set->last = slot;
         set->open = 1;
