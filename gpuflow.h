@@ -1117,7 +1117,8 @@ typedef struct gf_frame_info {
     uint64_t in_flight;           /* frames - completed */
     int open;                     /* the latest frame has not ended */
     uint64_t last_frame;          /* the latest completed frame's number (from 0) */
-    float last_gpu_ms;            /* its time on the device (0: none completed yet) */
+    float last_gpu_ms;            /* its time on the device, from its first stream's start to its last
+                                     one's end (0: none completed yet) */
 } gf_frame_info;
 GPUFLOW_API gf_result  gf_stream_set_end_frame(gf_stream_set *set);
 GPUFLOW_API gf_result  gf_stream_set_frames(gf_stream_set *set, gf_frame_info *out);
@@ -7905,7 +7906,13 @@ typedef struct gf__task {
 #define GF__STRONG_SUCCS(flow, i) ((flow)->tasks[i].cond ? 0 : (flow)->tasks[i].succ_count)
 
 /* A run as a frame: a start on its first lane (none over several devices), an end on every lane. */
-typedef struct gf__flow_frame { gf_event *start; gf_event **ends; int lanes; uint64_t number; int timed; } gf__flow_frame;
+/* A run in flight: a timing event where each lane of the flow's device began it (lanes start
+   apart when runs overlap), one where each lane ends it. */
+typedef struct gf__flow_frame {
+    gf_event **starts; int start_count, start_cap;
+    gf_event **ends; int lanes;
+    uint64_t number; int timed;
+} gf__flow_frame;
 
 struct gf_flow {
     uint32_t type;
@@ -8320,19 +8327,27 @@ static gf_result gf__flow_enqueue(const char *fn, gf_flow *flow, const gf__flow_
    gf_flow_frames its counts and the last one's time on the device, and the profiler's average
    when it was on. Their records are the library's own: no fault rule counts them (a recording
    has no such calls, so a replay's counts would drift from the run's). */
-static void gf__flow_frame_begin(gf_flow *flow, gf_stream *first, gf__flow_frame *fr) {
+/* Lane s begins the run (a lane of another device is not timed: no one clock). */
+static void gf__flow_frame_lane(gf_flow *flow, gf__flow_frame *fr, gf_stream *s) {
+    gf_event *start = NULL;
     gf_result r;
+    if (!s || s->dev != flow->dev || !gf__grow((void **)&fr->starts, &fr->start_cap, fr->start_count + 1, sizeof *fr->starts) ||
+        gf__event_pool_take(s->dev->events, GF_EVENT_TIMING, &start) != GF_OK) return;
+    gf__faults_inside++;   /* the library's own records */
+    r = gf__call_event_record(start, s);
+    gf__faults_inside--;
+    if (r == GF_OK) fr->starts[fr->start_count++] = start;
+    else gf__event_pool_give(s->dev->events, start);
+}
+static void gf__flow_frame_begin(gf_flow *flow, gf_stream *first, gf__flow_frame *fr) {
     memset(fr, 0, sizeof *fr);
     fr->timed = gf__atomic_load_int(&flow->dev->profiling);
-    if (!first || first->dev != flow->dev || gf__event_pool_take(first->dev->events, GF_EVENT_TIMING, &fr->start) != GF_OK) return;
-    gf__faults_inside++;
-    r = gf__call_event_record(fr->start, first);
-    gf__faults_inside--;
-    if (r != GF_OK) { gf__event_pool_give(first->dev->events, fr->start); fr->start = NULL; }
+    gf__flow_frame_lane(flow, fr, first);
 }
 static void gf__flow_frame_release(gf__flow_frame *fr) {
     int i;
-    if (fr->start) gf__event_pool_give(fr->start->dev->events, fr->start);
+    for (i = 0; i < fr->start_count; i++) gf__event_pool_give(fr->starts[i]->dev->events, fr->starts[i]);
+    gf__free(fr->starts);
     for (i = 0; i < fr->lanes; i++) if (fr->ends[i]) gf__event_pool_give(fr->ends[i]->dev->events, fr->ends[i]);
     gf__free(fr->ends);
     memset(fr, 0, sizeof *fr);
@@ -8346,11 +8361,11 @@ static void gf__flow_frame_end(gf_flow *flow, gf_stream **lanes, int count, gf__
     gf__faults_inside++;   /* the library's own records (gf__flow_frame_begin) */
     for (i = 0; ok && i < count; i++) {
         fr->lanes = i + 1;
-        ok = gf__event_pool_take(lanes[i]->dev->events, fr->start && lanes[i]->dev == fr->start->dev ? GF_EVENT_TIMING : 0, &fr->ends[i]) == GF_OK &&
+        ok = gf__event_pool_take(lanes[i]->dev->events, fr->start_count && lanes[i]->dev == flow->dev ? GF_EVENT_TIMING : 0, &fr->ends[i]) == GF_OK &&
              gf__call_event_record(fr->ends[i], lanes[i]) == GF_OK;
     }
     gf__faults_inside--;
-    for (i = 0; fr->start && i < count; i++) if (lanes[i]->dev != fr->start->dev) fr->timed = 0;   /* no one clock */
+    for (i = 0; i < count; i++) if (lanes[i]->dev != flow->dev) fr->timed = 0;   /* no one clock */
     if (ok && gf__grow((void **)&flow->frame, &flow->frame_cap, flow->frame_count + 1, sizeof *flow->frame)) {
         flow->frame[flow->frame_count++] = *fr;
         return;
@@ -8362,12 +8377,12 @@ static void gf__flow_frame_end(gf_flow *flow, gf_stream **lanes, int count, gf__
 static void gf__flow_frame_done(gf_flow *flow, int i) {
     gf__flow_frame *fr = &flow->frame[i];
     float longest = 0, ms;
-    int k;
-    for (k = 0; fr->start && k < fr->lanes; k++)
-        if (fr->ends[k]->dev == fr->start->dev && fr->start->dev->be->event_elapsed_ms(fr->start, fr->ends[k], &ms) == GF_OK && ms > longest)
-            longest = ms;
+    int k, j;
+    for (k = 0; k < fr->lanes; k++)   /* the first lane to begin to the last to end */
+        for (j = 0; j < fr->start_count && fr->ends[k]->dev == flow->dev; j++)
+            if (flow->dev->be->event_elapsed_ms(fr->starts[j], fr->ends[k], &ms) == GF_OK && ms > longest) longest = ms;
     if (gf__frames_complete(&flow->frames, fr->number)) flow->frames.last_ms = longest;
-    if (fr->timed && fr->start) { flow->stats.timed_runs++; flow->timed_ms += longest; }
+    if (fr->timed && fr->start_count) { flow->stats.timed_runs++; flow->timed_ms += longest; }
     gf__flow_frame_release(fr);
     memmove(fr, fr + 1, sizeof *fr * (size_t)(flow->frame_count - i - 1));   /* oldest first */
     flow->frame_count--;
@@ -8527,6 +8542,7 @@ static gf_result gf__decide_stream(gf__decide *d, gf_stream_pool *const *pools, 
         return gf__fail(GF_ERROR_OUT_OF_MEMORY, "%s: out of host memory", d->fn);
     }
     if (!d->lane_count) gf__flow_frame_begin(d->flow, s, d->frame);
+    else gf__flow_frame_lane(d->flow, d->frame, s);
     d->lanes[d->lane_count].s = s;
     d->lanes[d->lane_count].pool = pool;
     d->lanes[d->lane_count].tail = -1;
@@ -8941,6 +8957,7 @@ static gf_result gf__flow_run(const char *fn, gf_flow *flow, gf_stream_pool *con
         gf__flow_frame frame;
         gf__flow_frames_collect(flow);   /* bounds the pending list to the frames in flight */
         gf__flow_frame_begin(flow, lanes[0], &frame);
+        for (i = 1; i < plan.lanes; i++) gf__flow_frame_lane(flow, &frame, lanes[i]);
         r = gf__flow_enqueue(fn, flow, &plan, lanes, 1);
         if (r == GF_OK) gf__flow_frame_end(flow, lanes, plan.lanes, &frame);
         else gf__flow_frame_release(&frame);

@@ -156,6 +156,40 @@ static void test_flow_frames(void)
     gf_stream_pool_destroy(pool);
 }
 
+/* Runs that overlap (paced to two in flight): a run's time was taken from its first lane's
+   start, which may wait behind the last run while its other lanes have long begun (an outside
+   review: 10 ms for a run of at least 13). Lanes a (10 ms) and b (25 ms) before c (10 ms): a
+   run takes at least 35 ms on the device. */
+static void sleep_cb(void *user, gf_result status) { (void)status; th_sleep_ms((unsigned)(size_t)user); }
+static gf_result sleep_task(gf_stream *on, void *user) { return gf_stream_add_callback(on, sleep_cb, user); }
+static void test_flow_frames_overlap(void)
+{
+    gf_flow *flow = NULL;
+    gf_stream_pool *pool = NULL;
+    gf_frame_info fi;
+    gf_task a = 0, b = 0, c = 0;
+    float least = 1e9f;
+    int i, ok = 1;
+    if (!CHECK_EQ_RESULT(gf_flow_create(dev, NULL, &flow), GF_OK)) return;
+    CHECK_EQ_RESULT(gf_stream_pool_create(dev, NULL, &pool), GF_OK);
+    CHECK_EQ_RESULT(gf_flow_add(flow, "a", sleep_task, (void *)(size_t)10, &a), GF_OK);
+    CHECK_EQ_RESULT(gf_flow_add(flow, "b", sleep_task, (void *)(size_t)25, &b), GF_OK);
+    CHECK_EQ_RESULT(gf_flow_add(flow, "c", sleep_task, (void *)(size_t)10, &c), GF_OK);
+    CHECK_EQ_RESULT(gf_flow_depend(flow, a, c), GF_OK);
+    CHECK_EQ_RESULT(gf_flow_depend(flow, b, c), GF_OK);
+    for (i = 0; i < 10 && ok && pool; i++) {
+        ok = gf_flow_wait_frames(flow, 2, TH_WAIT_MS) == GF_OK && gf_flow_run(flow, pool) == GF_OK && gf_flow_frames(flow, &fi) == GF_OK;
+        if (ok && fi.completed > 0 && fi.last_gpu_ms < least) least = fi.last_gpu_ms;
+    }
+    CHECK(ok && gf_flow_wait_frames(flow, 0, TH_WAIT_MS) == GF_OK && gf_flow_frames(flow, &fi) == GF_OK, "flow frames, overlapping: ten runs");
+    if (fi.last_gpu_ms < least) least = fi.last_gpu_ms;
+    CHECK(least >= 33.0f, "flow frames, overlapping: each run's time covers its longest path (b then c, 35 ms)");
+    printf("  overlapping runs: the shortest run time read %.2f ms (at least 35 on the device)\n", (double)least);
+    if (pool) CHECK_EQ_RESULT(gf_stream_pool_synchronize(pool), GF_OK);
+    gf_flow_destroy(flow);
+    if (pool) gf_stream_pool_destroy(pool);
+}
+
 /* One thread paces (a wait for a frame the device holds) while another asks how many frames
    are in flight and begins work on another slot: the pacing calls held the set's (the flow's)
    lock across their wait, so the "without waiting" queries waited as long (found by review). */
@@ -504,6 +538,7 @@ int main(int argc, char **argv)
     printf("realtime on %s: %s\n", backend_name, gf_device_name(dev));
     test_frames();
     test_flow_frames();
+    test_flow_frames_overlap();
     test_pacing_holds_nothing();
     test_queries_from_callbacks();
     test_pacing_event_reused(backend);
