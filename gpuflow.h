@@ -811,7 +811,9 @@ typedef enum gf_stub_atomic_op { GF_STUB_ATOMIC_ADD, GF_STUB_ATOMIC_MIN, GF_STUB
 /* ---- results, backends --------------------------------------------------------------- */
 GPUFLOW_API const char *gf_result_name(gf_result r);
 GPUFLOW_API const char *gf_last_error(void);
-GPUFLOW_API void        gf_set_logger(gf_log_fn fn, void *user);   /* process-wide; NULL: stderr as GPUFLOW_LOG says */
+GPUFLOW_API void        gf_set_logger(gf_log_fn fn, void *user);   /* process-wide; NULL: stderr as GPUFLOW_LOG says.
+                                       Returns once the old logger's calls on other threads have returned:
+                                       the logger must not wait for the caller (a lock it holds) */
 GPUFLOW_API const char *gf_backend_name(gf_backend b);
 GPUFLOW_API int         gf_backend_available(gf_backend b);   /* 0: gf_last_error says why (not logged) */
 
@@ -1893,12 +1895,21 @@ static GF__TLS unsigned gf__error_serial;   /* bumped by every failure on this t
 static GF__TLS int gf__quiet;                /* > 0: a failure the caller may still recover from is not logged */
 static gf_log_fn gf__log_fn;
 static void *gf__log_user;
+static unsigned gf__log_generation;           /* bumped by each gf_set_logger (under the log lock) */
+static int gf__log_calls[2];                  /* atomic: calls into a logger in progress, by generation's parity */
+static GF__TLS int gf__in_logger;             /* this thread runs the logger */
 
+/* Returns once the calls of the logger replaced have returned on other threads, so that the
+   program may free what its user pointer points to (from a logger's own call it cannot wait). */
 GPUFLOW_IMPL void gf_set_logger(gf_log_fn fn, void *user) {
+    unsigned old;
     gf__log_lock_acquire();
+    old = gf__log_generation++;
     gf__log_fn = fn;
     gf__log_user = user;
     gf__log_lock_release();
+    if (gf__in_logger) return;
+    while (gf__atomic_load_int(&gf__log_calls[old & 1])) gf__yield();
 }
 
 /* With no logger installed, messages up to GPUFLOW_LOG's level go to stderr, one line each,
@@ -1964,13 +1975,17 @@ static int gf__stderr_level_now(void) {
 typedef struct gf__held_message { gf_log_level level; gf_result code; char text[sizeof gf__error_text]; } gf__held_message;
 static GF__TLS gf__held_message gf__log_held[GF__LOG_HELD];
 static GF__TLS int gf__log_held_dropped;   /* gf__log_held_count: beside gf__locks_held */
-static GF__TLS int gf__in_logger;   /* this thread runs the logger */
 static void gf__log_text(gf_log_level level, gf_result code, const char *text) {
     gf_log_fn fn;
     void *user;
+    int *calls = NULL;
     gf__log_lock_acquire();
     fn = gf__log_fn;
     user = gf__log_user;
+    if (fn && !gf__in_logger && gf__locks_held <= 0) {   /* a call, counted before gf_set_logger can replace fn */
+        calls = &gf__log_calls[gf__log_generation & 1];
+        gf__atomic_add_int(calls, 1);
+    }
     gf__log_lock_release();
     if (fn && gf__in_logger) return;   /* the logger's own calls: told to it, it could call itself for ever */
     if (fn && gf__locks_held > 0) {   /* the logger may take the very lock this thread holds */
@@ -1985,12 +2000,13 @@ static void gf__log_text(gf_log_level level, gf_result code, const char *text) {
         snprintf(m->text, sizeof m->text, "%s", text);
         return;
     }
-    if (fn) {   /* outside the lock: a logger may call gpuflow, and the failure it hears of keeps its text */
+    if (calls) {   /* outside the lock: a logger may call gpuflow, and the failure it hears of keeps its text */
         char saved[sizeof gf__error_text];
         memcpy(saved, gf__error_text, sizeof saved);
         gf__in_logger++;
         fn(user, level, code, text);
         gf__in_logger--;
+        gf__atomic_add_int(calls, -1);
         memcpy(gf__error_text, saved, sizeof saved);
     } else if ((int)level <= gf__stderr_level_now()) fprintf(stderr, "%s%s\n", strncmp(text, "gpuflow:", 8) ? "gpuflow: " : "", text);
 }

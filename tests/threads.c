@@ -631,6 +631,54 @@ static void test_capture_ended_elsewhere(void)
     }
 }
 
+/* gf_set_logger returned while other threads still ran the old logger: a program that freed
+   the logger's user data then had it read (an outside review: 9 calls after the removal in 200
+   rounds). Now the old logger's calls on other threads have returned when it returns. */
+typedef struct { th_flag removed, late; } logger_data;
+static th_flag logger_stop;
+static void slow_logger(void *user, gf_log_level level, gf_result code, const char *message)
+{
+    logger_data *d = (logger_data *)user;
+    (void)level; (void)code; (void)message;
+    if (th_flag_get(&d->removed)) th_flag_add(&d->late, 1);
+    th_sleep_ms(1);   /* a call that lasts: the removal comes in the middle of some */
+    if (th_flag_get(&d->removed)) th_flag_add(&d->late, 1);
+}
+static void *failing_calls(void *arg)
+{
+    gf_buffer *b;
+    (void)arg;
+    while (!th_flag_get(&logger_stop)) (void)gf_buffer_create(NULL, 0, &b);   /* fails: logged */
+    return NULL;
+}
+static void test_logger_removed(void)
+{
+    static logger_data d;
+    int round, i, late = 0;
+    th_flag_init(&d.removed);
+    th_flag_init(&d.late);
+    th_flag_init(&logger_stop);
+    for (round = 0; round < 40; round++) {
+        pthread_t t[2];
+        gf_set_logger(slow_logger, &d);
+        for (i = 0; i < 2; i++) pthread_create(&t[i], NULL, failing_calls, NULL);
+        th_sleep_ms(2);
+        gf_set_logger(NULL, NULL);
+        th_flag_add(&d.removed, 1);   /* as a program freeing the logger's data would */
+        th_sleep_ms(2);
+        th_flag_add(&logger_stop, 1);
+        for (i = 0; i < 2; i++) pthread_join(t[i], NULL);
+        late += th_flag_get(&d.late);
+        th_flag_add(&d.late, -th_flag_get(&d.late));
+        th_flag_add(&d.removed, -th_flag_get(&d.removed));
+        th_flag_add(&logger_stop, -th_flag_get(&logger_stop));
+    }
+    CHECK(late == 0, "logger: no call of a logger after gf_set_logger replaced it and returned");
+    th_flag_destroy(&d.removed);
+    th_flag_destroy(&d.late);
+    th_flag_destroy(&logger_stop);
+}
+
 int main(int argc, char **argv)
 {
     gf_backend backend = GF_BACKEND_STUB;
@@ -664,6 +712,7 @@ int main(int argc, char **argv)
     test_budget_peak_threads();
     test_flow_paced_threads();
     test_capture_ended_elsewhere();
+    test_logger_removed();
     test_race_enable_vs_report(backend);
     for (i = 0; i < NT; i++) {
         W[i].index = i;
