@@ -63,6 +63,7 @@
         GPUFLOW_STATIC           make every public function static (one-TU use)
         GPUFLOW_MALLOC(n) / GPUFLOW_REALLOC(p, n) / GPUFLOW_FREE(p)   host memory, all three or
                                  none (default: libc); gf_set_allocator does the same at run time
+                                 (for all but the recorder's buffer: see gf_set_allocator)
         GPUFLOW_ASSERT(c)        the library's own invariants (default: assert)
         GPUFLOW_DEBUG            destroyed objects stay refused shells until their device closes
                                  (defined at all, whatever its value, turns it on)
@@ -910,7 +911,10 @@ GPUFLOW_API gf_result gf_device_set_memory_limit(gf_device *dev, size_t bytes); 
 GPUFLOW_API gf_result gf_device_trim(gf_device *dev, size_t keep_bytes);
 /* gf_set_allocator is process-wide and not synchronized with other calls: set it before the
    first device opens. Memory goes back to the allocator that gave it, so a swap while gpuflow
-   holds memory from another heap is the program's error, like free() of another heap's memory. */
+   holds memory from another heap is the program's error, like free() of another heap's memory.
+   One exception: the recorder (gf_record_start, GPUFLOW_RECORD) takes its buffer from the
+   GPUFLOW_MALLOC macros, since a recording may be written until exit, after the program's
+   allocator is gone. */
 GPUFLOW_API void      gf_set_allocator(const gf_allocator *allocator);             /* NULL: back to the macros */
 
 /* Memory budgets: a label and a byte limit that buffers created with gf_buffer_desc.budget
