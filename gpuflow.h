@@ -96,7 +96,7 @@
     CONVENTIONS
     ===========
     - Objects are opaque pointers created by gf_<object>_create(..., &out) and released by
-      gf_<object>_destroy. A NULL desc pointer, or a zeroed desc field, means "the default"
+      gf_<object>_destroy (a destroy or close of NULL does nothing, as free(NULL)). A NULL desc pointer, or a zeroed desc field, means "the default"
       (each field's default is written beside it).
     - Every fallible call returns gf_result: GF_OK == 0, failures negative, GF_NOT_READY and
       GF_TIMEOUT positive. gf_last_error() gives this thread's text for the last failure (a
@@ -1063,7 +1063,7 @@ GPUFLOW_API gf_device  *gf_stream_device(const gf_stream *s);
 /* ---- events and event pools ------------------------------------------------------------ */
 /* Codes: GF_NOT_READY, GF_TIMEOUT, GF_ERROR_INVALID_STATE (never recorded for elapsed time,
    released or destroyed twice, any use of a pooled event after its release until it is
-   acquired again), GF_ERROR_CAPTURE (waiting on an event recorded inside a capture
+   acquired again, but in its own gf_event_on_complete callbacks), GF_ERROR_CAPTURE (waiting on an event recorded inside a capture
    in progress), GF_ERROR_NOT_FOUND (a wait id that is not pending). A never-recorded event
    counts as complete, as in CUDA. An event (or an event pool) destroyed, or an event released,
    while gf_event_on_complete waits on it are pending goes through at once: the waits still run,
@@ -3467,6 +3467,9 @@ static const char *gf__api_name(const char *fn) {
 /* The same for functions that return nothing (destroy, close): they only set the error text. */
 #define GF__CHECK_VOID(obj, T) \
     do { if (!(obj) || !gf__is((obj), (T))) { gf__say_bad_handle(GF__FN, #obj, (obj), (T)); return; } } while (0)
+/* A destroy or close of NULL does nothing, as free(NULL); any other bad handle is refused. */
+#define GF__CHECK_DESTROY(obj, T) \
+    do { if (!(obj)) return; GF__CHECK_VOID(obj, T); } while (0)
 #define GF__CHECK_OUT(out) \
     do { if (!(out)) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "%s: %s is NULL", GF__FN, #out); } while (0)
 #define GF__SAME_DEVICE(a, b) \
@@ -4014,7 +4017,7 @@ static void gf__env_at_close(gf_device *dev) {
 }
 
 static void gf__call_device_close(gf_device *dev) {
-    GF__CHECK_VOID(dev, GF__T_DEVICE);
+    GF__CHECK_DESTROY(dev, GF__T_DEVICE);
     if (gf__refuse_device_wait("gf_device_close", dev) != GF_OK) return;   /* kept: closing waits for the device */
     if (gf__waiter_self && gf__waiter_self == dev->waiter) {   /* the close stops and frees the thread it runs on */
         gf__set_error(GF_ERROR_INVALID_STATE, "gf_device_close: called from a completion callback (gf_event_on_complete, a flow's "
@@ -4752,7 +4755,7 @@ static gf_result gf__call_stream_create(gf_device *dev, const gf_stream_desc *de
 }
 
 static void gf__call_stream_destroy(gf_stream *s) {
-    GF__CHECK_VOID(s, GF__T_STREAM);
+    GF__CHECK_DESTROY(s, GF__T_STREAM);
     if (s->internal) {
         gf__set_error(GF_ERROR_INVALID_ARGUMENT, "gf_stream_destroy: stream '%s' belongs to a %s; destroy that instead",
                  s->label, s->pool ? "stream pool" : "stream set, flow or device");
@@ -5223,7 +5226,7 @@ static void gf__buffer_free(gf_buffer *buf) {   /* the handle goes; the memory w
 /* Never waits: the handle goes now, the memory once the work queued before the destroy has
    passed (retired; see "deferred releases"). */
 static void gf__call_buffer_destroy(gf_buffer *buf) {
-    GF__CHECK_VOID(buf, GF__T_BUFFER);
+    GF__CHECK_DESTROY(buf, GF__T_BUFFER);
     if (buf->graph_owner) {
         gf__set_error(GF_ERROR_INVALID_ARGUMENT, "gf_buffer_destroy: the buffer was allocated inside a capture; its graph owns it");
         return;
@@ -5640,7 +5643,7 @@ GPUFLOW_IMPL gf_result gf_budget_get_stats(gf_budget *budget, gf_budget_stats *o
 static void gf__call_budget_destroy(gf_budget *budget) {
     gf_device *dev;
     int i;
-    GF__CHECK_VOID(budget, GF__T_BUDGET);
+    GF__CHECK_DESTROY(budget, GF__T_BUDGET);
     dev = budget->dev;
     budget->type = GF__T_DEAD;
     gf__live(dev, GF__T_BUDGET, -1);
@@ -5969,7 +5972,7 @@ static gf_result gf__call_event_create(gf_device *dev, unsigned flags, gf_event 
 static void gf__call_event_destroy(gf_event *ev) {
     gf_device *dev;
     int deferred;
-    GF__CHECK_VOID(ev, GF__T_EVENT);
+    GF__CHECK_DESTROY(ev, GF__T_EVENT);
     if (ev->pool) { gf__set_error(GF_ERROR_INVALID_ARGUMENT, "gf_event_destroy: the event belongs to an event pool; release it there"); return; }
     dev = ev->dev;   /* once put off, the waiter thread may free ev at any time */
     if ((deferred = gf__after_waits_set(ev, GF__AFTER_FREE)) < 0) {
@@ -6011,9 +6014,10 @@ static gf_result gf__event_record_locked(gf_event *ev, gf_stream *s) {
 }
 
 /* A pooled event given back is the pool's until acquired again: a use of it (a use after
-   release, as a use after free) is refused while it sits there. */
+   release, as a use after free) is refused while it sits there. Not on the waiter's thread:
+   the event's gf_event_on_complete callbacks may name it (it waits for them, on no shelf). */
 static gf_result gf__event_check_held(const char *fn, gf_event *ev) {
-    if (gf__atomic_load_int(&ev->in_pool)) return gf__fail(GF_ERROR_INVALID_STATE, "%s: the event was released to its pool", fn);
+    if (gf__atomic_load_int(&ev->in_pool) && !gf__waiter_self) return gf__fail(GF_ERROR_INVALID_STATE, "%s: the event was released to its pool", fn);
     return GF_OK;
 }
 
@@ -6022,7 +6026,7 @@ static gf_result gf__call_event_record(gf_event *ev, gf_stream *s) {
     GF__CHECK(ev, GF__T_EVENT);
     GF__CHECK(s, GF__T_STREAM);
     GF__SAME_DEVICE(ev->dev, s->dev);
-    if ((r = gf__event_check_held("gf_event_record", ev)) != GF_OK) return r;
+    if (gf__atomic_load_int(&ev->in_pool)) return gf__fail(GF_ERROR_INVALID_STATE, "gf_event_record: the event was released to its pool");
     gf__lock(&s->lock);
     r = s->capture ? GF_OK : GF__FAULT_POINT(s->dev, GF__FK_OP, "event record");
     if (r == GF_OK) r = gf__event_record_locked(ev, s);
@@ -6441,7 +6445,7 @@ static void gf__event_pool_free(gf_event_pool *pool) {
 static void gf__call_event_pool_destroy(gf_event_pool *pool) {
     gf_device *dev;
     int deferred;
-    GF__CHECK_VOID(pool, GF__T_EVENT_POOL);
+    GF__CHECK_DESTROY(pool, GF__T_EVENT_POOL);
     dev = pool->dev;   /* once put off, the waiter thread may free the pool at any time */
     if ((deferred = gf__after_waits_pool(pool)) < 0) {
         gf__set_error(GF_ERROR_INVALID_STATE, "gf_event_pool_destroy: the pool was destroyed already (it goes when the gf_event_on_complete waits on its events have run)");
@@ -6752,7 +6756,7 @@ static gf_result gf__streams_drainable(const char *fn, const char *owner, gf_dev
 
 static void gf__call_stream_pool_destroy(gf_stream_pool *pool) {
     int i;
-    GF__CHECK_VOID(pool, GF__T_STREAM_POOL);
+    GF__CHECK_DESTROY(pool, GF__T_STREAM_POOL);
     if (gf__streams_drainable("gf_stream_pool_destroy", "pool", pool->dev, pool->streams, pool->count) != GF_OK) return;   /* kept */
     for (i = 0; i < pool->count; i++) gf__stream_sync(pool->streams[i]);
     if (gf__waiter_self) gf__pool_drop_completions(pool);
@@ -6987,7 +6991,7 @@ static gf_result gf__call_stream_set_synchronize(gf_stream_set *set) {
 
 static void gf__call_stream_set_destroy(gf_stream_set *set) {
     int i;
-    GF__CHECK_VOID(set, GF__T_STREAM_SET);
+    GF__CHECK_DESTROY(set, GF__T_STREAM_SET);
     if (gf__streams_drainable("gf_stream_set_destroy", "set", set->dev, set->streams, set->depth) != GF_OK) return;   /* kept */
     for (i = 0; i < set->depth; i++) {
         if (set->streams[i]) gf__stream_free(set->streams[i]);
@@ -9136,7 +9140,7 @@ GPUFLOW_IMPL gf_result gf_flow_capture(gf_flow *flow, gf_stream *s, gf_graph **o
 
 GPUFLOW_IMPL void gf_flow_destroy(gf_flow *flow) {
     int i;
-    GF__CHECK_VOID(flow, GF__T_FLOW);
+    GF__CHECK_DESTROY(flow, GF__T_FLOW);
     if (gf__in_task_of(flow)) { gf__set_error(GF_ERROR_INVALID_STATE, GF__IN_OWN_TASK_TEXT, "gf_flow_destroy"); return; }
     if (flow->graph) gf_graph_destroy(flow->graph);
     for (i = 0; i < flow->count; i++) gf__free(flow->tasks[i].succ);
@@ -9969,7 +9973,7 @@ static gf_result gf__call_graph_pool_create(gf_device *dev, gf_graph_pool **out)
 
 static void gf__call_graph_pool_destroy(gf_graph_pool *pool) {
     int i;
-    GF__CHECK_VOID(pool, GF__T_GRAPH_POOL);
+    GF__CHECK_DESTROY(pool, GF__T_GRAPH_POOL);
     if (gf__atomic_load_int(&pool->graphs)) {
         gf__set_error(GF_ERROR_INVALID_STATE, "gf_graph_pool_destroy: %d graph%s captured in the pool %s alive; destroy them first (the pool was kept)",
                  gf__atomic_load_int(&pool->graphs), gf__atomic_load_int(&pool->graphs) == 1 ? "" : "s",
@@ -10357,7 +10361,7 @@ static void gf__blocks_release(void *p) {
    contexts the graph owns, so those are retired (see "deferred releases"); the rest goes now. */
 static void gf__call_graph_destroy(gf_graph *g) {
     int i;
-    GF__CHECK_VOID(g, GF__T_GRAPH);
+    GF__CHECK_DESTROY(g, GF__T_GRAPH);
     if (gf__atomic_load_int(&g->launched) && (g->owned_count || g->block_count)) {
         gf__blocks *b = NULL;
         if (gf__refuse_self_wait("gf_graph_destroy", g->dev, NULL) != GF_OK) return;   /* kept: fencing calls the driver */
@@ -11221,7 +11225,7 @@ static void gf__module_release(void *p) {   /* the code itself, once no queued l
 static void gf__call_module_destroy(gf_module *mod) {
     gf_kernel *k;
     int i;
-    GF__CHECK_VOID(mod, GF__T_MODULE);
+    GF__CHECK_DESTROY(mod, GF__T_MODULE);
     if (gf__refuse_self_wait("gf_module_destroy", mod->dev, NULL) != GF_OK) return;   /* kept: fencing the streams calls the driver */
     for (i = 0; i < mod->old_count; i++) gf_module_destroy(mod->olds[i]);   /* code stale graphs ran */
     mod->old_count = 0;
@@ -11598,7 +11602,7 @@ static void gf__semaphore_unref(void *p) {
     gf__obj_free(dev, sem);
 }
 static void gf__call_semaphore_destroy(gf_semaphore *sem) {
-    GF__CHECK_VOID(sem, GF__T_SEMAPHORE);
+    GF__CHECK_DESTROY(sem, GF__T_SEMAPHORE);
     sem->type = GF__T_DEAD;
     gf__live(sem->dev, GF__T_SEMAPHORE, -1);
     gf__retire(sem->dev, gf__semaphore_unref, sem, GF__KIND_NO_MEMORY, 0, 0);

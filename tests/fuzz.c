@@ -897,7 +897,7 @@ static void op_dev_open(fz_in *in)
 static void op_dev_close(fz_in *in)
 {
     unsigned sel = fz_u8(in) % 4;
-    if (sel == 1) { FZ_VOID(1, 0, gf_device_close(NULL)); return; }
+    if (sel == 1) { FZ_VOID(0, 1, gf_device_close(NULL)); return; }   /* as free(NULL): nothing done, nothing said */
     if (sel == 2) { FZ_VOID(1, 0, gf_device_close((gf_device *)fz_foreign(K_DEV, fz_u8(in)))); return; }
     fz_close_device(1);
 }
@@ -984,7 +984,7 @@ static void op_buf_destroy(fz_in *in)
     fz_exp e = { 0 };
     int d, i;
     gf_buffer *b = fz_pick_buf(in, &e, &d, &i);
-    if (i < 0) { FZ_VOID(1, 0, gf_buffer_destroy(b)); return; }
+    if (i < 0) { FZ_VOID(b != NULL, b == NULL, gf_buffer_destroy(b)); return; }
     fz_destroy_buf(i);   /* refused while a capture in progress uses it (GF_ERROR_CAPTURE); then it stays */
 }
 
@@ -1190,7 +1190,7 @@ static void op_stream_destroy(fz_in *in)
     fz_exp e = { 0 };
     int d, i;
     gf_stream *s = fz_pick_stream(in, &e, &d, &i);
-    if (i < 0) { FZ_VOID(1, 0, gf_stream_destroy(s)); return; }
+    if (i < 0) { FZ_VOID(s != NULL, s == NULL, gf_stream_destroy(s)); return; }
     if (F.str[i].kind != FZ_S_PLAIN) { FZ_VOID(1, 0, gf_stream_destroy(s)); return; }   /* a pool's or set's: refused */
     fz_destroy_stream(i);
 }
@@ -1270,7 +1270,7 @@ static void op_event_destroy(fz_in *in)
     fz_exp e = { 0 };
     int d, i;
     gf_event *ev = fz_pick_event(in, &e, &d, &i);
-    if (i < 0 || F.ev[i].pool >= 0) { FZ_VOID(1, 0, gf_event_destroy(ev)); return; }   /* a pool's: refused */
+    if (i < 0 || F.ev[i].pool >= 0) { FZ_VOID(ev != NULL, ev == NULL, gf_event_destroy(ev)); return; }   /* a pool's: refused */
     fz_destroy_event(i, (int)(fz_u8(in) & 1));   /* pending waits put the free off, not the destroy */
 }
 
@@ -1370,7 +1370,7 @@ static void op_epool_destroy(fz_in *in)
     fz_exp e = { 0 };
     void *bad;
     int i = FZ_PICK(in, &e, F.epool, K_EPOOL, &bad);
-    if (i < 0) { FZ_VOID(1, 0, gf_event_pool_destroy((gf_event_pool *)bad)); return; }
+    if (i < 0) { FZ_VOID(bad != NULL, bad == NULL, gf_event_pool_destroy((gf_event_pool *)bad)); return; }
     fz_destroy_epool(i, (int)(fz_u8(in) & 1));
 }
 
@@ -1441,7 +1441,7 @@ static void op_spool_destroy(fz_in *in)
     fz_exp e = { 0 };
     void *bad;
     int i = FZ_PICK(in, &e, F.spool, K_SPOOL, &bad);
-    if (i < 0) { FZ_VOID(1, 0, gf_stream_pool_destroy((gf_stream_pool *)bad)); return; }
+    if (i < 0) { FZ_VOID(bad != NULL, bad == NULL, gf_stream_pool_destroy((gf_stream_pool *)bad)); return; }
     fz_destroy_spool(i);
 }
 
@@ -1517,7 +1517,7 @@ static void op_set_destroy(fz_in *in)
     fz_exp e = { 0 };
     void *bad;
     int i = FZ_PICK(in, &e, F.set, K_SET, &bad);
-    if (i < 0) { FZ_VOID(1, 0, gf_stream_set_destroy((gf_stream_set *)bad)); return; }
+    if (i < 0) { FZ_VOID(bad != NULL, bad == NULL, gf_stream_set_destroy((gf_stream_set *)bad)); return; }
     fz_destroy_set(i);
 }
 
@@ -1597,7 +1597,7 @@ static void op_flow_destroy(fz_in *in)
     fz_exp e = { 0 };
     void *bad;
     int i = FZ_PICK(in, &e, F.flow, K_FLOW, &bad);
-    if (i < 0) { FZ_VOID(1, 0, gf_flow_destroy((gf_flow *)bad)); return; }
+    if (i < 0) { FZ_VOID(bad != NULL, bad == NULL, gf_flow_destroy((gf_flow *)bad)); return; }
     FZ_VOID(0, 1, gf_flow_destroy(F.flow[i].f));
     F.flow[i].h.live = 0;
 }
@@ -1842,7 +1842,7 @@ static void op_graph_misc(fz_in *in)
         FZ_CALL(&e, gf_graph_get_info(g, noout ? NULL : &info));
         return;
     }
-    if (gi < 0) { FZ_VOID(1, 0, gf_graph_destroy(g)); return; }
+    if (gi < 0) { FZ_VOID(g != NULL, g == NULL, gf_graph_destroy(g)); return; }
     if (FZ_VOID(0, 0, gf_graph_destroy(g))) return;   /* refused only if waiting for the device failed */
     F.graph[gi].h.live = 0;
     if (sel == 2) {   /* the destroyed handle, before any capture can reuse its shell: refused */
@@ -1864,7 +1864,7 @@ static void op_module(fz_in *in)
     if (sel >= 6) {   /* destroy */
         void *bad;
         i = FZ_PICK(in, &e, F.mod, K_MODULE, &bad);
-        if (i < 0) { FZ_VOID(1, 0, gf_module_destroy((gf_module *)bad)); return; }
+        if (i < 0) { FZ_VOID(bad != NULL, bad == NULL, gf_module_destroy((gf_module *)bad)); return; }
         if (sel == 7 && F.mod[i].k[0]) { FZ_VOID(1, 0, gf_module_destroy((gf_module *)(void *)F.mod[i].k[0])); return; }
         fz_destroy_module(i);
     } else {
@@ -2317,7 +2317,7 @@ static void op_gpool(fz_in *in)
     } else {
         void *bad;
         i = FZ_PICK(in, &e, F.gpool, K_GPOOL, &bad);
-        if (i < 0) { FZ_VOID(1, 0, gf_graph_pool_destroy((gf_graph_pool *)bad)); return; }
+        if (i < 0) { FZ_VOID(bad != NULL, bad == NULL, gf_graph_pool_destroy((gf_graph_pool *)bad)); return; }
         /* refused (GF_ERROR_INVALID_STATE) while a graph or capture of the pool is alive */
         if (!FZ_VOID(0, !fz_gpool_users(i), gf_graph_pool_destroy(F.gpool[i].p))) F.gpool[i].h.live = 0;
     }

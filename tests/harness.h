@@ -127,6 +127,9 @@ TH_FN int th_check_fail(gf_result got, gf_result want, const char *file, int lin
 /* For the void calls (destroy of a bad handle): they must set the error text. */
 #define CHECK_SETS_ERROR(stmt) \
     do { th_prime(); stmt; th_check_error_set(__FILE__, __LINE__, #stmt); } while (0)
+/* For a destroy of NULL: nothing to do, nothing said (gf_last_error() left as it was). */
+#define CHECK_QUIET(stmt) \
+    do { th_prime(); stmt; th_check(strcmp(gf_last_error(), th_sentinel) == 0, __FILE__, __LINE__, #stmt ": leaves gf_last_error() alone"); } while (0)
 #define SKIP(reason) th_skip(__FILE__, __LINE__, (reason))
 
 TH_FN void th_skip(const char *file, int line, const char *reason)

@@ -189,7 +189,7 @@ static void test_refusals(void)
             CHECK_FAIL(gf_semaphore_export(sem, GF_EXTERNAL_OPAQUE_FD, &h), GF_ERROR_NOT_SUPPORTED);
         }
         gf_semaphore_destroy(sem);
-        CHECK_SETS_ERROR(gf_semaphore_destroy(NULL));
+        CHECK_QUIET(gf_semaphore_destroy(NULL));   /* as free(NULL) */
         gf_stream_destroy(s);
     } else {
         gf_result r;
