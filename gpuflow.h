@@ -816,7 +816,7 @@ GPUFLOW_API void        gf_set_logger(gf_log_fn fn, void *user);   /* process-wi
                                        Returns once the old logger's calls on other threads have returned:
                                        the logger must not wait for the caller (a lock it holds) */
 GPUFLOW_API const char *gf_backend_name(gf_backend b);
-GPUFLOW_API int         gf_backend_available(gf_backend b);   /* 0: gf_last_error says why (not logged) */
+GPUFLOW_API int         gf_backend_available(gf_backend b);   /* 0: gf_last_error says why (not logged); AUTO: 1 */
 
 /* ---- devices ------------------------------------------------------------------------- */
 /* Codes: GF_ERROR_BACKEND_UNAVAILABLE (not compiled in, driver missing), GF_ERROR_NO_DEVICE,
@@ -3492,11 +3492,11 @@ static const char *const gf__backend_macros[GF_BACKEND_COUNT] = { "", GF__BACKEN
 
 static int gf__backend_valid(gf_backend b) { return b > GF_BACKEND_AUTO && b < GF_BACKEND_COUNT; }
 
-/* Loads b's driver; GF_OK, or why not (compiled out, library missing, ...). */
-static gf_result gf__backend_load(gf_backend b, const gf__backend **out) {
+/* Loads b's driver for fn; GF_OK, or why not (compiled out, library missing, ...). */
+static gf_result gf__backend_load(const char *fn, gf_backend b, const gf__backend **out) {
     const gf__backend *be;
     if (!gf__backend_valid(b))
-        return gf__fail(GF_ERROR_INVALID_ARGUMENT, "backend %d is not a gf_backend", (int)b);
+        return gf__fail(GF_ERROR_INVALID_ARGUMENT, "%s: backend %d is not a gf_backend", fn, (int)b);
     if (!(be = gf__backend_of(b)))
         return gf__fail(GF_ERROR_BACKEND_UNAVAILABLE,
                         "%s backend is not compiled in: build with -D%s (its vendor headers on the include path)",
@@ -3509,8 +3509,9 @@ static gf_result gf__backend_load(gf_backend b, const gf__backend **out) {
 GPUFLOW_IMPL int gf_backend_available(gf_backend b) {
     const gf__backend *be;
     gf_result r;
+    if (b == GF_BACKEND_AUTO) return 1;   /* AUTO always finds one: the stub */
     gf__quiet++;
-    r = gf__backend_load(b, &be);
+    r = gf__backend_load(__func__, b, &be);
     gf__quiet--;
     return r == GF_OK;
 }
@@ -3529,7 +3530,7 @@ GPUFLOW_IMPL int gf_device_count(gf_backend b) {
         return total;
     }
     gf__quiet++;
-    if ((r = gf__backend_load(b, &be)) == GF_OK) r = be->device_count(&n);
+    if ((r = gf__backend_load(__func__, b, &be)) == GF_OK) r = be->device_count(&n);
     gf__quiet--;
     return r == GF_OK ? n : 0;
 }
@@ -3834,7 +3835,7 @@ static gf_result gf__device_open_on(gf_backend b, int index, const gf_native_dev
     gf_device *dev;
     gf_result r;
     int count = 0;
-    if ((r = gf__backend_load(b, &be)) != GF_OK) return r;
+    if ((r = gf__backend_load(native ? "gf_device_open_native" : "gf_device_open", b, &be)) != GF_OK) return r;
     if (native && !be->device_open_native)
         return gf__fail(GF_ERROR_NOT_SUPPORTED, "gf_device_open_native: the %s backend has no native device to open on", be->name);
     if ((r = be->device_count(&count)) != GF_OK) return r;

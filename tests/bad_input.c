@@ -59,6 +59,8 @@ static void test_results_and_devices(void)
     n = gf_backend_name((gf_backend)99);
     CHECK(n != NULL && n[0], "gf_backend_name of an unknown backend is a string");
     CHECK(gf_backend_available((gf_backend)99) == 0, "an unknown backend is not available");
+    CHECK(!strncmp(gf_last_error(), "gf_backend_available: backend 99", 32), "an unknown backend: the text names the call");
+    CHECK(gf_backend_available(GF_BACKEND_AUTO) == 1, "GF_BACKEND_AUTO is available (it finds the stub at least; it said 'backend 0 is not a gf_backend')");
     CHECK(gf_device_count((gf_backend)99) == 0, "an unknown backend has no devices");
 
     CHECK_FAIL(gf_device_open((gf_backend)42, 0, &d), GF_ERROR_INVALID_ARGUMENT);
