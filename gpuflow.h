@@ -9237,7 +9237,7 @@ GPUFLOW_IMPL gf_result gf_flow_write_dot(gf_flow *flow, const char *path) {
     int i, k, lane;
     GF__CHECK(flow, GF__T_FLOW);
     GF__NOT_IN_OWN_TASK(flow);
-    if (!path || !*path) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_flow_write_dot: path is empty");
+    if (!path || !*path) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_flow_write_dot: path is %s", path ? "empty" : "NULL");
     gf__lock(&flow->lock);
     if ((r = gf__flow_plan_make("gf_flow_write_dot", flow, &plan)) != GF_OK) { gf__flow_unlock(flow); return r; }
     if (!(f = gf__fopen(path, "w"))) {
@@ -10288,7 +10288,7 @@ GPUFLOW_IMPL gf_result gf_graph_write_dot(gf_graph *g, const char *path) {
     FILE *f;
     int i;
     GF__CHECK(g, GF__T_GRAPH);
-    if (!path || !*path) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_graph_write_dot: path is empty");
+    if (!path || !*path) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_graph_write_dot: path is %s", path ? "empty" : "NULL");
     gf__lock(&g->lock);
     if (g->by_driver && g->dev->be->graph_write_dot && (r = g->dev->be->graph_write_dot(g, path)) != GF_ERROR_NOT_SUPPORTED) {
         gf__unlock(&g->lock);
@@ -11441,7 +11441,8 @@ static gf_result gf__external_check(const char *fn, gf_device *dev, gf_external_
     char list[256] = "";
     size_t used = 0;
     int t;
-    if ((int)type <= 0 || type >= GF_EXTERNAL_TYPE_COUNT)
+    if (type == GF_EXTERNAL_NONE) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "%s: type is GF_EXTERNAL_NONE: name a handle type", fn);
+    if ((int)type < 0 || type >= GF_EXTERNAL_TYPE_COUNT)
         return gf__fail(GF_ERROR_INVALID_ARGUMENT, "%s: type %d is not a gf_external_type", fn, (int)type);
     if (!(kinds & GF__EXT_BIT(type)))
         return gf__fail(GF_ERROR_INVALID_ARGUMENT, "%s: %s is not a %s handle type", fn, gf_external_type_name(type),
@@ -15509,7 +15510,7 @@ GPUFLOW_IMPL gf_result gf_profiler_write_trace(gf_device *dev, const char *path)
     double t0 = 0;
     int i, any = 0;
     GF__CHECK(dev, GF__T_DEVICE);
-    if (!path || !*path) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_profiler_write_trace: path is empty");
+    if (!path || !*path) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_profiler_write_trace: path is %s", path ? "empty" : "NULL");
     if ((r = gf__profiler_ready(dev, __func__, &p)) != GF_OK) return r;
     if (!(f = gf__fopen(path, "w"))) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_profiler_write_trace: cannot open '%s' for writing", path);
     gf__lock(&p->lock);

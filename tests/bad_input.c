@@ -779,6 +779,8 @@ static void test_interop(void)
     CHECK_FAIL(gf_buffer_export(b, GF_EXTERNAL_HOST_FD, NULL), GF_ERROR_INVALID_ARGUMENT);
     CHECK_FAIL(gf_buffer_export(b, GF_EXTERNAL_D3D12_FENCE, &h), GF_ERROR_INVALID_ARGUMENT);   /* a semaphore type */
     CHECK(h.fd == -1, "a refused export gives fd -1");
+    CHECK_FAIL(gf_buffer_export(b, GF_EXTERNAL_NONE, &h), GF_ERROR_INVALID_ARGUMENT);
+    CHECK(strstr(gf_last_error(), "GF_EXTERNAL_NONE") != NULL, "an export of GF_EXTERNAL_NONE says so (it said type 0 is no gf_external_type)");
     memset(&bd, 0, sizeof bd);
     bd.size = 16; bd.exportable = 1; bd.managed = 1;
     CHECK_FAIL(gf_buffer_create_desc(dev, &bd, &out), GF_ERROR_INVALID_ARGUMENT);          /* managed and exportable */
