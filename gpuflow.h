@@ -6919,7 +6919,8 @@ static gf_result gf__call_stream_set_next(gf_stream_set *set, size_t i, gf_strea
     gf__lock(&set->lock);
     /* the previous round ends here, if it is still open; then this slot's last round must have
        passed (waited for with the lock let go, so frames, end_frame and other slots go on) */
-    while ((r = gf__set_end_round(set)) == GF_OK && set->pending[slot] && (r = gf__set_wait_round(set, slot, NULL)) == GF_OK) {}
+    while ((r = gf__set_end_round(set)) == GF_OK && set->pending[slot] &&
+           (r = gf__event_refuse_self_wait("gf_stream_set_next", set->round_done[slot])) == GF_OK && (r = gf__set_wait_round(set, slot, NULL)) == GF_OK) {}
     if (r == GF_OK) r = gf__set_record(set->round_start[slot], set->streams[slot]);
     if (r == GF_OK) {
         set->last = slot;
@@ -10244,6 +10245,7 @@ static gf_result gf__graph_capture(const char *fn, gf_stream *s, const gf_captur
     }
     if (gf__stream_capturing(s))   /* the warm-up would run into that capture, and its synchronize discard it */
         return gf__fail(GF_ERROR_CAPTURE, "%s: stream '%s' is capturing already; end that capture first", fn, s->label);
+    if (warmup_runs && (r = gf__refuse_self_wait(fn, s->dev, s)) != GF_OK) return r;   /* before any run: its wait could not end */
     snprintf(what, sizeof what, "%s: the capture function (warm-up run)", fn);
     for (i = 0; i < warmup_runs; i++) {
         unsigned serial = gf__error_serial;

@@ -373,6 +373,46 @@ static void nc_set_destroy_from_callback(void *user, gf_result status)
     u->set_kept = contains(gf_last_error(), "host callback") && gf_stream_set_get(u->set, 0) != NULL;
     th_flag_add(&u->done, 1);
 }
+/* A set's next slot and a capture's warm-up, from a callback they would wait for: refused,
+   but the text named an inner call (gf_event_synchronize, gf_stream_synchronize), and the
+   capture had run its warm-ups first (an outside review). */
+typedef struct nc_named { gf_stream_set *set; gf_stream *s; gf_result next, capture; char next_text[160], capture_text[160]; int warmups; th_flag done; } nc_named;
+static nc_named *nc_named_now;
+static gf_result nc_warmup_fn(gf_stream *s, void *user) { (void)s; (void)user; nc_named_now->warmups++; return GF_OK; }
+static void nc_named_from_callback(void *user, gf_result status)
+{
+    nc_named *u = (nc_named *)user;
+    gf_stream *x = NULL;
+    gf_graph *g = NULL;
+    (void)status;
+    u->next = gf_stream_set_next(u->set, 0, &x);
+    snprintf(u->next_text, sizeof u->next_text, "%.100s", gf_last_error());
+    u->capture = gf_graph_capture(u->s, 2, nc_warmup_fn, NULL, &g);
+    snprintf(u->capture_text, sizeof u->capture_text, "%.100s", gf_last_error());
+    if (g) gf_graph_destroy(g);
+    th_flag_add(&u->done, 1);
+}
+static void test_named_waits_in_callbacks(void)
+{
+    static nc_named u;
+    gf_stream *first = NULL;
+    memset(&u, 0, sizeof u);
+    th_flag_init(&u.done);
+    nc_named_now = &u;
+    if (CHECK_EQ_RESULT(gf_stream_set_create(dev, 1, "named", &u.set), GF_OK) && CHECK_EQ_RESULT(gf_stream_set_next(u.set, 0, &first), GF_OK)) {
+        u.s = first;
+        CHECK_EQ_RESULT(gf_stream_add_callback(first, nc_named_from_callback, &u), GF_OK);
+        CHECK_EQ_RESULT(gf_stream_set_end_frame(u.set), GF_OK);
+        if (CHECK(th_flag_wait(&u.done, 1, TH_WAIT_MS), "7: the callback returned")) {
+            CHECK(u.next == GF_ERROR_INVALID_STATE && !strncmp(u.next_text, "gf_stream_set_next:", 19), "7: gf_stream_set_next from a callback it would wait for: refused, named");
+            CHECK(u.capture == GF_ERROR_INVALID_STATE && !strncmp(u.capture_text, "gf_graph_capture:", 17) && u.warmups == 0,
+                  "7: gf_graph_capture with warm-ups from its stream's callback: refused before any warm-up, named");
+        }
+        CHECK_EQ_RESULT(gf_stream_set_synchronize(u.set), GF_OK);
+    }
+    if (u.set) gf_stream_set_destroy(u.set);
+    th_flag_destroy(&u.done);
+}
 static void test_more_waits_in_callbacks(void)
 {
     nc_pool_inside u;
@@ -579,6 +619,7 @@ static void test_waits_in_callbacks(void)
     gf_stream_destroy(t.s);
     th_flag_destroy(&t.done);
     test_more_waits_in_callbacks();
+    test_named_waits_in_callbacks();
     if (backend == GF_BACKEND_STUB || backend == GF_BACKEND_OPENCL) {   /* CUDA, HIP: no calls there */
         test_waits_behind_callbacks();
         test_waits_behind_callbacks_locked();
