@@ -9066,7 +9066,8 @@ GPUFLOW_IMPL gf_result gf_flow_run_multi(gf_flow *flow, gf_stream_pool *const *p
     int i, j;
     GF__CHECK(flow, GF__T_FLOW);
     GF__NOT_IN_OWN_TASK(flow);
-    if (!pools || count < 1) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_flow_run_multi: give one pool per device the tasks use (count %d)", count);
+    if (!pools) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_flow_run_multi: pools is NULL (give one pool per device the tasks use)");
+    if (count < 1) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_flow_run_multi: count %d: give one pool per device the tasks use", count);
     for (i = 0; i < count; i++) {
         if (!gf__is(pools[i], GF__T_STREAM_POOL)) return gf__bad_handle(__func__, "pools[i]", pools[i], GF__T_STREAM_POOL);
         for (j = 0; j < i; j++)

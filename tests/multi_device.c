@@ -343,6 +343,8 @@ static void test_flow(gf_device *a, gf_device *b)
     CHECK(strstr(gf_last_error(), "gf_flow_run_multi") != NULL, "flows: one pool for tasks on two devices: refused, naming gf_flow_run_multi");
     CHECK_FAIL(gf_flow_run_multi(flow, pools, 1), GF_ERROR_WRONG_DEVICE);
     CHECK_FAIL(gf_flow_run_multi(flow, pools, 0), GF_ERROR_INVALID_ARGUMENT);
+    CHECK_FAIL(gf_flow_run_multi(flow, NULL, 2), GF_ERROR_INVALID_ARGUMENT);
+    CHECK(strstr(gf_last_error(), "pools is NULL") != NULL, "flows: a NULL pools array is named");
     {
         gf_stream_pool *twice[2];
         twice[0] = twice[1] = pools[1];
