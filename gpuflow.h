@@ -96,7 +96,8 @@
     CONVENTIONS
     ===========
     - Objects are opaque pointers created by gf_<object>_create(..., &out) and released by
-      gf_<object>_destroy (a destroy or close of NULL does nothing, as free(NULL)). A NULL desc pointer, or a zeroed desc field, means "the default"
+      gf_<object>_destroy (a destroy or close of NULL does nothing, as free(NULL)); a call that
+      makes an object leaves NULL in *out when it fails, whatever the reason. A NULL desc pointer, or a zeroed desc field, means "the default"
       (each field's default is written beside it).
     - Every fallible call returns gf_result: GF_OK == 0, failures negative, GF_NOT_READY and
       GF_TIMEOUT positive. gf_last_error() gives this thread's text for the last failure (a
@@ -3470,6 +3471,9 @@ static const char *gf__api_name(const char *fn) {
 /* A destroy or close of NULL does nothing, as free(NULL); any other bad handle is refused. */
 #define GF__CHECK_DESTROY(obj, T) \
     do { if (!(obj)) return; GF__CHECK_VOID(obj, T); } while (0)
+/* First in a call that makes an object: every failure, even of a bad handle, leaves NULL in *out. */
+#define GF__OUT_NULL(out) \
+    do { if (out) *(out) = NULL; } while (0)
 #define GF__CHECK_OUT(out) \
     do { if (!(out)) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "%s: %s is NULL", GF__FN, #out); } while (0)
 #define GF__SAME_DEVICE(a, b) \
@@ -4745,9 +4749,9 @@ static void gf__stream_free(gf_stream *s) {
 
 static gf_result gf__call_stream_create(gf_device *dev, const gf_stream_desc *desc, gf_stream **out) {
     gf_priority prio = desc ? desc->priority : GF_PRIORITY_NORMAL;
+    GF__OUT_NULL(out);
     GF__CHECK(dev, GF__T_DEVICE);
     GF__CHECK_OUT(out);
-    *out = NULL;
     if (prio < GF_PRIORITY_NORMAL || prio > GF_PRIORITY_LOW)
         return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_stream_create: priority %d is not a gf_priority", (int)prio);
     if (prio != GF_PRIORITY_NORMAL && !dev->info.stream_priorities)
@@ -5139,6 +5143,7 @@ static gf_result gf__buffer_new(const char *fn, gf_device *dev, size_t bytes, gf
 static gf_result gf__buffer_create(const char *fn, gf_device *dev, const gf_buffer_desc *desc, gf_buffer **out) {
     gf_memory_kind kind;
     gf_result r;
+    GF__OUT_NULL(out);
     GF__CHECK_IN(fn, dev, GF__T_DEVICE);
     if (!out) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "%s: out is NULL", fn);
     if (!desc) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "%s: desc is NULL", fn);
@@ -5262,9 +5267,9 @@ static gf_result gf__reclaim_host_memory(gf_device *dev) {
 GPUFLOW_IMPL gf_result gf_host_alloc(gf_device *dev, size_t bytes, void **out) {
     gf_result r;
     int listed;
+    GF__OUT_NULL(out);
     GF__CHECK(dev, GF__T_DEVICE);
     GF__CHECK_OUT(out);
-    *out = NULL;
     if (bytes == 0) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_host_alloc: size is 0");
     gf__idle_drain(dev, GF__IDLE_OR_BOUND);   /* an allocation is a collection point, as for device memory */
     if (gf__atomic_load_int(&dev->idle_pending)) {   /* pinned memory let go of may be what is short */
@@ -5436,9 +5441,9 @@ static gf_result gf__call_prefetch_async(gf_stream *s, gf_buffer *buf, int to_de
 static gf_result gf__call_buffer_view(gf_buffer *buf, size_t offset, size_t bytes, gf_buffer **out) {
     gf_buffer *view;
     gf_result r;
+    GF__OUT_NULL(out);
     GF__CHECK(buf, GF__T_BUFFER);
     GF__CHECK_OUT(out);
-    *out = NULL;
     if (buf->parent)
         return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_buffer_view: the buffer is itself a view; make the view from its parent at offset %llu + %llu",
                         (unsigned long long)buf->view_offset, (unsigned long long)offset);
@@ -5598,10 +5603,10 @@ static gf_result gf__call_copy_2d_async(gf_stream *s, const gf_copy_2d *copy) {
 static gf_result gf__call_budget_create(gf_device *dev, const gf_budget_desc *desc, gf_budget **out) {
     gf_budget *b;
     float warn;
+    GF__OUT_NULL(out);
     GF__CHECK(dev, GF__T_DEVICE);
     GF__CHECK_OUT(desc);
     GF__CHECK_OUT(out);
-    *out = NULL;
     if (!desc->label || !*desc->label) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_budget_create: a budget needs a label");
     if (desc->limit == 0) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_budget_create: budget '%s' has limit 0", desc->label);
     warn = desc->warn_at == 0.0f ? 0.9f : desc->warn_at;
@@ -5962,9 +5967,9 @@ static void gf__event_free(gf_event *ev) {
 
 static gf_result gf__call_event_create(gf_device *dev, unsigned flags, gf_event **out) {
     gf_result r;
+    GF__OUT_NULL(out);
     GF__CHECK(dev, GF__T_DEVICE);
     GF__CHECK_OUT(out);
-    *out = NULL;
     if (flags & ~GF_EVENT_TIMING) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_event_create: unknown flags 0x%x", flags);
     if ((r = gf__event_new(dev, flags, out)) == GF_OK) gf__live(dev, GF__T_EVENT, 1);
     return r;
@@ -6305,9 +6310,9 @@ static gf_result gf__call_event_pool_create(gf_device *dev, const gf_event_pool_
     gf_event_pool *pool;
     gf_result r;
     int plain = desc ? desc->capacity : 0, timing = desc ? desc->timing_capacity : 0;
+    GF__OUT_NULL(out);
     GF__CHECK(dev, GF__T_DEVICE);
     GF__CHECK_OUT(out);
-    *out = NULL;
     if (plain < 0 || timing < 0 || plain > GF_EVENT_POOL_MAX || timing > GF_EVENT_POOL_MAX)   /* INT_MAX made events for minutes */
         return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_event_pool_create: capacities must be 0 to GF_EVENT_POOL_MAX (%d); "
                         "got %d and %d (timing)", GF_EVENT_POOL_MAX, plain, timing);
@@ -6393,9 +6398,9 @@ static void gf__event_pool_give(gf_event_pool *pool, gf_event *ev) {   /* the co
 }
 
 static gf_result gf__call_event_pool_acquire(gf_event_pool *pool, unsigned flags, gf_event **out) {
+    GF__OUT_NULL(out);
     GF__CHECK(pool, GF__T_EVENT_POOL);
     GF__CHECK_OUT(out);
-    *out = NULL;
     if (flags & ~GF_EVENT_TIMING) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_event_pool_acquire: unknown flags 0x%x", flags);
     return gf__event_pool_take(pool, flags, out);
 }
@@ -6488,9 +6493,9 @@ static gf_result gf__call_stream_pool_create(gf_device *dev, const gf_stream_poo
     int count = desc && desc->count ? desc->count : GF__DEFAULT_POOL_STREAMS, i;
     gf_pool_strategy strategy = desc ? desc->strategy : GF_POOL_ROUND_ROBIN;
     const char *label = desc && desc->label ? desc->label : "pool";
+    GF__OUT_NULL(out);
     GF__CHECK(dev, GF__T_DEVICE);
     GF__CHECK_OUT(out);
-    *out = NULL;
     if (count < 1 || count > GF_POOL_MAX_STREAMS)
         return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_stream_pool_create: count %d is outside 1..%d", count, GF_POOL_MAX_STREAMS);
     if (strategy < GF_POOL_ROUND_ROBIN || strategy > GF_POOL_WORKLOAD)
@@ -6593,9 +6598,9 @@ static gf_result gf__check_hint(const gf_acquire_hint *hint) {
 static gf_result gf__call_stream_pool_acquire(gf_stream_pool *pool, const gf_acquire_hint *hint, gf_stream **out) {
     int i;
     gf_result r;
+    GF__OUT_NULL(out);
     GF__CHECK(pool, GF__T_STREAM_POOL);
     GF__CHECK_OUT(out);
-    *out = NULL;
     if ((r = gf__check_hint(hint)) != GF_OK) return r;
     i = gf__pool_pick(pool, hint);
     gf__atomic_add(&pool->lease[i].acquisitions, 1);
@@ -6607,9 +6612,9 @@ static gf_result gf__call_stream_pool_acquire(gf_stream_pool *pool, const gf_acq
 static gf_result gf__call_stream_pool_acquire_ready(gf_stream_pool *pool, unsigned timeout_ms, gf_stream **out) {
     uint64_t deadline;
     unsigned nap = GF__WAIT_NAP_MIN_US;
+    GF__OUT_NULL(out);
     GF__CHECK(pool, GF__T_STREAM_POOL);
     GF__CHECK_OUT(out);
-    *out = NULL;
     deadline = gf__now_ns() + (uint64_t)timeout_ms * 1000000u;
     for (;;) {
         int i;
@@ -6811,9 +6816,9 @@ struct gf_stream_set {
 static gf_result gf__call_stream_set_create(gf_device *dev, int depth, const char *label, gf_stream_set **out) {
     gf_stream_set *set;
     int i;
+    GF__OUT_NULL(out);
     GF__CHECK(dev, GF__T_DEVICE);
     GF__CHECK_OUT(out);
-    *out = NULL;
     if (depth < 1 || depth > GF_POOL_MAX_STREAMS)
         return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_stream_set_create: depth %d is outside 1..%d", depth, GF_POOL_MAX_STREAMS);
     if (!(set = (gf_stream_set *)gf__calloc(sizeof *set)) ||
@@ -6912,9 +6917,9 @@ static void gf__set_collect(gf_stream_set *set) {
 static gf_result gf__call_stream_set_next(gf_stream_set *set, size_t i, gf_stream **out) {
     int slot;
     gf_result r;
+    GF__OUT_NULL(out);
     GF__CHECK(set, GF__T_STREAM_SET);
     GF__CHECK_OUT(out);
-    *out = NULL;
     slot = (int)(i % (size_t)set->depth);
     gf__lock(&set->lock);
     /* the previous round ends here, if it is still open; then this slot's last round must have
@@ -7810,9 +7815,9 @@ static gf_result gf__call_buffer_create_async(gf_stream *s, size_t bytes, gf_buf
     const gf__backend *be;
     gf_buffer *buf = NULL;
     gf_result r = GF_OK;
+    GF__OUT_NULL(out);
     GF__CHECK(s, GF__T_STREAM);
     GF__CHECK_OUT(out);
-    *out = NULL;
     if (bytes == 0) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_buffer_create_async: size is 0");
     if ((r = GF__FAULT_POINT(s->dev, GF__FK_BUFFER, "gf_buffer_create_async")) != GF_OK) return r;
     be = s->dev->be;
@@ -8016,9 +8021,9 @@ static void gf__flow_counts(gf_flow *flow, gf_flow_stats *stats, double *timed_m
 
 GPUFLOW_IMPL gf_result gf_flow_create(gf_device *dev, const gf_flow_desc *desc, gf_flow **out) {
     gf_flow *flow;
+    GF__OUT_NULL(out);
     GF__CHECK(dev, GF__T_DEVICE);
     GF__CHECK_OUT(out);
-    *out = NULL;
     if (desc && (desc->workload < GF_WORKLOAD_ANY || desc->workload > GF_WORKLOAD_COORDINATION))
         return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_flow_create: workload %d is not a gf_workload", (int)desc->workload);
     if (desc && desc->graph_after < 0) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_flow_create: graph_after %d is negative", desc->graph_after);
@@ -9085,6 +9090,7 @@ GPUFLOW_IMPL gf_result gf_flow_capture(gf_flow *flow, gf_stream *s, gf_graph **o
     gf_event *fork = NULL, *join = NULL;
     gf_result r;
     int i;
+    GF__OUT_NULL(out);
     GF__CHECK(flow, GF__T_FLOW);
     GF__NOT_IN_OWN_TASK(flow);
     GF__CHECK(s, GF__T_STREAM);
@@ -9660,9 +9666,9 @@ static gf_result gf__call_stream_end_capture(gf_stream *s, gf_graph **out) {
     gf_graph *g;
     gf_result r = GF_OK;
     int i;
+    GF__OUT_NULL(out);
     GF__CHECK(s, GF__T_STREAM);
     GF__CHECK_OUT(out);
-    *out = NULL;
     gf__lock(&s->lock);
     if (!(c = s->capture)) { gf__unlock(&s->lock); return gf__fail(GF_ERROR_CAPTURE, "gf_stream_end_capture: stream '%s' is not capturing "
                                                                       "(gf_stream_begin_capture starts a capture)", s->label); }
@@ -9961,9 +9967,9 @@ static gf_result gf__call_graph_launch(gf_graph *g, gf_stream *s) {
 static gf_result gf__call_graph_pool_create(gf_device *dev, gf_graph_pool **out) {
     gf_graph_pool *pool;
     gf_result r;
+    GF__OUT_NULL(out);
     GF__CHECK(dev, GF__T_DEVICE);
     GF__CHECK_OUT(out);
-    *out = NULL;
     if (!(pool = (gf_graph_pool *)gf__calloc(sizeof *pool))) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_graph_pool_create: out of host memory");
     if ((r = gf__event_new(dev, 0, &pool->last)) != GF_OK) { gf__free(pool); return r; }
     pool->type = GF__T_GRAPH_POOL;
@@ -10231,6 +10237,7 @@ static gf_result gf__graph_capture(const char *fn, gf_stream *s, const gf_captur
     char what[96];
     gf_result r;
     int i, warmup_runs;
+    GF__OUT_NULL(out);
     GF__CHECK_IN(fn, s, GF__T_STREAM);
     if (!out) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "%s: out is NULL", fn);
     *out = NULL;
@@ -10940,6 +10947,7 @@ static gf_result gf__module_build(gf_module *mod, const gf_module_desc *desc) {
 static gf_result gf__call_module_load(gf_device *dev, const gf_module_desc *desc, gf_module **out) {
     gf_module *mod;
     gf_result r;
+    GF__OUT_NULL(out);
     GF__CHECK(dev, GF__T_DEVICE);
     GF__CHECK_OUT(out);
     GF__CHECK_OUT(desc);
@@ -10990,9 +10998,9 @@ static void gf__kernel_params_given(gf_kernel *k, const gf_stub_kernel *given, i
 static gf_result gf__call_kernel_get(gf_module *mod, const char *name, gf_kernel **out) {
     gf_kernel *k;
     gf_result r;
+    GF__OUT_NULL(out);
     GF__CHECK(mod, GF__T_MODULE);
     GF__CHECK_OUT(out);
-    *out = NULL;
     if (!name || !*name) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_kernel_get: name is empty");
     if (strlen(name) >= sizeof k->name) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_kernel_get: name is too long");
     gf__lock(&mod->lock);
@@ -11386,9 +11394,9 @@ static gf_result gf__call_device_open_native(gf_backend b, const gf_native_devic
 
 static gf_result gf__call_stream_wrap(gf_device *dev, void *native_stream, const gf_stream_desc *desc, gf_stream **out) {
     gf_priority prio = desc ? desc->priority : GF_PRIORITY_NORMAL;
+    GF__OUT_NULL(out);
     GF__CHECK(dev, GF__T_DEVICE);
     GF__CHECK_OUT(out);
-    *out = NULL;
     if (!native_stream) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_stream_wrap: native_stream is NULL");
     if (!dev->be->stream_wrap) return gf__fail(GF_ERROR_NOT_SUPPORTED, "gf_stream_wrap: the %s backend has no native streams", dev->be->name);
     if (prio < GF_PRIORITY_NORMAL || prio > GF_PRIORITY_LOW)
@@ -11399,9 +11407,9 @@ static gf_result gf__call_stream_wrap(gf_device *dev, void *native_stream, const
 static gf_result gf__call_buffer_wrap(gf_device *dev, uint64_t native_buffer, size_t bytes, gf_buffer **out) {
     gf_buffer *buf;
     gf_result r;
+    GF__OUT_NULL(out);
     GF__CHECK(dev, GF__T_DEVICE);
     GF__CHECK_OUT(out);
-    *out = NULL;
     if (!native_buffer) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_buffer_wrap: native_buffer is 0");
     if (bytes == 0) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_buffer_wrap: size is 0");
     if (!dev->be->buffer_wrap) return gf__fail(GF_ERROR_NOT_SUPPORTED, "gf_buffer_wrap: the %s backend cannot wrap memory", dev->be->name);
@@ -11475,10 +11483,10 @@ static gf_result gf__external_fd_check(const char *fn, gf_external_type type, in
 static gf_result gf__call_buffer_import(gf_device *dev, const gf_external_memory_desc *desc, gf_buffer **out) {
     gf_buffer *buf;
     gf_result r;
+    GF__OUT_NULL(out);
     GF__CHECK(dev, GF__T_DEVICE);
     GF__CHECK_OUT(desc);
     GF__CHECK_OUT(out);
-    *out = NULL;
     if (desc->flags & ~GF_EXTERNAL_DEDICATED) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_buffer_import: unknown flags 0x%x", desc->flags);
     if ((r = gf__external_check(GF__FN, dev, desc->type, GF__EXT_IMPORT_MEMORY)) != GF_OK) return r;
     if ((r = gf__external_fd_check(GF__FN, desc->type, desc->fd)) != GF_OK) return r;
@@ -11534,10 +11542,10 @@ static gf_result gf__semaphore_new(gf_device *dev, const gf_semaphore_desc *desc
 
 static gf_result gf__call_semaphore_import(gf_device *dev, const gf_semaphore_desc *desc, gf_semaphore **out) {
     gf_result r;
+    GF__OUT_NULL(out);
     GF__CHECK(dev, GF__T_DEVICE);
     GF__CHECK_OUT(desc);
     GF__CHECK_OUT(out);
-    *out = NULL;
     if ((r = gf__external_check(GF__FN, dev, desc->type, GF__EXT_IMPORT_SEMAPHORE)) != GF_OK) return r;
     if ((r = gf__external_fd_check(GF__FN, desc->type, desc->fd)) != GF_OK) return r;
     if (desc->type == GF_EXTERNAL_D3D12_FENCE && !desc->timeline)
@@ -11547,9 +11555,9 @@ static gf_result gf__call_semaphore_import(gf_device *dev, const gf_semaphore_de
 
 static gf_result gf__call_semaphore_create(gf_device *dev, int timeline, gf_semaphore **out) {
     gf_semaphore_desc d;
+    GF__OUT_NULL(out);
     GF__CHECK(dev, GF__T_DEVICE);
     GF__CHECK_OUT(out);
-    *out = NULL;
     if (!dev->be->semaphore_create)
         return gf__fail(GF_ERROR_NOT_SUPPORTED, "gf_semaphore_create: the %s backend has no semaphores of its own", dev->be->name);
     memset(&d, 0, sizeof d);

@@ -830,6 +830,32 @@ static gf_result audit_syncing_task(gf_stream *st, void *user)   /* cannot be ca
     if (gf_fill_async(st, audit_buf, 0, 1, 4) != GF_OK) return GF_ERROR_INVALID_STATE;
     return gf_stream_synchronize(st);
 }
+/* A call that makes an object leaves NULL in *out on every failure: it did only for some (a
+   bad size), and left the caller's value for a bad handle (an outside review). */
+static void test_out_null_on_failure(void)
+{
+    static int marker;
+    void *was = &marker;
+    gf_stream *s = (gf_stream *)was;
+    gf_buffer *b = (gf_buffer *)was;
+    gf_event *e = (gf_event *)was;
+    gf_event_pool *ep = (gf_event_pool *)was;
+    gf_stream_pool *sp = (gf_stream_pool *)was;
+    gf_flow *f = (gf_flow *)was;
+    gf_module *m = (gf_module *)was;
+    gf_kernel *k = (gf_kernel *)was;
+    void *h = was;
+    CHECK_FAIL(gf_stream_create(NULL, NULL, &s), GF_ERROR_INVALID_HANDLE);
+    CHECK_FAIL(gf_buffer_create(NULL, 64, &b), GF_ERROR_INVALID_HANDLE);
+    CHECK_FAIL(gf_event_create(NULL, 0, &e), GF_ERROR_INVALID_HANDLE);
+    CHECK_FAIL(gf_event_pool_create(NULL, NULL, &ep), GF_ERROR_INVALID_HANDLE);
+    CHECK_FAIL(gf_stream_pool_create(NULL, NULL, &sp), GF_ERROR_INVALID_HANDLE);
+    CHECK_FAIL(gf_flow_create(NULL, NULL, &f), GF_ERROR_INVALID_HANDLE);
+    CHECK_FAIL(gf_module_load(NULL, NULL, &m), GF_ERROR_INVALID_HANDLE);
+    CHECK_FAIL(gf_kernel_get(NULL, "k", &k), GF_ERROR_INVALID_HANDLE);
+    CHECK_FAIL(gf_host_alloc(NULL, 64, &h), GF_ERROR_INVALID_HANDLE);
+    CHECK(!s && !b && !e && !ep && !sp && !f && !m && !k && !h, "a failed create leaves NULL in *out, a bad handle's too");
+}
 static gf_result audit_capture_fill(gf_stream *st, void *user)
 {
     (void)user;
@@ -981,6 +1007,7 @@ int main(void)
     test_kernels_and_profiler();
     test_interop();
     test_audit();
+    test_out_null_on_failure();
     gf_event_destroy(ev);
     gf_event_destroy(ev2);
     gf_buffer_destroy(b);
