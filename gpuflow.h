@@ -1900,21 +1900,28 @@ static GF__TLS unsigned gf__error_serial;   /* bumped by every failure on this t
 static GF__TLS int gf__quiet;                /* > 0: a failure the caller may still recover from is not logged */
 static gf_log_fn gf__log_fn;
 static void *gf__log_user;
-static unsigned gf__log_generation;           /* bumped by each gf_set_logger (under the log lock) */
+static unsigned gf__log_generation;           /* bumped by each waiting gf_set_logger (under the log lock) */
 static int gf__log_calls[2];                  /* atomic: calls into a logger in progress, by generation's parity */
+static int gf__log_swapping;                  /* atomic: a gf_set_logger waits for the replaced logger's calls */
 static GF__TLS int gf__in_logger;             /* this thread runs the logger */
 
 /* Returns once the calls of the logger replaced have returned on other threads, so that the
-   program may free what its user pointer points to (from a logger's own call it cannot wait). */
+   program may free what its user pointer points to. One such swap at a time, so that the slot
+   it waits on counts the replaced logger's calls alone (never a later logger's). From a
+   logger's own call it cannot wait (the swap it would wait for may be waiting for this call):
+   it replaces the logger in the current generation. */
 GPUFLOW_IMPL void gf_set_logger(gf_log_fn fn, void *user) {
     unsigned old;
+    int wait = !gf__in_logger;
+    if (wait) while (gf__atomic_xchg_int(&gf__log_swapping, 1)) gf__yield();
     gf__log_lock_acquire();
-    old = gf__log_generation++;
+    old = wait ? gf__log_generation++ : gf__log_generation;
     gf__log_fn = fn;
     gf__log_user = user;
     gf__log_lock_release();
-    if (gf__in_logger) return;
+    if (!wait) return;
     while (gf__atomic_load_int(&gf__log_calls[old & 1])) gf__yield();
+    gf__atomic_store_int(&gf__log_swapping, 0);
 }
 
 /* With no logger installed, messages up to GPUFLOW_LOG's level go to stderr, one line each,
@@ -2057,8 +2064,9 @@ static gf_log_level gf__level_of(gf_result code) {
    the macro's value is code itself, so every reader (and the static analyzer, which does not
    follow variadic calls) sees that a failure path returns its failure. */
 static void gf__set_error(gf_result code, const char *fmt, ...) GF__PRINTF(2, 3);
-/* A driver entry GPUFLOW_FAULTS failed on this thread (its name, then why): the failure's
-   message, which names the entry, says so (the backend's words come first). */
+/* A driver entry GPUFLOW_FAULTS failed on this thread (its name, then why): the failure that
+   follows says so if its message begins with the entry's name (the backend's words); the next
+   failure, whatever it is, ends the note. */
 static GF__TLS char gf__fault_told[2][160];
 static void gf__set_error(gf_result code, const char *fmt, ...) {
     char text[sizeof gf__error_text];
@@ -2066,9 +2074,12 @@ static void gf__set_error(gf_result code, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(text, sizeof text, fmt, ap);   /* the arguments may read gf__error_text itself */
     va_end(ap);
-    if (gf__fault_told[0][0] && strstr(text, gf__fault_told[0])) {
-        size_t n = strlen(text);
-        snprintf(text + n, sizeof text - n, ": %s", gf__fault_told[1]);
+    if (gf__fault_told[0][0]) {
+        size_t n = strlen(gf__fault_told[0]);
+        if (!strncmp(text, gf__fault_told[0], n) && (text[n] == ':' || text[n] == '(' || text[n] == ' ')) {
+            n = strlen(text);
+            snprintf(text + n, sizeof text - n, ": %s", gf__fault_told[1]);
+        }
         gf__fault_told[0][0] = 0;
     }
     memcpy(gf__error_text, text, sizeof text);
@@ -15509,6 +15520,13 @@ static void gf__trace_events(gf_device *dev, gf__profiler *p, FILE *f, int first
 }
 
 #define GF__TRACE_END "\n]}\n"
+#if defined(_WIN32)   /* a long is 32 bits there: a trace past 2 GiB was started anew */
+#  define GF__FSEEK(f, at, whence) _fseeki64((f), (at), (whence))
+#  define GF__FTELL(f) _ftelli64(f)
+#else
+#  define GF__FSEEK(f, at, whence) fseeko((f), (off_t)(at), (whence))
+#  define GF__FTELL(f) ftello(f)
+#endif
 /* A trace file's first line; run: the GPUFLOW_TRACE run it belongs to ("" for none). */
 static void gf__trace_begin(FILE *f, const char *run) {
     fprintf(f, "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"gpuflow_run\":\"%s\"},\"traceEvents\":[\n", run);
@@ -15561,9 +15579,9 @@ static gf_result gf__trace_run_write(gf_device *dev, const char *path) {
         ours = strstr(head, run) != NULL && strstr(head, "\"gpuflow_run\"") != NULL;
         if (ours) {
             char tail[sizeof GF__TRACE_END];
-            long at = fseek(f, -(long)(sizeof tail - 1), SEEK_END) == 0 ? ftell(f) : -1;
+            int64_t at = GF__FSEEK(f, -(int64_t)(sizeof tail - 1), SEEK_END) == 0 ? (int64_t)GF__FTELL(f) : -1;
             ours = at > 0 && fread(tail, 1, sizeof tail - 1, f) == sizeof tail - 1 && !memcmp(tail, GF__TRACE_END, sizeof tail - 1) &&
-                   fseek(f, at, SEEK_SET) == 0;
+                   GF__FSEEK(f, at, SEEK_SET) == 0;
         }
         if (!ours) fclose(f);
     }

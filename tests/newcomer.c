@@ -376,7 +376,7 @@ static void nc_set_destroy_from_callback(void *user, gf_result status)
 /* A set's next slot and a capture's warm-up, from a callback they would wait for: refused,
    but the text named an inner call (gf_event_synchronize, gf_stream_synchronize), and the
    capture had run its warm-ups first (an outside review). */
-typedef struct nc_named { gf_stream_set *set; gf_stream *s; gf_result next, capture; char next_text[160], capture_text[160]; int warmups; th_flag done; } nc_named;
+typedef struct nc_named { gf_stream_set *set; gf_stream *s; gf_result next, capture; char next_text[160], capture_text[160]; int warmups; th_flag ended, done; } nc_named;
 static nc_named *nc_named_now;
 static gf_result nc_warmup_fn(gf_stream *s, void *user) { (void)s; (void)user; nc_named_now->warmups++; return GF_OK; }
 static void nc_named_from_callback(void *user, gf_result status)
@@ -385,6 +385,7 @@ static void nc_named_from_callback(void *user, gf_result status)
     gf_stream *x = NULL;
     gf_graph *g = NULL;
     (void)status;
+    th_flag_wait(&u->ended, 1, TH_WAIT_MS);   /* the frame ended: set_next only waits (CUDA and HIP refuse an enqueue from a callback) */
     u->next = gf_stream_set_next(u->set, 0, &x);
     snprintf(u->next_text, sizeof u->next_text, "%.100s", gf_last_error());
     u->capture = gf_graph_capture(u->s, 2, nc_warmup_fn, NULL, &g);
@@ -398,11 +399,13 @@ static void test_named_waits_in_callbacks(void)
     gf_stream *first = NULL;
     memset(&u, 0, sizeof u);
     th_flag_init(&u.done);
+    th_flag_init(&u.ended);
     nc_named_now = &u;
     if (CHECK_EQ_RESULT(gf_stream_set_create(dev, 1, "named", &u.set), GF_OK) && CHECK_EQ_RESULT(gf_stream_set_next(u.set, 0, &first), GF_OK)) {
         u.s = first;
         CHECK_EQ_RESULT(gf_stream_add_callback(first, nc_named_from_callback, &u), GF_OK);
         CHECK_EQ_RESULT(gf_stream_set_end_frame(u.set), GF_OK);
+        th_flag_add(&u.ended, 1);
         if (CHECK(th_flag_wait(&u.done, 1, TH_WAIT_MS), "7: the callback returned")) {
             CHECK(u.next == GF_ERROR_INVALID_STATE && !strncmp(u.next_text, "gf_stream_set_next:", 19), "7: gf_stream_set_next from a callback it would wait for: refused, named");
             CHECK(u.capture == GF_ERROR_INVALID_STATE && !strncmp(u.capture_text, "gf_graph_capture:", 17) && u.warmups == 0,
@@ -412,6 +415,7 @@ static void test_named_waits_in_callbacks(void)
     }
     if (u.set) gf_stream_set_destroy(u.set);
     th_flag_destroy(&u.done);
+    th_flag_destroy(&u.ended);
 }
 static void test_more_waits_in_callbacks(void)
 {

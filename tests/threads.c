@@ -679,6 +679,43 @@ static void test_logger_removed(void)
     th_flag_destroy(&logger_stop);
 }
 
+/* Two swaps, the first waiting for a call of the logger it replaced while the second's logger
+   takes calls from other threads all the time: the second logger's calls were counted where
+   the first swap waited (by generation's parity), so it waited as long as the logging went on
+   (an outside review). */
+static th_flag swap_release_a, swap_in_a, swap_stop, swap_b_done, swap_c_done;
+static void swap_logger_a(void *u, gf_log_level l, gf_result c, const char *m) { (void)u; (void)l; (void)c; (void)m; th_flag_add(&swap_in_a, 1); th_flag_wait(&swap_release_a, 1, TH_WAIT_MS); }
+static void swap_logger_b(void *u, gf_log_level l, gf_result c, const char *m) { (void)u; (void)l; (void)c; (void)m; }
+static void swap_logger_c(void *u, gf_log_level l, gf_result c, const char *m) { (void)u; (void)l; (void)c; (void)m; th_sleep_ms(2); }
+static void *swap_fail_once(void *p) { (void)p; (void)gf_stream_synchronize(NULL); return NULL; }
+static void *swap_to_b(void *p) { (void)p; gf_set_logger(swap_logger_b, NULL); th_flag_add(&swap_b_done, 1); return NULL; }
+static void *swap_to_c(void *p) { (void)p; gf_set_logger(swap_logger_c, NULL); th_flag_add(&swap_c_done, 1); return NULL; }
+static void *swap_spam(void *p) { (void)p; while (!th_flag_get(&swap_stop)) (void)gf_stream_synchronize(NULL); return NULL; }
+static void *swap_release_later(void *p) { (void)p; th_sleep_ms(200); th_flag_add(&swap_release_a, 1); return NULL; }
+static void test_logger_swaps_in_a_row(void)
+{
+    pthread_t a, b, c, rel, spam[4];
+    int i, b_done, c_done;
+    th_flag *flags[5] = { &swap_release_a, &swap_in_a, &swap_stop, &swap_b_done, &swap_c_done };
+    for (i = 0; i < 5; i++) th_flag_init(flags[i]);
+    gf_set_logger(swap_logger_a, NULL);
+    pthread_create(&a, NULL, swap_fail_once, NULL);
+    CHECK(th_flag_wait(&swap_in_a, 1, TH_WAIT_MS), "logger swaps: a call of the first logger is in progress");
+    pthread_create(&b, NULL, swap_to_b, NULL);   /* waits for that call */
+    th_sleep_ms(20);
+    for (i = 0; i < 4; i++) pthread_create(&spam[i], NULL, swap_spam, NULL);
+    pthread_create(&c, NULL, swap_to_c, NULL);   /* its logger then takes the spam's calls */
+    pthread_create(&rel, NULL, swap_release_later, NULL);
+    b_done = th_flag_wait(&swap_b_done, 1, 5000);
+    c_done = th_flag_wait(&swap_c_done, 1, 5000);
+    th_flag_add(&swap_stop, 1);
+    for (i = 0; i < 4; i++) pthread_join(spam[i], NULL);
+    pthread_join(a, NULL); pthread_join(b, NULL); pthread_join(c, NULL); pthread_join(rel, NULL);
+    gf_set_logger(NULL, NULL);
+    CHECK(b_done && c_done, "logger swaps: both return once the first logger's call has, while others log without a pause");
+    for (i = 0; i < 5; i++) th_flag_destroy(flags[i]);
+}
+
 int main(int argc, char **argv)
 {
     gf_backend backend = GF_BACKEND_STUB;
@@ -713,6 +750,7 @@ int main(int argc, char **argv)
     test_flow_paced_threads();
     test_capture_ended_elsewhere();
     test_logger_removed();
+    test_logger_swaps_in_a_row();
     test_race_enable_vs_report(backend);
     for (i = 0; i < NT; i++) {
         W[i].index = i;
