@@ -15523,9 +15523,9 @@ static void gf__trace_events(gf_device *dev, gf__profiler *p, FILE *f, int first
 #if defined(_WIN32)   /* a long is 32 bits there: a trace past 2 GiB was started anew */
 #  define GF__FSEEK(f, at, whence) _fseeki64((f), (at), (whence))
 #  define GF__FTELL(f) _ftelli64(f)
-#else
-#  define GF__FSEEK(f, at, whence) fseeko((f), (off_t)(at), (whence))
-#  define GF__FTELL(f) ftello(f)
+#else                 /* fseeko may be hidden by a <stdio.h> read first under strict C: a long (64 bits on 64-bit hosts) */
+#  define GF__FSEEK(f, at, whence) fseek((f), (long)(at), (whence))
+#  define GF__FTELL(f) ftell(f)
 #endif
 /* A trace file's first line; run: the GPUFLOW_TRACE run it belongs to ("" for none). */
 static void gf__trace_begin(FILE *f, const char *run) {

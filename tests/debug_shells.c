@@ -10,6 +10,7 @@
 #include "test_kernels.h"
 
 static gf_result nothing(gf_stream *s, void *user) { (void)s; (void)user; return GF_OK; }
+static int out_mark;   /* an address no gf_stream has: a failed call must not leave it in *out */
 
 int main(void)
 {
@@ -27,6 +28,7 @@ int main(void)
     gf_kernel *k = NULL;
     gf_budget *bud = NULL, *held = NULL;
     gf_buffer *charged = NULL;
+    gf_stream *acquired = (gf_stream *)(void *)&out_mark;
     gf_budget_desc bd;
     gf_budget_stats bs;
     gf_buffer_desc buf_desc;
@@ -80,7 +82,8 @@ int main(void)
     CHECK_FAIL(gf_copy_to_host(h, v, 0, 16), GF_ERROR_INVALID_HANDLE);
     CHECK_FAIL(gf_event_record(ev, other), GF_ERROR_INVALID_HANDLE);
     CHECK_FAIL(gf_event_pool_acquire(ep, 0, &pe), GF_ERROR_INVALID_HANDLE);
-    CHECK_FAIL(gf_stream_pool_acquire(sp, NULL, &s), GF_ERROR_INVALID_HANDLE);
+    CHECK_FAIL(gf_stream_pool_acquire(sp, NULL, &acquired), GF_ERROR_INVALID_HANDLE);
+    CHECK(acquired == NULL, "a failed acquire leaves NULL in *out");
     CHECK_FAIL(gf_stream_set_synchronize(set), GF_ERROR_INVALID_HANDLE);
     CHECK_FAIL(gf_flow_run(flow, NULL), GF_ERROR_INVALID_HANDLE);
     CHECK_FAIL(gf_graph_launch(g, other), GF_ERROR_INVALID_HANDLE);
