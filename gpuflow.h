@@ -6160,10 +6160,11 @@ static gf_result gf__event_refuse_self_wait(const char *fn, gf_event *ev) {
     gf__record_info rec;
     if (r != GF_OK || !gf__callback_stream || gf__callback_stream->dev != ev->dev || !gf__atomic_load_int(&ev->recorded)) return r;
     rec = gf__event_latest(ev);
-    /* recorded after this callback on its stream: known without the driver (CUDA and HIP
-       refuse a query from a callback) */
+    /* recorded after this callback on its stream (a record takes no place of its own: its
+       place is that of the op before it): known without the driver (CUDA and HIP refuse a query
+       from a callback) */
     if (rec.stream_id == gf__callback_stream->id &&
-        ((gf__callback_seq && rec.stream_seq > gf__callback_seq) || ev->dev->be->event_query(ev) == GF_NOT_READY))
+        ((gf__callback_seq && rec.stream_seq >= gf__callback_seq) || ev->dev->be->event_query(ev) == GF_NOT_READY))
         return gf__refuse_self_wait(fn, ev->dev, gf__callback_stream);
     if (ev->dev->be->event_query(ev) == GF_NOT_READY && gf__event_behind_callback(ev, &rec))
         return gf__fail(GF_ERROR_INVALID_STATE, "%s: called from a host callback of stream '%s', it would wait for an event whose stream "
