@@ -5158,7 +5158,6 @@ static gf_result gf__buffer_create(const char *fn, gf_device *dev, const gf_buff
     GF__CHECK_IN(fn, dev, GF__T_DEVICE);
     if (!out) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "%s: out is NULL", fn);
     if (!desc) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "%s: desc is NULL", fn);
-    *out = NULL;
     kind = desc->managed ? GF_MEMORY_MANAGED : GF_MEMORY_DEVICE;
     if (desc->size == 0) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "%s: size is 0", fn);
     if (desc->managed && !dev->info.managed_memory)
@@ -9111,7 +9110,6 @@ GPUFLOW_IMPL gf_result gf_flow_capture(gf_flow *flow, gf_stream *s, gf_graph **o
     GF__CHECK(s, GF__T_STREAM);
     GF__CHECK_OUT(out);
     GF__SAME_DEVICE(flow->dev, s->dev);
-    *out = NULL;
     gf__lock(&flow->lock);
     for (i = 0; i < flow->count; i++)
         if (flow->tasks[i].dev != flow->dev) {
@@ -10255,7 +10253,6 @@ static gf_result gf__graph_capture(const char *fn, gf_stream *s, const gf_captur
     GF__OUT_NULL(out);
     GF__CHECK_IN(fn, s, GF__T_STREAM);
     if (!out) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "%s: out is NULL", fn);
-    *out = NULL;
     warmup_runs = desc->warmup_runs;
     if (!capture) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "%s: fn is NULL", fn);
     if (warmup_runs < 0) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "%s: warmup_runs %d is negative", fn, warmup_runs);
@@ -10966,7 +10963,6 @@ static gf_result gf__call_module_load(gf_device *dev, const gf_module_desc *desc
     GF__CHECK(dev, GF__T_DEVICE);
     GF__CHECK_OUT(out);
     GF__CHECK_OUT(desc);
-    *out = NULL;
     if (desc->stub_kernel_count < 0 || (desc->stub_kernel_count > 0 && !desc->stub_kernels))
         return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_module_load: stub_kernels and stub_kernel_count disagree");
     if (!(mod = (gf_module *)gf__calloc(sizeof *mod))) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_module_load: out of host memory");
