@@ -1206,6 +1206,7 @@ static void test_hang_reports_elsewhere(void)
     th_gate gate;
     opener o;
     pthread_t t;
+    int k;
     pthread_mutex_init(&log.m, NULL);
     set_env("GPUFLOW_HANG_MS", "50");
     if (!CHECK_EQ_RESULT(gf_device_open(backend, 0, &dev), GF_OK)) return;
@@ -1223,32 +1224,25 @@ static void test_hang_reports_elsewhere(void)
     pthread_join(t, NULL);
     CHECK(hang_log_has(&log, "stream 'doomed'", "a host callback is running now"), "hang, destroy: the report shows the stream being destroyed");
     th_gate_destroy(&gate);
-    /* a bounded wait past the hang bound */
-    hang_log_reset(&log);
-    th_gate_init(&gate);
-    o.gate = &gate;
+    /* bounded waits past the hang bound: an event's (k 0), then a stream's */
     s = stream_named(dev, "slow");
     CHECK_EQ_RESULT(gf_event_create(dev, 0, &ev), GF_OK);
-    CHECK_EQ_RESULT(gf_stream_add_callback(s, th_gate_cb, &gate), GF_OK);
-    CHECK_EQ_RESULT(gf_event_record(ev, s), GF_OK);
-    CHECK(th_gate_wait_entered(&gate, 1, TH_WAIT_MS), "hang, bounded: the callback runs");
-    pthread_create(&t, NULL, open_later, &o);
-    CHECK_EQ_RESULT(gf_event_synchronize_timeout(ev, TH_WAIT_MS), GF_OK);
-    pthread_join(t, NULL);
-    CHECK(hang_log_has(&log, "gf_event_synchronize_timeout: waiting for an event recorded on 'slow'", "a host callback is running now"),
-          "hang, bounded: gf_event_synchronize_timeout past GPUFLOW_HANG_MS reports the state");
-    th_gate_destroy(&gate);
-    hang_log_reset(&log);
-    th_gate_init(&gate);
-    o.gate = &gate;
-    CHECK_EQ_RESULT(gf_stream_add_callback(s, th_gate_cb, &gate), GF_OK);
-    CHECK(th_gate_wait_entered(&gate, 1, TH_WAIT_MS), "hang, bounded: the second callback runs");
-    pthread_create(&t, NULL, open_later, &o);
-    CHECK_EQ_RESULT(gf_stream_synchronize_timeout(s, TH_WAIT_MS), GF_OK);
-    pthread_join(t, NULL);
-    CHECK(hang_log_has(&log, "gf_stream_synchronize_timeout: waiting for stream 'slow'", "a host callback is running now"),
-          "hang, bounded: gf_stream_synchronize_timeout past GPUFLOW_HANG_MS reports the state");
-    th_gate_destroy(&gate);
+    for (k = 0; k < 2; k++) {
+        hang_log_reset(&log);
+        th_gate_init(&gate);
+        o.gate = &gate;
+        CHECK_EQ_RESULT(gf_stream_add_callback(s, th_gate_cb, &gate), GF_OK);
+        if (k == 0) CHECK_EQ_RESULT(gf_event_record(ev, s), GF_OK);
+        CHECK(th_gate_wait_entered(&gate, 1, TH_WAIT_MS), "hang, bounded: the callback runs");
+        pthread_create(&t, NULL, open_later, &o);
+        CHECK_EQ_RESULT(k == 0 ? gf_event_synchronize_timeout(ev, TH_WAIT_MS) : gf_stream_synchronize_timeout(s, TH_WAIT_MS), GF_OK);
+        pthread_join(t, NULL);
+        CHECK(hang_log_has(&log, k == 0 ? "gf_event_synchronize_timeout: waiting for an event recorded on 'slow'"
+                                        : "gf_stream_synchronize_timeout: waiting for stream 'slow'", "a host callback is running now"),
+              k == 0 ? "hang, bounded: gf_event_synchronize_timeout past GPUFLOW_HANG_MS reports the state"
+                     : "hang, bounded: gf_stream_synchronize_timeout past GPUFLOW_HANG_MS reports the state");
+        th_gate_destroy(&gate);
+    }
     /* a close behind an async waiter's callback */
     hang_log_reset(&log);
     th_gate_init(&gate);
