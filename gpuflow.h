@@ -846,8 +846,9 @@ GPUFLOW_API gf_result  gf_device_synchronize(gf_device *dev);
    waiting stream in a host callback until the event completes (that backend's callback
    thread is held meanwhile). gf_device_can_access_peer: 1 where a's kernels and copies reach
    b's memory directly over the link once gf_device_enable_peer(a, b) has run (CUDA/HIP:
-   cuCtxEnablePeerAccess / hipDeviceEnablePeerAccess; the stub: always; a device and itself,
-   and two gf_devices opened on one GPU: always). Copies between devices never need it: a
+   cuCtxEnablePeerAccess / hipDeviceEnablePeerAccess, and access to b's stream-ordered pool;
+   exportable and imported buffers stay mapped for their own device only; the stub: always;
+   a device and itself, and two gf_devices opened on one GPU: always). Copies between devices never need it: a
    CUDA/HIP copy without peer access goes through the driver's own staging, slower. Two
    gf_devices opened on one ordinal are distinct devices to gpuflow's rules (memory
    accounting, events, streams) and share the driver's context. Not captured: a copy or wait

@@ -48,9 +48,12 @@
       on the calling thread; a thread-local cache makes that one compare when it already is
       (see gf__cuda_enter for the one rule it implies).
     - gf_buffer: CUdeviceptr in buf->native (cuMemAlloc, or cuMemAllocManaged for managed
-      buffers); stream-ordered buffers come from the device's default memory pool, which
-      keeps freed memory for reuse up to a release threshold of the core's default
-      (GF__DEFAULT_POOL_KEEP: a quarter of the device).
+      buffers); stream-ordered buffers come from a memory pool of gpuflow's own per gf_device
+      (cuMemPoolCreate; the device's default pool, cudaMallocAsync's, is left to the
+      process), which keeps freed memory for reuse up to a release threshold of the core's
+      default (GF__DEFAULT_POOL_KEEP: a quarter of the device) and is destroyed at close.
+      gf_device_enable_peer(a, b) grants a's GPU access to b's pool (cuMemPoolSetAccess)
+      beside cuCtxEnablePeerAccess, which reaches b's plain allocations only.
       Pinned host memory: cuMemHostAlloc(PORTABLE). CUDA copies to or from pageable
       (malloc'd) memory synchronously, so the backend tells the core which memory is pinned
       (host_pinned: cuPointerGetAttributes says CU_MEMORYTYPE_HOST) and the core stages the
@@ -71,7 +74,7 @@
       gf_event_native the CUevent, gf_kernel_native the CUfunction, gf_device_native the
       CUcontext (gf_device_get_native also gives the CUdevice as ordinal).
       gf_device_open_native takes a CUcontext (the runtime's primary context, or one of your
-      own) and uses it as lent: never released, its device's pool settings left alone; keep
+      own) and uses it as lent: never released, its device's default pool left alone; keep
       it alive until gf_device_close. Everything gpuflow then creates in it (streams,
       events, buffers, modules, graphs) is gpuflow's, freed by its destroy. gf_stream_wrap takes a CUstream of the device's context
       (checked with cuStreamGetCtx), gf_buffer_wrap a CUdeviceptr (taken on trust); destroying
@@ -223,7 +226,9 @@
     X(MemFree, CUresult, (CUdeviceptr), UNKNOWN, cuMemFree, 3020) \
     X(MemHostAlloc, CUresult, (void **, size_t, unsigned int), OUT_OF_MEMORY, cuMemHostAlloc, 2020) \
     X(MemFreeHost, CUresult, (void *), UNKNOWN, cuMemFreeHost, 2000) \
-    X(DeviceGetDefaultMemPool, CUresult, (CUmemoryPool *, CUdevice), UNKNOWN, cuDeviceGetDefaultMemPool, 11020) \
+    X(MemPoolCreate, CUresult, (CUmemoryPool *, const CUmemPoolProps *), OUT_OF_MEMORY, cuMemPoolCreate, 11020) \
+    X(MemPoolDestroy, CUresult, (CUmemoryPool), UNKNOWN, cuMemPoolDestroy, 11020) \
+    X(MemPoolSetAccess, CUresult, (CUmemoryPool, const CUmemAccessDesc *, size_t), UNKNOWN, cuMemPoolSetAccess, 11020) \
     X(MemPoolSetAttribute, CUresult, (CUmemoryPool, CUmemPool_attribute, void *), UNKNOWN, cuMemPoolSetAttribute, 11020) \
     X(MemPoolGetAttribute, CUresult, (CUmemoryPool, CUmemPool_attribute, void *), UNKNOWN, cuMemPoolGetAttribute, 11020) \
     X(MemPoolTrimTo, CUresult, (CUmemoryPool, size_t), UNKNOWN, cuMemPoolTrimTo, 11020) \
@@ -371,7 +376,7 @@ typedef struct gf__cuda_device {
     int prio_least, prio_greatest;    /* numerically: least >= greatest */
     int concurrent_managed;           /* prefetch to the GPU is meaningful */
     int cc;                           /* compute capability, 10 * major + minor: 90 for 9.0 */
-    CUmemoryPool pool;                /* the default pool; NULL without memory pools */
+    CUmemoryPool pool;                /* gpuflow's own pool on the device; NULL without memory pools */
     CUstream free_stream;             /* released memory goes back here (cuMemFreeAsync); NULL: cuMemFree */
     gf__spin cond_lock;               /* cond_module, loaded at the first conditional */
     CUmodule cond_module; CUfunction cond_set;
@@ -562,10 +567,21 @@ static size_t gf__cuda_kernel_args_limit(int cc) {
 /* Undoes an open: the retained primary context (a lent one stays its owner's) and the state. */
 static void gf__cuda_device_free(gf_device *dev) {
     gf__cuda_device *d = (gf__cuda_device *)dev->native;
+    if (d->pool) (void)GF__CUDA_CALL(MemPoolDestroy, (d->pool));   /* what is still queued is freed after, by the driver */
     if (!d->borrowed) (void)GF__CUDA_CALL(DevicePrimaryCtxRelease, (d->dev));
     gf__atomic_add(&gf__cuda_generation, 1);   /* every thread's cached context is stale now */
     gf__free(d);
     dev->native = NULL;
+}
+
+/* Read and write access for GPU dev: to a pool's memory, or to a mapped range. */
+static CUmemAccessDesc gf__cuda_access(CUdevice dev) {
+    CUmemAccessDesc access;
+    memset(&access, 0, sizeof access);
+    access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    access.location.id = dev;
+    access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    return access;
 }
 
 /* Gives plain device memory back (the context current). cuMemFree waits for every operation
@@ -631,15 +647,22 @@ static gf_result gf__cuda_device_start(gf_device *dev, gf__cuda_device *d) {
     d->cc = 10 * major + minor;
     info->max_kernel_args_bytes = gf__cuda_kernel_args_limit(d->cc);
     if (info->async_alloc) {
-        /* Keep freed memory cached in the pool across synchronizations, up to the core's
-           default (GF__DEFAULT_POOL_KEEP): stream-ordered reuse without holding the whole card
-           away from other users. A lent context's device keeps its owner's settings. */
+        /* A pool of gpuflow's own, not the device's default one: that one is the process's
+           (cudaMallocAsync's, PyTorch's), and its threshold, trims and counts are their
+           owners'. Freed memory stays cached in it across synchronizations, up to the core's
+           default (GF__DEFAULT_POOL_KEEP): stream-ordered reuse without holding the whole
+           card away from other users. */
         cuuint64_t keep = (cuuint64_t)GF__DEFAULT_POOL_KEEP(total);
-        GF__CUDA_STEP(DeviceGetDefaultMemPool, (&d->pool, d->dev));
-        if (!d->borrowed) {   /* relaxed: another thread's GLOBAL capture must not fail an open */
-            GF__CUDA_RELAXED(r, MemPoolSetAttribute, (d->pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep));
-            if (r != CUDA_SUCCESS) { call = "cuMemPoolSetAttribute"; goto undo; }
-        }
+        CUmemPoolProps props;
+        memset(&props, 0, sizeof props);
+        props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+        props.handleTypes = CU_MEM_HANDLE_TYPE_NONE;
+        props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+        props.location.id = d->dev;
+        GF__CUDA_STEP(MemPoolCreate, (&d->pool, &props));
+        /* relaxed: another thread's GLOBAL capture must not fail an open */
+        GF__CUDA_RELAXED(r, MemPoolSetAttribute, (d->pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep));
+        if (r != CUDA_SUCCESS) { call = "cuMemPoolSetAttribute"; goto undo; }
         /* The stream plain memory goes back on (gf__cuda_free_plain). The first stream-ordered
            free or allocation of a process sets the driver's allocator up (11 ms on an H100):
            paid here, with the open's other one-time costs, not by a later free. */
@@ -693,7 +716,6 @@ undo:
 static void gf__cuda_device_close(gf_device *dev) {
     gf__cuda_device *d = (gf__cuda_device *)dev->native;
     if (!d) return;
-    if (d->pool && !d->borrowed && gf__cuda_enter(dev) == GF_OK) (void)GF__CUDA_CALL(MemPoolTrimTo, (d->pool, 0));
     if (d->cond_module && gf__cuda_enter(dev) == GF_OK) (void)GF__CUDA_CALL(ModuleUnload, (d->cond_module));
     if (d->free_stream && gf__cuda_enter(dev) == GF_OK) (void)GF__CUDA_CALL(StreamDestroy, (d->free_stream));   /* idle: each free waited for it */
     gf__cuda_device_free(dev);
@@ -878,12 +900,23 @@ static int gf__cuda_peer_can_access(gf_device *a, gf_device *b) {
     if (GF__CUDA_CALL(DeviceCanAccessPeer, (&can, ((gf__cuda_device *)a->native)->dev, ((gf__cuda_device *)b->native)->dev)) != CUDA_SUCCESS) return 0;
     return can;
 }
+/* cuCtxEnablePeerAccess maps b's plain allocations into a's context, not its pool's: b's pool
+   grants a's GPU access too (to what it holds now and will hand out). Two contexts on one GPU
+   reach the pool already. */
 static gf_result gf__cuda_peer_enable(gf_device *a, gf_device *b) {
+    gf__cuda_device *da = (gf__cuda_device *)a->native, *db = (gf__cuda_device *)b->native;
     CUresult r;
-    if (GF__CUCTX(a) == GF__CUCTX(b)) return GF_OK;
+    CUmemAccessDesc access = gf__cuda_access(da->dev);
+    int grant = db->pool && da->dev != db->dev;
+    if (da->ctx == db->ctx) return GF_OK;
     GF__CUDA_ENTER(a);
-    r = GF__CUDA_CALL(CtxEnablePeerAccess, (GF__CUCTX(b), 0));
-    if (r != CUDA_SUCCESS && r != CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED) return gf__cuda_fail(r, "cuCtxEnablePeerAccess");
+    if (grant) GF__CUDA_CHECK(MemPoolSetAccess, (db->pool, &access, 1));
+    r = GF__CUDA_CALL(CtxEnablePeerAccess, (db->ctx, 0));
+    if (r != CUDA_SUCCESS && r != CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED) {
+        access.flags = CU_MEM_ACCESS_FLAGS_PROT_NONE;   /* no half-done enable */
+        if (grant) (void)GF__CUDA_CALL(MemPoolSetAccess, (db->pool, &access, 1));
+        return gf__cuda_fail(r, "cuCtxEnablePeerAccess");
+    }
     return GF_OK;
 }
 static gf_result gf__cuda_copy_peer(gf_stream *s, const gf__copy *c) {
@@ -1732,12 +1765,8 @@ static CUmemAllocationProp gf__cuda_vmm_prop(gf_device *dev) {
 }
 /* Maps handle (bytes) at a fresh range of this context, readable and writable by the device. */
 static gf_result gf__cuda_map_handle(gf_device *dev, gf__cuda_external *x) {
-    CUmemAccessDesc access;
+    CUmemAccessDesc access = gf__cuda_access(((gf__cuda_device *)dev->native)->dev);
     CUresult r;
-    memset(&access, 0, sizeof access);
-    access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    access.location.id = ((gf__cuda_device *)dev->native)->dev;
-    access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
     GF__CUDA_CHECK(MemAddressReserve, (&x->base, x->bytes, 0, 0, 0));
     if ((r = GF__CUDA_CALL(MemMap, (x->base, x->bytes, 0, x->handle, 0))) != CUDA_SUCCESS) {
         (void)gf__cu.MemAddressFree(x->base, x->bytes);

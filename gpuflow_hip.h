@@ -50,9 +50,12 @@
       stream, which carries its device. So gpuflow leaves the calling thread's current
       device set to the last gf_device it created something on.
     - gf_buffer: the device pointer in buf->native (hipMalloc, or hipMallocManaged for managed
-      buffers); stream-ordered buffers come from the device's default memory pool
-      (hipMallocFromPoolAsync / hipFreeAsync), which keeps freed memory for reuse up to the
-      core's default (GF__DEFAULT_POOL_KEEP, a quarter of the device). Pinned host memory:
+      buffers); stream-ordered buffers come from a memory pool of gpuflow's own per gf_device
+      (hipMemPoolCreate, hipMallocFromPoolAsync / hipFreeAsync; the device's default pool is
+      left to the process), which keeps freed memory for reuse up to the core's default
+      (GF__DEFAULT_POOL_KEEP, a quarter of the device) and is destroyed at close.
+      gf_device_enable_peer(a, b) grants a's GPU access to b's pool (hipMemPoolSetAccess)
+      beside hipDeviceEnablePeerAccess, which reaches b's plain allocations only. Pinned host memory:
       hipHostMalloc(Portable). HIP performs a copy to or from pageable (malloc'd) memory
       synchronously, so the backend tells the core which memory is pinned (host_pinned:
       hipHostGetFlags succeeds) and the core stages the other copies through pinned memory
@@ -85,15 +88,15 @@
       thread, not per stream: push and pop one range on one thread.
     - Memory and copies: gf_fill16/32_async are hipMemsetD16/D32Async, gf_copy_2d_async one
       hipMemcpyParam2DAsync (pageable host memory: row by row through the core's stages),
-      gf_device_trim hipMemPoolTrimTo on the default pool, whose kept memory (reserved minus
+      gf_device_trim hipMemPoolTrimTo on gpuflow's pool, whose kept memory (reserved minus
       used, hipMemPoolGetAttribute) gf_device_memory_stats counts as cached. Views are the
       parent's device pointer plus the offset.
     - Interop: gf_buffer_native is the device pointer, gf_stream_native the hipStream_t,
       gf_event_native the hipEvent_t, gf_kernel_native the hipFunction_t. HIP's native device
       is its ordinal: gf_device_get_native gives it (context NULL; gf_device_native returns
       it cast to a pointer, so device 0 is NULL), and gf_device_open_native takes it (context
-      and device unused). Nothing of such a device is gpuflow's: its pool settings stay its
-      owner's, and closing it trims and releases nothing; as with any gf_device, gpuflow
+      and device unused). Nothing of such a device is gpuflow's: its default pool stays its
+      owner's, and closing it releases only what gpuflow made; as with any gf_device, gpuflow
       makes the ordinal current on the threads that call it. gf_stream_wrap takes a
       hipStream_t (of this device, checked with hipStreamGetDevice on HIP 5.6+; taken on trust
       before), gf_buffer_wrap a device pointer (checked with hipPointerGetAttributes: memory
@@ -241,7 +244,9 @@ static const char *const gf__hip_libraries[] = { "libamdhip64.so." GF__HIP_XSTR(
     X(HostFree, hipError_t, (void *), 0, Unknown) \
     X(HostGetFlags, hipError_t, (unsigned int *, void *), 0, Unknown) \
     /* stream-ordered allocation: optional, the core's cache stands in */ \
-    X(DeviceGetDefaultMemPool, hipError_t, (hipMemPool_t *, int), 1, Unknown) \
+    X(MemPoolCreate, hipError_t, (hipMemPool_t *, const hipMemPoolProps *), 1, OutOfMemory) \
+    X(MemPoolDestroy, hipError_t, (hipMemPool_t), 1, Unknown) \
+    X(MemPoolSetAccess, hipError_t, (hipMemPool_t, const hipMemAccessDesc *, size_t), 1, Unknown) \
     X(MemPoolSetAttribute, hipError_t, (hipMemPool_t, hipMemPoolAttr, void *), 1, Unknown) \
     X(MemPoolTrimTo, hipError_t, (hipMemPool_t, size_t), 1, Unknown) \
     X(MemPoolGetAttribute, hipError_t, (hipMemPool_t, hipMemPoolAttr, void *), 1, Unknown) \
@@ -397,10 +402,9 @@ static int gf__hip_version;           /* hipDriverGetVersion's answer (HIP_VERSI
 typedef struct gf__hip_device {
     int ordinal;
     hipDevice_t dev;
-    int borrowed;                     /* gf_device_open_native: the device's pool settings are its owner's */
     int prio_least, prio_greatest;    /* numerically: least >= greatest */
     int concurrent_managed;           /* prefetching to the GPU is meaningful */
-    hipMemPool_t pool;                /* the default pool; NULL without stream-ordered allocation */
+    hipMemPool_t pool;                /* gpuflow's own pool on the device; NULL without stream-ordered allocation */
     hipStream_t free_stream;          /* released memory goes back here (hipFreeAsync); NULL: hipFree */
     char arch[256];                   /* hipDeviceProp_t's gcnArchName ("gfx90a:sramecc+:xnack-"); "" if unknown */
 } gf__hip_device;
@@ -604,9 +608,8 @@ static void gf__hip_free_plain(gf__hip_device *d, void *p) {
 /* Each step names its entry point; the first failure frees d and reports it. */
 #define GF__HIP_OPEN_STEP(name, args) do { if ((r = GF__HIP_CALL(name, args)) != hipSuccess) { \
         call = "hip" #name; goto fail; } } while (0)
-/* Both opens: device ordinal made current and described in dev->info. A borrowed device (the
-   caller's, gf_device_open_native) keeps its owner's pool settings, here and at close. */
-static gf_result gf__hip_device_start(gf_device *dev, int ordinal, int borrowed) {
+/* Both opens: device ordinal made current and described in dev->info. */
+static gf_result gf__hip_device_start(gf_device *dev, int ordinal) {
     gf__hip_device *d = (gf__hip_device *)gf__calloc(sizeof *d);
     gf_device_info *info = &dev->info;
     size_t total = 0;
@@ -615,7 +618,6 @@ static gf_result gf__hip_device_start(gf_device *dev, int ordinal, int borrowed)
     hipError_t r;
     if (!d) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "HIP: out of host memory opening device %d", ordinal);
     d->ordinal = ordinal;
-    d->borrowed = borrowed;
     GF__HIP_OPEN_STEP(SetDevice, (ordinal));
     GF__HIP_OPEN_STEP(DeviceGet, (&d->dev, ordinal));
     GF__HIP_OPEN_STEP(DeviceGetName, (info->name, (int)sizeof info->name, d->dev));
@@ -645,20 +647,31 @@ static gf_result gf__hip_device_start(gf_device *dev, int ordinal, int borrowed)
     info->native_graphs = 1;
     info->stream_priorities = d->prio_least != d->prio_greatest;
     info->managed_memory = managed != 0;
-    info->async_alloc = gf__hip.MallocFromPoolAsync && gf__hip.FreeAsync && gf__hip.DeviceGetDefaultMemPool &&
-                        gf__hip.MemPoolSetAttribute && gf__hip.MemPoolTrimTo && pools != 0;
+    info->async_alloc = gf__hip.MallocFromPoolAsync && gf__hip.FreeAsync && gf__hip.MemPoolCreate && gf__hip.MemPoolDestroy &&
+                        gf__hip.MemPoolSetAttribute && gf__hip.MemPoolSetAccess && gf__hip.MemPoolTrimTo && pools != 0;
     info->spirv = 0;
     info->max_kernel_args_bytes = GF__HIP_KERNEL_ARGS_BYTES;
     d->concurrent_managed = concurrent != 0;
     gf__hip_device_arch(ordinal, d->arch, sizeof d->arch);
 
     if (info->async_alloc) {
-        /* Keep freed memory in the pool across synchronizations, up to the core's default
-           (GF__DEFAULT_POOL_KEEP): reuse without holding the whole card away from other
-           processes. A borrowed device keeps its owner's settings. */
+        /* A pool of gpuflow's own, not the device's default one (the process's: hipMallocAsync's,
+           its threshold and trims its owners'). Freed memory stays in it across
+           synchronizations, up to the core's default (GF__DEFAULT_POOL_KEEP): reuse without
+           holding the whole card away from other processes. */
         uint64_t keep = (uint64_t)GF__DEFAULT_POOL_KEEP(total);
-        GF__HIP_OPEN_STEP(DeviceGetDefaultMemPool, (&d->pool, ordinal));
-        if (!borrowed) GF__HIP_OPEN_STEP(MemPoolSetAttribute, (d->pool, hipMemPoolAttrReleaseThreshold, &keep));
+        hipMemPoolProps props;
+        memset(&props, 0, sizeof props);
+        props.allocType = hipMemAllocationTypePinned;
+        props.handleTypes = hipMemHandleTypeNone;
+        props.location.type = hipMemLocationTypeDevice;
+        props.location.id = ordinal;
+        GF__HIP_OPEN_STEP(MemPoolCreate, (&d->pool, &props));
+        if ((r = GF__HIP_CALL(MemPoolSetAttribute, (d->pool, hipMemPoolAttrReleaseThreshold, &keep))) != hipSuccess) {
+            (void)GF__HIP_CALL(MemPoolDestroy, (d->pool));
+            call = "hipMemPoolSetAttribute";
+            goto fail;
+        }
         /* The stream plain memory goes back on (gf__hip_free_plain); the allocator's one-time
            setup is paid here, as on CUDA. */
         if (GF__HIP_CALL(StreamCreateWithPriority, (&d->free_stream, hipStreamNonBlocking, 0)) != hipSuccess) d->free_stream = NULL;
@@ -676,25 +689,25 @@ fail:
 }
 #undef GF__HIP_OPEN_STEP
 
-static gf_result gf__hip_device_open(gf_device *dev, int index) { return gf__hip_device_start(dev, index, 0); }
+static gf_result gf__hip_device_open(gf_device *dev, int index) { return gf__hip_device_start(dev, index); }
 
 /* A gf_device on the caller's device: HIP's native device is its ordinal (contexts are
-   deprecated in HIP). Nothing of the device is made or owned here, so nothing of it is reset or
-   released at close. */
+   deprecated in HIP). Nothing of the device itself is made or owned here, so nothing of it is
+   reset or released at close (gpuflow's pool is its own, as on every gf_device). */
 static gf_result gf__hip_device_open_native(gf_device *dev, const gf_native_device *native) {
     int count = 0;
     GF__HIP_CHECK(GetDeviceCount, (&count));
     if (native->ordinal < 0 || native->ordinal >= count)
         return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_device_open_native: HIP takes native->ordinal, a device index; %d is not one (%d device%s)",
                         native->ordinal, count, count == 1 ? "" : "s");
-    return gf__hip_device_start(dev, native->ordinal, 1);
+    return gf__hip_device_start(dev, native->ordinal);
 }
 
 /* The core has drained every stream and freed its staging memory first. */
 static void gf__hip_device_close(gf_device *dev) {
     gf__hip_device *d = (gf__hip_device *)dev->native;
     if (!d) return;
-    if (d->pool && !d->borrowed) (void)GF__HIP_CALL(MemPoolTrimTo, (d->pool, 0));
+    if (d->pool) (void)GF__HIP_CALL(MemPoolDestroy, (d->pool));   /* what is still queued is freed after, by the runtime */
     if (d->free_stream) (void)GF__HIP_CALL(StreamDestroy, (d->free_stream));   /* idle: each free waited for it */
     gf__free(d);
     dev->native = NULL;
@@ -987,12 +1000,25 @@ static int gf__hip_peer_can_access(gf_device *a, gf_device *b) {
     if (GF__HIP_CALL(DeviceCanAccessPeer, (&can, GF__HIP_ORDINAL(a), GF__HIP_ORDINAL(b))) != hipSuccess) return 0;
     return can;
 }
+/* hipDeviceEnablePeerAccess maps b's plain allocations for a, not its pool's: b's pool grants a
+   access too (to what it holds now and will hand out). */
 static gf_result gf__hip_peer_enable(gf_device *a, gf_device *b) {
+    hipMemPool_t pool = ((gf__hip_device *)b->native)->pool;
+    hipMemAccessDesc access;
     hipError_t r;
     if (GF__HIP_ORDINAL(a) == GF__HIP_ORDINAL(b)) return GF_OK;
     GF__HIP_USE(a);
+    memset(&access, 0, sizeof access);
+    access.location.type = hipMemLocationTypeDevice;
+    access.location.id = GF__HIP_ORDINAL(a);
+    access.flags = hipMemAccessFlagsProtReadWrite;
+    if (pool) GF__HIP_CHECK(MemPoolSetAccess, (pool, &access, 1));
     r = GF__HIP_CALL(DeviceEnablePeerAccess, (GF__HIP_ORDINAL(b), 0));
-    if (r != hipSuccess && r != hipErrorPeerAccessAlreadyEnabled) return gf__hip_fail(r, "hipDeviceEnablePeerAccess");
+    if (r != hipSuccess && r != hipErrorPeerAccessAlreadyEnabled) {
+        access.flags = hipMemAccessFlagsProtNone;   /* no half-done enable */
+        if (pool) (void)GF__HIP_CALL(MemPoolSetAccess, (pool, &access, 1));
+        return gf__hip_fail(r, "hipDeviceEnablePeerAccess");
+    }
     return GF_OK;
 }
 static gf_result gf__hip_copy_peer(gf_stream *s, const gf__copy *c) {

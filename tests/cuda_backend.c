@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <stdint.h>
+#include <dlfcn.h>
 
 #define GPUFLOW_IMPLEMENTATION
 #ifndef GPUFLOW_CUDA
@@ -293,6 +294,74 @@ static void test_messages(gf_module *mod)
     CHECK(strstr(gf_last_error(), "cuMemAlloc: CUDA_ERROR_OUT_OF_MEMORY (2)") != NULL, "an allocation too large: the driver's call and code");
 }
 
+/* The device's default pool is the process's (cudaMallocAsync's, PyTorch's): opening, trimming
+   and closing gf_devices leaves its release threshold and what it keeps alone, and
+   gf_device_memory_stats does not count its memory as gpuflow's (gpuflow set the threshold at
+   open and trimmed the pool at close, an outside review found). Driver calls of the test's own,
+   through the driver library gpuflow loaded. */
+typedef CUresult (*pool_get_fn)(CUmemoryPool *, CUdevice);
+typedef CUresult (*pool_attr_fn)(CUmemoryPool, CUmemPool_attribute, void *);
+typedef CUresult (*pool_alloc_fn)(CUdeviceptr *, size_t, CUmemoryPool, CUstream);
+typedef CUresult (*pool_free_fn)(CUdeviceptr, CUstream);
+typedef CUresult (*stream_sync_fn)(CUstream);
+static void test_default_pool(void)
+{
+    void *lib = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+    pool_get_fn get_pool = NULL;
+    pool_attr_fn get_attr = NULL, set_attr = NULL;
+    pool_alloc_fn alloc = NULL;
+    pool_free_fn free_async = NULL;
+    stream_sync_fn sync = NULL;
+    const size_t bytes = (size_t)64 << 20;
+    cuuint64_t before = 0, keep_all = ~(cuuint64_t)0, threshold = 0, reserved = 0;
+    CUmemoryPool pool = NULL;
+    CUdeviceptr p = 0;
+    gf_device *other = NULL;
+    gf_stream *s = NULL;
+    gf_buffer *b = NULL;
+    gf_memory_stats st;
+    gf_device_info info;
+    gf_native_device nd;
+    memset(&info, 0, sizeof info);
+    memset(&nd, 0, sizeof nd);
+    (void)gf_device_get_info(dev, &info);
+    (void)gf_device_get_native(dev, &nd);
+    if (lib) {
+        *(void **)&get_pool = dlsym(lib, "cuDeviceGetDefaultMemPool");
+        *(void **)&get_attr = dlsym(lib, "cuMemPoolGetAttribute");
+        *(void **)&set_attr = dlsym(lib, "cuMemPoolSetAttribute");
+        *(void **)&alloc = dlsym(lib, "cuMemAllocFromPoolAsync");
+        *(void **)&free_async = dlsym(lib, "cuMemFreeAsync");
+        *(void **)&sync = dlsym(lib, "cuStreamSynchronize");
+    }
+    if (!get_pool || !get_attr || !set_attr || !alloc || !free_async || !sync || !info.async_alloc) {
+        SKIP("default pool: no libcuda.so.1 with memory pools to ask");
+        return;
+    }
+    if (!CHECK(get_pool(&pool, (CUdevice)nd.ordinal) == CUDA_SUCCESS, "default pool: the driver names it") ||
+        !CHECK(get_attr(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &before) == CUDA_SUCCESS, "default pool: its threshold read") ||
+        !CHECK_EQ_RESULT(gf_stream_create(dev, NULL, &s), GF_OK))
+        return;
+    /* The program's own: 64 MiB from the default pool, freed and kept (threshold: keep all). */
+    CHECK(set_attr(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep_all) == CUDA_SUCCESS, "default pool: the program sets its threshold");
+    CHECK(alloc(&p, bytes, pool, (CUstream)gf_stream_native(s)) == CUDA_SUCCESS && free_async(p, (CUstream)gf_stream_native(s)) == CUDA_SUCCESS &&
+          sync((CUstream)gf_stream_native(s)) == CUDA_SUCCESS, "default pool: the program allocates and frees 64 MiB of it");
+    /* gpuflow's stream-ordered memory, a trim, another device opened and closed on the GPU */
+    CHECK_EQ_RESULT(gf_buffer_create_async(s, 4096, &b), GF_OK);
+    CHECK_EQ_RESULT(gf_buffer_destroy_async(s, b), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_synchronize(s), GF_OK);
+    CHECK_EQ_RESULT(gf_device_trim(dev, 0), GF_OK);
+    if (CHECK_EQ_RESULT(gf_device_open(GF_BACKEND_CUDA, nd.ordinal, &other), GF_OK)) gf_device_close(other);
+    CHECK(get_attr(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &threshold) == CUDA_SUCCESS && threshold == keep_all,
+          "default pool: its threshold is still the program's after gpuflow's open, trim and close");
+    CHECK(get_attr(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &reserved) == CUDA_SUCCESS && reserved >= bytes,
+          "default pool: the 64 MiB it keeps for the program are still there after gpuflow's trim and close");
+    CHECK(gf_device_memory_stats(dev, &st) == GF_OK && st.kind[GF_MEMORY_CACHED].bytes < bytes,
+          "default pool: what it keeps is not counted as gpuflow's cached memory");
+    (void)set_attr(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &before);
+    gf_stream_destroy(s);
+}
+
 /* Last, since it ends the process's context for good: a kernel that writes to address 0. Its
    CUDA_ERROR_ILLEGAL_ADDRESS, which cuda.h says every later call returns too, was
    GF_ERROR_DRIVER like any refusal (an outside review): GF_ERROR_DEVICE_LOST now, and said. */
@@ -337,6 +406,7 @@ int main(void)
         test_graph_args();
         test_messages(mod);
     }
+    test_default_pool();
     test_source();
     test_sticky_fault();   /* last: the context does not come back */
     gf_device_close(dev);

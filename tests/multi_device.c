@@ -17,7 +17,8 @@
                 offsets: several chunks where the copy is staged), every byte checked; a stream
                 of a third device is refused; past the other buffer's end is refused
      peers      a device reaches itself; enable where the backend says it can, a clear refusal
-                where not; bad handles
+                where not; bad handles; on CUDA and HIP with two GPUs, a kernel of one writes
+                the other's stream-ordered (pool) memory once peer access is on
      order      a copy queued after a wait for the other device's event sees what came before
                 the event (the event's stream held by a gate meanwhile); the event destroyed at
                 once after the wait; a never-recorded event is complete
@@ -28,6 +29,7 @@
 #define GPUFLOW_IMPLEMENTATION
 #include "backends.h"
 #include "harness.h"
+#include "test_kernels.h"
 #include <stdlib.h>
 
 #define MD_BIG ((size_t)20 * 1024 * 1024 + 123)
@@ -59,6 +61,57 @@ static void test_peers(gf_device *a, gf_device *b)
     if (can) CHECK_EQ_RESULT(gf_device_enable_peer(a, b), GF_OK);   /* again: still fine */
     CHECK(gf_device_can_access_peer(NULL, b) == 0, "peers: a bad handle is 0");
     CHECK_FAIL(gf_device_enable_peer(NULL, b), GF_ERROR_INVALID_HANDLE);
+}
+
+/* Peer access reaches pool memory too: after gf_device_enable_peer(a, b), a kernel on a writes
+   a stream-ordered buffer of b through its address (the driver's peer enable alone maps b's
+   plain allocations only: the kernel faulted). Two GPUs of CUDA or HIP; elsewhere nothing
+   to check (one GPU: the same memory; the stub: host memory). */
+static void test_peer_pool(gf_device *a, gf_device *b)
+{
+    gf_backend be = gf_device_backend(a);
+    gf_native_device na, nb;
+    gf_module *mod = NULL;
+    gf_kernel *fill = NULL;
+    gf_stream *sa = NULL, *sb = NULL;
+    gf_buffer *buf = NULL;
+    gf_launch_dims dims;
+    uint32_t out[1024], n = 1024, v = 0x5eed0000u, i, bad = 0;
+    uint64_t at;
+    gf_arg args[3];
+    if (be != GF_BACKEND_CUDA && be != GF_BACKEND_HIP) return;
+    memset(&na, 0, sizeof na);
+    memset(&nb, 0, sizeof nb);
+    (void)gf_device_get_native(a, &na);
+    (void)gf_device_get_native(b, &nb);
+    if (na.ordinal == nb.ordinal || !gf_device_can_access_peer(a, b)) {
+        SKIP("peers: a kernel writing another GPU's pool memory needs two GPUs with peer access");
+        return;
+    }
+    if (!CHECK_EQ_RESULT(gf_device_enable_peer(a, b), GF_OK) || !CHECK_EQ_RESULT(gf_module_load(a, &tk_module, &mod), GF_OK) ||
+        !CHECK_EQ_RESULT(gf_kernel_get(mod, "fill_u32", &fill), GF_OK) || !CHECK_EQ_RESULT(gf_stream_create(a, NULL, &sa), GF_OK) ||
+        !CHECK_EQ_RESULT(gf_stream_create(b, NULL, &sb), GF_OK) || !CHECK_EQ_RESULT(gf_buffer_create_async(sb, sizeof out, &buf), GF_OK))
+        goto done;
+    CHECK_EQ_RESULT(gf_fill_async(sb, buf, 0, 0, sizeof out), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_synchronize(sb), GF_OK);
+    at = gf_buffer_native(buf);
+    args[0].value = &at; args[0].size = sizeof at; args[0].buffer = NULL;
+    args[1].value = &n; args[1].size = sizeof n; args[1].buffer = NULL;
+    args[2].value = &v; args[2].size = sizeof v; args[2].buffer = NULL;
+    memset(&dims, 0, sizeof dims);
+    dims.grid[0] = n / 256; dims.block[0] = 256;
+    dims.grid[1] = dims.grid[2] = dims.block[1] = dims.block[2] = 1;
+    CHECK_EQ_RESULT(gf_launch(sa, fill, dims, args, 3), GF_OK);
+    if (CHECK_EQ_RESULT(gf_stream_synchronize(sa), GF_OK) && CHECK_EQ_RESULT(gf_copy_to_host(out, buf, 0, sizeof out), GF_OK)) {
+        for (i = 0; i < n; i++) bad += out[i] != v;
+        CHECK(bad == 0, "peers: a kernel of one GPU wrote every word of the other's stream-ordered buffer");
+    }
+done:
+    if (buf) gf_buffer_destroy_async(sb, buf);
+    if (sb) gf_stream_synchronize(sb);
+    gf_stream_destroy(sa);
+    gf_stream_destroy(sb);
+    gf_module_destroy(mod);
 }
 
 /* src on a, dst on b, copied on s (of a or b) at offsets; every byte checked. */
@@ -537,6 +590,7 @@ static void run_pair(gf_device *a, gf_device *b, gf_device *third, int staged)
     test_copies(a, b, third, staged);   /* first: copies need no peer access */
     test_peers(a, b);
     test_peers(b, a);
+    test_peer_pool(a, b);
     test_order(a, b);
     test_order(b, a);
     test_barriers(a, b);

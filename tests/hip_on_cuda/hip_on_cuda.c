@@ -353,14 +353,48 @@ hipError_t hipHostGetFlags(unsigned int *flags, void *ptr) {
     HOC_CALL(cuMemHostGetFlags(flags, ptr));
 }
 
-hipError_t hipDeviceGetDefaultMemPool(hipMemPool_t *pool, int ordinal) {
-    CUmemoryPool p = NULL;
+/* A HIP location (a device ordinal) as CUDA's: the CUdevice of that ordinal. */
+static CUresult hoc_location(const hipMemLocation *in, CUmemLocation *out) {
     CUdevice dev;
     CUresult r = hoc_init();
-    if (r == CUDA_SUCCESS) r = cuDeviceGet(&dev, ordinal);
-    if (r == CUDA_SUCCESS) r = cuDeviceGetDefaultMemPool(&p, dev);
+    if (r == CUDA_SUCCESS && in->type != hipMemLocationTypeDevice) r = CUDA_ERROR_INVALID_VALUE;
+    if (r == CUDA_SUCCESS) r = cuDeviceGet(&dev, in->id);
+    out->type = CU_MEM_LOCATION_TYPE_DEVICE;
+    out->id = r == CUDA_SUCCESS ? dev : 0;
+    return r;
+}
+
+hipError_t hipMemPoolCreate(hipMemPool_t *pool, const hipMemPoolProps *props) {
+    CUmemPoolProps cu;
+    CUmemoryPool p = NULL;
+    CUresult r;
+    if (!pool || !props || props->allocType != hipMemAllocationTypePinned || props->handleTypes != hipMemHandleTypeNone)
+        return hipErrorInvalidValue;   /* the stand-in makes device pools without export handles only */
+    memset(&cu, 0, sizeof cu);
+    cu.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    cu.handleTypes = CU_MEM_HANDLE_TYPE_NONE;
+    r = hoc_location(&props->location, &cu.location);
+    if (r == CUDA_SUCCESS) r = cuMemPoolCreate(&p, &cu);
     if (r == CUDA_SUCCESS) *pool = (hipMemPool_t)p;
     return hoc_err(r);
+}
+
+hipError_t hipMemPoolDestroy(hipMemPool_t pool) {
+    CUresult r = hoc_init();
+    return hoc_err(r == CUDA_SUCCESS ? cuMemPoolDestroy((CUmemoryPool)pool) : r);
+}
+
+/* hipMemAccessFlags have CUmemAccess_flags' values (none 0, read 1, read-write 3). */
+hipError_t hipMemPoolSetAccess(hipMemPool_t pool, const hipMemAccessDesc *list, size_t count) {
+    CUmemAccessDesc cu[HOC_MAX_DEVICES];
+    CUresult r = hoc_init();
+    size_t i;
+    if (!list || count > HOC_MAX_DEVICES) return hipErrorInvalidValue;
+    for (i = 0; i < count && r == CUDA_SUCCESS; i++) {
+        r = hoc_location(&list[i].location, &cu[i].location);
+        cu[i].flags = (CUmemAccess_flags)list[i].flags;
+    }
+    return hoc_err(r == CUDA_SUCCESS ? cuMemPoolSetAccess((CUmemoryPool)pool, cu, count) : r);
 }
 
 /* hipMemPoolAttr values are CUmemPool_attribute's names; 0 for one the stand-in does not know. */
