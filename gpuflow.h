@@ -848,7 +848,9 @@ GPUFLOW_API gf_result  gf_device_synchronize(gf_device *dev);
    b's memory directly over the link once gf_device_enable_peer(a, b) has run (CUDA/HIP:
    cuCtxEnablePeerAccess / hipDeviceEnablePeerAccess, and access to b's stream-ordered pool;
    exportable and imported buffers stay mapped for their own device only; the stub: always;
-   a device and itself, and two gf_devices opened on one GPU: always). Copies between devices never need it: a
+   a device and itself, and two gf_devices opened on one GPU: always). A kernel takes a
+   peer's memory by address (gf_buffer_native as a value argument of a kernel without
+   declared parameters): gf_launch's buffer arguments are the stream's device's own. Copies between devices never need it: a
    CUDA/HIP copy without peer access goes through the driver's own staging, slower. Two
    gf_devices opened on one ordinal are distinct devices to gpuflow's rules (memory
    accounting, events, streams) and share the driver's context. Not captured: a copy or wait
@@ -11340,7 +11342,10 @@ static gf_result gf__call_launch(gf_stream *s, gf_kernel *k, gf_launch_dims dims
         if (args[i].buffer) {
             if (!gf__is(args[i].buffer, GF__T_BUFFER))
                 return gf__fail(GF_ERROR_INVALID_HANDLE, "gf_launch: args[%d].buffer is not a live gf_buffer", i);
-            if (args[i].buffer->dev != s->dev) return gf__fail(GF_ERROR_WRONG_DEVICE, "gf_launch: args[%d].buffer belongs to another device", i);
+            if (args[i].buffer->dev != s->dev)
+                return gf__fail(GF_ERROR_WRONG_DEVICE, "gf_launch: args[%d].buffer belongs to %s, not to the stream's device %s (a kernel "
+                                "reaches a peer's memory by address: gf_buffer_native as a value, after gf_device_enable_peer)",
+                                i, args[i].buffer->dev->tag, s->dev->tag);
         } else if (!args[i].value || args[i].size == 0) {
             return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_launch: args[%d] has neither a buffer nor a value", i);
         }

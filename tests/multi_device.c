@@ -64,13 +64,15 @@ static void test_peers(gf_device *a, gf_device *b)
 }
 
 /* Peer access reaches pool memory too: after gf_device_enable_peer(a, b), a kernel on a writes
-   a stream-ordered buffer of b through its address (the driver's peer enable alone maps b's
+   a stream-ordered buffer of b through its address, a value argument (gf_launch's buffer
+   arguments are the stream's device's own; the driver's peer enable alone maps b's
    plain allocations only: the kernel faulted). Two GPUs of CUDA or HIP; elsewhere nothing
    to check (one GPU: the same memory; the stub: host memory). */
 static void test_peer_pool(gf_device *a, gf_device *b)
 {
     gf_backend be = gf_device_backend(a);
     gf_native_device na, nb;
+    gf_module_desc raw = tk_module;   /* no declared parameters: an address goes as a value */
     gf_module *mod = NULL;
     gf_kernel *fill = NULL;
     gf_stream *sa = NULL, *sb = NULL;
@@ -80,6 +82,8 @@ static void test_peer_pool(gf_device *a, gf_device *b)
     uint64_t at;
     gf_arg args[3];
     if (be != GF_BACKEND_CUDA && be != GF_BACKEND_HIP) return;
+    raw.stub_kernels = NULL;
+    raw.stub_kernel_count = 0;
     memset(&na, 0, sizeof na);
     memset(&nb, 0, sizeof nb);
     (void)gf_device_get_native(a, &na);
@@ -88,7 +92,7 @@ static void test_peer_pool(gf_device *a, gf_device *b)
         SKIP("peers: a kernel writing another GPU's pool memory needs two GPUs with peer access");
         return;
     }
-    if (!CHECK_EQ_RESULT(gf_device_enable_peer(a, b), GF_OK) || !CHECK_EQ_RESULT(gf_module_load(a, &tk_module, &mod), GF_OK) ||
+    if (!CHECK_EQ_RESULT(gf_device_enable_peer(a, b), GF_OK) || !CHECK_EQ_RESULT(gf_module_load(a, &raw, &mod), GF_OK) ||
         !CHECK_EQ_RESULT(gf_kernel_get(mod, "fill_u32", &fill), GF_OK) || !CHECK_EQ_RESULT(gf_stream_create(a, NULL, &sa), GF_OK) ||
         !CHECK_EQ_RESULT(gf_stream_create(b, NULL, &sb), GF_OK) || !CHECK_EQ_RESULT(gf_buffer_create_async(sb, sizeof out, &buf), GF_OK))
         goto done;
