@@ -427,7 +427,9 @@ typedef struct gf_buffer_desc {
 } gf_buffer_desc;
 
 /* A 2D copy (gf_copy_2d_async): height rows of width bytes. Each side is a buffer (with an
-   offset) or host memory; its pitch is the distance between rows' starts (>= width). */
+   offset) or host memory; its pitch is the distance between rows' starts (>= width). Both
+   sides may be one buffer (or views of one) where no source row shares a byte with a
+   destination row. */
 typedef struct gf_copy_2d {
     gf_buffer *dst; size_t dst_offset; void *dst_host; size_t dst_pitch;
     gf_buffer *src; size_t src_offset; const void *src_host; size_t src_pitch;
@@ -872,7 +874,8 @@ GPUFLOW_API gf_result gf_device_enable_peer(gf_device *a, gf_device *b);       /
    (a range past a buffer's end), GF_ERROR_INVALID_ARGUMENT (overlapping copy ranges, also
    through views; a memory limit below the bytes in use once cached and passed memory went
    back), GF_ERROR_INVALID_STATE (gf_buffer_destroy_async of a buffer whose views live), GF_ERROR_WRONG_DEVICE, GF_ERROR_CAPTURE (a synchronous copy
-   into a buffer a capture uses; its destroy, which keeps it: destroy it after the capture ends),
+   into or from memory a capture uses, through the same buffer or another view of its memory; the
+   buffer's destroy, which keeps it: destroy it after the capture ends),
    GF_ERROR_NOT_SUPPORTED (managed memory, prefetch, wide fills
    where the backend has none), GF_ERROR_DRIVER. Async calls return at once; host memory given
    to them must stay valid until the stream reaches them. gf_buffer_destroy never waits: the
@@ -5366,11 +5369,28 @@ static gf_result gf__copy_async(const char *fn, gf_stream *s, const gf__copy *co
     return gf__submit(s, &c);
 }
 
+/* The buffer that owns a view's memory (views of views are refused). */
+static const gf_buffer *gf__buffer_root(const gf_buffer *b) { return b->parent ? b->parent : b; }
+
+/* A capture in progress uses buf's memory: through buf itself, or through its parent or a view
+   of that parent (capture_uses counts per handle). */
+static int gf__capture_uses_memory(gf_buffer *buf) {
+    const gf_buffer *root = gf__buffer_root(buf);
+    gf__capture *c;
+    int i, used = gf__atomic_load_int(&buf->capture_uses) != 0;
+    if (used) return 1;
+    gf__lock(&buf->dev->lock);
+    for (c = buf->dev->captures; c && !used; c = c->next)
+        for (i = 0; i < c->buffer_count && !used; i++) used = gf__buffer_root(c->buffers[i]) == root;
+    gf__unlock(&buf->dev->lock);
+    return used;
+}
+
 /* Synchronous copies run on the device's own stream; they do not wait for other streams. */
 static gf_result gf__copy_sync(const char *fn, const char *name, gf_buffer *buf, const gf__copy *copy) {   /* name: buf's parameter */
     gf_result r;
     if (!buf || !gf__is(buf, GF__T_BUFFER)) return gf__bad_handle(fn, name, buf, GF__T_BUFFER);
-    if (gf__atomic_load_int(&buf->capture_uses))
+    if (gf__capture_uses_memory(buf))
         return gf__fail(GF_ERROR_CAPTURE, "%s: a capture in progress uses this buffer; a synchronous copy would race it", fn);
     if ((r = gf__hidden_wait(fn, NULL, "the copy is done (a synchronous copy: the _async form does not wait)")) != GF_OK) return r;
     if ((r = gf__copy_async(fn, buf->dev->sync_stream, copy)) != GF_OK) return r;
@@ -5403,8 +5423,7 @@ static gf_result gf__call_copy_to_host_async(gf_stream *s, void *dst, gf_buffer 
     if (!src) return gf__bad_handle("gf_copy_to_host_async", "src", src, GF__T_BUFFER);
     return gf__copy_async("gf_copy_to_host_async", s, &c);
 }
-/* The buffer that owns a view's memory (views of views are refused), and an offset into it. */
-static const gf_buffer *gf__buffer_root(const gf_buffer *b) { return b->parent ? b->parent : b; }
+/* An offset into the buffer that owns a view's memory (gf__buffer_root). */
 static size_t gf__root_offset(const gf_buffer *b, size_t offset) {   /* saturates: past the end stays past it */
     size_t base = b->parent ? b->view_offset : 0;
     return offset > (size_t)-1 - base ? (size_t)-1 : base + offset;
@@ -5601,12 +5620,10 @@ static gf_result gf__call_copy_2d_async(gf_stream *s, const gf_copy_2d *copy) {
         (r = gf__check_2d_side(s, "src", copy->src, copy->src_offset, copy->src_host, copy->src_pitch, copy->width, copy->height)) != GF_OK)
         return r;
     if (!copy->dst && !copy->src) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_copy_2d_async: host to host is not a device copy");
-    if (copy->dst && copy->dst == copy->src)
-        return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_copy_2d_async: source and destination are the same buffer");
-    if (copy->dst && copy->src && gf__buffer_root(copy->dst) == gf__buffer_root(copy->src) &&   /* views of one buffer */
+    if (copy->dst && copy->src && gf__buffer_root(copy->dst) == gf__buffer_root(copy->src) &&   /* one buffer, or views of one */
         gf__rows_overlap(gf__root_offset(copy->dst, copy->dst_offset), copy->dst_pitch,
                          gf__root_offset(copy->src, copy->src_offset), copy->src_pitch, copy->width, copy->height))
-        return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_copy_2d_async: a source row and a destination row share bytes (views of one buffer)");
+        return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_copy_2d_async: a source row and a destination row share bytes (one buffer, or views of one)");
     c.kind = GF__CMD_COPY_2D;
     c.as.copy_2d = *copy;
     return gf__submit(s, &c);

@@ -1884,6 +1884,22 @@ static void test_graph_misuse(void)
     CHECK(r == GF_OK || r == GF_ERROR_CAPTURE, "end after a refused sync copy: ended either way");
     if (r == GF_OK) gf_graph_destroy(g);
     g = NULL;
+    {   /* the same memory through a view: the capture uses the view, the copy the parent, and
+           the other way round (each was accepted, an outside review found) */
+        gf_buffer *v = NULL;
+        int round;
+        if (CHECK_EQ_RESULT(gf_buffer_view(b, 0, N / 2, &v), GF_OK))
+            for (round = 0; round < 2; round++) {
+                CHECK_EQ_RESULT(gf_stream_begin_capture(s, GF_CAPTURE_GLOBAL), GF_OK);
+                CHECK_EQ_RESULT(gf_fill_async(s, round ? b : v, 0, 0x12, N / 2), GF_OK);
+                CHECK_FAIL(gf_copy_to_device(round ? v : b, 0, src, N / 2), GF_ERROR_CAPTURE);
+                CHECK_FAIL(gf_copy_to_host(h, round ? v : b, 0, N / 2), GF_ERROR_CAPTURE);
+                r = gf_stream_end_capture(s, &g);
+                if (r == GF_OK) gf_graph_destroy(g);
+                g = NULL;
+            }
+        gf_buffer_destroy(v);
+    }
     CHECK(gf_copy_to_host(h, b, 0, N) == GF_OK && all_bytes(h, N, 0x77),
           "the refused sync copy and the unlaunched capture wrote nothing");
     stream_usable(s, "usable after a refused sync copy");
@@ -2527,6 +2543,19 @@ static void test_copy_2d(void)
     ok = 1;
     for (y = 0; y < H - 1; y++) for (x = 0; x < HP; x++) ok &= back[y * HP + x] == (x < W ? host[y * HP + x] : 0);
     CHECK(ok, "copy_2d: device to device and device to host keep the rows");
+    /* one buffer on both sides: rows that share no byte are copied (it was refused outright, an
+       outside review found: views of one buffer were accepted), rows that do are refused */
+    memset(&c, 0, sizeof c);
+    c.dst = e; c.dst_offset = DP + W; c.dst_pitch = DP; c.src = e; c.src_pitch = DP; c.width = DP - W; c.height = 2;
+    CHECK_EQ_RESULT(gf_copy_2d_async(s, &c), GF_OK);   /* rows 0-1, bytes 0..15 to rows 1-2, bytes 24..39 */
+    c.dst_offset = 1; c.width = W; c.height = 1;
+    CHECK_FAIL(gf_copy_2d_async(s, &c), GF_ERROR_INVALID_ARGUMENT);
+    CHECK(strstr(gf_last_error(), "share bytes") != NULL, "copy_2d: one buffer whose rows overlap is refused, said why");
+    CHECK_EQ_RESULT(gf_stream_synchronize(s), GF_OK);
+    CHECK_EQ_RESULT(gf_copy_to_host(raw, e, 0, sizeof raw), GF_OK);
+    ok = 1;
+    for (y = 1; y < 3; y++) for (x = 0; x < DP - W; x++) ok &= raw[y * DP + W + x] == (x < W ? host[(y - 1) * HP + x] : 0);
+    CHECK(ok, "copy_2d: within one buffer, rows that share no byte arrive");
     memset(&c, 0, sizeof c);               /* bad input: each refused, nothing enqueued */
     c.dst = d; c.dst_pitch = 8; c.src_host = host; c.src_pitch = HP; c.width = W; c.height = 2;
     CHECK_FAIL(gf_copy_2d_async(s, &c), GF_ERROR_INVALID_ARGUMENT);             /* pitch < width */
