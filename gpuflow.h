@@ -4939,7 +4939,7 @@ static void gf__budget_told(const gf__budget_note *due) {   /* a call's due call
    gf__budget_settle says the buffer was made: a buffer that is not made (the device's limit, no
    memory) leaves the count, peak, samples and figures as they were. *crossed: the charge
    crosses warn_bytes upward. */
-static gf_result gf__budget_charge(gf_budget *b, uint64_t bytes, int *crossed, uint64_t *now) {
+static gf_result gf__budget_charge(const char *fn, gf_budget *b, uint64_t bytes, int *crossed, uint64_t *now) {
     uint64_t used;
     gf__spin_lock(&b->dev->mem_lock);
     used = b->bytes;
@@ -4947,8 +4947,8 @@ static gf_result gf__budget_charge(gf_budget *b, uint64_t bytes, int *crossed, u
         b->refused++;
         gf__budget_tell(b, GF_BUDGET_REFUSED, used, bytes);
         gf__spin_unlock(&b->dev->mem_lock);
-        return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_buffer_create: %llu bytes would take budget '%s' past its limit "
-                        "(%llu of %llu bytes used)", (unsigned long long)bytes, b->label, (unsigned long long)used, (unsigned long long)b->limit);
+        return gf__fail(GF_ERROR_OUT_OF_MEMORY, "%s: %llu bytes would take budget '%s' past its limit "
+                        "(%llu of %llu bytes used)", fn, (unsigned long long)bytes, b->label, (unsigned long long)used, (unsigned long long)b->limit);
     }
     b->bytes += bytes;
     b->charging += bytes;
@@ -5179,7 +5179,7 @@ static gf_result gf__buffer_create(const char *fn, gf_device *dev, const gf_buff
         GF__CHECK_IN(fn, desc->budget, GF__T_BUDGET);
         if (desc->budget->dev != dev)
             return gf__fail(GF_ERROR_WRONG_DEVICE, "%s: budget '%s' belongs to another device", fn, desc->budget->label);
-        if ((r = gf__budget_charge(desc->budget, desc->size, &crossed, &used)) != GF_OK) return r;
+        if ((r = gf__budget_charge(fn, desc->budget, desc->size, &crossed, &used)) != GF_OK) return r;
         r = gf__buffer_new_as(fn, dev, desc->size, kind, desc->exportable != 0, out);
         if (r == GF_OK) (*out)->budget = desc->budget;
         gf__budget_settle(desc->budget, desc->size, r == GF_OK, crossed, used);
