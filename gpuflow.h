@@ -106,7 +106,10 @@
       level GPUFLOW_LOG names (default: nothing, or warnings while a debugging switch is on;
       a GPUFLOW_* variable gpuflow cannot follow is always named).
     - Bad input (NULL or wrong-type handles, out-of-range sizes, objects of another device,
-      misuse during capture, ...) returns a specific code and changes nothing. Every group of
+      misuse during capture, ...) returns a specific code and changes nothing. A size of 0 is
+      bad input too (GF_ERROR_INVALID_ARGUMENT: a buffer, a copy, a fill of 0 bytes), where
+      CUDA takes a 0-byte copy or memset as a no-op: a program whose sizes may be 0 tests
+      for it before the call. Every group of
       declarations below names the codes its calls return beyond GF_ERROR_INVALID_HANDLE
       (a NULL or wrong-type object, a destroyed graph) and GF_ERROR_INVALID_ARGUMENT. Other
       destroyed objects are freed, so their handles are refused only while the memory is not
@@ -874,8 +877,9 @@ GPUFLOW_API gf_result gf_device_enable_peer(gf_device *a, gf_device *b);       /
    (a range past a buffer's end), GF_ERROR_INVALID_ARGUMENT (overlapping copy ranges, also
    through views; a memory limit below the bytes in use once cached and passed memory went
    back), GF_ERROR_INVALID_STATE (gf_buffer_destroy_async of a buffer whose views live), GF_ERROR_WRONG_DEVICE, GF_ERROR_CAPTURE (a synchronous copy
-   into or from memory a capture uses, through the same buffer or another view of its memory; the
-   buffer's destroy, which keeps it: destroy it after the capture ends),
+   into or from an allocation a capture in progress uses: through the same buffer, its parent or
+   any view of it, whichever bytes; the buffer's destroy, which keeps it: destroy it after the
+   capture ends),
    GF_ERROR_NOT_SUPPORTED (managed memory, prefetch, wide fills
    where the backend has none), GF_ERROR_DRIVER. Async calls return at once; host memory given
    to them must stay valid until the stream reaches them. gf_buffer_destroy never waits: the
@@ -1068,11 +1072,13 @@ GPUFLOW_API uint64_t    gf_stream_id(const gf_stream *s);
 GPUFLOW_API gf_device  *gf_stream_device(const gf_stream *s);
 
 /* ---- events and event pools ------------------------------------------------------------ */
-/* Codes: GF_NOT_READY, GF_TIMEOUT, GF_ERROR_INVALID_STATE (never recorded for elapsed time,
-   released or destroyed twice, any use of a pooled event after its release until it is
+/* Codes: GF_NOT_READY, GF_TIMEOUT, GF_ERROR_INVALID_STATE (never recorded, or last recorded
+   inside a capture, for elapsed time; released or destroyed twice, any use of a pooled event after its release until it is
    acquired again, but in its own gf_event_on_complete callbacks), GF_ERROR_CAPTURE (waiting on an event recorded inside a capture
    in progress), GF_ERROR_NOT_FOUND (a wait id that is not pending). A never-recorded event
-   counts as complete, as in CUDA. An event (or an event pool) destroyed, or an event released,
+   counts as complete, as in CUDA; so does one last recorded inside a capture that has ended
+   (the record marked a place in the graph, for its forks and joins; replays do not record the
+   event, and it has no time: record events outside the capture, around its launch, to time it). An event (or an event pool) destroyed, or an event released,
    while gf_event_on_complete waits on it are pending goes through at once: the waits still run,
    and the event is freed (back in its pool; the pool freed) when the last has run or been
    cancelled, never handed out before. gf_event_on_complete's callback runs on the device's
@@ -5391,7 +5397,8 @@ static gf_result gf__copy_sync(const char *fn, const char *name, gf_buffer *buf,
     gf_result r;
     if (!buf || !gf__is(buf, GF__T_BUFFER)) return gf__bad_handle(fn, name, buf, GF__T_BUFFER);
     if (gf__capture_uses_memory(buf))
-        return gf__fail(GF_ERROR_CAPTURE, "%s: a capture in progress uses this buffer; a synchronous copy would race it", fn);
+        return gf__fail(GF_ERROR_CAPTURE, "%s: a capture in progress uses this buffer's allocation (the buffer, its parent or a view of it); "
+                        "a synchronous copy would race it", fn);
     if ((r = gf__hidden_wait(fn, NULL, "the copy is done (a synchronous copy: the _async form does not wait)")) != GF_OK) return r;
     if ((r = gf__copy_async(fn, buf->dev->sync_stream, copy)) != GF_OK) return r;
     return gf__stream_sync(buf->dev->sync_stream);
@@ -6106,6 +6113,7 @@ static gf_result gf__wait_locked(gf_stream *s, gf_event *ev) {
         return c->by_driver ? dev->be->stream_wait_event(s, ev) : GF_OK;
     }
     gf__unlock(&dev->lock);
+    if (rec.capture_id) return GF_OK;   /* a place in an ended capture's graph: nothing to wait for (gf__event_marks_work) */
     {
         int prof = rec.stream != s ? gf__prof_begin(s, GF_OP_WAIT, NULL, 0, rec.trace_id) : -1;
         r = dev->be->stream_wait_event(s, ev);
@@ -6163,6 +6171,13 @@ static gf_result gf__event_check_wait(const char *fn, gf_event *ev) {
         return gf__fail(GF_ERROR_CAPTURE, "%s: the event was recorded inside a capture in progress; it completes only when the graph runs", fn);
     return GF_OK;
 }
+/* ev's latest record marks work outside any graph: the host can wait for it. Never recorded,
+   or last recorded inside a capture (which marked a place in the graph, not work queued
+   anywhere: the replays do not record it), it is complete to waits and queries, on every
+   backend (a driver's capture would refuse it as a captured event), and has no time. */
+static int gf__event_marks_work(gf_event *ev) {
+    return gf__atomic_load_int(&ev->recorded) && !gf__atomic_load(&ev->capture_id);
+}
 
 /* An event's wait or query answered: done means the host knows its record completed (a wait
    that failed ended too: as gf__stream_settle). */
@@ -6208,7 +6223,7 @@ static gf_result gf__call_event_synchronize(gf_event *ev) {
     if ((r = gf__event_check_wait("gf_event_synchronize", ev)) != GF_OK) return r;
     if ((r = GF__FAULT_POINT(ev->dev, GF__FK_SYNC, "gf_event_synchronize")) != GF_OK) return r;
     if ((r = gf__event_refuse_self_wait("gf_event_synchronize", ev)) != GF_OK) return r;
-    if (!gf__atomic_load_int(&ev->recorded)) return GF_OK;
+    if (!gf__event_marks_work(ev)) return GF_OK;
     race_seen = gf__race_seen_event(ev);
     if (ev->dev->hang_ms && gf__poll(gf__event_query_backend, ev, ev->dev->hang_ms) == GF_TIMEOUT) {
         char what[192];
@@ -6228,7 +6243,7 @@ static gf_result gf__event_wait_for(const char *fn, gf_event *ev, unsigned timeo
     if ((r = gf__event_check_wait(fn, ev)) != GF_OK) return r;
     if ((r = GF__FAULT_POINT(ev->dev, GF__FK_SYNC, fn)) != GF_OK) return r;
     if ((r = gf__event_refuse_self_wait(fn, ev)) != GF_OK) return r;
-    if (!gf__atomic_load_int(&ev->recorded)) return GF_OK;
+    if (!gf__event_marks_work(ev)) return GF_OK;
     race_seen = gf__race_seen_event(ev);
     if (report && ev->dev->hang_ms) {
         char prefix[64];
@@ -6253,7 +6268,7 @@ static gf_result gf__call_event_query(gf_event *ev) {
     GF__CHECK(ev, GF__T_EVENT);
     if ((r = gf__event_check_held("gf_event_query", ev)) != GF_OK) return r;
     if ((r = gf__event_check_wait("gf_event_query", ev)) != GF_OK) return r;
-    if (!gf__atomic_load_int(&ev->recorded)) return GF_OK;
+    if (!gf__event_marks_work(ev)) return GF_OK;
     race_seen = gf__race_seen_event(ev);
     return gf__event_settle(ev, ev->dev->be->event_query(ev), &race_seen, 0);
 }
@@ -6273,6 +6288,10 @@ static gf_result gf__call_event_elapsed_ms(gf_event *start, gf_event *end, float
         return gf__fail(GF_ERROR_INVALID_STATE, "gf_event_elapsed_ms: %s event has never been recorded",
                         !gf__atomic_load_int(&start->recorded) ? "the start" : "the end");
     if ((r = gf__event_check_wait("gf_event_elapsed_ms", start)) != GF_OK || (r = gf__event_check_wait("gf_event_elapsed_ms", end)) != GF_OK) return r;
+    if (!gf__event_marks_work(start) || !gf__event_marks_work(end))
+        return gf__fail(GF_ERROR_INVALID_STATE, "gf_event_elapsed_ms: %s event was last recorded inside a capture, which gives it no time "
+                        "(the graph's replays do not record it): record it outside the capture, around the graph's launch",
+                        !gf__event_marks_work(start) ? "the start" : "the end");
     if ((r = start->dev->be->event_query(start)) != GF_OK || (r = end->dev->be->event_query(end)) != GF_OK) {
         if (r == GF_NOT_READY) gf__set_error(GF_NOT_READY, "gf_event_elapsed_ms: the events have not completed yet");
         return r;
@@ -7193,7 +7212,11 @@ static gf_result gf__wait_event_across(gf_stream *s, gf_event *ev) {
     char label[80];
     if (!rec.recorded) return GF_OK;   /* as in CUDA: a never-recorded event is complete */
     gf__stream_label_of(ev->dev, rec.stream_id, label, sizeof label);   /* before s->lock: ev's device's lock is not taken under it */
-    if (rec.capture_id) return gf__fail(GF_ERROR_CAPTURE, "gf_stream_wait_event: the event was recorded inside a capture of device %s", ev->dev->tag);
+    if (rec.capture_id) {   /* in progress: refused; ended: a place in its graph, nothing to wait for (gf__event_marks_work) */
+        if (gf__event_in_capture(ev))
+            return gf__fail(GF_ERROR_CAPTURE, "gf_stream_wait_event: the event was recorded inside a capture of device %s in progress", ev->dev->tag);
+        return GF_OK;
+    }
     if (ev->dev->be == be && be->stream_wait_peer) {
         gf__lock(&s->lock);
         if ((r = gf__refuse_capture_across("gf_stream_wait_event", s)) == GF_OK && (r = be->stream_wait_peer(s, ev)) == GF_OK)
@@ -7506,7 +7529,7 @@ static int gf__waiter_fire_one(gf__waiter *w) {
         w->looked++;
         ev = w->waits[i].ev;
         race_seen = gf__race_seen_event(ev);
-        r = gf__atomic_load_int(&ev->recorded) ? ev->dev->be->event_query(ev) : GF_OK;
+        r = gf__event_marks_work(ev) ? ev->dev->be->event_query(ev) : GF_OK;
         gf__race_seen_done(ev->dev, &race_seen, r == GF_OK);   /* what fn enqueues comes after */
         if (r != GF_NOT_READY) {
             gf__wait fire;

@@ -229,6 +229,7 @@
     X(MemPoolCreate, CUresult, (CUmemoryPool *, const CUmemPoolProps *), OUT_OF_MEMORY, cuMemPoolCreate, 11020) \
     X(MemPoolDestroy, CUresult, (CUmemoryPool), UNKNOWN, cuMemPoolDestroy, 11020) \
     X(MemPoolSetAccess, CUresult, (CUmemoryPool, const CUmemAccessDesc *, size_t), UNKNOWN, cuMemPoolSetAccess, 11020) \
+    X(MemPoolGetAccess, CUresult, (CUmemAccess_flags *, CUmemoryPool, CUmemLocation *), UNKNOWN, cuMemPoolGetAccess, 11020) \
     X(MemPoolSetAttribute, CUresult, (CUmemoryPool, CUmemPool_attribute, void *), UNKNOWN, cuMemPoolSetAttribute, 11020) \
     X(MemPoolGetAttribute, CUresult, (CUmemoryPool, CUmemPool_attribute, void *), UNKNOWN, cuMemPoolGetAttribute, 11020) \
     X(MemPoolTrimTo, CUresult, (CUmemoryPool, size_t), UNKNOWN, cuMemPoolTrimTo, 11020) \
@@ -902,18 +903,22 @@ static int gf__cuda_peer_can_access(gf_device *a, gf_device *b) {
 }
 /* cuCtxEnablePeerAccess maps b's plain allocations into a's context, not its pool's: b's pool
    grants a's GPU access too (to what it holds now and will hand out). Two contexts on one GPU
-   reach the pool already. */
+   reach the pool already. The grant is per GPU, the peer enable per context: a failed enable
+   puts back the access the GPU had before (another context of it may have been granted it). */
 static gf_result gf__cuda_peer_enable(gf_device *a, gf_device *b) {
     gf__cuda_device *da = (gf__cuda_device *)a->native, *db = (gf__cuda_device *)b->native;
-    CUresult r;
     CUmemAccessDesc access = gf__cuda_access(da->dev);
+    CUmemAccess_flags before = CU_MEM_ACCESS_FLAGS_PROT_NONE;
     int grant = db->pool && da->dev != db->dev;
+    CUresult r;
     if (da->ctx == db->ctx) return GF_OK;
     GF__CUDA_ENTER(a);
+    if (grant) GF__CUDA_CHECK(MemPoolGetAccess, (&before, db->pool, &access.location));
+    grant = grant && before != CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
     if (grant) GF__CUDA_CHECK(MemPoolSetAccess, (db->pool, &access, 1));
     r = GF__CUDA_CALL(CtxEnablePeerAccess, (db->ctx, 0));
     if (r != CUDA_SUCCESS && r != CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED) {
-        access.flags = CU_MEM_ACCESS_FLAGS_PROT_NONE;   /* no half-done enable */
+        access.flags = before;   /* no half-done enable */
         if (grant) (void)GF__CUDA_CALL(MemPoolSetAccess, (db->pool, &access, 1));
         return gf__cuda_fail(r, "cuCtxEnablePeerAccess");
     }

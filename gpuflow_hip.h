@@ -247,6 +247,7 @@ static const char *const gf__hip_libraries[] = { "libamdhip64.so." GF__HIP_XSTR(
     X(MemPoolCreate, hipError_t, (hipMemPool_t *, const hipMemPoolProps *), 1, OutOfMemory) \
     X(MemPoolDestroy, hipError_t, (hipMemPool_t), 1, Unknown) \
     X(MemPoolSetAccess, hipError_t, (hipMemPool_t, const hipMemAccessDesc *, size_t), 1, Unknown) \
+    X(MemPoolGetAccess, hipError_t, (hipMemAccessFlags *, hipMemPool_t, hipMemLocation *), 1, Unknown) \
     X(MemPoolSetAttribute, hipError_t, (hipMemPool_t, hipMemPoolAttr, void *), 1, Unknown) \
     X(MemPoolTrimTo, hipError_t, (hipMemPool_t, size_t), 1, Unknown) \
     X(MemPoolGetAttribute, hipError_t, (hipMemPool_t, hipMemPoolAttr, void *), 1, Unknown) \
@@ -648,7 +649,7 @@ static gf_result gf__hip_device_start(gf_device *dev, int ordinal) {
     info->stream_priorities = d->prio_least != d->prio_greatest;
     info->managed_memory = managed != 0;
     info->async_alloc = gf__hip.MallocFromPoolAsync && gf__hip.FreeAsync && gf__hip.MemPoolCreate && gf__hip.MemPoolDestroy &&
-                        gf__hip.MemPoolSetAttribute && gf__hip.MemPoolSetAccess && gf__hip.MemPoolTrimTo && pools != 0;
+                        gf__hip.MemPoolSetAttribute && gf__hip.MemPoolSetAccess && gf__hip.MemPoolGetAccess && gf__hip.MemPoolTrimTo && pools != 0;
     info->spirv = 0;
     info->max_kernel_args_bytes = GF__HIP_KERNEL_ARGS_BYTES;
     d->concurrent_managed = concurrent != 0;
@@ -1001,22 +1002,27 @@ static int gf__hip_peer_can_access(gf_device *a, gf_device *b) {
     return can;
 }
 /* hipDeviceEnablePeerAccess maps b's plain allocations for a, not its pool's: b's pool grants a
-   access too (to what it holds now and will hand out). */
+   access too (to what it holds now and will hand out). A failed enable puts back the access a
+   had before. */
 static gf_result gf__hip_peer_enable(gf_device *a, gf_device *b) {
     hipMemPool_t pool = ((gf__hip_device *)b->native)->pool;
+    hipMemAccessFlags before = hipMemAccessFlagsProtNone;
     hipMemAccessDesc access;
     hipError_t r;
+    int grant;
     if (GF__HIP_ORDINAL(a) == GF__HIP_ORDINAL(b)) return GF_OK;
     GF__HIP_USE(a);
     memset(&access, 0, sizeof access);
     access.location.type = hipMemLocationTypeDevice;
     access.location.id = GF__HIP_ORDINAL(a);
     access.flags = hipMemAccessFlagsProtReadWrite;
-    if (pool) GF__HIP_CHECK(MemPoolSetAccess, (pool, &access, 1));
+    if (pool) GF__HIP_CHECK(MemPoolGetAccess, (&before, pool, &access.location));
+    grant = pool && before != hipMemAccessFlagsProtReadWrite;
+    if (grant) GF__HIP_CHECK(MemPoolSetAccess, (pool, &access, 1));
     r = GF__HIP_CALL(DeviceEnablePeerAccess, (GF__HIP_ORDINAL(b), 0));
     if (r != hipSuccess && r != hipErrorPeerAccessAlreadyEnabled) {
-        access.flags = hipMemAccessFlagsProtNone;   /* no half-done enable */
-        if (pool) (void)GF__HIP_CALL(MemPoolSetAccess, (pool, &access, 1));
+        access.flags = before;   /* no half-done enable */
+        if (grant) (void)GF__HIP_CALL(MemPoolSetAccess, (pool, &access, 1));
         return gf__hip_fail(r, "hipDeviceEnablePeerAccess");
     }
     return GF_OK;

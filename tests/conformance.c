@@ -1915,6 +1915,46 @@ static void test_graph_misuse(void)
     g = NULL;
     stream_usable(s, "usable after refused event calls");
 
+    {   /* after the capture: timing events recorded inside it are complete and have no time,
+           on every backend (the stub answered 0 ms, and a huge span against an event recorded
+           outside, with GF_OK; OpenCL refused: an outside review) */
+        gf_event *t0 = NULL, *t1 = NULL, *out = NULL;
+        gf_stream *other_s = mk_stream("misuse-other");
+        float ms = -1.0f;
+        if (CHECK_EQ_RESULT(gf_event_create(gf_stream_device(s), GF_EVENT_TIMING, &t0), GF_OK) &&
+            CHECK_EQ_RESULT(gf_event_create(gf_stream_device(s), GF_EVENT_TIMING, &t1), GF_OK) &&
+            CHECK_EQ_RESULT(gf_event_create(gf_stream_device(s), GF_EVENT_TIMING, &out), GF_OK)) {
+            CHECK_EQ_RESULT(gf_event_record(out, s), GF_OK);
+            CHECK_EQ_RESULT(gf_stream_begin_capture(s, GF_CAPTURE_GLOBAL), GF_OK);
+            CHECK_EQ_RESULT(gf_event_record(t0, s), GF_OK);
+            CHECK_EQ_RESULT(gf_fill_async(s, b, 0, 0x21, N), GF_OK);
+            CHECK_EQ_RESULT(gf_event_record(t1, s), GF_OK);
+            if (CHECK_EQ_RESULT(gf_stream_end_capture(s, &g), GF_OK)) {
+                CHECK_EQ_RESULT(gf_graph_launch(g, s), GF_OK);
+                CHECK_EQ_RESULT(gf_stream_synchronize(s), GF_OK);
+                CHECK_EQ_RESULT(gf_event_query(t1), GF_OK);
+                CHECK_EQ_RESULT(gf_event_synchronize(t1), GF_OK);
+                CHECK_EQ_RESULT(gf_event_synchronize_timeout(t1, 1000), GF_OK);
+                CHECK_EQ_RESULT(gf_stream_wait_event(other_s, t1), GF_OK);
+                CHECK_EQ_RESULT(gf_stream_synchronize(other_s), GF_OK);
+                CHECK_FAIL(gf_event_elapsed_ms(t0, t1, &ms), GF_ERROR_INVALID_STATE);
+                CHECK(strstr(gf_last_error(), "inside a capture") != NULL, "a captured event's elapsed time: refused, said why");
+                CHECK_FAIL(gf_event_elapsed_ms(out, t1, &ms), GF_ERROR_INVALID_STATE);
+                CHECK_FAIL(gf_event_elapsed_ms(t1, out, &ms), GF_ERROR_INVALID_STATE);
+                gf_graph_destroy(g);
+            }
+            g = NULL;
+            CHECK_EQ_RESULT(gf_event_record(t0, s), GF_OK);   /* recorded outside again: timed as ever */
+            CHECK_EQ_RESULT(gf_event_record(t1, s), GF_OK);
+            CHECK_EQ_RESULT(gf_event_synchronize(t1), GF_OK);
+            CHECK(gf_event_elapsed_ms(t0, t1, &ms) == GF_OK && ms >= 0.0f, "events recorded outside a capture again have a time");
+        }
+        gf_event_destroy(t0);
+        gf_event_destroy(t1);
+        gf_event_destroy(out);
+        gf_stream_destroy(other_s);
+    }
+
     CHECK_FAIL(gf_graph_launch(NULL, s), GF_ERROR_INVALID_HANDLE);
     dead = capture_fill(s, b, 0x01, h, N, 1);
     if (CHECK(dead != NULL, "a graph to destroy")) {

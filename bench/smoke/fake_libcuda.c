@@ -306,7 +306,7 @@ static const struct { const char *name; any_fn fn; } table[] = {
     { "cuStreamGetCaptureInfo_v3", (any_fn)f_StreamGetCaptureInfo },
     /* present, refused: what the benchmarks do not use */
     { "cuMemPoolCreate", (any_fn)f_unsupported }, { "cuMemPoolDestroy", (any_fn)f_unsupported },
-    { "cuMemPoolSetAccess", (any_fn)f_unsupported }, { "cuMemPoolSetAttribute", (any_fn)f_unsupported },
+    { "cuMemPoolSetAccess", (any_fn)f_unsupported }, { "cuMemPoolGetAccess", (any_fn)f_unsupported }, { "cuMemPoolSetAttribute", (any_fn)f_unsupported },
     { "cuMemPoolGetAttribute", (any_fn)f_unsupported }, { "cuMemPoolTrimTo", (any_fn)f_unsupported },
     { "cuMemAllocFromPoolAsync", (any_fn)f_unsupported }, { "cuMemFreeAsync", (any_fn)f_unsupported },
     { "cuGraphClone", (any_fn)f_unsupported }, { "cuGraphAddChildGraphNode", (any_fn)f_unsupported },

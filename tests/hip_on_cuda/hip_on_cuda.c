@@ -385,6 +385,17 @@ hipError_t hipMemPoolDestroy(hipMemPool_t pool) {
 }
 
 /* hipMemAccessFlags have CUmemAccess_flags' values (none 0, read 1, read-write 3). */
+hipError_t hipMemPoolGetAccess(hipMemAccessFlags *flags, hipMemPool_t pool, hipMemLocation *location) {
+    CUmemAccess_flags cu = CU_MEM_ACCESS_FLAGS_PROT_NONE;
+    CUmemLocation at;
+    CUresult r;
+    if (!flags || !location) return hipErrorInvalidValue;
+    r = hoc_location(location, &at);
+    if (r == CUDA_SUCCESS) r = cuMemPoolGetAccess(&cu, (CUmemoryPool)pool, &at);
+    if (r == CUDA_SUCCESS) *flags = (hipMemAccessFlags)cu;
+    return hoc_err(r);
+}
+
 hipError_t hipMemPoolSetAccess(hipMemPool_t pool, const hipMemAccessDesc *list, size_t count) {
     CUmemAccessDesc cu[HOC_MAX_DEVICES];
     CUresult r = hoc_init();
