@@ -81,7 +81,7 @@ static void test_peer_pool(gf_device *a, gf_device *b)
     uint32_t out[1024], n = 1024, v = 0x5eed0000u, i, bad = 0;
     uint64_t at;
     gf_arg args[3];
-    if (be != GF_BACKEND_CUDA && be != GF_BACKEND_HIP) return;
+    if ((be != GF_BACKEND_CUDA && be != GF_BACKEND_HIP) || gf_device_backend(b) != be) return;
     raw.stub_kernels = NULL;
     raw.stub_kernel_count = 0;
     memset(&na, 0, sizeof na);
