@@ -15669,6 +15669,8 @@ typedef struct gf__stub_mark {
     int refs;                       /* the event (while latest), record and wait items */
     int done;
     uint64_t when_ns;               /* when it completed */
+    gf_result status;               /* the stream's failure when it was reached (GF_OK: none), */
+    char *message;                  /* and its text (NULL: no memory for it); set before done */
 } gf__stub_mark;
 
 typedef struct gf__stub_event {
@@ -15788,7 +15790,14 @@ static void gf__stub_mark_unref(gf__stub_mark *m) {
     gf__lock(&m->lock);
     last = --m->refs == 0;
     gf__unlock(&m->lock);
-    if (last) { gf__cond_destroy(&m->cond); gf__mutex_destroy(&m->lock); gf__free(m); }
+    if (last) { gf__cond_destroy(&m->cond); gf__mutex_destroy(&m->lock); gf__free(m->message); gf__free(m); }
+}
+/* A completed mark's answer: the failure of the stream it was recorded on, as a GPU's event
+   reports the fault of the work before it (m->lock held). */
+static gf_result gf__stub_mark_status(gf__stub_mark *m) {
+    GF__HELD(&m->lock);
+    if (!m->status) return GF_OK;
+    return gf__fail(m->status, "%s", m->message ? m->message : "stub: the work before the event failed");
 }
 static void gf__stub_mark_wait(gf__stub_mark *m) {
     gf__lock(&m->lock);
@@ -16617,16 +16626,25 @@ static void gf__stub_run(gf__stub_stream *q, gf__stub_item *it) {
         it->fn(it->user);
         break;
     }
-    case GF__STUB_RECORD:
+    case GF__STUB_RECORD: {   /* q->lock held: the worker's loop, or the inline push */
+        char *message = NULL;
+        GF__HELD(&q->lock);
+        if (q->error && (message = (char *)gf__malloc(strlen(q->message) + 1)) != NULL) strcpy(message, q->message);
         gf__lock(&it->mark->lock);
+        it->mark->status = q->error;
+        it->mark->message = message;
         it->mark->done = 1;
         it->mark->when_ns = gf__now_ns();
         gf__cond_broadcast(&it->mark->cond);
         gf__unlock(&it->mark->lock);
         gf__stub_mark_unref(it->mark);
         break;
-    case GF__STUB_WAIT:
+    }
+    case GF__STUB_WAIT:   /* work after a wait on failed work fails with it, as OpenCL's wait lists */
         gf__stub_mark_wait(it->mark);
+        if (it->mark->status)   /* written before done, which the wait saw under the mark's lock */
+            gf__stub_fail_async(q, it->mark->status, "%s (the stream waited for that work)",
+                                it->mark->message ? it->mark->message : "stub: the work before the event failed");
         gf__stub_mark_unref(it->mark);
         break;
     case GF__STUB_LAUNCH: gf__stub_launch_run(q, it); break;
@@ -16686,7 +16704,9 @@ static gf_result gf__stub_push(gf_stream *s, gf__stub_item *it) {
     if (!it) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "stub: out of host memory");
     gf__stub_callback_calls("enqueued work");
 #ifdef GPUFLOW_STUB_INLINE
+    if (it->kind == GF__STUB_RECORD) gf__lock(&q->lock);   /* a record runs under it, as on the worker */
     gf__stub_run(q, it);
+    if (it->kind == GF__STUB_RECORD) gf__unlock(&q->lock);
     gf__free(it);
 #else
     {
@@ -16854,25 +16874,28 @@ static gf_result gf__stub_stream_wait_event(gf_stream *s, gf_event *ev) {
 }
 static int gf__stub_peer_can_access(gf_device *a, gf_device *b) { (void)a; (void)b; return 1; }
 static gf_result gf__stub_peer_enable(gf_device *a, gf_device *b) { (void)a; (void)b; return GF_OK; }
-static gf_result gf__stub_event_synchronize(gf_event *ev) {
+/* The event's state: GF_NOT_READY, GF_OK, or the failure of the work before it; *when_ns
+   (may be NULL) the time it completed (0: never recorded). wait: until it has completed. */
+static gf_result gf__stub_event_state(gf_event *ev, int wait, uint64_t *when_ns) {
     gf__stub_mark *m = gf__stub_latest(ev);
-    if (m) { gf__stub_mark_wait(m); gf__stub_mark_unref(m); }
-    return GF_OK;
+    gf_result r = GF_OK;
+    if (when_ns) *when_ns = 0;
+    if (!m) return GF_OK;
+    gf__lock(&m->lock);
+    while (wait && !m->done) gf__cond_wait(&m->cond, &m->lock);
+    if (!m->done) r = GF_NOT_READY;
+    else if ((r = gf__stub_mark_status(m)) == GF_OK && when_ns) *when_ns = m->when_ns;
+    gf__unlock(&m->lock);
+    gf__stub_mark_unref(m);
+    return r;
 }
-static gf_result gf__stub_event_query(gf_event *ev) {
-    gf__stub_mark *m = gf__stub_latest(ev);
-    int done = 1;
-    if (m) { gf__lock(&m->lock); done = m->done; gf__unlock(&m->lock); gf__stub_mark_unref(m); }
-    return done ? GF_OK : GF_NOT_READY;
-}
-static uint64_t gf__stub_when(gf_event *ev) {
-    gf__stub_mark *m = gf__stub_latest(ev);
-    uint64_t t = 0;
-    if (m) { gf__lock(&m->lock); t = m->when_ns; gf__unlock(&m->lock); gf__stub_mark_unref(m); }
-    return t;
-}
+static gf_result gf__stub_event_synchronize(gf_event *ev) { return gf__stub_event_state(ev, 1, NULL); }
+static gf_result gf__stub_event_query(gf_event *ev) { return gf__stub_event_state(ev, 0, NULL); }
 static gf_result gf__stub_event_elapsed_ms(gf_event *start, gf_event *end, float *ms) {
-    *ms = (float)((double)(int64_t)(gf__stub_when(end) - gf__stub_when(start)) / 1e6);
+    uint64_t a, b;
+    gf_result r;
+    if ((r = gf__stub_event_state(start, 0, &a)) != GF_OK || (r = gf__stub_event_state(end, 0, &b)) != GF_OK) return r;
+    *ms = (float)((double)(int64_t)(b - a) / 1e6);
     return GF_OK;
 }
 

@@ -12,6 +12,9 @@
                through a view: the stream fails naming the kernel and the argument; wrapped
                memory (no guard zones) and in-bounds kernels do not.
      spent     the run items a stream keeps for its next push to free: at most 64, then freed
+     events    a stream's failure reaches what comes after it: an event recorded later
+               answers its query, synchronize and elapsed time with it, gf_event_on_complete's
+               callback gets it, and a stream that waits for the event fails with it
 
    usage: stub_checks (the stub only) */
 #define GPUFLOW_IMPLEMENTATION
@@ -411,6 +414,62 @@ static void test_spent_items(void)
     gf_stream_destroy(s);
 }
 
+/* failure propagation review: the stub's events answered GF_OK after a failed launch (CUDA and
+   OpenCL report the failure), so gf_event_on_complete and flow tasks were told all went well */
+static volatile int complete_status = 1;   /* written on the waiter thread; read after it ran */
+static volatile int complete_ran;
+static void on_event_complete(void *user, gf_result status) { (void)user; complete_status = status; complete_ran = 1; }
+static void test_failure_reaches_events(void)
+{
+    gf_buffer *x = NULL;
+    gf_stream *s = NULL, *after = NULL;
+    gf_event *start = NULL, *ev = NULL, *fine = NULL;
+    uint64_t wait_id = 0;
+    float ms = 0;
+    int i;
+    if (!CHECK_EQ_RESULT(gf_buffer_create(dev, 32 * sizeof(float), &x), GF_OK)) return;
+    CHECK_EQ_RESULT(gf_event_create(dev, GF_EVENT_TIMING, &start), GF_OK);
+    CHECK_EQ_RESULT(gf_event_create(dev, GF_EVENT_TIMING, &ev), GF_OK);
+    CHECK_EQ_RESULT(gf_event_create(dev, 0, &fine), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_create(dev, NULL, &after), GF_OK);
+    CHECK_EQ_RESULT(gf_event_record(fine, after), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_create(dev, NULL, &s), GF_OK);
+    CHECK_EQ_RESULT(gf_event_record(start, s), GF_OK);
+    {
+        gf_kernel *k = NULL;
+        gf_launch_dims d;
+        gf_arg args[2];
+        unsigned n = 32;
+        memset(&d, 0, sizeof d); memset(args, 0, sizeof args);
+        d.grid[0] = 4; d.grid[1] = d.grid[2] = 1; d.block[0] = 8; d.block[1] = d.block[2] = 1;
+        args[0].buffer = x; args[1].value = &n; args[1].size = sizeof n;
+        CHECK_EQ_RESULT(gf_kernel_get(mod, "early_return", &k), GF_OK);
+        CHECK_EQ_RESULT(gf_launch(s, k, d, args, 2), GF_OK);
+    }
+    CHECK_EQ_RESULT(gf_fill_async(s, x, 0, 0, 32 * sizeof(float)), GF_OK);
+    CHECK_EQ_RESULT(gf_event_record(ev, s), GF_OK);
+    CHECK_EQ_RESULT(gf_event_on_complete(ev, on_event_complete, NULL, &wait_id), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_wait_event(after, ev), GF_OK);
+    CHECK_EQ_RESULT(gf_fill_async(after, x, 0, 0, 32 * sizeof(float)), GF_OK);
+
+    CHECK_EQ_RESULT(gf_event_synchronize(ev), GF_ERROR_DRIVER);
+    CHECK(error_has("kernel 'early_return'"), "an event recorded after a failed launch: its synchronize names the failure");
+    CHECK_EQ_RESULT(gf_event_query(ev), GF_ERROR_DRIVER);
+    CHECK_EQ_RESULT(gf_event_synchronize_timeout(ev, 1000), GF_ERROR_DRIVER);
+    CHECK_EQ_RESULT(gf_event_elapsed_ms(start, ev, &ms), GF_ERROR_DRIVER);
+    CHECK_EQ_RESULT(gf_stream_synchronize(after), GF_ERROR_DRIVER);
+    CHECK(error_has("kernel 'early_return'") && error_has("waited for"), "a stream that waited for the failed work fails with it, and says so");
+    for (i = 0; i < 2000 && !__atomic_load_n(&complete_ran, __ATOMIC_ACQUIRE); i++) th_sleep_ms(1);
+    CHECK(complete_ran && complete_status == GF_ERROR_DRIVER, "gf_event_on_complete's callback is told the failure");
+    CHECK_EQ_RESULT(gf_event_query(fine), GF_OK);   /* recorded before, on a healthy stream */
+    CHECK_EQ_RESULT(gf_event_query(start), GF_OK);  /* before the failed launch */
+    gf_stream_destroy(s);
+    gf_stream_destroy(after);
+    CHECK_EQ_RESULT(gf_device_synchronize(dev), GF_OK);
+    gf_event_destroy(start); gf_event_destroy(ev); gf_event_destroy(fine);
+    gf_buffer_destroy(x);
+}
+
 int main(void)
 {
     gf_module_desc md;
@@ -433,6 +492,7 @@ int main(void)
     test_running_kernel_in_report();
     test_guards();
     test_spent_items();
+    test_failure_reaches_events();
     test_fiber_stack_guard();
     gf_module_destroy(mod);
     gf_device_close(dev);
