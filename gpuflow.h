@@ -1075,7 +1075,9 @@ GPUFLOW_API gf_device  *gf_stream_device(const gf_stream *s);
 /* Codes: GF_NOT_READY, GF_TIMEOUT, GF_ERROR_INVALID_STATE (never recorded, or last recorded
    inside a capture, for elapsed time; released or destroyed twice, any use of a pooled event after its release until it is
    acquired again, but in its own gf_event_on_complete callbacks), GF_ERROR_CAPTURE (waiting on an event recorded inside a capture
-   in progress), GF_ERROR_NOT_FOUND (a wait id that is not pending). A never-recorded event
+   in progress), GF_ERROR_NOT_FOUND (a wait id that is not pending), or the failure of the work
+   before the event on its stream (its query, synchronize, elapsed time and on_complete status
+   give it; a stream that waits for the event fails with it too). A never-recorded event
    counts as complete, as in CUDA; so does one last recorded inside a capture that has ended
    (the record marked a place in the graph, for its forks and joins; replays do not record the
    event, and it has no time: record events outside the capture, around its launch, to time it). An event (or an event pool) destroyed, or an event released,
