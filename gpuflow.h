@@ -157,7 +157,9 @@
     and a wait for another stream or its event that waits for work queued after the callback
     (through event waits, as far as each stream's latest operations show them).
     After fork(), a device opened in the parent refuses every
-    enqueue and wait in the child: open a fresh device there.
+    enqueue and wait in the child; a stub device opened there works, and a vendor driver the
+    parent had loaded is refused there (GF_ERROR_NOT_SUPPORTED: its threads stayed behind):
+    exec a program for the GPU work, or fork before the first device of that driver.
     No callback may throw a C++ exception or longjmp out (they would cross gpuflow's C frames
     and leave its locks and bookkeeping as they were: a stream or waiter callback that throws
     ends the process; a logger that throws leaves its thread's later messages unlogged); mark
@@ -1918,6 +1920,9 @@ static unsigned gf__log_generation;           /* bumped by each waiting gf_set_l
 static int gf__log_calls[2];                  /* atomic: calls into a logger in progress, by generation's parity */
 static int gf__log_swapping;                  /* atomic: a gf_set_logger waits for the replaced logger's calls */
 static GF__TLS int gf__in_logger;             /* this thread runs the logger */
+#if !defined(_WIN32)
+static void gf__fork_hooks(void);             /* >>deadlocks: the log's state is made right in a fork's child */
+#endif
 
 /* Returns once the calls of the logger replaced have returned on other threads, so that the
    program may free what its user pointer points to. One such swap at a time, so that the slot
@@ -1927,6 +1932,9 @@ static GF__TLS int gf__in_logger;             /* this thread runs the logger */
 GPUFLOW_IMPL void gf_set_logger(gf_log_fn fn, void *user) {
     unsigned old;
     int wait = !gf__in_logger;
+#if !defined(_WIN32)
+    gf__fork_hooks();
+#endif
     if (wait) while (gf__atomic_xchg_int(&gf__log_swapping, 1)) gf__yield();
     gf__log_lock_acquire();
     old = wait ? gf__log_generation++ : gf__log_generation;
@@ -3155,7 +3163,10 @@ typedef struct gf__driver {
     char why[512];
     void *lib;
     int no_device;                  /* loaded, but the driver found no device: why says so */
+    unsigned fork_count;            /* gf__fork_count when loaded: a fork's child does not use it */
 } gf__driver;
+/* fork()s this process has been the child of (>>deadlocks says what it guards) */
+static volatile unsigned gf__fork_count;
 #if defined(_WIN32)
 GF__UNUSED_DECL static void *gf__dlopen(const char *name) { return (void *)LoadLibraryA(name); }
 GF__UNUSED_DECL static void *gf__dlsym(void *lib, const char *name) {   /* a function pointer, carried as an object pointer */
@@ -3292,11 +3303,17 @@ GF__UNUSED_DECL static gf_result gf__driver_has_device(const gf__driver *d) {
    the stored outcome with its reason as this thread's error detail. */
 GF__UNUSED_DECL static gf_result gf__driver_load(gf__driver *d, void (*load_fn)(gf__driver *d)) {
     gf_result r;
+    unsigned forked;
     gf__driver_lock_acquire();
-    if (!d->tried) { load_fn(d); d->tried = 1; }
+    if (!d->tried) { load_fn(d); d->tried = 1; d->fork_count = gf__fork_count; }
     r = d->result;
+    forked = d->fork_count != gf__fork_count;
     gf__driver_lock_release();
     if (r != GF_OK) return gf__fail(r, "%s", d->why);
+    if (forked)   /* its threads stayed in the parent: CUDA refuses such a child, PoCL's queues never run */
+        return gf__fail(GF_ERROR_NOT_SUPPORTED, "the driver was loaded before this process was forked, and a vendor driver does "
+                        "not work in a fork's child (its threads and state stayed in the parent): exec a program for the GPU work "
+                        "(posix_spawn), load the driver only after the fork, or use the stub in the child");
     return GF_OK;
 }
 
@@ -3810,13 +3827,26 @@ static int gf__stream_busy(gf_stream *s) {
 /* fork(): the child gets the parent's memory but not its threads (stub workers, callback and
    waiter threads) nor its driver context, so a device opened before the fork can neither run
    work nor finish a wait there. A child handler counts forks; a device remembers the count it
-   was opened under and refuses to be used past a fork. */
-static volatile unsigned gf__fork_count;
+   was opened under and refuses to be used past a fork.
+   A driver loaded before the fork is refused in the child (gf__driver_load), the stub works.
+   The process-wide locks are held across the fork, so that the child gets them free (a thread
+   of the parent inside one would otherwise leave it taken for ever), and a logger's calls in
+   progress on the parent's threads are not waited for by the child's gf_set_logger. */
 #if !defined(_WIN32)
 static void gf__rec_after_fork(void);   /* >>record */
-static void gf__on_fork_child(void) { gf__fork_count = gf__fork_count + 1; gf__rec_after_fork(); }
+static void gf__fork_prepare(void) { gf__driver_lock_acquire(); gf__log_lock_acquire(); gf__spin_lock(&gf__open_lock); }
+static void gf__fork_parent(void) { gf__spin_unlock(&gf__open_lock); gf__log_lock_release(); gf__driver_lock_release(); }
+static void gf__on_fork_child(void) {
+    gf__fork_count = gf__fork_count + 1;
+    gf__atomic_store_int(&gf__log_calls[0], 0);   /* the threads in the logger are the parent's */
+    gf__atomic_store_int(&gf__log_calls[1], 0);
+    gf__atomic_store_int(&gf__log_swapping, 0);
+    gf__fork_parent();
+    gf__rec_after_fork();
+}
 static pthread_once_t gf__fork_once = PTHREAD_ONCE_INIT;
-static void gf__fork_register(void) { pthread_atfork(NULL, NULL, gf__on_fork_child); }
+static void gf__fork_register(void) { pthread_atfork(gf__fork_prepare, gf__fork_parent, gf__on_fork_child); }
+static void gf__fork_hooks(void) { pthread_once(&gf__fork_once, gf__fork_register); }
 #endif
 static gf_result gf__refuse_forked(const gf_device *dev, const char *fn) {
     if (dev->fork_count == gf__fork_count) return GF_OK;
@@ -3877,7 +3907,7 @@ static gf_result gf__device_open_on(gf_backend b, int index, const gf_native_dev
     dev->be = be;
     dev->index = native ? -1 : index;
 #if !defined(_WIN32)
-    pthread_once(&gf__fork_once, gf__fork_register);
+    gf__fork_hooks();
 #endif
     dev->fork_count = gf__fork_count;
     gf__mutex_init(&dev->lock);
@@ -13095,7 +13125,7 @@ GPUFLOW_IMPL gf_result gf_record_start(const gf_record_desc *desc) {
     int i, busy, err;
     if (!desc || !desc->path || !*desc->path) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_record_start: desc->path is required");
 #if !defined(_WIN32)
-    pthread_once(&gf__fork_once, gf__fork_register);   /* a fork's child drops the recording (gf__rec_after_fork) */
+    gf__fork_hooks();   /* a fork's child drops the recording (gf__rec_after_fork) */
 #endif
     gf__spin_lock(&gf__rec.lock);
     if (gf__rec.file) {

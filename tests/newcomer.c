@@ -821,6 +821,61 @@ static void test_fork(void)
     gf_stream_destroy(s);
 }
 
+/* exit and teardown review: a fork while another thread was inside the logger left the child's
+   gf_set_logger waiting for that call for ever; a fresh device of the parent's vendor driver in
+   the child hung at its first synchronize (PoCL). The child now gets the log's state free, its
+   stub device works, and the parent's driver is refused with NOT_SUPPORTED, naming fork(). */
+static volatile int in_slow_logger;
+static void slow_logger(void *user, gf_log_level level, gf_result code, const char *text)
+{
+    (void)user; (void)level; (void)code; (void)text;
+    __atomic_store_n(&in_slow_logger, 1, __ATOMIC_RELEASE);
+    th_sleep_ms(300);
+    __atomic_store_n(&in_slow_logger, 0, __ATOMIC_RELEASE);
+}
+static void *fail_once(void *arg) { (void)arg; (void)gf_stream_synchronize(NULL); return NULL; }
+static void test_fork_child_fresh(void)
+{
+    pthread_t t;
+    pid_t child;
+    int status = 0, waited = 0, i;
+    gf_set_logger(slow_logger, NULL);
+    pthread_create(&t, NULL, fail_once, NULL);
+    for (i = 0; i < 2000 && !__atomic_load_n(&in_slow_logger, __ATOMIC_ACQUIRE); i++) th_sleep_ms(1);
+    fflush(stdout);
+    child = fork();
+    if (child == 0) {
+        int bad = 0;
+        gf_device *fresh = NULL, *again = NULL;
+        gf_stream *s = NULL;
+        gf_buffer *b = NULL;
+        alarm(20);
+        gf_set_logger(NULL, NULL);   /* the parent's thread inside the logger is not the child's */
+        bad |= gf_device_open(GF_BACKEND_STUB, 0, &fresh) != GF_OK;
+        if (fresh) {
+            bad |= (gf_stream_create(fresh, NULL, &s) != GF_OK || gf_buffer_create(fresh, 64, &b) != GF_OK ||
+                    gf_fill_async(s, b, 0, 7, 64) != GF_OK || gf_stream_synchronize(s) != GF_OK) << 1;
+            gf_buffer_destroy(b); gf_stream_destroy(s); gf_device_close(fresh);
+        }
+        if (gf_device_backend(dev) != GF_BACKEND_STUB) {   /* the parent loaded this driver */
+            bad |= (gf_device_open(gf_device_backend(dev), 0, &again) != GF_ERROR_NOT_SUPPORTED) << 2;
+            bad |= (!contains(gf_last_error(), "fork")) << 3;
+            bad |= (again != NULL) << 4;
+        }
+        _exit(bad);
+    }
+    pthread_join(t, NULL);
+    gf_set_logger(th_said_logger, NULL);
+    if (!CHECK(child > 0, "fork")) return;
+    while (waited++ < 400 && waitpid(child, &status, WNOHANG) == 0) th_sleep_ms(50);
+    if (waited > 400) { kill(child, SIGKILL); waitpid(child, &status, 0); }
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+          "a fork's child: gf_set_logger returns though a parent's thread was in the logger, a fresh stub device runs work, "
+          "and the parent's vendor driver is refused naming fork() (no hang)");
+    if (WIFEXITED(status) && WEXITSTATUS(status)) printf("  child's failed checks (bits): 0x%x\n", WEXITSTATUS(status));
+    if (WIFSIGNALED(status)) printf("  child ended by signal %d\n", WTERMSIG(status));
+}
+
 /* 8: each value opens a stub device under the variable; the log says what was understood. */
 static void test_environment(void)
 {
@@ -1022,6 +1077,7 @@ int main(int argc, char **argv)
     test_waits_in_callbacks();
     test_memory_waits_and_closes();
     test_fork();
+    test_fork_child_fresh();
     test_build_error_lines();
     printf("the first messages a newcomer meets:\n");
     test_first_messages(dev);
