@@ -6955,11 +6955,9 @@ static gf_result gf__set_end_round(gf_stream_set *set) {
     gf_result r;
     GF__HELD(&set->lock);
     if (set->last < 0 || !set->open) return GF_OK;
+    if ((r = gf__set_record(set->round_done[set->last], set->streams[set->last])) != GF_OK)
+        return r;   /* the frame stays open, changed in nothing: a retry ends it (counted complete, its wait would not wait) */
     set->open = 0;
-    if ((r = gf__set_record(set->round_done[set->last], set->streams[set->last])) != GF_OK) {
-        gf__frames_complete(&set->count, set->round_frame[set->last]);   /* ended all the same, untimed: no wait waits for it */
-        return r;
-    }
     set->pending[set->last] = 1;
     return GF_OK;
 }
