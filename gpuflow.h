@@ -1376,8 +1376,8 @@ GPUFLOW_API gf_result gf_device_write_state(gf_device *dev, char *text, size_t s
                             wait, signal) (GF_ERROR_DRIVER); not the events stream sets and
                             flows record to count their frames
        buffer               device memory: gf_buffer_create* (GF_ERROR_OUT_OF_MEMORY)
-       sync                 host waits: gf_stream_synchronize, gf_event_synchronize,
-                            gf_device_synchronize, with or without a timeout (GF_ERROR_DRIVER)
+       sync                 host waits: gf_stream_synchronize and gf_event_synchronize, with
+                            or without a timeout, and gf_device_synchronize (GF_ERROR_DRIVER)
        alloc                the library's own host allocations, as if GPUFLOW_MALLOC returned
                             NULL (the calls report GF_ERROR_OUT_OF_MEMORY); counted over all
                             threads, the library's own included
@@ -4855,8 +4855,7 @@ static gf_result gf__call_stream_synchronize(gf_stream *s) {
 /* Bounded waits poll the driver's query with a backoff from 20 us to 1 ms (never past the
    deadline), so they work alike on every backend and a frame-budgeted caller gets control
    back. */
-static gf_result gf__poll(gf__query_fn query, void *obj, unsigned timeout_ms) {
-    uint64_t deadline = gf__now_ns() + (uint64_t)timeout_ms * 1000000u;
+static gf_result gf__poll_until(gf__query_fn query, void *obj, uint64_t deadline) {
     unsigned nap = GF__WAIT_NAP_MIN_US;
     for (;;) {
         gf_result r = query(obj);
@@ -4868,14 +4867,19 @@ static gf_result gf__poll(gf__query_fn query, void *obj, unsigned timeout_ms) {
         if (nap < GF__WAIT_NAP_MAX_US) nap *= 2;
     }
 }
+static gf_result gf__poll(gf__query_fn query, void *obj, unsigned timeout_ms) {
+    return gf__poll_until(query, obj, gf__now_ns() + (uint64_t)timeout_ms * 1000000u);
+}
 /* gf__poll for a _timeout synchronize: with GPUFLOW_HANG_MS shorter than its bound, the state
-   is logged once the wait passes it, as for an unbounded wait; what names the wait. */
+   is logged once the wait passes it, as for an unbounded wait; what names the wait. One
+   deadline from the call: the report's own time comes out of the bound, not on top of it. */
 static gf_result gf__poll_reported(gf_device *dev, gf__query_fn query, void *obj, unsigned timeout_ms, const char *what) {
     gf_result r;
+    uint64_t start = gf__now_ns();
     if (!dev->hang_ms || timeout_ms <= dev->hang_ms) return gf__poll(query, obj, timeout_ms);
-    if ((r = gf__poll(query, obj, dev->hang_ms)) != GF_TIMEOUT) return r;
+    if ((r = gf__poll_until(query, obj, start + (uint64_t)dev->hang_ms * 1000000u)) != GF_TIMEOUT) return r;
     gf__hang_report(dev, what);
-    return gf__poll(query, obj, timeout_ms - dev->hang_ms);
+    return gf__poll_until(query, obj, start + (uint64_t)timeout_ms * 1000000u);
 }
 static gf_result gf__stream_query_settled(void *p) {
     gf_stream *s = (gf_stream *)p;

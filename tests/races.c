@@ -1115,7 +1115,7 @@ static void test_graph_args(void)
 }
 
 /* ---- the hang ---------------------------------------------------------------------------------- */
-typedef struct { char text[8192]; int logged; pthread_mutex_t m; } hang_log;
+typedef struct { char text[8192]; int logged; pthread_mutex_t m; unsigned delay_ms; } hang_log;   /* delay_ms: a slow logger */
 static void hang_logger(void *user, gf_log_level level, gf_result code, const char *message)
 {
     hang_log *l = (hang_log *)user;
@@ -1124,6 +1124,7 @@ static void hang_logger(void *user, gf_log_level level, gf_result code, const ch
     pthread_mutex_lock(&l->m);
     if (!l->logged++) snprintf(l->text, sizeof l->text, "%s", message);
     pthread_mutex_unlock(&l->m);
+    if (l->delay_ms) th_sleep_ms(l->delay_ms);
 }
 static void set_env(const char *name, const char *value)   /* "" unsets, as far as gpuflow reads it */
 {
@@ -1241,6 +1242,25 @@ static void test_hang_reports_elsewhere(void)
                                         : "gf_stream_synchronize_timeout: waiting for stream 'slow'", "a host callback is running now"),
               k == 0 ? "hang, bounded: gf_event_synchronize_timeout past GPUFLOW_HANG_MS reports the state"
                      : "hang, bounded: gf_stream_synchronize_timeout past GPUFLOW_HANG_MS reports the state");
+        th_gate_destroy(&gate);
+    }
+    /* a bounded wait's report comes out of its bound (timeout review: the report's time, here a
+       logger that takes 300 ms, was added on top: 50 + 300 + 350 ms for a bound of 400) */
+    {
+        double t0, took;
+        hang_log_reset(&log);
+        log.delay_ms = 300;
+        th_gate_init(&gate);
+        CHECK_EQ_RESULT(gf_stream_add_callback(s, th_gate_cb, &gate), GF_OK);
+        CHECK(th_gate_wait_entered(&gate, 1, TH_WAIT_MS), "hang, bounded: the callback runs");
+        t0 = th_now_ms();
+        CHECK_FAIL(gf_stream_synchronize_timeout(s, 400), GF_TIMEOUT);
+        took = th_now_ms() - t0;
+        CHECK(took < 600, "hang, bounded: a wait that logs its report still ends at its bound");
+        if (took >= 600) printf("  the 400 ms wait took %.0f ms\n", took);
+        log.delay_ms = 0;
+        th_gate_open(&gate);
+        CHECK_EQ_RESULT(gf_stream_synchronize(s), GF_OK);
         th_gate_destroy(&gate);
     }
     /* a close behind an async waiter's callback */
