@@ -7641,7 +7641,7 @@ static gf_result gf__waiter_add(gf_event *ev, gf_callback fn, void *user, uint64
         if (!gf__thread_create(&w->thread, gf__waiter_main, w)) {
             gf__cond_destroy(&w->cond); gf__mutex_destroy(&w->lock); gf__free(w);
             gf__unlock(&dev->lock);
-            return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_event_on_complete: cannot start the waiter thread");
+            return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_event_on_complete: cannot start the waiter thread (out of host memory, or of threads)");
         }
         dev->waiter = w;
     }
@@ -16771,7 +16771,7 @@ static gf_result gf__stub_stream_create(gf_stream *s) {
 #ifndef GPUFLOW_STUB_INLINE
     if (!gf__thread_create(&q->thread, gf__stub_worker, q)) {
         gf__cond_destroy(&q->cond); gf__mutex_destroy(&q->lock); gf__free(q);
-        return gf__fail(GF_ERROR_OUT_OF_MEMORY, "stub: cannot start a stream's worker thread");
+        return gf__fail(GF_ERROR_OUT_OF_MEMORY, "stub: cannot start a stream's worker thread (out of host memory, or of threads)");
     }
 #endif
     s->native = q;
