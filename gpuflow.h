@@ -1384,7 +1384,9 @@ GPUFLOW_API gf_result gf_device_write_state(gf_device *dev, char *text, size_t s
        lost                 the device of the Nth operation (launch, copy, fill, op, buffer and
                             sync counted together) is lost from then on: that operation and
                             every later one on the device return GF_ERROR_DEVICE_LOST until
-                            gf_device_close (work already queued still runs)
+                            gf_device_close, and so do its queries, stream, event and capture
+                            creation, trim and the status of its event callbacks, as on a
+                            real lost device (work already queued still runs; destroys work)
        any other name       a driver entry point (cuLaunchKernel, clEnqueueNDRangeKernel,
                             hipMemcpyAsync, nvrtcCompileProgram, ...) or a kernel-cache file
                             operation (open, read, write, rename, remove, mkdir): it fails as
@@ -3397,6 +3399,11 @@ static gf_result gf__fault_point(gf_device *dev, int kind, const char *fn);
 static GF__TLS int gf__faults_inside;   /* > 0: the library's own waits (a close, a destroy, a set's pacing): never failed on purpose */
 #define GF__FAULT_POINT(dev, kind, fn) \
     (((gf__atomic_load_int(&gf__faults_armed) | gf__atomic_load_int(&(dev)->lost)) && !gf__faults_inside) ? gf__fault_point((dev), (kind), (fn)) : GF_OK)
+/* A call that is not a counted operation (a query, an object's creation, a capture's begin, a
+   trim) on a device a lost rule made lost fails as on a real lost device; it counts nothing. */
+static gf_result gf__device_lost(gf_device *dev, const char *fn);
+#define GF__LOST_POINT(dev, fn) \
+    ((gf__atomic_load_int(&(dev)->lost) && !gf__faults_inside) ? gf__device_lost((dev), (fn)) : GF_OK)
 static gf_result gf__wait_device(gf_device *dev);   /* gf_device_synchronize, as the library's own wait */
 static void gf__race_op(gf_stream *s, const gf__cmd *c);
 static void gf__budgets_free(gf_device *dev);
@@ -4804,6 +4811,7 @@ static void gf__stream_free(gf_stream *s) {
 
 static gf_result gf__call_stream_create(gf_device *dev, const gf_stream_desc *desc, gf_stream **out) {
     gf_priority prio = desc ? desc->priority : GF_PRIORITY_NORMAL;
+    gf_result r;
     GF__OUT_NULL(out);
     GF__CHECK(dev, GF__T_DEVICE);
     GF__CHECK_OUT(out);
@@ -4811,6 +4819,7 @@ static gf_result gf__call_stream_create(gf_device *dev, const gf_stream_desc *de
         return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_stream_create: priority %d is not a gf_priority", (int)prio);
     if (prio != GF_PRIORITY_NORMAL && !dev->info.stream_priorities)
         gf__notice(GF_LOG_INFO, "gf_stream_create: device %s has no stream priorities; the priority is kept as a label only", dev->tag);
+    if ((r = GF__LOST_POINT(dev, "gf_stream_create")) != GF_OK) return r;
     return gf__stream_new(dev, desc ? desc->label : NULL, prio, 0, out);
 }
 
@@ -4905,6 +4914,7 @@ static gf_result gf__call_stream_query(gf_stream *s) {
     gf_result r;
     GF__CHECK(s, GF__T_STREAM);
     if ((r = gf__refuse_in_capture(s, "gf_stream_query")) != GF_OK) return r;
+    if ((r = GF__LOST_POINT(s->dev, "gf_stream_query")) != GF_OK) return r;
     return gf__stream_query_settled(s);
 }
 
@@ -5783,6 +5793,7 @@ static gf_result gf__call_device_trim(gf_device *dev, size_t keep_bytes) {
     gf_result r;
     GF__CHECK(dev, GF__T_DEVICE);
     if ((r = gf__refuse_device_wait(GF__FN, dev)) != GF_OK) return r;
+    if ((r = GF__LOST_POINT(dev, GF__FN)) != GF_OK) return r;
     if ((r = gf__hidden_wait(GF__FN, NULL, "all queued work has run (frees reach the driver's pool only when they run)")) != GF_OK) return r;
     /* frees still queued on streams reach the driver's pool only when they run */
     if ((r = gf__wait_device(dev)) != GF_OK) return r;
@@ -6044,6 +6055,7 @@ static gf_result gf__call_event_create(gf_device *dev, unsigned flags, gf_event 
     GF__CHECK(dev, GF__T_DEVICE);
     GF__CHECK_OUT(out);
     if (flags & ~GF_EVENT_TIMING) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_event_create: unknown flags 0x%x", flags);
+    if ((r = GF__LOST_POINT(dev, "gf_event_create")) != GF_OK) return r;
     if ((r = gf__event_new(dev, flags, out)) == GF_OK) gf__live(dev, GF__T_EVENT, 1);
     return r;
 }
@@ -6304,6 +6316,7 @@ static gf_result gf__call_event_query(gf_event *ev) {
     GF__CHECK(ev, GF__T_EVENT);
     if ((r = gf__event_check_held("gf_event_query", ev)) != GF_OK) return r;
     if ((r = gf__event_check_wait("gf_event_query", ev)) != GF_OK) return r;
+    if ((r = GF__LOST_POINT(ev->dev, "gf_event_query")) != GF_OK) return r;
     if (!gf__event_marks_work(ev)) return GF_OK;
     race_seen = gf__race_seen_event(ev);
     return gf__event_settle(ev, ev->dev->be->event_query(ev), &race_seen, 0);
@@ -7564,6 +7577,7 @@ static int gf__waiter_fire_one(gf__waiter *w) {
         ev = w->waits[i].ev;
         race_seen = gf__race_seen_event(ev);
         r = gf__event_marks_work(ev) ? ev->dev->be->event_query(ev) : GF_OK;
+        if (r == GF_OK && gf__atomic_load_int(&ev->dev->lost)) r = GF_ERROR_DEVICE_LOST;   /* GPUFLOW_FAULTS' lost, as a real loss */
         gf__race_seen_done(ev->dev, &race_seen, r == GF_OK);   /* what fn enqueues comes after */
         if (r != GF_NOT_READY) {
             gf__wait fire;
@@ -9709,6 +9723,7 @@ static gf_result gf__stream_begin_capture(const char *fn, gf_stream *s, gf_captu
     if (mode < GF_CAPTURE_GLOBAL || mode > GF_CAPTURE_RELAXED)
         return gf__fail(GF_ERROR_INVALID_ARGUMENT, "%s: mode %d is not a gf_capture_mode", fn, (int)mode);
     if (s == s->dev->sync_stream) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "%s: the device's own stream cannot capture", fn);
+    if ((r = GF__LOST_POINT(s->dev, fn)) != GF_OK) return r;
     if (!(c = (gf__capture *)gf__calloc(sizeof *c)) || !(c->graph = gf__graph_new(s->dev, mode))) {
         gf__free(c);
         return gf__fail(GF_ERROR_OUT_OF_MEMORY, "%s: out of host memory", fn);
@@ -11858,13 +11873,15 @@ static int gf__fault_entry(const char *entry) {
 #endif
 /* A device operation of kind: GF_OK, or the failure asked for (a lost device fails all). Only
    through GF__FAULT_POINT (>>forward). */
+static gf_result gf__device_lost(gf_device *dev, const char *fn) {
+    return gf__fail(GF_ERROR_DEVICE_LOST, "%s: device %s is lost (GPUFLOW_FAULTS made it so at operation %llu): close it",
+                    fn, dev->tag, (unsigned long long)dev->lost_at);
+}
 static gf_result gf__fault_point(gf_device *dev, int kind, const char *fn) {
     char why[160];
     uint64_t number = 0;
     int hit;
-    if (gf__atomic_load_int(&dev->lost))
-        return gf__fail(GF_ERROR_DEVICE_LOST, "%s: device %s is lost (GPUFLOW_FAULTS made it so at operation %llu): close it",
-                        fn, dev->tag, (unsigned long long)dev->lost_at);
+    if (gf__atomic_load_int(&dev->lost)) return gf__device_lost(dev, fn);
     if (!(hit = gf__fault_count(kind, NULL, why, sizeof why, &number))) return GF_OK;
     if (hit == GF__FK_LOST) {
         dev->lost_at = number;

@@ -157,8 +157,13 @@ static void test_lost(gf_backend backend)
     gf_stream *os = NULL;
     gf_buffer *ob = NULL, *nb = NULL;
     uint32_t v = 0;
-    gf_stream *slow = NULL;
+    gf_stream *slow = NULL, *none = NULL;
+    gf_event *before = NULL, *none_ev = NULL;
+    th_flag told;
+    th_flag_init(&told);
     CHECK_EQ_RESULT(gf_stream_create(dev, NULL, &slow), GF_OK);
+    CHECK_EQ_RESULT(gf_event_create(dev, 0, &before), GF_OK);
+    if (before) CHECK_EQ_RESULT(gf_event_record(before, s), GF_OK);
     CHECK_EQ_RESULT(gf_faults_set("lost:4"), GF_OK);
     CHECK_EQ_RESULT(launch(add, 1), GF_OK);
     CHECK_EQ_RESULT(gf_stream_synchronize(s), GF_OK);
@@ -174,6 +179,21 @@ static void test_lost(gf_backend backend)
     CHECK_FAIL(gf_device_synchronize(dev), GF_ERROR_DEVICE_LOST);
     CHECK_FAIL(gf_buffer_create(dev, 64, &nb), GF_ERROR_DEVICE_LOST);
     CHECK(said("close it"), "lost: later calls say the device is lost and to close it");
+    /* what is not a counted operation fails too, as on a real lost device: queries, creations,
+       captures, trims and event callbacks answered as if all were well (a failure review) */
+    CHECK_FAIL(gf_stream_query(s), GF_ERROR_DEVICE_LOST);
+    CHECK_FAIL(gf_stream_create(dev, NULL, &none), GF_ERROR_DEVICE_LOST);
+    CHECK(none == NULL, "lost: no stream made");
+    CHECK_FAIL(gf_event_create(dev, 0, &none_ev), GF_ERROR_DEVICE_LOST);
+    CHECK_FAIL(gf_stream_begin_capture(s, GF_CAPTURE_GLOBAL), GF_ERROR_DEVICE_LOST);
+    CHECK_FAIL(gf_device_trim(dev, 0), GF_ERROR_DEVICE_LOST);
+    if (before) {
+        CHECK_FAIL(gf_event_query(before), GF_ERROR_DEVICE_LOST);
+        CHECK_EQ_RESULT(gf_event_on_complete(before, th_flag_cb, &told, NULL), GF_OK);
+        CHECK(th_flag_wait(&told, 1, TH_WAIT_MS) && told.status == GF_ERROR_DEVICE_LOST, "lost: an event callback is told the device is lost");
+        gf_event_destroy(before);
+    }
+    th_flag_destroy(&told);
     /* another device of the backend goes on */
     if (gf_device_open(backend, 0, &other) == GF_OK) {
         CHECK_EQ_RESULT(gf_stream_create(other, NULL, &os), GF_OK);
