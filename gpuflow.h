@@ -1109,7 +1109,10 @@ GPUFLOW_API void      gf_event_pool_destroy(gf_event_pool *pool);
 /* ---- stream pools -------------------------------------------------------------------- */
 /* Shared and thread-safe: a stream may be held by several acquirers at once (acquire_ready
    finds one nobody holds and nothing runs on). Codes: GF_TIMEOUT (acquire_ready),
-   GF_ERROR_INVALID_STATE (a release without an acquire). */
+   GF_ERROR_INVALID_STATE (a release without an acquire), and a stream's failure: a pool's
+   stream keeps it as any stream does (gf_stream_pool_synchronize returns it, and every later
+   one; a stream shared with other holders cannot be swapped), so a program that goes on after
+   a failure destroys the pool and makes another. */
 GPUFLOW_API gf_result gf_stream_pool_create(gf_device *dev, const gf_stream_pool_desc *desc, gf_stream_pool **out);
 GPUFLOW_API gf_result gf_stream_pool_acquire(gf_stream_pool *pool, const gf_acquire_hint *hint, gf_stream **out);
 GPUFLOW_API gf_result gf_stream_pool_release(gf_stream_pool *pool, gf_stream *s);
@@ -2642,6 +2645,7 @@ struct gf_stream {
     void *cond_native;              /* the backend's bodies of loops and branches open on it (native captures) */
     gf__mutex lock;                 /* enqueue order, capture state, profiler records */
     int status;                     /* gf_result: sticky asynchronous error, given to callbacks */
+    int sync_failed;                /* atomic: GPUFLOW_SYNC named a failure on it (later ones are that one) */
     gf__atomic64 ops, copies, bytes_copied, launches, callbacks;   /* atomics */
     gf__atomic64 staged_copies, bridged_waits;                    /* atomics: across devices */
     gf__atomic64 submitted, retired;    /* pending = submitted - retired, refreshed by query */
@@ -2955,6 +2959,9 @@ struct gf__backend {
     gf_result (*event_synchronize)(gf_event *ev);
     gf_result (*event_query)(gf_event *ev);                     /* GF_OK or GF_NOT_READY */
     gf_result (*event_elapsed_ms)(gf_event *start, gf_event *end, float *ms);
+    gf_result (*event_failure)(gf_event *ev);   /* optional: a complete event's work failed (its code,
+                                                   the text set), else GF_OK; a driver whose query
+                                                   answers failures itself leaves it NULL */
 
     gf_result (*module_load)(gf_module *mod, const gf_module_desc *desc);
     void      (*module_unload)(gf_module *mod);
@@ -4630,6 +4637,9 @@ static gf_result gf__sync_each(gf_stream *s, const gf__cmd *c) {
     gf_result r;
     if (gf__callback_stream) return GF_OK;
     if ((r = gf__stream_sync(s)) == GF_OK) return GF_OK;
+    if (gf__atomic_xchg_int(&s->sync_failed, 1))   /* the stream's sticky failure: not this operation's */
+        return gf__fail(r, "GPUFLOW_SYNC: stream '%s' failed before this %s (at the call GPUFLOW_SYNC named then): %s", s->label,
+                        gf__op_name(gf__cmd_op(c)), gf__error_text);
     return gf__fail(r, "GPUFLOW_SYNC: %s%s%s%s on stream '%s' failed: %s", gf__op_name(gf__cmd_op(c)),
                     c->kind == GF__CMD_LAUNCH ? " of '" : "", c->kind == GF__CMD_LAUNCH ? c->as.launch.kernel_name : "",
                     c->kind == GF__CMD_LAUNCH ? "'" : "", s->label, gf__error_text);
@@ -6263,6 +6273,11 @@ static const char *gf__event_wait_what(const char *prefix, gf_event *ev, char *w
     snprintf(what, size, "%.64swaiting for an event recorded on %s", prefix, label);
     return what;
 }
+/* What a complete event tells its program: GF_OK, or the failure of the work before it where
+   the backend keeps that apart from completion (the stub; r: the backend's query or wait). */
+static gf_result gf__event_outcome(gf_event *ev, gf_result r) {
+    return r == GF_OK && ev->dev->be->event_failure ? ev->dev->be->event_failure(ev) : r;
+}
 static gf_result gf__call_event_synchronize(gf_event *ev) {
     gf__race_seen race_seen;
     gf_result r;
@@ -6277,7 +6292,7 @@ static gf_result gf__call_event_synchronize(gf_event *ev) {
         char what[192];
         gf__hang_report(ev->dev, gf__event_wait_what("", ev, what, sizeof what));
     }
-    return gf__event_settle(ev, ev->dev->be->event_synchronize(ev), &race_seen, 1);
+    return gf__event_outcome(ev, gf__event_settle(ev, ev->dev->be->event_synchronize(ev), &race_seen, 1));
 }
 
 static gf_result gf__event_query_backend(void *p) { gf_event *ev = (gf_event *)p; return ev->dev->be->event_query(ev); }
@@ -6307,7 +6322,7 @@ static gf_result gf__call_event_synchronize_timeout(gf_event *ev, unsigned timeo
     if ((r = gf__event_check_held("gf_event_synchronize_timeout", ev)) != GF_OK) return r;
     if ((r = gf__event_wait_for("gf_event_synchronize_timeout", ev, timeout_ms, 1)) == GF_TIMEOUT)
         return gf__fail(GF_TIMEOUT, "gf_event_synchronize_timeout: the event's work had not completed after %u ms", timeout_ms);
-    return r;
+    return gf__event_marks_work(ev) ? gf__event_outcome(ev, r) : r;
 }
 
 static gf_result gf__call_event_query(gf_event *ev) {
@@ -6319,7 +6334,7 @@ static gf_result gf__call_event_query(gf_event *ev) {
     if ((r = GF__LOST_POINT(ev->dev, "gf_event_query")) != GF_OK) return r;
     if (!gf__event_marks_work(ev)) return GF_OK;
     race_seen = gf__race_seen_event(ev);
-    return gf__event_settle(ev, ev->dev->be->event_query(ev), &race_seen, 0);
+    return gf__event_outcome(ev, gf__event_settle(ev, ev->dev->be->event_query(ev), &race_seen, 0));
 }
 
 static gf_result gf__call_event_elapsed_ms(gf_event *start, gf_event *end, float *ms) {
@@ -6341,7 +6356,7 @@ static gf_result gf__call_event_elapsed_ms(gf_event *start, gf_event *end, float
         return gf__fail(GF_ERROR_INVALID_STATE, "gf_event_elapsed_ms: %s event was last recorded inside a capture, which gives it no time "
                         "(the graph's replays do not record it): record it outside the capture, around the graph's launch",
                         !gf__event_marks_work(start) ? "the start" : "the end");
-    if ((r = start->dev->be->event_query(start)) != GF_OK || (r = end->dev->be->event_query(end)) != GF_OK) {
+    if ((r = gf__event_outcome(start, start->dev->be->event_query(start))) != GF_OK || (r = gf__event_outcome(end, end->dev->be->event_query(end))) != GF_OK) {
         if (r == GF_NOT_READY) gf__set_error(GF_NOT_READY, "gf_event_elapsed_ms: the events have not completed yet");
         return r;
     }
@@ -7577,8 +7592,9 @@ static int gf__waiter_fire_one(gf__waiter *w) {
         ev = w->waits[i].ev;
         race_seen = gf__race_seen_event(ev);
         r = gf__event_marks_work(ev) ? ev->dev->be->event_query(ev) : GF_OK;
-        if (r == GF_OK && gf__atomic_load_int(&ev->dev->lost)) r = GF_ERROR_DEVICE_LOST;   /* GPUFLOW_FAULTS' lost, as a real loss */
         gf__race_seen_done(ev->dev, &race_seen, r == GF_OK);   /* what fn enqueues comes after */
+        if (r == GF_OK && gf__event_marks_work(ev)) r = gf__event_outcome(ev, r);   /* fn is told the work's failure */
+        if (r == GF_OK && gf__atomic_load_int(&ev->dev->lost)) r = GF_ERROR_DEVICE_LOST;   /* GPUFLOW_FAULTS' lost, as a real loss */
         if (r != GF_NOT_READY) {
             gf__wait fire;
             int after;
@@ -16925,27 +16941,36 @@ static gf_result gf__stub_stream_wait_event(gf_stream *s, gf_event *ev) {
 }
 static int gf__stub_peer_can_access(gf_device *a, gf_device *b) { (void)a; (void)b; return 1; }
 static gf_result gf__stub_peer_enable(gf_device *a, gf_device *b) { (void)a; (void)b; return GF_OK; }
-/* The event's state: GF_NOT_READY, GF_OK, or the failure of the work before it; *when_ns
-   (may be NULL) the time it completed (0: never recorded). wait: until it has completed. */
-static gf_result gf__stub_event_state(gf_event *ev, int wait, uint64_t *when_ns) {
+/* The event's state: GF_NOT_READY or GF_OK (complete, whether its work failed or not: what
+   the core's bookkeeping asks); *when_ns (may be NULL) the time it completed (0: never
+   recorded); *failure (may be NULL) the failure of the work before it. wait: until complete. */
+static gf_result gf__stub_event_state(gf_event *ev, int wait, uint64_t *when_ns, gf_result *failure) {
     gf__stub_mark *m = gf__stub_latest(ev);
     gf_result r = GF_OK;
     if (when_ns) *when_ns = 0;
+    if (failure) *failure = GF_OK;
     if (!m) return GF_OK;
     gf__lock(&m->lock);
     while (wait && !m->done) gf__cond_wait(&m->cond, &m->lock);
     if (!m->done) r = GF_NOT_READY;
-    else if ((r = gf__stub_mark_status(m)) == GF_OK && when_ns) *when_ns = m->when_ns;
+    else {
+        if (when_ns) *when_ns = m->when_ns;
+        if (failure) *failure = gf__stub_mark_status(m);
+    }
     gf__unlock(&m->lock);
     gf__stub_mark_unref(m);
     return r;
 }
-static gf_result gf__stub_event_synchronize(gf_event *ev) { return gf__stub_event_state(ev, 1, NULL); }
-static gf_result gf__stub_event_query(gf_event *ev) { return gf__stub_event_state(ev, 0, NULL); }
+static gf_result gf__stub_event_synchronize(gf_event *ev) { return gf__stub_event_state(ev, 1, NULL, NULL); }
+static gf_result gf__stub_event_query(gf_event *ev) { return gf__stub_event_state(ev, 0, NULL, NULL); }
+static gf_result gf__stub_event_failure(gf_event *ev) {
+    gf_result failure;
+    return gf__stub_event_state(ev, 0, NULL, &failure) == GF_OK ? failure : GF_OK;
+}
 static gf_result gf__stub_event_elapsed_ms(gf_event *start, gf_event *end, float *ms) {
     uint64_t a, b;
-    gf_result r;
-    if ((r = gf__stub_event_state(start, 0, &a)) != GF_OK || (r = gf__stub_event_state(end, 0, &b)) != GF_OK) return r;
+    (void)gf__stub_event_state(start, 0, &a, NULL);   /* both complete: the core asked */
+    (void)gf__stub_event_state(end, 0, &b, NULL);
     *ms = (float)((double)(int64_t)(b - a) / 1e6);
     return GF_OK;
 }
@@ -17250,6 +17275,7 @@ static void gf__stub_fill_table(gf__backend *t) {
     t->stream_wait_event = gf__stub_stream_wait_event;
     t->event_synchronize = gf__stub_event_synchronize;
     t->event_query = gf__stub_event_query;
+    t->event_failure = gf__stub_event_failure;
     t->event_elapsed_ms = gf__stub_event_elapsed_ms;
     t->module_load = gf__stub_module_load;
     t->module_unload = gf__stub_module_unload;

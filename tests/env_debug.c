@@ -81,6 +81,7 @@ int main(void)
         gf_kernel_get(mod, "bad_sync", &k) == GF_OK) {
         gf_arg args[1] = { GF_ARG_BUFFER(buf) };
         gf_launch(c, k, dims, args, 1);                     /* its failure shows at the stream's next wait */
+        gf_fill_async(c, buf, 0, 0, 16);                    /* GPUFLOW_SYNC=1: not blamed for the launch's failure */
         gf_stream_synchronize(c);
         if (gf_kernel_get(mod, "slow_kernel", &slow) == GF_OK && gf_stream_create(dev, NULL, &d) == GF_OK) {
             gf_launch(d, slow, one, args, 1);

@@ -60,6 +60,9 @@ run GPUFLOW_SYNC=1
 if has "^gpuflow: GPUFLOW_SYNC: launch of 'bad_sync' on stream 'stream 3' failed: " && grep -q '^done$' "$out/out"; then
     ok "GPUFLOW_SYNC=1: the launch that fails is named with its kernel and stream, at the launch"
 else fail "GPUFLOW_SYNC=1: stderr has: $(head -c 400 "$out/err")"; fi
+if has "^gpuflow: GPUFLOW_SYNC: stream 'stream 3' failed before this fill" && ! has "^gpuflow: GPUFLOW_SYNC: fill on stream 'stream 3' failed"; then
+    ok "GPUFLOW_SYNC=1: an operation after the failure is not named as failing itself (a failure review)"
+else fail "GPUFLOW_SYNC=1: the fill after the failed launch: $(grep fill "$out/err" | head -c 400)"; fi
 
 run GPUFLOW_STATS=1
 if has "^gpuflow: GPUFLOW_STATS: 'gpuflow CPU stub' (stub 0) at close" && has "^gpuflow: GPUFLOW_STATS:   memory device " &&
