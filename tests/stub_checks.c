@@ -416,9 +416,6 @@ static void test_spent_items(void)
 
 /* failure propagation review: the stub's events answered GF_OK after a failed launch (CUDA and
    OpenCL report the failure), so gf_event_on_complete and flow tasks were told all went well */
-static volatile int complete_status = 1;   /* written on the waiter thread; read after it ran */
-static volatile int complete_ran;
-static void on_event_complete(void *user, gf_result status) { (void)user; complete_status = status; complete_ran = 1; }
 static void test_failure_reaches_events(void)
 {
     gf_buffer *x = NULL;
@@ -426,8 +423,9 @@ static void test_failure_reaches_events(void)
     gf_event *start = NULL, *ev = NULL, *fine = NULL;
     uint64_t wait_id = 0;
     float ms = 0;
-    int i;
+    th_flag told;   /* the waiter thread's callback: its count and the status it was given */
     if (!CHECK_EQ_RESULT(gf_buffer_create(dev, 32 * sizeof(float), &x), GF_OK)) return;
+    th_flag_init(&told);
     CHECK_EQ_RESULT(gf_event_create(dev, GF_EVENT_TIMING, &start), GF_OK);
     CHECK_EQ_RESULT(gf_event_create(dev, GF_EVENT_TIMING, &ev), GF_OK);
     CHECK_EQ_RESULT(gf_event_create(dev, 0, &fine), GF_OK);
@@ -448,7 +446,7 @@ static void test_failure_reaches_events(void)
     }
     CHECK_EQ_RESULT(gf_fill_async(s, x, 0, 0, 32 * sizeof(float)), GF_OK);
     CHECK_EQ_RESULT(gf_event_record(ev, s), GF_OK);
-    CHECK_EQ_RESULT(gf_event_on_complete(ev, on_event_complete, NULL, &wait_id), GF_OK);
+    CHECK_EQ_RESULT(gf_event_on_complete(ev, th_flag_cb, &told, &wait_id), GF_OK);
     CHECK_EQ_RESULT(gf_stream_wait_event(after, ev), GF_OK);
     CHECK_EQ_RESULT(gf_fill_async(after, x, 0, 0, 32 * sizeof(float)), GF_OK);
 
@@ -459,8 +457,7 @@ static void test_failure_reaches_events(void)
     CHECK_EQ_RESULT(gf_event_elapsed_ms(start, ev, &ms), GF_ERROR_DRIVER);
     CHECK_EQ_RESULT(gf_stream_synchronize(after), GF_ERROR_DRIVER);
     CHECK(error_has("kernel 'early_return'") && error_has("waited for"), "a stream that waited for the failed work fails with it, and says so");
-    for (i = 0; i < 2000 && !__atomic_load_n(&complete_ran, __ATOMIC_ACQUIRE); i++) th_sleep_ms(1);
-    CHECK(complete_ran && complete_status == GF_ERROR_DRIVER, "gf_event_on_complete's callback is told the failure");
+    CHECK(th_flag_wait(&told, 1, TH_WAIT_MS) && told.status == GF_ERROR_DRIVER, "gf_event_on_complete's callback is told the failure");
     CHECK_EQ_RESULT(gf_event_query(fine), GF_OK);   /* recorded before, on a healthy stream */
     CHECK_EQ_RESULT(gf_event_query(start), GF_OK);  /* before the failed launch */
     gf_stream_destroy(s);
@@ -468,6 +465,7 @@ static void test_failure_reaches_events(void)
     CHECK_EQ_RESULT(gf_device_synchronize(dev), GF_OK);
     gf_event_destroy(start); gf_event_destroy(ev); gf_event_destroy(fine);
     gf_buffer_destroy(x);
+    th_flag_destroy(&told);
 }
 
 int main(void)
