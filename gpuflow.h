@@ -1096,7 +1096,7 @@ GPUFLOW_API void      gf_event_destroy(gf_event *ev);
 GPUFLOW_API gf_result gf_event_record(gf_event *ev, gf_stream *s);
 GPUFLOW_API gf_result gf_event_synchronize(gf_event *ev);
 GPUFLOW_API gf_result gf_event_synchronize_timeout(gf_event *ev, unsigned timeout_ms);     /* GF_TIMEOUT */
-GPUFLOW_API gf_result gf_event_query(gf_event *ev);       /* GF_OK or GF_NOT_READY */
+GPUFLOW_API gf_result gf_event_query(gf_event *ev);       /* GF_OK, GF_NOT_READY, or the work's failure */
 GPUFLOW_API gf_result gf_event_elapsed_ms(gf_event *start, gf_event *end, float *ms);
 GPUFLOW_API gf_result gf_event_on_complete(gf_event *ev, gf_callback fn, void *user, uint64_t *wait_id);
 GPUFLOW_API gf_result gf_event_cancel_wait(gf_device *dev, uint64_t wait_id);
@@ -6278,21 +6278,35 @@ static const char *gf__event_wait_what(const char *prefix, gf_event *ev, char *w
 static gf_result gf__event_outcome(gf_event *ev, gf_result r) {
     return r == GF_OK && ev->dev->be->event_failure ? ev->dev->be->event_failure(ev) : r;
 }
-static gf_result gf__call_event_synchronize(gf_event *ev) {
+/* A wait for ev's completion, for fn (the library's own pacing too): GF_OK once complete,
+   whether its work failed or not (gf__event_outcome tells that to the program). */
+static gf_result gf__event_sync_done(const char *fn, gf_event *ev) {
     gf__race_seen race_seen;
     gf_result r;
-    GF__CHECK(ev, GF__T_EVENT);
-    if ((r = gf__event_check_held("gf_event_synchronize", ev)) != GF_OK) return r;
-    if ((r = gf__event_check_wait("gf_event_synchronize", ev)) != GF_OK) return r;
-    if ((r = GF__FAULT_POINT(ev->dev, GF__FK_SYNC, "gf_event_synchronize")) != GF_OK) return r;
-    if ((r = gf__event_refuse_self_wait("gf_event_synchronize", ev)) != GF_OK) return r;
+    if ((r = GF__FAULT_POINT(ev->dev, GF__FK_SYNC, fn)) != GF_OK) return r;
+    if ((r = gf__event_refuse_self_wait(fn, ev)) != GF_OK) return r;
     if (!gf__event_marks_work(ev)) return GF_OK;
     race_seen = gf__race_seen_event(ev);
     if (ev->dev->hang_ms && gf__poll(gf__event_query_backend, ev, ev->dev->hang_ms) == GF_TIMEOUT) {
         char what[192];
         gf__hang_report(ev->dev, gf__event_wait_what("", ev, what, sizeof what));
     }
-    return gf__event_outcome(ev, gf__event_settle(ev, ev->dev->be->event_synchronize(ev), &race_seen, 1));
+    return gf__event_settle(ev, ev->dev->be->event_synchronize(ev), &race_seen, 1);
+}
+/* Whether ev has completed, without waiting (as gf__event_sync_done). */
+static gf_result gf__event_query_done(gf_event *ev) {
+    gf__race_seen race_seen;
+    if (!gf__event_marks_work(ev)) return GF_OK;
+    race_seen = gf__race_seen_event(ev);
+    return gf__event_settle(ev, ev->dev->be->event_query(ev), &race_seen, 0);
+}
+static gf_result gf__call_event_synchronize(gf_event *ev) {
+    gf_result r;
+    GF__CHECK(ev, GF__T_EVENT);
+    if ((r = gf__event_check_held("gf_event_synchronize", ev)) != GF_OK) return r;
+    if ((r = gf__event_check_wait("gf_event_synchronize", ev)) != GF_OK) return r;
+    r = gf__event_sync_done("gf_event_synchronize", ev);
+    return gf__event_marks_work(ev) ? gf__event_outcome(ev, r) : r;
 }
 
 static gf_result gf__event_query_backend(void *p) { gf_event *ev = (gf_event *)p; return ev->dev->be->event_query(ev); }
@@ -6326,15 +6340,13 @@ static gf_result gf__call_event_synchronize_timeout(gf_event *ev, unsigned timeo
 }
 
 static gf_result gf__call_event_query(gf_event *ev) {
-    gf__race_seen race_seen;
     gf_result r;
     GF__CHECK(ev, GF__T_EVENT);
     if ((r = gf__event_check_held("gf_event_query", ev)) != GF_OK) return r;
     if ((r = gf__event_check_wait("gf_event_query", ev)) != GF_OK) return r;
     if ((r = GF__LOST_POINT(ev->dev, "gf_event_query")) != GF_OK) return r;
-    if (!gf__event_marks_work(ev)) return GF_OK;
-    race_seen = gf__race_seen_event(ev);
-    return gf__event_outcome(ev, gf__event_settle(ev, ev->dev->be->event_query(ev), &race_seen, 0));
+    r = gf__event_query_done(ev);
+    return gf__event_marks_work(ev) ? gf__event_outcome(ev, r) : r;
 }
 
 static gf_result gf__call_event_elapsed_ms(gf_event *start, gf_event *end, float *ms) {
@@ -7015,7 +7027,8 @@ static gf_result gf__set_wait_round(gf_stream_set *set, int slot, const uint64_t
     GF__HELD(&set->lock);
     gf__unlock(&set->lock);
     gf__faults_inside++;   /* the set's own pacing */
-    r = end ? gf__event_wait_for("gf_stream_set_wait_frames", done, left < GF__PACE_SLICE_MS ? left : GF__PACE_SLICE_MS, 0) : gf_event_synchronize(done);
+    r = end ? gf__event_wait_for("gf_stream_set_wait_frames", done, left < GF__PACE_SLICE_MS ? left : GF__PACE_SLICE_MS, 0)
+            : gf__event_sync_done("gf_stream_set_next", done);   /* completion: a failed frame is over too */
     gf__faults_inside--;
     gf__lock(&set->lock);
     if (r == GF_OK && set->pending[slot] && set->round_frame[slot] == frame) gf__set_round_complete(set, slot);
@@ -7026,7 +7039,7 @@ static void gf__set_collect(gf_stream_set *set) {
     int i;
     GF__HELD(&set->lock);
     for (i = 0; i < set->depth; i++)
-        if (set->pending[i] && gf_event_query(set->round_done[i]) == GF_OK) gf__set_round_complete(set, i);
+        if (set->pending[i] && gf__event_query_done(set->round_done[i]) == GF_OK) gf__set_round_complete(set, i);
 }
 
 static gf_result gf__call_stream_set_next(gf_stream_set *set, size_t i, gf_stream **out) {
@@ -15756,7 +15769,8 @@ typedef struct gf__stub_item {
     unsigned char *dst; const unsigned char *src; size_t bytes; unsigned char value;
     uint32_t pattern; int width;    /* FILL of 2- or 4-byte values (width 0: value) */
     void (*fn)(void *); void *user; gf_stream *stream;   /* CALLBACK: fn(user), on stream */
-    gf__stub_mark *mark;
+    gf__stub_mark *mark;            /* RECORD, WAIT */
+    int spread;                     /* WAIT: the mark's failure becomes this stream's (not on a device's own streams) */
     void (*kernel)(const gf_kernel_ctx *, void *const *); gf_launch_dims dims; void **argv;
     void (*threads)(gf_kernel_ctx *, void *const *, unsigned);   /* LAUNCH: a block row as one loop (NULL: none) */
     int per_block;                  /* LAUNCH: kernel runs a whole block (a block kernel) */
@@ -16709,7 +16723,7 @@ static void gf__stub_run(gf__stub_stream *q, gf__stub_item *it) {
     }
     case GF__STUB_WAIT:   /* work after a wait on failed work fails with it, as OpenCL's wait lists */
         gf__stub_mark_wait(it->mark);
-        if (it->mark->status)   /* written before done, which the wait saw under the mark's lock */
+        if (it->spread && it->mark->status)   /* written before done, which the wait saw under the mark's lock */
             gf__stub_fail_async(q, it->mark->status, "%s (the stream waited for that work)",
                                 it->mark->message ? it->mark->message : "stub: the work before the event failed");
         gf__stub_mark_unref(it->mark);
@@ -16937,6 +16951,9 @@ static gf_result gf__stub_stream_wait_event(gf_stream *s, gf_event *ev) {
     if (!m) return GF_OK;
     if (!(it = gf__stub_item_new(GF__STUB_WAIT, 0))) { gf__stub_mark_unref(m); return gf__fail(GF_ERROR_OUT_OF_MEMORY, "stub: out of host memory"); }
     it->mark = m;
+    /* the device's own streams wait for the library's orderings, never asked for by the program:
+       a failure there would stay for good on a stream nobody synchronizes */
+    it->spread = s != s->dev->sync_stream && s != s->dev->peer_stream && s != s->dev->outside_stream;
     return gf__stub_push(s, it);
 }
 static int gf__stub_peer_can_access(gf_device *a, gf_device *b) { (void)a; (void)b; return 1; }

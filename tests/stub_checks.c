@@ -467,6 +467,63 @@ static void test_failure_reaches_events(void)
     gf_buffer_destroy(x);
     th_flag_destroy(&told);
 }
+/* A review of the above: the library's own waits took the failure too. A stream set never
+   counted a failed frame complete (its next on that slot failed for good), and a copy to
+   another device left that device's own stream failed for good. Both see completion. */
+static gf_result launch_early_return(gf_stream *s, gf_buffer *x)
+{
+    gf_kernel *k = NULL;
+    gf_launch_dims d;
+    gf_arg args[2];
+    unsigned n = 32;
+    memset(&d, 0, sizeof d); memset(args, 0, sizeof args);
+    d.grid[0] = 4; d.grid[1] = d.grid[2] = 1; d.block[0] = 8; d.block[1] = d.block[2] = 1;
+    args[0].buffer = x; args[1].value = &n; args[1].size = sizeof n;
+    if (gf_kernel_get(mod, "early_return", &k) != GF_OK) return GF_ERROR_NOT_FOUND;
+    return gf_launch(s, k, d, args, 2);
+}
+static void test_failure_stays_with_the_program(void)
+{
+    gf_stream_set *set = NULL;
+    gf_stream *t = NULL;
+    gf_buffer *x = NULL, *far = NULL;
+    gf_device *other = NULL;
+    gf_frame_info fi;
+    char state[4096] = "";
+    if (!CHECK_EQ_RESULT(gf_buffer_create(dev, 32 * sizeof(float), &x), GF_OK)) return;
+    if (CHECK_EQ_RESULT(gf_stream_set_create(dev, 2, "failing", &set), GF_OK)) {
+        CHECK_EQ_RESULT(gf_stream_set_next(set, 0, &t), GF_OK);
+        if (t) CHECK_EQ_RESULT(launch_early_return(t, x), GF_OK);
+        CHECK_EQ_RESULT(gf_stream_set_end_frame(set), GF_OK);
+        CHECK_EQ_RESULT(gf_stream_set_next(set, 1, &t), GF_OK);
+        CHECK_EQ_RESULT(gf_stream_set_end_frame(set), GF_OK);
+        CHECK_EQ_RESULT(gf_stream_set_next(set, 0, &t), GF_OK);   /* waits for the failed frame: it is over */
+        CHECK_EQ_RESULT(gf_stream_set_end_frame(set), GF_OK);
+        CHECK_EQ_RESULT(gf_stream_set_wait_frames(set, 0, TH_WAIT_MS), GF_OK);
+        CHECK(gf_stream_set_frames(set, &fi) == GF_OK && fi.frames == 3 && fi.completed == 3 && fi.in_flight == 0,
+              "a stream set counts a frame whose work failed as complete: its pacing goes on");
+        CHECK_EQ_RESULT(gf_stream_set_synchronize(set), GF_ERROR_DRIVER);   /* the failure is still told */
+        gf_stream_set_destroy(set);
+    }
+    if (gf_device_count(GF_BACKEND_STUB) > 1 && CHECK_EQ_RESULT(gf_device_open(GF_BACKEND_STUB, 1, &other), GF_OK)) {
+        gf_stream *s = NULL;
+        CHECK_EQ_RESULT(gf_buffer_create(other, 32 * sizeof(float), &far), GF_OK);
+        CHECK_EQ_RESULT(gf_stream_create(dev, NULL, &s), GF_OK);
+        if (s && far) {
+            CHECK_EQ_RESULT(launch_early_return(s, x), GF_OK);
+            CHECK_EQ_RESULT(gf_copy_buffer_async(s, far, 0, x, 0, 32 * sizeof(float)), GF_OK);
+            CHECK_EQ_RESULT(gf_stream_synchronize(s), GF_ERROR_DRIVER);
+        }
+        gf_stream_destroy(s);
+        CHECK_EQ_RESULT(gf_device_synchronize(other), GF_OK);
+        CHECK_EQ_RESULT(gf_device_write_state(other, state, sizeof state), GF_OK);
+        CHECK(strstr(state, "failed") == NULL, "a copy to another device after a failure leaves that device's own streams healthy");
+        if (strstr(state, "failed")) printf("%s\n", state);
+        gf_buffer_destroy(far);
+        gf_device_close(other);
+    }
+    gf_buffer_destroy(x);
+}
 
 int main(void)
 {
@@ -480,6 +537,7 @@ int main(void)
        memory failure stops at, which block the state report names); the dialect and
        conformance tests run blocks on every core */
     setenv("GPUFLOW_STUB_THREADS", "1", 1);
+    setenv("GPUFLOW_STUB_DEVICES", "2", 1);   /* a second device for a copy across */
     if (!CHECK_EQ_RESULT(gf_device_open(GF_BACKEND_STUB, 0, &dev), GF_OK)) return th_finish();
     memset(&md, 0, sizeof md);
     md.stub_kernels = kernels;
@@ -491,6 +549,7 @@ int main(void)
     test_guards();
     test_spent_items();
     test_failure_reaches_events();
+    test_failure_stays_with_the_program();
     test_fiber_stack_guard();
     gf_module_destroy(mod);
     gf_device_close(dev);
