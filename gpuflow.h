@@ -1079,7 +1079,9 @@ GPUFLOW_API gf_device  *gf_stream_device(const gf_stream *s);
    acquired again, but in its own gf_event_on_complete callbacks), GF_ERROR_CAPTURE (waiting on an event recorded inside a capture
    in progress), GF_ERROR_NOT_FOUND (a wait id that is not pending), or the failure of the work
    before the event on its stream (its query, synchronize, elapsed time and on_complete status
-   give it; a stream that waits for the event fails with it too). A never-recorded event
+   give it; on the stub a stream of the event's device that waits for it fails with it too; a
+   GPU's driver reports a fault its own way: CUDA's and HIP's in every later call of the
+   context). A never-recorded event
    counts as complete, as in CUDA; so does one last recorded inside a capture that has ended
    (the record marked a place in the graph, for its forks and joins; replays do not record the
    event, and it has no time: record events outside the capture, around its launch, to time it). An event (or an event pool) destroyed, or an event released,
@@ -1387,9 +1389,10 @@ GPUFLOW_API gf_result gf_device_write_state(gf_device *dev, char *text, size_t s
        lost                 the device of the Nth operation (launch, copy, fill, op, buffer and
                             sync counted together) is lost from then on: that operation and
                             every later one on the device return GF_ERROR_DEVICE_LOST until
-                            gf_device_close, and so do its queries, stream, event and capture
-                            creation, trim and the status of its event callbacks, as on a
-                            real lost device (work already queued still runs; destroys work)
+                            gf_device_close, and so do its queries, elapsed times, stream,
+                            event and capture creation, trim and the status of its event
+                            callbacks, as on a real lost device (work already queued still
+                            runs; destroys work)
        any other name       a driver entry point (cuLaunchKernel, clEnqueueNDRangeKernel,
                             hipMemcpyAsync, nvrtcCompileProgram, ...) or a kernel-cache file
                             operation (open, read, write, rename, remove, mkdir): it fails as
@@ -4733,8 +4736,13 @@ static uint64_t gf__stream_unsettled(gf_stream *s) {
    work whether it failed or not (the race detector learns it either way: the next access
    after a failed kernel raced with nothing). */
 static gf_result gf__stream_settle(gf_stream *s, gf_result r, uint64_t seen, gf__race_seen *race_seen, int waited) {
-    if (r == GF_OK) gf__stream_retire(s, seen);
-    else if (r != GF_NOT_READY) gf__atomic_store_int(&s->status, (int)r);
+    if (r == GF_OK) {
+        gf__stream_retire(s, seen);
+        /* its work so far ran well: a failure its callbacks were told of is no longer the
+           stream's (a driver whose wait failed once and then answered GF_OK, as OpenCL's may;
+           a stream that keeps a failure, as CUDA's and the stub's, never answers GF_OK) */
+        if (gf__atomic_load_int(&s->status)) gf__atomic_store_int(&s->status, 0);
+    } else if (r != GF_NOT_READY) gf__atomic_store_int(&s->status, (int)r);
     gf__race_seen_done(s->dev, race_seen, r == GF_OK || (waited && r < 0));
     return r;
 }
@@ -6211,6 +6219,10 @@ static gf_result gf__call_stream_wait_stream(gf_stream *waiter, gf_stream *other
         return gf__wait_stream_across(waiter, other);
     }
     if (waiter == other) return GF_OK;
+    gf__lock(&waiter->lock);   /* one operation, a wait, as gf_stream_wait_event (faults on demand count it) */
+    r = waiter->capture ? GF_OK : GF__FAULT_POINT(waiter->dev, GF__FK_OP, "wait");
+    gf__unlock(&waiter->lock);
+    if (r != GF_OK) return r;
     if ((r = gf__event_pool_take(waiter->dev->events, 0, &ev)) != GF_OK) return r;
     gf__lock(&other->lock);
     r = gf__event_record_locked(ev, other);
@@ -6364,6 +6376,7 @@ static gf_result gf__call_event_elapsed_ms(gf_event *start, gf_event *end, float
         return gf__fail(GF_ERROR_INVALID_STATE, "gf_event_elapsed_ms: %s event has never been recorded",
                         !gf__atomic_load_int(&start->recorded) ? "the start" : "the end");
     if ((r = gf__event_check_wait("gf_event_elapsed_ms", start)) != GF_OK || (r = gf__event_check_wait("gf_event_elapsed_ms", end)) != GF_OK) return r;
+    if ((r = GF__LOST_POINT(start->dev, "gf_event_elapsed_ms")) != GF_OK) return r;
     if (!gf__event_marks_work(start) || !gf__event_marks_work(end))
         return gf__fail(GF_ERROR_INVALID_STATE, "gf_event_elapsed_ms: %s event was last recorded inside a capture, which gives it no time "
                         "(the graph's replays do not record it): record it outside the capture, around the graph's launch",
