@@ -388,7 +388,9 @@ typedef struct gf_flow_desc {
 
 /* A flow task with every option (gf_flow_add_desc). The stream pool's strategy picks the
    task's stream from its priority and workload; on_complete runs on the device's waiter thread
-   once the task's GPU work is done (gf_flow_run only: a captured flow has no per-run events). */
+   once the task's GPU work is done, with its status (gf_flow_run only: a captured flow has no
+   per-run events). A run that fails before a task's work is queued (its fn or an earlier task
+   failed; gf_flow_run returns that failure) does not call that task's on_complete. */
 typedef struct gf_task_desc {
     const char *name;             /* default "task N" */
     gf_task_fn fn;                /* required */
