@@ -414,6 +414,19 @@ static void test_spent_items(void)
     gf_stream_destroy(s);
 }
 
+/* early_return over 32 floats of x, 4 blocks of 8: its stream fails */
+static gf_result launch_early_return(gf_stream *s, gf_buffer *x)
+{
+    gf_kernel *k = NULL;
+    gf_launch_dims d;
+    gf_arg args[2];
+    unsigned n = 32;
+    memset(&d, 0, sizeof d); memset(args, 0, sizeof args);
+    d.grid[0] = 4; d.grid[1] = d.grid[2] = 1; d.block[0] = 8; d.block[1] = d.block[2] = 1;
+    args[0].buffer = x; args[1].value = &n; args[1].size = sizeof n;
+    if (gf_kernel_get(mod, "early_return", &k) != GF_OK) return GF_ERROR_NOT_FOUND;
+    return gf_launch(s, k, d, args, 2);
+}
 /* failure propagation review: the stub's events answered GF_OK after a failed launch (CUDA and
    OpenCL report the failure), so gf_event_on_complete and flow tasks were told all went well */
 static void test_failure_reaches_events(void)
@@ -433,17 +446,7 @@ static void test_failure_reaches_events(void)
     CHECK_EQ_RESULT(gf_event_record(fine, after), GF_OK);
     CHECK_EQ_RESULT(gf_stream_create(dev, NULL, &s), GF_OK);
     CHECK_EQ_RESULT(gf_event_record(start, s), GF_OK);
-    {
-        gf_kernel *k = NULL;
-        gf_launch_dims d;
-        gf_arg args[2];
-        unsigned n = 32;
-        memset(&d, 0, sizeof d); memset(args, 0, sizeof args);
-        d.grid[0] = 4; d.grid[1] = d.grid[2] = 1; d.block[0] = 8; d.block[1] = d.block[2] = 1;
-        args[0].buffer = x; args[1].value = &n; args[1].size = sizeof n;
-        CHECK_EQ_RESULT(gf_kernel_get(mod, "early_return", &k), GF_OK);
-        CHECK_EQ_RESULT(gf_launch(s, k, d, args, 2), GF_OK);
-    }
+    CHECK_EQ_RESULT(launch_early_return(s, x), GF_OK);
     CHECK_EQ_RESULT(gf_fill_async(s, x, 0, 0, 32 * sizeof(float)), GF_OK);
     CHECK_EQ_RESULT(gf_event_record(ev, s), GF_OK);
     CHECK_EQ_RESULT(gf_event_on_complete(ev, th_flag_cb, &told, &wait_id), GF_OK);
@@ -470,18 +473,6 @@ static void test_failure_reaches_events(void)
 /* A review of the above: the library's own waits took the failure too. A stream set never
    counted a failed frame complete (its next on that slot failed for good), and a copy to
    another device left that device's own stream failed for good. Both see completion. */
-static gf_result launch_early_return(gf_stream *s, gf_buffer *x)
-{
-    gf_kernel *k = NULL;
-    gf_launch_dims d;
-    gf_arg args[2];
-    unsigned n = 32;
-    memset(&d, 0, sizeof d); memset(args, 0, sizeof args);
-    d.grid[0] = 4; d.grid[1] = d.grid[2] = 1; d.block[0] = 8; d.block[1] = d.block[2] = 1;
-    args[0].buffer = x; args[1].value = &n; args[1].size = sizeof n;
-    if (gf_kernel_get(mod, "early_return", &k) != GF_OK) return GF_ERROR_NOT_FOUND;
-    return gf_launch(s, k, d, args, 2);
-}
 static void test_failure_stays_with_the_program(void)
 {
     gf_stream_set *set = NULL;
