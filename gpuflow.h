@@ -1158,7 +1158,10 @@ GPUFLOW_API gf_result  gf_stream_set_wait_frames(gf_stream_set *set, int max_in_
 /* The streams may belong to several devices (waits across devices, see "more than one
    device"). gf_barrier: each stream waits, on the device, for what the others had queued;
    gf_synchronize_all: the host waits for them all. Codes: GF_ERROR_INVALID_ARGUMENT (count
-   outside 1..GF_POOL_MAX_STREAMS for gf_barrier), GF_ERROR_CAPTURE, GF_ERROR_DRIVER. */
+   outside 1..GF_POOL_MAX_STREAMS for gf_barrier), GF_ERROR_CAPTURE, GF_ERROR_DRIVER. A barrier
+   is waits: on the stub, a stream that failed before it fails the others with it, for good (a
+   flow's dependencies and its pool's streams the same); a program that goes on after a kernel
+   fails makes its streams anew (on a GPU a kernel's fault usually ends the whole context). */
 GPUFLOW_API gf_result gf_barrier(gf_stream *const *streams, int count);
 GPUFLOW_API gf_result gf_synchronize_all(gf_stream *const *streams, int count, double *elapsed_ms);
 
@@ -7024,10 +7027,12 @@ static gf_result gf__set_end_round(gf_stream_set *set) {
    (set->lock held). */
 static void gf__set_round_complete(gf_stream_set *set, int slot) {
     float ms = 0.0f;
+    gf_event *a = set->round_start[slot], *b = set->round_done[slot];
     GF__HELD(&set->lock);
     set->pending[slot] = 0;
-    if (gf__frames_complete(&set->count, set->round_frame[slot]))
-        set->count.last_ms = gf_event_elapsed_ms(set->round_start[slot], set->round_done[slot], &ms) == GF_OK ? ms : 0.0f;
+    if (gf__frames_complete(&set->count, set->round_frame[slot]))   /* timed by completion, as flows: a failed frame has a time too */
+        set->count.last_ms = gf__event_marks_work(a) && gf__event_marks_work(b) && gf__event_query_done(a) == GF_OK &&
+                             gf__event_query_done(b) == GF_OK && a->dev->be->event_elapsed_ms(a, b, &ms) == GF_OK ? ms : 0.0f;
 }
 /* Waits for a slot's ended round with set->lock let go, so that the set's queries and other
    slots do not wait behind it: for good (end NULL), or one slice of at most GF__PACE_SLICE_MS

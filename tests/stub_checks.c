@@ -490,7 +490,12 @@ static void test_failure_stays_with_the_program(void)
         CHECK_EQ_RESULT(gf_stream_set_end_frame(set), GF_OK);
         CHECK_EQ_RESULT(gf_stream_set_next(set, 0, &t), GF_OK);   /* waits for the failed frame: it is over */
         CHECK_EQ_RESULT(gf_stream_set_end_frame(set), GF_OK);
+        {   /* a set's own timing of a failed frame logged the failure and set the thread's error, in a call that returned GF_OK */
+            gf_buffer *none = NULL;
+            CHECK_FAIL(gf_buffer_create(dev, 0, &none), GF_ERROR_INVALID_ARGUMENT);
+        }
         CHECK_EQ_RESULT(gf_stream_set_wait_frames(set, 0, TH_WAIT_MS), GF_OK);
+        CHECK(error_has("size"), "a wait for frames that succeeds leaves the thread's last error alone (a failed frame's timing set it)");
         CHECK(gf_stream_set_frames(set, &fi) == GF_OK && fi.frames == 3 && fi.completed == 3 && fi.in_flight == 0,
               "a stream set counts a frame whose work failed as complete: its pacing goes on");
         CHECK_EQ_RESULT(gf_stream_set_synchronize(set), GF_ERROR_DRIVER);   /* the failure is still told */
