@@ -1363,7 +1363,9 @@ GPUFLOW_API void      gf_range_pop(gf_stream *s);
    launching stream: races between a graph's own branches are not seen. A host wait teaches
    the host what had been queued when it began. Not seen either: orderings through another
    device's streams (a chain across devices is reported), and one memory under two handles
-   (an export and its import); README "Finding races and hangs" lists the limits. */
+   (an export and its import); README "Finding races and hangs" lists the limits. Out of host
+   memory it may lose an ordering (never an access): from then on (until turned off and on)
+   each report says it may not be a race. */
 GPUFLOW_API gf_result gf_race_check_enable(gf_device *dev, unsigned flags);
 GPUFLOW_API gf_result gf_race_report(gf_device *dev, gf_race_info *out);
 /* Hang diagnostics: each stream's operations not known to be done, what it waits on, running
@@ -14604,6 +14606,8 @@ typedef struct gf__race {
     uint64_t *keys; int key_count, key_cap;                /* races reported, by a hash of both sides: a set
                                                               (open addressing, 0 empty, at most half full) */
     uint32_t epoch;                                        /* bumped when turned on again: older accesses are stale */
+    int lost;                                              /* an ordering was lost to a failed host allocation since it
+                                                              was turned on: a race it reports may not be one (said so) */
 } gf__race;
 #define GF__RACE_MAX_USES 64   /* accesses one operation has on the stack; more (2D rows) go to the heap */
 
@@ -14616,10 +14620,11 @@ static int gf__vc_fit(uint64_t **vc, int *n, int need) {   /* zero-extended to n
     *n = need;
     return 1;
 }
-static void gf__vc_join(uint64_t **dst, int *dst_n, const uint64_t *src, int src_n) {
+static int gf__vc_join(uint64_t **dst, int *dst_n, const uint64_t *src, int src_n) {   /* 0: out of memory, not joined */
     int i;
-    if (!gf__vc_fit(dst, dst_n, src_n)) return;
+    if (!gf__vc_fit(dst, dst_n, src_n)) return 0;
     for (i = 0; i < src_n; i++) if (src[i] > (*dst)[i]) (*dst)[i] = src[i];
+    return 1;
 }
 
 /* text, kept by the detector until the device closes: what accesses and graphs name their
@@ -14670,15 +14675,15 @@ static int gf__race_stream(gf__race *race, gf_stream *s) {
         race->slot_label[s->race_slot] = gf__race_unnamed;
         s->race_host_seen = race->host_version - 1;   /* folded in below, the slot's entry with it */
     } else if (s->race_slot < 0) {
-        if (!gf__grow((void **)&race->slot_label, &race->slot_label_cap, race->next_slot + 1, sizeof *race->slot_label)) return 0;
+        if (!gf__grow((void **)&race->slot_label, &race->slot_label_cap, race->next_slot + 1, sizeof *race->slot_label)) { race->lost = 1; return 0; }
         race->slot_label[race->next_slot] = gf__race_unnamed;
         s->race_slot = race->next_slot++;
     }
     if (race->slot_label[s->race_slot] == gf__race_unnamed)   /* named at its first use, or again until memory allows */
         race->slot_label[s->race_slot] = gf__race_intern(race, s->label, gf__race_unnamed);
-    if (!gf__vc_fit(&s->race_vc, &s->race_n, s->race_slot + 1)) return 0;
+    if (!gf__vc_fit(&s->race_vc, &s->race_n, s->race_slot + 1)) { race->lost = 1; return 0; }
     if (s->race_host_seen != race->host_version) {
-        gf__vc_join(&s->race_vc, &s->race_n, race->host, race->host_n);
+        if (!gf__vc_join(&s->race_vc, &s->race_n, race->host, race->host_n)) { race->lost = 1; return 0; }
         s->race_host_seen = race->host_version;
     }
     return 1;
@@ -14787,6 +14792,13 @@ static int gf__race_found(gf__race *race, uint64_t key, const char *text, char *
         race->key_count++;
     }
     race->count++;
+    if (race->lost) {   /* said in the report itself: the program's log shows why it may be wrong */
+        char said[1200];
+        snprintf(said, sizeof said, "%s (gpuflow ran out of host memory earlier and lost an ordering: this one may not be a race)", text);
+        if (race->reports < GF_RACE_REPORTS) gf__copy_str(race->report[race->reports++], sizeof race->report[0], said);
+        gf__copy_str(out, cap, said);
+        return 1;
+    }
     if (race->reports < GF_RACE_REPORTS) gf__copy_str(race->report[race->reports++], sizeof race->report[0], text);
     gf__copy_str(out, cap, text);
     return 1;
@@ -15000,7 +15012,7 @@ static void gf__race_record(gf_event *ev, gf_stream *s) {   /* s->lock held */
     if (gf__race_stream(race, s) && gf__vc_fit(&ev->race_vc, &ev->race_n, s->race_n)) {   /* the whole clock: no tick of an older record stays */
         memcpy(ev->race_vc, s->race_vc, sizeof *s->race_vc * (size_t)s->race_n);
         memset(ev->race_vc + s->race_n, 0, sizeof *ev->race_vc * (size_t)(ev->race_n - s->race_n));
-    }
+    } else race->lost = 1;
     gf__unlock(&race->lock);
 }
 /* One clock joined into another, for s (s->lock held): into s's own (a wait: of an event's
@@ -15011,9 +15023,9 @@ static void gf__race_join(gf_stream *s, uint64_t **vc, int *n, int into_stream) 
     GF__HELD(&s->lock);
     gf__race *race = s->dev->race;
     gf__lock(&race->lock);
-    if (gf__atomic_load_int(&s->dev->race_on) && gf__race_stream(race, s)) {   /* may have been switched off since the caller looked */
-        if (into_stream) gf__vc_join(&s->race_vc, &s->race_n, *vc, *n);
-        else gf__vc_join(vc, n, s->race_vc, s->race_n);
+    if (gf__atomic_load_int(&s->dev->race_on)) {   /* may have been switched off since the caller looked */
+        if (!gf__race_stream(race, s) || !(into_stream ? gf__vc_join(&s->race_vc, &s->race_n, *vc, *n) : gf__vc_join(vc, n, s->race_vc, s->race_n)))
+            race->lost = 1;
     }
     gf__unlock(&race->lock);
 }
@@ -15024,7 +15036,7 @@ static void gf__race_sem_wait(gf_stream *s, gf_semaphore *sem) { gf__race_join(s
    a waiter that fired): every stream's next operation is ordered after it. */
 static void gf__race_host_knows(gf__race *race, uint64_t *const *vc, const int *n) {   /* under race->lock */
     if (!*n) return;
-    gf__vc_join(&race->host, &race->host_n, *vc, *n);
+    if (!gf__vc_join(&race->host, &race->host_n, *vc, *n)) race->lost = 1;
     race->host_version++;
 }
 static gf__race_seen gf__race_seen_of(gf_device *dev, uint64_t *const *vc, const int *n) {
@@ -15034,9 +15046,9 @@ static gf__race_seen gf__race_seen_of(gf_device *dev, uint64_t *const *vc, const
     race = dev->race;   /* made by the first enable, before it turned race_on */
     gf__lock(&race->lock);
     if (gf__atomic_load_int(&dev->race_on) && *n && (seen.vc = (uint64_t *)gf__malloc(sizeof **vc * (size_t)*n)) != NULL) {
-        memcpy(seen.vc, *vc, sizeof **vc * (size_t)*n);   /* out of memory: the wait teaches nothing (a race may be made up, none missed) */
+        memcpy(seen.vc, *vc, sizeof **vc * (size_t)*n);
         seen.n = *n;
-    }
+    } else if (gf__atomic_load_int(&dev->race_on) && *n) race->lost = 1;   /* the wait teaches nothing: a race may be made up, none missed */
     gf__unlock(&race->lock);
     return seen;
 }
@@ -15113,7 +15125,7 @@ static gf_result gf__call_race_check_enable(gf_device *dev, unsigned flags) {
        cannot land in the new epoch while a later one of the same thread saw "off". */
     if (r == GF_OK && dev->race) {
         gf__lock(&dev->race->lock);
-        if (flags && !gf__atomic_load_int(&dev->race_on)) dev->race->epoch++;
+        if (flags && !gf__atomic_load_int(&dev->race_on)) { dev->race->epoch++; dev->race->lost = 0; }
         gf__atomic_store_int(&dev->race_on, flags ? 1 : 0);
         gf__unlock(&dev->race->lock);
     }
