@@ -6778,8 +6778,14 @@ static gf_result gf__call_stream_pool_acquire_ready(gf_stream_pool *pool, unsign
                 return GF_OK;
             }
         }
-        if (gf__now_ns() >= deadline)
+        if (gf__now_ns() >= deadline) {
+            int failed = 0;   /* a stream that keeps a failure is never idle again: say so, or the wait reads as load */
+            for (i = 0; i < pool->count; i++) failed += gf__atomic_load_int(&pool->streams[i]->status) < 0;
+            if (failed)
+                return gf__fail(GF_TIMEOUT, "gf_stream_pool_acquire_ready: no stream became idle within %u ms; %d of the pool's %d streams "
+                                "failed and keep their failure (gf_stream_pool_synchronize says it): make the pool anew", timeout_ms, failed, pool->count);
             return gf__fail(GF_TIMEOUT, "gf_stream_pool_acquire_ready: no stream became idle within %u ms", timeout_ms);
+        }
         gf__sleep_us(nap);
         if (nap < GF__WAIT_NAP_MAX_US) nap *= 2;
     }

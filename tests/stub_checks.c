@@ -501,6 +501,22 @@ static void test_failure_stays_with_the_program(void)
         CHECK_EQ_RESULT(gf_stream_set_synchronize(set), GF_ERROR_DRIVER);   /* the failure is still told */
         gf_stream_set_destroy(set);
     }
+    {   /* a pool whose one stream failed: acquire_ready timed out saying only that no stream became idle */
+        gf_stream_pool *pool = NULL;
+        gf_stream_pool_desc pd;
+        gf_stream *held = NULL, *ready = NULL;
+        memset(&pd, 0, sizeof pd);
+        pd.count = 1;
+        if (CHECK_EQ_RESULT(gf_stream_pool_create(dev, &pd, &pool), GF_OK)) {
+            CHECK_EQ_RESULT(gf_stream_pool_acquire(pool, NULL, &held), GF_OK);
+            if (held) CHECK_EQ_RESULT(launch_early_return(held, x), GF_OK);
+            CHECK_EQ_RESULT(gf_stream_pool_release(pool, held), GF_OK);
+            CHECK_FAIL(gf_stream_pool_synchronize(pool), GF_ERROR_DRIVER);
+            CHECK_FAIL(gf_stream_pool_acquire_ready(pool, 0, &ready), GF_TIMEOUT);
+            CHECK(error_has("1 of the pool's 1 streams failed"), "acquire_ready on a pool whose streams failed says so, not only that none became idle");
+            gf_stream_pool_destroy(pool);
+        }
+    }
     if (gf_device_count(GF_BACKEND_STUB) > 1 && CHECK_EQ_RESULT(gf_device_open(GF_BACKEND_STUB, 1, &other), GF_OK)) {
         gf_stream *s = NULL;
         CHECK_EQ_RESULT(gf_buffer_create(other, 32 * sizeof(float), &far), GF_OK);
