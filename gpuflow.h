@@ -1196,7 +1196,10 @@ GPUFLOW_API gf_result gf_flow_write_dot(gf_flow *flow, const char *path);   /* t
    (max_in_flight negative: GF_ERROR_INVALID_ARGUMENT). A wait lets the flow's lock go while it
    waits, so runs and queries from other threads go on meanwhile. Runs are not ordered with each
    other (each takes its lanes from the pool anew, so two may run side by side): a run that must
-   come after the last one's work waits for it first (max_in_flight 0). */
+   come after the last one's work waits for it first (max_in_flight 0). A run whose end could not
+   be marked (out of host memory, its events' records failed; the failure is logged, the run
+   returns GF_OK since its work is queued) is counted complete at once, untimed: no frame wait
+   waits for it (gf_stream_pool_synchronize does). */
 GPUFLOW_API gf_result gf_flow_frames(gf_flow *flow, gf_frame_info *out);
 GPUFLOW_API gf_result gf_flow_wait_frames(gf_flow *flow, int max_in_flight, unsigned timeout_ms);
 /* Condition tasks: flows that loop and branch. When a run reaches a condition task, the 32-bit
