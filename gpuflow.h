@@ -3694,7 +3694,7 @@ static int gf__env_word(const char *v, const char *const *words) {
     int i;
     size_t j;
     for (i = 0; words[i]; i++) {
-        for (j = 0; v[j] && words[i][j] && (v[j] | 0x20) == words[i][j]; j++) {}
+        for (j = 0; v[j] && words[i][j] && (v[j] >= 'A' && v[j] <= 'Z' ? v[j] | 0x20 : v[j]) == words[i][j]; j++) {}   /* letters' case only */
         if (!v[j] && !words[i][j]) return 1;
     }
     return 0;
@@ -10725,7 +10725,8 @@ static gf_result gf__cache_read(const char *path, const gf__cache_identity *id, 
     else if (h.backend != (uint32_t)backend) why = "made by another backend's compiler";
     else if (h.key[0] != id->key[0] || h.key[1] != id->key[1] || h.identity_size != id->size)
         why = "made for other source, options, device or compiler";
-    else if (h.size == 0 || h.size != (uint64_t)st.st_size - sizeof h - h.identity_size) why = "truncated";
+    else if (h.size == 0 || (uint64_t)st.st_size - sizeof h < h.identity_size ||   /* else the difference below wraps */
+             h.size != (uint64_t)st.st_size - sizeof h - h.identity_size) why = "truncated";
     else if (!(data = (char *)gf__malloc(id->size + (size_t)h.size))) why = "too large for the host memory left";
     else if (!gf__fd_read_all(fd, data, id->size + (size_t)h.size)) why = "unreadable";
     else if (memcmp(data, id->bytes, id->size)) why = "made for other source, options, device or compiler";
@@ -10875,7 +10876,7 @@ static size_t gf__dialect_text(char *out, size_t cap, const char *prelude, const
     gf__say(&t, "%s\n#line 1 \"%s\"\n", prelude, name);
     for (p = one_line ? src : NULL; p && (p = strstr(p, "KERNEL")) != NULL; p += 6) {   /* GF_KERNEL, GF_BLOCK_KERNEL */
         const char *q = p + 6, *word, *id;
-        char kernel[128], mark[320];
+        char kernel[128];
         int line = 0, len;
         if (p - src >= 9 && !strncmp(p - 9, "GF_BLOCK_", 9)) word = p - 9;
         else if (p - src >= 3 && !strncmp(p - 3, "GF_", 3)) word = p - 3;
@@ -10891,10 +10892,16 @@ static size_t gf__dialect_text(char *out, size_t cap, const char *prelude, const
         kernel[q - id] = 0;
         for (i = 0; lines_known && i < desc->stub_kernel_count; i++)
             if (desc->stub_kernels[i].name && !strcmp(desc->stub_kernels[i].name, kernel)) line = desc->stub_kernels[i].line;
-        if (line > 0) len = snprintf(mark, sizeof mark, "\n#line %d \"%s\"\n", line, name);
-        else len = snprintf(mark, sizeof mark, "\n#line 1 \"%s, kernel %s\"\n", name, kernel);
+        /* said straight into the text, as long as the name is (a mark of fixed size cut a long
+           name's #line short, and the kernel after it went into the directive) */
+        if (line > 0) {
+            len = snprintf(NULL, 0, "\n#line %d \"%s\"\n", line, name);
+            gf__say(&t, "%.*s\n#line %d \"%s\"\n", (int)(word - from), from, line, name);
+        } else {
+            len = snprintf(NULL, 0, "\n#line 1 \"%s, kernel %s\"\n", name, kernel);
+            gf__say(&t, "%.*s\n#line 1 \"%s, kernel %s\"\n", (int)(word - from), from, name, kernel);
+        }
         n += (size_t)(word - from) + (size_t)len;
-        gf__say(&t, "%.*s%s", (int)(word - from), from, mark);
         from = word;
     }
     gf__say(&t, "%s", from);

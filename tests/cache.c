@@ -34,6 +34,11 @@ static const char other_source[] =
     "GF_KERNEL(cache_other, GF_GLOBAL float *y, unsigned n)\n"
     "{\n    unsigned i = gf_global_id(0);\n    if (i < n) y[i] = -y[i];\n}\n";
 
+/* the same kernel on one line, as a stringified GF_KERNELS gives it (then each kernel gets a #line) */
+static const char one_line_source[] =
+    "GF_KERNEL(cache_affine, GF_GLOBAL float *y, unsigned n) { unsigned i = gf_global_id(0); if (i < n) y[i] = y[i] * 2.0f + 1.0f; }";
+static const char *source_name;   /* NULL: "cache.gfk" (or "other.gfk") */
+
 static gf_device *dev;
 static gf_backend backend;
 static const char *backend_name;
@@ -61,7 +66,7 @@ static int load_and_run(const char *dir, const char *source, const char *options
     int other = source == other_source, ok;
     memset(&d, 0, sizeof d);
     d.source = source;
-    d.source_name = other ? "other.gfk" : "cache.gfk";
+    d.source_name = source_name ? source_name : other ? "other.gfk" : "cache.gfk";
     d.build_options = options;
     d.cache_dir = dir;
     memset(&dims, 0, sizeof dims);
@@ -136,10 +141,11 @@ static uint64_t fnv_more(uint64_t h, const unsigned char *p, size_t n)
 static uint64_t fnv(const unsigned char *p, size_t n) { return fnv_more(1469598103934665603u, p, n); }
 
 /* ---- entries ---- */
-typedef enum { DAMAGE_TRUNCATE, DAMAGE_EMPTY, DAMAGE_FLIP, DAMAGE_FOREIGN, DAMAGE_IDENTITY } damage;
+typedef enum { DAMAGE_TRUNCATE, DAMAGE_EMPTY, DAMAGE_FLIP, DAMAGE_FOREIGN, DAMAGE_IDENTITY, DAMAGE_SIZE } damage;
 static const char *const damage_names[] = { "truncated", "zero-length", "a flipped byte in the binary",
-                                            "another module's entry under this name", "one byte of its identity changed (checksum fixed)" };
-static const char *const damage_words[] = { "is truncated", "is truncated", "is corrupt", "made for other source", "made for other source" };
+                                            "another module's entry under this name", "one byte of its identity changed (checksum fixed)",
+                                            "a forged size (2^64-1, the file one byte short of its identity; a review's fuzzer: it read past its buffer)" };
+static const char *const damage_words[] = { "is truncated", "is truncated", "is corrupt", "made for other source", "made for other source", "is truncated" };
 
 static void test_entries(const char *dir)
 {
@@ -156,7 +162,7 @@ static void test_entries(const char *dir)
     snprintf(other_dir, sizeof other_dir, "%s-other", dir);
     CHECK(mkdir(other_dir, 0700) == 0 && load_and_run(other_dir, other_source, NULL, 0) &&
           count_files(other_dir, ".bin", other, sizeof other) == 1, "another module's entry, in a directory of its own");
-    for (i = 0; i <= DAMAGE_IDENTITY; i++) {
+    for (i = 0; i <= DAMAGE_SIZE; i++) {
         long size, other_size;
         unsigned char *data = read_file(entry, &size), *foreign = read_file(other, &other_size);
         char what[160];
@@ -175,6 +181,16 @@ static void test_entries(const char *dir)
                 sum = fnv_more(fnv(data + 48, (size_t)size - 48), data + 24, 4);   /* identity, binary, kind */
                 memcpy(data + 40, &sum, 8);
                 damaged = write_file(entry, data, size);
+                break;
+            }
+            case DAMAGE_SIZE: {   /* size + identity wraps to the bytes the file holds */
+                uint32_t identity;
+                uint64_t forged = UINT64_MAX, sum;
+                memcpy(&identity, data + 28, 4);
+                memcpy(data + 32, &forged, 8);
+                sum = fnv_more(fnv(data + 48, (size_t)identity - 1), data + 24, 4);
+                memcpy(data + 40, &sum, 8);
+                damaged = identity > 1 && 48 + (long)identity - 1 <= size && write_file(entry, data, 48 + (long)identity - 1);
                 break;
             }
             }
@@ -373,6 +389,16 @@ int main(int argc, char **argv)
     test_directories(base);
     test_threads(base);
     test_limit(base);
+    {   /* a long source name cut the #line before each kernel of a one-line source short, and
+           the kernel went into the directive: the module did not build (a review's fuzzer) */
+        char name[1001];
+        memset(name, 'n', sizeof name - 1);
+        name[sizeof name - 1] = 0;
+        source_name = name;
+        snprintf(dir, sizeof dir, "%s/longname", base);
+        CHECK(mkdir(dir, 0700) == 0 && load_and_run(dir, one_line_source, NULL, 1.0f), "a one-line source under a 1000-character name builds and runs");
+        source_name = NULL;
+    }
     gf_device_close(dev);
     remove_tree(base);
     return th_finish();

@@ -883,6 +883,7 @@ static void test_environment(void)
         { "GPUFLOW_RACE_CHECK", "yes", "race detector is on" }, { "GPUFLOW_RACE_CHECK", "ON", "race detector is on" },
         { "GPUFLOW_RACE_CHECK", "true", "race detector is on" }, { "GPUFLOW_RACE_CHECK", "1", "race detector is on" },
         { "GPUFLOW_RACE_CHECK", "2147483648", "GPUFLOW_RACE_CHECK=2147483648 is not understood" },
+        { "GPUFLOW_RACE_CHECK", "\x11", "GPUFLOW_RACE_CHECK=\x11 is not understood" },   /* was read as \"1\": case folded on every byte (a fuzzer) */
         { "GPUFLOW_RACE_CHECK", "99999999999", "GPUFLOW_RACE_CHECK=99999999999 is not understood" },
         { "GPUFLOW_RACE_CHECK", "maybe", "GPUFLOW_RACE_CHECK=maybe is not understood" },
         { "GPUFLOW_HANG_MS", "1000", "GPUFLOW_HANG_MS=1000:" },
