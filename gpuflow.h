@@ -615,7 +615,8 @@ typedef struct gf_race_info {
    (the block waits for all its threads); 32-bit unsigned atomics on buffers and shared arrays:
    gf_atomic_add / _min / _max / _xchg (p, v), returning the old value, gf_atomic_cas(p,
    expected, desired); and the float math functions sqrtf, rsqrtf, expf, logf, powf, sinf,
-   cosf, tanhf, fabsf, fminf, fmaxf, floorf, ceilf (the C side needs <math.h> and -lm).
+   cosf, tanhf, fabsf, fminf, fmaxf, floorf, ceilf, which take floats (an int or double argument
+   is converted, as in C, on every backend; the C side needs <math.h> and -lm).
    The text is one line once stringified and holds no preprocessor directives of its own;
    gpuflow puts a #line before each GF_KERNEL, from GF_STUB_KERNEL's line, so a device
    compiler's errors name the kernel's line in your file (with gcc, define the C form
@@ -10606,10 +10607,13 @@ static const char gf__kernel_prelude_clc[] GF__UNUSED_DECL =
     "#define gf_atomic_max(p, v) atomic_max((p), (v))\n"
     "#define gf_atomic_xchg(p, v) atomic_xchg((p), (v))\n"
     "#define gf_atomic_cas(p, e, d) atomic_cmpxchg((p), (e), (d))\n"
-    "#define sqrtf(x) sqrt(x)\n#define rsqrtf(x) rsqrt(x)\n#define expf(x) exp(x)\n#define logf(x) log(x)\n"
-    "#define powf(x, y) pow((x), (y))\n#define sinf(x) sin(x)\n#define cosf(x) cos(x)\n#define tanhf(x) tanh(x)\n"
-    "#define fabsf(x) fabs(x)\n#define fminf(x, y) fmin((x), (y))\n#define fmaxf(x, y) fmax((x), (y))\n"
-    "#define floorf(x) floor(x)\n#define ceilf(x) ceil(x)\n";
+    /* C's float functions take a float: an int argument is converted, a double rounded first (the
+       overloads alone refused an int as ambiguous and computed a double in double) */
+    "#define sqrtf(x) sqrt((float)(x))\n#define rsqrtf(x) rsqrt((float)(x))\n#define expf(x) exp((float)(x))\n"
+    "#define logf(x) log((float)(x))\n#define powf(x, y) pow((float)(x), (float)(y))\n#define sinf(x) sin((float)(x))\n"
+    "#define cosf(x) cos((float)(x))\n#define tanhf(x) tanh((float)(x))\n#define fabsf(x) fabs((float)(x))\n"
+    "#define fminf(x, y) fmin((float)(x), (float)(y))\n#define fmaxf(x, y) fmax((float)(x), (float)(y))\n"
+    "#define floorf(x) floor((float)(x))\n#define ceilf(x) ceil((float)(x))\n";
 
 
 /* The disk cache: one file per compiled module, named by a 128-bit key over everything the
