@@ -69,7 +69,7 @@ TEST_RUNS = "sh tests/windows.sh $(BUILD) examples" "sh tests/windows.sh $(BUILD
             "sh tests/package.sh $(BUILD)" "sh tests/doc_blocks.sh $(BUILD)" \
             "CC='$(CC)' CXX='$(GXX)' sh tests/header_versions.sh $(VENDOR_HEADERS) $(CUDA_INCLUDE)" \
             "sh tests/cross.sh $(BUILD) aarch64" "sh tests/cross.sh $(BUILD) i686" "sh tests/readme.sh $(BUILD)" \
-            "sh tests/env_debug.sh $(BUILD)/env-debug '$(CC) $(CSTD) $(WARN)'" \
+            "sh tests/env_debug.sh $(BUILD)/env-debug '$(CC) $(CSTD) $(WARN)'" "sh tests/valgrind.sh $(BUILD)/valgrind '$(CC) $(CSTD) $(WARN)'" \
             "$(BUILD)/conformance stub" "$(BUILD)/conformance opencl" \
             "$(BUILD)/conformance cuda" "$(BUILD)/conformance hip" \
             "$(BUILD)/bad_input" "$(BUILD)/threads stub" "$(BUILD)/threads opencl" \

@@ -72,6 +72,8 @@
         GPUFLOW_STUB_FIBER_STACK the stack of each thread but the first of a stub block that
                                  syncs (default 128 KiB; a page below it faults on POSIX)
         GPUFLOW_NVTX             CUDA: stream names and gf_range_push as NVTX ranges
+        GPUFLOW_VALGRIND         1: tell Valgrind which memory is a stub fiber's stack (default:
+                                 1 where <valgrind/valgrind.h> is found, else 0; see >>stub)
 
     Environment: GPUFLOW_BACKEND=cuda|hip|opencl|stub forces the backend GF_BACKEND_AUTO picks;
     GPUFLOW_RACE_CHECK=1 (on, yes, true) turns the race detector on for every device (=abort:
@@ -1693,6 +1695,22 @@ typedef HANDLE             gf__thread;
 #  include <signal.h>     /* the recorder's writes to a pipe hold SIGPIPE off */
 #  include <sys/mman.h>
 #  include <sys/stat.h>
+/* Valgrind takes the switch to a stub fiber's stack, a heap block, for a stack overflow unless
+   told which blocks are stacks (memcheck then reports every access the fiber makes: millions
+   of errors burying the program's own). Its requests are a few instructions that do nothing
+   outside Valgrind, so they are in wherever its header is. */
+#  ifndef GPUFLOW_VALGRIND
+#    if defined(__has_include)
+#      if __has_include(<valgrind/valgrind.h>)
+#        define GPUFLOW_VALGRIND 1
+#      endif
+#    endif
+#  endif
+#  if defined(GPUFLOW_VALGRIND) && (GPUFLOW_VALGRIND + 0)
+#    include <valgrind/valgrind.h>
+#    include <valgrind/drd.h>
+#    define GF__VALGRIND_STACKS 1
+#  endif
 #  if defined(__GLIBC__) && !defined(PTHREAD_BARRIER_SERIAL_THREAD)   /* defined with POSIX 2001's threads */
 #    error "gpuflow: the implementation needs POSIX 2008 threads (pthread_condattr_setclock), which <pthread.h>, read before it under strict C, hid: in the file that defines GPUFLOW_IMPLEMENTATION include gpuflow.h before it, or compile with -D_POSIX_C_SOURCE=200809L"
 #  endif
@@ -16135,9 +16153,9 @@ static void gf__stub_host_free(gf_device *dev, void *ptr) { (void)dev; gf__free(
 #if defined(GF__FIBER_WINDOWS)
 typedef struct gf__fiber { void *fiber; void *tsan; } gf__fiber;
 #elif GF__FIBER_ASM
-typedef struct gf__fiber { void *sp; void *stack, *block; void *tsan; } gf__fiber;
+typedef struct gf__fiber { void *sp; void *stack, *block; void *tsan; unsigned valgrind_id; /* its stack's, + 1; 0: none */ } gf__fiber;
 #else
-typedef struct gf__fiber { ucontext_t ctx; void *stack, *block; void *tsan; } gf__fiber;
+typedef struct gf__fiber { ucontext_t ctx; void *stack, *block; void *tsan; unsigned valgrind_id; } gf__fiber;
 #endif
 #if !defined(GF__FIBER_WINDOWS)
 /* A fiber's stack: GF__FIBER_STACK bytes at f->stack, in a block (f->block) that has, on POSIX,
@@ -16152,7 +16170,12 @@ static void *gf__fiber_stack_alloc(gf__fiber *f) {
     if (!(f->block = gf__malloc(GF__FIBER_STACK + 2 * page))) return NULL;
     guard = (char *)(((uintptr_t)f->block + page - 1) & ~(uintptr_t)(page - 1));
     (void)mprotect(guard, page, PROT_NONE);   /* refused: the stack works, unguarded */
-    return f->stack = guard + page;
+    f->stack = guard + page;
+#    if defined(GF__VALGRIND_STACKS)   /* not under DRD, which aborts when a thread that ran on them ends */
+    if (!DRD_GET_VALGRIND_THREADID)
+        f->valgrind_id = 1 + (unsigned)VALGRIND_STACK_REGISTER((char *)f->stack, (char *)f->stack + GF__FIBER_STACK);
+#    endif
+    return f->stack;
 #  else
     return f->stack = f->block = gf__malloc(GF__FIBER_STACK);
 #  endif
@@ -16160,6 +16183,10 @@ static void *gf__fiber_stack_alloc(gf__fiber *f) {
 static void gf__fiber_stack_free(gf__fiber *f) {
 #  if !defined(_WIN32)
     if (f->block) {
+#    if defined(GF__VALGRIND_STACKS)
+        if (f->valgrind_id) VALGRIND_STACK_DEREGISTER(f->valgrind_id - 1);
+        f->valgrind_id = 0;
+#    endif
         size_t page = (size_t)sysconf(_SC_PAGESIZE);
         (void)mprotect((char *)f->stack - page, page, PROT_READ | PROT_WRITE);
     }
