@@ -64,7 +64,9 @@
         GPUFLOW_MALLOC(n) / GPUFLOW_REALLOC(p, n) / GPUFLOW_FREE(p)   host memory, all three or
                                  none (default: libc); gf_set_allocator does the same at run time
                                  (for all but the recorder's buffer: see gf_set_allocator)
-        GPUFLOW_ASSERT(c)        the library's own invariants (default: assert)
+        GPUFLOW_ASSERT(c)        the library's own invariants (default: assert, which brings in
+                                 <assert.h>, whose assert replaces a program's own macro of that
+                                 name: define this to keep it out)
         GPUFLOW_DEBUG            destroyed objects stay refused shells until their device closes
                                  (defined at all, whatever its value, turns it on)
         GPUFLOW_STUB_INLINE      the stub runs work inline in the calling thread (debugging)
@@ -657,8 +659,18 @@ typedef struct gf_race_info {
    barrier); gf_block_sync between regions is allowed (and needless). A region in a region,
    or in a GF_KERNEL, does not compile on the stub. */
 #define GF_KERNELS_AS_TEXT(...) #__VA_ARGS__
+#if defined(__GNUC__) && defined(__cplusplus)   /* and the dialect's casts are C's, in C++ too */
+#  if defined(__clang__)
+#    define GF__KERNELS_QUIET_CXX _Pragma("GCC diagnostic ignored \"-Wold-style-cast\"")
+#  else
+#    define GF__KERNELS_QUIET_CXX _Pragma("GCC diagnostic ignored \"-Wold-style-cast\"") _Pragma("GCC diagnostic ignored \"-Wuseless-cast\"")
+#  endif
+#else
+#  define GF__KERNELS_QUIET_CXX
+#endif
 #if defined(__GNUC__)   /* a region's gf__ctx is the thread, in the block's: on purpose, so -Wshadow is quiet there */
-#  define GF_KERNELS_AS_C(...)  _Pragma("GCC diagnostic push") _Pragma("GCC diagnostic ignored \"-Wshadow\"") __VA_ARGS__ _Pragma("GCC diagnostic pop")
+#  define GF_KERNELS_AS_C(...)  _Pragma("GCC diagnostic push") _Pragma("GCC diagnostic ignored \"-Wshadow\"") GF__KERNELS_QUIET_CXX \
+                                __VA_ARGS__ _Pragma("GCC diagnostic pop")
 #elif defined(_MSC_VER)
 #  define GF_KERNELS_AS_C(...)  __pragma(warning(push)) __pragma(warning(disable: 4456 4457)) __VA_ARGS__ __pragma(warning(pop))
 #else
@@ -784,7 +796,7 @@ typedef struct gf__region { gf_kernel_ctx t; int inside; } gf__region;
 /* (GF__UNUSED_DECL: clang warns of an unused static inline in the main file, which gpuflow.h is
    when compiled on its own: cc -x c -DGPUFLOW_IMPLEMENTATION -c gpuflow.h) */
 GF__UNUSED_DECL static inline gf_kernel_block gf__block_of(const gf_kernel_ctx *c) {
-    gf_kernel_block b;
+    gf_kernel_block b = { { 0, 0, 0 }, { 0, 0, 0 }, { 0, 0, 0 } };   /* clang's -Wconditional-uninitialized does not follow the loop */
     int d;
     for (d = 0; d < 3; d++) { b.grid[d] = c->grid[d]; b.block[d] = c->block[d]; b.block_idx[d] = c->block_idx[d]; }
     return b;
@@ -2476,8 +2488,29 @@ typedef struct stat gf__stat_t;
 #  define GF__O_CACHE_NEW   (O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC)
 #  define gf__stat(p, st) stat((p), (st))
 #  define gf__fstat(fd, st) fstat((fd), (st))
-#  define gf__fopen(p, mode) fopen((p), (mode))
-#  define gf__fd_open(p, f, m) open((p), (f), (m))
+/* Every descriptor gpuflow keeps is above 2: with stderr closed, open() gives 2, and the
+   stderr logger would write into the file (found by review: log lines inside a recording). */
+static int gf__fd_high(int fd) {
+    int high, e;
+    if (fd < 0 || fd > 2) return fd;
+    high = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+    e = errno;
+    close(fd);
+    errno = e;
+    return high;
+}
+static int gf__fd_dup(int fd) { return fcntl(fd, F_DUPFD_CLOEXEC, 3); }
+#  define gf__fd_open(p, f, m) gf__fd_high(open((p), (f), (m)))
+#  if !defined(__cplusplus)   /* POSIX's, which a <stdio.h> read before the implementation under strict C did not declare */
+extern FILE *fdopen(int fd, const char *mode);
+#  endif
+static FILE *gf__fopen(const char *path, const char *mode) {   /* the modes used: r, rb, r+b, w, wb */
+    int flags = mode[0] != 'r' ? O_WRONLY | O_CREAT | O_TRUNC : strchr(mode, '+') ? O_RDWR : O_RDONLY;
+    int fd = gf__fd_open(path, flags | O_CLOEXEC, 0666), e;
+    FILE *f = fd < 0 ? NULL : fdopen(fd, mode);
+    if (fd >= 0 && !f) { e = errno; close(fd); errno = e; }
+    return f;
+}
 #  define gf__fd_read(fd, b, n) read((fd), (b), (n))
 #  define gf__fd_write(fd, b, n) write((fd), (b), (n))
 #  define gf__fd_close(fd) close(fd)
@@ -3727,13 +3760,26 @@ static int gf__env_switch(const char *name) {
     gf__env_warn("gpuflow: %s=%s is not understood (1, on, yes, true or 0, off, no, false); it stays off", name, v);
     return 0;
 }
-/* A count of milliseconds: decimal digits only, 0 (off) to max; else a warning and 0. */
+/* v as a whole number, decimal digits only (no sign, space or base: strtol takes " 4"), at
+   most max: 1 and *out, else 0. Every count the environment gives is read so. */
+static int gf__env_digits(const char *v, uint64_t max, uint64_t *out) {
+    const char *p = v;
+    uint64_t n = 0;
+    for (; *p >= '0' && *p <= '9'; p++) {
+        uint64_t digit = (uint64_t)(*p - '0');
+        if (n > (max - digit) / 10) return 0;
+        n = n * 10 + digit;
+    }
+    if (*p || p == v) return 0;
+    *out = n;
+    return 1;
+}
+/* A count of milliseconds: 0 (off) to max; else a warning and 0. */
 static unsigned gf__env_ms(const char *name, unsigned max) {
-    const char *v = getenv(name), *p;
+    const char *v = getenv(name);
     uint64_t n = 0;
     if (!v || !*v) return 0;
-    for (p = v; *p >= '0' && *p <= '9' && n <= max; p++) n = n * 10 + (uint64_t)(*p - '0');
-    if (*p || p == v || n > max) {
+    if (!gf__env_digits(v, max, &n)) {
         gf__env_warn("gpuflow: %s=%s is not understood (whole milliseconds, 0 to %u); it stays off", name, v, max);
         return 0;
     }
@@ -3743,11 +3789,10 @@ static unsigned gf__env_ms(const char *name, unsigned max) {
    of at least 1 (strtoull would take "-1", and clamp past 2^64). warned: where a variable read
    again and again (at each cache write) notes that its warning was given, or NULL. */
 static uint64_t gf__env_bytes(const char *name, uint64_t fallback, int *warned) {
-    const char *v = getenv(name), *p;
+    const char *v = getenv(name);
     uint64_t n = 0;
     if (!v || !*v) return fallback;
-    for (p = v; *p >= '0' && *p <= '9' && n <= (UINT64_MAX - (uint64_t)(*p - '0')) / 10; p++) n = n * 10 + (uint64_t)(*p - '0');
-    if (*p || !n) {
+    if (!gf__env_digits(v, UINT64_MAX, &n) || !n) {
         if (!warned || !gf__atomic_xchg_int(warned, 1))
             gf__env_warn("gpuflow: %s=%s: expected a number of bytes; the default (%llu) holds", name, v, (unsigned long long)fallback);
         return fallback;
@@ -12140,7 +12185,7 @@ static gf__rec_file *gf__rec_file_open(const char *path, int *busy, int *err) {
        a terminal or /dev/null has nothing to cut, and may have many writers). */
     struct stat st;
     *busy = *err = 0;
-    if ((fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NONBLOCK, 0644)) < 0) { *err = errno; return NULL; }
+    if ((fd = gf__fd_open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NONBLOCK, 0644)) < 0) { *err = errno; return NULL; }
     if (fstat(fd, &st) != 0) { *err = errno; close(fd); return NULL; }
     if (S_ISREG(st.st_mode)) {
         struct flock whole;
@@ -15662,12 +15707,26 @@ static void gf__json_string(FILE *f, const char *s) {
     fputc('"', f);
 }
 
+/* x with three decimals, as JSON writes numbers whatever the C locale (printf's %.3f writes
+   "22,833" where the program set a locale with a decimal comma: the trace was not JSON). */
+static const char *gf__fixed3(char *out, size_t cap, double x) {
+    double scaled = x * 1000.0;
+    unsigned long long whole;
+    const char *sign = "";
+    if (!(scaled > -9e18 && scaled < 9e18)) scaled = 0;   /* NaN, or past what fits: no time is */
+    if (scaled < 0) { sign = "-"; scaled = -scaled; }
+    whole = (unsigned long long)(scaled + 0.5);
+    snprintf(out, cap, "%s%llu.%03u", sign, whole / 1000u, (unsigned)(whole % 1000u));
+    return out;
+}
+
 /* dev's spans, tracks and counters, as trace events on process pid, each after ",\n" but the
    first of a file's (first); times in us after origin_ms, read as the device's profiled times
    are (ms after its base event). p->lock held. */
 static void gf__trace_events(gf_device *dev, gf__profiler *p, FILE *f, int first, int pid, double origin_ms) {
     GF__HELD(&p->lock);
     unsigned long long ids = (unsigned long long)pid << 40;   /* arrows' ids, apart by device */
+    char ts[32], dur[32];
     int i, k;
     fprintf(f, "%s{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":0,\"args\":{\"name\":", first ? "" : ",\n", pid);
     gf__json_string(f, dev->info.name);
@@ -15685,16 +15744,16 @@ static void gf__trace_events(gf_device *dev, gf__profiler *p, FILE *f, int first
         if (rec->state != GF__REC_RESOLVED) continue;
         fputs(",\n{\"name\":", f);
         gf__json_string(f, rec->name);
-        fprintf(f, ",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":%d,\"tid\":%llu,\"ts\":%.3f,\"dur\":%.3f,\"args\":{\"bytes\":%llu}}",
-                gf__op_name(rec->kind), pid, (unsigned long long)rec->stream_id, (rec->start_ms - origin_ms) * 1000.0,
-                rec->dur_ms * 1000.0, (unsigned long long)rec->bytes);
+        fprintf(f, ",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":%d,\"tid\":%llu,\"ts\":%s,\"dur\":%s,\"args\":{\"bytes\":%llu}}",
+                gf__op_name(rec->kind), pid, (unsigned long long)rec->stream_id, gf__fixed3(ts, sizeof ts, (rec->start_ms - origin_ms) * 1000.0),
+                gf__fixed3(dur, sizeof dur, rec->dur_ms * 1000.0), (unsigned long long)rec->bytes);
         if (rec->kind == GF_OP_WAIT && rec->flow_from) {
             const gf__prof_rec *src = gf__prof_find(p, rec->flow_from);   /* the op the waited event followed */
             if (src && src->state == GF__REC_RESOLVED) {
-                fprintf(f, ",\n{\"name\":\"wait\",\"cat\":\"dependency\",\"ph\":\"s\",\"id\":%llu,\"pid\":%d,\"tid\":%llu,\"ts\":%.3f}",
-                        ids + rec->id, pid, (unsigned long long)src->stream_id, (src->start_ms - origin_ms) * 1000.0);
-                fprintf(f, ",\n{\"name\":\"wait\",\"cat\":\"dependency\",\"ph\":\"f\",\"bp\":\"e\",\"id\":%llu,\"pid\":%d,\"tid\":%llu,\"ts\":%.3f}",
-                        ids + rec->id, pid, (unsigned long long)rec->stream_id, (rec->start_ms - origin_ms) * 1000.0);
+                fprintf(f, ",\n{\"name\":\"wait\",\"cat\":\"dependency\",\"ph\":\"s\",\"id\":%llu,\"pid\":%d,\"tid\":%llu,\"ts\":%s}",
+                        ids + rec->id, pid, (unsigned long long)src->stream_id, gf__fixed3(ts, sizeof ts, (src->start_ms - origin_ms) * 1000.0));
+                fprintf(f, ",\n{\"name\":\"wait\",\"cat\":\"dependency\",\"ph\":\"f\",\"bp\":\"e\",\"id\":%llu,\"pid\":%d,\"tid\":%llu,\"ts\":%s}",
+                        ids + rec->id, pid, (unsigned long long)rec->stream_id, gf__fixed3(ts, sizeof ts, (rec->start_ms - origin_ms) * 1000.0));
             }
         }
     }
@@ -15709,7 +15768,7 @@ static void gf__trace_events(gf_device *dev, gf__profiler *p, FILE *f, int first
                 snprintf(name, sizeof name, "budget %s", b->label);
                 gf__json_string(f, name);
             }
-            fprintf(f, ",\"ph\":\"C\",\"pid\":%d,\"ts\":%.3f,\"args\":{\"bytes\":%llu}}", pid, ms * 1000.0, (unsigned long long)b->samples[k][1]);
+            fprintf(f, ",\"ph\":\"C\",\"pid\":%d,\"ts\":%s,\"args\":{\"bytes\":%llu}}", pid, gf__fixed3(ts, sizeof ts, ms * 1000.0), (unsigned long long)b->samples[k][1]);
         }
     }
     gf__spin_unlock(&dev->mem_lock);
@@ -15973,17 +16032,15 @@ static gf_result gf__stub_load(void) { return GF_OK; }
 static gf_result gf__stub_device_count(int *count) {
     static int warned;
     const char *v = getenv("GPUFLOW_STUB_DEVICES");
-    int n = 0;
-    const char *p;
+    uint64_t n = 0;
     *count = 1;
     if (!v || !*v) return GF_OK;
-    for (p = v; *p >= '0' && *p <= '9' && n <= GF__STUB_MAX_DEVICES; p++) n = n * 10 + (*p - '0');
-    if (*p || n < 1 || n > GF__STUB_MAX_DEVICES) {
+    if (!gf__env_digits(v, GF__STUB_MAX_DEVICES, &n) || n < 1) {
         if (!gf__atomic_add_int(&warned, 1))
             gf__env_warn("gpuflow: GPUFLOW_STUB_DEVICES=%s is not understood (a count, 1 to %d); the stub has one device", v, GF__STUB_MAX_DEVICES);
         return GF_OK;
     }
-    *count = n;
+    *count = (int)n;
     return GF_OK;
 }
 
@@ -16667,14 +16724,11 @@ static void gf__block_worker(void *arg) {
 /* How many threads run one launch's blocks: GPUFLOW_STUB_THREADS, else the cores. */
 static int gf__stub_threads(void) {
     const char *v = getenv("GPUFLOW_STUB_THREADS");
+    uint64_t count = 0;
     long n = 0;
     if (v && *v) {
-        char *end;
-        n = strtol(v, &end, 10);
-        if (*end || n < 1 || n > 1024) {
-            gf__env_warn("gpuflow: GPUFLOW_STUB_THREADS=%s is not understood (a count, 1 to 1024); one per core", v);
-            n = 0;
-        }
+        if (gf__env_digits(v, 1024, &count) && count >= 1) n = (long)count;
+        else gf__env_warn("gpuflow: GPUFLOW_STUB_THREADS=%s is not understood (a count, 1 to 1024); one per core", v);
     }
     if (n < 1) {
 #if defined(_WIN32)
@@ -17166,7 +17220,7 @@ static int gf__stub_memfd(size_t bytes) {
     int fd;
     if (!sym) return -1;
     memcpy(&memfd_create_fn, &sym, sizeof sym);
-    if ((fd = memfd_create_fn("gpuflow", MEMFD_CLOEXEC | MEMFD_ALLOW_SEALING)) < 0) return -1;
+    if ((fd = gf__fd_high(memfd_create_fn("gpuflow", MEMFD_CLOEXEC | MEMFD_ALLOW_SEALING))) < 0) return -1;
     if (ftruncate(fd, (off_t)bytes) != 0 || fcntl(fd, ADD_SEALS, SEAL_SHRINK | SEAL_SEAL) != 0) { close(fd); return -1; }
     return fd;
 }
@@ -17182,7 +17236,7 @@ static int gf__stub_shm(size_t bytes) {
     if (fd >= 0) return fd;
     for (tries = 0; tries < 16 && fd < 0; tries++) {
         snprintf(name, sizeof name, "/gpuflow-%ld-%d", (long)getpid(), gf__atomic_add_int(&serial, 1));
-        if ((fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600)) >= 0) shm_unlink(name);
+        if ((fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600)) >= 0) { shm_unlink(name); fd = gf__fd_high(fd); }
     }
     if (fd >= 0 && ftruncate(fd, (off_t)bytes) != 0) { close(fd); fd = -1; }
     return fd;
@@ -17247,7 +17301,7 @@ static gf_result gf__stub_buffer_export(gf_buffer *buf, gf_external_type type, g
     gf__stub_mapping *m = (gf__stub_mapping *)buf->external;
     (void)type;
     if (!m || m->fd < 0) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_buffer_export: the buffer has no exportable memory");
-    if ((out->fd = fcntl(m->fd, F_DUPFD_CLOEXEC, 0)) < 0) return gf__fail(GF_ERROR_DRIVER, "gf_buffer_export: dup failed (%s)", strerror(errno));
+    if ((out->fd = gf__fd_dup(m->fd)) < 0) return gf__fail(GF_ERROR_DRIVER, "gf_buffer_export: dup failed (%s)", strerror(errno));
     out->size = m->bytes;
     return GF_OK;
 }
@@ -17303,7 +17357,7 @@ static gf_result gf__stub_semaphore_import(gf_semaphore *sem, const gf_semaphore
 static gf_result gf__stub_semaphore_export(gf_semaphore *sem, gf_external_type type, gf_external_handle *out) {
     gf__stub_sem *m = (gf__stub_sem *)sem->native;
     (void)type;
-    if ((out->fd = fcntl(m->fd, F_DUPFD_CLOEXEC, 0)) < 0) return gf__fail(GF_ERROR_DRIVER, "gf_semaphore_export: dup failed (%s)", strerror(errno));
+    if ((out->fd = gf__fd_dup(m->fd)) < 0) return gf__fail(GF_ERROR_DRIVER, "gf_semaphore_export: dup failed (%s)", strerror(errno));
     out->size = m->mapped;
     return GF_OK;
 }

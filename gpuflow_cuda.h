@@ -1862,7 +1862,7 @@ static gf_result gf__cuda_buffer_import(gf_buffer *buf, const gf_external_memory
         default: hd.type = CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD; break;
         }
         /* CUDA owns an fd it imports: it gets a duplicate, so the caller's stays the caller's */
-        if ((hd.handle.fd = dup(d->fd)) < 0) { gf__free(x); return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_buffer_import: dup of fd %d failed", d->fd); }
+        if ((hd.handle.fd = gf__fd_dup(d->fd)) < 0) { gf__free(x); return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_buffer_import: dup of fd %d failed", d->fd); }
 #endif
         if ((r = GF__CUDA_CALL(ImportExternalMemory, (&x->ext, &hd))) != CUDA_SUCCESS) {
 #if !defined(_WIN32)
@@ -1918,7 +1918,7 @@ static gf_result gf__cuda_semaphore_import(gf_semaphore *sem, const gf_semaphore
     hd.handle.win32.name = d->win32_name;
 #else
     hd.type = d->timeline ? CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_FD : CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_FD;
-    if ((hd.handle.fd = dup(d->fd)) < 0)   /* CUDA owns what it imports: a duplicate */ return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_semaphore_import: dup of fd %d failed", d->fd);
+    if ((hd.handle.fd = gf__fd_dup(d->fd)) < 0)   /* CUDA owns what it imports: a duplicate */ return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_semaphore_import: dup of fd %d failed", d->fd);
 #endif
     if ((r = GF__CUDA_CALL(ImportExternalSemaphore, (&ext, &hd))) != CUDA_SUCCESS) {
 #if !defined(_WIN32)

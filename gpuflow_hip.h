@@ -1663,7 +1663,7 @@ static gf_result gf__hip_buffer_import(gf_buffer *buf, const gf_external_memory_
     hd.handle.win32.name = d->win32_name;
 #else
     hd.type = hipExternalMemoryHandleTypeOpaqueFd;
-    if ((hd.handle.fd = dup(d->fd)) < 0) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_buffer_import: dup of fd %d failed", d->fd);
+    if ((hd.handle.fd = gf__fd_dup(d->fd)) < 0) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_buffer_import: dup of fd %d failed", d->fd);
 #endif
     if ((r = GF__HIP_CALL(ImportExternalMemory, (&ext, &hd))) != hipSuccess) {
 #if !defined(_WIN32)
@@ -1724,7 +1724,7 @@ static gf_result gf__hip_semaphore_import(gf_semaphore *sem, const gf_semaphore_
     hd.handle.win32.name = d->win32_name;
 #else
     gf__hip_semaphore_type(&hd, d->timeline ? GF__HIP_TIMELINE_SEMAPHORE_FD : (int)hipExternalSemaphoreHandleTypeOpaqueFd);
-    if ((hd.handle.fd = dup(d->fd)) < 0) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_semaphore_import: dup of fd %d failed", d->fd);
+    if ((hd.handle.fd = gf__fd_dup(d->fd)) < 0) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_semaphore_import: dup of fd %d failed", d->fd);
 #endif
     if ((r = GF__HIP_CALL(ImportExternalSemaphore, (&ext, &hd))) != hipSuccess) {
 #if !defined(_WIN32)

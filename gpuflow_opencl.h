@@ -1809,7 +1809,7 @@ static gf_result gf__cl_buffer_import(gf_buffer *buf, const gf_external_memory_d
                         "(CL_DEVICE_MEM_BASE_ADDR_ALIGN of %s); %llu is not", (unsigned long long)d->sub_align,
                         buf->dev->tag, (unsigned long long)desc->offset);
     if (desc->size > (uint64_t)SIZE_MAX) return gf__fail(GF_ERROR_OUT_OF_RANGE, "gf_buffer_import: size does not fit this host");
-    if ((fd = dup(desc->fd)) < 0) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_buffer_import: dup of fd %d failed", desc->fd);
+    if ((fd = gf__fd_dup(desc->fd)) < 0) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_buffer_import: dup of fd %d failed", desc->fd);
     props[0] = CL_EXTERNAL_MEMORY_HANDLE_OPAQUE_FD_KHR; props[1] = (cl_ulong)fd;
     props[2] = CL_MEM_DEVICE_HANDLE_LIST_KHR; props[3] = (cl_ulong)(uintptr_t)d->device; props[4] = CL_MEM_DEVICE_HANDLE_LIST_END_KHR;
     props[5] = 0;
@@ -1854,7 +1854,7 @@ static gf_result gf__cl_semaphore_import(gf_semaphore *sem, const gf_semaphore_d
     gf__cl_sem made;
     int fd;
     if (sem->timeline) return gf__fail(GF_ERROR_NOT_SUPPORTED, "OpenCL: semaphores are binary (cl_khr_semaphore has no timelines)");
-    if ((fd = dup(desc->fd)) < 0) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_semaphore_import: dup of fd %d failed", desc->fd);
+    if ((fd = gf__fd_dup(desc->fd)) < 0) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_semaphore_import: dup of fd %d failed", desc->fd);
     props[0] = CL_SEMAPHORE_TYPE_KHR; props[1] = CL_SEMAPHORE_TYPE_BINARY_KHR;
     props[2] = CL_SEMAPHORE_HANDLE_OPAQUE_FD_KHR; props[3] = (cl_ulong)fd; props[4] = 0;
     made = GF__FAULT("clCreateSemaphoreWithPropertiesKHR") ? NULL : d->sem.create(d->ctx, props, &e);

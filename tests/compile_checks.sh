@@ -7,7 +7,8 @@
 #     the compiler's default path, so it cannot be taken away);
 #   - GPUFLOW_STATIC builds warning-free under -Werror though the program calls one function;
 #     so does GPUFLOW_STUB_INLINE; two GPUFLOW_STATIC copies link and run under gcc's LTO;
-#   - the implementation is warning-free as C++20 (g++, clang++);
+#   - the implementation is warning-free as C++20 (g++, clang++); what every includer compiles
+#     (declarations, kernel files as C) is under stricter flags, and its pragmas do not leak;
 #   - only gf_/GF_/GPUFLOW_ names reach an includer: a program with its own rsqrtf builds, and a
 #     kernel file compiled as C (gpuflow.h included again with GF_KERNELS) gets the dialect's;
 #   - the implementation builds after <stdio.h> and <math.h> under -std=c99, and after a header
@@ -140,6 +141,25 @@ for other in g++ clang++; do
     if $other -x c++ -std=c++11 -DGPUFLOW_DEBUG -Wall -Wextra -Wpedantic -Werror -I. -fsyntax-only "$dir/static.c" 2>"$dir/static.err"; then
         ok "GPUFLOW_DEBUG under $other -std=c++11: warning-free under -Werror"
     else fail "GPUFLOW_DEBUG under $other -std=c++11: $(grep -m1 -E 'warning|error' "$dir/static.err")"; fi
+done
+# What every includer compiles (the declarations, and kernel files compiled as C) under an
+# engine's stricter flags (a review): clang's -Wconditional-uninitialized in C, the dialect's
+# C casts under -Wold-style-cast and g++'s -Wuseless-cast in C++; the program's own code after
+# them still warns (the header's pragmas are popped).
+printf '#include "gpuflow.h"\n#define GF_KERNELS GF_KERNELS_AS_C\n#include "examples/reduce.gfk"\n#include "examples/histogram.gfk"\n#undef GF_KERNELS\nint user_code(double x);\nint user_code(double x) { return (int)x; }\n' > "$dir/strict_user.c"
+for other in clang g++ clang++; do
+    command -v $other >/dev/null 2>&1 || continue
+    case $other in
+        clang) flags="-x c -std=c99 -Wconditional-uninitialized" ;;
+        g++) flags="-x c++ -std=c++11 -Wold-style-cast -Wuseless-cast" ;;
+        *) flags="-x c++ -std=c++11 -Wold-style-cast -Wconditional-uninitialized" ;;
+    esac
+    # shellcheck disable=SC2086
+    $other $flags -Wall -Wextra -Wpedantic -Wno-unused-function -I. -fsyntax-only "$dir/strict_user.c" 2>"$dir/strict.err"
+    header=$(grep -c 'gpuflow.h.*warning\|gfk.*warning' "$dir/strict.err") own=$(grep -c 'strict_user.c:7.*old-style' "$dir/strict.err")
+    expect_own=0; case $other in g++|clang++) expect_own=1 ;; esac
+    if [ "$header" -eq 0 ] && [ "$own" -eq "$expect_own" ]; then ok "an includer under $other $flags: nothing of the header warns, the program's own cast still does"
+    else fail "an includer under $other $flags: $header warnings from the header, $own of the program's: $(grep -m1 warning "$dir/strict.err")"; fi
 done
 # C++20 deprecates ++ and compound assignment on a volatile (gcc and clang warn by default).
 for other in g++ clang++; do

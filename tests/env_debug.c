@@ -5,7 +5,9 @@
    one failed call (a zero-sized buffer) and one synchronous copy, launches a kernel with a
    barrier that not every thread reaches on a third stream, and a kernel that runs 0.4 s on a
    fourth (GPUFLOW_HANG_MS=100 names it). With a second stub device (GPUFLOW_STUB_DEVICES=2) it
-   copies there too, and closes that device last. Its own output: one line, "done". */
+   copies there too, and closes that device last. It follows the environment's locale, as
+   programs that call setlocale(LC_ALL, "") do. Its own output: one line, "done" (and before it
+   "decimal point ," where the locale writes numbers so). */
 #define _POSIX_C_SOURCE 200809L
 #define GPUFLOW_IMPLEMENTATION
 #include "backends.h"
@@ -36,6 +38,7 @@ GF_KERNEL(bad_sync, GF_PARAM(GF_GLOBAL float *, x))
 #undef GF_KERNELS
 #include <string.h>
 #include <time.h>
+#include <locale.h>
 
 static void hold(void *user, gf_result status)
 {
@@ -58,6 +61,7 @@ int main(void)
     gf_stream *a, *b, *c, *d;
     gf_buffer *buf, *none = NULL;
     char host[1024], back[1024];
+    if (setlocale(LC_ALL, "") && strcmp(localeconv()->decimal_point, ".") != 0) printf("decimal point %s\n", localeconv()->decimal_point);
     memset(host, 1, sizeof host);
     if (getenv("GPUFLOW_BACKEND")) {   /* AUTO under the variable (the rest runs on the stub as named) */
         if (gf_device_open(GF_BACKEND_AUTO, 0, &dev) == GF_OK) gf_device_close(dev);

@@ -86,6 +86,19 @@ else fail "GPUFLOW_TRACE with two devices: $procs processes in the file; stderr:
 if ! command -v python3 >/dev/null 2>&1; then echo "SKIP the two devices' trace as JSON: no python3"; skipped=$((skipped + 1))
 elif python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$out/trace.json" 2>"$out/json.err"; then ok "GPUFLOW_TRACE with two devices: the file is JSON"
 else fail "GPUFLOW_TRACE with two devices: not JSON: $(head -c 300 "$out/json.err")"; fi
+# a program that follows a locale writing "0,5": the trace's numbers were written so, and the
+# file was not JSON (a review). The locale is built here (Debian: locales).
+rm -rf "$out/loc" "$out/trace.json"; mkdir -p "$out/loc"
+if ! command -v python3 >/dev/null 2>&1 || ! command -v localedef >/dev/null 2>&1 || [ ! -f /usr/share/i18n/locales/de_DE ] ||
+   ! localedef -i de_DE -f UTF-8 "$out/loc/de_DE.UTF-8" >/dev/null 2>&1; then
+    echo "SKIP the trace under a decimal-comma locale: no python3, or no de_DE locale to build (Debian: locales)"; skipped=$((skipped + 1))
+else
+    run LOCPATH="$out/loc" LC_ALL=de_DE.UTF-8 GPUFLOW_TRACE="$out/trace.json"
+    if ! grep -q '^decimal point ,$' "$out/out"; then fail "the de_DE locale did not take: $(head -c 200 "$out/out")"
+    elif python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$out/trace.json" 2>"$out/json.err" && grep -q '"ts":[0-9]*\.[0-9]' "$out/trace.json"; then
+        ok "GPUFLOW_TRACE in a program whose locale writes a decimal comma: the file is JSON"
+    else fail "GPUFLOW_TRACE under a decimal-comma locale: not JSON: $(head -c 300 "$out/json.err")"; fi
+fi
 
 run GPUFLOW_RACECHECK=1
 if has "^gpuflow: GPUFLOW_RACECHECK is not a variable gpuflow reads"; then ok "a misspelt GPUFLOW_ variable is named in a warning"
@@ -101,6 +114,9 @@ run GPUFLOW_STUB_THREADS=abc
 if has '^gpuflow: GPUFLOW_STUB_THREADS=abc is not understood' && ! has 'size is 0' && grep -q '^done$' "$out/out"; then
     ok "GPUFLOW_STUB_THREADS=abc: named in a warning with no switch on (it was silent), and nothing else is"
 else fail "GPUFLOW_STUB_THREADS=abc: stderr has: $(head -c 300 "$out/err")"; fi
+run GPUFLOW_STUB_THREADS=' 4'   # strtol skipped the space: read strictly, as the header says (a review)
+if has '^gpuflow: GPUFLOW_STUB_THREADS= 4 is not understood' && grep -q '^done$' "$out/out"; then ok "GPUFLOW_STUB_THREADS=' 4': a leading space is not understood either"
+else fail "GPUFLOW_STUB_THREADS=' 4': stderr has: $(head -c 300 "$out/err")"; fi
 
 for v in -1 99999999999999999999999; do   # strtoull read both as huge limits (review S)
     run GPUFLOW_RECORD="$out/limit.gfrec" GPUFLOW_RECORD_LIMIT=$v

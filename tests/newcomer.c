@@ -28,6 +28,8 @@
 #include <stdlib.h>
 #include <math.h>
 #include <unistd.h>
+#include <fcntl.h>
+#include <errno.h>
 #include <signal.h>
 #include <dirent.h>
 #include <sys/stat.h>
@@ -788,6 +790,45 @@ static void test_memory_waits_and_closes(void)
     gf_stream_destroy(s);
     gf_device_close(d);
 }
+/* With stderr closed, the next open() gives 2, and the stderr logger then wrote into that file
+   (a review: log lines inside a GPUFLOW_RECORD recording, which replayed cut short). Every
+   descriptor gpuflow keeps is above 2: a recording's, a stub buffer's or semaphore's memory,
+   an export's. */
+static int fd2_closed(void) { return fcntl(2, F_GETFD) == -1 && errno == EBADF; }
+static void test_low_fds(void)
+{
+    char path[64];
+    gf_record_desc rd;
+    gf_buffer_desc bd;
+    gf_buffer *buf = NULL;
+    gf_semaphore *sem = NULL;
+    gf_external_handle h;
+    int saved = dup(2), kept_record = 0, kept_memory = 0, kept_semaphore = 0, export_fd = -1;
+    if (!CHECK(saved > 2, "low fds: stderr set aside")) return;
+    fflush(stderr);
+    snprintf(path, sizeof path, "/tmp/gpuflow-nc-lowfd-%ld.bin", (long)getpid());
+    memset(&rd, 0, sizeof rd);
+    rd.path = path;
+    memset(&bd, 0, sizeof bd);
+    bd.size = 4096;
+    bd.exportable = 1;
+    close(2);
+    if (gf_record_start(&rd) == GF_OK) { kept_record = fd2_closed(); gf_record_stop(); }
+    if (gf_buffer_create_desc(dev, &bd, &buf) == GF_OK) {
+        kept_memory = fd2_closed();
+        if (gf_buffer_export(buf, GF_EXTERNAL_HOST_FD, &h) == GF_OK) { export_fd = h.fd; close(h.fd); }
+    }
+    if (gf_semaphore_create(dev, 0, &sem) == GF_OK) kept_semaphore = fd2_closed();
+    dup2(saved, 2);
+    close(saved);
+    remove(path);
+    CHECK(kept_record, "low fds: a recording's file is not opened as fd 2 when stderr is closed");
+    CHECK(kept_memory, "low fds: a stub buffer's shared memory is not fd 2 when stderr is closed");
+    CHECK(export_fd > 2, "low fds: an export's fd is above 2");
+    CHECK(kept_semaphore, "low fds: a stub semaphore's shared memory is not fd 2 when stderr is closed");
+    gf_buffer_destroy(buf);
+    gf_semaphore_destroy(sem);
+}
 static void test_fork(void)
 {
     gf_stream *s = NULL;
@@ -1084,6 +1125,7 @@ int main(int argc, char **argv)
     test_first_messages(dev);
     if (backend == GF_BACKEND_STUB) {
         test_environment();
+        test_low_fds();
         test_close_names_the_living();
     }
     gf_device_close(dev);
