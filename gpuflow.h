@@ -74,8 +74,9 @@
         GPUFLOW_STUB_FIBER_STACK the stack of each thread but the first of a stub block that
                                  syncs (default 128 KiB; a page below it faults on POSIX)
         GPUFLOW_NVTX             CUDA: stream names and gf_range_push as NVTX ranges
-        GPUFLOW_VALGRIND         1: tell Valgrind which memory is a stub fiber's stack (default:
-                                 1 where <valgrind/valgrind.h> is found, else 0; see >>stub)
+        GPUFLOW_VALGRIND         1: tell Valgrind which memory is a stub fiber's stack; 0 (or
+                                 defined empty): do not (default: 1 where <valgrind/valgrind.h>
+                                 is found, else 0; see >>stub)
 
     Environment: GPUFLOW_BACKEND=cuda|hip|opencl|stub forces the backend GF_BACKEND_AUTO picks;
     GPUFLOW_RACE_CHECK=1 (on, yes, true) turns the race detector on for every device (=abort:
@@ -3767,7 +3768,7 @@ static int gf__env_digits(const char *v, uint64_t max, uint64_t *out) {
     uint64_t n = 0;
     for (; *p >= '0' && *p <= '9'; p++) {
         uint64_t digit = (uint64_t)(*p - '0');
-        if (n > (max - digit) / 10) return 0;
+        if (digit > max || n > (max - digit) / 10) return 0;
         n = n * 10 + digit;
     }
     if (*p || p == v) return 0;
@@ -15708,7 +15709,8 @@ static void gf__json_string(FILE *f, const char *s) {
 }
 
 /* x with three decimals, as JSON writes numbers whatever the C locale (printf's %.3f writes
-   "22,833" where the program set a locale with a decimal comma: the trace was not JSON). */
+   "22,833" where the program set a locale with a decimal comma: the trace was not JSON).
+   Rounded from x * 1000, so a last digit at an exact half may differ from printf's by one. */
 static const char *gf__fixed3(char *out, size_t cap, double x) {
     double scaled = x * 1000.0;
     unsigned long long whole;
