@@ -404,8 +404,8 @@ bench: | $(BUILD)/bench
 install:
 	install -d "$(DESTDIR)$(PREFIX)/include" "$(DESTDIR)$(PREFIX)/lib/pkgconfig" "$(DESTDIR)$(PREFIX)/share/cmake/gpuflow"
 	install -m 644 gpuflow*.h "$(DESTDIR)$(PREFIX)/include/"
-	sed 's|@PREFIX@|$(PREFIX)|' cmake/gpuflow.pc.in > "$(DESTDIR)$(PREFIX)/lib/pkgconfig/gpuflow.pc"
-	install -m 644 cmake/gpuflowConfig.cmake cmake/gpuflow-backends.cmake "$(DESTDIR)$(PREFIX)/share/cmake/gpuflow/"
+	install -m 644 cmake/gpuflow.pc "$(DESTDIR)$(PREFIX)/lib/pkgconfig/"
+	install -m 644 cmake/gpuflowConfig.cmake cmake/gpuflowConfigVersion.cmake cmake/gpuflow-backends.cmake "$(DESTDIR)$(PREFIX)/share/cmake/gpuflow/"
 
 # The PTX text in tests/test_kernels.h, between its ptx:begin and ptx:end markers.
 ptx: | $(BUILD)

@@ -2,9 +2,18 @@
 # installed gpuflowConfig.cmake. A backend is compiled in when its option is ON, or (AUTO, the
 # default) when its vendor header is found; it adds GPUFLOW_<B> and the header's directory.
 # No vendor library is linked: gpuflow loads drivers at run time.
-set(GPUFLOW_CUDA "AUTO" CACHE STRING "gpuflow: compile in the CUDA backend (ON, OFF, AUTO: if cuda.h is found)")
-set(GPUFLOW_HIP "AUTO" CACHE STRING "gpuflow: compile in the HIP backend (ON, OFF, AUTO: if hip/hip_runtime_api.h is found)")
-set(GPUFLOW_OPENCL "AUTO" CACHE STRING "gpuflow: compile in the OpenCL backend (ON, OFF, AUTO: if CL/cl.h is found)")
+# A consumer's own (normal) variable of an option's name is taken as it is: creating the cache
+# entry would remove it under CMake's old policy CMP0126 (before 3.21), so the first configure
+# ignored it and the second honoured it (found by review).
+if(NOT DEFINED GPUFLOW_CUDA)
+    set(GPUFLOW_CUDA "AUTO" CACHE STRING "gpuflow: compile in the CUDA backend (ON, OFF, AUTO: if cuda.h is found)")
+endif()
+if(NOT DEFINED GPUFLOW_HIP)
+    set(GPUFLOW_HIP "AUTO" CACHE STRING "gpuflow: compile in the HIP backend (ON, OFF, AUTO: if hip/hip_runtime_api.h is found)")
+endif()
+if(NOT DEFINED GPUFLOW_OPENCL)
+    set(GPUFLOW_OPENCL "AUTO" CACHE STRING "gpuflow: compile in the OpenCL backend (ON, OFF, AUTO: if CL/cl.h is found)")
+endif()
 
 function(gpuflow_add_backends target)
     find_path(GPUFLOW_CUDA_INCLUDE cuda.h PATHS /usr/local/cuda/include ENV CUDA_PATH PATH_SUFFIXES include)

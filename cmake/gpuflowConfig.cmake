@@ -1,6 +1,7 @@
 # find_package(gpuflow): the installed headers as the INTERFACE target gpuflow::gpuflow, with
 # threads, the dynamic loader and the backends whose vendor headers are found (see
-# gpuflow-backends.cmake for GPUFLOW_CUDA / _HIP / _OPENCL).
+# gpuflow-backends.cmake for GPUFLOW_CUDA / _HIP / _OPENCL). The version is
+# gpuflowConfigVersion.cmake's, read from the installed gpuflow.h.
 include(CMakeFindDependencyMacro)
 find_dependency(Threads)
 get_filename_component(_gpuflow_prefix "${CMAKE_CURRENT_LIST_DIR}/../../.." ABSOLUTE)
@@ -11,5 +12,4 @@ if(NOT TARGET gpuflow::gpuflow)
     include("${CMAKE_CURRENT_LIST_DIR}/gpuflow-backends.cmake")
     gpuflow_add_backends(gpuflow::gpuflow)
 endif()
-set(gpuflow_VERSION 0.3.0)
 unset(_gpuflow_prefix)
