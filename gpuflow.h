@@ -1151,7 +1151,9 @@ GPUFLOW_API void       gf_stream_set_destroy(gf_stream_set *set);   /* blocks un
    gf_stream_set_end_frame or at the next gf_stream_set_next. gf_stream_set_frames says, without
    waiting, how many frames began, how many the device has completed, how many are in flight
    (begun and not known complete, the open one included) and the last completed frame's time
-   on the device (from its first operation to its end, by events). gf_stream_set_wait_frames
+   on the device (by events, from its start as gf_stream_set_next marked it to its end: on a
+   device idle when the frame began, it includes the host's time queuing the frame's work;
+   gf_profiler_report times each operation alone). gf_stream_set_wait_frames
    paces the host as engines do: it returns once at most max_in_flight frames are in flight,
    or GF_TIMEOUT after timeout_ms; a frame still open cannot complete, so a wait that would
    need it is GF_ERROR_INVALID_STATE (end it first). Thread-safe (the set's lock, let go while
@@ -1163,8 +1165,8 @@ typedef struct gf_frame_info {
     uint64_t in_flight;           /* frames - completed */
     int open;                     /* the latest frame has not ended */
     uint64_t last_frame;          /* the latest completed frame's number (from 0) */
-    float last_gpu_ms;            /* its time on the device, from its first stream's start to its last
-                                     one's end (0: none completed yet) */
+    float last_gpu_ms;            /* its time on the device, from its first stream's start (marked when
+                                     it began) to its last one's end (0: none completed yet) */
 } gf_frame_info;
 GPUFLOW_API gf_result  gf_stream_set_end_frame(gf_stream_set *set);
 GPUFLOW_API gf_result  gf_stream_set_frames(gf_stream_set *set, gf_frame_info *out);
@@ -2646,6 +2648,7 @@ struct gf_device {
     unsigned hang_ms;               /* GPUFLOW_HANG_MS: a wait longer than this logs the device state */
     char *trace_path;               /* GPUFLOW_TRACE: the Perfetto trace written at close */
     int sync_each;                  /* GPUFLOW_SYNC: every operation waits for itself */
+    int priority_noted;             /* atomic: "no stream priorities" was said (once per device) */
     int lost;                       /* atomic: faults on demand made the device lost */
     uint64_t lost_at;               /* at which counted operation */
     int stats_at_close;             /* GPUFLOW_STATS: the device's statistics logged at close */
@@ -4910,8 +4913,9 @@ static gf_result gf__call_stream_create(gf_device *dev, const gf_stream_desc *de
     GF__CHECK_OUT(out);
     if (prio < GF_PRIORITY_NORMAL || prio > GF_PRIORITY_LOW)
         return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_stream_create: priority %d is not a gf_priority", (int)prio);
-    if (prio != GF_PRIORITY_NORMAL && !dev->info.stream_priorities)
-        gf__notice(GF_LOG_INFO, "gf_stream_create: device %s has no stream priorities; the priority is kept as a label only", dev->tag);
+    if (prio != GF_PRIORITY_NORMAL && !dev->info.stream_priorities && !gf__atomic_xchg_int(&dev->priority_noted, 1))
+        gf__notice(GF_LOG_INFO, "gf_stream_create: device %s has no stream priorities; the priority is kept as a label only "
+                   "(said once per device)", dev->tag);
     if ((r = GF__LOST_POINT(dev, "gf_stream_create")) != GF_OK) return r;
     return gf__stream_new(dev, desc ? desc->label : NULL, prio, 0, out);
 }

@@ -790,6 +790,35 @@ static void test_memory_waits_and_closes(void)
     gf_stream_destroy(s);
     gf_device_close(d);
 }
+/* A device without stream priorities says so once, as the README says ("logged once"); it was
+   said at every create (a review). On a device with priorities, never. */
+static int priority_notes;
+static void count_priority_notes(void *user, gf_log_level level, gf_result code, const char *message)
+{
+    (void)user; (void)level; (void)code;
+    if (strstr(message, "has no stream priorities")) priority_notes++;
+}
+static void test_priority_note_once(void)
+{
+    gf_device *d = NULL;
+    gf_device_info info;
+    gf_stream_desc desc;
+    gf_stream *s[3] = { NULL, NULL, NULL };
+    int i;
+    if (!CHECK_EQ_RESULT(gf_device_open(backend, 0, &d), GF_OK)) return;   /* a device of its own: nothing said on it yet */
+    CHECK_EQ_RESULT(gf_device_get_info(d, &info), GF_OK);
+    memset(&desc, 0, sizeof desc);
+    priority_notes = 0;
+    gf_set_logger(count_priority_notes, NULL);
+    for (i = 0; i < 3; i++) {
+        desc.priority = i == 1 ? GF_PRIORITY_LOW : GF_PRIORITY_HIGH;
+        CHECK_EQ_RESULT(gf_stream_create(d, &desc, &s[i]), GF_OK);
+    }
+    gf_set_logger(th_said_logger, NULL);
+    CHECK(priority_notes == (info.stream_priorities ? 0 : 1), "three streams of other priorities: \"no stream priorities\" said once per device (never where they take effect)");
+    for (i = 0; i < 3; i++) gf_stream_destroy(s[i]);
+    gf_device_close(d);
+}
 /* With stderr closed, the next open() gives 2, and the stderr logger then wrote into that file
    (a review: log lines inside a GPUFLOW_RECORD recording, which replayed cut short). Every
    descriptor gpuflow keeps is above 2: a recording's, a stub buffer's or semaphore's memory,
@@ -1121,6 +1150,7 @@ int main(int argc, char **argv)
     test_fork();
     test_fork_child_fresh();
     test_build_error_lines();
+    test_priority_note_once();
     printf("the first messages a newcomer meets:\n");
     test_first_messages(dev);
     if (backend == GF_BACKEND_STUB) {
