@@ -295,7 +295,9 @@ typedef enum gf_workload {
 typedef enum gf_pool_strategy {
     GF_POOL_ROUND_ROBIN = 0,  /* streams in turn */
     GF_POOL_LEAST_PENDING,    /* the stream with the fewest pending operations */
-    GF_POOL_PRIORITY,         /* streams at each priority; the hint's priority picks */
+    GF_POOL_PRIORITY,         /* streams at each priority (HIGH, NORMAL, LOW in turn; a pool of one:
+                                 NORMAL, which every hint gets; of two: LOW hints get NORMAL's);
+                                 the hint's priority picks */
     GF_POOL_WORKLOAD          /* compute, memory and coordination work on separate streams */
 } gf_pool_strategy;
 
@@ -6730,7 +6732,7 @@ static gf_result gf__call_stream_pool_create(gf_device *dev, const gf_stream_poo
     for (i = 0; i < count; i++) {
         char name[64];
         gf_result r;
-        gf_priority prio = strategy == GF_POOL_PRIORITY ? gf__pool_priorities[i % 3] : GF_PRIORITY_NORMAL;
+        gf_priority prio = strategy == GF_POOL_PRIORITY && count > 1 ? gf__pool_priorities[i % 3] : GF_PRIORITY_NORMAL;   /* one stream: all work is NORMAL's */
         snprintf(name, sizeof name, "%s/%d", label, i);
         if ((r = gf__stream_new(dev, name, prio, 1, &pool->streams[i])) != GF_OK) {
             pool->count = i;

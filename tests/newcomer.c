@@ -819,6 +819,34 @@ static void test_priority_note_once(void)
     for (i = 0; i < 3; i++) gf_stream_destroy(s[i]);
     gf_device_close(d);
 }
+/* A priority pool of one stream made it HIGH, so all its work, NORMAL and LOW hints too, ran at
+   high priority (a review); of two, HIGH and NORMAL, LOW hints on the NORMAL one. (The stream's
+   priority is the implementation's: this file compiles it.) */
+static void test_priority_pool_small(void)
+{
+    gf_stream_pool_desc pd;
+    gf_stream_pool *pool = NULL;
+    gf_acquire_hint hint;
+    gf_stream *got = NULL;
+    gf_priority wanted[3] = { GF_PRIORITY_HIGH, GF_PRIORITY_NORMAL, GF_PRIORITY_LOW };
+    int count, i, bad = 0;
+    memset(&pd, 0, sizeof pd);
+    memset(&hint, 0, sizeof hint);
+    pd.strategy = GF_POOL_PRIORITY;
+    for (count = 1; count <= 3; count++) {
+        pd.count = count;
+        if (!CHECK_EQ_RESULT(gf_stream_pool_create(dev, &pd, &pool), GF_OK)) return;
+        for (i = 0; i < 3; i++) {
+            gf_priority expect = count == 1 ? GF_PRIORITY_NORMAL : count == 2 && wanted[i] == GF_PRIORITY_LOW ? GF_PRIORITY_NORMAL : wanted[i];
+            hint.priority = wanted[i];
+            if (gf_stream_pool_acquire(pool, &hint, &got) != GF_OK) { bad++; continue; }
+            if (got->priority != expect) { printf("  pool of %d: a hint of priority %d got a stream of %d\n", count, (int)wanted[i], (int)got->priority); bad++; }
+            gf_stream_pool_release(pool, got);
+        }
+        gf_stream_pool_destroy(pool);
+    }
+    CHECK(bad == 0, "priority pools of 1, 2 and 3 streams: no hint runs above its priority (one stream: NORMAL)");
+}
 /* With stderr closed, the next open() gives 2, and the stderr logger then wrote into that file
    (a review: log lines inside a GPUFLOW_RECORD recording, which replayed cut short). Every
    descriptor gpuflow keeps is above 2: a recording's, a stub buffer's or semaphore's memory,
@@ -1151,6 +1179,7 @@ int main(int argc, char **argv)
     test_fork_child_fresh();
     test_build_error_lines();
     test_priority_note_once();
+    test_priority_pool_small();
     printf("the first messages a newcomer meets:\n");
     test_first_messages(dev);
     if (backend == GF_BACKEND_STUB) {
