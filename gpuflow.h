@@ -15816,45 +15816,93 @@ GPUFLOW_IMPL gf_result gf_profiler_write_trace(gf_device *dev, const char *path)
     return GF_OK;
 }
 
-/* GPUFLOW_TRACE: one file for the run, whatever the devices. Each device's close adds its
-   events as a process of its own, on one clock (the host's, from the first traced device's
-   profiler base): to the file if this run wrote it (its first line names the run), else to a
-   new file. Holds no memory between closes. */
-static struct { gf__spin lock; uint64_t epoch_ns; int pids; } gf__trace_run;
+/* GPUFLOW_TRACE: one file for the process, whatever the devices. Each device's close adds its
+   events as a process of its own (numbered after those in the file), on one clock (the host's,
+   from the first traced device's profiler base, which the file's first line names with the
+   process's id and start): to the file if this process wrote it, else to a new file. Another copy of
+   gpuflow in the process (a plugin's own) adds to the same file on the file's clock: it
+   replaced the file, silently (found by review). Holds no memory between closes. */
+static struct { gf__spin lock; uint64_t epoch_ns; } gf__trace_run;
 static void gf__trace_run_begin(const gf_device *dev) {   /* dev's profiler just began */
     gf__spin_lock(&gf__trace_run.lock);
     if (!gf__trace_run.epoch_ns) gf__trace_run.epoch_ns = dev->profiler->base_host_ns;
     gf__spin_unlock(&gf__trace_run.lock);
 }
+/* When this process began (Linux: /proc/self/stat's start time, in clock ticks since boot), so
+   that a trace of an earlier process of the same id (a container's pid 1 every run) is not
+   taken for this one's; 0 where unknown (then a copy's own first trace time tells). */
+static unsigned long long gf__process_start(void) {
+    unsigned long long start = 0;
+#if defined(__linux__)
+    char text[1024], *at;
+    size_t n;
+    int field;
+    FILE *f = gf__fopen("/proc/self/stat", "r");
+    if (!f) return 0;
+    n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = 0;
+    if (!(at = strrchr(text, ')'))) return 0;   /* the name may hold spaces and parentheses */
+    for (field = 2; field < 22 && at; field++) at = strchr(at + 1, ' ');   /* field 22: starttime */
+    if (at) start = strtoull(at + 1, NULL, 10);
+#endif
+    return start;
+}
+/* How many processes (devices) f already holds, read from its start; f is left at its start. */
+static int gf__trace_processes(FILE *f) {
+    static const char mark[] = "\"process_name\"";
+    char chunk[4096 + sizeof mark];
+    size_t kept = 0, n, i;
+    int count = 0;
+    while ((n = fread(chunk + kept, 1, sizeof chunk - kept - 1, f)) > 0) {
+        n += kept;
+        chunk[n] = 0;
+        for (i = 0; i + sizeof mark - 1 <= n; i++)
+            if (chunk[i] == '"' && !memcmp(chunk + i, mark, sizeof mark - 1)) count++;
+        kept = n < sizeof mark - 2 ? n : sizeof mark - 2;   /* a mark cut by the chunk's end is found whole next time */
+        memmove(chunk, chunk + n - kept, kept);
+    }
+    rewind(f);
+    return count;
+}
 static gf_result gf__trace_run_write(gf_device *dev, const char *path) {
     char run[64], head[256];
+    const char *named;
+    unsigned long long epoch = 0, started = gf__process_start(), file_started = 0;
+    unsigned long file_pid = 0;
     gf__profiler *p;
     gf_result r;
     FILE *f;
     size_t n;
-    int ours = 0;
+    int ours = 0, processes = 0;
     if ((r = gf__profiler_ready(dev, "GPUFLOW_TRACE", &p)) != GF_OK) return r;
     gf__spin_lock(&gf__trace_run.lock);   /* a close at a time: each reads what the last wrote */
-    snprintf(run, sizeof run, "%lu-%llu", gf__getpid(), (unsigned long long)gf__trace_run.epoch_ns);
-    if ((f = gf__fopen(path, "r+b")) != NULL) {   /* ours: the first line names this run, and the file ends whole */
+    epoch = gf__trace_run.epoch_ns;
+    if ((f = gf__fopen(path, "r+b")) != NULL) {   /* ours: the first line names this process, and the file ends whole */
         n = fread(head, 1, sizeof head - 1, f);
         head[n] = 0;
-        ours = strstr(head, run) != NULL && strstr(head, "\"gpuflow_run\"") != NULL;
+        named = strstr(head, "\"gpuflow_run\":\"");
+        ours = named && sscanf(named + 15, "%lu-%llu-%llu", &file_pid, &file_started, &epoch) == 3 && file_pid == gf__getpid() &&
+               (started ? file_started == started : epoch == gf__trace_run.epoch_ns);
         if (ours) {
             char tail[sizeof GF__TRACE_END];
-            int64_t at = GF__FSEEK(f, -(int64_t)(sizeof tail - 1), SEEK_END) == 0 ? (int64_t)GF__FTELL(f) : -1;
+            int64_t at;
+            rewind(f);
+            processes = gf__trace_processes(f);
+            at = GF__FSEEK(f, -(int64_t)(sizeof tail - 1), SEEK_END) == 0 ? (int64_t)GF__FTELL(f) : -1;
             ours = at > 0 && fread(tail, 1, sizeof tail - 1, f) == sizeof tail - 1 && !memcmp(tail, GF__TRACE_END, sizeof tail - 1) &&
                    GF__FSEEK(f, at, SEEK_SET) == 0;
         }
-        if (!ours) fclose(f);
+        if (!ours) { fclose(f); epoch = gf__trace_run.epoch_ns; processes = 0; }
     }
     if (!ours && !(f = gf__fopen(path, "wb"))) {
         gf__spin_unlock(&gf__trace_run.lock);
         return gf__fail(GF_ERROR_INVALID_ARGUMENT, "GPUFLOW_TRACE: cannot open '%s' for writing", path);
     }
+    snprintf(run, sizeof run, "%lu-%llu-%llu", gf__getpid(), started, epoch);
     if (!ours) gf__trace_begin(f, run);
     gf__lock(&p->lock);
-    gf__trace_events(dev, p, f, !ours, ++gf__trace_run.pids, (double)(int64_t)(gf__trace_run.epoch_ns - p->base_host_ns) / 1e6);
+    gf__trace_events(dev, p, f, !ours, processes + 1, (double)(int64_t)(epoch - p->base_host_ns) / 1e6);
     gf__unlock(&p->lock);
     fputs(GF__TRACE_END, f);
     r = fclose(f) == 0 ? GF_OK : gf__fail(GF_ERROR_INVALID_ARGUMENT, "GPUFLOW_TRACE: writing '%s' failed", path);

@@ -790,6 +790,62 @@ static void test_memory_waits_and_closes(void)
     gf_stream_destroy(s);
     gf_device_close(d);
 }
+/* GPUFLOW_TRACE in a process with two copies of gpuflow (plugins each with its own): the
+   second copy's close replaced the first's trace, silently (a review). A second copy is
+   played here by forgetting this copy's trace run, as a fresh copy has none. And a file of an
+   earlier process with this process's id (a container's pid 1) is still replaced. */
+static int trace_processes_in(const char *path, int *whole)
+{
+    char buf[1 << 16];
+    size_t n;
+    int count = 0;
+    const char *at = buf;
+    FILE *f = fopen(path, "rb");
+    *whole = 0;
+    if (!f) return -1;
+    n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    while ((at = strstr(at, "\"process_name\"")) != NULL) { count++; at++; }
+    *whole = n > 4 && !strcmp(buf + n - 4, "\n]}\n") && !strncmp(buf, "{\"displayTimeUnit\"", 18);
+    return count;
+}
+static void trace_one_device(void)
+{
+    gf_device *d = NULL;
+    gf_buffer *b = NULL;
+    unsigned char x[64] = { 1 };
+    if (gf_device_open(GF_BACKEND_STUB, 0, &d) != GF_OK) return;
+    if (gf_buffer_create(d, sizeof x, &b) == GF_OK) { gf_copy_to_device(b, 0, x, sizeof x); gf_buffer_destroy(b); }
+    gf_device_close(d);
+}
+static void test_trace_two_copies(void)
+{
+    char path[64];
+    FILE *f;
+    int whole = 0, n;
+    snprintf(path, sizeof path, "/tmp/gpuflow-nc-copies-%ld.json", (long)getpid());
+    setenv("GPUFLOW_TRACE", path, 1);
+    remove(path);
+    trace_one_device();
+    gf__trace_run.epoch_ns = 0;   /* "another copy": its own trace run, begun later */
+    trace_one_device();
+    n = trace_processes_in(path, &whole);
+    CHECK(n == 2 && whole, "GPUFLOW_TRACE, two copies of gpuflow in one process: both devices in the one file, whole");
+    if (n != 2 || !whole) printf("  %d processes in the trace, %s\n", n, whole ? "whole" : "not whole");
+    /* an earlier process of this id left its trace: replaced, not added to */
+    if ((f = fopen(path, "wb")) != NULL) {
+        fprintf(f, "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"gpuflow_run\":\"%lu-1-5\"},\"traceEvents\":[\n"
+                   "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":1,\"tid\":0,\"args\":{\"name\":\"old\"}}\n]}\n", (unsigned long)getpid());
+        fclose(f);
+    }
+    gf__trace_run.epoch_ns = 0;
+    trace_one_device();
+    n = trace_processes_in(path, &whole);
+    CHECK(n == 1 && whole, "GPUFLOW_TRACE: a file an earlier process of the same id wrote is replaced");
+    unsetenv("GPUFLOW_TRACE");
+    remove(path);
+}
 /* A device without stream priorities says so once, as the README says ("logged once"); it was
    said at every create (a review). On a device with priorities, never. */
 static int priority_notes;
@@ -1185,6 +1241,9 @@ int main(int argc, char **argv)
     if (backend == GF_BACKEND_STUB) {
         test_environment();
         test_low_fds();
+#if defined(__linux__)
+        test_trace_two_copies();
+#endif
         test_close_names_the_living();
     }
     gf_device_close(dev);
