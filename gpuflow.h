@@ -1153,9 +1153,9 @@ GPUFLOW_API void       gf_stream_set_destroy(gf_stream_set *set);   /* blocks un
    gf_stream_set_end_frame or at the next gf_stream_set_next. gf_stream_set_frames says, without
    waiting, how many frames began, how many the device has completed, how many are in flight
    (begun and not known complete, the open one included) and the last completed frame's time
-   on the device (by events, from its start as gf_stream_set_next marked it to its end: on a
-   device idle when the frame began, it includes the host's time queuing the frame's work;
-   gf_profiler_report times each operation alone). gf_stream_set_wait_frames
+   on the device (by events, from its first operation, before which its start is recorded, to
+   its end: the host's time between gf_stream_set_next and that operation is not counted, nor
+   are waits queued before it). gf_stream_set_wait_frames
    paces the host as engines do: it returns once at most max_in_flight frames are in flight,
    or GF_TIMEOUT after timeout_ms; a frame still open cannot complete, so a wait that would
    need it is GF_ERROR_INVALID_STATE (end it first). Thread-safe (the set's lock, let go while
@@ -1167,8 +1167,9 @@ typedef struct gf_frame_info {
     uint64_t in_flight;           /* frames - completed */
     int open;                     /* the latest frame has not ended */
     uint64_t last_frame;          /* the latest completed frame's number (from 0) */
-    float last_gpu_ms;            /* its time on the device, from its first stream's start (marked when
-                                     it began) to its last one's end (0: none completed yet) */
+    float last_gpu_ms;            /* its time on the device, from its first operation to its end (a flow
+                                     run: its first lane's start to its last lane's end); 0: none
+                                     completed yet */
 } gf_frame_info;
 GPUFLOW_API gf_result  gf_stream_set_end_frame(gf_stream_set *set);
 GPUFLOW_API gf_result  gf_stream_set_frames(gf_stream_set *set, gf_frame_info *out);
@@ -2739,6 +2740,8 @@ struct gf_stream {
     uint64_t foreign_warned;        /* the one gf__warn_foreign_wait last named */
     char foreign_wait[48];          /* "semaphore N: value" */
     int callback_running;           /* atomic: a host callback of this stream is running now */
+    gf_event *start_due;            /* a stream set frame's start, recorded just before the stream's
+                                       next operation (lock): its time leaves out the host's queuing */
     uint64_t range_depth;           /* may exceed GF__RANGE_DEPTH: deeper ranges are not timed (64 bits: unmatched pushes never wrap it) */
 };
 
@@ -3190,7 +3193,7 @@ static const gf__backend *gf__backend_of(gf_backend b);
      errors and logging: gf__fail gf__set_error gf__notice gf__quiet gf__copy_str
      host memory: gf__malloc gf__calloc gf__free gf__grow gf__alloc_own (> 0 around an
           allocation that fault rules must not count)
-     files: gf__fopen (a UTF-8 path, on Windows too)
+     files: gf__fopen (a UTF-8 path, on Windows too) gf__fd_dup (POSIX: a duplicate above 2, close-on-exec)
      threads: gf__mutex gf__mutex_init gf__mutex_destroy gf__lock gf__unlock gf__cond
           gf__cond_init gf__cond_destroy gf__cond_wait gf__cond_broadcast gf__thread
           gf__thread_create gf__thread_join gf__atomic_add gf__atomic_load gf__spin
@@ -4684,11 +4687,21 @@ static void gf__stream_label_of(gf_device *dev, uint64_t id, char *out, size_t c
     gf__unlock(&dev->lock);
 }
 
+static gf_result gf__event_record_locked(gf_event *ev, gf_stream *s);
+/* A frame's start due on s is recorded now, before its first operation (s->lock held; not in a
+   capture). A record that fails leaves the frame untimed (0 ms), as an unrecorded start. */
+static void gf__start_now(gf_stream *s) {
+    GF__HELD(&s->lock);
+    gf_event *due = s->start_due;
+    s->start_due = NULL;
+    if (due) (void)gf__event_record_locked(due, s);
+}
 static gf_result gf__exec_counted(gf_stream *s, const gf__cmd *c) {   /* s->lock held */
     GF__HELD(&s->lock);
     char name[48];
     gf_result r;
     int rec = -1;
+    if (s->start_due) gf__start_now(s);
     if (gf__atomic_load_int(&s->dev->profiling))   /* off: not even the call and its arguments */
         rec = gf__prof_begin(s, gf__cmd_op(c), gf__cmd_name(c, name, sizeof name), gf__cmd_bytes(c), 0);
     r = c->kind == GF__CMD_SIGNAL ? gf__timeline_signal(s, c->as.sem.sem, c->as.sem.value) : gf__exec(s, c, NULL);
@@ -7035,7 +7048,8 @@ struct gf_stream_set {
     int last;                      /* slot handed out by the latest next(), or -1 */
     gf_stream **streams;
     gf_event **round_done;         /* recorded when a slot's round ends */
-    gf_event **round_start;        /* recorded when it begins: the frame's time on the device */
+    gf_event **round_start;        /* recorded at its first operation (gf__start_now), or at its end if
+                                      it has none: the frame's time on the device */
     uint64_t *round_frame;         /* the frame each slot's latest round is */
     unsigned char *pending;        /* the slot's round ended, not yet known complete */
     int open;                      /* the latest round (slot `last`) has not ended */
@@ -7096,10 +7110,15 @@ static gf_result gf__set_record(gf_event *ev, gf_stream *s) {
     return r;
 }
 static gf_result gf__set_end_round(gf_stream_set *set) {
+    gf_stream *s;
     gf_result r;
     GF__HELD(&set->lock);
     if (set->last < 0 || !set->open) return GF_OK;
-    if ((r = gf__set_record(set->round_done[set->last], set->streams[set->last])) != GF_OK)
+    s = set->streams[set->last];
+    gf__lock(&s->lock);   /* a frame with no operation: its start just before its end */
+    if (!s->capture) gf__start_now(s);
+    gf__unlock(&s->lock);
+    if ((r = gf__set_record(set->round_done[set->last], s)) != GF_OK)
         return r;   /* the frame stays open, changed in nothing: a retry ends it (counted complete, its wait would not wait) */
     set->open = 0;
     set->pending[set->last] = 1;
@@ -7156,8 +7175,11 @@ static gf_result gf__call_stream_set_next(gf_stream_set *set, size_t i, gf_strea
        passed (waited for with the lock let go, so frames, end_frame and other slots go on) */
     while ((r = gf__set_end_round(set)) == GF_OK && set->pending[slot] &&
            (r = gf__event_refuse_self_wait("gf_stream_set_next", set->round_done[slot])) == GF_OK && (r = gf__set_wait_round(set, slot, NULL)) == GF_OK) {}
-    if (r == GF_OK) r = gf__set_record(set->round_start[slot], set->streams[slot]);
-    if (r == GF_OK) {
+    if (r == GF_OK) {   /* the start is recorded at the frame's first operation (gf__start_now) */
+        gf_stream *s = set->streams[slot];
+        gf__lock(&s->lock);
+        s->start_due = set->round_start[slot];
+        gf__unlock(&s->lock);
         set->last = slot;
         set->open = 1;
         set->round_frame[slot] = set->count.begun++;

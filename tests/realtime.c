@@ -85,6 +85,35 @@ static void test_frames(void)
 static th_gate *flow_gate;   /* the gate the next run's first task holds its lane on */
 static gf_result hold_task(gf_stream *on, void *user) { (void)user; return flow_gate ? gf_stream_add_callback(on, th_gate_cb, flow_gate) : GF_OK; }
 static gf_result idle_task(gf_stream *on, void *user) { (void)on; (void)user; return GF_OK; }
+static void sleep_cb(void *user, gf_result status);
+/* A frame's time on the device leaves out the host's time preparing it: its start was marked
+   at gf_stream_set_next, which an idle device passed at once, so 60 ms of host work before a
+   5 ms operation read as 65 ms on the device (a review: 45 for a 5 ms kernel). A frame with no
+   operation at all reads (about) nothing. */
+static void test_frame_time_is_the_devices(void)
+{
+    gf_stream_set *set = NULL;
+    gf_stream *s = NULL;
+    gf_frame_info fi;
+    memset(&fi, 0, sizeof fi);
+    if (!CHECK_EQ_RESULT(gf_stream_set_create(dev, 2, "prepared", &set), GF_OK)) return;
+    CHECK_EQ_RESULT(gf_stream_set_next(set, 0, &s), GF_OK);
+    th_sleep_ms(60);   /* the host prepares the frame */
+    if (s) CHECK_EQ_RESULT(gf_stream_add_callback(s, sleep_cb, (void *)(size_t)5), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_set_end_frame(set), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_set_wait_frames(set, 0, TH_WAIT_MS), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_set_frames(set, &fi), GF_OK);
+    CHECK(fi.last_gpu_ms >= 4.0f && fi.last_gpu_ms < 45.0f, "frames: the time on the device is its 5 ms operation, not the 60 ms the host took first");
+    printf("  a 5 ms frame prepared for 60 ms: %.2f ms on the device\n", (double)fi.last_gpu_ms);
+    CHECK_EQ_RESULT(gf_stream_set_next(set, 1, &s), GF_OK);   /* no operation */
+    th_sleep_ms(40);
+    CHECK_EQ_RESULT(gf_stream_set_end_frame(set), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_set_wait_frames(set, 0, TH_WAIT_MS), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_set_frames(set, &fi), GF_OK);
+    CHECK(fi.completed == 2 && fi.last_frame == 1 && fi.last_gpu_ms < 20.0f, "frames: a frame with no operation takes (about) no time on the device");
+    gf_stream_set_destroy(set);
+}
+
 static void test_flow_frames(void)
 {
     gf_flow *flow = NULL;
@@ -538,6 +567,7 @@ int main(int argc, char **argv)
     }
     printf("realtime on %s: %s\n", backend_name, gf_device_name(dev));
     test_frames();
+    test_frame_time_is_the_devices();
     test_flow_frames();
     test_flow_frames_overlap();
     test_pacing_holds_nothing();
