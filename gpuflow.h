@@ -12196,8 +12196,10 @@ typedef struct gf__rec_file {
    (fcntl); Windows denies other writers at the open. NULL with *err an errno value. */
 #if defined(F_OFD_SETLK)
 #  define GF__F_OFD_SETLK F_OFD_SETLK
+#  define GF__F_OFD_SETLKW F_OFD_SETLKW
 #elif defined(__linux__)
 #  define GF__F_OFD_SETLK 37   /* Linux 3.15; <fcntl.h> names it only with _GNU_SOURCE */
+#  define GF__F_OFD_SETLKW 38
 #endif
 static gf__rec_file *gf__rec_file_open(const char *path, int *busy, int *err) {
     gf__rec_file *f;
@@ -15870,6 +15872,40 @@ static unsigned long long gf__process_start(void) {
 #endif
     return start;
 }
+/* The trace file, for reading and writing, made if missing, locked against other copies of
+   gpuflow in this process and other processes (POSIX: the open file description's lock where
+   Linux has one, else the process's), or NULL where it is not a plain file (or cannot be
+   opened): two copies closing at once interleaved their appends (found by review). */
+static int gf__trace_file_plain(const char *path) {
+    gf__stat_t st;
+    return gf__stat(path, &st) != 0 || (st.st_mode & S_IFMT) == S_IFREG;   /* missing: made plain */
+}
+#if defined(_WIN32)
+static FILE *gf__trace_file_open(const char *path) {   /* _wfopen denies no one: as before, unlocked */
+    FILE *f;
+    if (!gf__trace_file_plain(path)) return NULL;
+    if (!(f = gf__fopen(path, "r+b"))) f = gf__fopen(path, "w+b");
+    return f;
+}
+static int gf__trace_file_cut(FILE *f) { return _chsize_s(_fileno(f), 0) == 0 ? 0 : -1; }
+#else
+static FILE *gf__trace_file_open(const char *path) {
+    struct flock whole;
+    FILE *f;
+    int fd, locked;
+    if (!gf__trace_file_plain(path) || (fd = gf__fd_open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666)) < 0) return NULL;
+    memset(&whole, 0, sizeof whole);
+    whole.l_type = F_WRLCK; whole.l_whence = SEEK_SET;   /* l_len 0: to the end */
+#  if defined(GF__F_OFD_SETLKW)
+    while ((locked = fcntl(fd, GF__F_OFD_SETLKW, &whole)) != 0 && errno == EINTR) {}
+    if (locked != 0)
+#  endif
+        while (fcntl(fd, F_SETLKW, &whole) != 0 && errno == EINTR) {}   /* refused too: written unlocked, as before */
+    if (!(f = fdopen(fd, "r+b"))) close(fd);
+    return f;
+}
+static int gf__trace_file_cut(FILE *f) { return ftruncate(fileno(f), 0); }
+#endif
 /* How many processes (devices) f already holds, read from its start; f is left at its start. */
 static int gf__trace_processes(FILE *f) {
     static const char mark[] = "\"process_name\"";
@@ -15900,7 +15936,8 @@ static gf_result gf__trace_run_write(gf_device *dev, const char *path) {
     if ((r = gf__profiler_ready(dev, "GPUFLOW_TRACE", &p)) != GF_OK) return r;
     gf__spin_lock(&gf__trace_run.lock);   /* a close at a time: each reads what the last wrote */
     epoch = gf__trace_run.epoch_ns;
-    if ((f = gf__fopen(path, "r+b")) != NULL) {   /* ours: the first line names this process, and the file ends whole */
+    f = gf__trace_file_open(path);   /* another copy of gpuflow: the file's lock, held until fclose */
+    if (f) {   /* ours: the first line names this process, and the file ends whole */
         n = fread(head, 1, sizeof head - 1, f);
         head[n] = 0;
         named = strstr(head, "\"gpuflow_run\":\"");
@@ -15915,9 +15952,16 @@ static gf_result gf__trace_run_write(gf_device *dev, const char *path) {
             ours = at > 0 && fread(tail, 1, sizeof tail - 1, f) == sizeof tail - 1 && !memcmp(tail, GF__TRACE_END, sizeof tail - 1) &&
                    GF__FSEEK(f, at, SEEK_SET) == 0;
         }
-        if (!ours) { fclose(f); epoch = gf__trace_run.epoch_ns; processes = 0; }
+        if (!ours) {   /* replaced: cut here, under the lock (a new file: nothing to cut) */
+            epoch = gf__trace_run.epoch_ns;
+            processes = 0;
+            rewind(f);
+            if (gf__trace_file_cut(f) != 0) { fclose(f); f = NULL; }
+        }
+    } else if (!gf__trace_file_plain(path)) {
+        f = gf__fopen(path, "wb");   /* a FIFO, a terminal, /dev/stdout: written whole, not read (a read waited for ever) */
     }
-    if (!ours && !(f = gf__fopen(path, "wb"))) {
+    if (!f) {
         gf__spin_unlock(&gf__trace_run.lock);
         return gf__fail(GF_ERROR_INVALID_ARGUMENT, "GPUFLOW_TRACE: cannot open '%s' for writing", path);
     }

@@ -86,6 +86,17 @@ else fail "GPUFLOW_TRACE with two devices: $procs processes in the file; stderr:
 if ! command -v python3 >/dev/null 2>&1; then echo "SKIP the two devices' trace as JSON: no python3"; skipped=$((skipped + 1))
 elif python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$out/trace.json" 2>"$out/json.err"; then ok "GPUFLOW_TRACE with two devices: the file is JSON"
 else fail "GPUFLOW_TRACE with two devices: not JSON: $(head -c 300 "$out/json.err")"; fi
+# a FIFO (or /dev/stdout piped): gpuflow read the file first, to add to it, and that read waited
+# for ever (a review); written whole now
+rm -f "$out/fifo" "$out/fifo.json"
+if command -v mkfifo >/dev/null 2>&1 && command -v python3 >/dev/null 2>&1 && mkfifo "$out/fifo"; then
+    cat "$out/fifo" > "$out/fifo.json" &
+    reader=$!
+    rc=0; timeout 60 env GPUFLOW_TRACE="$out/fifo" "$out/env_debug" >"$out/out" 2>"$out/err" || rc=$?
+    kill "$reader" 2>/dev/null; wait "$reader" 2>/dev/null
+    if [ "$rc" -eq 0 ] && python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$out/fifo.json" 2>/dev/null; then ok "GPUFLOW_TRACE=a FIFO: the trace is written through it, whole"
+    else fail "GPUFLOW_TRACE=a FIFO: exit $rc (124: it waited for ever); $(head -c 200 "$out/fifo.json")"; fi
+else echo "SKIP GPUFLOW_TRACE=a FIFO: no mkfifo or python3"; skipped=$((skipped + 1)); fi
 # a program that follows a locale writing "0,5": the trace's numbers were written so, and the
 # file was not JSON (a review). The locale is built here (Debian: locales).
 rm -rf "$out/loc" "$out/trace.json"; mkdir -p "$out/loc"
