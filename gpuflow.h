@@ -15881,15 +15881,16 @@ static int gf__trace_file_plain(const char *path) {
     return gf__stat(path, &st) != 0 || (st.st_mode & S_IFMT) == S_IFREG;   /* missing: made plain */
 }
 #if defined(_WIN32)
-static FILE *gf__trace_file_open(const char *path) {   /* _wfopen denies no one: as before, unlocked */
+static FILE *gf__trace_file_open(const char *path, int *fd) {   /* _wfopen denies no one: as before, unlocked */
     FILE *f;
     if (!gf__trace_file_plain(path)) return NULL;
     if (!(f = gf__fopen(path, "r+b"))) f = gf__fopen(path, "w+b");
+    if (f) *fd = _fileno(f);
     return f;
 }
-static int gf__trace_file_cut(FILE *f) { return _chsize_s(_fileno(f), 0) == 0 ? 0 : -1; }
+static int gf__trace_file_cut(int fd) { return _chsize_s(fd, 0) == 0 ? 0 : -1; }
 #else
-static FILE *gf__trace_file_open(const char *path) {
+static FILE *gf__trace_file_open(const char *path, int *out_fd) {   /* (fileno: hidden where <stdio.h> came first) */
     struct flock whole;
     FILE *f;
     int fd, locked;
@@ -15902,9 +15903,10 @@ static FILE *gf__trace_file_open(const char *path) {
 #  endif
         while (fcntl(fd, F_SETLKW, &whole) != 0 && errno == EINTR) {}   /* refused too: written unlocked, as before */
     if (!(f = fdopen(fd, "r+b"))) close(fd);
+    *out_fd = fd;
     return f;
 }
-static int gf__trace_file_cut(FILE *f) { return ftruncate(fileno(f), 0); }
+static int gf__trace_file_cut(int fd) { return ftruncate(fd, 0); }
 #endif
 /* How many processes (devices) f already holds, read from its start; f is left at its start. */
 static int gf__trace_processes(FILE *f) {
@@ -15932,11 +15934,11 @@ static gf_result gf__trace_run_write(gf_device *dev, const char *path) {
     gf_result r;
     FILE *f;
     size_t n;
-    int ours = 0, processes = 0;
+    int ours = 0, processes = 0, fd = -1;
     if ((r = gf__profiler_ready(dev, "GPUFLOW_TRACE", &p)) != GF_OK) return r;
     gf__spin_lock(&gf__trace_run.lock);   /* a close at a time: each reads what the last wrote */
     epoch = gf__trace_run.epoch_ns;
-    f = gf__trace_file_open(path);   /* another copy of gpuflow: the file's lock, held until fclose */
+    f = gf__trace_file_open(path, &fd);   /* another copy of gpuflow: the file's lock, held until fclose */
     if (f) {   /* ours: the first line names this process, and the file ends whole */
         n = fread(head, 1, sizeof head - 1, f);
         head[n] = 0;
@@ -15956,7 +15958,7 @@ static gf_result gf__trace_run_write(gf_device *dev, const char *path) {
             epoch = gf__trace_run.epoch_ns;
             processes = 0;
             rewind(f);
-            if (gf__trace_file_cut(f) != 0) { fclose(f); f = NULL; }
+            if (gf__trace_file_cut(fd) != 0) { fclose(f); f = NULL; }
         }
     } else if (!gf__trace_file_plain(path)) {
         f = gf__fopen(path, "wb");   /* a FIFO, a terminal, /dev/stdout: written whole, not read (a read waited for ever) */
