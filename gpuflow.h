@@ -1168,8 +1168,8 @@ typedef struct gf_frame_info {
     int open;                     /* the latest frame has not ended */
     uint64_t last_frame;          /* the latest completed frame's number (from 0) */
     float last_gpu_ms;            /* its time on the device, from its first operation to its end (a flow
-                                     run: its first lane's start to its last lane's end); 0: none
-                                     completed yet */
+                                     run: its lanes' first operation to its last lane's end); 0:
+                                     none completed yet */
 } gf_frame_info;
 GPUFLOW_API gf_result  gf_stream_set_end_frame(gf_stream_set *set);
 GPUFLOW_API gf_result  gf_stream_set_frames(gf_stream_set *set, gf_frame_info *out);
@@ -1211,7 +1211,8 @@ GPUFLOW_API gf_result gf_flow_write_dot(gf_flow *flow, const char *path);   /* t
 /* Frames: each run of a flow (gf_flow_run, _run_multi, a graph_after replay) is a frame, complete
    when its work on every lane is. gf_flow_frames says, without waiting, how many runs began, how
    many the devices completed, how many are in flight, and the latest completed run's time on the
-   device (its first lane's start to its last lane's end; 0 for a run over several devices);
+   device (from its lanes' first operation, before which each lane's start is recorded, to its
+   last lane's end; 0 for a run over several devices);
    gf_frame_info.open is always 0 (a run is queued whole). gf_flow_wait_frames paces the host:
    it returns once at most max_in_flight runs are in flight, or GF_TIMEOUT after timeout_ms
    (max_in_flight negative: GF_ERROR_INVALID_ARGUMENT). A wait lets the flow's lock go while it
@@ -2740,8 +2741,9 @@ struct gf_stream {
     uint64_t foreign_warned;        /* the one gf__warn_foreign_wait last named */
     char foreign_wait[48];          /* "semaphore N: value" */
     int callback_running;           /* atomic: a host callback of this stream is running now */
-    gf_event *start_due;            /* a stream set frame's start, recorded just before the stream's
-                                       next operation (lock): its time leaves out the host's queuing */
+    gf_event *start_due;            /* a frame's start (a stream set's, a flow run's lane), recorded just
+                                       before the stream's next operation (lock): its time leaves out
+                                       the host's preparing */
     uint64_t range_depth;           /* may exceed GF__RANGE_DEPTH: deeper ranges are not timed (64 bits: unmatched pushes never wrap it) */
 };
 
@@ -4688,8 +4690,8 @@ static void gf__stream_label_of(gf_device *dev, uint64_t id, char *out, size_t c
 }
 
 static gf_result gf__event_record_locked(gf_event *ev, gf_stream *s);
-/* A frame's start due on s is recorded now, before its first operation (s->lock held; not in a
-   capture). A record that fails leaves the frame untimed (0 ms), as an unrecorded start. */
+/* A frame's start due on s (a stream set's, a flow lane's) is recorded now, before its first
+   operation (s->lock held; not in a capture). A record that fails leaves the frame untimed (0 ms), as an unrecorded start. */
 static void gf__start_now(gf_stream *s) {
     GF__HELD(&s->lock);
     gf_event *due = s->start_due;
@@ -8194,11 +8196,12 @@ typedef struct gf__task {
    word). Plain edges are strong; they alone order a plan and may not close a cycle. */
 #define GF__STRONG_SUCCS(flow, i) ((flow)->tasks[i].cond ? 0 : (flow)->tasks[i].succ_count)
 
-/* A run as a frame: a start on its first lane (none over several devices), an end on every lane. */
-/* A run in flight: a timing event where each lane of the flow's device began it (lanes start
-   apart when runs overlap), one where each lane ends it. */
+/* A run in flight: a timing event where each lane of the flow's device began it (recorded at
+   the lane's first operation; lanes start apart when runs overlap), one where each lane ends it. */
+typedef struct gf__flow_start { gf_event *ev; gf_stream *lane; } gf__flow_start;
 typedef struct gf__flow_frame {
-    gf_event **starts; int start_count, start_cap;
+    gf__flow_start *starts; int start_count, start_cap;
+    int starts_due;   /* its lanes may still hold starts to record (gf__flow_frame_settle) */
     gf_event **ends; int lanes;
     uint64_t number; int timed;
 } gf__flow_frame;
@@ -8611,22 +8614,45 @@ static gf_result gf__flow_enqueue(const char *fn, gf_flow *flow, const gf__flow_
     return r;
 }
 
-/* Frames: every run is one (a frame of an engine's loop). A start on its first lane, an end on
-   every lane, from the devices' event pools, read back without waiting: completed runs give
+/* Frames: every run is one (a frame of an engine's loop). A start on every lane of the flow's
+   device (recorded at the lane's first operation), an end on every lane, from the devices' event pools, read back without waiting: completed runs give
    gf_flow_frames its counts and the last one's time on the device, and the profiler's average
    when it was on. Their records are the library's own: no fault rule counts them (a recording
    has no such calls, so a replay's counts would drift from the run's). */
-/* Lane s begins the run (a lane of another device is not timed: no one clock). */
+/* Lane s begins the run (a lane of another device is not timed: no one clock). Its start is
+   recorded just before its first operation (gf__start_now), as a stream set frame's: the host's
+   time in the run's tasks before that is not the device's. */
 static void gf__flow_frame_lane(gf_flow *flow, gf__flow_frame *fr, gf_stream *s) {
     gf_event *start = NULL;
-    gf_result r;
     if (!s || s->dev != flow->dev || !gf__grow((void **)&fr->starts, &fr->start_cap, fr->start_count + 1, sizeof *fr->starts) ||
         gf__event_pool_take(s->dev->events, GF_EVENT_TIMING, &start) != GF_OK) return;
-    gf__faults_inside++;   /* the library's own records */
-    r = gf__call_event_record(start, s);
-    gf__faults_inside--;
-    if (r == GF_OK) fr->starts[fr->start_count++] = start;
-    else gf__event_pool_give(s->dev->events, start);
+    gf__lock(&s->lock);
+    if (!s->start_due && !s->capture) {
+        s->start_due = start;
+        fr->starts[fr->start_count].ev = start;
+        fr->starts[fr->start_count++].lane = s;
+        fr->starts_due = 1;
+        start = NULL;
+    }
+    gf__unlock(&s->lock);
+    if (start) gf__event_pool_give(s->dev->events, start);
+}
+/* The starts the run's lanes still hold (a lane that queued nothing yet): recorded now, just
+   before its end (record 1), or taken back (0: the run failed, its events go to the pool). Not
+   after the run: its lanes may be back in their pools, and those gone. */
+static void gf__flow_frame_settle(gf__flow_frame *fr, int record) {
+    int i;
+    if (!fr->starts_due) return;
+    fr->starts_due = 0;
+    for (i = 0; i < fr->start_count; i++) {
+        gf_stream *s = fr->starts[i].lane;
+        gf__lock(&s->lock);
+        if (s->start_due == fr->starts[i].ev) {
+            if (record && !s->capture) gf__start_now(s);
+            else s->start_due = NULL;
+        }
+        gf__unlock(&s->lock);
+    }
 }
 static void gf__flow_frame_begin(gf_flow *flow, gf_stream *first, gf__flow_frame *fr) {
     memset(fr, 0, sizeof *fr);
@@ -8635,7 +8661,8 @@ static void gf__flow_frame_begin(gf_flow *flow, gf_stream *first, gf__flow_frame
 }
 static void gf__flow_frame_release(gf__flow_frame *fr) {
     int i;
-    for (i = 0; i < fr->start_count; i++) gf__event_pool_give(fr->starts[i]->dev->events, fr->starts[i]);
+    gf__flow_frame_settle(fr, 0);
+    for (i = 0; i < fr->start_count; i++) gf__event_pool_give(fr->starts[i].ev->dev->events, fr->starts[i].ev);
     gf__free(fr->starts);
     for (i = 0; i < fr->lanes; i++) if (fr->ends[i]) gf__event_pool_give(fr->ends[i]->dev->events, fr->ends[i]);
     gf__free(fr->ends);
@@ -8647,7 +8674,8 @@ static void gf__flow_frame_end(gf_flow *flow, gf_stream **lanes, int count, gf__
     GF__HELD(&flow->lock);
     int i, ok = count > 0 && (fr->ends = (gf_event **)gf__calloc(sizeof *fr->ends * (size_t)count)) != NULL;
     fr->number = flow->frames.begun++;
-    gf__faults_inside++;   /* the library's own records (gf__flow_frame_begin) */
+    gf__flow_frame_settle(fr, 1);
+    gf__faults_inside++;   /* the library's own records */
     for (i = 0; ok && i < count; i++) {
         fr->lanes = i + 1;
         ok = gf__event_pool_take(lanes[i]->dev->events, fr->start_count && lanes[i]->dev == flow->dev ? GF_EVENT_TIMING : 0, &fr->ends[i]) == GF_OK &&
@@ -8669,7 +8697,8 @@ static void gf__flow_frame_done(gf_flow *flow, int i) {
     int k, j;
     for (k = 0; k < fr->lanes; k++)   /* the first lane to begin to the last to end */
         for (j = 0; j < fr->start_count && fr->ends[k]->dev == flow->dev; j++)
-            if (flow->dev->be->event_elapsed_ms(fr->starts[j], fr->ends[k], &ms) == GF_OK && ms > longest) longest = ms;
+            if (gf__event_marks_work(fr->starts[j].ev) && flow->dev->be->event_elapsed_ms(fr->starts[j].ev, fr->ends[k], &ms) == GF_OK && ms > longest)
+                longest = ms;
     if (gf__frames_complete(&flow->frames, fr->number)) flow->frames.last_ms = longest;
     if (fr->timed && fr->start_count) { flow->stats.timed_runs++; flow->timed_ms += longest; }
     gf__flow_frame_release(fr);
