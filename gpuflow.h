@@ -3961,6 +3961,7 @@ static GF__TLS gf_stream *gf__callback_stream;
 static GF__TLS uint64_t gf__callback_seq;   /* that callback's place in its stream's order (0: unknown) */
 static GF__TLS gf_device *gf__budget_calling;   /* the device whose budget's callback this thread runs */
 static GF__TLS gf__waiter *gf__waiter_self;     /* the async waiter whose thread this is (NULL: none) */
+static GF__TLS gf_event *gf__waiter_event;      /* the event whose gf_event_on_complete callback runs on this thread */
 static int gf__waits_behind_callback(gf_stream *t, uint64_t upto, int depth);
 static gf_result gf__refuse_self_wait(const char *fn, gf_device *dev, gf_stream *s) {
     gf_stream *cb = gf__callback_stream;
@@ -6219,10 +6220,11 @@ static gf_result gf__event_record_locked(gf_event *ev, gf_stream *s) {
 }
 
 /* A pooled event given back is the pool's until acquired again: a use of it (a use after
-   release, as a use after free) is refused while it sits there. Not on the waiter's thread:
-   the event's gf_event_on_complete callbacks may name it (it waits for them, on no shelf). */
+   release, as a use after free) is refused while it sits there. Not in its own
+   gf_event_on_complete callbacks, which may name it (it waits for them, on no shelf); in any
+   other callback it is refused as anywhere else (another thread may have it again). */
 static gf_result gf__event_check_held(const char *fn, gf_event *ev) {
-    if (gf__atomic_load_int(&ev->in_pool) && !gf__waiter_self) return gf__fail(GF_ERROR_INVALID_STATE, "%s: the event was released to its pool", fn);
+    if (gf__atomic_load_int(&ev->in_pool) && ev != gf__waiter_event) return gf__fail(GF_ERROR_INVALID_STATE, "%s: the event was released to its pool", fn);
     return GF_OK;
 }
 
@@ -6231,7 +6233,7 @@ static gf_result gf__call_event_record(gf_event *ev, gf_stream *s) {
     GF__CHECK(ev, GF__T_EVENT);
     GF__CHECK(s, GF__T_STREAM);
     GF__SAME_DEVICE(ev->dev, s->dev);
-    if (gf__atomic_load_int(&ev->in_pool)) return gf__fail(GF_ERROR_INVALID_STATE, "gf_event_record: the event was released to its pool");
+    if ((r = gf__event_check_held("gf_event_record", ev)) != GF_OK) return r;
     gf__lock(&s->lock);
     r = s->capture ? GF_OK : GF__FAULT_POINT(s->dev, GF__FK_OP, "event record");
     if (r == GF_OK) r = gf__event_record_locked(ev, s);
@@ -7744,7 +7746,9 @@ static int gf__waiter_fire_one(gf__waiter *w) {
             w->looked = 0;
             w->firing = fire.id;
             gf__unlock(&w->lock);
+            gf__waiter_event = ev;
             fire.fn(fire.user, r);
+            gf__waiter_event = NULL;
             gf__lock(&w->lock);
             after = gf__wait_uncount(w, ev);   /* fn has returned: the event may go now */
             w->firing = 0;

@@ -330,6 +330,64 @@ static void test_streams_and_events(void)
           "the event works after refused calls");
 }
 
+/* A released pooled event used from another event's gf_event_on_complete callback: refused as
+   anywhere else (every callback on the waiter's thread was let through, not only the event's
+   own: a use after release went unseen there, while another thread might have it again). */
+typedef struct released_use { gf_event *ev; gf_stream *s; gf_result query, wait, record; th_flag done; } released_use;
+static void use_released_cb(void *user, gf_result status)
+{
+    released_use *u = (released_use *)user;
+    (void)status;
+    u->query = gf_event_query(u->ev);
+    u->wait = gf_stream_wait_event(u->s, u->ev);
+    u->record = gf_event_record(u->ev, u->s);
+    th_flag_add(&u->done, 1);
+}
+static void released_event_in_other_callback(gf_event *released, gf_stream *on)
+{
+    released_use u;
+    gf_event *other = NULL;   /* not from the pool: it would hand back the released one */
+    memset(&u, 0, sizeof u);
+    th_flag_init(&u.done);
+    u.ev = released;
+    u.s = on;
+    if (CHECK_EQ_RESULT(gf_event_create(dev, 0, &other), GF_OK) && CHECK_EQ_RESULT(gf_event_record(other, on), GF_OK) &&
+        CHECK_EQ_RESULT(gf_event_on_complete(other, use_released_cb, &u, NULL), GF_OK) &&
+        CHECK(th_flag_wait(&u.done, 1, TH_WAIT_MS), "the other event's callback ran")) {
+        CHECK(u.query == GF_ERROR_INVALID_STATE && u.wait == GF_ERROR_INVALID_STATE && u.record == GF_ERROR_INVALID_STATE,
+              "a released event is refused in another event's callback too (query, wait, record)");
+    }
+    CHECK_EQ_RESULT(gf_stream_synchronize(on), GF_OK);
+    gf_event_destroy(other);
+    th_flag_destroy(&u.done);
+}
+/* ...and let through in its own callbacks, which a release with them pending waits for. */
+static void query_own_cb(void *user, gf_result status)
+{
+    released_use *u = (released_use *)user;
+    (void)status;
+    u->query = gf_event_query(u->ev);
+    th_flag_add(&u->done, 1);
+}
+static void released_event_in_own_callback(gf_event_pool *ep, gf_stream *on)
+{
+    released_use u;
+    th_gate gate;
+    memset(&u, 0, sizeof u);
+    th_flag_init(&u.done);
+    th_gate_init(&gate);
+    u.query = GF_ERROR_INVALID_STATE;   /* what a refusal would leave */
+    if (CHECK_EQ_RESULT(gf_event_pool_acquire(ep, 0, &u.ev), GF_OK) && CHECK_EQ_RESULT(gf_stream_add_callback(on, th_gate_cb, &gate), GF_OK) &&
+        CHECK_EQ_RESULT(gf_event_record(u.ev, on), GF_OK) && CHECK_EQ_RESULT(gf_event_on_complete(u.ev, query_own_cb, &u, NULL), GF_OK)) {
+        CHECK_EQ_RESULT(gf_event_pool_release(ep, u.ev), GF_OK);   /* its wait pending */
+        th_gate_open(&gate);
+        CHECK(th_flag_wait(&u.done, 1, TH_WAIT_MS) && u.query == GF_OK, "a released event's own callback may still query it");
+    } else th_gate_open(&gate);
+    CHECK_EQ_RESULT(gf_stream_synchronize(on), GF_OK);
+    th_gate_destroy(&gate);
+    th_flag_destroy(&u.done);
+}
+
 static void test_pools(void)
 {
     gf_event_pool_desc ed;
@@ -401,6 +459,8 @@ static void test_pools(void)
         CHECK_FAIL(gf_event_on_complete(e, noop_cb, NULL, NULL), GF_ERROR_INVALID_STATE);
         CHECK_FAIL(gf_event_elapsed_ms(e, e, &ms), GF_ERROR_INVALID_STATE);
         CHECK(strstr(gf_last_error(), "released to its pool") != NULL, "a released event's use: the refusal says why");
+        released_event_in_other_callback(e, s);
+        released_event_in_own_callback(ep, s);
     }
     CHECK(gf_event_pool_get_stats(ep, &es) == GF_OK && es.in_use == es0.in_use - 1 && es.available == es0.available + 1,
           "a double release did not count twice");
