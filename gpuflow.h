@@ -15,11 +15,12 @@
     No vendor library is linked: a backend loads its driver at run time, so a program built
     with every backend runs on a machine with none of them and falls back to the CPU stub.
 
-    SECTIONS (each is a `---- name` banner below; grep its >>tag to jump there)
+    SECTIONS (each a `---- name` banner below, or a boxed header; grep its >>tag to jump there)
     ========
     Declarations:  results | opaque objects | the backend registry (>>registry) | logging |
                    callbacks | descriptions and reports | kernels from one source |
-                   results, backends | devices | memory | interop: native handles out and in |
+                   results, backends | devices | more than one device | memory |
+                   interop: native handles out and in |
                    interop: external memory and semaphores |
                    streams | events and event pools | stream pools | stream sets | barriers |
                    flows | graphs | kernels | profiling | races and hangs | faults on demand |
@@ -29,8 +30,9 @@
                    growable arrays, spin locks) >>files (paths, UTF-8 on Windows too) >>objects
                    >>vtable (what a backend fills; "writing a backend" is there) >>kit (all of
                    the core a backend may use) >>forward (every forward declaration)
-    The core path: >>names >>validation >>backends >>devices >>deadlocks >>captures >>staged
-                   >>commands >>streams >>memory >>accounting >>events >>eventpools
+    The core path: >>names >>validation >>backends >>devices >>syncdebug (hidden waits)
+                   >>deadlocks >>captures >>staged >>commands >>streams >>memory >>accounting
+                   >>retired (deferred releases) >>events >>eventpools
                    >>streampools >>streamsets >>barriers >>peers (more than one device)
                    >>waiters >>asyncalloc >>flows
                    >>graphs >>graphpools >>dialect (kernels from one source, the disk cache)
@@ -2950,13 +2952,13 @@ struct gf_graph_pool {
 #else
 #  define GF__DEBUG_SHELLS 0
 #endif
-/* Frees a destroyed object. Under GPUFLOW_DEBUG it stays a refused shell (its type tag
-   cleared) until its device closes, so any later use of the handle is
-   GF_ERROR_INVALID_HANDLE rather than a read of freed memory. */
 /* Objects the program created and has not destroyed, counted by type for gf_device_close's
    report (the device's own are not counted). */
 static void gf__live(gf_device *dev, gf__type type, int delta) { gf__atomic_add_int(&dev->live[type - GF__T_DEVICE], delta); }
 
+/* Frees a destroyed object. Under GPUFLOW_DEBUG it stays a refused shell (its type tag
+   cleared) until its device closes, so any later use of the handle is
+   GF_ERROR_INVALID_HANDLE rather than a read of freed memory. */
 static void gf__obj_free(gf_device *dev, void *obj) {
     *(uint32_t *)obj = GF__T_DEAD;
 #ifdef GPUFLOW_DEBUG
@@ -3580,7 +3582,6 @@ static void gf__say_bad_handle(const char *fn, const char *param, const void *ob
     else gf__set_error(GF_ERROR_INVALID_HANDLE, "%s: %s is not a live %s (wrong type or destroyed)", fn, param, gf__type_name(want));
 }
 #define gf__bad_handle(fn, param, obj, want) (gf__say_bad_handle((fn), (param), (obj), (want)), GF_ERROR_INVALID_HANDLE)
-/* Returns from the calling function when obj is not a live object of the given type. */
 /* The public name of the call a function serves, for messages: a recorded call's body is
    gf__call_<name> (>>record), whose public entry point is gf_<name>. Error paths only. */
 static const char *gf__api_name(const char *fn) {
@@ -3590,6 +3591,7 @@ static const char *gf__api_name(const char *fn) {
     return name;
 }
 #define GF__FN gf__api_name(__func__)
+/* Returns from the calling function when obj is not a live object of the given type. */
 /* The NULL test is spelled out (gf__is makes it too) so that the code after the check visibly
    has a non-NULL handle, also where gf__is is not looked into. */
 #define GF__CHECK(obj, T) \
@@ -4843,8 +4845,6 @@ static gf_result gf__stream_settle(gf_stream *s, gf_result r, uint64_t seen, gf_
     return r;
 }
 
-/* A blocking wait; with GPUFLOW_HANG_MS set it first polls that long, and if the stream is
-   still busy logs the device's state once, then keeps waiting. */
 /* A host wait behind a wait for an imported semaphore: said once per such wait, since the
    signal may be this very thread's to give (then the host wait never returns). */
 static void gf__warn_foreign_wait(gf_stream *s) {
@@ -4861,6 +4861,8 @@ static void gf__warn_foreign_wait(gf_stream *s) {
                "that signal is this thread's to give after this wait, the wait never returns", s->label, what);
 }
 
+/* A blocking wait; with GPUFLOW_HANG_MS set it first polls that long, and if the stream is
+   still busy logs the device's state once, then keeps waiting. */
 static gf_result gf__stream_sync(gf_stream *s) {
     uint64_t seen = gf__atomic_load(&s->submitted);
     gf__race_seen race_seen = gf__race_seen_stream(s);
@@ -6952,8 +6954,8 @@ static gf_result gf__call_stream_pool_release(gf_stream_pool *pool, gf_stream *s
     return GF_OK;
 }
 
-/* Waits for each stream in turn; the first failure ends the wait. */
-/* Each stream synchronized; a failure is fn's, with the stream's own words after its name. */
+/* Waits for each stream in turn; the first failure ends the wait, fn's, with the stream's own
+   words after its name. */
 static gf_result gf__sync_streams(const char *fn, gf_stream *const *streams, int count) {
     int i;
     for (i = 0; i < count; i++) {
@@ -7104,7 +7106,6 @@ static gf_stream *gf__call_stream_set_get(gf_stream_set *set, size_t i) {
     return set->streams[i % (size_t)set->depth];
 }
 
-/* The open round ends: its end is recorded on its stream (set->lock held). */
 /* The set's own records: not operations fault rules count (as a flow's frame events). */
 static gf_result gf__set_record(gf_event *ev, gf_stream *s) {
     gf_result r;
@@ -7113,6 +7114,7 @@ static gf_result gf__set_record(gf_event *ev, gf_stream *s) {
     gf__faults_inside--;
     return r;
 }
+/* The open round ends: its end is recorded on its stream (set->lock held). */
 static gf_result gf__set_end_round(gf_stream_set *set) {
     gf_stream *s;
     gf_result r;
@@ -11058,9 +11060,6 @@ static int gf__say_text_line(gf__text *t, const char *text, unsigned long line) 
     gf__say(t, "%s:%lu", file, base + (line - directive_at - 1));
     return 1;
 }
-/* A compiler that ignores #line (NVIDIA's OpenCL reports "<kernel>:38:80: error") gets its
-   line numbers mapped through the text's own directives, as they would have been read. A
-   backend helper: unused in a build without OpenCL. */
 /* Where a build log longer than fits (a message's share) is read from: its first error's line
    when warnings come before it (compilers list diagnostics in the source's order, so a kernel
    with a page of warnings ahead of its error showed warnings alone). */
@@ -11071,6 +11070,9 @@ static const char *gf__build_log_start(const char *log, size_t fits) {
     while (e > log && e[-1] != '\n') e--;
     return e;
 }
+/* A compiler that ignores #line (NVIDIA's OpenCL reports "<kernel>:38:80: error") gets its
+   line numbers mapped through the text's own directives, as they would have been read. A
+   backend helper: unused in a build without OpenCL. */
 static void gf__build_log_lines(const char *text, const char *log, char *out, size_t cap) GF__UNUSED_DECL;
 static void gf__build_log_lines(const char *text, const char *log, char *out, size_t cap) {
     static const char mark[] = "<kernel>:";
@@ -11548,8 +11550,6 @@ static void gf__call_module_destroy(gf_module *mod) {
     gf__module_unref(mod);
 }
 
-/* The device's launch limits, in 64 bits: a block of 65536 x 65536 threads is 2^32, which
-   32-bit arithmetic reads as 0. */
 /* An argument count that is not the kernel's, with its parameters named where they are
    known (kernels from one source), so the missing one shows. */
 static gf_result gf__launch_count_fail(const gf_kernel *k, int count) {
@@ -11564,6 +11564,8 @@ static gf_result gf__launch_count_fail(const gf_kernel *k, int count) {
     return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_launch: kernel '%s' takes %d arguments%s; %d were given", k->name,
                     k->param_count, list, count);
 }
+/* The device's launch limits, in 64 bits: a block of 65536 x 65536 threads is 2^32, which
+   32-bit arithmetic reads as 0. */
 static gf_result gf__launch_dims_check(const gf_device_info *info, const gf_launch_dims *dims, const char *kernel, size_t static_shared) {
     static const char axis[3] = { 'x', 'y', 'z' };
     uint64_t threads = 1;
@@ -11943,7 +11945,6 @@ typedef struct gf__fault_rule {
 } gf__fault_rule;
 static struct { gf__spin lock; gf__fault_rule rule[GF__FAULT_RULES]; int count; uint64_t injected; } gf__faults;
 
-/* One rule from text (n characters); 0: not understood. */
 /* 1 if name can be an entry point gpuflow asks about: a driver's (cuX..., clX..., hipX...,
    hiprtcX..., nvrtcX..., X upper case) or a kernel cache file operation. Anything else
    ("lanch", "LAUNCH") would never fire. */
@@ -11956,6 +11957,7 @@ static int gf__fault_entry_named(const char *name) {
         if (!strncmp(name, prefixes[i], k = strlen(prefixes[i])) && name[k] >= 'A' && name[k] <= 'Z') return 1;
     return 0;
 }
+/* One rule from text (n characters); 0: not understood. */
 static int gf__fault_parse(const char *text, size_t n, gf__fault_rule *r) {
     const char *colon = (const char *)memchr(text, ':', n), *p;
     char number[24];

@@ -157,6 +157,13 @@ for md in docs/*.md; do
     done
 done
 
+# The header's SECTIONS index names every section of the implementation, in the file's order
+# (a section's banner, or boxed header, is a comment line that ends with its >>tag).
+indexed=$(sed -n '/^    SECTIONS/,/^    OVERVIEW/p' gpuflow.h | sed -n '/Implementation, the core/,$p' | grep -o '>>[a-z][a-z]*' | tr '\n' ' ')
+present=$(sed -n '/^    OVERVIEW/,$p' gpuflow.h | grep '^/\*.*>>[a-z][a-z]* *\*/$' | grep -o '>>[a-z][a-z]*' | tr '\n' ' ')
+if [ -n "$present" ] && [ "$indexed" = "$present" ]; then ok "gpuflow.h: the SECTIONS index names its sections in order"
+else fail "gpuflow.h: the SECTIONS index says '$indexed'; the sections are '$present'"; fi
+
 if [ "$passed" -eq 0 ] && [ "$failed" -eq 0 ]; then fail "no C blocks found in README.md or docs/"; fi
 if [ "$skipped" -gt 0 ]; then echo "$passed passed, $failed failed, $skipped skipped"; else echo "$passed passed, $failed failed"; fi
 [ "$failed" -eq 0 ]
