@@ -8627,21 +8627,22 @@ static gf_result gf__flow_enqueue(const char *fn, gf_flow *flow, const gf__flow_
    has no such calls, so a replay's counts would drift from the run's). */
 /* Lane s begins the run (a lane of another device is not timed: no one clock). Its start is
    recorded just before its first operation (gf__start_now), as a stream set frame's: the host's
-   time in the run's tasks before that is not the device's. */
+   time in the run's tasks before that is not the device's. A stream that holds another run's
+   start still due (runs from two threads sharing a pool's stream) has this one recorded now. */
 static void gf__flow_frame_lane(gf_flow *flow, gf__flow_frame *fr, gf_stream *s) {
     gf_event *start = NULL;
+    int kept = 0;
     if (!s || s->dev != flow->dev || !gf__grow((void **)&fr->starts, &fr->start_cap, fr->start_count + 1, sizeof *fr->starts) ||
         gf__event_pool_take(s->dev->events, GF_EVENT_TIMING, &start) != GF_OK) return;
     gf__lock(&s->lock);
-    if (!s->start_due && !s->capture) {
+    if (!s->capture && !s->start_due) {
         s->start_due = start;
-        fr->starts[fr->start_count].ev = start;
-        fr->starts[fr->start_count++].lane = s;
-        fr->starts_due = 1;
-        start = NULL;
-    }
+        fr->starts_due = kept = 1;
+    } else if (!s->capture) kept = gf__event_record_locked(start, s) == GF_OK;
     gf__unlock(&s->lock);
-    if (start) gf__event_pool_give(s->dev->events, start);
+    if (!kept) { gf__event_pool_give(s->dev->events, start); return; }
+    fr->starts[fr->start_count].ev = start;
+    fr->starts[fr->start_count++].lane = s;
 }
 /* The starts the run's lanes still hold (a lane that queued nothing yet): recorded now, just
    before its end (record 1), or taken back (0: the run failed, its events go to the pool). Not

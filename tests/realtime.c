@@ -86,6 +86,7 @@ static th_gate *flow_gate;   /* the gate the next run's first task holds its lan
 static gf_result hold_task(gf_stream *on, void *user) { (void)user; return flow_gate ? gf_stream_add_callback(on, th_gate_cb, flow_gate) : GF_OK; }
 static gf_result idle_task(gf_stream *on, void *user) { (void)on; (void)user; return GF_OK; }
 static void sleep_cb(void *user, gf_result status);
+static gf_result sleep_task(gf_stream *on, void *user);
 /* A frame's time on the device leaves out the host's time preparing it: its start was marked
    at gf_stream_set_next, which an idle device passed at once, so 60 ms of host work before a
    5 ms operation read as 65 ms on the device (a review: 45 for a 5 ms kernel). A frame with no
@@ -137,6 +138,43 @@ static void test_flow_frame_time_is_the_devices(void)
     printf("  a flow's 5 ms run prepared for 60 ms: %.2f ms on the device\n", (double)fi.last_gpu_ms);
     gf_flow_destroy(flow);
     gf_stream_pool_destroy(pool);
+}
+/* Two runs on one pool stream at once (a task that runs another flow first): the stream holds
+   the outer run's start, still due, when the inner run begins on it; the inner run's start is
+   recorded then, so it is timed too (it read 0 ms: no start of its own). */
+typedef struct nested_runs { gf_flow *inner; gf_stream_pool *pool; } nested_runs;
+static gf_result run_inner_task(gf_stream *on, void *user)
+{
+    nested_runs *n = (nested_runs *)user;
+    (void)on;
+    return gf_flow_run(n->inner, n->pool);
+}
+static void test_flow_frames_share_a_stream(void)
+{
+    gf_stream_pool_desc pd;
+    nested_runs n;
+    gf_flow *outer = NULL;
+    gf_frame_info fi;
+    gf_task t = 0;
+    memset(&n, 0, sizeof n);
+    memset(&pd, 0, sizeof pd);
+    memset(&fi, 0, sizeof fi);
+    pd.count = 1;
+    if (!CHECK_EQ_RESULT(gf_stream_pool_create(dev, &pd, &n.pool), GF_OK)) return;
+    CHECK_EQ_RESULT(gf_flow_create(dev, NULL, &outer), GF_OK);
+    CHECK_EQ_RESULT(gf_flow_create(dev, NULL, &n.inner), GF_OK);
+    CHECK_EQ_RESULT(gf_flow_add(n.inner, "sleeps", sleep_task, (void *)(size_t)5, &t), GF_OK);
+    CHECK_EQ_RESULT(gf_flow_add(outer, "runs the inner flow", run_inner_task, &n, &t), GF_OK);
+    CHECK_EQ_RESULT(gf_flow_run(outer, n.pool), GF_OK);
+    CHECK_EQ_RESULT(gf_flow_wait_frames(outer, 0, TH_WAIT_MS), GF_OK);
+    CHECK_EQ_RESULT(gf_flow_wait_frames(n.inner, 0, TH_WAIT_MS), GF_OK);
+    CHECK_EQ_RESULT(gf_flow_frames(n.inner, &fi), GF_OK);
+    CHECK(fi.completed == 1 && fi.last_gpu_ms >= 4.0f, "flow frames: a run begun on a stream that holds another run's start is timed");
+    CHECK_EQ_RESULT(gf_flow_frames(outer, &fi), GF_OK);
+    CHECK(fi.completed == 1 && fi.last_gpu_ms >= 4.0f, "flow frames: the outer run's time covers the inner run's operation");
+    gf_flow_destroy(outer);
+    gf_flow_destroy(n.inner);
+    gf_stream_pool_destroy(n.pool);
 }
 
 static void test_flow_frames(void)
@@ -594,6 +632,7 @@ int main(int argc, char **argv)
     test_frames();
     test_frame_time_is_the_devices();
     test_flow_frame_time_is_the_devices();
+    test_flow_frames_share_a_stream();
     test_flow_frames();
     test_flow_frames_overlap();
     test_pacing_holds_nothing();
