@@ -621,9 +621,10 @@ typedef struct gf_race_info {
    GF_GLOBAL (a pointer into a buffer); GF_SHARED (an array a block shares, declared in the
    kernel); GF_DEVICE (a helper function); gf_global_id / gf_local_id / gf_group_id /
    gf_local_size / gf_num_groups / gf_global_size (d), dimension d of 0..2; gf_block_sync()
-   (the block waits for all its threads); 32-bit unsigned atomics on buffers and shared arrays:
-   gf_atomic_add / _min / _max / _xchg (p, v), returning the old value, gf_atomic_cas(p,
-   expected, desired); and the float math functions sqrtf, rsqrtf, expf, logf, powf, sinf,
+   (the block waits for all its threads); 32-bit integer atomics on buffers and shared arrays
+   (unsigned or int: min and max compare as p's type does, as CUDA's and OpenCL's overloads; a
+   float, 64-bit or narrower p does not compile, on any backend): gf_atomic_add / _min / _max /
+   _xchg (p, v), returning the old value, gf_atomic_cas(p, expected, desired); and the float math functions sqrtf, rsqrtf, expf, logf, powf, sinf,
    cosf, tanhf, fabsf, fminf, fmaxf, floorf, ceilf, which take floats (an int or double argument
    is converted, as in C, on every backend; the C side needs <math.h> and -lm).
    The text is one line once stringified and holds no preprocessor directives of its own;
@@ -832,12 +833,19 @@ GF__UNUSED_DECL static inline int gf__region_more(const gf__region *r) {
 #else
 #  define gf_block_sync() gf_stub_barrier_at(0)
 #endif
-typedef enum gf_stub_atomic_op { GF_STUB_ATOMIC_ADD, GF_STUB_ATOMIC_MIN, GF_STUB_ATOMIC_MAX, GF_STUB_ATOMIC_XCHG, GF_STUB_ATOMIC_CAS } gf_stub_atomic_op;
-#define gf_atomic_add(p, v)     gf_stub_atomic(GF_STUB_ATOMIC_ADD, (p), (v), 0)
-#define gf_atomic_min(p, v)     gf_stub_atomic(GF_STUB_ATOMIC_MIN, (p), (v), 0)
-#define gf_atomic_max(p, v)     gf_stub_atomic(GF_STUB_ATOMIC_MAX, (p), (v), 0)
-#define gf_atomic_xchg(p, v)    gf_stub_atomic(GF_STUB_ATOMIC_XCHG, (p), (v), 0)
-#define gf_atomic_cas(p, e, d)  gf_stub_atomic(GF_STUB_ATOMIC_CAS, (p), (e), (d))
+typedef enum gf_stub_atomic_op { GF_STUB_ATOMIC_ADD, GF_STUB_ATOMIC_MIN, GF_STUB_ATOMIC_MAX, GF_STUB_ATOMIC_XCHG, GF_STUB_ATOMIC_CAS,
+                                 GF_STUB_ATOMIC_MIN_INT, GF_STUB_ATOMIC_MAX_INT } gf_stub_atomic_op;
+/* p must point to a 32-bit integer: anything else stops the compile, as on every backend (the
+   same words are in the device preludes); min and max of an int compare signed. The operand
+   (0 ? *(p) : 0) has p's type, promoted, and is never evaluated. */
+#define GF_ATOMIC_INT32_ONLY(p) ((void)sizeof(char[sizeof(*(p)) == 4 ? 1 : -1]), (void)sizeof((0 ? *(p) : 0) % 1))
+#define GF_STUB_ATOMIC_SIGNED(p) ((0 ? *(p) : 0) - 1 < 1)
+#define GF_STUB_ATOMIC(op, p, v, d) (GF_ATOMIC_INT32_ONLY(p), gf_stub_atomic((op), (unsigned *)(void *)(p), (unsigned)(v), (unsigned)(d)))
+#define gf_atomic_add(p, v)     GF_STUB_ATOMIC(GF_STUB_ATOMIC_ADD, p, v, 0)
+#define gf_atomic_min(p, v)     GF_STUB_ATOMIC(GF_STUB_ATOMIC_SIGNED(p) ? GF_STUB_ATOMIC_MIN_INT : GF_STUB_ATOMIC_MIN, p, v, 0)
+#define gf_atomic_max(p, v)     GF_STUB_ATOMIC(GF_STUB_ATOMIC_SIGNED(p) ? GF_STUB_ATOMIC_MAX_INT : GF_STUB_ATOMIC_MAX, p, v, 0)
+#define gf_atomic_xchg(p, v)    GF_STUB_ATOMIC(GF_STUB_ATOMIC_XCHG, p, v, 0)
+#define gf_atomic_cas(p, e, d)  GF_STUB_ATOMIC(GF_STUB_ATOMIC_CAS, p, e, d)
 
 /* ---- results, backends --------------------------------------------------------------- */
 GPUFLOW_API const char *gf_result_name(gf_result r);
@@ -10688,6 +10696,9 @@ static void gf__call_graph_destroy(gf_graph *g) {
 /* What the dialect's words mean to a device compiler, one prelude per kernel language; a
    backend names its own in its table (kernel_prelude). The C++ one serves NVRTC and hiprtc
    (the same CUDA-style builtins), the OpenCL C one clBuildProgram. */
+/* The stub's GF_ATOMIC_INT32_ONLY, for the device compilers (a float atomic compiled on CUDA and
+   summed bits as an integer on the stub). */
+#define GF__ATOMIC_INT32_ONLY_TEXT "#define GF_ATOMIC_INT32_ONLY(p) ((void)sizeof(char[sizeof(*(p)) == 4 ? 1 : -1]), (void)sizeof((0 ? *(p) : 0) % 1))\n"
 static const char gf__kernel_prelude_cxx[] GF__UNUSED_DECL =
     "#define GF_KERNELS(...) __VA_ARGS__\n"   /* a .gfk file read as it is (gf_module_desc.source_path) */
     "#define GF_PARAM(type, name) type name\n"
@@ -10707,11 +10718,12 @@ static const char gf__kernel_prelude_cxx[] GF__UNUSED_DECL =
     "#define gf_global_id(d) (gf_group_id(d) * gf_local_size(d) + gf_local_id(d))\n"
     "#define gf_global_size(d) (gf_num_groups(d) * gf_local_size(d))\n"
     "#define gf_block_sync() __syncthreads()\n"
-    "#define gf_atomic_add(p, v) atomicAdd((p), (v))\n"
-    "#define gf_atomic_min(p, v) atomicMin((p), (v))\n"
-    "#define gf_atomic_max(p, v) atomicMax((p), (v))\n"
-    "#define gf_atomic_xchg(p, v) atomicExch((p), (v))\n"
-    "#define gf_atomic_cas(p, e, d) atomicCAS((p), (e), (d))\n";
+    GF__ATOMIC_INT32_ONLY_TEXT
+    "#define gf_atomic_add(p, v) (GF_ATOMIC_INT32_ONLY(p), atomicAdd((p), (v)))\n"
+    "#define gf_atomic_min(p, v) (GF_ATOMIC_INT32_ONLY(p), atomicMin((p), (v)))\n"
+    "#define gf_atomic_max(p, v) (GF_ATOMIC_INT32_ONLY(p), atomicMax((p), (v)))\n"
+    "#define gf_atomic_xchg(p, v) (GF_ATOMIC_INT32_ONLY(p), atomicExch((p), (v)))\n"
+    "#define gf_atomic_cas(p, e, d) (GF_ATOMIC_INT32_ONLY(p), atomicCAS((p), (e), (d)))\n";
 static const char gf__kernel_prelude_clc[] GF__UNUSED_DECL =
     "#define GF_KERNELS(...) __VA_ARGS__\n"   /* a .gfk file read as it is (gf_module_desc.source_path) */
     "#define GF_PARAM(type, name) type name\n"
@@ -10730,11 +10742,12 @@ static const char gf__kernel_prelude_clc[] GF__UNUSED_DECL =
     "#define gf_num_groups(d) ((unsigned)get_num_groups(d))\n"
     "#define gf_global_size(d) ((unsigned)get_global_size(d))\n"
     "#define gf_block_sync() barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE)\n"
-    "#define gf_atomic_add(p, v) atomic_add((p), (v))\n"
-    "#define gf_atomic_min(p, v) atomic_min((p), (v))\n"
-    "#define gf_atomic_max(p, v) atomic_max((p), (v))\n"
-    "#define gf_atomic_xchg(p, v) atomic_xchg((p), (v))\n"
-    "#define gf_atomic_cas(p, e, d) atomic_cmpxchg((p), (e), (d))\n"
+    GF__ATOMIC_INT32_ONLY_TEXT
+    "#define gf_atomic_add(p, v) (GF_ATOMIC_INT32_ONLY(p), atomic_add((p), (v)))\n"
+    "#define gf_atomic_min(p, v) (GF_ATOMIC_INT32_ONLY(p), atomic_min((p), (v)))\n"
+    "#define gf_atomic_max(p, v) (GF_ATOMIC_INT32_ONLY(p), atomic_max((p), (v)))\n"
+    "#define gf_atomic_xchg(p, v) (GF_ATOMIC_INT32_ONLY(p), atomic_xchg((p), (v)))\n"
+    "#define gf_atomic_cas(p, e, d) (GF_ATOMIC_INT32_ONLY(p), atomic_cmpxchg((p), (e), (d)))\n"
     /* C's float functions take a float: an int argument is converted, a double rounded first (the
        overloads alone refused an int as ambiguous and computed a double in double) */
     "#define sqrtf(x) sqrt((float)(x))\n#define rsqrtf(x) rsqrt((float)(x))\n#define expf(x) exp((float)(x))\n"
@@ -16683,6 +16696,7 @@ GPUFLOW_IMPL void gf_stub_region(gf_stub_region_event what) {
                  "continue ends a thread's part)");
 }
 
+static int gf__u32_as_int(unsigned x) { return x <= 0x7fffffffu ? (int)x : -(int)~x - 1; }   /* two's complement, defined */
 GPUFLOW_IMPL unsigned gf_stub_atomic(gf_stub_atomic_op op, unsigned *p, unsigned v, unsigned desired) {
     unsigned old = gf__atomic_load_u32(p), next;
     for (;;) {   /* one compare-and-swap loop for all five: the stub's atomics need only be right */
@@ -16690,6 +16704,8 @@ GPUFLOW_IMPL unsigned gf_stub_atomic(gf_stub_atomic_op op, unsigned *p, unsigned
         case GF_STUB_ATOMIC_ADD:  next = old + v; break;
         case GF_STUB_ATOMIC_MIN:  next = v < old ? v : old; break;
         case GF_STUB_ATOMIC_MAX:  next = v > old ? v : old; break;
+        case GF_STUB_ATOMIC_MIN_INT: next = gf__u32_as_int(v) < gf__u32_as_int(old) ? v : old; break;
+        case GF_STUB_ATOMIC_MAX_INT: next = gf__u32_as_int(v) > gf__u32_as_int(old) ? v : old; break;
         case GF_STUB_ATOMIC_XCHG: next = v; break;
         default:                  if (old != v) return old; next = desired; break;   /* CAS: v is the expected value */
         }

@@ -234,6 +234,25 @@ if $lax -I. -fsyntax-only "$dir/region_in_kernel.c" 2>"$dir/block.err"; then fai
 elif grep -q "gf__region_first" "$dir/block.err"; then ok "a region in a GF_KERNEL (not a block kernel) does not compile"
 else fail "a region in a GF_KERNEL failed otherwise: $(head -c 300 "$dir/block.err")"; fi
 
+# Atomics take 32-bit integers only: a float, a 64-bit or 16-bit pointer does not compile as C
+# (without -Werror too: a float's bits were summed as an integer, with a warning at most);
+# unsigned and int compile warning-free, as C and as C++11.
+atomic_kernel() {   # atomic_kernel FILE TYPE
+    printf '#define GPUFLOW_IMPLEMENTATION\n#include "gpuflow.h"\n#define GF_KERNELS GF_KERNELS_AS_C\n#include "gpuflow.h"\nGF_KERNELS(GF_KERNEL(k, GF_PARAM(GF_GLOBAL %s *, x)) { x[1] = gf_atomic_add(&x[0], 1) + gf_atomic_min(&x[0], 2) + gf_atomic_max(&x[0], 3) + gf_atomic_xchg(&x[0], 4) + gf_atomic_cas(&x[0], 4, 5); })\nstatic const gf_stub_kernel ks[] = { GF_STUB_KERNEL(k) };\nint main(void){ return ks[0].fn ? 0 : 1; }\n' "$2" > "$1"
+}
+for t in float double "unsigned long long" "unsigned short"; do
+    atomic_kernel "$dir/atomic_bad.c" "$t"
+    if $lax -I. -fsyntax-only "$dir/atomic_bad.c" 2>"$dir/atomic.err"; then fail "an atomic on a $t compiled"
+    else ok "an atomic on a $t does not compile (without -Werror too)"; fi
+done
+for t in unsigned int; do
+    atomic_kernel "$dir/atomic_ok.c" "$t"
+    if $cc -I. -c "$dir/atomic_ok.c" -o "$dir/atomic_ok.o" 2>"$dir/atomic.err" && { ! command -v g++ >/dev/null 2>&1 ||
+       g++ -x c++ -std=c++11 -Wall -Wextra -Wpedantic -Werror -I. -c "$dir/atomic_ok.c" -o "$dir/atomic_ok.o" 2>>"$dir/atomic.err"; }; then
+        ok "atomics on an $t compile warning-free (C, C++11)"
+    else fail "atomics on an $t: $(head -c 300 "$dir/atomic.err")"; fi
+done
+
 # Include order under -std=c99: system headers first.
 printf '#include <stdio.h>\n#include <math.h>\n#define GPUFLOW_IMPLEMENTATION\n#include "gpuflow.h"\nfloat rsqrtf(float x);\nint main(void){return 0;}\n' > "$dir/order.c"
 if $cc -I. -c "$dir/order.c" -o "$dir/order.o" 2>"$dir/order.err"; then ok "<stdio.h> and <math.h> before the implementation (-std=c99): it builds"

@@ -25,7 +25,7 @@ static const char dialect_source[] =
 #include "../gpuflow.h"   /* again: the C side's rsqrtf, which the math kernel calls */
 #include "dialect_kernels.gfk"
 static const gf_stub_kernel dialect_stub[] = {
-    GF_STUB_KERNEL(index3d), GF_STUB_KERNEL(block_sum), GF_STUB_KERNEL(atomics), GF_STUB_KERNEL(math), GF_STUB_KERNEL(nothing),
+    GF_STUB_KERNEL(index3d), GF_STUB_KERNEL(block_sum), GF_STUB_KERNEL(atomics), GF_STUB_KERNEL(atomics_int), GF_STUB_KERNEL(math), GF_STUB_KERNEL(nothing),
     GF_STUB_KERNEL(block_rounds), GF_STUB_KERNEL(block_nothing)
 };
 
@@ -273,6 +273,29 @@ static void test_atomics(gf_module *mod)
     gf_buffer_destroy(b);
 }
 
+/* An int's min and max compare signed, as CUDA's and OpenCL's overloads do (the stub compared
+   the bits unsigned: a review's min over -499..500 read 0 on the stub, -499 on PoCL). */
+static void test_atomics_int(gf_module *mod)
+{
+    enum { N = 1000 };
+    int init[4] = { 0x7fffffff, -0x7fffffff - 1, 0, 0x7fffffff }, got[4] = { 0 }, n = N;
+    gf_kernel *k = NULL;
+    gf_buffer *b = NULL;
+    gf_arg a[2];
+    CHECK_EQ_RESULT(gf_kernel_get(mod, "atomics_int", &k), GF_OK);
+    CHECK_EQ_RESULT(gf_buffer_create(dev, sizeof init, &b), GF_OK);
+    CHECK_EQ_RESULT(gf_copy_to_device(b, 0, init, sizeof init), GF_OK);
+    a[0].value = 0; a[0].size = 0; a[0].buffer = b;
+    a[1].value = &n; a[1].size = sizeof n; a[1].buffer = 0;
+    CHECK_EQ_RESULT(gf_launch(s, k, dims((N + 127) / 128, 1, 1, 128, 1, 1), a, 2), GF_OK);
+    CHECK_EQ_RESULT(gf_stream_synchronize(s), GF_OK);
+    CHECK_EQ_RESULT(gf_copy_to_host(got, b, 0, sizeof got), GF_OK);
+    CHECK(got[0] == -N / 2 && got[1] == N / 2, "dialect: atomic min and max of an int compare signed (buffer)");
+    CHECK(got[2] == -N, "dialect: atomic add of -1 to an int");
+    CHECK(got[3] == -N / 2, "dialect: atomic min of an int compares signed (shared array)");
+    gf_buffer_destroy(b);
+}
+
 static void test_math(gf_module *mod)
 {
     float x = 2.25f, out[16] = { 0 };   /* zeros (all wrong) if the launch or copy fails */
@@ -318,6 +341,12 @@ static void test_build_error(void)
     d.source = "GF_BLOCK_KERNEL(broken_block, GF_PARAM(GF_GLOBAL float *, x)) { GF_EACH_THREAD { x[0] = undeclared_name; } }";
     CHECK_FAIL(gf_module_load(dev, &d, &mod), GF_ERROR_BUILD);
     CHECK(strstr(gf_last_error(), "kernel broken_block") != NULL, "a build error in a block kernel names the kernel");
+    /* atomics take 32-bit integers on every backend: CUDA's float atomicAdd compiled, and the
+       stub summed the float's bits (the stub's refusal: tests/compile_checks.sh) */
+    d.source = "GF_KERNEL(float_sum, GF_PARAM(GF_GLOBAL float *, x)) { gf_atomic_add(&x[0], 1.0f); }";
+    CHECK_FAIL(gf_module_load(dev, &d, &mod), GF_ERROR_BUILD);
+    d.source = "GF_KERNEL(float_swap, GF_PARAM(GF_GLOBAL float *, x)) { x[1] = gf_atomic_xchg(&x[0], 1.0f); }";
+    CHECK_FAIL(gf_module_load(dev, &d, &mod), GF_ERROR_BUILD);
 }
 
 /* ---- module loading under attack: each input a clear code, never a crash ---- */
@@ -597,6 +626,7 @@ int main(int argc, char **argv)
         test_block_sum(mod);
         test_block_kernel(mod);
         test_atomics(mod);
+        test_atomics_int(mod);
         test_math(mod);
         gf_module_destroy(mod);
     }
