@@ -925,7 +925,8 @@ GPUFLOW_API gf_result gf_device_enable_peer(gf_device *a, gf_device *b);       /
    program makes sure no queued work uses it.
    A view keeps its parent's memory alive; its destroy only lets go of that. Views of views are
    refused. Blocks until the copy is done: gf_copy_to_device, gf_copy_to_host. Blocks until all
-   queued work has run: gf_device_trim. An allocation that finds the memory short first waits
+   queued work has run: gf_device_trim (on the stub it also frees the fiber stacks kept for
+   kernels that sync, up to 4096 of GPUFLOW_STUB_FIBER_STACK bytes). An allocation that finds the memory short first waits
    for destroyed buffers' pending frees (from a stream callback: takes back only those whose
    work has passed). Synchronous calls: not from a CUDA/HIP stream callback. */
 GPUFLOW_API gf_result gf_buffer_create(gf_device *dev, size_t bytes, gf_buffer **out);
@@ -1683,6 +1684,8 @@ static void gf__free(void *p) {
 #else
 #  define GF__FIBER_STACK ((size_t)128 << 10)       /* a stub block thread's stack, when its kernel syncs */
 #endif
+#define GF__FIBER_STACKS_KEPT (sizeof(void *) >= 8 ? 4096 : 256)   /* a stub device's fiber stacks kept for its next launches,
+                                                                 to its close (the rest freed): 16 cores' 256-thread blocks */
 #define GF__PACE_SLICE_MS 2u                        /* a pacing wait looks again this often (another thread may count what it waits for) */
 #define GF__WAIT_NAP_MIN_US 20                      /* polling waits back off from this... */
 #define GF__WAIT_NAP_MAX_US 1000                    /* ...to this */
@@ -3107,7 +3110,7 @@ struct gf__backend {
     gf_result (*buffer_view)(gf_buffer *view);   /* parent, view_offset set; NULL: native and host offset */
     gf_result (*fill_wide)(gf_stream *s, gf_buffer *buf, size_t offset, uint32_t value, int width, size_t count);
     gf_result (*copy_2d)(gf_stream *s, const gf_copy_2d *c);    /* NULL: one copy per row */
-    void      (*trim)(gf_device *dev, size_t keep_bytes);       /* the driver's stream-ordered pool */
+    void      (*trim)(gf_device *dev, size_t keep_bytes);       /* the driver's stream-ordered pool; the stub's kept fiber stacks */
     size_t    (*cached_bytes)(gf_device *dev);                  /* freed memory the driver's pool keeps */
     /* What the state report (gf_device_write_state, GPUFLOW_HANG_MS) adds for s beyond the
        core's view: a kernel running now, a failure the stream holds. Never waits. */
@@ -5913,7 +5916,7 @@ static gf_result gf__call_device_set_memory_limit(gf_device *dev, size_t bytes) 
                     (unsigned long long)bytes, (unsigned long long)used);
 }
 /* Waits for the device, then gives cached stream-ordered memory back until at most keep_bytes
-   stay cached; on CUDA and HIP, the driver pool's trim. */
+   stay cached; on CUDA and HIP, the driver pool's trim; on the stub, the fiber stacks it keeps. */
 static gf_result gf__call_device_trim(gf_device *dev, size_t keep_bytes) {
     gf_result r;
     GF__CHECK(dev, GF__T_DEVICE);
@@ -16118,11 +16121,15 @@ typedef struct gf__grid {
     struct { gf__atomic64 block; char pad[56]; } at[GF__GRID_SLOTS];   /* atomic: 1 + the block a runner is in, 0 idle; a line each */
     struct gf__grid *link;
 } gf__grid;
+/* A fiber's stack, kept by its device for the next launch that syncs (gf__fiber_stack_take). */
+typedef struct gf__fiber_stack { void *stack, *block; unsigned valgrind_id; } gf__fiber_stack;
 typedef struct gf__block_pool {
     gf__mutex lock;
     gf__cond wake, left;            /* a grid to help with; a worker left a grid */
     gf__grid *grids;                /* launches with blocks left to take */
     gf__thread *threads; int want, started, stop;
+    gf__mutex stacks_lock;          /* fiber stacks kept (at most GF__FIBER_STACKS_KEPT) */
+    gf__fiber_stack *stacks; int stack_count, stack_cap;
 } gf__block_pool;
 typedef struct gf__stub_device { gf__atomic64 allocated; gf__block_pool pool; } gf__stub_device;
 /* An exportable buffer or an import (buf->external): the mapping, and the fd an export
@@ -16219,6 +16226,7 @@ static gf_result gf__stub_device_count(int *count) {
 
 static void gf__block_pool_init(struct gf__block_pool *p);    /* the block workers, below */
 static void gf__block_pool_close(struct gf__block_pool *p);
+static void gf__fiber_stacks_release(struct gf__block_pool *p);   /* the fiber stacks it keeps, freed */
 static gf_result gf__stub_device_open(gf_device *dev, int index) {
     if (!(dev->native = gf__calloc(sizeof(gf__stub_device)))) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "stub: out of host memory");
     gf__block_pool_init(&((gf__stub_device *)dev->native)->pool);
@@ -16233,6 +16241,10 @@ static gf_result gf__stub_device_open(gf_device *dev, int index) {
     dev->info.max_grid[0] = 2147483647u; dev->info.max_grid[1] = 65535; dev->info.max_grid[2] = 65535;
     dev->info.max_shared_per_block = 48 << 10;
     return GF_OK;
+}
+static void gf__stub_trim(gf_device *dev, size_t keep_bytes) {   /* host memory: all of it goes */
+    (void)keep_bytes;
+    gf__fiber_stacks_release(&((gf__stub_device *)dev->native)->pool);
 }
 static void gf__stub_device_close(gf_device *dev) {
     gf__block_pool_close(&((gf__stub_device *)dev->native)->pool);
@@ -16424,7 +16436,53 @@ static void gf__fiber_stack_free(gf__fiber *f) {
     gf__free(f->block);
     f->block = f->stack = NULL;
 }
+/* Stacks come from the device's kept ones and go back there: a launch of 256-thread blocks that
+   sync made and freed 255 of them (a mapping and a guard page each) per runner, 7-9 ms a launch
+   on the 2-core CI machine whatever its size (a review: 200x PoCL for a 4099-element stencil). */
+static void *gf__fiber_stack_take(gf__block_pool *p, gf__fiber *f) {
+    int kept;
+    gf__lock(&p->stacks_lock);
+    if ((kept = p->stack_count > 0) != 0) {
+        const gf__fiber_stack *st = &p->stacks[--p->stack_count];
+        f->stack = st->stack; f->block = st->block; f->valgrind_id = st->valgrind_id;
+    }
+    gf__unlock(&p->stacks_lock);
+    return kept ? f->stack : gf__fiber_stack_alloc(f);
+}
+static void gf__fiber_stack_give(gf__block_pool *p, gf__fiber *f) {
+    int kept = 0;
+    if (!f->block) return;
+    gf__lock(&p->stacks_lock);
+    if (p->stack_count < GF__FIBER_STACKS_KEPT && gf__grow((void **)&p->stacks, &p->stack_cap, p->stack_count + 1, sizeof *p->stacks)) {
+        gf__fiber_stack *st = &p->stacks[p->stack_count++];
+        st->stack = f->stack; st->block = f->block; st->valgrind_id = f->valgrind_id;
+        kept = 1;
+    }
+    gf__unlock(&p->stacks_lock);
+    if (kept) { f->block = f->stack = NULL; f->valgrind_id = 0; }
+    else gf__fiber_stack_free(f);
+}
 #endif
+/* Every kept stack freed: at gf_device_trim and close. */
+static void gf__fiber_stacks_release(gf__block_pool *p) {
+    gf__fiber_stack *stacks;
+    int i, count;
+    gf__lock(&p->stacks_lock);
+    stacks = p->stacks; count = p->stack_count;
+    p->stacks = NULL; p->stack_count = p->stack_cap = 0;
+    gf__unlock(&p->stacks_lock);
+#if !defined(GF__FIBER_WINDOWS)
+    for (i = 0; i < count; i++) {
+        gf__fiber f;
+        memset(&f, 0, sizeof f);
+        f.stack = stacks[i].stack; f.block = stacks[i].block; f.valgrind_id = stacks[i].valgrind_id;
+        gf__fiber_stack_free(&f);
+    }
+#else
+    (void)i; (void)count;
+#endif
+    gf__free(stacks);
+}
 
 #if GF__FIBER_ASM
 /* Saves the callee-saved registers on the current stack, stores the stack pointer in *from,
@@ -16535,6 +16593,7 @@ typedef struct gf__block_run {
     int *site;                      /* per thread at the barrier: which gf_block_sync it called */
     gf_kernel_ctx *ctx;             /* per thread */
     gf__fiber *fibers, main;
+    struct gf__block_pool *pool;    /* the device's workers, and the fiber stacks it keeps */
     int converted;                  /* Windows: the thread was made a fiber for this run (made a thread again after) */
     char misuse[160];               /* the block's first barrier misuse, "" if none */
 } gf__block_run;
@@ -16585,7 +16644,7 @@ static int gf__fiber_start(gf__block_run *b, int i) {   /* a fresh fiber for thr
         void (*entry)(void) = gf__fiber_main;
         uintptr_t top;
         void **frame;
-        if (!f->stack && !gf__fiber_stack_alloc(f)) return 0;
+        if (!f->stack && !gf__fiber_stack_take(b->pool, f)) return 0;
         /* stack tops staggered by thread: 128 KiB apart they would all fall in one cache set */
         top = ((uintptr_t)f->stack + GF__FIBER_STACK - (GF__FIBER_WORDS - GF__FIBER_BELOW) * sizeof(void *)
                - (uintptr_t)(i % 61) * 64) & ~(uintptr_t)15;
@@ -16599,7 +16658,7 @@ static int gf__fiber_start(gf__block_run *b, int i) {   /* a fresh fiber for thr
         f->sp = frame;
     }
 #else
-    if (!f->stack && !gf__fiber_stack_alloc(f)) return 0;
+    if (!f->stack && !gf__fiber_stack_take(b->pool, f)) return 0;
     getcontext(&f->ctx);
     f->ctx.uc_stack.ss_sp = f->stack;
     f->ctx.uc_stack.ss_size = GF__FIBER_STACK;
@@ -16777,6 +16836,7 @@ static void gf__grid_run(gf__grid *g) {
     memcpy(ctx.grid, it->dims.grid, sizeof ctx.grid);
     memcpy(ctx.block, it->dims.block, sizeof ctx.block);
     b.kernel = it->kernel; b.argv = it->argv; b.count = per_block;
+    b.pool = q->pool;
     if (fibers) {
         b.state = (unsigned char *)gf__calloc((size_t)per_block);
         b.site = (int *)gf__calloc(sizeof *b.site * (size_t)per_block);
@@ -16862,7 +16922,7 @@ static void gf__grid_run(gf__grid *g) {
 #if defined(GF__FIBER_WINDOWS)
         if (b.fibers[i].fiber) DeleteFiber(b.fibers[i].fiber);
 #else
-        gf__fiber_stack_free(&b.fibers[i]);
+        gf__fiber_stack_give(b.pool, &b.fibers[i]);
 #endif
 #ifdef GF__TSAN_FIBERS
         if (b.fibers[i].tsan) __tsan_destroy_fiber(b.fibers[i].tsan);
@@ -16920,6 +16980,7 @@ static int gf__stub_threads(void) {
 static void gf__block_pool_init(gf__block_pool *p) {
     memset(p, 0, sizeof *p);
     gf__mutex_init(&p->lock);
+    gf__mutex_init(&p->stacks_lock);
     gf__cond_init(&p->wake);
     gf__cond_init(&p->left);
     p->want = gf__stub_threads() - 1;   /* the stream's own thread is one */
@@ -16932,6 +16993,8 @@ static void gf__block_pool_close(gf__block_pool *p) {
     gf__unlock(&p->lock);
     for (i = 0; i < p->started; i++) gf__thread_join(p->threads[i]);
     gf__free(p->threads);
+    gf__fiber_stacks_release(p);
+    gf__mutex_destroy(&p->stacks_lock);
     gf__cond_destroy(&p->left);
     gf__cond_destroy(&p->wake);
     gf__mutex_destroy(&p->lock);
@@ -17582,6 +17645,7 @@ static void gf__stub_fill_table(gf__backend *t) {
     t->device_count = gf__stub_device_count;
     t->device_open = gf__stub_device_open;
     t->device_close = gf__stub_device_close;
+    t->trim = gf__stub_trim;
     t->memory_info = gf__stub_memory_info;
     t->buffer_alloc = gf__stub_buffer_alloc;
     t->buffer_free = gf__stub_buffer_free;

@@ -3,8 +3,8 @@
 
    Kernels written once in the dialect, warm, one launch each, timed from gf_launch to the
    end of gf_stream_synchronize (median of REPS):
-     vector_add      examples/vector_add.gfk, 2^20 floats, 256-thread blocks (no barrier)
-     block_sum       examples/reduce.gfk, 2^20 and 2^24 floats, 256-thread blocks, a block
+     vector_add      examples/vector_add.gfk, 2^12 and 2^20 floats, 256-thread blocks (no barrier)
+     block_sum       examples/reduce.gfk, 2^12, 2^20 and 2^24 floats, 256-thread blocks, a block
                      kernel: 10 regions per block, each a loop over the threads on the stub
      block_sum_sync  bench/block_sum_sync.gfk, the same written with 9 gf_block_sync per block
                      (every thread of a block a fiber on the stub)
@@ -91,22 +91,23 @@ static double time_kernel(setup *u, int kernel) {
 }
 
 int main(void) {
-    unsigned sizes[2] = { 1u << 20, 1u << 24 };
+    unsigned sizes[3] = { 1u << 12, 1u << 20, 1u << 24 };   /* 2^12: 16 blocks, where a launch's own cost shows */
+    static const int log2n[3] = { 12, 20, 24 };
     int cores = (int)sysconf(_SC_NPROCESSORS_ONLN), threads[3], nt = 0, k, z, i;
-    double pocl[2][KERNELS], stub;
+    double pocl[3][KERNELS], stub;
     setup u;
     char v[16];
-    if (getenv("BENCH_QUICK")) { REPS = 3; sizes[1] = 0; }
+    if (getenv("BENCH_QUICK")) { REPS = 3; sizes[2] = 0; }
     threads[nt++] = 1;
     if (cores >= 2) threads[nt++] = 2;
     if (cores > 2) threads[nt++] = cores;
     setenv("GPUFLOW_OPENCL_PLATFORM", "Portable", 0);
     printf("stub_bench: %d cores; one launch, warm, median of %d; stub / PoCL beside each\n", cores, REPS);
-    for (z = 0; z < 2 && sizes[z]; z++) {
+    for (z = 0; z < 3 && sizes[z]; z++) {
         memset(pocl, 0, sizeof pocl);
         if (open_setup(&u, GF_BACKEND_OPENCL, sizes[z])) {
             for (k = 0; k < KERNELS; k++) pocl[z][k] = time_kernel(&u, k);
-            printf("PoCL (%s), n = 2^%d: vector_add %.3f ms, block_sum %.3f ms, block_sum_sync %.3f ms\n", gf_device_name(u.dev), z ? 24 : 20,
+            printf("PoCL (%s), n = 2^%d: vector_add %.3f ms, block_sum %.3f ms, block_sum_sync %.3f ms\n", gf_device_name(u.dev), log2n[z],
                    pocl[z][0] * 1e3, pocl[z][1] * 1e3, pocl[z][2] * 1e3);
         } else printf("PoCL: not here (%s)\n", gf_last_error());
         close_setup(&u);
@@ -115,9 +116,9 @@ int main(void) {
             setenv("GPUFLOW_STUB_THREADS", v, 1);
             if (!open_setup(&u, GF_BACKEND_STUB, sizes[z])) { printf("stub: %s\n", gf_last_error()); return 1; }
             for (k = 0; k < KERNELS; k++) {
-                if (z == 1 && k == 0) continue;   /* 2^24: the reduction only */
+                if (z == 2 && k == 0) continue;   /* 2^24: the reduction only */
                 stub = time_kernel(&u, k);
-                printf("  stub, %2d thread%s, %-14s n = 2^%d: %9.3f ms", threads[i], threads[i] == 1 ? " " : "s", names[k], z ? 24 : 20, stub * 1e3);
+                printf("  stub, %2d thread%s, %-14s n = 2^%d: %9.3f ms", threads[i], threads[i] == 1 ? " " : "s", names[k], log2n[z], stub * 1e3);
                 if (pocl[z][k] > 0) printf("   stub / PoCL %.2f", stub / pocl[z][k]);
                 printf("\n");
             }
