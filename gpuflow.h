@@ -94,10 +94,12 @@
     GPUFLOW_STUB_THREADS=N: threads that run one stub launch's blocks (default: the cores);
     GPUFLOW_FAULTS=rules: chosen operations fail on purpose (see "faults on demand");
     GPUFLOW_RECORD=file: every gpuflow call goes to file, for gf_replay and tools/gfreplay
-    (GPUFLOW_RECORD_LIMIT=bytes bounds it; see "record and replay"). Any other GPUFLOW_* variable is named in a warning. Values are read strictly: one that is not understood is named in a
-    warning and the switch stays off (GPUFLOW_BACKEND naming no backend: gf_device_open with
+    (GPUFLOW_RECORD_LIMIT=bytes bounds it; see "record and replay"). Any other GPUFLOW_* variable is named in a warning. Values are read strictly, their words in any case (0, off,
+    no, false turn a switch off, GPUFLOW_TRACE and _RECORD too): one that is not understood is
+    named in a warning and the switch stays off (GPUFLOW_BACKEND naming no backend: gf_device_open with
     GF_BACKEND_AUTO fails with GF_ERROR_INVALID_ARGUMENT). These warnings reach stderr unless a
-    logger is installed or GPUFLOW_LOG is error or off. Paths, given or from these variables,
+    logger is installed or GPUFLOW_LOG is error or off. They are read at each device's open
+    (GPUFLOW_SYNC_DEBUG at each wait it reports). Paths, given or from these variables,
     are UTF-8 (Windows: wide file functions, and no MAX_PATH limit; see >>files).
 
     CONVENTIONS
@@ -2020,8 +2022,10 @@ GPUFLOW_IMPL void gf_set_logger(gf_log_fn fn, void *user) {
    debugging switch is on (GPUFLOW_RACE_CHECK, _HANG_MS, _SYNC_DEBUG, _SYNC, _FAULTS, _RECORD), info with
    GPUFLOW_STATS or GPUFLOW_TRACE (what they print is info): a vendored library says nothing
    unless asked, and a switch the user turned on is heard (a variable it cannot follow always is:
-   gf__env_warn). Read once. */
+   gf__env_warn). Read again at each device's open (gf__stderr_level_reread), and at each hidden
+   wait GPUFLOW_SYNC_DEBUG reports, which reads its switch there: set later, its output was lost. */
 static int gf__stderr_level = -2;   /* atomic; -2: not read yet, -1: off, else the last level printed */
+static void gf__stderr_level_reread(void) { gf__atomic_store_int(&gf__stderr_level, -2); }
 /* The environment's variables that gpuflow reads; any other GPUFLOW_* is named in a warning
    (a misspelt switch would otherwise stay silently off). */
 static const char *const gf__env_known[] = {
@@ -2049,9 +2053,27 @@ static const char *gf__env_next_unknown(int *at, size_t *n) {
     }
     return NULL;
 }
+/* Whether v is one of words, in any case (words are lower case). */
+static int gf__env_word(const char *v, const char *const *words) {
+    int i;
+    size_t j;
+    for (i = 0; words[i]; i++) {
+        for (j = 0; v[j] && words[i][j] && (v[j] >= 'A' && v[j] <= 'Z' ? v[j] | 0x20 : v[j]) == words[i][j]; j++) {}   /* letters' case only */
+        if (!v[j] && !words[i][j]) return 1;
+    }
+    return 0;
+}
+static const char *const gf__env_off_words[] = { "0", "off", "no", "false", NULL };
+/* A switch set to anything but an off word (any case) or a zero ("00" too), for the stderr level
+   and the path variables: "OFF" turned logging on, and GPUFLOW_TRACE=0 wrote a file named 0. */
+static int gf__env_is_off(const char *v) {
+    const char *p = v;
+    while (*p == '0') p++;
+    return !*v || !*p || gf__env_word(v, gf__env_off_words);
+}
 static int gf__switch_on(const char *name) {
     const char *v = getenv(name);
-    return v && *v && strcmp(v, "0") && strcmp(v, "off") && strcmp(v, "no") && strcmp(v, "false");
+    return v && !gf__env_is_off(v);
 }
 static int gf__stderr_level_now(void) {
     static const char *const names[] = { "error", "warning", "info" };
@@ -2524,10 +2546,12 @@ static int gf__fd_dup(int fd) { return fcntl(fd, F_DUPFD_CLOEXEC, 3); }
 #  if !defined(__cplusplus)   /* POSIX's, which a <stdio.h> read before the implementation under strict C did not declare */
 extern FILE *fdopen(int fd, const char *mode);
 #  endif
-static FILE *gf__fopen(const char *path, const char *mode) {   /* the modes used: r, rb, r+b, w, wb */
-    int flags = mode[0] != 'r' ? O_WRONLY | O_CREAT | O_TRUNC : strchr(mode, '+') ? O_RDWR : O_RDONLY;
-    int fd = gf__fd_open(path, flags | O_CLOEXEC, 0666), e;
-    FILE *f = fd < 0 ? NULL : fdopen(fd, mode);
+/* The modes used: r, rb, r+b, w, wb. Writing, a FIFO that no process reads is refused (ENXIO)
+   rather than waited for (GPUFLOW_TRACE naming one hung the program's close). */
+static FILE *gf__fopen(const char *path, const char *mode) {
+    int writes = mode[0] != 'r', flags = writes ? O_WRONLY | O_CREAT | O_TRUNC : strchr(mode, '+') ? O_RDWR : O_RDONLY;
+    int fd = gf__fd_open(path, flags | O_CLOEXEC | (writes ? O_NONBLOCK : 0), 0666), e;
+    FILE *f = fd < 0 || (writes && fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0) ? NULL : fdopen(fd, mode);
     if (fd >= 0 && !f) { e = errno; close(fd); errno = e; }
     return f;
 }
@@ -3765,25 +3789,21 @@ static void gf__device_free(gf_device *dev) {
 /* Debugging switches from the environment, read at open: GPUFLOW_RACE_CHECK=1 turns the race
    detector on, GPUFLOW_HANG_MS=N logs the device's state when a wait lasts longer than N ms. */
 /* GPUFLOW_* switches, read strictly: a value that is not understood is named in a warning and
-   leaves the switch off; one that is understood is confirmed at info level. */
-static int gf__env_word(const char *v, const char *const *words) {
-    int i;
-    size_t j;
-    for (i = 0; words[i]; i++) {
-        for (j = 0; v[j] && words[i][j] && (v[j] >= 'A' && v[j] <= 'Z' ? v[j] | 0x20 : v[j]) == words[i][j]; j++) {}   /* letters' case only */
-        if (!v[j] && !words[i][j]) return 1;
-    }
-    return 0;
-}
-/* 1 on, 0 off (also unset, empty or not understood). */
-static int gf__env_switch(const char *name) {
-    static const char *const on[] = { "1", "on", "yes", "true", NULL }, *const off[] = { "0", "off", "no", "false", NULL };
+   leaves the switch off; one that is understood is confirmed at info level. 1 on, 0 off (also
+   unset, empty or not understood); extra (or NULL), one more word a switch takes: 2. */
+static int gf__env_switch_or(const char *name, const char *extra) {
+    static const char *const on[] = { "1", "on", "yes", "true", NULL };
     const char *v = getenv(name);
-    if (!v || !*v || gf__env_word(v, off)) return 0;
+    const char *more[2];
+    more[0] = extra; more[1] = NULL;
+    if (!v || !*v || gf__env_word(v, gf__env_off_words)) return 0;
     if (gf__env_word(v, on)) return 1;
-    gf__env_warn("gpuflow: %s=%s is not understood (1, on, yes, true or 0, off, no, false); it stays off", name, v);
+    if (extra && gf__env_word(v, more)) return 2;
+    gf__env_warn("gpuflow: %s=%s is not understood (1, on, yes, true%s%s or 0, off, no, false); it stays off", name, v,
+                 extra ? ", " : "", extra ? extra : "");
     return 0;
 }
+static int gf__env_switch(const char *name) { return gf__env_switch_or(name, NULL); }
 /* v as a whole number, decimal digits only (no sign, space or base: strtol takes " 4"), at
    most max: 1 and *out, else 0. Every count the environment gives is read so. */
 static int gf__env_digits(const char *v, uint64_t max, uint64_t *out) {
@@ -3866,8 +3886,10 @@ static void gf__env_faults(void) {
 }
 
 static void gf__device_env(gf_device *dev) {
-    unsigned hang = gf__env_ms("GPUFLOW_HANG_MS", 86400000u);   /* a day at most */
-    char *trace = gf__env_path("GPUFLOW_TRACE");
+    unsigned hang;
+    char *trace = gf__switch_on("GPUFLOW_TRACE") ? gf__env_path("GPUFLOW_TRACE") : NULL;   /* 0, off: none (not a file named so) */
+    gf__stderr_level_reread();   /* a switch set since the last open is heard */
+    hang = gf__env_ms("GPUFLOW_HANG_MS", 86400000u);   /* a day at most */
     gf__env_unknown();
     gf__env_record();   /* first: GPUFLOW_FAULTS is then recorded */
     gf__env_faults();
@@ -3888,9 +3910,8 @@ static void gf__device_env(gf_device *dev) {
     }
     dev->stats_at_close = gf__env_switch("GPUFLOW_STATS");
     {
-        const char *race = getenv("GPUFLOW_RACE_CHECK");
-        int halt = race && !strcmp(race, "abort");
-        if (halt || gf__env_switch("GPUFLOW_RACE_CHECK")) {
+        int race = gf__env_switch_or("GPUFLOW_RACE_CHECK", "abort"), halt = race == 2;
+        if (race) {
             if (halt) gf__atomic_store_int(&gf__race_abort, 1);
             gf_race_check_enable(dev, GF_RACE_CHECK_ON);
             gf__notice(GF_LOG_INFO, "gpuflow: GPUFLOW_RACE_CHECK: the race detector is on for %s%s", dev->tag,
@@ -3910,12 +3931,14 @@ static void gf__device_env(gf_device *dev) {
    the call and the stream), error makes the call fail instead (GF_ERROR_INVALID_STATE; a
    destroy keeps its object), unset or off says nothing. Read at each such wait, which costs
    nothing beside the wait itself. */
-static int gf__sync_debug_mode(void) {   /* 0 off, 1 warn, 2 error */
+static int gf__sync_debug_mode(void) {   /* 0 off, 1 warn, 2 error (any case, as every switch) */
+    static const char *const warn[] = { "warn", "1", NULL }, *const error[] = { "error", "2", NULL };
+    static int said;   /* atomic: a value not understood is named once, not at every wait */
     const char *v = getenv("GPUFLOW_SYNC_DEBUG");
-    if (!v || !*v || !strcmp(v, "off") || !strcmp(v, "0")) return 0;
-    if (!strcmp(v, "warn") || !strcmp(v, "1")) return 1;
-    if (!strcmp(v, "error") || !strcmp(v, "2")) return 2;
-    gf__env_warn("gpuflow: GPUFLOW_SYNC_DEBUG=%s: expected warn, error or off; the check stays off", v);
+    if (!v || !*v || gf__env_word(v, gf__env_off_words)) return 0;
+    if (gf__env_word(v, warn)) return 1;
+    if (gf__env_word(v, error)) return 2;
+    if (!gf__atomic_xchg_int(&said, 1)) gf__env_warn("gpuflow: GPUFLOW_SYNC_DEBUG=%s: expected warn, error or off; the check stays off", v);
     return 0;
 }
 static gf_result gf__hidden_wait(const char *call, const gf_stream *s, const char *what) {
@@ -3924,6 +3947,7 @@ static gf_result gf__hidden_wait(const char *call, const gf_stream *s, const cha
     if (!mode) return GF_OK;
     if (s) snprintf(where, sizeof where, "stream '%s'", s->label);
     if (mode == 1) {
+        if (gf__stderr_level_now() < (int)GF_LOG_WARNING) gf__stderr_level_reread();   /* set after the level was read */
         gf__notice(GF_LOG_WARNING, "GPUFLOW_SYNC_DEBUG: %s holds the host until %s on %s", call, what, where);
         return GF_OK;
     }
@@ -10811,24 +10835,32 @@ static char *gf__cache_path(const char *dir, const uint64_t key[2]) {
 }
 
 /* The cache directory, made if missing; 0 (with a warning) when it must not be used. */
-static int gf__cache_dir_usable(const char *dir) {
+/* A cache directory that cannot be used: said as a warning, or, named by GPUFLOW_CACHE_DIR, always
+   (once a process: a variable gpuflow cannot follow is heard, as every other). */
+static void gf__cache_dir_refuse(const char *dir, int from_env, const char *why) {
+    static int said;   /* atomic */
+    if (!from_env) gf__notice(GF_LOG_WARNING, "gf_module_load: the kernel cache '%s' %s: kernels are compiled without it", dir, why);
+    else if (!gf__atomic_xchg_int(&said, 1))
+        gf__env_warn("gpuflow: GPUFLOW_CACHE_DIR=%s %s: kernels are compiled without it", dir, why);
+}
+static int gf__cache_dir_usable(const char *dir, int from_env) {
     gf__stat_t st;
     if (gf__stat(dir, &st) != 0) {
         if (!gf__mkdir_parents(dir) || gf__stat(dir, &st) != 0) {
-            gf__notice(GF_LOG_WARNING, "gf_module_load: the kernel cache directory '%s' does not exist and cannot be made: kernels are compiled without it", dir);
+            gf__cache_dir_refuse(dir, from_env, "does not exist and cannot be made");
             return 0;
         }
         gf__notice(GF_LOG_INFO, "gf_module_load: made the kernel cache directory '%s'", dir);
     }
     if (!S_ISDIR(st.st_mode)) {
-        gf__notice(GF_LOG_WARNING, "gf_module_load: the kernel cache '%s' is not a directory: kernels are compiled without it", dir);
+        gf__cache_dir_refuse(dir, from_env, "is not a directory");
         return 0;
     }
 #if !defined(_WIN32)
     if ((st.st_uid != geteuid() && st.st_uid != 0) || (st.st_mode & (S_IWGRP | S_IWOTH))) {
-        gf__notice(GF_LOG_WARNING, "gf_module_load: the kernel cache directory '%s' is %s: kernels are compiled without it "
-                   "(a cache must be yours and writable by you alone: chmod 700 it)", dir,
-                   st.st_uid != geteuid() && st.st_uid != 0 ? "owned by another user" : "writable by other users");
+        gf__cache_dir_refuse(dir, from_env, st.st_uid != geteuid() && st.st_uid != 0
+                             ? "is owned by another user (a cache must be yours and writable by you alone: chmod 700 it)"
+                             : "is writable by other users (a cache must be yours and writable by you alone: chmod 700 it)");
         return 0;
     }
 #endif
@@ -11123,7 +11155,7 @@ static gf_result gf__module_load_source(gf_module *mod, const gf_module_desc *de
     int attempt;
     if (!text) { gf__free(env_dir); return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_module_load: out of host memory"); }
     gf__dialect_text(text, n, be->kernel_prelude, name, desc);
-    if (dir && *dir && gf__cache_dir_usable(dir)) {
+    if (dir && *dir && gf__cache_dir_usable(dir, env_dir != NULL)) {
         char compiler[512] = "";
         if (be->compiler_id) be->compiler_id(dev, compiler, sizeof compiler);
         if (!compiler[0])
@@ -13457,6 +13489,7 @@ static void gf__env_record(void) {
     char named[4096], why[sizeof gf__error_text];   /* a path's room (PATH_MAX), in UTF-8 bytes */
     size_t n = 0;
     if (gf__atomic_xchg_int(&read, 1)) return;
+    if (!gf__switch_on("GPUFLOW_RECORD")) return;   /* 0, off: nothing recorded (not a file named so) */
     if (!(path = value = gf__env_path("GPUFLOW_RECORD")) || !*path) { gf__free(value); return; }
     memset(&d, 0, sizeof d);
     for (d.path = named; *path && n + 24 < sizeof named; path++)   /* %p: this process's id (each process its own file) */
@@ -15986,11 +16019,12 @@ static gf_result gf__trace_run_write(gf_device *dev, const char *path) {
     gf_result r;
     FILE *f;
     size_t n;
-    int ours = 0, processes = 0, fd = -1;
+    int ours = 0, processes = 0, fd = -1, err = 0;
     if ((r = gf__profiler_ready(dev, "GPUFLOW_TRACE", &p)) != GF_OK) return r;
     gf__spin_lock(&gf__trace_run.lock);   /* a close at a time: each reads what the last wrote */
     epoch = gf__trace_run.epoch_ns;
     f = gf__trace_file_open(path, &fd);   /* another copy of gpuflow: the file's lock, held until fclose */
+    err = errno;
     if (f) {   /* ours: the first line names this process, and the file ends whole */
         n = fread(head, 1, sizeof head - 1, f);
         head[n] = 0;
@@ -16014,10 +16048,12 @@ static gf_result gf__trace_run_write(gf_device *dev, const char *path) {
         }
     } else if (!gf__trace_file_plain(path)) {
         f = gf__fopen(path, "wb");   /* a FIFO, a terminal, /dev/stdout: written whole, not read (a read waited for ever) */
+        err = errno;
     }
     if (!f) {
         gf__spin_unlock(&gf__trace_run.lock);
-        return gf__fail(GF_ERROR_INVALID_ARGUMENT, "GPUFLOW_TRACE: cannot open '%s' for writing", path);
+        return gf__fail(GF_ERROR_INVALID_ARGUMENT, "GPUFLOW_TRACE: cannot open '%s' for writing (%s); no trace is written", path,
+                        err == ENXIO ? "a FIFO that no process reads" : strerror(err));
     }
     snprintf(run, sizeof run, "%lu-%llu-%llu", gf__getpid(), started, epoch);
     if (!ours) gf__trace_begin(f, run);

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 #include <dirent.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 
@@ -282,6 +283,33 @@ static void test_directories(const char *base)
     CHECK(write_file(file, "x", 1), "a file where the directory should be");
     log_clear();
     CHECK(load_and_run(file, cache_source, NULL, 1.0f) && log_count("is not a directory") == 1, "a file as the directory: compiled, a warning");
+
+    {   /* named by GPUFLOW_CACHE_DIR: said with no logger and no GPUFLOW_LOG, as every variable
+           gpuflow cannot follow (a warning only GPUFLOW_LOG=warning showed), and once */
+        char said[1100], text[4096] = "";
+        FILE *f;
+        int saved, fd, n;
+        const char *mark = "GPUFLOW_CACHE_DIR=";
+        snprintf(said, sizeof said, "%s/stderr", base);
+        fflush(stderr);
+        saved = dup(2);
+        fd = open(said, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        gf_set_logger(NULL, NULL);
+        setenv("GPUFLOW_CACHE_DIR", file, 1);
+        if (saved >= 0 && fd >= 0 && dup2(fd, 2) >= 0) {
+            (void)load_and_run(NULL, cache_source, NULL, 1.0f);
+            (void)load_and_run(NULL, cache_source, "-DOFFSET=1.0f", 2.0f);
+            fflush(stderr);
+            dup2(saved, 2);
+        }
+        unsetenv("GPUFLOW_CACHE_DIR");
+        gf_set_logger(th_said_logger, NULL);
+        if (fd >= 0) close(fd);
+        if (saved >= 0) close(saved);
+        if ((f = fopen(said, "rb")) != NULL) { text[fread(text, 1, sizeof text - 1, f)] = 0; fclose(f); }
+        for (n = 0, mark = strstr(text, mark); mark; mark = strstr(mark + 1, "GPUFLOW_CACHE_DIR=")) n++;
+        CHECK(n == 1 && strstr(text, "is not a directory"), "GPUFLOW_CACHE_DIR naming a file: said on stderr by default, once");
+    }
 
     snprintf(dir, sizeof dir, "%s/shared", base);
     CHECK(mkdir(dir, 0700) == 0 && chmod(dir, 0777) == 0, "a directory writable by everyone");

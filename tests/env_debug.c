@@ -7,7 +7,8 @@
    fourth (GPUFLOW_HANG_MS=100 names it). With a second stub device (GPUFLOW_STUB_DEVICES=2) it
    copies there too, and closes that device last. It follows the environment's locale, as
    programs that call setlocale(LC_ALL, "") do. Its own output: one line, "done" (and before it
-   "decimal point ," where the locale writes numbers so). */
+   "decimal point ," where the locale writes numbers so). ENV_DEBUG_LATE_SYNC_DEBUG=v: it sets
+   GPUFLOW_SYNC_DEBUG=v itself once its device is open, as a program may (read at each wait). */
 #define _POSIX_C_SOURCE 200809L
 #define GPUFLOW_IMPLEMENTATION
 #include "backends.h"
@@ -77,6 +78,7 @@ int main(void)
     gf_stream_add_callback(a, hold, NULL);
     gf_stream_synchronize(a);
     (void)gf_buffer_create(dev, 0, &none);                  /* fails: size 0 */
+    if (getenv("ENV_DEBUG_LATE_SYNC_DEBUG")) setenv("GPUFLOW_SYNC_DEBUG", getenv("ENV_DEBUG_LATE_SYNC_DEBUG"), 1);
     gf_copy_to_host(back, buf, 0, sizeof back);             /* a synchronous copy: a wait by another name */
     memset(&md, 0, sizeof md);
     md.stub_kernels = stub;

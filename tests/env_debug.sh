@@ -55,6 +55,33 @@ else fail "GPUFLOW_HANG_MS=100: the running kernel is not named: $(head -c 600 "
 run GPUFLOW_SYNC_DEBUG=warn
 if has "^gpuflow: GPUFLOW_SYNC_DEBUG: gf_copy_to_host holds the host until the copy is done"; then ok "GPUFLOW_SYNC_DEBUG=warn: hidden waits reach stderr"
 else fail "GPUFLOW_SYNC_DEBUG=warn: stderr has: $(head -c 300 "$out/err")"; fi
+# a switch's words in any case (WARN was refused), set by the program after its open (its
+# warnings were lost: the level was read once), and a value not understood named once (it was
+# at every wait)
+for how in GPUFLOW_SYNC_DEBUG=WARN ENV_DEBUG_LATE_SYNC_DEBUG=warn; do
+    run "$how"
+    if has "^gpuflow: GPUFLOW_SYNC_DEBUG: gf_copy_to_host holds the host until the copy is done"; then ok "$how: hidden waits reach stderr"
+    else fail "$how: stderr has: $(head -c 300 "$out/err")"; fi
+done
+run GPUFLOW_SYNC_DEBUG=sometimes
+if [ "$(grep -c 'GPUFLOW_SYNC_DEBUG=sometimes: expected warn, error or off' "$out/err")" -eq 1 ]; then ok "GPUFLOW_SYNC_DEBUG=a value not understood: named once"
+else fail "GPUFLOW_SYNC_DEBUG=sometimes: stderr has: $(head -c 300 "$out/err")"; fi
+run GPUFLOW_RACE_CHECK=always
+if has "GPUFLOW_RACE_CHECK=always is not understood (1, on, yes, true, abort or 0"; then ok "GPUFLOW_RACE_CHECK=a value not understood: the message lists abort"
+else fail "GPUFLOW_RACE_CHECK=always: stderr has: $(head -c 300 "$out/err")"; fi
+# a switch turned off in any words says nothing (OFF, No, 00 turned stderr logging on)
+for how in GPUFLOW_SYNC=OFF GPUFLOW_STATS=No GPUFLOW_HANG_MS=00 GPUFLOW_RACE_CHECK=FALSE; do
+    run "$how"
+    if [ "$(lines)" -eq 0 ]; then ok "$how: nothing on stderr"
+    else fail "$how: stderr has: $(head -c 300 "$out/err")"; fi
+done
+# GPUFLOW_TRACE=0 or off, GPUFLOW_RECORD=0: off, not a file of that name
+mkdir -p "$out/offdir" && rm -f "$out/offdir/"*
+for how in GPUFLOW_TRACE=0 GPUFLOW_TRACE=off GPUFLOW_RECORD=0; do
+    (cd "$out/offdir" && env -u GPUFLOW_LOG -u GPUFLOW_TRACE -u GPUFLOW_RECORD "$how" ../env_debug >/dev/null 2>"../err")
+    if [ -z "$(ls "$out/offdir")" ] && [ "$(lines)" -eq 0 ]; then ok "$how: off, no file named so"
+    else fail "$how: files: $(ls "$out/offdir"); stderr: $(head -c 300 "$out/err")"; rm -f "$out/offdir/"*; fi
+done
 
 run GPUFLOW_SYNC=1
 if has "^gpuflow: GPUFLOW_SYNC: launch of 'bad_sync' on stream 'stream 3' failed: " && grep -q '^done$' "$out/out"; then
@@ -97,6 +124,13 @@ if command -v mkfifo >/dev/null 2>&1 && command -v python3 >/dev/null 2>&1 && mk
     if [ "$rc" -eq 0 ] && python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$out/fifo.json" 2>/dev/null; then ok "GPUFLOW_TRACE=a FIFO: the trace is written through it, whole"
     else fail "GPUFLOW_TRACE=a FIFO: exit $rc (124: it waited for ever); $(head -c 200 "$out/fifo.json")"; fi
 else echo "SKIP GPUFLOW_TRACE=a FIFO: no mkfifo or python3"; skipped=$((skipped + 1)); fi
+# a FIFO that no process reads: the close waited for a reader for ever (a review); refused, said
+rm -f "$out/fifo"
+if command -v mkfifo >/dev/null 2>&1 && mkfifo "$out/fifo"; then
+    rc=0; timeout 60 env GPUFLOW_TRACE="$out/fifo" "$out/env_debug" >"$out/out" 2>"$out/err" || rc=$?
+    if [ "$rc" -eq 0 ] && grep -q "a FIFO that no process reads" "$out/err"; then ok "GPUFLOW_TRACE=a FIFO no one reads: said, and the program ends"
+    else fail "GPUFLOW_TRACE=a FIFO no one reads: exit $rc (124: it waited for ever); $(head -c 300 "$out/err")"; fi
+else echo "SKIP GPUFLOW_TRACE=a FIFO no one reads: no mkfifo"; skipped=$((skipped + 1)); fi
 # a program that follows a locale writing "0,5": the trace's numbers were written so, and the
 # file was not JSON (a review). The locale is built here (Debian: locales).
 rm -rf "$out/loc" "$out/trace.json"; mkdir -p "$out/loc"

@@ -1668,7 +1668,7 @@ static void test_cache_entry_replaced(void)
     void *bin = NULL;
     size_t size = 0;
     snprintf(dir, sizeof dir, "gf-cache-replace-%lu", (unsigned long)gf__getpid());
-    if (!CHECK(gf__cache_dir_usable(dir), "cache replace: a directory of its own") ||
+    if (!CHECK(gf__cache_dir_usable(dir, 0), "cache replace: a directory of its own") ||
         !CHECK_EQ_RESULT(gf__cache_identity_make(&id, "kernel text", "", "test compiler"), GF_OK))
         return;
     if (CHECK((path = gf__cache_path(dir, id.key)) != NULL, "cache replace: the entry's path")) {
@@ -1741,7 +1741,7 @@ static void test_cache_limit(void)
     memset(paths, 0, sizeof paths);
     memset(ids, 0, sizeof ids);
     snprintf(dir, sizeof dir, "gf-cache-limit-%lu", (unsigned long)gf__getpid());
-    if (!CHECK(gf__cache_dir_usable(dir), "cache limit: a directory of its own")) return;
+    if (!CHECK(gf__cache_dir_usable(dir, 0), "cache limit: a directory of its own")) return;
     for (i = 0; i < ENTRIES; i++) {   /* entry 0 the oldest, 4 the newest */
         snprintf(text, sizeof text, "kernel %d", i);
         if (!CHECK_EQ_RESULT(gf__cache_identity_make(&ids[i], text, "", "test compiler"), GF_OK) ||
@@ -1796,7 +1796,7 @@ static void test_cache_trim_together(void)
     time_t now = time(NULL);
     int i, listed = 0, started = 0;
     snprintf(trim_dir, sizeof trim_dir, "gf-cache-trim-%lu", (unsigned long)gf__getpid());
-    if (!CHECK(gf__cache_dir_usable(trim_dir), "trims together: a directory of its own")) return;
+    if (!CHECK(gf__cache_dir_usable(trim_dir, 0), "trims together: a directory of its own")) return;
     for (i = 0; i < TRIM_ENTRIES; i++) {
         snprintf(text, sizeof text, "kernel %d", i);
         if (gf__cache_identity_make(&id, text, "", "test compiler") != GF_OK) break;
@@ -1859,9 +1859,9 @@ static void test_windows_path_forms(void)
     int i;
     if (!CHECK(GetCurrentDirectoryA(sizeof cwd, cwd) > 0, "windows paths: the current directory")) return;
     snprintf(abs_dir, sizeof abs_dir, "%s\\gf-abs-%lu\\a\\b", cwd, (unsigned long)gf__getpid());
-    CHECK(gf__cache_dir_usable(abs_dir), "windows paths: an absolute cache directory with missing levels is made");
+    CHECK(gf__cache_dir_usable(abs_dir, 0), "windows paths: an absolute cache directory with missing levels is made");
     snprintf(trail, sizeof trail, "gf-trail-%lu/x/", (unsigned long)gf__getpid());
-    CHECK(gf__cache_dir_usable(trail) && gf__cache_dir_usable(trail), "windows paths: a trailing separator is made, then used");
+    CHECK(gf__cache_dir_usable(trail, 0) && gf__cache_dir_usable(trail, 0), "windows paths: a trailing separator is made, then used");
     snprintf(unc, sizeof unc, "//srv/share/");
     for (i = (int)strlen(unc); i < 300; i++) unc[i] = 'a';
     unc[300] = 0;
@@ -1901,7 +1901,7 @@ static void test_utf8_long_paths(void)
     for (i = 0; i < DEPTH; i++) n += snprintf(dir + n, sizeof dir - (size_t)n, "/segment-%02d", i);
     snprintf(trace, sizeof trace, "%s/trace-\xc3\xa9.json", dir);
     snprintf(rec, sizeof rec, "%s/calls-\xc3\xa9.gfrec", dir);
-    if (!CHECK(strlen(trace) > 300 && gf__cache_dir_usable(dir), "utf-8 paths: a nested directory past MAX_PATH is made") ||
+    if (!CHECK(strlen(trace) > 300 && gf__cache_dir_usable(dir, 0), "utf-8 paths: a nested directory past MAX_PATH is made") ||
         !CHECK_EQ_RESULT(gf__cache_identity_make(&id, "kernel text", "", "test compiler"), GF_OK))
         return;
     if (CHECK((entry = gf__cache_path(dir, id.key)) != NULL, "utf-8 paths: the entry's path")) {
