@@ -502,6 +502,9 @@ typedef struct gf_native_device {
 /* Kernels. One module description carries each backend's form of the same kernels. */
 /* grid counts blocks (CUDA's gridDim), block counts threads per block; both >= 1 in every
    dimension and within gf_device_info's max_grid / max_block / max_threads_per_block. */
+/* shared_bytes: dynamic shared memory, for a backend's own kernels (CUDA's extern __shared__;
+   OpenCL: a trailing __local parameter it sizes); 0 for a GF_KERNEL (its GF_SHARED arrays are
+   sized in the source) and on the stub (GF_ERROR_NOT_SUPPORTED). */
 typedef struct gf_launch_dims { unsigned grid[3]; unsigned block[3]; size_t shared_bytes; } gf_launch_dims;
 typedef struct gf_arg { const void *value; size_t size; gf_buffer *buffer; } gf_arg;
 /* GF_ARG takes v's address, so v must be an lvalue (a variable, not 4 or n + 1); gf_launch
@@ -3080,7 +3083,12 @@ struct gf__backend {
     void      (*module_unload)(gf_module *mod);
     gf_result (*kernel_get)(gf_kernel *k);                      /* name set; sets native */
     gf_result (*launch)(gf_stream *s, gf_kernel *k, const gf_launch_dims *dims,
-                        const gf_arg *args, int count);
+                        const gf_arg *args, int count);   /* launch_check has passed */
+    gf_result (*launch_check)(gf_device *dev, gf_kernel *k, const gf_launch_dims *dims,
+                              const gf_arg *args, int count);   /* optional: what launch would refuse,
+                                                                   asked at gf_launch (captured too) and
+                                                                   gf_graph_set_kernel_args, so a graph
+                                                                   that could never run is refused as made */
 
     gf_result (*capture_begin)(gf_stream *s, gf_capture_mode mode);
     gf_result (*capture_end)(gf_stream *s, gf_graph *g);        /* sets g->by_driver, g->nodes; on
@@ -10402,6 +10410,8 @@ static gf_result gf__call_graph_set_kernel_args(gf_graph *g, int launch_index, c
         else if (args[i].buffer && args[i].buffer->dev != g->dev)
             r = gf__fail(GF_ERROR_WRONG_DEVICE, "gf_graph_set_kernel_args: args[%d].buffer belongs to another device", i);
     }
+    if (r == GF_OK && g->dev->be->launch_check)   /* what a replay's launch would refuse, refused now */
+        r = g->dev->be->launch_check(g->dev, launch->kernel, &launch->dims, args, count);
     if (r == GF_OK && g->by_driver && !g->dev->be->graph_set_kernel_args)
         r = gf__fail(GF_ERROR_NOT_SUPPORTED, "gf_graph_set_kernel_args: the %s backend cannot change a native graph's launch", g->dev->be->name);
     for (i = 0; r == GF_OK && i < count; i++)   /* held as the captured ones are (a refusal below leaves an extra hold: harmless) */
@@ -11691,6 +11701,10 @@ static gf_result gf__call_launch(gf_stream *s, gf_kernel *k, gf_launch_dims dims
         total += bytes;
         if (k->params && (r = gf__launch_param_check(k, &args[i], i)) != GF_OK) return r;
     }
+    if (k->params && dims.shared_bytes)   /* on every backend alike: OpenCL refused it, CUDA took it, the stub ignored it */
+        return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_launch: kernel '%s' is a GF_KERNEL, which has no dynamic shared memory: shared_bytes "
+                        "must be 0 (a GF_SHARED array of fixed size is the dialect's shared memory)", k->name);
+    if (s->dev->be->launch_check && (r = s->dev->be->launch_check(s->dev, k, &dims, args, count)) != GF_OK) return r;
     c.kind = GF__CMD_LAUNCH;   /* its own fields only: zeroing a command costs more than a launch's checks */
     c.as.launch.kernel = k; c.as.launch.kernel_name = k->name; c.as.launch.dims = dims; c.as.launch.module_id = k->mod->id;
     c.as.launch.args = args; c.as.launch.arg_count = count;
@@ -17439,6 +17453,14 @@ static gf_result gf__stub_kernel_get(gf_kernel *k) {
 /* The item carries argv (one pointer per argument) and the values the pointers point at. */
 /* The item carries its guard list (GPUFLOW_DEBUG: one per buffer argument whose memory has
    guard zones), then argv, then the values, then the kernel's name. */
+/* The stub's kernels are C: no memory sized at the launch reaches them (it was ignored). */
+static gf_result gf__stub_launch_check(gf_device *dev, gf_kernel *k, const gf_launch_dims *dims, const gf_arg *args, int count) {
+    (void)dev; (void)args; (void)count;
+    if (dims->shared_bytes)
+        return gf__fail(GF_ERROR_NOT_SUPPORTED, "gf_launch: kernel '%s': the stub gives its kernels no dynamic shared memory (shared_bytes %llu): "
+                        "a GF_SHARED array of fixed size is the stub's shared memory", k->name, (unsigned long long)dims->shared_bytes);
+    return GF_OK;
+}
 static gf_result gf__stub_launch(gf_stream *s, gf_kernel *k, const gf_launch_dims *dims, const gf_arg *args, int count) {
     size_t name = strlen(k->name) + 1, guards = GF__GUARD_BYTES ? sizeof(gf__stub_guard) * (size_t)count : 0;
     size_t extra = guards + sizeof(void *) * (size_t)count + 16 + name, at;
@@ -17707,6 +17729,7 @@ static void gf__stub_fill_table(gf__backend *t) {
     t->module_unload = gf__stub_module_unload;
     t->kernel_get = gf__stub_kernel_get;
     t->launch = gf__stub_launch;
+    t->launch_check = gf__stub_launch_check;
     t->buffer_wrap = gf__stub_buffer_wrap;
     t->fill_wide = gf__stub_fill_wide;
     t->describe_stream = gf__stub_describe_stream;

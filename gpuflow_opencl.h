@@ -1701,6 +1701,25 @@ static gf_result gf__cl_kernel_get(gf_kernel *k) {
     return GF_OK;
 }
 
+/* What a launch cannot take here, asked by the core before any launch is queued or captured:
+   a cl_kernel keeps arguments between launches, so a short list would reuse stale ones; a view
+   no sub-buffer can cover has no cl_mem. */
+static gf_result gf__cl_launch_check(gf_device *dev, gf_kernel *k, const gf_launch_dims *dims, const gf_arg *args, int count) {
+    gf__cl_kernel *ck = (gf__cl_kernel *)k->native;
+    cl_uint given = (cl_uint)count + (dims->shared_bytes ? 1u : 0u), i;
+    if (given != ck->args)
+        return gf__fail(GF_ERROR_INVALID_ARGUMENT, "OpenCL: kernel %s takes %u arguments, %u given%s",
+                        k->name, (unsigned)ck->args, (unsigned)given,
+                        dims->shared_bytes ? " (shared_bytes adds a trailing __local one)" : "");
+    for (i = 0; i < (cl_uint)count; i++)
+        if (args[i].buffer && !args[i].buffer->native)
+            return gf__fail(GF_ERROR_INVALID_ARGUMENT, "OpenCL: kernel %s, argument %u: a view at byte %llu of its "
+                            "buffer cannot be a kernel argument here (its offset must be a multiple of %llu bytes, "
+                            "CL_DEVICE_MEM_BASE_ADDR_ALIGN)", k->name, (unsigned)i,
+                            (unsigned long long)args[i].buffer->view_offset,
+                            (unsigned long long)((gf__cl_device *)dev->native)->sub_align);
+    return GF_OK;
+}
 static gf_result gf__cl_launch(gf_stream *s, gf_kernel *k, const gf_launch_dims *dims,
                                const gf_arg *args, int count) {
     gf__cl_kernel *ck = (gf__cl_kernel *)k->native;
@@ -1711,18 +1730,6 @@ static gf_result gf__cl_launch(gf_stream *s, gf_kernel *k, const gf_launch_dims 
     gf_result r;
     char call[sizeof k->name + 64];   /* the longest: "clSetKernelArg(<name>, argument <u>)" */
     GPUFLOW_ASSERT(ck != NULL);   /* kernel_get succeeded */
-    /* A cl_kernel keeps arguments between launches: a short list would reuse stale ones. */
-    if (given != ck->args)
-        return gf__fail(GF_ERROR_INVALID_ARGUMENT, "OpenCL: kernel %s takes %u arguments, %u given%s",
-                        k->name, (unsigned)ck->args, (unsigned)given,
-                        dims->shared_bytes ? " (shared_bytes adds a trailing __local one)" : "");
-    for (i = 0; i < (cl_uint)count; i++)
-        if (args[i].buffer && !args[i].buffer->native)   /* a view whose offset no sub-buffer can have */
-            return gf__fail(GF_ERROR_INVALID_ARGUMENT, "OpenCL: kernel %s, argument %u: a view at byte %llu of its "
-                            "buffer cannot be a kernel argument here (its offset must be a multiple of %llu bytes, "
-                            "CL_DEVICE_MEM_BASE_ADDR_ALIGN)", k->name, (unsigned)i,
-                            (unsigned long long)args[i].buffer->view_offset,
-                            (unsigned long long)((gf__cl_device *)s->dev->native)->sub_align);
     for (i = 0; i < 3; i++) {
         local[i] = dims->block[i];
         global[i] = (size_t)dims->grid[i] * dims->block[i];
@@ -1925,6 +1932,7 @@ static void gf__cl_fill_table(gf__backend *t) {
     t->module_unload = gf__cl_module_unload;
     t->kernel_get = gf__cl_kernel_get;
     t->launch = gf__cl_launch;
+    t->launch_check = gf__cl_launch_check;
     t->native_handle = gf__cl_native_handle;
     t->device_native = gf__cl_device_native;
     t->device_open_native = gf__cl_device_open_native;

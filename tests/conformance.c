@@ -707,6 +707,11 @@ static void test_kernels(void)
     CHECK(all_u32(h, N, 4), "fill on s1, event, add on s2: 3 + 1");
 
     CHECK_FAIL(gf_launch(s, C.k_empty, dims_1d(0, 1), NULL, 0), GF_ERROR_INVALID_ARGUMENT);
+    if (C.backend == GF_BACKEND_STUB) {   /* its kernels are C: no memory sized at the launch reaches them (it was ignored) */
+        gf_launch_dims shared = dims_1d(1, 1);
+        shared.shared_bytes = 256;
+        CHECK_FAIL(gf_launch(s, C.k_empty, shared, NULL, 0), GF_ERROR_NOT_SUPPORTED);
+    }
     stream_usable(s, "the stream works after a refused launch");
     gf_event_destroy(ev);
     gf_buffer_destroy(b);

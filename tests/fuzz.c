@@ -1946,7 +1946,8 @@ static void op_launch(fz_in *in)
     sel = fz_u8(in);
     dims.grid[0] = 1 + (sel & 3); dims.grid[1] = 1 + ((sel >> 2) & 1); dims.grid[2] = 1;
     dims.block[0] = 1 + ((sel >> 3) & 7); dims.block[1] = 1 + ((sel >> 6) & 1); dims.block[2] = 1 + (sel >> 7);
-    dims.shared_bytes = fz_u8(in);
+    sel = fz_u8(in);
+    dims.shared_bytes = sel >= 248 ? sel : 0;   /* rarely: no kernel here takes dynamic shared memory */
     /* (buffer, n, v); the kernel writes n words, so n stays within the buffer */
     b = fz_pick_buf(in, &ignored, &db, &bi);   /* judged per argument below */
     n = (int)fz_u8(in) * 4;
@@ -1990,6 +1991,10 @@ static void op_launch(fz_in *in)
             if (bytes > limit - total) { fz_bad(&e, GF_ERROR_INVALID_ARGUMENT); break; }   /* past the device's limit */
             total += bytes;
         }
+    if (dims.shared_bytes) {   /* a GF_KERNEL's refused on every backend; the stub's own: not supported; OpenCL's: a __local too few */
+        fz_bad(&e, params ? GF_ERROR_INVALID_ARGUMENT : GF_ERROR_NOT_SUPPORTED);
+        fz_alt(&e, GF_ERROR_INVALID_ARGUMENT);
+    }
     FZ_CALL(&e, gf_launch(s, kp, dims, bad == 3 ? NULL : args, count));
 }
 

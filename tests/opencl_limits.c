@@ -147,6 +147,50 @@ out:
     if (whole) GF__CL(clReleaseMemObject, (whole));
 }
 
+/* A launch this backend cannot take (a view no sub-buffer can cover, shared_bytes without a
+   __local parameter) is refused where it is given: a captured gf_launch and
+   gf_graph_set_kernel_args took it, and every replay of the graph failed (a review). */
+static void test_refused_as_captured(gf_device *dev)
+{
+    gf_module_desc d;
+    gf_module *m = NULL;
+    gf_kernel *k = NULL;
+    gf_stream *s = NULL;
+    gf_buffer *b = NULL, *odd = NULL;
+    gf_graph *g = NULL;
+    gf_launch_dims dims = { { 1, 1, 1 }, { 4, 1, 1 }, 0 }, shared = { { 1, 1, 1 }, { 4, 1, 1 }, 16 };
+    int n = 4, h[8] = { 0 };
+    memset(&d, 0, sizeof d);
+    d.opencl_source = "__kernel void put(__global int *p, int n) { if ((int)get_global_id(0) < n) p[get_global_id(0)] = 7; }\n";
+    if (!CHECK_EQ_RESULT(gf_module_load(dev, &d, &m), GF_OK) || !CHECK_EQ_RESULT(gf_kernel_get(m, "put", &k), GF_OK) ||
+        !CHECK_EQ_RESULT(gf_stream_create(dev, NULL, &s), GF_OK) || !CHECK_EQ_RESULT(gf_buffer_create(dev, 4096, &b), GF_OK) ||
+        !CHECK_EQ_RESULT(gf_buffer_view(b, 4, 64, &odd), GF_OK))
+        goto out;
+    {
+        gf_arg good[2] = { GF_ARG_BUFFER(b), GF_ARG(n) }, bad[2] = { GF_ARG_BUFFER(odd), GF_ARG(n) };
+        CHECK_FAIL(gf_launch(s, k, dims, bad, 2), GF_ERROR_INVALID_ARGUMENT);   /* as before, directly */
+        CHECK_EQ_RESULT(gf_stream_begin_capture(s, GF_CAPTURE_GLOBAL), GF_OK);
+        CHECK_FAIL(gf_launch(s, k, dims, bad, 2), GF_ERROR_INVALID_ARGUMENT);
+        CHECK(strstr(gf_last_error(), "view at byte 4") != NULL, "a captured launch of a view no sub-buffer covers: refused at the call, said why");
+        CHECK_FAIL(gf_launch(s, k, shared, good, 2), GF_ERROR_INVALID_ARGUMENT);
+        CHECK(strstr(gf_last_error(), "__local") != NULL, "a captured launch with shared_bytes the kernel has no parameter for: refused at the call");
+        CHECK_EQ_RESULT(gf_launch(s, k, dims, good, 2), GF_OK);
+        CHECK_EQ_RESULT(gf_stream_end_capture(s, &g), GF_OK);
+        if (g) {
+            CHECK_FAIL(gf_graph_set_kernel_args(g, 0, bad, 2), GF_ERROR_INVALID_ARGUMENT);
+            CHECK_EQ_RESULT(gf_graph_launch(g, s), GF_OK);   /* refused arguments changed nothing */
+            CHECK_EQ_RESULT(gf_stream_synchronize(s), GF_OK);
+            CHECK(gf_copy_to_host(h, b, 0, sizeof h) == GF_OK && h[0] == 7 && h[3] == 7, "the graph runs with its captured arguments");
+        }
+    }
+out:
+    if (g) gf_graph_destroy(g);
+    if (odd) gf_buffer_destroy(odd);
+    if (b) gf_buffer_destroy(b);
+    if (s) gf_stream_destroy(s);
+    if (m) gf_module_destroy(m);
+}
+
 /* An OpenCL 1.1 device was opened, and its first fill or marker failed in the driver: refused
    at open now, named. The device's version is changed in gpuflow's table of the driver. */
 static cl_int (CL_API_CALL *real_device_info)(cl_device_id, cl_device_info, size_t, void *, size_t *);
@@ -193,6 +237,7 @@ int main(void)
     test_small_groups(dev);
     test_build_message(dev);
     test_view_of_wrapped_sub_buffer(dev);
+    test_refused_as_captured(dev);
     gf_device_close(dev);
     test_two_devices();
     test_old_device();
