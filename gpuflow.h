@@ -840,10 +840,10 @@ GF__UNUSED_DECL static inline int gf__region_more(const gf__region *r) {
 #endif
 typedef enum gf_stub_atomic_op { GF_STUB_ATOMIC_ADD, GF_STUB_ATOMIC_MIN, GF_STUB_ATOMIC_MAX, GF_STUB_ATOMIC_XCHG, GF_STUB_ATOMIC_CAS,
                                  GF_STUB_ATOMIC_MIN_INT, GF_STUB_ATOMIC_MAX_INT } gf_stub_atomic_op;
-/* p must point to a 32-bit integer: anything else stops the compile, as on every backend (the
-   same words are in the device preludes); min and max of an int compare signed. The operand
+/* p must point to a 32-bit integer, not const: anything else stops the compile, as on every
+   backend (the same words are in the device preludes); min and max of an int compare signed. The operand
    (0 ? *(p) : 0) has p's type, promoted, and is never evaluated. */
-#define GF_ATOMIC_INT32_ONLY(p) ((void)sizeof(char[sizeof(*(p)) == 4 ? 1 : -1]), (void)sizeof((0 ? *(p) : 0) % 1))
+#define GF_ATOMIC_INT32_ONLY(p) ((void)sizeof(char[sizeof(*(p)) == 4 ? 1 : -1]), (void)sizeof((0 ? *(p) : 0) % 1), (void)sizeof(*(p) = 0))
 #define GF_STUB_ATOMIC_SIGNED(p) ((0 ? *(p) : 0) - 1 < 1)
 #define GF_STUB_ATOMIC(op, p, v, d) (GF_ATOMIC_INT32_ONLY(p), gf_stub_atomic((op), (unsigned *)(void *)(p), (unsigned)(v), (unsigned)(d)))
 #define gf_atomic_add(p, v)     GF_STUB_ATOMIC(GF_STUB_ATOMIC_ADD, p, v, 0)
@@ -1746,6 +1746,7 @@ typedef HANDLE             gf__thread;
 #  if defined(GPUFLOW_VALGRIND) && (GPUFLOW_VALGRIND + 0)
 #    include <valgrind/valgrind.h>
 #    include <valgrind/drd.h>
+#    include <valgrind/memcheck.h>
 #    define GF__VALGRIND_STACKS 1
 #  endif
 #  if defined(__GLIBC__) && !defined(PTHREAD_BARRIER_SERIAL_THREAD)   /* defined with POSIX 2001's threads */
@@ -2078,8 +2079,15 @@ static int gf__switch_on(const char *name) {
     const char *v = getenv(name);
     return v && !gf__env_is_off(v);
 }
+/* GPUFLOW_LOG's word, in any case: 0 error, 1 warning, 2 info, -1 off; -2 unset or not understood. */
+static int gf__log_level_named(const char *v) {
+    static const char *const names[][2] = { { "error", NULL }, { "warning", NULL }, { "info", NULL }, { "off", NULL } };
+    int i;
+    for (i = 0; v && i < 4; i++) if (gf__env_word(v, names[i])) return i < 3 ? i : -1;
+    return -2;
+}
 static int gf__stderr_level_now(void) {
-    static const char *const names[] = { "error", "warning", "info" };
+    static int said;   /* atomic: a GPUFLOW_LOG not understood is named once (the level is read at each open) */
     const char *v;
     int level = gf__atomic_load_int(&gf__stderr_level), i;
     if (level != -2) return level;
@@ -2088,10 +2096,8 @@ static int gf__stderr_level_now(void) {
           : gf__switch_on("GPUFLOW_RACE_CHECK") || gf__switch_on("GPUFLOW_HANG_MS") || gf__switch_on("GPUFLOW_SYNC_DEBUG") ||
             gf__switch_on("GPUFLOW_SYNC") || gf__switch_on("GPUFLOW_FAULTS") || gf__switch_on("GPUFLOW_RECORD") ? (int)GF_LOG_WARNING : -1;
     if (v && *v) {
-        for (i = 0; i < 3 && strcmp(v, names[i]); i++) {}
-        if (i < 3) level = i;
-        else if (!strcmp(v, "off")) level = -1;
-        else fprintf(stderr, "gpuflow: GPUFLOW_LOG=%s: expected error, warning, info or off; it is ignored\n", v);
+        if ((i = gf__log_level_named(v)) != -2) level = i;
+        else if (!gf__atomic_xchg_int(&said, 1)) fprintf(stderr, "gpuflow: GPUFLOW_LOG=%s: expected error, warning, info or off; it is ignored\n", v);
     }
     gf__atomic_store_int(&gf__stderr_level, level);
     return level;
@@ -2247,7 +2253,7 @@ static void gf__notice(gf_log_level level, const char *fmt, ...) {
 static void gf__env_warn(const char *fmt, ...) GF__PRINTF(1, 2);
 static void gf__env_warn(const char *fmt, ...) {
     char text[sizeof gf__error_text];
-    const char *log = getenv("GPUFLOW_LOG");
+    int named = gf__log_level_named(getenv("GPUFLOW_LOG")), quiet = named == 0 || named == -1;   /* error or off */
     int logger;
     va_list ap;
     va_start(ap, fmt);
@@ -2256,7 +2262,7 @@ static void gf__env_warn(const char *fmt, ...) {
     gf__log_lock_acquire();
     logger = gf__log_fn != NULL;
     gf__log_lock_release();
-    if (!logger && !(log && (!strcmp(log, "error") || !strcmp(log, "off"))) && gf__stderr_level_now() < (int)GF_LOG_WARNING)
+    if (!logger && !quiet && gf__stderr_level_now() < (int)GF_LOG_WARNING)
         fprintf(stderr, "%s\n", text);   /* also under a GPUFLOW_LOG value not understood (named, and ignored) */
     else gf__log_text(GF_LOG_WARNING, GF_OK, text);
 }
@@ -8671,11 +8677,14 @@ static gf_result gf__flow_enqueue(const char *fn, gf_flow *flow, const gf__flow_
 /* Lane s begins the run (a lane of another device is not timed: no one clock). Its start is
    recorded just before its first operation (gf__start_now), as a stream set frame's: the host's
    time in the run's tasks before that is not the device's. A stream that holds another run's
-   start still due (runs from two threads sharing a pool's stream) has this one recorded now. */
+   start still due (runs from two threads sharing a pool's stream) has this one recorded now;
+   one that already holds this run's (a pool that gave two lanes one stream) needs none. */
 static void gf__flow_frame_lane(gf_flow *flow, gf__flow_frame *fr, gf_stream *s) {
     gf_event *start = NULL;
-    int kept = 0;
-    if (!s || s->dev != flow->dev || !gf__grow((void **)&fr->starts, &fr->start_cap, fr->start_count + 1, sizeof *fr->starts) ||
+    int kept = 0, i;
+    if (!s || s->dev != flow->dev) return;
+    for (i = 0; i < fr->start_count; i++) if (fr->starts[i].lane == s) return;
+    if (!gf__grow((void **)&fr->starts, &fr->start_cap, fr->start_count + 1, sizeof *fr->starts) ||
         gf__event_pool_take(s->dev->events, GF_EVENT_TIMING, &start) != GF_OK) return;
     gf__lock(&s->lock);
     if (!s->capture && !s->start_due) {
@@ -10735,7 +10744,7 @@ static void gf__call_graph_destroy(gf_graph *g) {
    (the same CUDA-style builtins), the OpenCL C one clBuildProgram. */
 /* The stub's GF_ATOMIC_INT32_ONLY, for the device compilers (a float atomic compiled on CUDA and
    summed bits as an integer on the stub). */
-#define GF__ATOMIC_INT32_ONLY_TEXT "#define GF_ATOMIC_INT32_ONLY(p) ((void)sizeof(char[sizeof(*(p)) == 4 ? 1 : -1]), (void)sizeof((0 ? *(p) : 0) % 1))\n"
+#define GF__ATOMIC_INT32_ONLY_TEXT "#define GF_ATOMIC_INT32_ONLY(p) ((void)sizeof(char[sizeof(*(p)) == 4 ? 1 : -1]), (void)sizeof((0 ? *(p) : 0) % 1), (void)sizeof(*(p) = 0))\n"
 static const char gf__kernel_prelude_cxx[] GF__UNUSED_DECL =
     "#define GF_KERNELS(...) __VA_ARGS__\n"   /* a .gfk file read as it is (gf_module_desc.source_path) */
     "#define GF_PARAM(type, name) type name\n"
@@ -16497,7 +16506,11 @@ static void *gf__fiber_stack_take(gf__block_pool *p, gf__fiber *f) {
         f->stack = st->stack; f->block = st->block; f->valgrind_id = st->valgrind_id;
     }
     gf__unlock(&p->stacks_lock);
-    return kept ? f->stack : gf__fiber_stack_alloc(f);
+    if (!kept) return gf__fiber_stack_alloc(f);
+#  if defined(GF__VALGRIND_STACKS)
+    VALGRIND_MAKE_MEM_UNDEFINED(f->stack, GF__FIBER_STACK);   /* memcheck kept its last fiber's view: below that one's stack pointer, no access */
+#  endif
+    return f->stack;
 }
 static void gf__fiber_stack_give(gf__block_pool *p, gf__fiber *f) {
     int kept = 0;

@@ -234,13 +234,13 @@ if $lax -I. -fsyntax-only "$dir/region_in_kernel.c" 2>"$dir/block.err"; then fai
 elif grep -q "gf__region_first" "$dir/block.err"; then ok "a region in a GF_KERNEL (not a block kernel) does not compile"
 else fail "a region in a GF_KERNEL failed otherwise: $(head -c 300 "$dir/block.err")"; fi
 
-# Atomics take 32-bit integers only: a float, a 64-bit or 16-bit pointer does not compile as C
+# Atomics take 32-bit integers only: a float, a 64-bit or 16-bit or a const pointer does not compile as C
 # (without -Werror too: a float's bits were summed as an integer, with a warning at most);
 # unsigned and int compile warning-free, as C and as C++11.
 atomic_kernel() {   # atomic_kernel FILE TYPE
-    printf '#define GPUFLOW_IMPLEMENTATION\n#include "gpuflow.h"\n#define GF_KERNELS GF_KERNELS_AS_C\n#include "gpuflow.h"\nGF_KERNELS(GF_KERNEL(k, GF_PARAM(GF_GLOBAL %s *, x)) { x[1] = gf_atomic_add(&x[0], 1) + gf_atomic_min(&x[0], 2) + gf_atomic_max(&x[0], 3) + gf_atomic_xchg(&x[0], 4) + gf_atomic_cas(&x[0], 4, 5); })\nstatic const gf_stub_kernel ks[] = { GF_STUB_KERNEL(k) };\nint main(void){ return ks[0].fn ? 0 : 1; }\n' "$2" > "$1"
+    printf '#define GPUFLOW_IMPLEMENTATION\n#include "gpuflow.h"\n#define GF_KERNELS GF_KERNELS_AS_C\n#include "gpuflow.h"\nGF_KERNELS(GF_KERNEL(k, GF_PARAM(GF_GLOBAL %s *, x), GF_PARAM(GF_GLOBAL double *, y)) { y[0] = gf_atomic_add(&x[0], 1) + gf_atomic_min(&x[0], 2) + gf_atomic_max(&x[0], 3) + gf_atomic_xchg(&x[0], 4) + gf_atomic_cas(&x[0], 4, 5); })\nstatic const gf_stub_kernel ks[] = { GF_STUB_KERNEL(k) };\nint main(void){ return ks[0].fn ? 0 : 1; }\n' "$2" > "$1"
 }
-for t in float double "unsigned long long" "unsigned short"; do
+for t in float double "unsigned long long" "unsigned short" "const unsigned"; do
     atomic_kernel "$dir/atomic_bad.c" "$t"
     if $lax -I. -fsyntax-only "$dir/atomic_bad.c" 2>"$dir/atomic.err"; then fail "an atomic on a $t compiled"
     else ok "an atomic on a $t does not compile (without -Werror too)"; fi

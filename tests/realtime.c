@@ -121,23 +121,29 @@ static void test_frame_time_is_the_devices(void)
 static gf_result prepare_then_sleep_task(gf_stream *on, void *user) { th_sleep_ms(60); return gf_stream_add_callback(on, sleep_cb, user); }
 static void test_flow_frame_time_is_the_devices(void)
 {
-    gf_flow *flow = NULL;
-    gf_stream_pool *pool = NULL;
-    gf_frame_info fi;
-    gf_task a = 0, b = 0;
-    memset(&fi, 0, sizeof fi);
-    if (!CHECK_EQ_RESULT(gf_flow_create(dev, NULL, &flow), GF_OK)) return;
-    CHECK_EQ_RESULT(gf_stream_pool_create(dev, NULL, &pool), GF_OK);
-    CHECK_EQ_RESULT(gf_flow_add(flow, "prepares", prepare_then_sleep_task, (void *)(size_t)5, &a), GF_OK);
-    CHECK_EQ_RESULT(gf_flow_add(flow, "queues nothing", idle_task, NULL, &b), GF_OK);   /* a second lane */
-    CHECK_EQ_RESULT(gf_flow_run(flow, pool), GF_OK);
-    CHECK_EQ_RESULT(gf_flow_wait_frames(flow, 0, TH_WAIT_MS), GF_OK);
-    CHECK_EQ_RESULT(gf_flow_frames(flow, &fi), GF_OK);
-    CHECK(fi.completed == 1 && fi.last_gpu_ms >= 4.0f && fi.last_gpu_ms < 45.0f,
-          "flow frames: the time on the device is its 5 ms operation, not the 60 ms its task's function took first");
-    printf("  a flow's 5 ms run prepared for 60 ms: %.2f ms on the device\n", (double)fi.last_gpu_ms);
-    gf_flow_destroy(flow);
-    gf_stream_pool_destroy(pool);
+    int streams;
+    for (streams = 4; streams >= 1; streams -= 3) {   /* 1: the pool gives both lanes one stream (the second's start was marked at once) */
+        gf_stream_pool_desc pd;
+        gf_flow *flow = NULL;
+        gf_stream_pool *pool = NULL;
+        gf_frame_info fi;
+        gf_task a = 0, b = 0;
+        memset(&fi, 0, sizeof fi);
+        memset(&pd, 0, sizeof pd);
+        pd.count = streams;
+        if (!CHECK_EQ_RESULT(gf_flow_create(dev, NULL, &flow), GF_OK)) return;
+        CHECK_EQ_RESULT(gf_stream_pool_create(dev, &pd, &pool), GF_OK);
+        CHECK_EQ_RESULT(gf_flow_add(flow, "prepares", prepare_then_sleep_task, (void *)(size_t)5, &a), GF_OK);
+        CHECK_EQ_RESULT(gf_flow_add(flow, "queues nothing", idle_task, NULL, &b), GF_OK);   /* a second lane */
+        CHECK_EQ_RESULT(gf_flow_run(flow, pool), GF_OK);
+        CHECK_EQ_RESULT(gf_flow_wait_frames(flow, 0, TH_WAIT_MS), GF_OK);
+        CHECK_EQ_RESULT(gf_flow_frames(flow, &fi), GF_OK);
+        CHECK(fi.completed == 1 && fi.last_gpu_ms >= 4.0f && fi.last_gpu_ms < 45.0f,
+              "flow frames: the time on the device is its 5 ms operation, not the 60 ms its task's function took first");
+        printf("  a flow's 5 ms run prepared for 60 ms, a pool of %d: %.2f ms on the device\n", streams, (double)fi.last_gpu_ms);
+        gf_flow_destroy(flow);
+        gf_stream_pool_destroy(pool);
+    }
 }
 /* Two runs on one pool stream at once (a task that runs another flow first): the stream holds
    the outer run's start, still due, when the inner run begins on it; the inner run's start is

@@ -43,6 +43,18 @@ for variant in "asm" "ucontext -DGF__FIBER_ASM=0"; do
     else fail "memcheck, fibers switched by $name: exit $rc, $(errors "$name" memcheck) errors: $(grep -m3 -A3 'Invalid\|uninitialised\|lost in' "$out/$name.memcheck.out" | head -c 600)"; fi
 done
 
+# the stacks a device keeps between launches, used again (tests/valgrind_relaunch.c), by one
+# block runner and by two
+if $cc -g -O1 -I. tests/valgrind_relaunch.c -o "$out/relaunch" -pthread -ldl -lm; then
+    for threads in 1 2; do
+        rc=0
+        GPUFLOW_STUB_THREADS=$threads timeout 240 valgrind --error-exitcode=9 --leak-check=full --errors-for-leak-kinds=definite,indirect \
+            "$out/relaunch" >"$out/relaunch.$threads.out" 2>&1 || rc=$?
+        if [ "$rc" -eq 0 ] && grep -q 'relaunched: ok' "$out/relaunch.$threads.out"; then ok "memcheck, a kernel that syncs launched three times ($threads block thread(s)): no error"
+        else fail "memcheck, three launches ($threads block thread(s)): exit $rc: $(grep -m3 -A3 'Invalid\|uninitialised\|lost in\|relaunched' "$out/relaunch.$threads.out" | head -c 600)"; fi
+    done
+else fail "tests/valgrind_relaunch.c does not build"; fi
+
 if build histogram_unregistered -DGPUFLOW_VALGRIND=0; then
     vg histogram_unregistered memcheck -q || true
     n=$(errors histogram_unregistered memcheck); [ -n "$n" ] || n=$(grep -c 'Invalid\|switching stacks' "$out/histogram_unregistered.memcheck.out")
