@@ -29,6 +29,10 @@ run GPUFLOW_LOG=error
 if has '^gpuflow: gf_buffer_create: size is 0$' && ! has 'race'; then ok "GPUFLOW_LOG=error: the failed call, one line, prefixed gpuflow:"
 else fail "GPUFLOW_LOG=error: stderr has: $(head -c 300 "$out/err")"; fi
 
+run GPUFLOW_LOG=ERROR   # its words in any case, as every switch's
+if has '^gpuflow: gf_buffer_create: size is 0$' && ! has 'expected error, warning'; then ok "GPUFLOW_LOG=ERROR: read as error"
+else fail "GPUFLOW_LOG=ERROR: stderr has: $(head -c 300 "$out/err")"; fi
+
 run GPUFLOW_RACE_CHECK=1
 if has "^gpuflow: race: buffer .* written by copy-to-device on 'stream 1', read by copy-to-host on 'stream 2'"; then
     ok "GPUFLOW_RACE_CHECK=1: the race report reaches stderr with no logger installed"
