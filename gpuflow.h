@@ -95,7 +95,8 @@
     GPUFLOW_FAULTS=rules: chosen operations fail on purpose (see "faults on demand");
     GPUFLOW_RECORD=file: every gpuflow call goes to file, for gf_replay and tools/gfreplay
     (GPUFLOW_RECORD_LIMIT=bytes bounds it; see "record and replay"). Any other GPUFLOW_* variable is named in a warning. Values are read strictly, their words in any case (0, off,
-    no, false turn a switch off, GPUFLOW_TRACE and _RECORD too): one that is not understood is
+    no, false turn a switch off: the on/off ones, _LOG, _HANG_MS, _FAULTS, and _TRACE, _RECORD
+    and _CACHE_DIR rather than naming a file): one that is not understood is
     named in a warning and the switch stays off (GPUFLOW_BACKEND naming no backend: gf_device_open with
     GF_BACKEND_AUTO fails with GF_ERROR_INVALID_ARGUMENT). These warnings reach stderr unless a
     logger is installed or GPUFLOW_LOG is error or off. They are read at each device's open
@@ -504,7 +505,8 @@ typedef struct gf_native_device {
    dimension and within gf_device_info's max_grid / max_block / max_threads_per_block. */
 /* shared_bytes: dynamic shared memory, for a backend's own kernels (CUDA's extern __shared__;
    OpenCL: a trailing __local parameter it sizes); 0 for a GF_KERNEL (its GF_SHARED arrays are
-   sized in the source) and on the stub (GF_ERROR_NOT_SUPPORTED). */
+   sized in the source; refused where its parameters are known, from desc.stub_kernels) and on
+   the stub (GF_ERROR_NOT_SUPPORTED). */
 typedef struct gf_launch_dims { unsigned grid[3]; unsigned block[3]; size_t shared_bytes; } gf_launch_dims;
 typedef struct gf_arg { const void *value; size_t size; gf_buffer *buffer; } gf_arg;
 /* GF_ARG takes v's address, so v must be an lvalue (a variable, not 4 or n + 1); gf_launch
@@ -2081,10 +2083,10 @@ static int gf__switch_on(const char *name) {
 }
 /* GPUFLOW_LOG's word, in any case: 0 error, 1 warning, 2 info, -1 off; -2 unset or not understood. */
 static int gf__log_level_named(const char *v) {
-    static const char *const names[][2] = { { "error", NULL }, { "warning", NULL }, { "info", NULL }, { "off", NULL } };
+    static const char *const names[][2] = { { "error", NULL }, { "warning", NULL }, { "info", NULL } };
     int i;
-    for (i = 0; v && i < 4; i++) if (gf__env_word(v, names[i])) return i < 3 ? i : -1;
-    return -2;
+    for (i = 0; v && i < 3; i++) if (gf__env_word(v, names[i])) return i;
+    return v && *v && gf__env_is_off(v) ? -1 : -2;   /* off, as every switch's off words */
 }
 static int gf__stderr_level_now(void) {
     static int said;   /* atomic: a GPUFLOW_LOG not understood is named once (the level is read at each open) */
@@ -3836,7 +3838,7 @@ static int gf__env_digits(const char *v, uint64_t max, uint64_t *out) {
 static unsigned gf__env_ms(const char *name, unsigned max) {
     const char *v = getenv(name);
     uint64_t n = 0;
-    if (!v || !*v) return 0;
+    if (!v || gf__env_is_off(v)) return 0;
     if (!gf__env_digits(v, max, &n)) {
         gf__env_warn("gpuflow: %s=%s is not understood (whole milliseconds, 0 to %u); it stays off", name, v, max);
         return 0;
@@ -3890,7 +3892,7 @@ static void gf__env_faults(void) {
     gf__error_keep keep;
     char why[sizeof gf__error_text];
     gf_result r;
-    if (gf__atomic_xchg_int(&read, 1) || !v || !*v) return;
+    if (gf__atomic_xchg_int(&read, 1) || !v || gf__env_is_off(v)) return;
     gf__error_keep_begin(&keep);   /* said once, below, with the variable named */
     r = gf_faults_set(v);
     gf__error_keep_end(&keep, why);
@@ -8753,9 +8755,10 @@ static void gf__flow_frame_end(gf_flow *flow, gf_stream **lanes, int count, gf__
 static void gf__flow_frame_done(gf_flow *flow, int i) {
     gf__flow_frame *fr = &flow->frame[i];
     float longest = 0, ms;
-    int k, j;
-    for (k = 0; k < fr->lanes; k++)   /* the first lane to begin to the last to end */
-        for (j = 0; j < fr->start_count && fr->ends[k]->dev == flow->dev; j++)
+    int k, j, one_clock = 1;
+    for (k = 0; k < fr->lanes; k++) one_clock &= fr->ends[k]->dev == flow->dev;
+    for (k = 0; one_clock && k < fr->lanes; k++)   /* the first lane to begin to the last to end (several devices: no one clock, 0) */
+        for (j = 0; j < fr->start_count; j++)
             if (gf__event_marks_work(fr->starts[j].ev) && flow->dev->be->event_elapsed_ms(fr->starts[j].ev, fr->ends[k], &ms) == GF_OK && ms > longest)
                 longest = ms;
     if (gf__frames_complete(&flow->frames, fr->number)) flow->frames.last_ms = longest;
@@ -10103,6 +10106,11 @@ static gf_result gf__graph_replay(gf_graph *g, gf_stream *s) {
                          "captured %d: capture it again", c->as.launch.kernel->name, c->as.launch.kernel->param_count, c->as.launch.arg_count);
             break;
         }
+        /* a kernel whose parameters gpuflow does not know (a backend's own source) may have
+           changed at a reload too: the backend says whether it takes the captured launch */
+        if (c->kind == GF__CMD_LAUNCH && s->dev->be->launch_check &&
+            (r = s->dev->be->launch_check(s->dev, c->as.launch.kernel, &c->as.launch.dims, c->as.launch.args, c->as.launch.arg_count)) != GF_OK)
+            break;
     }
     for (i = 0; !g->by_driver && r == GF_OK && i < g->cmd_count; ) {
         const gf__cmd *c = &g->cmds[i];
@@ -11165,7 +11173,7 @@ static gf_result gf__module_load_source(gf_module *mod, const gf_module_desc *de
     gf_device *dev = mod->dev;
     const gf__backend *be = dev->be;
     const char *name = desc->source_name ? desc->source_name : "kernels";
-    char *env_dir = desc->cache_dir ? NULL : gf__env_path("GPUFLOW_CACHE_DIR");
+    char *env_dir = desc->cache_dir || !gf__switch_on("GPUFLOW_CACHE_DIR") ? NULL : gf__env_path("GPUFLOW_CACHE_DIR");   /* 0, off: none */
     const char *dir = desc->cache_dir ? desc->cache_dir : env_dir;
     size_t n = gf__dialect_text(NULL, 0, be->kernel_prelude, name, desc) + 1;
     char *text = (char *)gf__malloc(n), *path = NULL;

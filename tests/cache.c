@@ -310,6 +310,16 @@ static void test_directories(const char *base)
         for (n = 0, mark = strstr(text, mark); mark; mark = strstr(mark + 1, "GPUFLOW_CACHE_DIR=")) n++;
         CHECK(n == 1 && strstr(text, "is not a directory"), "GPUFLOW_CACHE_DIR naming a file: said on stderr by default, once");
     }
+    {   /* GPUFLOW_CACHE_DIR=off: no cache, not a directory named off */
+        char here[1024];
+        if (getcwd(here, sizeof here) && chdir(base) == 0) {
+            setenv("GPUFLOW_CACHE_DIR", "off", 1);
+            CHECK(load_and_run(NULL, cache_source, NULL, 1.0f), "GPUFLOW_CACHE_DIR=off: the load works");
+            unsetenv("GPUFLOW_CACHE_DIR");
+            CHECK(stat("off", &st) != 0, "GPUFLOW_CACHE_DIR=off: no cache, no directory named off");
+            CHECK(chdir(here) == 0, "back to the test's directory");
+        }
+    }
 
     snprintf(dir, sizeof dir, "%s/shared", base);
     CHECK(mkdir(dir, 0700) == 0 && chmod(dir, 0777) == 0, "a directory writable by everyone");

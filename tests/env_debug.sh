@@ -74,7 +74,7 @@ run GPUFLOW_RACE_CHECK=always
 if has "GPUFLOW_RACE_CHECK=always is not understood (1, on, yes, true, abort or 0"; then ok "GPUFLOW_RACE_CHECK=a value not understood: the message lists abort"
 else fail "GPUFLOW_RACE_CHECK=always: stderr has: $(head -c 300 "$out/err")"; fi
 # a switch turned off in any words says nothing (OFF, No, 00 turned stderr logging on)
-for how in GPUFLOW_SYNC=OFF GPUFLOW_STATS=No GPUFLOW_HANG_MS=00 GPUFLOW_RACE_CHECK=FALSE; do
+for how in GPUFLOW_SYNC=OFF GPUFLOW_STATS=No GPUFLOW_HANG_MS=00 GPUFLOW_HANG_MS=off GPUFLOW_RACE_CHECK=FALSE GPUFLOW_FAULTS=off GPUFLOW_LOG=no; do
     run "$how"
     if [ "$(lines)" -eq 0 ]; then ok "$how: nothing on stderr"
     else fail "$how: stderr has: $(head -c 300 "$out/err")"; fi

@@ -415,6 +415,13 @@ static void test_flow(gf_device *a, gf_device *b)
     CHECK_EQ_RESULT(gf_flow_run_multi(flow, pools, 2), GF_OK);   /* again */
     CHECK_EQ_RESULT(gf_stream_pool_synchronize(pools[1]), GF_OK);
     CHECK(host[0] == 0x5c, "flows: a second run too");
+    {   /* a run over two devices is not timed (no one clock): its time read as device a's part alone */
+        gf_frame_info fi;
+        memset(&fi, 0, sizeof fi);
+        fi.last_gpu_ms = -1.0f;
+        CHECK_EQ_RESULT(gf_flow_wait_frames(flow, 0, TH_WAIT_MS), GF_OK);
+        CHECK(gf_flow_frames(flow, &fi) == GF_OK && fi.completed == 2 && fi.last_gpu_ms == 0.0f, "flows: a run over two devices reads 0 ms on the device");
+    }
     if (gf_flow_write_dot(flow, "build/multi_device_flow.dot") == GF_OK && (f = fopen("build/multi_device_flow.dot", "r")) != NULL) {
         got = fread(dot, 1, sizeof dot - 1, f);
         dot[got] = 0;

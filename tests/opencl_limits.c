@@ -183,6 +183,20 @@ static void test_refused_as_captured(gf_device *dev)
             CHECK(gf_copy_to_host(h, b, 0, sizeof h) == GF_OK && h[0] == 7 && h[3] == 7, "the graph runs with its captured arguments");
         }
     }
+    /* a module reloaded with a third parameter: the graph captured with two is refused at its
+       launch (it ran, with the third argument a direct launch had left on the cl_kernel) */
+    if (g) {
+        int seven = 7, hundred = 100;
+        gf_arg three[3] = { GF_ARG_BUFFER(b), GF_ARG(seven), GF_ARG(hundred) };
+        d.opencl_source = "__kernel void put(__global int *p, int n, int w) { p[get_global_id(0)] = n * 1000 + w; }\n";
+        if (CHECK_EQ_RESULT(gf_module_reload(m, &d), GF_OK)) {
+            CHECK_EQ_RESULT(gf_launch(s, k, dims, three, 3), GF_OK);
+            CHECK_EQ_RESULT(gf_stream_synchronize(s), GF_OK);
+            CHECK_FAIL(gf_graph_launch(g, s), GF_ERROR_INVALID_ARGUMENT);
+            CHECK(strstr(gf_last_error(), "takes 3 arguments") != NULL, "a graph captured before a reload that added a parameter: refused, said why");
+            CHECK(gf_stream_synchronize(s) == GF_OK && gf_copy_to_host(h, b, 0, sizeof h) == GF_OK && h[0] == 7100, "... and nothing of it ran");
+        }
+    }
 out:
     if (g) gf_graph_destroy(g);
     if (odd) gf_buffer_destroy(odd);
