@@ -250,27 +250,34 @@ static void test_block_kernel_misuse(void)
     gf_module_destroy(mod);
 }
 
-static void test_atomics(gf_module *mod)
+/* Runs kernel name(cells, n) over n = 1000 threads in 128-thread blocks, the cells (bytes of
+   them) set from init first and read back into got (left as it was if a step fails). */
+static void run_cells(gf_module *mod, const char *name, const void *init, void *got, size_t bytes, int n)
 {
-    enum { N = 1000 };
-    unsigned init[6] = { 0, 0xffffffffu, 0, 0, 5, 0 }, got[6] = { 0 }, n = N;   /* got: zeros if the copy fails */
     gf_kernel *k = NULL;
     gf_buffer *b = NULL;
     gf_arg a[2];
-    CHECK_EQ_RESULT(gf_kernel_get(mod, "atomics", &k), GF_OK);
-    CHECK_EQ_RESULT(gf_buffer_create(dev, sizeof init, &b), GF_OK);
-    CHECK_EQ_RESULT(gf_copy_to_device(b, 0, init, sizeof init), GF_OK);
+    CHECK_EQ_RESULT(gf_kernel_get(mod, name, &k), GF_OK);
+    CHECK_EQ_RESULT(gf_buffer_create(dev, bytes, &b), GF_OK);
+    CHECK_EQ_RESULT(gf_copy_to_device(b, 0, init, bytes), GF_OK);
     a[0].value = 0; a[0].size = 0; a[0].buffer = b;
     a[1].value = &n; a[1].size = sizeof n; a[1].buffer = 0;
-    CHECK_EQ_RESULT(gf_launch(s, k, dims((N + 127) / 128, 1, 1, 128, 1, 1), a, 2), GF_OK);
+    CHECK_EQ_RESULT(gf_launch(s, k, dims(((unsigned)n + 127) / 128, 1, 1, 128, 1, 1), a, 2), GF_OK);
     CHECK_EQ_RESULT(gf_stream_synchronize(s), GF_OK);
-    CHECK_EQ_RESULT(gf_copy_to_host(got, b, 0, sizeof got), GF_OK);
+    CHECK_EQ_RESULT(gf_copy_to_host(got, b, 0, bytes), GF_OK);
+    gf_buffer_destroy(b);
+}
+
+static void test_atomics(gf_module *mod)
+{
+    enum { N = 1000 };
+    unsigned init[6] = { 0, 0xffffffffu, 0, 0, 5, 0 }, got[6] = { 0 };   /* got: zeros if the copy fails */
+    run_cells(mod, "atomics", init, got, sizeof got, N);
     CHECK(got[0] == N, "dialect: atomic add on a buffer counts every thread");
     CHECK(got[1] == 0 && got[2] == N - 1, "dialect: atomic min and max");
     CHECK(got[3] == 77, "dialect: atomic exchange");
     CHECK(got[4] == 9, "dialect: compare-and-swap takes only the expected value");
     CHECK(got[5] == 2 * N, "dialect: atomic add on a shared array, summed per block");
-    gf_buffer_destroy(b);
 }
 
 /* An int's min and max compare signed, as CUDA's and OpenCL's overloads do (the stub compared
@@ -278,22 +285,11 @@ static void test_atomics(gf_module *mod)
 static void test_atomics_int(gf_module *mod)
 {
     enum { N = 1000 };
-    int init[4] = { 0x7fffffff, -0x7fffffff - 1, 0, 0x7fffffff }, got[4] = { 0 }, n = N;
-    gf_kernel *k = NULL;
-    gf_buffer *b = NULL;
-    gf_arg a[2];
-    CHECK_EQ_RESULT(gf_kernel_get(mod, "atomics_int", &k), GF_OK);
-    CHECK_EQ_RESULT(gf_buffer_create(dev, sizeof init, &b), GF_OK);
-    CHECK_EQ_RESULT(gf_copy_to_device(b, 0, init, sizeof init), GF_OK);
-    a[0].value = 0; a[0].size = 0; a[0].buffer = b;
-    a[1].value = &n; a[1].size = sizeof n; a[1].buffer = 0;
-    CHECK_EQ_RESULT(gf_launch(s, k, dims((N + 127) / 128, 1, 1, 128, 1, 1), a, 2), GF_OK);
-    CHECK_EQ_RESULT(gf_stream_synchronize(s), GF_OK);
-    CHECK_EQ_RESULT(gf_copy_to_host(got, b, 0, sizeof got), GF_OK);
+    int init[4] = { 0x7fffffff, -0x7fffffff - 1, 0, 0x7fffffff }, got[4] = { 0 };
+    run_cells(mod, "atomics_int", init, got, sizeof got, N);
     CHECK(got[0] == -N / 2 && got[1] == N / 2, "dialect: atomic min and max of an int compare signed (buffer)");
     CHECK(got[2] == -N, "dialect: atomic add of -1 to an int");
     CHECK(got[3] == -N / 2, "dialect: atomic min of an int compares signed (shared array)");
-    gf_buffer_destroy(b);
 }
 
 /* shared_bytes with a GF_KERNEL: refused alike on every backend (OpenCL refused it for a missing
