@@ -630,8 +630,9 @@ typedef struct gf_race_info {
    gf_local_size / gf_num_groups / gf_global_size (d), dimension d of 0..2; gf_block_sync()
    (the block waits for all its threads); 32-bit integer atomics on buffers and shared arrays
    (unsigned or int: min and max compare as p's type does, as CUDA's and OpenCL's overloads; a
-   float, 64-bit or narrower p does not compile, on any backend): gf_atomic_add / _min / _max /
-   _xchg (p, v), returning the old value, gf_atomic_cas(p, expected, desired); and the float math functions sqrtf, rsqrtf, expf, logf, powf, sinf,
+   float, 64-bit, narrower or const p does not compile, on any backend): gf_atomic_add / _min /
+   _max / _xchg (p, v), returning the old value, gf_atomic_cas(p, expected, desired); and the
+   float math functions sqrtf, rsqrtf, expf, logf, powf, sinf,
    cosf, tanhf, fabsf, fminf, fmaxf, floorf, ceilf, which take floats (an int or double argument
    is converted, as in C, on every backend; the C side needs <math.h> and -lm).
    The text is one line once stringified and holds no preprocessor directives of its own;
@@ -2069,9 +2070,9 @@ static int gf__env_word(const char *v, const char *const *words) {
     }
     return 0;
 }
-static const char *const gf__env_off_words[] = { "0", "off", "no", "false", NULL };
-/* A switch set to anything but an off word (any case) or a zero ("00" too), for the stderr level
-   and the path variables: "OFF" turned logging on, and GPUFLOW_TRACE=0 wrote a file named 0. */
+static const char *const gf__env_off_words[] = { "off", "no", "false", NULL };   /* and zeros */
+/* Whether a set variable says off: empty, an off word (any case) or a zero ("00" too). Every
+   switch reads off so ("OFF" turned logging on; GPUFLOW_TRACE=0 wrote a file named 0). */
 static int gf__env_is_off(const char *v) {
     const char *p = v;
     while (*p == '0') p++;
@@ -3812,7 +3813,7 @@ static int gf__env_switch_or(const char *name, const char *extra) {
     const char *v = getenv(name);
     const char *more[2];
     more[0] = extra; more[1] = NULL;
-    if (!v || !*v || gf__env_word(v, gf__env_off_words)) return 0;
+    if (!v || gf__env_is_off(v)) return 0;
     if (gf__env_word(v, on)) return 1;
     if (extra && gf__env_word(v, more)) return 2;
     gf__env_warn("gpuflow: %s=%s is not understood (1, on, yes, true%s%s or 0, off, no, false); it stays off", name, v,
@@ -3951,7 +3952,7 @@ static int gf__sync_debug_mode(void) {   /* 0 off, 1 warn, 2 error (any case, as
     static const char *const warn[] = { "warn", "1", NULL }, *const error[] = { "error", "2", NULL };
     static int said;   /* atomic: a value not understood is named once, not at every wait */
     const char *v = getenv("GPUFLOW_SYNC_DEBUG");
-    if (!v || !*v || gf__env_word(v, gf__env_off_words)) return 0;
+    if (!v || gf__env_is_off(v)) return 0;
     if (gf__env_word(v, warn)) return 1;
     if (gf__env_word(v, error)) return 2;
     if (!gf__atomic_xchg_int(&said, 1)) gf__env_warn("gpuflow: GPUFLOW_SYNC_DEBUG=%s: expected warn, error or off; the check stays off", v);
@@ -8672,9 +8673,9 @@ static gf_result gf__flow_enqueue(const char *fn, gf_flow *flow, const gf__flow_
 }
 
 /* Frames: every run is one (a frame of an engine's loop). A start on every lane of the flow's
-   device (recorded at the lane's first operation), an end on every lane, from the devices' event pools, read back without waiting: completed runs give
-   gf_flow_frames its counts and the last one's time on the device, and the profiler's average
-   when it was on. Their records are the library's own: no fault rule counts them (a recording
+   device (recorded at the lane's first operation), an end on every lane, from the devices'
+   event pools, read back without waiting: completed runs give gf_flow_frames its counts and
+   the last one's time on the device, and the profiler's average when it was on. Their records are the library's own: no fault rule counts them (a recording
    has no such calls, so a replay's counts would drift from the run's). */
 /* Lane s begins the run (a lane of another device is not timed: no one clock). Its start is
    recorded just before its first operation (gf__start_now), as a stream set frame's: the host's
