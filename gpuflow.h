@@ -10886,9 +10886,10 @@ static int gf__cache_dir_usable(const char *dir, int from_env) {
     }
 #if !defined(_WIN32)
     if ((st.st_uid != geteuid() && st.st_uid != 0) || (st.st_mode & (S_IWGRP | S_IWOTH))) {
-        gf__cache_dir_refuse(dir, from_env, st.st_uid != geteuid() && st.st_uid != 0
-                             ? "is owned by another user (a cache must be yours and writable by you alone: chmod 700 it)"
-                             : "is writable by other users (a cache must be yours and writable by you alone: chmod 700 it)");
+        char why[160];
+        snprintf(why, sizeof why, "is %s (a cache must be yours and writable by you alone: chmod 700 it)",
+                 st.st_uid != geteuid() && st.st_uid != 0 ? "owned by another user" : "writable by other users");
+        gf__cache_dir_refuse(dir, from_env, why);
         return 0;
     }
 #endif
