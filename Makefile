@@ -89,7 +89,8 @@ TEST_RUNS = "sh tests/windows.sh $(BUILD) examples" "sh tests/windows.sh $(BUILD
             $(if $(HAVE_CLANGXX),"$(BUILD)/cpp_clangxx") \
             $(if $(HAVE_CLANG),"$(BUILD)/conformance_clang stub") \
             "$(BUILD)/conformance_debug stub" $(if $(HAVE_OPENCL),"$(BUILD)/conformance_debug opencl") "$(BUILD)/interop_debug stub" \
-            "sh tests/backend_rules.sh $(CC)" "sh tests/await.sh $(BUILD)/analyze-header"
+            "sh tests/backend_rules.sh $(CC)" "sh tests/await.sh $(BUILD)/analyze-header" \
+            $(if $(HAVE_CUDA),"sh tests/driver_skew.sh $(BUILD)/driver-skew '$(CC) $(CSTD) $(WARN)' $(CUDA_INCLUDE)")
 
 # make analyze: the header with every backend, and each test program as make test builds it
 # (the *_sigcheck_fail files must not compile; cuBLAS's test compiles CUDA alone)

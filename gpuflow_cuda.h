@@ -32,7 +32,8 @@
       Each entry is asked for at the CUDA version that introduced the variant its slot is
       typed for (cuMemAlloc at 3020: cuMemAlloc_v2), so every driver hands out that variant,
       whichever cuda.h gpuflow was compiled with. An entry newer than the driver is not asked
-      for: an optional one stays NULL (its feature reports GF_ERROR_NOT_SUPPORTED), a
+      for: an optional one stays NULL (its feature reports GF_ERROR_NOT_SUPPORTED; a driver
+      that lacks one of a version's optional entries is taken to lack them all), a
       required one refuses the load and says which driver it needs. cuInit(0) once.
     - Every driver call goes through GF__CUDA_CALL, the fault-injection seam: in a test build
       (GPUFLOW_FAULT_INJECTION) gpuflow_fault_hit("cuMemAlloc") makes that call fail without
@@ -204,8 +205,9 @@
      abi       the CUDA version that introduced that variant (cudaTypedefs.h: PFN_cu<name>_v<abi>)
      fails_as  what a fault-injected call returns: CUDA_ERROR_<fails_as>
    The first entry must be cuDriverGetVersion: the driver's version decides which others the
-   loader asks for. An optional entry stays NULL on drivers that lack it; the code asks
-   before using it. */
+   loader asks for. An optional entry stays NULL on drivers that lack it, and so does every
+   other optional entry of its CUDA version (gf__cuda_optional_sets); the code asks before
+   using one. */
 #define GF__CUDA_API(X, OPT) \
     X(DriverGetVersion, CUresult, (int *), UNKNOWN, cuDriverGetVersion, 2020) \
     X(GetErrorName, CUresult, (CUresult, const char **), UNKNOWN, cuGetErrorName, 6000) \
@@ -466,6 +468,24 @@ static int gf__cuda_resolve(gf__driver *d, gf__cuda_get_proc_fn get_proc, const 
     return 1;
 }
 
+/* The optional entries come in sets, one per CUDA version (abi): external memory and
+   semaphores (10.0), exportable memory (10.2), 12.3's capture dependencies and conditional
+   nodes. A driver that lacks one entry of a set is taken to lack the whole set, so the code
+   asks for one entry of a set before it calls any of them (a driver without
+   cuDestroyExternalSemaphore crashed at the destroy of a semaphore it had imported). */
+static void gf__cuda_optional_sets(void) {
+    const size_t count = sizeof gf__cuda_entries / sizeof gf__cuda_entries[0];
+    void *fn, *none = NULL;
+    size_t i, j;
+    for (i = 0; i < count; i++) {
+        memcpy(&fn, (char *)&gf__cu + gf__cuda_entries[i].offset, sizeof fn);
+        if (!gf__cuda_entries[i].optional || fn) continue;
+        for (j = 0; j < count; j++)
+            if (gf__cuda_entries[j].optional && gf__cuda_entries[j].abi == gf__cuda_entries[i].abi)
+                memcpy((char *)&gf__cu + gf__cuda_entries[j].offset, &none, sizeof none);
+    }
+}
+
 static void gf__cuda_load_driver(gf__driver *d) {
     gf__cuda_get_proc_fn get_proc;
     void *sym;
@@ -494,6 +514,7 @@ static void gf__cuda_load_driver(gf__driver *d) {
     if (r != CUDA_SUCCESS) gf__cuda_driver_version = 0;   /* unknown: the driver answers each request */
     for (i = 1; i < sizeof gf__cuda_entries / sizeof gf__cuda_entries[0]; i++)
         if (!gf__cuda_resolve(d, get_proc, &gf__cuda_entries[i])) return;
+    gf__cuda_optional_sets();
 
     r = GF__CUDA_CALL(Init, (0));
     if (gf__cuda_stub_library(d, r)) return;

@@ -9,7 +9,9 @@
 
    Memory is host memory; copies and fills happen at once; work_kernel (cuda_bench's pipeline
    kernel) runs on the CPU so the pipeline's check passes; other kernels do nothing; streams
-   capture by counting nodes; host functions run on one worker thread, in order. */
+   capture by counting nodes; host functions run on one worker thread, in order; external
+   memory and semaphores import as host memory and handles that order nothing.
+   FAKE_CUDA_HIDE=cuA,cuB makes it a driver that lacks those entry points (tests/driver_skew.sh). */
 #define _POSIX_C_SOURCE 200809L
 #include <cuda.h>
 #include <pthread.h>
@@ -288,6 +290,26 @@ static CUresult f_StreamGetCaptureInfo(CUstream s, CUstreamCaptureStatus *st, cu
     return CUDA_SUCCESS;
 }
 
+/* interop: imported memory is host memory; semaphores are handles that order nothing */
+static int ext_object;
+static CUresult f_ImportExternalMemory(CUexternalMemory *m, const CUDA_EXTERNAL_MEMORY_HANDLE_DESC *d) {
+    (void)d; *m = (CUexternalMemory)&ext_object; return CUDA_SUCCESS;
+}
+static CUresult f_ExternalMemoryGetMappedBuffer(CUdeviceptr *p, CUexternalMemory m, const CUDA_EXTERNAL_MEMORY_BUFFER_DESC *d) {
+    (void)m; return f_MemAlloc(p, (size_t)d->size);   /* cuMemFree frees it, as the driver's */
+}
+static CUresult f_DestroyExternalMemory(CUexternalMemory m) { (void)m; return CUDA_SUCCESS; }
+static CUresult f_ImportExternalSemaphore(CUexternalSemaphore *x, const CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC *d) {
+    (void)d; *x = (CUexternalSemaphore)&ext_object; return CUDA_SUCCESS;
+}
+static CUresult f_SignalExternalSemaphoresAsync(const CUexternalSemaphore *x, const CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS *p, unsigned n, CUstream s) {
+    (void)x; (void)p; (void)n; (void)op(s); return CUDA_SUCCESS;
+}
+static CUresult f_WaitExternalSemaphoresAsync(const CUexternalSemaphore *x, const CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS *p, unsigned n, CUstream s) {
+    (void)x; (void)p; (void)n; (void)op(s); return CUDA_SUCCESS;
+}
+static CUresult f_DestroyExternalSemaphore(CUexternalSemaphore x) { (void)x; return CUDA_SUCCESS; }
+
 typedef void (*any_fn)(void);
 static const struct { const char *name; any_fn fn; } table[] = {
 #define E(n) { "cu" #n, (any_fn)f_##n }
@@ -302,8 +324,9 @@ static const struct { const char *name; any_fn fn; } table[] = {
     E(ModuleLoadData), E(ModuleLoadDataEx), E(ModuleUnload), E(ModuleGetFunction), E(LaunchKernel),
     E(StreamBeginCapture), E(StreamEndCapture), E(ThreadExchangeStreamCaptureMode), E(GraphGetNodes),
     E(GraphInstantiateWithFlags), E(GraphLaunch), E(GraphExecUpdate), E(GraphExecDestroy), E(GraphDestroy),
-    E(DeviceCanAccessPeer),
-    { "cuStreamGetCaptureInfo_v3", (any_fn)f_StreamGetCaptureInfo },
+    E(DeviceCanAccessPeer), E(StreamGetCaptureInfo),
+    E(ImportExternalMemory), E(ExternalMemoryGetMappedBuffer), E(DestroyExternalMemory), E(ImportExternalSemaphore),
+    E(SignalExternalSemaphoresAsync), E(WaitExternalSemaphoresAsync), E(DestroyExternalSemaphore),
     /* present, refused: what the benchmarks do not use */
     { "cuMemPoolCreate", (any_fn)f_unsupported }, { "cuMemPoolDestroy", (any_fn)f_unsupported },
     { "cuMemPoolSetAccess", (any_fn)f_unsupported }, { "cuMemPoolGetAccess", (any_fn)f_unsupported }, { "cuMemPoolSetAttribute", (any_fn)f_unsupported },
@@ -317,8 +340,15 @@ static const struct { const char *name; any_fn fn; } table[] = {
 };
 
 EXPORT CUresult cuGetProcAddress_v2(const char *name, void **fn, int version, cuuint64_t flags, CUdriverProcAddressQueryResult *st) {
-    size_t i;
+    const char *hide = getenv("FAKE_CUDA_HIDE");   /* entries this driver lacks, e.g. "cuMemCreate,cuMemMap" */
+    size_t i, n = strlen(name);
     (void)version; (void)flags;
+    for (; hide && *hide; hide += strcspn(hide, ","), hide += *hide == ',')
+        if (strncmp(hide, name, n) == 0 && (hide[n] == ',' || hide[n] == 0)) {
+            *fn = NULL;
+            if (st) *st = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+            return CUDA_ERROR_NOT_FOUND;
+        }
     for (i = 0; i < sizeof table / sizeof table[0]; i++)
         if (!strcmp(table[i].name, name)) {
             memcpy(fn, &table[i].fn, sizeof *fn);   /* function to object pointer, as dlsym does */
