@@ -148,6 +148,7 @@
     X(clCreateContext, cl_context, (const cl_context_properties *, cl_uint, const cl_device_id *, \
         void (CL_CALLBACK *)(const char *, const void *, size_t, void *), void *, cl_int *), REQ) \
     X(clReleaseContext, cl_int, (cl_context), REQ) \
+    X(clGetContextInfo, cl_int, (cl_context, cl_context_info, size_t, void *, size_t *), REQ) \
     X(clCreateCommandQueue, cl_command_queue, (cl_context, cl_device_id, cl_command_queue_properties, cl_int *), REQ) \
     X(clCreateCommandQueueWithProperties, cl_command_queue, (cl_context, cl_device_id, \
         const cl_queue_properties *, cl_int *), OPT) \
@@ -816,6 +817,16 @@ static gf_result gf__cl_device_open_native(gf_device *dev, const gf_native_devic
                         "and device (a cl_device_id of it)");
     e = GF__CL(clGetDeviceInfo, ((cl_device_id)native->device, CL_DEVICE_PLATFORM, sizeof platform, &platform, NULL));
     if (e != CL_SUCCESS) return gf__cl_fail("clGetDeviceInfo(CL_DEVICE_PLATFORM)", e);
+    {   /* the device must be the context's: PoCL made queues and buffers for one outside it */
+        cl_device_id listed[64];
+        size_t bytes = 0, i;
+        e = GF__CL(clGetContextInfo, ((cl_context)native->context, CL_CONTEXT_DEVICES, sizeof listed, listed, &bytes));
+        if (e != CL_SUCCESS) return gf__cl_fail("clGetContextInfo(CL_CONTEXT_DEVICES)", e);
+        for (i = 0; i < bytes / sizeof listed[0] && listed[i] != (cl_device_id)native->device; i++) {}
+        if (i == bytes / sizeof listed[0])
+            return gf__fail(GF_ERROR_WRONG_DEVICE, "gf_device_open_native: the cl_device_id is not one of the cl_context's "
+                            "%u devices (CL_CONTEXT_DEVICES)", (unsigned)(bytes / sizeof listed[0]));
+    }
     d = (gf__cl_device *)gf__calloc(sizeof *d);
     if (!d) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "OpenCL: out of host memory");
     d->platform = platform;

@@ -90,6 +90,16 @@ static void test_two_devices(void)
         gf_device_close(dev);
     }
     GF__CL(clReleaseContext, (ctx));
+    /* A device that is not the context's was taken (an outside review): PoCL then made its
+       queues and buffers, and the program's context and gpuflow's device disagreed. */
+    if ((ctx = GF__CL_NEW(clCreateContext, (NULL, 1, &ids[1], NULL, NULL), &e)) != NULL) {
+        nat.context = ctx;
+        nat.device = ids[0];
+        dev = NULL;
+        CHECK_FAIL(gf_device_open_native(GF_BACKEND_OPENCL, &nat, &dev), GF_ERROR_WRONG_DEVICE);
+        CHECK(dev == NULL, "a device outside the context: nothing is opened");
+        GF__CL(clReleaseContext, (ctx));
+    }
 }
 
 /* NVIDIA's -9999 (a kernel's illegal address, after which the context is gone) read as an
