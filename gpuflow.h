@@ -170,10 +170,13 @@
     enqueue and wait in the child; a stub device opened there works, and a vendor driver the
     parent had loaded is refused there (GF_ERROR_NOT_SUPPORTED: its threads stayed behind):
     exec a program for the GPU work, or fork before the first device of that driver.
-    No callback may throw a C++ exception or longjmp out (they would cross gpuflow's C frames
-    and leave its locks and bookkeeping as they were: a stream or waiter callback that throws
-    ends the process; a logger that throws leaves its thread's later messages unlogged); mark
-    C++ callbacks noexcept and catch inside. An allocator that fails returns NULL.
+    Every callback returns to gpuflow: none may throw a C++ exception or longjmp out (the
+    logger, stream and waiter callbacks, flow tasks and captures, the allocator, budgets, stub
+    kernels, a replay's compile_stub and on_call). One that does leaves gpuflow's locks and
+    bookkeeping as they were in the middle of the call, and what follows is undefined: later
+    calls may wait for ever (gf_set_logger after a logger threw) or crash (a flow's destroy
+    after its task threw); one that throws on a backend's thread ends the process. Mark C++
+    callbacks noexcept and catch inside. An allocator that fails returns NULL.
     A shared library or plugin with gpuflow inside closes its devices before it is unloaded
     (dlclose, FreeLibrary): a device's threads run the library's code until its close.
 
@@ -320,10 +323,12 @@ typedef enum gf_op_kind {
 
 /* ---- logging ------------------------------------------------------------------------- */
 typedef enum gf_log_level { GF_LOG_ERROR = 0, GF_LOG_WARNING, GF_LOG_INFO } gf_log_level;
-/* message: the same text gf_last_error() gives for a failure; code: GF_OK for notices. */
+/* message: the same text gf_last_error() gives for a failure; code: GF_OK for notices. Like
+   every callback, it returns: no C++ exception or longjmp out (CALLBACKS, at the top). */
 typedef void (*gf_log_fn)(void *user, gf_log_level level, gf_result code, const char *message);
 
 /* ---- callbacks ----------------------------------------------------------------------- */
+/* Each returns: no C++ exception or longjmp out (CALLBACKS, at the top). */
 typedef void      (*gf_callback)(void *user, gf_result status);   /* status: GF_OK or the stream's error */
 typedef gf_result (*gf_task_fn)(gf_stream *stream, void *user);    /* enqueue a flow task's work */
 typedef gf_result (*gf_capture_fn)(gf_stream *stream, void *user); /* enqueue the work to capture */
@@ -485,7 +490,8 @@ typedef struct gf_memory_stats {
 } gf_memory_stats;
 
 /* A process-wide host allocator (gf_set_allocator), for programs that account host memory by
-   subsystem. All three functions are required; user is passed to each. */
+   subsystem. All three functions are required; user is passed to each. Out of memory, alloc
+   and realloc return NULL (no C++ exception: CALLBACKS, at the top). */
 typedef struct gf_allocator {
     void *(*alloc)(void *user, size_t bytes);
     void *(*realloc)(void *user, void *ptr, size_t bytes);
@@ -511,12 +517,17 @@ typedef struct gf_launch_dims { unsigned grid[3]; unsigned block[3]; size_t shar
 typedef struct gf_arg { const void *value; size_t size; gf_buffer *buffer; } gf_arg;
 /* GF_ARG takes v's address, so v must be an lvalue (a variable, not 4 or n + 1); gf_launch
    copies the value before it returns. */
-#define GF_ARG(v)        { &(v), sizeof(v), 0 }
-#define GF_ARG_BUFFER(b) { 0, 0, (b) }
+#if defined(__cplusplus)   /* no 0 as a pointer in the includer's code (-Wzero-as-null-pointer-constant) */
+#  define GF__NULL nullptr
+#else
+#  define GF__NULL ((void *)0)
+#endif
+#define GF_ARG(v)        { &(v), sizeof(v), GF__NULL }
+#define GF_ARG_BUFFER(b) { GF__NULL, 0, (b) }
 /* A buffer argument's size says how the kernel uses it: 0 reads and writes (the default),
    GF_ARG_READ_ONLY only reads (what the race detector assumes). */
 #define GF_ARG_READ_ONLY 1
-#define GF_ARG_BUFFER_READ(b) { 0, GF_ARG_READ_ONLY, (b) }
+#define GF_ARG_BUFFER_READ(b) { GF__NULL, GF_ARG_READ_ONLY, (b) }
 
 typedef struct gf_kernel_ctx { unsigned grid[3], block[3], block_idx[3], thread_idx[3]; } gf_kernel_ctx;
 /* What a block kernel (GF_BLOCK_KERNEL) sees outside its GF_EACH_THREAD regions: no thread. */
@@ -529,7 +540,8 @@ typedef struct gf_stub_param {
     size_t size;                  /* sizeof the type; a '*' in type makes it a buffer parameter */
 } gf_stub_param;
 /* A stub kernel runs once per thread; args[i] points at the argument's value, and for a
-   buffer at a pointer to the buffer's host memory (as CUDA's kernelParams do). */
+   buffer at a pointer to the buffer's host memory (as CUDA's kernelParams do). It returns (no
+   C++ exception or longjmp out: CALLBACKS, at the top). */
 typedef struct gf_stub_kernel {
     const char *name;
     void (*fn)(const gf_kernel_ctx *ctx, void *const *args);
@@ -799,11 +811,6 @@ typedef struct gf_race_info {
         for (; gf__r.t.thread_idx[1] < gf__r.t.block[1]; gf__r.t.thread_idx[0] = 0, gf__r.t.thread_idx[1]++) \
             for (; gf__r.t.thread_idx[0] < gf__r.t.block[0]; gf__r.t.thread_idx[0]++, gf__r.inside ? gf_stub_region(GF_STUB_REGION_BREAK) : (void)0) \
                 for (const gf_kernel_ctx *gf__ctx = (gf__r.inside = 1, &gf__r.t); gf__ctx; gf__ctx = GF__NULL, gf__r.inside = 0)
-#if defined(__cplusplus)
-#  define GF__NULL nullptr
-#else
-#  define GF__NULL ((void *)0)
-#endif
 typedef enum gf_stub_region_event { GF_STUB_REGION_ENTER, GF_STUB_REGION_LEAVE, GF_STUB_REGION_BREAK } gf_stub_region_event;
 GPUFLOW_API void gf_stub_region(gf_stub_region_event what);   /* the stub's: GF_EACH_THREAD tells it */
 typedef struct gf__region { gf_kernel_ctx t; int inside; } gf__region;
@@ -933,7 +940,8 @@ GPUFLOW_API gf_result gf_device_enable_peer(gf_device *a, gf_device *b);       /
    program makes sure no queued work uses it.
    A view keeps its parent's memory alive; its destroy only lets go of that. Views of views are
    refused. Blocks until the copy is done: gf_copy_to_device, gf_copy_to_host. Blocks until all
-   queued work has run: gf_device_trim (on the stub it also frees the fiber stacks kept for
+   queued work has run: gf_device_trim (and other devices' queued copies of its destroyed
+   buffers' memory; on the stub it also frees the fiber stacks kept for
    kernels that sync, up to 4096 of GPUFLOW_STUB_FIBER_STACK bytes). An allocation that finds the memory short first waits
    for destroyed buffers' pending frees (from a stream callback: takes back only those whose
    work has passed). Synchronous calls: not from a CUDA/HIP stream callback. */
@@ -982,6 +990,7 @@ GPUFLOW_API void      gf_set_allocator(const gf_allocator *allocator);          
    Codes: GF_ERROR_INVALID_ARGUMENT (no label, limit 0, warn_at outside 0..1), GF_ERROR_WRONG_DEVICE
    (a budget of another device in a buffer desc). */
 typedef enum gf_budget_event { GF_BUDGET_CROSSED = 1, GF_BUDGET_REFUSED = 2 } gf_budget_event;
+/* Returns: no C++ exception or longjmp out (CALLBACKS, at the top). */
 typedef void (*gf_budget_fn)(void *user, gf_budget *budget, gf_budget_event event, uint64_t bytes_used, uint64_t bytes_asked);
 typedef struct gf_budget_desc {
     const char *label;            /* required: names it in messages, stats and the trace */
@@ -999,7 +1008,11 @@ GPUFLOW_API void      gf_budget_destroy(gf_budget *budget);
    cl_device_id through gf_device_get_native) / cl_command_queue / cl_mem / cl_event of the
    latest record / cl_kernel; the stub: host pointers for buffers, NULL elsewhere. In: gpuflow
    uses what it is given and never destroys or resets it; a wrapped stream's destroy drains
-   what gpuflow enqueued, so the native stream must outlive its wrapper; a wrapped buffer's
+   what gpuflow enqueued, so the native stream must outlive its wrapper (on OpenCL, whose queues
+   cannot be asked whether they are idle, a wrapped queue's gf_stream_query and _timeout waits
+   see gpuflow's commands and those before them; commands the program enqueues itself after
+   gpuflow's latest are waited for by gf_stream_synchronize, clFinish, and by an event
+   recorded after them: gf_event_record, then gf_event_query); a wrapped buffer's
    destroy does not touch the memory, which may go first (no work may still use it). Out:
    gpuflow fences only its own streams' work before a release, so work the program queues
    itself on a native handle (another stream, a library) must be ordered before the destroy.
@@ -1574,7 +1587,8 @@ typedef struct gf_replay_desc {
     /* For a module with stub kernels that stub_kernels lacks, before its load on dev: out gets
        count kernels, named as names, made from source, the recorded dialect text (NULL if it had
        none), returning GF_OK; any other result leaves them out (the load then fails as it
-       would). Only the stub runs them: return GF_ERROR_NOT_SUPPORTED for other backends. */
+       would). Only the stub runs them: return GF_ERROR_NOT_SUPPORTED for other backends. It
+       and on_call return (no C++ exception or longjmp out: CALLBACKS, at the top). */
     gf_result (*compile_stub)(void *user, gf_device *dev, const char *source, const char *const *names, int count, const gf_stub_kernel **out);
     void *user;
     size_t memory_limit;          /* each device's memory limit, at most (default: as recorded) */

@@ -144,15 +144,15 @@ for other in g++ clang++; do
 done
 # What every includer compiles (the declarations, and kernel files compiled as C) under an
 # engine's stricter flags (a review): clang's -Wconditional-uninitialized in C, the dialect's
-# C casts under -Wold-style-cast and g++'s -Wuseless-cast in C++; the program's own code after
+# C casts under -Wold-style-cast, g++'s -Wuseless-cast and a 0 pointer in GF_ARG in C++; the program's own code after
 # them still warns (the header's pragmas are popped).
-printf '#include "gpuflow.h"\n#define GF_KERNELS GF_KERNELS_AS_C\n#include "examples/reduce.gfk"\n#include "examples/histogram.gfk"\n#undef GF_KERNELS\nint user_code(double x);\nint user_code(double x) { return (int)x; }\n' > "$dir/strict_user.c"
+printf '#include "gpuflow.h"\n#define GF_KERNELS GF_KERNELS_AS_C\n#include "examples/reduce.gfk"\n#include "examples/histogram.gfk"\n#undef GF_KERNELS\nint user_code(double x);\nint user_code(double x) { return (int)x; }\nvoid user_args(gf_buffer *b, int n);\nvoid user_args(gf_buffer *b, int n) { gf_arg a[3] = { GF_ARG(n), GF_ARG_BUFFER(b), GF_ARG_BUFFER_READ(b) }; (void)a; }\n' > "$dir/strict_user.c"
 for other in clang g++ clang++; do
     command -v $other >/dev/null 2>&1 || continue
     case $other in
         clang) flags="-x c -std=c99 -Wconditional-uninitialized" ;;
-        g++) flags="-x c++ -std=c++11 -Wold-style-cast -Wuseless-cast" ;;
-        *) flags="-x c++ -std=c++11 -Wold-style-cast -Wconditional-uninitialized" ;;
+        g++) flags="-x c++ -std=c++11 -Wold-style-cast -Wuseless-cast -Wzero-as-null-pointer-constant" ;;
+        *) flags="-x c++ -std=c++11 -Wold-style-cast -Wconditional-uninitialized -Wzero-as-null-pointer-constant" ;;
     esac
     # shellcheck disable=SC2086
     $other $flags -Wall -Wextra -Wpedantic -Wno-unused-function -I. -fsyntax-only "$dir/strict_user.c" 2>"$dir/strict.err"
