@@ -33,7 +33,7 @@
       typed for (cuMemAlloc at 3020: cuMemAlloc_v2), so every driver hands out that variant,
       whichever cuda.h gpuflow was compiled with. An entry newer than the driver is not asked
       for: an optional one stays NULL (its feature reports GF_ERROR_NOT_SUPPORTED; a driver
-      that lacks one of a version's optional entries is taken to lack them all), a
+      that lacks one entry of a feature's set is taken to lack the set), a
       required one refuses the load and says which driver it needs. cuInit(0) once.
     - Every driver call goes through GF__CUDA_CALL, the fault-injection seam: in a test build
       (GPUFLOW_FAULT_INJECTION) gpuflow_fault_hit("cuMemAlloc") makes that call fail without
@@ -195,7 +195,7 @@
 #endif
 
 /* ---- the driver's entry points ------------------------------------------------------------ */
-/* X(name, return type, (parameters), fails_as, decl, abi) a required entry, OPT(...) an
+/* X(name, return type, (parameters), fails_as, decl, abi) a required entry, OPT(..., set) an
    optional one; every driver list of gpuflow has this column order (name, return type,
    parameters, need, fails_as, then what is the driver's own):
      name      cu<name> is what cuGetProcAddress is asked for; gf__cu.<name> is the slot
@@ -204,10 +204,11 @@
                variant outright: CUDA 12's cuda.h maps their plain names to older ABIs.
      abi       the CUDA version that introduced that variant (cudaTypedefs.h: PFN_cu<name>_v<abi>)
      fails_as  what a fault-injected call returns: CUDA_ERROR_<fails_as>
+     set       the optional entries one feature calls together (GF__CUDA_SET_<set>)
    The first entry must be cuDriverGetVersion: the driver's version decides which others the
    loader asks for. An optional entry stays NULL on drivers that lack it, and so does every
-   other optional entry of its CUDA version (gf__cuda_optional_sets); the code asks before
-   using one. */
+   other entry of its set (gf__cuda_optional_sets): the code asks for one entry of each set
+   it uses before calling any. */
 #define GF__CUDA_API(X, OPT) \
     X(DriverGetVersion, CUresult, (int *), UNKNOWN, cuDriverGetVersion, 2020) \
     X(GetErrorName, CUresult, (CUresult, const char **), UNKNOWN, cuGetErrorName, 6000) \
@@ -238,7 +239,7 @@
     X(MemAllocFromPoolAsync, CUresult, (CUdeviceptr *, size_t, CUmemoryPool, CUstream), OUT_OF_MEMORY, cuMemAllocFromPoolAsync, 11020) \
     X(MemFreeAsync, CUresult, (CUdeviceptr, CUstream), UNKNOWN, cuMemFreeAsync, 11020) \
     /* gf_prefetch_async: the CUmemLocation form, CUDA 12.2 drivers on */ \
-    OPT(MemPrefetchAsync, CUresult, (CUdeviceptr, size_t, CUmemLocation, unsigned int, CUstream), UNKNOWN, cuMemPrefetchAsync_v2, 12020) \
+    OPT(MemPrefetchAsync, CUresult, (CUdeviceptr, size_t, CUmemLocation, unsigned int, CUstream), UNKNOWN, cuMemPrefetchAsync_v2, 12020, PREFETCH) \
     X(MemcpyHtoDAsync, CUresult, (CUdeviceptr, const void *, size_t, CUstream), UNKNOWN, cuMemcpyHtoDAsync, 3020) \
     X(MemcpyDtoHAsync, CUresult, (void *, CUdeviceptr, size_t, CUstream), UNKNOWN, cuMemcpyDtoHAsync, 3020) \
     X(MemcpyDtoDAsync, CUresult, (CUdeviceptr, CUdeviceptr, size_t, CUstream), UNKNOWN, cuMemcpyDtoDAsync, 3020) \
@@ -283,59 +284,65 @@
     X(GraphKernelNodeGetParams, CUresult, (CUgraphNode, CUDA_KERNEL_NODE_PARAMS *), UNKNOWN, cuGraphKernelNodeGetParams, 12000) \
     X(GraphKernelNodeSetParams, CUresult, (CUgraphNode, const CUDA_KERNEL_NODE_PARAMS *), UNKNOWN, cuGraphKernelNodeSetParams, 12000) \
     X(GraphExecKernelNodeSetParams, CUresult, (CUgraphExec, CUgraphNode, const CUDA_KERNEL_NODE_PARAMS *), UNKNOWN, cuGraphExecKernelNodeSetParams, 12000) \
-    OPT(GraphDebugDotPrint, CUresult, (CUgraph, const char *, unsigned int), UNKNOWN, cuGraphDebugDotPrint, 11030) \
+    OPT(GraphDebugDotPrint, CUresult, (CUgraph, const char *, unsigned int), UNKNOWN, cuGraphDebugDotPrint, 11030, DOT) \
     /* a graph launched inside a capture: the edge-data forms, CUDA 12.3 drivers on */ \
     OPT(StreamGetCaptureInfo, CUresult, (CUstream, CUstreamCaptureStatus *, cuuint64_t *, CUgraph *, \
-                                                                          const CUgraphNode **, const CUgraphEdgeData **, size_t *), UNKNOWN, cuStreamGetCaptureInfo_v3, 12030) \
+                                                                          const CUgraphNode **, const CUgraphEdgeData **, size_t *), UNKNOWN, cuStreamGetCaptureInfo_v3, 12030, CAPTURE) \
     OPT(StreamUpdateCaptureDependencies, CUresult, \
-        (CUstream, CUgraphNode *, const CUgraphEdgeData *, size_t, unsigned int), UNKNOWN, cuStreamUpdateCaptureDependencies_v2, 12030) \
+        (CUstream, CUgraphNode *, const CUgraphEdgeData *, size_t, unsigned int), UNKNOWN, cuStreamUpdateCaptureDependencies_v2, 12030, CAPTURE) \
     /* graphs that decide: conditional nodes, their bodies captured from a second stream */ \
     OPT(GraphConditionalHandleCreate, CUresult, (CUgraphConditionalHandle *, CUgraph, CUcontext, unsigned int, unsigned int), UNKNOWN, \
-        cuGraphConditionalHandleCreate, 12030) \
+        cuGraphConditionalHandleCreate, 12030, CONDITIONAL) \
     OPT(GraphAddNode, CUresult, (CUgraphNode *, CUgraph, const CUgraphNode *, const CUgraphEdgeData *, size_t, CUgraphNodeParams *), UNKNOWN, \
-        cuGraphAddNode_v2, 12030) \
+        cuGraphAddNode_v2, 12030, CONDITIONAL) \
     OPT(StreamBeginCaptureToGraph, CUresult, (CUstream, CUgraph, const CUgraphNode *, const CUgraphEdgeData *, size_t, CUstreamCaptureMode), \
-        UNKNOWN, cuStreamBeginCaptureToGraph, 12030) \
+        UNKNOWN, cuStreamBeginCaptureToGraph, 12030, CONDITIONAL) \
     /* more than one device */ \
     X(DeviceCanAccessPeer, CUresult, (int *, CUdevice, CUdevice), UNKNOWN, cuDeviceCanAccessPeer, 4000) \
     X(CtxEnablePeerAccess, CUresult, (CUcontext, unsigned int), UNKNOWN, cuCtxEnablePeerAccess, 4000) \
     X(MemcpyPeerAsync, CUresult, (CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, size_t, CUstream), UNKNOWN, cuMemcpyPeerAsync, 4000) \
     /* interop: other APIs' memory and semaphores; exportable memory (virtual memory management) */ \
-    OPT(ImportExternalMemory, CUresult, (CUexternalMemory *, const CUDA_EXTERNAL_MEMORY_HANDLE_DESC *), UNKNOWN, cuImportExternalMemory, 10000) \
-    OPT(ExternalMemoryGetMappedBuffer, CUresult, (CUdeviceptr *, CUexternalMemory, const CUDA_EXTERNAL_MEMORY_BUFFER_DESC *), UNKNOWN, cuExternalMemoryGetMappedBuffer, 10000) \
-    OPT(DestroyExternalMemory, CUresult, (CUexternalMemory), UNKNOWN, cuDestroyExternalMemory, 10000) \
-    OPT(ImportExternalSemaphore, CUresult, (CUexternalSemaphore *, const CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC *), UNKNOWN, cuImportExternalSemaphore, 10000) \
+    OPT(ImportExternalMemory, CUresult, (CUexternalMemory *, const CUDA_EXTERNAL_MEMORY_HANDLE_DESC *), UNKNOWN, cuImportExternalMemory, 10000, EXTERNAL) \
+    OPT(ExternalMemoryGetMappedBuffer, CUresult, (CUdeviceptr *, CUexternalMemory, const CUDA_EXTERNAL_MEMORY_BUFFER_DESC *), UNKNOWN, cuExternalMemoryGetMappedBuffer, 10000, EXTERNAL) \
+    OPT(DestroyExternalMemory, CUresult, (CUexternalMemory), UNKNOWN, cuDestroyExternalMemory, 10000, EXTERNAL) \
+    OPT(ImportExternalSemaphore, CUresult, (CUexternalSemaphore *, const CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC *), UNKNOWN, cuImportExternalSemaphore, 10000, EXTERNAL) \
     OPT(SignalExternalSemaphoresAsync, CUresult, (const CUexternalSemaphore *, const CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS *, unsigned int, CUstream), \
-        UNKNOWN, cuSignalExternalSemaphoresAsync, 10000) \
+        UNKNOWN, cuSignalExternalSemaphoresAsync, 10000, EXTERNAL) \
     OPT(WaitExternalSemaphoresAsync, CUresult, (const CUexternalSemaphore *, const CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS *, unsigned int, CUstream), \
-        UNKNOWN, cuWaitExternalSemaphoresAsync, 10000) \
-    OPT(DestroyExternalSemaphore, CUresult, (CUexternalSemaphore), UNKNOWN, cuDestroyExternalSemaphore, 10000) \
-    OPT(MemCreate, CUresult, (CUmemGenericAllocationHandle *, size_t, const CUmemAllocationProp *, unsigned long long), OUT_OF_MEMORY, cuMemCreate, 10020) \
-    OPT(MemRelease, CUresult, (CUmemGenericAllocationHandle), UNKNOWN, cuMemRelease, 10020) \
-    OPT(MemAddressReserve, CUresult, (CUdeviceptr *, size_t, size_t, CUdeviceptr, unsigned long long), OUT_OF_MEMORY, cuMemAddressReserve, 10020) \
-    OPT(MemAddressFree, CUresult, (CUdeviceptr, size_t), UNKNOWN, cuMemAddressFree, 10020) \
-    OPT(MemMap, CUresult, (CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle, unsigned long long), UNKNOWN, cuMemMap, 10020) \
-    OPT(MemUnmap, CUresult, (CUdeviceptr, size_t), UNKNOWN, cuMemUnmap, 10020) \
-    OPT(MemSetAccess, CUresult, (CUdeviceptr, size_t, const CUmemAccessDesc *, size_t), UNKNOWN, cuMemSetAccess, 10020) \
+        UNKNOWN, cuWaitExternalSemaphoresAsync, 10000, EXTERNAL) \
+    OPT(DestroyExternalSemaphore, CUresult, (CUexternalSemaphore), UNKNOWN, cuDestroyExternalSemaphore, 10000, EXTERNAL) \
+    OPT(MemCreate, CUresult, (CUmemGenericAllocationHandle *, size_t, const CUmemAllocationProp *, unsigned long long), OUT_OF_MEMORY, cuMemCreate, 10020, VMM) \
+    OPT(MemRelease, CUresult, (CUmemGenericAllocationHandle), UNKNOWN, cuMemRelease, 10020, VMM) \
+    OPT(MemAddressReserve, CUresult, (CUdeviceptr *, size_t, size_t, CUdeviceptr, unsigned long long), OUT_OF_MEMORY, cuMemAddressReserve, 10020, VMM) \
+    OPT(MemAddressFree, CUresult, (CUdeviceptr, size_t), UNKNOWN, cuMemAddressFree, 10020, VMM) \
+    OPT(MemMap, CUresult, (CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle, unsigned long long), UNKNOWN, cuMemMap, 10020, VMM) \
+    OPT(MemUnmap, CUresult, (CUdeviceptr, size_t), UNKNOWN, cuMemUnmap, 10020, VMM) \
+    OPT(MemSetAccess, CUresult, (CUdeviceptr, size_t, const CUmemAccessDesc *, size_t), UNKNOWN, cuMemSetAccess, 10020, VMM) \
     OPT(MemGetAllocationGranularity, CUresult, (size_t *, const CUmemAllocationProp *, CUmemAllocationGranularity_flags), UNKNOWN, \
-        cuMemGetAllocationGranularity, 10020) \
+        cuMemGetAllocationGranularity, 10020, VMM) \
     OPT(MemExportToShareableHandle, CUresult, (void *, CUmemGenericAllocationHandle, CUmemAllocationHandleType, unsigned long long), UNKNOWN, \
-        cuMemExportToShareableHandle, 10020) \
+        cuMemExportToShareableHandle, 10020, VMM) \
     OPT(MemImportFromShareableHandle, CUresult, (CUmemGenericAllocationHandle *, void *, CUmemAllocationHandleType), UNKNOWN, \
-        cuMemImportFromShareableHandle, 10020)
+        cuMemImportFromShareableHandle, 10020, VMM)
+
+/* The optional entries' sets: a driver that lacks one entry of a set is taken to lack it all. */
+enum { GF__CUDA_SET_NONE, GF__CUDA_SET_PREFETCH, GF__CUDA_SET_DOT, GF__CUDA_SET_CAPTURE, GF__CUDA_SET_CONDITIONAL,
+       GF__CUDA_SET_EXTERNAL, GF__CUDA_SET_VMM };
 
 /* The table, filled once by gf__cuda_load_driver; read-only afterwards. */
 typedef struct gf__cuda_api {
 #define GF__CUDA_SLOT(name, ret, params, fails_as, decl, abi) ret (CUDAAPI *name) params;
-    GF__CUDA_API(GF__CUDA_SLOT, GF__CUDA_SLOT)
+#define GF__CUDA_SLOT_OPT(name, ret, params, fails_as, decl, abi, set) ret (CUDAAPI *name) params;
+    GF__CUDA_API(GF__CUDA_SLOT, GF__CUDA_SLOT_OPT)
 #undef GF__CUDA_SLOT
+#undef GF__CUDA_SLOT_OPT
 } gf__cuda_api;
 static gf__cuda_api gf__cu;
 
-typedef struct gf__cuda_entry { const char *name; size_t offset; int abi; int optional; } gf__cuda_entry;
+typedef struct gf__cuda_entry { const char *name; size_t offset; int abi; int set; /* 0: required */ } gf__cuda_entry;
 static const gf__cuda_entry gf__cuda_entries[] = {
-#define GF__CUDA_REQUIRED(name, ret, params, fails_as, decl, abi) { "cu" #name, offsetof(gf__cuda_api, name), abi, 0 },
-#define GF__CUDA_OPTIONAL(name, ret, params, fails_as, decl, abi) { "cu" #name, offsetof(gf__cuda_api, name), abi, 1 },
+#define GF__CUDA_REQUIRED(name, ret, params, fails_as, decl, abi) { "cu" #name, offsetof(gf__cuda_api, name), abi, GF__CUDA_SET_NONE },
+#define GF__CUDA_OPTIONAL(name, ret, params, fails_as, decl, abi, set) { "cu" #name, offsetof(gf__cuda_api, name), abi, GF__CUDA_SET_##set },
     GF__CUDA_API(GF__CUDA_REQUIRED, GF__CUDA_OPTIONAL)
 #undef GF__CUDA_REQUIRED
 #undef GF__CUDA_OPTIONAL
@@ -350,16 +357,20 @@ typedef CUresult (CUDAAPI *gf__cuda_get_proc_fn)(const char *, void **, int, cuu
    nothing is needed at link time. */
 static void gf__cuda_check_signatures(void) {
 #define GF__CUDA_SAME(name, ret, params, fails_as, decl, abi) (void)sizeof(gf__cu.name == &decl);
-    GF__CUDA_API(GF__CUDA_SAME, GF__CUDA_SAME)
+#define GF__CUDA_SAME_OPT(name, ret, params, fails_as, decl, abi, set) GF__CUDA_SAME(name, ret, params, fails_as, decl, abi)
+    GF__CUDA_API(GF__CUDA_SAME, GF__CUDA_SAME_OPT)
 #undef GF__CUDA_SAME
+#undef GF__CUDA_SAME_OPT
     (void)sizeof((gf__cuda_get_proc_fn)0 == &cuGetProcAddress);
 }
 
 /* What a fault-injected call of each entry point returns: gf__cuda_fault_<name>. */
 enum {
 #define GF__CUDA_FAULT_CODE(name, ret, params, fails_as, decl, abi) gf__cuda_fault_##name = CUDA_ERROR_##fails_as,
-    GF__CUDA_API(GF__CUDA_FAULT_CODE, GF__CUDA_FAULT_CODE)
+#define GF__CUDA_FAULT_CODE_OPT(name, ret, params, fails_as, decl, abi, set) GF__CUDA_FAULT_CODE(name, ret, params, fails_as, decl, abi)
+    GF__CUDA_API(GF__CUDA_FAULT_CODE, GF__CUDA_FAULT_CODE_OPT)
 #undef GF__CUDA_FAULT_CODE
+#undef GF__CUDA_FAULT_CODE_OPT
     gf__cuda_fault_codes_end
 };
 
@@ -451,7 +462,7 @@ static int gf__cuda_resolve(gf__driver *d, gf__cuda_get_proc_fn get_proc, const 
     CUresult r;
     int v = gf__cuda_driver_version;
     if (v && e->abi > v) {
-        if (e->optional) return 1;
+        if (e->set) return 1;
         snprintf(d->why, sizeof d->why, "CUDA: the driver (%d.%d) is older than CUDA %d.%d, which %s needs",
                  v / 1000, v % 1000 / 10, e->abi / 1000, e->abi % 1000 / 10, e->name);
         return 0;
@@ -459,7 +470,7 @@ static int gf__cuda_resolve(gf__driver *d, gf__cuda_get_proc_fn get_proc, const 
     r = get_proc(e->name, &fn, e->abi, CU_GET_PROC_ADDRESS_DEFAULT, &status);
     if (gf__cuda_stub_library(d, r)) return 0;
     if (r != CUDA_SUCCESS || status != CU_GET_PROC_ADDRESS_SUCCESS || !fn) {
-        if (e->optional) return 1;
+        if (e->set) return 1;
         snprintf(d->why, sizeof d->why, "CUDA: the driver in " GF__CUDA_LIBRARY " lacks %s of CUDA %d.%d "
                  "(cuGetProcAddress: %d, status %d)", e->name, e->abi / 1000, e->abi % 1000 / 10, (int)r, (int)status);
         return 0;
@@ -468,20 +479,18 @@ static int gf__cuda_resolve(gf__driver *d, gf__cuda_get_proc_fn get_proc, const 
     return 1;
 }
 
-/* The optional entries come in sets, one per CUDA version (abi): external memory and
-   semaphores (10.0), exportable memory (10.2), 12.3's capture dependencies and conditional
-   nodes. A driver that lacks one entry of a set is taken to lack the whole set, so the code
-   asks for one entry of a set before it calls any of them (a driver without
-   cuDestroyExternalSemaphore crashed at the destroy of a semaphore it had imported). */
+/* A driver that lacks one entry of a set is taken to lack the whole set, so the code asks for
+   one entry of a set before it calls any of them (a driver without cuDestroyExternalSemaphore
+   crashed at the destroy of a semaphore it had imported). */
 static void gf__cuda_optional_sets(void) {
     const size_t count = sizeof gf__cuda_entries / sizeof gf__cuda_entries[0];
     void *fn, *none = NULL;
     size_t i, j;
     for (i = 0; i < count; i++) {
         memcpy(&fn, (char *)&gf__cu + gf__cuda_entries[i].offset, sizeof fn);
-        if (!gf__cuda_entries[i].optional || fn) continue;
+        if (!gf__cuda_entries[i].set || fn) continue;
         for (j = 0; j < count; j++)
-            if (gf__cuda_entries[j].optional && gf__cuda_entries[j].abi == gf__cuda_entries[i].abi)
+            if (gf__cuda_entries[j].set == gf__cuda_entries[i].set)
                 memcpy((char *)&gf__cu + gf__cuda_entries[j].offset, &none, sizeof none);
     }
 }

@@ -818,14 +818,19 @@ static gf_result gf__cl_device_open_native(gf_device *dev, const gf_native_devic
     e = GF__CL(clGetDeviceInfo, ((cl_device_id)native->device, CL_DEVICE_PLATFORM, sizeof platform, &platform, NULL));
     if (e != CL_SUCCESS) return gf__cl_fail("clGetDeviceInfo(CL_DEVICE_PLATFORM)", e);
     {   /* the device must be the context's: PoCL made queues and buffers for one outside it */
-        cl_device_id listed[64];
-        size_t bytes = 0, i;
-        e = GF__CL(clGetContextInfo, ((cl_context)native->context, CL_CONTEXT_DEVICES, sizeof listed, listed, &bytes));
+        cl_device_id *listed;
+        size_t bytes = 0, count, i;
+        e = GF__CL(clGetContextInfo, ((cl_context)native->context, CL_CONTEXT_DEVICES, 0, NULL, &bytes));
         if (e != CL_SUCCESS) return gf__cl_fail("clGetContextInfo(CL_CONTEXT_DEVICES)", e);
-        for (i = 0; i < bytes / sizeof listed[0] && listed[i] != (cl_device_id)native->device; i++) {}
-        if (i == bytes / sizeof listed[0])
+        if (!(listed = (cl_device_id *)gf__malloc(bytes ? bytes : 1))) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "OpenCL: out of host memory");
+        e = GF__CL(clGetContextInfo, ((cl_context)native->context, CL_CONTEXT_DEVICES, bytes, listed, NULL));
+        count = e == CL_SUCCESS ? bytes / sizeof *listed : 0;
+        for (i = 0; i < count && listed[i] != (cl_device_id)native->device; i++) {}
+        gf__free(listed);
+        if (e != CL_SUCCESS) return gf__cl_fail("clGetContextInfo(CL_CONTEXT_DEVICES)", e);
+        if (i == count)
             return gf__fail(GF_ERROR_WRONG_DEVICE, "gf_device_open_native: the cl_device_id is not one of the cl_context's "
-                            "%u devices (CL_CONTEXT_DEVICES)", (unsigned)(bytes / sizeof listed[0]));
+                            "%u devices (CL_CONTEXT_DEVICES)", (unsigned)count);
     }
     d = (gf__cl_device *)gf__calloc(sizeof *d);
     if (!d) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "OpenCL: out of host memory");

@@ -34,8 +34,10 @@ CUresult CUDAAPI gf_sigcheck_cuMemAlloc_v1(CUdeviceptr *dptr, unsigned int bytes
 #include <cudaTypedefs.h>
 static void sigcheck_abi_versions(void) {
 #define SIGCHECK_ABI(name, ret, params, fails_as, decl, abi) (void)sizeof(gf__cu.name == (PFN_cu##name##_v##abi)0);
-    GF__CUDA_API(SIGCHECK_ABI, SIGCHECK_ABI)
+#define SIGCHECK_ABI_OPT(name, ret, params, fails_as, decl, abi, set) SIGCHECK_ABI(name, ret, params, fails_as, decl, abi)
+    GF__CUDA_API(SIGCHECK_ABI, SIGCHECK_ABI_OPT)
 #undef SIGCHECK_ABI
+#undef SIGCHECK_ABI_OPT
 }
 #endif
 

@@ -29,4 +29,7 @@ run full ""
 for entry in cuDestroyExternalSemaphore cuSignalExternalSemaphoresAsync cuExternalMemoryGetMappedBuffer cuDestroyExternalMemory; do
     run lacking "$entry"
 done
+run capture ""
+run capture cuGraphAddNode          # a conditional node's entry: the capture set stays
+run capture_lacking cuStreamUpdateCaptureDependencies
 finish

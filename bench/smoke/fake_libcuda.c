@@ -290,6 +290,10 @@ static CUresult f_StreamGetCaptureInfo(CUstream s, CUstreamCaptureStatus *st, cu
     return CUDA_SUCCESS;
 }
 
+static CUresult f_StreamUpdateCaptureDependencies(CUstream s, CUgraphNode *deps, const CUgraphEdgeData *edges, size_t n, unsigned flags) {
+    (void)s; (void)deps; (void)edges; (void)n; (void)flags; return CUDA_SUCCESS;   /* captures only count their nodes */
+}
+
 /* interop: imported memory is host memory; semaphores are handles that order nothing */
 static int ext_object;
 static CUresult f_ImportExternalMemory(CUexternalMemory *m, const CUDA_EXTERNAL_MEMORY_HANDLE_DESC *d) {
@@ -324,7 +328,7 @@ static const struct { const char *name; any_fn fn; } table[] = {
     E(ModuleLoadData), E(ModuleLoadDataEx), E(ModuleUnload), E(ModuleGetFunction), E(LaunchKernel),
     E(StreamBeginCapture), E(StreamEndCapture), E(ThreadExchangeStreamCaptureMode), E(GraphGetNodes),
     E(GraphInstantiateWithFlags), E(GraphLaunch), E(GraphExecUpdate), E(GraphExecDestroy), E(GraphDestroy),
-    E(DeviceCanAccessPeer), E(StreamGetCaptureInfo),
+    E(DeviceCanAccessPeer), E(StreamGetCaptureInfo), E(StreamUpdateCaptureDependencies),
     E(ImportExternalMemory), E(ExternalMemoryGetMappedBuffer), E(DestroyExternalMemory), E(ImportExternalSemaphore),
     E(SignalExternalSemaphoresAsync), E(WaitExternalSemaphoresAsync), E(DestroyExternalSemaphore),
     /* present, refused: what the benchmarks do not use */
