@@ -907,7 +907,8 @@ GPUFLOW_API gf_result  gf_device_synchronize(gf_device *dev);
    gf_devices opened on one ordinal are distinct devices to gpuflow's rules (memory
    accounting, events, streams) and share the driver's context. Not captured: a copy or wait
    across devices inside a capture is GF_ERROR_CAPTURE. The race detector checks each
-   device's own side. A buffer destroyed while another device's queued copy uses it is freed
+   device's own side: a copy between devices is judged on its stream's device, for that
+   device's buffer only (a race with the other device's work on its buffer goes unseen). A buffer destroyed while another device's queued copy uses it is freed
    once that copy has run (the copy's stream, and what it queued before, are waited for by the
    release, not by the buffer device's synchronize, unless the copy is staged through host
    memory: then the buffer device's own streams take part in it). Closing a device waits for other devices'
@@ -1412,7 +1413,7 @@ GPUFLOW_API void      gf_range_pop(gf_stream *s);
 /* ---- races and hangs -------------------------------------------------------------------- */
 /* The race detector sees every operation gpuflow enqueues, with the buffer bytes it reads and
    writes, and every ordering gpuflow knows (stream order, events, waits, barriers, sets, flows,
-   host synchronizes, waiters, graph replays), and reports two accesses to overlapping bytes,
+   host synchronizes, waiters, stream callbacks, graph replays), and reports two accesses to overlapping bytes,
    one a write, that nothing orders, as a warning through the logger and in gf_race_report.
    GF_RACE_CHECK_ON turns it on, 0 off; GPUFLOW_RACE_CHECK=1 in the environment turns it on for
    every device at open. Off, it costs one branch per operation. Graphs replay the accesses
@@ -4615,13 +4616,16 @@ static gf_result gf__copy_2d_exec(gf_stream *s, const gf_copy_2d *c) {
 }
 
 /* ---- commands: every operation on a stream is one gf__cmd ------------------------- >>commands */
-typedef struct gf__callback_ctx { gf_callback fn; void *user; gf_stream *s; uint64_t seq; int kept; } gf__callback_ctx;
+/* race: the stream's clock when the callback was queued; once it runs, that work is done, and
+   the host learns so, as from a wait (a host thread the callback wakes queues work after it). */
+typedef struct gf__callback_ctx { gf_callback fn; void *user; gf_stream *s; uint64_t seq; int kept; gf__race_seen race; } gf__callback_ctx;
 
 static void gf__callback_run(void *p) {
     gf__callback_ctx *c = (gf__callback_ctx *)p;
     gf_result status = c->s ? (gf_result)gf__atomic_load_int(&c->s->status) : GF_OK;
     gf_stream *outer = gf__callback_stream;
     uint64_t outer_seq = gf__callback_seq;
+    if (c->race.vc) gf__race_seen_done(c->s->dev, &c->race, 1);   /* failed or not, that work is over */
     if (c->s) gf__atomic_store_int(&c->s->callback_running, 1);   /* for gf_device_write_state */
     gf__callback_stream = c->s;
     gf__callback_seq = c->seq;
@@ -4688,8 +4692,9 @@ static gf_result gf__exec(gf_stream *s, const gf__cmd *c, gf_graph *owner) {
             gf__free(ctx);
             return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_stream_add_callback: out of host memory");
         }
+        if (!owner) ctx->race = gf__race_seen_stream(s);
         r = be->host_callback(s, gf__callback_run, ctx);
-        if (r != GF_OK && !owner) gf__free(ctx);
+        if (r != GF_OK && !owner) { gf__race_seen_done(s->dev, &ctx->race, 0); gf__free(ctx); }
         return r;
     }
     }

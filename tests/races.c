@@ -260,6 +260,17 @@ static void ok_waiter(env *e)                  /* the waiter fired: the host kno
     gf_event_destroy(ev);
     th_flag_destroy(&fired);
 }
+static void ok_stream_callback(env *e)          /* the callback ran: the host knows the fill is done (an outside review: reported) */
+{
+    th_flag ran;
+    th_flag_init(&ran);
+    gf_fill_async(e->s1, e->b, 0, 1, 1024);
+    gf_stream_add_callback(e->s1, th_flag_cb, &ran);
+    th_flag_wait(&ran, 1, TH_WAIT_MS);
+    gf_copy_to_host_async(e->s2, e->host, e->b, 0, 1024);
+    gf_device_synchronize(e->dev);
+    th_flag_destroy(&ran);
+}
 /* fill_u32 (tests/test_kernels.h) writing *v into b's first *n words: one block of 16 threads
    (d may be NULL: arguments only). */
 static void fill_u32_args(gf_launch_dims *d, gf_arg a[3], gf_buffer *b, const uint32_t *n, const uint32_t *v)
@@ -326,6 +337,7 @@ static const struct { const char *name; void (*fn)(env *); int races; int needs_
     { "stream-ordered free while another stream writes", racy_destroy_async, 1, 0 },
     { "the same with gf_buffer_record_stream", ok_destroy_async_recorded, 0, 0 },
     { "a waiter fired first", ok_waiter, 0, 0 },
+    { "a stream callback ran first", ok_stream_callback, 0, 0 },
     { "a kernel writes what another stream reads", racy_launch, 1, 1 },
     { "the kernel's argument is read-only", ok_launch_read_only, 0, 1 },
 };
