@@ -8283,6 +8283,16 @@ typedef struct gf__flow_frame {
     uint64_t number; int timed;
 } gf__flow_frame;
 
+/* A plan: tasks in dependency order, each on a lane. A task continues a predecessor's lane when
+   that predecessor is still the lane's last task; otherwise it opens a new lane. Only edges
+   between lanes need events. */
+typedef struct gf__flow_plan {
+    int *order, *lane, *preds, *pred_first, *pred_count;
+    int *lane_first;               /* each lane's first task: its hint picks the lane's stream */
+    unsigned char *signals;        /* task has a successor on another lane */
+    int lanes;
+} gf__flow_plan;
+
 struct gf_flow {
     uint32_t type;
     gf_device *dev;
@@ -8301,13 +8311,15 @@ struct gf_flow {
     gf__frames frames;                    /* gf_flow_frames: a run is a frame */
     gf__spin shown_lock;                  /* the counts as lock was last let go, which queries read while a run holds it */
     struct { gf_flow_stats stats; double timed_ms; gf__frames frames; } shown;
-    char (*last_lanes)[64]; int last_lane_count;              /* the last run's streams, for DOT */
+    char (*last_lanes)[64]; int last_lane_count, last_lane_cap;   /* the last run's streams, for DOT */
     int graph_after;                      /* gf_flow_desc.graph_after */
     uint64_t version;                     /* bumped by every change of tasks or edges */
     uint64_t counted_version; int same_runs;   /* runs since the last change (stops counting at graph_after) */
     gf_graph *graph; uint64_t graph_version;   /* the flow captured, and at which version */
     int graph_refused;                    /* its capture failed (a task that cannot be captured): runs as a flow */
     int conditions;                       /* condition tasks: runs are decided as they go (gf__flow_decide) */
+    gf__flow_plan plan; uint64_t plan_version; int planned;   /* the plan of that version (gf__flow_plan_of) */
+    gf_stream **run_lanes; gf_stream_pool **run_pools; gf_event **run_done; int run_cap;   /* a run's scratch, kept */
 };
 
 /* Flow ids (1..0xffff, a task's top 16 bits) that live flows hold, process-wide: two live flows
@@ -8546,15 +8558,6 @@ GPUFLOW_IMPL gf_result gf_flow_depend(gf_flow *flow, gf_task before, gf_task aft
     return GF_OK;
 }
 
-/* A plan: tasks in dependency order, each on a lane. A task continues a predecessor's lane when
-   that predecessor is still the lane's last task; otherwise it opens a new lane. Only edges
-   between lanes need events. */
-typedef struct gf__flow_plan {
-    int *order, *lane, *preds, *pred_first, *pred_count;
-    int *lane_first;               /* each lane's first task: its hint picks the lane's stream */
-    unsigned char *signals;        /* task has a successor on another lane */
-    int lanes;
-} gf__flow_plan;
 
 static void gf__plan_free(gf__flow_plan *p) {
     gf__free(p->order); gf__free(p->lane); gf__free(p->preds);
@@ -8614,6 +8617,40 @@ static gf_result gf__flow_plan_make(const char *fn, const gf_flow *flow, gf__flo
     gf__free(indeg); gf__free(lane_tail); gf__free(fill);
     return GF_OK;
 }
+/* The flow's plan, made again only after a change of its tasks or edges: a flow run every frame
+   made and freed ten arrays each run (an outside audit of steady-state allocations). Valid until
+   the flow's lock is let go. */
+static gf_result gf__flow_plan_of(const char *fn, gf_flow *flow, const gf__flow_plan **out) {   /* flow->lock held */
+    GF__HELD(&flow->lock);
+    if (!flow->planned || flow->plan_version != flow->version) {
+        gf__flow_plan fresh;
+        gf_result r = gf__flow_plan_make(fn, flow, &fresh);
+        if (r != GF_OK) return r;
+        if (flow->planned) gf__plan_free(&flow->plan);
+        flow->plan = fresh;
+        flow->plan_version = flow->version;
+        flow->planned = 1;
+    }
+    *out = &flow->plan;
+    return GF_OK;
+}
+/* A run's scratch for n tasks or lanes: kept by the flow between runs. */
+static int gf__flow_scratch(gf_flow *flow, int n) {   /* flow->lock held */
+    GF__HELD(&flow->lock);
+    gf_stream **lanes;
+    gf_stream_pool **pools;
+    gf_event **done;
+    if (n < flow->run_cap) return 1;
+    lanes = (gf_stream **)gf__realloc(flow->run_lanes, sizeof *lanes * (size_t)(n + 1));
+    if (lanes) flow->run_lanes = lanes;
+    pools = (gf_stream_pool **)gf__realloc(flow->run_pools, sizeof *pools * (size_t)(n + 1));
+    if (pools) flow->run_pools = pools;
+    done = (gf_event **)gf__realloc(flow->run_done, sizeof *done * (size_t)(n + 1));
+    if (done) flow->run_done = done;
+    if (!lanes || !pools || !done) return 0;
+    flow->run_cap = n + 1;
+    return 1;
+}
 
 /* A task's completion callback: fires on the waiter thread, then gives its event back. */
 typedef struct gf__task_done { gf_callback fn; void *user; gf_event *ev; } gf__task_done;
@@ -8666,10 +8703,12 @@ static gf_result gf__task_call(const char *fn, const gf_flow *flow, const gf__ta
    crosses streams, each task inside a range of its name (seen in the trace). The host never
    blocks. run: a gf_flow_run (completion callbacks apply), not a capture. */
 static gf_result gf__flow_enqueue(const char *fn, gf_flow *flow, const gf__flow_plan *p, gf_stream **lanes, int run) {
-    gf_event **done = (gf_event **)gf__calloc(sizeof *done * (size_t)(flow->count + 1));
+    gf_event **done;
     gf_result r = GF_OK;
     int i, k;
-    if (!done) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "%s: out of host memory", fn);
+    if (!gf__flow_scratch(flow, flow->count)) return gf__fail(GF_ERROR_OUT_OF_MEMORY, "%s: out of host memory", fn);
+    done = flow->run_done;   /* the lanes given may be the scratch's too: it does not move now */
+    memset(done, 0, sizeof *done * (size_t)(flow->count + 1));
     for (i = 0; i < flow->count && r == GF_OK; i++) {
         int t = p->order[i];
         gf__task *task = &flow->tasks[t];
@@ -8687,7 +8726,6 @@ static gf_result gf__flow_enqueue(const char *fn, gf_flow *flow, const gf__flow_
         if (r == GF_OK && run) flow->stats.tasks_run++;
     }
     for (i = 0; i < flow->count; i++) if (done[i]) gf__event_pool_give(done[i]->dev->events, done[i]);
-    gf__free(done);
     return r;
 }
 
@@ -8811,9 +8849,12 @@ static void gf__flow_frames_collect(gf_flow *flow) {
 static void gf__flow_remember_lanes(gf_flow *flow, gf_stream **lanes, int count) {   /* flow->lock held */
     GF__HELD(&flow->lock);
     int i;
-    char (*names)[64] = (char (*)[64])gf__realloc(flow->last_lanes, sizeof *names * (size_t)(count ? count : 1));
-    if (!names) return;
-    flow->last_lanes = names;
+    char (*names)[64] = flow->last_lanes;
+    if (count > flow->last_lane_cap || !names) {   /* kept between runs */
+        if (!(names = (char (*)[64])gf__realloc(flow->last_lanes, sizeof *names * (size_t)(count ? count : 1)))) return;
+        flow->last_lanes = names;
+        flow->last_lane_cap = count ? count : 1;
+    }
     for (i = 0; i < count; i++) gf__copy_str(names[i], sizeof names[i], lanes[i]->label);
     flow->last_lane_count = count;
 }
@@ -9004,33 +9045,32 @@ static gf_result gf__decide_run(gf__decide *d, gf_stream_pool *const *pools, int
 /* gf_flow_run of a flow with condition tasks (flow->lock held). Its runs are not timed. */
 static gf_result gf__flow_decide(const char *fn, gf_flow *flow, gf_stream_pool *const *pools, int count) {
     GF__HELD(&flow->lock);
-    gf__flow_plan plan;
+    const gf__flow_plan *plan;
     gf__flow_frame frame;
     gf__decide d;
     gf_stream **streams;
     gf_result r;
     int i, k;
-    if ((r = gf__flow_plan_make(fn, flow, &plan)) != GF_OK) return r;
+    if ((r = gf__flow_plan_of(fn, flow, &plan)) != GF_OK) return r;
     gf__flow_frames_collect(flow);   /* bounds the pending list to the frames in flight */
     memset(&d, 0, sizeof d);
     memset(&frame, 0, sizeof frame);
     d.fn = fn;
     d.flow = flow;
-    d.plan = &plan;
+    d.plan = plan;
     d.frame = &frame;
     d.task = (gf__decide_task *)gf__calloc(sizeof *d.task * (size_t)(flow->count + 1));
-    d.ran = (unsigned char *)gf__calloc((size_t)(plan.pred_first[flow->count > 0 ? flow->count - 1 : 0] + plan.pred_count[flow->count > 0 ? flow->count - 1 : 0] + 1));
+    d.ran = (unsigned char *)gf__calloc((size_t)(plan->pred_first[flow->count > 0 ? flow->count - 1 : 0] + plan->pred_count[flow->count > 0 ? flow->count - 1 : 0] + 1));
     if (!d.task || !d.ran) {
         gf__free(d.task); gf__free(d.ran);
-        gf__plan_free(&plan);
         return gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_flow_run: out of host memory");
     }
     for (i = 0; i < flow->count; i++) {
-        d.task[i].pending = plan.pred_count[i];
+        d.task[i].pending = plan->pred_count[i];
         if (flow->tasks[i].cond) for (k = 0; k < flow->tasks[i].succ_count; k++) d.task[flow->tasks[i].succ[k]].picked = 1;
     }
     for (i = 0; i < flow->count && r == GF_OK; i++)
-        if (!plan.pred_count[i] && !d.task[i].picked) r = gf__decide_push(&d.ready, i, -1);
+        if (!plan->pred_count[i] && !d.task[i].picked) r = gf__decide_push(&d.ready, i, -1);
     while (r == GF_OK && (d.ready.count > 0 || d.picked.count > 0)) {
         int t, by;
         gf__decide_pop(d.ready.count > 0 ? &d.ready : &d.picked, &t, &by);
@@ -9056,7 +9096,6 @@ static gf_result gf__flow_decide(const char *fn, gf_flow *flow, gf_stream_pool *
     gf__free(d.picked.items);
     gf__free(d.ran);
     gf__free(d.task);
-    gf__plan_free(&plan);
     return r;
 }
 
@@ -9271,14 +9310,14 @@ static gf_result gf__shape_emit(gf__shape *sh, const unsigned char *in, int head
    then the capture. */
 static gf_result gf__flow_capture_decided(gf_flow *flow, gf_stream *s, gf_graph **out) {
     GF__HELD(&flow->lock);
-    gf__flow_plan plan;
+    const gf__flow_plan *plan;
     gf__shape sh;
     unsigned char *all = NULL;
     gf_result r;
     int n = flow->count, i, slots = 0;
-    if ((r = gf__flow_plan_make("gf_flow_capture", flow, &plan)) != GF_OK) return r;
+    if ((r = gf__flow_plan_of("gf_flow_capture", flow, &plan)) != GF_OK) return r;
     memset(&sh, 0, sizeof sh);
-    sh.flow = flow; sh.plan = &plan; sh.s = s;
+    sh.flow = flow; sh.plan = plan; sh.s = s;
     sh.back = (int *)gf__malloc(sizeof(int) * (size_t)(n + 1));
     sh.picker = (int *)gf__malloc(sizeof(int) * (size_t)(n + 1));
     sh.slot = (int *)gf__malloc(sizeof(int) * (size_t)(n + 1));
@@ -9314,12 +9353,11 @@ static gf_result gf__flow_capture_decided(gf_flow *flow, gf_stream *s, gf_graph 
         gf__buffer_free(sh.scratch);
     }
     gf__free(sh.back); gf__free(sh.picker); gf__free(sh.slot); gf__free(sh.stack); gf__free(sh.emitted); gf__free(sh.stop); gf__free(sh.live); gf__free(all);
-    gf__plan_free(&plan);
     return r;
 }
 
 static gf_result gf__flow_run(const char *fn, gf_flow *flow, gf_stream_pool *const *pools, int count) {
-    gf__flow_plan plan;
+    const gf__flow_plan *plan;
     gf_stream **lanes;
     gf_stream_pool **lane_pool;
     gf_acquire_hint hint;
@@ -9338,36 +9376,31 @@ static gf_result gf__flow_run(const char *fn, gf_flow *flow, gf_stream_pool *con
         gf__flow_unlock(flow);
         return r;
     }
-    if ((r = gf__flow_plan_make(fn, flow, &plan)) != GF_OK) { gf__flow_unlock(flow); return r; }
-    lanes = (gf_stream **)gf__calloc(sizeof *lanes * (size_t)(plan.lanes + 1));
-    lane_pool = (gf_stream_pool **)gf__calloc(sizeof *lane_pool * (size_t)(plan.lanes + 1));
-    if (!lanes || !lane_pool) {
-        gf__free(lanes);
-        gf__free(lane_pool);
-        gf__plan_free(&plan);
+    if ((r = gf__flow_plan_of(fn, flow, &plan)) != GF_OK) { gf__flow_unlock(flow); return r; }
+    if (!gf__flow_scratch(flow, flow->count)) {
         gf__flow_unlock(flow);
         return gf__fail(GF_ERROR_OUT_OF_MEMORY, "%s: out of host memory", fn);
     }
-    for (i = 0; i < plan.lanes && r == GF_OK; i++) {   /* a lane runs on its first task's device */
-        hint = flow->tasks[plan.lane_first[i]].hint;
-        lane_pool[i] = gf__pool_of(pools, count, flow->tasks[plan.lane_first[i]].dev);
+    lanes = flow->run_lanes;
+    lane_pool = flow->run_pools;
+    memset(lanes, 0, sizeof *lanes * (size_t)(plan->lanes + 1));
+    for (i = 0; i < plan->lanes && r == GF_OK; i++) {   /* a lane runs on its first task's device */
+        hint = flow->tasks[plan->lane_first[i]].hint;
+        lane_pool[i] = gf__pool_of(pools, count, flow->tasks[plan->lane_first[i]].dev);
         r = gf_stream_pool_acquire(lane_pool[i], &hint, &lanes[i]);
     }
     if (r == GF_OK) {
         gf__flow_frame frame;
         gf__flow_frames_collect(flow);   /* bounds the pending list to the frames in flight */
         gf__flow_frame_begin(flow, lanes[0], &frame);
-        for (i = 1; i < plan.lanes; i++) gf__flow_frame_lane(flow, &frame, lanes[i]);
-        r = gf__flow_enqueue(fn, flow, &plan, lanes, 1);
-        if (r == GF_OK) gf__flow_frame_end(flow, lanes, plan.lanes, &frame);
+        for (i = 1; i < plan->lanes; i++) gf__flow_frame_lane(flow, &frame, lanes[i]);
+        r = gf__flow_enqueue(fn, flow, plan, lanes, 1);
+        if (r == GF_OK) gf__flow_frame_end(flow, lanes, plan->lanes, &frame);
         else gf__flow_frame_release(&frame);
         if (r == GF_OK) flow->stats.runs++;
-        gf__flow_remember_lanes(flow, lanes, plan.lanes);
+        gf__flow_remember_lanes(flow, lanes, plan->lanes);
     }
-    for (i = 0; i < plan.lanes; i++) if (lanes[i]) gf_stream_pool_release(lane_pool[i], lanes[i]);
-    gf__free(lanes);
-    gf__free(lane_pool);
-    gf__plan_free(&plan);
+    for (i = 0; i < plan->lanes; i++) if (lanes[i]) gf_stream_pool_release(lane_pool[i], lanes[i]);
     gf__flow_unlock(flow);
     return r;
 }
@@ -9454,7 +9487,7 @@ GPUFLOW_IMPL gf_result gf_flow_run_multi(gf_flow *flow, gf_stream_pool *const *p
 /* Capture forks a stream per extra lane off s and joins them all back, so a driver with native
    graphs sees the flow's parallelism. */
 GPUFLOW_IMPL gf_result gf_flow_capture(gf_flow *flow, gf_stream *s, gf_graph **out) {
-    gf__flow_plan plan;
+    const gf__flow_plan *plan;
     gf_stream **lanes = NULL;
     gf_event *fork = NULL, *join = NULL;
     gf_result r;
@@ -9477,14 +9510,14 @@ GPUFLOW_IMPL gf_result gf_flow_capture(gf_flow *flow, gf_stream *s, gf_graph **o
         gf__flow_unlock(flow);
         return r;
     }
-    if ((r = gf__flow_plan_make("gf_flow_capture", flow, &plan)) != GF_OK) { gf__flow_unlock(flow); return r; }
-    if (!(lanes = (gf_stream **)gf__calloc(sizeof *lanes * (size_t)(plan.lanes + 1))))
+    if ((r = gf__flow_plan_of("gf_flow_capture", flow, &plan)) != GF_OK) { gf__flow_unlock(flow); return r; }
+    if (!(lanes = (gf_stream **)gf__calloc(sizeof *lanes * (size_t)(plan->lanes + 1))))
         r = gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_flow_capture: out of host memory");
-    if (r == GF_OK && plan.lanes > 1 && plan.lanes - 1 > flow->fork_count) {   /* the flow keeps its fork streams */
-        gf_stream **forks = (gf_stream **)gf__realloc(flow->forks, sizeof *forks * (size_t)(plan.lanes - 1));
+    if (r == GF_OK && plan->lanes > 1 && plan->lanes - 1 > flow->fork_count) {   /* the flow keeps its fork streams */
+        gf_stream **forks = (gf_stream **)gf__realloc(flow->forks, sizeof *forks * (size_t)(plan->lanes - 1));
         if (!forks) r = gf__fail(GF_ERROR_OUT_OF_MEMORY, "gf_flow_capture: out of host memory");
         else flow->forks = forks;
-        for (i = flow->fork_count; r == GF_OK && i < plan.lanes - 1; i++) {
+        for (i = flow->fork_count; r == GF_OK && i < plan->lanes - 1; i++) {
             char name[80];
             snprintf(name, sizeof name, "%s/fork%d", flow->label, i);
             if ((r = gf__stream_new(flow->dev, name, GF_PRIORITY_NORMAL, 1, &forks[i])) == GF_OK) flow->fork_count = i + 1;
@@ -9493,16 +9526,16 @@ GPUFLOW_IMPL gf_result gf_flow_capture(gf_flow *flow, gf_stream *s, gf_graph **o
     if (r == GF_OK) r = gf_stream_begin_capture(s, GF_CAPTURE_GLOBAL);
     if (r == GF_OK) {
         lanes[0] = s;
-        if (plan.lanes > 1 && (r = gf__event_pool_take(flow->dev->events, 0, &fork)) == GF_OK &&
+        if (plan->lanes > 1 && (r = gf__event_pool_take(flow->dev->events, 0, &fork)) == GF_OK &&
             (r = gf_event_record(fork, s)) == GF_OK)
-            for (i = 1; i < plan.lanes && r == GF_OK; i++) {
+            for (i = 1; i < plan->lanes && r == GF_OK; i++) {
                 lanes[i] = flow->forks[i - 1];
                 r = gf_stream_wait_event(lanes[i], fork);
             }
-        if (r == GF_OK) r = gf__flow_enqueue("gf_flow_capture", flow, &plan, lanes, 0);
-        if (r == GF_OK) gf__flow_remember_lanes(flow, lanes, plan.lanes);
-        if (r == GF_OK && plan.lanes > 1 && (r = gf__event_pool_take(flow->dev->events, 0, &join)) == GF_OK)
-            for (i = 1; i < plan.lanes && r == GF_OK; i++)
+        if (r == GF_OK) r = gf__flow_enqueue("gf_flow_capture", flow, plan, lanes, 0);
+        if (r == GF_OK) gf__flow_remember_lanes(flow, lanes, plan->lanes);
+        if (r == GF_OK && plan->lanes > 1 && (r = gf__event_pool_take(flow->dev->events, 0, &join)) == GF_OK)
+            for (i = 1; i < plan->lanes && r == GF_OK; i++)
                 if ((r = gf_event_record(join, lanes[i])) == GF_OK) r = gf_stream_wait_event(s, join);
         if (r == GF_OK) r = gf_stream_end_capture(s, out);
         else gf__recorded_capture_abandon(s);
@@ -9510,7 +9543,6 @@ GPUFLOW_IMPL gf_result gf_flow_capture(gf_flow *flow, gf_stream *s, gf_graph **o
     if (fork) gf__event_pool_give(flow->dev->events, fork);
     if (join) gf__event_pool_give(flow->dev->events, join);
     gf__free(lanes);
-    gf__plan_free(&plan);
     gf__flow_unlock(flow);
     return r;
 }
@@ -9525,6 +9557,8 @@ GPUFLOW_IMPL void gf_flow_destroy(gf_flow *flow) {
     for (i = 0; i < flow->frame_count; i++) gf__flow_frame_release(&flow->frame[i]);
     gf__free(flow->frame);
     gf__free(flow->last_lanes);
+    if (flow->planned) gf__plan_free(&flow->plan);
+    gf__free(flow->run_lanes); gf__free(flow->run_pools); gf__free(flow->run_done);
     gf__free(flow->forks);
     gf__free(flow->tasks);
     gf__free(flow->walk);
@@ -9607,7 +9641,7 @@ static void gf__dot_string(FILE *f, const char *s) {
 /* Graphviz: a cluster per lane (the stream it ran on last, if it ran), an edge per dependency,
    dashed and labelled "event" where it crosses lanes (those are the only events a run uses). */
 GPUFLOW_IMPL gf_result gf_flow_write_dot(gf_flow *flow, const char *path) {
-    gf__flow_plan plan;
+    const gf__flow_plan *plan;
     gf_result r;
     FILE *f;
     int i, k, lane;
@@ -9615,22 +9649,21 @@ GPUFLOW_IMPL gf_result gf_flow_write_dot(gf_flow *flow, const char *path) {
     GF__NOT_IN_OWN_TASK(flow);
     if (!path || !*path) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_flow_write_dot: path is %s", path ? "empty" : "NULL");
     gf__lock(&flow->lock);
-    if ((r = gf__flow_plan_make("gf_flow_write_dot", flow, &plan)) != GF_OK) { gf__flow_unlock(flow); return r; }
+    if ((r = gf__flow_plan_of("gf_flow_write_dot", flow, &plan)) != GF_OK) { gf__flow_unlock(flow); return r; }
     if (!(f = gf__fopen(path, "w"))) {
-        gf__plan_free(&plan);
         gf__flow_unlock(flow);
         return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_flow_write_dot: cannot open '%s' for writing", path);
     }
     fputs("digraph ", f);
     gf__dot_string(f, flow->label);
     fputs(" {\n  rankdir=LR;\n  node [shape=box, style=rounded];\n", f);
-    for (lane = 0; lane < plan.lanes; lane++) {
+    for (lane = 0; lane < plan->lanes; lane++) {
         fprintf(f, "  subgraph cluster_lane%d {\n    label=", lane);
         if (lane < flow->last_lane_count) gf__dot_string(f, flow->last_lanes[lane]);
         else fprintf(f, "\"lane %d\"", lane);
         fputs(";\n", f);
         for (i = 0; i < flow->count; i++)
-            if (plan.lane[i] == lane) {   /* a task on another device than the flow's says which */
+            if (plan->lane[i] == lane) {   /* a task on another device than the flow's says which */
                 char label[64 + sizeof flow->dev->tag + 8];
                 if (flow->tasks[i].dev != flow->dev) snprintf(label, sizeof label, "%s\non %s", flow->tasks[i].name, flow->tasks[i].dev->tag);
                 else gf__copy_str(label, sizeof label, flow->tasks[i].name);
@@ -9644,11 +9677,10 @@ GPUFLOW_IMPL gf_result gf_flow_write_dot(gf_flow *flow, const char *path) {
         for (k = 0; k < flow->tasks[i].succ_count; k++) {
             int t = flow->tasks[i].succ[k];
             if (flow->tasks[i].cond) fprintf(f, "  t%d -> t%d [style=dotted, label=\"%d\"];\n", i, t, k);   /* the value that picks it */
-            else if (plan.lane[t] != plan.lane[i]) fprintf(f, "  t%d -> t%d [style=dashed, label=\"event\"];\n", i, t);
+            else if (plan->lane[t] != plan->lane[i]) fprintf(f, "  t%d -> t%d [style=dashed, label=\"event\"];\n", i, t);
             else fprintf(f, "  t%d -> t%d;\n", i, t);
         }
     fputs("}\n", f);
-    gf__plan_free(&plan);
     gf__flow_unlock(flow);
     if (fclose(f) != 0) return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_flow_write_dot: writing '%s' failed", path);
     return GF_OK;
