@@ -1419,7 +1419,8 @@ GPUFLOW_API void      gf_range_pop(gf_stream *s);
    every device at open. Off, it costs one branch per operation. Graphs replay the accesses
    seen while they were captured (capture with the detector on), as one operation of the
    launching stream: races between a graph's own branches are not seen. A host wait teaches
-   the host what had been queued when it began. Not seen either: orderings through another
+   the host what had been queued when it began (every thread of it: the host is one party;
+   a stream callback that ran teaches so too). Not seen either: orderings through another
    device's streams (a chain across devices is reported), and one memory under two handles
    (an export and its import); README "Finding races and hangs" lists the limits. Out of host
    memory it may lose an ordering (never an access): from then on (until turned off and on)
