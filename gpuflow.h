@@ -1510,7 +1510,7 @@ GPUFLOW_API uint64_t  gf_faults_injected(void);   /* failures injected since the
    (GF_ERROR_NOT_SUPPORTED, GF_ERROR_DRIVER) and every gf_semaphore_export are skipped (and
    counted); a gf_buffer_export is made, its handle closed, and not compared, as
    gf_device_enable_peer is not (the answer is the machine's). GPUFLOW_RECORD=file starts
-   recording at the first device open and ends it at exit (%p in the name: the process id, so
+   recording at the first gf_device_open (or _native) call, one that fails included, and ends it at exit (%p in the name: the process id, so
    that programs started with the variable write files of their own rather than replace it;
    GPUFLOW_RECORD_LIMIT=bytes, default 1 GiB). The file
    is flushed at each synchronize, destroy and close, so a crash leaves all that came before
@@ -13179,6 +13179,7 @@ static void gf__call_range_pop(gf_stream *s);
    open is written with the ordinal it names (HIP's; 0 elsewhere), which a replay opens. */
 static gf_result gf__recorded_device_open(gf_backend b, int index, int by_native, const gf_native_device *native, gf_device **out) {
     gf_result r;
+    if (!gf__rec_depth) gf__env_record();   /* before the open: an open that fails is recorded (a bug report of "it does not open") */
     gf__rec_depth++; r = by_native ? gf__call_device_open_native(b, native, out) : gf__call_device_open(b, index, out); gf__rec_depth--;
     if (!gf__rec_depth && gf__atomic_load_int(&gf__rec_on)) {
         char spec[sizeof gf__rec.env_faults];
@@ -13562,7 +13563,7 @@ static void gf__rec_after_fork(void) {
 }
 #endif
 
-/* GPUFLOW_RECORD=file (GPUFLOW_RECORD_LIMIT=bytes): recording from the first device open to exit. */
+/* GPUFLOW_RECORD=file (GPUFLOW_RECORD_LIMIT=bytes): recording from the first device open call to exit. */
 static void gf__rec_at_exit(void) { if (gf__rec.file) (void)gf_record_stop(); }
 static void gf__env_record(void) {
     static int read;

@@ -32,7 +32,7 @@
      input      the codes of bad calls
      env        GPUFLOW_RECORD in a new process (this program again), and its %p
 
-   usage: record stub|opencl|cuda|hip       (record --env-child BACKEND: the child;
+   usage: record stub|opencl|cuda|hip       (record --env-child|--env-open-fails BACKEND: the children;
                                              record stub --corpus DIR: tests/replay_corpus's seeds) */
 #define _POSIX_C_SOURCE 200809L
 #define GPUFLOW_IMPLEMENTATION
@@ -1666,6 +1666,28 @@ static int env_child(void)
     gf_device_close(dev);
     return 0;   /* the recording ends at exit */
 }
+/* A program whose device does not open: its recording holds that open (an outside review: the
+   recording began at the first open that succeeded, so "it does not open" left no file). */
+static int env_child_open_fails(void)
+{
+    gf_device *dev = NULL;
+    return gf_device_open(backend, 1000, &dev) == GF_OK ? 1 : 0;   /* no device 1000 */
+}
+static void test_env_open_fails(char *self, const char *name)
+{
+    char cmd[1200];
+    gf_replay_desc d;
+    gf_replay_report rep;
+    snprintf(path2, sizeof path2, "record_%d_open_fails.gfrec", (int)getpid());
+    remove(path2);
+    snprintf(cmd, sizeof cmd, "GPUFLOW_RECORD=%s GPUFLOW_LOG=off '%s' --env-open-fails %s", path2, self, name);
+    fflush(stdout);
+    CHECK(system(cmd) == 0, "env open fails: the child ran");
+    replay_desc(&d, path2, GF_BACKEND_AUTO);
+    CHECK_EQ_RESULT(gf_replay(&d, &rep), GF_OK);
+    CHECK(rep.calls == 1 && rep.mismatches == 0, "env open fails: the failed open is recorded, and fails alike in the replay");
+    remove(path2);
+}
 /* GPUFLOW_RECORD's %p: each process its own file, so a program that starts another (as
    tests/interop.c does) keeps its recording. */
 static void test_env_pid(char *self, const char *name)
@@ -1949,10 +1971,11 @@ int main(int argc, char **argv)
     gf_device *probe;
     gf_result r;
     setvbuf(stdout, NULL, _IOLBF, 0);
-    if (argc == 3 && !strcmp(argv[1], "--env-child")) {
+    if (argc == 3 && (!strcmp(argv[1], "--env-child") || !strcmp(argv[1], "--env-open-fails"))) {
         char *sub[2];
         sub[0] = argv[0]; sub[1] = argv[2];
-        return th_backend_arg(2, sub, &backend) ? env_child() : 2;
+        if (!th_backend_arg(2, sub, &backend)) return 2;
+        return !strcmp(argv[1], "--env-child") ? env_child() : env_child_open_fails();
     }
     if (argc == 4 && !strcmp(argv[2], "--corpus")) {   /* the fuzz target's seeds: the session, small and racy */
         if (!th_backend_arg(2, argv, &backend)) return 2;
@@ -1994,6 +2017,7 @@ int main(int argc, char **argv)
     test_review6();
     test_env(argv[0], name);
     test_env_pid(argv[0], name);
+    test_env_open_fails(argv[0], name);
     test_env_unusable(argv[0], name);
     test_alone(argv[0], name);
     test_process();
