@@ -1467,7 +1467,8 @@ GPUFLOW_API gf_result gf_device_write_state(gf_device *dev, char *text, size_t s
    An injected failure's message says "GPUFLOW_FAULTS:" and names the rule and the count it kept,
    after the call's or the operation's name ("gf_buffer_create: GPUFLOW_FAULTS: this buffer is
    number 2, which rule 'buffer:2+' fails", "copy: GPUFLOW_FAULTS: this copy is op number 3,
-   which rule 'op:3' fails") or a driver entry's own failure message. NULL or "" clears
+   which rule 'op:3' fails") or a driver entry's own failure message; an alloc rule's failure
+   reads as the call's own out-of-host-memory message (gf_faults_injected counts it). NULL or "" clears
    the rules (a lost device stays lost). Codes: GF_ERROR_INVALID_ARGUMENT naming the first
    rule not understood (the rules are then unchanged). Thread-safe; counts are process-wide.
    With no rule set each check is one relaxed load. */
