@@ -53,4 +53,11 @@ for exe in "$dir"/* $tests; do
         rm -f "$rec"
     done
 done
+# the exit status tells a replay's answer from a file it could not replay (a support engineer's
+# review: both were 1)
+for bad in "$dir/no-such-recording.gfrec" tests/replay.sh; do
+    "$gfreplay" "$bad" >/dev/null 2>&1; status=$?
+    if [ "$status" -eq 3 ]; then echo "ok   gfreplay $bad: exit 3 (could not be replayed)"; passed=$((passed + 1))
+    else echo "FAIL gfreplay $bad: exit $status, not 3"; failed=$((failed + 1)); fi
+done
 echo "$passed passed, $failed failed, $skipped skipped"

@@ -13,8 +13,10 @@
    On the stub, a module recorded with dialect source gets its C kernels here: the recorded
    source is compiled with the system's C compiler into a shared library (against the
    gpuflow.h this program was built from, GFREPLAY_INCLUDE) and loaded (not on Windows, where
-   such modules and their launches are skipped, and said so). Exit status: 0 when
-   every result matched, 1 on a mismatch or a malformed file, 2 for bad usage.
+   such modules and their launches are skipped, and said so). Exit status: 0 when every
+   result matched, 1 when one did not, 2 for bad usage, 3 when the file could not be replayed
+   (missing, not a recording, of another version), 4 when every result matched but the stub's
+   kernels did not build (their modules and launches were skipped).
 
        cc -std=c99 -O2 tools/gfreplay.c -o gfreplay -pthread -ldl -lm -rdynamic   (make tools)
 */
@@ -32,7 +34,7 @@
 #  define GFREPLAY_INCLUDE "."
 #endif
 
-typedef struct compiler { const char *cc; int builds, list; char dir[256]; } compiler;
+typedef struct compiler { const char *cc; int builds, list, failed; char dir[256]; } compiler;   /* failed: a build of the stub's kernels */
 
 static void list_call(void *user, const gf_replay_call *c) {
     (void)user;
@@ -62,9 +64,10 @@ static gf_result compile_stub(void *user, gf_device *dev, const char *source, co
     fprintf(f, "};\n");
     fclose(f);
     snprintf(cmd, sizeof cmd, "%s -std=c99 -O2 -shared -fPIC -w -I'%s' '%s' -o '%s' -lm", c->cc, GFREPLAY_INCLUDE, src, lib);
-    if (system(cmd) != 0) { fprintf(stderr, "gfreplay: the stub's kernels did not build: %s\n", cmd); return GF_ERROR_BUILD; }
+    if (system(cmd) != 0) { fprintf(stderr, "gfreplay: the stub's kernels did not build: %s\n", cmd); c->failed = 1; return GF_ERROR_BUILD; }
     if (!(h = dlopen(lib, RTLD_NOW | RTLD_LOCAL)) || !(*out = (const gf_stub_kernel *)dlsym(h, table))) {
         fprintf(stderr, "gfreplay: cannot load %s: %s\n", lib, dlerror());
+        c->failed = 1;
         return GF_ERROR_BUILD;
     }
     return GF_OK;   /* the library stays loaded: the replay's modules run its code */
@@ -79,7 +82,9 @@ static void warnings(void *user, gf_log_level level, gf_result code, const char 
 }
 
 static int usage(void) {
-    fprintf(stderr, "usage: gfreplay [--backend stub|cuda|hip|opencl] [--race] [--trace out.json] [--cc CC] [--list] FILE\n");
+    fprintf(stderr, "usage: gfreplay [--backend stub|cuda|hip|opencl] [--race] [--trace out.json] [--cc CC] [--list] FILE\n"
+                    "exit status: 0 every result matched, 1 one did not, 2 bad usage, 3 the file could not be replayed,\n"
+                    "4 the stub's kernels did not build (their launches skipped)\n");
     return 2;
 }
 
@@ -91,6 +96,7 @@ int main(int argc, char **argv) {
     int i, b;
     memset(&d, 0, sizeof d);
     memset(&c, 0, sizeof c);
+    memset(&rep, 0, sizeof rep);
     c.cc = getenv("CC") && *getenv("CC") ? getenv("CC") : "cc";
     for (i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--backend") && i + 1 < argc) {
@@ -125,6 +131,9 @@ int main(int argc, char **argv) {
            (unsigned long long)rep.replayed, (unsigned long long)rep.skipped, (unsigned long long)rep.mismatches);
     if (d.flags & GF_REPLAY_RACE_CHECK) printf(", %llu races", (unsigned long long)rep.races);
     printf("\n");
-    if (r != GF_OK) { fprintf(stderr, "gfreplay: %s: %s\n", gf_result_name(r), gf_last_error()); return 1; }
+    if (r != GF_OK) fprintf(stderr, "gfreplay: %s: %s\n", gf_result_name(r), gf_last_error());
+    if (r != GF_OK && !rep.mismatches) return 3;   /* not a replay's answer: the file or the machine */
+    if (r != GF_OK) return 1;
+    if (c.failed) { fprintf(stderr, "gfreplay: the stub's kernels did not build: their modules and launches were skipped\n"); return 4; }
     return 0;
 }
