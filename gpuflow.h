@@ -14378,8 +14378,9 @@ static const gf_stub_kernel *gf__rp_stub_kernels(gf__replay *rp, gf__rp_arg *a, 
    replay was not given: the replay's shortfall, not the program's; it is skipped, and said. */
 static int gf__rp_short_of_kernels(gf__replay *rp, gf__rec_call call, const gf__rp_arg *a, gf_result r, gf_result recorded) {
     if (r == recorded || r == GF_OK || !a->lacking) return 0;   /* a load that worked is compared (and kept) */
-    gf__notice(GF_LOG_WARNING, "gf_replay: call %llu (%s) is skipped: %d of the module's stub kernels were not given "
-               "(gf_replay_desc.stub_kernels or compile_stub), and this backend needs them (%s)",
+    gf__notice(GF_LOG_WARNING, "gf_replay: call %llu (%s) is skipped: %d of the module's stub kernels were not given to the "
+               "replay (gf_replay_desc.stub_kernels, or compile_stub: gfreplay builds them from the recorded source, and "
+               "said so above if it could not), and this backend needs them; the load here said: %s",
                (unsigned long long)rp->out->calls, gf__rec_calls[call].name, a->lacking, gf__error_text);
     return 1;
 }
@@ -14776,11 +14777,13 @@ GPUFLOW_IMPL gf_result gf_replay(const gf_replay_desc *desc, gf_replay_report *o
     in.bad = 0;
     if (in.end - in.p < 16 || memcmp(in.p, "gpuflowR", 8) != 0) {
         gf__free(file);
-        return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_replay: not a gpuflow recording (it begins with \"gpuflowR\")");
+        return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_replay: not a gpuflow recording (one begins with \"gpuflowR\" and a "
+                        "16-byte header; this has %lld bytes)", (long long)(in.end - in.p));
     }
     in.p += 8;
     i = gf__rp_u32(&in);
-    if (i < 1 || i > GF__REC_VERSION) { gf__free(file); return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_replay: a recording of another version (%u)", i); }
+    if (i < 1 || i > GF__REC_VERSION) { gf__free(file); return gf__fail(GF_ERROR_INVALID_ARGUMENT, "gf_replay: a recording of version %u; this gpuflow reads versions 1 to %u "
+                                                                   "(replay it with the gpuflow that made it)", i, GF__REC_VERSION); }
     (void)gf__rp_u32(&in);   /* flags: what a record says is enough */
     memset(&rp, 0, sizeof rp);
     rp.desc = desc;
