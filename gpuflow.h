@@ -4627,7 +4627,7 @@ static void gf__callback_run(void *p) {
     gf_result status = c->s ? (gf_result)gf__atomic_load_int(&c->s->status) : GF_OK;
     gf_stream *outer = gf__callback_stream;
     uint64_t outer_seq = gf__callback_seq;
-    if (c->race.vc) gf__race_seen_done(c->s->dev, &c->race, 1);   /* failed or not, that work is over */
+    if (c->s && c->race.vc) gf__race_seen_done(c->s->dev, &c->race, 1);   /* failed or not, that work is over */
     if (c->s) gf__atomic_store_int(&c->s->callback_running, 1);   /* for gf_device_write_state */
     gf__callback_stream = c->s;
     gf__callback_seq = c->seq;
